@@ -1,0 +1,65 @@
+package shard
+
+import "encoding/binary"
+
+// arenaPage is the size of one page of key bytes. A key too large for a page
+// gets a page of its own.
+const arenaPage = 64 << 10
+
+// arena holds key bytes in pointer-free pages. A key is stored as its uvarint
+// length followed by its bytes, and named by a ref: page<<16 | offset.
+// Ref 0 is never handed out, so a slot can use it to mean "free".
+// Space is reclaimed only when the shard rebuilds.
+type arena struct {
+	pages [][]byte
+	live  int // bytes of keys still referenced
+	size  int // bytes of pages allocated
+}
+
+// add copies key into the arena and returns its ref, or false if the arena is full.
+func (a *arena) add(key []byte) (uint32, bool) {
+	need := uvarintLen(uint64(len(key))) + len(key)
+	if len(a.pages) == 0 {
+		a.newPage(arenaPage)
+		a.pages[0] = a.pages[0][:1] // reserve ref 0
+	}
+	p := len(a.pages) - 1
+	if need > arenaPage/4 || cap(a.pages[p])-len(a.pages[p]) < need {
+		if len(a.pages) >= 1<<16 {
+			return 0, false
+		}
+		p = a.newPage(max(need, arenaPage))
+	}
+	off := len(a.pages[p])
+	a.pages[p] = binary.AppendUvarint(a.pages[p], uint64(len(key)))
+	a.pages[p] = append(a.pages[p], key...)
+	a.live += need
+	return uint32(p)<<16 | uint32(off), true
+}
+
+func (a *arena) newPage(size int) int {
+	a.pages = append(a.pages, make([]byte, 0, size))
+	a.size += size
+	return len(a.pages) - 1
+}
+
+// get returns the key named by ref. The bytes are the arena's: copy to keep them.
+func (a *arena) get(ref uint32) []byte {
+	page := a.pages[ref>>16][ref&0xffff:]
+	n, k := binary.Uvarint(page)
+	return page[k : k+int(n)]
+}
+
+// drop records that the key named by ref is no longer referenced.
+func (a *arena) drop(ref uint32) {
+	n := len(a.get(ref))
+	a.live -= uvarintLen(uint64(n)) + n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}

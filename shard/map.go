@@ -1,0 +1,157 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/rlstore/rlstore/window"
+)
+
+// Sentinel errors. The server turns them into Redis replies.
+var (
+	ErrWrongType = errors.New("shard: key holds another algorithm's state")
+	ErrFull      = errors.New("shard: key or memory limit reached")
+)
+
+// Config configures a Map. The zero Config is valid: every default is filled in by New.
+type Config struct {
+	Shards    int                 // lock stripes, a power of two; default 256
+	MaxKeys   int64               // 0: no limit
+	MaxMemory int64               // bytes of key state; 0: no limit
+	Grace     time.Duration       // how long past expiry Sweep keeps a key; default 2s
+	Hash      func([]byte) uint64 // default xxhash.Sum64; tests force collisions with it
+}
+
+// Defaults.
+const (
+	DefaultShards = 256
+	DefaultGrace  = 2 * time.Second
+)
+
+// Map is the store of per-key rate-limit state: a power-of-two array of shards,
+// picked by key hash, each with its own lock. Keys, slots and counters live in
+// pointer-free pages, so the garbage collector's cost does not grow with the
+// number of keys. A key's state stays until Sweep finds that it no longer
+// restricts anything. A Map must be made with New; it is safe for concurrent use.
+type Map struct {
+	shards []*shard
+	mask   uint64
+	cfg    Config
+	keys   atomic.Int64  // live keys, for MaxKeys and DBSIZE
+	bytes  atomic.Int64  // bytes of pages and index entries, for MaxMemory
+	next   atomic.Uint64 // the shard the next Sweep starts with
+}
+
+// New returns an empty Map.
+func New(cfg Config) (*Map, error) {
+	if cfg.Shards == 0 {
+		cfg.Shards = DefaultShards
+	}
+	if cfg.Shards < 1 || bits.OnesCount(uint(cfg.Shards)) != 1 {
+		return nil, fmt.Errorf("shard: shards must be a power of two, got %d", cfg.Shards)
+	}
+	if cfg.MaxKeys < 0 || cfg.MaxMemory < 0 || cfg.Grace < 0 {
+		return nil, errors.New("shard: limits must not be negative")
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.Hash == nil {
+		cfg.Hash = xxhash.Sum64
+	}
+	m := &Map{mask: uint64(cfg.Shards - 1), cfg: cfg}
+	for range cfg.Shards {
+		m.shards = append(m.shards, newShard(cfg.Hash))
+	}
+	return m, nil
+}
+
+func (m *Map) shardFor(h uint64) *shard { return m.shards[h&m.mask] }
+
+// Decide decides a request of cost units against key's state at now (unix
+// nanoseconds) under parameters p, creating the key if it is admitted. With peek
+// it returns the same decision but changes nothing and creates no key.
+// A key that holds another algorithm's state gets ErrWrongType; a new key
+// beyond the configured limits gets ErrFull.
+func (m *Map) Decide(key []byte, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
+	if err := p.Validate(); err != nil {
+		return window.Decision{}, err
+	}
+	if cost < 1 {
+		return window.Decision{}, window.ErrCost
+	}
+	now = max(now, 0)
+	h := m.cfg.Hash(key)
+	s := m.shardFor(h)
+	s.mu.Lock()
+	d, err := m.decideLocked(s, key, h, p, now, cost, peek)
+	s.mu.Unlock()
+	s.stats.count(d, err)
+	return d, err
+}
+
+func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
+	i, ok := s.findLocked(key, h)
+	if !ok {
+		var fresh slot
+		d := s.decideSlotLocked(&fresh, p, now, cost, true)
+		if peek || !d.Allowed {
+			return d, nil
+		}
+		if i, ok = m.insertLocked(s, key, h); !ok {
+			return window.Decision{}, ErrFull
+		}
+	}
+	sl := s.slots.at(i)
+	switch {
+	case sl.param == 0:
+		sl.param = s.params.acquire(p)
+	case s.params.get(sl.param) != p:
+		if s.params.get(sl.param).Kind != p.Kind {
+			return window.Decision{}, ErrWrongType
+		}
+		s.params.release(sl.param)
+		sl.param = s.params.acquire(p)
+	}
+	d := s.decideSlotLocked(sl, p, now, cost, peek)
+	if !peek {
+		m.accountLocked(s)
+	}
+	return d, nil
+}
+
+// insertLocked adds key to s if the Map's limits allow it.
+func (m *Map) insertLocked(s *shard, key []byte, h uint64) (uint32, bool) {
+	if m.cfg.MaxKeys > 0 && m.keys.Load() >= m.cfg.MaxKeys {
+		return 0, false
+	}
+	if m.cfg.MaxMemory > 0 && m.bytes.Load() >= m.cfg.MaxMemory {
+		return 0, false
+	}
+	i, ok := s.insertLocked(key, h)
+	if ok {
+		m.keys.Add(1)
+	}
+	return i, ok
+}
+
+// decideSlotLocked runs p's algorithm on sl.
+func (s *shard) decideSlotLocked(sl *slot, p window.Params, now, cost int64, peek bool) window.Decision {
+	switch p.Kind {
+	case window.KindSlide:
+		if peek {
+			d, _ := p.Slide().Decide(s.peekCountersLocked(sl), now, cost, true)
+			return d
+		}
+		d, b := p.Slide().Decide(s.countersLocked(sl), now, cost, false)
+		s.storeCountersLocked(sl, b)
+		return d
+	case window.KindToken:
+		return p.Token().Decide(&sl.state, now, cost, peek)
+	}
+	panic("shard: unvalidated params") // Validate rejected every other kind
+}

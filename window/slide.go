@@ -1,0 +1,153 @@
+package window
+
+import (
+	"math"
+	"time"
+)
+
+// MaxCounters is the most counters one Slide window spans. Longer windows use
+// coarser counters, ceil(window/MaxCounters) seconds wide.
+const MaxCounters = 3600
+
+// MaxWindow is the longest window any algorithm accepts (10 years).
+const MaxWindow = 10 * 365 * 24 * time.Hour
+
+// Slide is a sliding window over per-second counters: at time t it sums the
+// counters of the seconds floor(t)-window+1 … floor(t) and admits a request if
+// sum+cost <= Limit. Any Window consecutive seconds therefore hold at most
+// Limit admitted units.
+//
+// A key's counters are a []uint64 of (second<<32 | count), oldest first, holding
+// only seconds that saw traffic, so a quiet key pays for a few counters, not a
+// whole window. Slide itself holds no state and is safe for concurrent use.
+type Slide struct {
+	Limit  int64
+	Window time.Duration // whole seconds
+}
+
+// Validate reports whether the parameters can be honoured.
+func (p Slide) Validate() error {
+	if p.Limit < 1 || p.Limit > math.MaxUint32 {
+		return ErrLimit
+	}
+	if p.Window < time.Second || p.Window > MaxWindow || p.Window%time.Second != 0 {
+		return ErrWindow
+	}
+	return nil
+}
+
+// Width returns the width of one counter in seconds and how many counters the window spans.
+func (p Slide) Width() (width, n int64) {
+	win := int64(p.Window / time.Second)
+	width = ceilDiv(win, MaxCounters)
+	return width, ceilDiv(win, width)
+}
+
+// Counter packs a counter for second sec holding count units.
+func Counter(sec, count int64) uint64 { return uint64(sec)<<32 | uint64(count) }
+
+// CounterSec returns the first second a counter covers.
+func CounterSec(c uint64) int64 { return int64(c >> 32) }
+
+// CounterCount returns the units a counter holds.
+func CounterCount(c uint64) int64 { return int64(uint32(c)) }
+
+// Decide decides a request of cost units at now (unix nanoseconds) against the
+// counters b. cap(b) must exceed len(b), so an admitted request has room for a new
+// counter. It returns the counters to keep: pruned and charged when admitted,
+// b itself when denied or peek. Denied requests never consume.
+func (p Slide) Decide(b []uint64, now, cost int64, peek bool) (Decision, []uint64) {
+	width, n := p.Width()
+	sec := max(now, 0) / int64(time.Second)
+	if len(b) > 0 && CounterSec(b[len(b)-1]) > sec { // the clock stepped back: clamp
+		sec = CounterSec(b[len(b)-1])
+	}
+	now = max(now, sec*int64(time.Second))
+	cur := sec / width * width
+	first, sum := p.inWindow(b, cur-(n-1)*width)
+	d := Decision{Limit: p.Limit}
+	if cost <= p.Limit && sum+cost <= p.Limit {
+		d.Allowed = true
+		d.Remaining = p.Limit - sum - cost
+		if !peek {
+			b = charge(b, first, cur, cost)
+		}
+		d.Reset = p.untilGone(max(cur, lastSec(b)), now)
+		return d, b
+	}
+	d.Remaining = max(0, p.Limit-sum)
+	d.Wait = p.wait(b[first:], sum, cost, now)
+	if sum > 0 {
+		d.Reset = p.untilGone(lastSec(b), now)
+	}
+	return d, b
+}
+
+// Expiry returns the unix time in nanoseconds at which counters b no longer
+// restrict anything, or 0 if they never did.
+func (p Slide) Expiry(b []uint64) int64 {
+	if len(b) == 0 {
+		return 0
+	}
+	return p.leaves(lastSec(b)) * int64(time.Second)
+}
+
+// Count returns the units counted in the window at now, without changing b.
+func (p Slide) Count(b []uint64, now int64) int64 {
+	width, n := p.Width()
+	sec := max(now, 0) / int64(time.Second)
+	_, sum := p.inWindow(b, sec/width*width-(n-1)*width)
+	return sum
+}
+
+// inWindow returns the index of the first counter at or after second lo and the sum from there.
+func (p Slide) inWindow(b []uint64, lo int64) (first int, sum int64) {
+	first = len(b)
+	for i := len(b) - 1; i >= 0 && CounterSec(b[i]) >= lo; i-- {
+		first = i
+		sum += CounterCount(b[i])
+	}
+	return first, sum
+}
+
+// charge drops counters before first and adds cost to the counter for second cur.
+func charge(b []uint64, first int, cur, cost int64) []uint64 {
+	b = b[:copy(b, b[first:])]
+	if k := len(b) - 1; k >= 0 && CounterSec(b[k]) >= cur {
+		b[k] += uint64(cost) // a counter left by a narrower width: merge, stay conservative
+		return b
+	}
+	return append(b, Counter(cur, cost))
+}
+
+// wait returns how long until enough of the in-window counters b have left the
+// window for cost to fit, or Never if cost exceeds the limit.
+func (p Slide) wait(b []uint64, sum, cost, now int64) time.Duration {
+	if cost > p.Limit {
+		return Never
+	}
+	for _, c := range b {
+		sum -= CounterCount(c)
+		if sum+cost <= p.Limit {
+			return p.untilGone(CounterSec(c), now)
+		}
+	}
+	return 0
+}
+
+// leaves returns the second at which a counter starting at sec leaves the window.
+func (p Slide) leaves(sec int64) int64 {
+	width, n := p.Width()
+	return ceilDiv(sec+(n-1)*width+1, width) * width
+}
+
+func (p Slide) untilGone(sec, now int64) time.Duration {
+	return time.Duration(p.leaves(sec)*int64(time.Second) - now)
+}
+
+func lastSec(b []uint64) int64 {
+	if len(b) == 0 {
+		return 0
+	}
+	return CounterSec(b[len(b)-1])
+}
