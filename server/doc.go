@@ -1,0 +1,2 @@
+// Package server serves rlstore's commands to Redis clients over RESP, on redcon.
+package server
