@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// MaxCounters is the most counters one Slide window spans. Longer windows use
-// coarser counters, ceil(window/MaxCounters) seconds wide.
+// MaxCounters is the most seconds-wide counters one Slide window spans. Longer
+// windows use coarser counters, ceil(window/MaxCounters) seconds wide; a window
+// then overlaps at most MaxCounters+1 of them.
 const MaxCounters = 3600
 
 // MaxWindow is the longest window any algorithm accepts (10 years).
@@ -15,7 +16,8 @@ const MaxWindow = 10 * 365 * 24 * time.Hour
 // Slide is a sliding window over per-second counters: at time t it sums the
 // counters of the seconds floor(t)-window+1 … floor(t) and admits a request if
 // sum+cost <= Limit. Any Window consecutive seconds therefore hold at most
-// Limit admitted units.
+// Limit admitted units. Windows over MaxCounters seconds sum every coarser
+// counter that overlaps those seconds, which errs towards denying.
 //
 // A key's counters are a []uint64 of (second<<32 | count), oldest first, holding
 // only seconds that saw traffic, so a quiet key pays for a few counters, not a
@@ -36,7 +38,8 @@ func (p Slide) Validate() error {
 	return nil
 }
 
-// Width returns the width of one counter in seconds and how many counters the window spans.
+// Width returns the width of one counter in seconds and n = ceil(window/width).
+// A window of whole seconds overlaps at most n+1 of them.
 func (p Slide) Width() (width, n int64) {
 	win := int64(p.Window / time.Second)
 	width = ceilDiv(win, MaxCounters)
@@ -57,14 +60,14 @@ func CounterCount(c uint64) int64 { return int64(uint32(c)) }
 // counter. It returns the counters to keep: pruned and charged when admitted,
 // b itself when denied or peek. Denied requests never consume.
 func (p Slide) Decide(b []uint64, now, cost int64, peek bool) (Decision, []uint64) {
-	width, n := p.Width()
+	width, _ := p.Width()
 	sec := max(now, 0) / int64(time.Second)
 	if len(b) > 0 && CounterSec(b[len(b)-1]) > sec { // the clock stepped back: clamp
 		sec = CounterSec(b[len(b)-1])
 	}
 	now = max(now, sec*int64(time.Second))
 	cur := sec / width * width
-	first, sum := p.inWindow(b, cur-(n-1)*width)
+	first, sum := p.inWindow(b, p.oldest(sec))
 	d := Decision{Limit: p.Limit}
 	if cost <= p.Limit && sum+cost <= p.Limit {
 		d.Allowed = true
@@ -94,9 +97,7 @@ func (p Slide) Expiry(b []uint64) int64 {
 
 // Count returns the units counted in the window at now, without changing b.
 func (p Slide) Count(b []uint64, now int64) int64 {
-	width, n := p.Width()
-	sec := max(now, 0) / int64(time.Second)
-	_, sum := p.inWindow(b, sec/width*width-(n-1)*width)
+	_, sum := p.inWindow(b, p.oldest(max(now, 0)/int64(time.Second)))
 	return sum
 }
 
@@ -135,10 +136,21 @@ func (p Slide) wait(b []uint64, sum, cost, now int64) time.Duration {
 	return 0
 }
 
-// leaves returns the second at which a counter starting at sec leaves the window.
+// oldest returns the first second of the oldest counter that counts at second
+// sec: the counter holding second sec-window+1. A coarse counter that only
+// partly overlaps the window counts whole, so that no window consecutive
+// seconds ever hold more than Limit; counting only the last n counters would
+// miss up to width-1 seconds of the window.
+func (p Slide) oldest(sec int64) int64 {
+	width, _ := p.Width()
+	return max(0, sec-int64(p.Window/time.Second)+1) / width * width
+}
+
+// leaves returns the second at which a counter at sec leaves the window: the
+// first second whose oldest counter starts after sec's.
 func (p Slide) leaves(sec int64) int64 {
-	width, n := p.Width()
-	return ceilDiv(sec+(n-1)*width+1, width) * width
+	width, _ := p.Width()
+	return sec/width*width + width + int64(p.Window/time.Second) - 1
 }
 
 func (p Slide) untilGone(sec, now int64) time.Duration {
