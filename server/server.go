@@ -43,6 +43,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, commands: map[string]*command{}}
 	s.register(connectionCommands())
+	s.register(decisionCommands())
+	s.register(keyspaceCommands())
 	return s, nil
 }
 
