@@ -1,0 +1,28 @@
+package loadtest
+
+// Outcome is what one request came to, as the client saw it.
+type Outcome uint8
+
+// Outcomes.
+const (
+	OutcomeOK      Outcome = iota // a reply that is not a decision (PING, INCR)
+	OutcomeAllowed                // a decision reply admitting the request
+	OutcomeDenied                 // a decision reply denying it
+	OutcomeError                  // an error reply: the command did nothing
+	OutcomeUnknown                // no reply: the server may or may not have admitted it
+)
+
+// classify reads a reply the way w's command defines it: an array whose
+// elements are all integers is a decision, its first element 1 for allowed
+// (or for denied when the workload is inverted, as CL.THROTTLE is).
+func (w *Workload) classify(rep *Reply) Outcome {
+	switch {
+	case rep.Kind == KindError:
+		return OutcomeError
+	case rep.Kind != KindArray || !rep.IntArray || len(rep.Ints) == 0:
+		return OutcomeOK
+	case (rep.Ints[0] == 1) != w.Inverted:
+		return OutcomeAllowed
+	}
+	return OutcomeDenied
+}

@@ -1,0 +1,148 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Server is a server process this process started on a free loopback port.
+type Server struct {
+	Name string // "redis" or "rlstore"
+	Addr string // 127.0.0.1:port
+	cmd  *exec.Cmd
+	dir  string
+	done chan error
+}
+
+// PID returns the server's process id, for reading its RSS.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+// StartRedis starts redis-server from bin with persistence off, bound to
+// 127.0.0.1 on a free port, and waits until it answers PING.
+func StartRedis(ctx context.Context, bin string, logs io.Writer) (*Server, error) {
+	return startServer(ctx, "redis", logs, func(port int, dir string) *exec.Cmd {
+		return exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", "")
+	})
+}
+
+// StartRlstore starts rlstore from bin with --port set to a free port and
+// extra flags after it, and waits until it answers PING.
+func StartRlstore(ctx context.Context, bin string, extra []string, logs io.Writer) (*Server, error) {
+	return startServer(ctx, "rlstore", logs, func(port int, _ string) *exec.Cmd {
+		return exec.Command(bin, append([]string{"--port", strconv.Itoa(port)}, extra...)...)
+	})
+}
+
+// startServer retries a few times, since a free port may be taken between
+// choosing it and the server binding it.
+func startServer(ctx context.Context, name string, logs io.Writer, mk func(int, string) *exec.Cmd) (*Server, error) {
+	var err error
+	for range 3 {
+		var s *Server
+		if s, err = startOnce(ctx, name, logs, mk); err == nil {
+			return s, nil
+		}
+	}
+	return nil, err
+}
+
+func startOnce(ctx context.Context, name string, logs io.Writer, mk func(int, string) *exec.Cmd) (*Server, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "rlload-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := mk(port, dir)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logs, logs
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("loadtest: start %s: %w", name, err)
+	}
+	s := &Server{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	if err := s.waitReady(ctx, 15*time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls PING until it answers, the process exits or time is up.
+func (s *Server) waitReady(ctx context.Context, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ping(ctx, s.Addr) == nil {
+			return nil
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err
+			return fmt.Errorf("loadtest: %s exited before answering: %v", s.Name, err)
+		case <-ctx.Done():
+			return fmt.Errorf("loadtest: %s did not answer PING on %s", s.Name, s.Addr)
+		case <-tick.C:
+		}
+	}
+}
+
+func ping(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	cl, err := Dial(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	_, err = cl.DoOK(ctx, "PING")
+	return err
+}
+
+// Stop asks the server to exit with SIGTERM, kills it after 10 s, and
+// removes its scratch directory.
+func (s *Server) Stop() error {
+	defer os.RemoveAll(s.dir)
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		return exitErr(err)
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		return fmt.Errorf("loadtest: %s ignored SIGTERM: %w", s.Name, <-s.done)
+	}
+}
+
+// exitErr treats death by the SIGTERM we sent as a clean exit.
+func exitErr(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return nil
+		}
+	}
+	return err
+}

@@ -1,0 +1,69 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteResult prints one run as a human-readable table.
+func WriteResult(out io.Writer, r Result) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(k, format string, v ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, v...)...) }
+	row("workload", "%s on %s", r.Workload, r.Target)
+	row("load", "%s", loadShape(r))
+	row("keys", "%d, %s", r.Keyspace, r.Dist)
+	row("requests", "%d in %.2fs", r.Requests, r.Elapsed.Seconds())
+	row("throughput", "%s/s", humanCount(r.Throughput))
+	row("allowed / denied", "%d / %d", r.Allowed, r.Denied)
+	row("errors", "%d %s", r.Errors, r.FirstError)
+	l := r.Latency
+	row("latency", "p50 %s  p90 %s  p99 %s  p99.9 %s  max %s", Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.Max))
+	if m := r.Memory; m != nil {
+		row("memory", "RSS %s → %s, keys %d → %d, %.0f B/key (%s)", Bytes(m.RSSBefore), Bytes(m.RSSAfter),
+			m.KeysBefore, m.KeysAfter, m.BytesPerKey, m.Source)
+	}
+	if a := r.Accuracy; a != nil {
+		writeAccuracy(tw, a)
+	}
+	tw.Flush()
+}
+
+func writeAccuracy(tw io.Writer, a *Accuracy) {
+	fmt.Fprintf(tw, "accuracy\t%d keys, %d admits (%d straddling a bucket edge), %d denials, %d unknown\n",
+		a.Keys, a.Admits, a.Straddling, a.Denials, a.Unknown)
+	fmt.Fprintf(tw, "over-admission\t%d units in %d windows\n", a.OverAdmitted, a.OverWindows)
+	fmt.Fprintf(tw, "under-admission\t%d denials\n", a.UnderAdmitted)
+}
+
+func loadShape(r Result) string {
+	if r.Rate > 0 {
+		return fmt.Sprintf("open loop at %s/s over %d conns, up to %d per write", humanCount(r.Rate), r.Conns, r.Pipeline)
+	}
+	return fmt.Sprintf("closed loop, %d conns × pipeline %d", r.Conns, r.Pipeline)
+}
+
+// Dur formats a latency compactly with three significant digits.
+func Dur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.3gs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.3gms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.3gµs", float64(d)/1e3)
+}
+
+// Bytes formats a byte count in binary units.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fGiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}

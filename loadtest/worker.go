@@ -1,0 +1,81 @@
+package loadtest
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// worker drives one connection. Everything in it belongs to its goroutine(s)
+// except live, which the progress line reads.
+type worker struct {
+	cl    *Client
+	wl    *Workload
+	tmpl  Template
+	keys  KeySpec
+	pick  func() uint64
+	depth int
+	check bool
+
+	hist     Histogram
+	tally    tally
+	events   []Event
+	firstErr string
+
+	live struct{ requests, allowed, denied, errors atomic.Int64 }
+
+	buf   []byte
+	key   []byte
+	batch []uint64
+	rep   Reply
+}
+
+func newWorker(cl *Client, cfg *Config, id int) *worker {
+	return &worker{
+		cl:    cl,
+		wl:    &cfg.Workload,
+		tmpl:  cfg.Workload.Template(),
+		keys:  cfg.Keys,
+		pick:  cfg.Keys.picker(id, cfg.Conns, cfg.Seed),
+		depth: cfg.Pipeline,
+		check: cfg.Check,
+		batch: make([]uint64, cfg.Pipeline),
+	}
+}
+
+// encode appends one request for key number k to w.buf.
+func (w *worker) encode(k uint64) {
+	w.key = w.keys.AppendKey(w.key[:0], k)
+	w.buf = w.tmpl.Append(w.buf, w.key)
+}
+
+// record accounts for one reply: latency counts from start, the accuracy
+// trace from sent (the actual write) to now.
+func (w *worker) record(k uint64, start, sent, now time.Time, o Outcome) {
+	w.hist.Record(now.Sub(start))
+	w.tally.add(o)
+	if o == OutcomeError && w.firstErr == "" {
+		w.firstErr = string(w.rep.Str)
+	}
+	if w.check {
+		w.events = append(w.events, Event{Key: k, Send: sent.UnixNano(), Recv: now.UnixNano(), Outcome: o})
+	}
+}
+
+// lose records requests that got no reply, so that the accuracy check counts
+// them as possibly admitted.
+func (w *worker) lose(keys []uint64, sent time.Time) {
+	if !w.check {
+		return
+	}
+	for _, k := range keys {
+		w.events = append(w.events, Event{Key: k, Send: sent.UnixNano(), Recv: time.Now().UnixNano(), Outcome: OutcomeUnknown})
+	}
+}
+
+// publish makes the tally visible to the progress line.
+func (w *worker) publish() {
+	w.live.requests.Store(w.tally.requests)
+	w.live.allowed.Store(w.tally.allowed)
+	w.live.denied.Store(w.tally.denied)
+	w.live.errors.Store(w.tally.errors)
+}
