@@ -73,7 +73,7 @@ func (p Slide) Decide(b []uint64, now, cost int64, peek bool) (Decision, []uint6
 		d.Allowed = true
 		d.Remaining = p.Limit - sum - cost
 		if !peek {
-			b = charge(b, first, cur, cost)
+			b = charge(b, p.oldest(cur), cur, cost)
 		}
 		d.Reset = p.untilGone(max(cur, lastSec(b)), now)
 		return d, b
@@ -111,9 +111,16 @@ func (p Slide) inWindow(b []uint64, lo int64) (first int, sum int64) {
 	return first, sum
 }
 
-// charge drops counters before first and adds cost to the counter for second cur.
-func charge(b []uint64, first int, cur, cost int64) []uint64 {
-	b = b[:copy(b, b[first:])]
+// charge drops counters before second lo and adds cost to the counter for
+// second cur. Callers pass lo = oldest(cur), not oldest(now): the clock is only
+// clamped to the start of the newest counter, so a later request may carry any
+// second of that counter and must still find every counter it would count.
+func charge(b []uint64, lo, cur, cost int64) []uint64 {
+	i := 0
+	for i < len(b) && CounterSec(b[i]) < lo {
+		i++
+	}
+	b = b[:copy(b, b[i:])]
 	if k := len(b) - 1; k >= 0 && CounterSec(b[k]) >= cur {
 		b[k] += uint64(cost) // a counter left by a narrower width: merge, stay conservative
 		return b

@@ -196,8 +196,10 @@ func TestSlideCoarse(t *testing.T) {
 		// Seconds 1 … 3604 are 3604 consecutive seconds: nothing more fits.
 		{3604 * time.Second, 1, false, 0, time.Second, time.Second},
 		{3605 * time.Second, 2, true, 0, 0, 3604 * time.Second}, // counter [3604 s, 3606 s) leaves at 7209 s
+		// A step back into the newest counter is not clamped; it counts [0 s, 2 s) again, so that must be kept.
+		{3604 * time.Second, 1, false, 0, 3605 * time.Second, 3605 * time.Second},
 	})
-	assert.Equal(t, []uint64{Counter(sec0+3604, 2)}, b)
+	assert.Equal(t, []uint64{Counter(sec0, 2), Counter(sec0+3604, 2)}, b)
 }
 
 func TestSlideCountAndExpiry(t *testing.T) {
