@@ -1,0 +1,241 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/bits"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlstore/rlstore/server"
+	"github.com/rlstore/rlstore/shard"
+)
+
+// Config is everything rlstore can be told at start. Load fills it from, in
+// order of precedence: command-line flags, the YAML config file, RLSTORE_*
+// environment variables, and the defaults written in newFlagSet.
+type Config struct {
+	Bind            string
+	Port            int
+	RequirePass     string
+	ProtectedMode   bool
+	MaxClients      int
+	MaxMemory       int64 // bytes of key state; 0: no limit
+	MaxKeys         int64 // 0: no limit
+	MaxRequestBytes int64
+	Shards          int
+	AppendFsync     string
+	DataDir         string
+	LogFormat       string
+	LogLevel        string
+	ShutdownTimeout time.Duration
+	ConfigFile      string
+}
+
+// envPrefix starts the environment variable of each flag: --max-keys is RLSTORE_MAX_KEYS.
+const envPrefix = "RLSTORE_"
+
+// newFlagSet defines every option of rlstore on c, and is the one place their
+// names, defaults and help are written. Defining a flag stores its default in c.
+func newFlagSet(c *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("rlstore", flag.ContinueOnError)
+	fs.StringVar(&c.Bind, "bind", "127.0.0.1", "IP `address` to listen on (0.0.0.0 or :: for every interface; see --protected-mode)")
+	fs.IntVar(&c.Port, "port", 6379, "TCP `port` to listen on; 0 picks a free port and logs it")
+	fs.StringVar(&c.RequirePass, "requirepass", "", "`password` clients must send with AUTH; empty: no authentication")
+	fs.Var(newYesNo(&c.ProtectedMode, true), "protected-mode", "`yes|no`: with yes, refuse to start on a non-loopback --bind without --requirepass")
+	fs.IntVar(&c.MaxClients, "maxclients", 10000, "maximum `number` of simultaneous client connections; more are refused with an error")
+	fs.Var(newSize(&c.MaxMemory, 0), "maxmemory", "`size` of memory for key state, e.g. 100mb or 1gb (k=1000, kb=1024); when full, new keys get -OOM; 0: no limit")
+	fs.Int64Var(&c.MaxKeys, "max-keys", 0, "maximum `number` of keys; beyond it, new keys get -OOM; 0: no limit")
+	fs.Var(newSize(&c.MaxRequestBytes, 512<<20), "max-request-bytes", "largest request a client may send, a `size` (1mb); a larger one gets a protocol error and is disconnected")
+	fs.IntVar(&c.Shards, "shards", shard.DefaultShards, "`number` of lock stripes of the key store, a power of two")
+	fs.Var(newOneOf(&c.AppendFsync, "everysec", "always", "everysec", "no"), "appendfsync", "`always|everysec|no`: when the append-only log is fsynced (checked, but not used yet: persistence comes in a later release)")
+	fs.StringVar(&c.DataDir, "data-dir", "", "`folder` for policies, snapshots and the append-only log (checked, but not used yet: persistence comes in a later release; all state is in memory)")
+	fs.Var(newOneOf(&c.LogFormat, "text", "text", "json"), "log-format", "`text|json`: format of the logs written to standard error")
+	fs.Var(newOneOf(&c.LogLevel, "info", "debug", "info", "warn", "error"), "log-level", "`debug|info|warn|error`: the least severe level logged")
+	fs.Var(newSeconds(&c.ShutdownTimeout, 10*time.Second), "shutdown-timeout", "`duration` that SIGTERM or SIGINT waits for clients to drain before closing them (10 seconds, or 500ms, 1m)")
+	fs.StringVar(&c.ConfigFile, "config", "", "YAML `file` of options, named like the flags (port: 6380); flags override it, and it overrides RLSTORE_* variables")
+	return fs
+}
+
+// Default returns the configuration rlstore runs with when told nothing.
+func Default() Config {
+	var c Config
+	newFlagSet(&c)
+	return c
+}
+
+// Load builds the Config from command-line args (without the program name),
+// the config file they or the environment name, and the environment, read
+// through lookupEnv. Help and flag errors are written to usage. It returns
+// flag.ErrHelp if help was asked for.
+//
+// Like redis-server, a first argument that is not a flag names the config file.
+func Load(args []string, lookupEnv func(string) (string, bool), usage io.Writer) (Config, error) {
+	var c Config
+	fs := newFlagSet(&c)
+	fs.SetOutput(io.Discard) // errors are returned, and help printed below
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		args = append([]string{"--config", args[0]}, args[1:]...)
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		printUsage(usage, fs)
+		return c, err
+	} else if err != nil {
+		// The flag package names flags with one dash; rlstore's help uses two.
+		msg := strings.Replace(err.Error(), " -", " --", 1)
+		return c, fmt.Errorf("%s (rlstore --help lists the flags)", msg)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := applyEnv(fs, given, lookupEnv); err != nil {
+		return c, err
+	}
+	if c.ConfigFile != "" {
+		if err := applyFile(fs, given, c.ConfigFile); err != nil {
+			return c, err
+		}
+	}
+	return c, c.validate()
+}
+
+// applyEnv sets every flag not given on the command line from its RLSTORE_*
+// variable, if that is set and not empty.
+func applyEnv(fs *flag.FlagSet, given map[string]bool, lookupEnv func(string) (string, bool)) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := envName(f.Name)
+		v, ok := lookupEnv(name)
+		if err != nil || given[f.Name] || !ok || v == "" {
+			return
+		}
+		if e := f.Value.Set(v); e != nil {
+			err = fmt.Errorf("environment %s: %w", name, e)
+		}
+	})
+	return err
+}
+
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `rlstore: a rate-limit store that speaks the Redis protocol.
+
+Usage:
+  rlstore [config.yaml] [--flag value ...]
+
+Every flag can also be set in the YAML config file under its own name
+(maxmemory: 1gb), or in the environment as RLSTORE_ and the name in capitals
+with _ for - (RLSTORE_MAX_KEYS=1000000). Flags win over the file, and the file
+over the environment. Flags take "--name value" or "--name=value".
+
+Flags:
+`)
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, help := flag.UnquoteUsage(f)
+		help = strings.TrimPrefix(help, arg+": ")
+		fmt.Fprintf(w, "  --%s %s\n    \t%s", f.Name, arg, help)
+		if f.DefValue != "" && f.DefValue != "0" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, " [%s]\n", envName(f.Name))
+	})
+}
+
+// validate checks what each flag's own parsing cannot: ranges, and how options combine.
+func (c Config) validate() error {
+	checks := []struct {
+		bad bool
+		msg string
+	}{
+		{c.Port < 0 || c.Port > 65535, "--port " + strconv.Itoa(c.Port) + " is out of range 0-65535"},
+		{c.MaxClients < 1, "--maxclients must be at least 1"},
+		{c.MaxKeys < 0, "--max-keys must not be negative"},
+		{c.MaxRequestBytes < 1024, "--max-request-bytes must be at least 1kb"},
+		{c.Shards < 1 || bits.OnesCount(uint(c.Shards)) != 1, "--shards must be a power of two, got " + strconv.Itoa(c.Shards)},
+		{c.ShutdownTimeout <= 0, "--shutdown-timeout must be positive"},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return errors.New(ch.msg)
+		}
+	}
+	ip, err := c.bindAddr()
+	if err != nil {
+		return err
+	}
+	if err := c.checkDataDir(); err != nil {
+		return err
+	}
+	return c.checkProtectedMode(ip)
+}
+
+// bindAddr parses --bind. Only an IP address or "localhost" is accepted, so
+// protected mode can tell for certain whether the address is loopback.
+func (c Config) bindAddr() (netip.Addr, error) {
+	if strings.EqualFold(c.Bind, "localhost") {
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1}), nil
+	}
+	ip, err := netip.ParseAddr(c.Bind)
+	if err != nil {
+		return ip, fmt.Errorf("--bind %q is not an IP address (like 127.0.0.1, ::1 or 0.0.0.0)", c.Bind)
+	}
+	return ip, nil
+}
+
+// checkProtectedMode refuses to expose an unauthenticated server beyond this machine.
+func (c Config) checkProtectedMode(ip netip.Addr) error {
+	if !c.ProtectedMode || c.RequirePass != "" || ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("protected mode: refusing to listen on %s, which is not a loopback address, "+
+		"without a password. Set --requirepass, or pass --protected-mode no if every client that can "+
+		"reach this address may use the server", c.Bind)
+}
+
+// checkDataDir rejects a --data-dir that exists but is not a folder. A missing
+// one is fine: persistence will create it.
+func (c Config) checkDataDir() error {
+	if c.DataDir == "" {
+		return nil
+	}
+	st, err := os.Stat(c.DataDir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--data-dir: %w", err)
+	case !st.IsDir():
+		return fmt.Errorf("--data-dir %s is not a folder", c.DataDir)
+	}
+	return nil
+}
+
+// addr is the host:port to listen on.
+func (c Config) addr() string { return net.JoinHostPort(c.Bind, strconv.Itoa(c.Port)) }
+
+func (c Config) shardConfig() shard.Config {
+	return shard.Config{Shards: c.Shards, MaxKeys: c.MaxKeys, MaxMemory: c.MaxMemory}
+}
+
+func (c Config) serverConfig(store *shard.Map, log *slog.Logger) server.Config {
+	return server.Config{
+		Addr:            c.addr(),
+		Store:           store,
+		Logger:          log,
+		RequirePass:     c.RequirePass,
+		MaxClients:      c.MaxClients,
+		MaxRequestBytes: c.MaxRequestBytes,
+	}
+}

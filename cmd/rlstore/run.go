@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/rlstore/rlstore/server"
+	"github.com/rlstore/rlstore/shard"
+)
+
+// run starts rlstore with the command-line args and returns the exit code:
+// 0 after a clean shutdown, 1 on any failure, 2 for bad flags.
+func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer, sigs <-chan os.Signal) int {
+	cfg, err := Load(args, lookupEnv, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "rlstore: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+	if err := serve(cfg, log, sigs); err != nil {
+		log.Error("exiting", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by Load
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve runs the server until it stops by itself (SHUTDOWN) or a signal stops it.
+func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) error {
+	store, err := shard.New(cfg.shardConfig())
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(cfg.serverConfig(store, log))
+	if err != nil {
+		return err
+	}
+	logStart(cfg, log)
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ready) }()
+	select {
+	case addr := <-ready:
+		// Tests and scripts read the address from this line: keep it stable.
+		log.Info("ready to accept connections", "addr", addr.String())
+	case err := <-done:
+		return fmt.Errorf("listen on %s: %w", cfg.addr(), err)
+	}
+	return waitForStop(srv, done, sigs, cfg.ShutdownTimeout, log)
+}
+
+func logStart(cfg Config, log *slog.Logger) {
+	log.Info("starting rlstore", "bind", cfg.Bind, "port", cfg.Port,
+		"auth", cfg.RequirePass != "", "protected_mode", cfg.ProtectedMode,
+		"maxclients", cfg.MaxClients, "maxmemory", cfg.MaxMemory, "max_keys", cfg.MaxKeys,
+		"max_request_bytes", cfg.MaxRequestBytes, "shards", cfg.Shards, "config", cfg.ConfigFile)
+	if cfg.DataDir != "" {
+		log.Warn("persistence is not implemented yet: --data-dir and --appendfsync are ignored and all state is in memory",
+			"data_dir", cfg.DataDir)
+	}
+}
+
+// stopper is the part of *server.Server that waitForStop drives.
+type stopper interface {
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
+// waitForStop waits for the server to stop by itself (done) or for a signal.
+// On the first signal it drains clients for at most timeout, then closes the
+// rest; a second signal returns at once without waiting for the drain.
+func waitForStop(srv stopper, done <-chan error, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
+	select {
+	case err := <-done:
+		log.Info("server stopped")
+		return err
+	case sig := <-sigs:
+		log.Info("shutting down: draining clients; signal again to exit at once", "signal", sig.String(), "timeout", timeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- srv.Shutdown(ctx) }()
+	select {
+	case err := <-drained:
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("drain did not finish, closed the remaining connections: %w", err)
+		}
+	case sig := <-sigs:
+		return fmt.Errorf("second signal (%s): exiting without finishing the drain", sig)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Debug("serve returned after shutdown", "err", err)
+		}
+	case sig := <-sigs:
+		return fmt.Errorf("second signal (%s): exiting without finishing the drain", sig)
+	}
+	log.Info("shutdown complete")
+	return nil
+}
