@@ -34,6 +34,9 @@ const (
 	KindNone  Kind = 0
 	KindSlide Kind = 1
 	KindToken Kind = 2 // GCRA; shared by RL.TOKEN and CL.THROTTLE
+	KindFixed Kind = 3
+	KindLog   Kind = 4
+	KindLeaky Kind = 5
 )
 
 // String returns the name TYPE replies with.
@@ -43,6 +46,12 @@ func (k Kind) String() string {
 		return "slide"
 	case KindToken:
 		return "token"
+	case KindFixed:
+		return "fixed"
+	case KindLog:
+		return "log"
+	case KindLeaky:
+		return "leaky"
 	}
 	return "none"
 }
@@ -55,9 +64,9 @@ type State [2]uint64
 // and comparable, so a store can intern it.
 type Params struct {
 	Kind   Kind
-	Limit  int64         // limit (Slide) or capacity (Token)
-	Rate   int64         // tokens per Period (Token); unused by Slide
-	Period time.Duration // window (Slide) or refill period (Token)
+	Limit  int64         // limit (Slide, Fixed, Log) or capacity (Token, Leaky)
+	Rate   int64         // units per Period (Token, Leaky); unused by the others
+	Period time.Duration // window (Slide, Fixed, Log) or refill/drain period (Token, Leaky)
 }
 
 // ceilDiv returns ceil(a/b) for a >= 0, b > 0.
@@ -69,6 +78,15 @@ func (p Params) Slide() Slide { return Slide{Limit: p.Limit, Window: p.Period} }
 // Token returns p as Token parameters.
 func (p Params) Token() Token { return Token{Capacity: p.Limit, Rate: p.Rate, Period: p.Period} }
 
+// Fixed returns p as Fixed parameters.
+func (p Params) Fixed() Fixed { return Fixed{Limit: p.Limit, Window: p.Period} }
+
+// Log returns p as Log parameters.
+func (p Params) Log() Log { return Log{Limit: p.Limit, Window: p.Period} }
+
+// Leaky returns p as Leaky parameters.
+func (p Params) Leaky() Leaky { return Leaky{Capacity: p.Limit, Rate: p.Rate, Period: p.Period} }
+
 // Validate reports whether p names an algorithm and its parameters can be honoured.
 func (p Params) Validate() error {
 	switch p.Kind {
@@ -76,6 +94,12 @@ func (p Params) Validate() error {
 		return p.Slide().Validate()
 	case KindToken:
 		return p.Token().Validate()
+	case KindFixed:
+		return p.Fixed().Validate()
+	case KindLog:
+		return p.Log().Validate()
+	case KindLeaky:
+		return p.Leaky().Validate()
 	}
 	return ErrKind
 }
