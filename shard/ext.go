@@ -6,15 +6,23 @@ import "math/bits"
 // A block is 4<<class words: a header word (class | n<<8) then up to
 // (4<<class)-1 counters. Blocks live in pointer-free pages and are named by a
 // ref: page<<13 | word offset. Freed blocks go on a free list per class.
+//
+// A window spans at most MaxCounters+1 counters, but a key re-parameterised
+// from a fine to a coarse width keeps its fine counters until they leave the
+// window, so a block may need more. Blocks larger than a page get a page of
+// their own, up to a class that holds a counter for every second of the
+// longest window.
 const (
-	extPage    = 8192 // words per page (64 KiB)
-	extClasses = 11   // 4 … 4096 words: room for a full 3600-counter window
+	extPage     = 8192 // words per shared page (64 KiB)
+	extPageBits = 13   // log2(extPage)
+	extClasses  = 28   // 4 … 4<<27 words
 )
 
 type ext struct {
 	pages [][]uint64
 	free  [extClasses][]uint32
 	words int // words in live blocks
+	size  int // words in pages
 }
 
 // classFor returns the smallest class whose blocks hold n counters.
@@ -28,23 +36,28 @@ func (e *ext) alloc(n int) (ref uint32) {
 	e.words += 4 << c
 	if f := e.free[c]; len(f) > 0 {
 		ref, e.free[c] = f[len(f)-1], f[:len(f)-1]
-		e.word(ref)[0] = uint64(c)
-		return ref
+	} else {
+		ref = e.carve(4 << c)
 	}
-	size := 4 << c
-	p := len(e.pages) - 1
-	if p < 0 || cap(e.pages[p])-len(e.pages[p]) < size {
-		e.pages = append(e.pages, make([]uint64, 0, extPage))
-		p++
-	}
-	off := len(e.pages[p])
-	e.pages[p] = e.pages[p][:off+size]
-	ref = uint32(p)<<13 | uint32(off)
 	e.word(ref)[0] = uint64(c)
 	return ref
 }
 
-func (e *ext) word(ref uint32) []uint64 { return e.pages[ref>>13][ref&(extPage-1):] }
+// carve cuts a new block of size words from the last page, or from a new one.
+func (e *ext) carve(size int) uint32 {
+	p := len(e.pages) - 1
+	if p < 0 || cap(e.pages[p])-len(e.pages[p]) < size {
+		n := max(size, extPage)
+		e.pages = append(e.pages, make([]uint64, 0, n))
+		e.size += n
+		p++
+	}
+	off := len(e.pages[p])
+	e.pages[p] = e.pages[p][:off+size]
+	return uint32(p)<<extPageBits | uint32(off)
+}
+
+func (e *ext) word(ref uint32) []uint64 { return e.pages[ref>>extPageBits][ref&(extPage-1):] }
 
 // counters returns the block's counters, with its capacity as the slice's cap.
 func (e *ext) counters(ref uint32) []uint64 {

@@ -11,7 +11,7 @@ type Info struct {
 
 // Get returns key's state at now, or false if the key does not exist.
 func (m *Map) Get(key []byte, now int64) (Info, bool) {
-	h := m.cfg.Hash(key)
+	h := m.hash(key)
 	s := m.shardFor(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -49,7 +49,7 @@ func (s *shard) expiryLocked(sl *slot) int64 {
 
 // Delete removes key and reports whether it existed.
 func (m *Map) Delete(key []byte) bool {
-	h := m.cfg.Hash(key)
+	h := m.hash(key)
 	s := m.shardFor(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()

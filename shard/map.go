@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -30,6 +31,7 @@ type Config struct {
 const (
 	DefaultShards = 256
 	DefaultGrace  = 2 * time.Second
+	MaxShards     = 1 << 16 // a Scan cursor has 16 bits for the shard
 )
 
 // Map is the store of per-key rate-limit state: a power-of-two array of shards,
@@ -44,6 +46,8 @@ type Map struct {
 	keys   atomic.Int64  // live keys, for MaxKeys and DBSIZE
 	bytes  atomic.Int64  // bytes of pages and index entries, for MaxMemory
 	next   atomic.Uint64 // the shard the next Sweep starts with
+
+	customHash bool // cfg.Hash was given, not defaulted
 }
 
 // New returns an empty Map.
@@ -51,8 +55,8 @@ func New(cfg Config) (*Map, error) {
 	if cfg.Shards == 0 {
 		cfg.Shards = DefaultShards
 	}
-	if cfg.Shards < 1 || bits.OnesCount(uint(cfg.Shards)) != 1 {
-		return nil, fmt.Errorf("shard: shards must be a power of two, got %d", cfg.Shards)
+	if cfg.Shards < 1 || cfg.Shards > MaxShards || bits.OnesCount(uint(cfg.Shards)) != 1 {
+		return nil, fmt.Errorf("shard: shards must be a power of two up to %d, got %d", MaxShards, cfg.Shards)
 	}
 	if cfg.MaxKeys < 0 || cfg.MaxMemory < 0 || cfg.Grace < 0 {
 		return nil, errors.New("shard: limits must not be negative")
@@ -60,14 +64,24 @@ func New(cfg Config) (*Map, error) {
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
 	}
+	m := &Map{mask: uint64(cfg.Shards - 1), cfg: cfg, customHash: cfg.Hash != nil}
 	if cfg.Hash == nil {
-		cfg.Hash = xxhash.Sum64
+		m.cfg.Hash = xxhash.Sum64
 	}
-	m := &Map{mask: uint64(cfg.Shards - 1), cfg: cfg}
 	for range cfg.Shards {
-		m.shards = append(m.shards, newShard(cfg.Hash))
+		m.shards = append(m.shards, newShard(m.hash))
 	}
 	return m, nil
+}
+
+// hash hashes key. A call through a func value makes its argument escape, which
+// would cost every caller that builds keys on the stack an allocation, so the
+// default hash is called directly and a configured one gets a copy.
+func (m *Map) hash(key []byte) uint64 {
+	if !m.customHash {
+		return xxhash.Sum64(key)
+	}
+	return m.cfg.Hash(bytes.Clone(key))
 }
 
 func (m *Map) shardFor(h uint64) *shard { return m.shards[h&m.mask] }
@@ -78,14 +92,11 @@ func (m *Map) shardFor(h uint64) *shard { return m.shards[h&m.mask] }
 // A key that holds another algorithm's state gets ErrWrongType; a new key
 // beyond the configured limits gets ErrFull.
 func (m *Map) Decide(key []byte, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
-	if err := p.Validate(); err != nil {
+	if err := check(p, cost); err != nil {
 		return window.Decision{}, err
 	}
-	if cost < 1 {
-		return window.Decision{}, window.ErrCost
-	}
 	now = max(now, 0)
-	h := m.cfg.Hash(key)
+	h := m.hash(key)
 	s := m.shardFor(h)
 	s.mu.Lock()
 	d, err := m.decideLocked(s, key, h, p, now, cost, peek)
@@ -94,49 +105,93 @@ func (m *Map) Decide(key []byte, p window.Params, now, cost int64, peek bool) (w
 	return d, err
 }
 
+// check reports whether the Map can decide a request of cost under p.
+func check(p window.Params, cost int64) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.Kind != window.KindSlide && p.Kind != window.KindToken {
+		return fmt.Errorf("%w: shard stores only slide and token, not %v", window.ErrKind, p.Kind)
+	}
+	if cost < 1 {
+		return window.ErrCost
+	}
+	return nil
+}
+
 func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
 	i, ok := s.findLocked(key, h)
 	if !ok {
-		var fresh slot
-		d := s.decideSlotLocked(&fresh, p, now, cost, true)
-		if peek || !d.Allowed {
-			return d, nil
-		}
-		if i, ok = m.insertLocked(s, key, h); !ok {
-			return window.Decision{}, ErrFull
-		}
+		return m.createLocked(s, key, h, p, now, cost, peek)
 	}
 	sl := s.slots.at(i)
-	switch {
-	case sl.param == 0:
-		sl.param = s.params.acquire(p)
-	case s.params.get(sl.param) != p:
-		if s.params.get(sl.param).Kind != p.Kind {
-			return window.Decision{}, ErrWrongType
-		}
-		s.params.release(sl.param)
-		sl.param = s.params.acquire(p)
+	if s.params.get(sl.param).Kind != p.Kind {
+		return window.Decision{}, ErrWrongType
 	}
-	d := s.decideSlotLocked(sl, p, now, cost, peek)
-	if !peek {
-		m.accountLocked(s)
+	if peek { // decide under p, but leave the key's own parameters alone
+		return s.decideSlotLocked(sl, p, now, cost, true), nil
 	}
+	s.setParamLocked(sl, p)
+	d := s.decideSlotLocked(sl, p, now, cost, false)
+	m.accountLocked(s)
 	return d, nil
+}
+
+// createLocked decides a request for a key that does not exist, adding the key
+// only if the request is admitted and not a peek.
+func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
+	var fresh slot
+	d := s.decideSlotLocked(&fresh, p, now, cost, true)
+	if peek || !d.Allowed {
+		return d, nil
+	}
+	i, ok := m.insertLocked(s, key, h)
+	if !ok {
+		return window.Decision{}, ErrFull
+	}
+	sl := s.slots.at(i)
+	sl.param = s.params.acquire(p)
+	d = s.decideSlotLocked(sl, p, now, cost, false)
+	m.accountLocked(s)
+	return d, nil
+}
+
+// setParamLocked re-parameterises sl, which applies to its state at once.
+func (s *shard) setParamLocked(sl *slot, p window.Params) {
+	if s.params.get(sl.param) != p {
+		id := s.params.acquire(p)
+		s.params.release(sl.param)
+		sl.param = id
+	}
 }
 
 // insertLocked adds key to s if the Map's limits allow it.
 func (m *Map) insertLocked(s *shard, key []byte, h uint64) (uint32, bool) {
-	if m.cfg.MaxKeys > 0 && m.keys.Load() >= m.cfg.MaxKeys {
-		return 0, false
-	}
 	if m.cfg.MaxMemory > 0 && m.bytes.Load() >= m.cfg.MaxMemory {
 		return 0, false
 	}
+	if !m.reserveKey() {
+		return 0, false
+	}
 	i, ok := s.insertLocked(key, h)
-	if ok {
-		m.keys.Add(1)
+	if !ok {
+		m.keys.Add(-1)
 	}
 	return i, ok
+}
+
+// reserveKey counts one more key unless that would pass MaxKeys. It is exact
+// across shards: a load-then-add would let every shard take the last key.
+func (m *Map) reserveKey() bool {
+	for {
+		n := m.keys.Load()
+		if m.cfg.MaxKeys > 0 && n >= m.cfg.MaxKeys {
+			return false
+		}
+		if m.keys.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // decideSlotLocked runs p's algorithm on sl.

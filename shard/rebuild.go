@@ -4,14 +4,17 @@ package shard
 // mostly died is copied afresh (as fastcache's cleanLocked does).
 const rebuildMin = 1024 // below this many peak keys a rebuild gains nothing
 
-// mostlyDeadLocked reports whether under a quarter of s's index, slots or key
-// bytes are still live.
+// mostlyDeadLocked reports whether under a quarter of s's index, slots, key
+// bytes or counter blocks are still live. A rebuild packs each of them at
+// least half full, so a rebuilt shard is never mostly dead.
 func (s *shard) mostlyDeadLocked() bool {
 	live := s.lenLocked()
 	switch {
 	case s.peak >= rebuildMin && live*4 < s.peak:
 		return true
 	case int(s.slots.next) >= rebuildMin && live*4 < int(s.slots.next):
+		return true
+	case s.ext.size >= 4*extPage && s.ext.words*4 < s.ext.size:
 		return true
 	}
 	return s.keys.size >= 4*arenaPage && s.keys.live*4 < s.keys.size

@@ -4,28 +4,49 @@ package shard
 // returns the cursor to continue from, 0 when the whole Map has been visited.
 // As with Redis SCAN, a key present for the whole iteration is returned at
 // least once; a key added or removed meanwhile may or may not be. A shard
-// rebuilt during the iteration may return some keys twice.
+// rebuilt during the iteration is scanned again from its start, so its keys
+// may be returned twice.
 func (m *Map) Scan(dst [][]byte, cursor uint64, count int) ([][]byte, uint64) {
 	count = max(count, 1)
-	si, pos := cursor>>32, uint32(cursor)
-	for seen := 0; si < uint64(len(m.shards)) && seen < count; {
+	si, gen, pos := splitCursor(cursor)
+	for seen := 0; si < len(m.shards); {
 		s := m.shards[si]
 		s.mu.Lock()
-		for ; pos < s.slots.next && seen < count; pos++ {
-			if sl := s.slots.at(pos); sl.key != 0 {
-				dst = append(dst, append([]byte(nil), s.keys.get(sl.key)...))
-			}
-			seen++
+		if s.gen != gen {
+			pos = 0 // slots moved since the cursor was made
 		}
+		dst, pos, seen = s.scanLocked(dst, pos, seen, count)
 		done := pos >= s.slots.next
+		gen = s.gen
 		s.mu.Unlock()
-		if done {
-			si, pos = si+1, 0
-			seen++ // an empty shard still counts as work
+		if !done { // stopped at count
+			return dst, makeCursor(si, gen, pos)
+		}
+		si, pos = si+1, 0
+		if seen++; seen >= count && si < len(m.shards) { // an empty shard still counts as work
+			return dst, makeCursor(si, 0, 0)
 		}
 	}
-	if si >= uint64(len(m.shards)) {
-		return dst, 0
+	return dst, 0
+}
+
+// scanLocked appends the keys of slots pos… to dst until seen reaches count.
+func (s *shard) scanLocked(dst [][]byte, pos uint32, seen, count int) ([][]byte, uint32, int) {
+	for ; pos < s.slots.next && seen < count; pos++ {
+		if sl := s.slots.at(pos); sl.key != 0 {
+			dst = append(dst, append([]byte(nil), s.keys.get(sl.key)...))
+		}
+		seen++
 	}
-	return dst, si<<32 | uint64(pos)
+	return dst, pos, seen
+}
+
+// A cursor is shard<<48 | gen<<32 | slot: the shard's generation tells Scan
+// whether the slots it had reached have since moved.
+func makeCursor(si int, gen uint16, pos uint32) uint64 {
+	return uint64(si)<<48 | uint64(gen)<<32 | uint64(pos)
+}
+
+func splitCursor(c uint64) (si int, gen uint16, pos uint32) {
+	return int(c >> 48), uint16(c >> 32), uint32(c)
 }

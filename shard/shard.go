@@ -20,6 +20,7 @@ type shard struct {
 	params    params
 	ext       ext
 	cursor    uint32 // where the next Sweep of this shard resumes
+	gen       uint16 // bumped whenever slots move (rebuild, reset), so Scan can restart
 	footprint int64  // footprintLocked as last added to Map.bytes
 	stats     stats  // atomics, read without mu
 }
@@ -32,6 +33,7 @@ func newShard(hash func([]byte) uint64) *shard {
 func (s *shard) resetLocked() {
 	s.index, s.overflow, s.peak, s.cursor = make(map[uint64]uint32), nil, 0, 0
 	s.slots, s.keys, s.params, s.ext = slots{}, arena{}, params{}, ext{}
+	s.gen++
 }
 
 func (s *shard) lenLocked() int { return len(s.index) + len(s.overflow) }
@@ -92,13 +94,16 @@ const indexEntryBytes = 26
 
 // footprintLocked estimates the bytes s holds for keys: pages and index entries.
 func (s *shard) footprintLocked() int64 {
-	n := s.keys.size + len(s.slots.pages)*slotsPerPage*slotBytes + len(s.ext.pages)*extPage*8
+	n := s.keys.size + s.slots.bytes() + s.ext.size*8
 	return int64(n + (len(s.index)+len(s.overflow))*indexEntryBytes)
 }
 
 // accountLocked brings the Map's byte count up to date with s's footprint.
+// Most decisions change nothing, and skipping the shared atomic then keeps
+// the shards from contending on its cache line.
 func (m *Map) accountLocked(s *shard) {
-	f := s.footprintLocked()
-	m.bytes.Add(f - s.footprint)
-	s.footprint = f
+	if f := s.footprintLocked(); f != s.footprint {
+		m.bytes.Add(f - s.footprint)
+		s.footprint = f
+	}
 }

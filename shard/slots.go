@@ -14,8 +14,10 @@ type slot struct {
 }
 
 // slots is a growable array of slots in fixed-size pages with a free list.
+// Pages are held by pointer so that growing never copies them: a slice of page
+// values would reallocate (and double) the whole store under the shard lock.
 type slots struct {
-	pages [][slotsPerPage]slot
+	pages []*[slotsPerPage]slot
 	free  []uint32 // indexes of free slots, reused first
 	next  uint32   // first never-used index
 }
@@ -31,7 +33,7 @@ func (s *slots) alloc() uint32 {
 		return i
 	}
 	if int(s.next/slotsPerPage) == len(s.pages) {
-		s.pages = append(s.pages, [slotsPerPage]slot{})
+		s.pages = append(s.pages, new([slotsPerPage]slot))
 	}
 	s.next++
 	return s.next - 1
@@ -41,6 +43,11 @@ func (s *slots) alloc() uint32 {
 func (s *slots) release(i uint32) {
 	*s.at(i) = slot{}
 	s.free = append(s.free, i)
+}
+
+// bytes returns the bytes held by pages and the free list.
+func (s *slots) bytes() int {
+	return len(s.pages)*slotsPerPage*slotBytes + cap(s.free)*4
 }
 
 // slotBytes is the size of one slot in memory.

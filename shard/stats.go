@@ -29,7 +29,7 @@ type Stats struct {
 	Bytes    int64 // bytes of pages and index entries held for keys
 	Allowed  int64 // decisions that admitted
 	Denied   int64 // decisions that denied
-	Errors   int64 // decisions refused with an error
+	Errors   int64 // decisions refused with ErrWrongType or ErrFull
 	Swept    int64 // keys freed by Sweep
 	Sweeps   int64 // shard sweeps run
 	Rebuilds int64 // shard indexes rebuilt to give memory back

@@ -7,24 +7,15 @@ import (
 
 // Sweep frees keys whose state stopped restricting anything more than the
 // grace period before now (unix nanoseconds), visiting at most budget slots in
-// total. The grace period is the GC buffer: a request that read the clock a
-// moment ago never finds its window half deleted. A shard whose index is mostly
-// dead is rebuilt, which gives its memory back. Sweep returns the keys freed.
+// total and each slot at most once. The grace period is the GC buffer: a
+// request that read the clock a moment ago never finds its window half
+// deleted. A shard whose index is mostly dead is rebuilt, which gives its
+// memory back. Sweep returns the keys freed.
 func (m *Map) Sweep(now int64, budget int) int {
+	cutoff := now - int64(m.cfg.Grace)
 	freed := 0
 	for tries := 0; budget > 0 && tries < len(m.shards); tries++ {
-		s := m.shards[m.next.Add(1)&m.mask]
-		s.mu.Lock()
-		n, visited := s.sweepLocked(now-int64(m.cfg.Grace), min(budget, sweepChunk))
-		if s.mostlyDeadLocked() {
-			s.rebuildLocked()
-			s.stats.rebuilds.Add(1)
-		}
-		m.keys.Add(int64(-n))
-		m.accountLocked(s)
-		s.mu.Unlock()
-		s.stats.sweeps.Add(1)
-		s.stats.swept.Add(int64(n))
+		n, visited := m.sweepShard(m.shards[m.next.Add(1)&m.mask], cutoff, budget)
 		freed += n
 		budget -= max(visited, 1)
 	}
@@ -34,12 +25,35 @@ func (m *Map) Sweep(now int64, budget int) int {
 // sweepChunk bounds how many slots one shard lock holds for.
 const sweepChunk = 256
 
+// sweepShard visits up to budget of s's slots, each at most once, taking the
+// lock for sweepChunk slots at a time, then rebuilds s if it is mostly dead.
+func (m *Map) sweepShard(s *shard, cutoff int64, budget int) (freed, visited int) {
+	s.mu.Lock()
+	left := min(budget, int(s.slots.next))
+	for {
+		n, v := s.sweepLocked(cutoff, min(left, sweepChunk))
+		m.keys.Add(int64(-n))
+		freed, visited, left = freed+n, visited+v, left-v
+		if left <= 0 || v == 0 {
+			break
+		}
+		s.mu.Unlock() // let waiting requests in
+		s.mu.Lock()
+	}
+	if s.mostlyDeadLocked() {
+		s.rebuildLocked()
+		s.stats.rebuilds.Add(1)
+	}
+	m.accountLocked(s)
+	s.mu.Unlock()
+	s.stats.sweeps.Add(1)
+	s.stats.swept.Add(int64(freed))
+	return freed, visited
+}
+
 // sweepLocked visits up to budget slots from s.cursor and frees those expired
 // before cutoff. It returns the keys freed and the slots visited.
 func (s *shard) sweepLocked(cutoff int64, budget int) (freed, visited int) {
-	if s.slots.next == 0 {
-		return 0, 0
-	}
 	for ; visited < budget && visited < int(s.slots.next); visited++ {
 		if s.cursor >= s.slots.next {
 			s.cursor = 0
