@@ -42,18 +42,21 @@ func StartRlstore(ctx context.Context, bin string, extra []string, logs io.Write
 	})
 }
 
-// startServer retries a few times, since a free port may be taken between
-// choosing it and the server binding it.
+// startServer retries a few times when the server exits at once, since a
+// free port may be taken between choosing it and the server binding it.
 func startServer(ctx context.Context, name string, logs io.Writer, mk func(int, string) *exec.Cmd) (*Server, error) {
 	var err error
 	for range 3 {
 		var s *Server
-		if s, err = startOnce(ctx, name, logs, mk); err == nil {
-			return s, nil
+		if s, err = startOnce(ctx, name, logs, mk); !errors.Is(err, errExited) {
+			return s, err
 		}
 	}
 	return nil, err
 }
+
+// errExited reports a server that exited before serving.
+var errExited = errors.New("loadtest: server exited before answering")
 
 func startOnce(ctx context.Context, name string, logs io.Writer, mk func(int, string) *exec.Cmd) (*Server, error) {
 	port, err := FreePort()
@@ -89,7 +92,8 @@ func FreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitReady polls PING until it answers, the process exits or time is up.
+// waitReady polls PING until it gets any reply, the process exits or time
+// is up. Any reply, even an error, shows the server is serving RESP.
 func (s *Server) waitReady(ctx context.Context, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -102,7 +106,7 @@ func (s *Server) waitReady(ctx context.Context, limit time.Duration) error {
 		select {
 		case err := <-s.done:
 			s.done <- err
-			return fmt.Errorf("loadtest: %s exited before answering: %v", s.Name, err)
+			return fmt.Errorf("%w: %s: %v", errExited, s.Name, err)
 		case <-ctx.Done():
 			return fmt.Errorf("loadtest: %s did not answer PING on %s", s.Name, s.Addr)
 		case <-tick.C:
@@ -118,7 +122,7 @@ func ping(ctx context.Context, addr string) error {
 		return err
 	}
 	defer cl.Close()
-	_, err = cl.DoOK(ctx, "PING")
+	_, err = cl.Do(ctx, "PING")
 	return err
 }
 

@@ -214,7 +214,7 @@ func parseInt(b []byte) (int64, error) {
 func toSigned(n uint64, neg bool, b []byte) (int64, error) {
 	switch {
 	case neg && n <= 1<<63:
-		return -int64(n - 1) - 1, nil
+		return -int64(n-1) - 1, nil
 	case !neg && n < 1<<63:
 		return int64(n), nil
 	}

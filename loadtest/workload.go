@@ -174,6 +174,6 @@ func logRule(l Limit) *Rule {
 	return &Rule{Limit: l.Limit, Unit: time.Millisecond, Units: l.Window.Milliseconds(), Cost: 1}
 }
 
-func itoa(n int64) string          { return strconv.FormatInt(n, 10) }
+func itoa(n int64) string           { return strconv.FormatInt(n, 10) }
 func secs(d time.Duration) string   { return itoa(int64(d / time.Second)) }
 func millis(d time.Duration) string { return itoa(d.Milliseconds()) }

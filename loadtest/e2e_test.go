@@ -1,0 +1,137 @@
+package loadtest
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startRedis starts redis-server as a child process, skipping when it is
+// not installed.
+func startRedis(t *testing.T) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := StartRedis(ctx, bin, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Stop()) })
+	return s
+}
+
+// buildRlstore builds ./cmd/rlstore into a temporary folder, skipping when
+// the go tool is missing or the server does not build yet.
+func buildRlstore(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to build rlstore")
+	}
+	bin := filepath.Join(t.TempDir(), "rlstore")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, "github.com/rlstore/rlstore/cmd/rlstore")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("rlstore does not build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func shortRun(addr string, wl Workload, keys uint64, check bool) Config {
+	return Config{
+		Addr: addr, Workload: wl, Keys: KeySpec{Prefix: "e2e:" + wl.Name + ":", N: keys, Dist: DistUniform},
+		Conns: 4, Pipeline: 8, Requests: 4000, Duration: 20 * time.Second, Check: check, Seed: 1,
+	}
+}
+
+func TestEndToEndRedisLua(t *testing.T) {
+	s := startRedis(t)
+	ctx := context.Background()
+	lim := Limit{Limit: 20, Window: 2 * time.Second}
+	for _, name := range []string{"lua.slide", "lua.fixed", "lua.log", "lua.gcra"} {
+		t.Run(name, func(t *testing.T) {
+			wl, err := NewWorkload(name, lim)
+			require.NoError(t, err)
+			res, err := Run(ctx, shortRun(s.Addr, wl, 5, wl.Rule != nil))
+			require.NoError(t, err)
+			assert.Zero(t, res.Errors, res.FirstError)
+			assert.Equal(t, int64(4000), res.Allowed+res.Denied)
+			assert.Positive(t, res.Denied, "5 keys × 20 cannot take 4000 at once")
+			assert.Positive(t, res.Allowed)
+			if a := res.Accuracy; a != nil {
+				assert.Zero(t, a.OverAdmitted, "over-admission")
+				assert.Zero(t, a.UnderAdmitted, "under-admission")
+			}
+		})
+	}
+}
+
+func TestEndToEndRedisCeilingAndMemory(t *testing.T) {
+	s := startRedis(t)
+	ctx := context.Background()
+	cl, err := Dial(ctx, s.Addr)
+	require.NoError(t, err)
+	defer cl.Close()
+	before, err := TakeSnapshot(ctx, cl, s.PID())
+	require.NoError(t, err)
+
+	wl, err := NewWorkload("incr", Limit{Limit: 1, Window: time.Second})
+	require.NoError(t, err)
+	cfg := shortRun(s.Addr, wl, 1000, false)
+	cfg.Keys.Dist = DistSeq
+	res, err := Run(ctx, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4000), res.Requests)
+
+	after, err := TakeSnapshot(ctx, cl, s.PID())
+	require.NoError(t, err)
+	m := Between(before, after)
+	assert.Equal(t, int64(1000), m.KeysAfter-m.KeysBefore)
+	assert.Positive(t, m.RSSAfter)
+	assert.Equal(t, "/proc VmRSS", m.Source)
+
+	info, err := TakeSnapshot(ctx, cl, 0)
+	require.NoError(t, err)
+	assert.Positive(t, info.RSS, "INFO memory used_memory_rss")
+}
+
+func TestEndToEndRlstore(t *testing.T) {
+	if os.Getenv("RLLOAD_SKIP_RLSTORE") != "" {
+		t.Skip("RLLOAD_SKIP_RLSTORE is set")
+	}
+	bin := buildRlstore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := StartRlstore(ctx, bin, nil, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Stop()) })
+	lim := Limit{Limit: 20, Window: 2 * time.Second}
+	for _, name := range []string{"rl.slide", "rl.token"} {
+		t.Run(name, func(t *testing.T) {
+			wl, err := NewWorkload(name, lim)
+			require.NoError(t, err)
+			if !Supported(ctx, s.Addr, wl) {
+				t.Skipf("%s is not served yet", name)
+			}
+			res, err := Run(ctx, shortRun(s.Addr, wl, 5, wl.Rule != nil))
+			require.NoError(t, err)
+			assert.Zero(t, res.Errors, res.FirstError)
+			assert.Positive(t, res.Denied)
+			assert.Positive(t, res.Allowed)
+			if a := res.Accuracy; a != nil {
+				assert.Zero(t, a.OverAdmitted, "over-admission")
+				assert.Zero(t, a.UnderAdmitted, "under-admission")
+			}
+		})
+	}
+}

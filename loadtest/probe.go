@@ -1,0 +1,34 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"time"
+)
+
+// Supported reports whether the server at addr knows wl's command: it sends
+// the setup and one request on a probe key and looks for "unknown command".
+// A server that answers anything else, even another error, supports it.
+func Supported(ctx context.Context, addr string, wl Workload) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cl, err := Dial(ctx, addr)
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	for _, cmd := range wl.Setup {
+		if rep, err := cl.Do(ctx, cmd...); err != nil || unknown(rep) {
+			return false
+		}
+	}
+	cl.buf = wl.Template().Append(cl.buf[:0], []byte("loadtest:probe"))
+	if err := cl.Write(cl.buf); err != nil {
+		return false
+	}
+	return cl.Read(&cl.rep) == nil && !unknown(&cl.rep)
+}
+
+func unknown(rep *Reply) bool {
+	return rep.IsError() && bytes.Contains(bytes.ToLower(rep.Str), []byte("unknown command"))
+}
