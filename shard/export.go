@@ -1,0 +1,199 @@
+package shard
+
+import (
+	"errors"
+	"math"
+
+	"github.com/rlstore/rlstore/window"
+)
+
+// ErrEntry is returned by Import for an Entry whose state no Decide could have
+// produced, such as unsorted or empty Slide counters.
+var ErrEntry = errors.New("shard: inconsistent entry")
+
+// MaxEntryCounters is the most Slide counters an Entry may carry: the largest
+// counter block (one word a header) less room for one more counter.
+const MaxEntryCounters = 4<<(extClasses-1) - 2
+
+// Entry is one key's state, copied out of a Map by ExportShard or a Feed and
+// put back by Import. An Entry whose Params.Kind is window.KindNone is a
+// tombstone: the key was deleted. Times in State and Counters are absolute
+// (unix nanoseconds and unix seconds), so an Entry can be stored and reloaded later.
+type Entry struct {
+	Key      []byte
+	Params   window.Params
+	State    window.State // Token: its GCRA state; zero for Slide
+	Counters []uint64     // Slide: its counters, oldest first; nil otherwise
+}
+
+// Deleted reports whether e is a tombstone.
+func (e *Entry) Deleted() bool { return e.Params.Kind == window.KindNone }
+
+// Expiry returns the unix time in nanoseconds at which e's state stops
+// restricting anything, as Sweep computes it.
+func (e *Entry) Expiry() int64 {
+	switch e.Params.Kind {
+	case window.KindSlide:
+		return e.Params.Slide().Expiry(e.Counters)
+	case window.KindToken:
+		return e.Params.Token().Expiry(e.State)
+	}
+	return 0
+}
+
+// check reports whether e could have come out of a Map.
+func (e *Entry) check() error {
+	if err := check(e.Params, 1); err != nil {
+		return err
+	}
+	if e.Params.Kind != window.KindSlide {
+		if len(e.Counters) != 0 {
+			return ErrEntry
+		}
+		return nil
+	}
+	if len(e.Counters) > MaxEntryCounters || e.State != (window.State{}) {
+		return ErrEntry
+	}
+	prev := int64(-1)
+	for _, c := range e.Counters {
+		sec, n := window.CounterSec(c), window.CounterCount(c)
+		if sec <= prev || n < 1 || sec > math.MaxUint32 {
+			return ErrEntry
+		}
+		prev = sec
+	}
+	return nil
+}
+
+// Shards returns the number of shards, so callers can walk them with ExportShard.
+func (m *Map) Shards() int { return len(m.shards) }
+
+// ExportShard appends copies of shard i's live entries to dst. It holds only
+// shard i's lock, so a snapshot taken shard by shard never stops the world.
+// The entries' keys and counters share a few fresh buffers per call.
+func (m *Map) ExportShard(i int, dst []Entry) []Entry {
+	s := m.shards[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := exporter{keys: make([]byte, 0, s.keys.live)}
+	return x.allLocked(s, dst)
+}
+
+// exporter copies entries out of a shard, packing keys and counters into
+// shared buffers so an export allocates a few times per shard, not per key.
+type exporter struct {
+	keys     []byte
+	counters []uint64
+}
+
+// allLocked appends every live entry of s to dst.
+func (x *exporter) allLocked(s *shard, dst []Entry) []Entry {
+	for j := uint32(0); j < s.slots.next; j++ {
+		dst = x.slotLocked(s, j, dst)
+	}
+	return dst
+}
+
+// slotLocked appends the entry in slot j of s to dst, if the slot is live.
+func (x *exporter) slotLocked(s *shard, j uint32, dst []Entry) []Entry {
+	if j >= s.slots.next {
+		return dst
+	}
+	sl := s.slots.at(j)
+	if sl.key == 0 || sl.param == 0 {
+		return dst
+	}
+	e := Entry{Key: x.key(s.keys.get(sl.key)), Params: s.params.get(sl.param)}
+	if e.Params.Kind == window.KindSlide {
+		b := s.peekCountersLocked(sl)
+		n := len(x.counters)
+		x.counters = append(x.counters, b...)
+		e.Counters = x.counters[n:len(x.counters):len(x.counters)]
+	} else {
+		e.State = sl.state
+	}
+	return append(dst, e)
+}
+
+// key copies k into x's key buffer. The buffer may be reallocated later; the
+// slice returned keeps pointing at the bytes it was given.
+func (x *exporter) key(k []byte) []byte {
+	n := len(x.keys)
+	x.keys = append(x.keys, k...)
+	return x.keys[n:len(x.keys):len(x.keys)]
+}
+
+// Import stores e as its key's state, replacing any state the key had, the way
+// a snapshot or log replay restores it. A tombstone, or an entry that has
+// expired at now (unix nanoseconds), deletes the key instead. A new key goes
+// through the same limits as Decide and gets ErrFull beyond them; an entry no
+// Decide could have produced gets ErrEntry or the parameters' error.
+//
+// Import does not tell a Feed about the change; use Feed.Import for that.
+func (m *Map) Import(e Entry, now int64) error {
+	_, err := m.importEntry(e, now, nil)
+	return err
+}
+
+// importEntry is Import, recording the change in f if it is not nil. It
+// reports whether the key now holds e's state.
+func (m *Map) importEntry(e Entry, now int64, f *Feed) (bool, error) {
+	if e.Deleted() {
+		return false, m.deleteKey(e.Key, f)
+	}
+	if err := e.check(); err != nil {
+		return false, err
+	}
+	if e.Expiry() <= now {
+		return false, m.deleteKey(e.Key, f)
+	}
+	h := m.hash(e.Key)
+	s := m.shardFor(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.findLocked(e.Key, h)
+	if !ok {
+		if i, ok = m.insertLocked(s, e.Key, h); !ok {
+			return false, ErrFull
+		}
+	}
+	s.setEntryLocked(s.slots.at(i), &e)
+	m.accountLocked(s)
+	if f != nil {
+		f.shards[h&m.mask].markLocked(i)
+	}
+	return true, nil
+}
+
+// deleteKey removes key, telling f if it is not nil.
+func (m *Map) deleteKey(key []byte, f *Feed) error {
+	if f != nil {
+		f.Delete(key)
+	} else {
+		m.Delete(key)
+	}
+	return nil
+}
+
+// setEntryLocked replaces sl's parameters and state with e's. Slide counters
+// go inline when they fit and to a counter block otherwise, as Decide keeps them.
+func (s *shard) setEntryLocked(sl *slot, e *Entry) {
+	if sl.param != 0 {
+		if s.params.get(sl.param).Kind == window.KindSlide {
+			s.freeCountersLocked(sl)
+		}
+		s.params.release(sl.param)
+	}
+	sl.param = s.params.acquire(e.Params)
+	sl.state = e.State
+	if e.Params.Kind != window.KindSlide {
+		return
+	}
+	sl.state = window.State{}
+	if len(e.Counters) <= inlineCounters {
+		copy(sl.state[:], e.Counters)
+		return
+	}
+	s.moveCountersLocked(sl, e.Counters, len(e.Counters)+1)
+}

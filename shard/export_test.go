@@ -1,0 +1,348 @@
+package shard
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rlstore/rlstore/window"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The export tests keep their own fixtures, apart from map_test.go's.
+var (
+	xt0   = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+	slide = window.Params{Kind: window.KindSlide, Limit: 100, Period: time.Hour}
+	token = window.Params{Kind: window.KindToken, Limit: 10, Rate: 1, Period: time.Second}
+)
+
+func xMap(t testing.TB, cfg Config) *Map {
+	t.Helper()
+	m, err := New(cfg)
+	require.NoError(t, err)
+	return m
+}
+
+// exportAll returns every entry of m, sorted by key.
+func exportAll(m *Map) []Entry {
+	var all []Entry
+	for i := range m.Shards() {
+		all = m.ExportShard(i, all)
+	}
+	slices.SortFunc(all, func(a, b Entry) int { return bytes.Compare(a.Key, b.Key) })
+	return all
+}
+
+// fill makes keys of both kinds, Slide ones with 1, 2 (inline) and up to 40
+// (block) counters.
+func xFill(t testing.TB, m *Map, n int) {
+	t.Helper()
+	for k := range n {
+		key := fmt.Appendf(nil, "key:%d", k)
+		p := token
+		if k%2 == 0 {
+			p = slide
+		}
+		for c := range k%40 + 1 {
+			_, err := m.Decide(key, p, xt0+int64(c)*int64(time.Second), 1, false)
+			require.NoError(t, err)
+		}
+	}
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	src := xMap(t, Config{Shards: 4})
+	xFill(t, src, 300)
+	want := exportAll(src)
+	require.Len(t, want, 300)
+
+	dst := xMap(t, Config{Shards: 16})
+	for _, e := range want {
+		require.NoError(t, dst.Import(e, xt0))
+	}
+	assert.Equal(t, want, exportAll(dst))
+	assert.Equal(t, src.Len(), dst.Len())
+	assert.Equal(t, dst.Stats().Bytes, dst.bytes.Load())
+	assert.Positive(t, dst.Stats().Bytes)
+
+	// Both maps decide alike from here on.
+	at := xt0 + int64(50*time.Second)
+	for _, e := range want {
+		d1, err1 := src.Decide(e.Key, e.Params, at, 3, false)
+		d2, err2 := dst.Decide(e.Key, e.Params, at, 3, false)
+		require.NoError(t, err1)
+		require.NoError(t, err2)
+		assert.Equalf(t, d1, d2, "Decide(%s) after Import", e.Key)
+	}
+}
+
+func TestExportDoesNotAlias(t *testing.T) {
+	m := xMap(t, Config{Shards: 1})
+	xFill(t, m, 20)
+	before := exportAll(m)
+	snapshot := exportAll(m)
+	xFill(t, m, 20) // changes every key's state and counters
+	assert.Equal(t, before, snapshot)
+	assert.NotEqual(t, before, exportAll(m))
+}
+
+func TestImportReplaces(t *testing.T) {
+	m := xMap(t, Config{Shards: 1})
+	xFill(t, m, 2) // key:0 Slide with 1 counter, key:1 Token
+	big := Entry{Key: []byte("key:1"), Params: slide}
+	for s := range int64(30) {
+		big.Counters = append(big.Counters, window.Counter(xt0/1e9+s, 2))
+	}
+	require.NoError(t, m.Import(big, xt0), "Token key becomes a Slide key with a block")
+	words := m.shards[0].ext.words
+	assert.Positive(t, words)
+
+	small := Entry{Key: []byte("key:1"), Params: token, State: window.State{uint64(xt0 + 5e9), uint64(xt0)}}
+	require.NoError(t, m.Import(small, xt0))
+	assert.Zero(t, m.shards[0].ext.words, "the counter block was not freed")
+	got, ok := m.Get([]byte("key:1"), xt0)
+	require.True(t, ok)
+	assert.Equal(t, token, got.Params)
+	assert.Equal(t, xt0+5e9, got.Expiry)
+	assert.Equal(t, int64(2), m.Len())
+}
+
+func TestImportExpired(t *testing.T) {
+	m := xMap(t, Config{})
+	e := Entry{Key: []byte("a"), Params: token, State: window.State{uint64(xt0 + 1e9), uint64(xt0)}}
+	require.NoError(t, m.Import(e, xt0))
+	require.Equal(t, int64(1), m.Len())
+
+	require.NoError(t, m.Import(e, xt0+1e9), "expired at its expiry")
+	assert.Zero(t, m.Len(), "an expired newest state deletes the key")
+
+	s := Entry{Key: []byte("b"), Params: slide, Counters: []uint64{window.Counter(xt0/1e9, 1)}}
+	require.NoError(t, m.Import(s, s.Expiry()+1))
+	assert.Zero(t, m.Len())
+	require.NoError(t, m.Import(Entry{Key: []byte("c"), Params: slide}, xt0), "no counters: nothing to keep")
+	assert.Zero(t, m.Len())
+}
+
+func TestImportTombstone(t *testing.T) {
+	m := xMap(t, Config{})
+	xFill(t, m, 3)
+	require.NoError(t, m.Import(Entry{Key: []byte("key:1")}, xt0))
+	require.NoError(t, m.Import(Entry{Key: []byte("absent")}, xt0))
+	assert.Equal(t, int64(2), m.Len())
+	_, ok := m.Get([]byte("key:1"), xt0)
+	assert.False(t, ok)
+}
+
+func TestImportLimits(t *testing.T) {
+	m := xMap(t, Config{MaxKeys: 2})
+	xFill(t, m, 2)
+	e := Entry{Key: []byte("new"), Params: token, State: window.State{uint64(xt0 + 1e9), uint64(xt0)}}
+	assert.ErrorIs(t, m.Import(e, xt0), ErrFull)
+	e.Key = []byte("key:1")
+	assert.NoError(t, m.Import(e, xt0), "an existing key is not a new key")
+}
+
+func TestImportRejects(t *testing.T) {
+	s := xt0 / 1e9
+	for name, e := range map[string]Entry{
+		"unknown kind":       {Key: []byte("k"), Params: window.Params{Kind: 9, Limit: 1}},
+		"bad params":         {Key: []byte("k"), Params: window.Params{Kind: window.KindSlide, Limit: 1, Period: 1500 * time.Millisecond}},
+		"unsorted counters":  {Key: []byte("k"), Params: slide, Counters: []uint64{window.Counter(s+1, 1), window.Counter(s, 1)}},
+		"repeated second":    {Key: []byte("k"), Params: slide, Counters: []uint64{window.Counter(s, 1), window.Counter(s, 1)}},
+		"empty counter":      {Key: []byte("k"), Params: slide, Counters: []uint64{window.Counter(s, 0)}},
+		"slide with state":   {Key: []byte("k"), Params: slide, State: window.State{1, 2}, Counters: []uint64{window.Counter(s, 1)}},
+		"token with counter": {Key: []byte("k"), Params: token, State: window.State{uint64(xt0), 0}, Counters: []uint64{1}},
+	} {
+		m := xMap(t, Config{})
+		assert.Errorf(t, m.Import(e, xt0), "Import(%s) = nil, want an error", name)
+		assert.Zerof(t, m.Len(), "Import(%s) stored a key", name)
+	}
+	m := xMap(t, Config{})
+	e := Entry{Key: []byte("k"), Params: window.Params{Kind: window.KindSlide, Limit: 1, Period: window.MaxWindow}, Counters: manyCounters(s, 5000)}
+	require.NoError(t, m.Import(e, xt0), "more counters than one window spans")
+	assert.Equal(t, []Entry{e}, exportAll(m))
+}
+
+func manyCounters(end int64, n int) []uint64 {
+	b := make([]uint64, n)
+	for i := range b {
+		b[i] = window.Counter(end-int64(n)+int64(i), 1)
+	}
+	return b
+}
+
+// keysOf names drained entries: "-k" for a tombstone of k, "k" for a state.
+func keysOf(es []Entry) []string {
+	var s []string
+	for _, e := range es {
+		if e.Deleted() {
+			s = append(s, "-"+string(e.Key))
+		} else {
+			s = append(s, string(e.Key))
+		}
+	}
+	return s
+}
+
+func drainAll(f *Feed) []Entry {
+	var all []Entry
+	for i := range f.m.Shards() {
+		all = f.DrainDirty(i, all)
+	}
+	return all
+}
+
+func TestFeedRecordsChanges(t *testing.T) {
+	m := xMap(t, Config{Shards: 1})
+	f := m.NewFeed()
+	assert.Empty(t, drainAll(f))
+
+	for range 3 {
+		_, err := f.Decide([]byte("a"), token, xt0, 1, false)
+		require.NoError(t, err)
+	}
+	_, err := f.Decide([]byte("b"), slide, xt0, 1, false)
+	require.NoError(t, err)
+	_, err = f.Decide([]byte("peeked"), slide, xt0, 1, true)
+	require.NoError(t, err)
+	_, err = f.Decide([]byte("err"), token, xt0, 0, false)
+	require.Error(t, err)
+	_, err = m.Decide([]byte("unfed"), token, xt0, 1, false)
+	require.NoError(t, err)
+
+	got := drainAll(f)
+	assert.Equal(t, []string{"a", "b"}, keysOf(got), "each changed key once, in order")
+	a, _ := m.Get([]byte("a"), xt0)
+	assert.Equal(t, a.Expiry, got[0].Expiry(), "the drained state is the current one")
+	assert.Empty(t, drainAll(f), "a second drain has nothing")
+
+	assert.True(t, f.Delete([]byte("a")))
+	assert.False(t, f.Delete([]byte("a")))
+	_, err = f.Decide([]byte("b"), slide, xt0+1e9, 1, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-a", "b"}, keysOf(drainAll(f)))
+
+	// Deleted then made again: the tombstone comes first, so the state wins.
+	_, err = f.Decide([]byte("b"), slide, xt0+2e9, 1, false)
+	require.NoError(t, err)
+	f.Delete([]byte("b"))
+	_, err = f.Decide([]byte("b"), slide, xt0+3e9, 1, false)
+	require.NoError(t, err)
+	got = drainAll(f)
+	require.Equal(t, []string{"-b", "b"}, keysOf(got))
+	assert.Equal(t, []uint64{window.Counter(xt0/1e9+3, 1)}, got[1].Counters)
+}
+
+func TestFeedSlotReuse(t *testing.T) {
+	m := xMap(t, Config{Shards: 1})
+	f := m.NewFeed()
+	_, err := f.Decide([]byte("a"), token, xt0, 1, false)
+	require.NoError(t, err)
+	f.Delete([]byte("a"))
+	_, err = f.Decide([]byte("b"), token, xt0, 1, false) // takes a's slot
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-a", "b"}, keysOf(drainAll(f)))
+}
+
+func TestFeedImport(t *testing.T) {
+	m := xMap(t, Config{Shards: 2})
+	f := m.NewFeed()
+	e := Entry{Key: []byte("a"), Params: token, State: window.State{uint64(xt0 + 1e9), uint64(xt0)}}
+	require.NoError(t, f.Import(e, xt0))
+	assert.Equal(t, []Entry{e}, drainAll(f))
+	require.NoError(t, f.Import(e, xt0+2e9))
+	assert.Equal(t, []string{"-a"}, keysOf(drainAll(f)), "an expired import deletes")
+}
+
+// TestFeedRebuild: a shard rebuild moves keys to new slots, so the next drain
+// returns every live key of that shard.
+func TestFeedRebuild(t *testing.T) {
+	m := xMap(t, Config{Shards: 1, Grace: time.Nanosecond})
+	f := m.NewFeed()
+	short := window.Params{Kind: window.KindToken, Limit: 1, Rate: 1, Period: time.Second}
+	for k := range 2 * rebuildMin {
+		p := short
+		if k%8 == 0 {
+			p = token // lives longer
+		}
+		_, err := f.Decide(fmt.Appendf(nil, "k%d", k), p, xt0, 1, false)
+		require.NoError(t, err)
+	}
+	drainAll(f)
+	_, err := f.Decide([]byte("k0"), token, xt0+int64(1500*time.Millisecond), 1, false)
+	require.NoError(t, err)
+	m.Sweep(xt0+int64(1500*time.Millisecond), 1<<20)
+	require.Positive(t, m.Stats().Rebuilds)
+	got := drainAll(f)
+	assert.Len(t, got, int(m.Len()))
+	assert.Equal(t, exportAll(m), sortedEntries(got))
+	assert.Empty(t, drainAll(f))
+}
+
+func sortedEntries(es []Entry) []Entry {
+	es = slices.Clone(es)
+	slices.SortFunc(es, func(a, b Entry) int { return bytes.Compare(a.Key, b.Key) })
+	return es
+}
+
+// TestFeedConcurrent: with decisions racing drains, what the drains return,
+// applied in order, ends at the Map's state.
+func TestFeedConcurrent(t *testing.T) {
+	m := xMap(t, Config{Shards: 4})
+	f := m.NewFeed()
+	replica := xMap(t, Config{Shards: 2})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 20000 {
+			key := fmt.Appendf(nil, "k%d", i%97)
+			if i%13 == 0 {
+				f.Delete(key)
+				continue
+			}
+			_, _ = f.Decide(key, slide, xt0+int64(i)*int64(time.Millisecond), 1, false)
+		}
+	}()
+	apply := func() {
+		for _, e := range drainAll(f) {
+			require.NoError(t, replica.Import(e, xt0))
+		}
+	}
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		apply()
+	}
+	apply()
+	assert.Equal(t, exportAll(m), exportAll(replica))
+}
+
+func BenchmarkDecide(b *testing.B) {
+	keys := make([][]byte, 1<<16)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user:%d", i)
+	}
+	m := xMap(b, Config{})
+	f := m.NewFeed()
+	for _, bc := range []struct {
+		name   string
+		decide func([]byte, window.Params, int64, int64, bool) (window.Decision, error)
+	}{{"map", m.Decide}, {"feed", f.Decide}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					_, _ = bc.decide(keys[i&(len(keys)-1)], token, xt0, 1, false)
+					i++
+				}
+			})
+		})
+	}
+}
