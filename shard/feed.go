@@ -22,10 +22,10 @@ type Feed struct {
 
 // feedShard is one shard's record of changes since the last drain.
 type feedShard struct {
-	bits     []uint64 // bit j set: slot j changed
-	slots    []uint32 // the slots whose bits are set, in order of first change
-	gone     []byte   // keys deleted, each uvarint-length-prefixed
-	gen      uint16   // the shard's generation at the last drain
+	bits  []uint64 // bit j set: slot j changed
+	slots []uint32 // the slots whose bits are set, in order of first change
+	gone  []byte   // keys deleted, each uvarint-length-prefixed
+	gen   uint16   // the shard's generation at the last drain
 }
 
 // NewFeed returns a Feed with no changes recorded.
