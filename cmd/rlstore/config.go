@@ -31,6 +31,8 @@ type Config struct {
 	MaxKeys         int64 // 0: no limit
 	MaxRequestBytes int64
 	Shards          int
+	Hz              int // key-store sweeps per second
+	SweepBudget     int // slots one sweep may visit
 	AppendFsync     string
 	DataDir         string
 	LogFormat       string
@@ -55,6 +57,8 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	fs.Int64Var(&c.MaxKeys, "max-keys", 0, "maximum `number` of keys; beyond it, new keys get -OOM; 0: no limit")
 	fs.Var(newSize(&c.MaxRequestBytes, 512<<20), "max-request-bytes", "largest request a client may send, a `size` (1mb); a larger one gets a protocol error and is disconnected")
 	fs.IntVar(&c.Shards, "shards", shard.DefaultShards, "`number` of lock stripes of the key store, a power of two")
+	fs.IntVar(&c.Hz, "hz", 10, "`number` of times per second the background sweep frees expired keys, 1-500")
+	fs.IntVar(&c.SweepBudget, "sweep-budget", 100_000, "most key slots one background sweep visits, which bounds its cost")
 	fs.Var(newOneOf(&c.AppendFsync, "everysec", "always", "everysec", "no"), "appendfsync", "`always|everysec|no`: when the append-only log is fsynced (checked, but not used yet: persistence comes in a later release)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "`folder` for policies, snapshots and the append-only log (checked, but not used yet: persistence comes in a later release; all state is in memory)")
 	fs.Var(newOneOf(&c.LogFormat, "text", "text", "json"), "log-format", "`text|json`: format of the logs written to standard error")
@@ -164,6 +168,8 @@ func (c Config) validate() error {
 		{c.MaxKeys < 0, "--max-keys must not be negative"},
 		{c.MaxRequestBytes < 1024, "--max-request-bytes must be at least 1kb"},
 		{c.Shards < 1 || bits.OnesCount(uint(c.Shards)) != 1, "--shards must be a power of two, got " + strconv.Itoa(c.Shards)},
+		{c.Hz < 1 || c.Hz > 500, "--hz must be between 1 and 500"},
+		{c.SweepBudget < 1, "--sweep-budget must be at least 1"},
 		{c.ShutdownTimeout <= 0, "--shutdown-timeout must be positive"},
 	}
 	for _, ch := range checks {

@@ -37,7 +37,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, Default(), c)
 	assert.Equal(t, Config{
 		Bind: "127.0.0.1", Port: 6379, ProtectedMode: true, MaxClients: 10000,
-		MaxRequestBytes: 512 << 20, Shards: 256, AppendFsync: "everysec",
+		MaxRequestBytes: 512 << 20, Shards: 256, Hz: 10, SweepBudget: 100_000, AppendFsync: "everysec",
 		LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
 	}, c)
 	assert.Equal(t, "127.0.0.1:6379", c.addr())
@@ -180,6 +180,9 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"--appendfsync", "sometimes"}, nil, "not one of always, everysec, no"},
 		{[]string{"--log-format", "xml"}, nil, "not one of text, json"},
 		{[]string{"--log-level", "trace"}, nil, "not one of debug, info, warn, error"},
+		{[]string{"--hz", "0"}, nil, "--hz must be between 1 and 500"},
+		{[]string{"--hz", "501"}, nil, "--hz must be between 1 and 500"},
+		{[]string{"--sweep-budget", "0"}, nil, "--sweep-budget must be at least 1"},
 		{[]string{"--shutdown-timeout", "0"}, nil, "--shutdown-timeout must be positive"},
 		{[]string{"--shutdown-timeout", "soon"}, nil, `bad duration "soon"`},
 		{[]string{"--bind", "example.com"}, nil, "is not an IP address"},

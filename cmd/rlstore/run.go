@@ -55,6 +55,9 @@ func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) error {
 		return err
 	}
 	logStart(cfg, log)
+	ctx, stopSweep := context.WithCancel(context.Background())
+	defer stopSweep()
+	go store.SweepEvery(ctx, time.Second/time.Duration(cfg.Hz), cfg.SweepBudget, unixNano)
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ready) }()
@@ -72,12 +75,14 @@ func logStart(cfg Config, log *slog.Logger) {
 	log.Info("starting rlstore", "bind", cfg.Bind, "port", cfg.Port,
 		"auth", cfg.RequirePass != "", "protected_mode", cfg.ProtectedMode,
 		"maxclients", cfg.MaxClients, "maxmemory", cfg.MaxMemory, "max_keys", cfg.MaxKeys,
-		"max_request_bytes", cfg.MaxRequestBytes, "shards", cfg.Shards, "config", cfg.ConfigFile)
+		"max_request_bytes", cfg.MaxRequestBytes, "shards", cfg.Shards, "hz", cfg.Hz, "config", cfg.ConfigFile)
 	if cfg.DataDir != "" {
 		log.Warn("persistence is not implemented yet: --data-dir and --appendfsync are ignored and all state is in memory",
 			"data_dir", cfg.DataDir)
 	}
 }
+
+func unixNano() int64 { return time.Now().UnixNano() }
 
 // stopper is the part of *server.Server that waitForStop drives.
 type stopper interface {
