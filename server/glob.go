@@ -6,7 +6,9 @@ package server
 // listed, "[a-z]" one in a range; and "\x" the byte x itself.
 //
 // An unclosed '[' takes the rest of the pattern as its class, and a trailing
-// '\' is literal, as in Redis. Unlike Redis's recursive matcher, this one
+// '\' is literal, as in Redis. Two of Redis's quirks are not copied: a
+// pattern of stars matches the empty key, and the '-' in "[a-]" is literal
+// (Redis reads a range up to ']' and runs on past it). Unlike Redis's recursive matcher, this one
 // remembers only the last '*' it passed, which is enough because a later '*'
 // can absorb whatever an earlier one would have: the work is at most
 // len(s)·len(pat), however many stars a hostile pattern holds.
