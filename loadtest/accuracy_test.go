@@ -53,9 +53,9 @@ func TestAccuracyFindsOverAdmission(t *testing.T) {
 func TestAccuracyFindsUnderAdmission(t *testing.T) {
 	events := []Event{
 		at(1, 100, 101, ok),
-		at(1, 500, 501, no),  // 1 of 3 used: wrongly denied
+		at(1, 500, 501, no),   // 1 of 3 used: wrongly denied
 		at(1, 1200, 1201, no), // seconds 0..1 hold 1: wrongly denied
-		at(2, 100, 101, no),  // a fresh key denied
+		at(2, 100, 101, no),   // a fresh key denied
 	}
 	acc := CheckAccuracy(slide(3, 2), events, 0)
 	assert.Equal(t, int64(3), acc.UnderAdmitted)

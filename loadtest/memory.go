@@ -12,9 +12,12 @@ import (
 
 // Memory is a server's footprint before and after a run.
 type Memory struct {
-	Source      string  `json:"source"` // "/proc VmRSS" or "INFO used_memory_rss"
+	Source      string  `json:"source"` // where RSS came from: "/proc VmRSS" or "INFO used_memory_rss"
+	Basis       string  `json:"basis"`  // what BytesPerKey divides: "RSS" or "used_memory"
 	RSSBefore   int64   `json:"rss_before"`
 	RSSAfter    int64   `json:"rss_after"`
+	UsedBefore  int64   `json:"used_before,omitempty"`
+	UsedAfter   int64   `json:"used_after,omitempty"`
 	KeysBefore  int64   `json:"keys_before"`
 	KeysAfter   int64   `json:"keys_after"`
 	BytesPerKey float64 `json:"bytes_per_key"`
@@ -23,23 +26,16 @@ type Memory struct {
 // Snapshot is one reading of a server's memory and key count.
 type Snapshot struct {
 	RSS    int64
+	Used   int64 // INFO used_memory, 0 when the server does not report it
 	Keys   int64
 	Source string
 }
 
 // TakeSnapshot reads the server's RSS, from /proc/<pid>/status when pid > 0
-// (a server this process started) and from INFO memory otherwise, and its key
-// count from DBSIZE.
+// (a server this process started) and from INFO memory otherwise, its
+// used_memory when INFO reports it, and its key count from DBSIZE.
 func TakeSnapshot(ctx context.Context, cl *Client, pid int) (Snapshot, error) {
-	var s Snapshot
-	var err error
-	if pid > 0 {
-		s.Source = "/proc VmRSS"
-		s.RSS, err = procRSS(pid)
-	} else {
-		s.Source = "INFO used_memory_rss"
-		s.RSS, err = infoRSS(ctx, cl)
-	}
+	s, err := memorySnapshot(ctx, cl, pid)
 	if err != nil {
 		return s, err
 	}
@@ -51,15 +47,34 @@ func TakeSnapshot(ctx context.Context, cl *Client, pid int) (Snapshot, error) {
 	return s, nil
 }
 
-// Between turns two snapshots into the memory a run's keys took.
+// memorySnapshot needs INFO memory only when there is no /proc to read.
+func memorySnapshot(ctx context.Context, cl *Client, pid int) (Snapshot, error) {
+	rss, used, err := infoMemory(ctx, cl)
+	if pid <= 0 {
+		return Snapshot{RSS: rss, Used: used, Source: "INFO used_memory_rss"}, err
+	}
+	s := Snapshot{Used: used, Source: "/proc VmRSS"}
+	s.RSS, err = procRSS(pid)
+	return s, err
+}
+
+// Between turns two snapshots into the memory a run's keys took. RSS of a
+// process we started fresh is the honest measure; a long-running server
+// keeps freed pages, so its RSS delta can be anything, and the allocator's
+// used_memory is used instead when the server reports it.
 func Between(before, after Snapshot) Memory {
 	m := Memory{
-		Source:    after.Source,
+		Source: after.Source, Basis: "RSS",
 		RSSBefore: before.RSS, RSSAfter: after.RSS,
+		UsedBefore: before.Used, UsedAfter: after.Used,
 		KeysBefore: before.Keys, KeysAfter: after.Keys,
 	}
+	grew := after.RSS - before.RSS
+	if after.Source != "/proc VmRSS" && before.Used > 0 && after.Used > 0 {
+		m.Basis, grew = "used_memory", after.Used-before.Used
+	}
 	if d := after.Keys - before.Keys; d > 0 {
-		m.BytesPerKey = float64(after.RSS-before.RSS) / float64(d)
+		m.BytesPerKey = float64(grew) / float64(d)
 	}
 	return m
 }
@@ -79,16 +94,25 @@ func procRSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("loadtest: no VmRSS for pid %d", pid)
 }
 
-func infoRSS(ctx context.Context, cl *Client) (int64, error) {
+// infoMemory reads used_memory_rss, which it requires, and used_memory,
+// which it does not.
+func infoMemory(ctx context.Context, cl *Client) (rss, used int64, err error) {
 	rep, err := cl.DoOK(ctx, "INFO", "memory")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	v, ok := InfoField(string(rep.Str), "used_memory_rss")
+	info := string(rep.Str)
+	v, ok := InfoField(info, "used_memory_rss")
 	if !ok {
-		return 0, fmt.Errorf("loadtest: INFO memory has no used_memory_rss")
+		return 0, 0, fmt.Errorf("loadtest: INFO memory has no used_memory_rss")
 	}
-	return strconv.ParseInt(v, 10, 64)
+	if rss, err = strconv.ParseInt(v, 10, 64); err != nil {
+		return 0, 0, err
+	}
+	if v, ok := InfoField(info, "used_memory"); ok {
+		used, _ = strconv.ParseInt(v, 10, 64)
+	}
+	return rss, used, nil
 }
 
 // InfoField returns the value of field in an INFO reply.

@@ -1,0 +1,203 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// BenchConfig is the published benchmark's recipe. The rlload command
+// holds the defaults.
+type BenchConfig struct {
+	Rlstore, Redis *System
+	Pairs          []Pair
+	Conns          int
+	Duration       time.Duration // per run
+	Depths         []int         // the compare table's depths
+	SweepDepths    []int         // the chart's depths
+	Keyspace       uint64        // keys the throughput runs spread over
+	Limit          Limit         // the throughput runs' limit per key
+	MemKeys        uint64        // keys for memory per key
+	Acc            AccuracyPlan
+	Progress       io.Writer
+}
+
+// AccuracyPlan is the accuracy run: few keys and a tight limit, so that
+// every key spends most of the run at its limit.
+type AccuracyPlan struct {
+	Keys     uint64
+	Limit    Limit
+	Conns    int
+	Pipeline int
+	Duration time.Duration
+}
+
+// AccRow is one accuracy run.
+type AccRow struct {
+	System   string  `json:"system"`
+	Workload string  `json:"workload"`
+	Result   *Result `json:"result"`
+}
+
+// BenchReport is everything the benchmark measured.
+type BenchReport struct {
+	Machine  Machine       `json:"machine"`
+	Config   BenchConfig   `json:"-"`
+	Rows     []Row         `json:"rows"`
+	Ceiling  []Row         `json:"ceiling"`
+	Sweep    []Row         `json:"sweep"`
+	Memory   []MemRow      `json:"memory"`
+	Accuracy []AccRow      `json:"accuracy"`
+	Started  time.Time     `json:"started"`
+	Took     time.Duration `json:"took_ns"`
+}
+
+// Bench runs the whole benchmark: the compare table, plain-Redis ceilings,
+// the pipeline sweep for the chart, memory per key and accuracy.
+func Bench(ctx context.Context, cfg BenchConfig, m Machine) (*BenchReport, error) {
+	rep := &BenchReport{Machine: m, Config: cfg, Started: time.Now()}
+	steps := []func(context.Context, *BenchReport) error{benchCompare, benchCeiling, benchSweep, benchAccuracy, benchMemory}
+	for _, step := range steps {
+		if err := step(ctx, rep); err != nil {
+			return rep, err
+		}
+	}
+	rep.Took = time.Since(rep.Started)
+	return rep, nil
+}
+
+func (cfg BenchConfig) compare(pairs []Pair, depths []int) CompareConfig {
+	return CompareConfig{
+		Rlstore: cfg.Rlstore, Redis: cfg.Redis, Pairs: pairs, Depths: depths,
+		Conns: cfg.Conns, Duration: cfg.Duration,
+		Keys: KeySpec{N: cfg.Keyspace, Dist: DistUniform}, Limit: cfg.Limit,
+		Rounds: 1, Progress: cfg.Progress,
+	}
+}
+
+func benchCompare(ctx context.Context, rep *BenchReport) error {
+	var err error
+	rep.Rows, err = Compare(ctx, rep.Config.compare(rep.Config.Pairs, rep.Config.Depths))
+	return err
+}
+
+// ceilingPairs are plain commands: what RESP costs with no decision at all.
+func ceilingPairs() []Pair { return []Pair{{"ping", "ping"}, {"", "incr"}} }
+
+func benchCeiling(ctx context.Context, rep *BenchReport) error {
+	var err error
+	rep.Ceiling, err = Compare(ctx, rep.Config.compare(ceilingPairs(), rep.Config.Depths))
+	return err
+}
+
+// benchSweep measures the chart's depths not already in the table.
+func benchSweep(ctx context.Context, rep *BenchReport) error {
+	var extra []int
+	for _, d := range rep.Config.SweepDepths {
+		if !slices.Contains(rep.Config.Depths, d) {
+			extra = append(extra, d)
+		}
+	}
+	pairs := []Pair{rep.Config.Pairs[0], {"", "incr"}}
+	var err error
+	rep.Sweep, err = Compare(ctx, rep.Config.compare(pairs, extra))
+	return err
+}
+
+// ChartSeries returns the chart's lines: the first pair on both systems and
+// Redis INCR, over every depth measured.
+func (rep *BenchReport) ChartSeries() []Series {
+	first := rep.Config.Pairs[0]
+	var native, lua, incr []*Result
+	for _, r := range slices.Concat(rep.Rows, rep.Ceiling, rep.Sweep) {
+		switch {
+		case r.Native == first.Native && r.Native != "":
+			native, lua = append(native, r.Rlstore), append(lua, r.RedisRes)
+		case r.Native == "" && r.Redis == "incr":
+			incr = append(incr, r.RedisRes)
+		}
+	}
+	for _, rs := range [][]*Result{native, lua, incr} {
+		slices.SortFunc(rs, func(a, b *Result) int { return depthOf(a) - depthOf(b) })
+	}
+	return []Series{
+		SeriesFrom("rlstore "+first.Native, native),
+		SeriesFrom("Redis+Lua "+first.Redis, lua),
+		SeriesFrom("Redis INCR (no decision)", incr),
+	}
+}
+
+func depthOf(r *Result) int {
+	if r == nil {
+		return 0
+	}
+	return r.Pipeline
+}
+
+func benchMemory(ctx context.Context, rep *BenchReport) error {
+	cfg := rep.Config
+	redis := map[string]*Memory{} // scripts shared by two pairs are measured once
+	for _, p := range cfg.Pairs {
+		row := MemRow{Pair: p, Keys: cfg.MemKeys}
+		var err error
+		if row.Rlstore, err = MemoryPerKey(ctx, cfg.Rlstore, p.Native, cfg.Limit, cfg.MemKeys, cfg.Progress); err != nil {
+			return fmt.Errorf("loadtest: memory of %s: %w", p.Native, err)
+		}
+		if m, ok := redis[p.Redis]; ok {
+			row.Redis = m
+		} else if row.Redis, err = MemoryPerKey(ctx, cfg.Redis, p.Redis, cfg.Limit, cfg.MemKeys, cfg.Progress); err != nil {
+			return fmt.Errorf("loadtest: memory of %s: %w", p.Redis, err)
+		}
+		redis[p.Redis] = row.Redis
+		if row.Rlstore != nil || row.Redis != nil {
+			rep.Memory = append(rep.Memory, row)
+		}
+	}
+	return nil
+}
+
+// benchAccuracy checks every windowed workload on both systems; Redis+Lua
+// is the control, showing what the checker reports for a correct limiter.
+func benchAccuracy(ctx context.Context, rep *BenchReport) error {
+	cfg := rep.Config
+	for _, p := range cfg.Pairs {
+		for _, job := range []struct {
+			sys  *System
+			name string
+		}{{cfg.Rlstore, p.Native}, {cfg.Redis, p.Redis}} {
+			row, err := accuracyRun(ctx, cfg, job.sys, job.name)
+			if err != nil {
+				return err
+			}
+			if row != nil && !containsAcc(rep.Accuracy, *row) {
+				rep.Accuracy = append(rep.Accuracy, *row)
+			}
+		}
+	}
+	return nil
+}
+
+func accuracyRun(ctx context.Context, cfg BenchConfig, sys *System, name string) (*AccRow, error) {
+	if name == "" {
+		return nil, nil
+	}
+	wl, err := NewWorkload(name, cfg.Acc.Limit)
+	if err != nil || wl.Rule == nil {
+		return nil, err
+	}
+	a := cfg.Acc
+	res, err := RunOn(ctx, sys, name, a.Limit, Config{
+		Keys:  KeySpec{Prefix: "acc:", N: a.Keys, Dist: DistUniform},
+		Conns: a.Conns, Pipeline: a.Pipeline, Duration: a.Duration, Check: true, Progress: cfg.Progress, Seed: 1,
+	})
+	if err != nil || res == nil {
+		return nil, err
+	}
+	return &AccRow{System: sys.Name, Workload: name, Result: res}, nil
+}
+
+func containsAcc(rows []AccRow, r AccRow) bool {
+	return slices.ContainsFunc(rows, func(o AccRow) bool { return o.System == r.System && o.Workload == r.Workload })
+}

@@ -1,0 +1,85 @@
+package loadtest
+
+import "fmt"
+
+// Target is one goal from the benchmark issue, measured and not asserted.
+type Target struct {
+	Goal     string
+	Measured string
+	Met      bool
+	Known    bool // false when a side was not measured
+}
+
+// Targets checks the issue's goals for the first pair (RL.SLIDE).
+func (rep *BenchReport) Targets() []Target {
+	first := rep.Config.Pairs[0]
+	p1, p16 := rep.row(rep.Rows, first.Native, 1), rep.row(rep.Rows, first.Native, 16)
+	incr16 := rep.row(rep.Ceiling, "", 16)
+	var ts []Target
+	ts = append(ts, tputTarget(fmt.Sprintf("%s at -P 16 ≥ 10× Redis+Lua", first.Native), p16.Rlstore, p16.RedisRes, 10))
+	ts = append(ts, tputTarget(fmt.Sprintf("%s at -P 16 ≥ 0.7× Redis INCR", first.Native), p16.Rlstore, incr16.RedisRes, 0.7))
+	ts = append(ts, tputTarget(fmt.Sprintf("%s at -P 1 ≥ 1.2× Redis+Lua", first.Native), p1.Rlstore, p1.RedisRes, 1.2))
+	ts = append(ts, rep.memTarget(first))
+	ts = append(ts, rep.overTarget())
+	return ts
+}
+
+func (rep *BenchReport) row(rows []Row, native string, depth int) Row {
+	for _, r := range rows {
+		if r.Native == native && r.Pipeline == depth {
+			return r
+		}
+	}
+	return Row{}
+}
+
+func tputTarget(goal string, a, b *Result, want float64) Target {
+	t := Target{Goal: goal, Known: a != nil && b != nil}
+	if t.Known {
+		got := a.Throughput / b.Throughput
+		t.Met = got >= want
+		t.Measured = fmt.Sprintf("%.2f× (%s/s vs %s/s)", got, humanCount(a.Throughput), humanCount(b.Throughput))
+	}
+	return t
+}
+
+func (rep *BenchReport) memTarget(first Pair) Target {
+	t := Target{Goal: "memory per key ≤ 0.4× Redis+Lua (" + first.Native + ")"}
+	for _, m := range rep.Memory {
+		if m.Native == first.Native && m.Rlstore != nil && m.Redis != nil && m.Redis.BytesPerKey > 0 {
+			got := m.Rlstore.BytesPerKey / m.Redis.BytesPerKey
+			t.Known, t.Met = true, got <= 0.4
+			t.Measured = fmt.Sprintf("%.2f× (%.0f B vs %.0f B)", got, m.Rlstore.BytesPerKey, m.Redis.BytesPerKey)
+		}
+	}
+	return t
+}
+
+func (rep *BenchReport) overTarget() Target {
+	t := Target{Goal: "0 over-admissions (rlstore)"}
+	var over, runs int64
+	for _, r := range rep.Accuracy {
+		if r.System == "rlstore" {
+			over += r.Result.Accuracy.OverAdmitted
+			runs++
+		}
+	}
+	if runs > 0 {
+		t.Known, t.Met = true, over == 0
+		t.Measured = fmt.Sprintf("%d over-admitted units in %d runs", over, runs)
+	}
+	return t
+}
+
+func (rep *BenchReport) writeTargets(p func(string, ...any)) {
+	p("\n## Targets\n")
+	p("| goal | measured | met |")
+	p("|---|---|---|")
+	for _, t := range rep.Targets() {
+		met := "not measured"
+		if t.Known {
+			met = map[bool]string{true: "yes", false: "**no**"}[t.Met]
+		}
+		p("| %s | %s | %s |", t.Goal, t.Measured, met)
+	}
+}

@@ -1,0 +1,148 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Pair is an rlstore workload and the Redis workload doing the same job;
+// Redis is "" when Redis+Lua has no counterpart.
+type Pair struct {
+	Native string `json:"native"`
+	Redis  string `json:"redis"`
+}
+
+// DefaultPairs lists every rlstore decision command with its Lua
+// counterpart. RL.CHECK runs a one-rule SLIDE policy, so it faces the
+// sliding-window script; RL.TOKEN and CL.THROTTLE are both GCRA.
+func DefaultPairs() []Pair {
+	return []Pair{
+		{"rl.slide", "lua.slide"},
+		{"rl.token", "lua.gcra"},
+		{"rl.fixed", "lua.fixed"},
+		{"rl.log", "lua.log"},
+		{"rl.leaky", ""},
+		{"cl.throttle", "lua.gcra"},
+		{"rl.check", "lua.slide"},
+	}
+}
+
+// CompareConfig is a side-by-side run: every pair at every depth, on both
+// systems, alternating which goes first.
+type CompareConfig struct {
+	Rlstore, Redis *System
+	Pairs          []Pair
+	Depths         []int
+	Conns          int
+	Duration       time.Duration
+	Requests       int64
+	Keys           KeySpec // Prefix is set per run
+	Limit          Limit
+	Rounds         int       // runs per cell; the median by throughput is kept
+	Progress       io.Writer // nil for none
+}
+
+// Row is one pair at one depth.
+type Row struct {
+	Pair
+	Pipeline int     `json:"pipeline"`
+	Rlstore  *Result `json:"rlstore,omitempty"`
+	RedisRes *Result `json:"redis_lua,omitempty"`
+}
+
+// Compare runs the comparison. A workload a system does not serve leaves
+// its cell empty.
+func Compare(ctx context.Context, cfg CompareConfig) ([]Row, error) {
+	var rows []Row
+	for _, p := range cfg.Pairs {
+		for _, depth := range cfg.Depths {
+			row := Row{Pair: p, Pipeline: depth}
+			var err error
+			if row.Rlstore, row.RedisRes, err = compareCell(ctx, cfg, p, depth); err != nil {
+				return rows, err
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+func compareCell(ctx context.Context, cfg CompareConfig, p Pair, depth int) (*Result, *Result, error) {
+	var mine, theirs []Result
+	for round := range max(cfg.Rounds, 1) {
+		order := []bool{true, false}
+		if round%2 == 1 {
+			order = []bool{false, true}
+		}
+		for _, native := range order {
+			sys, name, into := cfg.Redis, p.Redis, &theirs
+			if native {
+				sys, name, into = cfg.Rlstore, p.Native, &mine
+			}
+			res, err := RunOn(ctx, sys, name, cfg.Limit, cfg.runConfig(depth))
+			if err != nil {
+				return nil, nil, fmt.Errorf("loadtest: %s on %s at -P %d: %w", name, sys.Name, depth, err)
+			}
+			if res != nil {
+				*into = append(*into, *res)
+			}
+		}
+	}
+	return median(mine), median(theirs), nil
+}
+
+func (cfg CompareConfig) runConfig(depth int) Config {
+	return Config{
+		Keys: cfg.Keys, Conns: cfg.Conns, Pipeline: depth,
+		Requests: cfg.Requests, Duration: cfg.Duration, Progress: cfg.Progress, Seed: 1,
+	}
+}
+
+// RunOn runs the named workload enforcing lim on sys with base's load
+// shape, after emptying the server. It returns nil, nil when name is "" or
+// the server does not know the command.
+func RunOn(ctx context.Context, sys *System, name string, lim Limit, base Config) (*Result, error) {
+	if name == "" {
+		return nil, nil
+	}
+	wl, err := NewWorkload(name, lim)
+	if err != nil {
+		return nil, err
+	}
+	if !Supported(ctx, sys.Addr(), wl) {
+		return nil, nil
+	}
+	if err := sys.Flush(ctx); err != nil {
+		return nil, err
+	}
+	base.Addr, base.Workload = sys.Addr(), wl
+	if base.Progress != nil {
+		fmt.Fprintf(base.Progress, "rlload: == %s on %s, %d conns × pipeline %d\n", name, sys.Name, base.Conns, base.Pipeline)
+	}
+	if base.Keys.Prefix == "" {
+		base.Keys.Prefix = "b:"
+	}
+	res, err := Run(ctx, base)
+	res.Target = sys.Name
+	return &res, err
+}
+
+// median returns the result with the median throughput, nil for none.
+func median(rs []Result) *Result {
+	if len(rs) == 0 {
+		return nil
+	}
+	slices.SortFunc(rs, func(a, b Result) int {
+		switch {
+		case a.Throughput < b.Throughput:
+			return -1
+		case a.Throughput > b.Throughput:
+			return 1
+		}
+		return 0
+	})
+	return &rs[len(rs)/2]
+}
