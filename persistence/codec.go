@@ -1,0 +1,295 @@
+package persistence
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
+)
+
+// An entries block's payload, after its kind byte:
+//
+//	base      varint: unix nanoseconds the block's times are relative to
+//	nparams   uvarint, then each: kind byte, limit, rate, period (uvarints; period in ns)
+//	nentries  uvarint, then each entry:
+//	  key       uvarint length, bytes
+//	  param     uvarint: 0 for a tombstone, else 1 + an index into the params
+//	  Token:    state[0]-base, state[1]-base as varints (absolute unix ns, wrapping)
+//	  Slide:    uvarint counter count; the first counter's second - base second as a
+//	            varint, then each later one's as a uvarint gap (>= 1); each followed
+//	            by its count (uvarint, >= 1)
+//
+// Times are absolute: base is written in the block, so nothing depends on when
+// the file is read. Deltas only make the common case small.
+
+// blockBytes is the size past which an entries block is cut, so a torn tail
+// costs little and a reader's buffer stays small.
+const blockBytes = 1 << 20
+
+// appendEntries appends es to buf as one or more entries blocks.
+func appendEntries(buf []byte, es []shard.Entry, base int64) []byte {
+	var pt paramTable
+	for len(es) > 0 {
+		n, size := 0, 0
+		for n < len(es) && (n == 0 || size < blockBytes) {
+			size += len(es[n].Key) + 10*len(es[n].Counters) + 24
+			n++
+		}
+		buf = appendEntryBlock(buf, es[:n], base, &pt)
+		es = es[n:]
+	}
+	return buf
+}
+
+func appendEntryBlock(buf []byte, es []shard.Entry, base int64, pt *paramTable) []byte {
+	pt.reset()
+	for i := range es {
+		if !es[i].Deleted() {
+			pt.id(es[i].Params)
+		}
+	}
+	buf, start := beginBlock(buf, kindEntries)
+	buf = binary.AppendVarint(buf, base)
+	buf = binary.AppendUvarint(buf, uint64(len(pt.list)))
+	for _, p := range pt.list {
+		buf = append(buf, byte(p.Kind))
+		buf = binary.AppendUvarint(buf, uint64(p.Limit))
+		buf = binary.AppendUvarint(buf, uint64(p.Rate))
+		buf = binary.AppendUvarint(buf, uint64(p.Period))
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(es)))
+	for i := range es {
+		buf = appendEntry(buf, &es[i], base, pt)
+	}
+	return endBlock(buf, start)
+}
+
+func appendEntry(buf []byte, e *shard.Entry, base int64, pt *paramTable) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(e.Key)))
+	buf = append(buf, e.Key...)
+	if e.Deleted() {
+		return append(buf, 0)
+	}
+	buf = binary.AppendUvarint(buf, uint64(pt.id(e.Params))+1)
+	if e.Params.Kind != window.KindSlide {
+		buf = binary.AppendVarint(buf, int64(e.State[0]-uint64(base)))
+		return binary.AppendVarint(buf, int64(e.State[1]-uint64(base)))
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(e.Counters)))
+	prev := base / int64(time.Second)
+	for i, c := range e.Counters {
+		sec := window.CounterSec(c)
+		if i == 0 {
+			buf = binary.AppendVarint(buf, sec-prev)
+		} else {
+			buf = binary.AppendUvarint(buf, uint64(sec-prev))
+		}
+		prev = sec
+		buf = binary.AppendUvarint(buf, uint64(window.CounterCount(c)))
+	}
+	return buf
+}
+
+// paramTable numbers the distinct parameters of one block.
+type paramTable struct {
+	list []window.Params
+	ids  map[window.Params]int
+	last int // index of the parameters looked up last: most entries share them
+}
+
+func (pt *paramTable) reset() {
+	pt.list = pt.list[:0]
+	clear(pt.ids)
+}
+
+func (pt *paramTable) id(p window.Params) int {
+	if pt.last < len(pt.list) && pt.list[pt.last] == p {
+		return pt.last
+	}
+	if pt.ids == nil {
+		pt.ids = make(map[window.Params]int)
+	}
+	id, ok := pt.ids[p]
+	if !ok {
+		id = len(pt.list)
+		pt.ids[p] = id
+		pt.list = append(pt.list, p)
+	}
+	pt.last = id
+	return id
+}
+
+// decoder reads the fields of a payload. A read past the end, or a varint
+// that does not fit, sets bad and returns zero values.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.bad = true
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.bad, d.b = true, nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad, d.b = true, nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// int returns a uvarint that must fit an int64.
+func (d *decoder) int() int64 {
+	v := d.uvarint()
+	if v > math.MaxInt64 {
+		d.bad = true
+		return 0
+	}
+	return int64(v)
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if n < 0 || len(d.b) < n {
+		d.bad, d.b = true, nil
+		return nil
+	}
+	b := d.b[:n:n]
+	d.b = d.b[n:]
+	return b
+}
+
+// entryBlock decodes an entries block one entry at a time.
+type entryBlock struct {
+	d        decoder
+	size     int // bytes in the payload, to turn positions into offsets
+	base     int64
+	params   []window.Params
+	left     uint64 // entries not yet read
+	counters []uint64
+}
+
+// parse reads the block's preamble. It returns a reason for rejecting the block, or "".
+func (eb *entryBlock) parse(payload []byte) string {
+	eb.d, eb.size = decoder{b: payload[1:]}, len(payload)
+	eb.base = eb.d.varint()
+	np := eb.d.uvarint()
+	if np > uint64(len(eb.d.b)) {
+		return "parameter count out of range"
+	}
+	eb.params = eb.params[:0]
+	for range np {
+		p := window.Params{Kind: window.Kind(eb.d.byte()), Limit: eb.d.int(), Rate: eb.d.int(), Period: time.Duration(eb.d.int())}
+		eb.params = append(eb.params, p)
+	}
+	eb.left = eb.d.uvarint()
+	if eb.d.bad || eb.left > uint64(len(eb.d.b)) {
+		return "malformed entries block"
+	}
+	return ""
+}
+
+// pos returns the payload position of the next byte to read.
+func (eb *entryBlock) pos() int { return eb.size - len(eb.d.b) }
+
+// next reads the next entry into e, whose slices stay valid until the next call.
+// It returns a reason for rejecting the entry, or "".
+func (eb *entryBlock) next(e *shard.Entry) string {
+	eb.left--
+	*e = shard.Entry{Key: eb.d.bytes(int(min(eb.d.uvarint(), math.MaxInt32)))}
+	id := eb.d.uvarint()
+	switch {
+	case eb.d.bad:
+		return "malformed entry"
+	case id == 0:
+		return ""
+	case id > uint64(len(eb.params)):
+		return "entry names no parameters"
+	}
+	e.Params = eb.params[id-1]
+	if e.Params.Kind != window.KindSlide {
+		e.State = window.State{uint64(eb.d.varint()) + uint64(eb.base), uint64(eb.d.varint()) + uint64(eb.base)}
+	} else if reason := eb.counterList(e); reason != "" {
+		return reason
+	}
+	if eb.d.bad {
+		return "malformed entry"
+	}
+	return ""
+}
+
+// counterList reads a Slide entry's counters.
+func (eb *entryBlock) counterList(e *shard.Entry) string {
+	n := eb.d.uvarint()
+	if n > uint64(len(eb.d.b))/2 || n > shard.MaxEntryCounters {
+		return "counter count out of range"
+	}
+	eb.counters = eb.counters[:0]
+	sec := eb.base / int64(time.Second)
+	for i := range n {
+		if i == 0 {
+			sec += eb.d.varint()
+		} else {
+			sec += int64(min(eb.d.uvarint(), math.MaxUint32+1))
+		}
+		c := eb.d.uvarint()
+		if sec < 0 || sec > math.MaxUint32 || c < 1 || c > math.MaxUint32 {
+			return "counter out of range"
+		}
+		eb.counters = append(eb.counters, window.Counter(sec, int64(c)))
+	}
+	e.Counters = eb.counters
+	return ""
+}
+
+// importBlock imports every entry of an entries block into m, dropping those
+// expired at now. Tombstones are an error unless allowed.
+func importBlock(br *blockReader, payload []byte, m *shard.Map, now int64, tombstones bool, eb *entryBlock) (int, error) {
+	at := func(pos int) int64 { return br.last + frameHead + int64(pos) }
+	if reason := eb.parse(payload); reason != "" {
+		return 0, br.corrupt(br.last, reason)
+	}
+	var e shard.Entry
+	n := 0
+	for eb.left > 0 {
+		pos := eb.pos()
+		if reason := eb.next(&e); reason != "" {
+			return n, br.corrupt(at(pos), reason)
+		}
+		if e.Deleted() && !tombstones {
+			return n, br.corrupt(at(pos), "tombstone in a snapshot")
+		}
+		if err := m.Import(e, now); err != nil {
+			if errors.Is(err, shard.ErrFull) {
+				return n, fmt.Errorf("persistence: loading %s: %w", br.name, err)
+			}
+			return n, br.corrupt(at(pos), "bad entry: "+err.Error())
+		}
+		n++
+	}
+	if len(eb.d.b) != 0 {
+		return n, br.corrupt(at(eb.pos()), "trailing bytes after the last entry")
+	}
+	return n, nil
+}

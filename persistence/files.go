@@ -1,0 +1,135 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// File names in a data directory. A snapshot and the log segment started with
+// it share a generation; a snapshot is followed on load by every segment of its
+// generation or later.
+const (
+	snapPrefix, snapSuffix = "snap-", ".rls"
+	logPrefix, logSuffix   = "log-", ".rla"
+	tmpSuffix              = ".tmp"
+	lockName               = "LOCK"
+	policiesName           = "policies.rlp"
+	policiesLockName       = "policies.lock"
+)
+
+func snapName(gen uint64) string { return fmt.Sprintf("%s%016x%s", snapPrefix, gen, snapSuffix) }
+func logName(gen uint64) string  { return fmt.Sprintf("%s%016x%s", logPrefix, gen, logSuffix) }
+
+// generations returns the generations of the files in names named prefix<gen>suffix, ascending.
+func generations(names []string, prefix, suffix string) []uint64 {
+	var gens []uint64
+	for _, n := range names {
+		hex, ok := strings.CutPrefix(n, prefix)
+		if hex, ok2 := strings.CutSuffix(hex, suffix); ok && ok2 && len(hex) == 16 {
+			if g, err := strconv.ParseUint(hex, 16, 64); err == nil {
+				gens = append(gens, g)
+			}
+		}
+	}
+	slices.Sort(gens)
+	return gens
+}
+
+// listDir returns the names in dir.
+func listDir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: %w", err)
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+// syncDir fsyncs a directory, making the names created, renamed or removed in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("persistence: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("persistence: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeAtomic writes a file with write into a temp file, fsyncs it, renames it
+// to path and fsyncs the directory, so path holds either the old or the whole
+// new contents after a crash. It returns the bytes written.
+func writeAtomic(path string, write func(f *os.File) error) (int64, error) {
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("persistence: %w", err)
+	}
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	var size int64
+	if err == nil {
+		var st os.FileInfo
+		st, err = f.Stat()
+		if st != nil {
+			size = st.Size()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, fmt.Errorf("persistence: writing %s: %w", path, err)
+	}
+	return size, syncDir(filepath.Dir(path))
+}
+
+// removeTemps deletes temp files a crash left in dir.
+func removeTemps(dir string, names []string) error {
+	for _, n := range names {
+		if strings.HasSuffix(n, tmpSuffix) {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("persistence: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// truncateTorn cuts a file back to its valid part and makes that durable.
+func truncateTorn(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("persistence: %w", err)
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("persistence: truncating %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,424 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlstore/rlstore/shard"
+)
+
+// Defaults for Options.
+const (
+	DefaultFlushInterval    = time.Second
+	DefaultSnapshotInterval = 5 * time.Minute
+	DefaultSnapshotLogBytes = 64 << 20
+	retryAfterFailure       = 5 * time.Second
+)
+
+// ErrClosed is returned by a Store's methods after Close.
+var ErrClosed = errors.New("persistence: store closed")
+
+// Options configures a Store. The zero Options is valid: Open fills in every default.
+type Options struct {
+	Fsync         FsyncMode     // default FsyncEverysec
+	FlushInterval time.Duration // how often the log is written (and fsynced for everysec); default 1s
+	// SnapshotInterval is how often a snapshot is taken; default 5m, negative: only on request.
+	SnapshotInterval time.Duration
+	// SnapshotLogBytes: a snapshot is also taken once the log reaches this size
+	// and the size of the last snapshot. Default 64 MiB; negative: never.
+	SnapshotLogBytes int64
+	Clock            func() time.Time // default time.Now
+	Logger           *slog.Logger     // for failures in the background; default slog.Default()
+}
+
+func (o *Options) fill() error {
+	if o.Fsync > FsyncNo || o.FlushInterval < 0 {
+		return errors.New("persistence: bad options")
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.SnapshotInterval == 0 {
+		o.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if o.SnapshotLogBytes == 0 {
+		o.SnapshotLogBytes = DefaultSnapshotLogBytes
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Recovery describes what Open loaded.
+type Recovery struct {
+	Keys     int64         // keys in the Map after loading
+	Duration time.Duration // time taken to load
+	Snapshot string        // the snapshot file loaded, "" if none
+	Logs     []string      // the log segments replayed, in order
+	Records  int64         // log records applied
+	Warnings []Warning     // torn tails truncated: log each
+}
+
+// Store keeps a shard.Map durable in a data directory: a snapshot of every key,
+// and a log of the keys changed since, written by a background loop once per
+// flush interval (and at each Commit under FsyncAlways). A snapshot rotates the
+// log, so the log stays about as small as the changes since the last snapshot.
+//
+// Only changes made through the Store's Feed, and Flush, are logged. A Store is
+// made with Open and is safe for concurrent use.
+type Store struct {
+	dir    string
+	m      *shard.Map
+	opts   Options
+	feed   *shard.Feed
+	log    *aof
+	lock   *os.File
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	snapMu   sync.Mutex  // held while a snapshot is written, and by Flush
+	saving   atomic.Bool // a snapshot is being written
+	bg       atomic.Bool // a background snapshot is running
+	loaded   Recovery
+	statsMu  sync.Mutex // guards the fields below
+	lastSave saveInfo
+	tried    time.Time // when the last snapshot was attempted
+}
+
+// saveInfo is the last snapshot's outcome.
+type saveInfo struct {
+	at       time.Time
+	duration time.Duration
+	bytes    int64
+	err      error
+	saves    int64
+}
+
+// Open opens (creating if needed) the data directory dir, loads its snapshot
+// and replays its log into m, which should be empty, then starts logging the
+// changes made through Feed. State expired at the clock's now is dropped. A
+// torn last record of a log segment is truncated and reported in Recovery;
+// any other damage is a *CorruptError naming the file and offset.
+func Open(dir string, m *shard.Map, opts Options) (*Store, Recovery, error) {
+	if err := opts.fill(); err != nil {
+		return nil, Recovery{}, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, Recovery{}, fmt.Errorf("persistence: %w", err)
+	}
+	lock, err := lockFile(filepath.Join(dir, lockName))
+	if err != nil {
+		return nil, Recovery{}, err
+	}
+	st := &Store{dir: dir, m: m, opts: opts, lock: lock}
+	segs, err := st.load()
+	if err != nil {
+		lock.Close()
+		return nil, st.loaded, err
+	}
+	st.feed = m.NewFeed()
+	st.log = newAOF(dir, st.feed, m.Shards(), st.now, segs)
+	ctx, cancel := context.WithCancel(context.Background())
+	st.cancel = cancel
+	st.wg.Add(1)
+	go st.run(ctx)
+	return st, st.loaded, nil
+}
+
+func (st *Store) now() int64 { return st.opts.Clock().UnixNano() }
+
+// load loads the newest snapshot and replays the segments after it, then
+// starts a new segment. It returns the live segments, the new one last.
+func (st *Store) load() ([]*segment, error) {
+	start := time.Now()
+	names, err := listDir(st.dir)
+	if err == nil {
+		err = removeTemps(st.dir, names)
+	}
+	if err != nil {
+		return nil, err
+	}
+	snaps, logs := generations(names, snapPrefix, snapSuffix), generations(names, logPrefix, logSuffix)
+	var gen uint64
+	if len(snaps) > 0 {
+		gen = snaps[len(snaps)-1]
+		if err := st.loadSnapshot(gen); err != nil {
+			return nil, err
+		}
+	}
+	segs, err := st.replay(gen, logs)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.removeBefore(gen, snaps, logs); err != nil {
+		return nil, err
+	}
+	next := gen
+	if len(logs) > 0 {
+		next = max(next, logs[len(logs)-1])
+	}
+	seg, err := createSegment(st.dir, next+1, st.now())
+	if err != nil {
+		return nil, err
+	}
+	st.loaded.Keys, st.loaded.Duration = st.m.Len(), time.Since(start)
+	return append(segs, seg), nil
+}
+
+func (st *Store) loadSnapshot(gen uint64) error {
+	name := snapName(gen)
+	info, err := loadSnapshotFile(filepath.Join(st.dir, name), st.m, st.now())
+	if err != nil {
+		return err
+	}
+	st.loaded.Snapshot = name
+	st.lastSave = saveInfo{at: time.Unix(0, info.created), bytes: info.bytes}
+	return nil
+}
+
+// replay applies the segments of generation gen or later, returning them as
+// segments that are kept, not written, until the next snapshot.
+func (st *Store) replay(gen uint64, logs []uint64) ([]*segment, error) {
+	var segs []*segment
+	for _, g := range logs {
+		if g < gen {
+			continue
+		}
+		path := filepath.Join(st.dir, logName(g))
+		size, n, warn, err := replayLogFile(path, st.m, st.now())
+		if err != nil {
+			return nil, err
+		}
+		if warn != nil {
+			st.loaded.Warnings = append(st.loaded.Warnings, *warn)
+		}
+		st.loaded.Logs = append(st.loaded.Logs, logName(g))
+		st.loaded.Records += n
+		segs = append(segs, &segment{gen: g, path: path, size: size, synced: size})
+	}
+	return segs, nil
+}
+
+// removeBefore deletes the snapshots and segments older than gen, which a
+// crash after writing snapshot gen left behind.
+func (st *Store) removeBefore(gen uint64, snaps, logs []uint64) error {
+	var errs []error
+	for _, g := range snaps {
+		if g < gen {
+			errs = append(errs, os.Remove(filepath.Join(st.dir, snapName(g))))
+		}
+	}
+	for _, g := range logs {
+		if g < gen {
+			errs = append(errs, os.Remove(filepath.Join(st.dir, logName(g))))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("persistence: %w", err)
+	}
+	return nil
+}
+
+// Feed returns the Feed through which every change to the Map must be made
+// for the log to record it.
+func (st *Store) Feed() *shard.Feed { return st.feed }
+
+// Commit makes the changes made through the Feed before the call durable.
+// Under FsyncAlways the server calls it before replying to a batch of
+// commands; concurrent callers share one write and one fsync. Under the other
+// modes it returns at once: the background loop writes the log.
+func (st *Store) Commit() error {
+	if st.opts.Fsync != FsyncAlways {
+		return nil
+	}
+	if st.closed.Load() {
+		return ErrClosed
+	}
+	return st.log.group.commit(true)
+}
+
+// Flush deletes every key (FLUSHALL) and logs that it did.
+func (st *Store) Flush() error {
+	if st.closed.Load() {
+		return ErrClosed
+	}
+	st.snapMu.Lock() // no snapshot half way, so every shard logs to the newest segment
+	defer st.snapMu.Unlock()
+	if st.closed.Load() {
+		return ErrClosed
+	}
+	return st.log.appendFlush(st.m.Flush, st.opts.Fsync == FsyncAlways)
+}
+
+// Snapshot writes a snapshot of every key (SAVE), then deletes the log it
+// makes redundant. It waits for a snapshot already being written.
+func (st *Store) Snapshot() error {
+	if st.closed.Load() {
+		return ErrClosed
+	}
+	st.snapMu.Lock()
+	defer st.snapMu.Unlock()
+	if st.closed.Load() {
+		return ErrClosed
+	}
+	st.saving.Store(true)
+	defer st.saving.Store(false)
+	start := time.Now()
+	info, err := st.snapshot()
+	st.statsMu.Lock()
+	defer st.statsMu.Unlock()
+	st.tried = start
+	st.lastSave.err = err
+	if err == nil {
+		st.lastSave = saveInfo{at: time.Unix(0, info.created), duration: time.Since(start), bytes: info.bytes, saves: st.lastSave.saves + 1}
+	}
+	return err
+}
+
+func (st *Store) snapshot() (snapInfo, error) {
+	gen := st.log.lastGen() + 1
+	seg, err := st.log.rotate(gen)
+	if err != nil {
+		return snapInfo{}, err
+	}
+	info, err := writeSnapshot(filepath.Join(st.dir, snapName(gen)), st.m.Shards(), st.log.exportTo(st.m, seg), gen, st.now())
+	if err != nil {
+		st.log.routeAll(seg)
+		return info, err
+	}
+	names, err := listDir(st.dir)
+	if err == nil {
+		err = st.removeBefore(gen, generations(names, snapPrefix, snapSuffix), nil)
+	}
+	return info, errors.Join(err, st.log.retire(gen))
+}
+
+// BackgroundSnapshot starts a snapshot in the background (BGSAVE) and reports
+// whether it did: false if one is already being written or the Store is closed.
+func (st *Store) BackgroundSnapshot() bool {
+	if st.closed.Load() || !st.bg.CompareAndSwap(false, true) {
+		return false
+	}
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		defer st.bg.Store(false)
+		if err := st.Snapshot(); err != nil && !errors.Is(err, ErrClosed) {
+			st.opts.Logger.Error("background snapshot failed", "dir", st.dir, "err", err)
+		}
+	}()
+	return true
+}
+
+// run writes the log every flush interval and takes snapshots when due, until ctx is done.
+func (st *Store) run(ctx context.Context) {
+	defer st.wg.Done()
+	t := time.NewTicker(st.opts.FlushInterval)
+	defer t.Stop()
+	var failing bool
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := st.log.group.commit(st.opts.Fsync != FsyncNo)
+		if err != nil && !failing {
+			st.opts.Logger.Error("writing the append-only log failed; retrying with a snapshot", "dir", st.dir, "err", err)
+		}
+		failing = err != nil
+		if st.snapshotDue(failing) {
+			st.BackgroundSnapshot()
+		}
+	}
+}
+
+// snapshotDue reports whether the interval or the log's size calls for a
+// snapshot, or a failing log for a retry.
+func (st *Store) snapshotDue(failing bool) bool {
+	st.statsMu.Lock()
+	defer st.statsMu.Unlock()
+	now := st.opts.Clock()
+	if failing || st.lastSave.err != nil {
+		return now.Sub(st.tried) >= retryAfterFailure
+	}
+	last := st.lastSave.at
+	if st.tried.After(last) {
+		last = st.tried
+	}
+	if st.opts.SnapshotInterval > 0 && now.Sub(last) >= st.opts.SnapshotInterval && st.log.logged.Load() > 0 {
+		return true
+	}
+	size := st.log.bytes.Load()
+	return st.opts.SnapshotLogBytes > 0 && size >= st.opts.SnapshotLogBytes && size >= st.lastSave.bytes
+}
+
+// Close stops the background loop, waits for a snapshot being written, writes
+// and fsyncs the log whatever the fsync mode, so a clean shutdown loses
+// nothing, and releases the directory. Take a Snapshot first to make the next
+// start quicker (SHUTDOWN SAVE).
+func (st *Store) Close() error {
+	if st.closed.Swap(true) {
+		return ErrClosed
+	}
+	st.cancel()
+	st.wg.Wait()
+	st.snapMu.Lock()
+	defer st.snapMu.Unlock()
+	err := st.log.close()
+	return errors.Join(err, st.lock.Close())
+}
+
+// Stats is what INFO persistence reports.
+type Stats struct {
+	Fsync            FsyncMode
+	KeysLoaded       int64         // keys in the Map after Open loaded it
+	LoadDuration     time.Duration // how long Open took to load
+	Saving           bool          // a snapshot is being written
+	LastSave         time.Time     // when the last snapshot written or loaded was taken (LASTSAVE); zero if none
+	LastSaveDuration time.Duration
+	LastSaveErr      error // the last snapshot's failure; nil if it succeeded
+	Saves            int64 // snapshots written since Open
+	SnapshotBytes    int64 // size of the last snapshot
+	LogBytes         int64 // size of the live log segments
+	LogErr           error // a failed log write or fsync, until a snapshot starts a fresh log
+	ChangesLogged    int64 // entries logged since the last snapshot
+	LastFsync        time.Time
+	FsyncLag         time.Duration // age of the oldest log write not yet fsynced; 0 if none
+}
+
+// Stats returns the Store's current figures.
+func (st *Store) Stats() Stats {
+	s := Stats{
+		Fsync:         st.opts.Fsync,
+		KeysLoaded:    st.loaded.Keys,
+		LoadDuration:  st.loaded.Duration,
+		Saving:        st.saving.Load(),
+		LogBytes:      st.log.bytes.Load(),
+		ChangesLogged: st.log.logged.Load(),
+		LogErr:        st.log.broken(),
+	}
+	if t := st.log.fsynced.Load(); t != 0 {
+		s.LastFsync = time.Unix(0, t)
+	}
+	if t := st.log.unsynced.Load(); t != 0 {
+		s.FsyncLag = max(0, time.Duration(st.now()-t))
+	}
+	st.statsMu.Lock()
+	defer st.statsMu.Unlock()
+	s.LastSave, s.LastSaveDuration, s.LastSaveErr = st.lastSave.at, st.lastSave.duration, st.lastSave.err
+	s.Saves, s.SnapshotBytes = st.lastSave.saves, st.lastSave.bytes
+	return s
+}
