@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 )
 
 // Key distributions.
@@ -39,9 +40,19 @@ func (s KeySpec) Validate() error {
 	return fmt.Errorf("loadtest: unknown key distribution %q", s.Dist)
 }
 
-// picker returns the key-number source for worker w of n; seed makes it
-// reproducible. Seq workers interleave so that n of them cover the keyspace.
-func (s KeySpec) picker(w, n int, seed uint64) func() uint64 {
+// pickers returns one key-number source per worker; seed makes them
+// reproducible. Seq workers share one counter, so that together they visit
+// every key once before any key twice, however the requests fall.
+func (s KeySpec) pickers(workers int, seed uint64) []func() uint64 {
+	out := make([]func() uint64, workers)
+	var next atomic.Uint64
+	for w := range out {
+		out[w] = s.picker(w, seed, &next)
+	}
+	return out
+}
+
+func (s KeySpec) picker(w int, seed uint64, next *atomic.Uint64) func() uint64 {
 	r := rand.New(rand.NewPCG(seed, uint64(w)))
 	switch s.Dist {
 	case DistHot:
@@ -50,12 +61,7 @@ func (s KeySpec) picker(w, n int, seed uint64) func() uint64 {
 		z := rand.NewZipf(r, s.ZipfS, 1, s.N-1)
 		return z.Uint64
 	case DistSeq:
-		next := uint64(w)
-		return func() uint64 {
-			k := next % s.N
-			next += uint64(n)
-			return k
-		}
+		return func() uint64 { return (next.Add(1) - 1) % s.N }
 	}
 	return func() uint64 { return r.Uint64N(s.N) }
 }

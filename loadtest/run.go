@@ -28,8 +28,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer closeAll(clients)
 	workers := make([]*worker, len(clients))
+	pickers := cfg.Keys.pickers(len(clients), cfg.Seed)
 	for i, cl := range clients {
-		workers[i] = newWorker(cl, &cfg, i)
+		workers[i] = newWorker(cl, &cfg, pickers[i])
 	}
 	elapsed, err := drive(ctx, cfg, workers)
 	return collect(cfg, workers, elapsed), err

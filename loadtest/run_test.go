@@ -129,14 +129,18 @@ func TestConfigValidate(t *testing.T) {
 
 func TestKeyDistributions(t *testing.T) {
 	seen := map[uint64]int{}
-	pick := KeySpec{N: 100, Dist: DistZipf, ZipfS: 1.2}.picker(0, 1, 1)
+	pick := KeySpec{N: 100, Dist: DistZipf, ZipfS: 1.2}.pickers(1, 1)[0]
 	for range 10000 {
 		seen[pick()]++
 	}
 	assert.Greater(t, seen[0], seen[50]*5, "zipf favours low keys")
-	hot := KeySpec{N: 100, Dist: DistHot}.picker(0, 1, 1)
+	hot := KeySpec{N: 100, Dist: DistHot}.pickers(1, 1)[0]
 	assert.Equal(t, uint64(0), hot())
-	a, b := KeySpec{N: 4, Dist: DistSeq}.picker(0, 2, 1), KeySpec{N: 4, Dist: DistSeq}.picker(1, 2, 1)
-	assert.Equal(t, []uint64{0, 2, 0}, []uint64{a(), a(), a()})
-	assert.Equal(t, []uint64{1, 3, 1}, []uint64{b(), b(), b()})
+	seq := KeySpec{N: 3, Dist: DistSeq}.pickers(2, 1)
+	a, b := seq[0], seq[1]
+	assert.Equal(t, []uint64{0, 1, 2, 0}, []uint64{a(), a(), b(), b()}, "seq workers share one counter")
+	uni := KeySpec{N: 10, Dist: DistUniform}.pickers(2, 1)
+	for range 100 {
+		assert.Less(t, uni[0](), uint64(10))
+	}
 }

@@ -29,13 +29,13 @@ type worker struct {
 	rep   Reply
 }
 
-func newWorker(cl *Client, cfg *Config, id int) *worker {
+func newWorker(cl *Client, cfg *Config, pick func() uint64) *worker {
 	return &worker{
 		cl:    cl,
 		wl:    &cfg.Workload,
 		tmpl:  cfg.Workload.Template(),
 		keys:  cfg.Keys,
-		pick:  cfg.Keys.picker(id, cfg.Conns, cfg.Seed),
+		pick:  pick,
 		depth: cfg.Pipeline,
 		check: cfg.Check,
 		batch: make([]uint64, cfg.Pipeline),
