@@ -1,15 +1,24 @@
 package server
 
 import (
+	"sync"
+	"sync/atomic"
+	"time"
+
 	"github.com/tidwall/redcon"
 )
 
 // command is one entry of the command table.
 type command struct {
-	name  string // lower case, as dispatch looks it up
+	name  string // lower case, as dispatch looks it up; "parent|sub" for a subcommand
 	arity int    // Redis style: n > 0 exactly n arguments with the name, n < 0 at least -n
 	flags cmdFlags
 	run   func(s *Server, c *client, args [][]byte)
+	subs  []command // subcommands, chosen by the second argument; run is then unused
+
+	// Optional, for COMMAND and COMMAND DOCS. Key positions count the name as 0.
+	firstKey, lastKey, keyStep int
+	group, summary             string
 }
 
 type cmdFlags uint16
@@ -17,15 +26,101 @@ type cmdFlags uint16
 const (
 	flagWrite   cmdFlags = 1 << iota // changes state
 	flagNoAuth                       // allowed before AUTH
-	flagNoMulti                      // runs at once even inside MULTI
-	flagAdmin
+	flagNoQueue                      // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT)
+	flagNoTx                         // refused inside MULTI, as Redis refuses it
+	flagAdmin                        // administers the server
 )
 
-// client is one connection's state. It is touched only by that connection's goroutine.
+// sub returns cm's subcommand called name, ignoring case, or nil.
+func (cm *command) sub(name []byte) *command {
+	for i := range cm.subs {
+		sc := &cm.subs[i]
+		if equalFoldASCII(name, sc.name[len(cm.name)+1:]) {
+			return sc
+		}
+	}
+	return nil
+}
+
+// equalFoldASCII reports whether b equals the lower-case s, ignoring ASCII case.
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		if lowerASCII(b[i]) != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// client is one connection's state. The fields above mu are touched only by
+// the connection's goroutine; CLIENT LIST and INFO read the rest from others.
 type client struct {
-	conn   redcon.Conn
-	id     int64
-	resp   int // protocol version: 2 or 3
-	authed bool
-	name   string
+	conn    redcon.Conn
+	g       *guardConn // conn's net.Conn
+	id      int64
+	resp    int // protocol version: 2 or 3
+	authed  bool
+	created time.Time
+	addr    string
+	laddr   string
+
+	multi  bool     // inside MULTI
+	dirty  bool     // a command was refused while queueing, so EXEC aborts
+	queue  []queued // commands queued by MULTI
+	qbytes int64    // bytes of arguments in queue
+
+	cmds    atomic.Int64            // commands run
+	lastCmd atomic.Pointer[command] // the last command run
+	qlen    atomic.Int32            // len(queue) inside MULTI, else -1
+
+	mu   sync.Mutex // guards meta
+	meta clientMeta
+}
+
+// clientMeta is what a client says about itself, for CLIENT LIST.
+type clientMeta struct {
+	name, libName, libVer string
+	resp                  int
+}
+
+// queued is a command that MULTI queued for EXEC.
+type queued struct {
+	cmd  *command
+	args [][]byte // redcon gives each command its own copy, so these stay valid
+}
+
+func (c *client) getMeta() clientMeta {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.meta
+}
+
+func (c *client) setMeta(f func(m *clientMeta)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(&c.meta)
+}
+
+// setResp switches the protocol version replies use.
+func (c *client) setResp(v int) {
+	c.resp = v
+	c.setMeta(func(m *clientMeta) { m.resp = v })
+}
+
+// closeAfterReply closes c once the replies written so far are sent. The
+// rest of its pipeline is dropped unread: redcon would otherwise run those
+// commands and throw their replies away.
+func closeAfterReply(c *client) {
+	c.conn.ReadPipeline()
+	_ = c.conn.Close()
 }

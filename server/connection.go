@@ -1,16 +1,180 @@
 package server
 
+import (
+	"crypto/subtle"
+	"strings"
+)
+
+// Replies of the connection commands, in Redis's words.
+const (
+	errWrongPass   = "WRONGPASS invalid username-password pair or user is disabled."
+	errNoPassSet   = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	errHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	errNoProto     = "NOPROTO unsupported protocol version"
+	errProtoNotInt = "ERR Protocol version is not an integer or out of range"
+	errDBIndex     = "ERR DB index is out of range"
+	errNotInt      = "ERR value is not an integer or out of range"
+	errSyntax      = "ERR syntax error"
+)
+
+// redisVersion is the Redis version rlstore answers as. Clients read it to
+// decide what they may send; rlstore speaks what Redis 7.0 clients send.
+const redisVersion = "7.0.0"
+
 // connectionCommands are the commands about the connection itself.
 func connectionCommands() []command {
 	return []command{
-		{name: "ping", arity: -1, flags: flagNoAuth, run: cmdPing},
+		{name: "ping", arity: -1, run: cmdPing, group: "connection", summary: "Returns PONG, or the message"},
+		{name: "echo", arity: 2, run: cmdEcho, group: "connection", summary: "Returns the message"},
+		{name: "quit", arity: -1, flags: flagNoAuth | flagNoQueue, run: cmdQuit, group: "connection", summary: "Replies OK and closes the connection"},
+		{name: "select", arity: 2, run: cmdSelect, group: "connection", summary: "Selects database 0, the only one"},
+		{name: "auth", arity: -2, flags: flagNoAuth, run: cmdAuth, group: "connection", summary: "Authenticates the connection"},
+		{name: "hello", arity: -1, flags: flagNoAuth, run: cmdHello, group: "connection", summary: "Handshakes: protocol version, AUTH and SETNAME"},
 	}
 }
 
 func cmdPing(s *Server, c *client, args [][]byte) {
-	if len(args) > 1 {
+	switch len(args) {
+	case 1:
+		c.conn.WriteString("PONG")
+	case 2:
 		c.conn.WriteBulk(args[1])
+	default:
+		c.conn.WriteError(arityError("ping"))
+	}
+}
+
+func cmdEcho(s *Server, c *client, args [][]byte) { c.conn.WriteBulk(args[1]) }
+
+func cmdQuit(s *Server, c *client, args [][]byte) {
+	c.conn.WriteString("OK")
+	closeAfterReply(c)
+}
+
+// cmdSelect accepts database 0, the only one: rate-limit state has no databases.
+func cmdSelect(s *Server, c *client, args [][]byte) {
+	n, ok := parseInt(args[1])
+	switch {
+	case !ok:
+		c.conn.WriteError(errNotInt)
+	case n != 0:
+		c.conn.WriteError(errDBIndex)
+	default:
+		c.conn.WriteString("OK")
+	}
+}
+
+// cmdAuth is AUTH [user] pass. The only user is "default", as in a Redis
+// without ACLs; it needs no password unless requirepass is set.
+func cmdAuth(s *Server, c *client, args [][]byte) {
+	if len(args) > 3 {
+		c.conn.WriteError(errSyntax)
 		return
 	}
-	c.conn.WriteString("PONG")
+	if len(args) == 2 && s.requirePass() == "" {
+		c.conn.WriteError(errNoPassSet)
+		return
+	}
+	if !s.checkAuth(args[1:]) {
+		c.conn.WriteError(errWrongPass)
+		return
+	}
+	c.authed = true
+	c.conn.WriteString("OK")
+}
+
+// checkAuth reports whether [user] pass is the default user's password,
+// comparing in constant time.
+func (s *Server) checkAuth(cred [][]byte) bool {
+	pass := cred[len(cred)-1]
+	if len(cred) == 2 && string(cred[0]) != "default" {
+		return false
+	}
+	want := s.requirePass()
+	return want == "" || subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+}
+
+// hello is a parsed HELLO [protover [AUTH user pass] [SETNAME name]].
+type hello struct {
+	proto   int
+	auth    [][]byte // user and pass, or nil
+	setName []byte
+	hasName bool
+}
+
+// cmdHello switches the protocol, authenticating and naming the client on
+// the way. It replies with a map, in the protocol just chosen.
+func cmdHello(s *Server, c *client, args [][]byte) {
+	h, reply := parseHello(args, c.resp)
+	switch {
+	case reply != "":
+		c.conn.WriteError(reply)
+		return
+	case h.auth != nil && !s.checkAuth(h.auth):
+		c.conn.WriteError(errWrongPass)
+		return
+	case h.auth == nil && !c.authed:
+		c.conn.WriteError(errHelloNoAuth)
+		return
+	case h.hasName && !validName(h.setName):
+		c.conn.WriteError(errClientName)
+		return
+	}
+	c.authed = true
+	if h.hasName {
+		c.setMeta(func(m *clientMeta) { m.name = string(h.setName) })
+	}
+	c.setResp(h.proto)
+	writeMap(c, s.helloFields(c))
+}
+
+func parseHello(args [][]byte, proto int) (hello, string) {
+	h := hello{proto: proto}
+	if len(args) < 2 {
+		return h, ""
+	}
+	v, ok := parseInt(args[1])
+	if !ok {
+		return h, errProtoNotInt
+	}
+	if v != 2 && v != 3 {
+		return h, errNoProto
+	}
+	h.proto = int(v)
+	return h, h.options(args[2:])
+}
+
+// options parses HELLO's AUTH and SETNAME options.
+func (h *hello) options(opts [][]byte) string {
+	for len(opts) > 0 {
+		switch {
+		case equalFoldASCII(opts[0], "auth") && len(opts) >= 3:
+			h.auth, opts = opts[1:3], opts[3:]
+		case equalFoldASCII(opts[0], "setname") && len(opts) >= 2:
+			h.setName, h.hasName, opts = opts[1], true, opts[2:]
+		default:
+			return "ERR Syntax error in HELLO option '" + quoteArg(opts[0], 128) + "'"
+		}
+	}
+	return ""
+}
+
+// helloFields are HELLO's reply, shaped as Redis's so that clients parse it.
+func (s *Server) helloFields(c *client) []pair {
+	return []pair{
+		{"server", "redis"},
+		{"version", redisVersion},
+		{"proto", c.resp},
+		{"id", c.id},
+		{"mode", "standalone"},
+		{"role", "master"},
+		{"modules", []any{}},
+		{"rlstore_version", s.cfg.Version},
+	}
+}
+
+// validName reports whether a client or library name is printable ASCII with
+// no spaces, as Redis requires. An empty name clears it.
+func validName(b []byte) bool {
+	return strings.IndexFunc(string(b), func(r rune) bool { return r <= ' ' || r > '~' }) < 0
 }

@@ -3,90 +3,243 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/shard"
 	"github.com/tidwall/redcon"
 )
 
-// Config configures a Server. cmd/rlstore fills it in; the zero values of the
-// optional fields take the defaults New writes down.
+// Config configures a Server. cmd/rlstore fills it in. Every optional field
+// left zero takes the default below; New writes them down nowhere else.
 type Config struct {
-	Addr            string      // host:port to listen on; port 0 picks a free one
-	Store           *shard.Map  // required
-	Logger          *slog.Logger
-	Clock           func() time.Time // default time.Now
-	RequirePass     string
-	MaxClients      int   // default 10000
-	MaxRequestBytes int64 // default 512 MiB, like redis-server's proto-max-bulk-len
+	Addr     string           // host:port to listen on; port 0 picks a free one. Default DefaultAddr
+	Listener net.Listener     // if set, Serve serves it instead of listening on Addr (e.g. TLS)
+	Store    *shard.Map       // required
+	Logger   *slog.Logger     // default slog.Default()
+	Clock    func() time.Time // the clock decisions and sweeps use. Default time.Now
+	Version  string           // rlstore's version, shown by INFO and HELLO. Default "dev"
+
+	RequirePass     string // the default user's password; "" needs no AUTH. CONFIG SET can change it
+	MaxClients      int    // connections beyond it are refused. Default DefaultMaxClients
+	MaxRequestBytes int64  // largest request, and largest MULTI queue. Default DefaultMaxRequestBytes
+
+	// Save makes the store's state durable. SAVE and BGSAVE call it, and so
+	// does Shutdown after its drain, unless the client said SHUTDOWN NOSAVE.
+	// nil means no persistence: SAVE and BGSAVE then reply with an error
+	// rather than claim a save that did not happen.
+	Save func() error
+
+	ShutdownTimeout time.Duration // how long a SHUTDOWN command drains. Default DefaultShutdownTimeout
+	SweepInterval   time.Duration // how often expired keys are swept. Default DefaultSweepInterval
+	SweepBudget     int           // slots visited per sweep. Default DefaultSweepBudget
 }
 
-// Server serves RESP clients. Make it with New; start it with Serve.
+// The defaults of Config.
+const (
+	DefaultAddr            = "127.0.0.1:6379"
+	DefaultMaxClients      = 10000     // as redis-server
+	DefaultMaxRequestBytes = 512 << 20 // as redis-server's proto-max-bulk-len
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultSweepInterval   = 100 * time.Millisecond
+	DefaultSweepBudget     = 16384 // with the interval, about 160k slots a second
+)
+
+// ErrServerClosed is Serve's error once Shutdown or Close has run before it.
+var ErrServerClosed = errors.New("server: closed")
+
+// Server serves Redis clients rlstore's commands. Make it with New and start
+// it with Serve; stop it with Shutdown, which drains clients, or Close, which
+// does not. Its methods are safe for concurrent use.
 type Server struct {
 	cfg      Config
+	log      *slog.Logger
 	commands map[string]*command
-	srv      *redcon.Server
+	started  time.Time
+
+	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
+	maxClients atomic.Int64
+	nextID     atomic.Int64
+	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
+	lastSave   atomic.Int64 // unix seconds of the last successful save, 0 for never
+	saveMu     sync.Mutex   // held while saving
+
+	mu      sync.Mutex // guards clients
+	clients map[int64]*client
+
+	life     sync.Mutex // guards ln, stopping and sweepEnd
+	ln       *guardListener
+	stopping bool
+	sweepEnd func() // stops the sweep loop and waits for it
+	done     chan struct{}
+	stopErr  error // written before done is closed
 }
 
 // New validates cfg and returns a Server that is not yet listening.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("server: no store")
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
-	s := &Server{cfg: cfg, commands: map[string]*command{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, commands: map[string]*command{}, started: time.Now(),
+		clients: map[int64]*client{}, done: make(chan struct{})}
+	s.pass.Store(&cfg.RequirePass)
+	s.maxClients.Store(int64(cfg.MaxClients))
 	s.register(connectionCommands())
+	s.register(clientCommands())
+	s.register(serverCommands())
+	s.register(introspectionCommands())
+	s.register(transactionCommands())
 	s.register(decisionCommands())
 	s.register(keyspaceCommands())
 	return s, nil
 }
 
-func (s *Server) register(cmds []command) {
-	for i := range cmds {
-		s.commands[cmds[i].name] = &cmds[i]
+func (cfg *Config) withDefaults() error {
+	if cfg.Store == nil {
+		return errors.New("server: no store")
+	}
+	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.ShutdownTimeout < 0 ||
+		cfg.SweepInterval < 0 || cfg.SweepBudget < 0 {
+		return errors.New("server: limits must not be negative")
+	}
+	setDefault(&cfg.Addr, DefaultAddr)
+	setDefault(&cfg.Logger, slog.Default())
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now // a func is not comparable, so setDefault cannot take it
+	}
+	setDefault(&cfg.Version, "dev")
+	setDefault(&cfg.MaxClients, DefaultMaxClients)
+	setDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&cfg.SweepInterval, DefaultSweepInterval)
+	setDefault(&cfg.SweepBudget, DefaultSweepBudget)
+	return nil
+}
+
+// setDefault sets *v to def if *v is its type's zero value.
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
 }
 
-// Serve listens and serves until Close. ready, if not nil, receives the listening address.
-func (s *Server) Serve(ready chan<- net.Addr) error {
-	s.srv = redcon.NewServerNetwork("tcp", s.cfg.Addr, s.handle, s.accept, s.closed)
-	sig := make(chan error, 1)
-	go func() {
-		if err := <-sig; err == nil && ready != nil {
-			ready <- s.srv.Addr()
+// register adds commands to the table. Two with one name are a programmer error.
+func (s *Server) register(cmds []command) {
+	for i := range cmds {
+		cm := &cmds[i]
+		if _, dup := s.commands[cm.name]; dup {
+			panic(fmt.Sprintf("server: command %q registered twice", cm.name))
 		}
-	}()
-	return s.srv.ListenServeAndSignal(sig)
+		for j := range cm.subs {
+			cm.subs[j].name = cm.name + "|" + cm.subs[j].name
+			setDefault(&cm.subs[j].group, cm.group)
+		}
+		s.commands[cm.name] = cm
+	}
 }
 
-// Close stops the server.
-func (s *Server) Close() error { return s.srv.Close() }
+// Serve listens and serves until Shutdown, Close or the SHUTDOWN command
+// stops the server. ready, if not nil, is sent the listening address once
+// clients can connect; Serve waits for the send, so give it a buffer or a
+// reader. Serve returns the stop's error (nil for a clean stop) or the
+// error that kept it from listening.
+func (s *Server) Serve(ready chan<- net.Addr) error {
+	ln, err := s.listen()
+	if err != nil {
+		return err
+	}
+	if err := s.attach(ln); err != nil {
+		return err
+	}
+	s.log.Info("listening", "addr", ln.Addr().String())
+	if ready != nil {
+		ready <- ln.Addr()
+	}
+	srv := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
+	_ = srv.Serve(s.listener()) // returns nil once the listener is finished
+	<-s.done
+	return s.stopErr
+}
 
+func (s *Server) listen() (net.Listener, error) {
+	if s.cfg.Listener != nil {
+		return s.cfg.Listener, nil
+	}
+	return net.Listen("tcp", s.cfg.Addr)
+}
+
+// attach makes ln the server's listener and starts the sweep, unless the
+// server has already stopped or is serving.
+func (s *Server) attach(ln net.Listener) error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	switch {
+	case s.stopping:
+		_ = ln.Close()
+		return ErrServerClosed
+	case s.ln != nil:
+		_ = ln.Close()
+		return errors.New("server: already serving")
+	}
+	s.ln = newGuardListener(ln, s.cfg.MaxRequestBytes, &s.maxClients, s.log)
+	s.sweepEnd = s.startSweep()
+	return nil
+}
+
+func (s *Server) listener() *guardListener {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.ln
+}
+
+// startSweep runs the store's sweep of expired keys in the background. The
+// function it returns stops the sweep and waits for it.
+func (s *Server) startSweep() func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.cfg.Store.SweepEvery(ctx, s.cfg.SweepInterval, s.cfg.SweepBudget, s.unixNano)
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (s *Server) unixNano() int64 { return s.cfg.Clock().UnixNano() }
+
+// accept is redcon's hook for a new connection, which the listener admitted.
 func (s *Server) accept(conn redcon.Conn) bool {
-	conn.SetContext(&client{conn: conn, resp: 2, authed: s.cfg.RequirePass == ""})
+	g, _ := conn.NetConn().(*guardConn)
+	c := &client{conn: conn, g: g, id: s.nextID.Add(1), resp: 2, authed: s.requirePass() == "",
+		created: time.Now(), addr: conn.RemoteAddr(), laddr: g.LocalAddr().String()}
+	c.meta.resp = 2
+	c.qlen.Store(-1)
+	conn.SetContext(c)
+	s.mu.Lock()
+	s.clients[c.id] = c
+	s.mu.Unlock()
 	return true
 }
 
-func (s *Server) closed(conn redcon.Conn, err error) {}
-
-func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
+// closed is redcon's hook for a connection that has ended. redcon calls it
+// with its own lock held, so it takes only the server's locks.
+func (s *Server) closed(conn redcon.Conn, err error) {
 	c := conn.Context().(*client)
-	name := string(cmd.Args[0]) // TODO lower-case without allocating
-	cm, ok := s.commands[name]
-	if !ok {
-		conn.WriteError("ERR unknown command '" + name + "'")
-		return
+	s.mu.Lock()
+	delete(s.clients, c.id)
+	s.mu.Unlock()
+	s.goneCmds.Add(c.cmds.Load())
+	var perr protocolError
+	if errors.As(err, &perr) {
+		s.log.Info("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
 	}
-	cm.run(s, c, cmd.Args)
+	if ln := s.listener(); ln != nil {
+		ln.remove(c.g) // last: a drain is over once every client is forgotten
+	}
 }
 
-// Shutdown stops accepting, lets every client's queued commands finish and
-// their replies go out, then closes. It returns ctx's error if ctx ends first.
-func (s *Server) Shutdown(ctx context.Context) error { return s.Close() } // TODO: drain
+func (s *Server) requirePass() string { return *s.pass.Load() }

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Replies of the server commands.
+const (
+	errNoPersistence = "ERR persistence is not configured: state is in memory only, so there is nothing to save"
+	errSaving        = "ERR Background save already in progress"
+)
+
+// serverCommands are the commands about the server as a whole.
+func serverCommands() []command {
+	return []command{
+		{name: "time", arity: 1, run: cmdTime, group: "server", summary: "Returns the server's clock: seconds and microseconds"},
+		{name: "save", arity: 1, flags: flagAdmin | flagNoTx, run: cmdSave, group: "server", summary: "Saves the store, if persistence is configured"},
+		{name: "bgsave", arity: -1, flags: flagAdmin, run: cmdBgSave, group: "server", summary: "Saves the store in the background, if persistence is configured"},
+		{name: "lastsave", arity: 1, run: cmdLastSave, group: "server", summary: "Returns the unix time of the last successful save, 0 if none"},
+		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoTx, run: cmdShutdown, group: "server", summary: "Drains clients, saves if configured, and stops the server"},
+		{name: "info", arity: -1, run: cmdInfo, group: "server", summary: "Describes the server"},
+		{name: "config", arity: -2, group: "server", summary: "Reads and changes the configuration", subs: configSubcommands()},
+	}
+}
+
+// cmdTime reads the clock decisions use, so that clients see the time limits are computed at.
+func cmdTime(s *Server, c *client, args [][]byte) {
+	now := s.cfg.Clock()
+	c.conn.WriteArray(2)
+	c.conn.WriteBulkString(strconv.FormatInt(now.Unix(), 10))
+	c.conn.WriteBulkString(strconv.Itoa(now.Nanosecond() / 1000))
+}
+
+func cmdSave(s *Server, c *client, args [][]byte) {
+	switch {
+	case s.cfg.Save == nil:
+		c.conn.WriteError(errNoPersistence)
+	case !s.saveMu.TryLock():
+		c.conn.WriteError(errSaving)
+	default:
+		err := s.saveLocked()
+		s.saveMu.Unlock()
+		if err != nil {
+			c.conn.WriteError("ERR " + err.Error())
+			return
+		}
+		c.conn.WriteString("OK")
+	}
+}
+
+// cmdBgSave is BGSAVE [SCHEDULE]. A failure shows in the log and LASTSAVE, as in Redis.
+func cmdBgSave(s *Server, c *client, args [][]byte) {
+	switch {
+	case len(args) > 2 || (len(args) == 2 && !equalFoldASCII(args[1], "schedule")):
+		c.conn.WriteError(errSyntax)
+	case s.cfg.Save == nil:
+		c.conn.WriteError(errNoPersistence)
+	case !s.saveMu.TryLock():
+		c.conn.WriteError(errSaving)
+	default:
+		go func() {
+			defer s.saveMu.Unlock()
+			_ = s.saveLocked()
+		}()
+		c.conn.WriteString("Background saving started")
+	}
+}
+
+func cmdLastSave(s *Server, c *client, args [][]byte) { c.conn.WriteInt64(s.lastSave.Load()) }
+
+// save runs Config.Save after any save under way.
+func (s *Server) save() error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	return s.saveLocked()
+}
+
+func (s *Server) saveLocked() error {
+	start := time.Now()
+	if err := s.cfg.Save(); err != nil {
+		s.log.Error("save failed", "err", err)
+		return err
+	}
+	s.lastSave.Store(time.Now().Unix())
+	s.log.Info("saved", "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// cmdShutdown is SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]. It closes this
+// connection without a reply, as Redis does, and stops the server as
+// Shutdown does, allowing Config.ShutdownTimeout for the drain. NOW and FORCE
+// are accepted and change nothing: there are no replicas to wait for.
+func cmdShutdown(s *Server, c *client, args [][]byte) {
+	mode, reply := parseShutdown(args[1:], s.cfg.Save != nil)
+	if reply != "" {
+		c.conn.WriteError(reply)
+		return
+	}
+	s.log.Info("SHUTDOWN by a client", "client", c.id, "addr", c.addr)
+	closeAfterReply(c)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		defer cancel()
+		_ = s.shutdown(ctx, mode) // logs its own outcome
+	}()
+}
+
+func parseShutdown(opts [][]byte, canSave bool) (saveMode, string) {
+	mode := saveIfConfigured
+	for _, o := range opts {
+		switch {
+		case equalFoldASCII(o, "nosave"):
+			mode = saveNever
+		case equalFoldASCII(o, "save") && !canSave:
+			return mode, errNoPersistence
+		case equalFoldASCII(o, "save"), equalFoldASCII(o, "now"), equalFoldASCII(o, "force"):
+		case equalFoldASCII(o, "abort"):
+			return mode, "ERR No shutdown in progress."
+		default:
+			return mode, errSyntax
+		}
+	}
+	return mode, ""
+}

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Replies of CLIENT, in Redis's words.
+const (
+	errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+	errNoClient   = "ERR No such client"
+	errClientID   = "ERR client-id should be greater than 0"
+)
+
+// clientCommands is CLIENT and its subcommands.
+func clientCommands() []command {
+	return []command{{name: "client", arity: -2, group: "connection", summary: "Manages client connections", subs: []command{
+		{name: "id", arity: 2, run: cmdClientID, summary: "Returns the connection's id"},
+		{name: "setname", arity: 3, run: cmdClientSetName, summary: "Names the connection"},
+		{name: "getname", arity: 2, run: cmdClientGetName, summary: "Returns the connection's name"},
+		{name: "setinfo", arity: 4, run: cmdClientSetInfo, summary: "Records the client library's name or version"},
+		{name: "info", arity: 2, run: cmdClientInfo, summary: "Describes this connection"},
+		{name: "list", arity: -2, flags: flagAdmin, run: cmdClientList, summary: "Describes every connection"},
+		{name: "kill", arity: -3, flags: flagAdmin, run: cmdClientKill, summary: "Closes connections"},
+		{name: "help", arity: 2, run: cmdClientHelp, summary: "Lists CLIENT's subcommands"},
+	}}}
+}
+
+func cmdClientID(s *Server, c *client, args [][]byte) { c.conn.WriteInt64(c.id) }
+
+func cmdClientSetName(s *Server, c *client, args [][]byte) {
+	if !validName(args[2]) {
+		c.conn.WriteError(errClientName)
+		return
+	}
+	c.setMeta(func(m *clientMeta) { m.name = string(args[2]) })
+	c.conn.WriteString("OK")
+}
+
+func cmdClientGetName(s *Server, c *client, args [][]byte) {
+	if name := c.getMeta().name; name != "" {
+		c.conn.WriteBulkString(name)
+		return
+	}
+	writeNull(c)
+}
+
+// cmdClientSetInfo is CLIENT SETINFO LIB-NAME|LIB-VER value, which go-redis sends on connect.
+func cmdClientSetInfo(s *Server, c *client, args [][]byte) {
+	attr, val := args[2], string(args[3])
+	switch {
+	case !equalFoldASCII(attr, "lib-name") && !equalFoldASCII(attr, "lib-ver"):
+		c.conn.WriteError("ERR Unrecognized option '" + quoteArg(attr, 128) + "'")
+	case !validName(args[3]):
+		c.conn.WriteError("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
+	default:
+		c.setMeta(func(m *clientMeta) {
+			if equalFoldASCII(attr, "lib-name") {
+				m.libName = val
+			} else {
+				m.libVer = val
+			}
+		})
+		c.conn.WriteString("OK")
+	}
+}
+
+func cmdClientInfo(s *Server, c *client, args [][]byte) {
+	c.conn.WriteBulkString(c.describe(time.Now()))
+}
+
+// cmdClientList is CLIENT LIST [TYPE normal] [ID id …], one line per client, oldest first.
+func cmdClientList(s *Server, c *client, args [][]byte) {
+	ids, reply := parseListFilter(args[2:])
+	if reply != "" {
+		c.conn.WriteError(reply)
+		return
+	}
+	var b strings.Builder
+	now := time.Now()
+	for _, o := range s.clientList() {
+		if ids == nil || ids[o.id] {
+			b.WriteString(o.describe(now))
+		}
+	}
+	c.conn.WriteBulkString(b.String())
+}
+
+func parseListFilter(opts [][]byte) (map[int64]bool, string) {
+	switch {
+	case len(opts) == 0:
+		return nil, ""
+	case len(opts) == 2 && equalFoldASCII(opts[0], "type"):
+		if equalFoldASCII(opts[1], "normal") {
+			return nil, ""
+		}
+		return map[int64]bool{}, "" // there are no replicas or pubsub clients
+	case len(opts) >= 2 && equalFoldASCII(opts[0], "id"):
+		ids := map[int64]bool{}
+		for _, a := range opts[1:] {
+			id, ok := parseInt(a)
+			if !ok || id < 1 {
+				return nil, "ERR Invalid client ID"
+			}
+			ids[id] = true
+		}
+		return ids, ""
+	}
+	return nil, errSyntax
+}
+
+// clientList returns the connected clients in the order they connected.
+func (s *Server) clientList() []*client {
+	s.mu.Lock()
+	list := make([]*client, 0, len(s.clients))
+	for _, o := range s.clients {
+		list = append(list, o)
+	}
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
+	return list
+}
+
+// describe is c's line of CLIENT LIST, with Redis's fields that mean something here.
+func (c *client) describe(now time.Time) string {
+	m := c.getMeta()
+	cmd := "NULL"
+	if cm := c.lastCmd.Load(); cm != nil {
+		cmd = cm.name
+	}
+	flags := "N"
+	if c.qlen.Load() >= 0 {
+		flags = "x"
+	}
+	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.addr + " laddr=" + c.laddr +
+		" name=" + m.name + " age=" + seconds(now.Sub(c.created)) +
+		" idle=" + seconds(now.Sub(time.Unix(0, c.g.last.Load()))) +
+		" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=" + strconv.Itoa(int(c.qlen.Load())) +
+		" cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(m.resp) +
+		" lib-name=" + m.libName + " lib-ver=" + m.libVer + "\n"
+}
+
+func seconds(d time.Duration) string { return strconv.FormatInt(int64(max(d, 0)/time.Second), 10) }
+
+func cmdClientHelp(s *Server, c *client, args [][]byte) { writeHelp(c, clientCommands()[0]) }
+
+// writeHelp replies to a HELP subcommand with one line per subcommand.
+func writeHelp(c *client, cm command) {
+	c.conn.WriteArray(len(cm.subs))
+	for _, sc := range cm.subs {
+		c.conn.WriteString(strings.ToUpper(sc.name) + ": " + sc.summary)
+	}
+}

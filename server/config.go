@@ -1,0 +1,139 @@
+package server
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+)
+
+// configParam is one parameter CONFIG GET shows. check and set are nil for
+// the read-only ones; check returns why a value is refused, or "".
+type configParam struct {
+	name  string
+	get   func(s *Server) string
+	check func(v []byte) string
+	set   func(s *Server, v []byte)
+}
+
+// configParams are the parameters CONFIG knows, in the order CONFIG GET
+// lists them. Clients such as redis-benchmark read save and appendonly.
+func configParams() []configParam {
+	return []configParam{
+		{name: "bind", get: func(s *Server) string { h, _ := s.hostPort(); return h }},
+		{name: "port", get: func(s *Server) string { _, p := s.hostPort(); return p }},
+		{name: "requirepass", get: (*Server).requirePass, check: func([]byte) string { return "" }, set: setRequirePass},
+		{name: "maxclients", get: getMaxClients, check: checkMaxClients, set: setMaxClients},
+		{name: "max-request-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxRequestBytes, 10) }},
+		{name: "databases", get: func(*Server) string { return "1" }},
+		{name: "save", get: func(*Server) string { return "" }},
+		{name: "appendonly", get: func(*Server) string { return "no" }},
+		{name: "timeout", get: func(*Server) string { return "0" }},
+	}
+}
+
+func configSubcommands() []command {
+	return []command{
+		{name: "get", arity: -3, run: cmdConfigGet, summary: "Returns the parameters matching the glob patterns"},
+		{name: "set", arity: -4, flags: flagAdmin, run: cmdConfigSet, summary: "Sets maxclients or requirepass"},
+		{name: "help", arity: 2, run: cmdConfigHelp, summary: "Lists CONFIG's subcommands"},
+	}
+}
+
+// cmdConfigGet is CONFIG GET pattern [pattern …]. Patterns are Redis globs, without case.
+func cmdConfigGet(s *Server, c *client, args [][]byte) {
+	var pairs []pair
+	for _, p := range configParams() {
+		for _, pat := range args[2:] {
+			if globMatch(bytes.ToLower(pat), []byte(p.name)) {
+				pairs = append(pairs, pair{p.name, p.get(s)})
+				break
+			}
+		}
+	}
+	writeMap(c, pairs)
+}
+
+// cmdConfigSet is CONFIG SET name value [name value …]. As in Redis 7 it
+// checks every pair before it applies any.
+func cmdConfigSet(s *Server, c *client, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.conn.WriteError(errSyntax)
+		return
+	}
+	for i := 2; i < len(args); i += 2 {
+		if reply := s.checkConfig(args[i], args[i+1]); reply != "" {
+			c.conn.WriteError(reply)
+			return
+		}
+	}
+	for i := 2; i < len(args); i += 2 {
+		findParam(args[i]).set(s, args[i+1])
+	}
+	c.conn.WriteString("OK")
+}
+
+// checkConfig returns the reply refusing name = val, or "" if it may be set.
+func (s *Server) checkConfig(name, val []byte) string {
+	p := findParam(name)
+	switch {
+	case p == nil:
+		return "ERR Unknown option or number of arguments for CONFIG SET - '" + quoteArg(name, 128) + "'"
+	case p.check == nil:
+		return configFailed(p.name, "can't set immutable config")
+	}
+	if why := p.check(val); why != "" {
+		return configFailed(p.name, why)
+	}
+	return ""
+}
+
+func configFailed(name, why string) string {
+	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + why
+}
+
+func findParam(name []byte) *configParam {
+	for _, p := range configParams() {
+		if equalFoldASCII(name, p.name) {
+			return &p
+		}
+	}
+	return nil
+}
+
+func setRequirePass(s *Server, v []byte) {
+	pass := string(v)
+	s.pass.Store(&pass) // connections already authenticated stay so, as in Redis
+}
+
+func getMaxClients(s *Server) string { return strconv.FormatInt(s.maxClients.Load(), 10) }
+
+func checkMaxClients(v []byte) string {
+	n, ok := parseInt(v)
+	switch {
+	case !ok:
+		return "argument couldn't be parsed into an integer"
+	case n < 1:
+		return "argument must be between 1 and 9223372036854775807 inclusive"
+	}
+	return ""
+}
+
+// setMaxClients changes the limit for new connections; none already connected is closed.
+func setMaxClients(s *Server, v []byte) {
+	n, _ := parseInt(v)
+	s.maxClients.Store(n)
+}
+
+// hostPort returns the address the server listens on, or is configured to.
+func (s *Server) hostPort() (string, string) {
+	addr := s.cfg.Addr
+	if ln := s.listener(); ln != nil {
+		addr = ln.Addr().String()
+	}
+	h, p, _ := net.SplitHostPort(addr)
+	return h, p
+}
+
+func cmdConfigHelp(s *Server, c *client, args [][]byte) {
+	writeHelp(c, command{subs: configSubcommands()})
+}

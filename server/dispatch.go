@@ -1,0 +1,168 @@
+package server
+
+import (
+	"runtime/debug"
+	"strings"
+
+	"github.com/tidwall/redcon"
+)
+
+// maxCommandName bounds the command names dispatch looks up; longer ones are
+// unknown. It lets dispatch lower-case a name into a stack buffer.
+const maxCommandName = 32
+
+// Replies of dispatch, in Redis's words.
+const (
+	errNoAuth     = "NOAUTH Authentication required."
+	errNotInMulti = "ERR Command not allowed inside a transaction"
+	errQueueSize  = "ERR MULTI queue is larger than max-request-bytes"
+)
+
+// handle is redcon's handler: it runs one command of a client's pipeline.
+func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
+	c := conn.Context().(*client)
+	defer s.recoverPanic(c, rc.Args)
+	s.dispatch(c, rc.Args)
+}
+
+// dispatch checks a command as Redis does, in Redis's order (name, arity,
+// then auth), and runs it or queues it for EXEC.
+func (s *Server) dispatch(c *client, args [][]byte) {
+	cm, reply := s.resolve(args)
+	switch {
+	case cm == nil:
+		reject(c, reply)
+	case !c.authed && cm.flags&flagNoAuth == 0:
+		reject(c, errNoAuth)
+	case c.multi && cm.flags&flagNoQueue == 0:
+		s.enqueue(c, cm, args)
+	default:
+		s.run(c, cm, args)
+	}
+}
+
+// run runs cm, counting it for INFO and CLIENT LIST.
+func (s *Server) run(c *client, cm *command, args [][]byte) {
+	c.lastCmd.Store(cm)
+	c.cmds.Add(1)
+	cm.run(s, c, args)
+}
+
+// reject refuses a command. Inside MULTI that dooms the transaction, as in Redis.
+func reject(c *client, reply string) {
+	c.conn.WriteError(reply)
+	if c.multi {
+		c.dirty = true
+	}
+}
+
+// resolve finds the command or subcommand that args name and checks its
+// arity. It returns nil and the error reply if there is none or it does not fit.
+func (s *Server) resolve(args [][]byte) (*command, string) {
+	cm := s.findCommand(args[0])
+	if cm == nil {
+		return nil, unknownCommand(args)
+	}
+	if len(cm.subs) > 0 && len(args) > 1 {
+		sub := cm.sub(args[1])
+		if sub == nil {
+			return nil, "ERR unknown subcommand '" + quoteArg(args[1], 128) +
+				"'. Try " + strings.ToUpper(cm.name) + " HELP."
+		}
+		cm = sub
+	}
+	if !arityFits(cm.arity, len(args)) {
+		return nil, arityError(cm.name)
+	}
+	return cm, ""
+}
+
+// findCommand looks name up, ignoring case, without allocating: the
+// compiler turns a map index by string(bytes) into a lookup with no copy.
+func (s *Server) findCommand(name []byte) *command {
+	if len(name) > maxCommandName {
+		return nil
+	}
+	var buf [maxCommandName]byte
+	for i, ch := range name {
+		buf[i] = lowerASCII(ch)
+	}
+	return s.commands[string(buf[:len(name)])]
+}
+
+func arityFits(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
+}
+
+// arityError is Redis 7's reply to a wrong argument count. name is the
+// command's full lower-case name, such as "rl.slide" or "client|setname".
+func arityError(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// unknownCommand words the reply to an unknown command as Redis 7 does: the
+// name, then the arguments quoted, until 128 bytes of them have been shown.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '" + quoteArg(args[0], 128) + "', with args beginning with: ")
+	shown := 0
+	for _, a := range args[1:] {
+		if shown >= 128 {
+			break
+		}
+		q := "'" + quoteArg(a, 128-shown) + "' "
+		shown += len(q)
+		b.WriteString(q)
+	}
+	return b.String()
+}
+
+// quoteArg returns at most n bytes of a, with CR and LF turned into spaces
+// so that the error stays on one line, as Redis's rejectCommandFormat does.
+func quoteArg(a []byte, n int) string {
+	b := append([]byte(nil), a[:min(len(a), max(n, 0))]...) // a copy: a belongs to the request
+	for i, ch := range b {
+		if ch == '\r' || ch == '\n' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+// enqueue queues a command for EXEC. The queue is capped like a request:
+// otherwise a client could queue without limit.
+func (s *Server) enqueue(c *client, cm *command, args [][]byte) {
+	size := int64(0)
+	for _, a := range args {
+		size += int64(len(a))
+	}
+	switch {
+	case cm.flags&flagNoTx != 0:
+		reject(c, errNotInMulti)
+	case c.qbytes+size > s.cfg.MaxRequestBytes:
+		reject(c, errQueueSize)
+	default:
+		c.queue = append(c.queue, queued{cmd: cm, args: args})
+		c.qbytes += size
+		c.qlen.Store(int32(len(c.queue)))
+		c.conn.WriteString("QUEUED")
+	}
+}
+
+// recoverPanic turns a command's panic into an error reply. The connection
+// is closed after it, because the command may have written part of a reply
+// that cannot be taken back; every other client is served on.
+func (s *Server) recoverPanic(c *client, args [][]byte) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	name := quoteArg(args[0], maxCommandName)
+	s.log.Error("command panicked; closing its connection",
+		"client", c.id, "addr", c.addr, "cmd", name, "panic", r, "stack", string(debug.Stack()))
+	c.conn.WriteError("ERR internal error running '" + name + "', closing the connection; see the server log")
+	closeAfterReply(c)
+}

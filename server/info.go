@@ -1,0 +1,185 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// infoSection is one section of INFO: a name and the fields it shows.
+type infoSection struct {
+	name   string
+	fields func(s *Server) []pair
+}
+
+// infoSections are INFO's sections, in Redis's order. Field names are
+// Redis's where Redis has the field; rlstore's own start with rl_.
+func infoSections() []infoSection {
+	return []infoSection{
+		{"server", (*Server).infoServer},
+		{"clients", (*Server).infoClients},
+		{"memory", (*Server).infoMemory},
+		{"persistence", (*Server).infoPersistence},
+		{"stats", (*Server).infoStats},
+		{"keyspace", (*Server).infoKeyspace},
+	}
+}
+
+// cmdInfo is INFO [section …]. No section, "default", "all" or "everything" means all of them.
+func cmdInfo(s *Server, c *client, args [][]byte) {
+	var b strings.Builder
+	for _, sec := range infoSections() {
+		if !infoWanted(sec.name, args[1:]) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		for _, f := range sec.fields(s) {
+			fmt.Fprintf(&b, "%s:%v\r\n", f.key, f.val)
+		}
+	}
+	c.conn.WriteBulkString(b.String())
+}
+
+func infoWanted(name string, asked [][]byte) bool {
+	if len(asked) == 0 {
+		return true
+	}
+	for _, a := range asked {
+		if equalFoldASCII(a, name) || equalFoldASCII(a, "all") ||
+			equalFoldASCII(a, "everything") || equalFoldASCII(a, "default") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) infoServer() []pair {
+	_, port := s.hostPort()
+	up := time.Since(s.started)
+	return []pair{
+		{"redis_version", redisVersion},
+		{"rlstore_version", s.cfg.Version},
+		{"redis_mode", "standalone"},
+		{"os", runtime.GOOS + " " + runtime.GOARCH},
+		{"arch_bits", strconv.Itoa(strconv.IntSize)},
+		{"go_version", runtime.Version()},
+		{"process_id", os.Getpid()},
+		{"tcp_port", port},
+		{"uptime_in_seconds", int64(up / time.Second)},
+		{"uptime_in_days", int64(up / (24 * time.Hour))},
+	}
+}
+
+func (s *Server) infoClients() []pair {
+	s.mu.Lock()
+	n := len(s.clients)
+	s.mu.Unlock()
+	return []pair{
+		{"connected_clients", n},
+		{"maxclients", s.maxClients.Load()},
+		{"blocked_clients", 0},
+	}
+}
+
+// infoMemory reads the Go runtime's figures without stopping the world, and
+// the resident set from the kernel.
+func (s *Server) infoMemory() []pair {
+	m := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	metrics.Read(m)
+	heap, total := int64(m[0].Value.Uint64()), int64(m[1].Value.Uint64())
+	rss := residentBytes()
+	keys := s.cfg.Store.Stats().Bytes
+	return []pair{
+		{"used_memory", heap},
+		{"used_memory_human", humanBytes(heap)},
+		{"used_memory_rss", rss},
+		{"used_memory_rss_human", humanBytes(rss)},
+		{"used_memory_dataset", keys},
+		{"used_memory_dataset_human", humanBytes(keys)},
+		{"rl_go_runtime_bytes", total},
+	}
+}
+
+func (s *Server) infoPersistence() []pair {
+	on := "disabled"
+	if s.cfg.Save != nil {
+		on = "enabled"
+	}
+	return []pair{{"loading", 0}, {"rl_persistence", on}, {"rdb_last_save_time", s.lastSave.Load()}}
+}
+
+func (s *Server) infoStats() []pair {
+	st := s.cfg.Store.Stats()
+	var accepted, rejected int64
+	if ln := s.listener(); ln != nil {
+		accepted, rejected = ln.accepted.Load(), ln.rejected.Load()
+	}
+	return []pair{
+		{"total_connections_received", accepted},
+		{"total_commands_processed", s.commandsProcessed()},
+		{"rejected_connections", rejected},
+		{"expired_keys", st.Swept},
+		{"rl_allowed", st.Allowed},
+		{"rl_denied", st.Denied},
+		{"rl_errors", st.Errors},
+		{"rl_sweeps", st.Sweeps},
+		{"rl_index_rebuilds", st.Rebuilds},
+	}
+}
+
+// infoKeyspace shows db0 only when it holds keys, as Redis does. Every key
+// expires by itself once it no longer restricts anything.
+func (s *Server) infoKeyspace() []pair {
+	n := s.cfg.Store.Len()
+	if n == 0 {
+		return nil
+	}
+	return []pair{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, n)}}
+}
+
+// commandsProcessed sums the commands of live clients and of those gone.
+func (s *Server) commandsProcessed() int64 {
+	n := s.goneCmds.Load()
+	s.mu.Lock()
+	for _, c := range s.clients {
+		n += c.cmds.Load()
+	}
+	s.mu.Unlock()
+	return n
+}
+
+// residentBytes reads the resident set size from /proc/self/statm, or 0 where there is none.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// humanBytes writes n as Redis's INFO does: 1023B, 1.50K, 2.25M, 1.00G.
+func humanBytes(n int64) string {
+	const k = 1024
+	switch {
+	case n < k:
+		return strconv.FormatInt(n, 10) + "B"
+	case n < k*k:
+		return fmt.Sprintf("%.2fK", float64(n)/k)
+	case n < k*k*k:
+		return fmt.Sprintf("%.2fM", float64(n)/(k*k))
+	}
+	return fmt.Sprintf("%.2fG", float64(n)/(k*k*k))
+}

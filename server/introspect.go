@@ -1,0 +1,151 @@
+package server
+
+import "sort"
+
+// introspectionCommands is COMMAND, which describes the command table to
+// clients: redis-cli reads it for hints, go-redis for key positions.
+func introspectionCommands() []command {
+	return []command{{name: "command", arity: -1, run: cmdCommand, group: "server", summary: "Describes every command", subs: []command{
+		{name: "count", arity: 2, run: cmdCommandCount, summary: "Returns the number of commands"},
+		{name: "info", arity: -2, run: cmdCommandInfo, summary: "Describes the commands named, or all"},
+		{name: "docs", arity: -2, run: cmdCommandDocs, summary: "Documents the commands named, or all"},
+		{name: "list", arity: 2, run: cmdCommandList, summary: "Returns every command's name"},
+		{name: "help", arity: 2, run: cmdCommandHelp, summary: "Lists COMMAND's subcommands"},
+	}}}
+}
+
+func cmdCommand(s *Server, c *client, args [][]byte) {
+	cmds := s.sortedCommands()
+	c.conn.WriteArray(len(cmds))
+	for _, cm := range cmds {
+		writeCommandInfo(c, cm)
+	}
+}
+
+func cmdCommandCount(s *Server, c *client, args [][]byte) { c.conn.WriteInt(len(s.commands)) }
+
+func cmdCommandList(s *Server, c *client, args [][]byte) {
+	cmds := s.sortedCommands()
+	c.conn.WriteArray(len(cmds))
+	for _, cm := range cmds {
+		c.conn.WriteBulkString(cm.name)
+	}
+}
+
+// cmdCommandInfo describes the commands named, with a null for each unknown one.
+func cmdCommandInfo(s *Server, c *client, args [][]byte) {
+	if len(args) == 2 {
+		cmdCommand(s, c, args)
+		return
+	}
+	c.conn.WriteArray(len(args) - 2)
+	for _, name := range args[2:] {
+		if cm := s.findCommand(name); cm != nil {
+			writeCommandInfo(c, cm)
+		} else {
+			writeNull(c)
+		}
+	}
+}
+
+// cmdCommandDocs is a map from each command named (all, if none) to its docs; unknown ones are left out.
+func cmdCommandDocs(s *Server, c *client, args [][]byte) {
+	var pairs []pair
+	for _, cm := range s.sortedCommands() {
+		if len(args) == 2 || named(cm.name, args[2:]) {
+			pairs = append(pairs, pair{cm.name, commandDocs(cm)})
+		}
+	}
+	writeMap(c, pairs)
+}
+
+func cmdCommandHelp(s *Server, c *client, args [][]byte) { writeHelp(c, introspectionCommands()[0]) }
+
+func named(name string, names [][]byte) bool {
+	for _, n := range names {
+		if equalFoldASCII(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) sortedCommands() []*command {
+	cmds := make([]*command, 0, len(s.commands))
+	for _, cm := range s.commands {
+		cmds = append(cmds, cm)
+	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	return cmds
+}
+
+// writeCommandInfo writes Redis 7's ten-field description of cm: name,
+// arity, flags, first key, last key, key step, ACL categories, tips, key
+// specs and subcommands. go-redis refuses other lengths.
+func writeCommandInfo(c *client, cm *command) {
+	c.conn.WriteArray(10)
+	c.conn.WriteBulkString(cm.name)
+	c.conn.WriteInt(cm.arity)
+	writeValue(c, commandFlags(cm))
+	c.conn.WriteInt(cm.firstKey)
+	c.conn.WriteInt(cm.lastKey)
+	c.conn.WriteInt(cm.keyStep)
+	writeValue(c, aclCategories(cm))
+	c.conn.WriteArray(0) // tips
+	c.conn.WriteArray(0) // key specs: the first/last/step fields say it
+	c.conn.WriteArray(len(cm.subs))
+	for i := range cm.subs {
+		writeCommandInfo(c, &cm.subs[i])
+	}
+}
+
+func commandFlags(cm *command) []string {
+	f := []string{}
+	switch {
+	case cm.flags&flagWrite != 0:
+		f = append(f, "write")
+	case cm.firstKey > 0:
+		f = append(f, "readonly")
+	}
+	if cm.flags&flagAdmin != 0 {
+		f = append(f, "admin")
+	}
+	if cm.flags&flagNoAuth != 0 {
+		f = append(f, "no_auth")
+	}
+	if cm.flags&flagNoTx != 0 {
+		f = append(f, "no_multi")
+	}
+	return f
+}
+
+func aclCategories(cm *command) []string {
+	cats := []string{}
+	if cm.flags&flagWrite != 0 {
+		cats = append(cats, "@write")
+	}
+	if cm.flags&flagAdmin != 0 {
+		cats = append(cats, "@admin", "@dangerous")
+	}
+	if cm.group != "" {
+		cats = append(cats, "@"+cm.group)
+	}
+	return cats
+}
+
+// commandDocs is COMMAND DOCS' map for cm.
+func commandDocs(cm *command) []pair {
+	group := cm.group
+	if group == "" {
+		group = "generic"
+	}
+	docs := []pair{{"summary", cm.summary}, {"group", group}}
+	if len(cm.subs) > 0 {
+		subs := make([]pair, len(cm.subs))
+		for i := range cm.subs {
+			subs[i] = pair{cm.subs[i].name, commandDocs(&cm.subs[i])}
+		}
+		docs = append(docs, pair{"subcommands", subs})
+	}
+	return docs
+}

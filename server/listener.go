@@ -1,0 +1,167 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Accept's backoff after an error such as EMFILE, doubling from the first
+// to the last, as net/http's does: redcon's own loop would spin.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// errMaxClients is written to a connection refused by maxclients.
+const errMaxClients = "-ERR max number of clients reached\r\n"
+
+// guardListener is the listener redcon accepts from. It wraps each
+// connection in a guardConn, refuses those beyond maxclients, backs off on
+// accept errors, and runs the drain: it closes the socket so new clients are
+// refused, drains every connection, and keeps redcon's accept loop blocked
+// until the drain is over, because redcon closes every connection the moment
+// that loop returns.
+type guardListener struct {
+	net.Listener
+	maxRequest int64
+	maxClients *atomic.Int64 // CONFIG SET can change it
+	log        *slog.Logger
+	accepted   atomic.Int64 // connections admitted, for INFO
+	rejected   atomic.Int64 // connections refused by maxclients, for INFO
+
+	mu       sync.Mutex // guards conns, draining and end
+	conns    map[*guardConn]struct{}
+	draining bool
+	end      time.Time     // the drain's end, if any
+	drained  chan struct{} // closed once draining and no connection is left
+	stop     chan struct{} // closed when Accept may return: serving is over
+	once     sync.Once     // closes stop
+	dOnce    sync.Once     // closes drained
+}
+
+func newGuardListener(ln net.Listener, maxRequest int64, maxClients *atomic.Int64, log *slog.Logger) *guardListener {
+	return &guardListener{
+		Listener: ln, maxRequest: maxRequest, maxClients: maxClients, log: log,
+		conns: map[*guardConn]struct{}{}, drained: make(chan struct{}), stop: make(chan struct{}),
+	}
+}
+
+// Accept returns the next admitted connection. Once the socket is closed it
+// blocks until finish, then reports net.ErrClosed.
+func (l *guardListener) Accept() (net.Conn, error) {
+	var delay time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		switch {
+		case err == nil:
+			delay = 0
+			if g := l.admit(c); g != nil {
+				return g, nil
+			}
+		case errors.Is(err, net.ErrClosed):
+			<-l.stop
+			return nil, err
+		default:
+			delay = min(max(2*delay, acceptBackoffMin), acceptBackoffMax)
+			if !l.pause(err, delay) {
+				return nil, net.ErrClosed
+			}
+		}
+	}
+}
+
+// pause waits out an accept error's backoff. It reports false if serving ended meanwhile.
+func (l *guardListener) pause(err error, delay time.Duration) bool {
+	l.log.Warn("accept failed; retrying", "err", err, "backoff", delay)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.stop:
+		return false
+	}
+}
+
+// admit wraps c, or refuses it with Redis's error when maxclients are connected.
+// A connection that arrives as a drain starts is admitted and drained.
+func (l *guardListener) admit(c net.Conn) *guardConn {
+	l.mu.Lock()
+	full := int64(len(l.conns)) >= l.maxClients.Load()
+	var g *guardConn
+	if !full {
+		g = newGuardConn(c, l.maxRequest)
+		l.conns[g] = struct{}{}
+		if l.draining {
+			g.drain(l.end)
+		}
+	}
+	l.mu.Unlock()
+	if full {
+		l.rejected.Add(1)
+		_, _ = c.Write([]byte(errMaxClients)) // a fresh socket's buffer takes it at once
+		_ = c.Close()
+		return nil
+	}
+	l.accepted.Add(1)
+	return g
+}
+
+// remove forgets g once its client is gone.
+func (l *guardListener) remove(g *guardConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.conns, g)
+	l.checkDrainedLocked()
+}
+
+func (l *guardListener) checkDrainedLocked() {
+	if l.draining && len(l.conns) == 0 {
+		l.dOnce.Do(func() { close(l.drained) })
+	}
+}
+
+// count returns the connections admitted and not yet gone.
+func (l *guardListener) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// drain closes the socket and starts every connection's drain. end, if not
+// zero, is when connections stop waiting for new requests.
+func (l *guardListener) drain(end time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.draining, l.end = true, end
+	_ = l.Listener.Close()
+	for g := range l.conns {
+		g.drain(end)
+	}
+	l.checkDrainedLocked()
+}
+
+// forceClose closes every connection at once, whatever it is doing.
+func (l *guardListener) forceClose() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for g := range l.conns {
+		_ = g.Close()
+	}
+}
+
+// finish closes the socket and lets Accept return, which ends redcon's Serve.
+func (l *guardListener) finish() {
+	l.once.Do(func() { close(l.stop) })
+	_ = l.Listener.Close()
+}
+
+// Close is finish: redcon calls it when its Serve returns.
+func (l *guardListener) Close() error {
+	l.finish()
+	return nil
+}

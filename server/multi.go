@@ -1,0 +1,68 @@
+package server
+
+// MULTI/EXEC isolation, stated honestly: EXEC runs the queued commands one
+// after another on this connection, with nothing else of this client's in
+// between. Each command is atomic on its key, as every command is, but the
+// whole EXEC is not isolated from other clients: their commands on the same
+// keys may run between two of the queued ones. There is no WATCH. As in
+// Redis, a command refused while queueing (unknown, wrong arity, NOAUTH, not
+// allowed in MULTI) makes EXEC abort with EXECABORT, and a command that fails
+// when EXEC runs it gets its error in EXEC's reply while the others run.
+
+// Replies of the transaction commands, in Redis's words.
+const (
+	errMultiNested = "ERR MULTI calls can not be nested"
+	errExecNoMulti = "ERR EXEC without MULTI"
+	errDiscNoMulti = "ERR DISCARD without MULTI"
+	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
+)
+
+func transactionCommands() []command {
+	return []command{
+		{name: "multi", arity: 1, flags: flagNoQueue, run: cmdMulti, group: "transactions", summary: "Starts queueing commands for EXEC"},
+		{name: "exec", arity: 1, flags: flagNoQueue, run: cmdExec, group: "transactions", summary: "Runs the queued commands in order"},
+		{name: "discard", arity: 1, flags: flagNoQueue, run: cmdDiscard, group: "transactions", summary: "Drops the queued commands"},
+	}
+}
+
+func cmdMulti(s *Server, c *client, args [][]byte) {
+	if c.multi {
+		c.conn.WriteError(errMultiNested) // as in Redis, this does not doom the transaction
+		return
+	}
+	c.multi = true
+	c.qlen.Store(0)
+	c.conn.WriteString("OK")
+}
+
+func cmdExec(s *Server, c *client, args [][]byte) {
+	if !c.multi {
+		c.conn.WriteError(errExecNoMulti)
+		return
+	}
+	q, dirty := c.queue, c.dirty
+	endMulti(c)
+	if dirty {
+		c.conn.WriteError(errExecAbort)
+		return
+	}
+	c.conn.WriteArray(len(q))
+	for _, e := range q {
+		s.run(c, e.cmd, e.args)
+	}
+}
+
+func cmdDiscard(s *Server, c *client, args [][]byte) {
+	if !c.multi {
+		c.conn.WriteError(errDiscNoMulti)
+		return
+	}
+	endMulti(c)
+	c.conn.WriteString("OK")
+}
+
+// endMulti leaves MULTI. The queue's array is not reused, so EXEC may still run what it held.
+func endMulti(c *client) {
+	c.multi, c.dirty, c.queue, c.qbytes = false, false, nil, 0
+	c.qlen.Store(-1)
+}
