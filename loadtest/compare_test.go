@@ -37,8 +37,8 @@ func TestBenchPipeline(t *testing.T) {
 	defer cancel()
 	cfg := BenchConfig{
 		Rlstore: rl, Redis: redis,
-		Pairs:  []Pair{{"lua.slide", "lua.slide"}, {"rl.slide", "lua.slide"}, {"lua.gcra", ""}},
-		Conns:  2, Duration: 100 * time.Millisecond, Depths: []int{1, 16}, SweepDepths: []int{1, 4, 16},
+		Pairs: []Pair{{"lua.slide", "lua.slide"}, {"rl.slide", "lua.slide"}, {"lua.gcra", ""}},
+		Conns: 2, Duration: 100 * time.Millisecond, Depths: []int{1, 16}, SweepDepths: []int{1, 4, 16},
 		Keyspace: 1000, Limit: Limit{Limit: 100, Window: time.Minute}, MemKeys: 2000,
 		Acc: AccuracyPlan{Keys: 3, Limit: Limit{Limit: 10, Window: time.Second}, Conns: 2, Pipeline: 2, Duration: 300 * time.Millisecond},
 	}

@@ -21,8 +21,8 @@ func WriteResult(out io.Writer, r Result) {
 	l := r.Latency
 	row("latency", "p50 %s  p90 %s  p99 %s  p99.9 %s  max %s", Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.Max))
 	if m := r.Memory; m != nil {
-		row("memory", "RSS %s → %s, keys %d → %d, %.0f B/key (%s)", Bytes(m.RSSBefore), Bytes(m.RSSAfter),
-			m.KeysBefore, m.KeysAfter, m.BytesPerKey, m.Source)
+		row("memory", "RSS %s → %s (%s), keys %d → %d, %s", Bytes(m.RSSBefore), Bytes(m.RSSAfter),
+			m.Source, m.KeysBefore, m.KeysAfter, perKeyNote(m))
 	}
 	if a := r.Accuracy; a != nil {
 		writeAccuracy(tw, a)
@@ -35,6 +35,17 @@ func writeAccuracy(tw io.Writer, a *Accuracy) {
 		a.Keys, a.Admits, a.Straddling, a.Denials, a.Unknown)
 	fmt.Fprintf(tw, "over-admission\t%d units in %d windows\n", a.OverAdmitted, a.OverWindows)
 	fmt.Fprintf(tw, "under-admission\t%d denials\n", a.UnderAdmitted)
+}
+
+// minKeysForPerKey is the fewest new keys that make bytes per key mean
+// anything; below it allocator and page granularity dominate.
+const minKeysForPerKey = 10000
+
+func perKeyNote(m *Memory) string {
+	if m.KeysAfter-m.KeysBefore < minKeysForPerKey {
+		return "too few new keys for bytes per key"
+	}
+	return fmt.Sprintf("%.0f B/key by %s", m.BytesPerKey, m.Basis)
 }
 
 func loadShape(r Result) string {
