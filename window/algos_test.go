@@ -171,9 +171,10 @@ func (c traceCall) String() string {
 
 // traceGap picks the next clock step for an algorithm that frees one unit
 // every unit ns: mostly about that long, sometimes none, onto or just before a
-// millisecond boundary, a long jump, or backwards.
+// millisecond boundary, a long jump, or backwards. Gaps are capped so that
+// 50k steps stay before 2060.
 func traceGap(rng *rand.Rand, now, unit, span int64) int64 {
-	ms := int64(time.Millisecond)
+	ms, unit := int64(time.Millisecond), min(unit, int64(time.Hour))
 	switch n := rng.IntN(20); {
 	case n < 8:
 		return rng.Int64N(unit + 1)
