@@ -1,0 +1,100 @@
+package server
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// FuzzArgs feeds the argument parsers arbitrary bytes. They must never panic,
+// must accept only canonical forms (so parse then format gives back the
+// input), and must read back whatever they would format: parse(format(x)) == x.
+// cmd is split on spaces into a command's arguments after its name.
+func FuzzArgs(f *testing.F) {
+	f.Add([]byte("60"), []byte("k 100 60 COST 2 PEEK"), int64(42))
+	f.Add([]byte("500ms"), []byte("k 10 1 500ms"), int64(-1))
+	f.Fuzz(func(t *testing.T, word, cmd []byte, n int64) {
+		fuzzInt(t, word, n)
+		fuzzDuration(t, word, time.Duration(n))
+		fields := bytes.Split(cmd, []byte(" "))
+		fuzzDecision(t, "rl.slide", fields)
+		fuzzDecision(t, "rl.token", fields)
+		_, _ = parseScan(append(byteArgs("scan"), fields...))
+	})
+}
+
+func fuzzInt(t *testing.T, word []byte, n int64) {
+	if v, ok := parseInt(word); ok && strconv.FormatInt(v, 10) != string(word) {
+		t.Fatalf("parseInt(%q) = %d, a non-canonical form", word, v)
+	}
+	if v, ok := parseInt(strconv.AppendInt(nil, n, 10)); !ok || v != n {
+		t.Fatalf("parseInt(format(%d)) = %d, %v", n, v, ok)
+	}
+}
+
+func fuzzDuration(t *testing.T, word []byte, d time.Duration) {
+	if v, ok := parseDuration(word); ok {
+		if v < 0 || v%time.Millisecond != 0 {
+			t.Fatalf("parseDuration(%q) = %v", word, v)
+		}
+		if back, ok := parseDuration(formatDuration(v)); !ok || back != v {
+			t.Fatalf("parseDuration(%q) = %v, but %q reads back as %v, %v", word, v, formatDuration(v), back, ok)
+		}
+	}
+	d = d.Abs().Truncate(time.Millisecond)
+	if v, ok := parseDuration(formatDuration(d)); !ok || v != d {
+		t.Fatalf("parseDuration(format(%v)) = %v, %v", d, v, ok)
+	}
+}
+
+// fuzzDecision parses name args..., and, if that succeeds, formats the result
+// back into a command and checks that it parses to the same thing.
+func fuzzDecision(t *testing.T, name string, args [][]byte) {
+	cmd := append(byteArgs(name), args...)
+	a, err := parseAny(cmd)
+	if err != nil {
+		if _, ok := err.(argError); !ok {
+			t.Fatalf("%q: error %v is not an argError", cmd, err)
+		}
+		return
+	}
+	if err := a.params.Validate(); err != nil {
+		t.Fatalf("%q parsed, but the store would refuse it: %v", cmd, err)
+	}
+	again := formatDecision(name, a)
+	if b, err := parseAny(again); err != nil || !equalDecisionArgs(a, b) {
+		t.Fatalf("%q parsed as %+v, formatted as %q, parsed again as %+v, %v", cmd, a, again, b, err)
+	}
+}
+
+// formatDecision writes a as a command: the inverse of parseSlide and parseToken.
+func formatDecision(name string, a decisionArgs) [][]byte {
+	out := [][]byte{[]byte(name), a.key, strconv.AppendInt(nil, a.params.Limit, 10)}
+	if name == "rl.token" {
+		out = append(out, strconv.AppendInt(nil, a.params.Rate, 10))
+	}
+	out = append(out, formatDuration(a.params.Period), []byte("COST"), strconv.AppendInt(nil, a.cost, 10))
+	if a.peek {
+		out = append(out, []byte("PEEK"))
+	}
+	return out
+}
+
+func equalDecisionArgs(a, b decisionArgs) bool {
+	return bytes.Equal(a.key, b.key) && a.params == b.params && a.cost == b.cost && a.peek == b.peek
+}
+
+// formatDuration writes a whole number of milliseconds d in its largest exact unit.
+func formatDuration(d time.Duration) []byte {
+	units := []struct {
+		size time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, ""}, {time.Millisecond, "ms"}}
+	for _, u := range units {
+		if d%u.size == 0 {
+			return append(strconv.AppendInt(nil, int64(d/u.size), 10), u.name...)
+		}
+	}
+	panic("formatDuration: not a whole number of milliseconds")
+}
