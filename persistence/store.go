@@ -95,6 +95,8 @@ type Store struct {
 	statsMu  sync.Mutex // guards the fields below
 	lastSave saveInfo
 	tried    time.Time // when the last snapshot was attempted
+
+	snapshotWritten func() // tests: runs between writing a snapshot and deleting the old log
 }
 
 // saveInfo is the last snapshot's outcome.
@@ -297,6 +299,9 @@ func (st *Store) snapshot() (snapInfo, error) {
 	if err != nil {
 		st.log.routeAll(seg)
 		return info, err
+	}
+	if st.snapshotWritten != nil {
+		st.snapshotWritten()
 	}
 	names, err := listDir(st.dir)
 	if err == nil {
