@@ -21,6 +21,7 @@ type BenchConfig struct {
 	Limit          Limit         // the throughput runs' limit per key
 	MemKeys        uint64        // keys for memory per key
 	Acc            AccuracyPlan
+	Rounds         int // runs per compare cell, alternating order; the median is kept
 	Progress       io.Writer
 }
 
@@ -73,7 +74,7 @@ func (cfg BenchConfig) compare(pairs []Pair, depths []int) CompareConfig {
 		Rlstore: cfg.Rlstore, Redis: cfg.Redis, Pairs: pairs, Depths: depths,
 		Conns: cfg.Conns, Duration: cfg.Duration,
 		Keys: KeySpec{N: cfg.Keyspace, Dist: DistUniform}, Limit: cfg.Limit,
-		Rounds: 1, Progress: cfg.Progress,
+		Rounds: cfg.Rounds, Progress: cfg.Progress,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // MarkdownOptions are what the report says about how it was made.
@@ -22,8 +23,8 @@ func (rep *BenchReport) WriteMarkdown(w io.Writer, o MarkdownOptions) {
 	rep.writeMachine(p)
 	rep.writeMethod(p)
 	p("## rlstore against Redis+Lua\n")
-	p("%d connections, keys uniform over %d, limit %d per %s per key. Ratios are rlstore / Redis.\n",
-		rep.Config.Conns, rep.Config.Keyspace, rep.Config.Limit.Limit, rep.Config.Limit.Window)
+	p("%d connections, keys uniform over %d, limit %d per %s per key; the median of %d alternating runs per cell. Ratios are rlstore / Redis.\n",
+		rep.Config.Conns, rep.Config.Keyspace, rep.Config.Limit.Limit, windowText(rep.Config.Limit.Window), max(rep.Config.Rounds, 1))
 	MarkdownCompare(w, rep.Rows)
 	p("\n### Ceiling: plain commands, no decision\n")
 	MarkdownCompare(w, rep.Ceiling)
@@ -68,7 +69,7 @@ func (rep *BenchReport) writeAccuracy(p func(string, ...any)) {
 	a := rep.Config.Acc
 	p("\n## Accuracy\n")
 	p("%d keys, limit %d per %s, %d connections × pipeline %d for %s, so every key spends most of the run at its limit. The client records for every request when it was sent and when its reply arrived, and the server decided somewhere in between; only what holds for every possible decision instant is counted (the rule is in `loadtest/README.md`). Redis+Lua is the control.\n",
-		a.Keys, a.Limit.Limit, a.Limit.Window, a.Conns, a.Pipeline, a.Duration)
+		a.Keys, a.Limit.Limit, windowText(a.Limit.Window), a.Conns, a.Pipeline, a.Duration)
 	p("| system | workload | requests | admits | denials | admits straddling a bucket edge | over-admitted units | windows over the limit | wrongful denials |")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rep.Accuracy {
@@ -77,3 +78,6 @@ func (rep *BenchReport) writeAccuracy(p func(string, ...any)) {
 			acc.Admits, acc.Denials, acc.Straddling, acc.OverAdmitted, acc.OverWindows, acc.UnderAdmitted)
 	}
 }
+
+// windowText writes a window in whole seconds, as the commands take it.
+func windowText(d time.Duration) string { return fmt.Sprintf("%d s", int64(d/time.Second)) }

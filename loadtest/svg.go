@@ -57,7 +57,7 @@ func WriteSVG(w io.Writer, title string, series []Series) error {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="20" text-anchor="middle" font-size="15" font-weight="bold">%s</text>`+"\n", width/2, html.EscapeString(title))
 	depths := allDepths(series)
-	drawPanel(&b, 0, 30, "throughput (requests/s, log scale)", depths, series, func(p Point) float64 { return p.Throughput }, humanCount)
+	drawPanel(&b, 0, 30, "throughput (requests/s, log scale)", depths, series, func(p Point) float64 { return p.Throughput }, tickCount)
 	drawPanel(&b, panelW, 30, "p99 latency (log scale)", depths, series, func(p Point) float64 { return float64(p.P99) },
 		func(v float64) string { return Dur(time.Duration(v)) })
 	drawLegend(&b, 30+panelH+10, series)
@@ -163,4 +163,15 @@ func drawLegend(b *strings.Builder, y int, series []Series) {
 		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", x+20, y+11, html.EscapeString(s.Name))
 		x += 40 + 8*len(s.Name)
 	}
+}
+
+// tickCount labels a 1-2-5 tick: 500, 2k, 1M.
+func tickCount(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%gM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%gk", v/1e3)
+	}
+	return fmt.Sprintf("%g", v)
 }

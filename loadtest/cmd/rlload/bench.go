@@ -21,6 +21,7 @@ type benchFlags struct {
 	duration                            time.Duration
 	memKeys                             uint64
 	accDuration                         time.Duration
+	rounds                              int
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -33,6 +34,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "length of each throughput run")
 	fs.Uint64Var(&f.memKeys, "mem-keys", 1000000, "keys for memory per key")
 	fs.DurationVar(&f.accDuration, "acc-duration", 5*time.Second, "length of each accuracy run")
+	fs.IntVar(&f.rounds, "rounds", 1, "runs per compare cell, alternating which system goes first; the median is kept")
 }
 
 func (f *benchFlags) config(rl, redis *loadtest.System, progress io.Writer) loadtest.BenchConfig {
@@ -44,7 +46,7 @@ func (f *benchFlags) config(rl, redis *loadtest.System, progress io.Writer) load
 			Keys: 20, Limit: loadtest.Limit{Limit: 100, Window: 2 * time.Second},
 			Conns: f.conns, Pipeline: 4, Duration: f.accDuration,
 		},
-		Progress: progress,
+		Rounds: f.rounds, Progress: progress,
 	}
 }
 
