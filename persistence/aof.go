@@ -207,6 +207,7 @@ type aof struct {
 	logged   atomic.Int64 // entries written since the last snapshot
 	unsynced atomic.Int64 // unix ns of the oldest write not yet fsynced; 0 if none
 	fsynced  atomic.Int64 // unix ns of the last fsync
+	failed   atomic.Pointer[error]
 }
 
 func newAOF(dir string, feed *shard.Feed, shards int, clock func() int64, segs []*segment) *aof {
@@ -246,6 +247,7 @@ func (l *aof) writeLocked(sync bool, now int64) error {
 	l.mu.Lock()
 	segs := append([]*segment(nil), l.segs...)
 	l.mu.Unlock()
+	defer l.checkLocked()
 	var errs []error
 	for _, seg := range segs {
 		before := seg.size
@@ -337,6 +339,7 @@ func (l *aof) retire(gen uint64) error {
 		l.bytes.Add(-seg.size)
 	}
 	l.logged.Store(0)
+	l.checkLocked()
 	return errors.Join(append(errs, syncDir(l.dir))...)
 }
 
@@ -347,16 +350,25 @@ func (l *aof) lastGen() uint64 {
 	return l.segs[len(l.segs)-1].gen
 }
 
-// broken returns the first live segment's write or fsync failure.
+// broken returns a live segment's write or fsync failure, without waiting for a flush.
 func (l *aof) broken() error {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	for _, seg := range l.segs {
-		if seg.err != nil {
-			return seg.err
-		}
+	if err := l.failed.Load(); err != nil {
+		return *err
 	}
 	return nil
+}
+
+// checkLocked records the first failure among the live segments, for broken.
+func (l *aof) checkLocked() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, seg := range l.segs {
+		if seg.err != nil {
+			l.failed.Store(&seg.err)
+			return
+		}
+	}
+	l.failed.Store(nil)
 }
 
 // close writes and fsyncs what is left and closes the segments.
@@ -364,6 +376,8 @@ func (l *aof) close() error {
 	err := l.flush(true)
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, seg := range l.segs {
 		if seg.f != nil {
 			err = errors.Join(err, seg.f.Close())
