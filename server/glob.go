@@ -8,10 +8,12 @@ package server
 // An unclosed '[' takes the rest of the pattern as its class, and a trailing
 // '\' is literal, as in Redis. Two of Redis's quirks are not copied: a
 // pattern of stars matches the empty key, and the '-' in "[a-]" is literal
-// (Redis reads a range up to ']' and runs on past it). Unlike Redis's recursive matcher, this one
-// remembers only the last '*' it passed, which is enough because a later '*'
-// can absorb whatever an earlier one would have: the work is at most
-// len(s)·len(pat), however many stars a hostile pattern holds.
+// (Redis reads a range up to ']' and runs on past it).
+//
+// Unlike Redis's recursive matcher, this one remembers only the last '*' it
+// passed, which is enough because a later '*' can absorb whatever an earlier
+// one would have: the work is at most len(s)·len(pat), however many stars a
+// hostile pattern holds.
 func globMatch(pat, s []byte) bool {
 	p, i := 0, 0
 	star, mark := -1, 0 // the pattern just after the last '*', and where s stood then
