@@ -144,3 +144,18 @@ func TestKeyDistributions(t *testing.T) {
 		assert.Less(t, uni[0](), uint64(10))
 	}
 }
+
+// TestOpenLoopChargesTheWait holds every reply until the 50th request has
+// arrived. At 1000 requests per second the first request's reply cannot come
+// before the 50th was due, 49 ms after it, so the maximum latency must show
+// at least that: latency counts from the schedule, not from the reply.
+func TestOpenLoopChargesTheWait(t *testing.T) {
+	srv := startFake(t, 50)
+	cfg := baseConfig(srv.addr())
+	cfg.Conns, cfg.Pipeline, cfg.Rate, cfg.Requests = 1, 1, 1000, 50
+	res, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, int64(50), res.Requests)
+	assert.GreaterOrEqual(t, res.Latency.Max, 49*time.Millisecond)
+	assert.GreaterOrEqual(t, res.Elapsed, 49*time.Millisecond, "the schedule spreads 50 requests over 49 ms")
+}
