@@ -1,7 +1,12 @@
 package server
 
 import (
+	"bufio"
+	"context"
 	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,9 +15,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// deadline bounds every wait in these tests; none is expected to come near it.
+const deadline = 20 * time.Second
+
 // startServer runs a Server on 127.0.0.1:0 for the test's lifetime and returns
 // it with its address. Fields of cfg left zero get test defaults.
 func startServer(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	return startServerCmds(t, cfg)
+}
+
+// startServerCmds is startServer with extra, test-only commands in the table.
+func startServerCmds(t *testing.T, cfg Config, extra ...command) (*Server, string) {
 	t.Helper()
 	if cfg.Store == nil {
 		m, err := shard.New(shard.Config{})
@@ -24,6 +38,7 @@ func startServer(t *testing.T, cfg Config) (*Server, string) {
 	}
 	s, err := New(cfg)
 	require.NoError(t, err)
+	s.register(extra)
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ready) }()
@@ -33,7 +48,7 @@ func startServer(t *testing.T, cfg Config) (*Server, string) {
 		return s, a.String()
 	case err := <-done:
 		t.Fatalf("serve: %v", err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(deadline):
 		t.Fatal("server did not start")
 	}
 	return nil, ""
@@ -47,7 +62,96 @@ func newClient(t *testing.T, addr string, proto int) *redis.Client {
 	return c
 }
 
-// fakeClock is a settable clock for tests.
-type fakeClock struct{ now time.Time }
+// ctxT returns a context that ends with the test or after deadline.
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	t.Cleanup(cancel)
+	return ctx
+}
 
-func (f *fakeClock) Now() time.Time { return f.now }
+// bothProtocols runs f as a subtest once for RESP2 and once for RESP3.
+func bothProtocols(t *testing.T, f func(t *testing.T, proto int)) {
+	for _, proto := range []int{2, 3} {
+		t.Run(map[int]string{2: "RESP2", 3: "RESP3"}[proto], func(t *testing.T) { f(t, proto) })
+	}
+}
+
+// rawConn is a plain TCP connection for sending bytes no client library would.
+type rawConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	require.NoError(t, c.SetDeadline(time.Now().Add(deadline)))
+	t.Cleanup(func() { _ = c.Close() })
+	return &rawConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// send writes s and fails the test if it cannot.
+func (c *rawConn) send(t *testing.T, s string) {
+	t.Helper()
+	_, err := c.Write([]byte(s))
+	require.NoError(t, err)
+}
+
+// line reads one reply line without its CRLF.
+func (c *rawConn) line(t *testing.T) string {
+	t.Helper()
+	l, err := c.r.ReadString('\n')
+	require.NoError(t, err, "reading a reply line")
+	return strings.TrimSuffix(l, "\r\n")
+}
+
+// closedByServer reports whether the server has closed c: a read ends without data.
+func (c *rawConn) closedByServer(t *testing.T) bool {
+	t.Helper()
+	_, err := c.r.ReadByte()
+	return err != nil
+}
+
+// resp encodes args as a RESP array of bulk strings, as clients send commands.
+func resp(args ...string) string {
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	return b.String()
+}
+
+// fakeClock is a settable clock that the server may read from other goroutines.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock(at time.Time) *fakeClock {
+	f := &fakeClock{}
+	f.ns.Store(at.UnixNano())
+	return f
+}
+
+func (f *fakeClock) Now() time.Time      { return time.Unix(0, f.ns.Load()) }
+func (f *fakeClock) Set(at time.Time)    { f.ns.Store(at.UnixNano()) }
+func (f *fakeClock) Add(d time.Duration) { f.ns.Add(int64(d)) }
+
+// eventually polls cond until it holds or deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not ordering goroutines
+	}
+}
+
+// mustStore returns an empty store with the default configuration.
+func mustStore(tb testing.TB) *shard.Map {
+	tb.Helper()
+	m, err := shard.New(shard.Config{})
+	require.NoError(tb, err)
+	return m
+}
