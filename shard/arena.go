@@ -2,9 +2,13 @@ package shard
 
 import "encoding/binary"
 
-// arenaPage is the size of one page of key bytes. A key too large for a page
-// gets a page of its own.
-const arenaPage = 64 << 10
+// Arena pages start at arenaFirstPage bytes and double up to arenaPage, so a
+// shard with few keys holds little. A key over a quarter of arenaPage gets a
+// page of its own, exactly its size, and the page small keys go to stays open.
+const (
+	arenaFirstPage = 1 << 10
+	arenaPage      = 64 << 10
+)
 
 // arena holds key bytes in pointer-free pages. A key is stored as its uvarint
 // length followed by its bytes, and named by a ref: page<<16 | offset.
@@ -12,23 +16,24 @@ const arenaPage = 64 << 10
 // Space is reclaimed only when the shard rebuilds.
 type arena struct {
 	pages [][]byte
+	cur   int // the page small keys go to
 	live  int // bytes of keys still referenced
 	size  int // bytes of pages allocated
 }
 
 // add copies key into the arena and returns its ref, or false if the arena is full.
 func (a *arena) add(key []byte) (uint32, bool) {
-	need := uvarintLen(uint64(len(key))) + len(key)
 	if len(a.pages) == 0 {
-		a.newPage(arenaPage)
+		a.newPage(arenaFirstPage)
 		a.pages[0] = a.pages[0][:1] // reserve ref 0
 	}
-	p := len(a.pages) - 1
+	need := uvarintLen(uint64(len(key))) + len(key)
+	p := a.cur
 	if need > arenaPage/4 || cap(a.pages[p])-len(a.pages[p]) < need {
 		if len(a.pages) >= 1<<16 {
 			return 0, false
 		}
-		p = a.newPage(max(need, arenaPage))
+		p = a.newPage(need)
 	}
 	off := len(a.pages[p])
 	a.pages[p] = binary.AppendUvarint(a.pages[p], uint64(len(key)))
@@ -37,7 +42,16 @@ func (a *arena) add(key []byte) (uint32, bool) {
 	return uint32(p)<<16 | uint32(off), true
 }
 
-func (a *arena) newPage(size int) int {
+// newPage adds a page for a key of need bytes and returns its index: a page
+// of its own for a large key, else the next small-key page, twice the last.
+func (a *arena) newPage(need int) int {
+	size := need
+	if need <= arenaPage/4 {
+		if len(a.pages) > 0 {
+			size = max(need, min(arenaPage, 2*cap(a.pages[a.cur])))
+		}
+		a.cur = len(a.pages)
+	}
 	a.pages = append(a.pages, make([]byte, 0, size))
 	a.size += size
 	return len(a.pages) - 1

@@ -12,10 +12,14 @@ import "math/bits"
 // window, so a block may need more. Blocks larger than a page get a page of
 // their own, up to a class that holds a counter for every second of the
 // longest window.
+//
+// Shared pages start at extFirstPage words and double up to extPage, so a
+// shard with few long-window keys holds little.
 const (
-	extPage     = 8192 // words per shared page (64 KiB)
-	extPageBits = 13   // log2(extPage)
-	extClasses  = 28   // 4 … 4<<27 words
+	extFirstPage = 512  // words (4 KiB)
+	extPage      = 8192 // words per full-size shared page (64 KiB)
+	extPageBits  = 13   // log2(extPage)
+	extClasses   = 28   // 4 … 4<<27 words
 )
 
 type ext struct {
@@ -23,6 +27,7 @@ type ext struct {
 	free  [extClasses][]uint32
 	words int // words in live blocks
 	size  int // words in pages
+	grow  int // words in the last shared page; the next holds twice as many
 }
 
 // classFor returns the smallest class whose blocks hold n counters.
@@ -47,7 +52,8 @@ func (e *ext) alloc(n int) (ref uint32) {
 func (e *ext) carve(size int) uint32 {
 	p := len(e.pages) - 1
 	if p < 0 || cap(e.pages[p])-len(e.pages[p]) < size {
-		n := max(size, extPage)
+		e.grow = min(extPage, max(extFirstPage, 2*e.grow))
+		n := max(size, e.grow)
 		e.pages = append(e.pages, make([]uint64, 0, n))
 		e.size += n
 		p++

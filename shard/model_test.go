@@ -121,17 +121,28 @@ func (m *model) syncSwept(t *testing.T, mp *Map, now int64, grace time.Duration)
 	}
 }
 
-// decideBoth decides on mp and on the model and asserts the same outcome.
+// decideBoth decides on mp and on the model and requires the same outcome.
 func decideBoth(t *testing.T, mp *Map, ref *model, key string, p window.Params, now, cost int64, peek bool) window.Decision {
+	t.Helper()
+	d, ok := agree(t, mp, ref, key, p, now, cost, peek)
+	if !ok {
+		t.FailNow()
+	}
+	return d
+}
+
+// agree decides on mp and on the model and asserts the same outcome. Unlike
+// decideBoth it may be called from any goroutine.
+func agree(t *testing.T, mp *Map, ref *model, key string, p window.Params, now, cost int64, peek bool) (window.Decision, bool) {
 	t.Helper()
 	want, wantErr := ref.decide(key, p, now, cost, peek)
 	got, err := mp.Decide([]byte(key), p, now, cost, peek)
-	if err != wantErr || got != want { // format only on failure: this runs millions of times
-		call := fmt.Sprintf("Decide(%q, %v %d/%v, t0%+v, cost %d, peek %v)", key, p.Kind, p.Limit, p.Period, time.Duration(now-t0), cost, peek)
-		require.ErrorIsf(t, err, wantErr, "%s error", call)
-		require.Equalf(t, want, got, "%s = %s, want %s", call, verdict(got.Allowed), verdict(want.Allowed))
+	if err == wantErr && got == want { // format only on failure: this runs millions of times
+		return got, true
 	}
-	return got
+	call := fmt.Sprintf("Decide(%q, %v %d/%v, t0%+v, cost %d, peek %v)", key, p.Kind, p.Limit, p.Period, time.Duration(now-t0), cost, peek)
+	return got, assert.ErrorIsf(t, err, wantErr, "%s error", call) &&
+		assert.Equalf(t, want, got, "%s = %s, want %s", call, verdict(got.Allowed), verdict(want.Allowed))
 }
 
 // checkKeys asserts that mp holds exactly the model's keys with its state at now.

@@ -4,12 +4,15 @@ package shard
 // mostly died is copied afresh (as fastcache's cleanLocked does).
 const rebuildMin = 1024 // below this many peak keys a rebuild gains nothing
 
-// mostlyDeadLocked reports whether under a quarter of s's index, slots, key
-// bytes or counter blocks are still live. A rebuild packs each of them at
-// least half full, so a rebuilt shard is never mostly dead.
+// mostlyDeadLocked reports whether s is empty but holds pages, or under a
+// quarter of its index, slots, key bytes or counter blocks are still live. A
+// rebuild packs each of them at least half full, so a rebuilt shard is never
+// mostly dead.
 func (s *shard) mostlyDeadLocked() bool {
 	live := s.lenLocked()
 	switch {
+	case live == 0:
+		return s.slots.next > 0
 	case s.peak >= rebuildMin && live*4 < s.peak:
 		return true
 	case int(s.slots.next) >= rebuildMin && live*4 < int(s.slots.next):

@@ -1,9 +1,10 @@
 package shard
 
-import "github.com/rlstore/rlstore/window"
+import (
+	"math/bits"
 
-// slotsPerPage is how many slots one page holds (24 KiB).
-const slotsPerPage = 1024
+	"github.com/rlstore/rlstore/window"
+)
 
 // slot is one key's fixed-size record: 24 bytes and no pointers, so the
 // garbage collector never scans the store.
@@ -13,17 +14,40 @@ type slot struct {
 	state window.State // the algorithm's state; Slide keeps counters inline or in ext
 }
 
-// slots is a growable array of slots in fixed-size pages with a free list.
-// Pages are held by pointer so that growing never copies them: a slice of page
-// values would reallocate (and double) the whole store under the shard lock.
+// slotBytes is the size of one slot in memory.
+const slotBytes = 24
+
+// Slot pages start small and double, so that a shard with a few keys holds a
+// few hundred bytes rather than a whole page: the first six pages hold 32,
+// 32, 64, 128, 256 and 512 slots, 1024 in all, and every later page holds
+// slotsPerPage (24 KiB). With 256 shards, full-size first pages alone would
+// hold 6 MiB before the first key.
+const (
+	slotsPerPage = 1024
+	firstPage    = 32
+	smallPages   = 6 // pages before the first full-size one
+)
+
+// slots is a growable array of slots in pages, with a free list. Pages never
+// move, so a pointer from at stays valid until the slot is released.
 type slots struct {
-	pages []*[slotsPerPage]slot
+	pages [][]slot
 	free  []uint32 // indexes of free slots, reused first
 	next  uint32   // first never-used index
+	size  int      // slots in pages
 }
 
 // at returns the slot with index i.
-func (s *slots) at(i uint32) *slot { return &s.pages[i/slotsPerPage][i%slotsPerPage] }
+func (s *slots) at(i uint32) *slot {
+	if i >= slotsPerPage {
+		return &s.pages[smallPages-1+i/slotsPerPage][i%slotsPerPage]
+	}
+	if i < firstPage {
+		return &s.pages[0][i]
+	}
+	b := bits.Len32(i) - 1 // i is in [1<<b, 2<<b): page b-4
+	return &s.pages[b-4][i-1<<b]
+}
 
 // alloc returns the index of a zeroed slot.
 func (s *slots) alloc() uint32 {
@@ -32,8 +56,10 @@ func (s *slots) alloc() uint32 {
 		s.free = s.free[:n-1]
 		return i
 	}
-	if int(s.next/slotsPerPage) == len(s.pages) {
-		s.pages = append(s.pages, new([slotsPerPage]slot))
+	if int(s.next) == s.size {
+		n := min(slotsPerPage, max(firstPage, s.size))
+		s.pages = append(s.pages, make([]slot, n))
+		s.size += n
 	}
 	s.next++
 	return s.next - 1
@@ -46,9 +72,4 @@ func (s *slots) release(i uint32) {
 }
 
 // bytes returns the bytes held by pages and the free list.
-func (s *slots) bytes() int {
-	return len(s.pages)*slotsPerPage*slotBytes + cap(s.free)*4
-}
-
-// slotBytes is the size of one slot in memory.
-const slotBytes = 24
+func (s *slots) bytes() int { return s.size*slotBytes + cap(s.free)*4 }
