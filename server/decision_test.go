@@ -155,6 +155,9 @@ func TestPeekCreatesNoKey(t *testing.T) {
 		wantDecision(t, c, "RL.SLIDE", "s", 5, 60)
 		assert.Equal(t, [5]int64{1, 5, 1, 0, 60000}, wantDecision(t, c, "RL.SLIDE", "s", 5, 60, "COST", 3, "PEEK"))
 		assert.Equal(t, [5]int64{1, 5, 3, 0, 60000}, wantDecision(t, c, "RL.SLIDE", "s", 5, 60, "PEEK"), "a peek consumed")
+
+		assert.Equal(t, [5]int64{1, 9, 7, 0, 1000}, wantDecision(t, c, "RL.SLIDE", "s", 9, 1, "PEEK"), "a peek decides under its own parameters")
+		assert.Equal(t, int64(60000), wantInt(t, c, "PTTL", "s"), "a peek re-parameterised the key")
 	})
 }
 

@@ -36,11 +36,9 @@ func (s *Server) lookup(key []byte, now int64) (window.Kind, int64, bool) {
 	return inf.Params.Kind, inf.Expiry, true
 }
 
-func (s *Server) now() int64 { return s.cfg.Clock().UnixNano() }
-
 // cmdDel counts a key named twice once, as Redis does: the second time it is gone.
 func cmdDel(s *Server, c *client, args [][]byte) {
-	now, n := s.now(), int64(0)
+	now, n := s.unixNano(), int64(0)
 	for _, key := range args[1:] {
 		_, _, live := s.lookup(key, now)
 		if s.cfg.Store.Delete(key) && live {
@@ -52,7 +50,7 @@ func cmdDel(s *Server, c *client, args [][]byte) {
 
 // cmdExists counts a key named twice twice, as Redis does.
 func cmdExists(s *Server, c *client, args [][]byte) {
-	now, n := s.now(), int64(0)
+	now, n := s.unixNano(), int64(0)
 	for _, key := range args[1:] {
 		if _, _, live := s.lookup(key, now); live {
 			n++
@@ -62,7 +60,7 @@ func cmdExists(s *Server, c *client, args [][]byte) {
 }
 
 func cmdType(s *Server, c *client, args [][]byte) {
-	kind, _, _ := s.lookup(args[1], s.now())
+	kind, _, _ := s.lookup(args[1], s.unixNano())
 	c.conn.WriteString(kind.String())
 }
 
@@ -82,7 +80,7 @@ func cmdTTL(s *Server, c *client, args [][]byte) {
 // pttl returns the ms until key's state expires, rounded up, or -2 if it does not exist.
 // Every state expires by itself, so the -1 of a Redis key without a TTL never occurs.
 func (s *Server) pttl(key []byte) int64 {
-	now := s.now()
+	now := s.unixNano()
 	_, exp, live := s.lookup(key, now)
 	if !live {
 		return -2

@@ -92,6 +92,13 @@ func TestScanKeys(t *testing.T) {
 		assert.ElementsMatch(t, users[10:20], keysOf(t, c, "user:1?"))
 		assert.ElementsMatch(t, all, keysOf(t, c, "*"))
 		assert.Empty(t, keysOf(t, c, "user"))
+		v, err := c.Do(context.Background(), "SCAN", "0", "COUNT", 1000000).Slice()
+		require.NoError(t, err)
+		assert.Equal(t, "0", v[0], "one SCAN with a COUNT beyond the store's size visits it all")
+		assert.Len(t, v[1], len(all))
+		v, err = c.Do(context.Background(), "SCAN", "18446744073709551615", "COUNT", 1000).Slice()
+		require.NoError(t, err)
+		assert.Equal(t, []any{"0", []any{}}, v, "a cursor past the end ends the scan")
 	})
 }
 

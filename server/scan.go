@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"strconv"
 )
 
@@ -21,21 +22,26 @@ type scanArgs struct {
 	filter keyFilter
 }
 
-// keysBatch is how many slots KEYS visits per call into the store, so that it
-// never holds a shard lock for long.
-const keysBatch = 1024
+// scanBatch bounds the slots one call into the store visits, so that neither
+// KEYS nor a SCAN with a huge COUNT holds a shard lock for long.
+const scanBatch = 1024
 
-func cmdKeys(s *Server, c *client, args [][]byte) {
-	f := keyFilter{pattern: args[1], now: s.now()}
-	var keys [][]byte
-	for cursor := uint64(0); ; {
-		n := len(keys)
-		keys, cursor = s.cfg.Store.Scan(keys, cursor, keysBatch)
-		keys = s.filterKeys(keys, n, f)
+// scan visits about count slots from cursor, a batch at a time, keeping the
+// keys f picks. It returns 0 once the whole store has been visited.
+func (s *Server) scan(keys [][]byte, cursor uint64, count int, f keyFilter) ([][]byte, uint64) {
+	for count > 0 {
+		n, from := min(count, scanBatch), len(keys)
+		keys, cursor = s.cfg.Store.Scan(keys, cursor, n)
+		keys, count = s.filterKeys(keys, from, f), count-n
 		if cursor == 0 {
 			break
 		}
 	}
+	return keys, cursor
+}
+
+func cmdKeys(s *Server, c *client, args [][]byte) {
+	keys, _ := s.scan(nil, 0, math.MaxInt, keyFilter{pattern: args[1], now: s.unixNano()})
 	writeKeys(c, keys)
 }
 
@@ -46,9 +52,8 @@ func cmdScan(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(err.Error())
 		return
 	}
-	a.filter.now = s.now()
-	keys, next := s.cfg.Store.Scan(nil, a.cursor, a.count)
-	keys = s.filterKeys(keys, 0, a.filter)
+	a.filter.now = s.unixNano()
+	keys, next := s.scan(nil, a.cursor, a.count, a.filter)
 	c.conn.WriteArray(2)
 	c.conn.WriteBulk(strconv.AppendUint(nil, next, 10))
 	writeKeys(c, keys)
@@ -79,8 +84,8 @@ func (s *Server) filterKeys(keys [][]byte, from int, f keyFilter) [][]byte {
 // parseScan parses SCAN's arguments. Options may repeat; the last one wins, as in Redis.
 func parseScan(args [][]byte) (scanArgs, error) {
 	a := scanArgs{count: 10}
-	u, ok := parseDigits(args[1])
-	if !ok {
+	u, err := strconv.ParseUint(string(args[1]), 10, 64) // any uint64: the store's cursors use the top bits
+	if err != nil {
 		return a, errArgCursor
 	}
 	a.cursor = u
@@ -110,7 +115,7 @@ func (a *scanArgs) option(name, val []byte) error {
 		if n < 1 {
 			return errArgSyntax
 		}
-		a.count = int(min(n, 1<<20)) // bounds the work of one call, whatever the client asks
+		a.count = int(n)
 	default:
 		return errArgSyntax
 	}
