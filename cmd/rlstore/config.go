@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -52,18 +53,18 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.Port, "port", 6379, "TCP `port` to listen on; 0 picks a free port and logs it")
 	fs.StringVar(&c.RequirePass, "requirepass", "", "`password` clients must send with AUTH; empty: no authentication")
 	fs.Var(newYesNo(&c.ProtectedMode, true), "protected-mode", "`yes|no`: with yes, refuse to start on a non-loopback --bind without --requirepass")
-	fs.IntVar(&c.MaxClients, "maxclients", 10000, "maximum `number` of simultaneous client connections; more are refused with an error")
+	fs.IntVar(&c.MaxClients, "maxclients", server.DefaultMaxClients, "maximum `number` of simultaneous client connections; more are refused with an error")
 	fs.Var(newSize(&c.MaxMemory, 0), "maxmemory", "`size` of memory for key state, e.g. 100mb or 1gb (k=1000, kb=1024); when full, new keys get -OOM; 0: no limit")
 	fs.Int64Var(&c.MaxKeys, "max-keys", 0, "maximum `number` of keys; beyond it, new keys get -OOM; 0: no limit")
-	fs.Var(newSize(&c.MaxRequestBytes, 512<<20), "max-request-bytes", "largest request a client may send, a `size` (1mb); a larger one gets a protocol error and is disconnected")
+	fs.Var(newSize(&c.MaxRequestBytes, server.DefaultMaxRequestBytes), "max-request-bytes", "largest request a client may send, a `size` (1mb); a larger one gets a protocol error and is disconnected")
 	fs.IntVar(&c.Shards, "shards", shard.DefaultShards, "`number` of lock stripes of the key store, a power of two")
-	fs.IntVar(&c.Hz, "hz", 10, "`number` of times per second the background sweep frees expired keys, 1-500")
-	fs.IntVar(&c.SweepBudget, "sweep-budget", 100_000, "most key slots one background sweep visits, which bounds its cost")
+	fs.IntVar(&c.Hz, "hz", int(time.Second/server.DefaultSweepInterval), "`number` of times per second the background sweep frees expired keys, 1-500")
+	fs.IntVar(&c.SweepBudget, "sweep-budget", server.DefaultSweepBudget, "most key slots one background sweep visits, which bounds its cost")
 	fs.Var(newOneOf(&c.AppendFsync, "everysec", "always", "everysec", "no"), "appendfsync", "`always|everysec|no`: when the append-only log is fsynced (checked, but not used yet: persistence comes in a later release)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "`folder` for policies, snapshots and the append-only log (checked, but not used yet: persistence comes in a later release; all state is in memory)")
 	fs.Var(newOneOf(&c.LogFormat, "text", "text", "json"), "log-format", "`text|json`: format of the logs written to standard error")
 	fs.Var(newOneOf(&c.LogLevel, "info", "debug", "info", "warn", "error"), "log-level", "`debug|info|warn|error`: the least severe level logged")
-	fs.Var(newSeconds(&c.ShutdownTimeout, 10*time.Second), "shutdown-timeout", "`duration` that SIGTERM or SIGINT waits for clients to drain before closing them (10 seconds, or 500ms, 1m)")
+	fs.Var(newSeconds(&c.ShutdownTimeout, server.DefaultShutdownTimeout), "shutdown-timeout", "`duration` that SIGTERM, SIGINT or SHUTDOWN waits for clients to drain before closing them (10 seconds, or 500ms, 1m)")
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML `file` of options, named like the flags (port: 6380); flags override it, and it overrides RLSTORE_* variables")
 	return fs
 }
@@ -240,8 +241,22 @@ func (c Config) serverConfig(store *shard.Map, log *slog.Logger) server.Config {
 		Addr:            c.addr(),
 		Store:           store,
 		Logger:          log,
+		Version:         version(),
 		RequirePass:     c.RequirePass,
 		MaxClients:      c.MaxClients,
 		MaxRequestBytes: c.MaxRequestBytes,
+		ShutdownTimeout: c.ShutdownTimeout,
+		SweepInterval:   time.Second / time.Duration(c.Hz),
+		SweepBudget:     c.SweepBudget,
 	}
+}
+
+// version is the module version the binary was built from, or "" (the
+// server then says "dev") for a build from a checkout.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok || info.Main.Version == "(devel)" {
+		return ""
+	}
+	return info.Main.Version
 }

@@ -37,7 +37,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, Default(), c)
 	assert.Equal(t, Config{
 		Bind: "127.0.0.1", Port: 6379, ProtectedMode: true, MaxClients: 10000,
-		MaxRequestBytes: 512 << 20, Shards: 256, Hz: 10, SweepBudget: 100_000, AppendFsync: "everysec",
+		MaxRequestBytes: 512 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
 		LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
 	}, c)
 	assert.Equal(t, "127.0.0.1:6379", c.addr())

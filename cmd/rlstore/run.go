@@ -55,9 +55,6 @@ func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) error {
 		return err
 	}
 	logStart(cfg, log)
-	ctx, stopSweep := context.WithCancel(context.Background())
-	defer stopSweep()
-	go store.SweepEvery(ctx, time.Second/time.Duration(cfg.Hz), cfg.SweepBudget, unixNano)
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ready) }()
@@ -82,8 +79,6 @@ func logStart(cfg Config, log *slog.Logger) {
 	}
 }
 
-func unixNano() int64 { return time.Now().UnixNano() }
-
 // stopper is the part of *server.Server that waitForStop drives.
 type stopper interface {
 	Shutdown(ctx context.Context) error
@@ -99,7 +94,7 @@ func waitForStop(srv stopper, done <-chan error, sigs <-chan os.Signal, timeout 
 		log.Info("server stopped")
 		return err
 	case sig := <-sigs:
-		log.Info("shutting down: draining clients; signal again to exit at once", "signal", sig.String(), "timeout", timeout)
+		log.Info("signal received: draining clients; signal again to exit at once", "signal", sig.String(), "timeout", timeout)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
