@@ -143,12 +143,12 @@ func benchMemory(ctx context.Context, rep *BenchReport) error {
 	for _, p := range cfg.Pairs {
 		row := MemRow{Pair: p, Keys: cfg.MemKeys}
 		var err error
-		if row.Rlstore, err = MemoryPerKey(ctx, cfg.Rlstore, p.Native, cfg.Limit, cfg.MemKeys, cfg.Progress); err != nil {
+		if row.Rlstore, err = MemoryPerKey(ctx, cfg.Rlstore, p.Native, MemLimit(), cfg.MemKeys, cfg.Progress); err != nil {
 			return fmt.Errorf("loadtest: memory of %s: %w", p.Native, err)
 		}
 		if m, ok := redis[p.Redis]; ok {
 			row.Redis = m
-		} else if row.Redis, err = MemoryPerKey(ctx, cfg.Redis, p.Redis, cfg.Limit, cfg.MemKeys, cfg.Progress); err != nil {
+		} else if row.Redis, err = MemoryPerKey(ctx, cfg.Redis, p.Redis, MemLimit(), cfg.MemKeys, cfg.Progress); err != nil {
 			return fmt.Errorf("loadtest: memory of %s: %w", p.Redis, err)
 		}
 		redis[p.Redis] = row.Redis

@@ -31,7 +31,9 @@ func (rep *BenchReport) WriteMarkdown(w io.Writer, o MarkdownOptions) {
 	p("\n## Chart\n")
 	p("![throughput and p99 by pipeline depth](%s)\n", o.Chart)
 	p("## Memory per key\n")
-	p("One request to each of %d fresh keys on a freshly started server; RSS growth (from `/proc/<pid>/status` VmRSS) divided by the DBSIZE growth. Redis's figure includes the key's name and object overhead; rlstore's includes its Go heap's headroom, since RSS is what the host pays.\n", rep.Config.MemKeys)
+	ml := MemLimit()
+	p("One request to each of %d fresh keys (`m:0` … `m:%d`, limit %d per %s, so that no key expires during the fill) on a freshly started server; RSS growth (from `/proc/<pid>/status` VmRSS) divided by the DBSIZE growth. Redis's figure includes the key's name, object and expiry overhead and the Lua heap; rlstore's includes its Go heap's headroom, since RSS is what the host pays.\n",
+		rep.Config.MemKeys, rep.Config.MemKeys-1, ml.Limit, windowText(ml.Window))
 	MarkdownMemory(w, rep.Memory)
 	rep.writeAccuracy(p)
 	rep.writeTargets(p)

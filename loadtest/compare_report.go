@@ -41,6 +41,9 @@ func perKey(m *Memory) (float64, string) {
 	if m == nil {
 		return 0, "—"
 	}
+	if m.Expired() {
+		return m.BytesPerKey, fmt.Sprintf("%.0f B (only %d of %d keys left)", m.BytesPerKey, m.KeysAfter-m.KeysBefore, m.KeysSent)
+	}
 	return m.BytesPerKey, fmt.Sprintf("%.0f B", m.BytesPerKey)
 }
 

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // fillConns and fillDepth make a keyspace fill fast without being the
@@ -10,7 +11,13 @@ import (
 const (
 	fillConns = 8
 	fillDepth = 64
+	fillLimit = 10 * time.Minute // a stalled server still ends the run
 )
+
+// MemLimit is the limit memory fills use: an hour-long window and a slow
+// refill, so that no key expires while the fill runs (a token bucket's
+// state expires once it is full again, here after 6 minutes).
+func MemLimit() Limit { return Limit{Limit: 10, Window: time.Hour} }
 
 // MemoryPerKey measures what n keys of the named workload cost sys: it
 // restarts sys (or, when sys is not ours, flushes it), runs the workload's
@@ -47,7 +54,7 @@ func fill(ctx context.Context, sys *System, wl Workload, n uint64, progress io.W
 	}
 	cfg := Config{
 		Addr: sys.Addr(), Workload: wl, Keys: KeySpec{Prefix: "m:", N: n, Dist: DistSeq},
-		Conns: fillConns, Pipeline: fillDepth, Requests: int64(n), Progress: progress,
+		Conns: fillConns, Pipeline: fillDepth, Requests: int64(n), Duration: fillLimit, Progress: progress,
 	}
 	if _, err := Run(ctx, cfg); err != nil {
 		return nil, err
@@ -57,5 +64,6 @@ func fill(ctx context.Context, sys *System, wl Workload, n uint64, progress io.W
 		return nil, err
 	}
 	m := Between(before, after)
+	m.KeysSent = int64(n)
 	return &m, nil
 }

@@ -20,7 +20,14 @@ type Memory struct {
 	UsedAfter   int64   `json:"used_after,omitempty"`
 	KeysBefore  int64   `json:"keys_before"`
 	KeysAfter   int64   `json:"keys_after"`
+	KeysSent    int64   `json:"keys_sent,omitempty"` // keys a fill created; more than the DBSIZE growth means some expired
 	BytesPerKey float64 `json:"bytes_per_key"`
+}
+
+// Expired reports whether keys a fill created had already expired when it
+// was measured, which makes BytesPerKey too high.
+func (m *Memory) Expired() bool {
+	return m.KeysSent > 0 && m.KeysAfter-m.KeysBefore < m.KeysSent*99/100
 }
 
 // Snapshot is one reading of a server's memory and key count.

@@ -82,10 +82,10 @@ func memoryRows(ctx context.Context, cfg loadtest.CompareConfig, n uint64) ([]lo
 	for _, p := range cfg.Pairs {
 		row := loadtest.MemRow{Pair: p, Keys: n}
 		var err error
-		if row.Rlstore, err = loadtest.MemoryPerKey(ctx, cfg.Rlstore, p.Native, cfg.Limit, n, nil); err != nil {
+		if row.Rlstore, err = loadtest.MemoryPerKey(ctx, cfg.Rlstore, p.Native, loadtest.MemLimit(), n, nil); err != nil {
 			return nil, err
 		}
-		if row.Redis, err = loadtest.MemoryPerKey(ctx, cfg.Redis, p.Redis, cfg.Limit, n, nil); err != nil {
+		if row.Redis, err = loadtest.MemoryPerKey(ctx, cfg.Redis, p.Redis, loadtest.MemLimit(), n, nil); err != nil {
 			return nil, err
 		}
 		rows = append(rows, row)
