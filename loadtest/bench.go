@@ -51,6 +51,7 @@ type BenchReport struct {
 	Sweep    []Row         `json:"sweep"`
 	Memory   []MemRow      `json:"memory"`
 	Accuracy []AccRow      `json:"accuracy"`
+	Unserved []string      `json:"unserved"` // decision commands rlstore does not serve yet
 	Started  time.Time     `json:"started"`
 	Took     time.Duration `json:"took_ns"`
 }
@@ -78,9 +79,18 @@ func (cfg BenchConfig) compare(pairs []Pair, depths []int) CompareConfig {
 	}
 }
 
+// benchCompare fills the main table with the commands rlstore serves and
+// lists the others.
 func benchCompare(ctx context.Context, rep *BenchReport) error {
-	var err error
-	rep.Rows, err = Compare(ctx, rep.Config.compare(rep.Config.Pairs, rep.Config.Depths))
+	rows, err := Compare(ctx, rep.Config.compare(rep.Config.Pairs, rep.Config.Depths))
+	for _, r := range rows {
+		switch {
+		case r.Rlstore != nil:
+			rep.Rows = append(rep.Rows, r)
+		case !slices.Contains(rep.Unserved, r.Native):
+			rep.Unserved = append(rep.Unserved, r.Native)
+		}
+	}
 	return err
 }
 
@@ -164,15 +174,19 @@ func benchMemory(ctx context.Context, rep *BenchReport) error {
 func benchAccuracy(ctx context.Context, rep *BenchReport) error {
 	cfg := rep.Config
 	for _, p := range cfg.Pairs {
-		for _, job := range []struct {
-			sys  *System
-			name string
-		}{{cfg.Rlstore, p.Native}, {cfg.Redis, p.Redis}} {
-			row, err := accuracyRun(ctx, cfg, job.sys, job.name)
+		for _, job := range []AccRow{{System: cfg.Rlstore.Name, Workload: p.Native}, {System: cfg.Redis.Name, Workload: p.Redis}} {
+			if containsAcc(rep.Accuracy, job) {
+				continue
+			}
+			sys := cfg.Redis
+			if job.System == cfg.Rlstore.Name {
+				sys = cfg.Rlstore
+			}
+			row, err := accuracyRun(ctx, cfg, sys, job.Workload)
 			if err != nil {
 				return err
 			}
-			if row != nil && !containsAcc(rep.Accuracy, *row) {
+			if row != nil {
 				rep.Accuracy = append(rep.Accuracy, *row)
 			}
 		}

@@ -26,6 +26,9 @@ func (rep *BenchReport) WriteMarkdown(w io.Writer, o MarkdownOptions) {
 	p("%d connections, keys uniform over %d, limit %d per %s per key; the median of %d alternating runs per cell. Ratios are rlstore / Redis.\n",
 		rep.Config.Conns, rep.Config.Keyspace, rep.Config.Limit.Limit, windowText(rep.Config.Limit.Window), max(rep.Config.Rounds, 1))
 	MarkdownCompare(w, rep.Rows)
+	if len(rep.Unserved) > 0 {
+		p("\nNot served by rlstore at this commit, so not compared: %s.", strings.Join(rep.Unserved, ", "))
+	}
 	p("\n### Ceiling: plain commands, no decision\n")
 	MarkdownCompare(w, rep.Ceiling)
 	p("\n## Chart\n")
@@ -63,7 +66,7 @@ func (rep *BenchReport) writeMethod(p func(string, ...any)) {
 	p("- Client, rlstore and Redis share the same %d cores, so absolute numbers are lower than on a dedicated host; compare within a row. Rows alternate between the two systems, each run on a freshly flushed server, %s per run.", rep.Machine.Cores, c.Duration)
 	p("- Closed loop: each of %d connections writes a pipeline of P commands, then reads the P replies. Latency is from the pipeline's write to each reply, so p99 grows with P. Percentiles come from a log-linear histogram with ≤0.8%% relative error and never under-report.", c.Conns)
 	p("- Redis runs the Lua scripts shipped in `loadtest/lua/` via EVALSHA; each reads the clock with `redis.call('TIME')` as deployed limiters do: `slide.lua` (hash of per-second counters), `log.lua` (sorted-set log), `gcra.lua` (GCRA, also the counterpart of CL.THROTTLE), `fixed.lua` (INCRBY + PEXPIRE). RL.CHECK runs a one-rule SLIDE policy, so it faces `slide.lua`.")
-	p("- A dash means the command is not served by that system at this commit.")
+	p("- A dash means that system has no such command, or no counterpart.")
 	p("")
 }
 

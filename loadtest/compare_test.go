@@ -45,11 +45,11 @@ func TestBenchPipeline(t *testing.T) {
 	rep, err := Bench(ctx, cfg, DescribeMachine(ctx, "redis-server"))
 	require.NoError(t, err)
 
-	require.Len(t, rep.Rows, 6)
+	require.Len(t, rep.Rows, 4, "rows rlstore does not serve are left out")
 	assert.NotNil(t, rep.Rows[0].Rlstore)
 	assert.NotNil(t, rep.Rows[0].RedisRes)
-	assert.Nil(t, rep.Rows[2].Rlstore, "Redis does not serve RL.SLIDE")
-	assert.Nil(t, rep.Rows[4].RedisRes, "no counterpart")
+	assert.Equal(t, []string{"rl.slide"}, rep.Unserved, "Redis, playing rlstore, does not serve RL.SLIDE")
+	assert.Nil(t, rep.Rows[2].RedisRes, "no counterpart")
 	require.Len(t, rep.Sweep, 2, "depth 4 for the first pair and INCR")
 	require.NotEmpty(t, rep.Memory)
 	assert.Positive(t, rep.Memory[0].Rlstore.BytesPerKey)
@@ -66,7 +66,7 @@ func TestBenchPipeline(t *testing.T) {
 
 	var md bytes.Buffer
 	rep.WriteMarkdown(&md, MarkdownOptions{Command: "bash loadtest/bench.sh", Chart: "chart.svg"})
-	for _, want := range []string{"# Benchmarks", "## Machine", "## Method", "| lua.slide | lua.slide | 16 |", "## Memory per key", "## Accuracy", "## Targets", "![throughput"} {
+	for _, want := range []string{"# Benchmarks", "## Machine", "## Method", "| lua.slide | lua.slide | 16 |", "## Memory per key", "## Accuracy", "## Targets", "![throughput", "not compared: rl.slide"} {
 		assert.Contains(t, md.String(), want)
 	}
 	var text bytes.Buffer
