@@ -350,3 +350,35 @@ func TestProcessPortInUse(t *testing.T) {
 	first.signal(t, syscall.SIGTERM)
 	assert.Equal(t, 0, first.exitCode(t))
 }
+
+func TestProcessShutdownCommand(t *testing.T) {
+	p := startProc(t, nil, "--port", "0")
+	c := newClient(t, p.addr(t))
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	_ = c.Do(ctx, "SHUTDOWN").Err() // the reply is the connection closing
+	assert.Equal(t, 0, p.exitCode(t), "exit code after SHUTDOWN")
+}
+
+func TestProcessLimitsReachServer(t *testing.T) {
+	p := startProc(t, nil, "--port", "0", "--requirepass", "s3cret", "--maxclients", "2", "--max-keys", "1")
+	addr := p.addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	err := newClient(t, addr).Ping(ctx).Err()
+	assert.ErrorContains(t, err, "NOAUTH", "--requirepass")
+
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret", MaxRetries: -1})
+	defer c.Close()
+	require.NoError(t, c.Ping(ctx).Err(), "with the password")
+	require.NoError(t, c.Do(ctx, "RL.SLIDE", "a", 5, 60).Err())
+	assert.ErrorContains(t, c.Do(ctx, "RL.SLIDE", "b", 5, 60).Err(), "OOM", "--max-keys 1")
+	extra, err := net.Dial("tcp", addr) // both client slots are taken
+	require.NoError(t, err)
+	defer extra.Close()
+	require.NoError(t, extra.SetReadDeadline(time.Now().Add(deadline)))
+	line, _ := bufio.NewReader(extra).ReadString('\n')
+	assert.Equal(t, "-ERR max number of clients reached\r\n", line, "--maxclients 2")
+	p.signal(t, syscall.SIGTERM)
+	assert.Equal(t, 0, p.exitCode(t))
+}
