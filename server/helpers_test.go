@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 	"context"
+	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -35,6 +37,9 @@ func startServerCmds(t *testing.T, cfg Config, extra ...command) (*Server, strin
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // goroutines may log after the test
 	}
 	s, err := New(cfg)
 	require.NoError(t, err)
