@@ -81,7 +81,7 @@ func TestConfigSetRequirePass(t *testing.T) {
 	n := dialRaw(t, addr)
 	n.send(t, resp("PING"))
 	assert.Equal(t, "-NOAUTH Authentication required.", n.line(t))
-	n.send(t, resp("AUTH", "s3") + resp("PING"))
+	n.send(t, resp("AUTH", "s3")+resp("PING"))
 	assert.Equal(t, "+OK", n.line(t))
 	assert.Equal(t, "+PONG", n.line(t))
 }
