@@ -78,8 +78,8 @@ func Default() Config {
 
 // Load builds the Config from command-line args (without the program name),
 // the config file they or the environment name, and the environment, read
-// through lookupEnv. Help and flag errors are written to usage. It returns
-// flag.ErrHelp if help was asked for.
+// through lookupEnv. It returns flag.ErrHelp, after writing the help to
+// usage, if help was asked for.
 //
 // Like redis-server, a first argument that is not a flag names the config file.
 func Load(args []string, lookupEnv func(string) (string, bool), usage io.Writer) (Config, error) {

@@ -11,5 +11,5 @@ import (
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stderr, sigs))
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr, sigs))
 }

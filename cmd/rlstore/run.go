@@ -16,9 +16,10 @@ import (
 )
 
 // run starts rlstore with the command-line args and returns the exit code:
-// 0 after a clean shutdown, 1 on any failure, 2 for bad flags.
-func run(args []string, lookupEnv func(string) (string, bool), stderr io.Writer, sigs <-chan os.Signal) int {
-	cfg, err := Load(args, lookupEnv, stderr)
+// 0 after a clean shutdown, 1 on any failure, 2 for bad flags. Help goes to
+// stdout; logs and errors go to stderr.
+func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	cfg, err := Load(args, lookupEnv, stdout)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -104,7 +105,7 @@ func waitForStop(srv stopper, done <-chan error, sigs <-chan os.Signal, timeout 
 	case err := <-drained:
 		if err != nil {
 			_ = srv.Close()
-			return fmt.Errorf("drain did not finish, closed the remaining connections: %w", err)
+			return fmt.Errorf("shutdown: %w", err)
 		}
 	case sig := <-sigs:
 		return fmt.Errorf("second signal (%s): exiting without finishing the drain", sig)

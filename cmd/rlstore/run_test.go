@@ -108,8 +108,10 @@ func TestServerStopsByItself(t *testing.T) {
 
 func TestRunBadFlagsExit2(t *testing.T) {
 	var out syncBuffer
-	code := run([]string{"--bind", "0.0.0.0"}, env(nil), &out, nil)
+	code := run([]string{"--bind", "0.0.0.0"}, env(nil), io.Discard, &out, nil)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, out.String(), "rlstore: protected mode: refusing to listen on 0.0.0.0")
-	assert.Equal(t, 0, run([]string{"--help"}, env(nil), io.Discard, nil))
+	var help syncBuffer
+	assert.Equal(t, 0, run([]string{"--help"}, env(nil), &help, io.Discard, nil))
+	assert.Contains(t, help.String(), "--port port")
 }
