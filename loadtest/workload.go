@@ -160,6 +160,21 @@ func luaBucketArgs(l Limit) []string {
 	return []string{itoa(l.Limit), itoa(l.Limit), millis(l.Window), "1"}
 }
 
+// RuleFor returns the accuracy rule of a kind of windowed limit: "slide"
+// (1 s buckets, as RL.SLIDE), "fixed" (aligned, as RL.FIXED) or "log" (1 ms
+// buckets, as RL.LOG), enforcing l.
+func RuleFor(kind string, l Limit) (*Rule, error) {
+	rules := map[string]func(Limit) *Rule{"slide": slideRule, "fixed": fixedRule, "log": logRule}
+	r, ok := rules[kind]
+	if !ok {
+		return nil, fmt.Errorf("loadtest: no accuracy rule %q (have slide, fixed, log)", kind)
+	}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return r(l), nil
+}
+
 func slideRule(l Limit) *Rule {
 	return &Rule{Limit: l.Limit, Unit: time.Second, Units: int64(l.Window / time.Second), Cost: 1}
 }

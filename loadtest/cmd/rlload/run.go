@@ -12,56 +12,89 @@ import (
 	"github.com/rlstore/rlstore/loadtest"
 )
 
+// runFlags are the flags only `rlload run` takes.
+type runFlags struct {
+	load       loadFlags
+	addr       string
+	test       string
+	tmpl       string
+	rule       string
+	rate       float64
+	check      bool
+	slack      time.Duration
+	prefix     string
+	cpuprofile string
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	f.load.register(fs, "1")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:6379", "server address (loopback only)")
+	fs.StringVar(&f.test, "t", "rl.slide", "workload: "+fmt.Sprint(loadtest.Workloads()))
+	fs.StringVar(&f.tmpl, "cmd", "", `custom command template, e.g. "RL.SLIDE {key} 100 60" (overrides -t)`)
+	fs.StringVar(&f.rule, "rule", "", "with --cmd: the rule --check holds it to: slide, fixed or log (of --limit per --window)")
+	fs.Float64Var(&f.rate, "rate", 0, "open loop: total requests per second (0: closed loop)")
+	fs.BoolVar(&f.check, "check", false, "check the accuracy of windowed decisions")
+	fs.DurationVar(&f.slack, "slack", 0, "clock uncertainty the accuracy check allows")
+	fs.StringVar(&f.prefix, "prefix", "", "key prefix (default: a fresh one per run)")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write the load generator's own CPU profile here")
+}
+
+func (f *runFlags) config() (loadtest.Config, error) {
+	wl, err := f.workload()
+	if err != nil {
+		return loadtest.Config{}, err
+	}
+	if f.prefix == "" {
+		f.prefix = "lt:" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + ":"
+	}
+	depths, err := f.load.depths()
+	if err != nil || len(depths) != 1 {
+		return loadtest.Config{}, fmt.Errorf("run takes one -P depth")
+	}
+	return loadtest.Config{
+		Addr: f.addr, Workload: wl, Keys: f.load.keys(f.prefix),
+		Conns: f.load.conns, Pipeline: depths[0], Requests: f.load.requests, Duration: f.load.duration,
+		Rate: f.rate, Check: f.check, Slack: f.slack, Seed: f.load.seed,
+	}, nil
+}
+
+func (f *runFlags) workload() (loadtest.Workload, error) {
+	if f.tmpl == "" {
+		return loadtest.NewWorkload(f.test, f.load.lim())
+	}
+	var rule *loadtest.Rule
+	if f.rule != "" {
+		var err error
+		if rule, err = loadtest.RuleFor(f.rule, f.load.lim()); err != nil {
+			return loadtest.Workload{}, err
+		}
+	}
+	return loadtest.CustomWorkload(f.tmpl, rule)
+}
+
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rlload run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var lf loadFlags
-	lf.register(fs, "1")
-	addr := fs.String("addr", "127.0.0.1:6379", "server address (loopback only)")
-	test := fs.String("t", "rl.slide", "workload: "+fmt.Sprint(loadtest.Workloads()))
-	tmpl := fs.String("cmd", "", `custom command template, e.g. "RL.SLIDE {key} 100 60" (overrides -t)`)
-	rate := fs.Float64("rate", 0, "open loop: total requests per second (0: closed loop)")
-	check := fs.Bool("check", false, "check the accuracy of windowed decisions")
-	slack := fs.Duration("slack", 0, "clock uncertainty the accuracy check allows")
-	prefix := fs.String("prefix", "", "key prefix (default: a fresh one per run)")
-	cpuprofile := fs.String("cpuprofile", "", "write the load generator's CPU profile here")
+	var f runFlags
+	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cpuprofile != "" {
-		stopProfile, err := startProfile(*cpuprofile)
+	if f.cpuprofile != "" {
+		stopProfile, err := startProfile(f.cpuprofile)
 		if err != nil {
 			return err
 		}
 		defer stopProfile()
 	}
-	wl, err := pickWorkload(*test, *tmpl, lf.lim())
+	cfg, err := f.config()
 	if err != nil {
 		return err
 	}
-	if *prefix == "" {
-		*prefix = "lt:" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + ":"
-	}
-	depths, err := lf.depths()
-	if err != nil || len(depths) != 1 {
-		return fmt.Errorf("run takes one -P depth")
-	}
-	cfg := loadtest.Config{
-		Addr: *addr, Workload: wl, Keys: lf.keys(*prefix),
-		Conns: lf.conns, Pipeline: depths[0], Requests: lf.requests, Duration: lf.duration,
-		Rate: *rate, Check: *check, Slack: *slack, Seed: lf.seed,
-	}
-	if !lf.quiet {
+	if !f.load.quiet {
 		cfg.Progress = stderr
 	}
-	return runAndReport(ctx, cfg, lf.jsonOut, stdout)
-}
-
-func pickWorkload(name, tmpl string, l loadtest.Limit) (loadtest.Workload, error) {
-	if tmpl == "" {
-		return loadtest.NewWorkload(name, l)
-	}
-	return loadtest.CustomWorkload(tmpl, nil)
+	return runAndReport(ctx, cfg, f.load.jsonOut, stdout)
 }
 
 func runAndReport(ctx context.Context, cfg loadtest.Config, asJSON bool, stdout io.Writer) error {
