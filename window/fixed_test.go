@@ -203,10 +203,10 @@ func (m *fixedModel) decide(now, cost int64, peek bool) Decision {
 	return d
 }
 
-// busiest returns the most units admitted in one aligned window.
-func (m *fixedModel) busiest() int64 {
+// busiest returns the most units admitted in one aligned window since admit from.
+func (m *fixedModel) busiest(from int) int64 {
 	per := map[int64]int64{}
-	for _, a := range m.admits {
+	for _, a := range m.admits[from:] {
 		per[a.at/m.win] += a.cost
 	}
 	var most int64
@@ -219,15 +219,28 @@ func (m *fixedModel) busiest() int64 {
 // fixedRun drives one key through a random trace or a fuzz program, checking
 // every reply against the model and the shared promises.
 type fixedRun struct {
-	t  *testing.T
-	x  *fixedSubject
-	m  *fixedModel
-	op int
+	t    *testing.T
+	x    *fixedSubject
+	m    *fixedModel
+	from int // first admit under the current parameters
+	op   int
 }
 
 func newFixedRun(t *testing.T, p Fixed) *fixedRun {
 	require.NoError(t, p.Validate())
 	return &fixedRun{t: t, x: &fixedSubject{p: p}, m: &fixedModel{limit: p.Limit, win: int64(p.Window)}}
+}
+
+// setParams re-parameterises the key and reseeds the model from its state.
+func (r *fixedRun) setParams(p Fixed) {
+	require.NoError(r.t, p.Validate())
+	r.check()
+	r.x.p = p
+	r.m = &fixedModel{limit: p.Limit, win: int64(p.Window), last: int64(r.x.s[0])}
+	if r.x.s[1] > 0 {
+		r.m.admits = []fixedAdmit{{int64(r.x.s[0]), int64(r.x.s[1])}}
+	}
+	r.from = len(r.m.admits)
 }
 
 func (r *fixedRun) step(now, cost int64, peek bool) {
@@ -239,7 +252,7 @@ func (r *fixedRun) step(now, cost int64, peek bool) {
 }
 
 func (r *fixedRun) check() {
-	most := r.m.busiest()
+	most := r.m.busiest(r.from)
 	require.LessOrEqualf(r.t, most, r.x.p.Limit, "%+v: %d units in one window", r.x.p, most)
 }
 

@@ -3,6 +3,7 @@ package window
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func TestThrottleRedisCell(t *testing.T) {
 func TestThrottleRounding(t *testing.T) {
 	const ms, us = time.Millisecond, time.Microsecond
 	walkThrottle(t, Throttle{MaxBurst: 4, Count: 1, Period: 1}, State{}, []throttleStep{
-		{0, 3, false, 2, -1, 3, true},           // TAT t0+3s
+		{0, 3, false, 2, -1, 3, true},            // TAT t0+3s
 		{999600 * us, 0, false, 2, -1, 2, false}, // reset 2.0004 s
 		{999 * ms, 0, false, 2, -1, 3, false},    // reset 2.001 s
 		{999600 * us, 3, true, 2, 0, 2, false},   // retry 0.0004 s
@@ -149,7 +150,7 @@ func TestThrottleJumpBackwards(t *testing.T) {
 	walkThrottle(t, Throttle{MaxBurst: 0, Count: 1, Period: 1}, State{}, []throttleStep{
 		{10 * time.Second, 1, false, 0, -1, 1, true},
 		{5 * time.Second, 1, true, 0, 1, 1, false}, // clamped to 10 s
-		{-time.Hour, 0, false, 0, -1, 1, false}, // a peek at 10 s: nothing left, but not over
+		{-time.Hour, 0, false, 0, -1, 1, false},    // a peek at 10 s: nothing left, but not over
 		{11 * time.Second, 1, false, 0, -1, 1, true},
 		{10500 * time.Millisecond, 1, true, 0, 1, 1, false}, // clamped to 11 s
 	})
@@ -254,27 +255,38 @@ func (m *cellModel) throttle(p Throttle, now, quantity int64) (ThrottleReply, bo
 	if m.set && m.tat > now {
 		tat = m.tat
 	}
-	increment := emission * quantity
-	newTat := tat + increment
+	// Exact arithmetic where redis-cell's i64 would overflow on a huge quantity.
+	increment := new(big.Int).Mul(big.NewInt(emission), big.NewInt(quantity))
+	newTat := new(big.Int).Add(big.NewInt(tat), increment)
 	if now > tat {
-		newTat = now + increment
+		newTat.Add(big.NewInt(now), increment)
 	}
-	newTat = max(newTat, now) // rlstore: a refund never moves the TAT into the past
-	diff := now - (newTat - dvt)
-	retry, ttl := -int64(time.Second), newTat-now
-	if diff < 0 {
-		if increment <= dvt {
-			retry = -diff
+	if newTat.Cmp(big.NewInt(now)) < 0 { // rlstore: a refund never moves the TAT into the past
+		newTat.SetInt64(now)
+	}
+	allowAt := new(big.Int).Sub(newTat, big.NewInt(dvt))
+	diff := new(big.Int).Sub(big.NewInt(now), allowAt)
+	limited := diff.Sign() < 0
+	retry, ttl := -int64(time.Second), int64(0)
+	if limited {
+		if increment.Cmp(big.NewInt(dvt)) <= 0 {
+			retry = -diff.Int64()
 		}
 		ttl = tat - now
-	} else if quantity != 0 { // rlstore: a peek writes nothing
-		m.tat, m.set, m.last = newTat, true, now
+	} else {
+		ttl = newTat.Int64() - now
+		if quantity != 0 { // rlstore: a peek writes nothing
+			m.tat, m.set, m.last = newTat.Int64(), true, now
+		}
 	}
 	var remaining int64
 	if next := dvt - ttl; next > -emission {
 		remaining = int64(float64(next/1000) / float64(emission/1000))
 	}
-	return ThrottleReply{diff < 0, limit, remaining, cellSeconds(retry), cellSeconds(ttl)}, diff >= 0 && quantity != 0
+	// rlstore: floored at 0. When T is not whole microseconds and the TAT is
+	// beyond τ (the limit was lowered), redis-cell can reply -1.
+	remaining = max(0, remaining)
+	return ThrottleReply{limited, limit, remaining, cellSeconds(retry), cellSeconds(ttl)}, !limited && quantity != 0
 }
 
 // cellSeconds is the command's rounding: whole seconds, plus one if the
@@ -297,6 +309,17 @@ type throttleRun struct {
 	op int
 }
 
+func newThrottleRun(t *testing.T, p Throttle) *throttleRun {
+	require.NoError(t, p.Validate())
+	return &throttleRun{t: t, p: p}
+}
+
+// setParams re-parameterises the key: the TAT stays, as in redis-cell.
+func (r *throttleRun) setParams(p Throttle) {
+	require.NoError(r.t, p.Validate())
+	r.p = p
+}
+
 func (r *throttleRun) step(now, q int64) {
 	call := traceCall{"Throttle", r.op, now, q, false}
 	r.op++
@@ -309,13 +332,17 @@ func (r *throttleRun) step(now, q int64) {
 }
 
 // throttleQuantity picks a quantity: mostly small, sometimes a peek, a
-// refund, the whole limit or more.
+// refund, the whole limit or more, or an extreme of int64.
 func throttleQuantity(rng *rand.Rand, limit int64) int64 {
-	switch n := rng.IntN(20); {
-	case n < 2:
-		return 0
+	switch n := rng.IntN(40); {
 	case n < 4:
+		return 0
+	case n < 8:
 		return -1 - rng.Int64N(limit+2)
+	case n == 8:
+		return math.MaxInt64
+	case n == 9:
+		return math.MinInt64
 	}
 	return traceCost(rng, limit)
 }
@@ -341,8 +368,7 @@ func TestThrottleModel(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 0xce11))
 			p := randomThrottle(rng)
-			require.NoError(t, p.Validate())
-			r := &throttleRun{t: t, p: p}
+			r := newThrottleRun(t, p)
 			tau := p.interval() * (p.MaxBurst + 1)
 			now := t0 + rng.Int64N(int64(time.Second))
 			for range traceOps() {

@@ -201,12 +201,16 @@ func (m *leakyModel) decide(now, cost int64, peek bool) Decision {
 // checkQueue checks the invariants over everything admitted so far: turns
 // never overlap, and the queue never held more than capacity units. The queue
 // only grows at an admission, so checking just after each one is enough.
-func (m *leakyModel) checkQueue(t *testing.T, admitted []int64) {
+// Units before from were seeded, and count only as queued.
+func (m *leakyModel) checkQueue(t *testing.T, admitted []int64, from int) {
 	for i := 1; i < len(m.starts); i++ {
 		check(t, m.starts[i]-m.starts[i-1] >= m.iv, "unit %d starts %v after the one before", i, time.Duration(m.starts[i]-m.starts[i-1]))
 	}
 	lo := 0
 	for i, at := range admitted { // admitted[i]: when the unit whose turn is starts[i] joined
+		if i < from {
+			continue
+		}
 		check(t, m.starts[i] >= at, "unit %d starts before it was admitted", i)
 		for m.starts[lo]+m.iv <= at {
 			lo++
@@ -222,12 +226,38 @@ type leakyRun struct {
 	x        *leakySubject
 	m        *leakyModel
 	admitted []int64 // per unit, when it was admitted
+	from     int     // first unit admitted under the current parameters
 	op       int
 }
 
 func newLeakyRun(t *testing.T, p Leaky) *leakyRun {
 	require.NoError(t, p.Validate())
 	return &leakyRun{t: t, x: &leakySubject{p: p}, m: &leakyModel{capacity: p.Capacity, iv: p.Interval()}}
+}
+
+// maxSeeded bounds the units a reseeded model may need.
+const maxSeeded = 4096
+
+// setParams re-parameterises the key and reseeds the model from its state:
+// the queue's drain time, read as back-to-back units of the new Interval
+// ending when the queue is empty. It refuses (returns false) when that would
+// take more than maxSeeded units.
+func (r *leakyRun) setParams(p Leaky) bool {
+	require.NoError(r.t, p.Validate())
+	empty, last, iv := int64(r.x.s[0]), int64(r.x.s[1]), p.Interval()
+	n := ceilDiv(max(0, empty-last), iv)
+	if n > maxSeeded {
+		return false
+	}
+	r.check()
+	r.x.p = p
+	r.m = &leakyModel{capacity: p.Capacity, iv: iv, last: last}
+	r.admitted = r.admitted[:0]
+	for k := n; k >= 1; k-- {
+		r.m.starts, r.admitted = append(r.m.starts, empty-k*iv), append(r.admitted, last)
+	}
+	r.from = len(r.m.starts)
+	return true
 }
 
 func (r *leakyRun) step(now, cost int64, peek bool) {
@@ -241,7 +271,7 @@ func (r *leakyRun) step(now, cost int64, peek bool) {
 	}
 }
 
-func (r *leakyRun) check() { r.m.checkQueue(r.t, r.admitted) }
+func (r *leakyRun) check() { r.m.checkQueue(r.t, r.admitted, r.from) }
 
 // TestLeakyModel runs long random traces against the brute-force model: every
 // reply must match it exactly, admitted units' turns (now+wait onwards) are at
