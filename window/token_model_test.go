@@ -121,6 +121,7 @@ func newTokenRun(t *testing.T, p Token) *tokenRun {
 // setParams re-parameterises the key and reseeds the model from its state.
 // The bound starts over: a raised capacity legitimately frees room.
 func (r *tokenRun) setParams(p Token) {
+	require.NoError(r.t, p.Validate())
 	r.p, r.m = p, seedTokenModel(p, r.s)
 	r.bound = tokenBound{tau: p.Interval() * p.Capacity, interval: p.Interval()}
 }
