@@ -147,7 +147,7 @@ type blockReader struct {
 }
 
 func newBlockReader(r io.Reader, size int64, name string) *blockReader {
-	return &blockReader{name: name, r: bufio.NewReaderSize(r, 1<<20), size: size}
+	return &blockReader{name: name, r: bufio.NewReaderSize(r, int(min(max(size, 16), 1<<20))), size: size}
 }
 
 // tornError says the file's valid part ends at off: the rest is a torn write.
