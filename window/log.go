@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -98,15 +99,15 @@ func (p Log) Expiry(b []uint64) int64 {
 }
 
 // inWindow returns the index of the first entry in the window ending at
-// millisecond ms, and the units from there on.
+// millisecond ms, and the units from there on. Entries ascend, so their
+// milliseconds can be found by comparing whole words.
 func (p Log) inWindow(b []uint64, ms int64) (first int, sum int64) {
-	lo := ms - p.windowMs() + 1
-	first = len(b)
-	for i := len(b) - 1; i >= 0 && LogEntryMs(b[i]) >= lo; i-- {
-		first = i
-		sum += LogEntryCount(b[i])
+	first, _ = slices.BinarySearch(b, LogEntry(max(0, ms-p.windowMs()+1), 0))
+	var n uint64
+	for _, e := range b[first:] {
+		n += e & (1<<logCountBits - 1)
 	}
-	return first, sum
+	return first, int64(n)
 }
 
 // record drops the entries before first and logs cost units at millisecond ms.
