@@ -10,10 +10,14 @@ import "time"
 // Decide follows redis-cell v0.5.0 for every valid input: the emission interval
 // T is Period·1e9/Count nanoseconds, truncated; limit = MaxBurst+1 and
 // τ = T·limit; a request of quantity q is admitted iff
-// now − (max(tat, now) + T·q − τ) ≥ 0. It differs on purpose where redis-cell
-// goes wrong: a peek (q = 0) writes nothing, a refund (q < 0) never moves the
-// state into the past, parameters that could overflow fail Validate, and no
-// quantity overflows. Throttle is safe for concurrent use.
+// now − (max(tat, now) + T·q − τ) ≥ 0, and a denial writes nothing. It differs
+// on purpose where redis-cell goes wrong: a peek (q = 0) writes nothing; a
+// refund (q < 0) never moves the TAT before now, so it never banks more than a
+// full bucket nor sets a negative TTL; parameters that could overflow, zero
+// or negative rates and negative bursts fail Validate; no quantity overflows
+// T·q; remaining is floored at 0; and below 1 µs per unit, where redis-cell
+// divides by zero, remaining is computed in nanoseconds. A clock stepping back
+// is clamped, as for Token. Throttle is safe for concurrent use.
 type Throttle struct {
 	MaxBurst int64
 	Count    int64
@@ -55,7 +59,8 @@ func (p Throttle) Token() Token {
 // interval returns T, the emission interval in nanoseconds.
 func (p Throttle) interval() int64 { return p.Period * int64(time.Second) / p.Count }
 
-// Decide applies a request of quantity units at now (unix nanoseconds) to s:
+// Decide applies a request of quantity units at now (unix nanoseconds) to s
+// under valid parameters p:
 // q > 0 is charged if admitted, q = 0 peeks, q < 0 refunds. It reports whether
 // it changed s; when it did not, a store must not create the key. Denied
 // requests never consume. A changed s expires at Token.Expiry(s), never before

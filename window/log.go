@@ -24,10 +24,12 @@ const logCountBits = 20
 //
 // A key's log is a []uint64 of entries LogEntry(ms, count), oldest first: the
 // units admitted at one unix millisecond share one entry, so a request of cost n
-// adds at most one entry. Only entries inside the window are kept when a request
-// is admitted, so a log never holds more than Limit entries. Entries are never 0
-// and never all ones, so a store may use those words as markers. Log itself
-// holds no state and is safe for concurrent use.
+// adds at most one entry. An admission keeps only the entries inside the
+// window, so after one the log holds at most Limit entries, and never more than
+// MaxLogLimit. Entries are never 0 and never all ones, so a store may use those
+// words as markers. Decide costs a binary search and a sum over the window's
+// entries (about 1-2 µs at MaxLogLimit). Log itself holds no state and is safe
+// for concurrent use.
 type Log struct {
 	Limit  int64
 	Window time.Duration // whole milliseconds
