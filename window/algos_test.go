@@ -227,3 +227,20 @@ func traceMs(rng *rand.Rand) time.Duration {
 	}
 	return time.Duration(1+rng.Int64N(3*86_400_000)) * time.Millisecond
 }
+
+// TestAlgoKinds: the kinds' values are stored on disk and must not move.
+func TestAlgoKinds(t *testing.T) {
+	for k, want := range map[Kind]string{3: "fixed", 4: "log", 5: "leaky"} {
+		require.Equal(t, want, k.String())
+	}
+	require.Equal(t, Kind(3), KindFixed)
+	require.Equal(t, Kind(4), KindLog)
+	require.Equal(t, Kind(5), KindLeaky)
+	p := Params{Limit: 3, Rate: 2, Period: time.Second}
+	for _, k := range []Kind{KindFixed, KindLog, KindLeaky} {
+		p.Kind = k
+		require.NoErrorf(t, p.Validate(), "%v", k)
+	}
+	p.Kind, p.Limit = KindLog, MaxLogLimit+1
+	require.ErrorIs(t, p.Validate(), ErrLimit)
+}
