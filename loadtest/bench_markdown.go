@@ -66,6 +66,7 @@ func (rep *BenchReport) writeMethod(p func(string, ...any)) {
 	p("- Client, rlstore and Redis share the same %d cores, so absolute numbers are lower than on a dedicated host; compare within a row. Rows alternate between the two systems, each run on a freshly flushed server, %s per run.", rep.Machine.Cores, c.Duration)
 	p("- Closed loop: each of %d connections writes a pipeline of P commands, then reads the P replies. Latency is from the pipeline's write to each reply, so p99 grows with P. Percentiles come from a log-linear histogram with ≤0.8%% relative error and never under-report.", c.Conns)
 	p("- Redis runs the Lua scripts shipped in `loadtest/lua/` via EVALSHA; each reads the clock with `redis.call('TIME')` as deployed limiters do: `slide.lua` (hash of per-second counters), `log.lua` (sorted-set log), `gcra.lua` (GCRA, also the counterpart of CL.THROTTLE), `fixed.lua` (INCRBY + PEXPIRE). RL.CHECK runs a one-rule SLIDE policy, so it faces `slide.lua`.")
+	p("- CPU/req is the server process's user + system CPU time over the run (`/proc/<pid>/stat`, all threads) divided by the requests served. It includes the kernel's TCP work on the server's side. Other work on the host slows a server down but does not make each request cost more cycles, so on a shared host this column is steadier than throughput.")
 	p("- A dash means that system has no such command, or no counterpart.")
 	p("")
 }

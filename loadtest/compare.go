@@ -125,7 +125,11 @@ func RunOn(ctx context.Context, sys *System, name string, lim Limit, base Config
 	if base.Keys.Prefix == "" {
 		base.Keys.Prefix = "b:"
 	}
+	cpu0, cerr := sys.CPU()
 	res, err := Run(ctx, base)
+	if cpu1, cerr1 := sys.CPU(); cerr == nil && cerr1 == nil {
+		res.ServerCPU = cpu1 - cpu0
+	}
 	res.Target = sys.Name
 	return &res, err
 }

@@ -61,8 +61,16 @@ func compareCells(r Row) []string {
 		r.Native, redis, fmt.Sprint(r.Pipeline),
 		as, bs, ratio(a, b, r.Rlstore != nil, r.RedisRes != nil),
 		cs, ds, ratio(c, d, r.Rlstore != nil, r.RedisRes != nil),
+		cpuCell(r.Rlstore), cpuCell(r.RedisRes),
 		denyShare(r.Rlstore), denyShare(r.RedisRes),
 	}
+}
+
+func cpuCell(r *Result) string {
+	if c := r.CPUPerRequest(); c > 0 {
+		return fmt.Sprintf("%.2f µs", float64(c)/1e3)
+	}
+	return "—"
 }
 
 func denyShare(r *Result) string {
@@ -73,7 +81,7 @@ func denyShare(r *Result) string {
 }
 
 func compareHeader() []string {
-	return []string{"rlstore", "Redis+Lua", "P", "rlstore req/s", "Redis req/s", "ratio", "rlstore p99", "Redis p99", "ratio", "rlstore denied", "Redis denied"}
+	return []string{"rlstore", "Redis+Lua", "P", "rlstore req/s", "Redis req/s", "ratio", "rlstore p99", "Redis p99", "ratio", "rlstore CPU/req", "Redis CPU/req", "rlstore denied", "Redis denied"}
 }
 
 func memCells(m MemRow) []string {

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -48,4 +49,15 @@ func TestFormatting(t *testing.T) {
 	assert.Equal(t, "—", ratio(1, 0, true, true))
 	assert.Equal(t, "2.00×", ratio(2, 1, true, true))
 	assert.Equal(t, "500k", tickCount(5e5))
+}
+
+func TestProcCPUOfThisProcess(t *testing.T) {
+	cpu, err := ProcCPU(os.Getpid())
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, cpu, time.Duration(0))
+	_, err = ProcCPU(-1)
+	assert.Error(t, err)
+	r := &Result{Requests: 1000, ServerCPU: time.Millisecond}
+	assert.Equal(t, time.Microsecond, r.CPUPerRequest())
+	assert.Zero(t, (*Result)(nil).CPUPerRequest())
 }

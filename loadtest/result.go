@@ -21,6 +21,7 @@ type Result struct {
 	Elapsed    time.Duration `json:"elapsed_ns"`
 	Throughput float64       `json:"throughput"`
 	Latency    Percentiles   `json:"latency"`
+	ServerCPU  time.Duration `json:"server_cpu_ns,omitempty"` // the server's CPU time over the run, when rlload started it
 	Memory     *Memory       `json:"memory,omitempty"`
 	Accuracy   *Accuracy     `json:"accuracy,omitempty"`
 }

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // System is a server under test: either one this process started, which it
@@ -80,6 +81,14 @@ func (s *System) Snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	defer cl.Close()
 	return TakeSnapshot(ctx, cl, s.PID())
+}
+
+// CPU returns the CPU time a server we started has used.
+func (s *System) CPU() (time.Duration, error) {
+	if s.srv == nil {
+		return 0, fmt.Errorf("loadtest: %s was not started here", s.Name)
+	}
+	return ProcCPU(s.srv.PID())
 }
 
 // Close stops a server we started.

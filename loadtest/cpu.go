@@ -1,0 +1,47 @@
+package loadtest
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// userHZ is the unit of /proc/<pid>/stat's CPU times, fixed by the Linux ABI.
+const userHZ = 100
+
+// ProcCPU returns the user plus system CPU time process pid has used, summed
+// over its threads. CPU time per request is steadier than throughput on a
+// shared host: other work slows a server down but does not make each
+// request cost more cycles.
+func ProcCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("loadtest: read CPU time: %w", err)
+	}
+	// The command name in parentheses may hold spaces; fields count from after it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("loadtest: malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("loadtest: short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("loadtest: malformed CPU times in /proc/%d/stat", pid)
+	}
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
+}
+
+// CPUPerRequest returns the server's CPU time per request, 0 when unknown.
+func (r *Result) CPUPerRequest() time.Duration {
+	if r == nil || r.Requests == 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(r.Requests)
+}
