@@ -115,4 +115,3 @@ func BenchmarkCommitAlways(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/float64(max(st.log.group.started, 1)), "commits/fsync")
 }
-
