@@ -60,13 +60,11 @@ func TestSaveBgSaveLastSave(t *testing.T) {
 	assert.Contains(t, c.Info(ctx, "persistence").Val(), "rl_persistence:enabled")
 }
 
-// startStoppable starts a server whose Serve the test watches.
-func startStoppable(t *testing.T, cfg Config) (*Server, string, chan error) {
+// startStoppable starts a server whose Serve the test watches: done receives its result.
+func startStoppable(t *testing.T, cfg Config, extra ...command) (*Server, string, chan error) {
 	t.Helper()
-	cfg.Store = mustStore(t)
-	cfg.Addr = "127.0.0.1:0"
-	s, err := New(cfg)
-	require.NoError(t, err)
+	s := newTestServer(t, cfg)
+	s.register(extra)
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ready) }()

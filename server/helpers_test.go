@@ -28,12 +28,18 @@ func startServer(t *testing.T, cfg Config) (*Server, string) {
 }
 
 // startServerCmds is startServer with extra, test-only commands in the table.
-func startServerCmds(t *testing.T, cfg Config, extra ...command) (*Server, string) {
-	t.Helper()
+func startServerCmds(tb testing.TB, cfg Config, extra ...command) (*Server, string) {
+	tb.Helper()
+	s := newTestServer(tb, cfg)
+	s.register(extra)
+	return s, serveTest(tb, s)
+}
+
+// newTestServer returns a Server for cfg, with test defaults for fields left zero.
+func newTestServer(tb testing.TB, cfg Config) *Server {
+	tb.Helper()
 	if cfg.Store == nil {
-		m, err := shard.New(shard.Config{})
-		require.NoError(t, err)
-		cfg.Store = m
+		cfg.Store = mustStore(tb)
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
@@ -42,21 +48,26 @@ func startServerCmds(t *testing.T, cfg Config, extra ...command) (*Server, strin
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // goroutines may log after the test
 	}
 	s, err := New(cfg)
-	require.NoError(t, err)
-	s.register(extra)
+	require.NoError(tb, err)
+	return s
+}
+
+// serveTest runs s until the test ends and returns its address.
+func serveTest(tb testing.TB, s *Server) string {
+	tb.Helper()
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ready) }()
 	select {
 	case a := <-ready:
-		t.Cleanup(func() { _ = s.Close(); <-done })
-		return s, a.String()
+		tb.Cleanup(func() { _ = s.Close(); <-done })
+		return a.String()
 	case err := <-done:
-		t.Fatalf("serve: %v", err)
+		tb.Fatalf("serve: %v", err)
 	case <-time.After(deadline):
-		t.Fatal("server did not start")
+		tb.Fatal("server did not start")
 	}
-	return nil, ""
+	return ""
 }
 
 // newClient returns a go-redis client for addr speaking protocol version proto (2 or 3).
@@ -109,6 +120,19 @@ func (c *rawConn) line(t *testing.T) string {
 	l, err := c.r.ReadString('\n')
 	require.NoError(t, err, "reading a reply line")
 	return strings.TrimSuffix(l, "\r\n")
+}
+
+// bulk reads one bulk string reply.
+func (c *rawConn) bulk(t *testing.T) string {
+	t.Helper()
+	h := c.line(t)
+	require.True(t, strings.HasPrefix(h, "$"), "a bulk string, not %q", h)
+	n, err := strconv.Atoi(h[1:])
+	require.NoError(t, err)
+	buf := make([]byte, n+2)
+	_, err = io.ReadFull(c.r, buf)
+	require.NoError(t, err)
+	return string(buf[:n])
 }
 
 // closedByServer reports whether the server has closed c: a read ends without data.

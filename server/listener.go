@@ -66,12 +66,17 @@ func (l *guardListener) Accept() (net.Conn, error) {
 			<-l.stop
 			return nil, err
 		default:
-			delay = min(max(2*delay, acceptBackoffMin), acceptBackoffMax)
+			delay = nextBackoff(delay)
 			if !l.pause(err, delay) {
 				return nil, net.ErrClosed
 			}
 		}
 	}
+}
+
+// nextBackoff doubles the delay after an accept error, within its bounds.
+func nextBackoff(d time.Duration) time.Duration {
+	return min(max(2*d, acceptBackoffMin), acceptBackoffMax)
 }
 
 // pause waits out an accept error's backoff. It reports false if serving ended meanwhile.
