@@ -147,8 +147,12 @@ func createSegment(dir string, gen uint64, now int64) (*segment, error) {
 
 // write writes out the segment's buffer.
 func (seg *segment) write() error {
-	if len(seg.buf) == 0 || seg.err != nil {
+	if seg.err != nil {
+		seg.buf = seg.buf[:0] // lost: the next snapshot holds these changes
 		return seg.err
+	}
+	if len(seg.buf) == 0 {
+		return nil
 	}
 	if seg.f == nil {
 		return ErrClosed

@@ -84,16 +84,18 @@ func (p *Policies) load() ([]Warning, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.live = p.liveBytes()
+	var warns []Warning
+	if warn != nil {
+		warns = append(warns, *warn)
+	}
+	if valid == 0 { // not even a header: start the file afresh
+		return warns, p.rewriteLocked()
+	}
+	p.size, p.live = valid, p.liveBytes()
 	if warn == nil {
-		p.size = valid
 		return nil, nil
 	}
-	if valid == 0 { // not even a header survived
-		return []Warning{*warn}, p.rewriteLocked()
-	}
-	p.size = valid
-	return []Warning{*warn}, truncateTorn(p.path, valid)
+	return warns, truncateTorn(p.path, valid)
 }
 
 // readPolicies reads a policy file into defs. It returns the size of the

@@ -140,3 +140,15 @@ func TestPoliciesLocked(t *testing.T) {
 	assert.ErrorIs(t, err, ErrLocked)
 	require.NoError(t, p.Close())
 }
+
+func TestPoliciesEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, policiesName), nil, 0o600))
+	p, warns := openPolicies(t, dir)
+	assert.Empty(t, warns)
+	require.NoError(t, p.Put("a", []byte("1")))
+	require.NoError(t, p.Close())
+	p, _ = openPolicies(t, dir)
+	defer p.Close()
+	assert.Equal(t, []string{"a"}, p.List())
+}

@@ -395,3 +395,32 @@ func TestParseFsync(t *testing.T) {
 }
 
 var _ = shard.ErrFull
+
+// TestStoreLogFailure: once a log write fails, Commit and Stats report it,
+// and the next snapshot starts a fresh log that works.
+func TestStoreLogFailure(t *testing.T) {
+	dir, c := t.TempDir(), newClock()
+	st, m, _ := openStore(t, dir, c.opts(FsyncAlways))
+	r := rand.New(rand.NewPCG(13, 13))
+	traffic(t, st.Feed().Decide, r, 100, 500, c.nano())
+	require.NoError(t, st.Commit())
+	st.log.mu.Lock()
+	require.NoError(t, st.log.segs[len(st.log.segs)-1].f.Close()) // the disk goes away
+	st.log.mu.Unlock()
+
+	traffic(t, st.Feed().Decide, r, 100, 500, c.nano())
+	assert.Error(t, st.Commit())
+	assert.Error(t, st.Commit(), "the failure sticks")
+	assert.Error(t, st.Stats().LogErr)
+
+	require.NoError(t, st.Snapshot())
+	assert.NoError(t, st.Stats().LogErr)
+	traffic(t, st.Feed().Decide, r, 100, 500, c.nano())
+	require.NoError(t, st.Commit())
+	want := liveAt(m, c.nano())
+	require.NoError(t, st.Close())
+
+	st2, m2, _ := openStore(t, dir, c.opts(FsyncAlways))
+	defer st2.Close()
+	assert.Equal(t, want, exportAll(m2))
+}

@@ -346,3 +346,16 @@ func BenchmarkDecide(b *testing.B) {
 		})
 	}
 }
+
+// TestExportKnowsEveryKind is a tripwire: once shard stores a kind beyond
+// Slide and Token, ExportShard, Import (setEntryLocked, Entry.check, Expiry)
+// and persistence's entry codec must learn where that kind keeps its state.
+func TestExportKnowsEveryKind(t *testing.T) {
+	for k := range window.Kind(255) {
+		p := window.Params{Kind: k, Limit: 1, Rate: 1, Period: time.Second}
+		if k == window.KindSlide || k == window.KindToken || check(p, 1) != nil {
+			continue
+		}
+		t.Errorf("shard stores kind %v: teach shard/export.go and persistence/codec.go to save it", k)
+	}
+}
