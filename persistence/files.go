@@ -103,10 +103,11 @@ func writeAtomic(path string, write func(f *os.File) error) (int64, error) {
 	return size, syncDir(filepath.Dir(path))
 }
 
-// removeTemps deletes temp files a crash left in dir.
+// removeTemps deletes the snapshot temp files a crash left in dir. (The
+// policy store's temp file is its own: it may be being written right now.)
 func removeTemps(dir string, names []string) error {
 	for _, n := range names {
-		if strings.HasSuffix(n, tmpSuffix) {
+		if strings.HasPrefix(n, snapPrefix) && strings.HasSuffix(n, snapSuffix+tmpSuffix) {
 			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("persistence: %w", err)
 			}

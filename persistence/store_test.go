@@ -424,3 +424,30 @@ func TestStoreLogFailure(t *testing.T) {
 	defer st2.Close()
 	assert.Equal(t, want, exportAll(m2))
 }
+
+// TestStoreLeftovers: a crash can leave a half-written snapshot temp file, and
+// a snapshot and segments older than the newest snapshot; Open cleans up.
+func TestStoreLeftovers(t *testing.T) {
+	dir, c := t.TempDir(), newClock()
+	st, m, _ := openStore(t, dir, c.opts(FsyncEverysec))
+	traffic(t, st.Feed().Decide, rand.New(rand.NewPCG(14, 14)), 100, 500, c.nano())
+	require.NoError(t, st.Snapshot())
+	require.NoError(t, st.Close())
+	want := liveAt(m, c.nano())
+	tmp := filepath.Join(dir, snapName(99)+tmpSuffix)
+	old := []string{filepath.Join(dir, snapName(0)), filepath.Join(dir, logName(0))}
+	for _, p := range append(old, tmp) {
+		require.NoError(t, os.WriteFile(p, []byte("junk"), 0o600))
+	}
+	polTmp := filepath.Join(dir, policiesName+tmpSuffix)
+	require.NoError(t, os.WriteFile(polTmp, nil, 0o600))
+
+	st2, m2, rec := openStore(t, dir, c.opts(FsyncEverysec))
+	defer st2.Close()
+	assert.Equal(t, want, exportAll(m2))
+	assert.Empty(t, rec.Warnings)
+	for _, p := range append(old, tmp) {
+		assert.NoFileExists(t, p)
+	}
+	assert.FileExists(t, polTmp, "the policy store's temp file is not the Store's")
+}
