@@ -160,20 +160,25 @@ func (f *framer) dollar(c byte) error {
 	return nil
 }
 
-// size reads a bulk length. A length that cannot fit under max, given the
-// request so far and the bulk strings still due, is refused here.
+// size reads a bulk length. One longer than max is refused as Redis refuses
+// one longer than proto-max-bulk-len; one that fits alone but not with the
+// request so far and the bulk strings still due is refused at its '\r'.
+// Either way redcon never sees the header's end.
 func (f *framer) size(c byte) error {
-	if c == '\r' && f.ndig > 0 {
-		f.state = atSizeLF
+	if c != '\r' {
+		if !f.digit(c) || f.num > f.max {
+			return errProtoBulk
+		}
 		return nil
 	}
-	if !f.digit(c) || f.num > f.max {
+	if f.ndig == 0 {
 		return errProtoBulk
 	}
-	// The bytes so far, this digit, "\r\n", the data, "\r\n", and the rest at their smallest.
-	if f.used+1+2+f.num+2+(f.args-1)*minBulk > f.max {
+	// The bytes so far, "\r\n", the data, "\r\n", and the rest at their smallest.
+	if f.used+2+f.num+2+(f.args-1)*minBulk > f.max {
 		return errProtoTooBig
 	}
+	f.state = atSizeLF
 	return nil
 }
 
