@@ -257,6 +257,28 @@ func TestFeedImport(t *testing.T) {
 	assert.Equal(t, []string{"-a"}, keysOf(drainAll(f)), "an expired import deletes")
 }
 
+func TestFeedTouch(t *testing.T) {
+	m := xMap(t, Config{Shards: 2})
+	f := m.NewFeed()
+	_, err := m.Decide([]byte("a"), token, xt0, 1, false)
+	require.NoError(t, err)
+	_, err = f.Decide([]byte("b"), token, xt0, 1, false)
+	require.NoError(t, err)
+	drainAll(f)
+	_, err = m.Decide([]byte("a"), token, xt0, 1, false) // changed behind the Feed's back
+	require.NoError(t, err)
+	m.Delete([]byte("b"))
+	f.Touch([]byte("a"))
+	f.Touch([]byte("b"))
+	got := drainAll(f)
+	assert.ElementsMatch(t, []string{"a", "-b"}, keysOf(got))
+	for _, e := range got {
+		if !e.Deleted() {
+			assert.Equal(t, exportAll(m)[0], e)
+		}
+	}
+}
+
 // TestFeedRebuild: a shard rebuild moves keys to new slots, so the next drain
 // returns every live key of that shard.
 func TestFeedRebuild(t *testing.T) {

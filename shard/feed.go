@@ -93,6 +93,24 @@ func (f *Feed) Delete(key []byte) bool {
 	return ok
 }
 
+// Touch records that key may have changed through a Map method the Feed does
+// not wrap: the next drain returns its state then, or a tombstone if it no
+// longer exists. Call it after the change.
+func (f *Feed) Touch(key []byte) {
+	m := f.m
+	h := m.hash(key)
+	s := m.shardFor(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fs := f.shards[h&m.mask]
+	if i, ok := s.findLocked(key, h); ok {
+		fs.markLocked(i)
+		return
+	}
+	fs.gone = binary.AppendUvarint(fs.gone, uint64(len(key)))
+	fs.gone = append(fs.gone, key...)
+}
+
 // Import is Map.Import, recording the change.
 func (f *Feed) Import(e Entry, now int64) error {
 	_, err := f.m.importEntry(e, now, f)
