@@ -67,6 +67,7 @@ func (rep *BenchReport) writeMethod(p func(string, ...any)) {
 	p("- Closed loop: each of %d connections writes a pipeline of P commands, then reads the P replies. Latency is from the pipeline's write to each reply, so p99 grows with P. Percentiles come from a log-linear histogram with ≤0.8%% relative error and never under-report.", c.Conns)
 	p("- Redis runs the Lua scripts shipped in `loadtest/lua/` via EVALSHA; each reads the clock with `redis.call('TIME')` as deployed limiters do: `slide.lua` (hash of per-second counters), `log.lua` (sorted-set log), `gcra.lua` (GCRA, also the counterpart of CL.THROTTLE), `fixed.lua` (INCRBY + PEXPIRE). RL.CHECK runs a one-rule SLIDE policy, so it faces `slide.lua`.")
 	p("- CPU/req is the server process's user + system CPU time over the run (`/proc/<pid>/stat`, all threads) divided by the requests served. It includes the kernel's TCP work on the server's side. Other work on the host slows a server down but does not make each request cost more cycles, so on a shared host this column is steadier than throughput.")
+	p("- %s", rep.clientCost())
 	p("- A dash means that system has no such command, or no counterpart.")
 	p("")
 }
@@ -87,3 +88,19 @@ func (rep *BenchReport) writeAccuracy(p func(string, ...any)) {
 
 // windowText writes a window in whole seconds, as the commands take it.
 func windowText(d time.Duration) string { return fmt.Sprintf("%d s", int64(d/time.Second)) }
+
+// clientCost says what rlload itself spent per request, so that a reader can
+// judge whether the client was the bottleneck.
+func (rep *BenchReport) clientCost() string {
+	var parts []string
+	for _, r := range rep.Rows {
+		for _, res := range []*Result{r.Rlstore, r.RedisRes} {
+			if res != nil && res.Requests > 0 && r.Native == rep.Config.Pairs[0].Native {
+				parts = append(parts, fmt.Sprintf("%.2f µs at -P %d against %s", float64(res.ClientCPU)/float64(res.Requests)/1e3, r.Pipeline, res.Target))
+			}
+		}
+	}
+	return "The load generator's own CPU time per request (user + system, from getrusage), for " +
+		rep.Config.Pairs[0].Native + " and its counterpart: " + strings.Join(parts, "; ") +
+		". Without pipelining, each request costs the client a write, a read and a goroutine wake-up, about as much as the server's work, on the same two cores."
+}

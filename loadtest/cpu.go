@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -44,4 +45,14 @@ func (r *Result) CPUPerRequest() time.Duration {
 		return 0
 	}
 	return r.ServerCPU / time.Duration(r.Requests)
+}
+
+// selfCPU returns the CPU time this process has used, for the client's own
+// cost per request; 0 when the platform cannot tell.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -18,6 +18,9 @@ func WriteResult(out io.Writer, r Result) {
 	row("throughput", "%s/s", humanCount(r.Throughput))
 	row("allowed / denied", "%d / %d", r.Allowed, r.Denied)
 	row("errors", "%d %s", r.Errors, r.FirstError)
+	if r.Requests > 0 {
+		row("client CPU", "%.2f µs/request (rlload itself)", float64(r.ClientCPU)/float64(r.Requests)/1e3)
+	}
 	l := r.Latency
 	row("latency", "p50 %s  p90 %s  p99 %s  p99.9 %s  max %s", Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.Max))
 	if m := r.Memory; m != nil {

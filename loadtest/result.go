@@ -22,6 +22,7 @@ type Result struct {
 	Throughput float64       `json:"throughput"`
 	Latency    Percentiles   `json:"latency"`
 	ServerCPU  time.Duration `json:"server_cpu_ns,omitempty"` // the server's CPU time over the run, when rlload started it
+	ClientCPU  time.Duration `json:"client_cpu_ns"`           // rlload's own CPU time over the run
 	Memory     *Memory       `json:"memory,omitempty"`
 	Accuracy   *Accuracy     `json:"accuracy,omitempty"`
 }

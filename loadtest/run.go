@@ -32,8 +32,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for i, cl := range clients {
 		workers[i] = newWorker(cl, &cfg, pickers[i])
 	}
+	cpu0 := selfCPU()
 	elapsed, err := drive(ctx, cfg, workers)
-	return collect(cfg, workers, elapsed), err
+	res := collect(cfg, workers, elapsed)
+	res.ClientCPU = selfCPU() - cpu0
+	return res, err
 }
 
 // setup sends the workload's setup commands once.
