@@ -151,6 +151,9 @@ func benchMemory(ctx context.Context, rep *BenchReport) error {
 	cfg := rep.Config
 	redis := map[string]*Memory{} // scripts shared by two pairs are measured once
 	for _, p := range cfg.Pairs {
+		if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
+			continue
+		}
 		row := MemRow{Pair: p, Keys: cfg.MemKeys}
 		var err error
 		if row.Rlstore, err = MemoryPerKey(ctx, cfg.Rlstore, p.Native, MemLimit(), cfg.MemKeys, cfg.Progress); err != nil {
@@ -174,6 +177,9 @@ func benchMemory(ctx context.Context, rep *BenchReport) error {
 func benchAccuracy(ctx context.Context, rep *BenchReport) error {
 	cfg := rep.Config
 	for _, p := range cfg.Pairs {
+		if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Acc.Limit) {
+			continue
+		}
 		for _, job := range []AccRow{{System: cfg.Rlstore.Name, Workload: p.Native}, {System: cfg.Redis.Name, Workload: p.Redis}} {
 			if containsAcc(rep.Accuracy, job) {
 				continue

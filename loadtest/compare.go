@@ -71,6 +71,9 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Row, error) {
 }
 
 func compareCell(ctx context.Context, cfg CompareConfig, p Pair, depth int) (*Result, *Result, error) {
+	if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
+		return nil, nil, nil // nothing to compare Redis with
+	}
 	var mine, theirs []Result
 	for round := range max(cfg.Rounds, 1) {
 		order := []bool{true, false}
@@ -132,6 +135,16 @@ func RunOn(ctx context.Context, sys *System, name string, lim Limit, base Config
 	}
 	res.Target = sys.Name
 	return &res, err
+}
+
+// Serves reports whether sys serves the named workload; "" counts as
+// served, so that a Redis-only ceiling row still runs.
+func Serves(ctx context.Context, sys *System, name string, lim Limit) bool {
+	if name == "" {
+		return true
+	}
+	wl, err := NewWorkload(name, lim)
+	return err == nil && Supported(ctx, sys.Addr(), wl)
 }
 
 // median returns the result with the median throughput, nil for none.
