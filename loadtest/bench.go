@@ -49,6 +49,7 @@ type BenchReport struct {
 	Rows     []Row         `json:"rows"`
 	Ceiling  []Row         `json:"ceiling"`
 	Sweep    []Row         `json:"sweep"`
+	Hot      []Row         `json:"hot"`
 	Memory   []MemRow      `json:"memory"`
 	Accuracy []AccRow      `json:"accuracy"`
 	Unserved []string      `json:"unserved"` // decision commands rlstore does not serve yet
@@ -60,7 +61,7 @@ type BenchReport struct {
 // the pipeline sweep for the chart, memory per key and accuracy.
 func Bench(ctx context.Context, cfg BenchConfig, m Machine) (*BenchReport, error) {
 	rep := &BenchReport{Machine: m, Config: cfg, Started: time.Now()}
-	steps := []func(context.Context, *BenchReport) error{benchCompare, benchCeiling, benchSweep, benchAccuracy, benchMemory}
+	steps := []func(context.Context, *BenchReport) error{benchCompare, benchCeiling, benchSweep, benchHot, benchAccuracy, benchMemory}
 	for _, step := range steps {
 		if err := step(ctx, rep); err != nil {
 			return rep, err
@@ -114,6 +115,16 @@ func benchSweep(ctx context.Context, rep *BenchReport) error {
 	pairs := []Pair{rep.Config.Pairs[0], {"", "incr"}}
 	var err error
 	rep.Sweep, err = Compare(ctx, rep.Config.compare(pairs, extra))
+	return err
+}
+
+// benchHot sends every request of the first pair to one key at -P 16: the
+// worst case for a store that locks per key or per shard.
+func benchHot(ctx context.Context, rep *BenchReport) error {
+	cc := rep.Config.compare(rep.Config.Pairs[:1], []int{16})
+	cc.Keys = KeySpec{N: 1, Dist: DistHot}
+	var err error
+	rep.Hot, err = Compare(ctx, cc)
 	return err
 }
 

@@ -29,6 +29,9 @@ func (rep *BenchReport) WriteMarkdown(w io.Writer, o MarkdownOptions) {
 	if len(rep.Unserved) > 0 {
 		p("\nNot served by rlstore at this commit, so not compared: %s.", strings.Join(rep.Unserved, ", "))
 	}
+	p("\n### One hot key\n")
+	p("Every request on the same key, so every decision contends for it; the limit is the same, so nearly all are denied.\n")
+	MarkdownCompare(w, rep.Hot)
 	p("\n### Ceiling: plain commands, no decision\n")
 	MarkdownCompare(w, rep.Ceiling)
 	p("\n## Chart\n")

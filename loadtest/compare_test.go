@@ -51,6 +51,8 @@ func TestBenchPipeline(t *testing.T) {
 	assert.Equal(t, []string{"rl.slide"}, rep.Unserved, "Redis, playing rlstore, does not serve RL.SLIDE")
 	assert.Nil(t, rep.Rows[2].RedisRes, "no counterpart")
 	require.Len(t, rep.Sweep, 2, "depth 4 for the first pair and INCR")
+	require.Len(t, rep.Hot, 1)
+	assert.Equal(t, uint64(1), rep.Hot[0].Rlstore.Keyspace)
 	require.NotEmpty(t, rep.Memory)
 	assert.Positive(t, rep.Memory[0].Rlstore.BytesPerKey)
 	assert.Equal(t, "RSS", rep.Memory[0].Rlstore.Basis)
@@ -66,7 +68,7 @@ func TestBenchPipeline(t *testing.T) {
 
 	var md bytes.Buffer
 	rep.WriteMarkdown(&md, MarkdownOptions{Command: "bash loadtest/bench.sh", Chart: "chart.svg"})
-	for _, want := range []string{"# Benchmarks", "## Machine", "## Method", "| lua.slide | lua.slide | 16 |", "## Memory per key", "## Accuracy", "## Targets", "![throughput", "not compared: rl.slide"} {
+	for _, want := range []string{"# Benchmarks", "## Machine", "## Method", "| lua.slide | lua.slide | 16 |", "## Memory per key", "## Accuracy", "## Targets", "### One hot key", "![throughput", "not compared: rl.slide"} {
 		assert.Contains(t, md.String(), want)
 	}
 	var text bytes.Buffer
