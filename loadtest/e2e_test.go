@@ -135,3 +135,35 @@ func TestEndToEndRlstore(t *testing.T) {
 		})
 	}
 }
+
+// accuracyAcrossWindows keeps 3 keys at a 1-second limit for 2.5 s, so
+// decisions are checked across window boundaries, not only within one.
+func accuracyAcrossWindows(t *testing.T, addr, name string) {
+	t.Helper()
+	wl, err := NewWorkload(name, Limit{Limit: 20, Window: time.Second})
+	require.NoError(t, err)
+	cfg := shortRun(addr, wl, 3, true)
+	cfg.Requests, cfg.Duration, cfg.Keys.Prefix = 0, 2500*time.Millisecond, "acc:"+name+":"
+	res, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	a := res.Accuracy
+	require.NotNil(t, a)
+	assert.GreaterOrEqual(t, a.Admits, int64(3*20*2), "at least two windows' worth of admits")
+	assert.Zero(t, a.OverAdmitted, "over-admission")
+	assert.Zero(t, a.UnderAdmitted, "under-admission")
+}
+
+func TestEndToEndAccuracyAcrossWindows(t *testing.T) {
+	t.Run("redis lua.slide", func(t *testing.T) { accuracyAcrossWindows(t, startRedis(t).Addr, "lua.slide") })
+	t.Run("rlstore rl.slide", func(t *testing.T) {
+		bin := buildRlstore(t)
+		s, err := StartRlstore(context.Background(), bin, nil, io.Discard)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, s.Stop()) })
+		wl, _ := NewWorkload("rl.slide", Limit{Limit: 1, Window: time.Second})
+		if !Supported(context.Background(), s.Addr, wl) {
+			t.Skip("rl.slide is not served yet")
+		}
+		accuracyAcrossWindows(t, s.Addr, "rl.slide")
+	})
+}
