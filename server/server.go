@@ -156,7 +156,7 @@ func (s *Server) Serve(ready chan<- net.Addr) error {
 	if err := s.attach(ln); err != nil {
 		return err
 	}
-	s.log.Info("listening", "addr", ln.Addr().String())
+	s.log.Debug("listening", "addr", ln.Addr().String()) // cmd/rlstore logs the address for people and scripts
 	if ready != nil {
 		ready <- ln.Addr()
 	}
@@ -234,8 +234,8 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 	s.mu.Unlock()
 	s.goneCmds.Add(c.cmds.Load())
 	var perr protocolError
-	if errors.As(err, &perr) {
-		s.log.Info("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
+	if errors.As(err, &perr) { // at debug, as Redis logs these at verbose: a client could flood the log
+		s.log.Debug("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
 	}
 	if ln := s.listener(); ln != nil {
 		ln.remove(c.g) // last: a drain is over once every client is forgotten
