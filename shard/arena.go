@@ -3,15 +3,19 @@ package shard
 import "encoding/binary"
 
 // Arena pages start at arenaFirstPage bytes and double up to arenaPage, so a
-// shard with few keys holds little. A key over a quarter of arenaPage gets a
-// page of its own, exactly its size, and the page small keys go to stays open.
+// shard with few keys holds little, and the unused tail of a shard's last
+// page stays small (64 KiB pages left 4 bytes a key unused at 1M keys). A key
+// over a quarter of arenaPage gets a page of its own, exactly its size, and
+// the page small keys go to stays open.
 const (
 	arenaFirstPage = 1 << 10
-	arenaPage      = 64 << 10
+	arenaPage      = 1 << arenaPageBits
+	arenaPageBits  = 13 // 8 KiB
+	arenaMaxPages  = 1 << (32 - arenaPageBits)
 )
 
 // arena holds key bytes in pointer-free pages. A key is stored as its uvarint
-// length followed by its bytes, and named by a ref: page<<16 | offset.
+// length followed by its bytes, and named by a ref: page<<arenaPageBits | offset.
 // Ref 0 is never handed out, so a slot can use it to mean "free".
 // Space is reclaimed only when the shard rebuilds.
 type arena struct {
@@ -30,7 +34,7 @@ func (a *arena) add(key []byte) (uint32, bool) {
 	need := uvarintLen(uint64(len(key))) + len(key)
 	p := a.cur
 	if need > arenaPage/4 || cap(a.pages[p])-len(a.pages[p]) < need {
-		if len(a.pages) >= 1<<16 {
+		if len(a.pages) >= arenaMaxPages {
 			return 0, false
 		}
 		p = a.newPage(need)
@@ -39,7 +43,7 @@ func (a *arena) add(key []byte) (uint32, bool) {
 	a.pages[p] = binary.AppendUvarint(a.pages[p], uint64(len(key)))
 	a.pages[p] = append(a.pages[p], key...)
 	a.live += need
-	return uint32(p)<<16 | uint32(off), true
+	return uint32(p)<<arenaPageBits | uint32(off), true
 }
 
 // newPage adds a page for a key of need bytes and returns its index: a page
@@ -59,7 +63,7 @@ func (a *arena) newPage(need int) int {
 
 // get returns the key named by ref. The bytes are the arena's: copy to keep them.
 func (a *arena) get(ref uint32) []byte {
-	page := a.pages[ref>>16][ref&0xffff:]
+	page := a.pages[ref>>arenaPageBits][ref&(arenaPage-1):]
 	n, k := binary.Uvarint(page)
 	return page[k : k+int(n)]
 }

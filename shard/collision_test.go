@@ -77,7 +77,7 @@ func TestCollisionsRebuild(t *testing.T) {
 	for _, h := range collidingHashes {
 		t.Run(h.name, func(t *testing.T) {
 			m, ref := newMap(t, Config{Shards: 1, Hash: h.hash}), newModel()
-			for i := range 3000 {
+			for i := range 1500 {
 				p := slideP(5, time.Second)
 				if i%10 == 0 {
 					p = slideP(5, time.Hour) // survivors, spread over the slots
@@ -85,12 +85,12 @@ func TestCollisionsRebuild(t *testing.T) {
 				decideBoth(t, m, ref, fmt.Sprintf("key-%d", i), p, t0+int64(i%3)*sec, 1+int64(i%4), false)
 			}
 			now := t0 + time.Minute.Nanoseconds()
-			assert.Equal(t, 2700, m.Sweep(now, 1e6))
+			assert.Equal(t, 1350, m.Sweep(now, 1e6))
 			ref.sweep(now, DefaultGrace)
 			assert.EqualValues(t, 1, m.Stats().Rebuilds)
 			checkKeys(t, m, ref, now)
 			checkInvariants(t, m)
-			for i := 0; i < 3000; i += 10 {
+			for i := 0; i < 1500; i += 10 {
 				decideBoth(t, m, ref, fmt.Sprintf("key-%d", i), slideP(5, time.Hour), now, 2, false)
 			}
 			checkKeys(t, m, ref, now)

@@ -345,7 +345,7 @@ func TestFeedConcurrent(t *testing.T) {
 	assert.Equal(t, exportAll(m), exportAll(replica))
 }
 
-func BenchmarkDecide(b *testing.B) {
+func BenchmarkFeedDecide(b *testing.B) {
 	keys := make([][]byte, 1<<16)
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "user:%d", i)

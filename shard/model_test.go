@@ -194,7 +194,8 @@ func (s *shard) checkLocked(t *testing.T, si int) int {
 			words += 4 << classFor(cap(s.ext.counters(uint32(sl.state[1]))))
 		}
 	}
-	require.Equalf(t, live, s.lenLocked(), "shard %d: index and overflow hold %d keys, slots %d", si, s.lenLocked(), live)
+	require.Equalf(t, live, s.lenLocked(), "shard %d: index holds %d keys, slots %d", si, s.lenLocked(), live)
+	checkIndex(t, &s.index)
 	require.Equalf(t, len(s.slots.free), int(s.slots.next)-live, "shard %d: free list", si)
 	require.Equalf(t, words, s.ext.words, "shard %d: counter block words", si)
 	for id, n := range refs {

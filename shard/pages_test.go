@@ -1,7 +1,12 @@
 package shard
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,7 +17,7 @@ import (
 // pages grow as documented.
 func TestSlotPages(t *testing.T) {
 	var s slots
-	const n = 5000
+	const n = 2000
 	ptrs := make([]*slot, n)
 	for i := range uint32(n) {
 		require.Equal(t, i, s.alloc())
@@ -27,7 +32,7 @@ func TestSlotPages(t *testing.T) {
 	for _, p := range s.pages {
 		sizes = append(sizes, len(p))
 	}
-	assert.Equal(t, []int{32, 32, 64, 128, 256, 512, 1024, 1024, 1024, 1024}, sizes)
+	assert.Equal(t, []int{32, 32, 64, 128, 256, 256, 256, 256, 256, 256, 256}, sizes)
 	s.release(7)
 	assert.Equal(t, slot{}, *s.at(7))
 	assert.Equal(t, uint32(7), s.alloc(), "a freed slot is reused first")
@@ -63,8 +68,60 @@ func TestArena(t *testing.T) {
 			small = append(small, cap(p))
 		}
 	}
-	assert.Equal(t, []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10}, small)
+	assert.Equal(t, []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 8 << 10, 8 << 10, 8 << 10, 8 << 10, 8 << 10, 8 << 10}, small)
 	live := a.live
 	a.drop(refs[0])
 	assert.Equal(t, live-1, a.live)
+}
+
+// TestIndex inserts and removes keys at random in a shard whose hash has only
+// a few dozen values, so that probes run long, wrap around the table and
+// cross tombstones, and checks after every step that each key is found in
+// its own slot and the table's counts add up.
+func TestIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, values := range []uint64{1, 7, 50, 1 << 62} {
+		hash := func(b []byte) uint64 { return xxhash.Sum64(b) % values * 0x9e3779b97f4a7c15 }
+		s := newShard(hash)
+		slotOf := map[string]uint32{}
+		for step := range 3000 {
+			key := fmt.Sprintf("k%d", r.IntN(400))
+			i, ok := s.findLocked([]byte(key), hash([]byte(key)))
+			want, had := slotOf[key]
+			require.Equal(t, had, ok, "step %d: find(%q)", step, key)
+			if had {
+				require.Equal(t, want, i, "step %d: find(%q)", step, key)
+				s.removeLocked(i, hash([]byte(key)))
+				delete(slotOf, key)
+			} else {
+				i, ok = s.insertLocked([]byte(key), hash([]byte(key)))
+				require.True(t, ok)
+				s.slots.at(i).param = s.params.acquire(slideP(1, time.Second))
+				slotOf[key] = i
+			}
+			checkIndex(t, &s.index)
+		}
+		for key, i := range slotOf {
+			j, ok := s.findLocked([]byte(key), hash([]byte(key)))
+			require.True(t, ok)
+			require.Equal(t, i, j)
+		}
+	}
+}
+
+// checkIndex asserts that x's counts match its entries and its load stays under 75%.
+func checkIndex(t *testing.T, x *index) {
+	t.Helper()
+	live, dead := 0, 0
+	for _, e := range x.table {
+		switch {
+		case e == tombstone:
+			dead++
+		case e != 0:
+			live++
+		}
+	}
+	require.Equal(t, x.live, live, "live entries")
+	require.Equal(t, x.dead, dead, "tombstones")
+	require.LessOrEqual(t, (live+dead)*4, len(x.table)*3, "load")
 }

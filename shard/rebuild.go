@@ -1,6 +1,6 @@
 package shard
 
-// Go maps never shrink and the arena only grows, so a shard whose keys have
+// The index never shrinks and the arena only grows, so a shard whose keys have
 // mostly died is copied afresh (as fastcache's cleanLocked does).
 const rebuildMin = 1024 // below this many peak keys a rebuild gains nothing
 
@@ -25,9 +25,9 @@ func (s *shard) mostlyDeadLocked() bool {
 
 // rebuildLocked copies every live key into fresh, tightly sized structures.
 func (s *shard) rebuildLocked() {
-	old := shard{index: s.index, overflow: s.overflow, slots: s.slots, keys: s.keys, params: s.params, ext: s.ext}
+	old := shard{index: s.index, slots: s.slots, keys: s.keys, params: s.params, ext: s.ext}
 	s.resetLocked()
-	s.index = make(map[uint64]uint32, old.lenLocked())
+	s.index = sized(old.lenLocked())
 	for i := uint32(0); i < old.slots.next; i++ {
 		if sl := old.slots.at(i); sl.key != 0 {
 			s.copyInLocked(&old, sl)

@@ -12,9 +12,8 @@ import (
 type shard struct {
 	hash      func([]byte) uint64 // set once by New
 	mu        sync.Mutex          // guards every field below
-	index     map[uint64]uint32   // key hash → slot; pointer-free
-	overflow  map[string]uint32   // keys whose hash collides with an indexed key
-	peak      int                 // largest len(index) since the last rebuild
+	index     index               // key hash → slot; pointer-free
+	peak      int                 // most keys since the last rebuild
 	slots     slots
 	keys      arena
 	params    params
@@ -25,60 +24,84 @@ type shard struct {
 	stats     stats  // atomics, read without mu
 }
 
-func newShard(hash func([]byte) uint64) *shard {
-	return &shard{index: make(map[uint64]uint32), hash: hash}
-}
+func newShard(hash func([]byte) uint64) *shard { return &shard{hash: hash} }
 
 // resetLocked empties s, keeping its lock, stats and footprint.
 func (s *shard) resetLocked() {
-	s.index, s.overflow, s.peak, s.cursor = make(map[uint64]uint32), nil, 0, 0
+	s.index, s.peak, s.cursor = index{}, 0, 0
 	s.slots, s.keys, s.params, s.ext = slots{}, arena{}, params{}, ext{}
 	s.gen++
 }
 
-func (s *shard) lenLocked() int { return len(s.index) + len(s.overflow) }
+func (s *shard) lenLocked() int { return s.index.live }
 
 // findLocked returns the slot index holding key.
 func (s *shard) findLocked(key []byte, h uint64) (uint32, bool) {
-	if i, ok := s.index[h]; ok && bytes.Equal(s.keys.get(s.slots.at(i).key), key) {
-		return i, true
-	}
-	if len(s.overflow) == 0 {
+	t := s.index.table
+	if len(t) == 0 {
 		return 0, false
 	}
-	i, ok := s.overflow[string(key)]
-	return i, ok
+	h32 := fold(h)
+	tag := tagOf(h32)
+	for j := home(h32, len(t)); t[j] != 0; j = s.index.next(j) {
+		e := t[j]
+		if e>>slotBits == tag && e&slotField != 0 {
+			i := e&slotField - 1
+			if bytes.Equal(s.keys.get(s.slots.at(i).key), key) {
+				return i, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // insertLocked stores a new key with an empty state and returns its slot index,
 // or false if the shard cannot hold more keys.
 func (s *shard) insertLocked(key []byte, h uint64) (uint32, bool) {
+	if len(s.slots.free) == 0 && s.slots.next >= maxSlots {
+		return 0, false
+	}
 	ref, ok := s.keys.add(key)
 	if !ok {
 		return 0, false
 	}
 	i := s.slots.alloc()
 	s.slots.at(i).key = ref
-	if _, taken := s.index[h]; taken {
-		if s.overflow == nil {
-			s.overflow = make(map[string]uint32)
-		}
-		s.overflow[string(key)] = i
-	} else {
-		s.index[h] = i
-		s.peak = max(s.peak, len(s.index))
-	}
+	s.roomLocked()
+	s.index.put(fold(h), i)
+	s.peak = max(s.peak, s.index.live)
 	return i, true
+}
+
+// roomLocked makes room in the index for one more entry: when it is full, it
+// rehashes every key into a table twice as large, or the same size when
+// tombstones rather than keys fill it.
+func (s *shard) roomLocked() {
+	if !s.index.full() {
+		return
+	}
+	n := len(s.index.table)
+	if (s.index.live+1)*8 > n*3 {
+		n = max(8, 2*n)
+	}
+	s.rehashLocked(index{table: make([]uint32, n)})
+}
+
+// rehashLocked moves every entry of s's index into x, which becomes the index.
+func (s *shard) rehashLocked(x index) {
+	for _, e := range s.index.table {
+		if e&slotField != 0 {
+			i := e&slotField - 1
+			x.put(fold(s.hash(s.keys.get(s.slots.at(i).key))), i)
+		}
+	}
+	s.index = x
 }
 
 // removeLocked frees the key in slot i, whose hash is h.
 func (s *shard) removeLocked(i uint32, h uint64) {
+	s.index.remove(fold(h), i)
 	sl := s.slots.at(i)
-	if j, ok := s.index[h]; ok && j == i {
-		delete(s.index, h)
-	} else {
-		delete(s.overflow, string(s.keys.get(sl.key)))
-	}
 	if sl.param != 0 {
 		if s.params.get(sl.param).Kind == window.KindSlide {
 			s.freeCountersLocked(sl)
@@ -89,13 +112,9 @@ func (s *shard) removeLocked(i uint32, h uint64) {
 	s.slots.release(i)
 }
 
-// indexEntryBytes estimates what one entry costs in a Go map[uint64]uint32.
-const indexEntryBytes = 26
-
-// footprintLocked estimates the bytes s holds for keys: pages and index entries.
+// footprintLocked counts the bytes s holds for keys: its pages and index.
 func (s *shard) footprintLocked() int64 {
-	n := s.keys.size + s.slots.bytes() + s.ext.size*8
-	return int64(n + (len(s.index)+len(s.overflow))*indexEntryBytes)
+	return int64(s.keys.size + s.slots.bytes() + s.ext.size*8 + s.index.bytes())
 }
 
 // accountLocked brings the Map's byte count up to date with s's footprint.

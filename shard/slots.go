@@ -18,14 +18,15 @@ type slot struct {
 const slotBytes = 24
 
 // Slot pages start small and double, so that a shard with a few keys holds a
-// few hundred bytes rather than a whole page: the first six pages hold 32,
-// 32, 64, 128, 256 and 512 slots, 1024 in all, and every later page holds
-// slotsPerPage (24 KiB). With 256 shards, full-size first pages alone would
-// hold 6 MiB before the first key.
+// few hundred bytes rather than a whole page: the first four pages hold 32,
+// 32, 64 and 128 slots, 256 in all, and every later page holds slotsPerPage
+// (6 KiB). Small pages keep the unused tail of a shard's last page small:
+// with 24 KiB pages, 1M keys over 256 shards left a quarter of the slots
+// empty (8 bytes a key).
 const (
-	slotsPerPage = 1024
+	slotsPerPage = 256
 	firstPage    = 32
-	smallPages   = 6 // pages before the first full-size one
+	smallPages   = 4 // pages before the first full-size one: log2(slotsPerPage/firstPage)+1
 )
 
 // slots is a growable array of slots in pages, with a free list. Pages never
@@ -45,7 +46,7 @@ func (s *slots) at(i uint32) *slot {
 	if i < firstPage {
 		return &s.pages[0][i]
 	}
-	b := bits.Len32(i) - 1 // i is in [1<<b, 2<<b): page b-4
+	b := bits.Len32(i) - 1 // i is in [1<<b, 2<<b): page b-log2(firstPage)+1
 	return &s.pages[b-4][i-1<<b]
 }
 

@@ -238,3 +238,41 @@ func TestSweepEvery(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// TestRebuildCounterBlocks rebuilds shards holding counter blocks: once
+// because most keys died (the survivors' blocks are copied across), and once
+// because live keys moved their counters back inline, leaving the block
+// pages mostly free. Every key's state must come through unchanged.
+func TestRebuildCounterBlocks(t *testing.T) {
+	const longKeys = 300
+	m, ref := newMap(t, Config{Shards: 1}), newModel()
+	long, short := slideP(1e6, time.Hour), slideP(1e6, time.Second)
+	for i := range 4 * longKeys {
+		decideBoth(t, m, ref, fmt.Sprintf("short%d", i), short, t0, 1, false)
+	}
+	now := t0
+	for range 100 { // 100 counters each: blocks of 128 words
+		for i := range longKeys {
+			decideBoth(t, m, ref, fmt.Sprintf("long%d", i), long, now, 1, false)
+		}
+		now += sec
+	}
+	require.Equal(t, 4*longKeys, m.Sweep(now, 1e6))
+	ref.sweep(now, DefaultGrace)
+	require.EqualValues(t, 1, m.Stats().Rebuilds, "4 in 5 keys died")
+	checkKeys(t, m, ref, now)
+	checkInvariants(t, m)
+
+	now += time.Hour.Nanoseconds()
+	for i := range longKeys { // the window has passed: back inline
+		decideBoth(t, m, ref, fmt.Sprintf("long%d", i), long, now, 1, false)
+	}
+	s := m.shards[0]
+	require.Zero(t, s.ext.words)
+	require.GreaterOrEqual(t, s.ext.size, 4*extPage)
+	assert.Zero(t, m.Sweep(now, 1e6))
+	assert.EqualValues(t, 2, m.Stats().Rebuilds, "counter pages all free")
+	assert.Zero(t, s.ext.size)
+	checkKeys(t, m, ref, now)
+	checkInvariants(t, m)
+}
