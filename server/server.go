@@ -14,8 +14,9 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// Config configures a Server. cmd/rlstore fills it in. Every optional field
-// left zero takes the default below; New writes them down nowhere else.
+// Config configures a Server. cmd/rlstore fills it in. New gives every
+// optional field left zero the default written next to it, from the
+// constants below, and nowhere else.
 type Config struct {
 	Addr     string           // host:port to listen on; port 0 picks a free one. Default DefaultAddr
 	Listener net.Listener     // if set, Serve serves it instead of listening on Addr (e.g. TLS)
@@ -27,6 +28,11 @@ type Config struct {
 	RequirePass     string // the default user's password; "" needs no AUTH. CONFIG SET can change it
 	MaxClients      int    // connections beyond it are refused. Default DefaultMaxClients
 	MaxRequestBytes int64  // largest request, and largest MULTI queue. Default DefaultMaxRequestBytes
+
+	// A client sending a request of MaxRequestBytes makes redcon hold up to
+	// about three times that for its connection while it arrives (a buffer
+	// that doubles, then a copy), so MaxRequestBytes × MaxClients × 3 bounds
+	// what clients can make the server hold. Rate-limit requests are tiny.
 
 	// Save makes the store's state durable. SAVE and BGSAVE call it, and so
 	// does Shutdown after its drain, unless the client said SHUTDOWN NOSAVE.
