@@ -85,7 +85,7 @@ func compareCell(ctx context.Context, cfg CompareConfig, p Pair, depth int) (*Re
 			if native {
 				sys, name, into = cfg.Rlstore, p.Native, &mine
 			}
-			res, err := RunOn(ctx, sys, name, cfg.Limit, cfg.runConfig(depth))
+			res, err := runOrRecord(ctx, sys, name, cfg.Limit, cfg.runConfig(depth))
 			if err != nil {
 				return nil, nil, fmt.Errorf("loadtest: %s on %s at -P %d: %w", name, sys.Name, depth, err)
 			}
@@ -102,6 +102,23 @@ func (cfg CompareConfig) runConfig(depth int) Config {
 		Keys: cfg.Keys, Conns: cfg.Conns, Pipeline: depth,
 		Requests: cfg.Requests, Duration: cfg.Duration, Progress: cfg.Progress, Seed: 1,
 	}
+}
+
+// runOrRecord runs like RunOn, but a run that fails once under way becomes
+// a result carrying the failure, and a server we started is restarted, so
+// one crash shows in the table instead of ending the comparison.
+func runOrRecord(ctx context.Context, sys *System, name string, lim Limit, base Config) (*Result, error) {
+	res, err := RunOn(ctx, sys, name, lim, base)
+	if err == nil || res == nil || ctx.Err() != nil {
+		return res, err
+	}
+	res.RunError = err.Error()
+	if sys.Owned() {
+		if rerr := sys.Restart(ctx); rerr != nil {
+			return nil, fmt.Errorf("%w (and restarting it failed: %v)", err, rerr)
+		}
+	}
+	return res, nil
 }
 
 // RunOn runs the named workload enforcing lim on sys with base's load
@@ -134,6 +151,9 @@ func RunOn(ctx context.Context, sys *System, name string, lim Limit, base Config
 		res.ServerCPU = cpu1 - cpu0
 	}
 	res.Target = sys.Name
+	if err != nil && res.Requests == 0 && res.Conns == 0 {
+		return nil, err // it never started
+	}
 	return &res, err
 }
 

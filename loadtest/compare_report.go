@@ -27,6 +27,9 @@ func tput(r *Result) (float64, string) {
 	if r == nil {
 		return 0, "—"
 	}
+	if r.RunError != "" {
+		return r.Throughput, "failed: " + r.RunError
+	}
 	return r.Throughput, humanCount(r.Throughput) + "/s"
 }
 

@@ -94,3 +94,16 @@ func TestRunOnSkipsUnknownCommands(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, res)
 }
+
+func TestCompareRecordsARunThatBreaksOff(t *testing.T) {
+	srv := startFake(t, 0)
+	srv.dropAfter = 3
+	sys := AddrSystem("fake", srv.addr())
+	cfg := Config{Keys: KeySpec{N: 10, Dist: DistUniform}, Conns: 2, Pipeline: 1, Requests: 100, Duration: 10 * time.Second}
+	res, err := runOrRecord(context.Background(), sys, "ping", Limit{Limit: 1, Window: time.Second}, cfg)
+	require.NoError(t, err, "a broken run is a result, not the end of the comparison")
+	require.NotNil(t, res)
+	assert.NotEmpty(t, res.RunError)
+	_, cell := tput(res)
+	assert.Contains(t, cell, "failed")
+}

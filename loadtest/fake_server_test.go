@@ -20,8 +20,9 @@ import (
 // answers nothing until it has received barrier commands, which deadlocks a
 // client that waits for each reply before sending the next command.
 type fakeServer struct {
-	ln      net.Listener
-	barrier int
+	ln        net.Listener
+	barrier   int
+	dropAfter int // when > 0, a connection is closed after this many commands
 
 	mu     sync.Mutex                 // guards counts and incr
 	counts map[string]map[int64]int64 // key → second → admitted
@@ -65,7 +66,7 @@ func (s *fakeServer) handle(c net.Conn) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	var out []byte
-	held := 0
+	held, served := 0, 0
 	for {
 		args, err := readCommand(br)
 		if err != nil {
@@ -73,6 +74,9 @@ func (s *fakeServer) handle(c net.Conn) {
 		}
 		out = append(out, s.reply(args)...)
 		held++
+		if served++; s.dropAfter > 0 && served >= s.dropAfter {
+			return
+		}
 		if held < s.barrier || br.Buffered() > 0 {
 			continue // hold replies until the barrier is met, then answer a whole pipeline in one write
 		}
@@ -89,6 +93,9 @@ func (s *fakeServer) reply(args []string) string {
 	switch strings.ToUpper(args[0]) {
 	case "PING":
 		return "+PONG\r\n"
+	case "FLUSHALL":
+		s.counts, s.incr = map[string]map[int64]int64{}, map[string]int64{}
+		return "+OK\r\n"
 	case "INCR":
 		s.incr[args[1]]++
 		return fmt.Sprintf(":%d\r\n", s.incr[args[1]])

@@ -18,6 +18,7 @@ type Result struct {
 	Denied     int64         `json:"denied"`
 	Errors     int64         `json:"errors"`
 	FirstError string        `json:"first_error,omitempty"`
+	RunError   string        `json:"run_error,omitempty"` // the run broke off: a connection failed, the server died
 	Elapsed    time.Duration `json:"elapsed_ns"`
 	Throughput float64       `json:"throughput"`
 	Latency    Percentiles   `json:"latency"`
