@@ -12,9 +12,9 @@ package shard
 // bytes a key at 1M keys over 256 shards (at the bottom of the swing), more
 // than the slot and key together. This table costs 4 bytes a slot and swings
 // between 37% and 75%: 5–11 bytes a key. The price is hand-written probing,
-// and growing rehashes a shard's keys from the arena in one go (about 1 ms
-// under the lock for a 40k-key shard, 10M keys in all), where a Go map splits
-// a little at a time.
+// and growing rehashes a shard's keys from the arena in one go under the lock
+// (measured 1.8 ms for a 49k-key shard, 12.5M keys over 256 shards), where a
+// Go map splits 1024 slots at a time.
 type index struct {
 	table []uint32 // len is zero or a power of two
 	live  int      // entries naming a slot

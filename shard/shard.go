@@ -65,9 +65,9 @@ func (s *shard) insertLocked(key []byte, h uint64) (uint32, bool) {
 	if !ok {
 		return 0, false
 	}
+	s.roomLocked() // before the new slot exists: a rehash walks the slots
 	i := s.slots.alloc()
 	s.slots.at(i).key = ref
-	s.roomLocked()
 	s.index.put(fold(h), i)
 	s.peak = max(s.peak, s.index.live)
 	return i, true
@@ -88,11 +88,12 @@ func (s *shard) roomLocked() {
 }
 
 // rehashLocked moves every entry of s's index into x, which becomes the index.
+// It walks the slots rather than the old table, so that slots and keys are
+// read in the order they were allocated instead of at random.
 func (s *shard) rehashLocked(x index) {
-	for _, e := range s.index.table {
-		if e&slotField != 0 {
-			i := e&slotField - 1
-			x.put(fold(s.hash(s.keys.get(s.slots.at(i).key))), i)
+	for i := range s.slots.next {
+		if ref := s.slots.at(i).key; ref != 0 {
+			x.put(fold(s.hash(s.keys.get(ref))), i)
 		}
 	}
 	s.index = x
