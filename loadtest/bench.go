@@ -21,7 +21,8 @@ type BenchConfig struct {
 	Limit          Limit         // the throughput runs' limit per key
 	MemKeys        uint64        // keys for memory per key
 	Acc            AccuracyPlan
-	Rounds         int // runs per compare cell, alternating order; the median is kept
+	Rounds         int           // runs per compare cell, alternating order; the median is kept
+	ProfileFor     time.Duration // how long perf samples rlstore; 0 for no profile
 	Progress       io.Writer
 }
 
@@ -50,6 +51,8 @@ type BenchReport struct {
 	Ceiling  []Row         `json:"ceiling"`
 	Sweep    []Row         `json:"sweep"`
 	Hot      []Row         `json:"hot"`
+	Profile  []string      `json:"profile"`              // rlstore's hottest functions under the first pair at -P 16
+	NoProf   string        `json:"no_profile,omitempty"` // why there is no profile
 	Memory   []MemRow      `json:"memory"`
 	Accuracy []AccRow      `json:"accuracy"`
 	Unserved []string      `json:"unserved"` // decision commands rlstore does not serve yet
@@ -61,7 +64,7 @@ type BenchReport struct {
 // the pipeline sweep for the chart, memory per key and accuracy.
 func Bench(ctx context.Context, cfg BenchConfig, m Machine) (*BenchReport, error) {
 	rep := &BenchReport{Machine: m, Config: cfg, Started: time.Now()}
-	steps := []func(context.Context, *BenchReport) error{benchCompare, benchCeiling, benchSweep, benchHot, benchAccuracy, benchMemory}
+	steps := []func(context.Context, *BenchReport) error{benchCompare, benchCeiling, benchSweep, benchHot, benchProfile, benchAccuracy, benchMemory}
 	for _, step := range steps {
 		if err := step(ctx, rep); err != nil {
 			return rep, err
@@ -126,6 +129,32 @@ func benchHot(ctx context.Context, rep *BenchReport) error {
 	var err error
 	rep.Hot, err = Compare(ctx, cc)
 	return err
+}
+
+// benchProfile samples rlstore with perf while it serves the first pair at
+// -P 16, to show where its time goes.
+func benchProfile(ctx context.Context, rep *BenchReport) error {
+	cfg := rep.Config
+	if cfg.ProfileFor <= 0 {
+		rep.NoProf = "profiling was turned off"
+		return nil
+	}
+	if !cfg.Rlstore.Owned() || !Serves(ctx, cfg.Rlstore, cfg.Pairs[0].Native, cfg.Limit) {
+		rep.NoProf = "rlstore was not started by rlload, or does not serve " + cfg.Pairs[0].Native
+		return nil
+	}
+	run := cfg.compare(nil, nil).runConfig(16)
+	run.Duration, run.Progress = cfg.ProfileFor+time.Second, nil
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunOn(ctx, cfg.Rlstore, cfg.Pairs[0].Native, cfg.Limit, run)
+		done <- err
+	}()
+	var err error
+	if rep.Profile, err = PerfProfile(ctx, cfg.Rlstore.PID(), cfg.ProfileFor, 20); err != nil {
+		rep.NoProf = err.Error()
+	}
+	return <-done
 }
 
 // ChartSeries returns the chart's lines: the first pair on both systems and

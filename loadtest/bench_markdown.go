@@ -43,6 +43,7 @@ func (rep *BenchReport) WriteMarkdown(w io.Writer, o MarkdownOptions) {
 	MarkdownMemory(w, rep.Memory)
 	rep.writeAccuracy(p)
 	rep.writeTargets(p)
+	rep.writeProfile(p)
 	if o.Notes != "" {
 		p("\n%s", strings.TrimSpace(o.Notes))
 	}
@@ -106,4 +107,19 @@ func (rep *BenchReport) clientCost() string {
 	return "The load generator's own CPU time per request (user + system, from getrusage), for " +
 		rep.Config.Pairs[0].Native + " and its counterpart: " + strings.Join(parts, "; ") +
 		". Without pipelining, each request costs the client a write, a read and a goroutine wake-up, about as much as the server's work, on the same two cores."
+}
+
+func (rep *BenchReport) writeProfile(p func(string, ...any)) {
+	p("\n## Where rlstore's time goes\n")
+	if len(rep.Profile) == 0 {
+		p("No profile: %s.", rep.NoProf)
+		return
+	}
+	p("rlstore's hottest functions while serving %s at -P 16 with %d connections, sampled from outside with `perf record -F 499 -p <pid>` for %s (rlstore serves no pprof endpoint; `bash loadtest/profile.sh` repeats this with call graphs). Shares are of the server's samples, kernel included.\n",
+		rep.Config.Pairs[0].Native, rep.Config.Conns, rep.Config.ProfileFor)
+	p("```")
+	for _, l := range rep.Profile {
+		p("%s", l)
+	}
+	p("```")
 }

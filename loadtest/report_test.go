@@ -61,3 +61,18 @@ func TestProcCPUOfThisProcess(t *testing.T) {
 	assert.Equal(t, time.Microsecond, r.CPUPerRequest())
 	assert.Zero(t, (*Result)(nil).CPUPerRequest())
 }
+
+func TestHottestParsesPerfReport(t *testing.T) {
+	report := `# Samples: 1K of event 'cpu-clock'
+#
+    14.13%  [.] github.com/rlstore/rlstore/shard.(*shard).findLocked           -      -
+     6.52%  [k] finish_task_switch.isra.0                                      -      -
+     1.00%  [.] runtime.memmove                                                -      -
+`
+	got := hottest(report, 2)
+	require.Len(t, got, 2)
+	assert.Contains(t, got[0], "14.13%")
+	assert.Contains(t, got[0], "user")
+	assert.Contains(t, got[0], "shard.(*shard).findLocked")
+	assert.Contains(t, got[1], "kernel")
+}

@@ -22,6 +22,7 @@ type benchFlags struct {
 	memKeys                             uint64
 	accDuration                         time.Duration
 	rounds                              int
+	profileFor                          time.Duration
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -34,6 +35,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "length of each throughput run")
 	fs.Uint64Var(&f.memKeys, "mem-keys", 1000000, "keys for memory per key")
 	fs.DurationVar(&f.accDuration, "acc-duration", 5*time.Second, "length of each accuracy run")
+	fs.DurationVar(&f.profileFor, "profile", 4*time.Second, "sample rlstore with perf this long, when perf is installed (0: no profile)")
 	fs.IntVar(&f.rounds, "rounds", 1, "runs per compare cell, alternating which system goes first; the median is kept")
 }
 
