@@ -48,7 +48,7 @@ func (f *benchFlags) config(rl, redis *loadtest.System, progress io.Writer) load
 			Keys: 20, Limit: loadtest.Limit{Limit: 100, Window: 2 * time.Second},
 			Conns: f.conns, Pipeline: 4, Duration: f.accDuration,
 		},
-		Rounds: f.rounds, Progress: progress,
+		Rounds: f.rounds, ProfileFor: f.profileFor, Progress: progress,
 	}
 }
 
