@@ -64,6 +64,9 @@ func (a *arena) newPage(need int) int {
 // get returns the key named by ref. The bytes are the arena's: copy to keep them.
 func (a *arena) get(ref uint32) []byte {
 	page := a.pages[ref>>arenaPageBits][ref&(arenaPage-1):]
+	if n := page[0]; n < 0x80 { // a key under 128 bytes: a one-byte length
+		return page[1 : 1+n]
+	}
 	n, k := binary.Uvarint(page)
 	return page[k : k+int(n)]
 }

@@ -162,14 +162,13 @@ func benchGC(b *testing.B, n int, p window.Params, d decider) {
 			b.Fatal(err)
 		}
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapAlloc)/float64(n), "heap-B/key")
-	b.ResetTimer()
 	for b.Loop() {
 		runtime.GC()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/GC")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/float64(n), "heap-B/key")
+	b.ReportMetric(float64(ms.HeapObjects), "heap-objects")
 	runtime.KeepAlive(d)
 }

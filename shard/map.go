@@ -92,14 +92,10 @@ func (m *Map) shardFor(h uint64) *shard { return m.shards[h&m.mask] }
 // A key that holds another algorithm's state gets ErrWrongType; a new key
 // beyond the configured limits gets ErrFull.
 func (m *Map) Decide(key []byte, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
-	if err := check(p, cost); err != nil {
-		return window.Decision{}, err
-	}
-	now = max(now, 0)
 	h := m.hash(key)
 	s := m.shardFor(h)
 	s.mu.Lock()
-	d, err := m.decideLocked(s, key, h, p, now, cost, peek)
+	d, err := m.decideLocked(s, key, h, p, max(now, 0), cost, peek)
 	s.mu.Unlock()
 	s.stats.count(d, err)
 	return d, err
@@ -119,14 +115,20 @@ func check(p window.Params, cost int64) error {
 	return nil
 }
 
+// decideLocked decides a request under s's lock. Parameters a key already
+// holds were checked when it took them, so only new ones are checked again:
+// validating costs divisions on every request otherwise.
 func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
 	i, ok := s.findLocked(key, h)
 	if !ok {
+		if err := check(p, cost); err != nil {
+			return window.Decision{}, err
+		}
 		return m.createLocked(s, key, h, p, now, cost, peek)
 	}
 	sl := s.slots.at(i)
-	if s.params.get(sl.param).Kind != p.Kind {
-		return window.Decision{}, ErrWrongType
+	if err := s.admitsLocked(sl, p, cost); err != nil {
+		return window.Decision{}, err
 	}
 	if peek { // decide under p, but leave the key's own parameters alone
 		return s.decideSlotLocked(sl, p, now, cost, true), nil
@@ -135,6 +137,24 @@ func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now,
 	d := s.decideSlotLocked(sl, p, now, cost, false)
 	m.accountLocked(s)
 	return d, nil
+}
+
+// admitsLocked reports whether a request of cost under p may run on sl.
+func (s *shard) admitsLocked(sl *slot, p window.Params, cost int64) error {
+	old := s.params.get(sl.param)
+	switch {
+	case old == p && cost >= 1:
+		return nil
+	case old == p:
+		return window.ErrCost
+	}
+	if err := check(p, cost); err != nil {
+		return err
+	}
+	if old.Kind != p.Kind {
+		return ErrWrongType
+	}
+	return nil
 }
 
 // createLocked decides a request for a key that does not exist, adding the key

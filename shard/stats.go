@@ -14,8 +14,9 @@ type stats struct {
 
 func (s *stats) count(d window.Decision, err error) {
 	switch {
-	case err != nil:
+	case err == ErrWrongType || err == ErrFull:
 		s.errors.Add(1)
+	case err != nil: // bad input is not a decision
 	case d.Allowed:
 		s.allowed.Add(1)
 	default:
