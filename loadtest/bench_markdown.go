@@ -23,8 +23,8 @@ func (rep *BenchReport) WriteMarkdown(w io.Writer, o MarkdownOptions) {
 	rep.writeMachine(p)
 	rep.writeMethod(p)
 	p("## rlstore against Redis+Lua\n")
-	p("%d connections, keys uniform over %d, limit %d per %s per key; the median of %d alternating runs per cell. Ratios are rlstore / Redis.\n",
-		rep.Config.Conns, rep.Config.Keyspace, rep.Config.Limit.Limit, windowText(rep.Config.Limit.Window), max(rep.Config.Rounds, 1))
+	p("%d connections, keys uniform over %d, limit %d per %s per key; %s. Ratios are rlstore / Redis.\n",
+		rep.Config.Conns, rep.Config.Keyspace, rep.Config.Limit.Limit, windowText(rep.Config.Limit.Window), roundsText(rep.Config.Rounds))
 	MarkdownCompare(w, rep.Rows)
 	if len(rep.Unserved) > 0 {
 		p("\nNot served by rlstore at this commit, so not compared: %s.", strings.Join(rep.Unserved, ", "))
@@ -122,4 +122,15 @@ func (rep *BenchReport) writeProfile(p func(string, ...any)) {
 		p("%s", l)
 	}
 	p("```")
+}
+
+// roundsText says which of a cell's runs the table shows.
+func roundsText(n int) string {
+	switch {
+	case n <= 1:
+		return "one run per system per cell"
+	case n == 2:
+		return "each cell ran twice per system, alternating which system went first, and shows the better run"
+	}
+	return fmt.Sprintf("each cell ran %d times per system, alternating which system went first, and shows the median run by throughput", n)
 }

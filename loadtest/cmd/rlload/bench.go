@@ -32,11 +32,11 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.notes, "notes", "", "append this Markdown file's analysis to the report")
 	fs.StringVar(&f.command, "command", "bash loadtest/bench.sh", "the command named in the report as its source")
 	fs.IntVar(&f.conns, "c", 50, "connections")
-	fs.DurationVar(&f.duration, "duration", 3*time.Second, "length of each throughput run")
+	fs.DurationVar(&f.duration, "duration", 2*time.Second, "length of each throughput run")
 	fs.Uint64Var(&f.memKeys, "mem-keys", 1000000, "keys for memory per key")
 	fs.DurationVar(&f.accDuration, "acc-duration", 5*time.Second, "length of each accuracy run")
 	fs.DurationVar(&f.profileFor, "profile", 4*time.Second, "sample rlstore with perf this long, when perf is installed (0: no profile)")
-	fs.IntVar(&f.rounds, "rounds", 1, "runs per compare cell, alternating which system goes first; the median is kept")
+	fs.IntVar(&f.rounds, "rounds", 2, "runs per compare cell, alternating which system goes first; the median is kept (the better of two)")
 }
 
 func (f *benchFlags) config(rl, redis *loadtest.System, progress io.Writer) loadtest.BenchConfig {
