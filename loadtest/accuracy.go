@@ -13,11 +13,17 @@ import (
 //
 // RL.SLIDE is sliding with 1 s buckets, RL.LOG sliding with 1 ms buckets,
 // RL.FIXED aligned with 1 s buckets.
+//
+// With Period set, the rule is a token bucket instead (RL.TOKEN, RL.LEAKY,
+// CL.THROTTLE, GCRA): it starts full with Limit units and refills Limit per
+// Period, so no stretch of time [A, B] can hold more than
+// Limit + Limit·(B−A)/Period admitted units; Unit and Units are unused.
 type Rule struct {
 	Limit   int64         `json:"limit"`
-	Unit    time.Duration `json:"unit_ns"`
-	Units   int64         `json:"units"`
-	Aligned bool          `json:"aligned"`
+	Unit    time.Duration `json:"unit_ns,omitempty"`
+	Units   int64         `json:"units,omitempty"`
+	Aligned bool          `json:"aligned,omitempty"`
+	Period  time.Duration `json:"period_ns,omitempty"`
 	Cost    int64         `json:"cost"`
 }
 
@@ -55,6 +61,7 @@ type Accuracy struct {
 	OverAdmitted  int64         `json:"over_admitted"`  // Σ over keys of the worst window's units above Limit
 	OverWindows   int64         `json:"over_windows"`   // windows provably above Limit
 	UnderAdmitted int64         `json:"under_admitted"` // denials provably made with room left
+	UnderChecked  bool          `json:"under_checked"`  // false for token buckets, whose denials are not judged
 }
 
 // interval is an event's possible decision buckets, lo … hi.
@@ -63,7 +70,7 @@ type interval struct{ lo, hi int64 }
 // CheckAccuracy holds the events of a trace to r. Events are grouped by key;
 // their order does not matter, and events is reordered.
 func CheckAccuracy(r Rule, events []Event, slack time.Duration) Accuracy {
-	acc := Accuracy{Rule: r, Slack: slack}
+	acc := Accuracy{Rule: r, Slack: slack, UnderChecked: r.Period == 0}
 	slices.SortFunc(events, func(a, b Event) int { return cmpUint(a.Key, b.Key) })
 	for len(events) > 0 {
 		n := 1
@@ -89,6 +96,10 @@ func cmpUint(a, b uint64) int {
 // addKey checks one key's events.
 func (acc *Accuracy) addKey(r Rule, events []Event, slack time.Duration) {
 	acc.Keys++
+	if r.Period > 0 {
+		acc.addBucketKey(r, events, slack)
+		return
+	}
 	var admits, maybe, denials []interval
 	for _, e := range events {
 		iv := interval{r.bucket(e.Send - int64(slack)), r.bucket(e.Recv + int64(slack))}

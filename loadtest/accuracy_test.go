@@ -197,3 +197,68 @@ func decide(counts map[uint64]map[int64]int64, key uint64, sec int64, rule Rule)
 	counts[key][sec] += rule.Cost
 	return ok
 }
+
+func bucket(capacity int64, period time.Duration) Rule {
+	return Rule{Limit: capacity, Period: period, Cost: 1}
+}
+
+func TestBucketAccuracyCleanTrace(t *testing.T) {
+	// 3 at once, then one every 334 ms: a 3-token bucket refilling 3 a second.
+	events := []Event{at(1, 0, 1, ok), at(1, 1, 2, ok), at(1, 2, 3, ok), at(1, 10, 11, no),
+		at(1, 336, 337, ok), at(1, 670, 671, ok), at(1, 1004, 1005, ok)}
+	acc := CheckAccuracy(bucket(3, time.Second), events, 0)
+	assert.Equal(t, int64(6), acc.Admits)
+	assert.Zero(t, acc.OverAdmitted)
+	assert.False(t, acc.UnderChecked)
+}
+
+func TestBucketAccuracyFindsOverAdmission(t *testing.T) {
+	events := []Event{at(1, 0, 1, ok), at(1, 1, 2, ok), at(1, 2, 3, ok), at(1, 10, 11, ok), at(1, 20, 21, ok)}
+	acc := CheckAccuracy(bucket(3, time.Second), events, 0)
+	assert.Equal(t, int64(2), acc.OverAdmitted, "5 admits in 21 ms from a 3-token bucket refilling 3/s")
+	assert.Positive(t, acc.OverWindows)
+}
+
+func TestBucketAccuracyGivesUncertainTimesTheBenefitOfTheDoubt(t *testing.T) {
+	// The fourth admit's reply took 400 ms: it may have been decided after
+	// a token came back.
+	events := []Event{at(1, 0, 1, ok), at(1, 1, 2, ok), at(1, 2, 3, ok), at(1, 10, 410, ok)}
+	assert.Zero(t, CheckAccuracy(bucket(3, time.Second), events, 0).OverAdmitted)
+	events[3] = at(1, 10, 300, ok)
+	assert.Equal(t, int64(1), CheckAccuracy(bucket(3, time.Second), events, 0).OverAdmitted,
+		"by 300 ms less than one token has come back")
+}
+
+// TestBucketAccuracyAgainstGCRA replays a random trace through an exact
+// GCRA and finds nothing, then turns some denials into admits and finds them.
+func TestBucketAccuracyAgainstGCRA(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	rule := bucket(5, time.Second) // emission interval 200 ms
+	tat := map[uint64]int64{}
+	var events []Event
+	now := int64(0)
+	for range 5000 {
+		now += r.Int64N(30)
+		key := r.Uint64N(3)
+		events = append(events, at(key, now, now+r.Int64N(3), gcra(tat, key, now, 200, 5)))
+	}
+	acc := CheckAccuracy(rule, append([]Event(nil), events...), 0)
+	assert.Zero(t, acc.OverAdmitted)
+	assert.Positive(t, acc.Denials)
+	for i := range events {
+		if events[i].Outcome == no && i%40 == 0 {
+			events[i].Outcome = ok
+		}
+	}
+	assert.Positive(t, CheckAccuracy(rule, events, 0).OverAdmitted)
+}
+
+// gcra decides at ms now with emission interval t and burst capacity c.
+func gcra(tat map[uint64]int64, key uint64, now, t, c int64) Outcome {
+	next := max(tat[key], now) + t
+	if now < next-c*t {
+		return no
+	}
+	tat[key] = next
+	return ok
+}

@@ -41,7 +41,7 @@ func (c Config) Validate() error {
 	case c.Requests == 0 && c.Duration == 0:
 		return fmt.Errorf("loadtest: a run needs a request count, a duration or both")
 	case c.Check && c.Workload.Rule == nil:
-		return fmt.Errorf("loadtest: workload %s has no windowed limit to check", c.Workload.Name)
+		return fmt.Errorf("loadtest: workload %s has no limit to check (give --rule with --cmd)", c.Workload.Name)
 	case len(c.Workload.Args) == 0:
 		return fmt.Errorf("loadtest: no command to send")
 	}

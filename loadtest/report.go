@@ -37,7 +37,11 @@ func writeAccuracy(tw io.Writer, a *Accuracy) {
 	fmt.Fprintf(tw, "accuracy\t%d keys, %d admits (%d straddling a bucket edge), %d denials, %d unknown\n",
 		a.Keys, a.Admits, a.Straddling, a.Denials, a.Unknown)
 	fmt.Fprintf(tw, "over-admission\t%d units in %d windows\n", a.OverAdmitted, a.OverWindows)
-	fmt.Fprintf(tw, "under-admission\t%d denials\n", a.UnderAdmitted)
+	if a.UnderChecked {
+		fmt.Fprintf(tw, "under-admission\t%d denials\n", a.UnderAdmitted)
+	} else {
+		fmt.Fprintf(tw, "under-admission\tnot judged for token buckets\n")
+	}
 }
 
 // minKeysForPerKey is the fewest new keys that make bytes per key mean

@@ -17,7 +17,7 @@ func sampleResult() Result {
 		Requests: 1000, Allowed: 900, Denied: 100, Elapsed: time.Second, Throughput: 1000,
 		Latency:  Percentiles{P50: 500 * time.Microsecond, P90: time.Millisecond, P99: 2 * time.Millisecond, P999: 3 * time.Millisecond, Max: 4 * time.Millisecond},
 		Memory:   &Memory{Source: "/proc VmRSS", Basis: "RSS", RSSBefore: 1 << 20, RSSAfter: 2 << 20, KeysAfter: 20000, BytesPerKey: 52.4},
-		Accuracy: &Accuracy{Keys: 100, Admits: 900, Denials: 100},
+		Accuracy: &Accuracy{Keys: 100, Admits: 900, Denials: 100, UnderChecked: true},
 	}
 }
 

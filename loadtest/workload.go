@@ -54,14 +54,14 @@ func builders() map[string]builder {
 		"rl.slide":    native("RL.SLIDE", slideArgs, slideRule),
 		"rl.fixed":    native("RL.FIXED", slideArgs, fixedRule),
 		"rl.log":      native("RL.LOG", slideArgs, logRule),
-		"rl.token":    native("RL.TOKEN", bucketArgs, nil),
-		"rl.leaky":    native("RL.LEAKY", bucketArgs, nil),
+		"rl.token":    native("RL.TOKEN", bucketArgs, bucketRule),
+		"rl.leaky":    native("RL.LEAKY", bucketArgs, bucketRule),
 		"cl.throttle": throttle,
 		"rl.check":    check,
 		"lua.slide":   lua("slide", luaSecondsArgs, slideRule),
 		"lua.fixed":   lua("fixed", luaMillisArgs, fixedRule),
 		"lua.log":     lua("log", luaMillisArgs, logRule),
-		"lua.gcra":    lua("gcra", luaBucketArgs, nil),
+		"lua.gcra":    lua("gcra", luaBucketArgs, bucketRule),
 	}
 }
 
@@ -138,6 +138,7 @@ func throttle(name string, l Limit) (Workload, error) {
 		Name:     name,
 		Args:     []string{"CL.THROTTLE", KeyPlaceholder, itoa(l.Limit - 1), itoa(l.Limit), secs(l.Window), "1"},
 		Inverted: true,
+		Rule:     bucketRule(l),
 	}, nil
 }
 
@@ -160,14 +161,15 @@ func luaBucketArgs(l Limit) []string {
 	return []string{itoa(l.Limit), itoa(l.Limit), millis(l.Window), "1"}
 }
 
-// RuleFor returns the accuracy rule of a kind of windowed limit: "slide"
-// (1 s buckets, as RL.SLIDE), "fixed" (aligned, as RL.FIXED) or "log" (1 ms
-// buckets, as RL.LOG), enforcing l.
+// RuleFor returns the accuracy rule of a kind of limit enforcing l: "slide"
+// (1 s buckets, as RL.SLIDE), "fixed" (aligned, as RL.FIXED), "log" (1 ms
+// buckets, as RL.LOG) or "bucket" (a token bucket of l.Limit refilled
+// l.Limit per l.Window, as RL.TOKEN).
 func RuleFor(kind string, l Limit) (*Rule, error) {
-	rules := map[string]func(Limit) *Rule{"slide": slideRule, "fixed": fixedRule, "log": logRule}
+	rules := map[string]func(Limit) *Rule{"slide": slideRule, "fixed": fixedRule, "log": logRule, "bucket": bucketRule}
 	r, ok := rules[kind]
 	if !ok {
-		return nil, fmt.Errorf("loadtest: no accuracy rule %q (have slide, fixed, log)", kind)
+		return nil, fmt.Errorf("loadtest: no accuracy rule %q (have slide, fixed, log, bucket)", kind)
 	}
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -183,6 +185,10 @@ func fixedRule(l Limit) *Rule {
 	r := slideRule(l)
 	r.Aligned = true
 	return r
+}
+
+func bucketRule(l Limit) *Rule {
+	return &Rule{Limit: l.Limit, Period: l.Window, Cost: 1}
 }
 
 func logRule(l Limit) *Rule {

@@ -98,6 +98,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func runAndReport(ctx context.Context, cfg loadtest.Config, asJSON bool, stdout io.Writer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	cl, err := loadtest.Dial(ctx, cfg.Addr)
 	if err != nil {
 		return err
