@@ -56,10 +56,10 @@ func TestBenchPipeline(t *testing.T) {
 	require.NotEmpty(t, rep.Memory)
 	assert.Positive(t, rep.Memory[0].Rlstore.BytesPerKey)
 	assert.Equal(t, "RSS", rep.Memory[0].Rlstore.Basis)
-	require.Len(t, rep.Accuracy, 2, "lua.slide on each system, once")
+	require.Len(t, rep.Accuracy, 3, "lua.slide on each system, once, and lua.gcra")
 	for _, a := range rep.Accuracy {
-		assert.Zero(t, a.Result.Accuracy.OverAdmitted, a.System)
-		assert.Zero(t, a.Result.Accuracy.UnderAdmitted, a.System)
+		assert.Zero(t, a.Result.Accuracy.OverAdmitted, a.System+" "+a.Workload)
+		assert.Zero(t, a.Result.Accuracy.UnderAdmitted, a.System+" "+a.Workload)
 	}
 
 	series := rep.ChartSeries()
