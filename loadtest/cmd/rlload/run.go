@@ -33,7 +33,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tmpl, "cmd", "", `custom command template, e.g. "RL.SLIDE {key} 100 60" (overrides -t)`)
 	fs.StringVar(&f.rule, "rule", "", "with --cmd: the rule --check holds it to: slide, fixed or log (of --limit per --window)")
 	fs.Float64Var(&f.rate, "rate", 0, "open loop: total requests per second (0: closed loop)")
-	fs.BoolVar(&f.check, "check", false, "check the accuracy of windowed decisions")
+	fs.BoolVar(&f.check, "check", false, "check the accuracy of the decisions (windowed limits and token buckets)")
 	fs.DurationVar(&f.slack, "slack", 0, "clock uncertainty the accuracy check allows")
 	fs.StringVar(&f.prefix, "prefix", "", "key prefix (default: a fresh one per run)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write the load generator's own CPU profile here")
