@@ -13,7 +13,7 @@ import (
 )
 
 // The append-only log is a sequence of segment files, each a header block then
-// entries blocks (key states and tombstones, as the Feed drains them) and flush
+// entries blocks (key states and tombstones, as Map.DrainDirty returns them) and flush
 // blocks (FLUSHALL). Replay applies them in order, so the last state written
 // for a key wins. A snapshot starts a new segment and, once it is durable,
 // deletes the older ones, which keeps the log's size bounded.
@@ -186,7 +186,7 @@ func (seg *segment) sync() error {
 	return nil
 }
 
-// aof writes the changes a Feed records to log segments.
+// aof writes the changes a Map records to log segments.
 //
 // While a snapshot is being written, some shards have been exported to it and
 // others not yet. A shard's changes go to the new segment from the moment it
@@ -195,7 +195,7 @@ func (seg *segment) sync() error {
 // crash comes before or after the snapshot is renamed into place.
 type aof struct {
 	dir   string
-	feed  *shard.Feed
+	m     *shard.Map
 	clock func() int64
 
 	mu    sync.Mutex // guards segs and route
@@ -214,8 +214,8 @@ type aof struct {
 	failed   atomic.Pointer[error]
 }
 
-func newAOF(dir string, feed *shard.Feed, shards int, clock func() int64, segs []*segment) *aof {
-	l := &aof{dir: dir, feed: feed, clock: clock, segs: segs, route: make([]*segment, shards)}
+func newAOF(dir string, m *shard.Map, clock func() int64, segs []*segment) *aof {
+	l := &aof{dir: dir, m: m, clock: clock, segs: segs, route: make([]*segment, m.Shards())}
 	for i := range l.route {
 		l.route[i] = segs[len(segs)-1]
 	}
@@ -234,7 +234,7 @@ func (l *aof) flush(sync bool) error {
 	now := l.clock()
 	for i := range l.route {
 		l.mu.Lock()
-		l.ents = l.feed.DrainDirty(i, l.ents[:0])
+		l.ents = l.m.DrainDirty(i, l.ents[:0])
 		seg := l.route[i]
 		l.mu.Unlock()
 		if len(l.ents) > 0 {

@@ -84,7 +84,7 @@ func BenchmarkLogAppend(b *testing.B) {
 	for i := 0; i < b.N; i += batch {
 		b.StopTimer()
 		for j := range min(batch, b.N-i) {
-			_, err := st.Feed().Decide(keys[(i+j)%len(keys)], slideP, c.nano(), 1, false)
+			_, err := st.m.Decide(keys[(i+j)%len(keys)], slideP, c.nano(), 1, false)
 			require.NoError(b, err)
 		}
 		b.StartTimer()
@@ -105,7 +105,7 @@ func BenchmarkCommitAlways(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		key := fmt.Appendf(nil, "conn:%p", pb)
 		for pb.Next() {
-			if _, err := st.Feed().Decide(key, slideP, c.nano(), 1, false); err != nil {
+			if _, err := st.m.Decide(key, slideP, c.nano(), 1, false); err != nil {
 				b.Error(err)
 			}
 			if err := st.Commit(); err != nil {

@@ -40,25 +40,25 @@ func (w written) check(t *testing.T, m *shard.Map) {
 	}
 }
 
-// fuzzLog returns a log segment made of several flushes of a Feed, with
+// fuzzLog returns a log segment made of several drains of a Map, with
 // tombstones and a FLUSHALL, and every state it wrote.
 func fuzzLog(t testing.TB) ([]byte, written) {
 	now := t0.UnixNano()
 	m := newMap(t, 4)
-	f := m.NewFeed()
+	m.TrackChanges()
 	r := rand.New(rand.NewPCG(42, 42))
 	w := written{}
 	buf := appendHeader(nil, magicLog, now, 3)
 	var es []shard.Entry
 	for round := range 6 {
-		traffic(t, f.Decide, r, 24, 40, now)
-		f.Delete(fmt.Appendf(nil, "key:%d", r.IntN(24)))
+		traffic(t, m.Decide, r, 24, 40, now)
+		m.Delete(fmt.Appendf(nil, "key:%d", r.IntN(24)))
 		if round == 3 {
 			b, start := beginBlock(buf, kindFlush)
 			buf = endBlock(b, start)
 		}
 		for i := range m.Shards() {
-			es = f.DrainDirty(i, es[:0])
+			es = m.DrainDirty(i, es[:0])
 			w.add(es)
 			buf = appendEntries(buf, es, now)
 		}

@@ -58,7 +58,7 @@ func exportAll(m *shard.Map) []shard.Entry {
 	return all
 }
 
-// decider is Map.Decide or Feed.Decide.
+// decider is Map.Decide.
 type decider func(key []byte, p window.Params, now, cost int64, peek bool) (window.Decision, error)
 
 // traffic makes n decisions on up to keys keys at now, of every kind, some

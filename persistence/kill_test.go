@@ -89,7 +89,7 @@ func TestStoreKill9Always(t *testing.T) {
 	if dir, ok := childDir(t); ok {
 		st, _, err := Open(dir, newMap(t, 16), c.opts(FsyncAlways))
 		for i := 0; err == nil; i++ {
-			if _, err = st.Feed().Decide(fmt.Appendf(nil, "k%d", i), tokenP, c.nano(), 1+int64(i%5), false); err == nil {
+			if _, err = st.m.Decide(fmt.Appendf(nil, "k%d", i), tokenP, c.nano(), 1+int64(i%5), false); err == nil {
 				if err = st.Commit(); err == nil {
 					child("ok %d", i)
 				}

@@ -75,13 +75,13 @@ type Recovery struct {
 // flush interval (and at each Commit under FsyncAlways). A snapshot rotates the
 // log, so the log stays about as small as the changes since the last snapshot.
 //
-// Only changes made through the Store's Feed, and Flush, are logged. A Store is
-// made with Open and is safe for concurrent use.
+// Every change the Map records (see shard.Map.TrackChanges) is logged, however
+// it was made; FLUSHALL must go through the Store's Flush to be logged. A Store
+// is made with Open and is safe for concurrent use.
 type Store struct {
 	dir    string
 	m      *shard.Map
 	opts   Options
-	feed   *shard.Feed
 	log    *aof
 	lock   *os.File
 	cancel context.CancelFunc
@@ -110,7 +110,7 @@ type saveInfo struct {
 
 // Open opens (creating if needed) the data directory dir, loads its snapshot
 // and replays its log into m, which should be empty, then starts logging the
-// changes made through Feed. State expired at the clock's now is dropped. A
+// changes made to m. State expired at the clock's now is dropped. A
 // torn last record of a log segment is truncated and reported in Recovery;
 // any other damage is a *CorruptError naming the file and offset.
 func Open(dir string, m *shard.Map, opts Options) (*Store, Recovery, error) {
@@ -130,8 +130,8 @@ func Open(dir string, m *shard.Map, opts Options) (*Store, Recovery, error) {
 		lock.Close()
 		return nil, st.loaded, err
 	}
-	st.feed = m.NewFeed()
-	st.log = newAOF(dir, st.feed, m.Shards(), st.now, segs)
+	m.TrackChanges()
+	st.log = newAOF(dir, m, st.now, segs)
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel
 	st.wg.Add(1)
@@ -233,11 +233,7 @@ func (st *Store) removeBefore(gen uint64, snaps, logs []uint64) error {
 	return nil
 }
 
-// Feed returns the Feed through which every change to the Map must be made
-// for the log to record it.
-func (st *Store) Feed() *shard.Feed { return st.feed }
-
-// Commit makes the changes made through the Feed before the call durable.
+// Commit makes the changes made to the Map before the call durable.
 // Under FsyncAlways the server calls it before replying to a batch of
 // commands; concurrent callers share one write and one fsync. Under the other
 // modes it returns at once: the background loop writes the log.

@@ -28,15 +28,15 @@ func TestStoreRoundTrip(t *testing.T) {
 	assert.Empty(t, rec.Snapshot)
 	r := rand.New(rand.NewPCG(1, 1))
 
-	traffic(t, st.Feed().Decide, r, 500, 5000, c.nano())
+	traffic(t, st.m.Decide, r, 500, 5000, c.nano())
 	flushLog(t, st)
 	require.NoError(t, st.Snapshot())
-	traffic(t, st.Feed().Decide, r, 800, 5000, c.nano()) // logged only
+	traffic(t, st.m.Decide, r, 800, 5000, c.nano()) // logged only
 	for k := range 50 {
-		st.Feed().Delete(fmt.Appendf(nil, "key:%d", k))
+		st.m.Delete(fmt.Appendf(nil, "key:%d", k))
 	}
 	flushLog(t, st)
-	traffic(t, st.Feed().Decide, r, 800, 1000, c.nano()) // written by Close
+	traffic(t, st.m.Decide, r, 800, 1000, c.nano()) // written by Close
 	want := liveAt(m, c.nano())
 	require.NoError(t, st.Close())
 	assert.ErrorIs(t, st.Close(), ErrClosed)
@@ -59,9 +59,9 @@ func TestStoreExpiry(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, m, _ := openStore(t, dir, c.opts(FsyncEverysec))
 	r := rand.New(rand.NewPCG(2, 2))
-	traffic(t, st.Feed().Decide, r, 300, 3000, c.nano())
+	traffic(t, st.m.Decide, r, 300, 3000, c.nano())
 	require.NoError(t, st.Snapshot())
-	traffic(t, st.Feed().Decide, r, 600, 3000, c.nano())
+	traffic(t, st.m.Decide, r, 600, 3000, c.nano())
 	require.NoError(t, st.Close())
 
 	c.add(3 * time.Minute)
@@ -80,10 +80,10 @@ func TestStoreTornTail(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, m, _ := openStore(t, dir, c.opts(FsyncEverysec))
 	r := rand.New(rand.NewPCG(3, 3))
-	traffic(t, st.Feed().Decide, r, 200, 1000, c.nano())
+	traffic(t, st.m.Decide, r, 200, 1000, c.nano())
 	flushLog(t, st)
 	want := liveAt(m, c.nano())
-	_, err := st.Feed().Decide([]byte("lost"), tokenP, c.nano(), 1, false) // the last block holds only this
+	_, err := st.m.Decide([]byte("lost"), tokenP, c.nano(), 1, false) // the last block holds only this
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
 
@@ -113,7 +113,7 @@ func TestStoreTornTail(t *testing.T) {
 func TestStoreZeroFilledTail(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, m, _ := openStore(t, dir, c.opts(FsyncEverysec))
-	traffic(t, st.Feed().Decide, rand.New(rand.NewPCG(4, 4)), 100, 500, c.nano())
+	traffic(t, st.m.Decide, rand.New(rand.NewPCG(4, 4)), 100, 500, c.nano())
 	want := liveAt(m, c.nano())
 	require.NoError(t, st.Close())
 	segs := files(t, dir, "log-*.rla")
@@ -135,7 +135,7 @@ func logWithBlocks(t *testing.T, dir string, c *clock) string {
 	st, _, _ := openStore(t, dir, c.opts(FsyncEverysec))
 	r := rand.New(rand.NewPCG(5, 5))
 	for range 4 {
-		traffic(t, st.Feed().Decide, r, 200, 500, c.nano())
+		traffic(t, st.m.Decide, r, 200, 500, c.nano())
 		flushLog(t, st)
 	}
 	require.NoError(t, st.Close())
@@ -173,7 +173,7 @@ func TestStoreCorruptLog(t *testing.T) {
 func TestStoreCorruptSnapshot(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, _, _ := openStore(t, dir, c.opts(FsyncEverysec))
-	traffic(t, st.Feed().Decide, rand.New(rand.NewPCG(6, 6)), 5000, 20000, c.nano())
+	traffic(t, st.m.Decide, rand.New(rand.NewPCG(6, 6)), 5000, 20000, c.nano())
 	require.NoError(t, st.Snapshot())
 	require.NoError(t, st.Close())
 	snaps := files(t, dir, "snap-*.rls")
@@ -193,12 +193,12 @@ func TestStoreFlush(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, m, _ := openStore(t, dir, c.opts(FsyncEverysec))
 	r := rand.New(rand.NewPCG(7, 7))
-	traffic(t, st.Feed().Decide, r, 300, 2000, c.nano())
+	traffic(t, st.m.Decide, r, 300, 2000, c.nano())
 	require.NoError(t, st.Snapshot())
-	traffic(t, st.Feed().Decide, r, 300, 2000, c.nano()) // pending in the feed at the flush
+	traffic(t, st.m.Decide, r, 300, 2000, c.nano()) // pending in the feed at the flush
 	require.NoError(t, st.Flush())
 	assert.Zero(t, m.Len())
-	traffic(t, st.Feed().Decide, r, 20, 50, c.nano())
+	traffic(t, st.m.Decide, r, 20, 50, c.nano())
 	want := liveAt(m, c.nano())
 	require.NoError(t, st.Close())
 
@@ -215,7 +215,7 @@ func TestStoreSnapshotWhileWriting(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, m, _ := openStore(t, dir, c.opts(FsyncEverysec))
 	r := rand.New(rand.NewPCG(8, 8))
-	traffic(t, st.Feed().Decide, r, 2000, 10000, c.nano())
+	traffic(t, st.m.Decide, r, 2000, 10000, c.nano())
 	require.NoError(t, st.Snapshot())
 	before := copyDir(t, dir) // the old snapshot and its segment
 
@@ -234,9 +234,9 @@ func TestStoreSnapshotWhileWriting(t *testing.T) {
 				return
 			default:
 			}
-			traffic(t, st.Feed().Decide, r, 3000, 50, c.nano())
+			traffic(t, st.m.Decide, r, 3000, 50, c.nano())
 			if i%7 == 0 {
-				st.Feed().Delete(fmt.Appendf(nil, "key:%d", r.IntN(3000)))
+				st.m.Delete(fmt.Appendf(nil, "key:%d", r.IntN(3000)))
 			}
 			if i%5 == 0 {
 				_ = st.log.group.commit(true)
@@ -292,7 +292,7 @@ func TestStoreCommitAlways(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
-				_, err := st.Feed().Decide(fmt.Appendf(nil, "w%d:%d", w, i), tokenP, c.nano(), 1, false)
+				_, err := st.m.Decide(fmt.Appendf(nil, "w%d:%d", w, i), tokenP, c.nano(), 1, false)
 				require.NoError(t, err)
 				require.NoError(t, st.Commit())
 			}
@@ -335,7 +335,7 @@ func TestStoreBackground(t *testing.T) {
 	opts.FlushInterval, opts.SnapshotLogBytes = 10*time.Millisecond, 64<<10
 	st, m, _ := openStore(t, dir, opts)
 	defer st.Close()
-	traffic(t, st.Feed().Decide, rand.New(rand.NewPCG(10, 10)), 5000, 20000, c.nano())
+	traffic(t, st.m.Decide, rand.New(rand.NewPCG(10, 10)), 5000, 20000, c.nano())
 	want := liveAt(m, c.nano())
 	require.Eventually(t, func() bool { return st.Stats().Saves > 0 && !st.Stats().Saving }, 10*time.Second, 5*time.Millisecond)
 	require.Eventually(t, func() bool { return st.Stats().FsyncLag == 0 && !st.Stats().LastFsync.IsZero() }, 10*time.Second, 5*time.Millisecond)
@@ -354,7 +354,7 @@ func TestStoreBackground(t *testing.T) {
 func TestStoreBackgroundSnapshot(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, _, _ := openStore(t, dir, c.opts(FsyncNo))
-	traffic(t, st.Feed().Decide, rand.New(rand.NewPCG(11, 11)), 100, 1000, c.nano())
+	traffic(t, st.m.Decide, rand.New(rand.NewPCG(11, 11)), 100, 1000, c.nano())
 	require.True(t, st.BackgroundSnapshot())
 	require.Eventually(t, func() bool { return st.Stats().Saves == 1 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, st.Close())
@@ -366,7 +366,7 @@ func TestStoreBackgroundSnapshot(t *testing.T) {
 func TestStoreStats(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, _, _ := openStore(t, dir, c.opts(FsyncEverysec))
-	traffic(t, st.Feed().Decide, rand.New(rand.NewPCG(12, 12)), 100, 1000, c.nano())
+	traffic(t, st.m.Decide, rand.New(rand.NewPCG(12, 12)), 100, 1000, c.nano())
 	flushLog(t, st)
 	s := st.Stats()
 	assert.Equal(t, int64(100), s.ChangesLogged)
@@ -402,20 +402,20 @@ func TestStoreLogFailure(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, m, _ := openStore(t, dir, c.opts(FsyncAlways))
 	r := rand.New(rand.NewPCG(13, 13))
-	traffic(t, st.Feed().Decide, r, 100, 500, c.nano())
+	traffic(t, st.m.Decide, r, 100, 500, c.nano())
 	require.NoError(t, st.Commit())
 	st.log.mu.Lock()
 	require.NoError(t, st.log.segs[len(st.log.segs)-1].f.Close()) // the disk goes away
 	st.log.mu.Unlock()
 
-	traffic(t, st.Feed().Decide, r, 100, 500, c.nano())
+	traffic(t, st.m.Decide, r, 100, 500, c.nano())
 	assert.Error(t, st.Commit())
 	assert.Error(t, st.Commit(), "the failure sticks")
 	assert.Error(t, st.Stats().LogErr)
 
 	require.NoError(t, st.Snapshot())
 	assert.NoError(t, st.Stats().LogErr)
-	traffic(t, st.Feed().Decide, r, 100, 500, c.nano())
+	traffic(t, st.m.Decide, r, 100, 500, c.nano())
 	require.NoError(t, st.Commit())
 	want := liveAt(m, c.nano())
 	require.NoError(t, st.Close())
@@ -430,7 +430,7 @@ func TestStoreLogFailure(t *testing.T) {
 func TestStoreLeftovers(t *testing.T) {
 	dir, c := t.TempDir(), newClock()
 	st, m, _ := openStore(t, dir, c.opts(FsyncEverysec))
-	traffic(t, st.Feed().Decide, rand.New(rand.NewPCG(14, 14)), 100, 500, c.nano())
+	traffic(t, st.m.Decide, rand.New(rand.NewPCG(14, 14)), 100, 500, c.nano())
 	require.NoError(t, st.Snapshot())
 	require.NoError(t, st.Close())
 	want := liveAt(m, c.nano())

@@ -15,7 +15,7 @@ var ErrEntry = errors.New("shard: inconsistent entry")
 // counter block (one word a header) less room for one more counter.
 const MaxEntryCounters = 4<<(extClasses-1) - 2
 
-// Entry is one key's state, copied out of a Map by ExportShard or a Feed and
+// Entry is one key's state, copied out of a Map by ExportShard or DrainDirty and
 // put back by Import. An Entry whose Params.Kind is window.KindNone is a
 // tombstone: the key was deleted. Times in State and Counters are absolute
 // (unix nanoseconds and unix seconds), so an Entry can be stored and reloaded later.
@@ -129,24 +129,17 @@ func (x *exporter) key(k []byte) []byte {
 // expired at now (unix nanoseconds), deletes the key instead. A new key goes
 // through the same limits as Decide and gets ErrFull beyond them; an entry no
 // Decide could have produced gets ErrEntry or the parameters' error.
-//
-// Import does not tell a Feed about the change; use Feed.Import for that.
 func (m *Map) Import(e Entry, now int64) error {
-	_, err := m.importEntry(e, now, nil)
-	return err
-}
-
-// importEntry is Import, recording the change in f if it is not nil. It
-// reports whether the key now holds e's state.
-func (m *Map) importEntry(e Entry, now int64, f *Feed) (bool, error) {
 	if e.Deleted() {
-		return false, m.deleteKey(e.Key, f)
+		m.Delete(e.Key)
+		return nil
 	}
 	if err := e.check(); err != nil {
-		return false, err
+		return err
 	}
 	if e.Expiry() <= now {
-		return false, m.deleteKey(e.Key, f)
+		m.Delete(e.Key)
+		return nil
 	}
 	h := m.hash(e.Key)
 	s := m.shardFor(h)
@@ -155,24 +148,12 @@ func (m *Map) importEntry(e Entry, now int64, f *Feed) (bool, error) {
 	i, ok := s.findLocked(e.Key, h)
 	if !ok {
 		if i, ok = m.insertLocked(s, e.Key, h); !ok {
-			return false, ErrFull
+			return ErrFull
 		}
 	}
 	s.setEntryLocked(s.slots.at(i), &e)
+	s.markDirtyLocked(i)
 	m.accountLocked(s)
-	if f != nil {
-		f.shards[h&m.mask].markLocked(i)
-	}
-	return true, nil
-}
-
-// deleteKey removes key, telling f if it is not nil.
-func (m *Map) deleteKey(key []byte, f *Feed) error {
-	if f != nil {
-		f.Delete(key)
-	} else {
-		m.Delete(key)
-	}
 	return nil
 }
 

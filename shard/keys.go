@@ -55,6 +55,7 @@ func (m *Map) Delete(key []byte) bool {
 	defer s.mu.Unlock()
 	i, ok := s.findLocked(key, h)
 	if ok {
+		s.markGoneLocked(key)
 		s.removeLocked(i, h)
 		m.keys.Add(-1)
 		m.accountLocked(s)

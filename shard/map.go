@@ -133,8 +133,11 @@ func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now,
 	if peek { // decide under p, but leave the key's own parameters alone
 		return s.decideSlotLocked(sl, p, now, cost, true), nil
 	}
-	s.setParamLocked(sl, p)
+	changed := s.setParamLocked(sl, p)
 	d := s.decideSlotLocked(sl, p, now, cost, false)
+	if d.Allowed || changed {
+		s.markDirtyLocked(i)
+	}
 	m.accountLocked(s)
 	return d, nil
 }
@@ -172,17 +175,21 @@ func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now,
 	sl := s.slots.at(i)
 	sl.param = s.params.acquire(p)
 	d = s.decideSlotLocked(sl, p, now, cost, false)
+	s.markDirtyLocked(i)
 	m.accountLocked(s)
 	return d, nil
 }
 
-// setParamLocked re-parameterises sl, which applies to its state at once.
-func (s *shard) setParamLocked(sl *slot, p window.Params) {
-	if s.params.get(sl.param) != p {
-		id := s.params.acquire(p)
-		s.params.release(sl.param)
-		sl.param = id
+// setParamLocked re-parameterises sl, which applies to its state at once,
+// and reports whether the parameters changed.
+func (s *shard) setParamLocked(sl *slot, p window.Params) bool {
+	if s.params.get(sl.param) == p {
+		return false
 	}
+	id := s.params.acquire(p)
+	s.params.release(sl.param)
+	sl.param = id
+	return true
 }
 
 // insertLocked adds key to s if the Map's limits allow it.

@@ -21,6 +21,7 @@ type shard struct {
 	cursor    uint32 // where the next Sweep of this shard resumes
 	gen       uint16 // bumped whenever slots move (rebuild, reset), so Scan can restart
 	footprint int64  // footprintLocked as last added to Map.bytes
+	dirty     dirty  // changes since the last DrainDirty, for the append-only log
 	stats     stats  // atomics, read without mu
 }
 

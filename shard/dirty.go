@@ -1,0 +1,99 @@
+package shard
+
+import "encoding/binary"
+
+// dirty is one shard's record of the slots changed and keys deleted since the
+// last DrainDirty, kept only once the Map tracks changes. It is guarded by the
+// shard's mu and allocates only when a slot is first marked past the bitmap's
+// end, or a key is deleted.
+type dirty struct {
+	on    bool     // the Map tracks changes
+	bits  []uint64 // bit j set: slot j changed
+	slots []uint32 // the slots whose bits are set, in order of first change
+	gone  []byte   // keys deleted, each uvarint-length-prefixed
+	gen   uint16   // the shard's generation at the last drain
+}
+
+// TrackChanges makes every shard record its changes from now on, for
+// DrainDirty. An append-only log calls it once, after loading the Map; a Map
+// that never calls it records nothing and pays only a branch per write.
+func (m *Map) TrackChanges() {
+	for _, s := range m.shards {
+		s.mu.Lock()
+		if !s.dirty.on {
+			s.dirty = dirty{on: true, gen: s.gen}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// markDirtyLocked records that slot i changed, for DrainDirty.
+//
+// EVERY path that changes a slot's state or parameters must call it, under
+// s.mu, before unlocking: Decide, Import, and any new write path (CL.THROTTLE,
+// a multi-rule decision, a refund). A change not marked here never reaches the
+// append-only log and is lost by a crash. Deletes call markGoneLocked instead;
+// peeks and denials that change nothing need not call it.
+func (s *shard) markDirtyLocked(i uint32) {
+	d := &s.dirty
+	if !d.on {
+		return
+	}
+	w, bit := int(i>>6), uint64(1)<<(i&63)
+	if w >= len(d.bits) {
+		d.bits = append(d.bits, make([]uint64, w+1-len(d.bits))...)
+	}
+	if d.bits[w]&bit == 0 {
+		d.bits[w] |= bit
+		d.slots = append(d.slots, i)
+	}
+}
+
+// markGoneLocked records a tombstone for key, which is being deleted. Call it
+// from every path that removes a live key, except Sweep: swept state had
+// expired, so a reload drops it anyway.
+func (s *shard) markGoneLocked(key []byte) {
+	d := &s.dirty
+	if d.on {
+		d.gone = binary.AppendUvarint(d.gone, uint64(len(key)))
+		d.gone = append(d.gone, key...)
+	}
+}
+
+// DrainDirty appends to dst the keys of shard i that changed since the last
+// drain: first a tombstone for each key deleted, then the current state of
+// each key changed, so that applying them in order yields the shard's state.
+// A key deleted and made again shows as both. After a shard rebuild or reset,
+// which moves keys to new slots, every live key of the shard counts as
+// changed. It returns dst unchanged unless TrackChanges was called.
+//
+// Flush records no tombstones: whoever logs changes must log a Flush itself,
+// in order with the drains (persistence.Store.Flush does).
+func (m *Map) DrainDirty(i int, dst []Entry) []Entry {
+	s := m.shards[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := &s.dirty
+	var x exporter
+	for b := d.gone; len(b) > 0; {
+		n, k := binary.Uvarint(b)
+		dst = append(dst, Entry{Key: x.key(b[k : k+int(n)])})
+		b = b[k+int(n):]
+	}
+	d.gone = d.gone[:0]
+	if s.gen != d.gen { // slots moved
+		d.gen = s.gen
+		clear(d.bits)
+		d.slots = d.slots[:0]
+		if !d.on {
+			return dst
+		}
+		return x.allLocked(s, dst)
+	}
+	for _, j := range d.slots {
+		d.bits[j>>6] &^= 1 << (j & 63)
+		dst = x.slotLocked(s, j, dst)
+	}
+	d.slots = d.slots[:0]
+	return dst
+}
