@@ -18,10 +18,14 @@ import (
 //	nentries  uvarint, then each entry:
 //	  key       uvarint length, bytes
 //	  param     uvarint: 0 for a tombstone, else 1 + an index into the params
-//	  Token:    state[0]-base, state[1]-base as varints (absolute unix ns, wrapping)
+//	  Token, Fixed, Leaky: state[0]-base, state[1]-base as varints (wrapping;
+//	            both are absolute unix ns, except Fixed's state[1], a count)
 //	  Slide:    uvarint counter count; the first counter's second - base second as a
 //	            varint, then each later one's as a uvarint gap (>= 1); each followed
 //	            by its count (uvarint, >= 1)
+//	  Log:      uvarint entry count; the first entry's millisecond - base millisecond
+//	            as a varint, then each later one's as a uvarint gap (>= 1); each
+//	            followed by its count (uvarint, >= 1)
 //
 // Times are absolute: base is written in the block, so nothing depends on when
 // the file is read. Deltas only make the common case small.
@@ -75,6 +79,9 @@ func appendEntry(buf []byte, e *shard.Entry, base int64, pt *paramTable) []byte 
 		return append(buf, 0)
 	}
 	buf = binary.AppendUvarint(buf, uint64(pt.id(e.Params))+1)
+	if e.Params.Kind == window.KindLog {
+		return appendLog(buf, e.Counters, base)
+	}
 	if e.Params.Kind != window.KindSlide {
 		buf = binary.AppendVarint(buf, int64(e.State[0]-uint64(base)))
 		return binary.AppendVarint(buf, int64(e.State[1]-uint64(base)))
@@ -90,6 +97,23 @@ func appendEntry(buf []byte, e *shard.Entry, base int64, pt *paramTable) []byte 
 		}
 		prev = sec
 		buf = binary.AppendUvarint(buf, uint64(window.CounterCount(c)))
+	}
+	return buf
+}
+
+// appendLog appends a Log entry's timestamps.
+func appendLog(buf []byte, b []uint64, base int64) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(b)))
+	prev := base / int64(time.Millisecond)
+	for i, e := range b {
+		ms := window.LogEntryMs(e)
+		if i == 0 {
+			buf = binary.AppendVarint(buf, ms-prev)
+		} else {
+			buf = binary.AppendUvarint(buf, uint64(ms-prev))
+		}
+		prev = ms
+		buf = binary.AppendUvarint(buf, uint64(window.LogEntryCount(e)))
 	}
 	return buf
 }
@@ -228,7 +252,11 @@ func (eb *entryBlock) next(e *shard.Entry) string {
 		return "entry names no parameters"
 	}
 	e.Params = eb.params[id-1]
-	if e.Params.Kind != window.KindSlide {
+	if e.Params.Kind == window.KindLog {
+		if reason := eb.logList(e); reason != "" {
+			return reason
+		}
+	} else if e.Params.Kind != window.KindSlide {
 		e.State = window.State{uint64(eb.d.varint()) + uint64(eb.base), uint64(eb.d.varint()) + uint64(eb.base)}
 	} else if reason := eb.counterList(e); reason != "" {
 		return reason
@@ -258,6 +286,30 @@ func (eb *entryBlock) counterList(e *shard.Entry) string {
 			return "counter out of range"
 		}
 		eb.counters = append(eb.counters, window.Counter(sec, int64(c)))
+	}
+	e.Counters = eb.counters
+	return ""
+}
+
+// logList reads a Log entry's timestamps.
+func (eb *entryBlock) logList(e *shard.Entry) string {
+	n := eb.d.uvarint()
+	if n > uint64(len(eb.d.b))/2 || n > window.MaxLogLimit+1 {
+		return "log entry count out of range"
+	}
+	eb.counters = eb.counters[:0]
+	ms := eb.base / int64(time.Millisecond)
+	for i := range n {
+		if i == 0 {
+			ms += eb.d.varint()
+		} else {
+			ms += int64(min(eb.d.uvarint(), 1<<44))
+		}
+		c := eb.d.uvarint()
+		if ms < 0 || ms >= 1<<44 || c < 1 || c > window.MaxLogLimit {
+			return "log entry out of range"
+		}
+		eb.counters = append(eb.counters, window.LogEntry(ms, int64(c)))
 	}
 	e.Counters = eb.counters
 	return ""

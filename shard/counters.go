@@ -2,7 +2,8 @@ package shard
 
 import "github.com/rlstore/rlstore/window"
 
-// A Slide key keeps up to two counters inline in its slot's state. Beyond that
+// A Slide key keeps its counters, and a Log key its entries, the same way:
+// neither is ever 0 or all ones. A key keeps up to two counters inline in its slot's state. Beyond that
 // the state holds extMark and a ref to a counter block.
 const (
 	inlineCounters = len(window.State{})
@@ -79,3 +80,7 @@ func (s *shard) freeCountersLocked(sl *slot) {
 		sl.state = window.State{}
 	}
 }
+
+// hasCounters reports whether keys of kind k keep a []uint64 of counters
+// (Slide) or log entries (Log) rather than a fixed-size State.
+func hasCounters(k window.Kind) bool { return k == window.KindSlide || k == window.KindLog }

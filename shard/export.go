@@ -22,8 +22,8 @@ const MaxEntryCounters = 4<<(extClasses-1) - 2
 type Entry struct {
 	Key      []byte
 	Params   window.Params
-	State    window.State // Token: its GCRA state; zero for Slide
-	Counters []uint64     // Slide: its counters, oldest first; nil otherwise
+	State    window.State // Token, Fixed, Leaky: the algorithm's state; zero for Slide and Log
+	Counters []uint64     // Slide: its counters; Log: its entries; oldest first; nil otherwise
 }
 
 // Deleted reports whether e is a tombstone.
@@ -37,6 +37,12 @@ func (e *Entry) Expiry() int64 {
 		return e.Params.Slide().Expiry(e.Counters)
 	case window.KindToken:
 		return e.Params.Token().Expiry(e.State)
+	case window.KindFixed:
+		return e.Params.Fixed().Expiry(e.State)
+	case window.KindLog:
+		return e.Params.Log().Expiry(e.Counters)
+	case window.KindLeaky:
+		return e.Params.Leaky().Expiry(e.State)
 	}
 	return 0
 }
@@ -46,14 +52,16 @@ func (e *Entry) check() error {
 	if err := check(e.Params, 1); err != nil {
 		return err
 	}
-	if e.Params.Kind != window.KindSlide {
+	switch {
+	case !hasCounters(e.Params.Kind):
 		if len(e.Counters) != 0 {
 			return ErrEntry
 		}
 		return nil
-	}
-	if len(e.Counters) > MaxEntryCounters || e.State != (window.State{}) {
+	case len(e.Counters) > MaxEntryCounters || e.State != (window.State{}):
 		return ErrEntry
+	case e.Params.Kind == window.KindLog:
+		return checkLog(e.Counters)
 	}
 	prev := int64(-1)
 	for _, c := range e.Counters {
@@ -62,6 +70,23 @@ func (e *Entry) check() error {
 			return ErrEntry
 		}
 		prev = sec
+	}
+	return nil
+}
+
+// checkLog reports whether b could be a Log key's entries: ascending
+// milliseconds, each with at least one unit, and no more than a log keeps.
+func checkLog(b []uint64) error {
+	if len(b) > window.MaxLogLimit+1 {
+		return ErrEntry
+	}
+	prev := int64(-1)
+	for _, e := range b {
+		ms, n := window.LogEntryMs(e), window.LogEntryCount(e)
+		if ms <= prev || n < 1 || n > window.MaxLogLimit || e == ^uint64(0) {
+			return ErrEntry
+		}
+		prev = ms
 	}
 	return nil
 }
@@ -105,7 +130,7 @@ func (x *exporter) slotLocked(s *shard, j uint32, dst []Entry) []Entry {
 		return dst
 	}
 	e := Entry{Key: x.key(s.keys.get(sl.key)), Params: s.params.get(sl.param)}
-	if e.Params.Kind == window.KindSlide {
+	if hasCounters(e.Params.Kind) {
 		b := s.peekCountersLocked(sl)
 		n := len(x.counters)
 		x.counters = append(x.counters, b...)
@@ -161,14 +186,14 @@ func (m *Map) Import(e Entry, now int64) error {
 // go inline when they fit and to a counter block otherwise, as Decide keeps them.
 func (s *shard) setEntryLocked(sl *slot, e *Entry) {
 	if sl.param != 0 {
-		if s.params.get(sl.param).Kind == window.KindSlide {
+		if hasCounters(s.params.get(sl.param).Kind) {
 			s.freeCountersLocked(sl)
 		}
 		s.params.release(sl.param)
 	}
 	sl.param = s.params.acquire(e.Params)
 	sl.state = e.State
-	if e.Params.Kind != window.KindSlide {
+	if !hasCounters(e.Params.Kind) {
 		return
 	}
 	sl.state = window.State{}

@@ -5,7 +5,7 @@ import "github.com/rlstore/rlstore/window"
 // Info describes one key's state.
 type Info struct {
 	Params window.Params
-	Count  int64 // Slide: units in the window; Token: whole tokens left
+	Count  int64 // Slide, Fixed, Log: units in the window; Token: whole tokens left; Leaky: units queued
 	Expiry int64 // unix nanoseconds at which the state stops restricting anything
 }
 
@@ -31,6 +31,13 @@ func (s *shard) infoLocked(sl *slot, now int64) Info {
 		inf.Count, inf.Expiry = p.Slide().Count(b, now), p.Slide().Expiry(b)
 	case window.KindToken:
 		inf.Count, inf.Expiry = p.Token().Tokens(sl.state, now), p.Token().Expiry(sl.state)
+	case window.KindFixed:
+		inf.Count, inf.Expiry = p.Fixed().Count(sl.state, now), p.Fixed().Expiry(sl.state)
+	case window.KindLog:
+		b := s.peekCountersLocked(sl)
+		inf.Count, inf.Expiry = p.Log().Count(b, now), p.Log().Expiry(b)
+	case window.KindLeaky:
+		inf.Count, inf.Expiry = p.Leaky().Queued(sl.state, now), p.Leaky().Expiry(sl.state)
 	}
 	return inf
 }
@@ -43,6 +50,12 @@ func (s *shard) expiryLocked(sl *slot) int64 {
 		return p.Slide().Expiry(s.peekCountersLocked(sl))
 	case window.KindToken:
 		return p.Token().Expiry(sl.state)
+	case window.KindFixed:
+		return p.Fixed().Expiry(sl.state)
+	case window.KindLog:
+		return p.Log().Expiry(s.peekCountersLocked(sl))
+	case window.KindLeaky:
+		return p.Leaky().Expiry(sl.state)
 	}
 	return 0
 }

@@ -77,7 +77,19 @@ func New(cfg Config) (*Map, error) {
 // hash hashes key. A call through a func value makes its argument escape, which
 // would cost every caller that builds keys on the stack an allocation, so the
 // default hash is called directly and a configured one gets a copy.
+//
+// A policy's internal key (see PolicyKey) takes the bits that pick its shard
+// from the hash of the user key it embeds, so that every rule of a policy on one
+// key lives under one shard lock, wherever the key is hashed from.
 func (m *Map) hash(key []byte) uint64 {
+	h := m.hashBytes(key)
+	if r, ok := route(key); ok {
+		h = h&^m.mask | m.hashBytes(r)&m.mask
+	}
+	return h
+}
+
+func (m *Map) hashBytes(key []byte) uint64 {
 	if !m.customHash {
 		return xxhash.Sum64(key)
 	}
@@ -105,9 +117,6 @@ func (m *Map) Decide(key []byte, p window.Params, now, cost int64, peek bool) (w
 func check(p window.Params, cost int64) error {
 	if err := p.Validate(); err != nil {
 		return err
-	}
-	if p.Kind != window.KindSlide && p.Kind != window.KindToken {
-		return fmt.Errorf("%w: shard stores only slide and token, not %v", window.ErrKind, p.Kind)
 	}
 	if cost < 1 {
 		return window.ErrCost
@@ -234,6 +243,18 @@ func (s *shard) decideSlotLocked(sl *slot, p window.Params, now, cost int64, pee
 		return d
 	case window.KindToken:
 		return p.Token().Decide(&sl.state, now, cost, peek)
+	case window.KindFixed:
+		return p.Fixed().Decide(&sl.state, now, cost, peek)
+	case window.KindLeaky:
+		return p.Leaky().Decide(&sl.state, now, cost, peek)
+	case window.KindLog:
+		if peek {
+			d, _ := p.Log().Decide(s.peekCountersLocked(sl), now, cost, true)
+			return d
+		}
+		d, b := p.Log().Decide(s.countersLocked(sl), now, cost, false)
+		s.storeCountersLocked(sl, b)
+		return d
 	}
 	panic("shard: unvalidated params") // Validate rejected every other kind
 }

@@ -3,8 +3,6 @@ package shard
 import (
 	"bytes"
 	"sync"
-
-	"github.com/rlstore/rlstore/window"
 )
 
 // shard is one lock stripe: an index from key hash to slot, the slots, the key
@@ -105,7 +103,7 @@ func (s *shard) removeLocked(i uint32, h uint64) {
 	s.index.remove(fold(h), i)
 	sl := s.slots.at(i)
 	if sl.param != 0 {
-		if s.params.get(sl.param).Kind == window.KindSlide {
+		if hasCounters(s.params.get(sl.param).Kind) {
 			s.freeCountersLocked(sl)
 		}
 		s.params.release(sl.param)

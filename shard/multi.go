@@ -1,0 +1,246 @@
+package shard
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/rlstore/rlstore/window"
+)
+
+// A policy keeps each rule's state for a user key under an internal key:
+//
+//	"\xffp" uvarint(len(policy)) policy rule key
+//
+// where rule is one byte, the rule's index or PenaltyRule. Map.hash takes the
+// shard bits of an internal key from its user key (its route), so every rule
+// of one policy on one key is in the same shard and one lock covers them all.
+// Keys that start with ReservedPrefix are the store's; a server must not let
+// clients name them.
+const (
+	ReservedPrefix = "\xffp"
+	PenaltyRule    = 0xff // the rule byte of a policy's penalty state
+	MaxRules       = 32   // rules one Multi may hold
+)
+
+// ErrRoute is returned by DecideAll for keys that do not share one route.
+var ErrRoute = errors.New("shard: a multi-rule request's keys must share one route")
+
+// Reserved reports whether key is one of the store's internal keys.
+func Reserved(key []byte) bool {
+	return len(key) >= 2 && key[0] == ReservedPrefix[0] && key[1] == ReservedPrefix[1]
+}
+
+// PolicyKey appends the internal key of policy's rule (or PenaltyRule) for key to dst.
+func PolicyKey(dst []byte, policy string, rule byte, key []byte) []byte {
+	dst = append(dst, ReservedPrefix...)
+	dst = binary.AppendUvarint(dst, uint64(len(policy)))
+	dst = append(dst, policy...)
+	dst = append(dst, rule)
+	return append(dst, key...)
+}
+
+// route returns the user key an internal key embeds.
+func route(key []byte) ([]byte, bool) {
+	if !Reserved(key) {
+		return nil, false
+	}
+	n, k := binary.Uvarint(key[2:])
+	if k <= 0 || n >= uint64(len(key)) || 2+k+int(n)+1 > len(key) {
+		return nil, false
+	}
+	return key[2+k+int(n)+1:], true
+}
+
+// Multi is a request decided by several rules at once, all or nothing.
+type Multi struct {
+	Keys    [][]byte        // each rule's state key (PolicyKey); all must share one route
+	Params  []window.Params // each rule's parameters, parallel to Keys
+	Penalty []byte          // the penalty's state key, or nil for no penalty
+	For     time.Duration   // how long a denial blocks the key outright
+}
+
+// DecideAll decides a request of cost units at now (unix nanoseconds) against
+// every rule of q under one shard lock. The request is admitted only if every
+// rule admits it, and only then is every rule charged; a denial charges none
+// and, with a penalty, blocks the key outright for q.For. While it is blocked,
+// DecideAll returns how long it still is, and every rule's decision as a peek.
+// A rule whose key holds another algorithm's state starts fresh. With peek
+// nothing changes and no key is created. The decisions, one per rule, are
+// appended to dst.
+func (m *Map) DecideAll(q *Multi, now, cost int64, peek bool, dst []window.Decision) ([]window.Decision, time.Duration, error) {
+	if len(q.Keys) != len(q.Params) || len(q.Keys) == 0 || len(q.Keys) > MaxRules {
+		return dst, 0, window.ErrLimit
+	}
+	hs, err := m.multiHashes(q, cost)
+	if err != nil {
+		return dst, 0, err
+	}
+	s := m.shardFor(hs[0])
+	now = max(now, 0)
+	start := len(dst)
+	s.mu.Lock()
+	dst, left, err := m.decideAllLocked(s, q, hs[:len(q.Keys)+1], now, cost, peek, dst)
+	s.mu.Unlock()
+	allowed := left <= 0
+	for _, d := range dst[start:] {
+		allowed = allowed && d.Allowed
+	}
+	s.stats.count(window.Decision{Allowed: allowed}, err)
+	return dst, left, err
+}
+
+// multiHashes checks q and returns its keys' hashes, the penalty's last.
+func (m *Map) multiHashes(q *Multi, cost int64) ([MaxRules + 1]uint64, error) {
+	var hs [MaxRules + 1]uint64
+	for i, k := range q.Keys {
+		if err := check(q.Params[i], cost); err != nil {
+			return hs, err
+		}
+		hs[i] = m.hash(k)
+	}
+	n := len(q.Keys)
+	if q.Penalty != nil {
+		if q.For <= 0 || q.For > window.MaxWindow {
+			return hs, window.ErrWindow
+		}
+		hs[n] = m.hash(q.Penalty)
+	} else {
+		hs[n] = hs[0]
+	}
+	for _, h := range hs[:n+1] {
+		if h&m.mask != hs[0]&m.mask {
+			return hs, ErrRoute
+		}
+	}
+	return hs, nil
+}
+
+func (m *Map) decideAllLocked(s *shard, q *Multi, hs []uint64, now, cost int64, peek bool, dst []window.Decision) ([]window.Decision, time.Duration, error) {
+	start := len(dst)
+	for i, k := range q.Keys {
+		dst = append(dst, s.peekRuleLocked(k, hs[i], q.Params[i], now, cost))
+	}
+	left := s.penaltyLeftLocked(q, hs[len(q.Keys)], now)
+	if left > 0 || peek {
+		return dst, left, nil
+	}
+	for _, d := range dst[start:] {
+		if !d.Allowed {
+			if q.Penalty != nil {
+				m.penalizeLocked(s, q, hs[len(q.Keys)], now)
+			}
+			return dst, 0, nil
+		}
+	}
+	dst = dst[:start]
+	return m.chargeAllLocked(s, q, hs, now, cost, dst)
+}
+
+// peekRuleLocked decides a rule without changing anything.
+func (s *shard) peekRuleLocked(key []byte, h uint64, p window.Params, now, cost int64) window.Decision {
+	i, ok := s.findLocked(key, h)
+	if ok {
+		if sl := s.slots.at(i); s.params.get(sl.param).Kind == p.Kind {
+			return s.decideSlotLocked(sl, p, now, cost, true)
+		}
+	}
+	var fresh slot
+	return s.decideSlotLocked(&fresh, p, now, cost, true)
+}
+
+// chargeAllLocked charges every rule of q, which all admit the request. It
+// makes every missing key first, so that running out of room charges none.
+func (m *Map) chargeAllLocked(s *shard, q *Multi, hs []uint64, now, cost int64, dst []window.Decision) ([]window.Decision, time.Duration, error) {
+	var slots [MaxRules]uint32
+	var made [MaxRules]bool
+	for i, k := range q.Keys {
+		j, ok := s.findLocked(k, hs[i])
+		if !ok {
+			if j, ok = m.insertLocked(s, k, hs[i]); !ok {
+				m.unmakeLocked(s, hs, slots[:i], made[:i])
+				return dst, 0, ErrFull
+			}
+			made[i] = true
+		}
+		slots[i] = j
+	}
+	for i, p := range q.Params {
+		sl := s.slots.at(slots[i])
+		s.setRuleParamLocked(sl, p)
+		dst = append(dst, s.decideSlotLocked(sl, p, now, cost, false))
+		s.markDirtyLocked(slots[i])
+	}
+	m.accountLocked(s)
+	return dst, 0, nil
+}
+
+// unmakeLocked removes the keys chargeAllLocked made before it ran out of
+// room. They were never marked dirty, so they need no tombstone.
+func (m *Map) unmakeLocked(s *shard, hs []uint64, slots []uint32, made []bool) {
+	for i, j := range slots {
+		if made[i] {
+			s.removeLocked(j, hs[i])
+			m.keys.Add(-1)
+		}
+	}
+	m.accountLocked(s)
+}
+
+// setRuleParamLocked gives sl parameters p. A new slot or one holding another
+// algorithm's state starts fresh.
+func (s *shard) setRuleParamLocked(sl *slot, p window.Params) {
+	switch {
+	case sl.param == 0:
+		sl.state = window.State{}
+		sl.param = s.params.acquire(p)
+	case s.params.get(sl.param).Kind != p.Kind:
+		if hasCounters(s.params.get(sl.param).Kind) {
+			s.freeCountersLocked(sl)
+		}
+		sl.state = window.State{}
+		s.params.release(sl.param)
+		sl.param = s.params.acquire(p)
+	default:
+		s.setParamLocked(sl, p)
+	}
+}
+
+// The penalty's state is a token bucket of capacity 1 that refills in q.For:
+// its TAT is the end of the penalty, so it expires, sweeps and persists like
+// any Token key.
+func penaltyParams(d time.Duration) window.Params {
+	return window.Params{Kind: window.KindToken, Limit: 1, Rate: 1, Period: d}
+}
+
+// penaltyLeftLocked returns how long q's key is still blocked at now.
+func (s *shard) penaltyLeftLocked(q *Multi, h uint64, now int64) time.Duration {
+	if q.Penalty == nil {
+		return 0
+	}
+	i, ok := s.findLocked(q.Penalty, h)
+	if !ok {
+		return 0
+	}
+	sl := s.slots.at(i)
+	if s.params.get(sl.param).Kind != window.KindToken {
+		return 0
+	}
+	return time.Duration(max(0, int64(sl.state[0])-max(now, int64(sl.state[1]))))
+}
+
+// penalizeLocked blocks q's key until now + q.For. If the store is full the
+// denial still stands, only without its penalty.
+func (m *Map) penalizeLocked(s *shard, q *Multi, h uint64, now int64) {
+	i, ok := s.findLocked(q.Penalty, h)
+	if !ok {
+		if i, ok = m.insertLocked(s, q.Penalty, h); !ok {
+			return
+		}
+	}
+	sl := s.slots.at(i)
+	s.setRuleParamLocked(sl, penaltyParams(q.For))
+	sl.state = window.State{uint64(now + int64(q.For)), uint64(now)}
+	s.markDirtyLocked(i)
+	m.accountLocked(s)
+}
