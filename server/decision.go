@@ -35,6 +35,9 @@ func cmdToken(s *Server, c *client, args [][]byte) {
 
 // runDecision replies to a parsed decision command, or to the error that parsing it gave.
 func (s *Server) runDecision(c *client, a decisionArgs, err error) {
+	if err == nil && shard.Reserved(a.key) {
+		err = errArgReserved
+	}
 	if err != nil {
 		c.conn.WriteError(err.Error())
 		return

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -28,7 +29,13 @@ func keyspaceCommands() []command {
 
 // lookup returns the algorithm of key's state and when it expires, or false
 // if the key does not exist or its state has expired by now.
+//
+// Policy state lives under reserved keys (shard.Reserved), which are hidden:
+// to every command here they do not exist, though DBSIZE counts them.
 func (s *Server) lookup(key []byte, now int64) (window.Kind, int64, bool) {
+	if shard.Reserved(key) {
+		return window.KindNone, 0, false
+	}
 	inf, ok := s.cfg.Store.Get(key, now)
 	if !ok || inf.Expiry <= now {
 		return window.KindNone, 0, false
@@ -41,7 +48,7 @@ func cmdDel(s *Server, c *client, args [][]byte) {
 	now, n := s.unixNano(), int64(0)
 	for _, key := range args[1:] {
 		_, _, live := s.lookup(key, now)
-		if s.cfg.Store.Delete(key) && live {
+		if !shard.Reserved(key) && s.cfg.Store.Delete(key) && live {
 			n++
 		}
 	}

@@ -100,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 	s.register(introspectionCommands())
 	s.register(transactionCommands())
 	s.register(decisionCommands())
+	s.register(algoCommands())
 	s.register(keyspaceCommands())
 	return s, nil
 }

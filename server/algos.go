@@ -1,0 +1,178 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
+)
+
+// The argument errors of RL.FIXED, RL.LOG, RL.LEAKY and CL.THROTTLE.
+const (
+	errArgLimitMin     argError = "ERR limit must be at least 1"
+	errArgLogLimit     argError = "ERR limit must be between 1 and 4000"
+	errArgWindowMs     argError = "ERR window must be between 1ms and 3650d"
+	errArgReserved     argError = "ERR keys starting with \\xffp are reserved for policy state"
+	errArgMaxBurst     argError = "ERR max_burst must be at least 0 and small enough that a full burst refills within 36500d"
+	errArgThrCount     argError = "ERR count must be at least 1 and at most one per nanosecond of the period"
+	errArgThrPeriod    argError = "ERR period must be between 1 and 315360000 seconds"
+	errArgArityRLFixed argError = "ERR wrong number of arguments for 'rl.fixed' command"
+	errArgArityRLLog   argError = "ERR wrong number of arguments for 'rl.log' command"
+	errArgArityRLLeaky argError = "ERR wrong number of arguments for 'rl.leaky' command"
+	errArgArityThrottl argError = "ERR wrong number of arguments for 'cl.throttle' command"
+)
+
+// algoCommands are RL.FIXED, RL.LOG, RL.LEAKY and CL.THROTTLE (SPEC §3).
+func algoCommands() []command {
+	return []command{
+		{name: "rl.fixed", arity: -4, flags: flagWrite, run: cmdFixed},
+		{name: "rl.log", arity: -4, flags: flagWrite, run: cmdLog},
+		{name: "rl.leaky", arity: -5, flags: flagWrite, run: cmdLeaky},
+		{name: "cl.throttle", arity: -5, flags: flagWrite, run: cmdThrottle},
+	}
+}
+
+func cmdFixed(s *Server, c *client, args [][]byte) {
+	a, err := parseLimitWindow(args, window.KindFixed, errArgArityRLFixed)
+	if err == nil {
+		err = checkLimitWindow(a.params)
+	}
+	s.runDecision(c, a, err)
+}
+
+func cmdLog(s *Server, c *client, args [][]byte) {
+	a, err := parseLimitWindow(args, window.KindLog, errArgArityRLLog)
+	if err == nil {
+		err = checkLimitWindow(a.params)
+	}
+	s.runDecision(c, a, err)
+}
+
+func cmdLeaky(s *Server, c *client, args [][]byte) {
+	a, err := parseToken(args)
+	if errors.Is(err, errArgArityRLToken) {
+		err = errArgArityRLLeaky
+	}
+	a.params.Kind = window.KindLeaky
+	s.runDecision(c, a, err)
+}
+
+// parseLimitWindow parses "key limit window [COST n] [PEEK]" for kind.
+func parseLimitWindow(args [][]byte, kind window.Kind, arity argError) (decisionArgs, error) {
+	if len(args) < 4 {
+		return decisionArgs{}, arity
+	}
+	a := decisionArgs{key: args[1], params: window.Params{Kind: kind}}
+	var ok bool
+	if a.params.Limit, ok = parseInt(args[2]); !ok {
+		return a, errArgNotInt
+	}
+	if a.params.Period, ok = parseDuration(args[3]); !ok {
+		return a, errArgWindowDur
+	}
+	return a, parseOptions(args[4:], &a)
+}
+
+// checkLimitWindow says which rule of Fixed's or Log's Validate p breaks.
+func checkLimitWindow(p window.Params) error {
+	switch {
+	case p.Kind == window.KindLog && (p.Limit < 1 || p.Limit > window.MaxLogLimit):
+		return errArgLogLimit
+	case p.Limit < 1:
+		return errArgLimitMin
+	case p.Validate() != nil:
+		return errArgWindowMs
+	}
+	return nil
+}
+
+// cmdThrottle is CL.THROTTLE key max_burst count period [quantity], redis-cell's
+// command: the reply is [limited, limit, remaining, retry_after_s, reset_after_s].
+func cmdThrottle(s *Server, c *client, args [][]byte) {
+	p, q, err := parseThrottle(args)
+	if err == nil && shard.Reserved(args[1]) {
+		err = errArgReserved
+	}
+	if err != nil {
+		c.conn.WriteError(err.Error())
+		return
+	}
+	r, err := s.cfg.Store.Throttle(args[1], p, s.unixNano(), q)
+	if err != nil {
+		c.conn.WriteError(decideError(err))
+		return
+	}
+	limited := int64(0)
+	if r.Limited {
+		limited = 1
+	}
+	c.conn.WriteArray(5)
+	for _, v := range [5]int64{limited, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter} {
+		c.conn.WriteInt64(v)
+	}
+}
+
+// parseThrottle parses CL.THROTTLE's arguments as redis-cell does: integers
+// as Rust's i64::from_str reads them.
+func parseThrottle(args [][]byte) (window.Throttle, int64, error) {
+	if len(args) < 5 || len(args) > 6 {
+		return window.Throttle{}, 0, errArgArityThrottl
+	}
+	var n [4]int64
+	n[3] = 1
+	for i, a := range args[2:] {
+		v, ok := parseRustInt(a)
+		if !ok {
+			return window.Throttle{}, 0, errArgNotInt
+		}
+		n[i] = v
+	}
+	p := window.Throttle{MaxBurst: n[0], Count: n[1], Period: n[2]}
+	return p, n[3], checkThrottle(p)
+}
+
+// checkThrottle says which rule of window.Throttle.Validate p breaks.
+func checkThrottle(p window.Throttle) error {
+	switch err := p.Validate(); {
+	case err == nil:
+		return nil
+	case errors.Is(err, window.ErrWindow):
+		return errArgThrPeriod
+	case errors.Is(err, window.ErrRate):
+		return errArgThrCount
+	}
+	return errArgMaxBurst
+}
+
+// parseRustInt parses a base-10 int64 as Rust's i64::from_str does: an
+// optional sign, '+' included, then one or more ASCII digits, leading zeros
+// allowed; no spaces, decimals or exponents.
+func parseRustInt(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		neg, b = b[0] == '-', b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var u uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		if u > (1<<63)/10 {
+			return 0, false
+		}
+		u = u*10 + uint64(ch-'0')
+		if u > 1<<63 {
+			return 0, false
+		}
+	}
+	switch {
+	case neg:
+		return int64(-u), true // -(1<<63) wraps to MinInt64
+	case u > 1<<63-1:
+		return 0, false
+	}
+	return int64(u), true
+}
