@@ -3,13 +3,6 @@ package server
 import (
 	"context"
 	"strconv"
-	"time"
-)
-
-// Replies of the server commands.
-const (
-	errNoPersistence = "ERR persistence is not configured: state is in memory only, so there is nothing to save"
-	errSaving        = "ERR Background save already in progress"
 )
 
 // serverCommands are the commands about the server as a whole.
@@ -33,67 +26,16 @@ func cmdTime(s *Server, c *client, args [][]byte) {
 	c.conn.WriteBulkString(strconv.Itoa(now.Nanosecond() / 1000))
 }
 
-func cmdSave(s *Server, c *client, args [][]byte) {
-	switch {
-	case s.cfg.Save == nil:
-		c.conn.WriteError(errNoPersistence)
-	case !s.saveMu.TryLock():
-		c.conn.WriteError(errSaving)
-	default:
-		err := s.saveLocked()
-		s.saveMu.Unlock()
-		if err != nil {
-			c.conn.WriteError("ERR " + err.Error())
-			return
-		}
-		c.conn.WriteString("OK")
-	}
-}
-
-// cmdBgSave is BGSAVE [SCHEDULE]. A failure shows in the log and LASTSAVE, as in Redis.
-func cmdBgSave(s *Server, c *client, args [][]byte) {
-	switch {
-	case len(args) > 2 || (len(args) == 2 && !equalFoldASCII(args[1], "schedule")):
-		c.conn.WriteError(errSyntax)
-	case s.cfg.Save == nil:
-		c.conn.WriteError(errNoPersistence)
-	case !s.saveMu.TryLock():
-		c.conn.WriteError(errSaving)
-	default:
-		go func() {
-			defer s.saveMu.Unlock()
-			_ = s.saveLocked()
-		}()
-		c.conn.WriteString("Background saving started")
-	}
-}
-
-func cmdLastSave(s *Server, c *client, args [][]byte) { c.conn.WriteInt64(s.lastSave.Load()) }
-
-// save runs Config.Save after any save under way.
-func (s *Server) save() error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	return s.saveLocked()
-}
-
-func (s *Server) saveLocked() error {
-	start := time.Now()
-	if err := s.cfg.Save(); err != nil {
-		s.log.Error("save failed", "err", err)
-		return err
-	}
-	s.lastSave.Store(time.Now().Unix())
-	s.log.Info("saved", "took", time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
 // cmdShutdown is SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]. It closes this
 // connection without a reply, as Redis does, and stops the server as
 // Shutdown does, allowing Config.ShutdownTimeout for the drain. NOW and FORCE
 // are accepted and change nothing: there are no replicas to wait for.
+//
+// NOSAVE skips the snapshot only. As Redis still fsyncs its AOF, the log is
+// still written and fsynced when cmd/rlstore closes the store, so nothing
+// acknowledged is lost; the next start just replays more log.
 func cmdShutdown(s *Server, c *client, args [][]byte) {
-	mode, reply := parseShutdown(args[1:], s.cfg.Save != nil)
+	mode, reply := parseShutdown(args[1:], s.cfg.Durability != nil)
 	if reply != "" {
 		c.conn.WriteError(reply)
 		return

@@ -44,7 +44,7 @@ func TestSaveBgSaveLastSave(t *testing.T) {
 		}
 		return nil
 	}
-	_, addr := startServer(t, Config{Save: save})
+	_, addr := startServer(t, Config{Durability: &fakeDurability{save: save}})
 	c := newClient(t, addr, 3)
 	ctx := ctxT(t)
 	require.Equal(t, "OK", c.Save(ctx).Val())
@@ -101,7 +101,7 @@ func TestShutdownCommandStopsTheServer(t *testing.T) {
 		{[]string{"SHUTDOWN", "NOW", "FORCE", "NOSAVE"}, 0},
 	} {
 		var saves atomic.Int32
-		_, addr, done := startStoppable(t, Config{Save: func() error { saves.Add(1); return nil }})
+		_, addr, done := startStoppable(t, Config{Durability: &fakeDurability{save: func() error { saves.Add(1); return nil }}})
 		c := dialRaw(t, addr)
 		c.send(t, resp(tt.args...)+resp("PING"))
 		assert.True(t, c.closedByServer(t), "%v closes without a reply", tt.args)
@@ -124,7 +124,7 @@ func TestShutdownCommandErrors(t *testing.T) {
 // TestServeReturnsTheSaveError checks a failed save on the way out reaches
 // Serve's caller, so that the process can exit non-zero.
 func TestServeReturnsTheSaveError(t *testing.T) {
-	_, addr, done := startStoppable(t, Config{Save: func() error { return errors.New("disk full") }})
+	_, addr, done := startStoppable(t, Config{Durability: &fakeDurability{save: func() error { return errors.New("disk full") }}})
 	c := dialRaw(t, addr)
 	c.send(t, resp("SHUTDOWN"))
 	assert.ErrorContains(t, waitServe(t, done), "disk full")

@@ -79,6 +79,8 @@ type client struct {
 	queue  []queued // commands queued by MULTI
 	qbytes int64    // bytes of arguments in queue
 
+	changed bool // ran a write command since the last commit (see commitBatch)
+
 	cmds    atomic.Int64            // commands run
 	lastCmd atomic.Pointer[command] // the last command run
 	qlen    atomic.Int32            // len(queue) inside MULTI, else -1

@@ -21,6 +21,9 @@ const (
 // handle is redcon's handler: it runs one command of a client's pipeline.
 func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 	c := conn.Context().(*client)
+	if s.cfg.Durability != nil {
+		defer s.commitBatch(c) // after recoverPanic: a panic's batch is committed too
+	}
 	defer s.recoverPanic(c, rc.Args)
 	s.dispatch(c, rc.Args)
 }
@@ -45,6 +48,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 func (s *Server) run(c *client, cm *command, args [][]byte) {
 	c.lastCmd.Store(cm)
 	c.cmds.Add(1)
+	c.changed = c.changed || cm.flags&flagWrite != 0
 	cm.run(s, c, args)
 }
 

@@ -108,14 +108,6 @@ func (s *Server) infoMemory() []pair {
 	}
 }
 
-func (s *Server) infoPersistence() []pair {
-	on := "disabled"
-	if s.cfg.Save != nil {
-		on = "enabled"
-	}
-	return []pair{{"loading", 0}, {"rl_persistence", on}, {"rdb_last_save_time", s.lastSave.Load()}}
-}
-
 func (s *Server) infoStats() []pair {
 	st := s.cfg.Store.Stats()
 	var accepted, rejected int64

@@ -105,6 +105,9 @@ func cmdFlushAll(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(string(errArgSyntax))
 		return
 	}
-	s.cfg.Store.Flush()
+	if err := s.flushAll(); err != nil {
+		c.conn.WriteError("ERR " + err.Error())
+		return
+	}
 	c.conn.WriteString("OK")
 }

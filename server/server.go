@@ -34,11 +34,13 @@ type Config struct {
 	// that doubles, then a copy), so MaxRequestBytes × MaxClients × 3 bounds
 	// what clients can make the server hold. Rate-limit requests are tiny.
 
-	// Save makes the store's state durable. SAVE and BGSAVE call it, and so
-	// does Shutdown after its drain, unless the client said SHUTDOWN NOSAVE.
-	// nil means no persistence: SAVE and BGSAVE then reply with an error
-	// rather than claim a save that did not happen.
-	Save func() error
+	// Durability keeps Store on disk: SAVE, BGSAVE, LASTSAVE, FLUSHALL and
+	// INFO persistence go through it, every batch that changed state is
+	// committed before its replies, and Shutdown snapshots after its drain
+	// unless the client said SHUTDOWN NOSAVE. nil means no persistence: SAVE
+	// and BGSAVE then reply with an error rather than claim a save that did
+	// not happen. The server never closes it: its owner does, after Serve.
+	Durability Durability
 
 	ShutdownTimeout time.Duration // how long a SHUTDOWN command drains. Default DefaultShutdownTimeout
 	SweepInterval   time.Duration // how often expired keys are swept. Default DefaultSweepInterval
@@ -71,8 +73,6 @@ type Server struct {
 	maxClients atomic.Int64
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
-	lastSave   atomic.Int64 // unix seconds of the last successful save, 0 for never
-	saveMu     sync.Mutex   // held while saving
 
 	mu      sync.Mutex // guards clients
 	clients map[int64]*client

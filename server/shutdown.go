@@ -10,15 +10,15 @@ import (
 type saveMode uint8
 
 const (
-	saveIfConfigured saveMode = iota // when Config.Save is set
+	saveIfConfigured saveMode = iota // when Config.Durability is set
 	saveNever                        // SHUTDOWN NOSAVE
 )
 
 // Shutdown stops the server gracefully. New clients are refused at once.
 // Each connected client has every request the server has read answered;
 // between requests it waits up to 50ms for more of a pipeline already on
-// its way, then is closed. Once none is left, the sweep stops, Config.Save
-// runs if set, and Serve returns.
+// its way, then is closed. Once none is left, the sweep stops, a snapshot
+// is taken if Config.Durability is set, and Serve returns.
 //
 // A client that never pauses is cut off, between two requests, once three
 // quarters of the time to ctx's deadline has passed, so that the replies to
@@ -37,8 +37,8 @@ func (s *Server) shutdown(ctx context.Context, mode saveMode) error {
 	start := time.Now()
 	err := s.drain(ctx)
 	s.stopSweep()
-	if mode == saveIfConfigured && s.cfg.Save != nil {
-		err = errors.Join(err, s.save())
+	if mode == saveIfConfigured && s.cfg.Durability != nil {
+		err = errors.Join(err, s.snapshot())
 	}
 	s.finishStop(err)
 	s.log.Info("shut down", "took", time.Since(start).Round(time.Millisecond), "err", err)

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rlstore/rlstore/persistence"
+)
+
+// Durability keeps the store's state on disk. *persistence.Store implements
+// it; Config.Durability nil means state lives in memory only.
+type Durability interface {
+	// Commit makes every change made before the call durable. The server
+	// calls it after the last command of a batch that changed state, before
+	// the replies go out; under appendfsync always it waits for the fsync,
+	// shared by every connection committing at the time, and under the other
+	// modes it returns at once.
+	Commit() error
+	Flush() error             // FLUSHALL: deletes every key and logs that it did
+	Snapshot() error          // SAVE: writes a snapshot, after any being written
+	BackgroundSnapshot() bool // BGSAVE: false if a snapshot is being written
+	Stats() persistence.Stats // for LASTSAVE and INFO persistence
+}
+
+// Replies of the persistence commands.
+const (
+	errNoPersistence = "ERR persistence is not configured: state is in memory only, so there is nothing to save"
+	errSaving        = "ERR Background save already in progress"
+)
+
+// commitBatch makes a batch's changes durable before redcon writes its
+// replies, which it does once the handler has run for the batch's last
+// command. If that fails, the replies must not go out: the connection is cut,
+// so the client sees an error rather than a decision that a crash would undo.
+func (s *Server) commitBatch(c *client) {
+	if !c.changed || len(c.conn.PeekPipeline()) > 0 {
+		return
+	}
+	c.changed = false
+	if err := s.cfg.Durability.Commit(); err != nil {
+		s.log.Error("append-only log commit failed; closing the client without its replies", "client", c.id, "err", err)
+		_ = c.g.Close()
+	}
+}
+
+// cmdSave is SAVE. It waits for a snapshot already being written, then writes its own.
+func cmdSave(s *Server, c *client, args [][]byte) {
+	if s.cfg.Durability == nil {
+		c.conn.WriteError(errNoPersistence)
+		return
+	}
+	if err := s.snapshot(); err != nil {
+		c.conn.WriteError("ERR " + err.Error())
+		return
+	}
+	c.conn.WriteString("OK")
+}
+
+// cmdBgSave is BGSAVE [SCHEDULE]. A failure shows in the log and INFO
+// persistence, as in Redis. SCHEDULE does not queue: a save under way
+// already holds every change made before it finishes in its log.
+func cmdBgSave(s *Server, c *client, args [][]byte) {
+	switch {
+	case len(args) > 2 || (len(args) == 2 && !equalFoldASCII(args[1], "schedule")):
+		c.conn.WriteError(errSyntax)
+	case s.cfg.Durability == nil:
+		c.conn.WriteError(errNoPersistence)
+	case !s.cfg.Durability.BackgroundSnapshot():
+		c.conn.WriteError(errSaving)
+	default:
+		c.conn.WriteString("Background saving started")
+	}
+}
+
+// cmdLastSave is LASTSAVE: the unix time of the last snapshot written or
+// loaded at start, 0 if none.
+func cmdLastSave(s *Server, c *client, args [][]byte) {
+	var at int64
+	if s.cfg.Durability != nil {
+		at = unixOrZero(s.cfg.Durability.Stats().LastSave)
+	}
+	c.conn.WriteInt64(at)
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+// snapshot takes a snapshot and logs the outcome.
+func (s *Server) snapshot() error {
+	start := time.Now()
+	if err := s.cfg.Durability.Snapshot(); err != nil {
+		s.log.Error("save failed", "err", err)
+		return err
+	}
+	s.log.Info("saved", "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// flushAll deletes every key, through the log when there is one.
+func (s *Server) flushAll() error {
+	if s.cfg.Durability == nil {
+		s.cfg.Store.Flush()
+		return nil
+	}
+	return s.cfg.Durability.Flush()
+}
+
+// infoPersistence shows Redis's fields where they mean the same here: the
+// snapshot is the rdb, the log the aof. rlstore's own start with rl_.
+func (s *Server) infoPersistence() []pair {
+	if s.cfg.Durability == nil {
+		return []pair{{"loading", 0}, {"rl_persistence", "disabled"}, {"rdb_last_save_time", 0}, {"aof_enabled", 0}}
+	}
+	st := s.cfg.Durability.Stats()
+	return []pair{
+		{"loading", 0},
+		{"rl_persistence", "enabled"},
+		{"rdb_changes_since_last_save", st.ChangesLogged},
+		{"rdb_bgsave_in_progress", boolInt(st.Saving)},
+		{"rdb_last_save_time", unixOrZero(st.LastSave)},
+		{"rdb_last_bgsave_status", okOrErr(st.LastSaveErr)},
+		{"rdb_last_bgsave_time_sec", int64(st.LastSaveDuration.Round(time.Second) / time.Second)},
+		{"rdb_saves", st.Saves},
+		{"rl_rdb_last_save_duration_ms", st.LastSaveDuration.Milliseconds()},
+		{"rl_rdb_last_save_bytes", st.SnapshotBytes},
+		{"aof_enabled", 1},
+		{"aof_rewrite_in_progress", 0},
+		{"aof_last_write_status", okOrErr(st.LogErr)},
+		{"aof_current_size", st.LogBytes},
+		{"rl_appendfsync", st.Fsync.String()},
+		{"rl_aof_last_fsync_time", unixOrZero(st.LastFsync)},
+		{"rl_aof_fsync_lag_ms", st.FsyncLag.Milliseconds()},
+		{"rl_loaded_keys", st.KeysLoaded},
+		{"rl_load_time_ms", st.LoadDuration.Milliseconds()},
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func okOrErr(err error) string {
+	if err != nil && !errors.Is(err, persistence.ErrClosed) {
+		return "err"
+	}
+	return "ok"
+}
