@@ -108,6 +108,9 @@ func runAndReport(ctx context.Context, cfg loadtest.Config, asJSON bool, stdout 
 	defer cl.Close()
 	before, merr := loadtest.TakeSnapshot(ctx, cl, 0)
 	res, err := loadtest.Run(ctx, cfg)
+	if err != nil && res.Requests == 0 {
+		return err // nothing was measured
+	}
 	if after, aerr := loadtest.TakeSnapshot(ctx, cl, 0); merr == nil && aerr == nil {
 		m := loadtest.Between(before, after)
 		res.Memory = &m
