@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server"
 	"github.com/rlstore/rlstore/shard"
 )
@@ -36,6 +37,7 @@ type Config struct {
 	SweepBudget     int // slots one sweep may visit
 	AppendFsync     string
 	DataDir         string
+	SaveInterval    time.Duration // between periodic snapshots; 0: none
 	LogFormat       string
 	LogLevel        string
 	ShutdownTimeout time.Duration
@@ -60,8 +62,9 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.Shards, "shards", shard.DefaultShards, "`number` of lock stripes of the key store, a power of two")
 	fs.IntVar(&c.Hz, "hz", int(time.Second/server.DefaultSweepInterval), "`number` of times per second the background sweep frees expired keys, 1-500")
 	fs.IntVar(&c.SweepBudget, "sweep-budget", server.DefaultSweepBudget, "most key slots one background sweep visits, which bounds its cost")
-	fs.Var(newOneOf(&c.AppendFsync, "everysec", "always", "everysec", "no"), "appendfsync", "`always|everysec|no`: when the append-only log is fsynced (checked, but not used yet: persistence comes in a later release)")
-	fs.StringVar(&c.DataDir, "data-dir", "", "`folder` for policies, snapshots and the append-only log (checked, but not used yet: persistence comes in a later release; all state is in memory)")
+	fs.Var(newOneOf(&c.AppendFsync, "everysec", "always", "everysec", "no"), "appendfsync", "`always|everysec|no`: when the append-only log is fsynced. always: no reply before its decision is on disk (one fsync shared by every client waiting); everysec: a crash loses about the last second; no: the OS decides when it reaches the disk")
+	fs.StringVar(&c.DataDir, "data-dir", "", "`folder` for policies, snapshots and the append-only log, created if missing; empty: persistence is off and all state is in memory only")
+	fs.Var(newSeconds(&c.SaveInterval, persistence.DefaultSnapshotInterval), "save-interval", "how often a snapshot of the whole store is taken while anything changes, a `duration` (300, or 5m); 0: only on SAVE, BGSAVE, shutdown, or once the log outgrows the last snapshot")
 	fs.Var(newOneOf(&c.LogFormat, "text", "text", "json"), "log-format", "`text|json`: format of the logs written to standard error")
 	fs.Var(newOneOf(&c.LogLevel, "info", "debug", "info", "warn", "error"), "log-level", "`debug|info|warn|error`: the least severe level logged")
 	fs.Var(newSeconds(&c.ShutdownTimeout, server.DefaultShutdownTimeout), "shutdown-timeout", "`duration` that SIGTERM, SIGINT or SHUTDOWN waits for clients to drain before closing them (10 seconds, or 500ms, 1m)")
@@ -236,10 +239,11 @@ func (c Config) shardConfig() shard.Config {
 	return shard.Config{Shards: c.Shards, MaxKeys: c.MaxKeys, MaxMemory: c.MaxMemory}
 }
 
-func (c Config) serverConfig(store *shard.Map, log *slog.Logger) server.Config {
+func (c Config) serverConfig(store *shard.Map, dur server.Durability, log *slog.Logger) server.Config {
 	return server.Config{
 		Addr:            c.addr(),
 		Store:           store,
+		Durability:      dur,
 		Logger:          log,
 		Version:         version(),
 		RequirePass:     c.RequirePass,

@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, Config{
 		Bind: "127.0.0.1", Port: 6379, ProtectedMode: true, MaxClients: 10000,
 		MaxRequestBytes: 512 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
-		LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
+		SaveInterval: 5 * time.Minute, LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
 	}, c)
 	assert.Equal(t, "127.0.0.1:6379", c.addr())
 }
@@ -236,7 +236,8 @@ func TestHelp(t *testing.T) {
 	})
 	assert.Contains(t, out.String(), "(default 127.0.0.1)")
 	assert.Contains(t, out.String(), "(default 512mb)")
-	assert.Contains(t, out.String(), "not used yet", "help must say persistence is not there yet")
+	assert.NotContains(t, out.String(), "not used yet")
+	assert.Contains(t, out.String(), "(default 5m0s)", "--save-interval")
 }
 
 func TestParseSize(t *testing.T) {

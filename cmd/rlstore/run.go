@@ -45,17 +45,23 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// serve runs the server until it stops by itself (SHUTDOWN) or a signal stops it.
-func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) error {
+// serve runs the server until it stops by itself (SHUTDOWN) or a signal
+// stops it, then closes the data dir, so that a clean stop loses nothing.
+func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	store, err := shard.New(cfg.shardConfig())
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(cfg.serverConfig(store, log))
+	logStart(cfg, log)
+	dur, err := openDurability(cfg, store, log)
 	if err != nil {
 		return err
 	}
-	logStart(cfg, log)
+	defer func() { err = errors.Join(err, closeDurability(dur, log)) }()
+	srv, err := server.New(cfg.serverConfig(store, durability(dur), log))
+	if err != nil {
+		return err
+	}
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ready) }()
@@ -73,11 +79,8 @@ func logStart(cfg Config, log *slog.Logger) {
 	log.Info("starting rlstore", "bind", cfg.Bind, "port", cfg.Port,
 		"auth", cfg.RequirePass != "", "protected_mode", cfg.ProtectedMode,
 		"maxclients", cfg.MaxClients, "maxmemory", cfg.MaxMemory, "max_keys", cfg.MaxKeys,
-		"max_request_bytes", cfg.MaxRequestBytes, "shards", cfg.Shards, "hz", cfg.Hz, "config", cfg.ConfigFile)
-	if cfg.DataDir != "" {
-		log.Warn("persistence is not implemented yet: --data-dir and --appendfsync are ignored and all state is in memory",
-			"data_dir", cfg.DataDir)
-	}
+		"max_request_bytes", cfg.MaxRequestBytes, "shards", cfg.Shards, "hz", cfg.Hz, "config", cfg.ConfigFile,
+		"data_dir", cfg.DataDir, "appendfsync", cfg.AppendFsync)
 }
 
 // stopper is the part of *server.Server that waitForStop drives.
