@@ -198,11 +198,16 @@ func TestHammerEveryAlgorithm(t *testing.T) {
 		"log":      {"RL.LOG", "hot", limit, "1h"},
 		"leaky":    {"RL.LEAKY", "hot", limit, 1, "1h"},
 		"throttle": {"CL.THROTTLE", "hot", limit - 1, 1, 3600},
+		"policy":   {"RL.CHECK", "hotpol", "hot"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, addr := startServer(t, Config{Clock: newStepClock().Now})
 			clients := []*redis.Client{newClient(t, addr, 3), newClient(t, addr, 2), newClient(t, addr, 3), newClient(t, addr, 2)}
+			if name == "policy" {
+				require.NoError(t, clients[0].Do(ctxT(t), "RL.POLICY", "SET", "hotpol",
+					"FIXED", limit, "1h", "LOG", limit+5, "1h", "TOKEN", limit+1, 1, "1h", "SLIDE", limit+2, 60).Err())
+			}
 			var admitted, replies atomic.Int64
 			start := make(chan struct{})
 			var wg sync.WaitGroup

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/tidwall/redcon"
 )
@@ -18,12 +19,13 @@ import (
 // optional field left zero the default written next to it, from the
 // constants below, and nowhere else.
 type Config struct {
-	Addr     string           // host:port to listen on; port 0 picks a free one. Default DefaultAddr
-	Listener net.Listener     // if set, Serve serves it instead of listening on Addr (e.g. TLS)
-	Store    *shard.Map       // required
-	Logger   *slog.Logger     // default slog.Default()
-	Clock    func() time.Time // the clock decisions and sweeps use. Default time.Now
-	Version  string           // rlstore's version, shown by INFO and HELLO. Default "dev"
+	Addr     string                // host:port to listen on; port 0 picks a free one. Default DefaultAddr
+	Listener net.Listener          // if set, Serve serves it instead of listening on Addr (e.g. TLS)
+	Store    *shard.Map            // required
+	Policies *persistence.Policies // where RL.POLICY SET makes policies durable; nil keeps them in memory only
+	Logger   *slog.Logger          // default slog.Default()
+	Clock    func() time.Time      // the clock decisions and sweeps use. Default time.Now
+	Version  string                // rlstore's version, shown by INFO and HELLO. Default "dev"
 
 	RequirePass     string // the default user's password; "" needs no AUTH. CONFIG SET can change it
 	MaxClients      int    // connections beyond it are refused. Default DefaultMaxClients
@@ -68,6 +70,7 @@ type Server struct {
 	log      *slog.Logger
 	commands map[string]*command
 	started  time.Time
+	pol      policies
 
 	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
 	maxClients atomic.Int64
@@ -101,6 +104,10 @@ func New(cfg Config) (*Server, error) {
 	s.register(transactionCommands())
 	s.register(decisionCommands())
 	s.register(algoCommands())
+	s.register(policyCommands())
+	if err := s.loadPolicies(); err != nil {
+		return nil, err
+	}
 	s.register(keyspaceCommands())
 	return s, nil
 }

@@ -176,7 +176,7 @@ func TestDecideAllPenaltyAndFreshKind(t *testing.T) {
 	require.Zero(t, left)
 	ds, left, _ = m.DecideAll(q, t0+sec, 1, false, nil)
 	assert.False(t, ds[0].Allowed)
-	assert.Zero(t, left, "the denial that starts a penalty reports the rule's wait")
+	assert.Equal(t, 10*time.Second, left, "the denial that starts a penalty")
 	_, left, _ = m.DecideAll(q, t0+4*sec, 1, false, nil)
 	assert.Equal(t, 7*time.Second, left)
 	_, left, _ = m.DecideAll(q, t0+4*sec, 1, true, nil)

@@ -63,8 +63,9 @@ type Multi struct {
 // DecideAll decides a request of cost units at now (unix nanoseconds) against
 // every rule of q under one shard lock. The request is admitted only if every
 // rule admits it, and only then is every rule charged; a denial charges none
-// and, with a penalty, blocks the key outright for q.For. While it is blocked,
-// DecideAll returns how long it still is, and every rule's decision as a peek.
+// and, with a penalty, blocks the key outright for q.For. While it is blocked
+// (from that denial on), DecideAll returns how long it still is, and every
+// rule's decision as a peek.
 // A rule whose key holds another algorithm's state starts fresh. With peek
 // nothing changes and no key is created. The decisions, one per rule, are
 // appended to dst.
@@ -127,8 +128,8 @@ func (m *Map) decideAllLocked(s *shard, q *Multi, hs []uint64, now, cost int64, 
 	}
 	for _, d := range dst[start:] {
 		if !d.Allowed {
-			if q.Penalty != nil {
-				m.penalizeLocked(s, q, hs[len(q.Keys)], now)
+			if q.Penalty != nil && m.penalizeLocked(s, q, hs[len(q.Keys)], now) {
+				return dst, q.For, nil
 			}
 			return dst, 0, nil
 		}
@@ -229,13 +230,13 @@ func (s *shard) penaltyLeftLocked(q *Multi, h uint64, now int64) time.Duration {
 	return time.Duration(max(0, int64(sl.state[0])-max(now, int64(sl.state[1]))))
 }
 
-// penalizeLocked blocks q's key until now + q.For. If the store is full the
-// denial still stands, only without its penalty.
-func (m *Map) penalizeLocked(s *shard, q *Multi, h uint64, now int64) {
+// penalizeLocked blocks q's key until now + q.For and reports whether it
+// could. If the store is full the denial still stands, only without its penalty.
+func (m *Map) penalizeLocked(s *shard, q *Multi, h uint64, now int64) bool {
 	i, ok := s.findLocked(q.Penalty, h)
 	if !ok {
 		if i, ok = m.insertLocked(s, q.Penalty, h); !ok {
-			return
+			return false
 		}
 	}
 	sl := s.slots.at(i)
@@ -243,4 +244,5 @@ func (m *Map) penalizeLocked(s *shard, q *Multi, h uint64, now int64) {
 	sl.state = window.State{uint64(now + int64(q.For)), uint64(now)}
 	s.markDirtyLocked(i)
 	m.accountLocked(s)
+	return true
 }
