@@ -105,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 	s.register(decisionCommands())
 	s.register(algoCommands())
 	s.register(policyCommands())
+	s.register(rlInfoCommands())
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}
