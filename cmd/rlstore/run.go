@@ -58,7 +58,14 @@ func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeDurability(dur, log)) }()
-	srv, err := server.New(cfg.serverConfig(store, durability(dur), log))
+	pols, err := openPolicies(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closePolicies(pols)) }()
+	scfg := cfg.serverConfig(store, durability(dur), log)
+	scfg.Policies = pols
+	srv, err := server.New(scfg)
 	if err != nil {
 		return err
 	}
