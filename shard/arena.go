@@ -22,7 +22,8 @@ type arena struct {
 	pages [][]byte
 	cur   int // the page small keys go to
 	live  int // bytes of keys still referenced
-	size  int // bytes of pages allocated
+	size  int // bytes allocated: pages and spare
+	spare chunk[byte]
 }
 
 // add copies key into the arena and returns its ref, or false if the arena is full.
@@ -47,7 +48,8 @@ func (a *arena) add(key []byte) (uint32, bool) {
 }
 
 // newPage adds a page for a key of need bytes and returns its index: a page
-// of its own for a large key, else the next small-key page, twice the last.
+// of its own for a large key, else the next small-key page, twice the last up
+// to arenaPage, and then cut from a chunk.
 func (a *arena) newPage(need int) int {
 	size := need
 	if need <= arenaPage/4 {
@@ -56,8 +58,16 @@ func (a *arena) newPage(need int) int {
 		}
 		a.cur = len(a.pages)
 	}
-	a.pages = append(a.pages, make([]byte, 0, size))
-	a.size += size
+	var page []byte
+	if size == arenaPage {
+		var allocated int
+		page, allocated = a.spare.page(size, len(a.pages))
+		a.size += allocated
+	} else {
+		page = make([]byte, size)
+		a.size += size
+	}
+	a.pages = append(a.pages, page[:0])
 	return len(a.pages) - 1
 }
 

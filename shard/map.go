@@ -35,10 +35,13 @@ const (
 )
 
 // Map is the store of per-key rate-limit state: a power-of-two array of shards,
-// picked by key hash, each with its own lock. Keys, slots and counters live in
-// pointer-free pages, so the garbage collector's cost does not grow with the
-// number of keys. A key's state stays until Sweep finds that it no longer
-// restricts anything. A Map must be made with New; it is safe for concurrent use.
+// picked by key hash, each with its own lock. Within a shard a pointer-free
+// index leads from the key's hash to a 24-byte slot, and the key's bytes, kept
+// in an arena, are compared on lookup, so keys whose hashes collide stay apart.
+// Index, slots, keys and counters live in pointer-free pages, so the garbage
+// collector's cost does not grow with the number of keys. A key's state stays
+// until Sweep finds that it no longer restricts anything. A shard holds at most
+// 2^24-2 keys. A Map must be made with New; it is safe for concurrent use.
 type Map struct {
 	shards []*shard
 	mask   uint64

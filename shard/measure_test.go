@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,14 +15,20 @@ import (
 // TestMeasureMemory measures the resident memory each key costs: 1M distinct
 // keys like "user:123456" (11 bytes), each hit twice with Slide limit 100
 // window 60 s, the hits a second apart as in a real run. The target is 60
-// bytes of RSS per key. It only logs, and only with RLSTORE_MEASURE=1:
+// bytes of RSS per key. It only logs, and only with RLSTORE_MEASURE=1;
+// RLSTORE_MEASURE_KEYS changes the number of keys:
 //
 //	RLSTORE_MEASURE=1 go test -run TestMeasureMemory -v ./shard/
 func TestMeasureMemory(t *testing.T) {
 	if os.Getenv("RLSTORE_MEASURE") == "" {
 		t.Skip("set RLSTORE_MEASURE=1 to measure")
 	}
-	const n = 1_000_000
+	n := 1_000_000
+	if s := os.Getenv("RLSTORE_MEASURE_KEYS"); s != "" {
+		var err error
+		n, err = strconv.Atoi(s)
+		require.NoError(t, err)
+	}
 	t.Run("shard", func(t *testing.T) {
 		measureRSS(t, n, func() (decider, func() int64) {
 			m := newMap(t, Config{})

@@ -125,3 +125,25 @@ func checkIndex(t *testing.T, x *index) {
 	require.Equal(t, x.dead, dead, "tombstones")
 	require.LessOrEqual(t, (live+dead)*4, len(x.table)*3, "load")
 }
+
+// TestChunk cuts pages from chunks: every page is its own memory, chunks
+// grow with the pages already cut, and what was allocated is accounted.
+func TestChunk(t *testing.T) {
+	var c chunk[uint64]
+	var pages [][]uint64
+	total := 0
+	for have := range 300 {
+		p, allocated := c.page(8, have)
+		require.Len(t, p, 8)
+		require.Equal(t, 8, cap(p), "a page must not reach into the next")
+		total += allocated
+		p[0], p[7] = uint64(have), uint64(have)
+		pages = append(pages, p)
+	}
+	for i, p := range pages {
+		require.Equal(t, []uint64{uint64(i), uint64(i)}, []uint64{p[0], p[7]}, "page %d was overwritten", i)
+	}
+	assert.Equal(t, total, 300*8+len(c.spare))
+	assert.LessOrEqual(t, len(c.spare), 8*maxChunkPages)
+	assert.LessOrEqual(t, len(c.spare), 300*8/4, "at most a quarter waits unused")
+}

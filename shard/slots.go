@@ -32,10 +32,12 @@ const (
 // slots is a growable array of slots in pages, with a free list. Pages never
 // move, so a pointer from at stays valid until the slot is released.
 type slots struct {
-	pages [][]slot
-	free  []uint32 // indexes of free slots, reused first
-	next  uint32   // first never-used index
-	size  int      // slots in pages
+	pages     [][]slot
+	free      []uint32 // indexes of free slots, reused first
+	next      uint32   // first never-used index
+	size      int      // slots in pages
+	allocated int      // slots allocated: in pages and spare
+	spare     chunk[slot]
 }
 
 // at returns the slot with index i.
@@ -58,12 +60,27 @@ func (s *slots) alloc() uint32 {
 		return i
 	}
 	if int(s.next) == s.size {
-		n := min(slotsPerPage, max(firstPage, s.size))
-		s.pages = append(s.pages, make([]slot, n))
-		s.size += n
+		s.addPage()
 	}
 	s.next++
 	return s.next - 1
+}
+
+// addPage adds the next page: a small one while there are few, else a full
+// one cut from a chunk.
+func (s *slots) addPage() {
+	n := min(slotsPerPage, max(firstPage, s.size))
+	var page []slot
+	if n < slotsPerPage {
+		page = make([]slot, n)
+		s.allocated += n
+	} else {
+		var allocated int
+		page, allocated = s.spare.page(n, len(s.pages))
+		s.allocated += allocated
+	}
+	s.pages = append(s.pages, page)
+	s.size += n
 }
 
 // release zeroes slot i and puts it on the free list.
@@ -73,4 +90,4 @@ func (s *slots) release(i uint32) {
 }
 
 // bytes returns the bytes held by pages and the free list.
-func (s *slots) bytes() int { return s.size*slotBytes + cap(s.free)*4 }
+func (s *slots) bytes() int { return s.allocated*slotBytes + cap(s.free)*4 }
