@@ -28,7 +28,7 @@ func TestProcessPolicySurvivesKill9(t *testing.T) {
 	assert.Equal(t, []string{"SLIDE", "10", "60", "TOKEN", "2", "1", "3s", "PENALTY", "1m"}, def)
 	v, err := c2.Do(ctx, "RL.CHECK", "api", "user").Int64Slice()
 	require.NoError(t, err)
-	assert.Equal(t, []int64{1, 2, 1, 0, 1500, 1}, v)
+	assert.Equal(t, []int64{1, 2, 1, 0, 3000, 1}, v)
 }
 
 // TestProcessPoliciesInMemoryWithoutDataDir: with no --data-dir the server
