@@ -33,7 +33,7 @@ func TestSlideSteps(t *testing.T) {
 			{500 * time.Millisecond, slide(3, "10s", "COST", 2), [5]int64{1, 3, 0, 0, 9500}},
 			{time.Second, slide(3, "10"), [5]int64{0, 3, 0, 9000, 9000}},
 			{9999*time.Millisecond + 500*time.Microsecond, slide(3, "10"), [5]int64{0, 3, 0, 1, 1}}, // 0.5 ms rounds up
-			{9999 * time.Millisecond, slide(3, "10", "COST", 4), [5]int64{0, 3, 0, -1, 1}},        // never; the clock stepped back
+			{9999 * time.Millisecond, slide(3, "10", "COST", 4), [5]int64{0, 3, 0, -1, 1}},          // never; the clock stepped back
 			{10 * time.Second, slide(3, "10"), [5]int64{1, 3, 2, 0, 10000}},
 			{10 * time.Second, slide(3, "10000ms", "PEEK", "COST", 2), [5]int64{1, 3, 0, 0, 10000}},
 			{10 * time.Second, slide(3, "10", "cost", 3, "peek"), [5]int64{0, 3, 2, 10000, 10000}},
