@@ -52,8 +52,8 @@ type Config struct {
 // The defaults of Config.
 const (
 	DefaultAddr            = "127.0.0.1:6379"
-	DefaultMaxClients      = 10000     // as redis-server
-	DefaultMaxRequestBytes = 512 << 20 // as redis-server's proto-max-bulk-len
+	DefaultMaxClients      = 10000   // as redis-server
+	DefaultMaxRequestBytes = 1 << 20 // far above any rate-limit command; redis-server allows 512 MiB, which redcon buffers up to 3 times per client
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultSweepInterval   = 100 * time.Millisecond
 	DefaultSweepBudget     = 16384 // with the interval, about 160k slots a second

@@ -37,7 +37,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, Default(), c)
 	assert.Equal(t, Config{
 		Bind: "127.0.0.1", Port: 6379, ProtectedMode: true, MaxClients: 10000,
-		MaxRequestBytes: 512 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
+		MaxRequestBytes: 1 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
 		SaveInterval: 5 * time.Minute, LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
 	}, c)
 	assert.Equal(t, "127.0.0.1:6379", c.addr())
@@ -235,7 +235,7 @@ func TestHelp(t *testing.T) {
 		assert.Contains(t, out.String(), "["+envName(f.Name)+"]")
 	})
 	assert.Contains(t, out.String(), "(default 127.0.0.1)")
-	assert.Contains(t, out.String(), "(default 512mb)")
+	assert.Contains(t, out.String(), "(default 1mb)")
 	assert.NotContains(t, out.String(), "not used yet")
 	assert.Contains(t, out.String(), "(default 5m0s)", "--save-interval")
 }
