@@ -19,6 +19,7 @@ type runFlags struct {
 	test       string
 	tmpl       string
 	rule       string
+	cost       int64
 	rate       float64
 	check      bool
 	slack      time.Duration
@@ -32,6 +33,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.test, "t", "rl.slide", "workload: "+fmt.Sprint(loadtest.Workloads()))
 	fs.StringVar(&f.tmpl, "cmd", "", `custom command template, e.g. "RL.SLIDE {key} 100 60" (overrides -t)`)
 	fs.StringVar(&f.rule, "rule", "", "with --cmd: the rule --check holds it to: slide, fixed or log (of --limit per --window)")
+	fs.Int64Var(&f.cost, "cost", 1, "with --cmd and --rule: the units each request charges (its COST)")
 	fs.Float64Var(&f.rate, "rate", 0, "open loop: total requests per second (0: closed loop)")
 	fs.BoolVar(&f.check, "check", false, "check the accuracy of the decisions (windowed limits and token buckets)")
 	fs.DurationVar(&f.slack, "slack", 0, "clock uncertainty the accuracy check allows")
@@ -68,6 +70,7 @@ func (f *runFlags) workload() (loadtest.Workload, error) {
 		if rule, err = loadtest.RuleFor(f.rule, f.load.lim()); err != nil {
 			return loadtest.Workload{}, err
 		}
+		rule.Cost = f.cost
 	}
 	return loadtest.CustomWorkload(f.tmpl, rule)
 }
