@@ -11,15 +11,24 @@ type pending struct {
 	sent time.Time // when it was written
 }
 
+// openEarly is how far ahead of its due time an open-loop request may be
+// written. Go's timers wake up to about a millisecond late; writing what is
+// due within the next millisecond together keeps most of that lateness out
+// of the measurement. Latency counts from the earlier of due and written: a
+// late write is charged from its due time, an early one from its write.
+const openEarly = time.Millisecond
+
 // maxInFlight bounds the requests one open-loop connection has outstanding.
 // A writer that reaches it waits, but latency still counts from each
 // request's due time, so the wait is measured rather than hidden.
 const maxInFlight = 1 << 14
 
 // runOpen sends requests on a fixed schedule, interval apart starting at
-// start, writing every request that is due in one batch of at most depth,
-// while a second goroutine reads the replies. It measures latency from each
-// request's due time, avoiding coordinated omission.
+// start, writing every request that is due (or due within openEarly) in one
+// batch of at most depth, while a second goroutine reads the replies. It
+// measures latency from each request's due time (or its write, if that was
+// earlier), so a server that stalls is charged for the queue it causes: no
+// coordinated omission.
 func (w *worker) runOpen(b *budget, start time.Time, interval time.Duration) error {
 	inflight := make(chan pending, maxInFlight)
 	readErr := make(chan error, 1)
@@ -38,7 +47,8 @@ func (w *worker) writeOpen(b *budget, next time.Time, interval time.Duration, in
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		if wait := next.Sub(now); wait > 0 {
+		horizon := now.Add(openEarly)
+		if wait := next.Sub(horizon); wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-timer.C:
@@ -47,7 +57,7 @@ func (w *worker) writeOpen(b *budget, next time.Time, interval time.Duration, in
 			}
 			continue
 		}
-		due := min(int(now.Sub(next)/interval)+1, w.depth)
+		due := min(int(horizon.Sub(next)/interval)+1, w.depth)
 		n := b.claim(due, now)
 		if n == 0 {
 			return nil
@@ -89,7 +99,12 @@ func (w *worker) readOpen(inflight <-chan pending) error {
 			w.lose([]uint64{p.key}, p.sent)
 			continue
 		}
-		w.record(p.key, p.due, p.sent, time.Now(), w.wl.classify(&w.rep))
+		w.lag.Record(p.sent.Sub(p.due))
+		start := p.due
+		if p.sent.Before(start) {
+			start = p.sent
+		}
+		w.record(p.key, start, p.sent, time.Now(), w.wl.classify(&w.rep))
 		w.publish()
 	}
 	return err

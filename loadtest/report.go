@@ -23,6 +23,9 @@ func WriteResult(out io.Writer, r Result) {
 	}
 	l := r.Latency
 	row("latency", "p50 %s  p90 %s  p99 %s  p99.9 %s  max %s", Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.Max))
+	if g := r.SendLag; g != nil {
+		row("send lag", "p50 %s  p99 %s  max %s (the client's own lateness, counted in latency)", Dur(g.P50), Dur(g.P99), Dur(g.Max))
+	}
 	if m := r.Memory; m != nil {
 		row("memory", "RSS %s → %s (%s), keys %d → %d, %s", Bytes(m.RSSBefore), Bytes(m.RSSAfter),
 			m.Source, m.KeysBefore, m.KeysAfter, perKeyNote(m))

@@ -22,6 +22,7 @@ type Result struct {
 	Elapsed    time.Duration `json:"elapsed_ns"`
 	Throughput float64       `json:"throughput"`
 	Latency    Percentiles   `json:"latency"`
+	SendLag    *Percentiles  `json:"send_lag,omitempty"`      // open loop: how late the client wrote requests; part of Latency
 	ServerCPU  time.Duration `json:"server_cpu_ns,omitempty"` // the server's CPU time over the run, when rlload started it
 	ClientCPU  time.Duration `json:"client_cpu_ns"`           // rlload's own CPU time over the run
 	Memory     *Memory       `json:"memory,omitempty"`

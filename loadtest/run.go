@@ -120,7 +120,7 @@ func closeAllWorkers(workers []*worker) {
 
 // collect sums the workers' measurements.
 func collect(cfg Config, workers []*worker, elapsed time.Duration) Result {
-	var h Histogram
+	var h, lag Histogram
 	var t tally
 	var events []Event
 	r := Result{
@@ -129,6 +129,7 @@ func collect(cfg Config, workers []*worker, elapsed time.Duration) Result {
 	}
 	for _, w := range workers {
 		h.Merge(&w.hist)
+		lag.Merge(&w.lag)
 		t.merge(w.tally)
 		events = append(events, w.events...)
 		if r.FirstError == "" {
@@ -138,6 +139,10 @@ func collect(cfg Config, workers []*worker, elapsed time.Duration) Result {
 	r.Requests, r.Allowed, r.Denied, r.Errors = t.requests, t.allowed, t.denied, t.errors
 	r.Throughput = float64(t.requests) / elapsed.Seconds()
 	r.Latency = h.Summary()
+	if cfg.Rate > 0 {
+		l := lag.Summary()
+		r.SendLag = &l
+	}
 	if cfg.Check {
 		acc := CheckAccuracy(*cfg.Workload.Rule, events, cfg.Slack)
 		r.Accuracy = &acc

@@ -17,6 +17,7 @@ type worker struct {
 	check bool
 
 	hist     Histogram
+	lag      Histogram // open loop: how late each request was written
 	tally    tally
 	events   []Event
 	firstErr string
