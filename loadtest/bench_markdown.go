@@ -38,8 +38,8 @@ func (rep *BenchReport) WriteMarkdown(w io.Writer, o MarkdownOptions) {
 	p("![throughput and p99 by pipeline depth](%s)\n", o.Chart)
 	p("## Memory per key\n")
 	ml := MemLimit()
-	p("One request to each of %d fresh keys (`m:0` … `m:%d`, limit %d per %s, so that no key expires during the fill) on a freshly started server; RSS growth (from `/proc/<pid>/status` VmRSS) divided by the DBSIZE growth. Redis's figure includes the key's name, object and expiry overhead and the Lua heap; rlstore's includes its Go heap's headroom, since RSS is what the host pays.\n",
-		rep.Config.MemKeys, rep.Config.MemKeys-1, ml.Limit, windowText(ml.Window))
+	p("One request to each of %d fresh keys (`m:0` … `m:%d`, limit %d per %s, so that no key expires during the fill); %s\n",
+		rep.Config.MemKeys, rep.Config.MemKeys-1, ml.Limit, windowText(ml.Window), rep.memoryBasis())
 	MarkdownMemory(w, rep.Memory)
 	rep.writeAccuracy(p)
 	rep.writeTargets(p)
@@ -138,4 +138,13 @@ func roundsText(n int) string {
 		return "each cell ran twice per system, alternating which system went first, and shows the better run"
 	}
 	return fmt.Sprintf("each cell ran %d times per system, alternating which system went first, and shows the median run by throughput", n)
+}
+
+// memoryBasis says how bytes per key were measured, which depends on
+// whether rlload started the servers.
+func (rep *BenchReport) memoryBasis() string {
+	if rep.Config.Rlstore.Owned() && rep.Config.Redis.Owned() {
+		return "each system freshly started for each row; RSS growth (from `/proc/<pid>/status` VmRSS) divided by the DBSIZE growth. Redis's figure includes the key's name, object and expiry overhead and the Lua heap; rlstore's includes its Go heap's headroom, since RSS is what the host pays."
+	}
+	return "**rlload did not start every server, so a server it did not start was flushed instead of restarted and measured by the growth of `INFO memory` `used_memory`**, which for a garbage-collected server moves with the collector and can even shrink at small key counts. For a fair figure let rlload start both servers."
 }
