@@ -44,10 +44,14 @@ func perKey(m *Memory) (float64, string) {
 	if m == nil {
 		return 0, "—"
 	}
-	if m.Expired() {
-		return m.BytesPerKey, fmt.Sprintf("%.0f B (only %d of %d keys left)", m.BytesPerKey, m.KeysAfter-m.KeysBefore, m.KeysSent)
+	note := ""
+	if m.Basis != "RSS" {
+		note = " (by " + m.Basis + ")"
 	}
-	return m.BytesPerKey, fmt.Sprintf("%.0f B", m.BytesPerKey)
+	if m.Expired() {
+		note += fmt.Sprintf(" (only %d of %d keys left)", m.KeysAfter-m.KeysBefore, m.KeysSent)
+	}
+	return m.BytesPerKey, fmt.Sprintf("%.0f B%s", m.BytesPerKey, note)
 }
 
 // compareCells returns one row's cells: throughput, p99 and their ratios.
