@@ -21,7 +21,7 @@ type BenchConfig struct {
 	Limit          Limit         // the throughput runs' limit per key
 	MemKeys        uint64        // keys for memory per key
 	Acc            AccuracyPlan
-	Rounds         int           // runs per compare cell, alternating order; the median is kept
+	Rounds         int           // runs per compare cell, alternating order; the median (of two, the better) is kept
 	ProfileFor     time.Duration // how long perf samples rlstore; 0 for no profile
 	Progress       io.Writer
 }
@@ -61,7 +61,8 @@ type BenchReport struct {
 }
 
 // Bench runs the whole benchmark: the compare table, plain-Redis ceilings,
-// the pipeline sweep for the chart, memory per key and accuracy.
+// the pipeline sweep for the chart, one hot key, a perf profile of rlstore,
+// accuracy and memory per key.
 func Bench(ctx context.Context, cfg BenchConfig, m Machine) (*BenchReport, error) {
 	rep := &BenchReport{Machine: m, Config: cfg, Started: time.Now()}
 	steps := []func(context.Context, *BenchReport) error{benchCompare, benchCeiling, benchSweep, benchHot, benchProfile, benchAccuracy, benchMemory}
