@@ -49,20 +49,28 @@ func cmdShutdown(s *Server, c *client, args [][]byte) {
 	}()
 }
 
+// parseShutdown reads SHUTDOWN's options. As in Redis 7, SAVE and NOSAVE
+// together are a syntax error rather than one silently winning.
 func parseShutdown(opts [][]byte, canSave bool) (saveMode, string) {
-	mode := saveIfConfigured
+	mode, save := saveIfConfigured, false
 	for _, o := range opts {
 		switch {
 		case equalFoldASCII(o, "nosave"):
 			mode = saveNever
-		case equalFoldASCII(o, "save") && !canSave:
-			return mode, errNoPersistence
-		case equalFoldASCII(o, "save"), equalFoldASCII(o, "now"), equalFoldASCII(o, "force"):
+		case equalFoldASCII(o, "save"):
+			save = true
+		case equalFoldASCII(o, "now"), equalFoldASCII(o, "force"):
 		case equalFoldASCII(o, "abort"):
 			return mode, "ERR No shutdown in progress."
 		default:
 			return mode, errSyntax
 		}
+	}
+	switch {
+	case save && mode == saveNever:
+		return mode, errSyntax
+	case save && !canSave:
+		return mode, errNoPersistence
 	}
 	return mode, ""
 }

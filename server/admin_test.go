@@ -121,6 +121,20 @@ func TestShutdownCommandErrors(t *testing.T) {
 	assert.NoError(t, c.Ping(ctx).Err())
 }
 
+// TestShutdownSaveAndNoSaveIsASyntaxError checks that conflicting options are
+// refused, as Redis 7 refuses them, instead of shutting down without a save.
+func TestShutdownSaveAndNoSaveIsASyntaxError(t *testing.T) {
+	var saves atomic.Int32
+	_, addr := startServer(t, Config{Durability: &fakeDurability{save: func() error { saves.Add(1); return nil }}})
+	c := newClient(t, addr, 2)
+	ctx := ctxT(t)
+	for _, args := range [][]any{{"SHUTDOWN", "SAVE", "NOSAVE"}, {"shutdown", "nosave", "save"}} {
+		assert.EqualError(t, c.Do(ctx, args...).Err(), "ERR syntax error", "%v", args)
+	}
+	assert.NoError(t, c.Ping(ctx).Err(), "the server is still up")
+	assert.Zero(t, saves.Load())
+}
+
 // TestServeReturnsTheSaveError checks a failed save on the way out reaches
 // Serve's caller, so that the process can exit non-zero.
 func TestServeReturnsTheSaveError(t *testing.T) {
