@@ -229,8 +229,13 @@ func TestStoreFullIsOOM(t *testing.T) {
 	wantDecision(t, c, "RL.SLIDE", "a", 5, 60)
 	wantErrReply(t, c, oom, "RL.SLIDE", "b", 5, 60)
 	wantErrReply(t, c, oom, "RL.TOKEN", "b", 5, 1, "1s")
-	assert.Equal(t, [5]int64{1, 5, 4, 0, 60000}, wantDecision(t, c, "RL.SLIDE", "b", 5, 60, "PEEK"), "a peek needs no room")
+	wantErrReply(t, c, oom, "RL.SLIDE", "b", 5, 60, "PEEK") // exactly the reply of the same call (SPEC §1)
+	assert.Equal(t, [5]int64{0, 5, 5, -1, 0}, wantDecision(t, c, "RL.SLIDE", "b", 5, 60, "COST", 6, "PEEK"), "a denied peek needs no room")
+	assert.Equal(t, [5]int64{1, 5, 3, 0, 60000}, wantDecision(t, c, "RL.SLIDE", "a", 5, 60, "PEEK"), "an existing key needs no room")
 	assert.Equal(t, [5]int64{1, 5, 3, 0, 60000}, wantDecision(t, c, "RL.SLIDE", "a", 5, 60), "an existing key must keep working")
+	require.NoError(t, c.Do(ctxT(t), "RL.POLICY", "SET", "p", "FIXED", 5, 60).Err())
+	wantErrReply(t, c, oom, "RL.CHECK", "p", "a")
+	wantErrReply(t, c, oom, "RL.CHECK", "p", "a", "PEEK")
 }
 
 // TestHammerAdmitsExactlyLimit runs many connections against one key on a

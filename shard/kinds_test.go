@@ -194,9 +194,24 @@ func TestDecideAllPenaltyAndFreshKind(t *testing.T) {
 func TestDecideAllFullChargesNone(t *testing.T) {
 	m := newMap(t, Config{MaxKeys: 1})
 	q := &Multi{Keys: policyKeys("p", 2, "k"), Params: []window.Params{fixedP(1, time.Minute), fixedP(1, time.Minute)}}
-	_, _, err := m.DecideAll(q, t0, 1, false, nil)
+	_, _, err := m.DecideAll(q, t0, 1, true, nil)
+	assert.ErrorIs(t, err, ErrFull, "a peek replies as the same call would")
+	_, _, err = m.DecideAll(q, t0, 1, false, nil)
 	assert.ErrorIs(t, err, ErrFull)
 	assert.EqualValues(t, 0, m.Len())
+	ds, _, err := m.DecideAll(q, t0, 2, true, nil)
+	require.NoError(t, err, "a peek the rules deny needs no room")
+	assert.False(t, ds[0].Allowed)
+}
+
+func TestDecideAllPeekNeedsRoomOnlyForMissingKeys(t *testing.T) {
+	m := newMap(t, Config{MaxKeys: 2})
+	q := &Multi{Keys: policyKeys("p", 2, "k"), Params: []window.Params{fixedP(2, time.Minute), fixedP(2, time.Minute)}}
+	_, _, err := m.DecideAll(q, t0, 1, false, nil)
+	require.NoError(t, err)
+	ds, _, err := m.DecideAll(q, t0, 1, true, nil)
+	require.NoError(t, err, "both keys exist, so the store being full does not matter")
+	assert.True(t, ds[0].Allowed && ds[1].Allowed)
 }
 
 func TestDecideAllRoute(t *testing.T) {

@@ -177,7 +177,12 @@ func (s *shard) admitsLocked(sl *slot, p window.Params, cost int64) error {
 func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
 	var fresh slot
 	d := s.decideSlotLocked(&fresh, p, now, cost, true)
-	if peek || !d.Allowed {
+	switch {
+	case !d.Allowed:
+		return d, nil
+	case peek && !m.fitsLocked(s, 1):
+		return window.Decision{}, ErrFull // the same call would get ErrFull
+	case peek:
 		return d, nil
 	}
 	i, ok := m.insertLocked(s, key, h)
@@ -217,6 +222,22 @@ func (m *Map) insertLocked(s *shard, key []byte, h uint64) (uint32, bool) {
 		m.keys.Add(-1)
 	}
 	return i, ok
+}
+
+// fitsLocked reports whether n new keys would fit in s within the Map's
+// limits, as insertLocked judges them, without adding any. A peek uses it to
+// get ErrFull exactly when the same call would.
+func (m *Map) fitsLocked(s *shard, n int) bool {
+	if n == 0 {
+		return true
+	}
+	if m.cfg.MaxMemory > 0 && m.bytes.Load() >= m.cfg.MaxMemory {
+		return false
+	}
+	if m.cfg.MaxKeys > 0 && m.keys.Load()+int64(n) > m.cfg.MaxKeys {
+		return false
+	}
+	return len(s.slots.free)+int(maxSlots-s.slots.next) >= n
 }
 
 // reserveKey counts one more key unless that would pass MaxKeys. It is exact

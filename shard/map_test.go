@@ -239,9 +239,14 @@ func checkFull(t *testing.T, m *Map) {
 	require.NoError(t, err)
 	assert.False(t, d.Allowed)
 	_, err = m.Decide([]byte("new"), slideP(2, time.Minute), t0, 1, true)
-	assert.NoError(t, err, "a peek creates nothing, so it needs no room")
-	_, err = m.Decide([]byte("new"), slideP(2, time.Minute), t0, 3, false)
-	assert.NoError(t, err, "a denied request creates nothing")
+	assert.ErrorIs(t, err, ErrFull, "a peek replies as the same call would")
+	_, err = m.Decide([]byte("k0"), slideP(2, time.Minute), t0, 1, true)
+	assert.NoError(t, err, "a peek of an existing key needs no room")
+	for _, peek := range []bool{false, true} {
+		d, err = m.Decide([]byte("new"), slideP(2, time.Minute), t0, 3, peek)
+		assert.NoError(t, err, "a denied request creates nothing (peek %v)", peek)
+		assert.False(t, d.Allowed)
+	}
 	m.Flush()
 	_, err = m.Decide([]byte("new"), slideP(2, time.Minute), t0, 1, false)
 	assert.NoError(t, err, "room after Flush")

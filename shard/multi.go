@@ -123,8 +123,14 @@ func (m *Map) decideAllLocked(s *shard, q *Multi, hs []uint64, now, cost int64, 
 		dst = append(dst, s.peekRuleLocked(k, hs[i], q.Params[i], now, cost))
 	}
 	left := s.penaltyLeftLocked(q, hs[len(q.Keys)], now)
-	if left > 0 || peek {
+	if left > 0 {
 		return dst, left, nil
+	}
+	if peek {
+		if allAdmit(dst[start:]) && !m.fitsLocked(s, s.missingLocked(q, hs)) {
+			return dst, 0, ErrFull // the same call would get ErrFull
+		}
+		return dst, 0, nil
 	}
 	for _, d := range dst[start:] {
 		if !d.Allowed {
@@ -136,6 +142,27 @@ func (m *Map) decideAllLocked(s *shard, q *Multi, hs []uint64, now, cost int64, 
 	}
 	dst = dst[:start]
 	return m.chargeAllLocked(s, q, hs, now, cost, dst)
+}
+
+// allAdmit reports whether every decision of ds admits the request.
+func allAdmit(ds []window.Decision) bool {
+	for _, d := range ds {
+		if !d.Allowed {
+			return false
+		}
+	}
+	return true
+}
+
+// missingLocked returns how many of q's rule keys do not exist yet.
+func (s *shard) missingLocked(q *Multi, hs []uint64) int {
+	n := 0
+	for i, k := range q.Keys {
+		if _, ok := s.findLocked(k, hs[i]); !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // peekRuleLocked decides a rule without changing anything.
