@@ -26,7 +26,8 @@ func configParams() []configParam {
 		{name: "max-request-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxRequestBytes, 10) }},
 		{name: "databases", get: func(*Server) string { return "1" }},
 		{name: "save", get: func(*Server) string { return "" }},
-		{name: "appendonly", get: func(*Server) string { return "no" }},
+		{name: "appendonly", get: getAppendOnly},
+		{name: "appendfsync", get: getAppendFsync},
 		{name: "timeout", get: func(*Server) string { return "0" }},
 	}
 }
@@ -136,4 +137,20 @@ func (s *Server) hostPort() (string, string) {
 
 func cmdConfigHelp(s *Server, c *client, args [][]byte) {
 	writeHelp(c, command{subs: configSubcommands()})
+}
+
+// getAppendOnly says yes when the store keeps its append-only log, as INFO's aof_enabled does.
+func getAppendOnly(s *Server) string {
+	if s.cfg.Durability == nil {
+		return "no"
+	}
+	return "yes"
+}
+
+// getAppendFsync names the log's fsync mode; without persistence, "no" as no fsync happens.
+func getAppendFsync(s *Server) string {
+	if s.cfg.Durability == nil {
+		return "no"
+	}
+	return s.cfg.Durability.Stats().Fsync.String()
 }

@@ -92,6 +92,8 @@ func TestPersistenceCommands(t *testing.T) {
 	assert.Equal(t, "ok", f["rdb_last_bgsave_status"])
 	assert.Equal(t, "1", f["aof_enabled"])
 	assert.Equal(t, "everysec", f["rl_appendfsync"])
+	assert.Equal(t, map[string]string{"appendonly": "yes", "appendfsync": "everysec"},
+		c.ConfigGet(ctx, "append*").Val(), "CONFIG GET agrees with INFO")
 	for _, k := range []string{"rdb_last_save_time", "aof_current_size", "rl_aof_fsync_lag_ms", "rl_aof_last_fsync_ms", "rl_loaded_keys", "rl_load_time_ms", "rl_rdb_last_save_bytes"} {
 		_, err := strconv.ParseInt(f[k], 10, 64)
 		assert.NoError(t, err, "INFO persistence %s = %q", k, f[k])
