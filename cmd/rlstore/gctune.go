@@ -11,11 +11,11 @@ import (
 // does not scan, so a collection costs little however many keys are held.
 // Go's default GOGC of 100 still lets the heap grow to twice the live data
 // before collecting, which would double the RSS each key costs. tuneGC keeps
-// the headroom near gcHeadroom instead: generous while the heap is small, about
-// a tenth of it once millions of keys are held.
+// the headroom near gcHeadroom instead: generous while the heap is small, and
+// down to a twentieth of it once millions of keys are held.
 const (
-	gcHeadroom   = 8 << 20 // bytes of garbage allowed before a collection
-	gcMinPercent = 10
+	gcHeadroom   = 4 << 20 // bytes of garbage allowed before a collection
+	gcMinPercent = 5
 	gcMaxPercent = 100
 )
 

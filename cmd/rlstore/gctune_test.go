@@ -14,11 +14,11 @@ func TestGCPercent(t *testing.T) {
 		want int
 	}{
 		{0, 100},
-		{1 << 20, 100},        // small heap: the default headroom
-		{16 << 20, 50},        // 8 MiB over 16 MiB live
-		{64 << 20, 12},        // 8 MiB over 64 MiB live
-		{1 << 30, 10},         // never below the floor
-		{^uint64(0) >> 8, 10}, // huge live heaps do not overflow
+		{1 << 20, 100},       // small heap: the default headroom
+		{16 << 20, 25},       // 4 MiB over 16 MiB live
+		{64 << 20, 6},        // 4 MiB over 64 MiB live
+		{1 << 30, 5},         // never below the floor
+		{^uint64(0) >> 8, 5}, // huge live heaps do not overflow
 	} {
 		assert.Equal(t, tc.want, gcPercent(tc.live), "gcPercent(%d)", tc.live)
 	}
