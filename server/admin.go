@@ -41,7 +41,7 @@ func cmdShutdown(s *Server, c *client, args [][]byte) {
 		return
 	}
 	s.log.Info("SHUTDOWN by a client", "client", c.id, "addr", c.addr)
-	closeAfterReply(c)
+	s.closeAfterReply(c)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 		defer cancel()

@@ -32,7 +32,7 @@ func cmdClientKill(s *Server, c *client, args [][]byte) {
 	}
 	c.conn.WriteInt(n)
 	if self {
-		closeAfterReply(c)
+		s.closeAfterReply(c)
 	}
 }
 
@@ -44,7 +44,7 @@ func (s *Server) killAddr(c *client, addr string) {
 		}
 		c.conn.WriteString("OK")
 		if o == c {
-			closeAfterReply(c)
+			s.closeAfterReply(c)
 		} else {
 			_ = o.g.Close()
 		}

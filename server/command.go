@@ -121,8 +121,13 @@ func (c *client) setResp(v int) {
 
 // closeAfterReply closes c once the replies written so far are sent. The
 // rest of its pipeline is dropped unread: redcon would otherwise run those
-// commands and throw their replies away.
-func closeAfterReply(c *client) {
+// commands and throw their replies away. redcon's Close flushes the replies
+// at once, so the batch is committed first: a decision earlier in the
+// pipeline must not be acknowledged before it is durable.
+func (s *Server) closeAfterReply(c *client) {
 	c.conn.ReadPipeline()
+	if s.cfg.Durability != nil {
+		s.commitBatch(c)
+	}
 	_ = c.conn.Close()
 }

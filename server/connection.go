@@ -48,7 +48,7 @@ func cmdEcho(s *Server, c *client, args [][]byte) { c.conn.WriteBulk(args[1]) }
 
 func cmdQuit(s *Server, c *client, args [][]byte) {
 	c.conn.WriteString("OK")
-	closeAfterReply(c)
+	s.closeAfterReply(c)
 }
 
 // cmdSelect accepts database 0, the only one: rate-limit state has no databases.

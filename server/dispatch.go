@@ -168,5 +168,5 @@ func (s *Server) recoverPanic(c *client, args [][]byte) {
 	s.log.Error("command panicked; closing its connection",
 		"client", c.id, "addr", c.addr, "cmd", name, "panic", r, "stack", string(debug.Stack()))
 	c.conn.WriteError("ERR internal error running '" + name + "', closing the connection; see the server log")
-	closeAfterReply(c)
+	s.closeAfterReply(c)
 }
