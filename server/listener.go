@@ -36,6 +36,7 @@ type guardListener struct {
 	mu       sync.Mutex // guards conns, draining and end
 	conns    map[*guardConn]struct{}
 	draining bool
+	over     bool          // the drain found no connection left: drained is closed
 	end      time.Time     // the drain's end, if any
 	drained  chan struct{} // closed once draining and no connection is left
 	stop     chan struct{} // closed when Accept may return: serving is over
@@ -93,9 +94,15 @@ func (l *guardListener) pause(err error, delay time.Duration) bool {
 }
 
 // admit wraps c, or refuses it with Redis's error when maxclients are connected.
-// A connection that arrives as a drain starts is admitted and drained.
+// A connection that arrives as a drain starts is admitted and drained; one
+// that arrives once the drain is over is closed, since the stop has moved on.
 func (l *guardListener) admit(c net.Conn) *guardConn {
 	l.mu.Lock()
+	if l.over {
+		l.mu.Unlock()
+		_ = c.Close()
+		return nil
+	}
 	full := int64(len(l.conns)) >= l.maxClients.Load()
 	var g *guardConn
 	if !full {
@@ -126,6 +133,7 @@ func (l *guardListener) remove(g *guardConn) {
 
 func (l *guardListener) checkDrainedLocked() {
 	if l.draining && len(l.conns) == 0 {
+		l.over = true
 		l.dOnce.Do(func() { close(l.drained) })
 	}
 }
