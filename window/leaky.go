@@ -49,28 +49,19 @@ func (p Leaky) Interval() int64 { return int64(p.Period) / p.Rate }
 // request's Wait is the delay before it should proceed. Denied requests never
 // consume.
 func (p Leaky) Decide(s *State, now, cost int64, peek bool) Decision {
+	// Admission is the token bucket's rule over the same state: the queue is
+	// the bucket's debt. Only an admitted request's Wait differs: its turn.
 	now = max(now, int64(s[1]))
-	iv, full := p.Interval(), p.Interval()*p.Capacity
 	empty := max(int64(s[0]), now) // when the units already queued are done
-	d := Decision{Limit: p.Capacity}
-	if cost <= p.Capacity {
-		if next := empty + cost*iv; next-now <= full {
-			d.Allowed, d.Remaining = true, (full-(next-now))/iv
-			d.Wait, d.Reset = time.Duration(empty-now), time.Duration(next-now)
-			if !peek {
-				s[0], s[1] = uint64(next), uint64(now)
-			}
-			return d
-		}
-	}
-	d.Remaining = max(0, (full-(empty-now))/iv)
-	d.Reset = time.Duration(empty - now)
-	d.Wait = Never
-	if cost <= p.Capacity {
-		d.Wait = time.Duration(empty + cost*iv - full - now)
+	d := p.bucket().Decide(s, now, cost, peek)
+	if d.Allowed {
+		d.Wait = time.Duration(empty - now)
 	}
 	return d
 }
+
+// bucket returns the token bucket whose admission rule Leaky shares.
+func (p Leaky) bucket() Token { return Token{Capacity: p.Capacity, Rate: p.Rate, Period: p.Period} }
 
 // Queued returns the units in the queue at now (the one being served counts
 // until its turn is over), without changing s.
