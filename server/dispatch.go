@@ -137,11 +137,13 @@ func quoteArg(a []byte, n int) string {
 }
 
 // enqueue queues a command for EXEC. The queue is capped like a request:
-// otherwise a client could queue without limit.
+// otherwise a client could queue without limit. Each argument counts with
+// its smallest framing, as in the request, so that empty arguments, which
+// the server holds a copy and a slice header of, count too.
 func (s *Server) enqueue(c *client, cm *command, args [][]byte) {
 	size := int64(0)
 	for _, a := range args {
-		size += int64(len(a))
+		size += minBulk + int64(len(a))
 	}
 	switch {
 	case cm.flags&flagNoTx != 0:

@@ -101,3 +101,18 @@ func TestMultiNoAuth(t *testing.T) {
 	c.send(t, resp("EXEC"))
 	assert.Equal(t, "-NOAUTH Authentication required.", c.line(t))
 }
+
+// Empty arguments cost the server their framing and a slice header each, so
+// they count against the queue's cap: otherwise a client could queue without
+// limit with commands of thousands of empty arguments.
+func TestMultiQueueCountsEmptyArgs(t *testing.T) {
+	_, addr := startServer(t, Config{MaxRequestBytes: 2048})
+	c := dialRaw(t, addr)
+	c.send(t, resp("MULTI"))
+	require.Equal(t, "+OK", c.line(t))
+	args := append([]string{"DEL"}, make([]string, 300)...) // about 1.8 KB on the wire
+	c.send(t, resp(args...)+resp(args...)+resp("DISCARD"))
+	assert.Equal(t, "+QUEUED", c.line(t))
+	assert.Equal(t, "-ERR MULTI queue is larger than max-request-bytes", c.line(t))
+	assert.Equal(t, "+OK", c.line(t))
+}
