@@ -84,7 +84,7 @@ func (s *Server) filterKeys(keys [][]byte, from int, f keyFilter) [][]byte {
 // parseScan parses SCAN's arguments. Options may repeat; the last one wins, as in Redis.
 func parseScan(args [][]byte) (scanArgs, error) {
 	a := scanArgs{count: 10}
-	u, err := strconv.ParseUint(string(args[1]), 10, 64) // any uint64: the store's cursors use the top bits
+	u, err := strconv.ParseUint(string(args[1]), 10, 64) // any uint64, as Redis takes; the store makes none above shard.MaxCursor
 	if err != nil {
 		return a, errArgCursor
 	}

@@ -12,7 +12,7 @@ func (m *Map) Scan(dst [][]byte, cursor uint64, count int) ([][]byte, uint64) {
 	for seen := 0; si < len(m.shards); {
 		s := m.shards[si]
 		s.mu.Lock()
-		if s.gen != gen {
+		if s.gen&cursorGenMask != gen {
 			pos = 0 // slots moved since the cursor was made
 		}
 		dst, pos, seen = s.scanLocked(dst, pos, seen, count)
@@ -41,12 +41,26 @@ func (s *shard) scanLocked(dst [][]byte, pos uint32, seen, count int) ([][]byte,
 	return dst, pos, seen
 }
 
-// A cursor is shard<<48 | gen<<32 | slot: the shard's generation tells Scan
-// whether the slots it had reached have since moved.
+// A cursor is shard<<37 | gen<<24 | slot, below 2^53 so that it survives a
+// float64 round trip: JavaScript clients hold cursors as Numbers, and a
+// rounded cursor would name another shard. A slot fits in slotBits (24) and
+// a shard in 16 bits (MaxShards), which leaves 13 bits of the shard's
+// generation; that tells Scan whether the slots it had reached have since
+// moved, unless the shard was rebuilt a multiple of 8192 times between two calls.
+const (
+	cursorGenBits   = 13
+	cursorShardBits = 16
+	cursorShardAt   = slotBits + cursorGenBits
+	cursorGenMask   = 1<<cursorGenBits - 1
+)
+
+// MaxCursor is the largest cursor Scan returns: every one is below 2^53.
+const MaxCursor = 1<<(cursorShardAt+cursorShardBits) - 1
+
 func makeCursor(si int, gen uint16, pos uint32) uint64 {
-	return uint64(si)<<48 | uint64(gen)<<32 | uint64(pos)
+	return uint64(si)<<cursorShardAt | uint64(gen&cursorGenMask)<<slotBits | uint64(pos)
 }
 
 func splitCursor(c uint64) (si int, gen uint16, pos uint32) {
-	return int(c >> 48), uint16(c >> 32), uint32(c)
+	return int(c >> cursorShardAt), uint16(c>>slotBits) & cursorGenMask, uint32(c) & slotField
 }
