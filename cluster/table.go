@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// ringSeed is mixed into every rendezvous score. shard/ picks a key's local
+// shard with plain xxhash; a different seed keeps the two choices
+// independent, so that a node's slots do not crowd into some of its shards.
+const ringSeed = 0x9e3779b97f4a7c15
+
+// Node is a member as the slot table sees it.
+type Node struct {
+	Name string // unique in the cluster; the rendezvous hash is over it
+	Addr string // host:port of its RESP listener, where clients and peers connect
+}
+
+// Table maps every slot to its owner: the node with the highest rendezvous
+// score xxhash(slot, name), and to the runner-up, the owner it would have
+// without that node. Every node computes the same table from the same
+// nodes. A Table is immutable once made, so it is safe for concurrent use;
+// a membership change makes a new one, with a higher epoch.
+type Table struct {
+	epoch  uint64
+	nodes  []Node // sorted by name
+	owner  [Slots]uint16
+	second [Slots]uint16 // == owner when there is one node
+}
+
+// ErrNoNodes is NewTable's error for an empty member list.
+var ErrNoNodes = errors.New("cluster: a table needs at least one node")
+
+// MaxNodes bounds a table's members; slots index them with 16 bits.
+const MaxNodes = 1 << 16
+
+// NewTable computes the table of nodes, whose names must be unique.
+func NewTable(epoch uint64, nodes []Node) (*Table, error) {
+	switch {
+	case len(nodes) == 0:
+		return nil, ErrNoNodes
+	case len(nodes) > MaxNodes:
+		return nil, errors.New("cluster: too many nodes for a table")
+	}
+	t := &Table{epoch: epoch, nodes: slices.Clone(nodes)}
+	slices.SortFunc(t.nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	for i := 1; i < len(t.nodes); i++ {
+		if t.nodes[i].Name == t.nodes[i-1].Name {
+			return nil, errors.New("cluster: node name " + t.nodes[i].Name + " appears twice")
+		}
+	}
+	t.fill()
+	return t, nil
+}
+
+// fill computes owner and runner-up for every slot. Scores are compared
+// with the node's index as the tie-break, so the result depends only on names.
+func (t *Table) fill() {
+	hs := make([]uint64, len(t.nodes))
+	for i, n := range t.nodes {
+		hs[i] = xxhash.Sum64String(n.Name)
+	}
+	for s := range Slots {
+		var best, next uint64
+		bi, ni := 0, 0
+		for i, h := range hs {
+			sc := score(s, h)
+			switch {
+			case i == 0 || sc > best:
+				next, ni = best, bi
+				best, bi = sc, i
+			case i == 1 || sc > next:
+				next, ni = sc, i
+			}
+		}
+		t.owner[s], t.second[s] = uint16(bi), uint16(ni)
+	}
+}
+
+// score is the rendezvous score of slot for the node whose name hashes to h.
+func score(slot int, h uint64) uint64 {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(slot)^ringSeed)
+	binary.LittleEndian.PutUint64(b[8:], h)
+	return xxhash.Sum64(b[:])
+}
+
+// Epoch orders tables: a later membership view has a higher epoch.
+func (t *Table) Epoch() uint64 { return t.epoch }
+
+// Nodes returns the members, sorted by name. The caller must not change it.
+func (t *Table) Nodes() []Node { return t.nodes }
+
+// Owner returns the node that owns slot.
+func (t *Table) Owner(slot int) Node { return t.nodes[t.owner[slot]] }
+
+// RunnerUp returns the node that would own slot without its owner, and
+// false when the table has one node.
+func (t *Table) RunnerUp(slot int) (Node, bool) {
+	return t.nodes[t.second[slot]], len(t.nodes) > 1
+}
+
+// Has reports whether a node called name is a member.
+func (t *Table) Has(name string) bool {
+	_, ok := t.index(name)
+	return ok
+}
+
+// Node returns the member called name.
+func (t *Table) Node(name string) (Node, bool) {
+	i, ok := t.index(name)
+	if !ok {
+		return Node{}, false
+	}
+	return t.nodes[i], true
+}
+
+func (t *Table) index(name string) (int, bool) {
+	return slices.BinarySearchFunc(t.nodes, name, func(n Node, name string) int { return strings.Compare(n.Name, name) })
+}
+
+// Range is the slots From through To, both included.
+type Range struct{ From, To int }
+
+// Ranges returns the runs of consecutive slots that name owns, in order.
+func (t *Table) Ranges(name string) []Range {
+	i, ok := t.index(name)
+	if !ok {
+		return nil
+	}
+	var rs []Range
+	for s := 0; s < Slots; s++ {
+		if int(t.owner[s]) != i {
+			continue
+		}
+		if n := len(rs); n > 0 && rs[n-1].To == s-1 {
+			rs[n-1].To = s
+		} else {
+			rs = append(rs, Range{s, s})
+		}
+	}
+	return rs
+}
+
+// Count returns how many slots each node owns, indexed as Nodes.
+func (t *Table) Count() []int {
+	c := make([]int, len(t.nodes))
+	for _, o := range t.owner {
+		c[o]++
+	}
+	return c
+}
+
+// Moves returns the slots whose owner differs between from and t, with
+// their old and new owners' names.
+func (t *Table) Moves(from *Table) []Move {
+	var ms []Move
+	for s := range Slots {
+		o, n := from.Owner(s).Name, t.Owner(s).Name
+		if o != n {
+			ms = append(ms, Move{Slot: s, From: o, To: n})
+		}
+	}
+	return ms
+}
+
+// Move is one slot changing owner.
+type Move struct {
+	Slot     int
+	From, To string
+}
