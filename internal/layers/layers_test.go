@@ -1,0 +1,133 @@
+package layers
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/rlstore/rlstore"
+
+// rule says which of our packages a package (matched by path prefix) may
+// depend on, directly or not. Prefixes are module-relative; "" is the root.
+type rule struct {
+	pkg     string
+	allowed []string // prefixes it may import; nil with denied set means "all but denied"
+	denied  []string
+}
+
+// rules is the dependency table of the house style: window <- shard, policy
+// <- persistence <- server <- cmd; cluster imports nothing of ours above it;
+// loadtest measures the server from outside, so it imports none of it.
+// The first rule whose prefix matches a package applies.
+var rules = []rule{
+	{pkg: "window", allowed: []string{"window"}},
+	{pkg: "shard", allowed: []string{"shard", "window"}},
+	{pkg: "policy", allowed: []string{"policy", "window"}},
+	{pkg: "persistence", allowed: []string{"persistence", "shard", "window", "policy"}},
+	{pkg: "cluster", denied: []string{"server", "cmd", "loadtest"}},
+	{pkg: "loadtest", allowed: []string{"loadtest", "internal"}},
+	{pkg: "server", denied: []string{"cmd", "loadtest"}},
+	{pkg: "internal", denied: []string{"cmd", "loadtest"}},
+	{pkg: "cmd", denied: []string{"loadtest"}},
+}
+
+// TestLayering checks every package of the module against rules, over the
+// dependency lists `go list -deps` reports (test files excluded), so an
+// import through a third package counts too.
+func TestLayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", module+"/...").Output()
+	require.NoError(t, err, "go list: %s", stderrOf(err))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.NotEmpty(t, lines)
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		pkg := ours(fields[0])
+		r, ok := ruleFor(pkg)
+		if !assert.True(t, ok, "package %s has no layering rule: add it to rules (and to STYLE's table)", pkg) {
+			continue
+		}
+		for _, dep := range fields[1:] {
+			if d, mine := strings.CutPrefix(dep, module+"/"); mine && !r.permits(d) {
+				t.Errorf("%s depends on %s, which its layer may not import", pkg, d)
+			}
+		}
+	}
+}
+
+// TestRulesCatchAViolation keeps the checker honest: a rule must refuse what
+// the table forbids and permit what it allows.
+func TestRulesCatchAViolation(t *testing.T) {
+	cases := []struct {
+		pkg, dep string
+		want     bool
+	}{
+		{"window", "shard", false},
+		{"shard", "window", true},
+		{"shard", "persistence", false},
+		{"policy", "shard", false},
+		{"persistence", "policy", true},
+		{"persistence", "server", false},
+		{"cluster", "server", false},
+		{"cluster/ring", "window", true},
+		{"loadtest", "server", false},
+		{"loadtest/internal/hist", "internal/procs", true},
+		{"loadtest/cmd/rlload", "loadtest/internal/hist", true},
+		{"server", "cmd/rlstore", false},
+		{"cmd/rlstore", "server", true},
+		{"windowx", "window", false}, // prefixes match whole path elements
+	}
+	for _, c := range cases {
+		r, ok := ruleFor(c.pkg)
+		got := ok && r.permits(c.dep)
+		assert.Equal(t, c.want, got, "%s importing %s", c.pkg, c.dep)
+	}
+}
+
+// ours strips the module path from an import path.
+func ours(path string) string {
+	if path == module {
+		return ""
+	}
+	return strings.TrimPrefix(path, module+"/")
+}
+
+func ruleFor(pkg string) (rule, bool) {
+	for _, r := range rules {
+		if under(pkg, r.pkg) {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+func (r rule) permits(dep string) bool {
+	if r.allowed != nil {
+		return anyUnder(dep, r.allowed)
+	}
+	return !anyUnder(dep, r.denied)
+}
+
+func anyUnder(pkg string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if under(pkg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether pkg is prefix or a package inside it.
+func under(pkg, prefix string) bool {
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+func stderrOf(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}
