@@ -159,8 +159,8 @@ func (seg *segment) write() error {
 	}
 	n, err := seg.f.Write(seg.buf)
 	seg.size += int64(n)
-	if cap(seg.buf) > 4<<20 {
-		seg.buf = nil // a burst's buffer is not worth keeping
+	if cap(seg.buf) > 4*writeChunk {
+		seg.buf = nil // a burst's buffer (a FLUSHALL, a huge key) is not worth keeping
 	}
 	seg.buf = seg.buf[:0]
 	if err != nil {
@@ -241,9 +241,29 @@ func (l *aof) flush(sync bool) error {
 			seg.buf = appendEntries(seg.buf, l.ents, now)
 			l.logged.Add(int64(len(l.ents)))
 		}
+		if len(seg.buf) >= writeChunk {
+			l.writeSegLocked(seg, now) // an error stays in seg.err for writeLocked
+		}
 	}
 	clear(l.ents) // let the drained keys go
 	return l.writeLocked(sync, now)
+}
+
+// writeChunk bounds a segment's buffer during a flush. Buffering a whole
+// interval's changes before writing them cost 8 bytes of RSS a key while 1M
+// keys were filled at 170k a second: the buffer, and the copies append left
+// behind as it doubled, stayed resident after the fill.
+const writeChunk = 256 << 10
+
+// writeSegLocked writes seg's buffer and counts what it wrote.
+func (l *aof) writeSegLocked(seg *segment, now int64) error {
+	before := seg.size
+	err := seg.write()
+	if seg.size > before {
+		l.bytes.Add(seg.size - before)
+		l.unsynced.CompareAndSwap(0, now)
+	}
+	return err
 }
 
 // writeLocked writes every segment's buffer and, if sync is set, fsyncs it.
@@ -254,12 +274,7 @@ func (l *aof) writeLocked(sync bool, now int64) error {
 	defer l.checkLocked()
 	var errs []error
 	for _, seg := range segs {
-		before := seg.size
-		errs = append(errs, seg.write())
-		if seg.size > before {
-			l.bytes.Add(seg.size - before)
-			l.unsynced.CompareAndSwap(0, now)
-		}
+		errs = append(errs, l.writeSegLocked(seg, now))
 	}
 	if sync {
 		for _, seg := range segs {

@@ -149,6 +149,32 @@ func TestDirtyRebuild(t *testing.T) {
 	assert.Empty(t, drainAll(m))
 }
 
+// TestDirtyManyChanges changes more slots than a shard lists, so the drain
+// scans the bitmap: each changed key comes back once, unchanged keys do not,
+// and a second drain is empty, across as many rounds as it takes to fill the
+// list and overflow it again.
+func TestDirtyManyChanges(t *testing.T) {
+	m := trackedMap(t, Config{Shards: 1})
+	const n = 5000
+	for k := range n {
+		_, err := m.Decide(fmt.Appendf(nil, "k%d", k), token, xt0, 1, false)
+		require.NoError(t, err)
+	}
+	assert.Len(t, drainAll(m), n)
+	for _, every := range []int{1, 3, 100, 1} { // 100: few enough to list
+		var want []string
+		for k := 0; k < n; k += every {
+			key := fmt.Sprintf("k%d", k)
+			_, err := m.Decide([]byte(key), token, xt0+1e9, 1, false)
+			require.NoError(t, err)
+			want = append(want, key)
+		}
+		got := keysOf(drainAll(m))
+		assert.ElementsMatch(t, want, got, "every %d", every)
+		assert.Empty(t, drainAll(m), "every %d: a second drain has nothing", every)
+	}
+}
+
 func sortedEntries(es []Entry) []Entry {
 	es = slices.Clone(es)
 	slices.SortFunc(es, func(a, b Entry) int { return bytes.Compare(a.Key, b.Key) })

@@ -145,5 +145,5 @@ func TestChunk(t *testing.T) {
 	}
 	assert.Equal(t, total, 300*8+len(c.spare))
 	assert.LessOrEqual(t, len(c.spare), 8*maxChunkPages)
-	assert.LessOrEqual(t, len(c.spare), 300*8/4, "at most a quarter waits unused")
+	assert.LessOrEqual(t, len(c.spare), 300*8/chunkFraction, "at most a sixteenth waits unused")
 }
