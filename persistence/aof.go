@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rlstore/rlstore/persistence/vfs"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -50,8 +51,8 @@ func ParseFsync(s string) (FsyncMode, error) {
 
 // replayLogFile replays the segment at path into m; see replayLog. A torn tail
 // is truncated on disk.
-func replayLogFile(path string, m *shard.Map, now int64) (size, records int64, warn *Warning, err error) {
-	f, err := os.Open(path)
+func replayLogFile(fsys vfs.FS, path string, m *shard.Map, now int64) (size, records int64, warn *Warning, err error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("persistence: %w", err)
 	}
@@ -61,7 +62,7 @@ func replayLogFile(path string, m *shard.Map, now int64) (size, records int64, w
 	}
 	f.Close()
 	if err == nil && warn != nil {
-		err = truncateTorn(path, size)
+		err = truncateTorn(fsys, path, size)
 	}
 	return size, records, warn, err
 }
@@ -114,7 +115,7 @@ func applyLogBlock(br *blockReader, payload []byte, first bool, m *shard.Map, no
 type segment struct {
 	gen    uint64
 	path   string
-	f      *os.File // nil for a segment replayed at open, which is never written again
+	f      vfs.File // nil for a segment replayed at open, which is never written again
 	buf    []byte   // blocks encoded but not yet written
 	size   int64    // bytes in the file
 	synced int64    // bytes known to be on disk
@@ -122,9 +123,9 @@ type segment struct {
 }
 
 // createSegment creates a log segment holding only its header, durably.
-func createSegment(dir string, gen uint64, now int64) (*segment, error) {
+func createSegment(fsys vfs.FS, dir string, gen uint64, now int64) (*segment, error) {
 	seg := &segment{gen: gen, path: filepath.Join(dir, logName(gen))}
-	f, err := os.OpenFile(seg.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := fsys.OpenFile(seg.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: %w", err)
 	}
@@ -134,11 +135,11 @@ func createSegment(dir string, gen uint64, now int64) (*segment, error) {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = syncDir(fsys, dir)
 	}
 	if err != nil {
-		f.Close()
-		os.Remove(seg.path)
+		_ = f.Close()
+		_ = fsys.Remove(seg.path) // best effort: an empty segment left behind is harmless
 		return nil, fmt.Errorf("persistence: creating %s: %w", seg.path, err)
 	}
 	seg.f, seg.size, seg.synced = f, int64(len(hdr)), int64(len(hdr))
@@ -194,6 +195,7 @@ func (seg *segment) sync() error {
 // snapshot and the old one everything before: replay is right whether the
 // crash comes before or after the snapshot is renamed into place.
 type aof struct {
+	fs    vfs.FS
 	dir   string
 	m     *shard.Map
 	clock func() int64
@@ -214,8 +216,8 @@ type aof struct {
 	failed   atomic.Pointer[error]
 }
 
-func newAOF(dir string, m *shard.Map, clock func() int64, segs []*segment) *aof {
-	l := &aof{dir: dir, m: m, clock: clock, segs: segs, route: make([]*segment, m.Shards())}
+func newAOF(fsys vfs.FS, dir string, m *shard.Map, clock func() int64, segs []*segment) *aof {
+	l := &aof{fs: fsys, dir: dir, m: m, clock: clock, segs: segs, route: make([]*segment, m.Shards())}
 	for i := range l.route {
 		l.route[i] = segs[len(segs)-1]
 	}
@@ -304,7 +306,7 @@ func (l *aof) appendFlush(flush func(), sync bool) error {
 
 // rotate creates segment gen. Shards move to it one by one with exportTo.
 func (l *aof) rotate(gen uint64) (*segment, error) {
-	seg, err := createSegment(l.dir, gen, l.clock())
+	seg, err := createSegment(l.fs, l.dir, gen, l.clock())
 	if err != nil {
 		return nil, err
 	}
@@ -352,14 +354,14 @@ func (l *aof) retire(gen uint64) error {
 		if seg.f != nil {
 			seg.f.Close()
 		}
-		if err := os.Remove(seg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := l.fs.Remove(seg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("persistence: %w", err))
 		}
 		l.bytes.Add(-seg.size)
 	}
 	l.logged.Store(0)
 	l.checkLocked()
-	return errors.Join(append(errs, syncDir(l.dir))...)
+	return errors.Join(append(errs, syncDir(l.fs, l.dir))...)
 }
 
 // lastGen returns the newest segment's generation.

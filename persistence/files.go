@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rlstore/rlstore/persistence/vfs"
 )
 
 // File names in a data directory. A snapshot and the log segment started with
@@ -41,21 +43,17 @@ func generations(names []string, prefix, suffix string) []uint64 {
 }
 
 // listDir returns the names in dir.
-func listDir(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+func listDir(fsys vfs.FS, dir string) ([]string, error) {
+	names, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: %w", err)
-	}
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
 	}
 	return names, nil
 }
 
 // syncDir fsyncs a directory, making the names created, renamed or removed in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(fsys vfs.FS, dir string) error {
+	d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("persistence: %w", err)
 	}
@@ -72,9 +70,9 @@ func syncDir(dir string) error {
 // writeAtomic writes a file with write into a temp file, fsyncs it, renames it
 // to path and fsyncs the directory, so path holds either the old or the whole
 // new contents after a crash. It returns the bytes written.
-func writeAtomic(path string, write func(f *os.File) error) (int64, error) {
+func writeAtomic(fsys vfs.FS, path string, write func(f vfs.File) error) (int64, error) {
 	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("persistence: %w", err)
 	}
@@ -94,21 +92,21 @@ func writeAtomic(path string, write func(f *os.File) error) (int64, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = fsys.Rename(tmp, path)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = fsys.Remove(tmp) // best effort: a start removes what is left
 		return 0, fmt.Errorf("persistence: writing %s: %w", path, err)
 	}
-	return size, syncDir(filepath.Dir(path))
+	return size, syncDir(fsys, filepath.Dir(path))
 }
 
 // removeTemps deletes the snapshot temp files a crash left in dir. (The
 // policy store's temp file is its own: it may be being written right now.)
-func removeTemps(dir string, names []string) error {
+func removeTemps(fsys vfs.FS, dir string, names []string) error {
 	for _, n := range names {
 		if strings.HasPrefix(n, snapPrefix) && strings.HasSuffix(n, snapSuffix+tmpSuffix) {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("persistence: %w", err)
 			}
 		}
@@ -117,8 +115,8 @@ func removeTemps(dir string, names []string) error {
 }
 
 // truncateTorn cuts a file back to its valid part and makes that durable.
-func truncateTorn(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+func truncateTorn(fsys vfs.FS, path string, size int64) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("persistence: %w", err)
 	}

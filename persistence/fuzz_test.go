@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/rlstore/rlstore/persistence/vfs"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,7 +73,7 @@ func fuzzSnapshot(t testing.TB) ([]byte, written) {
 	m := newMap(t, 4)
 	traffic(t, m.Decide, rand.New(rand.NewPCG(7, 7)), 40, 200, now)
 	path := filepath.Join(t.TempDir(), "s")
-	_, err := writeSnapshot(path, m.Shards(), m.ExportShard, 1, now)
+	_, err := writeSnapshot(vfs.OS, path, m.Shards(), m.ExportShard, 1, now)
 	require.NoError(t, err)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)

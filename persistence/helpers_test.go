@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/persistence/vfs"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/require"
@@ -108,7 +109,7 @@ func flipByte(t testing.TB, path string, off int64) {
 func copyDir(t testing.TB, src string) string {
 	t.Helper()
 	dst := t.TempDir()
-	names, err := listDir(src)
+	names, err := listDir(vfs.OS, src)
 	require.NoError(t, err)
 	for _, n := range names {
 		if n == lockName || n == policiesLockName {

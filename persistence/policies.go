@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/rlstore/rlstore/persistence/vfs"
 )
 
 // The policy file is a header block, then one block per change: kindPut
@@ -31,12 +33,13 @@ var ErrPolicy = errors.New("persistence: policy name must be 1 byte or more, and
 // is fsynced, so a reply sent after them survives kill -9. Make it with
 // OpenPolicies; it is safe for concurrent use.
 type Policies struct {
+	fs   vfs.FS
 	dir  string
 	path string
 	lock *os.File
 
 	mu   sync.Mutex // guards everything below
-	f    *os.File
+	f    vfs.File
 	size int64             // bytes in the file
 	live int64             // bytes the live policies would take in a rewritten file
 	defs map[string][]byte // name → definition
@@ -47,14 +50,19 @@ type Policies struct {
 // record is truncated and returned as a Warning for the caller to log; any
 // other damage is a *CorruptError naming the file and offset.
 func OpenPolicies(dir string) (*Policies, []Warning, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	return OpenPoliciesFS(vfs.OS, dir)
+}
+
+// OpenPoliciesFS is OpenPolicies on the file system fsys.
+func OpenPoliciesFS(fsys vfs.FS, dir string) (*Policies, []Warning, error) {
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("persistence: %w", err)
 	}
 	lock, err := lockFile(filepath.Join(dir, policiesLockName))
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &Policies{dir: dir, path: filepath.Join(dir, policiesName), lock: lock, defs: map[string][]byte{}}
+	p := &Policies{fs: fsys, dir: dir, path: filepath.Join(dir, policiesName), lock: lock, defs: map[string][]byte{}}
 	warns, err := p.load()
 	if err == nil {
 		err = p.reopen()
@@ -68,7 +76,7 @@ func OpenPolicies(dir string) (*Policies, []Warning, error) {
 
 // load reads the policy file, creating it if absent and truncating a torn tail.
 func (p *Policies) load() ([]Warning, error) {
-	f, err := os.Open(p.path)
+	f, err := p.fs.OpenFile(p.path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, p.rewriteLocked()
 	}
@@ -95,7 +103,7 @@ func (p *Policies) load() ([]Warning, error) {
 	if warn == nil {
 		return nil, nil
 	}
-	return warns, truncateTorn(p.path, valid)
+	return warns, truncateTorn(p.fs, p.path, valid)
 }
 
 // readPolicies reads a policy file into defs. It returns the size of the
@@ -270,7 +278,7 @@ func (p *Policies) rewriteLocked() error {
 	for _, name := range slices.Sorted(maps.Keys(p.defs)) {
 		buf = appendPut(buf, name, p.defs[name])
 	}
-	_, err := writeAtomic(p.path, func(f *os.File) error {
+	_, err := writeAtomic(p.fs, p.path, func(f vfs.File) error {
 		_, err := f.Write(buf)
 		return err
 	})
@@ -282,7 +290,7 @@ func (p *Policies) rewriteLocked() error {
 
 // reopen opens the file, as it now stands, for appending.
 func (p *Policies) reopen() error {
-	f, err := os.OpenFile(p.path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := p.fs.OpenFile(p.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return fmt.Errorf("persistence: %w", err)
 	}

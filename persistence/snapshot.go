@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rlstore/rlstore/persistence/vfs"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -29,9 +30,9 @@ type exportFunc func(i int, dst []shard.Entry) []shard.Entry
 
 // writeSnapshot writes what export returns for shards 0 … shards-1 to path,
 // crash-safely, leaving out entries expired at now (unix nanoseconds).
-func writeSnapshot(path string, shards int, export exportFunc, gen uint64, now int64) (snapInfo, error) {
+func writeSnapshot(fsys vfs.FS, path string, shards int, export exportFunc, gen uint64, now int64) (snapInfo, error) {
 	info := snapInfo{gen: gen, created: now}
-	size, err := writeAtomic(path, func(f *os.File) error {
+	size, err := writeAtomic(fsys, path, func(f vfs.File) error {
 		buf := appendHeader(nil, magicSnapshot, now, gen)
 		var es []shard.Entry
 		for i := range shards {
@@ -60,8 +61,8 @@ func writeSnapshot(path string, shards int, export exportFunc, gen uint64, now i
 }
 
 // loadSnapshotFile loads the snapshot at path into m; see loadSnapshot.
-func loadSnapshotFile(path string, m *shard.Map, now int64) (snapInfo, error) {
-	f, err := os.Open(path)
+func loadSnapshotFile(fsys vfs.FS, path string, m *shard.Map, now int64) (snapInfo, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return snapInfo{}, fmt.Errorf("persistence: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/persistence/vfs"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ import (
 func snapshotOf(t testing.TB, m *shard.Map, now int64) (string, snapInfo) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), snapName(7))
-	info, err := writeSnapshot(path, m.Shards(), m.ExportShard, 7, now)
+	info, err := writeSnapshot(vfs.OS, path, m.Shards(), m.ExportShard, 7, now)
 	require.NoError(t, err)
 	return path, info
 }
@@ -35,7 +36,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	assert.Equal(t, uint64(7), info.gen)
 
 	m2 := newMap(t, 32)
-	got, err := loadSnapshotFile(path, m2, now)
+	got, err := loadSnapshotFile(vfs.OS, path, m2, now)
 	require.NoError(t, err)
 	assert.Equal(t, want, exportAll(m2))
 	assert.Equal(t, info, got)
@@ -46,7 +47,7 @@ func TestSnapshotEmpty(t *testing.T) {
 	path, info := snapshotOf(t, newMap(t, 4), t0.UnixNano())
 	assert.Zero(t, info.entries)
 	m := newMap(t, 4)
-	_, err := loadSnapshotFile(path, m, t0.UnixNano())
+	_, err := loadSnapshotFile(vfs.OS, path, m, t0.UnixNano())
 	require.NoError(t, err)
 	assert.Zero(t, m.Len())
 }
@@ -64,7 +65,7 @@ func TestSnapshotDropsExpired(t *testing.T) {
 	require.Less(t, len(want), len(liveAt(m, now)), "some state must expire")
 
 	m2 := newMap(t, 8)
-	_, err := loadSnapshotFile(path, m2, later)
+	_, err := loadSnapshotFile(vfs.OS, path, m2, later)
 	require.NoError(t, err)
 	assert.Equal(t, want, exportAll(m2))
 }

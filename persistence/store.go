@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlstore/rlstore/persistence/vfs"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -36,6 +37,7 @@ type Options struct {
 	SnapshotLogBytes int64
 	Clock            func() time.Time // default time.Now
 	Logger           *slog.Logger     // for failures in the background; default slog.Default()
+	FS               vfs.FS           // the file system; default vfs.OS (tests inject faults)
 }
 
 func (o *Options) fill() error {
@@ -56,6 +58,9 @@ func (o *Options) fill() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.FS == nil {
+		o.FS = vfs.OS
 	}
 	return nil
 }
@@ -79,6 +84,7 @@ type Recovery struct {
 // it was made; FLUSHALL must go through the Store's Flush to be logged. A Store
 // is made with Open and is safe for concurrent use.
 type Store struct {
+	fs     vfs.FS
 	dir    string
 	m      *shard.Map
 	opts   Options
@@ -117,21 +123,21 @@ func Open(dir string, m *shard.Map, opts Options) (*Store, Recovery, error) {
 	if err := opts.fill(); err != nil {
 		return nil, Recovery{}, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 		return nil, Recovery{}, fmt.Errorf("persistence: %w", err)
 	}
 	lock, err := lockFile(filepath.Join(dir, lockName))
 	if err != nil {
 		return nil, Recovery{}, err
 	}
-	st := &Store{dir: dir, m: m, opts: opts, lock: lock}
+	st := &Store{fs: opts.FS, dir: dir, m: m, opts: opts, lock: lock}
 	segs, err := st.load()
 	if err != nil {
 		lock.Close()
 		return nil, st.loaded, err
 	}
 	m.TrackChanges()
-	st.log = newAOF(dir, m, st.now, segs)
+	st.log = newAOF(st.fs, dir, m, st.now, segs)
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel
 	st.wg.Add(1)
@@ -145,9 +151,9 @@ func (st *Store) now() int64 { return st.opts.Clock().UnixNano() }
 // starts a new segment. It returns the live segments, the new one last.
 func (st *Store) load() ([]*segment, error) {
 	start := time.Now()
-	names, err := listDir(st.dir)
+	names, err := listDir(st.fs, st.dir)
 	if err == nil {
-		err = removeTemps(st.dir, names)
+		err = removeTemps(st.fs, st.dir, names)
 	}
 	if err != nil {
 		return nil, err
@@ -171,7 +177,7 @@ func (st *Store) load() ([]*segment, error) {
 	if len(logs) > 0 {
 		next = max(next, logs[len(logs)-1])
 	}
-	seg, err := createSegment(st.dir, next+1, st.now())
+	seg, err := createSegment(st.fs, st.dir, next+1, st.now())
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +187,7 @@ func (st *Store) load() ([]*segment, error) {
 
 func (st *Store) loadSnapshot(gen uint64) error {
 	name := snapName(gen)
-	info, err := loadSnapshotFile(filepath.Join(st.dir, name), st.m, st.now())
+	info, err := loadSnapshotFile(st.fs, filepath.Join(st.dir, name), st.m, st.now())
 	if err != nil {
 		return err
 	}
@@ -199,7 +205,7 @@ func (st *Store) replay(gen uint64, logs []uint64) ([]*segment, error) {
 			continue
 		}
 		path := filepath.Join(st.dir, logName(g))
-		size, n, warn, err := replayLogFile(path, st.m, st.now())
+		size, n, warn, err := replayLogFile(st.fs, path, st.m, st.now())
 		if err != nil {
 			return nil, err
 		}
@@ -219,12 +225,12 @@ func (st *Store) removeBefore(gen uint64, snaps, logs []uint64) error {
 	var errs []error
 	for _, g := range snaps {
 		if g < gen {
-			errs = append(errs, os.Remove(filepath.Join(st.dir, snapName(g))))
+			errs = append(errs, st.fs.Remove(filepath.Join(st.dir, snapName(g))))
 		}
 	}
 	for _, g := range logs {
 		if g < gen {
-			errs = append(errs, os.Remove(filepath.Join(st.dir, logName(g))))
+			errs = append(errs, st.fs.Remove(filepath.Join(st.dir, logName(g))))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -291,7 +297,7 @@ func (st *Store) snapshot() (snapInfo, error) {
 	if err != nil {
 		return snapInfo{}, err
 	}
-	info, err := writeSnapshot(filepath.Join(st.dir, snapName(gen)), st.m.Shards(), st.log.exportTo(st.m, seg), gen, st.now())
+	info, err := writeSnapshot(st.fs, filepath.Join(st.dir, snapName(gen)), st.m.Shards(), st.log.exportTo(st.m, seg), gen, st.now())
 	if err != nil {
 		st.log.routeAll(seg)
 		return info, err
@@ -299,7 +305,7 @@ func (st *Store) snapshot() (snapInfo, error) {
 	if st.snapshotWritten != nil {
 		st.snapshotWritten()
 	}
-	names, err := listDir(st.dir)
+	names, err := listDir(st.fs, st.dir)
 	if err == nil {
 		err = st.removeBefore(gen, generations(names, snapPrefix, snapSuffix), nil)
 	}
