@@ -118,6 +118,8 @@ type segment struct {
 	f      vfs.File // nil for a segment replayed at open, which is never written again
 	buf    []byte   // blocks encoded but not yet written
 	size   int64    // bytes in the file
+	whole  int64    // bytes in the file up to the end of the last write that succeeded
+	header int64    // bytes of its header; 0 for a replayed segment
 	synced int64    // bytes known to be on disk
 	err    error    // a failed write or fsync: the segment takes no more
 }
@@ -142,7 +144,8 @@ func createSegment(fsys vfs.FS, dir string, gen uint64, now int64) (*segment, er
 		_ = fsys.Remove(seg.path) // best effort: an empty segment left behind is harmless
 		return nil, fmt.Errorf("persistence: creating %s: %w", seg.path, err)
 	}
-	seg.f, seg.size, seg.synced = f, int64(len(hdr)), int64(len(hdr))
+	seg.f, seg.size, seg.synced, seg.whole = f, int64(len(hdr)), int64(len(hdr)), int64(len(hdr))
+	seg.header = seg.size
 	return seg, nil
 }
 
@@ -166,6 +169,8 @@ func (seg *segment) write() error {
 	seg.buf = seg.buf[:0]
 	if err != nil {
 		seg.err = fmt.Errorf("persistence: writing %s: %w", seg.path, err)
+	} else {
+		seg.whole = seg.size
 	}
 	return seg.err
 }
@@ -214,6 +219,8 @@ type aof struct {
 	unsynced atomic.Int64 // unix ns of the oldest write not yet fsynced; 0 if none
 	fsynced  atomic.Int64 // unix ns of the last fsync
 	failed   atomic.Pointer[error]
+	errors   atomic.Int64    // flushes and commits that failed
+	onChange func(err error) // told each change of failure state: the first failure, and the recovery (nil)
 }
 
 func newAOF(fsys vfs.FS, dir string, m *shard.Map, clock func() int64, segs []*segment) *aof {
@@ -233,6 +240,14 @@ func newAOF(fsys vfs.FS, dir string, m *shard.Map, clock func() int64, segs []*s
 func (l *aof) flush(sync bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	err := l.flushLocked(sync)
+	if err != nil {
+		l.errors.Add(1)
+	}
+	return err
+}
+
+func (l *aof) flushLocked(sync bool) error {
 	now := l.clock()
 	for i := range l.route {
 		l.mu.Lock()
@@ -379,17 +394,62 @@ func (l *aof) broken() error {
 	return nil
 }
 
-// checkLocked records the first failure among the live segments, for broken.
+// checkLocked records the first failure among the live segments, for
+// broken, and reports a change of failure state to onChange.
 func (l *aof) checkLocked() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	var err error
 	for _, seg := range l.segs {
 		if seg.err != nil {
-			l.failed.Store(&seg.err)
-			return
+			err = seg.err
+			break
 		}
 	}
-	l.failed.Store(nil)
+	l.mu.Unlock()
+	var was *error
+	if err != nil {
+		was = l.failed.Swap(&err)
+	} else {
+		was = l.failed.Swap(nil)
+	}
+	if (was == nil) != (err == nil) && l.onChange != nil {
+		l.onChange(err)
+	}
+}
+
+// dropEmpty undoes the rotation to seg, a failed snapshot's new segment, if
+// no write to it ever succeeded past its header: it is closed and deleted,
+// and every shard logs to the segment before it again. Otherwise a snapshot
+// retried every few seconds on a full disk would leave a file and a
+// descriptor each time. If a write to seg failed, its changes are lost from
+// the log, so the segment before it takes over the failure: the log stays
+// failed until a snapshot holds them. It reports whether it dropped seg.
+func (l *aof) dropEmpty(seg *segment) bool {
+	l.flushMu.Lock() // no flush is writing to seg now, and none has buffered for it
+	defer l.flushMu.Unlock()
+	defer l.checkLocked()
+	l.mu.Lock()
+	n := len(l.segs)
+	if n < 2 || l.segs[n-1] != seg || seg.header == 0 || seg.whole != seg.header || len(seg.buf) != 0 {
+		l.mu.Unlock()
+		return false
+	}
+	prev := l.segs[n-2]
+	if prev.err == nil {
+		prev.err = seg.err
+	}
+	for i := range l.route {
+		l.route[i] = prev
+	}
+	l.segs = l.segs[:n-1]
+	l.mu.Unlock()
+	if seg.f != nil {
+		_ = seg.f.Close()
+		seg.f = nil
+	}
+	_ = l.fs.Remove(seg.path) // best effort: an empty segment replays as nothing
+	l.bytes.Add(-seg.size)
+	return true
 }
 
 // close writes and fsyncs what is left and closes the segments.

@@ -38,6 +38,10 @@ type Options struct {
 	Clock            func() time.Time // default time.Now
 	Logger           *slog.Logger     // for failures in the background; default slog.Default()
 	FS               vfs.FS           // the file system; default vfs.OS (tests inject faults)
+	// DirRecreated, if set, is called after a data directory deleted while in
+	// use has been made again, before the snapshot that refills it, so the
+	// caller can rewrite what else it keeps there (the policy file).
+	DirRecreated func()
 }
 
 func (o *Options) fill() error {
@@ -102,6 +106,9 @@ type Store struct {
 	lastSave saveInfo
 	tried    time.Time // when the last snapshot was attempted
 
+	dirErr       atomic.Pointer[error] // ErrDirGone while the data directory is deleted
+	failingSince atomic.Int64          // unix ns when the log began to fail; 0 if it is not failing
+
 	snapshotWritten func() // tests: runs between writing a snapshot and deleting the old log
 }
 
@@ -138,6 +145,7 @@ func Open(dir string, m *shard.Map, opts Options) (*Store, Recovery, error) {
 	}
 	m.TrackChanges()
 	st.log = newAOF(st.fs, dir, m, st.now, segs)
+	st.log.onChange = st.logChange
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel
 	st.wg.Add(1)
@@ -214,7 +222,7 @@ func (st *Store) replay(gen uint64, logs []uint64) ([]*segment, error) {
 		}
 		st.loaded.Logs = append(st.loaded.Logs, logName(g))
 		st.loaded.Records += n
-		segs = append(segs, &segment{gen: g, path: path, size: size, synced: size})
+		segs = append(segs, &segment{gen: g, path: path, size: size, synced: size, whole: size})
 	}
 	return segs, nil
 }
@@ -297,9 +305,15 @@ func (st *Store) snapshot() (snapInfo, error) {
 	if err != nil {
 		return snapInfo{}, err
 	}
-	info, err := writeSnapshot(st.fs, filepath.Join(st.dir, snapName(gen)), st.m.Shards(), st.log.exportTo(st.m, seg), gen, st.now())
+	path := filepath.Join(st.dir, snapName(gen))
+	info, err := writeSnapshot(st.fs, path, st.m.Shards(), st.log.exportTo(st.m, seg), gen, st.now())
 	if err != nil {
 		st.log.routeAll(seg)
+		// A snapshot renamed into place, whose directory fsync failed, is
+		// loaded by the next start, and only seg's changes follow it then.
+		if _, serr := st.fs.Stat(path); errors.Is(serr, os.ErrNotExist) {
+			st.log.dropEmpty(seg)
+		}
 		return info, err
 	}
 	if st.snapshotWritten != nil {
@@ -334,22 +348,36 @@ func (st *Store) run(ctx context.Context) {
 	defer st.wg.Done()
 	t := time.NewTicker(st.opts.FlushInterval)
 	defer t.Stop()
-	var failing bool
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		err := st.log.group.commit(st.opts.Fsync != FsyncNo)
-		if err != nil && !failing {
-			st.opts.Logger.Error("writing the append-only log failed; retrying with a snapshot", "dir", st.dir, "err", err)
-		}
-		failing = err != nil
-		if st.snapshotDue(failing) {
-			st.BackgroundSnapshot()
+		st.tick()
+	}
+}
+
+// tick writes the log, checks the data directory and starts a snapshot if
+// one is due: on schedule, or to recover from a failure.
+func (st *Store) tick() {
+	err := st.log.group.commit(st.opts.Fsync != FsyncNo)
+	derr := st.checkDir()
+	st.setDirErr(derr)
+	failing := err != nil || derr != nil
+	if !st.snapshotDue(failing) {
+		return
+	}
+	if derr != nil {
+		if rerr := st.recreateDir(); rerr != nil {
+			st.statsMu.Lock()
+			st.tried = st.opts.Clock()
+			st.statsMu.Unlock()
+			st.opts.Logger.Debug("recreating the data directory failed", "dir", st.dir, "err", rerr)
+			return
 		}
 	}
+	st.BackgroundSnapshot()
 }
 
 // snapshotDue reports whether the interval or the log's size calls for a
@@ -404,18 +432,26 @@ type Stats struct {
 	ChangesLogged    int64 // entries logged since the last snapshot
 	LastFsync        time.Time
 	FsyncLag         time.Duration // age of the oldest log write not yet fsynced; 0 if none
+	LogWriteErrors   int64         // log writes and commits that failed since Open
+	FailingSince     time.Time     // when the log began to fail; zero if it is not failing
+	Err              error         // what Err returns: changes are refused while it is not nil
 }
 
 // Stats returns the Store's current figures.
 func (st *Store) Stats() Stats {
 	s := Stats{
-		Fsync:         st.opts.Fsync,
-		KeysLoaded:    st.loaded.Keys,
-		LoadDuration:  st.loaded.Duration,
-		Saving:        st.saving.Load(),
-		LogBytes:      st.log.bytes.Load(),
-		ChangesLogged: st.log.logged.Load(),
-		LogErr:        st.log.broken(),
+		Fsync:          st.opts.Fsync,
+		KeysLoaded:     st.loaded.Keys,
+		LoadDuration:   st.loaded.Duration,
+		Saving:         st.saving.Load(),
+		LogBytes:       st.log.bytes.Load(),
+		ChangesLogged:  st.log.logged.Load(),
+		LogErr:         st.log.broken(),
+		LogWriteErrors: st.log.errors.Load(),
+		Err:            st.Err(),
+	}
+	if t := st.failingSince.Load(); t != 0 {
+		s.FailingSince = time.Unix(0, t)
 	}
 	if t := st.log.fsynced.Load(); t != 0 {
 		s.LastFsync = time.Unix(0, t)

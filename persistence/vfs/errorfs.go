@@ -40,6 +40,7 @@ type ErrorFS struct {
 	mu     sync.Mutex // guards inject and counts
 	inject Injector
 	counts [len(opNames)]int
+	open   int // files open
 }
 
 // NewErrorFS returns an ErrorFS over fs that fails nothing until Inject is called.
@@ -82,6 +83,9 @@ func (e *ErrorFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	if err != nil {
 		return nil, err
 	}
+	e.mu.Lock()
+	e.open++
+	e.mu.Unlock()
 	return &errorFile{File: f, fs: e}, nil
 }
 
@@ -127,7 +131,8 @@ func (e *ErrorFS) Stat(name string) (os.FileInfo, error) {
 
 type errorFile struct {
 	File
-	fs *ErrorFS
+	fs     *ErrorFS
+	closed bool
 }
 
 func (f *errorFile) Write(p []byte) (int, error) {
@@ -151,9 +156,22 @@ func (f *errorFile) Truncate(size int64) error {
 	return f.File.Truncate(size)
 }
 
+// OpenFiles returns how many files opened through e are not yet closed.
+func (e *ErrorFS) OpenFiles() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.open
+}
+
 // Close always closes the file underneath, as a failed close(2) does.
 func (f *errorFile) Close() error {
 	err := f.fs.check(OpClose, f.Name())
+	if !f.closed {
+		f.closed = true
+		f.fs.mu.Lock()
+		f.fs.open--
+		f.fs.mu.Unlock()
+	}
 	if cerr := f.File.Close(); err == nil {
 		err = cerr
 	}
