@@ -1,0 +1,74 @@
+package cluster
+
+import "github.com/hashicorp/memberlist"
+
+// StateSync is state that every node should hold, such as rlstore's
+// policies, carried as bytes this package does not read. Merge must be
+// idempotent and commutative (last writer wins by version, say): a message
+// may arrive twice, late, or after a newer full state.
+type StateSync interface {
+	LocalState() []byte // everything this node holds, for a push/pull exchange
+	Merge(b []byte)     // a broadcast or another node's LocalState
+}
+
+// Message kinds, the first byte of a user message. Append only.
+const (
+	msgLeaving byte = 1 // followed by the leaving node's name
+	msgState   byte = 2 // followed by StateSync bytes
+)
+
+// delegate is memberlist's hook into this package. Its methods run on
+// memberlist's goroutines and must not block.
+type delegate struct{ m *Membership }
+
+func (d delegate) NodeMeta(limit int) []byte {
+	if len(d.m.cfg.RESPAddr) > limit {
+		return nil
+	}
+	return []byte(d.m.cfg.RESPAddr)
+}
+
+func (d delegate) NotifyMsg(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	switch b[0] {
+	case msgLeaving:
+		d.m.markLeaving(string(b[1:]))
+	case msgState:
+		if d.m.cfg.State != nil {
+			d.m.cfg.State.Merge(append([]byte(nil), b[1:]...)) // b is memberlist's buffer
+		}
+	}
+}
+
+func (d delegate) GetBroadcasts(overhead, limit int) [][]byte {
+	return d.m.bq.GetBroadcasts(overhead, limit)
+}
+
+func (d delegate) LocalState(join bool) []byte {
+	if d.m.cfg.State == nil {
+		return nil
+	}
+	return d.m.cfg.State.LocalState()
+}
+
+func (d delegate) MergeRemoteState(buf []byte, join bool) {
+	if d.m.cfg.State != nil && len(buf) > 0 {
+		d.m.cfg.State.Merge(append([]byte(nil), buf...))
+	}
+}
+
+// events turns memberlist's membership events into view rebuilds.
+type events struct{ m *Membership }
+
+func (e events) NotifyJoin(n *memberlist.Node)   { e.m.signal() }
+func (e events) NotifyUpdate(n *memberlist.Node) { e.m.signal() }
+func (e events) NotifyLeave(n *memberlist.Node)  { e.m.departed(n) }
+
+// broadcast is one queued gossip message.
+type broadcast []byte
+
+func (b broadcast) Invalidates(memberlist.Broadcast) bool { return false }
+func (b broadcast) Message() []byte                       { return b }
+func (b broadcast) Finished()                             {}

@@ -1,0 +1,347 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Membership is this node's part in the gossip cluster. It keeps the
+// current View, rebuilt on every membership event and swapped atomically,
+// so that View is cheap to call on every request. Make it with New and end
+// it with Close; its methods are safe for concurrent use.
+type Membership struct {
+	cfg Config
+	ml  *memberlist.Memberlist
+	bq  *memberlist.TransmitLimitedQueue
+	log *slog.Logger
+
+	view    atomic.Pointer[View]
+	changed chan struct{} // a buffer of 1: a pending rebuild
+	syncReq chan chan struct{}
+	stop    chan struct{}
+	done    sync.WaitGroup
+
+	mu      sync.Mutex           // guards the fields below
+	leaving map[string]time.Time // members that said they are leaving, when they said so
+	gone    []Member             // departures not yet in a view
+	since   map[string]time.Time // when each alive member was first seen
+	epoch   uint64               // the last view's table epoch
+	closed  bool
+}
+
+// New starts gossip on cfg.BindAddr and joins cfg.Seeds. Seeds that cannot
+// be reached are not an error: the node starts alone and keeps trying them.
+func New(cfg Config) (*Membership, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
+		leaving: map[string]time.Time{}, since: map[string]time.Time{}}
+	mc, err := m.memberlistConfig()
+	if err != nil {
+		return nil, err
+	}
+	m.bq = &memberlist.TransmitLimitedQueue{NumNodes: m.numMembers, RetransmitMult: mc.RetransmitMult}
+	if m.ml, err = memberlist.Create(mc); err != nil {
+		return nil, fmt.Errorf("cluster: gossip on %s: %w", cfg.BindAddr, err)
+	}
+	m.rebuild() // the view of one, before anyone asks
+	m.done.Add(2)
+	go m.rebuildLoop()
+	go m.rejoinLoop()
+	if len(cfg.Seeds) > 0 {
+		if _, err := m.ml.Join(cfg.Seeds); err != nil {
+			m.log.Warn("cluster: could not join the seeds yet; retrying", "seeds", cfg.Seeds, "err", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *Membership) memberlistConfig() (*memberlist.Config, error) {
+	host, port, err := splitHostPort(m.cfg.BindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: gossip address %q: %w", m.cfg.BindAddr, err)
+	}
+	mc := memberlist.DefaultLANConfig()
+	mc.Name, mc.BindAddr, mc.BindPort = m.cfg.NodeName, host, port
+	mc.AdvertiseAddr, mc.AdvertisePort = host, port
+	if m.cfg.AdvertiseAddr != "" {
+		if mc.AdvertiseAddr, mc.AdvertisePort, err = splitHostPort(m.cfg.AdvertiseAddr); err != nil {
+			return nil, fmt.Errorf("cluster: advertise address %q: %w", m.cfg.AdvertiseAddr, err)
+		}
+	}
+	t := m.cfg.Timing
+	mc.ProbeInterval, mc.ProbeTimeout, mc.SuspicionMult = t.Probe, t.ProbeTimeout, t.Suspicion
+	mc.GossipInterval, mc.PushPullInterval, mc.DeadNodeReclaimTime = t.Gossip, t.PushPull, t.Reclaim
+	mc.TCPTimeout = max(time.Second, 4*t.ProbeTimeout)
+	if len(m.cfg.Keys) > 0 {
+		if mc.Keyring, err = memberlist.NewKeyring(m.cfg.Keys, m.cfg.Keys[0]); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	mc.Delegate, mc.Events = delegate{m}, events{m}
+	mc.Logger = log.New(logWriter{m.log}, "", 0)
+	return mc, nil
+}
+
+// View returns the current membership view.
+func (m *Membership) View() *View { return m.view.Load() }
+
+// GossipAddr is the host:port this node gossips on, as peers see it.
+func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
+
+func (m *Membership) numMembers() int { return m.ml.NumMembers() }
+
+// signal asks for a rebuild of the view.
+func (m *Membership) signal() {
+	select {
+	case m.changed <- struct{}{}:
+	default: // one is pending: it will see this change too
+	}
+}
+
+func (m *Membership) rebuildLoop() {
+	defer m.done.Done()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.changed:
+			m.rebuildAndNotify()
+		case done := <-m.syncReq:
+			m.rebuildAndNotify()
+			close(done)
+		}
+	}
+}
+
+func (m *Membership) rebuildAndNotify() {
+	if v, changed := m.rebuild(); changed && m.cfg.OnChange != nil {
+		m.cfg.OnChange(*v)
+	}
+}
+
+// sync rebuilds the view now and returns once OnChange has seen it.
+func (m *Membership) sync() {
+	done := make(chan struct{})
+	select {
+	case m.syncReq <- done:
+		<-done
+	case <-m.stop:
+	}
+}
+
+// rebuild makes a new view from memberlist's members. It reports false
+// when neither the members nor their states changed.
+func (m *Membership) rebuild() (*View, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := &View{Self: m.cfg.NodeName, Gone: m.gone}
+	m.gone = nil
+	var owners []Node
+	for _, n := range m.ml.Members() {
+		mem := m.memberLocked(n)
+		v.Members = append(v.Members, mem)
+		if mem.State == StateAlive {
+			owners = append(owners, mem.Node)
+		}
+	}
+	slices.SortFunc(v.Members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	if old := m.view.Load(); old != nil && len(v.Gone) == 0 && sameMembers(old.Members, v.Members) {
+		return old, false
+	}
+	if len(owners) == 0 { // only this node, and it is leaving: it still answers for nothing but itself
+		owners = append(owners, Node{Name: m.cfg.NodeName, Addr: m.cfg.RESPAddr})
+	}
+	m.epoch++
+	v.Table, _ = NewTable(m.epoch, owners) // names are unique in memberlist, and there is at least one
+	m.view.Store(v)
+	return v, true
+}
+
+func (m *Membership) memberLocked(n *memberlist.Node) Member {
+	if _, ok := m.since[n.Name]; !ok {
+		m.since[n.Name] = time.Now()
+	}
+	mem := Member{Node: Node{Name: n.Name, Addr: string(n.Meta)}, Gossip: n.Address(),
+		State: StateAlive, Since: m.since[n.Name]}
+	if at, ok := m.leaving[n.Name]; ok {
+		mem.State, mem.Since = StateLeaving, at
+	}
+	return mem
+}
+
+func sameMembers(a, b []Member) bool {
+	return slices.EqualFunc(a, b, func(x, y Member) bool {
+		return x.Name == y.Name && x.Addr == y.Addr && x.State == y.State
+	})
+}
+
+// departed records a member that left or died.
+func (m *Membership) departed(n *memberlist.Node) {
+	m.mu.Lock()
+	_, said := m.leaving[n.Name]
+	st := StateDead
+	if said || n.State == memberlist.StateLeft {
+		st = StateLeft
+	}
+	m.gone = append(m.gone, Member{Node: Node{Name: n.Name, Addr: string(n.Meta)}, Gossip: n.Address(),
+		State: st, Since: time.Now()})
+	delete(m.leaving, n.Name)
+	delete(m.since, n.Name)
+	m.mu.Unlock()
+	if st == StateDead {
+		m.log.Warn("cluster: member declared dead", "node", n.Name)
+	} else {
+		m.log.Info("cluster: member left", "node", n.Name)
+	}
+	m.signal()
+}
+
+// markLeaving records that name said it is leaving.
+func (m *Membership) markLeaving(name string) {
+	m.mu.Lock()
+	if _, ok := m.leaving[name]; !ok {
+		m.leaving[name] = time.Now()
+	}
+	m.mu.Unlock()
+	m.signal()
+}
+
+// Leaving tells every member that this node is leaving, and waits until
+// they have been told or timeout passes. From then on no node, this one
+// included, counts it as an owner: the caller hands its slots over, then
+// calls Close.
+func (m *Membership) Leaving(timeout time.Duration) error {
+	m.markLeaving(m.cfg.NodeName)
+	msg := append([]byte{msgLeaving}, m.cfg.NodeName...)
+	var errs []error
+	deadline := time.Now().Add(timeout)
+	for _, n := range m.ml.Members() {
+		if n.Name == m.cfg.NodeName {
+			continue
+		}
+		if time.Now().After(deadline) {
+			errs = append(errs, fmt.Errorf("cluster: telling %s we leave: timed out", n.Name))
+			continue
+		}
+		if err := m.ml.SendReliable(n, msg); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: telling %s we leave: %w", n.Name, err))
+		}
+	}
+	m.sync()
+	return errors.Join(errs...)
+}
+
+// Broadcast sends msg, opaque to this package, to every other member's
+// StateSync.Merge. Small messages go by gossip, larger ones over TCP to
+// each member; either way push/pull carries LocalState later to those who
+// missed it.
+func (m *Membership) Broadcast(msg []byte) {
+	b := append([]byte{msgState}, msg...)
+	if len(b) <= 1000 {
+		m.bq.QueueBroadcast(broadcast(b))
+		return
+	}
+	for _, n := range m.ml.Members() {
+		if n.Name != m.cfg.NodeName {
+			if err := m.ml.SendReliable(n, b); err != nil {
+				m.log.Warn("cluster: state not sent; push/pull will carry it", "node", n.Name, "err", err)
+			}
+		}
+	}
+}
+
+// rejoinLoop joins the seeds again while any of them is not a member:
+// memberlist never rejoins by itself, so after a partition heals the two
+// sides would otherwise stay apart.
+func (m *Membership) rejoinLoop() {
+	defer m.done.Done()
+	t := time.NewTicker(m.cfg.Timing.Rejoin)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			if missing := m.missingSeeds(); len(missing) > 0 {
+				_, _ = m.ml.Join(missing) // failures are retried at the next tick
+			}
+		}
+	}
+}
+
+func (m *Membership) missingSeeds() []string {
+	have := map[string]bool{}
+	for _, n := range m.ml.Members() {
+		have[n.Address()] = true
+	}
+	var missing []string
+	for _, s := range m.cfg.Seeds {
+		if !have[s] && !have[resolve(s)] {
+			missing = append(missing, s)
+		}
+	}
+	return missing
+}
+
+// resolve returns addr with its host as an IP, or addr if it cannot.
+func resolve(addr string) string {
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return addr
+	}
+	return a.String()
+}
+
+// Close leaves the cluster gracefully (peers see a leave, not a death)
+// and stops gossip. It waits at most timeout for the leave to spread.
+func (m *Membership) Close(timeout time.Duration) error {
+	m.mu.Lock()
+	closed := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	if closed {
+		return nil
+	}
+	err := m.ml.Leave(timeout)
+	close(m.stop)
+	m.done.Wait()
+	return errors.Join(err, m.ml.Shutdown())
+}
+
+// Kill stops gossip without leaving, as a crash would; for tests.
+func (m *Membership) Kill() {
+	m.mu.Lock()
+	closed := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	if !closed {
+		close(m.stop)
+		m.done.Wait()
+		_ = m.ml.Shutdown()
+	}
+}
+
+// logWriter turns memberlist's log lines into debug records: its warnings
+// are routine (a probe lost, a suspect refuted) and this package logs the
+// events that matter itself.
+type logWriter struct{ log *slog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Debug("memberlist: " + strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+var _ io.Writer = logWriter{}

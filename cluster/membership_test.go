@@ -1,0 +1,177 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testNode is a Membership with a record of the views it was given.
+type testNode struct {
+	*Membership
+	mu    sync.Mutex
+	views []View
+	state *lwwState
+}
+
+func (n *testNode) gone() []Member {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var g []Member
+	for _, v := range n.views {
+		g = append(g, v.Gone...)
+	}
+	return g
+}
+
+func startNode(t *testing.T, name string, seeds []string, keys ...[]byte) *testNode {
+	t.Helper()
+	return startNodeAt(t, name, "127.0.0.1:0", seeds, keys...)
+}
+
+func startNodeAt(t *testing.T, name, bind string, seeds []string, keys ...[]byte) *testNode {
+	t.Helper()
+	n := &testNode{state: &lwwState{}}
+	m, err := New(Config{
+		NodeName: name, BindAddr: bind, RESPAddr: "127.0.0.1:1" + name, Seeds: seeds, Keys: keys,
+		Timing: TestTiming(), Logger: slog.New(slog.DiscardHandler), State: n.state,
+		OnChange: func(v View) {
+			n.mu.Lock()
+			n.views = append(n.views, v)
+			n.mu.Unlock()
+		},
+	})
+	require.NoError(t, err)
+	n.Membership = m
+	t.Cleanup(func() { m.Kill() })
+	return n
+}
+
+// startCluster starts n nodes joined through the first, and waits until all see all.
+func startCluster(t *testing.T, n int, keys ...[]byte) []*testNode {
+	t.Helper()
+	first := startNode(t, "n0", nil, keys...)
+	ns := []*testNode{first}
+	for i := 1; i < n; i++ {
+		ns = append(ns, startNode(t, fmt.Sprint("n", i), []string{first.GossipAddr()}, keys...))
+	}
+	waitMembers(t, ns, n)
+	return ns
+}
+
+func waitMembers(t *testing.T, ns []*testNode, want int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, n := range ns {
+			if len(n.View().Table.Nodes()) != want {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "every node sees %d owners", want)
+}
+
+func TestMembersAgreeOnTable(t *testing.T) {
+	ns := startCluster(t, 3)
+	want := ns[0].View().Table
+	for _, n := range ns[1:] {
+		assert.Empty(t, n.View().Table.Moves(want), "%s computes another table", n.cfg.NodeName)
+	}
+	for _, m := range ns[0].View().Members {
+		assert.Equal(t, "127.0.0.1:1"+m.Name, m.Addr, "node meta carries the RESP address")
+	}
+}
+
+func TestDeathIsNotALeave(t *testing.T) {
+	ns := startCluster(t, 3)
+	ns[2].Kill()
+	waitMembers(t, ns[:2], 2)
+	require.Eventually(t, func() bool { return len(ns[0].gone()) == 1 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, StateDead, ns[0].gone()[0].State)
+}
+
+func TestGracefulLeave(t *testing.T) {
+	ns := startCluster(t, 3)
+	require.NoError(t, ns[2].Leaving(time.Second))
+	for _, n := range ns {
+		self, ok := n.View().Member("n2")
+		require.True(t, ok, "a leaving member is still a member until it goes")
+		assert.Equal(t, StateLeaving, self.State, "as %s sees it", n.cfg.NodeName)
+		assert.False(t, n.View().Table.Has("n2"), "a leaving member owns nothing")
+	}
+	require.NoError(t, ns[2].Close(time.Second))
+	require.Eventually(t, func() bool { return len(ns[0].gone()) == 1 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, StateLeft, ns[0].gone()[0].State)
+}
+
+func TestWrongKeyCannotJoin(t *testing.T) {
+	key := []byte("0123456789abcdef")
+	ns := startCluster(t, 2, key)
+	intruder := startNode(t, "intruder", []string{ns[0].GossipAddr()}, []byte("fedcba9876543210"))
+	plain := startNode(t, "plain", []string{ns[0].GossipAddr()})
+	_, err := intruder.ml.Join([]string{ns[0].GossipAddr()})
+	assert.Error(t, err, "a wrong key is refused")
+	_, err = plain.ml.Join([]string{ns[0].GossipAddr()})
+	assert.Error(t, err, "no key is refused")
+	for _, n := range ns {
+		assert.Len(t, n.View().Table.Nodes(), 2)
+	}
+	assert.Len(t, intruder.View().Table.Nodes(), 1)
+}
+
+// TestRejoinsMissingSeed: a node whose seed was not there at its start
+// joins it once it appears, with no help.
+func TestRejoinsMissingSeed(t *testing.T) {
+	ln, err := net.ListenPacket("udp", "127.0.0.1:0") // a free port for the seed-to-be
+	require.NoError(t, err)
+	addr := ln.LocalAddr().String()
+	require.NoError(t, ln.Close())
+	b := startNode(t, "b", []string{addr})
+	assert.Len(t, b.View().Table.Nodes(), 1)
+	a := startNodeAt(t, "a", addr, nil)
+	waitMembers(t, []*testNode{a, b}, 2)
+}
+
+func TestStateReachesEveryNode(t *testing.T) {
+	ns := startCluster(t, 3)
+	ns[0].state.set("v1")
+	ns[0].Broadcast([]byte("v1"))
+	for _, n := range ns {
+		require.Eventually(t, func() bool { return n.state.get() == "v1" }, 5*time.Second, 10*time.Millisecond)
+	}
+	big := make([]byte, 5000) // too big for gossip: goes over TCP
+	for i := range big {
+		big[i] = 'x'
+	}
+	ns[1].Broadcast(big)
+	require.Eventually(t, func() bool { return len(ns[2].state.get()) == 5000 }, 5*time.Second, 10*time.Millisecond)
+	late := startNode(t, "late", []string{ns[0].GossipAddr()})
+	require.Eventually(t, func() bool { return len(late.state.get()) == 5000 }, 5*time.Second, 10*time.Millisecond,
+		"push/pull on join carries the state")
+}
+
+// lwwState keeps the longest value it was given: a stand-in for a
+// last-writer-wins merge.
+type lwwState struct {
+	mu sync.Mutex
+	v  string
+}
+
+func (s *lwwState) set(v string) { s.mu.Lock(); s.v = v; s.mu.Unlock() }
+func (s *lwwState) get() string  { s.mu.Lock(); defer s.mu.Unlock(); return s.v }
+func (s *lwwState) LocalState() []byte {
+	return []byte(s.get())
+}
+func (s *lwwState) Merge(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(b) >= len(s.v) {
+		s.v = string(b)
+	}
+}
