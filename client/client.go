@@ -1,0 +1,207 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client sends rlstore commands through a go-redis UniversalClient, so a single
+// node (*redis.Client), a cluster client and a ring all work. Every typed call
+// is one command and one round trip, and allocates nothing beyond what
+// go-redis allocates for the same command sent with Do.
+//
+// A Client is safe for concurrent use; it holds no state of its own. Close the
+// go-redis client yourself.
+type Client struct {
+	rdb   redis.UniversalClient
+	boxes [64]atomic.Pointer[boxed] // recently boxed integers, by value mod 64
+}
+
+// boxed is an integer already converted to an interface. Go allocates when it
+// boxes an int64 of 256 or more, and a caller's limits repeat, so reusing the
+// box keeps a typed call at the allocations of a bare Do with constants.
+type boxed struct {
+	v int64
+	a any
+}
+
+// box returns v as an interface, from the cache when it holds v.
+func (c *Client) box(v int64) any {
+	if v >= 0 && v < 256 {
+		return v // the runtime boxes these without allocating
+	}
+	slot := &c.boxes[uint64(v)%uint64(len(c.boxes))]
+	if b := slot.Load(); b != nil && b.v == v {
+		return b.a
+	}
+	b := &boxed{v: v, a: v}
+	slot.Store(b)
+	return b.a
+}
+
+// New returns a Client that sends its commands through rdb.
+func New(rdb redis.UniversalClient) *Client {
+	if rdb == nil {
+		panic("client: New with a nil redis client")
+	}
+	return &Client{rdb: rdb}
+}
+
+// Redis returns the go-redis client this Client sends through.
+func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+
+// ErrReply means rlstore answered with a reply that is not a decision.
+var ErrReply = errors.New("client: unexpected reply")
+
+// Option changes one call: Cost and Peek.
+type Option struct {
+	cost int64
+	peek bool
+}
+
+// Cost charges n units instead of 1 (n ≥ 1).
+func Cost(n int64) Option { return Option{cost: n} }
+
+// Peek returns the decision the call would give but changes nothing.
+func Peek() Option { return Option{peek: true} }
+
+// maxArgs is the longest command a typed call sends:
+// RL.TOKEN key capacity rate period COST n PEEK.
+const maxArgs = 8
+
+// args is a command under construction; it lives on the caller's stack until
+// go-redis takes the slice.
+type args struct {
+	a [maxArgs]any
+	n int
+	c *Client // boxes integers; nil boxes afresh
+}
+
+func (b *args) add(v any) { b.a[b.n] = v; b.n++ }
+
+func (b *args) int(v int64) {
+	if b.c == nil {
+		b.add(v)
+		return
+	}
+	b.add(b.c.box(v))
+}
+
+// duration adds d as whole seconds when it is one, else as "Nms"
+// (milliseconds, rounded up; this form costs one allocation).
+func (b *args) duration(d time.Duration) {
+	if d%time.Second == 0 {
+		b.int(int64(d / time.Second))
+		return
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	b.add(fmt.Sprintf("%dms", ms))
+}
+
+func (b *args) options(opts []Option) {
+	for _, o := range opts {
+		if o.cost != 0 {
+			b.add("COST")
+			b.int(o.cost)
+		}
+		if o.peek {
+			b.add("PEEK")
+		}
+	}
+}
+
+// decide sends the command in b and parses the five- or six-field reply.
+func (c *Client) decide(ctx context.Context, b *args, window time.Duration) (Decision, error) {
+	v, err := c.rdb.Do(ctx, b.a[:b.n]...).Result()
+	if err != nil {
+		return Decision{}, err
+	}
+	return parseDecision(v, window)
+}
+
+// Slide calls RL.SLIDE key limit window: a sliding window over per-second
+// counters. window must be whole seconds.
+func (c *Client) Slide(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
+	b := args{c: c}
+	b.add("RL.SLIDE")
+	b.add(key)
+	b.int(limit)
+	b.duration(window)
+	b.options(opts)
+	return c.decide(ctx, &b, window)
+}
+
+// Fixed calls RL.FIXED key limit window: a fixed window aligned to multiples
+// of window since the Unix epoch.
+func (c *Client) Fixed(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
+	b := args{c: c}
+	b.add("RL.FIXED")
+	b.add(key)
+	b.int(limit)
+	b.duration(window)
+	b.options(opts)
+	return c.decide(ctx, &b, window)
+}
+
+// Log calls RL.LOG key limit window: an exact sliding log at millisecond
+// precision (limit is capped by the server).
+func (c *Client) Log(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
+	b := args{c: c}
+	b.add("RL.LOG")
+	b.add(key)
+	b.int(limit)
+	b.duration(window)
+	b.options(opts)
+	return c.decide(ctx, &b, window)
+}
+
+// Token calls RL.TOKEN key capacity rate period: a token bucket of capacity
+// tokens refilled at rate per period.
+func (c *Client) Token(ctx context.Context, key string, capacity, rate int64, period time.Duration, opts ...Option) (Decision, error) {
+	return c.bucket(ctx, "RL.TOKEN", key, capacity, rate, period, opts)
+}
+
+// Leaky calls RL.LEAKY key capacity rate period: a leaky bucket as a queue.
+// An admitted Decision's Wait is when the request's turn comes.
+func (c *Client) Leaky(ctx context.Context, key string, capacity, rate int64, period time.Duration, opts ...Option) (Decision, error) {
+	return c.bucket(ctx, "RL.LEAKY", key, capacity, rate, period, opts)
+}
+
+func (c *Client) bucket(ctx context.Context, cmd, key string, capacity, rate int64, period time.Duration, opts []Option) (Decision, error) {
+	b := args{c: c}
+	b.add(cmd)
+	b.add(key)
+	b.int(capacity)
+	b.int(rate)
+	b.duration(period)
+	b.options(opts)
+	return c.decide(ctx, &b, period)
+}
+
+// Check calls RL.CHECK policy key: every rule of the named policy, all or
+// nothing. Decision.Rule is the binding rule's index; Decision.Window is 0
+// because the reply does not carry the rule's window.
+func (c *Client) Check(ctx context.Context, policy, key string, opts ...Option) (Decision, error) {
+	b := args{c: c}
+	b.add("RL.CHECK")
+	b.add(policy)
+	b.add(key)
+	b.options(opts)
+	return c.decide(ctx, &b, 0)
+}
+
+// Throttle calls CL.THROTTLE key maxBurst count period quantity (redis-cell's
+// GCRA; period in seconds). quantity 0 peeks and a negative quantity refunds.
+// The reply's seconds become Wait and Reset; Limit is maxBurst+1.
+func (c *Client) Throttle(ctx context.Context, key string, maxBurst, count, period, quantity int64) (Decision, error) {
+	v, err := c.rdb.Do(ctx, "CL.THROTTLE", key, c.box(maxBurst), c.box(count), c.box(period), c.box(quantity)).Result()
+	if err != nil {
+		return Decision{}, err
+	}
+	return parseThrottle(v, time.Duration(period)*time.Second)
+}

@@ -1,0 +1,154 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/client"
+	"github.com/rlstore/rlstore/internal/rltest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newClient(t testing.TB) *client.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: rltest.Start(t)})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return client.New(rdb)
+}
+
+// TestSlideThreePerTen is the libraries' own vector: 3 per 10 s admits 3, then
+// denies with a wait no longer than the window, and a denial consumes nothing.
+func TestSlideThreePerTen(t *testing.T) {
+	c, ctx := newClient(t), context.Background()
+	for i := range 3 {
+		d, err := c.Slide(ctx, "k", 3, 10*time.Second)
+		require.NoError(t, err)
+		assert.True(t, d.Allowed, "request %d", i+1)
+		assert.Equal(t, int64(2-i), d.Remaining)
+		assert.Equal(t, -1, d.Rule)
+		assert.Equal(t, 10*time.Second, d.Window)
+	}
+	for range 3 {
+		d, err := c.Slide(ctx, "k", 3, 10*time.Second)
+		require.NoError(t, err)
+		assert.False(t, d.Allowed)
+		assert.Equal(t, int64(0), d.Remaining)
+		assert.Greater(t, d.Wait, 8*time.Second)
+		assert.LessOrEqual(t, d.Wait, 10*time.Second)
+		h := d.Headers(client.HeaderOptions{Name: "api"})
+		assert.Equal(t, `"api";q=3;w=10`, h.Get("RateLimit-Policy"))
+		assert.Contains(t, []string{"9", "10"}, h.Get("Retry-After"))
+	}
+	// the denials charged nothing: a larger limit frees exactly the difference
+	d, err := c.Slide(ctx, "k", 5, 10*time.Second, client.Cost(2))
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, int64(0), d.Remaining)
+}
+
+func TestOptionsAndAlgorithms(t *testing.T) {
+	c, ctx := newClient(t), context.Background()
+	d, err := c.Fixed(ctx, "f", 5, time.Minute, client.Cost(5), client.Peek())
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, int64(0), d.Remaining)
+	d, err = c.Fixed(ctx, "f", 5, time.Minute) // the peek charged nothing
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), d.Remaining)
+
+	d, err = c.Log(ctx, "l", 2, 1500*time.Millisecond, client.Cost(3))
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, client.Never, d.Wait, "cost > limit can never be admitted")
+	assert.Empty(t, d.Headers(client.HeaderOptions{}).Get("Retry-After"))
+
+	d, err = c.Token(ctx, "t", 2, 1, time.Second, client.Cost(2))
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	d, err = c.Token(ctx, "t", 2, 1, time.Second)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Greater(t, d.Wait, time.Duration(0))
+	assert.LessOrEqual(t, d.Wait, time.Second)
+
+	d, err = c.Leaky(ctx, "q", 3, 1, time.Second)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	d, err = c.Leaky(ctx, "q", 3, 1, time.Second)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Greater(t, d.Wait, 900*time.Millisecond, "the second queued request waits its turn")
+
+	d, err = c.Throttle(ctx, "th", 1, 1, 60, 1)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, int64(2), d.Limit)
+	_, err = c.Slide(ctx, "th", 3, time.Second)
+	require.ErrorContains(t, err, "WRONGTYPE")
+}
+
+func TestPolicyCheck(t *testing.T) {
+	c, ctx := newClient(t), context.Background()
+	p := client.Policy{Rules: []client.Rule{
+		{Algorithm: "SLIDE", Limit: 10, Window: time.Minute},
+		{Algorithm: "token", Limit: 2, Rate: 1, Window: 3 * time.Second},
+	}, Penalty: 30 * time.Second}
+	require.NoError(t, c.PolicySet(ctx, "api", p))
+	def, err := c.PolicyGet(ctx, "api")
+	require.NoError(t, err)
+	assert.Equal(t, "SLIDE 10 60 TOKEN 2 1 3 PENALTY 30", def)
+	names, err := c.PolicyList(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"api"}, names)
+
+	for range 2 {
+		d, err := c.Check(ctx, "api", "carol")
+		require.NoError(t, err)
+		assert.True(t, d.Allowed)
+		assert.Equal(t, 1, d.Rule)
+	}
+	d, err := c.Check(ctx, "api", "carol")
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.GreaterOrEqual(t, d.Wait, 29*time.Second, "the penalty")
+	assert.Equal(t, time.Duration(0), d.Window)
+	assert.Equal(t, `"api";q=2`, d.Headers(client.HeaderOptions{Name: "api"}).Get("RateLimit-Policy"))
+
+	ok, err := c.PolicyDel(ctx, "api")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	_, err = c.PolicyGet(ctx, "api")
+	require.ErrorIs(t, err, client.ErrNoPolicy)
+	_, err = c.Check(ctx, "api", "carol")
+	require.ErrorContains(t, err, "no such policy")
+}
+
+// TestRing: a go-redis Ring spreads keys over two servers; each key's limit holds.
+func TestRing(t *testing.T) {
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": rltest.Start(t), "b": rltest.Start(t)}})
+	t.Cleanup(func() { _ = ring.Close() })
+	c, ctx := client.New(ring), context.Background()
+	for _, key := range []string{"alice", "bob", "carol", "dave"} {
+		for i := range 3 {
+			d, err := c.Slide(ctx, key, 2, time.Minute)
+			require.NoError(t, err)
+			assert.Equal(t, i < 2, d.Allowed, "%s request %d", key, i+1)
+		}
+	}
+}
+
+func TestHeadersLegacy(t *testing.T) {
+	d := client.Decision{Allowed: false, Limit: 100, Remaining: 0, Wait: 1500 * time.Millisecond, Reset: 30 * time.Second, Window: time.Minute}
+	h := d.Headers(client.HeaderOptions{Name: `we"ird`, Legacy: true})
+	assert.Equal(t, `"we\"ird";q=100;w=60`, h.Get("RateLimit-Policy"))
+	assert.Equal(t, `"we\"ird";r=0;t=30`, h.Get("RateLimit"))
+	assert.Equal(t, "2", h.Get("Retry-After"), "rounded up, never early")
+	assert.Equal(t, "100", h.Get("X-RateLimit-Limit"))
+	assert.Equal(t, "0", h.Get("X-RateLimit-Remaining"))
+	assert.NotEmpty(t, h.Get("X-RateLimit-Reset"))
+	d.Allowed, d.Wait = true, 0
+	assert.Empty(t, d.Headers(client.HeaderOptions{}).Get("Retry-After"))
+}

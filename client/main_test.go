@@ -1,0 +1,9 @@
+package client_test
+
+import (
+	"testing"
+
+	"github.com/rlstore/rlstore/internal/rltest"
+)
+
+func TestMain(m *testing.M) { rltest.Main(m) }
