@@ -207,12 +207,9 @@ func traceCost(rng *rand.Rand, limit int64) int64 {
 	}
 }
 
-// traceOps is the length of each random trace.
-func traceOps() int {
-	if testing.Short() {
-		return 5_000
-	}
-	return 50_000
+// traceOps is the length of each random trace; see traceLen.
+func traceOps(t testing.TB) int {
+	return traceLen(t, 2_000, 5_000, 50_000)
 }
 
 // traceMs picks a window of whole milliseconds: from 1 ms to a few days.

@@ -266,7 +266,7 @@ func TestFixedModel(t *testing.T) {
 			p := Fixed{Limit: 1 + rng.Int64N(40), Window: traceMs(rng)}
 			r := newFixedRun(t, p)
 			now := t0 + rng.Int64N(int64(time.Second))
-			for range traceOps() {
+			for range traceOps(t) {
 				now += traceGap(rng, now, int64(p.Window)/p.Limit, int64(p.Window))
 				r.step(now, traceCost(rng, p.Limit), rng.IntN(10) == 0)
 			}

@@ -371,7 +371,7 @@ func TestThrottleModel(t *testing.T) {
 			r := newThrottleRun(t, p)
 			tau := p.interval() * (p.MaxBurst + 1)
 			now := t0 + rng.Int64N(int64(time.Second))
-			for range traceOps() {
+			for range traceOps(t) {
 				now += traceGap(rng, now, p.interval(), tau)
 				r.step(now, throttleQuantity(rng, p.MaxBurst+1))
 			}

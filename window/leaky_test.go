@@ -284,7 +284,7 @@ func TestLeakyModel(t *testing.T) {
 			p := Leaky{Capacity: 1 + rng.Int64N(40), Rate: 1 + rng.Int64N(10), Period: traceMs(rng) + time.Duration(rng.Int64N(1000))}
 			r := newLeakyRun(t, p)
 			now := t0 + rng.Int64N(int64(time.Second))
-			for range traceOps() {
+			for range traceOps(t) {
 				now += traceGap(rng, now, p.Interval(), p.Interval()*p.Capacity)
 				r.step(now, traceCost(rng, p.Capacity), rng.IntN(10) == 0)
 			}

@@ -301,12 +301,12 @@ func TestLogModel(t *testing.T) {
 			p := Log{Limit: 1 + rng.Int64N(40), Window: traceMs(rng)}
 			cost := func() int64 { return traceCost(rng, p.Limit) }
 			gap := func(now int64) int64 { return traceGap(rng, now, max(msNs, int64(p.Window)/p.Limit), int64(p.Window)) }
-			ops := traceOps()
+			ops := traceOps(t)
 			if seed == 8 { // a log at the cap: about one entry per millisecond
 				p.Limit, p.Window = MaxLogLimit, 5*time.Second
 				cost = func() int64 { return 1 + rng.Int64N(20)/19 }
 				gap = func(int64) int64 { return msNs + rng.Int64N(msNs/4) }
-				ops = 10_000
+				ops = traceLen(t, 6_000, 10_000, 50_000) // past 5 s: the log reaches its cap
 			}
 			r := newLogRun(t, p)
 			now := t0 + rng.Int64N(int64(time.Second))

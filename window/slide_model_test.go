@@ -249,12 +249,9 @@ func randomCost(rng *rand.Rand, limit int64) int64 {
 	}
 }
 
-// modelOps is the length of each random trace.
-func modelOps() int {
-	if testing.Short() || underRace {
-		return 10_000
-	}
-	return 100_000
+// modelOps is the length of each random trace; see traceLen.
+func modelOps(t testing.TB) int {
+	return traceLen(t, 2_000, 10_000, 100_000)
 }
 
 // TestSlideModel runs long random traces against the brute-force model:
@@ -268,7 +265,7 @@ func TestSlideModel(t *testing.T) {
 			r := newSlideRun(t, randomSlide(rng, seed))
 			t.Logf("%+v", r.p)
 			now := t0 + rng.Int64N(sec)
-			for range modelOps() {
+			for range modelOps(t) {
 				now += randomGap(rng, now, r.p.Window, r.p.Limit)
 				r.step(now, randomCost(rng, r.p.Limit), rng.IntN(10) == 0)
 			}

@@ -184,7 +184,7 @@ func TestTokenModel(t *testing.T) {
 			r := newTokenRun(t, randomToken(rng, seed))
 			t.Logf("%+v", r.p)
 			now := t0 + rng.Int64N(sec)
-			for range modelOps() {
+			for range modelOps(t) {
 				now += randomGap(rng, now, time.Duration(r.p.Interval()*r.p.Capacity), r.p.Capacity)
 				r.step(now, randomCost(rng, r.p.Capacity), rng.IntN(10) == 0)
 			}
