@@ -99,10 +99,13 @@ func TestDeathIsNotALeave(t *testing.T) {
 func TestGracefulLeave(t *testing.T) {
 	ns := startCluster(t, 3)
 	require.NoError(t, ns[2].Leaving(time.Second))
+	self, _ := ns[2].View().Member("n2")
+	assert.Equal(t, StateLeaving, self.State, "Leaving has rebuilt the leaver's own view")
 	for _, n := range ns {
-		self, ok := n.View().Member("n2")
-		require.True(t, ok, "a leaving member is still a member until it goes")
-		assert.Equal(t, StateLeaving, self.State, "as %s sees it", n.cfg.NodeName)
+		require.Eventually(t, func() bool {
+			self, ok := n.View().Member("n2")
+			return ok && self.State == StateLeaving
+		}, 5*time.Second, 5*time.Millisecond, "a leaving member is still a member until it goes")
 		assert.False(t, n.View().Table.Has("n2"), "a leaving member owns nothing")
 	}
 	require.NoError(t, ns[2].Close(time.Second))
