@@ -22,6 +22,13 @@ var (
 	fuzzTokens = []window.Params{
 		tokenP(1, 1, time.Second), tokenP(3, 1, 2*time.Second), tokenP(5, 2, time.Second), tokenP(2, 1, time.Minute),
 	}
+	// fuzzOthers are Fixed, Log and Leaky parameters, with Log limits large
+	// enough to push a key's entries out of its slot into a block.
+	fuzzOthers = []window.Params{
+		fixedP(2, time.Second), fixedP(5, 1500*time.Millisecond), fixedP(3, time.Minute),
+		logP(3, time.Second), logP(12, 2*time.Second), logP(4, time.Minute),
+		leakyP(2, 1, time.Second), leakyP(5, 2, time.Second), leakyP(3, 1, time.Minute),
+	}
 )
 
 func lenHash(b []byte) uint64 { return uint64(len(b)) }
@@ -34,6 +41,7 @@ const fuzzGrace = time.Second
 func FuzzMap(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 3, 2, 20, 4, 1, 0, 5, 0, 199, 6, 2, 0})
 	f.Add([]byte{1, 0x20, 10, 9, 0x31, 0, 3, 4, 220, 7, 0, 0, 11, 5, 250, 5, 7, 30})
+	f.Add([]byte{0, 0, 0, 3, 0, 30, 2, 0x28, 30, 2, 0x18, 40}) // a key taken over after it expired, not yet swept
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		m, ref := newMap(t, Config{Shards: 2, Hash: lenHash, Grace: fuzzGrace}), newModel()
 		now := t0
@@ -64,8 +72,10 @@ func fuzzStep(t *testing.T, m *Map, ref *model, op, arg byte, now int64) {
 	key := fuzzKeys[int(arg)%len(fuzzKeys)]
 	cost, peek := 1+int64(op>>3)%4, op&0x80 != 0
 	switch op % 8 {
-	case 0, 1, 2:
+	case 0, 1:
 		decideBoth(t, m, ref, key, fuzzSlides[int(arg>>3)%len(fuzzSlides)], now, cost, peek)
+	case 2:
+		decideBoth(t, m, ref, key, fuzzOthers[int(arg>>3)%len(fuzzOthers)], now, cost, peek)
 	case 3:
 		decideBoth(t, m, ref, key, fuzzTokens[int(arg>>3)%len(fuzzTokens)], now, cost, peek)
 	case 4:

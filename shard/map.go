@@ -132,11 +132,11 @@ func check(p window.Params, cost int64) error {
 // validating costs divisions on every request otherwise.
 func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
 	i, ok := s.findLocked(key, h)
-	if !ok {
+	if !ok || s.expiredLocked(s.slots.at(i), now) {
 		if err := check(p, cost); err != nil {
 			return window.Decision{}, err
 		}
-		return m.createLocked(s, key, h, p, now, cost, peek)
+		return m.createLocked(s, key, h, p, now, cost, peek, i, ok)
 	}
 	sl := s.slots.at(i)
 	if err := s.admitsLocked(sl, p, cost); err != nil {
@@ -173,28 +173,49 @@ func (s *shard) admitsLocked(sl *slot, p window.Params, cost int64) error {
 }
 
 // createLocked decides a request for a key that does not exist, adding the key
-// only if the request is admitted and not a peek.
-func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
+// only if the request is admitted and not a peek. When expired is set the key
+// is still in slot i, its state expired but not yet swept: it is absent all
+// the same, and an admitted request starts its slot afresh, needing no new key.
+func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool, i uint32, expired bool) (window.Decision, error) {
 	var fresh slot
 	d := s.decideSlotLocked(&fresh, p, now, cost, true)
 	switch {
 	case !d.Allowed:
 		return d, nil
-	case peek && !m.fitsLocked(s, 1):
+	case peek && !expired && !m.fitsLocked(s, 1):
 		return window.Decision{}, ErrFull // the same call would get ErrFull
 	case peek:
 		return d, nil
 	}
-	i, ok := m.insertLocked(s, key, h)
-	if !ok {
-		return window.Decision{}, ErrFull
+	if !expired {
+		var ok bool
+		if i, ok = m.insertLocked(s, key, h); !ok {
+			return window.Decision{}, ErrFull
+		}
 	}
 	sl := s.slots.at(i)
-	sl.param = s.params.acquire(p)
+	s.resetSlotLocked(sl, p)
 	d = s.decideSlotLocked(sl, p, now, cost, false)
 	s.markDirtyLocked(i)
 	m.accountLocked(s)
 	return d, nil
+}
+
+// expiredLocked reports whether sl's state has stopped restricting anything
+// by now. Such a key is absent for every command until Sweep frees it.
+func (s *shard) expiredLocked(sl *slot, now int64) bool { return s.expiryLocked(sl) <= now }
+
+// resetSlotLocked gives sl parameters p and the empty state, dropping whatever
+// state and parameters it held.
+func (s *shard) resetSlotLocked(sl *slot, p window.Params) {
+	if sl.param != 0 {
+		if hasCounters(s.params.get(sl.param).Kind) {
+			s.freeCountersLocked(sl)
+		}
+		s.params.release(sl.param)
+	}
+	sl.state = window.State{}
+	sl.param = s.params.acquire(p)
 }
 
 // setParamLocked re-parameterises sl, which applies to its state at once,

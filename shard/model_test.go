@@ -41,15 +41,17 @@ func newMap(t testing.TB, cfg Config) *Map {
 
 // model is the reference for a Map: each key's parameters and state held in
 // plain Go values (counters in an ordinary slice) and decided by window's
-// functions directly. It has no limits, shards or sweeps of its own.
+// functions directly. It has no limits, shards or sweeps of its own. It
+// follows the contract: a key whose state has expired is absent for every
+// request, even while it waits to be swept.
 type model struct {
 	keys map[string]*modelKey
 }
 
 type modelKey struct {
 	p        window.Params
-	counters []uint64     // Slide
-	state    window.State // Token
+	counters []uint64     // Slide, Log
+	state    window.State // Token, Fixed, Leaky
 }
 
 func newModel() *model { return &model{keys: make(map[string]*modelKey)} }
@@ -62,7 +64,7 @@ func (m *model) decide(key string, p window.Params, now, cost int64, peek bool) 
 	now = max(now, 0)
 	k, ok := m.keys[key]
 	switch {
-	case !ok:
+	case !ok || k.info(now).Expiry <= now: // absent, or expired and so absent
 		k = &modelKey{p: p}
 		if d := k.decide(p, now, cost, true); peek || !d.Allowed {
 			return d, nil
@@ -78,10 +80,20 @@ func (m *model) decide(key string, p window.Params, now, cost int64, peek bool) 
 }
 
 func (k *modelKey) decide(p window.Params, now, cost int64, peek bool) window.Decision {
-	if p.Kind == window.KindToken {
+	var d window.Decision
+	var b []uint64
+	switch p.Kind {
+	case window.KindToken:
 		return p.Token().Decide(&k.state, now, cost, peek)
+	case window.KindFixed:
+		return p.Fixed().Decide(&k.state, now, cost, peek)
+	case window.KindLeaky:
+		return p.Leaky().Decide(&k.state, now, cost, peek)
+	case window.KindLog:
+		d, b = p.Log().Decide(slices.Grow(k.counters, 1), now, cost, peek)
+	default:
+		d, b = p.Slide().Decide(slices.Grow(k.counters, 1), now, cost, peek)
 	}
-	d, b := p.Slide().Decide(slices.Grow(k.counters, 1), now, cost, peek)
 	if !peek {
 		k.counters = b
 	}
@@ -89,12 +101,20 @@ func (k *modelKey) decide(p window.Params, now, cost int64, peek bool) window.De
 }
 
 func (k *modelKey) info(now int64) Info {
-	if k.p.Kind == window.KindToken {
-		t := k.p.Token()
-		return Info{Params: k.p, Count: t.Tokens(k.state, now), Expiry: t.Expiry(k.state)}
+	inf := Info{Params: k.p}
+	switch p := k.p; p.Kind {
+	case window.KindToken:
+		inf.Count, inf.Expiry = p.Token().Tokens(k.state, now), p.Token().Expiry(k.state)
+	case window.KindFixed:
+		inf.Count, inf.Expiry = p.Fixed().Count(k.state, now), p.Fixed().Expiry(k.state)
+	case window.KindLeaky:
+		inf.Count, inf.Expiry = p.Leaky().Queued(k.state, now), p.Leaky().Expiry(k.state)
+	case window.KindLog:
+		inf.Count, inf.Expiry = p.Log().Count(k.counters, now), p.Log().Expiry(k.counters)
+	default:
+		inf.Count, inf.Expiry = p.Slide().Count(k.counters, now), p.Slide().Expiry(k.counters)
 	}
-	s := k.p.Slide()
-	return Info{Params: k.p, Count: s.Count(k.counters, now), Expiry: s.Expiry(k.counters)}
+	return inf
 }
 
 // sweep frees the keys that Sweep(now, everything) must free and returns how many.

@@ -169,7 +169,7 @@ func (s *shard) missingLocked(q *Multi, hs []uint64) int {
 func (s *shard) peekRuleLocked(key []byte, h uint64, p window.Params, now, cost int64) window.Decision {
 	i, ok := s.findLocked(key, h)
 	if ok {
-		if sl := s.slots.at(i); s.params.get(sl.param).Kind == p.Kind {
+		if sl := s.slots.at(i); s.params.get(sl.param).Kind == p.Kind && !s.expiredLocked(sl, now) {
 			return s.decideSlotLocked(sl, p, now, cost, true)
 		}
 	}
@@ -195,7 +195,7 @@ func (m *Map) chargeAllLocked(s *shard, q *Multi, hs []uint64, now, cost int64, 
 	}
 	for i, p := range q.Params {
 		sl := s.slots.at(slots[i])
-		s.setRuleParamLocked(sl, p)
+		s.setRuleParamLocked(sl, p, now)
 		dst = append(dst, s.decideSlotLocked(sl, p, now, cost, false))
 		s.markDirtyLocked(slots[i])
 	}
@@ -215,23 +215,14 @@ func (m *Map) unmakeLocked(s *shard, hs []uint64, slots []uint32, made []bool) {
 	m.accountLocked(s)
 }
 
-// setRuleParamLocked gives sl parameters p. A new slot or one holding another
-// algorithm's state starts fresh.
-func (s *shard) setRuleParamLocked(sl *slot, p window.Params) {
-	switch {
-	case sl.param == 0:
-		sl.state = window.State{}
-		sl.param = s.params.acquire(p)
-	case s.params.get(sl.param).Kind != p.Kind:
-		if hasCounters(s.params.get(sl.param).Kind) {
-			s.freeCountersLocked(sl)
-		}
-		sl.state = window.State{}
-		s.params.release(sl.param)
-		sl.param = s.params.acquire(p)
-	default:
-		s.setParamLocked(sl, p)
+// setRuleParamLocked gives sl parameters p. A new slot, one holding another
+// algorithm's state, or one whose state has expired starts fresh.
+func (s *shard) setRuleParamLocked(sl *slot, p window.Params, now int64) {
+	if sl.param == 0 || s.params.get(sl.param).Kind != p.Kind || s.expiredLocked(sl, now) {
+		s.resetSlotLocked(sl, p)
+		return
 	}
+	s.setParamLocked(sl, p)
 }
 
 // The penalty's state is a token bucket of capacity 1 that refills in q.For:
@@ -267,7 +258,7 @@ func (m *Map) penalizeLocked(s *shard, q *Multi, h uint64, now int64) bool {
 		}
 	}
 	sl := s.slots.at(i)
-	s.setRuleParamLocked(sl, penaltyParams(q.For))
+	s.setRuleParamLocked(sl, penaltyParams(q.For), now)
 	sl.state = window.State{uint64(now + int64(q.For)), uint64(now)}
 	s.markDirtyLocked(i)
 	m.accountLocked(s)

@@ -24,40 +24,41 @@ func (m *Map) Throttle(key []byte, p window.Throttle, now, quantity int64) (wind
 }
 
 func (m *Map) throttleLocked(s *shard, key []byte, h uint64, p window.Throttle, now, quantity int64) (window.ThrottleReply, error) {
-	tp := window.Params{Kind: window.KindToken}
 	tk := p.Token()
-	tp.Limit, tp.Rate, tp.Period = tk.Capacity, tk.Rate, tk.Period
-	i, ok := s.findLocked(key, h)
-	if !ok {
-		var st window.State
-		r, changed := p.Decide(&st, now, quantity)
-		if !changed || tk.Expiry(st) <= now {
-			return r, nil
-		}
+	tp := window.Params{Kind: window.KindToken, Limit: tk.Capacity, Rate: tk.Rate, Period: tk.Period}
+	i, found := s.findLocked(key, h)
+	live := found && !s.expiredLocked(s.slots.at(i), now) // an expired key is absent
+	if live && s.params.get(s.slots.at(i).param).Kind != window.KindToken {
+		return window.ThrottleReply{}, ErrWrongType
+	}
+	var st window.State
+	if live {
+		st = s.slots.at(i).state
+	}
+	r, changed := p.Decide(&st, now, quantity)
+	switch {
+	case quantity == 0: // a peek
+		return r, nil
+	case !live && (!changed || tk.Expiry(st) <= now): // nothing to keep
+		return r, nil
+	case !live && !found:
+		var ok bool
 		if i, ok = m.insertLocked(s, key, h); !ok {
 			return window.ThrottleReply{}, ErrFull
 		}
-		sl := s.slots.at(i)
-		sl.param, sl.state = s.params.acquire(tp), st
-		s.markDirtyLocked(i)
-		m.accountLocked(s)
-		return r, nil
 	}
 	sl := s.slots.at(i)
-	if s.params.get(sl.param).Kind != window.KindToken {
-		return window.ThrottleReply{}, ErrWrongType
+	switch {
+	case !live:
+		s.resetSlotLocked(sl, tp)
+	case s.setParamLocked(sl, tp): // every call that is not a peek applies its parameters
+		s.markDirtyLocked(i)
 	}
-	st := sl.state
-	r, changed := p.Decide(&st, now, quantity)
-	if !changed {
-		return r, nil
-	}
-	if tk.Expiry(st) <= now { // a refund to a full bucket
+	if changed && tk.Expiry(st) <= now { // a refund to a full bucket
 		s.markGoneLocked(key)
 		s.removeLocked(i, h)
 		m.keys.Add(-1)
-	} else {
-		s.setParamLocked(sl, tp)
+	} else if changed {
 		sl.state = st
 		s.markDirtyLocked(i)
 	}
