@@ -121,7 +121,7 @@ func (s *Server) infoStats() []pair {
 		{"expired_keys", st.Swept},
 		{"rl_allowed", st.Allowed},
 		{"rl_denied", st.Denied},
-		{"rl_shadow_denied", s.pol.shadowDenied.Load()},
+		{"rl_shadow_denied", st.Shadowed},
 		{"rl_errors", st.Errors},
 		{"rl_sweeps", st.Sweeps},
 		{"rl_index_rebuilds", st.Rebuilds},

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/shard"
@@ -36,10 +35,9 @@ type policy struct {
 // RL.POLICY SET and DEL write the durable store and then the map, under
 // write, so that the two never disagree on the order of changes.
 type policies struct {
-	write        sync.Mutex   // serialises changes: store first, then byName
-	mu           sync.RWMutex // guards byName
-	byName       map[string]*policy
-	shadowDenied atomic.Int64 // SHADOW checks that would have been denied
+	write  sync.Mutex   // serialises changes: store first, then byName
+	mu     sync.RWMutex // guards byName
+	byName map[string]*policy
 }
 
 // policyCommands are RL.POLICY and RL.CHECK (SPEC §4).
@@ -264,10 +262,7 @@ func cmdCheck(s *Server, c *client, args [][]byte) {
 	}
 	d, i := binding(ds, left)
 	if !d.Allowed && p.shadow {
-		if !a.peek {
-			s.pol.shadowDenied.Add(1)
-		}
-		d.Allowed, d.Wait = true, 0
+		d.Allowed, d.Wait = true, 0 // the store counted the denial as shadowed
 	}
 	f := decisionFields(d)
 	c.conn.WriteArray(6)
@@ -286,6 +281,7 @@ func (p *policy) multi(key []byte) shard.Multi {
 	if p.penalty > 0 {
 		q.Penalty, q.For = shard.PolicyKey(nil, p.name, shard.PenaltyRule, key), p.penalty
 	}
+	q.Shadow = p.shadow
 	return q
 }
 

@@ -112,7 +112,7 @@ func (m *Map) Decide(key []byte, p window.Params, now, cost int64, peek bool) (w
 	s.mu.Lock()
 	d, err := m.decideLocked(s, key, h, p, max(now, 0), cost, peek)
 	s.mu.Unlock()
-	s.stats.count(d, err)
+	s.stats.count(d.Allowed, peek, false, err)
 	return d, err
 }
 

@@ -58,6 +58,7 @@ type Multi struct {
 	Params  []window.Params // each rule's parameters, parallel to Keys
 	Penalty []byte          // the penalty's state key, or nil for no penalty
 	For     time.Duration   // how long a denial blocks the key outright
+	Shadow  bool            // the caller admits a denied request anyway: count its denial as shadowed too
 }
 
 // DecideAll decides a request of cost units at now (unix nanoseconds) against
@@ -87,7 +88,7 @@ func (m *Map) DecideAll(q *Multi, now, cost int64, peek bool, dst []window.Decis
 	for _, d := range dst[start:] {
 		allowed = allowed && d.Allowed
 	}
-	s.stats.count(window.Decision{Allowed: allowed}, err)
+	s.stats.count(allowed, peek, q.Shadow, err)
 	return dst, left, err
 }
 

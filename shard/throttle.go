@@ -17,9 +17,7 @@ func (m *Map) Throttle(key []byte, p window.Throttle, now, quantity int64) (wind
 	s.mu.Lock()
 	r, err := m.throttleLocked(s, key, h, p, now, quantity)
 	s.mu.Unlock()
-	if quantity > 0 {
-		s.stats.count(window.Decision{Allowed: !r.Limited}, err)
-	}
+	s.stats.count(!r.Limited, quantity == 0, false, err) // a refund counts as allowed, as redis-cell replies
 	return r, err
 }
 
