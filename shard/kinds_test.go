@@ -235,3 +235,30 @@ func TestDecideAllRoute(t *testing.T) {
 	_, ok = route([]byte("\xffp\x05ab"))
 	assert.False(t, ok)
 }
+
+// TestThrottleAppliesParamsOnEveryCall checks that CL.THROTTLE, like the RL
+// commands, applies its parameters to the key on every call that is not a
+// peek, denied or refunding, and leaves them alone on a peek.
+func TestThrottleAppliesParamsOnEveryCall(t *testing.T) {
+	m := newMap(t, Config{})
+	minute := window.Throttle{MaxBurst: 0, Count: 1, Period: 60}
+	twoMinutes := window.Throttle{MaxBurst: 0, Count: 1, Period: 120}
+	r, err := m.Throttle([]byte("u"), minute, t0, 1)
+	require.NoError(t, err)
+	require.False(t, r.Limited)
+	params := func() window.Params {
+		inf, ok := m.Get([]byte("u"), t0)
+		require.True(t, ok)
+		return inf.Params
+	}
+	r, err = m.Throttle([]byte("u"), twoMinutes, t0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, params().Period, "a peek leaves the parameters alone")
+	r, err = m.Throttle([]byte("u"), twoMinutes, t0, 1)
+	require.NoError(t, err)
+	require.True(t, r.Limited)
+	assert.Equal(t, 2*time.Minute, params().Period, "a denied call applies its parameters, as RL.TOKEN does")
+	_, err = m.Throttle([]byte("u"), minute, t0, -1)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, m.Len(), "the refund emptied the bucket")
+}
