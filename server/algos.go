@@ -25,10 +25,10 @@ const (
 // algoCommands are RL.FIXED, RL.LOG, RL.LEAKY and CL.THROTTLE (SPEC §3).
 func algoCommands() []command {
 	return []command{
-		{name: "rl.fixed", arity: -4, flags: flagWrite, run: cmdFixed},
-		{name: "rl.log", arity: -4, flags: flagWrite, run: cmdLog},
-		{name: "rl.leaky", arity: -5, flags: flagWrite, run: cmdLeaky},
-		{name: "cl.throttle", arity: -5, flags: flagWrite, run: cmdThrottle},
+		{name: "rl.fixed", arity: -4, flags: flagWrite, run: cmdFixed, firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.log", arity: -4, flags: flagWrite, run: cmdLog, firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.leaky", arity: -5, flags: flagWrite, run: cmdLeaky, firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "cl.throttle", arity: -5, flags: flagWrite, run: cmdThrottle, firstKey: 1, lastKey: 1, keyStep: 1},
 	}
 }
 

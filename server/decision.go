@@ -18,8 +18,8 @@ const (
 // decisionCommands are the native rate-limit commands of SPEC §3.
 func decisionCommands() []command {
 	return []command{
-		{name: "rl.slide", arity: -4, flags: flagWrite, run: cmdSlide},
-		{name: "rl.token", arity: -5, flags: flagWrite, run: cmdToken},
+		{name: "rl.slide", arity: -4, flags: flagWrite, run: cmdSlide, firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.token", arity: -5, flags: flagWrite, run: cmdToken, firstKey: 1, lastKey: 1, keyStep: 1},
 	}
 }
 

@@ -50,7 +50,7 @@ func policyCommands() []command {
 			{name: "list", arity: 2, run: cmdPolicyList, summary: "Lists the policies' names"},
 			{name: "help", arity: 2, run: cmdPolicyHelp, summary: "Lists RL.POLICY's subcommands"},
 		}},
-		{name: "rl.check", arity: -3, flags: flagWrite, run: cmdCheck, group: "rl", summary: "Decides a request against every rule of a policy, all or nothing"},
+		{name: "rl.check", arity: -3, flags: flagWrite, run: cmdCheck, firstKey: 2, lastKey: 2, keyStep: 1, group: "rl", summary: "Decides a request against every rule of a policy, all or nothing"},
 	}
 }
 
