@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestGCPercent(t *testing.T) {
@@ -24,13 +26,41 @@ func TestGCPercent(t *testing.T) {
 	}
 }
 
+// sentinelGOGC is a GC percent tuneGC never chooses, so seeing it again
+// proves tuneGC left the setting alone.
+const sentinelGOGC = 3 * gcMaxPercent
+
+// withGCPercent sets the GC percent for one test and restores it after.
+func withGCPercent(t *testing.T, percent int) {
+	old := debug.SetGCPercent(percent)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+}
+
 func TestTuneGCLeavesOperatorsGOGC(t *testing.T) {
+	withGCPercent(t, sentinelGOGC)
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	defer cancel()
 	done := make(chan struct{})
 	go func() {
-		tuneGC(ctx, time.Hour, func(k string) (string, bool) { return "50", k == "GOGC" })
+		tuneGC(ctx, time.Millisecond, func(k string) (string, bool) { return "50", k == "GOGC" })
 		close(done)
 	}()
-	<-done // returns at once rather than running the loop
+	select {
+	case <-done: // it returned without being cancelled
+	case <-time.After(10 * time.Second):
+		t.Fatal("tuneGC kept tuning although the operator set GOGC")
+	}
+	require.Equal(t, sentinelGOGC, debug.SetGCPercent(sentinelGOGC), "tuneGC changed the operator's GOGC")
+}
+
+// TestTuneGCTunes is the other half: without GOGC, tuneGC does set the GC
+// percent, so the test above would notice if it ignored the environment.
+func TestTuneGCTunes(t *testing.T) {
+	withGCPercent(t, sentinelGOGC)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // one pass, then return
+	tuneGC(ctx, time.Hour, func(string) (string, bool) { return "", false })
+	got := debug.SetGCPercent(sentinelGOGC)
+	assert.GreaterOrEqual(t, got, gcMinPercent)
+	assert.LessOrEqual(t, got, gcMaxPercent)
 }
