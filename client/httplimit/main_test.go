@@ -1,0 +1,9 @@
+package httplimit_test
+
+import (
+	"testing"
+
+	"github.com/rlstore/rlstore/internal/rltest"
+)
+
+func TestMain(m *testing.M) { rltest.Main(m) }
