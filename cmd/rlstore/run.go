@@ -53,6 +53,13 @@ func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		return err
 	}
 	logStart(cfg, log)
+	if cfg.PprofAddr != "" {
+		stop, err := startPprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	dur, err := openDurability(cfg, store, log)
 	if err != nil {
 		return err
