@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/redcon"
+)
+
+// fakePeer is a RESP server that does the handshake and answers
+// "ECHO x" with x, "SLOW" once release is closed.
+type fakePeer struct {
+	secret  []byte
+	release chan struct{}
+	addr    string
+}
+
+func startFakePeer(t *testing.T, secret []byte) *fakePeer {
+	t.Helper()
+	fp := &fakePeer{secret: secret, release: make(chan struct{})}
+	srv := redcon.NewServerNetwork("tcp", "127.0.0.1:0", fp.handle, func(redcon.Conn) bool { return true }, nil)
+	sig := make(chan error, 1)
+	go func() { _ = srv.ListenServeAndSignal(sig) }()
+	require.NoError(t, <-sig)
+	fp.addr = srv.Addr().String()
+	t.Cleanup(func() { _ = srv.Close() })
+	return fp
+}
+
+type fakeConnState struct {
+	nonce  string
+	authed bool
+}
+
+func (fp *fakePeer) handle(conn redcon.Conn, cmd redcon.Command) {
+	st, _ := conn.Context().(*fakeConnState)
+	if st == nil {
+		st = &fakeConnState{}
+		conn.SetContext(st)
+	}
+	name := strings.ToUpper(string(cmd.Args[0]))
+	switch {
+	case name == PeerCommand && strings.EqualFold(string(cmd.Args[1]), "hello"):
+		st.nonce = NewNonce()
+		conn.WriteBulkString(st.nonce)
+	case name == PeerCommand && strings.EqualFold(string(cmd.Args[1]), "auth"):
+		st.authed = VerifyPeer(fp.secret, st.nonce, string(cmd.Args[2]), string(cmd.Args[3]))
+		if !st.authed {
+			conn.WriteError("NOPERM bad cluster credentials")
+			return
+		}
+		conn.WriteString("OK")
+	case !st.authed:
+		conn.WriteError("NOAUTH Authentication required.")
+	case name == "ECHO":
+		conn.WriteBulk(cmd.Args[1])
+	case name == "SLOW":
+		<-fp.release
+		conn.WriteString("SLOW")
+	case name == "NESTED":
+		conn.WriteRaw([]byte("*2\r\n%1\r\n+a\r\n:1\r\n$-1\r\n"))
+	}
+}
+
+func echoBatch(prefix string, n int) [][][]byte {
+	cmds := make([][][]byte, n)
+	for i := range cmds {
+		cmds[i] = [][]byte{[]byte("ECHO"), fmt.Appendf(nil, "%s-%d", prefix, i)}
+	}
+	return cmds
+}
+
+func TestPeersMatchRepliesInOrder(t *testing.T) {
+	secret := []byte("s3cret")
+	fp := startFakePeer(t, secret)
+	p := NewPeers(PeersConfig{Name: "a", Secret: secret})
+	defer p.Close()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 50 {
+				prefix := fmt.Sprint(g, "/", round)
+				reps, err := p.Forward(context.Background(), fp.addr, echoBatch(prefix, 1+round%7))
+				if !assert.NoError(t, err) {
+					return
+				}
+				for i, r := range reps {
+					want := fmt.Sprintf("%s-%d", prefix, i)
+					assert.Equal(t, fmt.Sprintf("$%d\r\n%s\r\n", len(want), want), string(r))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	reps, err := p.Forward(context.Background(), fp.addr, [][][]byte{{[]byte("NESTED")}})
+	require.NoError(t, err)
+	assert.Equal(t, "*2\r\n%1\r\n+a\r\n:1\r\n$-1\r\n", string(reps[0]), "a RESP3 reply passes whole")
+}
+
+func TestPeersRefusedWithoutSecret(t *testing.T) {
+	fp := startFakePeer(t, []byte("right"))
+	p := NewPeers(PeersConfig{Name: "a", Secret: []byte("wrong")})
+	defer p.Close()
+	_, err := p.Forward(context.Background(), fp.addr, echoBatch("x", 1))
+	require.ErrorIs(t, err, ErrUnreachable)
+	assert.Contains(t, err.Error(), "NOPERM")
+}
+
+// TestPeersTimeout: a peer that stops answering fails the batch after the
+// timeout; the pool then dials afresh.
+func TestPeersTimeout(t *testing.T) {
+	secret := []byte("k")
+	fp := startFakePeer(t, secret)
+	p := NewPeers(PeersConfig{Name: "a", Secret: secret, Timeout: 200 * time.Millisecond, Conns: 1})
+	defer p.Close()
+	start := time.Now()
+	_, err := p.Forward(context.Background(), fp.addr, [][][]byte{{[]byte("SLOW")}})
+	require.ErrorIs(t, err, ErrUnreachable)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	close(fp.release)
+	reps, err := p.Forward(context.Background(), fp.addr, echoBatch("after", 2))
+	require.NoError(t, err)
+	assert.Len(t, reps, 2)
+}
+
+func TestPeersUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	p := NewPeers(PeersConfig{Name: "a"})
+	defer p.Close()
+	_, err = p.Forward(context.Background(), addr, echoBatch("x", 1))
+	require.ErrorIs(t, err, ErrUnreachable)
+}
