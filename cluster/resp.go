@@ -92,4 +92,3 @@ func readAggregate(r *bufio.Reader, dst, line []byte, depth int) ([]byte, error)
 	}
 	return dst, nil
 }
-
