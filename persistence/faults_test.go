@@ -205,7 +205,7 @@ func TestDeletedDirIsNoticed(t *testing.T) {
 	require.ErrorIs(t, st.Err(), ErrDirGone)
 	assert.Equal(t, "the data directory was deleted", ErrnoText(st.Err()))
 
-	c.add(retryAfterFailure)
+	c.add(DefaultRetryInterval)
 	st.tick() // recreates the directory and starts a snapshot
 	require.Eventually(t, func() bool { return st.Stats().Saves == 1 && !st.Stats().Saving }, 5*time.Second, time.Millisecond)
 	st.tick()

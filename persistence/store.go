@@ -20,7 +20,7 @@ const (
 	DefaultFlushInterval    = time.Second
 	DefaultSnapshotInterval = 5 * time.Minute
 	DefaultSnapshotLogBytes = 64 << 20
-	retryAfterFailure       = 5 * time.Second
+	DefaultRetryInterval    = 5 * time.Second
 )
 
 // ErrClosed is returned by a Store's methods after Close.
@@ -35,9 +35,12 @@ type Options struct {
 	// SnapshotLogBytes: a snapshot is also taken once the log reaches this size
 	// and the size of the last snapshot. Default 64 MiB; negative: never.
 	SnapshotLogBytes int64
-	Clock            func() time.Time // default time.Now
-	Logger           *slog.Logger     // for failures in the background; default slog.Default()
-	FS               vfs.FS           // the file system; default vfs.OS (tests inject faults)
+	// RetryInterval is how often a snapshot is retried while the log or the
+	// last snapshot has failed, to start a fresh log. Default 5s.
+	RetryInterval time.Duration
+	Clock         func() time.Time // default time.Now
+	Logger        *slog.Logger     // for failures in the background; default slog.Default()
+	FS            vfs.FS           // the file system; default vfs.OS (tests inject faults)
 	// DirRecreated, if set, is called after a data directory deleted while in
 	// use has been made again, before the snapshot that refills it, so the
 	// caller can rewrite what else it keeps there (the policy file).
@@ -59,6 +62,9 @@ func (o *Options) fill() error {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = DefaultRetryInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -336,8 +342,15 @@ func (st *Store) BackgroundSnapshot() bool {
 	go func() {
 		defer st.wg.Done()
 		defer st.bg.Store(false)
-		if err := st.Snapshot(); err != nil && !errors.Is(err, ErrClosed) {
-			st.opts.Logger.Error("background snapshot failed", "dir", st.dir, "err", err)
+		st.statsMu.Lock()
+		was := st.lastSave.err
+		st.statsMu.Unlock()
+		switch err := st.Snapshot(); {
+		case err == nil || errors.Is(err, ErrClosed):
+		case was == nil: // once per run of failures; INFO persistence shows the rest
+			st.opts.Logger.Error("background snapshot failed; retrying", "dir", st.dir, "every", st.opts.RetryInterval, "err", err)
+		default:
+			st.opts.Logger.Debug("background snapshot failed again", "dir", st.dir, "err", err)
 		}
 	}()
 	return true
@@ -387,7 +400,7 @@ func (st *Store) snapshotDue(failing bool) bool {
 	defer st.statsMu.Unlock()
 	now := st.opts.Clock()
 	if failing || st.lastSave.err != nil {
-		return now.Sub(st.tried) >= retryAfterFailure
+		return now.Sub(st.tried) >= st.opts.RetryInterval
 	}
 	last := st.lastSave.at
 	if st.tried.After(last) {

@@ -66,6 +66,7 @@ func lowerASCII(c byte) byte {
 // the connection's goroutine; CLIENT LIST and INFO read the rest from others.
 type client struct {
 	conn    redcon.Conn
+	hold    *holdConn  // conn, when persistence is on; see runWrite
 	g       *guardConn // conn's net.Conn
 	id      int64
 	resp    int // protocol version: 2 or 3
@@ -79,7 +80,8 @@ type client struct {
 	queue  []queued // commands queued by MULTI
 	qbytes int64    // bytes of arguments in queue
 
-	changed bool // ran a write command since the last commit (see commitBatch)
+	changed bool     // ran a write command since the last commit (see commitBatch)
+	changes []change // under appendfsync always: what the batch changed, to take back if its commit fails
 
 	cmds    atomic.Int64            // commands run
 	lastCmd atomic.Pointer[command] // the last command run

@@ -48,7 +48,10 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 func (s *Server) run(c *client, cm *command, args [][]byte) {
 	c.lastCmd.Store(cm)
 	c.cmds.Add(1)
-	c.changed = c.changed || cm.flags&flagWrite != 0
+	if cm.flags&flagWrite != 0 && s.cfg.Durability != nil {
+		s.runWrite(c, cm, args)
+		return
+	}
 	cm.run(s, c, args)
 }
 

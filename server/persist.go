@@ -16,6 +16,9 @@ type Durability interface {
 	// shared by every connection committing at the time, and under the other
 	// modes it returns at once.
 	Commit() error
+	// Err returns why changes cannot be made durable now, or nil. While it
+	// is not nil, commands that would change state get -MISCONF.
+	Err() error
 	Flush() error             // FLUSHALL: deletes every key and logs that it did
 	Snapshot() error          // SAVE: writes a snapshot, after any being written
 	BackgroundSnapshot() bool // BGSAVE: false if a snapshot is being written
@@ -28,18 +31,123 @@ const (
 	errSaving        = "ERR Background save already in progress"
 )
 
+// misconf is Redis's reply to a write while its append-only log cannot be written.
+func misconf(err error) string {
+	return "MISCONF Errors writing to the AOF file: " + persistence.ErrnoText(err)
+}
+
+// runWrite runs a write command with persistence on. While the log cannot
+// be written it is refused (see runRefused). Under appendfsync always its
+// reply, and every reply after it in the batch, is held until commitBatch
+// knows whether the commit succeeded.
+func (s *Server) runWrite(c *client, cm *command, args [][]byte) {
+	if err := s.cfg.Durability.Err(); err != nil {
+		s.runRefused(c, cm, args, misconf(err))
+		return
+	}
+	if !s.holdCommits || c.hold == nil {
+		c.changed = true
+		cm.run(s, c, args)
+		return
+	}
+	start := c.hold.hold()
+	c.changed = true
+	s.recordChanges(c, cm, args)
+	c.hold.markWrite(start)
+}
+
+// runRefused answers a write command while changes cannot be made durable.
+// A decision is still made, as a peek: a denial, or a PEEK, changes nothing
+// and is answered as usual; a request that would be admitted gets refuse,
+// so nothing is charged that a crash could undo. Every other write command
+// gets refuse, as Redis answers every write then.
+func (s *Server) runRefused(c *client, cm *command, args [][]byte, refuse string) {
+	s.refused.Add(1)
+	peekArgs, asked := peekForm(cm.name, args)
+	if peekArgs == nil || c.hold == nil {
+		reject(c, refuse)
+		return
+	}
+	held := c.hold.holding
+	start := c.hold.hold()
+	cm.run(s, c, peekArgs)
+	if !asked && admitted(c.hold.since(start)) {
+		c.hold.cut(start)
+		c.hold.WriteError(refuse)
+	}
+	if !held {
+		c.hold.release("")
+	}
+}
+
+// peekForm returns a decision command's arguments made into a peek, and
+// whether the client asked for a peek itself; nil if the command is not a
+// decision or cannot peek with its cost (CL.THROTTLE peeks only with quantity 0).
+func peekForm(name string, args [][]byte) ([][]byte, bool) {
+	switch name {
+	case "rl.slide", "rl.token", "rl.fixed", "rl.log", "rl.leaky", "rl.check":
+		first := 2
+		if name == "rl.check" {
+			first = 3
+		}
+		for _, a := range args[min(first, len(args)):] {
+			if equalFoldASCII(a, "peek") {
+				return args, true
+			}
+		}
+		return append(args[:len(args):len(args)], []byte("PEEK")), false
+	case "cl.throttle":
+		if len(args) == 6 && string(args[5]) == "0" {
+			return args, true
+		}
+	}
+	return nil, false
+}
+
+// admitted reports whether reply is a decision that admitted the request:
+// an array whose first element is :1.
+func admitted(reply []byte) bool {
+	if len(reply) < 2 || reply[0] != '*' {
+		return false
+	}
+	i := 1
+	for i < len(reply) && reply[i] != '\n' {
+		i++
+	}
+	rest := reply[min(i+1, len(reply)):]
+	return len(rest) >= 4 && string(rest[:4]) == ":1\r\n"
+}
+
 // commitBatch makes a batch's changes durable before redcon writes its
 // replies, which it does once the handler has run for the batch's last
-// command. If that fails, the replies must not go out: the connection is cut,
-// so the client sees an error rather than a decision that a crash would undo.
+// command. If the commit fails, every held reply of a write command is
+// replaced by -MISCONF: the client learns that its request was not taken.
 func (s *Server) commitBatch(c *client) {
-	if !c.changed || len(c.conn.PeekPipeline()) > 0 {
+	if len(c.conn.PeekPipeline()) > 0 {
+		return
+	}
+	if !c.changed {
+		if c.hold != nil {
+			c.hold.release("")
+		}
 		return
 	}
 	c.changed = false
+	var refuse string
 	if err := s.cfg.Durability.Commit(); err != nil {
-		s.log.Error("append-only log commit failed; closing the client without its replies", "client", c.id, "err", err)
-		_ = c.g.Close()
+		refuse = misconf(err)
+		s.failedCommits.Add(1)
+		s.revert(c.changes)
+	} else {
+		s.settled()
+	}
+	clear(c.changes)
+	c.changes = c.changes[:0]
+	if c.hold != nil && c.hold.holding {
+		c.hold.release(refuse)
+	} else if refuse != "" {
+		s.log.Debug("append-only log commit failed; closing the client without its replies", "client", c.id, "err", refuse)
+		_ = c.g.Close() // replies already written cannot be taken back
 	}
 }
 
@@ -137,6 +245,12 @@ func (s *Server) infoPersistence() []pair {
 		{"aof_enabled", 1},
 		{"aof_rewrite_in_progress", 0},
 		{"aof_last_write_status", okOrErr(st.LogErr)},
+		{"rl_aof_write_errors", st.LogWriteErrors},
+		{"rl_aof_failing_since", unixOrZero(st.FailingSince)},
+		{"rl_misconf", boolInt(st.Err != nil)},
+		{"rl_misconf_refused", s.refused.Load()},
+		{"rl_failed_commits", s.failedCommits.Load()},
+		{"rl_reverted_changes", s.reverted.Load()},
 		{"aof_current_size", st.LogBytes},
 		{"rl_appendfsync", st.Fsync.String()},
 		{"rl_aof_last_fsync_ms", unixMilliOrZero(st.LastFsync)}, // unix ms: tests wait for a whole flush with it

@@ -24,6 +24,7 @@ type fakeDurability struct {
 }
 
 func (f *fakeDurability) Commit() error { return nil }
+func (f *fakeDurability) Err() error    { return nil }
 func (f *fakeDurability) Flush() error  { return nil }
 
 func (f *fakeDurability) Snapshot() error {

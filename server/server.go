@@ -77,6 +77,12 @@ type Server struct {
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
 
+	holdCommits   bool         // appendfsync always: replies wait for the commit (see runWrite)
+	refused       atomic.Int64 // write commands answered -MISCONF before they ran
+	failedCommits atomic.Int64 // batches whose commit failed
+	reverted      atomic.Int64 // changes taken back after their commit failed
+	reverts       reverts
+
 	mu      sync.Mutex // guards clients
 	clients map[int64]*client
 
@@ -97,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		clients: map[int64]*client{}, done: make(chan struct{})}
 	s.pass.Store(&cfg.RequirePass)
 	s.maxClients.Store(int64(cfg.MaxClients))
+	s.holdCommits = cfg.Durability != nil && cfg.Durability.Stats().Fsync == persistence.FsyncAlways
 	s.register(connectionCommands())
 	s.register(clientCommands())
 	s.register(serverCommands())
@@ -233,6 +240,10 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		created: time.Now(), addr: conn.RemoteAddr(), laddr: g.LocalAddr().String()}
 	c.meta.resp = 2
 	c.qlen.Store(-1)
+	if s.cfg.Durability != nil {
+		c.hold = newHoldConn(conn)
+		c.conn = c.hold
+	}
 	conn.SetContext(c)
 	s.mu.Lock()
 	s.clients[c.id] = c

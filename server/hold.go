@@ -1,0 +1,160 @@
+package server
+
+import (
+	"io"
+
+	"github.com/tidwall/redcon"
+)
+
+// holdConn is a client's connection that can hold its replies back. Under
+// appendfsync always a batch's replies are held from its first write
+// command until the commit: redcon sends whatever the handlers wrote once the
+// batch ends, so a reply could not be taken back once its commit had failed.
+// Held, each write command's reply is replaced by -MISCONF if the commit
+// fails, and every other reply goes out as written, in order. It is used only
+// by the client's own goroutine.
+type holdConn struct {
+	redcon.Conn
+	w       *redcon.Writer // the held replies
+	holding bool
+	writes  []span // the held replies of write commands
+}
+
+// span is a range of the held bytes.
+type span struct{ start, end int }
+
+func newHoldConn(conn redcon.Conn) *holdConn {
+	return &holdConn{Conn: conn, w: redcon.NewWriter(io.Discard)}
+}
+
+// hold starts holding replies, if it has not yet, and returns where the
+// next reply will start in the held bytes.
+func (h *holdConn) hold() int {
+	h.holding = true
+	return len(h.w.Buffer())
+}
+
+// markWrite records that the held bytes from start on are a write command's reply.
+func (h *holdConn) markWrite(start int) {
+	h.writes = append(h.writes, span{start, len(h.w.Buffer())})
+}
+
+// since returns the bytes held from start on.
+func (h *holdConn) since(start int) []byte { return h.w.Buffer()[start:] }
+
+// cut drops the bytes held from start on.
+func (h *holdConn) cut(start int) { h.w.SetBuffer(h.w.Buffer()[:start]) }
+
+// release sends what is held and stops holding. If refuse is not "", every
+// write command's reply is replaced by the error refuse.
+func (h *holdConn) release(refuse string) {
+	if !h.holding {
+		return
+	}
+	b := h.w.Buffer()
+	if refuse == "" {
+		h.Conn.WriteRaw(b)
+	} else {
+		at := 0
+		for _, sp := range h.writes {
+			h.Conn.WriteRaw(b[at:sp.start])
+			h.Conn.WriteError(refuse)
+			at = sp.end
+		}
+		h.Conn.WriteRaw(b[at:])
+	}
+	if cap(b) > 64<<10 {
+		b = nil // a large batch's buffer is not worth keeping
+	}
+	h.w.SetBuffer(b[:0])
+	h.writes = h.writes[:0]
+	h.holding = false
+}
+
+func (h *holdConn) WriteError(msg string) {
+	if h.holding {
+		h.w.WriteError(msg)
+		return
+	}
+	h.Conn.WriteError(msg)
+}
+
+func (h *holdConn) WriteString(str string) {
+	if h.holding {
+		h.w.WriteString(str)
+		return
+	}
+	h.Conn.WriteString(str)
+}
+
+func (h *holdConn) WriteBulk(bulk []byte) {
+	if h.holding {
+		h.w.WriteBulk(bulk)
+		return
+	}
+	h.Conn.WriteBulk(bulk)
+}
+
+func (h *holdConn) WriteBulkString(bulk string) {
+	if h.holding {
+		h.w.WriteBulkString(bulk)
+		return
+	}
+	h.Conn.WriteBulkString(bulk)
+}
+
+func (h *holdConn) WriteInt(num int) {
+	if h.holding {
+		h.w.WriteInt(num)
+		return
+	}
+	h.Conn.WriteInt(num)
+}
+
+func (h *holdConn) WriteInt64(num int64) {
+	if h.holding {
+		h.w.WriteInt64(num)
+		return
+	}
+	h.Conn.WriteInt64(num)
+}
+
+func (h *holdConn) WriteUint64(num uint64) {
+	if h.holding {
+		h.w.WriteUint64(num)
+		return
+	}
+	h.Conn.WriteUint64(num)
+}
+
+func (h *holdConn) WriteArray(count int) {
+	if h.holding {
+		h.w.WriteArray(count)
+		return
+	}
+	h.Conn.WriteArray(count)
+}
+
+func (h *holdConn) WriteNull() {
+	if h.holding {
+		h.w.WriteNull()
+		return
+	}
+	h.Conn.WriteNull()
+}
+
+func (h *holdConn) WriteRaw(data []byte) {
+	if h.holding {
+		h.w.WriteRaw(data)
+		return
+	}
+	h.Conn.WriteRaw(data)
+}
+
+func (h *holdConn) WriteAny(v any) {
+	if h.holding {
+		h.w.WriteAny(v)
+		return
+	}
+	h.Conn.WriteAny(v)
+}

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rlstore/rlstore/shard"
+)
+
+// maxPendingReverts bounds the changes kept waiting to be taken back.
+const maxPendingReverts = 1 << 16
+
+// change is one key's state before and after a write command, kept under
+// appendfsync always until the batch's commit, so that a request whose
+// commit failed keeps no charge: its client was told it failed.
+type change struct {
+	key           []byte
+	before, after *shard.Entry // nil: the key held no state
+}
+
+// reverts holds the changes of failed commits not yet taken back. A change
+// is taken back only while the key still holds its after state: when two
+// clients charged one key and both commits failed, the later charge must
+// be taken back first, whichever client learns of its failure first.
+type reverts struct {
+	mu      sync.Mutex // guards pending
+	pending []change
+	n       atomic.Int64 // len(pending), read without the lock
+}
+
+// changeKeys returns the keys a write command may change, or nil if its
+// changes are not taken back this way (FLUSHALL and RL.POLICY make their own
+// writes durable before they reply).
+func (s *Server) changeKeys(name string, args [][]byte) [][]byte {
+	switch name {
+	case "rl.slide", "rl.token", "rl.fixed", "rl.log", "rl.leaky", "cl.throttle":
+		return args[1:2]
+	case "del":
+		return args[1:]
+	case "rl.check":
+		p := s.policy(args[1])
+		if p == nil || len(args) < 3 {
+			return nil
+		}
+		q := p.multi(args[2])
+		if q.Penalty != nil {
+			return append(q.Keys, q.Penalty)
+		}
+		return q.Keys
+	}
+	return nil
+}
+
+// entries returns keys' current states.
+func (s *Server) entries(keys [][]byte, dst []*shard.Entry) []*shard.Entry {
+	for _, k := range keys {
+		var p *shard.Entry
+		if e, ok := s.cfg.Store.Lookup(k); ok {
+			p = &e
+		}
+		dst = append(dst, p)
+	}
+	return dst
+}
+
+// recordChanges runs a write command, noting in c.changes what it changed.
+func (s *Server) recordChanges(c *client, cm *command, args [][]byte) {
+	keys := s.changeKeys(cm.name, args)
+	if keys == nil {
+		cm.run(s, c, args)
+		return
+	}
+	keys = cloneArgs(keys) // the request's bytes are redcon's
+	before := s.entries(keys, nil)
+	cm.run(s, c, args)
+	after := s.entries(keys, nil)
+	for i, k := range keys {
+		if !shard.SameEntry(before[i], after[i]) {
+			c.changes = append(c.changes, change{key: k, before: before[i], after: after[i]})
+		}
+	}
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}
+
+// revert takes back the changes of a batch whose commit failed, with every
+// other failed change still waiting, latest first, until none can be.
+func (s *Server) revert(changes []change) {
+	r := &s.reverts
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = append(r.pending, changes...)
+	for progress := true; progress; {
+		progress = false
+		var kept []change
+		for i := len(r.pending) - 1; i >= 0; i-- {
+			ch := r.pending[i]
+			if s.cfg.Store.Revert(ch.key, ch.before, ch.after) {
+				s.reverted.Add(1)
+				progress = true
+				continue
+			}
+			kept = append(kept, ch)
+		}
+		slices.Reverse(kept) // oldest first again
+		r.pending = kept
+	}
+	if n := len(r.pending) - maxPendingReverts; n > 0 {
+		r.pending = slices.Clone(r.pending[n:])
+	}
+	r.n.Store(int64(len(r.pending)))
+}
+
+// settled drops the changes still waiting once a commit has succeeded:
+// whatever they left is durable now.
+func (s *Server) settled() {
+	r := &s.reverts
+	if r.n.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.pending = nil
+	r.n.Store(0)
+	r.mu.Unlock()
+}
