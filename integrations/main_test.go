@@ -1,0 +1,9 @@
+package integrations
+
+import (
+	"testing"
+
+	"github.com/rlstore/rlstore/internal/rltest"
+)
+
+func TestMain(m *testing.M) { rltest.Main(m) }

@@ -1,0 +1,39 @@
+'use strict';
+
+// toSender turns the options of a store into one function,
+// send(command, ...args) -> Promise<reply>, for ioredis, node-redis or a
+// caller's own sendCommand (rate-limit-redis's convention).
+function toSender(opts, clientField) {
+  if (typeof opts.sendCommand === 'function') {
+    return (...args) => opts.sendCommand(...args.map(String));
+  }
+  const client = opts[clientField];
+  if (!client) {
+    throw new TypeError(`rlstore: pass ${clientField} (an ioredis or node-redis client) or sendCommand`);
+  }
+  if (typeof client.call === 'function') { // ioredis
+    return (...args) => client.call(...args.map(String));
+  }
+  if (typeof client.sendCommand === 'function') { // node-redis 4 and 5
+    return (...args) => client.sendCommand(args.map(String));
+  }
+  throw new TypeError(`rlstore: ${clientField} has neither call (ioredis) nor sendCommand (node-redis)`);
+}
+
+// decision reads [allowed, limit, remaining, wait_ms, reset_ms] (and RL.CHECK's
+// binding rule) into an object; wait_ms is -1 when the request can never fit.
+function decision(reply) {
+  if (!Array.isArray(reply) || reply.length < 5) {
+    throw new Error(`rlstore: unexpected reply ${JSON.stringify(reply)}`);
+  }
+  const [allowed, limit, remaining, waitMs, resetMs] = reply.map(Number);
+  return { allowed: allowed === 1, limit, remaining, waitMs, resetMs };
+}
+
+// available is how many units the key could still take, read from a PEEK of
+// cost 1 (whose remaining counts after that one unit if it would fit).
+function available(peek) {
+  return peek.allowed ? peek.remaining + 1 : peek.remaining;
+}
+
+module.exports = { toSender, decision, available };

@@ -1,0 +1,165 @@
+'use strict';
+
+const { toSender, decision, available } = require('./command');
+
+// The caller's own RateLimiterRes class when rate-limiter-flexible is
+// installed, so `instanceof RateLimiterRes` holds; else one of the same shape.
+function loadRes() {
+  try {
+    return require('rate-limiter-flexible').RateLimiterRes;
+  } catch {
+    return require('./res');
+  }
+}
+const RateLimiterRes = loadRes();
+
+// RateLimiterRlstore has rate-limiter-flexible's interface (consume, get,
+// penalty, reward, delete, block) over rlstore. consume is one atomic
+// RL.SLIDE (or RL.TOKEN) decision; a rejected consume charges nothing and
+// rejects with a RateLimiterRes, a store failure with an Error.
+class RateLimiterRlstore {
+  // options: storeClient (ioredis or node-redis) or sendCommand; points
+  // (default 4); duration in whole seconds (default 1); keyPrefix (default
+  // 'rlflx'); blockDuration in seconds (default 0); algorithm 'slide'
+  // (default) or 'token' (a token bucket, which reward needs).
+  constructor(opts = {}) {
+    this.send = toSender(opts, 'storeClient');
+    this.points = opts.points ?? 4;
+    this.duration = opts.duration ?? 1;
+    this.keyPrefix = opts.keyPrefix ?? 'rlflx';
+    this.blockDuration = opts.blockDuration ?? 0;
+    this.algorithm = (opts.algorithm ?? 'slide').toLowerCase();
+    validate(this, opts);
+  }
+
+  get msDuration() {
+    return this.duration * 1000;
+  }
+
+  getKey(key) {
+    return this.keyPrefix.length > 0 ? `${this.keyPrefix}:${key}` : key;
+  }
+
+  // blockKey holds a block; '!' keeps it apart from every getKey result.
+  blockKey(key) {
+    return `${this.keyPrefix}!block:${key}`;
+  }
+
+  args(key, extra) {
+    const k = this.getKey(key);
+    const base = this.algorithm === 'slide'
+      ? ['RL.SLIDE', k, this.points, this.duration]
+      : ['RL.TOKEN', k, this.points, this.points, this.duration];
+    return base.concat(extra);
+  }
+
+  async blockedMs(key) {
+    return Math.max(Number(await this.send('PTTL', this.blockKey(key))), 0);
+  }
+
+  async consume(key, pointsToConsume = 1) {
+    const n = positive(pointsToConsume);
+    const blocked = await this.blockedMs(key);
+    if (blocked > 0) {
+      throw new RateLimiterRes(0, blocked, this.points + n, false);
+    }
+    const d = decision(await this.send(...this.args(key, ['COST', n])));
+    const consumed = this.points - d.remaining;
+    if (d.allowed) {
+      return new RateLimiterRes(d.remaining, d.resetMs, consumed, consumed === n);
+    }
+    if (this.blockDuration > 0) {
+      await this.setBlock(key, this.blockDuration * 1000);
+      throw new RateLimiterRes(0, this.blockDuration * 1000, consumed + n, false);
+    }
+    const wait = d.waitMs >= 0 ? d.waitMs : this.msDuration;
+    throw new RateLimiterRes(0, wait, consumed + n, false);
+  }
+
+  // get resolves the key's state, or null if it holds nothing.
+  async get(key) {
+    const [blocked, peek, pttl] = await Promise.all([
+      this.blockedMs(key),
+      this.send(...this.args(key, ['PEEK'])),
+      this.send('PTTL', this.getKey(key)),
+    ]);
+    if (blocked > 0) {
+      return new RateLimiterRes(0, blocked, this.points + 1, false);
+    }
+    const left = available(decision(peek));
+    const consumed = this.points - left;
+    if (consumed <= 0) return null;
+    return new RateLimiterRes(left, Math.max(Number(pttl), 0), consumed, false);
+  }
+
+  // penalty charges points without a limit check. rlstore never counts past
+  // the limit, so it charges what is left, at most points: the key is then
+  // exhausted for as long as a Redis store would keep it over the limit or less.
+  async penalty(key, points = 1) {
+    const n = positive(points);
+    const left = available(decision(await this.send(...this.args(key, ['PEEK']))));
+    const charge = Math.min(n, left);
+    if (charge === 0) {
+      const pttl = Number(await this.send('PTTL', this.getKey(key)));
+      return new RateLimiterRes(0, Math.max(pttl, 0), this.points, false);
+    }
+    const d = decision(await this.send(...this.args(key, ['COST', charge])));
+    return new RateLimiterRes(d.remaining, d.resetMs, this.points - d.remaining, false);
+  }
+
+  // reward refunds points. Only a token bucket can refund (CL.THROTTLE with a
+  // negative quantity, on the same state as RL.TOKEN).
+  async reward(key, points = 1) {
+    const n = positive(points);
+    if (this.algorithm !== 'token') {
+      throw new Error("rlstore: reward needs algorithm 'token'; RL.SLIDE windows cannot refund");
+    }
+    await this.send('CL.THROTTLE', this.getKey(key), this.points - 1, this.points, this.duration, -n);
+    const peek = decision(await this.send(...this.args(key, ['PEEK'])));
+    const left = available(peek);
+    return new RateLimiterRes(left, peek.resetMs, this.points - left, false);
+  }
+
+  // block denies the key for secDuration seconds, replacing any block.
+  async block(key, secDuration) {
+    const ms = Math.ceil(secDuration * 1000);
+    await this.setBlock(key, ms);
+    return new RateLimiterRes(0, ms, this.points + 1, false);
+  }
+
+  async setBlock(key, ms) {
+    await this.send('DEL', this.blockKey(key));
+    await this.send('RL.LOG', this.blockKey(key), 1, `${ms}ms`);
+  }
+
+  // delete removes the key and any block, resolving whether there was one.
+  async delete(key) {
+    return Number(await this.send('DEL', this.getKey(key), this.blockKey(key))) > 0;
+  }
+}
+
+function positive(n) {
+  if (!Number.isInteger(n) || n < 1) {
+    throw new TypeError(`rlstore: points must be a positive integer, got ${n}`);
+  }
+  return n;
+}
+
+function validate(l, opts) {
+  if (!Number.isInteger(l.points) || l.points < 1) {
+    throw new TypeError('rlstore: points must be a positive integer');
+  }
+  if (!Number.isInteger(l.duration) || l.duration < 1) {
+    throw new TypeError('rlstore: duration must be a whole number of seconds, at least 1 (0, "never expires", is not supported)');
+  }
+  if (!['slide', 'token'].includes(l.algorithm)) {
+    throw new TypeError("rlstore: algorithm must be 'slide' or 'token'");
+  }
+  for (const o of ['insuranceLimiter', 'execEvenly', 'inMemoryBlockOnConsumed']) {
+    if (opts[o]) {
+      throw new TypeError(`rlstore: option ${o} is not supported (see docs/integrations.md)`);
+    }
+  }
+}
+
+module.exports = { RateLimiterRlstore, RateLimiterRes };

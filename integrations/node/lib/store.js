@@ -1,0 +1,86 @@
+'use strict';
+
+const { toSender, decision, available } = require('./command');
+
+const ALGORITHMS = ['slide', 'fixed', 'log', 'token'];
+
+// RlstoreStore is an express-rate-limit 8 Store backed by rlstore: each
+// increment is one RL.SLIDE (or RL.FIXED, RL.LOG, RL.TOKEN) command, which
+// decides and counts atomically. A denied request is not counted.
+class RlstoreStore {
+  // options: client (ioredis or node-redis) or sendCommand(command, ...args);
+  // prefix (default 'rl:'); algorithm 'slide' (default), 'fixed', 'log' or
+  // 'token'; limit, needed only when express-rate-limit's limit is a function.
+  constructor(options = {}) {
+    this.send = toSender(options, 'client');
+    this.prefix = options.prefix ?? 'rl:';
+    this.algorithm = (options.algorithm ?? 'slide').toLowerCase();
+    if (!ALGORITHMS.includes(this.algorithm)) {
+      throw new TypeError(`rlstore: algorithm must be one of ${ALGORITHMS.join(', ')}`);
+    }
+    this.limitOption = options.limit;
+    this.localKeys = false;
+  }
+
+  // init receives express-rate-limit's options: windowMs and limit.
+  init(options) {
+    this.windowMs = options.windowMs;
+    this.limit = this.limitOption ?? options.limit;
+    if (!Number.isInteger(this.limit) || this.limit < 1) {
+      throw new TypeError('rlstore: limit must be a positive integer; when express-rate-limit\'s limit is a function, pass limit to RlstoreStore');
+    }
+    if (this.algorithm === 'slide' && this.windowMs % 1000 !== 0) {
+      throw new TypeError(`rlstore: RL.SLIDE needs windowMs in whole seconds (got ${this.windowMs}); use algorithm 'log' or 'fixed' for milliseconds`);
+    }
+  }
+
+  prefixKey(key) {
+    return `${this.prefix}${key}`;
+  }
+
+  args(key) {
+    const k = this.prefixKey(key);
+    switch (this.algorithm) {
+      case 'slide': return ['RL.SLIDE', k, this.limit, this.windowMs / 1000];
+      case 'fixed': return ['RL.FIXED', k, this.limit, `${this.windowMs}ms`];
+      case 'log': return ['RL.LOG', k, this.limit, `${this.windowMs}ms`];
+      default: return ['RL.TOKEN', k, this.limit, this.limit, `${this.windowMs}ms`];
+    }
+  }
+
+  // increment charges one request. express-rate-limit denies when totalHits
+  // exceeds its limit, so a denial reports limit + 1 hits without counting
+  // them, and its resetTime is when this request would be admitted.
+  async increment(key) {
+    const d = decision(await this.send(...this.args(key)));
+    const now = Date.now();
+    if (d.allowed) {
+      return { totalHits: d.limit - d.remaining, resetTime: new Date(now + d.resetMs) };
+    }
+    const wait = d.waitMs >= 0 ? d.waitMs : d.resetMs;
+    return { totalHits: d.limit + 1, resetTime: new Date(now + wait) };
+  }
+
+  // get reports the key's count without changing it (undefined if unused).
+  async get(key) {
+    const [reply, pttl] = await Promise.all([
+      this.send(...this.args(key), 'PEEK'),
+      this.send('PTTL', this.prefixKey(key)),
+    ]);
+    const d = decision(reply);
+    const used = d.limit - available(d);
+    if (used <= 0) return undefined;
+    return { totalHits: used, resetTime: new Date(Date.now() + Math.max(Number(pttl), 0)) };
+  }
+
+  // decrement cannot refund: rlstore's windows have no negative cost. With
+  // skipSuccessfulRequests / skipFailedRequests the skipped requests still
+  // count (stricter than Redis stores); see docs/integrations.md.
+  async decrement() {}
+
+  async resetKey(key) {
+    await this.send('DEL', this.prefixKey(key));
+  }
+}
+
+module.exports = { RlstoreStore };

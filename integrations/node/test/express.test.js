@@ -1,0 +1,102 @@
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const express = require('express');
+const { rateLimit } = require('express-rate-limit');
+const { RlstoreStore } = require('..');
+const { skip, unique, clients } = require('../test-support/helpers');
+
+let c;
+before(async () => { if (!skip) c = await clients(); });
+after(async () => { if (c) await c.close(); });
+
+// app serves GET / behind express-rate-limit with store, 3 per 10 s.
+async function serve(store, extra = {}) {
+  const app = express();
+  app.set('env', 'test'); // express prints handled errors' stacks otherwise
+  app.use(rateLimit({ windowMs: 10_000, limit: 3, standardHeaders: 'draft-8', legacyHeaders: true, store, ...extra }));
+  app.get('/', (req, res) => res.send('ok'));
+  const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+  return { url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)) };
+}
+
+const stores = {
+  'ioredis client': () => new RlstoreStore({ client: c.ioredis, prefix: unique('erl') }),
+  'node-redis client': () => new RlstoreStore({ client: c.nodeRedis, prefix: unique('erl') }),
+  'node-redis 5 client': () => new RlstoreStore({ client: c.nodeRedis5, prefix: unique('erl') }),
+  'node-redis sendCommand': () => new RlstoreStore({ sendCommand: (...args) => c.nodeRedis.sendCommand(args), prefix: unique('erl') }),
+  'ioredis sendCommand': () => new RlstoreStore({ sendCommand: (cmd, ...args) => c.ioredis.call(cmd, ...args), prefix: unique('erl') }),
+};
+
+for (const [name, makeStore] of Object.entries(stores)) {
+  test(`express app, ${name}: 200 200 200 429 429 with headers`, { skip }, async () => {
+    const app = await serve(makeStore());
+    try {
+      const got = [];
+      for (let i = 0; i < 5; i++) {
+        const r = await fetch(app.url);
+        got.push(r.status);
+        await r.text();
+        if (i < 3) {
+          assert.equal(r.headers.get('ratelimit-policy'), `"3-in-10sec"; q=3; w=10; pk=${r.headers.get('ratelimit-policy').split('pk=')[1]}`);
+          assert.match(r.headers.get('ratelimit'), new RegExp(`^"3-in-10sec"; r=${2 - i}; t=(9|10)$`));
+          assert.equal(r.headers.get('x-ratelimit-remaining'), String(2 - i));
+        } else {
+          const retry = Number(r.headers.get('retry-after'));
+          assert.ok(retry >= 9 && retry <= 10, `Retry-After ${retry}`);
+          assert.match(r.headers.get('ratelimit'), /; r=0; t=(9|10)$/);
+          assert.equal(r.headers.get('x-ratelimit-limit'), '3');
+        }
+      }
+      assert.deepEqual(got, [200, 200, 200, 429, 429]);
+    } finally {
+      await app.close();
+    }
+  });
+}
+
+test('denied requests are not counted; get and resetKey', { skip }, async () => {
+  const store = new RlstoreStore({ client: c.ioredis, prefix: unique('erl') });
+  store.init({ windowMs: 10_000, limit: 3 });
+  assert.equal(await store.get('a'), undefined);
+  for (let i = 1; i <= 3; i++) assert.equal((await store.increment('a')).totalHits, i);
+  for (let i = 0; i < 3; i++) assert.equal((await store.increment('a')).totalHits, 4);
+  const info = await store.get('a');
+  assert.equal(info.totalHits, 3, 'three denials later, still 3 hits');
+  const wait = info.resetTime.getTime() - Date.now();
+  assert.ok(wait > 8000 && wait <= 10_000, `resetTime in ${wait} ms`);
+  await store.resetKey('a');
+  assert.equal(await store.get('a'), undefined);
+  assert.equal((await store.increment('a')).totalHits, 1);
+});
+
+test('algorithms and option checks', { skip }, async () => {
+  for (const algorithm of ['fixed', 'log', 'token']) {
+    const store = new RlstoreStore({ client: c.nodeRedis, prefix: unique('erl'), algorithm });
+    store.init({ windowMs: 1500, limit: 2 });
+    assert.equal((await store.increment('k')).totalHits, 1, algorithm);
+    assert.equal((await store.increment('k')).totalHits, 2, algorithm);
+    assert.equal((await store.increment('k')).totalHits, 3, algorithm);
+  }
+  const slide = new RlstoreStore({ client: c.ioredis });
+  assert.throws(() => slide.init({ windowMs: 1500, limit: 2 }), /whole seconds/);
+  assert.throws(() => slide.init({ windowMs: 1000, limit: () => 2 }), /limit must be a positive integer/);
+  assert.throws(() => new RlstoreStore({}), /pass client/);
+  assert.throws(() => new RlstoreStore({ client: c.ioredis, algorithm: 'lua' }), /algorithm/);
+});
+
+test('a store error answers 500, or passes with passOnStoreError', { skip }, async () => {
+  const broken = () => new RlstoreStore({ sendCommand: async () => { throw new Error('connection refused'); } });
+  const quiet = { error: () => {}, warn: () => {} };
+  for (const [pass, want] of [[false, 500], [true, 200]]) {
+    const app = await serve(broken(), { passOnStoreError: pass, logger: quiet });
+    try {
+      const r = await fetch(app.url);
+      await r.text();
+      assert.equal(r.status, want);
+    } finally {
+      await app.close();
+    }
+  }
+});

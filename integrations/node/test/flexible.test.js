@@ -1,0 +1,109 @@
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { RateLimiterRes: FlexibleRes } = require('rate-limiter-flexible');
+const { RateLimiterRlstore, RateLimiterRes } = require('..');
+const { skip, unique, clients } = require('../test-support/helpers');
+
+let c;
+before(async () => { if (!skip) c = await clients(); });
+after(async () => { if (c) await c.close(); });
+
+const kinds = ['ioredis', 'nodeRedis', 'nodeRedis5'];
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected a rejection');
+}
+
+for (const kind of kinds) {
+  test(`${kind}: 3 per 10 s consumes 3, then rejects with a RateLimiterRes`, { skip }, async () => {
+    const rl = new RateLimiterRlstore({ storeClient: c[kind], points: 3, duration: 10, keyPrefix: unique('rlf') });
+    for (let i = 1; i <= 3; i++) {
+      const res = await rl.consume('u');
+      assert.ok(res instanceof FlexibleRes, 'the library\'s own class');
+      assert.equal(res.remainingPoints, 3 - i);
+      assert.equal(res.consumedPoints, i);
+      assert.equal(res.isFirstInDuration, i === 1);
+      assert.ok(res.msBeforeNext > 9000 && res.msBeforeNext <= 10_000);
+    }
+    for (let i = 0; i < 3; i++) {
+      const rej = await rejection(rl.consume('u'));
+      assert.ok(rej instanceof RateLimiterRes, `rejects with a RateLimiterRes, got ${rej}`);
+      assert.equal(rej.remainingPoints, 0);
+      assert.equal(rej.consumedPoints, 4, 'what this consume would have brought it to: never stored');
+      assert.ok(rej.msBeforeNext > 8000 && rej.msBeforeNext <= 10_000, `msBeforeNext ${rej.msBeforeNext}`);
+    }
+    const got = await rl.get('u');
+    assert.equal(got.consumedPoints, 3, 'the rejections consumed nothing');
+    assert.equal(got.remainingPoints, 0);
+    assert.ok(got.msBeforeNext > 8000 && got.msBeforeNext <= 10_000);
+    assert.equal(await rl.get('nobody'), null);
+    assert.equal(await rl.delete('u'), true);
+    assert.equal(await rl.delete('u'), false);
+    assert.equal((await rl.consume('u', 2)).remainingPoints, 1);
+  });
+}
+
+test('consume more than points rejects with a wait of one duration', { skip }, async () => {
+  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 5, keyPrefix: unique('rlf') });
+  const rej = await rejection(rl.consume('u', 3));
+  assert.ok(rej instanceof RateLimiterRes);
+  assert.equal(rej.msBeforeNext, 5000);
+  assert.equal(await rl.get('u'), null);
+});
+
+test('penalty, block and blockDuration', { skip }, async () => {
+  const rl = new RateLimiterRlstore({ storeClient: c.nodeRedis, points: 5, duration: 60, keyPrefix: unique('rlf') });
+  assert.equal((await rl.penalty('p', 2)).consumedPoints, 2);
+  assert.equal((await rl.penalty('p', 10)).consumedPoints, 5, 'charged up to the limit');
+  await rejection(rl.consume('p'));
+
+  const blocked = await rl.block('b', 30);
+  assert.equal(blocked.msBeforeNext, 30_000);
+  const rej = await rejection(rl.consume('b'));
+  assert.ok(rej instanceof RateLimiterRes);
+  assert.ok(rej.msBeforeNext > 29_000 && rej.msBeforeNext <= 30_000, `${rej.msBeforeNext}`);
+  assert.equal((await rl.get('b')).remainingPoints, 0);
+  assert.equal(await rl.delete('b'), true);
+  assert.equal((await rl.consume('b')).remainingPoints, 4, 'delete lifts the block');
+
+  const bd = new RateLimiterRlstore({ storeClient: c.ioredis, points: 1, duration: 1, blockDuration: 20, keyPrefix: unique('rlf') });
+  await bd.consume('x');
+  const first = await rejection(bd.consume('x'));
+  assert.equal(first.msBeforeNext, 20_000, 'the denial that crosses the limit starts the block');
+  const again = await rejection(bd.consume('x'));
+  assert.ok(again.msBeforeNext > 19_000 && again.msBeforeNext <= 20_000);
+});
+
+test('reward refunds with the token algorithm only', { skip }, async () => {
+  const tok = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, keyPrefix: unique('rlf'), algorithm: 'token' });
+  await tok.consume('r', 3);
+  await rejection(tok.consume('r'));
+  const res = await tok.reward('r', 2);
+  assert.equal(res.remainingPoints, 2);
+  assert.equal((await tok.consume('r')).remainingPoints, 1);
+
+  const slide = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, keyPrefix: unique('rlf') });
+  await assert.rejects(slide.reward('r', 1), /reward needs algorithm 'token'/);
+});
+
+test('a store failure rejects with an Error, not a RateLimiterRes', { skip }, async () => {
+  const rl = new RateLimiterRlstore({ sendCommand: async () => { throw new Error('connection refused'); }, points: 1, duration: 1 });
+  const err = await rejection(rl.consume('x'));
+  assert.ok(err instanceof Error);
+  assert.ok(!(err instanceof RateLimiterRes));
+});
+
+test('options it cannot honour are refused', () => {
+  const sendCommand = async () => [1, 1, 0, 0, 0];
+  assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1, duration: 0 }), /duration/);
+  assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1, duration: 1.5 }), /duration/);
+  assert.throws(() => new RateLimiterRlstore({ sendCommand, insuranceLimiter: {} }), /insuranceLimiter/);
+  assert.throws(() => new RateLimiterRlstore({}), /storeClient/);
+});

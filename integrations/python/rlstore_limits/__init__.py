@@ -1,0 +1,20 @@
+"""rlstore storage for the ``limits`` library (and so Flask-Limiter and SlowAPI).
+
+Importing this package registers the ``rlstore://host:port`` storage scheme::
+
+    import rlstore_limits  # noqa: F401  (registers rlstore://)
+    limiter = Limiter(get_remote_address, app=app, storage_uri="rlstore://127.0.0.1:6379")
+
+Each strategy maps onto one atomic rlstore command instead of a Lua script:
+
+- fixed window -> ``RL.FIXED`` (windows aligned to the Unix epoch);
+- fixed window with elastic expiry -> ``RL.SLIDE``;
+- moving window -> ``RL.LOG`` (exact, millisecond precision).
+
+Denied hits are never counted, unlike the Redis storage, which counts them.
+"""
+
+from .storage import RlstoreStorage
+
+__all__ = ["RlstoreStorage"]
+__version__ = "0.1.0"

@@ -1,0 +1,54 @@
+import time
+import unittest
+
+import rlstore_limits  # noqa: F401  registers rlstore://
+from flask import Flask
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+
+from .support import URI, needs_rlstore, unique
+
+
+def make_app(strategy):
+    app = Flask(__name__)
+    limiter = Limiter(
+        get_remote_address, app=app, storage_uri=URI, strategy=strategy,
+        headers_enabled=True, key_prefix=unique("flask"),
+    )
+
+    @app.route("/")
+    @limiter.limit("3 per 10 seconds")
+    def index():
+        return "ok"
+
+    return app
+
+
+@needs_rlstore
+class FlaskLimiterTest(unittest.TestCase):
+    def run_vector(self, strategy):
+        client = make_app(strategy).test_client()
+        replies = [client.get("/") for _ in range(5)]
+        self.assertEqual([r.status_code for r in replies], [200, 200, 200, 429, 429])
+        for i, r in enumerate(replies[:3]):
+            self.assertEqual(r.headers["X-RateLimit-Limit"], "3")
+            self.assertEqual(r.headers["X-RateLimit-Remaining"], str(2 - i))
+        denied = replies[3]
+        self.assertEqual(denied.headers["X-RateLimit-Remaining"], "0")
+        return int(denied.headers["Retry-After"])
+
+    def test_moving_window(self):
+        retry = self.run_vector("moving-window")
+        self.assertIn(retry, (9, 10))
+
+    def test_fixed_window(self):
+        retry = self.run_vector("fixed-window")
+        # aligned to the epoch: the rest of the current 10-second window
+        self.assertAlmostEqual(retry, 10 - time.time() % 10, delta=1.01)
+
+    def test_elastic_expiry(self):
+        self.assertIn(self.run_vector("fixed-window-elastic-expiry"), (9, 10))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,80 @@
+package integrations
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlstore/rlstore/internal/rltest"
+)
+
+// runLimit bounds each language's suite; together they take seconds.
+const runLimit = 3 * time.Minute
+
+// missing skips the test, or fails it when CI=true: on the CI machine every
+// runtime is installed by .ci/run, so a skip would hide a broken set-up.
+func missing(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: not skipping)", why)
+	}
+	t.Skip(why)
+}
+
+// run runs name with args in dir against a fresh rlstore and fails the test
+// with the output if it fails.
+func run(t *testing.T, dir, name string, args ...string) {
+	t.Helper()
+	addr := rltest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "RLSTORE_ADDR="+addr)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	t.Logf("%s %s:\n%s", name, strings.Join(args, " "), tail(string(out), 12))
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// TestNode runs integrations/node's `node --test` (express-rate-limit and
+// rate-limiter-flexible with ioredis and node-redis).
+func TestNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing(t, "node is not installed")
+	}
+	dir := filepath.Join(rltest.Root(), "integrations", "node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "express-rate-limit")); err != nil {
+		missing(t, "integrations/node has no node_modules: run npm ci there")
+	}
+	run(t, dir, node, "--test", "test/")
+}
+
+// python is Debian's interpreter, which sees Debian's python3-limits; a
+// pyenv python3 earlier on PATH would not.
+const python = "/usr/bin/python3"
+
+// TestPython runs integrations/python's unittest suite (limits 2.8 and
+// Flask-Limiter, from Debian's python3-limits and python3-flask-limiter).
+func TestPython(t *testing.T) {
+	if _, err := os.Stat(python); err != nil {
+		missing(t, python+" is not installed")
+	}
+	probe := exec.Command(python, "-c", "import limits, flask_limiter, redis")
+	if out, err := probe.CombinedOutput(); err != nil {
+		missing(t, "python3-limits, python3-flask-limiter or python3-redis is missing: "+strings.TrimSpace(string(out)))
+	}
+	dir := filepath.Join(rltest.Root(), "integrations", "python")
+	run(t, dir, python, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py", "-t", ".")
+}
