@@ -1,24 +1,42 @@
 package shard
 
-// index maps key hashes to slots. It is an open-addressed table of 4-byte
-// entries, tag<<24 | slot+1, probed linearly from a home position taken
-// from the hash's high bits; the tag is the hash's low byte, so a probe
-// compares keys only for entries whose tag matches. Keys with equal hashes
-// are simply several entries: the key bytes decide, so a collision never
-// merges two keys.
+import "math/bits"
+
+// index maps key hashes to slots. It is extendible hashing over fixed-size
+// pages: a directory, indexed by the hash's top bits, names the page a key's
+// entry lives in, and each page is an open-addressed table of 4-byte entries,
+// tag<<24 | slot+1, probed linearly from a home position taken from the
+// hash's folded high bits; the tag is its low byte, so a probe compares keys
+// only for entries whose tag matches. Keys with equal hashes are simply
+// several entries: the key bytes decide, so a collision never merges two keys.
 //
-// Go's map[uint64]uint32 was the first design. It costs 17 bytes a slot at a
-// load that swings between 44% and 88% as its tables split, which measured 38
-// bytes a key at 1M keys over 256 shards (at the bottom of the swing), more
-// than the slot and key together. This table costs 4 bytes a slot and swings
-// between 37% and 75%: 5–11 bytes a key. The price is hand-written probing,
-// and growing rehashes a shard's keys from the arena in one go under the lock
-// (measured 1.8 ms for a 49k-key shard, 12.5M keys over 256 shards), where a
-// Go map splits 1024 slots at a time.
+// A full page splits in two by one more bit of the hash, rehashing only its
+// own keys: about 900, where the table this replaced rehashed a whole shard
+// into one twice as large (1.8 ms for a 49k-key shard) and left the old table
+// behind as garbage, resident until the scavenger returned it. A page fills to
+// 7/8 before it splits, and pages average about 60% full, so the index costs
+// about 7 bytes a key at any size; the single table swung between 37% and 75%
+// full, 5–11 bytes a key. A shard's first page starts at 8 entries and
+// doubles up to a full page, so a shard with few keys holds little.
+//
+// Go's map[uint64]uint32 was the first design: 17 bytes a slot at a load that
+// swings between 44% and 88%, 38 bytes a key at 1M keys over 256 shards.
 type index struct {
-	table []uint32 // len is zero or a power of two
-	live  int      // entries naming a slot
-	dead  int      // tombstones
+	dir   []uint32   // page of each value of the hash's top depth bits
+	shift uint8      // 64 - depth: a key's page is dir[h>>shift]
+	pages [][]uint32 // open-addressed tables; full-size or larger once there are two
+	meta  []pageMeta // per page
+	live  int        // entries naming a slot
+	dead  int        // tombstones
+	spare chunk[uint32]
+	size  int // entries allocated: in pages and spare
+}
+
+// pageMeta describes one page.
+type pageMeta struct {
+	used  uint16 // entries naming a slot, and tombstones
+	dead  uint16 // tombstones
+	depth uint8  // top bits of the hash that every key in the page shares
 }
 
 const (
@@ -26,9 +44,17 @@ const (
 	slotField = 1<<slotBits - 1
 	maxSlots  = slotField - 1 // slot+1 must fit in the slot field
 	tombstone = 1 << slotBits // tag 1, no slot: a deleted entry probes continue past
+
+	pageEntries  = 1024 // 4 KiB
+	firstEntries = 8
+	// maxDepth bounds the directory at 64K entries a shard. A page whose keys
+	// share their top maxDepth bits cannot split, so it doubles instead, as
+	// the first page does; only forced collisions (tests) or keys crafted
+	// for it get there.
+	maxDepth = 16
 )
 
-// fold reduces a key hash to the 32 bits the index uses. Mixing in the low
+// fold reduces a key hash to the 32 bits a page uses. Mixing in the low
 // half keeps small test hashes apart, and the shard bits, constant within a
 // shard, are mixed with random high bits.
 func fold(h uint64) uint32 { return uint32(h>>32 ^ h) }
@@ -38,57 +64,207 @@ func tagOf(h32 uint32) uint32 { return h32 & 0xff }
 // home returns where h32's probe starts in a table of n entries.
 func home(h32 uint32, n int) int { return int(uint64(h32) * uint64(n) >> 32) }
 
-// next returns the entry after i, wrapping.
-func (x *index) next(i int) int { return (i + 1) & (len(x.table) - 1) }
+// pageFill is how many of a page's n entries may be used before it grows.
+func pageFill(n int) int { return n - n/8 }
 
-// full reports whether one more entry would pass the 75% load, counting tombstones.
-func (x *index) full() bool { return (x.live+x.dead+1)*4 > len(x.table)*3 }
+// page returns the table holding h's entry; the index must not be empty.
+func (x *index) page(h uint64) []uint32 { return x.pages[x.dir[h>>x.shift]] }
 
-// put adds an entry for slot i with hash h32, without checking for room.
-func (x *index) put(h32, i uint32) {
-	j := home(h32, len(x.table))
-	for x.table[j] != 0 && x.table[j] != tombstone {
-		j = x.next(j)
-	}
-	if x.table[j] == tombstone {
-		x.dead--
-	}
-	x.table[j] = tagOf(h32)<<slotBits | (i + 1)
+// pageOf returns the number of the page holding h's entry.
+func (x *index) pageOf(h uint64) int { return int(x.dir[h>>x.shift]) }
+
+// put adds an entry for slot i with hash h, without checking for room.
+func (x *index) put(h uint64, i uint32) {
+	x.putPage(x.pageOf(h), fold(h), i)
 	x.live++
 }
 
-// remove deletes the entry for slot i with hash h32, which must be present.
-func (x *index) remove(h32, i uint32) {
-	j := home(h32, len(x.table))
-	for x.table[j]&slotField != i+1 {
-		if x.table[j] == 0 {
+func (x *index) putPage(p int, h32, i uint32) {
+	t := x.pages[p]
+	j := home(h32, len(t))
+	for t[j] != 0 && t[j] != tombstone {
+		j = (j + 1) & (len(t) - 1)
+	}
+	m := &x.meta[p]
+	if t[j] == tombstone {
+		m.dead--
+		x.dead--
+	} else {
+		m.used++
+	}
+	t[j] = tagOf(h32)<<slotBits | (i + 1)
+}
+
+// remove deletes the entry for slot i with hash h, which must be present.
+func (x *index) remove(h uint64, i uint32) {
+	p := x.pageOf(h)
+	t, m := x.pages[p], &x.meta[p]
+	mask := len(t) - 1
+	j := home(fold(h), len(t))
+	for t[j]&slotField != i+1 {
+		if t[j] == 0 {
 			panic("shard: index lost a key") // the shard's structures disagree
 		}
-		j = x.next(j)
+		j = (j + 1) & mask
 	}
-	x.table[j] = tombstone
+	t[j] = tombstone
 	x.live--
-	x.dead++
-	if x.table[x.next(j)] != 0 {
+	if t[(j+1)&mask] != 0 {
+		m.dead++
+		x.dead++
 		return
 	}
 	// The probe ends here, so the tombstones before it end nothing: clear them.
-	for ; x.table[j] == tombstone; j = (j - 1) & (len(x.table) - 1) {
-		x.table[j] = 0
+	t[j] = 0
+	m.used--
+	for j = (j - 1) & mask; t[j] == tombstone; j = (j - 1) & mask {
+		t[j] = 0
+		m.used--
+		m.dead--
 		x.dead--
 	}
 }
 
-// sized returns an empty index that n entries fill at most half.
+// room makes room in h's page for one more entry, growing, cleaning or
+// splitting it as needed. hashOf returns the hash of the key in a slot.
+func (x *index) room(h uint64, hashOf func(uint32) uint64) {
+	if len(x.pages) == 0 {
+		x.dir, x.shift = []uint32{0}, 64
+		x.addPage(firstEntries, 0)
+	}
+	for {
+		p := x.pageOf(h)
+		n, m := len(x.pages[p]), x.meta[p]
+		switch {
+		case int(m.used) < pageFill(n):
+			return
+		case n < pageEntries: // the only page
+			x.rehash(p, make([]uint32, 2*n), hashOf)
+		case int(m.dead)*4 >= int(m.used):
+			x.rehash(p, make([]uint32, n), hashOf)
+		case !x.split(p, hashOf):
+			x.rehash(p, make([]uint32, 2*n), hashOf)
+		}
+	}
+}
+
+// addPage appends a page of n entries whose keys share depth top bits.
+func (x *index) addPage(n int, depth uint8) int {
+	var t []uint32
+	if n < pageEntries {
+		t = make([]uint32, n)
+		x.size += n
+	} else {
+		var allocated int
+		t, allocated = x.spare.page(n, len(x.pages))
+		x.size += allocated
+	}
+	x.pages = append(x.pages, t)
+	x.meta = append(x.meta, pageMeta{depth: depth})
+	return len(x.pages) - 1
+}
+
+// rehash moves page p's entries into t, which becomes page p.
+func (x *index) rehash(p int, t []uint32, hashOf func(uint32) uint64) {
+	old, m := x.pages[p], x.meta[p]
+	x.size += len(t) - len(old)
+	x.pages[p], x.meta[p] = t, pageMeta{depth: m.depth}
+	x.dead -= int(m.dead)
+	for _, e := range old {
+		if e&slotField != 0 {
+			x.putPage(p, fold(hashOf(e&slotField-1)), e&slotField-1)
+		}
+	}
+}
+
+// split moves about half of page p's keys to a new page, by one more bit of
+// their hashes, doubling the directory if p's keys already share as many bits
+// as it uses. It reports false if p's keys share their top maxDepth bits.
+func (x *index) split(p int, hashOf func(uint32) uint64) bool {
+	t := x.pages[p]
+	var first, differ uint64
+	seen := false
+	for _, e := range t {
+		if e&slotField != 0 {
+			h := hashOf(e&slotField - 1)
+			if !seen {
+				first, seen = h, true
+			}
+			differ |= h ^ first
+		}
+	}
+	if bits.LeadingZeros64(differ) >= maxDepth {
+		return false
+	}
+	depth := x.meta[p].depth
+	if depth == 64-x.shift {
+		x.growDir()
+	}
+	var buf [pageEntries]uint32 // p's keys while p is refilled
+	keys := buf[:0]
+	for _, e := range t {
+		if e&slotField != 0 {
+			keys = append(keys, e&slotField-1)
+		}
+	}
+	q := x.addPage(len(t), depth+1)
+	x.retarget(p, q, depth)
+	clear(t)
+	x.dead -= int(x.meta[p].dead)
+	x.meta[p] = pageMeta{depth: depth + 1}
+	for _, i := range keys {
+		h := hashOf(i)
+		x.putPage(x.pageOf(h), fold(h), i)
+	}
+	return true
+}
+
+// retarget points the second half of the directory entries naming page p,
+// whose keys share depth bits, at page q.
+func (x *index) retarget(p, q int, depth uint8) {
+	span := 1 << (64 - x.shift - depth) // entries naming p: a contiguous run
+	k := 0
+	for int(x.dir[k]) != p {
+		k += span
+	}
+	for j := k + span/2; j < k+span; j++ {
+		x.dir[j] = uint32(q)
+	}
+}
+
+// growDir doubles the directory, using one more bit of the hash.
+func (x *index) growDir() {
+	d := make([]uint32, 2*len(x.dir))
+	for k, p := range x.dir {
+		d[2*k], d[2*k+1] = p, p
+	}
+	x.dir = d
+	x.shift--
+}
+
+// sized returns an empty index for about n keys: one table that n keys fill
+// at most half, or, past a page's worth, enough full pages that n keys fill
+// them half on average.
 func sized(n int) index {
 	if n == 0 {
 		return index{}
 	}
-	size := 8
-	for size < 2*n {
+	x := index{shift: 64}
+	size := firstEntries
+	for size < 2*n && size < pageEntries {
 		size *= 2
 	}
-	return index{table: make([]uint32, size)}
+	for size*(1<<(64-x.shift)) < 2*n && 64-x.shift < maxDepth {
+		x.shift--
+	}
+	x.dir = make([]uint32, 1<<(64-x.shift))
+	for k := range x.dir {
+		x.dir[k] = uint32(x.addPage(size, 64-x.shift))
+	}
+	return x
 }
 
-func (x *index) bytes() int { return len(x.table) * 4 }
+// bytes returns the bytes held by pages, spare pages and the directory.
+func (x *index) bytes() int { return x.size*4 + len(x.dir)*4 + len(x.meta)*pageMetaBytes }
+
+const pageMetaBytes = 6 // unsafe.Sizeof(pageMeta{})

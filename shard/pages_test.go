@@ -76,16 +76,26 @@ func TestArena(t *testing.T) {
 
 // TestIndex inserts and removes keys at random in a shard whose hash has only
 // a few dozen values, so that probes run long, wrap around the table and
-// cross tombstones, and checks after every step that each key is found in
-// its own slot and the table's counts add up.
+// cross tombstones, and pages that cannot split double instead; and in
+// shards with thousands of keys, so that pages split and the directory
+// doubles. It checks that each key is found in its own slot and that the
+// index's counts and directory add up.
 func TestIndex(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, values := range []uint64{1, 7, 50, 1 << 62} {
-		hash := func(b []byte) uint64 { return xxhash.Sum64(b) % values * 0x9e3779b97f4a7c15 }
+	for _, tc := range []struct {
+		values     uint64
+		keys       int
+		steps      int
+		checkEvery int
+	}{
+		{1, 400, 3000, 1}, {7, 400, 3000, 1}, {50, 400, 3000, 1}, {1 << 62, 400, 3000, 1},
+		{1, 2500, 6000, 100}, {50, 8000, 30000, 500}, {1 << 62, 8000, 30000, 500},
+	} {
+		hash := func(b []byte) uint64 { return xxhash.Sum64(b) % tc.values * 0x9e3779b97f4a7c15 }
 		s := newShard(hash)
 		slotOf := map[string]uint32{}
-		for step := range 3000 {
-			key := fmt.Sprintf("k%d", r.IntN(400))
+		for step := range tc.steps {
+			key := fmt.Sprintf("k%d", r.IntN(tc.keys))
 			i, ok := s.findLocked([]byte(key), hash([]byte(key)))
 			want, had := slotOf[key]
 			require.Equal(t, had, ok, "step %d: find(%q)", step, key)
@@ -99,31 +109,87 @@ func TestIndex(t *testing.T) {
 				s.slots.at(i).param = s.params.acquire(slideP(1, time.Second))
 				slotOf[key] = i
 			}
-			checkIndex(t, &s.index)
+			if step%tc.checkEvery == 0 {
+				checkIndex(t, &s.index)
+			}
 		}
+		checkIndex(t, &s.index)
 		for key, i := range slotOf {
 			j, ok := s.findLocked([]byte(key), hash([]byte(key)))
 			require.True(t, ok)
 			require.Equal(t, i, j)
 		}
+		if tc.keys > 2*pageEntries && tc.values > 2 {
+			assert.Greater(t, len(s.index.pages), 1, "%d keys split no page", len(slotOf))
+		}
 	}
 }
 
-// checkIndex asserts that x's counts match its entries and its load stays under 75%.
+// TestIndexSized checks that an index made for n keys holds them in tables
+// at most half full, and that filling it splits nothing.
+func TestIndexSized(t *testing.T) {
+	for _, n := range []int{1, 7, 100, 511, 512, 3000, 40000} {
+		s := newShard(xxhash.Sum64)
+		s.index = sized(n)
+		pages := len(s.index.pages)
+		for k := range n {
+			key := fmt.Appendf(nil, "k%d", k)
+			_, ok := s.insertLocked(key, xxhash.Sum64(key))
+			require.True(t, ok)
+		}
+		checkIndex(t, &s.index)
+		total := 0
+		for _, tab := range s.index.pages {
+			total += len(tab)
+		}
+		assert.GreaterOrEqual(t, total, 2*n, "n=%d", n)
+		assert.LessOrEqual(t, total, max(4*n, firstEntries), "n=%d", n)
+		if n <= pageEntries/2 {
+			assert.Equal(t, pages, len(s.index.pages), "n=%d: a sized index grew", n)
+		}
+	}
+}
+
+// checkIndex asserts that x's counts match its entries, that no page passes
+// its fill unless its keys cannot be split apart, and that the directory
+// names each page from one aligned run of entries as long as its depth says.
 func checkIndex(t *testing.T, x *index) {
 	t.Helper()
 	live, dead := 0, 0
-	for _, e := range x.table {
-		switch {
-		case e == tombstone:
-			dead++
-		case e != 0:
-			live++
+	for p, tab := range x.pages {
+		used, pdead := 0, 0
+		for _, e := range tab {
+			switch {
+			case e == tombstone:
+				pdead++
+			case e != 0:
+				used++
+			}
 		}
+		m := x.meta[p]
+		require.Equal(t, int(m.used), used+pdead, "page %d: used entries", p)
+		require.Equal(t, int(m.dead), pdead, "page %d: tombstones", p)
+		require.Less(t, used+pdead, len(tab), "page %d: an entry must stay empty", p)
+		require.True(t, len(x.pages) == 1 || len(tab) >= pageEntries, "page %d: %d entries", p, len(tab))
+		require.True(t, used+pdead <= pageFill(len(tab)), "page %d: %d of %d entries used", p, used+pdead, len(tab))
+		live, dead = live+used, dead+pdead
 	}
 	require.Equal(t, x.live, live, "live entries")
 	require.Equal(t, x.dead, dead, "tombstones")
-	require.LessOrEqual(t, (live+dead)*4, len(x.table)*3, "load")
+	if len(x.pages) == 0 {
+		return
+	}
+	depth := 64 - int(x.shift)
+	require.Len(t, x.dir, 1<<depth)
+	for k := 0; k < len(x.dir); {
+		p := int(x.dir[k])
+		span := 1 << (depth - int(x.meta[p].depth))
+		require.Zero(t, k%span, "page %d's run starts unaligned", p)
+		for j := k; j < k+span; j++ {
+			require.Equal(t, p, int(x.dir[j]), "directory entry %d", j)
+		}
+		k += span
+	}
 }
 
 // TestChunk cuts pages from chunks: every page is its own memory, chunks

@@ -36,13 +36,13 @@ func (s *shard) lenLocked() int { return s.index.live }
 
 // findLocked returns the slot index holding key.
 func (s *shard) findLocked(key []byte, h uint64) (uint32, bool) {
-	t := s.index.table
-	if len(t) == 0 {
+	if len(s.index.dir) == 0 {
 		return 0, false
 	}
+	t := s.index.page(h)
 	h32 := fold(h)
 	tag := tagOf(h32)
-	for j := home(h32, len(t)); t[j] != 0; j = s.index.next(j) {
+	for j := home(h32, len(t)); t[j] != 0; j = (j + 1) & (len(t) - 1) {
 		e := t[j]
 		if e>>slotBits == tag && e&slotField != 0 {
 			i := e&slotField - 1
@@ -60,47 +60,24 @@ func (s *shard) insertLocked(key []byte, h uint64) (uint32, bool) {
 	if len(s.slots.free) == 0 && s.slots.next >= maxSlots {
 		return 0, false
 	}
+	s.index.room(h, s.slotHash) // first, while every slot is in the index: a split rehashes slots
 	ref, ok := s.keys.add(key)
 	if !ok {
 		return 0, false
 	}
-	s.roomLocked() // before the new slot exists: a rehash walks the slots
 	i := s.slots.alloc()
 	s.slots.at(i).key = ref
-	s.index.put(fold(h), i)
+	s.index.put(h, i)
 	s.peak = max(s.peak, s.index.live)
 	return i, true
 }
 
-// roomLocked makes room in the index for one more entry: when it is full, it
-// rehashes every key into a table twice as large, or the same size when
-// tombstones rather than keys fill it.
-func (s *shard) roomLocked() {
-	if !s.index.full() {
-		return
-	}
-	n := len(s.index.table)
-	if (s.index.live+1)*8 > n*3 {
-		n = max(8, 2*n)
-	}
-	s.rehashLocked(index{table: make([]uint32, n)})
-}
-
-// rehashLocked moves every entry of s's index into x, which becomes the index.
-// It walks the slots rather than the old table, so that slots and keys are
-// read in the order they were allocated instead of at random.
-func (s *shard) rehashLocked(x index) {
-	for i := range s.slots.next {
-		if ref := s.slots.at(i).key; ref != 0 {
-			x.put(fold(s.hash(s.keys.get(ref))), i)
-		}
-	}
-	s.index = x
-}
+// slotHash returns the hash of the key in slot i.
+func (s *shard) slotHash(i uint32) uint64 { return s.hash(s.keys.get(s.slots.at(i).key)) }
 
 // removeLocked frees the key in slot i, whose hash is h.
 func (s *shard) removeLocked(i uint32, h uint64) {
-	s.index.remove(fold(h), i)
+	s.index.remove(h, i)
 	sl := s.slots.at(i)
 	if sl.param != 0 {
 		if hasCounters(s.params.get(sl.param).Kind) {
