@@ -7,7 +7,8 @@
 #
 # Each run starts rlstore with --data-dir in a new temporary directory, reads
 # its VmRSS, fills it with rlload (8 connections, -P 64), and reads VmRSS and
-# DBSIZE again right after the fill. It prints one line per run.
+# DBSIZE again right after the fill, and VmRSS 2 s later. It prints one line
+# per run.
 #
 #   bash loadtest/memrss.sh [runs] [keys] [extra rlstore flags...]
 #
@@ -55,10 +56,12 @@ one() {
 	esac
 	after=$(rss "$pid")
 	n=$(redis-cli -p "$port" DBSIZE)
+	sleep 2
+	later=$(rss "$pid")
 	kill "$pid"
 	wait "$pid" || true
-	awk -v wl="$wl" -v run="$run" -v b="$before" -v a="$after" -v n="$n" \
-		'BEGIN { printf "%-9s run %d: %d keys, RSS %.1f MB -> %.1f MB, %.1f B/key\n", wl, run, n, b/1e6, a/1e6, (a-b)/n }'
+	awk -v wl="$wl" -v run="$run" -v b="$before" -v a="$after" -v l="$later" -v n="$n" \
+		'BEGIN { printf "%-9s run %d: %d keys, RSS %.1f MB -> %.1f MB, %.1f B/key right after the fill, %.1f B/key 2 s later\n", wl, run, n, b/1e6, a/1e6, (a-b)/n, (l-b)/n }'
 }
 
 for wl in ${MEMRSS_WORKLOADS:-slide2 throttle}; do

@@ -2,22 +2,21 @@ package shard
 
 import "math/bits"
 
-// index maps key hashes to slots. It is extendible hashing over fixed-size
-// pages: a directory, indexed by the hash's top bits, names the page a key's
-// entry lives in, and each page is an open-addressed table of 4-byte entries,
+// index maps key hashes to slots. It is extendible hashing over pages: a
+// directory, indexed by the hash's top bits, names the page a key's entry
+// lives in, and each page is an open-addressed table of 4-byte entries,
 // tag<<24 | slot+1, probed linearly from a home position taken from the
 // hash's folded high bits; the tag is its low byte, so a probe compares keys
 // only for entries whose tag matches. Keys with equal hashes are simply
 // several entries: the key bytes decide, so a collision never merges two keys.
 //
-// A full page splits in two by one more bit of the hash, rehashing only its
-// own keys: about 900, where the table this replaced rehashed a whole shard
-// into one twice as large (1.8 ms for a 49k-key shard) and left the old table
-// behind as garbage, resident until the scavenger returned it. A page fills to
-// 7/8 before it splits, and pages average about 60% full, so the index costs
-// about 7 bytes a key at any size; the single table swung between 37% and 75%
-// full, 5–11 bytes a key. A shard's first page starts at 8 entries and
-// doubles up to a full page, so a shard with few keys holds little.
+// A page that reaches 7/8 full grows by a quarter, rehashing only its own
+// keys, and past pageEntries splits in two by one more bit of the hash. So
+// pages stay 70–87.5% full: about 5 bytes a key at any size, where one
+// power-of-two table per shard swung between 37% and 75% full (5–11 bytes a
+// key, 8.4 at 1M keys over 256 shards), and growing rehashed a whole shard
+// under the lock (1.8 ms for a 49k-key shard) and left the old table behind
+// as garbage. A shard's first page starts at 8 entries.
 //
 // Go's map[uint64]uint32 was the first design: 17 bytes a slot at a load that
 // swings between 44% and 88%, 38 bytes a key at 1M keys over 256 shards.
@@ -28,8 +27,7 @@ type index struct {
 	meta  []pageMeta // per page
 	live  int        // entries naming a slot
 	dead  int        // tombstones
-	spare chunk[uint32]
-	size  int // entries allocated: in pages and spare
+	size  int        // entries in pages
 }
 
 // pageMeta describes one page.
@@ -45,13 +43,14 @@ const (
 	maxSlots  = slotField - 1 // slot+1 must fit in the slot field
 	tombstone = 1 << slotBits // tag 1, no slot: a deleted entry probes continue past
 
-	pageEntries  = 1024 // 4 KiB
 	firstEntries = 8
+	pageEntries  = 2048 // a page this large splits rather than grows (8 KiB)
 	// maxDepth bounds the directory at 64K entries a shard. A page whose keys
 	// share their top maxDepth bits cannot split, so it doubles instead, as
 	// the first page does; only forced collisions (tests) or keys crafted
 	// for it get there.
 	maxDepth = 16
+	maxSplit = pageEntries + pageEntries/4 // the largest page that splits
 )
 
 // fold reduces a key hash to the 32 bits a page uses. Mixing in the low
@@ -66,6 +65,24 @@ func home(h32 uint32, n int) int { return int(uint64(h32) * uint64(n) >> 32) }
 
 // pageFill is how many of a page's n entries may be used before it grows.
 func pageFill(n int) int { return n - n/8 }
+
+// grown returns the size a page of n entries grows to: twice as large while
+// it is small, then a quarter larger, in whole cache lines, so that a page
+// is between 70% and 87.5% full once it has a few hundred keys.
+func grown(n int) int {
+	if n < 256 {
+		return 2 * n
+	}
+	return (n + n/4 + 15) &^ 15
+}
+
+// next returns the entry after j in a table of n entries, wrapping.
+func next(j, n int) int {
+	if j++; j == n {
+		return 0
+	}
+	return j
+}
 
 // page returns the table holding h's entry; the index must not be empty.
 func (x *index) page(h uint64) []uint32 { return x.pages[x.dir[h>>x.shift]] }
@@ -83,7 +100,7 @@ func (x *index) putPage(p int, h32, i uint32) {
 	t := x.pages[p]
 	j := home(h32, len(t))
 	for t[j] != 0 && t[j] != tombstone {
-		j = (j + 1) & (len(t) - 1)
+		j = next(j, len(t))
 	}
 	m := &x.meta[p]
 	if t[j] == tombstone {
@@ -99,17 +116,17 @@ func (x *index) putPage(p int, h32, i uint32) {
 func (x *index) remove(h uint64, i uint32) {
 	p := x.pageOf(h)
 	t, m := x.pages[p], &x.meta[p]
-	mask := len(t) - 1
-	j := home(fold(h), len(t))
+	n := len(t)
+	j := home(fold(h), n)
 	for t[j]&slotField != i+1 {
 		if t[j] == 0 {
 			panic("shard: index lost a key") // the shard's structures disagree
 		}
-		j = (j + 1) & mask
+		j = next(j, n)
 	}
 	t[j] = tombstone
 	x.live--
-	if t[(j+1)&mask] != 0 {
+	if t[next(j, n)] != 0 {
 		m.dead++
 		x.dead++
 		return
@@ -117,7 +134,7 @@ func (x *index) remove(h uint64, i uint32) {
 	// The probe ends here, so the tombstones before it end nothing: clear them.
 	t[j] = 0
 	m.used--
-	for j = (j - 1) & mask; t[j] == tombstone; j = (j - 1) & mask {
+	for j = (j + n - 1) % n; t[j] == tombstone; j = (j + n - 1) % n {
 		t[j] = 0
 		m.used--
 		m.dead--
@@ -138,36 +155,34 @@ func (x *index) room(h uint64, hashOf func(uint32) uint64) {
 		switch {
 		case int(m.used) < pageFill(n):
 			return
-		case n < pageEntries: // the only page
-			x.rehash(p, make([]uint32, 2*n), hashOf)
+		case n < pageEntries:
+			x.rehash(p, x.newTable(grown(n)), hashOf)
 		case int(m.dead)*4 >= int(m.used):
-			x.rehash(p, make([]uint32, n), hashOf)
+			x.rehash(p, x.newTable(n), hashOf)
 		case !x.split(p, hashOf):
-			x.rehash(p, make([]uint32, 2*n), hashOf)
+			x.rehash(p, x.newTable(grown(n)), hashOf)
 		}
 	}
 }
 
-// addPage appends a page of n entries whose keys share depth top bits.
+// addPage appends a table of n entries whose keys share depth top bits.
 func (x *index) addPage(n int, depth uint8) int {
-	var t []uint32
-	if n < pageEntries {
-		t = make([]uint32, n)
-		x.size += n
-	} else {
-		var allocated int
-		t, allocated = x.spare.page(n, len(x.pages))
-		x.size += allocated
-	}
-	x.pages = append(x.pages, t)
+	x.pages = append(x.pages, x.newTable(n))
 	x.meta = append(x.meta, pageMeta{depth: depth})
 	return len(x.pages) - 1
+}
+
+// newTable returns an empty table of n entries, counted in size until rehash
+// or split replaces it.
+func (x *index) newTable(n int) []uint32 {
+	x.size += n
+	return make([]uint32, n)
 }
 
 // rehash moves page p's entries into t, which becomes page p.
 func (x *index) rehash(p int, t []uint32, hashOf func(uint32) uint64) {
 	old, m := x.pages[p], x.meta[p]
-	x.size += len(t) - len(old)
+	x.size -= len(old)
 	x.pages[p], x.meta[p] = t, pageMeta{depth: m.depth}
 	x.dead -= int(m.dead)
 	for _, e := range old {
@@ -182,6 +197,9 @@ func (x *index) rehash(p int, t []uint32, hashOf func(uint32) uint64) {
 // as it uses. It reports false if p's keys share their top maxDepth bits.
 func (x *index) split(p int, hashOf func(uint32) uint64) bool {
 	t := x.pages[p]
+	if len(t) > maxSplit {
+		return false // a page that grew because it could not split
+	}
 	var first, differ uint64
 	seen := false
 	for _, e := range t {
@@ -200,16 +218,18 @@ func (x *index) split(p int, hashOf func(uint32) uint64) bool {
 	if depth == 64-x.shift {
 		x.growDir()
 	}
-	var buf [pageEntries]uint32 // p's keys while p is refilled
+	var buf [maxSplit]uint32 // p's keys while p is refilled
 	keys := buf[:0]
 	for _, e := range t {
 		if e&slotField != 0 {
 			keys = append(keys, e&slotField-1)
 		}
 	}
-	q := x.addPage(len(t), depth+1)
+	half := (grown(len(t))/2 + 15) &^ 15
+	q := x.addPage(half, depth+1)
 	x.retarget(p, q, depth)
-	clear(t)
+	x.size -= len(t)
+	x.pages[p] = x.newTable(half)
 	x.dead -= int(x.meta[p].dead)
 	x.meta[p] = pageMeta{depth: depth + 1}
 	for _, i := range keys {
@@ -242,21 +262,16 @@ func (x *index) growDir() {
 	x.shift--
 }
 
-// sized returns an empty index for about n keys: one table that n keys fill
-// at most half, or, past a page's worth, enough full pages that n keys fill
-// them half on average.
+// sized returns an empty index for about n keys, which fill its tables about half.
 func sized(n int) index {
 	if n == 0 {
 		return index{}
 	}
 	x := index{shift: 64}
-	size := firstEntries
-	for size < 2*n && size < pageEntries {
-		size *= 2
-	}
-	for size*(1<<(64-x.shift)) < 2*n && 64-x.shift < maxDepth {
+	for (2*n)>>(64-x.shift) > pageEntries && 64-x.shift < maxDepth {
 		x.shift--
 	}
+	size := max(firstEntries, ((2*n)>>(64-x.shift)+15)&^15)
 	x.dir = make([]uint32, 1<<(64-x.shift))
 	for k := range x.dir {
 		x.dir[k] = uint32(x.addPage(size, 64-x.shift))
@@ -264,7 +279,7 @@ func sized(n int) index {
 	return x
 }
 
-// bytes returns the bytes held by pages, spare pages and the directory.
+// bytes returns the bytes held by pages and the directory.
 func (x *index) bytes() int { return x.size*4 + len(x.dir)*4 + len(x.meta)*pageMetaBytes }
 
 const pageMetaBytes = 6 // unsafe.Sizeof(pageMeta{})

@@ -42,7 +42,7 @@ func (s *shard) findLocked(key []byte, h uint64) (uint32, bool) {
 	t := s.index.page(h)
 	h32 := fold(h)
 	tag := tagOf(h32)
-	for j := home(h32, len(t)); t[j] != 0; j = (j + 1) & (len(t) - 1) {
+	for j := home(h32, len(t)); t[j] != 0; j = next(j, len(t)) {
 		e := t[j]
 		if e>>slotBits == tag && e&slotField != 0 {
 			i := e&slotField - 1

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -63,4 +64,47 @@ func TestTuneGCTunes(t *testing.T) {
 	got := debug.SetGCPercent(sentinelGOGC)
 	assert.GreaterOrEqual(t, got, gcMinPercent)
 	assert.LessOrEqual(t, got, gcMaxPercent)
+}
+
+// TestReleaser: free heap goes back after the live heap has moved a lot and
+// then held still, once, and never during steady traffic or a fill.
+func TestReleaser(t *testing.T) {
+	var r releaser
+	steps := []struct {
+		live uint64
+		want bool
+	}{
+		{8 << 20, false},   // small and still
+		{8 << 20, false},   //
+		{40 << 20, false},  // a fill under way
+		{80 << 20, false},  //
+		{80 << 20, true},   // the fill is over: release
+		{80 << 20, false},  // once
+		{81 << 20, false},  // steady traffic
+		{80 << 20, false},  //
+		{100 << 20, false}, // growing again, by less than an eighth since the release
+		{100 << 20, true},  // 20 MiB moved and still
+		{20 << 20, false},  // keys expired and shards rebuilt
+		{20 << 20, true},   //
+	}
+	for i, s := range steps {
+		assert.Equal(t, s.want, r.due(s.live), "tick %d: live %d MiB", i, s.live>>20)
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	assert.Equal(t, int64(math.MaxInt64), memoryLimit(0), "no maxmemory, no limit")
+	assert.Equal(t, int64(100<<20+25<<20+64<<20), memoryLimit(100<<20))
+	assert.Greater(t, memoryLimit(math.MaxInt64), int64(math.MaxInt64/4), "no overflow")
+
+	before := debug.SetMemoryLimit(-1)
+	noEnv := func(string) (string, bool) { return "", false }
+	restore := setMemoryLimit(1<<30, noEnv)
+	assert.Equal(t, memoryLimit(1<<30), debug.SetMemoryLimit(-1))
+	restore()
+	assert.Equal(t, before, debug.SetMemoryLimit(-1), "restored")
+
+	restore = setMemoryLimit(1<<30, func(k string) (string, bool) { return "1GiB", k == "GOMEMLIMIT" })
+	assert.Equal(t, before, debug.SetMemoryLimit(-1), "the operator's GOMEMLIMIT wins")
+	restore()
 }

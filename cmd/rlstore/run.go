@@ -28,6 +28,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		return 2
 	}
 	log := newLogger(cfg, stderr)
+	defer setMemoryLimit(cfg.MaxMemory, lookupEnv)()
 	if err := serve(cfg, log, sigs); err != nil {
 		log.Error("exiting", "err", err)
 		return 1
