@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ const slideLimit = 100
 func startDurable(t *testing.T, dir string, args ...string) (*proc, *redis.Client) {
 	t.Helper()
 	p := startProc(t, nil, append([]string{"--port", "0", "--data-dir", dir}, args...)...)
-	return p, newClient(t, p.addr(t))
+	return p, newClient(t, p.Addr(t))
 }
 
 func ctxDeadline(t *testing.T) context.Context {
@@ -57,15 +58,21 @@ func remaining(ctx context.Context, t *testing.T, c *redis.Client, key string) i
 
 func info(ctx context.Context, t *testing.T, c *redis.Client) map[string]string {
 	t.Helper()
-	s, err := c.Info(ctx, "persistence").Result()
+	f, err := persistenceInfo(ctx, c)
 	require.NoError(t, err)
+	return f
+}
+
+// persistenceInfo reads INFO persistence into a map.
+func persistenceInfo(ctx context.Context, c *redis.Client) (map[string]string, error) {
+	s, err := c.Info(ctx, "persistence").Result()
 	f := map[string]string{}
 	for _, line := range strings.Split(s, "\r\n") {
 		if k, v, ok := strings.Cut(line, ":"); ok {
 			f[k] = v
 		}
 	}
-	return f
+	return f, err
 }
 
 func infoInt(ctx context.Context, t *testing.T, c *redis.Client, field string) int64 {
@@ -75,29 +82,29 @@ func infoInt(ctx context.Context, t *testing.T, c *redis.Client, field string) i
 	return n
 }
 
-// waitFsyncAfter polls INFO until two log fsyncs have finished after
-// after: the second began after the first ended, so it wrote every change
-// made before after.
+// waitFsyncAfter waits until two log fsyncs have finished after after: the
+// second began after the first ended, so it wrote every change made before after.
 func waitFsyncAfter(ctx context.Context, t *testing.T, c *redis.Client, after time.Time) {
 	t.Helper()
-	mark := after.UnixMilli()
+	var mark atomic.Int64 // written by Eventually's condition goroutine
+	mark.Store(after.UnixMilli())
 	for range 2 {
-		end := time.Now().Add(deadline)
-		for {
-			if at := infoInt(ctx, t, c, "rl_aof_last_fsync_ms"); at > mark {
-				mark = at
-				break
+		require.Eventually(t, func() bool {
+			f, err := persistenceInfo(ctx, c)
+			at, perr := strconv.ParseInt(f["rl_aof_last_fsync_ms"], 10, 64)
+			if err != nil || perr != nil || at <= mark.Load() {
+				return false
 			}
-			require.True(t, time.Now().Before(end), "no log fsync after %d", mark)
-			time.Sleep(20 * time.Millisecond) // polling, not ordering
-		}
+			mark.Store(at)
+			return true
+		}, deadline, 20*time.Millisecond, "no log fsync after %d", after.UnixMilli())
 	}
 }
 
 func kill9(t *testing.T, p *proc) {
 	t.Helper()
-	p.signal(t, syscall.SIGKILL)
-	p.exitCode(t)
+	p.Signal(t, syscall.SIGKILL)
+	p.ExitCode(t)
 }
 
 func TestProcessKill9Always(t *testing.T) {
@@ -139,8 +146,8 @@ func TestProcessCleanStopsLoseNothing(t *testing.T) {
 		fsync string
 		stop  func(ctx context.Context, t *testing.T, p *proc, c *redis.Client)
 	}{
-		{"SIGTERM", "everysec", func(_ context.Context, t *testing.T, p *proc, _ *redis.Client) { p.signal(t, syscall.SIGTERM) }},
-		{"SIGTERM", "no", func(_ context.Context, t *testing.T, p *proc, _ *redis.Client) { p.signal(t, syscall.SIGTERM) }},
+		{"SIGTERM", "everysec", func(_ context.Context, t *testing.T, p *proc, _ *redis.Client) { p.Signal(t, syscall.SIGTERM) }},
+		{"SIGTERM", "no", func(_ context.Context, t *testing.T, p *proc, _ *redis.Client) { p.Signal(t, syscall.SIGTERM) }},
 		{"SHUTDOWN", "everysec", func(ctx context.Context, _ *testing.T, _ *proc, c *redis.Client) { _ = c.Do(ctx, "SHUTDOWN").Err() }},
 		{"SHUTDOWN NOSAVE", "no", func(ctx context.Context, _ *testing.T, _ *proc, c *redis.Client) {
 			_ = c.Do(ctx, "SHUTDOWN", "NOSAVE").Err()
@@ -155,7 +162,7 @@ func TestProcessCleanStopsLoseNothing(t *testing.T) {
 			admit(ctx, t, c, "gone", 1)
 			require.NoError(t, c.Del(ctx, "gone").Err())
 			tt.stop(ctx, t, p, c)
-			require.Equal(t, 0, p.exitCode(t))
+			require.Equal(t, 0, p.ExitCode(t))
 
 			_, c = startDurable(t, dir, "--appendfsync", tt.fsync)
 			assert.EqualValues(t, slideLimit-61, remaining(ctx, t, c, "k"))
@@ -177,8 +184,8 @@ func TestProcessExpiredStateIsNotLoaded(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, ttl)
 	expires := time.Now().Add(ttl)
-	p.signal(t, syscall.SIGTERM)
-	require.Equal(t, 0, p.exitCode(t))
+	p.Signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.ExitCode(t))
 	for time.Now().Before(expires.Add(10 * time.Millisecond)) { // the state's own clock, not ordering
 		time.Sleep(time.Until(expires) + 10*time.Millisecond)
 	}
@@ -225,7 +232,7 @@ func TestProcessTornTailIsTruncated(t *testing.T) {
 
 	p, c := startDurable(t, dir)
 	ctx := ctxDeadline(t)
-	m := p.waitLog(t, regexp.MustCompile(`level=WARN msg="truncated a torn last record left by a crash" file=(\S+) offset=(\d+)`))
+	m := p.WaitLog(t, regexp.MustCompile(`level=WARN msg="truncated a torn last record left by a crash" file=(\S+) offset=(\d+)`))
 	assert.Equal(t, last, m[1])
 	assert.EqualValues(t, slideLimit-4, remaining(ctx, t, c, "k"), "every block before the torn one is loaded")
 }
@@ -257,8 +264,8 @@ func TestProcessCorruptionRefusesToStart(t *testing.T) {
 			require.NoError(t, os.WriteFile(name, b, 0o600))
 
 			p := startProc(t, nil, "--port", "0", "--data-dir", dir)
-			assert.NotEqual(t, 0, p.exitCode(t))
-			assert.Regexp(t, `refusing to start: `+regexp.QuoteMeta(name)+` is corrupt at byte \d+`, p.log.String())
+			assert.NotEqual(t, 0, p.ExitCode(t))
+			assert.Regexp(t, `refusing to start: `+regexp.QuoteMeta(name)+` is corrupt at byte \d+`, p.Log.String())
 		})
 	}
 }
@@ -288,7 +295,7 @@ func TestProcessPersistenceCommands(t *testing.T) {
 	assert.InDelta(t, time.Now().Unix(), c.LastSave(ctx).Val(), 5)
 	require.Equal(t, "Background saving started", c.BgSave(ctx).Val())
 	_ = c.Do(ctx, "SHUTDOWN").Err() // closes without a reply
-	require.Equal(t, 0, p.exitCode(t))
+	require.Equal(t, 0, p.ExitCode(t))
 
 	_, c = startDurable(t, dir)
 	f = info(ctx, t, c)
@@ -298,7 +305,7 @@ func TestProcessPersistenceCommands(t *testing.T) {
 
 func TestProcessWithoutDataDirSaysSo(t *testing.T) {
 	p := startProc(t, nil, "--port", "0")
-	c := newClient(t, p.addr(t))
-	assert.Contains(t, p.log.String(), "persistence is off")
+	c := newClient(t, p.Addr(t))
+	assert.Contains(t, p.Log.String(), "persistence is off")
 	assert.Equal(t, "disabled", info(ctxDeadline(t), t, c)["rl_persistence"])
 }

@@ -16,13 +16,13 @@ func TestProcessPolicySurvivesKill9(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	p := startProc(t, nil, "--port", "0", "--data-dir", dir)
-	c := newClient(t, p.addr(t))
+	c := newClient(t, p.Addr(t))
 	require.Equal(t, "OK", c.Do(ctx, "RL.POLICY", "SET", "api", "SLIDE", 10, 60, "TOKEN", 2, 1, "3s", "PENALTY", "1m").Val())
-	p.signal(t, syscall.SIGKILL)
-	<-p.exited
+	p.Signal(t, syscall.SIGKILL)
+	<-p.Exited
 
 	p2 := startProc(t, nil, "--port", "0", "--data-dir", dir)
-	c2 := newClient(t, p2.addr(t))
+	c2 := newClient(t, p2.Addr(t))
 	def, err := c2.Do(ctx, "RL.POLICY", "GET", "api").StringSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"SLIDE", "10", "60", "TOKEN", "2", "1", "3s", "PENALTY", "1m"}, def)
@@ -37,7 +37,7 @@ func TestProcessPoliciesInMemoryWithoutDataDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	p := startProc(t, nil, "--port", "0")
-	c := newClient(t, p.addr(t))
+	c := newClient(t, p.Addr(t))
 	require.Equal(t, "OK", c.Do(ctx, "RL.POLICY", "SET", "p", "FIXED", 1, 60).Val())
-	assert.Contains(t, p.log.String(), "policies are in memory only")
+	assert.Contains(t, p.Log.String(), "policies are in memory only")
 }

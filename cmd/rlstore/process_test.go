@@ -2,24 +2,21 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/internal/rlstoretest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,129 +27,25 @@ import (
 var rlstoreBin string
 
 // deadline bounds every wait in the process tests.
-const deadline = 30 * time.Second
+const deadline = rlstoretest.Deadline
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "rlstore-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	rlstoreBin = filepath.Join(dir, "rlstore")
-	args := []string{"build", "-o", rlstoreBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...) // go test puts its own go first in PATH
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building rlstore for the process tests: %v\n", err)
-		return 1
-	}
-	return m.Run()
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// TestMain builds the binary once; with -race, the child is built with -race
+// too, so the process tests also check the real shutdown path for races.
+func TestMain(m *testing.M) {
+	os.Exit(rlstoretest.MainBuild(raceEnabled, func(bin string) int {
+		rlstoreBin = bin
+		return m.Run()
+	}))
 }
 
 // proc is a running rlstore child process.
-type proc struct {
-	cmd    *exec.Cmd
-	log    *syncBuffer   // everything it wrote to stderr
-	exited chan struct{} // closed once it has exited
-}
+type proc = rlstoretest.Proc
 
 // startProc starts rlstore with args and env (on top of an environment with no
 // RLSTORE_* variables) and kills it when the test ends, if it is still running.
 func startProc(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(rlstoreBin, args...), log: &syncBuffer{}, exited: make(chan struct{})}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, envPrefix) {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.Stderr = p.log
-	require.NoError(t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("rlstore log:\n%s", p.log.String())
-		}
-	})
-	return p
-}
-
-// waitLog polls the log until re matches it, and returns the submatches.
-func (p *proc) waitLog(t *testing.T, re *regexp.Regexp) []string {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for time.Now().Before(end) {
-		if m := re.FindStringSubmatch(p.log.String()); m != nil {
-			return m
-		}
-		select {
-		case <-p.exited:
-			if m := re.FindStringSubmatch(p.log.String()); m != nil {
-				return m
-			}
-			t.Fatalf("rlstore exited (code %d) before logging %v", p.cmd.ProcessState.ExitCode(), re)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	t.Fatalf("rlstore did not log %v within %v", re, deadline)
-	return nil
-}
-
-// readyRE matches the line that announces the listening address.
-var readyRE = regexp.MustCompile(`msg="ready to accept connections" addr=(\S+)`)
-
-// addr waits for the text-format ready line and returns the address in it.
-func (p *proc) addr(t *testing.T) string {
-	t.Helper()
-	return p.waitLog(t, readyRE)[1]
-}
-
-func (p *proc) signal(t *testing.T, sig os.Signal) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(sig))
-}
-
-// exitCode waits for the process to exit and returns its exit code.
-func (p *proc) exitCode(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.exited:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(deadline):
-		t.Fatalf("rlstore did not exit within %v", deadline)
-		return -1
-	}
+	return rlstoretest.Start(t, rlstoreBin, env, args...)
 }
 
 func newClient(t *testing.T, addr string) *redis.Client {
@@ -168,7 +61,7 @@ func isUnknownCommand(err error) bool {
 
 func TestProcessServesAndStops(t *testing.T) {
 	p := startProc(t, nil, "--port", "0")
-	addr := p.addr(t)
+	addr := p.Addr(t)
 	host, _, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1", host, "the default bind")
@@ -179,9 +72,9 @@ func TestProcessServesAndStops(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "PONG", pong)
 	checkSlide(ctx, t, c)
-	p.signal(t, syscall.SIGTERM)
-	assert.Equal(t, 0, p.exitCode(t), "exit code after SIGTERM")
-	assert.Contains(t, p.log.String(), `msg="shutdown complete"`)
+	p.Signal(t, syscall.SIGTERM)
+	assert.Equal(t, 0, p.ExitCode(t), "exit code after SIGTERM")
+	assert.Contains(t, p.Log.String(), `msg="shutdown complete"`)
 }
 
 // checkSlide checks RL.SLIDE end to end, unless the server does not have it yet.
@@ -204,9 +97,9 @@ func checkSlide(ctx context.Context, t *testing.T, c *redis.Client) {
 
 func TestProcessSIGINT(t *testing.T) {
 	p := startProc(t, nil, "--port", "0")
-	newClientPing(t, p.addr(t))
-	p.signal(t, syscall.SIGINT)
-	assert.Equal(t, 0, p.exitCode(t), "exit code after SIGINT")
+	newClientPing(t, p.Addr(t))
+	p.Signal(t, syscall.SIGINT)
+	assert.Equal(t, 0, p.ExitCode(t), "exit code after SIGINT")
 }
 
 func newClientPing(t *testing.T, addr string) {
@@ -223,7 +116,7 @@ func newClientPing(t *testing.T, addr string) {
 func TestProcessSIGTERMDrain(t *testing.T) {
 	const n = 100_000
 	p := startProc(t, nil, "--port", "0")
-	addr := p.addr(t)
+	addr := p.Addr(t)
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()
@@ -249,7 +142,7 @@ func TestProcessSIGTERMDrain(t *testing.T) {
 	case <-time.After(deadline):
 		t.Fatal("the pipeline was not written in time")
 	}
-	p.signal(t, syscall.SIGTERM)
+	p.Signal(t, syscall.SIGTERM)
 	select {
 	case got := <-progress:
 		t.Logf("SIGTERM sent after at least %d of %d replies had been read", got, n)
@@ -258,7 +151,7 @@ func TestProcessSIGTERMDrain(t *testing.T) {
 	require.NoError(t, <-readErr, "replies after SIGTERM: server.Shutdown must deliver every in-flight pipelined reply (issue 2, server item Shutdown)")
 	assertClosed(t, conn, "the pipelined connection")
 	assertClosed(t, idle, "the idle connection")
-	assert.Equal(t, 0, p.exitCode(t), "exit code after SIGTERM")
+	assert.Equal(t, 0, p.ExitCode(t), "exit code after SIGTERM")
 }
 
 // pingPipeline returns n commands PING 0 … PING n-1 in RESP.
@@ -309,7 +202,7 @@ func TestProcessJSONLogsAndConfigFile(t *testing.T) {
 	file := writeFile(t, "port: 6379\nlog-format: json\n")
 	// The file says 6379; RLSTORE_PORT is below the file; the flag wins over both.
 	p := startProc(t, []string{"RLSTORE_PORT=1"}, "--config", file, "--port", "0")
-	line := p.waitLog(t, regexp.MustCompile(`\{[^\n]*"msg":"ready to accept connections"[^\n]*\}`))[0]
+	line := p.WaitLog(t, regexp.MustCompile(`\{[^\n]*"msg":"ready to accept connections"[^\n]*\}`))[0]
 	var rec struct{ Level, Msg, Addr string }
 	require.NoError(t, json.Unmarshal([]byte(line), &rec))
 	assert.Equal(t, "INFO", rec.Level)
@@ -317,52 +210,52 @@ func TestProcessJSONLogsAndConfigFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, "6379", port)
 	newClientPing(t, rec.Addr)
-	p.signal(t, syscall.SIGTERM)
-	assert.Equal(t, 0, p.exitCode(t))
+	p.Signal(t, syscall.SIGTERM)
+	assert.Equal(t, 0, p.ExitCode(t))
 }
 
 func TestProcessEnvironment(t *testing.T) {
 	p := startProc(t, []string{"RLSTORE_PORT=0", "RLSTORE_BIND=127.0.0.1", "RLSTORE_LOG_FORMAT=json"})
-	m := p.waitLog(t, regexp.MustCompile(`"msg":"ready to accept connections","addr":"(127\.0\.0\.1:\d+)"`))
+	m := p.WaitLog(t, regexp.MustCompile(`"msg":"ready to accept connections","addr":"(127\.0\.0\.1:\d+)"`))
 	newClientPing(t, m[1])
-	p.signal(t, syscall.SIGTERM)
-	assert.Equal(t, 0, p.exitCode(t))
+	p.Signal(t, syscall.SIGTERM)
+	assert.Equal(t, 0, p.ExitCode(t))
 }
 
 func TestProcessProtectedModeRefuses(t *testing.T) {
 	for _, bind := range []string{"0.0.0.0", "::"} {
 		p := startProc(t, nil, "--bind", bind, "--port", "0")
-		assert.Equal(t, 2, p.exitCode(t), "--bind %s without a password", bind)
-		assert.Contains(t, p.log.String(), "protected mode: refusing to listen on "+bind)
-		assert.Contains(t, p.log.String(), "--requirepass")
-		assert.Contains(t, p.log.String(), "--protected-mode no")
-		assert.NotContains(t, p.log.String(), "ready to accept connections")
+		assert.Equal(t, 2, p.ExitCode(t), "--bind %s without a password", bind)
+		assert.Contains(t, p.Log.String(), "protected mode: refusing to listen on "+bind)
+		assert.Contains(t, p.Log.String(), "--requirepass")
+		assert.Contains(t, p.Log.String(), "--protected-mode no")
+		assert.NotContains(t, p.Log.String(), "ready to accept connections")
 	}
 }
 
 func TestProcessPortInUse(t *testing.T) {
 	first := startProc(t, nil, "--port", "0")
-	_, port, err := net.SplitHostPort(first.addr(t))
+	_, port, err := net.SplitHostPort(first.Addr(t))
 	require.NoError(t, err)
 	second := startProc(t, nil, "--port", port)
-	assert.Equal(t, 1, second.exitCode(t))
-	assert.Contains(t, second.log.String(), "listen on 127.0.0.1:"+port)
-	first.signal(t, syscall.SIGTERM)
-	assert.Equal(t, 0, first.exitCode(t))
+	assert.Equal(t, 1, second.ExitCode(t))
+	assert.Contains(t, second.Log.String(), "listen on 127.0.0.1:"+port)
+	first.Signal(t, syscall.SIGTERM)
+	assert.Equal(t, 0, first.ExitCode(t))
 }
 
 func TestProcessShutdownCommand(t *testing.T) {
 	p := startProc(t, nil, "--port", "0")
-	c := newClient(t, p.addr(t))
+	c := newClient(t, p.Addr(t))
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	_ = c.Do(ctx, "SHUTDOWN").Err() // the reply is the connection closing
-	assert.Equal(t, 0, p.exitCode(t), "exit code after SHUTDOWN")
+	assert.Equal(t, 0, p.ExitCode(t), "exit code after SHUTDOWN")
 }
 
 func TestProcessLimitsReachServer(t *testing.T) {
 	p := startProc(t, nil, "--port", "0", "--requirepass", "s3cret", "--maxclients", "2", "--max-keys", "1")
-	addr := p.addr(t)
+	addr := p.Addr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	err := newClient(t, addr).Ping(ctx).Err()
@@ -379,6 +272,6 @@ func TestProcessLimitsReachServer(t *testing.T) {
 	require.NoError(t, extra.SetReadDeadline(time.Now().Add(deadline)))
 	line, _ := bufio.NewReader(extra).ReadString('\n')
 	assert.Equal(t, "-ERR max number of clients reached\r\n", line, "--maxclients 2")
-	p.signal(t, syscall.SIGTERM)
-	assert.Equal(t, 0, p.exitCode(t))
+	p.Signal(t, syscall.SIGTERM)
+	assert.Equal(t, 0, p.ExitCode(t))
 }

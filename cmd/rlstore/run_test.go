@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/internal/rlstoretest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -107,11 +108,11 @@ func TestServerStopsByItself(t *testing.T) {
 }
 
 func TestRunBadFlagsExit2(t *testing.T) {
-	var out syncBuffer
+	var out rlstoretest.SyncBuffer
 	code := run([]string{"--bind", "0.0.0.0"}, env(nil), io.Discard, &out, nil)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, out.String(), "rlstore: protected mode: refusing to listen on 0.0.0.0")
-	var help syncBuffer
+	var help rlstoretest.SyncBuffer
 	assert.Equal(t, 0, run([]string{"--help"}, env(nil), &help, io.Discard, nil))
 	assert.Contains(t, help.String(), "--port port")
 }

@@ -1,0 +1,42 @@
+package rlstoretest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Build compiles github.com/rlstore/rlstore/cmd/rlstore into dir, with the
+// race detector when race is set, and returns the binary's path. It uses
+// the go tool on PATH, which go test puts first.
+func Build(dir string, race bool) (string, error) {
+	bin := filepath.Join(dir, "rlstore")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "github.com/rlstore/rlstore/cmd/rlstore")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building rlstore: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// MainBuild is a TestMain body for packages whose tests share one binary:
+// it builds rlstore into a temporary folder, passes its path to run, and
+// removes the folder after. It returns the exit code for os.Exit.
+func MainBuild(race bool, run func(bin string) int) int {
+	dir, err := os.MkdirTemp("", "rlstore-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin, err := Build(dir, race)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return run(bin)
+}
