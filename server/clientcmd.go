@@ -16,7 +16,7 @@ const (
 
 // clientCommands is CLIENT and its subcommands.
 func clientCommands() []command {
-	return []command{{name: "client", arity: -2, group: "connection", summary: "Manages client connections", subs: []command{
+	return []command{{name: "client", arity: -2, group: "connection", summary: "Manages client connections", subs: append([]command{
 		{name: "id", arity: 2, run: cmdClientID, summary: "Returns the connection's id"},
 		{name: "setname", arity: 3, run: cmdClientSetName, summary: "Names the connection"},
 		{name: "getname", arity: 2, run: cmdClientGetName, summary: "Returns the connection's name"},
@@ -25,7 +25,7 @@ func clientCommands() []command {
 		{name: "list", arity: -2, flags: flagAdmin, run: cmdClientList, summary: "Describes every connection"},
 		{name: "kill", arity: -3, flags: flagAdmin, run: cmdClientKill, summary: "Closes connections"},
 		{name: "help", arity: 2, run: cmdClientHelp, summary: "Lists CLIENT's subcommands"},
-	}}}
+	}, trackingSubcommands()...)}}
 }
 
 func cmdClientID(s *Server, c *client, args [][]byte) { c.conn.WriteInt64(c.id) }

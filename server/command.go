@@ -89,6 +89,14 @@ type client struct {
 
 	mu   sync.Mutex // guards meta
 	meta clientMeta
+
+	// Client-side caching and MONITOR (tracking.go, push.go).
+	track                clientTrack               // only this client's goroutine touches it
+	channels             map[string]bool           // SUBSCRIBEd channels; only this client's goroutine
+	trackConf            atomic.Pointer[trackConf] // nil while tracking is off
+	brokenRedir          atomic.Bool               // its redirect target has gone
+	subscribedInvalidate atomic.Bool               // subscribed to __redis__:invalidate
+	pushes               pusher                    // frames other goroutines send it
 }
 
 // clientMeta is what a client says about itself, for CLIENT LIST.

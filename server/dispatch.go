@@ -48,11 +48,17 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 func (s *Server) run(c *client, cm *command, args [][]byte) {
 	c.lastCmd.Store(cm)
 	c.cmds.Add(1)
+	if s.obs.active.Load() != 0 {
+		s.beforeRun(c, cm, args)
+	}
 	if cm.flags&flagWrite != 0 && s.cfg.Durability != nil {
 		s.runWrite(c, cm, args)
-		return
+	} else {
+		cm.run(s, c, args)
 	}
-	cm.run(s, c, args)
+	if s.obs.active.Load() != 0 {
+		s.afterRun(c, cm, args)
+	}
 }
 
 // reject refuses a command. Inside MULTI that dooms the transaction, as in Redis.

@@ -47,9 +47,11 @@ func cmdExec(s *Server, c *client, args [][]byte) {
 		return
 	}
 	c.conn.WriteArray(len(q))
+	c.track.inExec = true // tracking's pushes wait for the end of EXEC's reply
 	for _, e := range q {
 		s.run(c, e.cmd, e.args)
 	}
+	c.track.inExec = false
 }
 
 func cmdDiscard(s *Server, c *client, args [][]byte) {

@@ -76,6 +76,7 @@ type Server struct {
 	maxClients atomic.Int64
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
+	obs        observers    // CLIENT TRACKING and MONITOR
 
 	holdCommits   bool         // appendfsync always: replies wait for the commit (see runWrite)
 	refused       atomic.Int64 // write commands answered -MISCONF before they ran
@@ -108,6 +109,8 @@ func New(cfg Config) (*Server, error) {
 	s.register(clientCommands())
 	s.register(serverCommands())
 	s.register(introspectionCommands())
+	s.register(pubsubCommands())
+	s.register(monitorCommands())
 	s.register(transactionCommands())
 	s.register(decisionCommands())
 	s.register(algoCommands())
@@ -259,6 +262,7 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 	delete(s.clients, c.id)
 	s.mu.Unlock()
 	s.goneCmds.Add(c.cmds.Load())
+	s.forgetObserver(c)
 	var perr protocolError
 	if errors.As(err, &perr) { // at debug, as Redis logs these at verbose: a client could flood the log
 		s.log.Debug("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)

@@ -1,0 +1,301 @@
+package server
+
+import (
+	"bytes"
+	"container/heap"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxTrackedKeys bounds the keys the server remembers clients read, as
+// Redis's tracking-table-max-keys does (with its default): past it, a key is
+// dropped from the table after its readers are sent an invalidation.
+const maxTrackedKeys = 1 << 20
+
+// observers is the server's side of client-side caching (CLIENT TRACKING)
+// and of MONITOR. Its hooks run around every command, but only while
+// active is not zero: with nobody tracking or monitoring, a command pays one
+// atomic load before it runs and one after.
+type observers struct {
+	active atomic.Int32 // clients tracking plus clients monitoring
+
+	mu       sync.Mutex             // guards the fields below
+	keys     map[string]*trackedKey // default mode: keys clients read, until they change
+	trackers map[int64]*client      // clients with tracking on
+	bcast    map[int64]*client      // of those, the ones in BCAST mode
+	monitors map[int64]*client      // clients that said MONITOR
+	expiries expiryHeap             // when tracked keys expire, earliest first
+	timer    *time.Timer            // fires at the earliest expiry; nil until one is tracked
+	timerAt  int64                  // unix nanoseconds the timer is set for, 0 if none
+}
+
+// trackedKey is a key some clients read while tracking, and its expiry then.
+type trackedKey struct {
+	readers map[int64]struct{}
+	expiry  int64 // unix nanoseconds; 0 if it did not exist
+}
+
+// trackConf is a client's CLIENT TRACKING settings. It is replaced whole,
+// never changed, so other goroutines may read it through client.trackConf.
+type trackConf struct {
+	bcast, optin, optout, noloop bool
+	redirect                     int64 // client id, or 0
+	prefixes                     [][]byte
+}
+
+// clientTrack is a client's tracking state that only its own goroutine touches.
+type clientTrack struct {
+	caching int8 // CLIENT CACHING: 1 yes, -1 no, for the next command (or EXEC)
+	inExec  bool // EXEC is running its queue: replies are inside its array
+	held    bool // hold was called and releasePushes is due
+	monitor bool // said MONITOR
+}
+
+// beforeRun is the hook before a command runs. A tracking client's cacheable
+// read is remembered before it reads, so that a change landing between the
+// read and the remembering cannot go unannounced; and the pushes that change
+// causes wait until the reply is out.
+func (s *Server) beforeRun(c *client, cm *command, args [][]byte) {
+	conf := c.trackConf.Load()
+	if conf == nil || !cacheableRead(cm.name) {
+		return
+	}
+	c.holdPushes()
+	c.track.held = true
+	if conf.bcast || (conf.optin && c.track.caching != 1) || (conf.optout && c.track.caching == -1) {
+		return
+	}
+	now := s.unixNano()
+	for _, k := range args[1:] {
+		_, exp, _ := s.lookup(k, now)
+		s.obs.remember(c.id, k, exp, s)
+	}
+}
+
+// afterRun is the hook after a command ran: it announces the keys the
+// command changed, feeds MONITOR, and lets waiting pushes out.
+func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
+	if cm.flags&flagWrite != 0 {
+		s.invalidateWritten(c, cm, args)
+	}
+	if cm.flags&flagAdmin == 0 {
+		s.feedMonitors(c, args)
+	}
+	if c.track.inExec {
+		return // the caching flag lasts the whole EXEC, and pushes wait for its reply's end
+	}
+	if cm.name != "client|caching" && cm.name != "multi" {
+		c.track.caching = 0
+	}
+	if c.track.held {
+		c.track.held = false
+		c.releasePushes()
+	}
+}
+
+// cacheableRead reports whether a tracking client's cache may hold the reply
+// of the command called name: a read whose every argument is a key.
+func cacheableRead(name string) bool {
+	switch name {
+	case "rl.info", "pttl", "ttl", "type", "exists":
+		return true
+	}
+	return false
+}
+
+// invalidateWritten announces the keys a write command changed.
+func (s *Server) invalidateWritten(c *client, cm *command, args [][]byte) {
+	switch cm.name {
+	case "del":
+		for _, k := range args[1:] {
+			s.invalidate(c, k)
+		}
+	case "flushall":
+		s.invalidateAll()
+	case "rl.slide", "rl.token", "rl.fixed", "rl.log", "rl.leaky", "cl.throttle":
+		if !hasPeek(args[2:]) {
+			s.invalidate(c, args[1])
+		}
+	}
+}
+
+func hasPeek(opts [][]byte) bool {
+	for _, o := range opts {
+		if equalFoldASCII(o, "peek") {
+			return true
+		}
+	}
+	return false
+}
+
+// remember records that client id read key, which expires at exp (0: absent).
+func (o *observers) remember(id int64, key []byte, exp int64, s *Server) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	tk := o.keys[string(key)]
+	if tk == nil {
+		if len(o.keys) >= maxTrackedKeys {
+			o.evictOneLocked(s)
+		}
+		tk = &trackedKey{readers: map[int64]struct{}{}}
+		o.keys[string(key)] = tk
+	}
+	tk.readers[id] = struct{}{}
+	if exp > 0 && tk.expiry != exp {
+		tk.expiry = exp
+		heap.Push(&o.expiries, expiry{at: exp, key: string(key)})
+		o.armLocked(s)
+	}
+}
+
+// evictOneLocked drops a tracked key to make room, telling its readers.
+func (o *observers) evictOneLocked(s *Server) {
+	for k, tk := range o.keys {
+		delete(o.keys, k)
+		targets := o.readersLocked(tk, nil)
+		go s.sendInvalidations(targets, []byte(k)) // o.mu is held: send from elsewhere
+		return
+	}
+}
+
+// invalidate tells every client that read key, or broadcasts on a prefix of
+// it, that it changed. writer is the client that changed it, for NOLOOP.
+func (s *Server) invalidate(writer *client, key []byte) {
+	o := &s.obs
+	o.mu.Lock()
+	var targets []*client
+	if tk := o.keys[string(key)]; tk != nil {
+		delete(o.keys, string(key))
+		targets = o.readersLocked(tk, targets)
+	}
+	for _, b := range o.bcast {
+		if conf := b.trackConf.Load(); conf != nil && matchesPrefix(conf.prefixes, key) {
+			targets = append(targets, b)
+		}
+	}
+	o.mu.Unlock()
+	if writer != nil {
+		targets = dropNoLoop(targets, writer)
+	}
+	s.sendInvalidations(targets, key)
+}
+
+// readersLocked appends the clients still tracking that read tk.
+func (o *observers) readersLocked(tk *trackedKey, dst []*client) []*client {
+	for id := range tk.readers {
+		if t := o.trackers[id]; t != nil {
+			dst = append(dst, t)
+		}
+	}
+	return dst
+}
+
+// dropNoLoop removes the writer from targets if it asked not to hear of its own changes.
+func dropNoLoop(targets []*client, writer *client) []*client {
+	if conf := writer.trackConf.Load(); conf == nil || !conf.noloop {
+		return targets
+	}
+	out := targets[:0]
+	for _, t := range targets {
+		if t != writer {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func matchesPrefix(prefixes [][]byte, key []byte) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, p := range prefixes {
+		if bytes.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// invalidateAll is FLUSHALL's: every tracking client is told to drop its
+// whole cache, with the null invalidation Redis sends.
+func (s *Server) invalidateAll() {
+	o := &s.obs
+	o.mu.Lock()
+	o.keys = map[string]*trackedKey{}
+	o.expiries = nil
+	targets := make([]*client, 0, len(o.trackers))
+	for _, t := range o.trackers {
+		targets = append(targets, t)
+	}
+	o.mu.Unlock()
+	s.sendInvalidations(targets, nil)
+}
+
+// sendInvalidations sends each target the invalidation of key (nil: every key).
+func (s *Server) sendInvalidations(targets []*client, key []byte) {
+	for _, t := range targets {
+		s.sendInvalidation(t, key)
+	}
+}
+
+// sendInvalidation sends one client's invalidation where it asked: to
+// itself in RESP3, or to its redirect target, in RESP3 as a push or in RESP2
+// as a message on __redis__:invalidate if the target subscribed to it.
+func (s *Server) sendInvalidation(t *client, key []byte) {
+	conf := t.trackConf.Load()
+	if conf == nil {
+		return
+	}
+	to := t
+	if conf.redirect != 0 {
+		if to = s.clientByID(conf.redirect); to == nil {
+			s.brokenRedirect(t, conf.redirect)
+			return
+		}
+	}
+	switch {
+	case to.getMeta().resp == 3:
+		to.push(invalidateFrame(key))
+	case to.subscribedInvalidate.Load():
+		to.push(invalidateMessage(key))
+	}
+}
+
+// brokenRedirect marks t's redirect as gone and, in RESP3, tells t so.
+func (s *Server) brokenRedirect(t *client, id int64) {
+	t.brokenRedir.Store(true)
+	if t.getMeta().resp == 3 {
+		t.push([]byte(">2\r\n$21\r\ntracking-redir-broken\r\n:" + strconv.FormatInt(id, 10) + "\r\n"))
+	}
+}
+
+// invalidateFrame is the RESP3 push >2 invalidate [key], or >2 invalidate _ for every key.
+func invalidateFrame(key []byte) []byte {
+	b := []byte(">2\r\n$10\r\ninvalidate\r\n")
+	return appendKeys(b, key, "_\r\n")
+}
+
+// invalidateMessage is the RESP2 pub/sub message a redirect target subscribed to __redis__:invalidate gets.
+func invalidateMessage(key []byte) []byte {
+	b := []byte("*3\r\n$7\r\nmessage\r\n$20\r\n" + invalidateChannel + "\r\n")
+	return appendKeys(b, key, "$-1\r\n")
+}
+
+func appendKeys(b, key []byte, null string) []byte {
+	if key == nil {
+		return append(b, null...)
+	}
+	b = append(b, "*1\r\n$"...)
+	b = strconv.AppendInt(b, int64(len(key)), 10)
+	b = append(append(append(b, "\r\n"...), key...), "\r\n"...)
+	return b
+}
+
+// clientByID returns the connected client with id, or nil.
+func (s *Server) clientByID(id int64) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[id]
+}
