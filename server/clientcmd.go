@@ -68,7 +68,7 @@ func cmdClientSetInfo(s *Server, c *client, args [][]byte) {
 }
 
 func cmdClientInfo(s *Server, c *client, args [][]byte) {
-	c.conn.WriteBulkString(c.describe(time.Now()))
+	c.conn.WriteBulkString(c.describe(time.Now(), args))
 }
 
 // cmdClientList is CLIENT LIST [TYPE normal] [ID id …], one line per client, oldest first.
@@ -82,7 +82,7 @@ func cmdClientList(s *Server, c *client, args [][]byte) {
 	now := time.Now()
 	for _, o := range s.clientList() {
 		if ids == nil || ids[o.id] {
-			b.WriteString(o.describe(now))
+			b.WriteString(o.describe(now, ifSelf(o, c, args)))
 		}
 	}
 	c.conn.WriteBulkString(b.String())
@@ -121,25 +121,6 @@ func (s *Server) clientList() []*client {
 	s.mu.Unlock()
 	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
 	return list
-}
-
-// describe is c's line of CLIENT LIST, with Redis's fields that mean something here.
-func (c *client) describe(now time.Time) string {
-	m := c.getMeta()
-	cmd := "NULL"
-	if cm := c.lastCmd.Load(); cm != nil {
-		cmd = cm.name
-	}
-	flags := "N"
-	if c.qlen.Load() >= 0 {
-		flags = "x"
-	}
-	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.addr + " laddr=" + c.laddr +
-		" name=" + m.name + " age=" + seconds(now.Sub(c.created)) +
-		" idle=" + seconds(now.Sub(time.Unix(0, c.g.last.Load()))) +
-		" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=" + strconv.Itoa(int(c.qlen.Load())) +
-		" cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(m.resp) +
-		" lib-name=" + m.libName + " lib-ver=" + m.libVer + "\n"
 }
 
 func seconds(d time.Duration) string { return strconv.FormatInt(int64(max(d, 0)/time.Second), 10) }

@@ -96,6 +96,8 @@ type client struct {
 	trackConf            atomic.Pointer[trackConf] // nil while tracking is off
 	brokenRedir          atomic.Bool               // its redirect target has gone
 	subscribedInvalidate atomic.Bool               // subscribed to __redis__:invalidate
+	subCount             atomic.Int64              // channels subscribed, for CLIENT LIST
+	monitoring           atomic.Bool               // said MONITOR, for CLIENT LIST
 	pushes               pusher                    // frames other goroutines send it
 }
 

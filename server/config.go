@@ -18,7 +18,7 @@ type configParam struct {
 // configParams are the parameters CONFIG knows, in the order CONFIG GET
 // lists them. Clients such as redis-benchmark read save and appendonly.
 func configParams() []configParam {
-	return []configParam{
+	return append([]configParam{
 		{name: "bind", get: func(s *Server) string { h, _ := s.hostPort(); return h }},
 		{name: "port", get: func(s *Server) string { _, p := s.hostPort(); return p }},
 		{name: "requirepass", get: (*Server).requirePass, check: func([]byte) string { return "" }, set: setRequirePass},
@@ -29,7 +29,7 @@ func configParams() []configParam {
 		{name: "appendonly", get: getAppendOnly},
 		{name: "appendfsync", get: getAppendFsync},
 		{name: "timeout", get: func(*Server) string { return "0" }},
-	}
+	}, maxMemoryParams()...)
 }
 
 func configSubcommands() []command {

@@ -20,6 +20,7 @@ func cmdMonitor(s *Server, c *client, args [][]byte) {
 		return
 	}
 	c.track.monitor = true
+	c.monitoring.Store(true)
 	c.holdPushes() // lines wait for the +OK
 	c.track.held = true
 	o := &s.obs

@@ -111,6 +111,7 @@ func New(cfg Config) (*Server, error) {
 	s.register(introspectionCommands())
 	s.register(pubsubCommands())
 	s.register(monitorCommands())
+	s.register(objectCommands())
 	s.register(transactionCommands())
 	s.register(decisionCommands())
 	s.register(algoCommands())

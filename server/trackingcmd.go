@@ -258,6 +258,7 @@ func cmdSubscribe(s *Server, c *client, args [][]byte) {
 		writeSubReply(c, "subscribe", ch, len(c.channels))
 	}
 	c.subscribedInvalidate.Store(c.channels[invalidateChannel])
+	c.subCount.Store(int64(len(c.channels)))
 }
 
 func cmdUnsubscribe(s *Server, c *client, args [][]byte) {
@@ -275,6 +276,7 @@ func cmdUnsubscribe(s *Server, c *client, args [][]byte) {
 		writeSubReply(c, "unsubscribe", ch, len(c.channels))
 	}
 	c.subscribedInvalidate.Store(c.channels[invalidateChannel])
+	c.subCount.Store(int64(len(c.channels)))
 }
 
 // writeSubReply is the [kind, channel, count] confirmation, a push in RESP3.

@@ -53,3 +53,16 @@ func TestCursorFields(t *testing.T) {
 		assert.Equal(t, tt.pos, pos)
 	}
 }
+
+func TestMemoryUsage(t *testing.T) {
+	m := newMap(t, Config{Shards: 1})
+	_, ok := m.MemoryUsage([]byte("nope"))
+	assert.False(t, ok)
+	addKeys(t, m, "k", 1, slideP(5, time.Minute), t0)
+	small, ok := m.MemoryUsage([]byte("k0"))
+	require.True(t, ok)
+	assert.Equal(t, int64(slotBytes+4+1+2), small, "slot, index entry, length byte and key")
+	addKeys(t, m, "h", 1, slideP(5, time.Hour), t0)
+	big, _ := m.MemoryUsage([]byte("h0"))
+	assert.GreaterOrEqual(t, big, small, "a long window's counters count")
+}
