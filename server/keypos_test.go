@@ -21,6 +21,7 @@ var keyPositions = map[string][3]int8{
 	"ping": {}, "echo": {}, "quit": {}, "hello": {}, "auth": {}, "select": {}, "client": {},
 	"command": {}, "info": {}, "config": {}, "time": {}, "save": {}, "bgsave": {}, "lastsave": {},
 	"shutdown": {}, "multi": {}, "exec": {}, "discard": {},
+	"watch": {1, -1, 1}, "unwatch": {}, "subscribe": {}, "unsubscribe": {}, "monitor": {}, "memory": {}, "object": {},
 }
 
 func TestCommandInfoNamesEveryKey(t *testing.T) {
