@@ -185,6 +185,9 @@ func (p *Policies) Put(name string, def []byte) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.repairLocked(); err != nil {
+		return err
+	}
 	if err := p.appendLocked(appendPut(nil, name, def)); err != nil {
 		return err
 	}
@@ -311,4 +314,40 @@ func (p *Policies) Close() error {
 	err := p.f.Close()
 	p.f, p.err = nil, ErrClosed
 	return errors.Join(err, p.lock.Close())
+}
+
+// Repair rewrites the policy file, and takes its lock again, if the file
+// was deleted while open (its data directory removed): every change written
+// to a deleted file would be gone at the next start. The Store calls it
+// through Options.DirRecreated, and Put before every change.
+func (p *Policies) Repair() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.repairLocked()
+}
+
+func (p *Policies) repairLocked() error {
+	if p.f == nil {
+		return ErrClosed
+	}
+	fi, err := p.f.Stat()
+	if err != nil {
+		return fmt.Errorf("persistence: %w", err)
+	}
+	if n, ok := linkCount(fi); !ok || n > 0 {
+		return nil
+	}
+	if err := p.fs.MkdirAll(p.dir, 0o700); err != nil {
+		return fmt.Errorf("persistence: %w", err)
+	}
+	lock, err := lockFile(filepath.Join(p.dir, policiesLockName))
+	if err != nil {
+		return err
+	}
+	p.lock.Close()
+	p.lock = lock
+	if err := p.rewriteLocked(); err != nil {
+		return err
+	}
+	return p.reopen()
 }

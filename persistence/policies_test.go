@@ -152,3 +152,21 @@ func TestPoliciesEmptyFile(t *testing.T) {
 	defer p.Close()
 	assert.Equal(t, []string{"a"}, p.List())
 }
+
+// TestPoliciesRepairDeletedFile deletes the data directory under an open
+// policy store: the next Put writes the file again, whole, so a restart
+// finds every policy.
+func TestPoliciesRepairDeletedFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	p, _, err := OpenPolicies(dir)
+	require.NoError(t, err)
+	require.NoError(t, p.Put("a", []byte("def-a")))
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, p.Put("b", []byte("def-b")))
+	require.NoError(t, p.Close())
+
+	p2, _, err := OpenPolicies(dir)
+	require.NoError(t, err)
+	defer p2.Close()
+	assert.Equal(t, []string{"a", "b"}, p2.List())
+}

@@ -15,7 +15,7 @@ import (
 // With no --data-dir it returns nil: state lives in memory only. A torn last
 // record is logged as a warning and the start goes on; any other damage stops
 // the start with an error naming the file and offset.
-func openDurability(cfg Config, store *shard.Map, log *slog.Logger) (*persistence.Store, error) {
+func openDurability(cfg Config, store *shard.Map, pols *persistence.Policies, log *slog.Logger) (*persistence.Store, error) {
 	if cfg.DataDir == "" {
 		log.Warn("persistence is off: no --data-dir, so all state is in memory and a restart resets every limit")
 		return nil, nil
@@ -24,7 +24,15 @@ func openDurability(cfg Config, store *shard.Map, log *slog.Logger) (*persistenc
 	if err != nil {
 		return nil, err // Load checked it
 	}
-	st, rec, err := persistence.Open(cfg.DataDir, store, cfg.persistenceOptions(fsync, log))
+	opts := cfg.persistenceOptions(fsync, log)
+	if pols != nil {
+		opts.DirRecreated = func() { // the policy file went with the directory
+			if err := pols.Repair(); err != nil {
+				log.Error("rewriting the policy file in the recreated data dir failed", "err", err)
+			}
+		}
+	}
+	st, rec, err := persistence.Open(cfg.DataDir, store, opts)
 	for _, w := range rec.Warnings {
 		log.Warn("truncated a torn last record left by a crash", "file", filepath.Join(cfg.DataDir, w.File),
 			"offset", w.Offset, "dropped_bytes", w.Dropped, "reason", w.Reason)

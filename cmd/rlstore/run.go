@@ -61,16 +61,16 @@ func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		}
 		defer stop()
 	}
-	dur, err := openDurability(cfg, store, log)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, closeDurability(dur, log)) }()
 	pols, err := openPolicies(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, closePolicies(pols)) }()
+	dur, err := openDurability(cfg, store, pols, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeDurability(dur, log)) }()
 	scfg := cfg.serverConfig(store, durability(dur), log)
 	scfg.Policies = pols
 	srv, err := server.New(scfg)
