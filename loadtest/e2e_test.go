@@ -5,10 +5,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/internal/rlstoretest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,22 +29,34 @@ func startRedis(t *testing.T) *Server {
 	return s
 }
 
-// buildRlstore builds ./cmd/rlstore into a temporary folder, skipping when
-// the go tool is missing or the server does not build yet.
-func buildRlstore(t *testing.T) string {
+// rlstoreBin is the rlstore binary TestMain builds for the end-to-end tests.
+var rlstoreBin string
+
+// TestMain builds rlstore once; a server that does not build fails the run.
+func TestMain(m *testing.M) {
+	os.Exit(rlstoretest.MainBuild(false, func(bin string) int {
+		rlstoreBin = bin
+		return m.Run()
+	}))
+}
+
+// startRlstore starts the rlstore TestMain built, through StartRlstore
+// (--port 0, the address read from its log), until the test ends.
+func startRlstore(t *testing.T) *Server {
 	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build rlstore")
-	}
-	bin := filepath.Join(t.TempDir(), "rlstore")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, "github.com/rlstore/rlstore/cmd/rlstore")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("rlstore does not build: %v\n%s", err, out)
-	}
-	return bin
+	s, err := StartRlstore(ctx, rlstoreBin, nil, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Stop()) })
+	return s
+}
+
+// requireServed fails the test when the server does not know wl's command:
+// a command that stops being served is a regression, not a reason to skip.
+func requireServed(t *testing.T, addr string, wl Workload) {
+	t.Helper()
+	require.True(t, Supported(context.Background(), addr, wl), "%s is not served", wl.Name)
 }
 
 func shortRun(addr string, wl Workload, keys uint64, check bool) Config {
@@ -106,23 +118,14 @@ func TestEndToEndRedisCeilingAndMemory(t *testing.T) {
 }
 
 func TestEndToEndRlstore(t *testing.T) {
-	if os.Getenv("RLLOAD_SKIP_RLSTORE") != "" {
-		t.Skip("RLLOAD_SKIP_RLSTORE is set")
-	}
-	bin := buildRlstore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := StartRlstore(ctx, bin, nil, io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, s.Stop()) })
+	s := startRlstore(t)
+	ctx := context.Background()
 	lim := Limit{Limit: 20, Window: 2 * time.Second}
 	for _, name := range []string{"rl.slide", "rl.token"} {
 		t.Run(name, func(t *testing.T) {
 			wl, err := NewWorkload(name, lim)
 			require.NoError(t, err)
-			if !Supported(ctx, s.Addr, wl) {
-				t.Skipf("%s is not served yet", name)
-			}
+			requireServed(t, s.Addr, wl)
 			res, err := Run(ctx, shortRun(s.Addr, wl, 5, wl.Rule != nil))
 			require.NoError(t, err)
 			assert.Zero(t, res.Errors, res.FirstError)
@@ -156,14 +159,10 @@ func accuracyAcrossWindows(t *testing.T, addr, name string) {
 func TestEndToEndAccuracyAcrossWindows(t *testing.T) {
 	t.Run("redis lua.slide", func(t *testing.T) { accuracyAcrossWindows(t, startRedis(t).Addr, "lua.slide") })
 	t.Run("rlstore rl.slide", func(t *testing.T) {
-		bin := buildRlstore(t)
-		s, err := StartRlstore(context.Background(), bin, nil, io.Discard)
+		s := startRlstore(t)
+		wl, err := NewWorkload("rl.slide", Limit{Limit: 1, Window: time.Second})
 		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, s.Stop()) })
-		wl, _ := NewWorkload("rl.slide", Limit{Limit: 1, Window: time.Second})
-		if !Supported(context.Background(), s.Addr, wl) {
-			t.Skip("rl.slide is not served yet")
-		}
+		requireServed(t, s.Addr, wl)
 		accuracyAcrossWindows(t, s.Addr, "rl.slide")
 	})
 }

@@ -34,16 +34,60 @@ func StartRedis(ctx context.Context, bin string, logs io.Writer) (*Server, error
 	})
 }
 
-// StartRlstore starts rlstore from bin with --port set to a free port and
-// extra flags after it, and waits until it answers PING.
+// StartRlstore starts rlstore from bin with --port 0 and extra flags after
+// it, reads the address it bound from its ready log line, and waits until it
+// answers PING. Its log is passed through to logs.
 func StartRlstore(ctx context.Context, bin string, extra []string, logs io.Writer) (*Server, error) {
-	return startServer(ctx, "rlstore", logs, func(port int, _ string) *exec.Cmd {
-		return exec.Command(bin, append([]string{"--port", strconv.Itoa(port)}, extra...)...)
-	})
+	dir, err := os.MkdirTemp("", "rlload-rlstore-")
+	if err != nil {
+		return nil, err
+	}
+	ready := newReadyWriter(logs)
+	cmd := exec.Command(bin, append([]string{"--port", "0"}, extra...)...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logs, ready
+	s, err := spawn("rlstore", cmd, dir)
+	if err != nil {
+		return nil, err
+	}
+	if s.Addr, err = s.waitAddr(ctx, ready.addr, 15*time.Second); err == nil {
+		err = s.waitReady(ctx, 15*time.Second)
+	}
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// spawn starts cmd, whose scratch folder is dir, as server name.
+func spawn(name string, cmd *exec.Cmd, dir string) (*Server, error) {
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("loadtest: start %s: %w", name, err)
+	}
+	s := &Server{Name: name, cmd: cmd, dir: dir, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	return s, nil
+}
+
+// waitAddr waits for the address the server logs once it listens.
+func (s *Server) waitAddr(ctx context.Context, addr <-chan string, limit time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	select {
+	case a := <-addr:
+		return a, nil
+	case err := <-s.done:
+		s.done <- err
+		return "", fmt.Errorf("%w: %s: %v", errExited, s.Name, err)
+	case <-ctx.Done():
+		return "", fmt.Errorf("loadtest: %s did not log the address it listens on", s.Name)
+	}
 }
 
 // startServer retries a few times when the server exits at once, since a
-// free port may be taken between choosing it and the server binding it.
+// free port may be taken between choosing it and the server binding it:
+// redis-server cannot bind port 0 and say which port it got.
 func startServer(ctx context.Context, name string, logs io.Writer, mk func(int, string) *exec.Cmd) (*Server, error) {
 	var err error
 	for range 3 {
@@ -69,12 +113,11 @@ func startOnce(ctx context.Context, name string, logs io.Writer, mk func(int, st
 	}
 	cmd := mk(port, dir)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logs, logs
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("loadtest: start %s: %w", name, err)
+	s, err := spawn(name, cmd, dir)
+	if err != nil {
+		return nil, err
 	}
-	s := &Server{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	if err := s.waitReady(ctx, 15*time.Second); err != nil {
 		s.Stop()
 		return nil, err

@@ -20,7 +20,7 @@ type systemFlags struct {
 }
 
 func (f *systemFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.rlstoreBin, "rlstore-bin", "", "start rlstore from this binary with --port <free port>")
+	fs.StringVar(&f.rlstoreBin, "rlstore-bin", "", "start rlstore from this binary with --port 0 (the address is read from its log)")
 	fs.StringVar(&f.rlstoreAddr, "rlstore-addr", "", "use the rlstore at this loopback address")
 	fs.StringVar(&f.rlstoreArgs, "rlstore-args", "", "extra flags for a started rlstore, space-separated")
 	fs.StringVar(&f.redisBin, "redis-bin", "", "start Redis from this binary (default: redis-server on PATH)")
