@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 
-	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -21,41 +20,6 @@ const (
 	errArgArityRLLeaky argError = "ERR wrong number of arguments for 'rl.leaky' command"
 	errArgArityThrottl argError = "ERR wrong number of arguments for 'cl.throttle' command"
 )
-
-// algoCommands are RL.FIXED, RL.LOG, RL.LEAKY and CL.THROTTLE (SPEC §3).
-func algoCommands() []command {
-	return []command{
-		{name: "rl.fixed", arity: -4, flags: flagWrite, run: cmdFixed, firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "rl.log", arity: -4, flags: flagWrite, run: cmdLog, firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "rl.leaky", arity: -5, flags: flagWrite, run: cmdLeaky, firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "cl.throttle", arity: -5, flags: flagWrite, run: cmdThrottle, firstKey: 1, lastKey: 1, keyStep: 1},
-	}
-}
-
-func cmdFixed(s *Server, c *client, args [][]byte) {
-	a, err := parseLimitWindow(args, window.KindFixed, errArgArityRLFixed)
-	if err == nil {
-		err = checkLimitWindow(a.params)
-	}
-	s.runDecision(c, a, err)
-}
-
-func cmdLog(s *Server, c *client, args [][]byte) {
-	a, err := parseLimitWindow(args, window.KindLog, errArgArityRLLog)
-	if err == nil {
-		err = checkLimitWindow(a.params)
-	}
-	s.runDecision(c, a, err)
-}
-
-func cmdLeaky(s *Server, c *client, args [][]byte) {
-	a, err := parseToken(args)
-	if errors.Is(err, errArgArityRLToken) {
-		err = errArgArityRLLeaky
-	}
-	a.params.Kind = window.KindLeaky
-	s.runDecision(c, a, err)
-}
 
 // parseLimitWindow parses "key limit window [COST n] [PEEK]" for kind.
 func parseLimitWindow(args [][]byte, kind window.Kind, arity argError) (decisionArgs, error) {
@@ -84,32 +48,6 @@ func checkLimitWindow(p window.Params) error {
 		return errArgWindowMs
 	}
 	return nil
-}
-
-// cmdThrottle is CL.THROTTLE key max_burst count period [quantity], redis-cell's
-// command: the reply is [limited, limit, remaining, retry_after_s, reset_after_s].
-func cmdThrottle(s *Server, c *client, args [][]byte) {
-	p, q, err := parseThrottle(args)
-	if err == nil && shard.Reserved(args[1]) {
-		err = errArgReserved
-	}
-	if err != nil {
-		c.conn.WriteError(err.Error())
-		return
-	}
-	r, err := s.cfg.Store.Throttle(args[1], p, s.unixNano(), q)
-	if err != nil {
-		c.conn.WriteError(decideError(err))
-		return
-	}
-	limited := int64(0)
-	if r.Limited {
-		limited = 1
-	}
-	c.conn.WriteArray(5)
-	for _, v := range [5]int64{limited, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter} {
-		c.conn.WriteInt64(v)
-	}
 }
 
 // parseThrottle parses CL.THROTTLE's arguments as redis-cell does: integers

@@ -2,11 +2,9 @@ package server
 
 import (
 	"errors"
-	"time"
 
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
-	"github.com/tidwall/redcon"
 )
 
 // Store errors as Redis words them.
@@ -15,45 +13,173 @@ const (
 	errReplyOOM       = "OOM command not allowed when used memory > 'maxmemory'."
 )
 
-// decisionCommands are the native rate-limit commands of SPEC §3.
+// decisionCommands are every decision command: the native ones of SPEC §3,
+// CL.THROTTLE and RL.CHECK. Each parses its arguments into a request and
+// hands it to decide.
 func decisionCommands() []command {
 	return []command{
-		{name: "rl.slide", arity: -4, flags: flagWrite, run: cmdSlide, firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "rl.token", arity: -5, flags: flagWrite, run: cmdToken, firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.slide", arity: -4, flags: flagWrite, run: decisionRun(parseSlideReq), firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.token", arity: -5, flags: flagWrite, run: decisionRun(parseTokenReq), firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.fixed", arity: -4, flags: flagWrite, run: decisionRun(parseFixedReq), firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.log", arity: -4, flags: flagWrite, run: decisionRun(parseLogReq), firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.leaky", arity: -5, flags: flagWrite, run: decisionRun(parseLeakyReq), firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "cl.throttle", arity: -5, flags: flagWrite, run: decisionRun(parseThrottleReq), firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "rl.check", arity: -3, flags: flagWrite, run: decisionRun(parseCheckReq), firstKey: 2, lastKey: 2, keyStep: 1,
+			group: "rl", summary: "Decides a request against every rule of a policy, all or nothing"},
 	}
 }
 
-func cmdSlide(s *Server, c *client, args [][]byte) {
-	a, err := parseSlide(args)
-	s.runDecision(c, a, err)
+// op says which kind of decision a request asks for.
+type op uint8
+
+const (
+	opNative   op = iota // RL.SLIDE, RL.TOKEN, RL.FIXED, RL.LOG, RL.LEAKY: params
+	opThrottle           // CL.THROTTLE: throttle, with cost as its quantity
+	opCheck              // RL.CHECK: policy
+)
+
+// request is one decision, everything decide needs besides the key. It is
+// self-contained, so that a cluster can send it to the key's owner:
+// appendCommand writes it back as the command that asked for it.
+type request struct {
+	op       op
+	params   window.Params   // opNative
+	throttle window.Throttle // opThrottle
+	policy   *policy         // opCheck
+	cost     int64           // units; CL.THROTTLE's quantity (0 peeks, < 0 refunds)
+	peek     bool            // decide, but change nothing
+	now      int64           // unix nanoseconds, read once per command
 }
 
-func cmdToken(s *Server, c *client, args [][]byte) {
+// outcome is a decision: d for the RL commands (for RL.CHECK the binding
+// rule's, and rule its index), throttle for CL.THROTTLE.
+type outcome struct {
+	d        window.Decision
+	throttle window.ThrottleReply
+	rule     int
+}
+
+// decide is the decision seam: every decision command (RL.SLIDE, RL.TOKEN,
+// RL.FIXED, RL.LOG, RL.LEAKY, CL.THROTTLE, RL.CHECK) is decided here and
+// nowhere else. A cluster forwards a key it does not own from here, and
+// metrics count here. It allocates nothing, and must stay so: the
+// allocation tests run every command through it.
+func (s *Server) decide(key []byte, r *request) (outcome, error) {
+	if shard.Reserved(key) {
+		return outcome{}, errArgReserved
+	}
+	switch r.op {
+	case opThrottle:
+		t, err := s.cfg.Store.Throttle(key, r.throttle, r.now, r.cost)
+		return outcome{throttle: t}, err
+	case opCheck:
+		return s.check(key, r)
+	}
+	d, err := s.cfg.Store.Decide(key, r.params, r.now, r.cost, r.peek)
+	return outcome{d: d}, err
+}
+
+// check decides r against every rule of its policy, all or nothing. A
+// SHADOW policy admits what its rules deny; the store counts the denial.
+func (s *Server) check(key []byte, r *request) (outcome, error) {
+	p := r.policy
+	q := p.multi(key)
+	var buf [shard.MaxRules]window.Decision
+	ds, left, err := s.cfg.Store.DecideAll(&q, r.now, r.cost, r.peek, buf[:0])
+	if err != nil {
+		return outcome{}, err
+	}
+	d, i := binding(ds, left)
+	if !d.Allowed && p.shadow {
+		d.Allowed, d.Wait = true, 0
+	}
+	return outcome{d: d, rule: i}, nil
+}
+
+// parseFunc parses a decision command into its key and request.
+type parseFunc func(s *Server, args [][]byte) ([]byte, request, error)
+
+// decisionRun returns the run function of a decision command: parse, then decide.
+func decisionRun(parse parseFunc) func(s *Server, c *client, args [][]byte) {
+	return func(s *Server, c *client, args [][]byte) {
+		key, r, err := parse(s, args)
+		s.run1(c, key, &r, err)
+	}
+}
+
+func parseSlideReq(s *Server, args [][]byte) ([]byte, request, error) {
+	return native(parseSlide(args))
+}
+
+func parseTokenReq(s *Server, args [][]byte) ([]byte, request, error) {
+	return native(parseToken(args))
+}
+
+func parseFixedReq(s *Server, args [][]byte) ([]byte, request, error) {
+	a, err := parseLimitWindow(args, window.KindFixed, errArgArityRLFixed)
+	if err == nil {
+		err = checkLimitWindow(a.params)
+	}
+	return native(a, err)
+}
+
+func parseLogReq(s *Server, args [][]byte) ([]byte, request, error) {
+	a, err := parseLimitWindow(args, window.KindLog, errArgArityRLLog)
+	if err == nil {
+		err = checkLimitWindow(a.params)
+	}
+	return native(a, err)
+}
+
+func parseLeakyReq(s *Server, args [][]byte) ([]byte, request, error) {
 	a, err := parseToken(args)
-	s.runDecision(c, a, err)
+	if errors.Is(err, errArgArityRLToken) {
+		err = errArgArityRLLeaky
+	}
+	a.params.Kind = window.KindLeaky
+	return native(a, err)
 }
 
-// runDecision replies to a parsed decision command, or to the error that parsing it gave.
-func (s *Server) runDecision(c *client, a decisionArgs, err error) {
-	if err == nil && shard.Reserved(a.key) {
-		err = errArgReserved
+// native returns a parsed native command's key and request.
+func native(a decisionArgs, err error) ([]byte, request, error) {
+	return a.key, request{op: opNative, params: a.params, cost: a.cost, peek: a.peek}, err
+}
+
+// parseThrottleReq parses CL.THROTTLE key max_burst count period [quantity],
+// redis-cell's command: the reply is [limited, limit, remaining, retry_after_s, reset_after_s].
+func parseThrottleReq(s *Server, args [][]byte) ([]byte, request, error) {
+	p, q, err := parseThrottle(args)
+	return args[1], request{op: opThrottle, throttle: p, cost: q, peek: q == 0}, err
+}
+
+// parseCheckReq parses RL.CHECK name key [COST n] [PEEK]. The reply is the
+// binding rule's five decision fields and its index.
+func parseCheckReq(s *Server, args [][]byte) ([]byte, request, error) {
+	a := decisionArgs{key: args[2]}
+	err := parseOptions(args[3:], &a)
+	r := request{op: opCheck, cost: a.cost, peek: a.peek}
+	if err == nil && !shard.Reserved(a.key) { // a reserved key's error comes first
+		if r.policy = s.policy(args[1]); r.policy == nil {
+			err = argError("ERR no such policy '" + quoteArg(args[1], 128) + "'")
+		}
 	}
+	return a.key, r, err
+}
+
+// run1 decides one parsed request at the server's time and writes the reply,
+// or replies to the error parsing or deciding it gave.
+func (s *Server) run1(c *client, key []byte, r *request, err error) {
 	if err != nil {
 		c.conn.WriteError(err.Error())
 		return
 	}
-	d, err := s.decide(a.key, a.params, s.cfg.Clock().UnixNano(), a.cost, a.peek)
+	r.now = s.unixNano()
+	o, err := s.decide(key, r)
 	if err != nil {
 		c.conn.WriteError(decideError(err))
 		return
 	}
-	writeDecision(c, d)
-}
-
-// decide decides one request at now (unix nanoseconds). It is the one place a
-// decision is made, so that a cluster can later send the key to its owner from here.
-func (s *Server) decide(key []byte, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
-	return s.cfg.Store.Decide(key, p, now, cost, peek)
+	writeOutcome(c, r, o)
 }
 
 // decideError words a store error as a reply.
@@ -68,53 +194,4 @@ func decideError(err error) string {
 		return string(ae)
 	}
 	return "ERR " + err.Error() // parsing already rejects what the store would
-}
-
-// writeDecision writes the five-integer reply of SPEC §2. It is an array in RESP2 and RESP3 alike.
-func writeDecision(c *client, d window.Decision) {
-	f := decisionFields(d)
-	c.conn.WriteArray(len(f))
-	for _, v := range f {
-		c.conn.WriteInt64(v)
-	}
-}
-
-// appendDecision appends the reply writeDecision writes to dst.
-func appendDecision(dst []byte, d window.Decision) []byte {
-	f := decisionFields(d)
-	dst = redcon.AppendArray(dst, len(f))
-	for _, v := range f {
-		dst = redcon.AppendInt(dst, v)
-	}
-	return dst
-}
-
-// decisionFields returns allowed, limit, remaining, wait_ms and reset_ms.
-func decisionFields(d window.Decision) [5]int64 {
-	allowed := int64(0)
-	if d.Allowed {
-		allowed = 1
-	}
-	return [5]int64{allowed, d.Limit, d.Remaining, waitMs(d.Wait), ceilMs(d.Reset)}
-}
-
-// waitMs is ceilMs, except that window.Never stays -1.
-func waitMs(d time.Duration) int64 {
-	if d == window.Never {
-		return -1
-	}
-	return ceilMs(d)
-}
-
-// ceilMs rounds d up to whole milliseconds, so that a client that waits that
-// long is never early. Negative durations, which no algorithm should return, read as 0.
-func ceilMs(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	ms := int64(d / time.Millisecond)
-	if d%time.Millisecond != 0 {
-		ms++
-	}
-	return ms
 }

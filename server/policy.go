@@ -40,7 +40,7 @@ type policies struct {
 	byName map[string]*policy
 }
 
-// policyCommands are RL.POLICY and RL.CHECK (SPEC §4).
+// policyCommands is RL.POLICY (SPEC §4); RL.CHECK is a decision command.
 func policyCommands() []command {
 	return []command{
 		{name: "rl.policy", arity: -2, group: "rl", summary: "Defines named, durable, multi-rule policies", subs: []command{
@@ -50,7 +50,6 @@ func policyCommands() []command {
 			{name: "list", arity: 2, run: cmdPolicyList, summary: "Lists the policies' names"},
 			{name: "help", arity: 2, run: cmdPolicyHelp, summary: "Lists RL.POLICY's subcommands"},
 		}},
-		{name: "rl.check", arity: -3, flags: flagWrite, run: cmdCheck, firstKey: 2, lastKey: 2, keyStep: 1, group: "rl", summary: "Decides a request against every rule of a policy, all or nothing"},
 	}
 }
 
@@ -235,41 +234,6 @@ func (s *Server) policy(name []byte) *policy {
 	s.pol.mu.RLock()
 	defer s.pol.mu.RUnlock()
 	return s.pol.byName[string(name)]
-}
-
-// cmdCheck is RL.CHECK name key [COST n] [PEEK]. The reply is the binding
-// rule's five decision fields and its index.
-func cmdCheck(s *Server, c *client, args [][]byte) {
-	a := decisionArgs{key: args[2]}
-	err := parseOptions(args[3:], &a)
-	if err == nil && shard.Reserved(a.key) {
-		err = errArgReserved
-	}
-	if err != nil {
-		c.conn.WriteError(err.Error())
-		return
-	}
-	p := s.policy(args[1])
-	if p == nil {
-		c.conn.WriteError("ERR no such policy '" + quoteArg(args[1], 128) + "'")
-		return
-	}
-	q := p.multi(a.key)
-	ds, left, err := s.cfg.Store.DecideAll(&q, s.unixNano(), a.cost, a.peek, make([]window.Decision, 0, len(p.rules)))
-	if err != nil {
-		c.conn.WriteError(decideError(err))
-		return
-	}
-	d, i := binding(ds, left)
-	if !d.Allowed && p.shadow {
-		d.Allowed, d.Wait = true, 0 // the store counted the denial as shadowed
-	}
-	f := decisionFields(d)
-	c.conn.WriteArray(6)
-	for _, v := range f {
-		c.conn.WriteInt64(v)
-	}
-	c.conn.WriteInt64(int64(i))
 }
 
 // multi returns the store request for p's rules on key.

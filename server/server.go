@@ -114,7 +114,6 @@ func New(cfg Config) (*Server, error) {
 	s.register(objectCommands())
 	s.register(transactionCommands())
 	s.register(decisionCommands())
-	s.register(algoCommands())
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
 	if err := s.loadPolicies(); err != nil {

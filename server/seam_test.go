@@ -1,0 +1,54 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// seamCommands are one command of every decision kind, with the parser its
+// table entry runs.
+func seamCommands() []struct {
+	parse parseFunc
+	args  [][]byte
+} {
+	return []struct {
+		parse parseFunc
+		args  [][]byte
+	}{
+		{parseSlideReq, byteArgs("RL.SLIDE", "s", "1000000", "60", "COST", "2")},
+		{parseTokenReq, byteArgs("RL.TOKEN", "t", "1000000", "10", "1s", "PEEK")},
+		{parseFixedReq, byteArgs("RL.FIXED", "f", "1000000", "500ms")},
+		{parseLogReq, byteArgs("RL.LOG", "l", "4000", "1m", "COST", "1")},
+		{parseLeakyReq, byteArgs("RL.LEAKY", "q", "1000000", "1000000", "1s")},
+		{parseThrottleReq, byteArgs("CL.THROTTLE", "c", "1000000", "1000000", "60", "1")},
+		{parseThrottleReq, byteArgs("CL.THROTTLE", "c", "15", "30", "60", "0")},
+		{parseCheckReq, byteArgs("RL.CHECK", "pol", "k", "COST", "3")},
+		{parseCheckReq, byteArgs("RL.CHECK", "pol", "k", "PEEK")},
+	}
+}
+
+// seamServer returns a server, not listening, with the policy seamCommands use.
+func seamServer(t *testing.T) *Server {
+	s := newTestServer(t, Config{})
+	p, err := parsePolicy("pol", []string{"SLIDE", "1000000", "60", "TOKEN", "1000000", "10", "1s", "PENALTY", "1s"})
+	require.NoError(t, err)
+	s.pol.byName["pol"] = p
+	return s
+}
+
+// TestRequestRoundTrips checks that a request is self-contained: written back
+// as a command (what a cluster forwards), it parses into the same request.
+func TestRequestRoundTrips(t *testing.T) {
+	s := seamServer(t)
+	for _, tc := range seamCommands() {
+		key, r, err := tc.parse(s, tc.args)
+		require.NoError(t, err, "%q", tc.args)
+		again := r.appendCommand(nil, key)
+		key2, r2, err := tc.parse(s, again)
+		require.NoError(t, err, "%q", again)
+		assert.Equal(t, key, key2, "%q", again)
+		assert.Equal(t, r, r2, "%q became %q", tc.args, again)
+	}
+}
