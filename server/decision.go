@@ -82,8 +82,21 @@ func (s *Server) decide(key []byte, r *request) (outcome, error) {
 // check decides r against every rule of its policy, all or nothing. A
 // SHADOW policy admits what its rules deny; the store counts the denial.
 func (s *Server) check(key []byte, r *request) (outcome, error) {
+	// The rule keys are built on the stack, so that a request allocates
+	// nothing unless its keys outgrow keyBuf. (Filled in here, not by a
+	// function given &keys: a store through a pointer makes them escape.)
 	p := r.policy
-	q := p.multi(key)
+	var keyBuf [512]byte
+	var keys [shard.MaxRules][]byte
+	kb := keyBuf[:0]
+	for i := range p.rules {
+		kb, keys[i] = appendRuleKey(kb, p.name, byte(i), key)
+	}
+	q := shard.Multi{Keys: keys[:len(p.rules)], Params: p.rules, Shadow: p.shadow}
+	if p.penalty > 0 {
+		_, q.Penalty = appendRuleKey(kb, p.name, shard.PenaltyRule, key)
+		q.For = p.penalty
+	}
 	var buf [shard.MaxRules]window.Decision
 	ds, left, err := s.cfg.Store.DecideAll(&q, r.now, r.cost, r.peek, buf[:0])
 	if err != nil {

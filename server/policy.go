@@ -236,17 +236,12 @@ func (s *Server) policy(name []byte) *policy {
 	return s.pol.byName[string(name)]
 }
 
-// multi returns the store request for p's rules on key.
-func (p *policy) multi(key []byte) shard.Multi {
-	q := shard.Multi{Params: p.rules, Keys: make([][]byte, len(p.rules))}
-	for i := range p.rules {
-		q.Keys[i] = shard.PolicyKey(nil, p.name, byte(i), key)
-	}
-	if p.penalty > 0 {
-		q.Penalty, q.For = shard.PolicyKey(nil, p.name, shard.PenaltyRule, key), p.penalty
-	}
-	q.Shadow = p.shadow
-	return q
+// appendRuleKey appends the internal key of policy's rule for key to buf and
+// returns buf and the key, capped so that later appends never touch it.
+func appendRuleKey(buf []byte, policy string, rule byte, key []byte) ([]byte, []byte) {
+	start := len(buf)
+	buf = shard.PolicyKey(buf, policy, rule, key)
+	return buf, buf[start:len(buf):len(buf)]
 }
 
 // binding returns the decision RL.CHECK replies with and its rule's index.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,5 +51,44 @@ func TestRequestRoundTrips(t *testing.T) {
 		require.NoError(t, err, "%q", again)
 		assert.Equal(t, key, key2, "%q", again)
 		assert.Equal(t, r, r2, "%q became %q", tc.args, again)
+	}
+}
+
+// TestDecisionSeamAllocs guards the hot path of every decision command:
+// parsing a warm key's command, deciding it through the seam and encoding
+// the reply allocate nothing.
+func TestDecisionSeamAllocs(t *testing.T) {
+	s := seamServer(t)
+	buf := make([]byte, 0, 64)
+	for _, tc := range seamCommands() {
+		step := func() {
+			key, r, err := tc.parse(s, tc.args)
+			if err != nil {
+				panic(err)
+			}
+			r.now = t0
+			o, err := s.decide(key, &r)
+			if err != nil {
+				panic(err)
+			}
+			buf = appendDecision(buf[:0], o.d)
+		}
+		step()
+		assert.Zerof(t, testing.AllocsPerRun(1000, step), "allocs for %q", tc.args)
+	}
+}
+
+// TestCheckLongKey checks RL.CHECK on a key whose rule keys outgrow the
+// stack buffer they are built in.
+func TestCheckLongKey(t *testing.T) {
+	s := seamServer(t)
+	long := bytes.Repeat([]byte("k"), 2000)
+	for want := int64(999999); want > 999996; want-- {
+		key, r, err := parseCheckReq(s, [][]byte{[]byte("RL.CHECK"), []byte("pol"), long})
+		require.NoError(t, err)
+		r.now = t0
+		o, err := s.decide(key, &r)
+		require.NoError(t, err)
+		assert.Equal(t, want, o.d.Remaining)
 	}
 }
