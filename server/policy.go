@@ -236,6 +236,19 @@ func (s *Server) policy(name []byte) *policy {
 	return s.pol.byName[string(name)]
 }
 
+// ruleKeys returns the internal keys of p's rules, and of its penalty if it
+// has one, for key. Unlike RL.CHECK's seam it allocates them.
+func (p *policy) ruleKeys(key []byte) [][]byte {
+	var keys [][]byte
+	for i := range p.rules {
+		keys = append(keys, shard.PolicyKey(nil, p.name, byte(i), key))
+	}
+	if p.penalty > 0 {
+		keys = append(keys, shard.PolicyKey(nil, p.name, shard.PenaltyRule, key))
+	}
+	return keys
+}
+
 // appendRuleKey appends the internal key of policy's rule for key to buf and
 // returns buf and the key, capped so that later appends never touch it.
 func appendRuleKey(buf []byte, policy string, rule byte, key []byte) ([]byte, []byte) {

@@ -43,11 +43,7 @@ func (s *Server) changeKeys(name string, args [][]byte) [][]byte {
 		if p == nil || len(args) < 3 {
 			return nil
 		}
-		q := p.multi(args[2])
-		if q.Penalty != nil {
-			return append(q.Keys, q.Penalty)
-		}
-		return q.Keys
+		return p.ruleKeys(args[2])
 	}
 	return nil
 }
