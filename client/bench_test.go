@@ -69,3 +69,20 @@ func TestSlideAllocs(t *testing.T) {
 	t.Logf("allocs per call: client.Slide %.1f, bare Do %.1f", typed, bare)
 	assert.LessOrEqual(t, typed, bare+0.5)
 }
+
+// TestTokenCostAllocs: options and a longer command cost nothing extra either.
+func TestTokenCostAllocs(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: rltest.Start(t)})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, ctx := client.New(rdb), context.Background()
+	_, err := c.Token(ctx, "warm", 1000000, 1000000, time.Minute, client.Cost(1000))
+	require.NoError(t, err)
+	typed := testing.AllocsPerRun(200, func() {
+		_, _ = c.Token(ctx, "a", 1000000, 1000000, time.Minute, client.Cost(1000))
+	})
+	bare := testing.AllocsPerRun(200, func() {
+		_, _ = rdb.Do(ctx, "RL.TOKEN", "a", 1000000, 1000000, 60, "COST", 1000).Result()
+	})
+	t.Logf("allocs per call: client.Token %.1f, bare Do %.1f", typed, bare)
+	assert.LessOrEqual(t, typed, bare+0.5)
+}

@@ -172,7 +172,8 @@ func (c *Client) Leaky(ctx context.Context, key string, capacity, rate int64, pe
 	return c.bucket(ctx, "RL.LEAKY", key, capacity, rate, period, opts)
 }
 
-func (c *Client) bucket(ctx context.Context, cmd, key string, capacity, rate int64, period time.Duration, opts []Option) (Decision, error) {
+// bucket takes cmd as an interface so a constant name is boxed without allocating.
+func (c *Client) bucket(ctx context.Context, cmd any, key string, capacity, rate int64, period time.Duration, opts []Option) (Decision, error) {
 	b := args{c: c}
 	b.add(cmd)
 	b.add(key)
