@@ -10,17 +10,16 @@ import (
 	"time"
 )
 
-// drainQuiet is how long a draining connection waits between requests for
-// the next one before it is closed. It is long enough for the rest of a
-// pipeline that is already on its way to arrive, and short enough that idle
-// clients do not hold up a shutdown.
-const drainQuiet = 50 * time.Millisecond
+// aLongTimeAgo is a read deadline that has passed: a Read given it returns at once.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // guardConn is a client connection as redcon reads it. Every byte passes its
 // framer before redcon sees it, and it takes the connection's part in a
-// graceful drain: while the server drains, a Read between requests waits at
-// most drainQuiet for more, then reports io.EOF, so redcon closes the
-// connection only after every request it read has been answered.
+// graceful drain: while the server drains, a Read between requests takes
+// only what the socket already holds, without waiting, and reports io.EOF
+// once it holds nothing, so redcon closes the connection as soon as every
+// request it has in hand is answered. Waiting for a quiet gap instead would
+// never end for a client under steady load.
 type guardConn struct {
 	net.Conn
 	frame framer       // touched only by Read, on the connection's goroutine
@@ -78,8 +77,11 @@ func (g *guardConn) fail() error {
 	return g.perr
 }
 
-// read1 reads once. A drain's deadline ending a wait between requests reads
-// as io.EOF; one that ends a wait inside a request is cleared by the next call.
+// read1 reads once. While draining, a read between requests takes what the
+// socket holds, if anything, and otherwise reads as io.EOF; past the drain's
+// end it reads as io.EOF at once, so that a client whose requests always
+// fill the socket is cut off too. A deadline that ends a wait inside a
+// request is cleared by the next call.
 func (g *guardConn) read1(p []byte) (int, error) {
 	g.prepareRead()
 	n, err := g.Conn.Read(p)
@@ -89,9 +91,17 @@ func (g *guardConn) read1(p []byte) (int, error) {
 	if !g.frame.idle() {
 		return 0, nil
 	}
-	// The deadline may have passed while this goroutine waited to run, with a
-	// request already in the socket: take it if so.
+	if g.pastDrainEnd() {
+		return 0, io.EOF
+	}
 	return readNow(g.Conn, p)
+}
+
+// pastDrainEnd reports whether the drain has stopped taking new requests.
+func (g *guardConn) pastDrainEnd() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.drainEnd.IsZero() && !time.Now().Before(g.drainEnd)
 }
 
 // prepareRead records whether the connection is between requests and, while
@@ -106,16 +116,13 @@ func (g *guardConn) prepareRead() {
 }
 
 // deadlineLocked is the drain's read deadline: none inside a request, which
-// is left to finish, and drainQuiet (but not past drainEnd) between requests.
+// is left to finish, and one already passed between requests, so that the
+// read takes only what has arrived (see read1).
 func (g *guardConn) deadlineLocked() time.Time {
 	if !g.idle {
 		return time.Time{}
 	}
-	d := time.Now().Add(drainQuiet)
-	if !g.drainEnd.IsZero() && g.drainEnd.Before(d) {
-		return g.drainEnd
-	}
-	return d
+	return aLongTimeAgo
 }
 
 // drain starts the connection's drain. end, if not zero, is when it stops

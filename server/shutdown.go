@@ -15,10 +15,11 @@ const (
 )
 
 // Shutdown stops the server gracefully. New clients are refused at once.
-// Each connected client has every request the server has read answered;
-// between requests it waits up to 50ms for more of a pipeline already on
-// its way, then is closed. Once none is left, the sweep stops, a snapshot
-// is taken if Config.Durability is set, and Serve returns.
+// Each connected client has every request the server has read answered,
+// and those already in its socket, then is closed between two requests,
+// without waiting for more: a client under steady load never pauses. Once
+// none is left, the sweep stops, a snapshot is taken if Config.Durability
+// is set, and Serve returns.
 //
 // A client that never pauses is cut off, between two requests, once three
 // quarters of the time to ctx's deadline has passed, so that the replies to
