@@ -8,7 +8,8 @@
 # Each run starts rlstore with --data-dir in a new temporary directory, reads
 # its VmRSS, fills it with rlload (8 connections, -P 64), and reads VmRSS and
 # DBSIZE again right after the fill, and VmRSS 2 s later. It prints one line
-# per run.
+# per run: the growth of VmRSS per key, and of RssAnon, which leaves out the
+# binary's own pages as they are touched.
 #
 #   bash loadtest/memrss.sh [runs] [keys] [extra rlstore flags...]
 #
@@ -31,12 +32,13 @@ rlload=${RLLOAD_BIN:-$tmp/rlload}
 [[ -n ${RLLOAD_BIN:-} ]] || (cd "$root" && go build -o "$rlload" ./loadtest/cmd/rlload)
 
 rss() { awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$1/status"; }
+anon() { awk '/^RssAnon:/ {print $2 * 1024}' "/proc/$1/status"; }
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # one WORKLOAD RUN: a fresh server, one fill, one line of output.
 one() {
-	local wl=$1 run=$2 port dir pid before after n
+	local wl=$1 run=$2 port dir pid before after n anon0 anon1 later
 	port=$(freeport)
 	dir=$tmp/data-$wl-$run
 	local data=(--data-dir "$dir")
@@ -48,6 +50,7 @@ one() {
 		sleep 0.1
 	done
 	before=$(rss "$pid")
+	anon0=$(anon "$pid")
 	case $wl in
 	slide2) "$rlload" run -q --addr "127.0.0.1:$port" --cmd "RL.SLIDE user:{key}:api 100 60" --prefix 1 \
 		-r "$keys" --dist seq -n $((2 * keys)) -c 8 -P 64 --duration 10m >/dev/null ;;
@@ -55,13 +58,14 @@ one() {
 		-r "$keys" --dist seq -n "$keys" -c 8 -P 64 --duration 10m >/dev/null ;;
 	esac
 	after=$(rss "$pid")
+	anon1=$(anon "$pid")
 	n=$(redis-cli -p "$port" DBSIZE)
 	sleep 2
 	later=$(rss "$pid")
 	kill "$pid"
 	wait "$pid" || true
-	awk -v wl="$wl" -v run="$run" -v b="$before" -v a="$after" -v l="$later" -v n="$n" \
-		'BEGIN { printf "%-9s run %d: %d keys, RSS %.1f MB -> %.1f MB, %.1f B/key right after the fill, %.1f B/key 2 s later\n", wl, run, n, b/1e6, a/1e6, (a-b)/n, (l-b)/n }'
+	awk -v wl="$wl" -v run="$run" -v b="$before" -v a="$after" -v l="$later" -v n="$n" -v a0="$anon0" -v a1="$anon1" \
+		'BEGIN { printf "%-9s run %d: %d keys, RSS %.1f -> %.1f MB: %.1f B/key right after the fill (anonymous RSS %.1f B/key), %.1f B/key 2 s later\n", wl, run, n, b/1e6, a/1e6, (a-b)/n, (a1-a0)/n, (l-b)/n }'
 }
 
 for wl in ${MEMRSS_WORKLOADS:-slide2 throttle}; do

@@ -15,19 +15,19 @@ import (
 // the headroom near gcHeadroom instead: generous while the heap is small, and
 // down to a twentieth of it once millions of keys are held.
 //
-// Memory the heap frees stays resident until Go's background scavenger
-// returns it, which takes minutes: after filling 1M keys, 7 MB of free heap
-// (7 bytes a key) was still resident. So once the live heap has moved by
-// releaseMin or an eighth since the last release (a fill, or shard rebuilds
-// after keys expired) and then held still for a tick, tuneGC returns the free
-// heap at once. Steady traffic never triggers it, so pages are not given back
-// only to be faulted in again.
+// Memory the heap frees stays resident until Go's scavenger returns it, and
+// the scavenger keeps up to a tenth of the heap goal: after filling 1M keys,
+// 6–7 MB of free heap (7 bytes a key) was still resident. So tuneGC also
+// keeps the soft memory limit (GOMEMLIMIT) just above what the heap goal and
+// the runtime's own overhead need, and the scavenger returns free memory
+// beyond it as it appears: after a fill, and after shard rebuilds free a lot.
+// The limit never rises above one the operator or --maxmemory set; while the
+// live heap grows faster than limitSlack a tick, collections come sooner.
 const (
 	gcHeadroom   = 4 << 20 // bytes of garbage allowed before a collection
 	gcMinPercent = 5
 	gcMaxPercent = 100
-	releaseMin   = 16 << 20 // bytes the live heap must move before a release
-	releaseStill = 1 << 20  // at most this much movement in a tick counts as still
+	limitSlack   = 2 << 20 // bytes the limit allows past goal and overhead
 )
 
 // gcPercent returns the GOGC that allows about gcHeadroom bytes over live.
@@ -38,49 +38,48 @@ func gcPercent(live uint64) int {
 	return int(min(max(gcHeadroom*100/live, gcMinPercent), gcMaxPercent))
 }
 
-// releaser decides when to return free heap to the OS.
-type releaser struct {
-	mark uint64 // live heap at the last release
-	prev uint64 // live heap at the last tick
+// tightLimit returns the memory limit for a heap goal of goal bytes and
+// overhead bytes of memory outside the heap: enough that the scavenger,
+// which aims at 95% of the limit, keeps both and little else.
+func tightLimit(goal, overhead uint64) int64 {
+	return int64(min((goal+overhead)/95*100+limitSlack, math.MaxInt64/2))
 }
 
-// due reports whether free heap should be returned now, with live bytes in use.
-func (r *releaser) due(live uint64) bool {
-	moved, step := absDiff(live, r.mark), absDiff(live, r.prev)
-	r.prev = live
-	if moved < max(releaseMin, r.mark/8) || step > releaseStill {
-		return false
+// limiter keeps the memory limit tight without raising one set by others.
+type limiter struct {
+	set     int64 // the limit it set last; 0 before the first
+	ceiling int64 // the limit in force when someone else last set one
+}
+
+// next returns the limit to set, given the one in force and the tight one.
+func (l *limiter) next(current, tight int64) int64 {
+	if current != l.set {
+		l.ceiling = current // --maxmemory, or a test, set it
 	}
-	r.mark = live
-	return true
+	l.set = min(l.ceiling, tight)
+	return l.set
 }
 
-func absDiff(a, b uint64) uint64 {
-	if a > b {
-		return a - b
-	}
-	return b - a
-}
-
-// tuneGC adjusts GOGC to the live heap every interval until ctx ends, and
-// returns free heap to the OS after the live heap has grown or shrunk a lot.
-// It does nothing if the operator set GOGC, whose choice wins.
+// tuneGC adjusts GOGC to the live heap, and the memory limit to the heap
+// goal, every interval until ctx ends. It does nothing if the operator set
+// GOGC, whose choice wins, and leaves the memory limit alone if the operator
+// set GOMEMLIMIT.
 func tuneGC(ctx context.Context, interval time.Duration, lookupEnv func(string) (string, bool)) {
 	if _, set := lookupEnv("GOGC"); set {
 		return
 	}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	var r releaser
+	_, fixedLimit := lookupEnv("GOMEMLIMIT")
+	sample := heapSamples()
+	var l limiter
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live := sample[0].Value.Uint64()
-			debug.SetGCPercent(gcPercent(live))
-			if r.due(live) {
-				debug.FreeOSMemory()
-			}
+		live, overhead := readHeap(sample)
+		pct := gcPercent(live)
+		debug.SetGCPercent(pct)
+		if !fixedLimit {
+			goal := live + live*uint64(pct)/100
+			debug.SetMemoryLimit(l.next(debug.SetMemoryLimit(-1), tightLimit(goal, overhead)))
 		}
 		select {
 		case <-ctx.Done():
@@ -88,6 +87,37 @@ func tuneGC(ctx context.Context, interval time.Duration, lookupEnv func(string) 
 		case <-t.C:
 		}
 	}
+}
+
+// heapSamples returns the runtime metrics readHeap reads.
+func heapSamples() []metrics.Sample {
+	names := []string{
+		"/gc/heap/live:bytes",
+		"/memory/classes/total:bytes",
+		"/memory/classes/heap/released:bytes",
+		"/memory/classes/heap/free:bytes",
+		"/memory/classes/heap/objects:bytes",
+		"/memory/classes/heap/unused:bytes",
+	}
+	s := make([]metrics.Sample, len(names))
+	for i, name := range names {
+		s[i].Name = name
+	}
+	return s
+}
+
+// readHeap returns the live heap, and the memory the runtime holds outside
+// the heap (stacks, GC metadata, ...), both in bytes.
+func readHeap(s []metrics.Sample) (live, overhead uint64) {
+	metrics.Read(s)
+	v := make([]uint64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
+		}
+	}
+	heap := v[2] + v[3] + v[4] + v[5]
+	return v[0], v[1] - min(v[1], heap)
 }
 
 // memoryLimit returns the soft limit on the process's memory (GOMEMLIMIT)

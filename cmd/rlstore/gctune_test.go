@@ -66,29 +66,49 @@ func TestTuneGCTunes(t *testing.T) {
 	assert.LessOrEqual(t, got, gcMaxPercent)
 }
 
-// TestReleaser: free heap goes back after the live heap has moved a lot and
-// then held still, once, and never during steady traffic or a fill.
-func TestReleaser(t *testing.T) {
-	var r releaser
+// TestLimiter: the tight limit follows the heap down as well as up, but
+// never rises above a limit someone else set, and adopts a new one at once.
+func TestLimiter(t *testing.T) {
+	var l limiter
 	steps := []struct {
-		live uint64
-		want bool
+		current, tight, want int64
 	}{
-		{8 << 20, false},   // small and still
-		{8 << 20, false},   //
-		{40 << 20, false},  // a fill under way
-		{80 << 20, false},  //
-		{80 << 20, true},   // the fill is over: release
-		{80 << 20, false},  // once
-		{81 << 20, false},  // steady traffic
-		{80 << 20, false},  //
-		{100 << 20, false}, // growing again, by less than an eighth since the release
-		{100 << 20, true},  // 20 MiB moved and still
-		{20 << 20, false},  // keys expired and shards rebuilt
-		{20 << 20, true},   //
+		{math.MaxInt64, 10 << 20, 10 << 20},   // no limit set: tight
+		{10 << 20, 80 << 20, 80 << 20},        // a fill: up
+		{80 << 20, 30 << 20, 30 << 20},        // rebuilds freed memory: down
+		{200 << 20, 30 << 20, 30 << 20},       // --maxmemory set 200 MiB
+		{30 << 20, 300 << 20, 200 << 20},      // never above it
+		{200 << 20, 100 << 20, 100 << 20},     //
+		{math.MaxInt64, 500 << 20, 500 << 20}, // run restored no limit
 	}
 	for i, s := range steps {
-		assert.Equal(t, s.want, r.due(s.live), "tick %d: live %d MiB", i, s.live>>20)
+		assert.Equal(t, s.want, l.next(s.current, s.tight), "tick %d", i)
+	}
+}
+
+func TestTightLimit(t *testing.T) {
+	got := tightLimit(60<<20, 5<<20)
+	assert.GreaterOrEqual(t, got*95/100, int64(65<<20), "the scavenger's target keeps goal and overhead")
+	assert.LessOrEqual(t, got, int64(65<<20)*100/95+limitSlack+100)
+	assert.Positive(t, tightLimit(math.MaxUint64/2, math.MaxUint64/2), "no overflow")
+}
+
+// TestTuneGCSetsLimit: without GOMEMLIMIT one pass sets a finite memory
+// limit; with it, the limit is left alone.
+func TestTuneGCSetsLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(before)
+	for _, env := range []string{"", "GOMEMLIMIT"} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // one pass, then return
+		tuneGC(ctx, time.Hour, func(k string) (string, bool) { return "1GiB", k == env })
+		got := debug.SetMemoryLimit(math.MaxInt64)
+		if env == "" {
+			assert.Less(t, got, int64(math.MaxInt64), "tuneGC set no limit")
+		} else {
+			assert.Equal(t, int64(math.MaxInt64), got, "tuneGC overrode GOMEMLIMIT")
+		}
 	}
 }
 

@@ -13,6 +13,6 @@ import (
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go tuneGC(context.Background(), time.Second, os.LookupEnv) // lives as long as the process
+	go tuneGC(context.Background(), 100*time.Millisecond, os.LookupEnv) // lives as long as the process
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr, sigs))
 }
