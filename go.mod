@@ -4,8 +4,10 @@ go 1.26.0
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/gomodule/redigo v1.9.3
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/redcon v1.6.4
 	go.yaml.in/yaml/v3 v3.0.6
