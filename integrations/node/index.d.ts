@@ -1,0 +1,74 @@
+// Types for rlstore-ratelimit.
+
+/** rate-limit-redis's convention: send one command, resolve its reply. */
+export type SendCommandFn = (command: string, ...args: string[]) => Promise<unknown>;
+
+/** An ioredis client (has `call`) or a node-redis 4/5 client (has `sendCommand`). */
+export type RedisLikeClient = { call: (...args: any[]) => Promise<unknown> } | { sendCommand: (args: string[]) => Promise<unknown> };
+
+export interface RlstoreStoreOptions {
+  client?: RedisLikeClient;
+  sendCommand?: SendCommandFn;
+  /** Put before every key; default 'rl:'. */
+  prefix?: string;
+  /** 'slide' (default, RL.SLIDE), 'fixed', 'log' or 'token'. */
+  algorithm?: 'slide' | 'fixed' | 'log' | 'token';
+  /** Needed only when express-rate-limit's limit is a function. */
+  limit?: number;
+}
+
+export interface ClientRateLimitInfo {
+  totalHits: number;
+  resetTime: Date | undefined;
+}
+
+/** An express-rate-limit 8 Store backed by rlstore. */
+export class RlstoreStore {
+  constructor(options: RlstoreStoreOptions);
+  prefix: string;
+  localKeys: false;
+  init(options: { windowMs: number; limit: unknown }): void;
+  get(key: string): Promise<ClientRateLimitInfo | undefined>;
+  increment(key: string): Promise<ClientRateLimitInfo>;
+  decrement(key: string): Promise<void>;
+  resetKey(key: string): Promise<void>;
+}
+
+export class RateLimiterRes {
+  constructor(remainingPoints?: number, msBeforeNext?: number, consumedPoints?: number, isFirstInDuration?: boolean);
+  remainingPoints: number;
+  msBeforeNext: number;
+  consumedPoints: number;
+  isFirstInDuration: boolean;
+}
+
+export interface RateLimiterRlstoreOptions {
+  storeClient?: RedisLikeClient;
+  sendCommand?: SendCommandFn;
+  /** Default 4. */
+  points?: number;
+  /** Whole seconds, at least 1; default 1. */
+  duration?: number;
+  /** Default 'rlflx'. */
+  keyPrefix?: string;
+  /** Seconds to block a key after it goes over; default 0. */
+  blockDuration?: number;
+  /** 'slide' (default, RL.SLIDE) or 'token' (RL.TOKEN; reward needs it). */
+  algorithm?: 'slide' | 'token';
+}
+
+/** rate-limiter-flexible's interface over rlstore. */
+export class RateLimiterRlstore {
+  constructor(options: RateLimiterRlstoreOptions);
+  points: number;
+  duration: number;
+  keyPrefix: string;
+  blockDuration: number;
+  getKey(key: string | number): string;
+  consume(key: string | number, pointsToConsume?: number): Promise<RateLimiterRes>;
+  get(key: string | number): Promise<RateLimiterRes | null>;
+  penalty(key: string | number, points?: number): Promise<RateLimiterRes>;
+  reward(key: string | number, points?: number): Promise<RateLimiterRes>;
+  block(key: string | number, secDuration: number): Promise<RateLimiterRes>;
+  delete(key: string | number): Promise<boolean>;
+}
