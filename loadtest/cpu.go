@@ -39,14 +39,6 @@ func ProcCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
 
-// CPUPerRequest returns the server's CPU time per request, 0 when unknown.
-func (r *Result) CPUPerRequest() time.Duration {
-	if r == nil || r.Requests == 0 {
-		return 0
-	}
-	return r.ServerCPU / time.Duration(r.Requests)
-}
-
 // selfCPU returns the CPU time this process has used, for the client's own
 // cost per request; 0 when the platform cannot tell.
 func selfCPU() time.Duration {

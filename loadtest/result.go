@@ -52,3 +52,11 @@ func (t *tally) merge(o tally) {
 	t.denied += o.denied
 	t.errors += o.errors
 }
+
+// CPUPerRequest returns the server's CPU time per request, 0 when unknown.
+func (r *Result) CPUPerRequest() time.Duration {
+	if r == nil || r.Requests == 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(r.Requests)
+}
