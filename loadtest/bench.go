@@ -6,12 +6,14 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
 )
 
 // BenchConfig is the published benchmark's recipe. The rlload command
 // holds the defaults.
 type BenchConfig struct {
-	Rlstore, Redis *System
+	Rlstore, Redis *proc.System
 	Pairs          []Pair
 	Conns          int
 	Duration       time.Duration // per run
@@ -45,7 +47,7 @@ type AccRow struct {
 
 // BenchReport is everything the benchmark measured.
 type BenchReport struct {
-	Machine  Machine       `json:"machine"`
+	Machine  proc.Machine  `json:"machine"`
 	Config   BenchConfig   `json:"-"`
 	Rows     []Row         `json:"rows"`
 	Ceiling  []Row         `json:"ceiling"`
@@ -63,7 +65,7 @@ type BenchReport struct {
 // Bench runs the whole benchmark: the compare table, plain-Redis ceilings,
 // the pipeline sweep for the chart, one hot key, a perf profile of rlstore,
 // accuracy and memory per key.
-func Bench(ctx context.Context, cfg BenchConfig, m Machine) (*BenchReport, error) {
+func Bench(ctx context.Context, cfg BenchConfig, m proc.Machine) (*BenchReport, error) {
 	rep := &BenchReport{Machine: m, Config: cfg, Started: time.Now()}
 	steps := []func(context.Context, *BenchReport) error{benchCompare, benchCeiling, benchSweep, benchHot, benchProfile, benchAccuracy, benchMemory}
 	for _, step := range steps {
@@ -152,7 +154,7 @@ func benchProfile(ctx context.Context, rep *BenchReport) error {
 		done <- err
 	}()
 	var err error
-	if rep.Profile, err = PerfProfile(ctx, cfg.Rlstore.PID(), cfg.ProfileFor, 20); err != nil {
+	if rep.Profile, err = proc.PerfProfile(ctx, cfg.Rlstore.PID(), cfg.ProfileFor, 20); err != nil {
 		rep.NoProf = err.Error()
 	}
 	return <-done
@@ -190,7 +192,7 @@ func depthOf(r *Result) int {
 
 func benchMemory(ctx context.Context, rep *BenchReport) error {
 	cfg := rep.Config
-	redis := map[string]*Memory{} // scripts shared by two pairs are measured once
+	redis := map[string]*proc.Memory{} // scripts shared by two pairs are measured once
 	for _, p := range cfg.Pairs {
 		if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
 			continue
@@ -241,7 +243,7 @@ func benchAccuracy(ctx context.Context, rep *BenchReport) error {
 	return nil
 }
 
-func accuracyRun(ctx context.Context, cfg BenchConfig, sys *System, name string) (*AccRow, error) {
+func accuracyRun(ctx context.Context, cfg BenchConfig, sys *proc.System, name string) (*AccRow, error) {
 	if name == "" {
 		return nil, nil
 	}

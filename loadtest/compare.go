@@ -6,14 +6,9 @@ import (
 	"io"
 	"slices"
 	"time"
-)
 
-// Pair is an rlstore workload and the Redis workload doing the same job;
-// Redis is "" when Redis+Lua has no counterpart.
-type Pair struct {
-	Native string `json:"native"`
-	Redis  string `json:"redis"`
-}
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
+)
 
 // DefaultPairs lists every rlstore decision command with its Lua
 // counterpart. RL.CHECK runs a one-rule SLIDE policy, so it faces the
@@ -33,7 +28,7 @@ func DefaultPairs() []Pair {
 // CompareConfig is a side-by-side run: every pair at every depth, on both
 // systems, alternating which goes first.
 type CompareConfig struct {
-	Rlstore, Redis *System
+	Rlstore, Redis *proc.System
 	Pairs          []Pair
 	Depths         []int
 	Conns          int
@@ -43,14 +38,6 @@ type CompareConfig struct {
 	Limit          Limit
 	Rounds         int       // runs per cell; the median by throughput is kept
 	Progress       io.Writer // nil for none
-}
-
-// Row is one pair at one depth.
-type Row struct {
-	Pair
-	Pipeline int     `json:"pipeline"`
-	Rlstore  *Result `json:"rlstore,omitempty"`
-	RedisRes *Result `json:"redis_lua,omitempty"`
 }
 
 // Compare runs the comparison. A workload a system does not serve leaves
@@ -107,7 +94,7 @@ func (cfg CompareConfig) runConfig(depth int) Config {
 // runOrRecord runs like RunOn, but a run that fails once under way becomes
 // a result carrying the failure, and a server we started is restarted, so
 // one crash shows in the table instead of ending the comparison.
-func runOrRecord(ctx context.Context, sys *System, name string, lim Limit, base Config) (*Result, error) {
+func runOrRecord(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*Result, error) {
 	res, err := RunOn(ctx, sys, name, lim, base)
 	if err == nil || res == nil || ctx.Err() != nil {
 		return res, err
@@ -124,7 +111,7 @@ func runOrRecord(ctx context.Context, sys *System, name string, lim Limit, base 
 // RunOn runs the named workload enforcing lim on sys with base's load
 // shape, after emptying the server. It returns nil, nil when name is "" or
 // the server does not know the command.
-func RunOn(ctx context.Context, sys *System, name string, lim Limit, base Config) (*Result, error) {
+func RunOn(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*Result, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -159,7 +146,7 @@ func RunOn(ctx context.Context, sys *System, name string, lim Limit, base Config
 
 // Serves reports whether sys serves the named workload; "" counts as
 // served, so that a Redis-only ceiling row still runs.
-func Serves(ctx context.Context, sys *System, name string, lim Limit) bool {
+func Serves(ctx context.Context, sys *proc.System, name string, lim Limit) bool {
 	if name == "" {
 		return true
 	}

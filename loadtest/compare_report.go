@@ -5,14 +5,16 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
 )
 
 // MemRow is one pair's memory per key.
 type MemRow struct {
 	Pair
-	Keys    uint64  `json:"keys"`
-	Rlstore *Memory `json:"rlstore,omitempty"`
-	Redis   *Memory `json:"redis_lua,omitempty"`
+	Keys    uint64       `json:"keys"`
+	Rlstore *proc.Memory `json:"rlstore,omitempty"`
+	Redis   *proc.Memory `json:"redis_lua,omitempty"`
 }
 
 // ratio formats a/b, or a dash when either is missing.
@@ -40,7 +42,7 @@ func p99(r *Result) (float64, string) {
 	return float64(r.Latency.P99), Dur(r.Latency.P99)
 }
 
-func perKey(m *Memory) (float64, string) {
+func perKey(m *proc.Memory) (float64, string) {
 	if m == nil {
 		return 0, "—"
 	}

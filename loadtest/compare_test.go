@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/loadtest/internal/fakeserver"
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // redisSystem starts a redis-server we own, skipping when it is missing.
-func redisSystem(t *testing.T, name string) *System {
+func redisSystem(t *testing.T, name string) *proc.System {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -21,8 +23,8 @@ func redisSystem(t *testing.T, name string) *System {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sys, err := StartSystem(ctx, name, func(ctx context.Context) (*Server, error) {
-		return StartRedis(ctx, bin, nil)
+	sys, err := proc.StartSystem(ctx, name, func(ctx context.Context) (*proc.Server, error) {
+		return proc.StartRedis(ctx, bin, nil)
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, sys.Close()) })
@@ -42,7 +44,7 @@ func TestBenchPipeline(t *testing.T) {
 		Keyspace: 1000, Limit: Limit{Limit: 100, Window: time.Minute}, MemKeys: 2000,
 		Acc: AccuracyPlan{Keys: 3, Limit: Limit{Limit: 10, Window: time.Second}, Conns: 2, Pipeline: 2, Duration: 300 * time.Millisecond},
 	}
-	rep, err := Bench(ctx, cfg, DescribeMachine(ctx, "redis-server"))
+	rep, err := Bench(ctx, cfg, proc.DescribeMachine(ctx, "redis-server"))
 	require.NoError(t, err)
 
 	require.Len(t, rep.Rows, 4, "rows rlstore does not serve are left out")
@@ -78,7 +80,7 @@ func TestBenchPipeline(t *testing.T) {
 
 func TestMemoryOnAServerWeDoNotOwnUsesUsedMemory(t *testing.T) {
 	owned := redisSystem(t, "redis")
-	sys := AddrSystem("redis", owned.Addr())
+	sys := proc.AddrSystem("redis", owned.Addr())
 	ctx := context.Background()
 	m, err := MemoryPerKey(ctx, sys, "incr", Limit{Limit: 1, Window: time.Second}, 5000, nil)
 	require.NoError(t, err)
@@ -96,9 +98,9 @@ func TestRunOnSkipsUnknownCommands(t *testing.T) {
 }
 
 func TestCompareRecordsARunThatBreaksOff(t *testing.T) {
-	srv := startFake(t, 0)
-	srv.dropAfter = 3
-	sys := AddrSystem("fake", srv.addr())
+	srv := fakeserver.Start(t, 0)
+	srv.DropAfter = 3
+	sys := proc.AddrSystem("fake", srv.Addr())
 	cfg := Config{Keys: KeySpec{N: 10, Dist: DistUniform}, Conns: 2, Pipeline: 1, Requests: 100, Duration: 10 * time.Second}
 	res, err := runOrRecord(context.Background(), sys, "ping", Limit{Limit: 1, Window: time.Second}, cfg)
 	require.NoError(t, err, "a broken run is a result, not the end of the comparison")

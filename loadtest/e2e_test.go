@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/internal/rlstoretest"
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // startRedis starts redis-server as a child process, skipping when it is
 // not installed.
-func startRedis(t *testing.T) *Server {
+func startRedis(t *testing.T) *proc.Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -23,7 +25,7 @@ func startRedis(t *testing.T) *Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := StartRedis(ctx, bin, io.Discard)
+	s, err := proc.StartRedis(ctx, bin, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Stop()) })
 	return s
@@ -42,11 +44,11 @@ func TestMain(m *testing.M) {
 
 // startRlstore starts the rlstore TestMain built, through StartRlstore
 // (--port 0, the address read from its log), until the test ends.
-func startRlstore(t *testing.T) *Server {
+func startRlstore(t *testing.T) *proc.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := StartRlstore(ctx, rlstoreBin, nil, io.Discard)
+	s, err := proc.StartRlstore(ctx, rlstoreBin, nil, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Stop()) })
 	return s
@@ -91,10 +93,10 @@ func TestEndToEndRedisLua(t *testing.T) {
 func TestEndToEndRedisCeilingAndMemory(t *testing.T) {
 	s := startRedis(t)
 	ctx := context.Background()
-	cl, err := Dial(ctx, s.Addr)
+	cl, err := resp.Dial(ctx, s.Addr)
 	require.NoError(t, err)
 	defer cl.Close()
-	before, err := TakeSnapshot(ctx, cl, s.PID())
+	before, err := proc.TakeSnapshot(ctx, cl, s.PID())
 	require.NoError(t, err)
 
 	wl, err := NewWorkload("incr", Limit{Limit: 1, Window: time.Second})
@@ -105,14 +107,14 @@ func TestEndToEndRedisCeilingAndMemory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(4000), res.Requests)
 
-	after, err := TakeSnapshot(ctx, cl, s.PID())
+	after, err := proc.TakeSnapshot(ctx, cl, s.PID())
 	require.NoError(t, err)
-	m := Between(before, after)
+	m := proc.Between(before, after)
 	assert.Equal(t, int64(1000), m.KeysAfter-m.KeysBefore)
 	assert.Positive(t, m.RSSAfter)
 	assert.Equal(t, "/proc VmRSS", m.Source)
 
-	info, err := TakeSnapshot(ctx, cl, 0)
+	info, err := proc.TakeSnapshot(ctx, cl, 0)
 	require.NoError(t, err)
 	assert.Positive(t, info.RSS, "INFO memory used_memory_rss")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
 )
 
 // fillConns and fillDepth make a keyspace fill fast without being the
@@ -24,7 +26,7 @@ func MemLimit() Limit { return Limit{Limit: 10, Window: time.Hour} }
 // setup, sends one request to each of n fresh keys and compares RSS and
 // DBSIZE before and after. It returns nil, nil when name is "" or the server
 // does not know the command.
-func MemoryPerKey(ctx context.Context, sys *System, name string, lim Limit, n uint64, progress io.Writer) (*Memory, error) {
+func MemoryPerKey(ctx context.Context, sys *proc.System, name string, lim Limit, n uint64, progress io.Writer) (*proc.Memory, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -44,7 +46,7 @@ func MemoryPerKey(ctx context.Context, sys *System, name string, lim Limit, n ui
 	return fill(ctx, sys, wl, n, progress)
 }
 
-func fill(ctx context.Context, sys *System, wl Workload, n uint64, progress io.Writer) (*Memory, error) {
+func fill(ctx context.Context, sys *proc.System, wl Workload, n uint64, progress io.Writer) (*proc.Memory, error) {
 	if err := setup(ctx, Config{Addr: sys.Addr(), Workload: wl}); err != nil {
 		return nil, err
 	}
@@ -63,7 +65,7 @@ func fill(ctx context.Context, sys *System, wl Workload, n uint64, progress io.W
 	if err != nil {
 		return nil, err
 	}
-	m := Between(before, after)
+	m := proc.Between(before, after)
 	m.KeysSent = int64(n)
 	return &m, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
 // Supported reports whether the server at addr knows wl's command: it sends
@@ -12,7 +14,7 @@ import (
 func Supported(ctx context.Context, addr string, wl Workload) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cl, err := Dial(ctx, addr)
+	cl, err := resp.Dial(ctx, addr)
 	if err != nil {
 		return false
 	}
@@ -22,13 +24,13 @@ func Supported(ctx context.Context, addr string, wl Workload) bool {
 			return false
 		}
 	}
-	cl.buf = wl.Template().Append(cl.buf[:0], []byte("loadtest:probe"))
-	if err := cl.Write(cl.buf); err != nil {
+	cl.Buf = wl.Template().Append(cl.Buf[:0], []byte("loadtest:probe"))
+	if err := cl.Write(cl.Buf); err != nil {
 		return false
 	}
-	return cl.Read(&cl.rep) == nil && !unknown(&cl.rep)
+	return cl.Read(&cl.Rep) == nil && !unknown(&cl.Rep)
 }
 
-func unknown(rep *Reply) bool {
+func unknown(rep *resp.Reply) bool {
 	return rep.IsError() && bytes.Contains(bytes.ToLower(rep.Str), []byte("unknown command"))
 }

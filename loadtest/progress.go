@@ -29,14 +29,3 @@ func progress(out io.Writer, name string, workers []*worker, start time.Time, st
 		}
 	}
 }
-
-// humanCount formats n with a k or M suffix.
-func humanCount(n float64) string {
-	switch {
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", n/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fk", n/1e3)
-	}
-	return fmt.Sprintf("%.0f", n)
-}

@@ -5,6 +5,9 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
 )
 
 // WriteResult prints one run as a human-readable table.
@@ -36,7 +39,7 @@ func WriteResult(out io.Writer, r Result) {
 	tw.Flush()
 }
 
-func writeAccuracy(tw io.Writer, a *Accuracy) {
+func writeAccuracy(tw io.Writer, a *accuracy.Result) {
 	fmt.Fprintf(tw, "accuracy\t%d keys, %d admits (%d straddling a bucket edge), %d denials, %d unknown\n",
 		a.Keys, a.Admits, a.Straddling, a.Denials, a.Unknown)
 	fmt.Fprintf(tw, "over-admission\t%d units in %d windows\n", a.OverAdmitted, a.OverWindows)
@@ -51,7 +54,7 @@ func writeAccuracy(tw io.Writer, a *Accuracy) {
 // anything; below it allocator and page granularity dominate.
 const minKeysForPerKey = 10000
 
-func perKeyNote(m *Memory) string {
+func perKeyNote(m *proc.Memory) string {
 	if m.KeysAfter-m.KeysBefore < minKeysForPerKey {
 		return "too few new keys for bytes per key"
 	}
@@ -87,4 +90,15 @@ func Bytes(n int64) string {
 		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// humanCount formats n with a k or M suffix.
+func humanCount(n float64) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", n/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fk", n/1e3)
+	}
+	return fmt.Sprintf("%.0f", n)
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
+	"github.com/rlstore/rlstore/loadtest/internal/hist"
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,9 +17,9 @@ func sampleResult() Result {
 	return Result{
 		Workload: "rl.slide", Target: "127.0.0.1:6379", Conns: 50, Pipeline: 16, Dist: DistUniform, Keyspace: 100,
 		Requests: 1000, Allowed: 900, Denied: 100, Elapsed: time.Second, Throughput: 1000,
-		Latency:  Percentiles{P50: 500 * time.Microsecond, P90: time.Millisecond, P99: 2 * time.Millisecond, P999: 3 * time.Millisecond, Max: 4 * time.Millisecond},
-		Memory:   &Memory{Source: "/proc VmRSS", Basis: "RSS", RSSBefore: 1 << 20, RSSAfter: 2 << 20, KeysAfter: 20000, BytesPerKey: 52.4},
-		Accuracy: &Accuracy{Keys: 100, Admits: 900, Denials: 100, UnderChecked: true},
+		Latency:  hist.Percentiles{P50: 500 * time.Microsecond, P90: time.Millisecond, P99: 2 * time.Millisecond, P999: 3 * time.Millisecond, Max: 4 * time.Millisecond},
+		Memory:   &proc.Memory{Source: "/proc VmRSS", Basis: "RSS", RSSBefore: 1 << 20, RSSAfter: 2 << 20, KeysAfter: 20000, BytesPerKey: 52.4},
+		Accuracy: &accuracy.Result{Keys: 100, Admits: 900, Denials: 100, UnderChecked: true},
 	}
 }
 

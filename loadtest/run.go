@@ -6,6 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
+	"github.com/rlstore/rlstore/loadtest/internal/hist"
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
 // ioGrace is how long past the run's deadline a stuck read or write may last
@@ -32,10 +37,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for i, cl := range clients {
 		workers[i] = newWorker(cl, &cfg, pickers[i])
 	}
-	cpu0 := selfCPU()
+	cpu0 := proc.SelfCPU()
 	elapsed, err := drive(ctx, cfg, workers)
 	res := collect(cfg, workers, elapsed)
-	res.ClientCPU = selfCPU() - cpu0
+	res.ClientCPU = proc.SelfCPU() - cpu0
 	return res, err
 }
 
@@ -44,7 +49,7 @@ func setup(ctx context.Context, cfg Config) error {
 	if len(cfg.Workload.Setup) == 0 {
 		return nil
 	}
-	cl, err := Dial(ctx, cfg.Addr)
+	cl, err := resp.Dial(ctx, cfg.Addr)
 	if err != nil {
 		return err
 	}
@@ -57,10 +62,10 @@ func setup(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func dialAll(ctx context.Context, addr string, n int) ([]*Client, error) {
-	clients := make([]*Client, 0, n)
+func dialAll(ctx context.Context, addr string, n int) ([]*resp.Client, error) {
+	clients := make([]*resp.Client, 0, n)
 	for range n {
-		cl, err := Dial(ctx, addr)
+		cl, err := resp.Dial(ctx, addr)
 		if err != nil {
 			closeAll(clients)
 			return nil, err
@@ -70,7 +75,7 @@ func dialAll(ctx context.Context, addr string, n int) ([]*Client, error) {
 	return clients, nil
 }
 
-func closeAll(clients []*Client) {
+func closeAll(clients []*resp.Client) {
 	for _, cl := range clients {
 		_ = cl.Close()
 	}
@@ -120,9 +125,9 @@ func closeAllWorkers(workers []*worker) {
 
 // collect sums the workers' measurements.
 func collect(cfg Config, workers []*worker, elapsed time.Duration) Result {
-	var h, lag Histogram
+	var h, lag hist.Histogram
 	var t tally
-	var events []Event
+	var events []accuracy.Event
 	r := Result{
 		Workload: cfg.Workload.Name, Target: cfg.Addr, Conns: cfg.Conns, Pipeline: cfg.Pipeline,
 		Rate: cfg.Rate, Dist: cfg.Keys.Dist, Keyspace: cfg.Keys.N, Elapsed: elapsed,
@@ -144,7 +149,7 @@ func collect(cfg Config, workers []*worker, elapsed time.Duration) Result {
 		r.SendLag = &l
 	}
 	if cfg.Check {
-		acc := CheckAccuracy(*cfg.Workload.Rule, events, cfg.Slack)
+		acc := accuracy.Check(*cfg.Workload.Rule, events, cfg.Slack)
 		r.Accuracy = &acc
 	}
 	return r

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
+	"github.com/rlstore/rlstore/loadtest/internal/fakeserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,8 +25,8 @@ func baseConfig(addr string) Config {
 }
 
 func TestRunClosedLoopStopsAtRequestCount(t *testing.T) {
-	srv := startFake(t, 0)
-	res, err := Run(context.Background(), baseConfig(srv.addr()))
+	srv := fakeserver.Start(t, 0)
+	res, err := Run(context.Background(), baseConfig(srv.Addr()))
 	require.NoError(t, err)
 	assert.Equal(t, int64(2000), res.Requests)
 	assert.Equal(t, int64(2000), res.Allowed+res.Denied)
@@ -36,10 +38,10 @@ func TestRunClosedLoopStopsAtRequestCount(t *testing.T) {
 }
 
 func TestRunChecksAccuracy(t *testing.T) {
-	srv := startFake(t, 0)
-	cfg := baseConfig(srv.addr())
+	srv := fakeserver.Start(t, 0)
+	cfg := baseConfig(srv.Addr())
 	cfg.Check = true
-	cfg.Workload.Rule = &Rule{Limit: 50, Unit: time.Second, Units: 2, Cost: 1}
+	cfg.Workload.Rule = &accuracy.Rule{Limit: 50, Unit: time.Second, Units: 2, Cost: 1}
 	res, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.NotNil(t, res.Accuracy)
@@ -50,19 +52,19 @@ func TestRunChecksAccuracy(t *testing.T) {
 }
 
 func TestRunCatchesAnOverAdmittingServer(t *testing.T) {
-	srv := startFake(t, 0)
-	cfg := baseConfig(srv.addr())
+	srv := fakeserver.Start(t, 0)
+	cfg := baseConfig(srv.Addr())
 	cfg.Check = true
 	// The server enforces 50 per 2 s; hold it to 10 per 2 s.
-	cfg.Workload.Rule = &Rule{Limit: 10, Unit: time.Second, Units: 2, Cost: 1}
+	cfg.Workload.Rule = &accuracy.Rule{Limit: 10, Unit: time.Second, Units: 2, Cost: 1}
 	res, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	assert.Positive(t, res.Accuracy.OverAdmitted)
 }
 
 func TestRunOpenLoop(t *testing.T) {
-	srv := startFake(t, 0)
-	cfg := baseConfig(srv.addr())
+	srv := fakeserver.Start(t, 0)
+	cfg := baseConfig(srv.Addr())
 	cfg.Rate, cfg.Requests = 20000, 500
 	res, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
@@ -73,8 +75,8 @@ func TestRunOpenLoop(t *testing.T) {
 }
 
 func TestRunStopsAtDuration(t *testing.T) {
-	srv := startFake(t, 0)
-	cfg := baseConfig(srv.addr())
+	srv := fakeserver.Start(t, 0)
+	cfg := baseConfig(srv.Addr())
 	cfg.Requests, cfg.Duration = 0, 200*time.Millisecond
 	res, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
@@ -83,8 +85,8 @@ func TestRunStopsAtDuration(t *testing.T) {
 }
 
 func TestRunStopsWhenCancelled(t *testing.T) {
-	srv := startFake(t, 0)
-	cfg := baseConfig(srv.addr())
+	srv := fakeserver.Start(t, 0)
+	cfg := baseConfig(srv.Addr())
 	cfg.Requests, cfg.Duration, cfg.Rate = 0, time.Hour, 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -93,16 +95,16 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 }
 
 func TestRunSetupFailureStopsTheRun(t *testing.T) {
-	srv := startFake(t, 0)
-	cfg := baseConfig(srv.addr())
+	srv := fakeserver.Start(t, 0)
+	cfg := baseConfig(srv.Addr())
 	cfg.Workload.Setup = [][]string{{"NOPE"}}
 	_, err := Run(context.Background(), cfg)
 	assert.ErrorContains(t, err, "setup")
 }
 
 func TestRunCountsErrors(t *testing.T) {
-	srv := startFake(t, 0)
-	cfg := baseConfig(srv.addr())
+	srv := fakeserver.Start(t, 0)
+	cfg := baseConfig(srv.Addr())
 	cfg.Workload, _ = CustomWorkload("NOPE {key}", nil)
 	res, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
@@ -153,8 +155,8 @@ func TestKeyDistributions(t *testing.T) {
 // reply cannot come sooner, so the maximum latency must show at least 48 ms:
 // latency counts from the schedule, not from the reply.
 func TestOpenLoopChargesTheWait(t *testing.T) {
-	srv := startFake(t, 50)
-	cfg := baseConfig(srv.addr())
+	srv := fakeserver.Start(t, 50)
+	cfg := baseConfig(srv.Addr())
 	cfg.Conns, cfg.Pipeline, cfg.Rate, cfg.Requests = 1, 1, 1000, 50
 	res, err := Run(context.Background(), cfg)
 	require.NoError(t, err)

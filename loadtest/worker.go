@@ -3,23 +3,27 @@ package loadtest
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
+	"github.com/rlstore/rlstore/loadtest/internal/hist"
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
 // worker drives one connection. Everything in it belongs to its goroutine(s)
 // except live, which the progress line reads.
 type worker struct {
-	cl    *Client
+	cl    *resp.Client
 	wl    *Workload
-	tmpl  Template
+	tmpl  resp.Template
 	keys  KeySpec
 	pick  func() uint64
 	depth int
 	check bool
 
-	hist     Histogram
-	lag      Histogram // open loop: how late each request was written
+	hist     hist.Histogram
+	lag      hist.Histogram // open loop: how late each request was written
 	tally    tally
-	events   []Event
+	events   []accuracy.Event
 	firstErr string
 
 	live struct{ requests, allowed, denied, errors atomic.Int64 }
@@ -27,10 +31,10 @@ type worker struct {
 	buf   []byte
 	key   []byte
 	batch []uint64
-	rep   Reply
+	rep   resp.Reply
 }
 
-func newWorker(cl *Client, cfg *Config, pick func() uint64) *worker {
+func newWorker(cl *resp.Client, cfg *Config, pick func() uint64) *worker {
 	return &worker{
 		cl:    cl,
 		wl:    &cfg.Workload,
@@ -51,14 +55,14 @@ func (w *worker) encode(k uint64) {
 
 // record accounts for one reply: latency counts from start, the accuracy
 // trace from sent (the actual write) to now.
-func (w *worker) record(k uint64, start, sent, now time.Time, o Outcome) {
+func (w *worker) record(k uint64, start, sent, now time.Time, o accuracy.Outcome) {
 	w.hist.Record(now.Sub(start))
 	w.tally.add(o)
-	if o == OutcomeError && w.firstErr == "" {
+	if o == accuracy.OutcomeError && w.firstErr == "" {
 		w.firstErr = string(w.rep.Str)
 	}
 	if w.check {
-		w.events = append(w.events, Event{Key: k, Send: sent.UnixNano(), Recv: now.UnixNano(), Outcome: o})
+		w.events = append(w.events, accuracy.Event{Key: k, Send: sent.UnixNano(), Recv: now.UnixNano(), Outcome: o})
 	}
 }
 
@@ -69,7 +73,7 @@ func (w *worker) lose(keys []uint64, sent time.Time) {
 		return
 	}
 	for _, k := range keys {
-		w.events = append(w.events, Event{Key: k, Send: sent.UnixNano(), Recv: time.Now().UnixNano(), Outcome: OutcomeUnknown})
+		w.events = append(w.events, accuracy.Event{Key: k, Send: sent.UnixNano(), Recv: time.Now().UnixNano(), Outcome: accuracy.OutcomeUnknown})
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
 // Limit is the rate every decision workload enforces on each key: Limit
@@ -36,11 +39,11 @@ type Workload struct {
 	Inverted bool
 	// Rule is what the accuracy checker holds the replies to; nil when the
 	// workload has no windowed limit to check.
-	Rule *Rule
+	Rule *accuracy.Rule
 }
 
 // Template encodes the workload's command.
-func (w Workload) Template() Template { return NewTemplate(w.Args) }
+func (w Workload) Template() resp.Template { return resp.NewTemplate(w.Args) }
 
 // builder makes a workload for a limit.
 type builder func(name string, l Limit) (Workload, error)
@@ -50,7 +53,7 @@ type builder func(name string, l Limit) (Workload, error)
 func builders() map[string]builder {
 	return map[string]builder{
 		"ping":        plain("PING"),
-		"incr":        plain("INCR", KeyPlaceholder),
+		"incr":        plain("INCR", resp.KeyPlaceholder),
 		"rl.slide":    native("RL.SLIDE", slideArgs, slideRule),
 		"rl.fixed":    native("RL.FIXED", slideArgs, fixedRule),
 		"rl.log":      native("RL.LOG", slideArgs, logRule),
@@ -90,7 +93,7 @@ func NewWorkload(name string, l Limit) (Workload, error) {
 // CustomWorkload runs a command given as a template such as
 // "RL.SLIDE {key} 100 60". Its replies are counted as decisions when they
 // are integer arrays; rule, when not nil, enables the accuracy check.
-func CustomWorkload(template string, rule *Rule) (Workload, error) {
+func CustomWorkload(template string, rule *accuracy.Rule) (Workload, error) {
 	args := strings.Fields(template)
 	if len(args) == 0 {
 		return Workload{}, fmt.Errorf("loadtest: empty command template")
@@ -104,9 +107,9 @@ func plain(args ...string) builder {
 	}
 }
 
-func native(cmd string, args func(Limit) []string, rule func(Limit) *Rule) builder {
+func native(cmd string, args func(Limit) []string, rule func(Limit) *accuracy.Rule) builder {
 	return func(name string, l Limit) (Workload, error) {
-		w := Workload{Name: name, Args: append([]string{cmd, KeyPlaceholder}, args(l)...)}
+		w := Workload{Name: name, Args: append([]string{cmd, resp.KeyPlaceholder}, args(l)...)}
 		if rule != nil {
 			w.Rule = rule(l)
 		}
@@ -114,7 +117,7 @@ func native(cmd string, args func(Limit) []string, rule func(Limit) *Rule) build
 	}
 }
 
-func lua(script string, args func(Limit) []string, rule func(Limit) *Rule) builder {
+func lua(script string, args func(Limit) []string, rule func(Limit) *accuracy.Rule) builder {
 	return func(name string, l Limit) (Workload, error) {
 		s, err := LoadScript(script)
 		if err != nil {
@@ -122,7 +125,7 @@ func lua(script string, args func(Limit) []string, rule func(Limit) *Rule) build
 		}
 		w := Workload{
 			Name:  name,
-			Args:  append([]string{"EVALSHA", s.SHA, "1", KeyPlaceholder}, args(l)...),
+			Args:  append([]string{"EVALSHA", s.SHA, "1", resp.KeyPlaceholder}, args(l)...),
 			Setup: [][]string{{"SCRIPT", "LOAD", s.Source}},
 		}
 		if rule != nil {
@@ -136,7 +139,7 @@ func lua(script string, args func(Limit) []string, rule func(Limit) *Rule) build
 func throttle(name string, l Limit) (Workload, error) {
 	return Workload{
 		Name:     name,
-		Args:     []string{"CL.THROTTLE", KeyPlaceholder, itoa(l.Limit - 1), itoa(l.Limit), secs(l.Window), "1"},
+		Args:     []string{"CL.THROTTLE", resp.KeyPlaceholder, itoa(l.Limit - 1), itoa(l.Limit), secs(l.Window), "1"},
 		Inverted: true,
 		Rule:     bucketRule(l),
 	}, nil
@@ -147,7 +150,7 @@ func check(name string, l Limit) (Workload, error) {
 	policy := "loadtest-slide-" + itoa(l.Limit) + "-" + secs(l.Window)
 	return Workload{
 		Name:  name,
-		Args:  []string{"RL.CHECK", policy, KeyPlaceholder},
+		Args:  []string{"RL.CHECK", policy, resp.KeyPlaceholder},
 		Setup: [][]string{{"RL.POLICY", "SET", policy, "SLIDE", itoa(l.Limit), secs(l.Window)}},
 		Rule:  slideRule(l),
 	}, nil
@@ -165,8 +168,8 @@ func luaBucketArgs(l Limit) []string {
 // (1 s buckets, as RL.SLIDE), "fixed" (aligned, as RL.FIXED), "log" (1 ms
 // buckets, as RL.LOG) or "bucket" (a token bucket of l.Limit refilled
 // l.Limit per l.Window, as RL.TOKEN).
-func RuleFor(kind string, l Limit) (*Rule, error) {
-	rules := map[string]func(Limit) *Rule{"slide": slideRule, "fixed": fixedRule, "log": logRule, "bucket": bucketRule}
+func RuleFor(kind string, l Limit) (*accuracy.Rule, error) {
+	rules := map[string]func(Limit) *accuracy.Rule{"slide": slideRule, "fixed": fixedRule, "log": logRule, "bucket": bucketRule}
 	r, ok := rules[kind]
 	if !ok {
 		return nil, fmt.Errorf("loadtest: no accuracy rule %q (have slide, fixed, log, bucket)", kind)
@@ -177,22 +180,22 @@ func RuleFor(kind string, l Limit) (*Rule, error) {
 	return r(l), nil
 }
 
-func slideRule(l Limit) *Rule {
-	return &Rule{Limit: l.Limit, Unit: time.Second, Units: int64(l.Window / time.Second), Cost: 1}
+func slideRule(l Limit) *accuracy.Rule {
+	return &accuracy.Rule{Limit: l.Limit, Unit: time.Second, Units: int64(l.Window / time.Second), Cost: 1}
 }
 
-func fixedRule(l Limit) *Rule {
+func fixedRule(l Limit) *accuracy.Rule {
 	r := slideRule(l)
 	r.Aligned = true
 	return r
 }
 
-func bucketRule(l Limit) *Rule {
-	return &Rule{Limit: l.Limit, Period: l.Window, Cost: 1}
+func bucketRule(l Limit) *accuracy.Rule {
+	return &accuracy.Rule{Limit: l.Limit, Period: l.Window, Cost: 1}
 }
 
-func logRule(l Limit) *Rule {
-	return &Rule{Limit: l.Limit, Unit: time.Millisecond, Units: l.Window.Milliseconds(), Cost: 1}
+func logRule(l Limit) *accuracy.Rule {
+	return &accuracy.Rule{Limit: l.Limit, Unit: time.Millisecond, Units: l.Window.Milliseconds(), Cost: 1}
 }
 
 func itoa(n int64) string           { return strconv.FormatInt(n, 10) }

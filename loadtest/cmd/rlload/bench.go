@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/loadtest"
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
 )
 
 // benchFlags are the published benchmark's knobs; the defaults are the
@@ -39,7 +40,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.rounds, "rounds", 2, "runs per compare cell, alternating which system goes first; the median is kept (the better of two)")
 }
 
-func (f *benchFlags) config(rl, redis *loadtest.System, progress io.Writer) loadtest.BenchConfig {
+func (f *benchFlags) config(rl, redis *proc.System, progress io.Writer) loadtest.BenchConfig {
 	return loadtest.BenchConfig{
 		Rlstore: rl, Redis: redis, Pairs: loadtest.DefaultPairs(),
 		Conns: f.conns, Duration: f.duration, Depths: []int{1, 16}, SweepDepths: []int{1, 4, 16, 64},
@@ -68,7 +69,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer rl.Close()
 	defer redis.Close()
-	rep, err := loadtest.Bench(ctx, bf.config(rl, redis, stderr), loadtest.DescribeMachine(ctx, sf.redisBin))
+	rep, err := loadtest.Bench(ctx, bf.config(rl, redis, stderr), proc.DescribeMachine(ctx, sf.redisBin))
 	if err != nil {
 		return err
 	}

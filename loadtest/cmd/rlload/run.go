@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/loadtest"
+	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
 // runFlags are the flags only `rlload run` takes.
@@ -64,7 +67,7 @@ func (f *runFlags) workload() (loadtest.Workload, error) {
 	if f.tmpl == "" {
 		return loadtest.NewWorkload(f.test, f.load.lim())
 	}
-	var rule *loadtest.Rule
+	var rule *accuracy.Rule
 	if f.rule != "" {
 		var err error
 		if rule, err = loadtest.RuleFor(f.rule, f.load.lim()); err != nil {
@@ -104,18 +107,18 @@ func runAndReport(ctx context.Context, cfg loadtest.Config, asJSON bool, stdout 
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cl, err := loadtest.Dial(ctx, cfg.Addr)
+	cl, err := resp.Dial(ctx, cfg.Addr)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	before, merr := loadtest.TakeSnapshot(ctx, cl, 0)
+	before, merr := proc.TakeSnapshot(ctx, cl, 0)
 	res, err := loadtest.Run(ctx, cfg)
 	if err != nil && res.Requests == 0 {
 		return err // nothing was measured
 	}
-	if after, aerr := loadtest.TakeSnapshot(ctx, cl, 0); merr == nil && aerr == nil {
-		m := loadtest.Between(before, after)
+	if after, aerr := proc.TakeSnapshot(ctx, cl, 0); merr == nil && aerr == nil {
+		m := proc.Between(before, after)
 		res.Memory = &m
 	}
 	if asJSON {

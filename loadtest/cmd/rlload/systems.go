@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/rlstore/rlstore/loadtest"
+	"github.com/rlstore/rlstore/loadtest/internal/proc"
 )
 
 // systemFlags say where the two servers come from: a binary to start or an
@@ -29,7 +29,7 @@ func (f *systemFlags) register(fs *flag.FlagSet) {
 }
 
 // open returns both systems; the caller closes them.
-func (f *systemFlags) open(ctx context.Context, stderr io.Writer) (rl, redis *loadtest.System, err error) {
+func (f *systemFlags) open(ctx context.Context, stderr io.Writer) (rl, redis *proc.System, err error) {
 	logs := io.Discard
 	if f.serverLogs {
 		logs = stderr
@@ -44,22 +44,22 @@ func (f *systemFlags) open(ctx context.Context, stderr io.Writer) (rl, redis *lo
 	return rl, redis, nil
 }
 
-func (f *systemFlags) rlstore(ctx context.Context, logs io.Writer) (*loadtest.System, error) {
+func (f *systemFlags) rlstore(ctx context.Context, logs io.Writer) (*proc.System, error) {
 	switch {
 	case f.rlstoreAddr != "":
-		return loadtest.AddrSystem("rlstore", f.rlstoreAddr), nil
+		return proc.AddrSystem("rlstore", f.rlstoreAddr), nil
 	case f.rlstoreBin != "":
 		extra := strings.Fields(f.rlstoreArgs)
-		return loadtest.StartSystem(ctx, "rlstore", func(ctx context.Context) (*loadtest.Server, error) {
-			return loadtest.StartRlstore(ctx, f.rlstoreBin, extra, logs)
+		return proc.StartSystem(ctx, "rlstore", func(ctx context.Context) (*proc.Server, error) {
+			return proc.StartRlstore(ctx, f.rlstoreBin, extra, logs)
 		})
 	}
 	return nil, fmt.Errorf("give --rlstore-bin or --rlstore-addr")
 }
 
-func (f *systemFlags) redis(ctx context.Context, logs io.Writer) (*loadtest.System, error) {
+func (f *systemFlags) redis(ctx context.Context, logs io.Writer) (*proc.System, error) {
 	if f.redisAddr != "" {
-		return loadtest.AddrSystem("redis", f.redisAddr), nil
+		return proc.AddrSystem("redis", f.redisAddr), nil
 	}
 	bin := f.redisBin
 	if bin == "" {
@@ -69,7 +69,7 @@ func (f *systemFlags) redis(ctx context.Context, logs io.Writer) (*loadtest.Syst
 		}
 	}
 	f.redisBin = bin
-	return loadtest.StartSystem(ctx, "redis", func(ctx context.Context) (*loadtest.Server, error) {
-		return loadtest.StartRedis(ctx, bin, logs)
+	return proc.StartSystem(ctx, "redis", func(ctx context.Context) (*proc.Server, error) {
+		return proc.StartRedis(ctx, bin, logs)
 	})
 }

@@ -1,9 +1,11 @@
-package loadtest
+package proc
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
 // System is a server under test: either one this process started, which it
@@ -64,7 +66,7 @@ func (s *System) Restart(ctx context.Context) error {
 
 // Flush deletes every key with FLUSHALL.
 func (s *System) Flush(ctx context.Context) error {
-	cl, err := Dial(ctx, s.Addr())
+	cl, err := resp.Dial(ctx, s.Addr())
 	if err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func (s *System) Flush(ctx context.Context) error {
 
 // Snapshot reads the server's memory and key count.
 func (s *System) Snapshot(ctx context.Context) (Snapshot, error) {
-	cl, err := Dial(ctx, s.Addr())
+	cl, err := resp.Dial(ctx, s.Addr())
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -88,7 +90,7 @@ func (s *System) CPU() (time.Duration, error) {
 	if s.srv == nil {
 		return 0, fmt.Errorf("loadtest: %s was not started here", s.Name)
 	}
-	return ProcCPU(s.srv.PID())
+	return CPU(s.srv.PID())
 }
 
 // Close stops a server we started.

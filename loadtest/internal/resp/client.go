@@ -1,4 +1,4 @@
-package loadtest
+package resp
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 type Client struct {
 	nc  net.Conn
 	rd  *Reader
-	buf []byte
-	rep Reply
+	Buf []byte
+	Rep Reply
 }
 
 // Dial connects to addr after checking that it is loopback.
@@ -56,14 +56,14 @@ func (c *Client) Do(ctx context.Context, args ...string) (*Reply, error) {
 		_ = c.nc.SetDeadline(dl)
 		defer c.nc.SetDeadline(time.Time{})
 	}
-	c.buf = AppendCommand(c.buf[:0], args...)
-	if err := c.Write(c.buf); err != nil {
+	c.Buf = AppendCommand(c.Buf[:0], args...)
+	if err := c.Write(c.Buf); err != nil {
 		return nil, err
 	}
-	if err := c.Read(&c.rep); err != nil {
+	if err := c.Read(&c.Rep); err != nil {
 		return nil, err
 	}
-	return &c.rep, nil
+	return &c.Rep, nil
 }
 
 // DoOK sends one command and turns an error reply into an error.

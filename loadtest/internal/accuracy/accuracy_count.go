@@ -1,4 +1,4 @@
-package loadtest
+package accuracy
 
 import "slices"
 
@@ -56,7 +56,7 @@ func upper(s []int64, v int64) int {
 // over finds windows that provably hold more than Limit admitted units.
 // The fullest sliding window can always be slid left until it ends on some
 // admit's last bucket, so only those ends need checking.
-func (acc *Accuracy) over(r Rule, admits []interval) {
+func (acc *Result) over(r Rule, admits []interval) {
 	c := newCounter(admits, r.Units)
 	var worst int64
 	seen := map[int64]bool{}
@@ -79,7 +79,7 @@ func (acc *Accuracy) over(r Rule, admits []interval) {
 const maxSpan = 100_000
 
 // under counts denials that had room whenever they may have been decided.
-func (acc *Accuracy) under(r Rule, maybe, denials []interval) {
+func (acc *Result) under(r Rule, maybe, denials []interval) {
 	c := newCounter(maybe, r.Units)
 	for _, d := range denials {
 		if d.hi-d.lo <= maxSpan && acc.roomThroughout(r, c, d) {
@@ -88,7 +88,7 @@ func (acc *Accuracy) under(r Rule, maybe, denials []interval) {
 	}
 }
 
-func (acc *Accuracy) roomThroughout(r Rule, c counter, d interval) bool {
+func (acc *Result) roomThroughout(r Rule, c counter, d interval) bool {
 	for f := d.lo; f <= d.hi; f++ {
 		a, b := r.window(f)
 		if c.touching(a, b)*r.Cost+r.Cost > r.Limit {

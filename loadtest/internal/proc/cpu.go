@@ -1,4 +1,4 @@
-package loadtest
+package proc
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ const userHZ = 100
 // over its threads. CPU time per request is steadier than throughput on a
 // shared host: other work slows a server down but does not make each
 // request cost more cycles.
-func ProcCPU(pid int) (time.Duration, error) {
+func CPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("loadtest: read CPU time: %w", err)
@@ -41,7 +41,7 @@ func ProcCPU(pid int) (time.Duration, error) {
 
 // selfCPU returns the CPU time this process has used, for the client's own
 // cost per request; 0 when the platform cannot tell.
-func selfCPU() time.Duration {
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

@@ -1,4 +1,4 @@
-package loadtest
+package proc
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
 // Server is a server process this process started on a free loopback port.
@@ -160,7 +162,7 @@ func (s *Server) waitReady(ctx context.Context, limit time.Duration) error {
 func ping(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	cl, err := Dial(ctx, addr)
+	cl, err := resp.Dial(ctx, addr)
 	if err != nil {
 		return err
 	}

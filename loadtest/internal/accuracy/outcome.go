@@ -1,4 +1,4 @@
-package loadtest
+package accuracy
 
 // Outcome is what one request came to, as the client saw it.
 type Outcome uint8

@@ -1,4 +1,4 @@
-package loadtest
+package hist
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package loadtest
+package fakeserver
 
 import (
 	"bufio"
@@ -19,21 +19,21 @@ import (
 // counters decided with the real clock. With barrier > 0, a connection
 // answers nothing until it has received barrier commands, which deadlocks a
 // client that waits for each reply before sending the next command.
-type fakeServer struct {
+type Server struct {
 	ln        net.Listener
 	barrier   int
-	dropAfter int // when > 0, a connection is closed after this many commands
+	DropAfter int // when > 0, a connection is closed after this many commands
 
 	mu     sync.Mutex                 // guards counts and incr
 	counts map[string]map[int64]int64 // key → second → admitted
 	incr   map[string]int64
 }
 
-func startFake(t *testing.T, barrier int) *fakeServer {
+func Start(t *testing.T, barrier int) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := &fakeServer{ln: ln, barrier: barrier, counts: map[string]map[int64]int64{}, incr: map[string]int64{}}
+	s := &Server{ln: ln, barrier: barrier, counts: map[string]map[int64]int64{}, incr: map[string]int64{}}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.serve(&wg) })
 	t.Cleanup(func() {
@@ -43,9 +43,9 @@ func startFake(t *testing.T, barrier int) *fakeServer {
 	return s
 }
 
-func (s *fakeServer) addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-func (s *fakeServer) serve(wg *sync.WaitGroup) {
+func (s *Server) serve(wg *sync.WaitGroup) {
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -62,7 +62,7 @@ func (s *fakeServer) serve(wg *sync.WaitGroup) {
 	}
 }
 
-func (s *fakeServer) handle(c net.Conn) {
+func (s *Server) handle(c net.Conn) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	var out []byte
@@ -74,7 +74,7 @@ func (s *fakeServer) handle(c net.Conn) {
 		}
 		out = append(out, s.reply(args)...)
 		held++
-		if served++; s.dropAfter > 0 && served >= s.dropAfter {
+		if served++; s.DropAfter > 0 && served >= s.DropAfter {
 			return
 		}
 		if held < s.barrier || br.Buffered() > 0 {
@@ -87,7 +87,7 @@ func (s *fakeServer) handle(c net.Conn) {
 	}
 }
 
-func (s *fakeServer) reply(args []string) string {
+func (s *Server) reply(args []string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch strings.ToUpper(args[0]) {
@@ -110,7 +110,7 @@ func (s *fakeServer) reply(args []string) string {
 	return "-ERR unknown command '" + args[0] + "'\r\n"
 }
 
-func (s *fakeServer) slideLocked(key string, limit, window int64) string {
+func (s *Server) slideLocked(key string, limit, window int64) string {
 	now := time.Now().Unix()
 	if s.counts[key] == nil {
 		s.counts[key] = map[int64]int64{}

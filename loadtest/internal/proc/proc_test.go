@@ -1,4 +1,4 @@
-package loadtest
+package proc
 
 import (
 	"os"
@@ -10,10 +10,10 @@ import (
 )
 
 func TestProcCPUOfThisProcess(t *testing.T) {
-	cpu, err := ProcCPU(os.Getpid())
+	cpu, err := CPU(os.Getpid())
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, cpu, time.Duration(0))
-	_, err = ProcCPU(-1)
+	_, err = CPU(-1)
 	assert.Error(t, err)
 }
 

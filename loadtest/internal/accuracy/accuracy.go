@@ -1,4 +1,4 @@
-package loadtest
+package accuracy
 
 import (
 	"slices"
@@ -50,7 +50,7 @@ type Event struct {
 //
 // Slack widens every [Send, Recv] on both sides, for a server whose clock
 // lags or leads the client's (0 on one host).
-type Accuracy struct {
+type Result struct {
 	Rule          Rule          `json:"rule"`
 	Slack         time.Duration `json:"slack_ns"`
 	Keys          int           `json:"keys"`
@@ -69,8 +69,8 @@ type interval struct{ lo, hi int64 }
 
 // CheckAccuracy holds the events of a trace to r. Events are grouped by key;
 // their order does not matter, and events is reordered.
-func CheckAccuracy(r Rule, events []Event, slack time.Duration) Accuracy {
-	acc := Accuracy{Rule: r, Slack: slack, UnderChecked: r.Period == 0}
+func Check(r Rule, events []Event, slack time.Duration) Result {
+	acc := Result{Rule: r, Slack: slack, UnderChecked: r.Period == 0}
 	slices.SortFunc(events, func(a, b Event) int { return cmpUint(a.Key, b.Key) })
 	for len(events) > 0 {
 		n := 1
@@ -94,7 +94,7 @@ func cmpUint(a, b uint64) int {
 }
 
 // addKey checks one key's events.
-func (acc *Accuracy) addKey(r Rule, events []Event, slack time.Duration) {
+func (acc *Result) addKey(r Rule, events []Event, slack time.Duration) {
 	acc.Keys++
 	if r.Period > 0 {
 		acc.addBucketKey(r, events, slack)

@@ -1,4 +1,4 @@
-package loadtest
+package proc
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
 // Memory is a server's footprint before and after a run.
@@ -41,7 +43,7 @@ type Snapshot struct {
 // TakeSnapshot reads the server's RSS, from /proc/<pid>/status when pid > 0
 // (a server this process started) and from INFO memory otherwise, its
 // used_memory when INFO reports it, and its key count from DBSIZE.
-func TakeSnapshot(ctx context.Context, cl *Client, pid int) (Snapshot, error) {
+func TakeSnapshot(ctx context.Context, cl *resp.Client, pid int) (Snapshot, error) {
 	s, err := memorySnapshot(ctx, cl, pid)
 	if err != nil {
 		return s, err
@@ -55,7 +57,7 @@ func TakeSnapshot(ctx context.Context, cl *Client, pid int) (Snapshot, error) {
 }
 
 // memorySnapshot needs INFO memory only when there is no /proc to read.
-func memorySnapshot(ctx context.Context, cl *Client, pid int) (Snapshot, error) {
+func memorySnapshot(ctx context.Context, cl *resp.Client, pid int) (Snapshot, error) {
 	rss, used, err := infoMemory(ctx, cl)
 	if pid <= 0 {
 		return Snapshot{RSS: rss, Used: used, Source: "INFO used_memory_rss"}, err
@@ -103,7 +105,7 @@ func procRSS(pid int) (int64, error) {
 
 // infoMemory reads used_memory_rss, which it requires, and used_memory,
 // which it does not.
-func infoMemory(ctx context.Context, cl *Client) (rss, used int64, err error) {
+func infoMemory(ctx context.Context, cl *resp.Client) (rss, used int64, err error) {
 	rep, err := cl.DoOK(ctx, "INFO", "memory")
 	if err != nil {
 		return 0, 0, err

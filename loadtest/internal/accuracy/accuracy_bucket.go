@@ -1,4 +1,4 @@
-package loadtest
+package accuracy
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 
 // addBucketKey checks one key's events against a token-bucket rule, in
 // nanoseconds relative to the key's first request.
-func (acc *Accuracy) addBucketKey(r Rule, events []Event, slack time.Duration) {
+func (acc *Result) addBucketKey(r Rule, events []Event, slack time.Duration) {
 	base := events[0].Send
 	for _, e := range events {
 		base = min(base, e.Send)
@@ -38,7 +38,7 @@ func (acc *Accuracy) addBucketKey(r Rule, events []Event, slack time.Duration) {
 //
 // splits into a term in k and a term in i, so a suffix maximum over k finds
 // the worst k for every i in linear time.
-func (acc *Accuracy) overBucket(r Rule, admits []interval) {
+func (acc *Result) overBucket(r Rule, admits []interval) {
 	slices.SortFunc(admits, func(a, b interval) int { return cmpInt(a.lo, b.lo) })
 	rate := float64(r.Limit) / float64(r.Period) // units per ns
 	cost := float64(r.Cost)
