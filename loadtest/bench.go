@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 )
 
 // BenchConfig is the published benchmark's recipe. The rlload command
 // holds the defaults.
 type BenchConfig struct {
 	Rlstore, Redis *proc.System
-	Pairs          []Pair
+	Pairs          []report.Pair
 	Conns          int
 	Duration       time.Duration // per run
 	Depths         []int         // the compare table's depths
@@ -40,26 +41,26 @@ type AccuracyPlan struct {
 
 // AccRow is one accuracy run.
 type AccRow struct {
-	System   string  `json:"system"`
-	Workload string  `json:"workload"`
-	Result   *Result `json:"result"`
+	System   string         `json:"system"`
+	Workload string         `json:"workload"`
+	Result   *report.Result `json:"result"`
 }
 
 // BenchReport is everything the benchmark measured.
 type BenchReport struct {
-	Machine  proc.Machine  `json:"machine"`
-	Config   BenchConfig   `json:"-"`
-	Rows     []Row         `json:"rows"`
-	Ceiling  []Row         `json:"ceiling"`
-	Sweep    []Row         `json:"sweep"`
-	Hot      []Row         `json:"hot"`
-	Profile  []string      `json:"profile"`              // rlstore's hottest functions under the first pair at -P 16
-	NoProf   string        `json:"no_profile,omitempty"` // why there is no profile
-	Memory   []MemRow      `json:"memory"`
-	Accuracy []AccRow      `json:"accuracy"`
-	Unserved []string      `json:"unserved"` // decision commands rlstore does not serve yet
-	Started  time.Time     `json:"started"`
-	Took     time.Duration `json:"took_ns"`
+	Machine  proc.Machine    `json:"machine"`
+	Config   BenchConfig     `json:"-"`
+	Rows     []report.Row    `json:"rows"`
+	Ceiling  []report.Row    `json:"ceiling"`
+	Sweep    []report.Row    `json:"sweep"`
+	Hot      []report.Row    `json:"hot"`
+	Profile  []string        `json:"profile"`              // rlstore's hottest functions under the first pair at -P 16
+	NoProf   string          `json:"no_profile,omitempty"` // why there is no profile
+	Memory   []report.MemRow `json:"memory"`
+	Accuracy []AccRow        `json:"accuracy"`
+	Unserved []string        `json:"unserved"` // decision commands rlstore does not serve yet
+	Started  time.Time       `json:"started"`
+	Took     time.Duration   `json:"took_ns"`
 }
 
 // Bench runs the whole benchmark: the compare table, plain-Redis ceilings,
@@ -77,7 +78,7 @@ func Bench(ctx context.Context, cfg BenchConfig, m proc.Machine) (*BenchReport, 
 	return rep, nil
 }
 
-func (cfg BenchConfig) compare(pairs []Pair, depths []int) CompareConfig {
+func (cfg BenchConfig) compare(pairs []report.Pair, depths []int) CompareConfig {
 	return CompareConfig{
 		Rlstore: cfg.Rlstore, Redis: cfg.Redis, Pairs: pairs, Depths: depths,
 		Conns: cfg.Conns, Duration: cfg.Duration,
@@ -102,7 +103,9 @@ func benchCompare(ctx context.Context, rep *BenchReport) error {
 }
 
 // ceilingPairs are plain commands: what RESP costs with no decision at all.
-func ceilingPairs() []Pair { return []Pair{{"ping", "ping"}, {"", "incr"}} }
+func ceilingPairs() []report.Pair {
+	return []report.Pair{{Native: "ping", Redis: "ping"}, {Native: "", Redis: "incr"}}
+}
 
 func benchCeiling(ctx context.Context, rep *BenchReport) error {
 	var err error
@@ -118,7 +121,7 @@ func benchSweep(ctx context.Context, rep *BenchReport) error {
 			extra = append(extra, d)
 		}
 	}
-	pairs := []Pair{rep.Config.Pairs[0], {"", "incr"}}
+	pairs := []report.Pair{rep.Config.Pairs[0], {Native: "", Redis: "incr"}}
 	var err error
 	rep.Sweep, err = Compare(ctx, rep.Config.compare(pairs, extra))
 	return err
@@ -162,9 +165,9 @@ func benchProfile(ctx context.Context, rep *BenchReport) error {
 
 // ChartSeries returns the chart's lines: the first pair on both systems and
 // Redis INCR, over every depth measured.
-func (rep *BenchReport) ChartSeries() []Series {
+func (rep *BenchReport) ChartSeries() []report.Series {
 	first := rep.Config.Pairs[0]
-	var native, lua, incr []*Result
+	var native, lua, incr []*report.Result
 	for _, r := range slices.Concat(rep.Rows, rep.Ceiling, rep.Sweep) {
 		switch {
 		case r.Native == first.Native && r.Native != "":
@@ -173,17 +176,17 @@ func (rep *BenchReport) ChartSeries() []Series {
 			incr = append(incr, r.RedisRes)
 		}
 	}
-	for _, rs := range [][]*Result{native, lua, incr} {
-		slices.SortFunc(rs, func(a, b *Result) int { return depthOf(a) - depthOf(b) })
+	for _, rs := range [][]*report.Result{native, lua, incr} {
+		slices.SortFunc(rs, func(a, b *report.Result) int { return depthOf(a) - depthOf(b) })
 	}
-	return []Series{
-		SeriesFrom("rlstore "+first.Native, native),
-		SeriesFrom("Redis+Lua "+first.Redis, lua),
-		SeriesFrom("Redis INCR (no decision)", incr),
+	return []report.Series{
+		report.SeriesFrom("rlstore "+first.Native, native),
+		report.SeriesFrom("Redis+Lua "+first.Redis, lua),
+		report.SeriesFrom("Redis INCR (no decision)", incr),
 	}
 }
 
-func depthOf(r *Result) int {
+func depthOf(r *report.Result) int {
 	if r == nil {
 		return 0
 	}
@@ -197,7 +200,7 @@ func benchMemory(ctx context.Context, rep *BenchReport) error {
 		if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
 			continue
 		}
-		row := MemRow{Pair: p, Keys: cfg.MemKeys}
+		row := report.MemRow{Pair: p, Keys: cfg.MemKeys}
 		var err error
 		if row.Rlstore, err = MemoryPerKey(ctx, cfg.Rlstore, p.Native, MemLimit(), cfg.MemKeys, cfg.Progress); err != nil {
 			return fmt.Errorf("loadtest: memory of %s: %w", p.Native, err)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 )
 
 // MarkdownOptions are what the report says about how it was made.
@@ -25,22 +27,22 @@ func (rep *BenchReport) WriteMarkdown(w io.Writer, o MarkdownOptions) {
 	p("## rlstore against Redis+Lua\n")
 	p("%d connections, keys uniform over %d, limit %d per %s per key; %s. Ratios are rlstore / Redis.\n",
 		rep.Config.Conns, rep.Config.Keyspace, rep.Config.Limit.Limit, windowText(rep.Config.Limit.Window), roundsText(rep.Config.Rounds))
-	MarkdownCompare(w, rep.Rows)
+	report.MarkdownCompare(w, rep.Rows)
 	if len(rep.Unserved) > 0 {
 		p("\nNot served by rlstore at this commit, so not compared: %s.", strings.Join(rep.Unserved, ", "))
 	}
 	p("\n### One hot key\n")
 	p("Every request on the same key, so every decision contends for it; the limit is the same, so nearly all are denied.\n")
-	MarkdownCompare(w, rep.Hot)
+	report.MarkdownCompare(w, rep.Hot)
 	p("\n### Ceiling: plain commands, no decision\n")
-	MarkdownCompare(w, rep.Ceiling)
+	report.MarkdownCompare(w, rep.Ceiling)
 	p("\n## Chart\n")
 	p("![throughput and p99 by pipeline depth](%s)\n", o.Chart)
 	p("## Memory per key\n")
 	ml := MemLimit()
 	p("One request to each of %d fresh keys (`m:0` … `m:%d`, limit %d per %s, so that no key expires during the fill); %s\n",
 		rep.Config.MemKeys, rep.Config.MemKeys-1, ml.Limit, windowText(ml.Window), rep.memoryBasis())
-	MarkdownMemory(w, rep.Memory)
+	report.MarkdownMemory(w, rep.Memory)
 	rep.writeAccuracy(p)
 	rep.writeTargets(p)
 	rep.writeProfile(p)
@@ -103,7 +105,7 @@ func windowText(d time.Duration) string { return fmt.Sprintf("%d s", int64(d/tim
 func (rep *BenchReport) clientCost() string {
 	var parts []string
 	for _, r := range rep.Rows {
-		for _, res := range []*Result{r.Rlstore, r.RedisRes} {
+		for _, res := range []*report.Result{r.Rlstore, r.RedisRes} {
 			if res != nil && res.Requests > 0 && r.Native == rep.Config.Pairs[0].Native {
 				parts = append(parts, fmt.Sprintf("%.2f µs at -P %d against %s", float64(res.ClientCPU)/float64(res.Requests)/1e3, r.Pipeline, res.Target))
 			}

@@ -1,6 +1,10 @@
 package loadtest
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rlstore/rlstore/loadtest/internal/report"
+)
 
 // Target is one goal from the benchmark issue, measured and not asserted.
 type Target struct {
@@ -25,29 +29,29 @@ func (rep *BenchReport) Targets() []Target {
 	return ts
 }
 
-func (rep *BenchReport) row(rows []Row, native string, depth int) Row {
+func (rep *BenchReport) row(rows []report.Row, native string, depth int) report.Row {
 	for _, r := range rows {
 		if r.Native == native && r.Pipeline == depth {
 			return r
 		}
 	}
-	return Row{}
+	return report.Row{}
 }
 
-func tputTarget(goal string, a, b *Result, want float64) Target {
+func tputTarget(goal string, a, b *report.Result, want float64) Target {
 	t := Target{Goal: goal, Known: a != nil && b != nil}
 	if t.Known {
 		got := a.Throughput / b.Throughput
 		t.Met = got >= want
-		t.Measured = fmt.Sprintf("%.2f× (%s/s vs %s/s)", got, humanCount(a.Throughput), humanCount(b.Throughput))
+		t.Measured = fmt.Sprintf("%.2f× (%s/s vs %s/s)", got, report.HumanCount(a.Throughput), report.HumanCount(b.Throughput))
 		if ca, cb := a.CPUPerRequest(), b.CPUPerRequest(); ca > 0 && cb > 0 {
-			t.ByCPU = fmt.Sprintf("%.2f× (%s vs %s)", float64(cb)/float64(ca), cpuCell(b), cpuCell(a))
+			t.ByCPU = fmt.Sprintf("%.2f× (%s vs %s)", float64(cb)/float64(ca), report.CPUCell(b), report.CPUCell(a))
 		}
 	}
 	return t
 }
 
-func (rep *BenchReport) memTarget(first Pair) Target {
+func (rep *BenchReport) memTarget(first report.Pair) Target {
 	t := Target{Goal: "memory per key ≤ 0.4× Redis+Lua (" + first.Native + ")"}
 	for _, m := range rep.Memory {
 		if m.Native == first.Native && m.Rlstore != nil && m.Redis != nil && m.Redis.BytesPerKey > 0 {

@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 )
 
 // DefaultPairs lists every rlstore decision command with its Lua
 // counterpart. RL.CHECK runs a one-rule SLIDE policy, so it faces the
 // sliding-window script; RL.TOKEN and CL.THROTTLE are both GCRA.
-func DefaultPairs() []Pair {
-	return []Pair{
-		{"rl.slide", "lua.slide"},
-		{"rl.token", "lua.gcra"},
-		{"rl.fixed", "lua.fixed"},
-		{"rl.log", "lua.log"},
-		{"rl.leaky", ""},
-		{"cl.throttle", "lua.gcra"},
-		{"rl.check", "lua.slide"},
+func DefaultPairs() []report.Pair {
+	return []report.Pair{
+		{Native: "rl.slide", Redis: "lua.slide"},
+		{Native: "rl.token", Redis: "lua.gcra"},
+		{Native: "rl.fixed", Redis: "lua.fixed"},
+		{Native: "rl.log", Redis: "lua.log"},
+		{Native: "rl.leaky", Redis: ""},
+		{Native: "cl.throttle", Redis: "lua.gcra"},
+		{Native: "rl.check", Redis: "lua.slide"},
 	}
 }
 
@@ -29,7 +30,7 @@ func DefaultPairs() []Pair {
 // systems, alternating which goes first.
 type CompareConfig struct {
 	Rlstore, Redis *proc.System
-	Pairs          []Pair
+	Pairs          []report.Pair
 	Depths         []int
 	Conns          int
 	Duration       time.Duration
@@ -42,11 +43,11 @@ type CompareConfig struct {
 
 // Compare runs the comparison. A workload a system does not serve leaves
 // its cell empty.
-func Compare(ctx context.Context, cfg CompareConfig) ([]Row, error) {
-	var rows []Row
+func Compare(ctx context.Context, cfg CompareConfig) ([]report.Row, error) {
+	var rows []report.Row
 	for _, p := range cfg.Pairs {
 		for _, depth := range cfg.Depths {
-			row := Row{Pair: p, Pipeline: depth}
+			row := report.Row{Pair: p, Pipeline: depth}
 			var err error
 			if row.Rlstore, row.RedisRes, err = compareCell(ctx, cfg, p, depth); err != nil {
 				return rows, err
@@ -57,11 +58,11 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Row, error) {
 	return rows, nil
 }
 
-func compareCell(ctx context.Context, cfg CompareConfig, p Pair, depth int) (*Result, *Result, error) {
+func compareCell(ctx context.Context, cfg CompareConfig, p report.Pair, depth int) (*report.Result, *report.Result, error) {
 	if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
 		return nil, nil, nil // nothing to compare Redis with
 	}
-	var mine, theirs []Result
+	var mine, theirs []report.Result
 	for round := range max(cfg.Rounds, 1) {
 		order := []bool{true, false}
 		if round%2 == 1 {
@@ -94,7 +95,7 @@ func (cfg CompareConfig) runConfig(depth int) Config {
 // runOrRecord runs like RunOn, but a run that fails once under way becomes
 // a result carrying the failure, and a server we started is restarted, so
 // one crash shows in the table instead of ending the comparison.
-func runOrRecord(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*Result, error) {
+func runOrRecord(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*report.Result, error) {
 	res, err := RunOn(ctx, sys, name, lim, base)
 	if err == nil || res == nil || ctx.Err() != nil {
 		return res, err
@@ -111,7 +112,7 @@ func runOrRecord(ctx context.Context, sys *proc.System, name string, lim Limit, 
 // RunOn runs the named workload enforcing lim on sys with base's load
 // shape, after emptying the server. It returns nil, nil when name is "" or
 // the server does not know the command.
-func RunOn(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*Result, error) {
+func RunOn(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*report.Result, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -155,11 +156,11 @@ func Serves(ctx context.Context, sys *proc.System, name string, lim Limit) bool 
 }
 
 // median returns the result with the median throughput, nil for none.
-func median(rs []Result) *Result {
+func median(rs []report.Result) *report.Result {
 	if len(rs) == 0 {
 		return nil
 	}
-	slices.SortFunc(rs, func(a, b Result) int {
+	slices.SortFunc(rs, func(a, b report.Result) int {
 		switch {
 		case a.Throughput < b.Throughput:
 			return -1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlstore/rlstore/loadtest/internal/fakeserver"
 	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,7 +40,7 @@ func TestBenchPipeline(t *testing.T) {
 	defer cancel()
 	cfg := BenchConfig{
 		Rlstore: rl, Redis: redis,
-		Pairs: []Pair{{"lua.slide", "lua.slide"}, {"rl.slide", "lua.slide"}, {"lua.gcra", ""}},
+		Pairs: []report.Pair{{Native: "lua.slide", Redis: "lua.slide"}, {Native: "rl.slide", Redis: "lua.slide"}, {Native: "lua.gcra", Redis: ""}},
 		Conns: 2, Duration: 100 * time.Millisecond, Depths: []int{1, 16}, SweepDepths: []int{1, 4, 16},
 		Keyspace: 1000, Limit: Limit{Limit: 100, Window: time.Minute}, MemKeys: 2000,
 		Acc: AccuracyPlan{Keys: 3, Limit: Limit{Limit: 10, Window: time.Second}, Conns: 2, Pipeline: 2, Duration: 300 * time.Millisecond},
@@ -74,7 +75,7 @@ func TestBenchPipeline(t *testing.T) {
 		assert.Contains(t, md.String(), want)
 	}
 	var text bytes.Buffer
-	WriteCompare(&text, rep.Rows, rep.Memory)
+	report.WriteCompare(&text, rep.Rows, rep.Memory)
 	assert.Equal(t, 1+len(rep.Rows)+2+len(rep.Memory), strings.Count(text.String(), "\n"))
 }
 
@@ -106,6 +107,6 @@ func TestCompareRecordsARunThatBreaksOff(t *testing.T) {
 	require.NoError(t, err, "a broken run is a result, not the end of the comparison")
 	require.NotNil(t, res)
 	assert.NotEmpty(t, res.RunError)
-	_, cell := tput(res)
+	_, cell := report.Tput(res)
 	assert.Contains(t, cell, "failed")
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 )
 
 // progress prints one line a second until stop is closed.
@@ -24,7 +26,7 @@ func progress(out io.Writer, name string, workers []*worker, start time.Time, st
 				errs += w.live.errors.Load()
 			}
 			fmt.Fprintf(out, "rlload: %s %4.0fs %10d req %10s/s allowed %d denied %d errors %d\n",
-				name, now.Sub(start).Seconds(), req, humanCount(float64(req-last)), ok, no, errs)
+				name, now.Sub(start).Seconds(), req, report.HumanCount(float64(req-last)), ok, no, errs)
 			last = req
 		}
 	}

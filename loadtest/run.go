@@ -10,6 +10,7 @@ import (
 	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
 	"github.com/rlstore/rlstore/loadtest/internal/hist"
 	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
@@ -20,16 +21,16 @@ const ioGrace = 10 * time.Second
 // Run sends cfg's workload and measures it. It runs the workload's setup
 // commands first, dials every connection before the clock starts, and stops
 // by itself once the request count or the duration is reached.
-func Run(ctx context.Context, cfg Config) (Result, error) {
+func Run(ctx context.Context, cfg Config) (report.Result, error) {
 	if err := cfg.Validate(); err != nil {
-		return Result{}, err
+		return report.Result{}, err
 	}
 	if err := setup(ctx, cfg); err != nil {
-		return Result{}, err
+		return report.Result{}, err
 	}
 	clients, err := dialAll(ctx, cfg.Addr, cfg.Conns)
 	if err != nil {
-		return Result{}, err
+		return report.Result{}, err
 	}
 	defer closeAll(clients)
 	workers := make([]*worker, len(clients))
@@ -124,11 +125,11 @@ func closeAllWorkers(workers []*worker) {
 }
 
 // collect sums the workers' measurements.
-func collect(cfg Config, workers []*worker, elapsed time.Duration) Result {
+func collect(cfg Config, workers []*worker, elapsed time.Duration) report.Result {
 	var h, lag hist.Histogram
 	var t tally
 	var events []accuracy.Event
-	r := Result{
+	r := report.Result{
 		Workload: cfg.Workload.Name, Target: cfg.Addr, Conns: cfg.Conns, Pipeline: cfg.Pipeline,
 		Rate: cfg.Rate, Dist: cfg.Keys.Dist, Keyspace: cfg.Keys.N, Elapsed: elapsed,
 	}

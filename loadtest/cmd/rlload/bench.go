@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlstore/rlstore/loadtest"
 	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 )
 
 // benchFlags are the published benchmark's knobs; the defaults are the
@@ -78,7 +79,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func writeBench(rep *loadtest.BenchReport, bf benchFlags, stdout io.Writer) error {
 	var chart bytes.Buffer
-	if err := loadtest.WriteSVG(&chart, "RL.SLIDE vs Redis+Lua sliding window, 50 connections", rep.ChartSeries()); err != nil {
+	if err := report.WriteSVG(&chart, "RL.SLIDE vs Redis+Lua sliding window, 50 connections", rep.ChartSeries()); err != nil {
 		return err
 	}
 	if err := os.WriteFile(bf.chart, chart.Bytes(), 0o644); err != nil {

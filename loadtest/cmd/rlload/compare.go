@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/rlstore/rlstore/loadtest"
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 )
 
 func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -58,14 +59,14 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // choosePairs picks the default pairs named in list, or all of them.
-func choosePairs(list string) ([]loadtest.Pair, error) {
+func choosePairs(list string) ([]report.Pair, error) {
 	all := loadtest.DefaultPairs()
 	if list == "" {
 		return all, nil
 	}
-	var out []loadtest.Pair
+	var out []report.Pair
 	for _, name := range splitList(list) {
-		i := slices.IndexFunc(all, func(p loadtest.Pair) bool { return p.Native == name })
+		i := slices.IndexFunc(all, func(p report.Pair) bool { return p.Native == name })
 		if i < 0 {
 			return nil, fmt.Errorf("no comparison for %q", name)
 		}
@@ -74,13 +75,13 @@ func choosePairs(list string) ([]loadtest.Pair, error) {
 	return out, nil
 }
 
-func memoryRows(ctx context.Context, cfg loadtest.CompareConfig, n uint64) ([]loadtest.MemRow, error) {
+func memoryRows(ctx context.Context, cfg loadtest.CompareConfig, n uint64) ([]report.MemRow, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	var rows []loadtest.MemRow
+	var rows []report.MemRow
 	for _, p := range cfg.Pairs {
-		row := loadtest.MemRow{Pair: p, Keys: n}
+		row := report.MemRow{Pair: p, Keys: n}
 		var err error
 		if row.Rlstore, err = loadtest.MemoryPerKey(ctx, cfg.Rlstore, p.Native, loadtest.MemLimit(), n, nil); err != nil {
 			return nil, err
@@ -93,7 +94,7 @@ func memoryRows(ctx context.Context, cfg loadtest.CompareConfig, n uint64) ([]lo
 	return rows, nil
 }
 
-func reportCompare(stdout io.Writer, lf loadFlags, rows []loadtest.Row, mem []loadtest.MemRow) error {
+func reportCompare(stdout io.Writer, lf loadFlags, rows []report.Row, mem []report.MemRow) error {
 	if lf.svgOut != "" {
 		if err := writeChart(lf.svgOut, rows); err != nil {
 			return err
@@ -103,21 +104,21 @@ func reportCompare(stdout io.Writer, lf loadFlags, rows []loadtest.Row, mem []lo
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Rows   []loadtest.Row    `json:"rows"`
-			Memory []loadtest.MemRow `json:"memory"`
+			Rows   []report.Row    `json:"rows"`
+			Memory []report.MemRow `json:"memory"`
 		}{rows, mem})
 	}
-	loadtest.WriteCompare(stdout, rows, mem)
+	report.WriteCompare(stdout, rows, mem)
 	return nil
 }
 
 // writeChart draws the first pair's rows on both systems.
-func writeChart(path string, rows []loadtest.Row) error {
+func writeChart(path string, rows []report.Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	first := rows[0].Pair
-	var native, lua []*loadtest.Result
+	var native, lua []*report.Result
 	for _, r := range rows {
 		if r.Pair == first {
 			native, lua = append(native, r.Rlstore), append(lua, r.RedisRes)
@@ -128,8 +129,8 @@ func writeChart(path string, rows []loadtest.Row) error {
 		return err
 	}
 	defer f.Close()
-	series := []loadtest.Series{loadtest.SeriesFrom("rlstore "+first.Native, native), loadtest.SeriesFrom("Redis+Lua "+first.Redis, lua)}
-	if err := loadtest.WriteSVG(f, first.Native+" vs Redis+Lua "+first.Redis, series); err != nil {
+	series := []report.Series{report.SeriesFrom("rlstore "+first.Native, native), report.SeriesFrom("Redis+Lua "+first.Redis, lua)}
+	if err := report.WriteSVG(f, first.Native+" vs Redis+Lua "+first.Redis, series); err != nil {
 		return err
 	}
 	return f.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/rlstore/rlstore/loadtest"
 	"github.com/rlstore/rlstore/loadtest/internal/accuracy"
 	"github.com/rlstore/rlstore/loadtest/internal/proc"
+	"github.com/rlstore/rlstore/loadtest/internal/report"
 	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
@@ -128,7 +129,7 @@ func runAndReport(ctx context.Context, cfg loadtest.Config, asJSON bool, stdout 
 			return jerr
 		}
 	} else {
-		loadtest.WriteResult(stdout, res)
+		report.Write(stdout, res)
 	}
 	return err
 }

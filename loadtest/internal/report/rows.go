@@ -1,4 +1,4 @@
-package loadtest
+package report
 
 // Pair is an rlstore workload and the Redis workload doing the same job;
 // Redis is "" when Redis+Lua has no counterpart.

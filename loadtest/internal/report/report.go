@@ -1,4 +1,4 @@
-package loadtest
+package report
 
 import (
 	"fmt"
@@ -11,14 +11,14 @@ import (
 )
 
 // WriteResult prints one run as a human-readable table.
-func WriteResult(out io.Writer, r Result) {
+func Write(out io.Writer, r Result) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k, format string, v ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, v...)...) }
 	row("workload", "%s on %s", r.Workload, r.Target)
 	row("load", "%s", loadShape(r))
 	row("keys", "%d, %s", r.Keyspace, r.Dist)
 	row("requests", "%d in %.2fs", r.Requests, r.Elapsed.Seconds())
-	row("throughput", "%s/s", humanCount(r.Throughput))
+	row("throughput", "%s/s", HumanCount(r.Throughput))
 	row("allowed / denied", "%d / %d", r.Allowed, r.Denied)
 	row("errors", "%d %s", r.Errors, r.FirstError)
 	if r.Requests > 0 {
@@ -63,7 +63,7 @@ func perKeyNote(m *proc.Memory) string {
 
 func loadShape(r Result) string {
 	if r.Rate > 0 {
-		return fmt.Sprintf("open loop at %s/s over %d conns, up to %d per write", humanCount(r.Rate), r.Conns, r.Pipeline)
+		return fmt.Sprintf("open loop at %s/s over %d conns, up to %d per write", HumanCount(r.Rate), r.Conns, r.Pipeline)
 	}
 	return fmt.Sprintf("closed loop, %d conns × pipeline %d", r.Conns, r.Pipeline)
 }
@@ -93,7 +93,7 @@ func Bytes(n int64) string {
 }
 
 // humanCount formats n with a k or M suffix.
-func humanCount(n float64) string {
+func HumanCount(n float64) string {
 	switch {
 	case n >= 1e6:
 		return fmt.Sprintf("%.2fM", n/1e6)

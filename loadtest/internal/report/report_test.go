@@ -1,4 +1,4 @@
-package loadtest
+package report
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 
 func sampleResult() Result {
 	return Result{
-		Workload: "rl.slide", Target: "127.0.0.1:6379", Conns: 50, Pipeline: 16, Dist: DistUniform, Keyspace: 100,
+		Workload: "rl.slide", Target: "127.0.0.1:6379", Conns: 50, Pipeline: 16, Dist: "uniform", Keyspace: 100,
 		Requests: 1000, Allowed: 900, Denied: 100, Elapsed: time.Second, Throughput: 1000,
 		Latency:  hist.Percentiles{P50: 500 * time.Microsecond, P90: time.Millisecond, P99: 2 * time.Millisecond, P999: 3 * time.Millisecond, Max: 4 * time.Millisecond},
 		Memory:   &proc.Memory{Source: "/proc VmRSS", Basis: "RSS", RSSBefore: 1 << 20, RSSAfter: 2 << 20, KeysAfter: 20000, BytesPerKey: 52.4},
@@ -25,7 +25,7 @@ func sampleResult() Result {
 
 func TestWriteResult(t *testing.T) {
 	var b strings.Builder
-	WriteResult(&b, sampleResult())
+	Write(&b, sampleResult())
 	out := b.String()
 	for _, want := range []string{"rl.slide on 127.0.0.1:6379", "50 conns × pipeline 16", "1.0k/s", "900 / 100",
 		"p99 2ms", "52 B/key by RSS", "over-admission    0 units", "under-admission   0 denials"} {
@@ -47,7 +47,7 @@ func TestFormatting(t *testing.T) {
 	assert.Equal(t, "1.5ms", Dur(1500*time.Microsecond))
 	assert.Equal(t, "2s", Dur(2*time.Second))
 	assert.Equal(t, "1.5KiB", Bytes(1536))
-	assert.Equal(t, "1.20M", humanCount(1.2e6))
+	assert.Equal(t, "1.20M", HumanCount(1.2e6))
 	assert.Equal(t, "—", ratio(1, 0, true, true))
 	assert.Equal(t, "2.00×", ratio(2, 1, true, true))
 	assert.Equal(t, "500k", tickCount(5e5))

@@ -1,4 +1,4 @@
-package loadtest
+package report
 
 import (
 	"fmt"
@@ -25,14 +25,14 @@ func ratio(a, b float64, okA, okB bool) string {
 	return fmt.Sprintf("%.2f×", a/b)
 }
 
-func tput(r *Result) (float64, string) {
+func Tput(r *Result) (float64, string) {
 	if r == nil {
 		return 0, "—"
 	}
 	if r.RunError != "" {
 		return r.Throughput, "failed: " + r.RunError
 	}
-	return r.Throughput, humanCount(r.Throughput) + "/s"
+	return r.Throughput, HumanCount(r.Throughput) + "/s"
 }
 
 func p99(r *Result) (float64, string) {
@@ -58,8 +58,8 @@ func perKey(m *proc.Memory) (float64, string) {
 
 // compareCells returns one row's cells: throughput, p99 and their ratios.
 func compareCells(r Row) []string {
-	a, as := tput(r.Rlstore)
-	b, bs := tput(r.RedisRes)
+	a, as := Tput(r.Rlstore)
+	b, bs := Tput(r.RedisRes)
 	c, cs := p99(r.Rlstore)
 	d, ds := p99(r.RedisRes)
 	redis := r.Redis
@@ -70,12 +70,12 @@ func compareCells(r Row) []string {
 		r.Native, redis, fmt.Sprint(r.Pipeline),
 		as, bs, ratio(a, b, r.Rlstore != nil, r.RedisRes != nil),
 		cs, ds, ratio(c, d, r.Rlstore != nil, r.RedisRes != nil),
-		cpuCell(r.Rlstore), cpuCell(r.RedisRes),
+		CPUCell(r.Rlstore), CPUCell(r.RedisRes),
 		denyShare(r.Rlstore), denyShare(r.RedisRes),
 	}
 }
 
-func cpuCell(r *Result) string {
+func CPUCell(r *Result) string {
 	if c := r.CPUPerRequest(); c > 0 {
 		return fmt.Sprintf("%.2f µs", float64(c)/1e3)
 	}
