@@ -145,7 +145,7 @@ func benchProfile(ctx context.Context, rep *BenchReport) error {
 		rep.NoProf = "profiling was turned off"
 		return nil
 	}
-	if !cfg.Rlstore.Owned() || !Serves(ctx, cfg.Rlstore, cfg.Pairs[0].Native, cfg.Limit) {
+	if !cfg.Rlstore.Owned() || !serves(ctx, cfg.Rlstore, cfg.Pairs[0].Native, cfg.Limit) {
 		rep.NoProf = "rlstore was not started by rlload, or does not serve " + cfg.Pairs[0].Native
 		return nil
 	}
@@ -153,7 +153,7 @@ func benchProfile(ctx context.Context, rep *BenchReport) error {
 	run.Duration, run.Progress = cfg.ProfileFor+time.Second, nil
 	done := make(chan error, 1)
 	go func() {
-		_, err := RunOn(ctx, cfg.Rlstore, cfg.Pairs[0].Native, cfg.Limit, run)
+		_, err := runOn(ctx, cfg.Rlstore, cfg.Pairs[0].Native, cfg.Limit, run)
 		done <- err
 	}()
 	var err error
@@ -197,7 +197,7 @@ func benchMemory(ctx context.Context, rep *BenchReport) error {
 	cfg := rep.Config
 	redis := map[string]*proc.Memory{} // scripts shared by two pairs are measured once
 	for _, p := range cfg.Pairs {
-		if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
+		if !serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
 			continue
 		}
 		row := report.MemRow{Pair: p, Keys: cfg.MemKeys}
@@ -223,7 +223,7 @@ func benchMemory(ctx context.Context, rep *BenchReport) error {
 func benchAccuracy(ctx context.Context, rep *BenchReport) error {
 	cfg := rep.Config
 	for _, p := range cfg.Pairs {
-		if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Acc.Limit) {
+		if !serves(ctx, cfg.Rlstore, p.Native, cfg.Acc.Limit) {
 			continue
 		}
 		for _, job := range []AccRow{{System: cfg.Rlstore.Name, Workload: p.Native}, {System: cfg.Redis.Name, Workload: p.Redis}} {
@@ -255,7 +255,7 @@ func accuracyRun(ctx context.Context, cfg BenchConfig, sys *proc.System, name st
 		return nil, err
 	}
 	a := cfg.Acc
-	res, err := RunOn(ctx, sys, name, a.Limit, Config{
+	res, err := runOn(ctx, sys, name, a.Limit, Config{
 		Keys:  KeySpec{Prefix: "acc:", N: a.Keys, Dist: DistUniform},
 		Conns: a.Conns, Pipeline: a.Pipeline, Duration: a.Duration, Check: true, Progress: cfg.Progress, Seed: 1,
 	})

@@ -7,7 +7,7 @@ import (
 )
 
 // Target is one goal from the benchmark issue, measured and not asserted.
-type Target struct {
+type target struct {
 	Goal     string
 	Measured string
 	ByCPU    string // the same ratio in server CPU per request, steadier on a shared host
@@ -16,11 +16,11 @@ type Target struct {
 }
 
 // Targets checks the issue's goals for the first pair (RL.SLIDE).
-func (rep *BenchReport) Targets() []Target {
+func (rep *BenchReport) Targets() []target {
 	first := rep.Config.Pairs[0]
 	p1, p16 := rep.row(rep.Rows, first.Native, 1), rep.row(rep.Rows, first.Native, 16)
 	incr16 := rep.row(rep.Ceiling, "", 16)
-	var ts []Target
+	var ts []target
 	ts = append(ts, tputTarget(fmt.Sprintf("%s at -P 16 ≥ 10× Redis+Lua", first.Native), p16.Rlstore, p16.RedisRes, 10))
 	ts = append(ts, tputTarget(fmt.Sprintf("%s at -P 16 ≥ 0.7× Redis INCR", first.Native), p16.Rlstore, incr16.RedisRes, 0.7))
 	ts = append(ts, tputTarget(fmt.Sprintf("%s at -P 1 ≥ 1.2× Redis+Lua", first.Native), p1.Rlstore, p1.RedisRes, 1.2))
@@ -38,8 +38,8 @@ func (rep *BenchReport) row(rows []report.Row, native string, depth int) report.
 	return report.Row{}
 }
 
-func tputTarget(goal string, a, b *report.Result, want float64) Target {
-	t := Target{Goal: goal, Known: a != nil && b != nil}
+func tputTarget(goal string, a, b *report.Result, want float64) target {
+	t := target{Goal: goal, Known: a != nil && b != nil}
 	if t.Known {
 		got := a.Throughput / b.Throughput
 		t.Met = got >= want
@@ -51,8 +51,8 @@ func tputTarget(goal string, a, b *report.Result, want float64) Target {
 	return t
 }
 
-func (rep *BenchReport) memTarget(first report.Pair) Target {
-	t := Target{Goal: "memory per key ≤ 0.4× Redis+Lua (" + first.Native + ")"}
+func (rep *BenchReport) memTarget(first report.Pair) target {
+	t := target{Goal: "memory per key ≤ 0.4× Redis+Lua (" + first.Native + ")"}
 	for _, m := range rep.Memory {
 		if m.Native == first.Native && m.Rlstore != nil && m.Redis != nil && m.Redis.BytesPerKey > 0 {
 			got := m.Rlstore.BytesPerKey / m.Redis.BytesPerKey
@@ -63,8 +63,8 @@ func (rep *BenchReport) memTarget(first report.Pair) Target {
 	return t
 }
 
-func (rep *BenchReport) overTarget() Target {
-	t := Target{Goal: "0 over-admissions (rlstore)"}
+func (rep *BenchReport) overTarget() target {
+	t := target{Goal: "0 over-admissions (rlstore)"}
 	var over, runs int64
 	for _, r := range rep.Accuracy {
 		if r.System == "rlstore" {

@@ -59,7 +59,7 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]report.Row, error) {
 }
 
 func compareCell(ctx context.Context, cfg CompareConfig, p report.Pair, depth int) (*report.Result, *report.Result, error) {
-	if !Serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
+	if !serves(ctx, cfg.Rlstore, p.Native, cfg.Limit) {
 		return nil, nil, nil // nothing to compare Redis with
 	}
 	var mine, theirs []report.Result
@@ -96,7 +96,7 @@ func (cfg CompareConfig) runConfig(depth int) Config {
 // a result carrying the failure, and a server we started is restarted, so
 // one crash shows in the table instead of ending the comparison.
 func runOrRecord(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*report.Result, error) {
-	res, err := RunOn(ctx, sys, name, lim, base)
+	res, err := runOn(ctx, sys, name, lim, base)
 	if err == nil || res == nil || ctx.Err() != nil {
 		return res, err
 	}
@@ -109,10 +109,10 @@ func runOrRecord(ctx context.Context, sys *proc.System, name string, lim Limit, 
 	return res, nil
 }
 
-// RunOn runs the named workload enforcing lim on sys with base's load
+// runOn runs the named workload enforcing lim on sys with base's load
 // shape, after emptying the server. It returns nil, nil when name is "" or
 // the server does not know the command.
-func RunOn(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*report.Result, error) {
+func runOn(ctx context.Context, sys *proc.System, name string, lim Limit, base Config) (*report.Result, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -120,7 +120,7 @@ func RunOn(ctx context.Context, sys *proc.System, name string, lim Limit, base C
 	if err != nil {
 		return nil, err
 	}
-	if !Supported(ctx, sys.Addr(), wl) {
+	if !supported(ctx, sys.Addr(), wl) {
 		return nil, nil
 	}
 	if err := sys.Flush(ctx); err != nil {
@@ -145,14 +145,14 @@ func RunOn(ctx context.Context, sys *proc.System, name string, lim Limit, base C
 	return &res, err
 }
 
-// Serves reports whether sys serves the named workload; "" counts as
+// serves reports whether sys serves the named workload; "" counts as
 // served, so that a Redis-only ceiling row still runs.
-func Serves(ctx context.Context, sys *proc.System, name string, lim Limit) bool {
+func serves(ctx context.Context, sys *proc.System, name string, lim Limit) bool {
 	if name == "" {
 		return true
 	}
 	wl, err := NewWorkload(name, lim)
-	return err == nil && Supported(ctx, sys.Addr(), wl)
+	return err == nil && supported(ctx, sys.Addr(), wl)
 }
 
 // median returns the result with the median throughput, nil for none.

@@ -92,7 +92,7 @@ func TestMemoryOnAServerWeDoNotOwnUsesUsedMemory(t *testing.T) {
 
 func TestRunOnSkipsUnknownCommands(t *testing.T) {
 	sys := redisSystem(t, "redis")
-	res, err := RunOn(context.Background(), sys, "rl.slide", Limit{Limit: 1, Window: time.Second},
+	res, err := runOn(context.Background(), sys, "rl.slide", Limit{Limit: 1, Window: time.Second},
 		Config{Keys: KeySpec{N: 1, Dist: DistHot}, Conns: 1, Pipeline: 1, Requests: 1})
 	require.NoError(t, err)
 	assert.Nil(t, res)

@@ -58,7 +58,7 @@ func startRlstore(t *testing.T) *proc.Server {
 // a command that stops being served is a regression, not a reason to skip.
 func requireServed(t *testing.T, addr string, wl Workload) {
 	t.Helper()
-	require.True(t, Supported(context.Background(), addr, wl), "%s is not served", wl.Name)
+	require.True(t, supported(context.Background(), addr, wl), "%s is not served", wl.Name)
 }
 
 func shortRun(addr string, wl Workload, keys uint64, check bool) Config {

@@ -11,18 +11,18 @@ import (
 var luaFS embed.FS
 
 // Script is a Lua script shipped with the load generator.
-type Script struct {
+type script struct {
 	Name   string // file name without .lua
 	Source string
 	SHA    string // what SCRIPT LOAD returns and EVALSHA takes
 }
 
-// LoadScript returns the shipped script name: slide, log, gcra or fixed.
-func LoadScript(name string) (Script, error) {
+// loadScript returns the shipped script name: slide, log, gcra or fixed.
+func loadScript(name string) (script, error) {
 	b, err := luaFS.ReadFile("lua/" + name + ".lua")
 	if err != nil {
-		return Script{}, fmt.Errorf("loadtest: no Lua script %q: %w", name, err)
+		return script{}, fmt.Errorf("loadtest: no Lua script %q: %w", name, err)
 	}
 	sum := sha1.Sum(b)
-	return Script{Name: name, Source: string(b), SHA: hex.EncodeToString(sum[:])}, nil
+	return script{Name: name, Source: string(b), SHA: hex.EncodeToString(sum[:])}, nil
 }

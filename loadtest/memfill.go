@@ -37,7 +37,7 @@ func MemoryPerKey(ctx context.Context, sys *proc.System, name string, lim Limit,
 	if err := sys.Restart(ctx); err != nil {
 		return nil, err
 	}
-	if !Supported(ctx, sys.Addr(), wl) {
+	if !supported(ctx, sys.Addr(), wl) {
 		return nil, nil
 	}
 	if err := sys.Flush(ctx); err != nil {

@@ -8,10 +8,10 @@ import (
 	"github.com/rlstore/rlstore/loadtest/internal/resp"
 )
 
-// Supported reports whether the server at addr knows wl's command: it sends
+// supported reports whether the server at addr knows wl's command: it sends
 // the setup and one request on a probe key and looks for "unknown command".
 // A server that answers anything else, even another error, supports it.
-func Supported(ctx context.Context, addr string, wl Workload) bool {
+func supported(ctx context.Context, addr string, wl Workload) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cl, err := resp.Dial(ctx, addr)

@@ -119,7 +119,7 @@ func native(cmd string, args func(Limit) []string, rule func(Limit) *accuracy.Ru
 
 func lua(script string, args func(Limit) []string, rule func(Limit) *accuracy.Rule) builder {
 	return func(name string, l Limit) (Workload, error) {
-		s, err := LoadScript(script)
+		s, err := loadScript(script)
 		if err != nil {
 			return Workload{}, err
 		}

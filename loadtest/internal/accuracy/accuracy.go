@@ -37,7 +37,7 @@ type Event struct {
 	Outcome Outcome
 }
 
-// Accuracy is the checker's verdict over a trace.
+// Result is the checker's verdict over a trace.
 //
 // The server decides each request at some instant d of its own clock between
 // Send and Recv; the client cannot know which. Only what holds for every
@@ -67,7 +67,7 @@ type Result struct {
 // interval is an event's possible decision buckets, lo … hi.
 type interval struct{ lo, hi int64 }
 
-// CheckAccuracy holds the events of a trace to r. Events are grouped by key;
+// Check holds the events of a trace to r. Events are grouped by key;
 // their order does not matter, and events is reordered.
 func Check(r Rule, events []Event, slack time.Duration) Result {
 	acc := Result{Rule: r, Slack: slack, UnderChecked: r.Period == 0}

@@ -1,3 +1,4 @@
+// Package fakeserver is a small RESP server for the load generator's tests.
 package fakeserver
 
 import (
@@ -14,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeServer is a RESP server for tests: PING, INCR, ERR (an error reply)
+// Server is a RESP server for tests: PING, INCR, ERR (an error reply)
 // and FAKE.SLIDE key limit window, an exact sliding window over per-second
 // counters decided with the real clock. With barrier > 0, a connection
 // answers nothing until it has received barrier commands, which deadlocks a
@@ -29,6 +30,7 @@ type Server struct {
 	incr   map[string]int64
 }
 
+// Start serves on a loopback port until the test ends.
 func Start(t *testing.T, barrier int) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

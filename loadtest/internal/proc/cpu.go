@@ -12,7 +12,7 @@ import (
 // userHZ is the unit of /proc/<pid>/stat's CPU times, fixed by the Linux ABI.
 const userHZ = 100
 
-// ProcCPU returns the user plus system CPU time process pid has used, summed
+// CPU returns the user plus system CPU time process pid has used, summed
 // over its threads. CPU time per request is steadier than throughput on a
 // shared host: other work slows a server down but does not make each
 // request cost more cycles.
@@ -39,7 +39,7 @@ func CPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
 
-// selfCPU returns the CPU time this process has used, for the client's own
+// SelfCPU returns the CPU time this process has used, for the client's own
 // cost per request; 0 when the platform cannot tell.
 func SelfCPU() time.Duration {
 	var ru syscall.Rusage

@@ -10,7 +10,7 @@ import (
 	"github.com/rlstore/rlstore/loadtest/internal/proc"
 )
 
-// WriteResult prints one run as a human-readable table.
+// Write prints one run as a human-readable table.
 func Write(out io.Writer, r Result) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k, format string, v ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, v...)...) }
