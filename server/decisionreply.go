@@ -100,7 +100,7 @@ func (r *request) appendCommand(dst [][]byte, key []byte) [][]byte {
 	default:
 		p := r.params
 		dst = append(dst, []byte(nativeName(p.Kind)), key, num(p.Limit))
-		if p.Kind == window.KindToken || p.Kind == window.KindLeaky {
+		if p.Kind.Rated() {
 			dst = append(dst, num(p.Rate))
 		}
 		dst = append(dst, append(num(int64(p.Period/time.Millisecond)), "ms"...))

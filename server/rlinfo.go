@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/shard"
-	"github.com/rlstore/rlstore/window"
 )
 
 func rlInfoCommands() []command {
@@ -24,20 +23,15 @@ func cmdRLInfo(s *Server, c *client, args [][]byte) {
 	writeMap(c, infoPairs(inf, now))
 }
 
-// infoPairs names inf's fields. Count is "count" for the counting algorithms,
-// "tokens" for a token bucket and "queued" for a leaky bucket.
+// infoPairs names inf's fields: the parameters as the algorithm's command
+// takes them, and Count as window names it.
 func infoPairs(inf shard.Info, now int64) []pair {
 	p := inf.Params
 	ps := []pair{{"algorithm", p.Kind.String()}}
-	switch p.Kind {
-	case window.KindToken, window.KindLeaky:
+	if p.Kind.Rated() {
 		ps = append(ps, pair{"capacity", p.Limit}, pair{"rate", p.Rate}, pair{"period_ms", ceilMs(p.Period)})
-	default:
+	} else {
 		ps = append(ps, pair{"limit", p.Limit}, pair{"window_ms", ceilMs(p.Period)})
 	}
-	name := map[window.Kind]string{window.KindToken: "tokens", window.KindLeaky: "queued"}[p.Kind]
-	if name == "" {
-		name = "count"
-	}
-	return append(ps, pair{name, inf.Count}, pair{"ttl_ms", ceilMs(time.Duration(inf.Expiry - now))})
+	return append(ps, pair{p.Kind.CountName(), inf.Count}, pair{"ttl_ms", ceilMs(time.Duration(inf.Expiry - now))})
 }

@@ -82,5 +82,5 @@ func (s *shard) freeCountersLocked(sl *slot) {
 }
 
 // hasCounters reports whether keys of kind k keep a []uint64 of counters
-// (Slide) or log entries (Log) rather than a fixed-size State.
-func hasCounters(k window.Kind) bool { return k == window.KindSlide || k == window.KindLog }
+// rather than a fixed-size State (see window.Kind.Counters).
+func hasCounters(k window.Kind) bool { return k.Counters() }

@@ -2,7 +2,6 @@ package shard
 
 import (
 	"errors"
-	"math"
 
 	"github.com/rlstore/rlstore/window"
 )
@@ -31,62 +30,15 @@ func (e *Entry) Deleted() bool { return e.Params.Kind == window.KindNone }
 
 // Expiry returns the unix time in nanoseconds at which e's state stops
 // restricting anything, as Sweep computes it.
-func (e *Entry) Expiry() int64 {
-	switch e.Params.Kind {
-	case window.KindSlide:
-		return e.Params.Slide().Expiry(e.Counters)
-	case window.KindToken:
-		return e.Params.Token().Expiry(e.State)
-	case window.KindFixed:
-		return e.Params.Fixed().Expiry(e.State)
-	case window.KindLog:
-		return e.Params.Log().Expiry(e.Counters)
-	case window.KindLeaky:
-		return e.Params.Leaky().Expiry(e.State)
-	}
-	return 0
-}
+func (e *Entry) Expiry() int64 { return e.Params.Expiry(e.State, e.Counters) }
 
 // check reports whether e could have come out of a Map.
 func (e *Entry) check() error {
 	if err := check(e.Params, 1); err != nil {
 		return err
 	}
-	switch {
-	case !hasCounters(e.Params.Kind):
-		if len(e.Counters) != 0 {
-			return ErrEntry
-		}
-		return nil
-	case len(e.Counters) > MaxEntryCounters || e.State != (window.State{}):
+	if len(e.Counters) > MaxEntryCounters || e.Params.CheckState(e.State, e.Counters) != nil {
 		return ErrEntry
-	case e.Params.Kind == window.KindLog:
-		return checkLog(e.Counters)
-	}
-	prev := int64(-1)
-	for _, c := range e.Counters {
-		sec, n := window.CounterSec(c), window.CounterCount(c)
-		if sec <= prev || n < 1 || sec > math.MaxUint32 {
-			return ErrEntry
-		}
-		prev = sec
-	}
-	return nil
-}
-
-// checkLog reports whether b could be a Log key's entries: ascending
-// milliseconds, each with at least one unit, and no more than a log keeps.
-func checkLog(b []uint64) error {
-	if len(b) > window.MaxLogLimit+1 {
-		return ErrEntry
-	}
-	prev := int64(-1)
-	for _, e := range b {
-		ms, n := window.LogEntryMs(e), window.LogEntryCount(e)
-		if ms <= prev || n < 1 || n > window.MaxLogLimit || e == ^uint64(0) {
-			return ErrEntry
-		}
-		prev = ms
 	}
 	return nil
 }

@@ -23,41 +23,21 @@ func (m *Map) Get(key []byte, now int64) (Info, bool) {
 }
 
 func (s *shard) infoLocked(sl *slot, now int64) Info {
-	p := s.params.get(sl.param)
-	inf := Info{Params: p}
-	switch p.Kind {
-	case window.KindSlide:
-		b := s.peekCountersLocked(sl)
-		inf.Count, inf.Expiry = p.Slide().Count(b, now), p.Slide().Expiry(b)
-	case window.KindToken:
-		inf.Count, inf.Expiry = p.Token().Tokens(sl.state, now), p.Token().Expiry(sl.state)
-	case window.KindFixed:
-		inf.Count, inf.Expiry = p.Fixed().Count(sl.state, now), p.Fixed().Expiry(sl.state)
-	case window.KindLog:
-		b := s.peekCountersLocked(sl)
-		inf.Count, inf.Expiry = p.Log().Count(b, now), p.Log().Expiry(b)
-	case window.KindLeaky:
-		inf.Count, inf.Expiry = p.Leaky().Queued(sl.state, now), p.Leaky().Expiry(sl.state)
-	}
-	return inf
+	p, b := s.params.get(sl.param), s.slotCountersLocked(sl)
+	return Info{Params: p, Count: p.Count(sl.state, b, now), Expiry: p.Expiry(sl.state, b)}
 }
 
 // expiryLocked returns when sl's state stops restricting anything (unix nanoseconds).
 func (s *shard) expiryLocked(sl *slot) int64 {
-	p := s.params.get(sl.param)
-	switch p.Kind {
-	case window.KindSlide:
-		return p.Slide().Expiry(s.peekCountersLocked(sl))
-	case window.KindToken:
-		return p.Token().Expiry(sl.state)
-	case window.KindFixed:
-		return p.Fixed().Expiry(sl.state)
-	case window.KindLog:
-		return p.Log().Expiry(s.peekCountersLocked(sl))
-	case window.KindLeaky:
-		return p.Leaky().Expiry(sl.state)
+	return s.params.get(sl.param).Expiry(sl.state, s.slotCountersLocked(sl))
+}
+
+// slotCountersLocked returns sl's counters if its kind keeps counters, else nil.
+func (s *shard) slotCountersLocked(sl *slot) []uint64 {
+	if !hasCounters(s.params.get(sl.param).Kind) {
+		return nil
 	}
-	return 0
+	return s.peekCountersLocked(sl)
 }
 
 // Delete removes key and reports whether it existed.

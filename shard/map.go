@@ -275,31 +275,17 @@ func (m *Map) reserveKey() bool {
 	}
 }
 
-// decideSlotLocked runs p's algorithm on sl.
+// decideSlotLocked runs p's algorithm on sl, whose state p's kind keeps.
 func (s *shard) decideSlotLocked(sl *slot, p window.Params, now, cost int64, peek bool) window.Decision {
-	switch p.Kind {
-	case window.KindSlide:
-		if peek {
-			d, _ := p.Slide().Decide(s.peekCountersLocked(sl), now, cost, true)
-			return d
-		}
-		d, b := p.Slide().Decide(s.countersLocked(sl), now, cost, false)
-		s.storeCountersLocked(sl, b)
-		return d
-	case window.KindToken:
-		return p.Token().Decide(&sl.state, now, cost, peek)
-	case window.KindFixed:
-		return p.Fixed().Decide(&sl.state, now, cost, peek)
-	case window.KindLeaky:
-		return p.Leaky().Decide(&sl.state, now, cost, peek)
-	case window.KindLog:
-		if peek {
-			d, _ := p.Log().Decide(s.peekCountersLocked(sl), now, cost, true)
-			return d
-		}
-		d, b := p.Log().Decide(s.countersLocked(sl), now, cost, false)
-		s.storeCountersLocked(sl, b)
+	if !hasCounters(p.Kind) {
+		d, _ := p.Decide(&sl.state, nil, now, cost, peek)
 		return d
 	}
-	panic("shard: unvalidated params") // Validate rejected every other kind
+	if peek {
+		d, _ := p.Decide(nil, s.peekCountersLocked(sl), now, cost, true)
+		return d
+	}
+	d, b := p.Decide(nil, s.countersLocked(sl), now, cost, false)
+	s.storeCountersLocked(sl, b)
+	return d
 }

@@ -24,22 +24,9 @@ type Leaky struct {
 	Period   time.Duration
 }
 
-// Validate reports whether the parameters can be honoured without overflow.
-func (p Leaky) Validate() error {
-	if p.Capacity < 1 {
-		return ErrLimit
-	}
-	if p.Period <= 0 || p.Period > MaxWindow {
-		return ErrWindow
-	}
-	if p.Rate < 1 || int64(p.Period)/p.Rate < 1 {
-		return ErrRate
-	}
-	if p.Capacity > int64(maxTau)/p.Interval() {
-		return ErrLimit
-	}
-	return nil
-}
+// Validate reports whether the parameters can be honoured without overflow:
+// those of the token bucket whose admission rule Leaky shares.
+func (p Leaky) Validate() error { return p.bucket().Validate() }
 
 // Interval returns the drain interval: the nanoseconds one unit's turn takes.
 func (p Leaky) Interval() int64 { return int64(p.Period) / p.Rate }

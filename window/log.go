@@ -13,10 +13,6 @@ import (
 // Larger limits belong to Slide, which is exact to the second in bounded memory.
 const MaxLogLimit = 4000
 
-// logCountBits is the width of an entry's count. Counts never exceed
-// MaxLogLimit, and the remaining 44 bits hold milliseconds until the year 2527.
-const logCountBits = 20
-
 // Log is a sliding log at millisecond precision: it records the timestamp of
 // every admitted unit and admits a request if the units in (now−Window, now],
 // plus its cost, fit in Limit. It is exact, so any Window-long interval holds at
@@ -36,13 +32,13 @@ type Log struct {
 }
 
 // LogEntry packs the entry for count units admitted at unix millisecond ms.
-func LogEntry(ms, count int64) uint64 { return uint64(ms)<<logCountBits | uint64(count) }
+func LogEntry(ms, count int64) uint64 { return logPacking.pack(ms, count) }
 
 // LogEntryMs returns the unix millisecond of entry e.
-func LogEntryMs(e uint64) int64 { return int64(e >> logCountBits) }
+func LogEntryMs(e uint64) int64 { return logPacking.stamp(e) }
 
 // LogEntryCount returns the units entry e holds.
-func LogEntryCount(e uint64) int64 { return int64(e & (1<<logCountBits - 1)) }
+func LogEntryCount(e uint64) int64 { return logPacking.count(e) }
 
 // Validate reports whether the parameters can be honoured.
 func (p Log) Validate() error {
@@ -71,16 +67,16 @@ func (p Log) Decide(b []uint64, now, cost int64, peek bool) (Decision, []uint64)
 	first, sum := p.inWindow(b, ms)
 	d := Decision{Limit: p.Limit}
 	if cost <= p.Limit-sum {
-		d.Allowed, d.Remaining, d.Reset = true, p.Limit-sum-cost, p.untilGone(ms, now)
+		d.Allowed, d.Remaining, d.Reset = true, p.Limit-sum-cost, time.Duration(p.goneAt(ms)-now)
 		if !peek {
 			b = record(b, first, ms, cost)
 		}
 		return d, b
 	}
 	d.Remaining = max(0, p.Limit-sum)
-	d.Wait = p.wait(b[first:], sum, cost, now)
+	d.Wait = logPacking.waitToFit(b[first:], sum, cost, p.Limit, now, p.goneAt)
 	if sum > 0 {
-		d.Reset = p.untilGone(lastMs(b), now)
+		d.Reset = time.Duration(p.goneAt(lastMs(b)) - now)
 	}
 	return d, b
 }
@@ -97,7 +93,7 @@ func (p Log) Expiry(b []uint64) int64 {
 	if len(b) == 0 {
 		return 0
 	}
-	return (lastMs(b) + p.windowMs()) * int64(time.Millisecond)
+	return p.goneAt(lastMs(b))
 }
 
 // inWindow returns the index of the first entry in the window ending at
@@ -105,11 +101,10 @@ func (p Log) Expiry(b []uint64) int64 {
 // milliseconds can be found by comparing whole words.
 func (p Log) inWindow(b []uint64, ms int64) (first int, sum int64) {
 	first, _ = slices.BinarySearch(b, LogEntry(max(0, ms-p.windowMs()+1), 0))
-	var n uint64
 	for _, e := range b[first:] {
-		n += e & (1<<logCountBits - 1)
+		sum += logPacking.count(e)
 	}
-	return first, int64(n)
+	return first, sum
 }
 
 // record drops the entries before first and logs cost units at millisecond ms.
@@ -122,32 +117,11 @@ func record(b []uint64, first int, ms, cost int64) []uint64 {
 	return append(b, LogEntry(ms, cost))
 }
 
-// wait returns how long until enough of the in-window entries b have left the
-// window for cost to fit, or Never if cost exceeds the limit.
-func (p Log) wait(b []uint64, sum, cost, now int64) time.Duration {
-	if cost > p.Limit {
-		return Never
-	}
-	for _, e := range b {
-		sum -= LogEntryCount(e)
-		if sum+cost <= p.Limit {
-			return p.untilGone(LogEntryMs(e), now)
-		}
-	}
-	return 0
-}
-
-// untilGone returns the time from now until an entry at millisecond ms leaves
-// the window: the first millisecond whose window no longer reaches back to it.
-func (p Log) untilGone(ms, now int64) time.Duration {
-	return time.Duration((ms+p.windowMs())*int64(time.Millisecond) - now)
-}
+// goneAt returns the unix time in nanoseconds at which an entry at
+// millisecond ms leaves the window: the first millisecond whose window no
+// longer reaches back to it.
+func (p Log) goneAt(ms int64) int64 { return (ms + p.windowMs()) * int64(time.Millisecond) }
 
 func (p Log) windowMs() int64 { return int64(p.Window / time.Millisecond) }
 
-func lastMs(b []uint64) int64 {
-	if len(b) == 0 {
-		return 0
-	}
-	return LogEntryMs(b[len(b)-1])
-}
+func lastMs(b []uint64) int64 { return logPacking.last(b) }

@@ -47,13 +47,13 @@ func (p Slide) Width() (width, n int64) {
 }
 
 // Counter packs a counter for second sec holding count units.
-func Counter(sec, count int64) uint64 { return uint64(sec)<<32 | uint64(count) }
+func Counter(sec, count int64) uint64 { return slidePacking.pack(sec, count) }
 
 // CounterSec returns the first second a counter covers.
-func CounterSec(c uint64) int64 { return int64(c >> 32) }
+func CounterSec(c uint64) int64 { return slidePacking.stamp(c) }
 
 // CounterCount returns the units a counter holds.
-func CounterCount(c uint64) int64 { return int64(uint32(c)) }
+func CounterCount(c uint64) int64 { return slidePacking.count(c) }
 
 // Decide decides a request of cost units at now (unix nanoseconds) against the
 // counters b. cap(b) must exceed len(b), so an admitted request has room for a new
@@ -75,13 +75,13 @@ func (p Slide) Decide(b []uint64, now, cost int64, peek bool) (Decision, []uint6
 		if !peek {
 			b = charge(b, p.oldest(cur), cur, cost)
 		}
-		d.Reset = p.untilGone(max(cur, lastSec(b)), now)
+		d.Reset = time.Duration(p.goneAt(max(cur, lastSec(b))) - now)
 		return d, b
 	}
 	d.Remaining = max(0, p.Limit-sum)
-	d.Wait = p.wait(b[first:], sum, cost, now)
+	d.Wait = slidePacking.waitToFit(b[first:], sum, cost, p.Limit, now, p.goneAt)
 	if sum > 0 {
-		d.Reset = p.untilGone(lastSec(b), now)
+		d.Reset = time.Duration(p.goneAt(lastSec(b)) - now)
 	}
 	return d, b
 }
@@ -128,21 +128,6 @@ func charge(b []uint64, lo, cur, cost int64) []uint64 {
 	return append(b, Counter(cur, cost))
 }
 
-// wait returns how long until enough of the in-window counters b have left the
-// window for cost to fit, or Never if cost exceeds the limit.
-func (p Slide) wait(b []uint64, sum, cost, now int64) time.Duration {
-	if cost > p.Limit {
-		return Never
-	}
-	for _, c := range b {
-		sum -= CounterCount(c)
-		if sum+cost <= p.Limit {
-			return p.untilGone(CounterSec(c), now)
-		}
-	}
-	return 0
-}
-
 // oldest returns the first second of the oldest counter that counts at second
 // sec: the counter holding second sec-window+1. A coarse counter that only
 // partly overlaps the window counts whole, so that no window consecutive
@@ -160,13 +145,7 @@ func (p Slide) leaves(sec int64) int64 {
 	return sec/width*width + width + int64(p.Window/time.Second) - 1
 }
 
-func (p Slide) untilGone(sec, now int64) time.Duration {
-	return time.Duration(p.leaves(sec)*int64(time.Second) - now)
-}
+// goneAt returns the unix time in nanoseconds at which a counter at second sec leaves the window.
+func (p Slide) goneAt(sec int64) int64 { return p.leaves(sec) * int64(time.Second) }
 
-func lastSec(b []uint64) int64 {
-	if len(b) == 0 {
-		return 0
-	}
-	return CounterSec(b[len(b)-1])
-}
+func lastSec(b []uint64) int64 { return slidePacking.last(b) }
