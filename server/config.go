@@ -21,7 +21,7 @@ func configParams() []configParam {
 	return append([]configParam{
 		{name: "bind", get: func(s *Server) string { h, _ := s.hostPort(); return h }},
 		{name: "port", get: func(s *Server) string { _, p := s.hostPort(); return p }},
-		{name: "requirepass", get: (*Server).requirePass, check: func([]byte) string { return "" }, set: setRequirePass},
+		{name: "requirepass", get: (*Server).requirePass, check: checkRequirePass, set: setRequirePass},
 		{name: "maxclients", get: getMaxClients, check: checkMaxClients, set: setMaxClients},
 		{name: "max-request-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxRequestBytes, 10) }},
 		{name: "databases", get: func(*Server) string { return "1" }},
@@ -108,13 +108,36 @@ func setRequirePass(s *Server, v []byte) {
 
 func getMaxClients(s *Server) string { return strconv.FormatInt(s.maxClients.Load(), 10) }
 
+// maxMaxClients is Redis's bound on maxclients, an unsigned int.
+const maxMaxClients = 1<<32 - 1
+
+// reservedFDs are the descriptors kept for other than clients, as Redis keeps them.
+const reservedFDs = 32
+
+// checkMaxClients refuses what Redis refuses: a number out of its range,
+// and more clients than the process may open descriptors for.
 func checkMaxClients(v []byte) string {
 	n, ok := parseInt(v)
 	switch {
 	case !ok:
 		return "argument couldn't be parsed into an integer"
-	case n < 1:
-		return "argument must be between 1 and 9223372036854775807 inclusive"
+	case n < 1 || n > maxMaxClients:
+		return "argument must be between 1 and " + strconv.Itoa(maxMaxClients) + " inclusive"
+	}
+	if limit, ok := openFilesLimit(); ok && uint64(n)+reservedFDs > limit {
+		return "The operating system is not able to handle the specified number of clients, try with " +
+			strconv.FormatUint(max(limit, reservedFDs+1)-reservedFDs, 10)
+	}
+	return ""
+}
+
+// maxPassBytes bounds requirepass: a password is compared on every AUTH,
+// and CONFIG GET and INFO may show it.
+const maxPassBytes = 1024
+
+func checkRequirePass(v []byte) string {
+	if len(v) > maxPassBytes {
+		return "requirepass must be at most " + strconv.Itoa(maxPassBytes) + " bytes"
 	}
 	return ""
 }

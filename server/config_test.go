@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,7 +59,9 @@ func TestConfigSet(t *testing.T) {
 		want string
 	}{
 		{[]any{"maxclients", "x"}, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer"},
-		{[]any{"maxclients", "0"}, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 9223372036854775807 inclusive"},
+		{[]any{"maxclients", "0"}, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 4294967295 inclusive"},
+		{[]any{"maxclients", "9223372036854775807"}, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 4294967295 inclusive"},
+		{[]any{"requirepass", strings.Repeat("p", 500<<10)}, "ERR CONFIG SET failed (possibly related to argument 'requirepass') - requirepass must be at most 1024 bytes"},
 		{[]any{"port", "1"}, "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"},
 		{[]any{"nosuch", "1"}, "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'"},
 		{[]any{"maxclients", "3", "requirepass"}, "ERR syntax error"},
@@ -91,4 +95,21 @@ func TestConfigHelp(t *testing.T) {
 	help, err := newClient(t, addr, 2).Do(ctxT(t), "CONFIG", "HELP").StringSlice()
 	require.NoError(t, err)
 	assert.Len(t, help, 3)
+}
+
+// TestConfigSetMaxClientsBeyondDescriptors refuses more clients than the
+// process may open descriptors for, as Redis does.
+func TestConfigSetMaxClientsBeyondDescriptors(t *testing.T) {
+	limit, ok := openFilesLimit()
+	if !ok || limit >= maxMaxClients {
+		t.Skip("skipped: no descriptor limit below maxclients' range here")
+	}
+	_, addr := startServer(t, Config{})
+	c := newClient(t, addr, 2)
+	ctx := ctxT(t)
+	err := c.ConfigSet(ctx, "maxclients", strconv.FormatUint(limit, 10)).Err()
+	require.Error(t, err)
+	assert.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able "+
+		"to handle the specified number of clients, try with "+strconv.FormatUint(limit-reservedFDs, 10), err.Error())
+	require.NoError(t, c.ConfigSet(ctx, "maxclients", strconv.FormatUint(limit-reservedFDs, 10)).Err())
 }

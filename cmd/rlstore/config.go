@@ -170,7 +170,7 @@ func (c Config) validate() error {
 		msg string
 	}{
 		{c.Port < 0 || c.Port > 65535, "--port " + strconv.Itoa(c.Port) + " is out of range 0-65535"},
-		{c.MaxClients < 1, "--maxclients must be at least 1"},
+		{c.MaxClients < 1 || c.MaxClients > 1<<32-1, "--maxclients must be between 1 and 4294967295"},
 		{c.MaxKeys < 0, "--max-keys must not be negative"},
 		{c.MaxRequestBytes < 1024, "--max-request-bytes must be at least 1kb"},
 		{c.Shards < 1 || bits.OnesCount(uint(c.Shards)) != 1, "--shards must be a power of two, got " + strconv.Itoa(c.Shards)},

@@ -173,7 +173,7 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"--maxmemory", "99999999999gb"}, nil, "too large"},
 		{[]string{"--max-request-bytes", "100"}, nil, "--max-request-bytes must be at least 1kb"},
 		{[]string{"--max-keys", "-5"}, nil, "--max-keys must not be negative"},
-		{[]string{"--maxclients", "0"}, nil, "--maxclients must be at least 1"},
+		{[]string{"--maxclients", "0"}, nil, "--maxclients must be between 1 and 4294967295"},
 		{[]string{"--shards", "3"}, nil, "--shards must be a power of two"},
 		{[]string{"--shards", "0"}, nil, "--shards must be a power of two"},
 		{[]string{"--protected-mode", "maybe"}, nil, `"maybe" is not yes or no`},

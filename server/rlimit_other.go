@@ -1,0 +1,6 @@
+//go:build !unix
+
+package server
+
+// openFilesLimit is unknown here.
+func openFilesLimit() (uint64, bool) { return 0, false }
