@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,7 +81,7 @@ func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
 	if cm.flags&flagWrite != 0 {
 		s.invalidateWritten(c, cm, args)
 	}
-	if cm.flags&flagAdmin == 0 {
+	if cm.flags&flagAdmin == 0 && !strings.HasPrefix(cm.name, "config|") { // Redis 7 counts all of CONFIG as admin
 		s.feedMonitors(c, args)
 	}
 	if c.track.inExec {

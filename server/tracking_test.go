@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -94,4 +95,120 @@ func TestTrackingInvalidatesAReadKeyOnChange(t *testing.T) {
 	writer.call(t, "DEL", "k")
 	assert.Equal(t, ">[invalidate [k]]", readFrame(t, reader))
 	require.Equal(t, "PONG", reader.call(t, "PING"), "no second invalidation was queued")
+}
+
+func TestTrackingBcastPrefixNoloop(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	b := dialRaw(t, addr)
+	hello3(t, b)
+	require.Equal(t, "OK", b.call(t, "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a:", "PREFIX", "b:", "NOLOOP"))
+	assert.Equal(t, "[flags [on bcast noloop] redirect 0 prefixes [a: b:]]", b.call(t, "CLIENT", "TRACKINGINFO"))
+	w := dialRaw(t, addr)
+	w.call(t, "RL.SLIDE", "c:1", "5", "60") // no prefix of b's
+	w.call(t, "RL.SLIDE", "b:1", "5", "60")
+	assert.Equal(t, ">[invalidate [b:1]]", readFrame(t, b), "broadcast without a read first")
+	b.call(t, "RL.SLIDE", "a:1", "5", "60") // NOLOOP: its own change is not announced to it
+	w.call(t, "RL.SLIDE", "a:2", "5", "60", "PEEK")
+	w.call(t, "DEL", "a:1")
+	assert.Equal(t, ">[invalidate [a:1]]", readFrame(t, b))
+	assert.Contains(t, b.call(t, "CLIENT", "LIST", "ID", b.call(t, "CLIENT", "ID")), "flags=tB ")
+	assert.Equal(t, "-ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+		"-"+b.call(t, "CLIENT", "TRACKING", "ON"))
+}
+
+// TestTrackingOptinNeedsCaching follows rueidis's read: CLIENT CACHING YES,
+// then MULTI, PTTL, the read and EXEC. Only keys read after CACHING YES are
+// tracked, and the flag lasts the whole EXEC.
+func TestTrackingOptinNeedsCaching(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	r, w := dialRaw(t, addr), dialRaw(t, addr)
+	hello3(t, r)
+	require.Equal(t, "OK", r.call(t, "CLIENT", "TRACKING", "ON", "OPTIN"))
+	r.call(t, "EXISTS", "untracked")
+	require.Equal(t, "OK", r.call(t, "CLIENT", "CACHING", "YES"))
+	require.Equal(t, "OK", r.call(t, "MULTI"))
+	require.Equal(t, "QUEUED", r.call(t, "PTTL", "t1"))
+	require.Equal(t, "QUEUED", r.call(t, "TYPE", "t2"))
+	require.Equal(t, "[-2 none]", r.call(t, "EXEC"))
+	w.call(t, "DEL", "untracked")
+	w.call(t, "RL.SLIDE", "t2", "5", "60")
+	assert.Equal(t, ">[invalidate [t2]]", readFrame(t, r), "only keys read after CACHING YES")
+	w.call(t, "RL.SLIDE", "t1", "5", "60")
+	assert.Equal(t, ">[invalidate [t1]]", readFrame(t, r))
+	assert.Equal(t, "-"+errCachingNoOptout, "-ERR "+r.call(t, "CLIENT", "CACHING", "NO")[4:])
+}
+
+// TestTrackingRedirectRESP2 is tracking as a RESP2 client does it: a second
+// connection subscribes to __redis__:invalidate and the first redirects to it.
+func TestTrackingRedirectRESP2(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	sub, r, w := dialRaw(t, addr), dialRaw(t, addr), dialRaw(t, addr)
+	subID := sub.call(t, "CLIENT", "ID")
+	require.Equal(t, "[subscribe __redis__:invalidate 1]", sub.call(t, "SUBSCRIBE", "__redis__:invalidate"))
+	require.Equal(t, "OK", r.call(t, "CLIENT", "TRACKING", "ON", "REDIRECT", subID))
+	assert.Equal(t, subID, r.call(t, "CLIENT", "GETREDIR"))
+	require.Equal(t, "0", r.call(t, "EXISTS", "k"))
+	w.call(t, "RL.TOKEN", "k", "5", "1", "1s")
+	assert.Equal(t, "[message __redis__:invalidate [k]]", readFrame(t, sub))
+	r.call(t, "TTL", "k")
+	w.call(t, "FLUSHALL")
+	assert.Equal(t, "[message __redis__:invalidate nil]", readFrame(t, sub), "FLUSHALL invalidates every key")
+	assert.Equal(t, "ERR The client ID you want redirect to does not exist", "ERR "+r.call(t, "CLIENT", "TRACKING", "ON", "REDIRECT", "99999")[4:])
+}
+
+// TestTrackingInvalidatesOnExpiry reads a key whose state expires within a
+// second and waits for the invalidation nobody's command caused.
+func TestTrackingInvalidatesOnExpiry(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	r, w := dialRaw(t, addr), dialRaw(t, addr)
+	hello3(t, r)
+	require.Equal(t, "OK", r.call(t, "CLIENT", "TRACKING", "ON"))
+	w.call(t, "RL.FIXED", "short", "5", "300ms")
+	require.Equal(t, "fixed", r.call(t, "TYPE", "short"))
+	assert.Equal(t, ">[invalidate [short]]", readFrame(t, r))
+	assert.Equal(t, "none", r.call(t, "TYPE", "short"))
+}
+
+// TestTrackingOffClosesTheGate checks that once every tracking client has
+// turned tracking off or gone, commands skip the hooks again.
+func TestTrackingOffClosesTheGate(t *testing.T) {
+	s, addr := startServer(t, Config{})
+	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	hello3(t, a)
+	require.Equal(t, "OK", a.call(t, "CLIENT", "TRACKING", "ON"))
+	require.Equal(t, "OK", b.call(t, "CLIENT", "TRACKING", "ON", "OPTOUT"))
+	require.Equal(t, "OK", b.call(t, "MONITOR"))
+	assert.EqualValues(t, 3, s.obs.active.Load())
+	require.Equal(t, "OK", a.call(t, "CLIENT", "TRACKING", "OFF"))
+	assert.Equal(t, "[flags [off] redirect -1 prefixes []]", a.call(t, "CLIENT", "TRACKINGINFO"))
+	assert.Equal(t, "-1", a.call(t, "CLIENT", "GETREDIR"))
+	require.NoError(t, b.Close())
+	eventually(t, "the gate to close", func() bool { return s.obs.active.Load() == 0 })
+}
+
+func TestMonitorRedactsAuth(t *testing.T) {
+	_, addr := startServer(t, Config{RequirePass: "pw"})
+	m, c := dialRaw(t, addr), dialRaw(t, addr)
+	require.Equal(t, "OK", m.call(t, "AUTH", "pw"))
+	require.Equal(t, "OK", m.call(t, "MONITOR"))
+	require.Equal(t, "OK", c.call(t, "AUTH", "default", "pw"))
+	c.call(t, "HELLO", "2", "AUTH", "default", "pw", "SETNAME", "x")
+	c.call(t, "RL.SLIDE", "k\n\"", "5", "60")
+	c.call(t, "CONFIG", "GET", "port") // administrative: not shown, as in Redis 7
+	c.call(t, "PING")
+	var lines []string
+	for range 4 {
+		l := m.line(t)
+		_, rest, ok := strings.Cut(l, " [0 ")
+		require.True(t, ok, l)
+		require.Regexp(t, `^\+\d+\.\d{6}$`, l[:len(l)-len(rest)-4])
+		_, cmd, _ := strings.Cut(rest, "] ")
+		lines = append(lines, cmd)
+	}
+	assert.Equal(t, []string{
+		`"AUTH" "(redacted)" "(redacted)"`,
+		`"HELLO" "2" "AUTH" "(redacted)" "(redacted)" "SETNAME" "x"`,
+		`"RL.SLIDE" "k\n\"" "5" "60"`,
+		`"PING"`,
+	}, lines)
 }
