@@ -15,11 +15,18 @@ import (
 // past an untrusted hop.
 type ClientIP struct {
 	trusted []netip.Prefix
+	// IPv6Bits is how many leading bits of an IPv6 address Key keeps: one
+	// host usually holds a whole /64 or more, so keying by the full address
+	// lets it rotate addresses. NewClientIP sets DefaultIPv6Bits.
+	IPv6Bits int
 }
+
+// DefaultIPv6Bits keys IPv6 clients by their /56, as express-rate-limit 8 does.
+const DefaultIPv6Bits = 56
 
 // NewClientIP parses proxies: addresses ("10.0.0.7") or prefixes ("10.0.0.0/8").
 func NewClientIP(proxies []string) (*ClientIP, error) {
-	c := &ClientIP{}
+	c := &ClientIP{IPv6Bits: DefaultIPv6Bits}
 	for _, p := range proxies {
 		pfx, err := parsePrefix(p)
 		if err != nil {
@@ -54,11 +61,15 @@ func (c *ClientIP) isTrusted(a netip.Addr) bool {
 // errNoAddr means the request's peer address could not be parsed.
 var errNoAddr = errors.New("httplimit: request has no client address")
 
-// Key returns the client's address as a string, the default rate-limit key.
+// Key returns the client's address as a string, the default rate-limit key;
+// an IPv6 address becomes its prefix of IPv6Bits ("2001:db8:0:100::/56").
 func (c *ClientIP) Key(r *http.Request) (string, error) {
 	a, err := c.Addr(r)
 	if err != nil {
 		return "", err
+	}
+	if a.Is6() && c.IPv6Bits > 0 && c.IPv6Bits < 128 {
+		return netip.PrefixFrom(a, c.IPv6Bits).Masked().String(), nil
 	}
 	return a.String(), nil
 }

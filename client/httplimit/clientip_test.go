@@ -24,7 +24,7 @@ func TestClientIP(t *testing.T) {
 		{"chain of trusted proxies", "10.1.2.3:80", []string{"198.51.100.7, 10.9.9.9", "10.4.4.4"}, "198.51.100.7"},
 		{"every hop trusted", "10.1.2.3:80", []string{"10.9.9.9"}, "10.9.9.9"},
 		{"trusted peer, no header", "10.1.2.3:80", nil, "10.1.2.3"},
-		{"ipv6 proxy", "[2001:db8::1]:443", []string{"2001:db8::42"}, "2001:db8::42"},
+		{"ipv6 proxy, client keyed by its /56", "[2001:db8::1]:443", []string{"2001:db8:0:1ff::42"}, "2001:db8:0:100::/56"},
 		{"mapped ipv4", "[::ffff:203.0.113.9]:1", nil, "203.0.113.9"},
 	}
 	for _, tt := range tests {
@@ -37,7 +37,13 @@ func TestClientIP(t *testing.T) {
 		require.NoError(t, err, tt.name)
 		assert.Equal(t, tt.want, got, tt.name)
 	}
+	ip.IPv6Bits = 128
 	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "[2001:db8::7]:1"
+	got, err := ip.Key(r)
+	require.NoError(t, err)
+	assert.Equal(t, "2001:db8::7", got, "IPv6Bits 128 keys each address")
+
 	r.RemoteAddr = "pipe"
 	_, err = ip.Key(r)
 	assert.Error(t, err)

@@ -28,6 +28,9 @@ type Config struct {
 	Key func(*http.Request) (string, error)
 	// TrustedProxies are the proxies whose X-Forwarded-For the default key believes.
 	TrustedProxies []string
+	// IPv6Bits is the prefix length the default key keeps of an IPv6 client
+	// (0 means DefaultIPv6Bits, 56; 128 keys each address alone).
+	IPv6Bits int
 	// KeyPrefix is put before every key, so one store can serve several limiters.
 	KeyPrefix string
 	// Cost returns a request's cost (≥ 1); nil means 1.
@@ -84,6 +87,9 @@ func New(cfg Config) (*Limiter, error) {
 		ip, err := NewClientIP(cfg.TrustedProxies)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.IPv6Bits != 0 {
+			ip.IPv6Bits = cfg.IPv6Bits
 		}
 		l.key = ip.Key
 	}
