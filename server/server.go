@@ -31,6 +31,10 @@ type Config struct {
 	MaxClients      int    // connections beyond it are refused. Default DefaultMaxClients
 	MaxRequestBytes int64  // largest request, and largest MULTI queue. Default DefaultMaxRequestBytes
 
+	// RenameCommands serves the command named by each key under its value
+	// instead, or not at all if the value is "" (redis.conf's rename-command).
+	RenameCommands map[string]string
+
 	// A client sending a request of MaxRequestBytes makes redcon hold up to
 	// about three times that for its connection while it arrives (a buffer
 	// that doubles, then a copy), so MaxRequestBytes × MaxClients × 3 bounds
@@ -120,6 +124,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.register(keyspaceCommands())
+	if err := s.renameCommands(cfg.RenameCommands); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

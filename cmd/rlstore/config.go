@@ -27,6 +27,9 @@ type Config struct {
 	Bind            string
 	Port            int
 	RequirePass     string
+	RequirePassFile string            // a file holding the password, kept out of the process list
+	RenameCommands  map[string]string // --rename-command: old name → new name, "" to disable
+	passOnCmdline   bool              // --requirepass was a command-line argument, which any local user can read
 	ProtectedMode   bool
 	MaxClients      int
 	MaxMemory       int64 // bytes of key state; 0: no limit
@@ -54,7 +57,9 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("rlstore", flag.ContinueOnError)
 	fs.StringVar(&c.Bind, "bind", "127.0.0.1", "IP `address` to listen on (0.0.0.0 or :: for every interface; see --protected-mode)")
 	fs.IntVar(&c.Port, "port", 6379, "TCP `port` to listen on; 0 picks a free port and logs it")
-	fs.StringVar(&c.RequirePass, "requirepass", "", "`password` clients must send with AUTH; empty: no authentication")
+	fs.StringVar(&c.RequirePass, "requirepass", "", "`password` clients must send with AUTH; empty: no authentication. On the command line any local user can read it in the process list: prefer --requirepass-file, RLSTORE_REQUIREPASS or the config file")
+	fs.StringVar(&c.RequirePassFile, "requirepass-file", "", "`file` whose contents (less a trailing newline) are the password clients must send with AUTH; instead of --requirepass")
+	fs.Var((*renames)(&c.RenameCommands), "rename-command", "`\"COMMAND NEWNAME\"` serves COMMAND under a new name; \"COMMAND\" alone disables it (\"FLUSHALL\" stops any client resetting every quota). Repeat it, or separate pairs with commas")
 	fs.Var(newYesNo(&c.ProtectedMode, true), "protected-mode", "`yes|no`: with yes, refuse to start on a non-loopback --bind without --requirepass")
 	fs.IntVar(&c.MaxClients, "maxclients", server.DefaultMaxClients, "maximum `number` of simultaneous client connections; more are refused with an error")
 	fs.Var(newSize(&c.MaxMemory, 0), "maxmemory", "`size` of memory for key state, e.g. 100mb or 1gb (k=1000, kb=1024); when full, new keys get -OOM; 0: no limit")
@@ -114,6 +119,10 @@ func Load(args []string, lookupEnv func(string) (string, bool), usage io.Writer)
 		if err := applyFile(fs, given, c.ConfigFile); err != nil {
 			return c, err
 		}
+	}
+	c.passOnCmdline = given["requirepass"]
+	if err := c.readPassFile(); err != nil {
+		return c, err
 	}
 	return c, c.validate()
 }
@@ -249,6 +258,7 @@ func (c Config) serverConfig(store *shard.Map, dur server.Durability, log *slog.
 		Logger:          log,
 		Version:         version(),
 		RequirePass:     c.RequirePass,
+		RenameCommands:  c.RenameCommands,
 		MaxClients:      c.MaxClients,
 		MaxRequestBytes: c.MaxRequestBytes,
 		ShutdownTimeout: c.ShutdownTimeout,
@@ -265,4 +275,23 @@ func version() string {
 		return ""
 	}
 	return info.Main.Version
+}
+
+// readPassFile sets RequirePass from --requirepass-file.
+func (c *Config) readPassFile() error {
+	if c.RequirePassFile == "" {
+		return nil
+	}
+	if c.RequirePass != "" {
+		return errors.New("--requirepass and --requirepass-file are both set: give one")
+	}
+	b, err := os.ReadFile(c.RequirePassFile)
+	if err != nil {
+		return fmt.Errorf("--requirepass-file: %w", err)
+	}
+	c.RequirePass = strings.TrimRight(string(b), "\r\n")
+	if c.RequirePass == "" {
+		return fmt.Errorf("--requirepass-file %s is empty", c.RequirePassFile)
+	}
+	return nil
 }

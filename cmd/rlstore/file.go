@@ -47,6 +47,8 @@ func applyFileOption(fs *flag.FlagSet, given, seen map[string]bool, k, v *yaml.N
 		return errors.New("config cannot name another config file")
 	case seen[name]:
 		return fmt.Errorf("%s is set twice", name)
+	case v.Kind == yaml.SequenceNode && isList(f):
+		return applyFileList(f, given[name], v)
 	case v.Kind != yaml.ScalarNode:
 		return fmt.Errorf("%s: want a single value", name)
 	}
@@ -56,6 +58,28 @@ func applyFileOption(fs *flag.FlagSet, given, seen map[string]bool, k, v *yaml.N
 	}
 	if err := f.Value.Set(v.Value); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// isList reports whether f takes a list in the config file (rename-command).
+func isList(f *flag.Flag) bool {
+	_, ok := f.Value.(*renames)
+	return ok
+}
+
+// applyFileList sets a list flag from a YAML sequence of scalars.
+func applyFileList(f *flag.Flag, given bool, v *yaml.Node) error {
+	for _, item := range v.Content {
+		if item.Kind != yaml.ScalarNode {
+			return fmt.Errorf("%s: want a list of values", f.Name)
+		}
+		if given {
+			continue
+		}
+		if err := f.Value.Set(item.Value); err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
 	}
 	return nil
 }

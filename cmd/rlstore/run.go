@@ -91,6 +91,10 @@ func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 }
 
 func logStart(cfg Config, log *slog.Logger) {
+	if cfg.passOnCmdline {
+		log.Warn("--requirepass on the command line can be read by any local user in the process list; " +
+			"use --requirepass-file, the RLSTORE_REQUIREPASS environment variable or the config file instead")
+	}
 	log.Info("starting rlstore", "bind", cfg.Bind, "port", cfg.Port,
 		"auth", cfg.RequirePass != "", "protected_mode", cfg.ProtectedMode,
 		"maxclients", cfg.MaxClients, "maxmemory", cfg.MaxMemory, "max_keys", cfg.MaxKeys,
