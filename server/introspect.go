@@ -51,9 +51,10 @@ func cmdCommandInfo(s *Server, c *client, args [][]byte) {
 // cmdCommandDocs is a map from each command named (all, if none) to its docs; unknown ones are left out.
 func cmdCommandDocs(s *Server, c *client, args [][]byte) {
 	var pairs []pair
+	table := commandDocTable()
 	for _, cm := range s.sortedCommands() {
 		if len(args) == 2 || named(cm.name, args[2:]) {
-			pairs = append(pairs, pair{cm.name, commandDocs(cm)})
+			pairs = append(pairs, pair{cm.name, commandDocs(cm, table)})
 		}
 	}
 	writeMap(c, pairs)
@@ -133,17 +134,25 @@ func aclCategories(cm *command) []string {
 	return cats
 }
 
-// commandDocs is COMMAND DOCS' map for cm.
-func commandDocs(cm *command) []pair {
+// commandDocs is COMMAND DOCS' map for cm, with what commandDocTable adds.
+func commandDocs(cm *command, table map[string]cmdDoc) []pair {
 	group := cm.group
 	if group == "" {
 		group = "generic"
 	}
-	docs := []pair{{"summary", cm.summary}, {"group", group}}
+	d := table[cm.name]
+	summary := cm.summary
+	if summary == "" {
+		summary = d.summary
+	}
+	docs := []pair{{"summary", summary}, {"since", d.since}, {"group", group}}
+	if len(d.args) > 0 {
+		docs = append(docs, pair{"arguments", docArgs(d.args)})
+	}
 	if len(cm.subs) > 0 {
 		subs := make([]pair, len(cm.subs))
 		for i := range cm.subs {
-			subs[i] = pair{cm.subs[i].name, commandDocs(&cm.subs[i])}
+			subs[i] = pair{cm.subs[i].name, commandDocs(&cm.subs[i], table)}
 		}
 		docs = append(docs, pair{"subcommands", subs})
 	}

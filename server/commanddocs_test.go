@@ -1,0 +1,67 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEveryCommandIsDocumented: every command and subcommand has a summary
+// and a since in COMMAND DOCS, and every command that needs arguments lists them.
+func TestEveryCommandIsDocumented(t *testing.T) {
+	s := newTestServer(t, Config{})
+	table := commandDocTable()
+	check := func(cm *command) {
+		d := commandDocs(cm, table)
+		m := map[string]any{}
+		for _, p := range d {
+			m[p.key] = p.val
+		}
+		assert.NotEmptyf(t, m["summary"], "%s has no summary", cm.name)
+		assert.NotEmptyf(t, m["since"], "%s has no since", cm.name)
+		required := max(cm.arity, -cm.arity) - 1 - strings.Count(cm.name, "|") // arguments after the name(s)
+		if len(cm.subs) == 0 && required > 0 {
+			assert.NotEmptyf(t, m["arguments"], "%s takes arguments but lists none", cm.name)
+		}
+	}
+	for name, cm := range s.commands {
+		if strings.HasPrefix(name, "test.") {
+			continue
+		}
+		check(cm)
+		for i := range cm.subs {
+			check(&cm.subs[i])
+		}
+	}
+	for name := range table {
+		parent, _, _ := strings.Cut(name, "|")
+		require.NotNilf(t, s.commands[parent], "the docs name %s, which is not a command", name)
+	}
+}
+
+func TestCommandDocsArguments(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	bothProtocols(t, func(t *testing.T, proto int) {
+		c, ctx := newClient(t, addr, proto), ctxT(t)
+		docs := asMap(t, c.Do(ctx, "COMMAND", "DOCS", "rl.slide").Val())
+		slide := asMap(t, docs["rl.slide"])
+		assert.Equal(t, rlSince, slide["since"])
+		args := slide["arguments"].([]any)
+		require.Len(t, args, 5)
+		assert.Equal(t, map[string]any{"name": "key", "type": "key", "key_spec_index": int64(0)}, asStrMap(t, args[0]))
+		assert.Equal(t, map[string]any{"name": "cost", "type": "integer", "token": "COST", "flags": []any{"optional"}}, asStrMap(t, args[3]))
+		assert.Equal(t, map[string]any{"name": "peek", "type": "pure-token", "token": "PEEK", "flags": []any{"optional"}}, asStrMap(t, args[4]))
+	})
+}
+
+// asStrMap reads a map reply of either protocol keyed by strings.
+func asStrMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for k, v := range asMap(t, v) {
+		out[k] = v
+	}
+	return out
+}
