@@ -31,7 +31,7 @@ var rules = []rule{
 	{pkg: "persistence", allowed: []string{"persistence", "shard", "window", "policy"}},
 	{pkg: "cluster", denied: []string{"server", "cmd", "loadtest"}},
 	{pkg: "loadtest", allowed: []string{"loadtest", "internal"}},
-	{pkg: "client", allowed: []string{"client"}}, // users' client library: speaks RESP like any client
+	{pkg: "client", allowed: []string{"client"}},                                   // users' client library: speaks RESP like any client
 	{pkg: "integrations", allowed: []string{"integrations", "client", "internal"}}, // other languages' clients, from outside
 	{pkg: "server", denied: []string{"cmd", "loadtest"}},
 	{pkg: "internal", denied: []string{"cmd", "loadtest"}},
