@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/client"
-	"github.com/rlstore/rlstore/internal/rltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +15,7 @@ import (
 // BenchmarkSlide compares a typed call with the same command sent through a
 // bare go-redis Do and parsed by hand: allocs/op should be equal.
 func BenchmarkSlide(b *testing.B) {
-	rdb := redis.NewClient(&redis.Options{Addr: rltest.Start(b)})
+	rdb := redis.NewClient(&redis.Options{Addr: startRlstore(b)})
 	b.Cleanup(func() { _ = rdb.Close() })
 	c, ctx := client.New(rdb), context.Background()
 	b.Run("client.Slide", func(b *testing.B) {
@@ -59,7 +58,7 @@ func bareSlide(ctx context.Context, rdb *redis.Client, key string) (bool, error)
 // TestSlideAllocs guards the benchmark's claim: a typed call allocates no more
 // than go-redis does for the bare command.
 func TestSlideAllocs(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: rltest.Start(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: startRlstore(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c, ctx := client.New(rdb), context.Background()
 	_, err := c.Slide(ctx, "warm", 1000000, time.Minute) // dial outside the count
@@ -72,7 +71,7 @@ func TestSlideAllocs(t *testing.T) {
 
 // TestTokenCostAllocs: options and a longer command cost nothing extra either.
 func TestTokenCostAllocs(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: rltest.Start(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: startRlstore(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c, ctx := client.New(rdb), context.Background()
 	_, err := c.Token(ctx, "warm", 1000000, 1000000, time.Minute, client.Cost(1000))

@@ -7,14 +7,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/client"
-	"github.com/rlstore/rlstore/internal/rltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func newClient(t testing.TB) *client.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: rltest.Start(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: startRlstore(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return client.New(rdb)
 }
@@ -128,7 +127,7 @@ func TestPolicyCheck(t *testing.T) {
 
 // TestRing: a go-redis Ring spreads keys over two servers; each key's limit holds.
 func TestRing(t *testing.T) {
-	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": rltest.Start(t), "b": rltest.Start(t)}})
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": startRlstore(t), "b": startRlstore(t)}})
 	t.Cleanup(func() { _ = ring.Close() })
 	c, ctx := client.New(ring), context.Background()
 	for _, key := range []string{"alice", "bob", "carol", "dave"} {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rlstore/rlstore/internal/rltest"
 )
 
 // runLimit bounds each language's suite; together they take seconds.
@@ -29,7 +27,7 @@ func missing(t *testing.T, why string) {
 // with the output if it fails.
 func run(t *testing.T, dir, name string, args ...string) {
 	t.Helper()
-	addr := rltest.Start(t)
+	addr := startRlstore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -54,7 +52,7 @@ func TestNode(t *testing.T) {
 	if err != nil {
 		missing(t, "node is not installed")
 	}
-	dir := filepath.Join(rltest.Root(), "integrations", "node")
+	dir := "node" // go test runs in the package folder
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "express-rate-limit")); err != nil {
 		missing(t, "integrations/node has no node_modules: run npm ci there")
 	}
@@ -75,6 +73,6 @@ func TestPython(t *testing.T) {
 	if out, err := probe.CombinedOutput(); err != nil {
 		missing(t, "python3-limits, python3-flask-limiter or python3-redis is missing: "+strings.TrimSpace(string(out)))
 	}
-	dir := filepath.Join(rltest.Root(), "integrations", "python")
+	dir := "python"
 	run(t, dir, python, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py", "-t", ".")
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/client"
 	"github.com/rlstore/rlstore/client/httplimit"
-	"github.com/rlstore/rlstore/internal/rltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +41,7 @@ func get(h http.Handler, remote string, hdr ...string) *httptest.ResponseRecorde
 // TestThreePerTen: 200, 200, 200, then 429 with the headers and a correct Retry-After.
 func TestThreePerTen(t *testing.T) {
 	l, err := httplimit.New(httplimit.Config{
-		Client: newClient(t, rltest.Start(t)), Name: "api", LegacyHeaders: true,
+		Client: newClient(t, startRlstore(t)), Name: "api", LegacyHeaders: true,
 		Rule: client.Rule{Algorithm: "SLIDE", Limit: 3, Window: 10 * time.Second},
 	})
 	require.NoError(t, err)
@@ -68,7 +67,7 @@ func TestThreePerTen(t *testing.T) {
 }
 
 func TestPolicyCostJSON(t *testing.T) {
-	c := newClient(t, rltest.Start(t))
+	c := newClient(t, startRlstore(t))
 	require.NoError(t, c.PolicySet(context.Background(), "uploads", client.Policy{Rules: []client.Rule{{Algorithm: "FIXED", Limit: 10, Window: time.Hour}}}))
 	l, err := httplimit.New(httplimit.Config{
 		Client: c, Policy: "uploads", JSON: true,
