@@ -16,14 +16,15 @@ import "math/bits"
 // power-of-two table per shard swung between 37% and 75% full (5–11 bytes a
 // key, 8.4 at 1M keys over 256 shards), and growing rehashed a whole shard
 // under the lock (1.8 ms for a 49k-key shard) and left the old table behind
-// as garbage. A shard's first page starts at 8 entries.
+// as garbage. Now a grow or split rehashes at most maxSplit entries' keys,
+// and leaves at most one page behind. A shard's first page has 8 entries.
 //
 // Go's map[uint64]uint32 was the first design: 17 bytes a slot at a load that
 // swings between 44% and 88%, 38 bytes a key at 1M keys over 256 shards.
 type index struct {
 	dir   []uint32   // page of each value of the hash's top depth bits
 	shift uint8      // 64 - depth: a key's page is dir[h>>shift]
-	pages [][]uint32 // open-addressed tables; full-size or larger once there are two
+	pages [][]uint32 // open-addressed tables
 	meta  []pageMeta // per page
 	live  int        // entries naming a slot
 	dead  int        // tombstones
@@ -32,8 +33,8 @@ type index struct {
 
 // pageMeta describes one page.
 type pageMeta struct {
-	used  uint16 // entries naming a slot, and tombstones
-	dead  uint16 // tombstones
+	used  uint32 // entries naming a slot, and tombstones
+	dead  uint32 // tombstones
 	depth uint8  // top bits of the hash that every key in the page shares
 }
 
@@ -44,11 +45,11 @@ const (
 	tombstone = 1 << slotBits // tag 1, no slot: a deleted entry probes continue past
 
 	firstEntries = 8
-	pageEntries  = 2048 // a page this large splits rather than grows (8 KiB)
+	pageEntries  = 8192 // a page this large splits rather than grows (32 KiB)
 	// maxDepth bounds the directory at 64K entries a shard. A page whose keys
-	// share their top maxDepth bits cannot split, so it doubles instead, as
-	// the first page does; only forced collisions (tests) or keys crafted
-	// for it get there.
+	// share their top maxDepth bits cannot split, so it keeps growing
+	// instead; only forced collisions (tests) or keys crafted for it get
+	// there.
 	maxDepth = 16
 	maxSplit = pageEntries + pageEntries/4 // the largest page that splits
 )
@@ -218,8 +219,7 @@ func (x *index) split(p int, hashOf func(uint32) uint64) bool {
 	if depth == 64-x.shift {
 		x.growDir()
 	}
-	var buf [maxSplit]uint32 // p's keys while p is refilled
-	keys := buf[:0]
+	keys := make([]uint32, 0, x.meta[p].used) // p's keys while p is refilled
 	for _, e := range t {
 		if e&slotField != 0 {
 			keys = append(keys, e&slotField-1)
@@ -282,4 +282,4 @@ func sized(n int) index {
 // bytes returns the bytes held by pages and the directory.
 func (x *index) bytes() int { return x.size*4 + len(x.dir)*4 + len(x.meta)*pageMetaBytes }
 
-const pageMetaBytes = 6 // unsafe.Sizeof(pageMeta{})
+const pageMetaBytes = 12 // unsafe.Sizeof(pageMeta{})
