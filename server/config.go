@@ -24,6 +24,7 @@ func configParams() []configParam {
 		{name: "requirepass", get: (*Server).requirePass, check: checkRequirePass, set: setRequirePass},
 		{name: "maxclients", get: getMaxClients, check: checkMaxClients, set: setMaxClients},
 		{name: "max-request-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxRequestBytes, 10) }},
+		{name: "max-key-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxKeyBytes, 10) }},
 		{name: "databases", get: func(*Server) string { return "1" }},
 		{name: "save", get: func(*Server) string { return "" }},
 		{name: "appendonly", get: getAppendOnly},

@@ -17,7 +17,7 @@ func TestConfigGet(t *testing.T) {
 		require.NoError(t, c.Do(ctx, "AUTH", "pw").Err())
 
 		assert.Equal(t, map[string]string{"maxclients": "77"}, c.ConfigGet(ctx, "maxclients").Val())
-		assert.Equal(t, map[string]string{"maxclients": "77", "max-request-bytes": "4096"}, c.ConfigGet(ctx, "MAX[-C]*").Val())
+		assert.Equal(t, map[string]string{"maxclients": "77", "max-request-bytes": "4096", "max-key-bytes": "0"}, c.ConfigGet(ctx, "MAX[-C]*").Val())
 		assert.Equal(t, map[string]string{"save": "", "appendonly": "no"},
 			asStrings(t, c.Do(ctx, "CONFIG", "GET", "save", "appendonly").Val()), "as redis-benchmark asks")
 		all := c.ConfigGet(ctx, "*").Val()

@@ -51,7 +51,9 @@ func (s *Server) run(c *client, cm *command, args [][]byte) {
 	if s.obs.active.Load() != 0 {
 		s.beforeRun(c, cm, args)
 	}
-	if cm.flags&flagWrite != 0 && s.cfg.Durability != nil {
+	if reply := s.keyTooLong(cm, args); reply != "" {
+		c.conn.WriteError(reply)
+	} else if cm.flags&flagWrite != 0 && s.cfg.Durability != nil {
 		s.runWrite(c, cm, args)
 	} else {
 		cm.run(s, c, args)

@@ -34,6 +34,7 @@ type Config struct {
 	// RenameCommands serves the command named by each key under its value
 	// instead, or not at all if the value is "" (redis.conf's rename-command).
 	RenameCommands map[string]string
+	MaxKeyBytes    int64 // a longer key in any keyed command is refused; 0: no limit
 
 	// A client sending a request of MaxRequestBytes makes redcon hold up to
 	// about three times that for its connection while it arrives (a buffer
@@ -134,7 +135,7 @@ func (cfg *Config) withDefaults() error {
 	if cfg.Store == nil {
 		return errors.New("server: no store")
 	}
-	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.ShutdownTimeout < 0 ||
+	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxKeyBytes < 0 || cfg.ShutdownTimeout < 0 ||
 		cfg.SweepInterval < 0 || cfg.SweepBudget < 0 {
 		return errors.New("server: limits must not be negative")
 	}
