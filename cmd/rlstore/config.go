@@ -20,10 +20,10 @@ import (
 	"github.com/rlstore/rlstore/shard"
 )
 
-// Config is everything rlstore can be told at start. Load fills it from, in
+// config is everything rlstore can be told at start. loadConfig fills it from, in
 // order of precedence: command-line flags, the YAML config file, RLSTORE_*
 // environment variables, and the defaults written in newFlagSet.
-type Config struct {
+type config struct {
 	Bind            string
 	Port            int
 	RequirePass     string
@@ -54,7 +54,7 @@ const envPrefix = "RLSTORE_"
 
 // newFlagSet defines every option of rlstore on c, and is the one place their
 // names, defaults and help are written. Defining a flag stores its default in c.
-func newFlagSet(c *Config) *flag.FlagSet {
+func newFlagSet(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("rlstore", flag.ContinueOnError)
 	fs.StringVar(&c.Bind, "bind", "127.0.0.1", "IP `address` to listen on (0.0.0.0 or :: for every interface; see --protected-mode)")
 	fs.IntVar(&c.Port, "port", 6379, "TCP `port` to listen on; 0 picks a free port and logs it")
@@ -81,21 +81,21 @@ func newFlagSet(c *Config) *flag.FlagSet {
 	return fs
 }
 
-// Default returns the configuration rlstore runs with when told nothing.
-func Default() Config {
-	var c Config
+// defaultConfig returns the configuration rlstore runs with when told nothing.
+func defaultConfig() config {
+	var c config
 	newFlagSet(&c)
 	return c
 }
 
-// Load builds the Config from command-line args (without the program name),
+// loadConfig builds the config from command-line args (without the program name),
 // the config file they or the environment name, and the environment, read
 // through lookupEnv. It returns flag.ErrHelp, after writing the help to
 // usage, if help was asked for.
 //
 // Like redis-server, a first argument that is not a flag names the config file.
-func Load(args []string, lookupEnv func(string) (string, bool), usage io.Writer) (Config, error) {
-	var c Config
+func loadConfig(args []string, lookupEnv func(string) (string, bool), usage io.Writer) (config, error) {
+	var c config
 	fs := newFlagSet(&c)
 	fs.SetOutput(io.Discard) // errors are returned, and help printed below
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -175,7 +175,7 @@ Flags:
 }
 
 // validate checks what each flag's own parsing cannot: ranges, and how options combine.
-func (c Config) validate() error {
+func (c config) validate() error {
 	checks := []struct {
 		bad bool
 		msg string
@@ -207,7 +207,7 @@ func (c Config) validate() error {
 
 // bindAddr parses --bind. Only an IP address or "localhost" is accepted, so
 // protected mode can tell for certain whether the address is loopback.
-func (c Config) bindAddr() (netip.Addr, error) {
+func (c config) bindAddr() (netip.Addr, error) {
 	if strings.EqualFold(c.Bind, "localhost") {
 		return netip.AddrFrom4([4]byte{127, 0, 0, 1}), nil
 	}
@@ -219,7 +219,7 @@ func (c Config) bindAddr() (netip.Addr, error) {
 }
 
 // checkProtectedMode refuses to expose an unauthenticated server beyond this machine.
-func (c Config) checkProtectedMode(ip netip.Addr) error {
+func (c config) checkProtectedMode(ip netip.Addr) error {
 	if !c.ProtectedMode || c.RequirePass != "" || ip.IsLoopback() {
 		return nil
 	}
@@ -230,7 +230,7 @@ func (c Config) checkProtectedMode(ip netip.Addr) error {
 
 // checkDataDir rejects a --data-dir that exists but is not a folder. A missing
 // one is fine: persistence will create it.
-func (c Config) checkDataDir() error {
+func (c config) checkDataDir() error {
 	if c.DataDir == "" {
 		return nil
 	}
@@ -247,13 +247,13 @@ func (c Config) checkDataDir() error {
 }
 
 // addr is the host:port to listen on.
-func (c Config) addr() string { return net.JoinHostPort(c.Bind, strconv.Itoa(c.Port)) }
+func (c config) addr() string { return net.JoinHostPort(c.Bind, strconv.Itoa(c.Port)) }
 
-func (c Config) shardConfig() shard.Config {
+func (c config) shardConfig() shard.Config {
 	return shard.Config{Shards: c.Shards, MaxKeys: c.MaxKeys, MaxMemory: c.MaxMemory}
 }
 
-func (c Config) serverConfig(store *shard.Map, dur server.Durability, log *slog.Logger) server.Config {
+func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.Logger) server.Config {
 	return server.Config{
 		Addr:            c.addr(),
 		Store:           store,
@@ -282,7 +282,7 @@ func version() string {
 }
 
 // readPassFile sets RequirePass from --requirepass-file.
-func (c *Config) readPassFile() error {
+func (c *config) readPassFile() error {
 	if c.RequirePassFile == "" {
 		return nil
 	}

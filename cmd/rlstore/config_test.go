@@ -25,17 +25,17 @@ func writeFile(t *testing.T, text string) string {
 	return p
 }
 
-func load(t *testing.T, args []string, vars map[string]string) (Config, error) {
+func load(t *testing.T, args []string, vars map[string]string) (config, error) {
 	t.Helper()
 	var out bytes.Buffer
-	return Load(args, env(vars), &out)
+	return loadConfig(args, env(vars), &out)
 }
 
 func TestDefaults(t *testing.T) {
 	c, err := load(t, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, Default(), c)
-	assert.Equal(t, Config{
+	assert.Equal(t, defaultConfig(), c)
+	assert.Equal(t, config{
 		Bind: "127.0.0.1", Port: 6379, ProtectedMode: true, MaxClients: 10000,
 		MaxRequestBytes: 1 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
 		SaveInterval: 5 * time.Minute, LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
@@ -192,8 +192,8 @@ func TestValidationErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := load(t, tt.args, tt.vars)
-		if assert.Error(t, err, "Load(%q, %v)", tt.args, tt.vars) {
-			assert.Contains(t, err.Error(), tt.want, "Load(%q, %v)", tt.args, tt.vars)
+		if assert.Error(t, err, "loadConfig(%q, %v)", tt.args, tt.vars) {
+			assert.Contains(t, err.Error(), tt.want, "loadConfig(%q, %v)", tt.args, tt.vars)
 		}
 	}
 }
@@ -217,19 +217,19 @@ func TestProtectedMode(t *testing.T) {
 	for _, tt := range tests {
 		_, err := load(t, tt.args, nil)
 		if tt.refuse {
-			assert.ErrorContains(t, err, "protected mode: refusing to listen on", "Load(%q)", tt.args)
-			assert.ErrorContains(t, err, "--requirepass", "Load(%q)", tt.args)
+			assert.ErrorContains(t, err, "protected mode: refusing to listen on", "loadConfig(%q)", tt.args)
+			assert.ErrorContains(t, err, "--requirepass", "loadConfig(%q)", tt.args)
 		} else {
-			assert.NoError(t, err, "Load(%q)", tt.args)
+			assert.NoError(t, err, "loadConfig(%q)", tt.args)
 		}
 	}
 }
 
 func TestHelp(t *testing.T) {
 	var out bytes.Buffer
-	_, err := Load([]string{"--help"}, env(nil), &out)
+	_, err := loadConfig([]string{"--help"}, env(nil), &out)
 	require.ErrorIs(t, err, flag.ErrHelp)
-	var c Config
+	var c config
 	newFlagSet(&c).VisitAll(func(f *flag.Flag) {
 		assert.Contains(t, out.String(), "--"+f.Name+" ")
 		assert.Contains(t, out.String(), "["+envName(f.Name)+"]")

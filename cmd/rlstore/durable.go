@@ -15,14 +15,14 @@ import (
 // With no --data-dir it returns nil: state lives in memory only. A torn last
 // record is logged as a warning and the start goes on; any other damage stops
 // the start with an error naming the file and offset.
-func openDurability(cfg Config, store *shard.Map, pols *persistence.Policies, log *slog.Logger) (*persistence.Store, error) {
+func openDurability(cfg config, store *shard.Map, pols *persistence.Policies, log *slog.Logger) (*persistence.Store, error) {
 	if cfg.DataDir == "" {
 		log.Warn("persistence is off: no --data-dir, so all state is in memory and a restart resets every limit")
 		return nil, nil
 	}
 	fsync, err := persistence.ParseFsync(cfg.AppendFsync)
 	if err != nil {
-		return nil, err // Load checked it
+		return nil, err // loadConfig checked it
 	}
 	opts := cfg.persistenceOptions(fsync, log)
 	if pols != nil {
@@ -51,7 +51,7 @@ func openDurability(cfg Config, store *shard.Map, pols *persistence.Policies, lo
 	return st, nil
 }
 
-func (c Config) persistenceOptions(fsync persistence.FsyncMode, log *slog.Logger) persistence.Options {
+func (c config) persistenceOptions(fsync persistence.FsyncMode, log *slog.Logger) persistence.Options {
 	every := c.SaveInterval
 	if every == 0 {
 		every = -1 // only on SAVE, BGSAVE, shutdown, or once the log outgrows the snapshot

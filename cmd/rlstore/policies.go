@@ -12,7 +12,7 @@ import (
 // openPolicies opens the durable policy store in --data-dir. With no
 // --data-dir it returns nil: RL.POLICY SET then keeps policies in memory only,
 // and a restart forgets them.
-func openPolicies(cfg Config, log *slog.Logger) (*persistence.Policies, error) {
+func openPolicies(cfg config, log *slog.Logger) (*persistence.Policies, error) {
 	if cfg.DataDir == "" {
 		log.Warn("policies are in memory only: no --data-dir, so RL.POLICY SET does not survive a restart")
 		return nil, nil

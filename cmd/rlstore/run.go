@@ -19,7 +19,7 @@ import (
 // 0 after a clean shutdown, 1 on any failure, 2 for bad flags. Help goes to
 // stdout; logs and errors go to stderr.
 func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	cfg, err := Load(args, lookupEnv, stdout)
+	cfg, err := loadConfig(args, lookupEnv, stdout)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -36,7 +36,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	return 0
 }
 
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
+func newLogger(cfg config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by Load
 	opts := &slog.HandlerOptions{Level: level}
@@ -48,7 +48,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 
 // serve runs the server until it stops by itself (SHUTDOWN) or a signal
 // stops it, then closes the data dir, so that a clean stop loses nothing.
-func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
+func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	store, err := shard.New(cfg.shardConfig())
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func serve(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	return waitForStop(srv, done, sigs, cfg.ShutdownTimeout, log)
 }
 
-func logStart(cfg Config, log *slog.Logger) {
+func logStart(cfg config, log *slog.Logger) {
 	if cfg.passOnCmdline {
 		log.Warn("--requirepass on the command line can be read by any local user in the process list; " +
 			"use --requirepass-file, the RLSTORE_REQUIREPASS environment variable or the config file instead")
