@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
@@ -332,6 +333,7 @@ func importBlock(br *blockReader, payload []byte, m *shard.Map, now int64, tombs
 		if e.Deleted() && !tombstones {
 			return n, br.corrupt(at(pos), "tombstone in a snapshot")
 		}
+		e.Route = policy.Route(e.Key) // a policy's rule state shares its user key's shard
 		if err := m.Import(e, now); err != nil {
 			if errors.Is(err, shard.ErrFull) {
 				return n, fmt.Errorf("persistence: loading %s: %w", br.name, err)

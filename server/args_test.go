@@ -123,7 +123,7 @@ func TestParseSlideToken(t *testing.T) {
 
 // parseAny parses a decision command of either algorithm by its name.
 func parseAny(args [][]byte) (decisionArgs, error) {
-	if equalFold(args[0], "rl.token") {
+	if equalFoldASCII(args[0], "rl.token") {
 		return parseToken(args)
 	}
 	return parseSlide(args)
@@ -148,15 +148,15 @@ func TestAppendDecision(t *testing.T) {
 }
 
 func TestEqualFold(t *testing.T) {
-	assert.True(t, equalFold([]byte("PeEk"), "peek"))
-	assert.False(t, equalFold([]byte("pee"), "peek"))
+	assert.True(t, equalFoldASCII([]byte("PeEk"), "peek"))
+	assert.False(t, equalFoldASCII([]byte("pee"), "peek"))
 	for l := byte('a'); l <= 'z'; l++ { // every byte against every letter
 		for b := range 256 {
 			want := byte(b) == l || byte(b) == l-'a'+'A'
-			assert.Equalf(t, want, equalFold([]byte{byte(b)}, string(l)), "equalFold(%q, %q)", b, l)
+			assert.Equalf(t, want, equalFoldASCII([]byte{byte(b)}, string(l)), "equalFoldASCII(%q, %q)", b, l)
 		}
 	}
-	assert.False(t, equalFold([]byte("peeK!"), "peek"))
+	assert.False(t, equalFoldASCII([]byte("peeK!"), "peek"))
 }
 
 // TestDecisionPathAllocs guards the hot path: parsing a warm key's command,

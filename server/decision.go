@@ -2,7 +2,9 @@ package server
 
 import (
 	"errors"
+	"strings"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
@@ -14,18 +16,33 @@ const (
 )
 
 // decisionCommands are every decision command: the native ones of SPEC §3,
-// CL.THROTTLE and RL.CHECK. Each parses its arguments into a request and
-// hands it to decide.
+// one line each, CL.THROTTLE and RL.CHECK. Each parses its arguments into a
+// request and hands it to decide.
 func decisionCommands() []command {
 	return []command{
-		{name: "rl.slide", arity: -4, flags: flagWrite, run: decisionRun(parseSlideReq), firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "rl.token", arity: -5, flags: flagWrite, run: decisionRun(parseTokenReq), firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "rl.fixed", arity: -4, flags: flagWrite, run: decisionRun(parseFixedReq), firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "rl.log", arity: -4, flags: flagWrite, run: decisionRun(parseLogReq), firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "rl.leaky", arity: -5, flags: flagWrite, run: decisionRun(parseLeakyReq), firstKey: 1, lastKey: 1, keyStep: 1},
+		nativeCommand(window.KindSlide),
+		nativeCommand(window.KindToken),
+		nativeCommand(window.KindFixed),
+		nativeCommand(window.KindLog),
+		nativeCommand(window.KindLeaky),
 		{name: "cl.throttle", arity: -5, flags: flagWrite, run: decisionRun(parseThrottleReq), firstKey: 1, lastKey: 1, keyStep: 1},
 		{name: "rl.check", arity: -3, flags: flagWrite, run: decisionRun(parseCheckReq), firstKey: 2, lastKey: 2, keyStep: 1,
 			group: "rl", summary: "Decides a request against every rule of a policy, all or nothing"},
+	}
+}
+
+// nativeCommand is the table entry of RL.<KIND> key params… [COST n] [PEEK],
+// the command that runs kind's algorithm; window says what params it takes.
+func nativeCommand(kind window.Kind) command {
+	return command{name: strings.ToLower(nativeName(kind)), arity: -(2 + policy.Arity(kind)), flags: flagWrite,
+		run: decisionRun(nativeParser(kind)), firstKey: 1, lastKey: 1, keyStep: 1}
+}
+
+// nativeParser returns the parser of kind's native command.
+func nativeParser(kind window.Kind) parseFunc {
+	return func(s *Server, args [][]byte) ([]byte, request, error) {
+		a, err := parseNative(kind, args)
+		return a.key, request{op: opNative, params: a.params, cost: a.cost, peek: a.peek}, err
 	}
 }
 
@@ -45,7 +62,7 @@ type request struct {
 	op       op
 	params   window.Params   // opNative
 	throttle window.Throttle // opThrottle
-	policy   *policy         // opCheck
+	policy   *policy.Policy  // opCheck
 	cost     int64           // units; CL.THROTTLE's quantity (0 peeks, < 0 refunds)
 	peek     bool            // decide, but change nothing
 	now      int64           // unix nanoseconds, read once per command
@@ -65,7 +82,7 @@ type outcome struct {
 // metrics count here. It allocates nothing, and must stay so: the
 // allocation tests run every command through it.
 func (s *Server) decide(key []byte, r *request) (outcome, error) {
-	if shard.Reserved(key) {
+	if policy.Reserved(key) {
 		return outcome{}, errArgReserved
 	}
 	switch r.op {
@@ -87,23 +104,24 @@ func (s *Server) check(key []byte, r *request) (outcome, error) {
 	// function given &keys: a store through a pointer makes them escape.)
 	p := r.policy
 	var keyBuf [512]byte
-	var keys [shard.MaxRules][]byte
+	var keys [policy.MaxRules][]byte
 	kb := keyBuf[:0]
-	for i := range p.rules {
-		kb, keys[i] = appendRuleKey(kb, p.name, byte(i), key)
+	for i := range p.Rules {
+		start := len(kb)
+		kb = p.AppendRuleKey(kb, i, key)
+		keys[i] = kb[start:len(kb):len(kb)]
 	}
-	q := shard.Multi{Keys: keys[:len(p.rules)], Params: p.rules, Shadow: p.shadow}
-	if p.penalty > 0 {
-		_, q.Penalty = appendRuleKey(kb, p.name, shard.PenaltyRule, key)
-		q.For = p.penalty
+	q := shard.Multi{Keys: keys[:len(p.Rules)], Params: p.Rules, Shadow: p.Shadow}
+	if p.Penalty > 0 {
+		q.Penalty, q.For = p.AppendPenaltyKey(kb[len(kb):], key), p.Penalty
 	}
-	var buf [shard.MaxRules]window.Decision
-	ds, left, err := s.cfg.Store.DecideAll(&q, r.now, r.cost, r.peek, buf[:0])
+	var buf [policy.MaxRules]window.Decision
+	ds, left, err := s.cfg.Store.DecideAll(key, &q, r.now, r.cost, r.peek, buf[:0])
 	if err != nil {
 		return outcome{}, err
 	}
 	d, i := binding(ds, left)
-	if !d.Allowed && p.shadow {
+	if !d.Allowed && p.Shadow {
 		d.Allowed, d.Wait = true, 0
 	}
 	return outcome{d: d, rule: i}, nil
@@ -120,44 +138,6 @@ func decisionRun(parse parseFunc) func(s *Server, c *client, args [][]byte) {
 	}
 }
 
-func parseSlideReq(s *Server, args [][]byte) ([]byte, request, error) {
-	return native(parseSlide(args))
-}
-
-func parseTokenReq(s *Server, args [][]byte) ([]byte, request, error) {
-	return native(parseToken(args))
-}
-
-func parseFixedReq(s *Server, args [][]byte) ([]byte, request, error) {
-	a, err := parseLimitWindow(args, window.KindFixed, errArgArityRLFixed)
-	if err == nil {
-		err = checkLimitWindow(a.params)
-	}
-	return native(a, err)
-}
-
-func parseLogReq(s *Server, args [][]byte) ([]byte, request, error) {
-	a, err := parseLimitWindow(args, window.KindLog, errArgArityRLLog)
-	if err == nil {
-		err = checkLimitWindow(a.params)
-	}
-	return native(a, err)
-}
-
-func parseLeakyReq(s *Server, args [][]byte) ([]byte, request, error) {
-	a, err := parseToken(args)
-	if errors.Is(err, errArgArityRLToken) {
-		err = errArgArityRLLeaky
-	}
-	a.params.Kind = window.KindLeaky
-	return native(a, err)
-}
-
-// native returns a parsed native command's key and request.
-func native(a decisionArgs, err error) ([]byte, request, error) {
-	return a.key, request{op: opNative, params: a.params, cost: a.cost, peek: a.peek}, err
-}
-
 // parseThrottleReq parses CL.THROTTLE key max_burst count period [quantity],
 // redis-cell's command: the reply is [limited, limit, remaining, retry_after_s, reset_after_s].
 func parseThrottleReq(s *Server, args [][]byte) ([]byte, request, error) {
@@ -171,7 +151,7 @@ func parseCheckReq(s *Server, args [][]byte) ([]byte, request, error) {
 	a := decisionArgs{key: args[2]}
 	err := parseOptions(args[3:], &a)
 	r := request{op: opCheck, cost: a.cost, peek: a.peek}
-	if err == nil && !shard.Reserved(a.key) { // a reserved key's error comes first
+	if err == nil && !policy.Reserved(a.key) { // a reserved key's error comes first
 		if r.policy = s.policy(args[1]); r.policy == nil {
 			err = argError("ERR no such policy '" + quoteArg(args[1], 128) + "'")
 		}

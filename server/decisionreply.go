@@ -96,7 +96,7 @@ func (r *request) appendCommand(dst [][]byte, key []byte) [][]byte {
 		t := r.throttle
 		return append(dst, []byte("CL.THROTTLE"), key, num(t.MaxBurst), num(t.Count), num(t.Period), num(r.cost))
 	case opCheck:
-		dst = append(dst, []byte("RL.CHECK"), []byte(r.policy.name), key)
+		dst = append(dst, []byte("RL.CHECK"), []byte(r.policy.Name), key)
 	default:
 		p := r.params
 		dst = append(dst, []byte(nativeName(p.Kind)), key, num(p.Limit))

@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -30,10 +30,10 @@ func keyspaceCommands() []command {
 // lookup returns the algorithm of key's state and when it expires, or false
 // if the key does not exist or its state has expired by now.
 //
-// Policy state lives under reserved keys (shard.Reserved), which are hidden:
+// Policy state lives under reserved keys (policy.Reserved), which are hidden:
 // to every command here they do not exist, though DBSIZE counts them.
 func (s *Server) lookup(key []byte, now int64) (window.Kind, int64, bool) {
-	if shard.Reserved(key) {
+	if policy.Reserved(key) {
 		return window.KindNone, 0, false
 	}
 	inf, ok := s.cfg.Store.Get(key, now)
@@ -48,7 +48,7 @@ func cmdDel(s *Server, c *client, args [][]byte) {
 	now, n := s.unixNano(), int64(0)
 	for _, key := range args[1:] {
 		_, _, live := s.lookup(key, now)
-		if !shard.Reserved(key) && s.cfg.Store.Delete(key) && live {
+		if !policy.Reserved(key) && s.cfg.Store.Delete(key) && live {
 			n++
 		}
 	}
@@ -101,7 +101,7 @@ func cmdDBSize(s *Server, c *client, args [][]byte) {
 
 // cmdFlushAll flushes at once whichever mode is asked for: the store frees a shard at a time.
 func cmdFlushAll(s *Server, c *client, args [][]byte) {
-	if len(args) > 2 || (len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync")) {
+	if len(args) > 2 || (len(args) == 2 && !equalFoldASCII(args[1], "async") && !equalFoldASCII(args[1], "sync")) {
 		c.conn.WriteError(string(errArgSyntax))
 		return
 	}

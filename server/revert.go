@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,7 @@ const maxPendingReverts = 1 << 16
 // appendfsync always until the batch's commit, so that a request whose
 // commit failed keeps no charge: its client was told it failed.
 type change struct {
-	key           []byte
+	key, route    []byte       // route: the key whose shard key lives in (nil: key itself)
 	before, after *shard.Entry // nil: the key held no state
 }
 
@@ -29,30 +30,31 @@ type reverts struct {
 	n       atomic.Int64 // len(pending), read without the lock
 }
 
-// changeKeys returns the keys a write command may change, or nil if its
-// changes are not taken back this way (FLUSHALL and RL.POLICY make their own
-// writes durable before they reply).
-func (s *Server) changeKeys(name string, args [][]byte) [][]byte {
+// changeKeys returns the keys a write command may change, and the route
+// they share if it is not each key itself, or nil if its changes are not
+// taken back this way (FLUSHALL and RL.POLICY make their own writes durable
+// before they reply).
+func (s *Server) changeKeys(name string, args [][]byte) (keys [][]byte, route []byte) {
 	switch name {
 	case "rl.slide", "rl.token", "rl.fixed", "rl.log", "rl.leaky", "cl.throttle":
-		return args[1:2]
+		return args[1:2], nil
 	case "del":
-		return args[1:]
+		return args[1:], nil
 	case "rl.check":
 		p := s.policy(args[1])
 		if p == nil || len(args) < 3 {
-			return nil
+			return nil, nil
 		}
-		return p.ruleKeys(args[2])
+		return ruleKeys(p, args[2]), args[2]
 	}
-	return nil
+	return nil, nil
 }
 
 // entries returns keys' current states.
-func (s *Server) entries(keys [][]byte, dst []*shard.Entry) []*shard.Entry {
+func (s *Server) entries(keys [][]byte, route []byte, dst []*shard.Entry) []*shard.Entry {
 	for _, k := range keys {
 		var p *shard.Entry
-		if e, ok := s.cfg.Store.Lookup(k); ok {
+		if e, ok := s.cfg.Store.Lookup(k, route); ok {
 			p = &e
 		}
 		dst = append(dst, p)
@@ -62,18 +64,19 @@ func (s *Server) entries(keys [][]byte, dst []*shard.Entry) []*shard.Entry {
 
 // recordChanges runs a write command, noting in c.changes what it changed.
 func (s *Server) recordChanges(c *client, cm *command, args [][]byte) {
-	keys := s.changeKeys(cm.name, args)
+	keys, route := s.changeKeys(cm.name, args)
 	if keys == nil {
 		cm.run(s, c, args)
 		return
 	}
 	keys = cloneArgs(keys) // the request's bytes are redcon's
-	before := s.entries(keys, nil)
+	route = bytes.Clone(route)
+	before := s.entries(keys, route, nil)
 	cm.run(s, c, args)
-	after := s.entries(keys, nil)
+	after := s.entries(keys, route, nil)
 	for i, k := range keys {
 		if !shard.SameEntry(before[i], after[i]) {
-			c.changes = append(c.changes, change{key: k, before: before[i], after: after[i]})
+			c.changes = append(c.changes, change{key: k, route: route, before: before[i], after: after[i]})
 		}
 	}
 }
@@ -98,7 +101,7 @@ func (s *Server) revert(changes []change) {
 		var kept []change
 		for i := len(r.pending) - 1; i >= 0; i-- {
 			ch := r.pending[i]
-			if s.cfg.Store.Revert(ch.key, ch.before, ch.after) {
+			if s.cfg.Store.Revert(ch.key, ch.route, ch.before, ch.after) {
 				s.reverted.Add(1)
 				progress = true
 				continue

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -16,7 +17,7 @@ func rlInfoCommands() []command {
 func cmdRLInfo(s *Server, c *client, args [][]byte) {
 	now := s.unixNano()
 	inf, ok := s.cfg.Store.Get(args[1], now)
-	if !ok || inf.Expiry <= now || shard.Reserved(args[1]) {
+	if !ok || inf.Expiry <= now || policy.Reserved(args[1]) {
 		writeNull(c)
 		return
 	}

@@ -74,7 +74,7 @@ func (s *Server) filterKeys(keys [][]byte, from int, f keyFilter) [][]byte {
 			continue
 		}
 		kind, _, live := s.lookup(k, f.now)
-		if live && (f.kind == nil || equalFold(f.kind, kind.String())) {
+		if live && (f.kind == nil || equalFoldASCII(f.kind, kind.String())) {
 			out = append(out, k)
 		}
 	}
@@ -103,11 +103,11 @@ func parseScan(args [][]byte) (scanArgs, error) {
 // option applies one SCAN option and its value.
 func (a *scanArgs) option(name, val []byte) error {
 	switch {
-	case equalFold(name, "match"):
+	case equalFoldASCII(name, "match"):
 		a.filter.pattern = val
-	case equalFold(name, "type"):
+	case equalFoldASCII(name, "type"):
 		a.filter.kind = val
-	case equalFold(name, "count"):
+	case equalFoldASCII(name, "count"):
 		n, ok := parseInt(val)
 		if !ok {
 			return errArgNotInt

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,11 +20,11 @@ func seamCommands() []struct {
 		parse parseFunc
 		args  [][]byte
 	}{
-		{parseSlideReq, byteArgs("RL.SLIDE", "s", "1000000", "60", "COST", "2")},
-		{parseTokenReq, byteArgs("RL.TOKEN", "t", "1000000", "10", "1s", "PEEK")},
-		{parseFixedReq, byteArgs("RL.FIXED", "f", "1000000", "500ms")},
-		{parseLogReq, byteArgs("RL.LOG", "l", "4000", "1m", "COST", "1")},
-		{parseLeakyReq, byteArgs("RL.LEAKY", "q", "1000000", "1000000", "1s")},
+		{nativeParser(window.KindSlide), byteArgs("RL.SLIDE", "s", "1000000", "60", "COST", "2")},
+		{nativeParser(window.KindToken), byteArgs("RL.TOKEN", "t", "1000000", "10", "1s", "PEEK")},
+		{nativeParser(window.KindFixed), byteArgs("RL.FIXED", "f", "1000000", "500ms")},
+		{nativeParser(window.KindLog), byteArgs("RL.LOG", "l", "4000", "1m", "COST", "1")},
+		{nativeParser(window.KindLeaky), byteArgs("RL.LEAKY", "q", "1000000", "1000000", "1s")},
 		{parseThrottleReq, byteArgs("CL.THROTTLE", "c", "1000000", "1000000", "60", "1")},
 		{parseThrottleReq, byteArgs("CL.THROTTLE", "c", "15", "30", "60", "0")},
 		{parseCheckReq, byteArgs("RL.CHECK", "pol", "k", "COST", "3")},
@@ -33,9 +35,9 @@ func seamCommands() []struct {
 // seamServer returns a server, not listening, with the policy seamCommands use.
 func seamServer(t *testing.T) *Server {
 	s := newTestServer(t, Config{})
-	p, err := parsePolicy("pol", []string{"SLIDE", "1000000", "60", "TOKEN", "1000000", "10", "1s", "PENALTY", "1s"})
+	p, err := policy.Parse("pol", []string{"SLIDE", "1000000", "60", "TOKEN", "1000000", "10", "1s", "PENALTY", "1s"})
 	require.NoError(t, err)
-	s.pol.byName["pol"] = p
+	s.pol.byName[p.Name] = p
 	return s
 }
 

@@ -23,6 +23,7 @@ type Entry struct {
 	Params   window.Params
 	State    window.State // Token, Fixed, Leaky: the algorithm's state; zero for Slide and Log
 	Counters []uint64     // Slide: its counters; Log: its entries; oldest first; nil otherwise
+	Route    []byte       // the key whose hash picks the shard, if not Key (see DecideAll); Import only
 }
 
 // Deleted reports whether e is a tombstone.
@@ -108,18 +109,17 @@ func (x *exporter) key(k []byte) []byte {
 // Decide could have produced gets ErrEntry or the parameters' error.
 func (m *Map) Import(e Entry, now int64) error {
 	if e.Deleted() {
-		m.Delete(e.Key)
+		m.delete(e.Key, e.Route)
 		return nil
 	}
 	if err := e.check(); err != nil {
 		return err
 	}
 	if e.Expiry() <= now {
-		m.Delete(e.Key)
+		m.delete(e.Key, e.Route)
 		return nil
 	}
-	h := m.hash(e.Key)
-	s := m.shardFor(h)
+	h, s := m.locate(e.Key, e.Route)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i, ok := s.findLocked(e.Key, h)

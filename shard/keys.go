@@ -41,9 +41,11 @@ func (s *shard) slotCountersLocked(sl *slot) []uint64 {
 }
 
 // Delete removes key and reports whether it existed.
-func (m *Map) Delete(key []byte) bool {
-	h := m.hash(key)
-	s := m.shardFor(h)
+func (m *Map) Delete(key []byte) bool { return m.delete(key, nil) }
+
+// delete removes key, whose shard route picks (nil: key itself).
+func (m *Map) delete(key, route []byte) bool {
+	h, s := m.locate(key, route)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i, ok := s.findLocked(key, h)

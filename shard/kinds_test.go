@@ -130,37 +130,46 @@ func TestThrottle(t *testing.T) {
 	assert.ErrorIs(t, err, window.ErrRate)
 }
 
+// ruleKey names a rule's state key as a caller of DecideAll might: the store
+// gives the name no meaning.
+func ruleKey(policy string, rule int, key string) []byte {
+	return fmt.Appendf(nil, "%s/%d/%s", policy, rule, key)
+}
+
 func policyKeys(policy string, n int, key string) [][]byte {
 	var ks [][]byte
 	for i := range n {
-		ks = append(ks, PolicyKey(nil, policy, byte(i), []byte(key)))
+		ks = append(ks, ruleKey(policy, i, key))
 	}
 	return ks
 }
+
+const route = "user:1" // the DecideAll tests' route
 
 func TestDecideAllAllOrNothing(t *testing.T) {
 	m := newMap(t, Config{})
 	q := &Multi{Keys: policyKeys("api", 2, "user:1"), Params: []window.Params{slideP(10, time.Minute), slideP(2, 3*time.Second)}}
 	sec := int64(time.Second)
 	for i, want := range []bool{true, true, false, false} {
-		ds, left, err := m.DecideAll(q, t0+int64(i)*sec/4, 1, false, nil)
+		ds, left, err := m.DecideAll([]byte(route), q, t0+int64(i)*sec/4, 1, false, nil)
 		require.NoError(t, err)
 		assert.Zero(t, left)
 		assert.Equal(t, want, ds[0].Allowed && ds[1].Allowed, "request %d", i)
 	}
 	// The denials charged neither rule: the minute rule still holds 2.
-	ds, _, err := m.DecideAll(q, t0+3*sec, 1, true, nil)
+	ds, _, err := m.DecideAll([]byte(route), q, t0+3*sec, 1, true, nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 7, ds[0].Remaining, "10 - 2 charged - this request")
 	assert.True(t, ds[1].Allowed)
 	assert.EqualValues(t, 2, m.Len())
-	for _, k := range q.Keys { // all in one shard
-		assert.Equal(t, m.hash([]byte("user:1"))&m.mask, m.hash(k)&m.mask)
+	for _, k := range q.Keys { // all in the route's shard
+		_, ok := m.Lookup(k, []byte(route))
+		assert.True(t, ok, "%q", k)
 	}
 	// Independent of native state on the same key.
 	_, err = m.Decide([]byte("user:1"), tokenP(1, 1, time.Hour), t0, 1, false)
 	require.NoError(t, err)
-	ds, _, err = m.DecideAll(q, t0+3*sec, 1, false, nil)
+	ds, _, err = m.DecideAll([]byte(route), q, t0+3*sec, 1, false, nil)
 	require.NoError(t, err)
 	assert.True(t, ds[0].Allowed && ds[1].Allowed)
 }
@@ -168,38 +177,38 @@ func TestDecideAllAllOrNothing(t *testing.T) {
 func TestDecideAllPenaltyAndFreshKind(t *testing.T) {
 	m := newMap(t, Config{})
 	q := &Multi{Keys: policyKeys("p", 1, "k"), Params: []window.Params{fixedP(1, time.Minute)},
-		Penalty: PolicyKey(nil, "p", PenaltyRule, []byte("k")), For: 10 * time.Second}
+		Penalty: ruleKey("p", 255, "k"), For: 10 * time.Second}
 	sec := int64(time.Second)
-	ds, left, err := m.DecideAll(q, t0, 1, false, nil)
+	ds, left, err := m.DecideAll([]byte(route), q, t0, 1, false, nil)
 	require.NoError(t, err)
 	require.True(t, ds[0].Allowed)
 	require.Zero(t, left)
-	ds, left, _ = m.DecideAll(q, t0+sec, 1, false, nil)
+	ds, left, _ = m.DecideAll([]byte(route), q, t0+sec, 1, false, nil)
 	assert.False(t, ds[0].Allowed)
 	assert.Equal(t, 10*time.Second, left, "the denial that starts a penalty")
-	_, left, _ = m.DecideAll(q, t0+4*sec, 1, false, nil)
+	_, left, _ = m.DecideAll([]byte(route), q, t0+4*sec, 1, false, nil)
 	assert.Equal(t, 7*time.Second, left)
-	_, left, _ = m.DecideAll(q, t0+4*sec, 1, true, nil)
+	_, left, _ = m.DecideAll([]byte(route), q, t0+4*sec, 1, true, nil)
 	assert.Equal(t, 7*time.Second, left)
 	// Changing the rule's algorithm starts it fresh.
 	q.Params[0] = tokenP(1, 1, time.Hour)
-	ds, left, _ = m.DecideAll(q, t0+11*sec, 1, false, nil)
+	ds, left, _ = m.DecideAll([]byte(route), q, t0+11*sec, 1, false, nil)
 	assert.Zero(t, left)
 	assert.True(t, ds[0].Allowed)
-	inf, ok := m.Get(q.Keys[0], t0+11*sec)
+	e, ok := m.Lookup(q.Keys[0], []byte(route))
 	require.True(t, ok)
-	assert.Equal(t, window.KindToken, inf.Params.Kind)
+	assert.Equal(t, window.KindToken, e.Params.Kind)
 }
 
 func TestDecideAllFullChargesNone(t *testing.T) {
 	m := newMap(t, Config{MaxKeys: 1})
 	q := &Multi{Keys: policyKeys("p", 2, "k"), Params: []window.Params{fixedP(1, time.Minute), fixedP(1, time.Minute)}}
-	_, _, err := m.DecideAll(q, t0, 1, true, nil)
+	_, _, err := m.DecideAll([]byte(route), q, t0, 1, true, nil)
 	assert.ErrorIs(t, err, ErrFull, "a peek replies as the same call would")
-	_, _, err = m.DecideAll(q, t0, 1, false, nil)
+	_, _, err = m.DecideAll([]byte(route), q, t0, 1, false, nil)
 	assert.ErrorIs(t, err, ErrFull)
 	assert.EqualValues(t, 0, m.Len())
-	ds, _, err := m.DecideAll(q, t0, 2, true, nil)
+	ds, _, err := m.DecideAll([]byte(route), q, t0, 2, true, nil)
 	require.NoError(t, err, "a peek the rules deny needs no room")
 	assert.False(t, ds[0].Allowed)
 }
@@ -207,33 +216,43 @@ func TestDecideAllFullChargesNone(t *testing.T) {
 func TestDecideAllPeekNeedsRoomOnlyForMissingKeys(t *testing.T) {
 	m := newMap(t, Config{MaxKeys: 2})
 	q := &Multi{Keys: policyKeys("p", 2, "k"), Params: []window.Params{fixedP(2, time.Minute), fixedP(2, time.Minute)}}
-	_, _, err := m.DecideAll(q, t0, 1, false, nil)
+	_, _, err := m.DecideAll([]byte(route), q, t0, 1, false, nil)
 	require.NoError(t, err)
-	ds, _, err := m.DecideAll(q, t0, 1, true, nil)
+	ds, _, err := m.DecideAll([]byte(route), q, t0, 1, true, nil)
 	require.NoError(t, err, "both keys exist, so the store being full does not matter")
 	assert.True(t, ds[0].Allowed && ds[1].Allowed)
 }
 
+// TestDecideAllRoute checks that the route, not the keys, picks the shard:
+// keys whose own hashes pick other shards are kept in the route's, found
+// there by Lookup and Revert with that route, and put back there by Import.
 func TestDecideAllRoute(t *testing.T) {
 	m := newMap(t, Config{})
-	q := &Multi{Keys: [][]byte{PolicyKey(nil, "p", 0, []byte("a")), PolicyKey(nil, "p", 1, []byte("b"))},
-		Params: []window.Params{fixedP(1, time.Minute), fixedP(1, time.Minute)}}
-	found := false
-	for i := range 64 { // find two keys in different shards
-		q.Keys[1] = PolicyKey(nil, "p", 1, fmt.Appendf(nil, "b%d", i))
+	q := &Multi{Keys: [][]byte{ruleKey("p", 0, "a"), nil}, Params: []window.Params{fixedP(1, time.Minute), fixedP(1, time.Minute)}}
+	for i := 0; ; i++ { // find two keys whose own hashes pick different shards
+		require.Less(t, i, 64)
+		q.Keys[1] = ruleKey("p", 1, fmt.Sprint("b", i))
 		if m.hash(q.Keys[0])&m.mask != m.hash(q.Keys[1])&m.mask {
-			found = true
 			break
 		}
 	}
-	require.True(t, found)
-	_, _, err := m.DecideAll(q, t0, 1, false, nil)
-	assert.ErrorIs(t, err, ErrRoute)
-	r, ok := route(PolicyKey(nil, "pol\x00x", 3, []byte("user")))
-	assert.True(t, ok)
-	assert.Equal(t, "user", string(r))
-	_, ok = route([]byte("\xffp\x05ab"))
-	assert.False(t, ok)
+	ds, _, err := m.DecideAll([]byte("r"), q, t0, 1, false, nil)
+	require.NoError(t, err)
+	require.True(t, ds[0].Allowed && ds[1].Allowed)
+	for _, k := range q.Keys {
+		_, ok := m.Lookup(k, nil)
+		assert.False(t, ok, "%q is not in its own shard", k)
+	}
+	e, ok := m.Lookup(q.Keys[1], []byte("r"))
+	require.True(t, ok)
+	e.Route = []byte("r")
+	m.Flush()
+	require.NoError(t, m.Import(e, t0))
+	ds, _, err = m.DecideAll([]byte("r"), q, t0, 1, true, nil)
+	require.NoError(t, err)
+	assert.False(t, ds[1].Allowed, "Import put the state back where DecideAll finds it")
+	assert.True(t, ds[0].Allowed)
+	checkInvariants(t, m)
 }
 
 // TestThrottleAppliesParamsOnEveryCall checks that CL.THROTTLE, like the RL

@@ -81,18 +81,10 @@ func New(cfg Config) (*Map, error) {
 // would cost every caller that builds keys on the stack an allocation, so the
 // default hash is called directly and a configured one gets a copy.
 //
-// A policy's internal key (see PolicyKey) takes the bits that pick its shard
-// from the hash of the user key it embeds, so that every rule of a policy on one
-// key lives under one shard lock, wherever the key is hashed from.
+// A key's hash finds it in its shard's index. Its shard is picked by the hash
+// of its route: the key itself, unless the caller names another (DecideAll,
+// Entry.Route), so that related keys share one lock.
 func (m *Map) hash(key []byte) uint64 {
-	h := m.hashBytes(key)
-	if r, ok := route(key); ok {
-		h = h&^m.mask | m.hashBytes(r)&m.mask
-	}
-	return h
-}
-
-func (m *Map) hashBytes(key []byte) uint64 {
 	if !m.customHash {
 		return xxhash.Sum64(key)
 	}
@@ -100,6 +92,15 @@ func (m *Map) hashBytes(key []byte) uint64 {
 }
 
 func (m *Map) shardFor(h uint64) *shard { return m.shards[h&m.mask] }
+
+// locate returns key's hash and the shard that route (nil: key itself) picks.
+func (m *Map) locate(key, route []byte) (uint64, *shard) {
+	h := m.hash(key)
+	if route == nil {
+		return h, m.shardFor(h)
+	}
+	return h, m.shardFor(m.hash(route))
+}
 
 // Decide decides a request of cost units against key's state at now (unix
 // nanoseconds) under parameters p, creating the key if it is admitted. With peek

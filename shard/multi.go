@@ -1,60 +1,17 @@
 package shard
 
 import (
-	"encoding/binary"
-	"errors"
 	"time"
 
 	"github.com/rlstore/rlstore/window"
 )
 
-// A policy keeps each rule's state for a user key under an internal key:
-//
-//	"\xffp" uvarint(len(policy)) policy rule key
-//
-// where rule is one byte, the rule's index or PenaltyRule. Map.hash takes the
-// shard bits of an internal key from its user key (its route), so every rule
-// of one policy on one key is in the same shard and one lock covers them all.
-// Keys that start with ReservedPrefix are the store's; a server must not let
-// clients name them.
-const (
-	ReservedPrefix = "\xffp"
-	PenaltyRule    = 0xff // the rule byte of a policy's penalty state
-	MaxRules       = 32   // rules one Multi may hold
-)
-
-// ErrRoute is returned by DecideAll for keys that do not share one route.
-var ErrRoute = errors.New("shard: a multi-rule request's keys must share one route")
-
-// Reserved reports whether key is one of the store's internal keys.
-func Reserved(key []byte) bool {
-	return len(key) >= 2 && key[0] == ReservedPrefix[0] && key[1] == ReservedPrefix[1]
-}
-
-// PolicyKey appends the internal key of policy's rule (or PenaltyRule) for key to dst.
-func PolicyKey(dst []byte, policy string, rule byte, key []byte) []byte {
-	dst = append(dst, ReservedPrefix...)
-	dst = binary.AppendUvarint(dst, uint64(len(policy)))
-	dst = append(dst, policy...)
-	dst = append(dst, rule)
-	return append(dst, key...)
-}
-
-// route returns the user key an internal key embeds.
-func route(key []byte) ([]byte, bool) {
-	if !Reserved(key) {
-		return nil, false
-	}
-	n, k := binary.Uvarint(key[2:])
-	if k <= 0 || n >= uint64(len(key)) || 2+k+int(n)+1 > len(key) {
-		return nil, false
-	}
-	return key[2+k+int(n)+1:], true
-}
+// MaxRules is the most rules one Multi may hold.
+const MaxRules = 32
 
 // Multi is a request decided by several rules at once, all or nothing.
 type Multi struct {
-	Keys    [][]byte        // each rule's state key (PolicyKey); all must share one route
+	Keys    [][]byte        // each rule's state key
 	Params  []window.Params // each rule's parameters, parallel to Keys
 	Penalty []byte          // the penalty's state key, or nil for no penalty
 	For     time.Duration   // how long a denial blocks the key outright
@@ -62,7 +19,9 @@ type Multi struct {
 }
 
 // DecideAll decides a request of cost units at now (unix nanoseconds) against
-// every rule of q under one shard lock. The request is admitted only if every
+// every rule of q under one shard lock: the shard route picks, so that the
+// keys of every rule, and the penalty's, live in one shard. Whoever reloads
+// them (Import) must give them the same route. The request is admitted only if every
 // rule admits it, and only then is every rule charged; a denial charges none
 // and, with a penalty, blocks the key outright for q.For. While it is blocked
 // (from that denial on), DecideAll returns how long it still is, and every
@@ -70,7 +29,7 @@ type Multi struct {
 // A rule whose key holds another algorithm's state starts fresh. With peek
 // nothing changes and no key is created. The decisions, one per rule, are
 // appended to dst.
-func (m *Map) DecideAll(q *Multi, now, cost int64, peek bool, dst []window.Decision) ([]window.Decision, time.Duration, error) {
+func (m *Map) DecideAll(route []byte, q *Multi, now, cost int64, peek bool, dst []window.Decision) ([]window.Decision, time.Duration, error) {
 	if len(q.Keys) != len(q.Params) || len(q.Keys) == 0 || len(q.Keys) > MaxRules {
 		return dst, 0, window.ErrLimit
 	}
@@ -78,7 +37,7 @@ func (m *Map) DecideAll(q *Multi, now, cost int64, peek bool, dst []window.Decis
 	if err != nil {
 		return dst, 0, err
 	}
-	s := m.shardFor(hs[0])
+	s := m.shardFor(m.hash(route))
 	now = max(now, 0)
 	start := len(dst)
 	s.mu.Lock()
@@ -107,13 +66,6 @@ func (m *Map) multiHashes(q *Multi, cost int64) ([MaxRules + 1]uint64, error) {
 			return hs, window.ErrWindow
 		}
 		hs[n] = m.hash(q.Penalty)
-	} else {
-		hs[n] = hs[0]
-	}
-	for _, h := range hs[:n+1] {
-		if h&m.mask != hs[0]&m.mask {
-			return hs, ErrRoute
-		}
 	}
 	return hs, nil
 }

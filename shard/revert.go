@@ -2,10 +2,10 @@ package shard
 
 import "slices"
 
-// Lookup returns a copy of key's entry, and whether key holds state.
-func (m *Map) Lookup(key []byte) (Entry, bool) {
-	h := m.hash(key)
-	s := m.shardFor(h)
+// Lookup returns a copy of key's entry, and whether key holds state. route
+// names the key whose hash picks its shard, as for Entry.Route (nil: key itself).
+func (m *Map) Lookup(key, route []byte) (Entry, bool) {
+	h, s := m.locate(key, route)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lookupLocked(key, h)
@@ -28,10 +28,9 @@ func (s *shard) lookupLocked(key []byte, h uint64) (Entry, bool) {
 // after (nil: no state), and reports whether it did. A server uses it to
 // take back a change whose commit failed, so that a request its client was
 // told failed keeps no charge; the check on after leaves alone a key that
-// another request has changed since.
-func (m *Map) Revert(key []byte, before, after *Entry) bool {
-	h := m.hash(key)
-	s := m.shardFor(h)
+// another request has changed since. route is as for Lookup.
+func (m *Map) Revert(key, route []byte, before, after *Entry) bool {
+	h, s := m.locate(key, route)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.lookupLocked(key, h)

@@ -18,30 +18,30 @@ func TestRevert(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	charge := func(key string) (*Entry, *Entry) {
 		var before *Entry
-		if e, ok := m.Lookup([]byte(key)); ok {
+		if e, ok := m.Lookup([]byte(key), nil); ok {
 			before = &e
 		}
 		_, err := m.Decide([]byte(key), p, now, 1, false)
 		require.NoError(t, err)
-		after, ok := m.Lookup([]byte(key))
+		after, ok := m.Lookup([]byte(key), nil)
 		require.True(t, ok)
 		return before, &after
 	}
 	charge("a")
 	b1, a1 := charge("a")
 	require.NotNil(t, b1)
-	assert.True(t, m.Revert([]byte("a"), b1, a1))
+	assert.True(t, m.Revert([]byte("a"), nil, b1, a1))
 	d, err := m.Decide([]byte("a"), p, now, 1, true)
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, d.Remaining, "one charge left after the revert, and the peek's own")
 
 	b2, a2 := charge("new")
 	assert.Nil(t, b2)
-	assert.True(t, m.Revert([]byte("new"), b2, a2))
+	assert.True(t, m.Revert([]byte("new"), nil, b2, a2))
 	_, ok := m.Get([]byte("new"), now)
 	assert.False(t, ok)
 
 	b3, a3 := charge("a")
 	charge("a")
-	assert.False(t, m.Revert([]byte("a"), b3, a3), "a key changed since is left alone")
+	assert.False(t, m.Revert([]byte("a"), nil, b3, a3), "a key changed since is left alone")
 }

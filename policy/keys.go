@@ -1,0 +1,53 @@
+package policy
+
+import "encoding/binary"
+
+// A policy keeps each rule's state for a user key under an internal key:
+//
+//	"\xffp" uvarint(len(policy)) policy rule key
+//
+// where rule is one byte, the rule's index or penaltyRule. The user key comes
+// last, so a store that picks a shard by Route keeps every rule of one policy
+// on one key under one lock. Keys that start with reservedPrefix are the
+// store's: a server must not let clients name them (Reserved).
+const (
+	reservedPrefix = "\xffp"
+	penaltyRule    = 0xff // the rule byte of a policy's penalty state
+)
+
+// Reserved reports whether key is one of the internal keys policies keep their state under.
+func Reserved(key []byte) bool {
+	return len(key) >= 2 && key[0] == reservedPrefix[0] && key[1] == reservedPrefix[1]
+}
+
+// AppendRuleKey appends the internal key of rule i of p for key to dst.
+func (p *Policy) AppendRuleKey(dst []byte, i int, key []byte) []byte {
+	return appendKey(dst, p.Name, byte(i), key)
+}
+
+// AppendPenaltyKey appends the internal key of p's penalty for key to dst.
+func (p *Policy) AppendPenaltyKey(dst []byte, key []byte) []byte {
+	return appendKey(dst, p.Name, penaltyRule, key)
+}
+
+func appendKey(dst []byte, policy string, rule byte, key []byte) []byte {
+	dst = append(dst, reservedPrefix...)
+	dst = binary.AppendUvarint(dst, uint64(len(policy)))
+	dst = append(dst, policy...)
+	dst = append(dst, rule)
+	return append(dst, key...)
+}
+
+// Route returns the key whose shard key's state lives in: for an internal
+// key, the user key it embeds; for any other key, key itself. A store that
+// reloads internal keys from disk routes them with it.
+func Route(key []byte) []byte {
+	if !Reserved(key) {
+		return key
+	}
+	n, k := binary.Uvarint(key[2:])
+	if k <= 0 || n >= uint64(len(key)) || 2+k+int(n)+1 > len(key) {
+		return key // not one of ours after all: its own route
+	}
+	return key[2+k+int(n)+1:]
+}
