@@ -68,7 +68,7 @@ func (rep *BenchReport) writeMachine(p func(string, ...any)) {
 func (rep *BenchReport) writeMethod(p func(string, ...any)) {
 	c := rep.Config
 	p("## Method\n")
-	p("- The load generator (`loadtest/`, command `rlload`) speaks RESP over TCP with its own pipelined client and imports nothing of rlstore. It started both servers itself on free loopback ports: `redis-server` with persistence off, and rlstore built from this commit.")
+	p("- The load generator (`loadtest/`, command `rlload`) speaks RESP over TCP with its own pipelined client and imports nothing of rlstore. It started both servers itself on loopback: `redis-server` on a free port with persistence off, and rlstore built from this commit with `--port 0`.")
 	p("- Client, rlstore and Redis share the same %d cores, so absolute numbers are lower than on a dedicated host; compare within a row. Rows alternate between the two systems, each run on a freshly flushed server, %s per run.", rep.Machine.Cores, c.Duration)
 	p("- Closed loop: each of %d connections writes a pipeline of P commands, then reads the P replies. Latency is from the pipeline's write to each reply, so p99 grows with P. Percentiles come from a log-linear histogram with ≤0.8%% relative error and never under-report.", c.Conns)
 	p("- Redis runs the Lua scripts shipped in `loadtest/lua/` via EVALSHA; each reads the clock with `redis.call('TIME')` as deployed limiters do: `slide.lua` (hash of per-second counters), `log.lua` (sorted-set log), `gcra.lua` (GCRA, also the counterpart of CL.THROTTLE), `fixed.lua` (INCRBY + PEXPIRE). RL.CHECK runs a one-rule SLIDE policy, so it faces `slide.lua`.")
