@@ -51,9 +51,10 @@ func (s *Server) runWrite(c *client, cm *command, args [][]byte) {
 		return
 	}
 	start := c.hold.hold()
-	c.changed = true
-	s.recordChanges(c, cm, args)
-	c.hold.markWrite(start)
+	if s.recordChanges(c, cm, args) {
+		c.changed = true
+		c.hold.markWrite(start)
+	}
 }
 
 // runRefused answers a write command while changes cannot be made durable.

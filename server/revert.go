@@ -62,23 +62,28 @@ func (s *Server) entries(keys [][]byte, route []byte, dst []*shard.Entry) []*sha
 	return dst
 }
 
-// recordChanges runs a write command, noting in c.changes what it changed.
-func (s *Server) recordChanges(c *client, cm *command, args [][]byte) {
+// recordChanges runs a write command, noting in c.changes what it changed,
+// and reports whether it may have changed anything: a peek or a denial does
+// not, and a batch of those needs no commit.
+func (s *Server) recordChanges(c *client, cm *command, args [][]byte) bool {
 	keys, route := s.changeKeys(cm.name, args)
 	if keys == nil {
 		cm.run(s, c, args)
-		return
+		return true
 	}
 	keys = cloneArgs(keys) // the request's bytes are redcon's
 	route = bytes.Clone(route)
 	before := s.entries(keys, route, nil)
 	cm.run(s, c, args)
 	after := s.entries(keys, route, nil)
+	changed := false
 	for i, k := range keys {
 		if !shard.SameEntry(before[i], after[i]) {
 			c.changes = append(c.changes, change{key: k, route: route, before: before[i], after: after[i]})
+			changed = true
 		}
 	}
+	return changed
 }
 
 func cloneArgs(args [][]byte) [][]byte {
