@@ -4,8 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 // command is one entry of the command table.
@@ -65,9 +63,10 @@ func lowerASCII(c byte) byte {
 // client is one connection's state. The fields above mu are touched only by
 // the connection's goroutine; CLIENT LIST and INFO read the rest from others.
 type client struct {
-	conn    redcon.Conn
+	conn    clientConn // rc, or hold wrapping it when persistence is on
+	rc      *respConn  // the connection
 	hold    *holdConn  // conn, when persistence is on; see runWrite
-	g       *guardConn // conn's net.Conn
+	g       *guardConn // the socket; CLIENT KILL closes it from other goroutines
 	id      int64
 	resp    int // protocol version: 2 or 3
 	authed  bool
@@ -110,7 +109,7 @@ type clientMeta struct {
 // queued is a command that MULTI queued for EXEC.
 type queued struct {
 	cmd  *command
-	args [][]byte // redcon gives each command its own copy, so these stay valid
+	args [][]byte // a copy: a command's own arguments point into the read buffer
 }
 
 func (c *client) getMeta() clientMeta {
@@ -132,10 +131,9 @@ func (c *client) setResp(v int) {
 }
 
 // closeAfterReply closes c once the replies written so far are sent. The
-// rest of its pipeline is dropped unread: redcon would otherwise run those
-// commands and throw their replies away. redcon's Close flushes the replies
-// at once, so the batch is committed first: a decision earlier in the
-// pipeline must not be acknowledged before it is durable.
+// rest of its pipeline is dropped unread. The batch is committed first: a
+// decision earlier in the pipeline must not be acknowledged before it is
+// durable.
 func (s *Server) closeAfterReply(c *client) {
 	c.conn.ReadPipeline()
 	if s.cfg.Durability != nil {

@@ -13,68 +13,44 @@ import (
 // aLongTimeAgo is a read deadline that has passed: a Read given it returns at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// guardConn is a client connection as redcon reads it. Every byte passes its
-// framer before redcon sees it, and it takes the connection's part in a
-// graceful drain: while the server drains, a Read between requests takes
+// guardConn is a client's socket. It takes the connection's part in a
+// graceful drain: while the server drains, a read between requests takes
 // only what the socket already holds, without waiting, and reports io.EOF
-// once it holds nothing, so redcon closes the connection as soon as every
-// request it has in hand is answered. Waiting for a quiet gap instead would
-// never end for a client under steady load.
+// once it holds nothing, so the connection closes as soon as every request
+// it has in hand is answered. Waiting for a quiet gap instead would never
+// end for a client under steady load.
 type guardConn struct {
 	net.Conn
-	frame framer       // touched only by Read, on the connection's goroutine
-	perr  error        // a protocol error: the next Read replies with it and returns it
-	rerr  error        // a read error held back while Read returned bytes
-	last  atomic.Int64 // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=
+	last atomic.Int64  // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=
+	done chan struct{} // closed by Close
 
 	mu       sync.Mutex // guards the fields below, and read deadlines once draining
-	idle     bool       // in Read between requests, or about to be
+	idle     bool       // in a read between requests, or about to be
 	draining bool
 	drainEnd time.Time // zero, or when a drain stops reading new requests
 	closed   bool
 }
 
-func newGuardConn(c net.Conn, maxRequest int64) *guardConn {
-	g := &guardConn{Conn: c, frame: framer{max: maxRequest}}
+func newGuardConn(c net.Conn) *guardConn {
+	g := &guardConn{Conn: c, done: make(chan struct{})}
 	g.last.Store(time.Now().UnixNano())
 	return g
 }
 
-// Read fills p with well-framed bytes. It returns once a request has ended
-// in them, p is full, or the connection fails, never with both bytes and an
-// error, since redcon drops the bytes of a Read that errs. Returning only at a
-// request's end matters: redcon re-parses its whole buffer after each Read,
-// so a large request trickled in small packets would otherwise cost time
-// that grows with the square of its size.
-func (g *guardConn) Read(p []byte) (int, error) {
-	total := 0
-	for g.perr == nil && g.rerr == nil {
-		n, err := g.read1(p[total:])
-		k, ended, perr := g.frame.scan(p[total : total+n])
-		total += k
-		g.perr, g.rerr = perr, err
-		if ended || total == len(p) {
-			break
+// readRequest reads what the client has sent into p, waiting for it. idle
+// says whether the connection stands between requests, which a drain needs
+// to know. It returns bytes or an error, never both.
+func (g *guardConn) readRequest(p []byte, idle bool) (int, error) {
+	for {
+		n, err := g.read1(p, idle)
+		if n > 0 {
+			g.last.Store(time.Now().UnixNano())
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
-	if total > 0 {
-		g.last.Store(time.Now().UnixNano())
-		return total, nil
-	}
-	return 0, g.fail()
-}
-
-// fail returns the error that ended the stream. A protocol error is replied
-// to first: redcon has flushed every earlier reply before it calls Read again.
-func (g *guardConn) fail() error {
-	if g.perr == nil {
-		return g.rerr
-	}
-	if g.rerr == nil {
-		_, _ = g.Conn.Write([]byte("-ERR " + g.perr.Error() + "\r\n"))
-		g.rerr = g.perr // reply once
-	}
-	return g.perr
 }
 
 // read1 reads once. While draining, a read between requests takes what the
@@ -82,18 +58,30 @@ func (g *guardConn) fail() error {
 // end it reads as io.EOF at once, so that a client whose requests always
 // fill the socket is cut off too. A deadline that ends a wait inside a
 // request is cleared by the next call.
-func (g *guardConn) read1(p []byte) (int, error) {
-	g.prepareRead()
+func (g *guardConn) read1(p []byte, idle bool) (int, error) {
+	if g.prepareRead(idle) {
+		return g.readDraining(p)
+	}
 	n, err := g.Conn.Read(p)
 	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || !g.isDraining() {
 		return n, err
 	}
-	if !g.frame.idle() {
+	if !idle {
 		return 0, nil
 	}
+	return g.readDraining(p) // the drain began while this read waited
+}
+
+// readDraining takes what the socket holds without waiting. The drain's
+// deadline, which woke a waiting read, is cleared first: a socket read
+// refuses to start once its deadline has passed, even one that would not wait.
+func (g *guardConn) readDraining(p []byte) (int, error) {
 	if g.pastDrainEnd() {
 		return 0, io.EOF
 	}
+	g.mu.Lock()
+	_ = g.Conn.SetReadDeadline(time.Time{})
+	g.mu.Unlock()
 	return readNow(g.Conn, p)
 }
 
@@ -104,15 +92,17 @@ func (g *guardConn) pastDrainEnd() bool {
 	return !g.drainEnd.IsZero() && !time.Now().Before(g.drainEnd)
 }
 
-// prepareRead records whether the connection is between requests and, while
-// draining, sets the deadline for this read.
-func (g *guardConn) prepareRead() {
+// prepareRead records whether the connection is between requests, and
+// reports whether this read is a draining one between requests. While
+// draining, a read inside a request gets no deadline: it is left to finish.
+func (g *guardConn) prepareRead(idle bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.idle = g.frame.idle()
-	if g.draining {
-		_ = g.Conn.SetReadDeadline(g.deadlineLocked())
+	g.idle = idle
+	if g.draining && !idle {
+		_ = g.Conn.SetReadDeadline(time.Time{})
 	}
+	return g.draining && idle
 }
 
 // deadlineLocked is the drain's read deadline: none inside a request, which
@@ -142,7 +132,8 @@ func (g *guardConn) isDraining() bool {
 	return g.draining
 }
 
-// Close closes the connection once; redcon, CLIENT KILL and a forced stop may all call it.
+// Close closes the connection once; its own goroutine, CLIENT KILL and a
+// forced stop may all call it, from any goroutine.
 func (g *guardConn) Close() error {
 	g.mu.Lock()
 	closed := g.closed
@@ -151,6 +142,7 @@ func (g *guardConn) Close() error {
 	if closed {
 		return nil
 	}
+	close(g.done)
 	return g.Conn.Close()
 }
 

@@ -3,8 +3,6 @@ package server
 import (
 	"runtime/debug"
 	"strings"
-
-	"github.com/tidwall/redcon"
 )
 
 // maxCommandName bounds the command names dispatch looks up; longer ones are
@@ -17,16 +15,6 @@ const (
 	errNotInMulti = "ERR Command not allowed inside a transaction"
 	errQueueSize  = "ERR MULTI queue is larger than max-request-bytes"
 )
-
-// handle is redcon's handler: it runs one command of a client's pipeline.
-func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
-	c := conn.Context().(*client)
-	if s.cfg.Durability != nil {
-		defer s.commitBatch(c) // after recoverPanic: a panic's batch is committed too
-	}
-	defer s.recoverPanic(c, rc.Args)
-	s.dispatch(c, rc.Args)
-}
 
 // dispatch checks a command as Redis does, in Redis's order (name, arity,
 // then auth), and runs it or queues it for EXEC.
@@ -162,7 +150,7 @@ func (s *Server) enqueue(c *client, cm *command, args [][]byte) {
 	case c.qbytes+size > s.cfg.MaxRequestBytes:
 		reject(c, errQueueSize)
 	default:
-		c.queue = append(c.queue, queued{cmd: cm, args: args})
+		c.queue = append(c.queue, queued{cmd: cm, args: cloneArgs(args)})
 		c.qbytes += size
 		c.qlen.Store(int32(len(c.queue)))
 		c.conn.WriteString("QUEUED")

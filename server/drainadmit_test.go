@@ -20,7 +20,7 @@ func TestAdmitAfterDrainIsOverRefuses(t *testing.T) {
 	require.NoError(t, err)
 	var maxc atomic.Int64
 	maxc.Store(10)
-	l := newGuardListener(inner, 1<<20, &maxc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l := newGuardListener(inner, &maxc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	l.drain(time.Time{})
 	select {
 	case <-l.drained:

@@ -1,6 +1,11 @@
 package server
 
-import "bytes"
+import (
+	"bytes"
+	"errors"
+
+	"github.com/tidwall/redcon"
+)
 
 // protocolError is a malformed or oversized request. The client gets
 // "-ERR Protocol error: …" and is disconnected, as Redis does.
@@ -10,216 +15,236 @@ func (e protocolError) Error() string { return "Protocol error: " + string(e) }
 
 // The protocol errors, in Redis's words where Redis has them.
 const (
-	errProtoMultibulk protocolError = "invalid multibulk length"
-	errProtoBulk      protocolError = "invalid bulk length"
-	errProtoInline    protocolError = "too big inline request"
-	errProtoTooBig    protocolError = "request is larger than max-request-bytes"
+	errProtoMultibulk   protocolError = "invalid multibulk length"
+	errProtoBulk        protocolError = "invalid bulk length"
+	errProtoInline      protocolError = "too big inline request"
+	errProtoTooBig      protocolError = "request is larger than max-request-bytes"
+	errProtoUnauthCount protocolError = "unauthenticated multibulk length"
+	errProtoUnauthBulk  protocolError = "unauthenticated bulk length"
 )
 
-// maxInline caps an inline (telnet-style) request line. redcon splits such a
-// line with one allocation per word, each as long as the rest of the line, so
-// its cost grows with the square of the line: the cap keeps that close to the
-// cost of a RESP request of the same size. RESP clients never send inline.
+// maxInline caps an inline (telnet-style) request line. redcon, which splits
+// such lines, makes one allocation per word as long as the rest of the line;
+// the cap keeps that cheap. RESP clients never send inline.
 const maxInline = 4 << 10
 
 // minBulk is the size of the smallest bulk string, "$0\r\n\r\n".
 const minBulk = 6
 
-// The framer's states, one per position in the RESP grammar.
+// What a client that has not authenticated may send, as in Redis: an array
+// of at most 10 bulk strings, none longer than 16 KiB.
 const (
-	atStart   uint8 = iota // before the first byte of a request
-	inInline               // inside an inline request line
-	inCount                // after '*': digits of the array length
-	atCountLF              // after the array length's '\r'
-	atDollar               // expecting the '$' of the next bulk string
-	inSize                 // after '$': digits of the bulk length
-	atSizeLF               // after the bulk length's '\r'
-	inData                 // inside a bulk string's bytes
-	atDataCR               // expecting the '\r' after a bulk string
-	atDataLF               // expecting the '\n' after a bulk string
+	preAuthMaxArgs = 10
+	preAuthMaxBulk = 16 << 10
 )
 
-// framer follows the RESP framing of one client's byte stream, chunk by
-// chunk, as redcon will parse it. It sees every header before redcon does,
-// so an oversized length is refused before anything is sized for it, and it
-// counts the bytes of the request under way, so no request grows past max.
-// It is stricter than redcon (digits only, no "*0"): whatever it passes,
-// redcon frames the same way, so both agree where each request ends.
-type framer struct {
-	max   int64 // the largest request, in bytes
-	state uint8
-	num   int64 // the length being read: array count or bulk size
-	ndig  int   // digits read of num
-	args  int64 // bulk strings still due in this array
-	skip  int64 // bulk bytes still due
-	used  int64 // bytes of the request under way
+// parser reads one client's requests out of its read buffer: the one parse
+// each request gets. It checks the framing as it goes, so an oversized length
+// is refused before anything is sized for it and no request grows past max:
+// each header is checked against what is left of max before a byte of what
+// it announces is awaited. It is stricter than Redis (digits only, no "*0").
+//
+// A request may arrive in many reads. The parser keeps its place between
+// them, as offsets from the request's first byte, so the buffer may move,
+// and a request trickled in is not parsed again from its start each time.
+type parser struct {
+	max     int64 // the largest request, in bytes
+	preAuth bool  // the client has not authenticated: Redis's tighter caps apply
+
+	n      int      // bulk strings the array announced; 0 until its header is read
+	pos    int      // bytes of the request parsed: through the last whole header or bulk string
+	need   int      // the request is not whole before this many bytes have arrived
+	offs   []int    // start and end of each bulk string's data, relative to the request
+	inline [][]byte // the arguments of an inline request, which redcon splits
 }
 
-// idle reports whether the framer stands between requests.
-func (f *framer) idle() bool { return f.state == atStart }
+// idle reports whether the parser stands between requests.
+func (p *parser) idle() bool { return p.n == 0 && p.need == 0 }
 
-// scan consumes b. It returns how many leading bytes are well framed, whether
-// a request ended within them, and the error that stopped it, if any.
-func (f *framer) scan(b []byte) (n int, ended bool, err error) {
-	for n < len(b) {
-		var k int
-		switch f.state {
-		case atStart:
-			k, err = f.start(b[n])
-		case inData:
-			k = int(min(f.skip, int64(len(b)-n)))
-			if f.skip -= int64(k); f.skip == 0 {
-				f.state = atDataCR
-			}
-		case inInline:
-			k, err = f.inline(b[n:])
-		default:
-			k, err = 1, f.step(b[n])
-		}
-		if err == nil && f.used+int64(k) > f.max {
-			err = errProtoTooBig // a backstop: the header checks refuse such a request first
-		}
-		if err != nil {
-			return n, ended, err
-		}
-		n += k
-		f.used += int64(k)
-		if f.state == atStart {
-			ended, f.used = true, 0
-		}
-	}
-	return n, ended, nil
-}
-
-// inline consumes the rest of an inline request line, or as much of it as b holds.
-func (f *framer) inline(b []byte) (int, error) {
-	k := bytes.IndexByte(b, '\n') + 1
-	if k == 0 {
-		k = len(b)
-	} else {
-		f.state = atStart
-	}
-	if f.used+int64(k) > min(maxInline, f.max) {
-		return 0, errProtoInline
-	}
-	return k, nil
-}
-
-// step consumes one byte of RESP framing.
-func (f *framer) step(c byte) error {
-	switch f.state {
-	case inCount:
-		return f.count(c)
-	case atCountLF:
-		return f.expect(c, '\n', atDollar, errProtoMultibulk)
-	case atDollar:
-		return f.dollar(c)
-	case inSize:
-		return f.size(c)
-	case atSizeLF:
-		return f.sizeLF(c)
-	case atDataCR:
-		return f.expect(c, '\r', atDataLF, errProtoBulk)
-	default: // atDataLF
-		return f.dataLF(c)
-	}
-}
-
-// start begins a request: RESP if it opens with '*', else an inline line,
-// whose first byte is then left for inline to read.
-func (f *framer) start(c byte) (int, error) {
-	if c != '*' {
-		f.state = inInline
+// next parses the request at the start of b. It returns the request's
+// length once it is whole, after which args returns its arguments; 0 if b
+// does not hold all of it yet; or the protocol error that ends the stream.
+func (p *parser) next(b []byte) (int, error) {
+	if len(b) < p.need || len(b) == 0 {
 		return 0, nil
 	}
-	f.state, f.num, f.ndig = inCount, 0, 0
-	return 1, nil
+	if p.n == 0 {
+		if b[0] != '*' {
+			return p.inlineLine(b)
+		}
+		if err := p.header(b); err != nil || p.n == 0 {
+			return 0, err
+		}
+	}
+	for len(p.offs) < 2*p.n {
+		if err := p.bulk(b); err != nil || p.need > 0 {
+			return 0, err
+		}
+	}
+	n := p.pos
+	p.n, p.pos, p.need = 0, 0, 0
+	return n, nil
 }
 
-// count reads the array length. It refuses one whose smallest possible
-// body already exceeds max, before a byte of that body arrives.
-func (f *framer) count(c byte) error {
-	if c == '\r' && f.ndig > 0 && f.num > 0 {
-		f.state, f.args = atCountLF, f.num
-		return nil
+// args appends the arguments of the request req, which next has just
+// delimited, to dst. They point into req.
+func (p *parser) args(req []byte, dst [][]byte) [][]byte {
+	if p.inline != nil {
+		dst = append(dst, p.inline...)
+		p.inline = nil
+		return dst
 	}
-	if !f.digit(c) || f.num*minBulk > f.max {
+	for i := 0; i < len(p.offs); i += 2 {
+		dst = append(dst, req[p.offs[i]:p.offs[i+1]:p.offs[i+1]])
+	}
+	p.offs = p.offs[:0]
+	return dst
+}
+
+// header reads the array header "*<count>\r\n". It leaves p.n at 0 while
+// the header is incomplete.
+func (p *parser) header(b []byte) error {
+	limit, errLimit := p.max/minBulk, errProtoMultibulk
+	if p.preAuth {
+		limit, errLimit = min(limit, preAuthMaxArgs), errProtoUnauthCount
+	}
+	n, end, err := number(b, 1, limit, errProtoMultibulk, errLimit)
+	switch {
+	case err != nil:
+		return err
+	case end == 0:
+		p.need = len(b) + 1
+		return nil
+	case n == 0:
 		return errProtoMultibulk
 	}
+	p.n, p.pos, p.need, p.offs = int(n), end, 0, p.offs[:0]
 	return nil
 }
 
-func (f *framer) dollar(c byte) error {
-	if c != '$' {
-		if c < ' ' || c > '~' {
-			c = ' ' // a raw byte could break the error line itself
-		}
-		return protocolError("expected '$', got '" + string(rune(c)) + "'")
-	}
-	f.state, f.num, f.ndig = inSize, 0, 0
-	return nil
-}
-
-// size reads a bulk length. One longer than max is refused as Redis refuses
-// one longer than proto-max-bulk-len; one that fits alone but not with the
-// request so far and the bulk strings still due is refused at its '\r'.
-// Either way redcon never sees the header's end.
-func (f *framer) size(c byte) error {
-	if c != '\r' {
-		if !f.digit(c) || f.num > f.max {
-			return errProtoBulk
-		}
+// bulk reads the next bulk string, or as much of it as b holds; p.need is
+// then set to the bytes it waits for.
+func (p *parser) bulk(b []byte) error {
+	i := p.pos
+	if i >= len(b) {
+		p.need = i + 1
 		return nil
 	}
-	if f.ndig == 0 {
-		return errProtoBulk
+	if b[i] != '$' {
+		return errExpectedDollar(b[i])
 	}
-	// The bytes so far, "\r\n", the data, "\r\n", and the rest at their smallest.
-	if f.used+2+f.num+2+(f.args-1)*minBulk > f.max {
-		return errProtoTooBig
+	limit, errLimit := p.max, errProtoBulk
+	if p.preAuth {
+		limit, errLimit = min(limit, preAuthMaxBulk), errProtoUnauthBulk
 	}
-	f.state = atSizeLF
-	return nil
-}
-
-func (f *framer) sizeLF(c byte) error {
-	if c != '\n' {
-		return errProtoBulk
-	}
-	f.state, f.skip = inData, f.num
-	if f.skip == 0 {
-		f.state = atDataCR
-	}
-	return nil
-}
-
-func (f *framer) dataLF(c byte) error {
-	if c != '\n' {
-		return errProtoBulk
-	}
-	if f.args--; f.args == 0 {
-		f.state = atStart
-	} else {
-		f.state = atDollar
-	}
-	return nil
-}
-
-// digit adds c to num. num never overflows: callers stop once it exceeds
-// max. A leading zero is refused, as Redis's string2ll refuses it.
-func (f *framer) digit(c byte) bool {
-	if c < '0' || c > '9' || (f.ndig > 0 && f.num == 0) {
-		return false
-	}
-	f.num = f.num*10 + int64(c-'0')
-	f.ndig++
-	return true
-}
-
-func (f *framer) expect(c, want byte, next uint8, err protocolError) error {
-	if c != want {
+	size, end, err := number(b, i+1, limit, errProtoBulk, errLimit)
+	if err != nil {
 		return err
 	}
-	f.state = next
+	if end == 0 {
+		p.need = len(b) + 1
+		return nil
+	}
+	// The bytes through the digits, "\r\n", the data, "\r\n", and the bulk
+	// strings still due at their smallest.
+	rest := int64(p.n - len(p.offs)/2 - 1)
+	if int64(end)+size+2+rest*minBulk > p.max {
+		return errProtoTooBig
+	}
+	stop := end + int(size)
+	if len(b) < stop+2 {
+		p.need = stop + 2
+		return nil
+	}
+	if b[stop] != '\r' || b[stop+1] != '\n' {
+		return errProtoBulk
+	}
+	p.offs = append(p.offs, end, stop)
+	p.pos, p.need = stop+2, 0
 	return nil
+}
+
+// number reads the decimal digits of a header from b[i:] up to its "\r\n",
+// refusing a number above limit with errLimit and any other malformation
+// with errBad. end is the index after "\r\n", or 0 if the header has not all
+// arrived. A leading zero is refused, as Redis's string2ll refuses it.
+func number(b []byte, i int, limit int64, errBad, errLimit protocolError) (n int64, end int, err error) {
+	start := i
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c == '\r' {
+			break
+		}
+		if c < '0' || c > '9' || (i > start && n == 0) {
+			return 0, 0, errBad
+		}
+		if n = n*10 + int64(c-'0'); n > limit {
+			return 0, 0, errLimit
+		}
+	}
+	switch {
+	case i == len(b):
+		return 0, 0, nil
+	case i == start:
+		return 0, 0, errBad
+	case i+1 == len(b):
+		return 0, 0, nil
+	case b[i+1] != '\n':
+		return 0, 0, errBad
+	}
+	return n, i + 2, nil
+}
+
+// inlineLine reads an inline (telnet-style) request line, which redcon
+// splits into arguments with its quoting rules. An empty line is a request
+// with no arguments, which the caller skips.
+func (p *parser) inlineLine(b []byte) (int, error) {
+	limit := int(min(maxInline, p.max))
+	k := bytes.IndexByte(b, '\n')
+	if k < 0 {
+		if len(b) > limit {
+			return 0, errProtoInline
+		}
+		p.need = len(b) + 1
+		return 0, nil
+	}
+	p.need = 0
+	if k+1 > limit {
+		return 0, errProtoInline
+	}
+	line := b[:k+1]
+	if len(bytes.TrimSpace(line)) == 0 {
+		p.inline = [][]byte{}
+		return k + 1, nil
+	}
+	cmd, err := redcon.Parse(line)
+	if err != nil {
+		return 0, protocolErrorOf(err)
+	}
+	p.inline = cmd.Args
+	if p.inline == nil {
+		p.inline = [][]byte{}
+	}
+	return k + 1, nil
+}
+
+// protocolErrorOf words redcon's error about an inline line as ours.
+func protocolErrorOf(err error) protocolError {
+	const prefix = "Protocol error: "
+	msg := err.Error()
+	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+		return protocolError(msg[len(prefix):])
+	}
+	var perr protocolError
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return protocolError(msg)
+}
+
+func errExpectedDollar(c byte) protocolError {
+	if c < ' ' || c > '~' {
+		c = ' ' // a raw byte could break the error line itself
+	}
+	return protocolError("expected '$', got '" + string(rune(c)) + "'")
 }

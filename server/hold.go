@@ -8,13 +8,13 @@ import (
 
 // holdConn is a client's connection that can hold its replies back. Under
 // appendfsync always a batch's replies are held from its first write
-// command until the commit: redcon sends whatever the handlers wrote once the
-// batch ends, so a reply could not be taken back once its commit had failed.
+// command until the commit: the connection sends whatever the handlers wrote
+// once the batch ends, so a reply could not be taken back once its commit had failed.
 // Held, each write command's reply is replaced by -MISCONF if the commit
 // fails, and every other reply goes out as written, in order. It is used only
 // by the client's own goroutine.
 type holdConn struct {
-	redcon.Conn
+	clientConn
 	w       *redcon.Writer // the held replies
 	holding bool
 	writes  []span // the held replies of write commands
@@ -23,8 +23,8 @@ type holdConn struct {
 // span is a range of the held bytes.
 type span struct{ start, end int }
 
-func newHoldConn(conn redcon.Conn) *holdConn {
-	return &holdConn{Conn: conn, w: redcon.NewWriter(io.Discard)}
+func newHoldConn(conn clientConn) *holdConn {
+	return &holdConn{clientConn: conn, w: redcon.NewWriter(io.Discard)}
 }
 
 // hold starts holding replies, if it has not yet, and returns where the
@@ -53,15 +53,15 @@ func (h *holdConn) release(refuse string) {
 	}
 	b := h.w.Buffer()
 	if refuse == "" {
-		h.Conn.WriteRaw(b)
+		h.clientConn.WriteRaw(b)
 	} else {
 		at := 0
 		for _, sp := range h.writes {
-			h.Conn.WriteRaw(b[at:sp.start])
-			h.Conn.WriteError(refuse)
+			h.clientConn.WriteRaw(b[at:sp.start])
+			h.clientConn.WriteError(refuse)
 			at = sp.end
 		}
-		h.Conn.WriteRaw(b[at:])
+		h.clientConn.WriteRaw(b[at:])
 	}
 	if cap(b) > 64<<10 {
 		b = nil // a large batch's buffer is not worth keeping
@@ -76,7 +76,7 @@ func (h *holdConn) WriteError(msg string) {
 		h.w.WriteError(msg)
 		return
 	}
-	h.Conn.WriteError(msg)
+	h.clientConn.WriteError(msg)
 }
 
 func (h *holdConn) WriteString(str string) {
@@ -84,7 +84,7 @@ func (h *holdConn) WriteString(str string) {
 		h.w.WriteString(str)
 		return
 	}
-	h.Conn.WriteString(str)
+	h.clientConn.WriteString(str)
 }
 
 func (h *holdConn) WriteBulk(bulk []byte) {
@@ -92,7 +92,7 @@ func (h *holdConn) WriteBulk(bulk []byte) {
 		h.w.WriteBulk(bulk)
 		return
 	}
-	h.Conn.WriteBulk(bulk)
+	h.clientConn.WriteBulk(bulk)
 }
 
 func (h *holdConn) WriteBulkString(bulk string) {
@@ -100,7 +100,7 @@ func (h *holdConn) WriteBulkString(bulk string) {
 		h.w.WriteBulkString(bulk)
 		return
 	}
-	h.Conn.WriteBulkString(bulk)
+	h.clientConn.WriteBulkString(bulk)
 }
 
 func (h *holdConn) WriteInt(num int) {
@@ -108,7 +108,7 @@ func (h *holdConn) WriteInt(num int) {
 		h.w.WriteInt(num)
 		return
 	}
-	h.Conn.WriteInt(num)
+	h.clientConn.WriteInt(num)
 }
 
 func (h *holdConn) WriteInt64(num int64) {
@@ -116,7 +116,7 @@ func (h *holdConn) WriteInt64(num int64) {
 		h.w.WriteInt64(num)
 		return
 	}
-	h.Conn.WriteInt64(num)
+	h.clientConn.WriteInt64(num)
 }
 
 func (h *holdConn) WriteUint64(num uint64) {
@@ -124,7 +124,7 @@ func (h *holdConn) WriteUint64(num uint64) {
 		h.w.WriteUint64(num)
 		return
 	}
-	h.Conn.WriteUint64(num)
+	h.clientConn.WriteUint64(num)
 }
 
 func (h *holdConn) WriteArray(count int) {
@@ -132,7 +132,7 @@ func (h *holdConn) WriteArray(count int) {
 		h.w.WriteArray(count)
 		return
 	}
-	h.Conn.WriteArray(count)
+	h.clientConn.WriteArray(count)
 }
 
 func (h *holdConn) WriteNull() {
@@ -140,7 +140,7 @@ func (h *holdConn) WriteNull() {
 		h.w.WriteNull()
 		return
 	}
-	h.Conn.WriteNull()
+	h.clientConn.WriteNull()
 }
 
 func (h *holdConn) WriteRaw(data []byte) {
@@ -148,7 +148,7 @@ func (h *holdConn) WriteRaw(data []byte) {
 		h.w.WriteRaw(data)
 		return
 	}
-	h.Conn.WriteRaw(data)
+	h.clientConn.WriteRaw(data)
 }
 
 func (h *holdConn) WriteAny(v any) {
@@ -156,5 +156,5 @@ func (h *holdConn) WriteAny(v any) {
 		h.w.WriteAny(v)
 		return
 	}
-	h.Conn.WriteAny(v)
+	h.clientConn.WriteAny(v)
 }

@@ -48,9 +48,7 @@ func assertServing(t *testing.T, addr string) {
 	assert.Equal(t, "+PONG", c.line(t), "the server still serves")
 }
 
-// TestUnbalancedQuotes is the one protocol error redcon finds itself. It
-// refuses the whole read that holds it, so requests sent just before it in
-// the same packet go unanswered, unlike in Redis.
+// TestUnbalancedQuotes is the protocol error of an inline line's quoting.
 func TestUnbalancedQuotes(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)

@@ -10,7 +10,7 @@ import (
 )
 
 // Accept's backoff after an error such as EMFILE, doubling from the first
-// to the last, as net/http's does: redcon's own loop would spin.
+// to the last, as net/http's does, rather than spinning.
 const (
 	acceptBackoffMin = 5 * time.Millisecond
 	acceptBackoffMax = time.Second
@@ -19,15 +19,13 @@ const (
 // errMaxClients is written to a connection refused by maxclients.
 const errMaxClients = "-ERR max number of clients reached\r\n"
 
-// guardListener is the listener redcon accepts from. It wraps each
+// guardListener is the listener the server accepts from. It wraps each
 // connection in a guardConn, refuses those beyond maxclients, backs off on
 // accept errors, and runs the drain: it closes the socket so new clients are
-// refused, drains every connection, and keeps redcon's accept loop blocked
-// until the drain is over, because redcon closes every connection the moment
-// that loop returns.
+// refused, drains every connection, and keeps the accept loop blocked until
+// the drain is over.
 type guardListener struct {
 	net.Listener
-	maxRequest int64
 	maxClients *atomic.Int64 // CONFIG SET can change it
 	log        *slog.Logger
 	accepted   atomic.Int64 // connections admitted, for INFO
@@ -44,9 +42,9 @@ type guardListener struct {
 	dOnce    sync.Once     // closes drained
 }
 
-func newGuardListener(ln net.Listener, maxRequest int64, maxClients *atomic.Int64, log *slog.Logger) *guardListener {
+func newGuardListener(ln net.Listener, maxClients *atomic.Int64, log *slog.Logger) *guardListener {
 	return &guardListener{
-		Listener: ln, maxRequest: maxRequest, maxClients: maxClients, log: log,
+		Listener: ln, maxClients: maxClients, log: log,
 		conns: map[*guardConn]struct{}{}, drained: make(chan struct{}), stop: make(chan struct{}),
 	}
 }
@@ -106,7 +104,7 @@ func (l *guardListener) admit(c net.Conn) *guardConn {
 	full := int64(len(l.conns)) >= l.maxClients.Load()
 	var g *guardConn
 	if !full {
-		g = newGuardConn(c, l.maxRequest)
+		g = newGuardConn(c)
 		l.conns[g] = struct{}{}
 		if l.draining {
 			g.drain(l.end)
@@ -167,13 +165,13 @@ func (l *guardListener) forceClose() {
 	}
 }
 
-// finish closes the socket and lets Accept return, which ends redcon's Serve.
+// finish closes the socket and lets Accept return, which ends Serve's accept loop.
 func (l *guardListener) finish() {
 	l.once.Do(func() { close(l.stop) })
 	_ = l.Listener.Close()
 }
 
-// Close is finish: redcon calls it when its Serve returns.
+// Close is finish.
 func (l *guardListener) Close() error {
 	l.finish()
 	return nil

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// redcon writes only RESP2. These helpers write the RESP3 frames rlstore
+// The connection's writers write RESP2. These helpers write the RESP3 frames rlstore
 // needs with WriteRaw when the client has said HELLO 3, and the RESP2 shape
 // that clients of that version expect otherwise.
 

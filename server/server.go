@@ -12,7 +12,6 @@ import (
 
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/shard"
-	"github.com/tidwall/redcon"
 )
 
 // Config configures a Server. cmd/rlstore fills it in. New gives every
@@ -36,10 +35,19 @@ type Config struct {
 	RenameCommands map[string]string
 	MaxKeyBytes    int64 // a longer key in any keyed command is refused; 0: no limit
 
-	// A client sending a request of MaxRequestBytes makes redcon hold up to
-	// about three times that for its connection while it arrives (a buffer
-	// that doubles, then a copy), so MaxRequestBytes × MaxClients × 3 bounds
-	// what clients can make the server hold. Rate-limit requests are tiny.
+	// ClientOutputLimit caps the replies the server holds for one client,
+	// in bytes: a client whose replies pass it is disconnected, as Redis does
+	// past its client-output-buffer-limit. Replies go out after each batch
+	// of requests and the server stops reading a client whose socket is
+	// full, so a client that pipelines without reading is held to a batch's
+	// replies anyway; the limit bounds a single large reply (KEYS, CLIENT
+	// LIST) and pushed frames. Default DefaultClientOutputLimit; -1: none.
+	ClientOutputLimit int64
+
+	// A client sending a request of MaxRequestBytes makes the server hold up
+	// to about twice that for its connection while it arrives (a buffer that
+	// doubles as bytes arrive), so MaxRequestBytes × MaxClients × 2 bounds
+	// what requests can make the server hold. Rate-limit requests are tiny.
 
 	// Durability keeps Store on disk: SAVE, BGSAVE, LASTSAVE, FLUSHALL and
 	// INFO persistence go through it, every batch that changed state is
@@ -56,12 +64,13 @@ type Config struct {
 
 // The defaults of Config.
 const (
-	DefaultAddr            = "127.0.0.1:6379"
-	DefaultMaxClients      = 10000   // as redis-server
-	DefaultMaxRequestBytes = 1 << 20 // far above any rate-limit command; redis-server allows 512 MiB, which redcon buffers up to 3 times per client
-	DefaultShutdownTimeout = 10 * time.Second
-	DefaultSweepInterval   = 100 * time.Millisecond
-	DefaultSweepBudget     = 16384 // with the interval, about 160k slots a second
+	DefaultAddr              = "127.0.0.1:6379"
+	DefaultMaxClients        = 10000    // as redis-server
+	DefaultMaxRequestBytes   = 1 << 20  // far above any rate-limit command; redis-server allows 512 MiB
+	DefaultClientOutputLimit = 64 << 20 // KEYS over about 3M short keys fits
+	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultSweepInterval     = 100 * time.Millisecond
+	DefaultSweepBudget       = 16384 // with the interval, about 160k slots a second
 )
 
 // ErrServerClosed is Serve's error once Shutdown or Close has run before it.
@@ -88,6 +97,8 @@ type Server struct {
 	failedCommits atomic.Int64 // batches whose commit failed
 	reverted      atomic.Int64 // changes taken back after their commit failed
 	reverts       reverts
+
+	outputLimitClosed atomic.Int64 // clients closed for passing the output limit, for INFO
 
 	mu      sync.Mutex // guards clients
 	clients map[int64]*client
@@ -135,7 +146,7 @@ func (cfg *Config) withDefaults() error {
 	if cfg.Store == nil {
 		return errors.New("server: no store")
 	}
-	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxKeyBytes < 0 || cfg.ShutdownTimeout < 0 ||
+	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxKeyBytes < 0 || cfg.ClientOutputLimit < -1 || cfg.ShutdownTimeout < 0 ||
 		cfg.SweepInterval < 0 || cfg.SweepBudget < 0 {
 		return errors.New("server: limits must not be negative")
 	}
@@ -147,6 +158,10 @@ func (cfg *Config) withDefaults() error {
 	setDefault(&cfg.Version, "dev")
 	setDefault(&cfg.MaxClients, DefaultMaxClients)
 	setDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&cfg.ClientOutputLimit, DefaultClientOutputLimit)
+	if cfg.ClientOutputLimit < 0 {
+		cfg.ClientOutputLimit = 0 // none
+	}
 	setDefault(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	setDefault(&cfg.SweepInterval, DefaultSweepInterval)
 	setDefault(&cfg.SweepBudget, DefaultSweepBudget)
@@ -193,8 +208,7 @@ func (s *Server) Serve(ready chan<- net.Addr) error {
 	if ready != nil {
 		ready <- ln.Addr()
 	}
-	srv := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
-	_ = srv.Serve(s.listener()) // returns nil once the listener is finished
+	s.acceptLoop(s.listener()) // returns once the listener is finished
 	<-s.done
 	return s.stopErr
 }
@@ -219,7 +233,7 @@ func (s *Server) attach(ln net.Listener) error {
 		_ = ln.Close()
 		return errors.New("server: already serving")
 	}
-	s.ln = newGuardListener(ln, s.cfg.MaxRequestBytes, &s.maxClients, s.log)
+	s.ln = newGuardListener(ln, &s.maxClients, s.log)
 	s.sweepEnd = s.startSweep()
 	return nil
 }
@@ -243,41 +257,5 @@ func (s *Server) startSweep() func() {
 }
 
 func (s *Server) unixNano() int64 { return s.cfg.Clock().UnixNano() }
-
-// accept is redcon's hook for a new connection, which the listener admitted.
-func (s *Server) accept(conn redcon.Conn) bool {
-	g, _ := conn.NetConn().(*guardConn)
-	c := &client{conn: conn, g: g, id: s.nextID.Add(1), resp: 2, authed: s.requirePass() == "",
-		created: time.Now(), addr: conn.RemoteAddr(), laddr: g.LocalAddr().String()}
-	c.meta.resp = 2
-	c.qlen.Store(-1)
-	if s.cfg.Durability != nil {
-		c.hold = newHoldConn(conn)
-		c.conn = c.hold
-	}
-	conn.SetContext(c)
-	s.mu.Lock()
-	s.clients[c.id] = c
-	s.mu.Unlock()
-	return true
-}
-
-// closed is redcon's hook for a connection that has ended. redcon calls it
-// with its own lock held, so it takes only the server's locks.
-func (s *Server) closed(conn redcon.Conn, err error) {
-	c := conn.Context().(*client)
-	s.mu.Lock()
-	delete(s.clients, c.id)
-	s.mu.Unlock()
-	s.goneCmds.Add(c.cmds.Load())
-	s.forgetObserver(c)
-	var perr protocolError
-	if errors.As(err, &perr) { // at debug, as Redis logs these at verbose: a client could flood the log
-		s.log.Debug("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
-	}
-	if ln := s.listener(); ln != nil {
-		ln.remove(c.g) // last: a drain is over once every client is forgotten
-	}
-}
 
 func (s *Server) requirePass() string { return *s.pass.Load() }

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"net"
+	"sync"
+)
+
+// How many replies may wait behind an unfinished Later, and how many bytes,
+// before the connection stops reading requests until they go out.
+const (
+	laterHoldReplies = 1024
+	laterHoldBytes   = 1 << 20
+)
+
+// Later is the place of one reply that another goroutine completes: a
+// command that forwards its request to another node, say, takes a Later
+// instead of writing its reply, and returns at once, so that the
+// connection goes on reading and running the client's next requests. Their
+// replies are held back until the Later is finished, so the client gets
+// every reply in the order it sent the requests. Finish must be called
+// exactly once; until it is, the connection does not close by itself
+// (a forced stop or CLIENT KILL still closes it).
+type Later struct {
+	rc   *respConn
+	data []byte
+	done bool
+}
+
+// Later reserves the place of the reply to the command being run. The
+// command must not write a reply of its own.
+func (rc *respConn) Later() *Later {
+	l := &Later{rc: rc}
+	rc.box.mu.Lock()
+	if len(rc.out) > 0 {
+		rc.box.appendLocked(&Later{data: rc.out, done: true})
+		rc.out = nil
+	}
+	rc.box.appendLocked(l)
+	rc.box.mu.Unlock()
+	return l
+}
+
+// Finish completes the reply with reply, one or more whole RESP frames; it
+// is safe to call from any goroutine, and never waits for the client. The
+// reply goes out as soon as the replies before it have.
+func (l *Later) Finish(reply []byte) {
+	rc := l.rc
+	rc.box.mu.Lock()
+	l.data, l.done = reply, true
+	rc.box.bytes += int64(len(reply))
+	start := rc.box.readyLocked() && !rc.box.async
+	rc.box.async = rc.box.async || start
+	rc.box.mu.Unlock()
+	rc.box.signal()
+	if start {
+		go rc.writeAsync()
+	}
+}
+
+// writeAsync writes what is ready in the box, for Finish, which must not
+// wait for the client itself.
+func (rc *respConn) writeAsync() {
+	rc.wmu.Lock()
+	defer rc.wmu.Unlock()
+	rc.box.mu.Lock()
+	rc.box.async = false
+	bufs := rc.box.takeLocked()
+	rc.box.mu.Unlock()
+	if len(bufs) == 0 {
+		return
+	}
+	if _, err := bufs.WriteTo(rc.socket()); err != nil {
+		_ = rc.g.Close() // the connection's goroutine finds it closed
+	}
+	rc.box.signal()
+}
+
+// outbox holds, in order, replies that wait for an unfinished Later, and
+// the Laters themselves.
+type outbox struct {
+	mu    sync.Mutex // guards the fields below
+	segs  []*Later   // in order; the leading finished ones are ready to write
+	bytes int64      // bytes held in segs
+	async bool       // a writeAsync is on its way
+	wake  chan struct{}
+}
+
+func (b *outbox) appendLocked(l *Later) {
+	b.segs = append(b.segs, l)
+	b.bytes += int64(len(l.data))
+}
+
+func (b *outbox) readyLocked() bool { return len(b.segs) > 0 && b.segs[0].done }
+
+// takeLocked removes the leading finished segments and returns their bytes.
+func (b *outbox) takeLocked() net.Buffers {
+	var bufs net.Buffers
+	i := 0
+	for ; i < len(b.segs) && b.segs[i].done; i++ {
+		if len(b.segs[i].data) > 0 {
+			bufs = append(bufs, b.segs[i].data)
+			b.bytes -= int64(len(b.segs[i].data))
+		}
+	}
+	b.segs = append(b.segs[:0], b.segs[i:]...)
+	return bufs
+}
+
+// signal wakes a connection waiting for its box to empty.
+func (b *outbox) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// held reports how many segments and bytes wait in the box.
+func (b *outbox) held() (int, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.segs), b.bytes
+}
+
+// waitBox waits, while the connection is open, until the box holds at most
+// segs segments and bytes bytes: until Laters are finished and written.
+func (rc *respConn) waitBox(segs int, bytes int64) bool {
+	for {
+		n, b := rc.box.held()
+		if n <= segs && b <= bytes {
+			return true
+		}
+		if rc.box.readyNow() {
+			if rc.flush() != nil {
+				return false
+			}
+			continue
+		}
+		select {
+		case <-rc.box.wake:
+		case <-rc.g.done:
+			return false
+		}
+	}
+}
+
+func (b *outbox) readyNow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.readyLocked()
+}

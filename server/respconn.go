@@ -1,0 +1,231 @@
+package server
+
+import (
+	"net"
+	"sync"
+
+	"github.com/tidwall/redcon"
+)
+
+// Read buffer sizes. A connection starts with readBufMin; a request larger
+// than that grows it, and it goes back to readBufMin once it is empty, so an
+// idle client holds little whatever it once sent.
+const (
+	readBufMin = 8 << 10
+	readBufMax = 64 << 10 // above this an empty buffer is dropped rather than kept
+)
+
+// respConn is one client connection: it reads and parses requests, and
+// buffers the replies of a batch, which serve writes in one go once every
+// request the last read brought in has run. Commands write through its
+// Write methods. All its methods but Later's Finish belong to the
+// connection's own goroutine.
+type respConn struct {
+	g    *guardConn
+	p    parser
+	buf  []byte   // read buffer; buf[r:w] holds bytes read and not yet run
+	r, w int      //
+	args [][]byte // the arguments of the command being run, reused
+
+	out     []byte // replies of the batch under way
+	limit   int64  // most bytes of replies held for the client; 0: no limit
+	over    bool   // the replies passed limit: the client is disconnected
+	closing bool   // Close was called: close once the replies are out
+
+	wmu sync.Mutex // serialises writes to the socket, and taking what they write from box
+	box outbox     // replies that wait for a Later
+}
+
+func newRespConn(g *guardConn, maxRequest, outLimit int64) *respConn {
+	rc := &respConn{g: g, p: parser{max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit}
+	rc.box.wake = make(chan struct{}, 1)
+	return rc
+}
+
+// command returns the next whole command in the buffer, or nil if there is
+// none. Its arguments point into the buffer and are valid until the next call.
+func (rc *respConn) command() ([][]byte, error) {
+	for rc.r < rc.w {
+		n, err := rc.p.next(rc.buf[rc.r:rc.w])
+		if err != nil || n == 0 {
+			return nil, err
+		}
+		req := rc.buf[rc.r : rc.r+n]
+		rc.r += n
+		if rc.args = rc.p.args(req, rc.args[:0]); len(rc.args) > 0 {
+			return rc.args, nil
+		}
+	}
+	return nil, nil
+}
+
+// idle reports whether the connection stands between requests.
+func (rc *respConn) idle() bool { return rc.r == rc.w && rc.p.idle() }
+
+// fill reads more of the client's requests, waiting for them.
+func (rc *respConn) fill() error {
+	rc.makeRoom()
+	n, err := rc.g.readRequest(rc.buf[rc.w:], rc.idle())
+	rc.w += n
+	return err
+}
+
+// makeRoom gives the read buffer space at its end: it resets or shrinks an
+// empty buffer, moves a partial request to the front, and doubles the
+// buffer when a request fills it. The request cap bounds its growth, and it
+// grows only as bytes arrive, never for a length merely announced.
+func (rc *respConn) makeRoom() {
+	switch {
+	case rc.r == rc.w:
+		rc.r, rc.w = 0, 0
+		if len(rc.buf) > readBufMax {
+			rc.buf = make([]byte, readBufMin)
+		}
+	case len(rc.buf)-rc.w < len(rc.buf)/8:
+		rc.w = copy(rc.buf, rc.buf[rc.r:rc.w])
+		rc.r = 0
+		if rc.w > len(rc.buf)/2 {
+			grown := make([]byte, 2*len(rc.buf))
+			copy(grown, rc.buf[:rc.w])
+			rc.buf = grown
+		}
+	}
+}
+
+// dropPipeline discards every request read and not yet run.
+func (rc *respConn) dropPipeline() {
+	rc.r, rc.w = 0, 0
+	rc.p = parser{max: rc.p.max, preAuth: rc.p.preAuth}
+}
+
+// PeekPipeline returns the whole requests read after the command being
+// run, which the same batch will run. It does not consume them.
+func (rc *respConn) PeekPipeline() [][]byte {
+	if !rc.p.idle() {
+		return nil // the next request is partial, so nothing after it is whole either
+	}
+	var reqs [][]byte
+	scratch := parser{max: rc.p.max}
+	for i := rc.r; i < rc.w; {
+		n, err := scratch.next(rc.buf[i:rc.w])
+		if err != nil || n == 0 {
+			break
+		}
+		scratch.offs, scratch.inline = scratch.offs[:0], nil
+		reqs = append(reqs, rc.buf[i:i+n])
+		i += n
+	}
+	return reqs
+}
+
+// ReadPipeline takes the whole requests read after the command being run,
+// as PeekPipeline returns them but copied, so they are not run here; the
+// rest of the stream is read as usual. QUIT and other closing commands use
+// it to drop the rest of a pipeline.
+func (rc *respConn) ReadPipeline() [][]byte {
+	reqs := rc.PeekPipeline()
+	for i, r := range reqs {
+		rc.r += len(r)
+		reqs[i] = append([]byte(nil), r...)
+	}
+	return reqs
+}
+
+// Close closes the connection once the replies written so far have gone
+// out; the rest of its pipeline is not run.
+func (rc *respConn) Close() error {
+	rc.closing = true
+	return nil
+}
+
+// The reply writers. They append to the batch's replies; past the output
+// limit they drop them and mark the client for disconnection.
+
+func (rc *respConn) WriteString(s string) { rc.out = redcon.AppendString(rc.out, s); rc.check() }
+func (rc *respConn) WriteError(s string)  { rc.out = redcon.AppendError(rc.out, s); rc.check() }
+func (rc *respConn) WriteBulk(b []byte)   { rc.out = redcon.AppendBulk(rc.out, b); rc.check() }
+func (rc *respConn) WriteBulkString(s string) {
+	rc.out = redcon.AppendBulkString(rc.out, s)
+	rc.check()
+}
+func (rc *respConn) WriteInt(n int)       { rc.out = redcon.AppendInt(rc.out, int64(n)); rc.check() }
+func (rc *respConn) WriteInt64(n int64)   { rc.out = redcon.AppendInt(rc.out, n); rc.check() }
+func (rc *respConn) WriteArray(n int)     { rc.out = redcon.AppendArray(rc.out, n); rc.check() }
+func (rc *respConn) WriteNull()           { rc.out = redcon.AppendNull(rc.out); rc.check() }
+func (rc *respConn) WriteRaw(b []byte)    { rc.out = append(rc.out, b...); rc.check() }
+func (rc *respConn) WriteUint64(n uint64) { rc.out = redcon.AppendUint(rc.out, n); rc.check() }
+func (rc *respConn) WriteAny(v any)       { rc.out = redcon.AppendAny(rc.out, v); rc.check() }
+
+// check enforces the output limit on the batch's replies.
+func (rc *respConn) check() {
+	if rc.limit > 0 && int64(len(rc.out)) > rc.limit {
+		rc.overflow()
+	}
+}
+
+// overflow drops the replies held and marks the client for disconnection,
+// as Redis does past client-output-buffer-limit.
+func (rc *respConn) overflow() {
+	rc.over, rc.out = true, rc.out[:0]
+	if cap(rc.out) > readBufMax {
+		rc.out = nil
+	}
+}
+
+// flush writes the batch's replies, and every reply after them that is
+// ready, waiting while the socket is full: a client that does not read
+// stops being read. It keeps the output buffer for the next batch.
+func (rc *respConn) flush() error {
+	rc.wmu.Lock()
+	defer rc.wmu.Unlock()
+	rc.box.mu.Lock()
+	if len(rc.box.segs) == 0 {
+		rc.box.mu.Unlock()
+		return rc.writeOut()
+	}
+	if len(rc.out) > 0 {
+		rc.box.appendLocked(&Later{data: rc.out, done: true})
+		rc.out = nil
+	}
+	bufs := rc.box.takeLocked()
+	rc.box.mu.Unlock()
+	_, err := bufs.WriteTo(rc.g.Conn)
+	return err
+}
+
+func (rc *respConn) writeOut() error {
+	if len(rc.out) == 0 {
+		return nil
+	}
+	_, err := rc.g.Conn.Write(rc.out)
+	if cap(rc.out) > readBufMax {
+		rc.out = nil // a large reply's buffer is not kept for the next small one
+	} else {
+		rc.out = rc.out[:0]
+	}
+	return err
+}
+
+// clientConn is what commands write replies through: the connection
+// itself, or a holdConn wrapping it.
+type clientConn interface {
+	WriteError(s string)
+	WriteString(s string)
+	WriteBulk(b []byte)
+	WriteBulkString(s string)
+	WriteInt(n int)
+	WriteInt64(n int64)
+	WriteUint64(n uint64)
+	WriteArray(n int)
+	WriteNull()
+	WriteRaw(b []byte)
+	WriteAny(v any)
+	Close() error
+	PeekPipeline() [][]byte
+	ReadPipeline() [][]byte
+}
+
+var _ clientConn = (*respConn)(nil)
+
+// The socket respConn writes to, for the async writer.
+func (rc *respConn) socket() net.Conn { return rc.g.Conn }

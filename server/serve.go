@@ -1,0 +1,136 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"time"
+)
+
+// errOutputLimit ends a connection whose replies passed the output limit.
+var errOutputLimit = errors.New("server: client output limit reached")
+
+// acceptLoop serves each admitted connection on its own goroutine until the
+// listener is finished.
+func (s *Server) acceptLoop(ln *guardListener) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go s.serveConn(nc.(*guardConn))
+	}
+}
+
+// serveConn serves one client until its connection ends.
+func (s *Server) serveConn(g *guardConn) {
+	rc := newRespConn(g, s.cfg.MaxRequestBytes, s.cfg.ClientOutputLimit)
+	c := s.newClient(rc, g)
+	err := s.loop(c, rc)
+	s.forget(c, err)
+}
+
+// loop is the connection's life. A batch is every whole request that one
+// read brought in: each runs in order, its reply appended to the batch's;
+// then the batch is committed (see commitBatch) and its replies go out in
+// one write, which waits while the client's socket is full, so a client
+// that does not read its replies stops being read.
+func (s *Server) loop(c *client, rc *respConn) error {
+	for {
+		rc.p.preAuth = !c.authed
+		args, err := rc.command()
+		switch {
+		case err != nil:
+			return s.refuse(c, rc, err)
+		case args == nil:
+			if err := s.endBatch(c, rc); err != nil {
+				return err
+			}
+			if err := rc.fill(); err != nil {
+				return err
+			}
+			continue
+		}
+		s.handle(c, args)
+		switch {
+		case rc.over:
+			return errOutputLimit
+		case rc.closing:
+			rc.dropPipeline()
+			if err := s.endBatch(c, rc); err != nil {
+				return err
+			}
+			rc.waitBox(0, 0) // the replies a Later still owes go out before the close
+			return nil
+		}
+	}
+}
+
+// handle runs one command, recovering from its panic.
+func (s *Server) handle(c *client, args [][]byte) {
+	defer s.recoverPanic(c, args)
+	s.dispatch(c, args)
+}
+
+// endBatch commits the batch, writes its replies, and waits while too many
+// replies are held behind an unfinished Later.
+func (s *Server) endBatch(c *client, rc *respConn) error {
+	if s.cfg.Durability != nil {
+		s.commitBatch(c)
+	}
+	if err := rc.flush(); err != nil {
+		return err
+	}
+	if !rc.waitBox(laterHoldReplies, laterHoldBytes) {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// refuse answers the requests before a malformed one, then replies to it
+// with the protocol error and ends the connection, as Redis does.
+func (s *Server) refuse(c *client, rc *respConn, perr error) error {
+	if err := s.endBatch(c, rc); err != nil {
+		return err
+	}
+	rc.WriteError("ERR " + perr.Error())
+	_ = rc.flush()
+	return perr
+}
+
+// newClient registers the client of a connection the listener admitted.
+func (s *Server) newClient(rc *respConn, g *guardConn) *client {
+	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1), resp: 2, authed: s.requirePass() == "",
+		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
+	c.meta.resp = 2
+	c.qlen.Store(-1)
+	if s.cfg.Durability != nil {
+		c.hold = newHoldConn(rc)
+		c.conn = c.hold
+	}
+	s.mu.Lock()
+	s.clients[c.id] = c
+	s.mu.Unlock()
+	return c
+}
+
+// forget closes a connection that has ended and forgets its client.
+func (s *Server) forget(c *client, err error) {
+	_ = c.g.Close()
+	s.mu.Lock()
+	delete(s.clients, c.id)
+	s.mu.Unlock()
+	s.goneCmds.Add(c.cmds.Load())
+	s.forgetObserver(c)
+	var perr protocolError
+	switch {
+	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log
+		s.log.Debug("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
+	case errors.Is(err, errOutputLimit):
+		s.outputLimitClosed.Add(1)
+		s.log.Warn("client closed: its replies passed the output limit (--client-output-limit)",
+			"client", c.id, "addr", c.addr, "limit", s.cfg.ClientOutputLimit)
+	}
+	if ln := s.listener(); ln != nil {
+		ln.remove(c.g) // last: a drain is over once every client is forgotten
+	}
+}
