@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -70,8 +69,8 @@ func runDocGo(t *testing.T, code string) {
 	if err := os.WriteFile(file, []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	runDoc(t, ".", goBin, "run", file) // in this module, which requires every library the examples use
+	// go test puts the go tool that runs it first in PATH.
+	runDoc(t, ".", "go", "run", file) // in this module, which requires every library the examples use
 }
 
 func runDocPython(t *testing.T, code string) {
