@@ -63,16 +63,17 @@ func lowerASCII(c byte) byte {
 // client is one connection's state. The fields above mu are touched only by
 // the connection's goroutine; CLIENT LIST and INFO read the rest from others.
 type client struct {
-	conn    clientConn // rc, or hold wrapping it when persistence is on
-	rc      *respConn  // the connection
-	hold    *holdConn  // conn, when persistence is on; see runWrite
-	g       *guardConn // the socket; CLIENT KILL closes it from other goroutines
-	id      int64
-	resp    int // protocol version: 2 or 3
-	authed  bool
-	created time.Time
-	addr    string
-	laddr   string
+	conn      clientConn // rc, or hold wrapping it when persistence is on
+	rc        *respConn  // the connection
+	hold      *holdConn  // conn, when persistence is on; see runWrite
+	g         *guardConn // the socket; CLIENT KILL closes it from other goroutines
+	id        int64
+	resp      int // protocol version: 2 or 3
+	authed    bool
+	authFails int // wrong passwords sent, for maxAuthFailures
+	created   time.Time
+	addr      string
+	laddr     string
 
 	multi  bool     // inside MULTI
 	dirty  bool     // a command was refused while queueing, so EXEC aborts

@@ -76,11 +76,27 @@ func cmdAuth(s *Server, c *client, args [][]byte) {
 		return
 	}
 	if !s.checkAuth(args[1:]) {
-		c.conn.WriteError(errWrongPass)
+		s.wrongPass(c)
 		return
 	}
 	c.authed = true
 	c.conn.WriteString("OK")
+}
+
+// maxAuthFailures is how many wrong passwords a connection that has not
+// authenticated may send before it is closed, so that one connection cannot
+// pipeline guesses by the hundred thousand. A client with the wrong password
+// configured fails on its first try anyway.
+const maxAuthFailures = 5
+
+// wrongPass refuses a wrong password, and closes a connection that has not
+// authenticated once it has sent maxAuthFailures of them.
+func (s *Server) wrongPass(c *client) {
+	c.conn.WriteError(errWrongPass)
+	if c.authFails++; c.authFails >= maxAuthFailures && !c.authed {
+		s.log.Debug("closing a client after repeated wrong passwords", "client", c.id, "addr", c.addr, "failures", c.authFails)
+		s.closeAfterReply(c)
+	}
 }
 
 // checkAuth reports whether [user] pass is the default user's password,
@@ -111,7 +127,7 @@ func cmdHello(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(reply)
 		return
 	case h.auth != nil && !s.checkAuth(h.auth):
-		c.conn.WriteError(errWrongPass)
+		s.wrongPass(c)
 		return
 	case h.auth == nil && !c.authed:
 		c.conn.WriteError(errHelloNoAuth)
