@@ -80,41 +80,28 @@ func appendEntry(buf []byte, e *shard.Entry, base int64, pt *paramTable) []byte 
 		return append(buf, 0)
 	}
 	buf = binary.AppendUvarint(buf, uint64(pt.id(e.Params))+1)
-	if e.Params.Kind == window.KindLog {
-		return appendLog(buf, e.Counters, base)
+	if k := e.Params.Kind; k.Counters() {
+		return appendCounters(buf, k, e.Counters, base)
 	}
-	if e.Params.Kind != window.KindSlide {
-		buf = binary.AppendVarint(buf, int64(e.State[0]-uint64(base)))
-		return binary.AppendVarint(buf, int64(e.State[1]-uint64(base)))
-	}
-	buf = binary.AppendUvarint(buf, uint64(len(e.Counters)))
-	prev := base / int64(time.Second)
-	for i, c := range e.Counters {
-		sec := window.CounterSec(c)
-		if i == 0 {
-			buf = binary.AppendVarint(buf, sec-prev)
-		} else {
-			buf = binary.AppendUvarint(buf, uint64(sec-prev))
-		}
-		prev = sec
-		buf = binary.AppendUvarint(buf, uint64(window.CounterCount(c)))
-	}
-	return buf
+	buf = binary.AppendVarint(buf, int64(e.State[0]-uint64(base)))
+	return binary.AppendVarint(buf, int64(e.State[1]-uint64(base)))
 }
 
-// appendLog appends a Log entry's timestamps.
-func appendLog(buf []byte, b []uint64, base int64) []byte {
+// appendCounters appends the counters of a kind that keeps them (Slide's
+// per-second counters, Log's per-millisecond entries): their number, then
+// each stamp as a delta (the first from base, in the kind's unit) and count.
+func appendCounters(buf []byte, k window.Kind, b []uint64, base int64) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(b)))
-	prev := base / int64(time.Millisecond)
-	for i, e := range b {
-		ms := window.LogEntryMs(e)
+	prev := base / int64(k.Unit())
+	for i, c := range b {
+		at, n := k.SplitCounter(c)
 		if i == 0 {
-			buf = binary.AppendVarint(buf, ms-prev)
+			buf = binary.AppendVarint(buf, at-prev)
 		} else {
-			buf = binary.AppendUvarint(buf, uint64(ms-prev))
+			buf = binary.AppendUvarint(buf, uint64(at-prev))
 		}
-		prev = ms
-		buf = binary.AppendUvarint(buf, uint64(window.LogEntryCount(e)))
+		prev = at
+		buf = binary.AppendUvarint(buf, uint64(n))
 	}
 	return buf
 }
@@ -253,14 +240,12 @@ func (eb *entryBlock) next(e *shard.Entry) string {
 		return "entry names no parameters"
 	}
 	e.Params = eb.params[id-1]
-	if e.Params.Kind == window.KindLog {
-		if reason := eb.logList(e); reason != "" {
+	if e.Params.Kind.Counters() {
+		if reason := eb.counterList(e); reason != "" {
 			return reason
 		}
-	} else if e.Params.Kind != window.KindSlide {
+	} else {
 		e.State = window.State{uint64(eb.d.varint()) + uint64(eb.base), uint64(eb.d.varint()) + uint64(eb.base)}
-	} else if reason := eb.counterList(e); reason != "" {
-		return reason
 	}
 	if eb.d.bad {
 		return "malformed entry"
@@ -268,49 +253,27 @@ func (eb *entryBlock) next(e *shard.Entry) string {
 	return ""
 }
 
-// counterList reads a Slide entry's counters.
+// counterList reads the counters of an entry whose kind keeps them. Whether
+// they could be that kind's state is Import's to check.
 func (eb *entryBlock) counterList(e *shard.Entry) string {
+	k := e.Params.Kind
 	n := eb.d.uvarint()
 	if n > uint64(len(eb.d.b))/2 || n > shard.MaxEntryCounters {
 		return "counter count out of range"
 	}
 	eb.counters = eb.counters[:0]
-	sec := eb.base / int64(time.Second)
+	at := eb.base / int64(k.Unit())
 	for i := range n {
 		if i == 0 {
-			sec += eb.d.varint()
+			at += eb.d.varint()
 		} else {
-			sec += int64(min(eb.d.uvarint(), math.MaxUint32+1))
+			at += int64(min(eb.d.uvarint(), 1<<44))
 		}
-		c := eb.d.uvarint()
-		if sec < 0 || sec > math.MaxUint32 || c < 1 || c > math.MaxUint32 {
+		c, ok := k.Counter(at, int64(min(eb.d.uvarint(), math.MaxInt64)))
+		if !ok {
 			return "counter out of range"
 		}
-		eb.counters = append(eb.counters, window.Counter(sec, int64(c)))
-	}
-	e.Counters = eb.counters
-	return ""
-}
-
-// logList reads a Log entry's timestamps.
-func (eb *entryBlock) logList(e *shard.Entry) string {
-	n := eb.d.uvarint()
-	if n > uint64(len(eb.d.b))/2 || n > window.MaxLogLimit+1 {
-		return "log entry count out of range"
-	}
-	eb.counters = eb.counters[:0]
-	ms := eb.base / int64(time.Millisecond)
-	for i := range n {
-		if i == 0 {
-			ms += eb.d.varint()
-		} else {
-			ms += int64(min(eb.d.uvarint(), 1<<44))
-		}
-		c := eb.d.uvarint()
-		if ms < 0 || ms >= 1<<44 || c < 1 || c > window.MaxLogLimit {
-			return "log entry out of range"
-		}
-		eb.counters = append(eb.counters, window.LogEntry(ms, int64(c)))
+		eb.counters = append(eb.counters, c)
 	}
 	e.Counters = eb.counters
 	return ""

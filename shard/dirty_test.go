@@ -69,7 +69,7 @@ func TestDirtyRecordsChanges(t *testing.T) {
 	require.NoError(t, err)
 	got = drainAll(m)
 	require.Equal(t, []string{"-b", "b"}, keysOf(got))
-	assert.Equal(t, []uint64{window.Counter(xt0/1e9+3, 1)}, got[1].Counters)
+	assert.Equal(t, []uint64{slideCounter(xt0/1e9+3, 1)}, got[1].Counters)
 }
 
 // TestDirtyDenials: a denial changes nothing and is not recorded, but new

@@ -41,3 +41,40 @@ func (k packing) waitToFit(b []uint64, sum, cost, limit, now int64, goneAt func(
 	}
 	return 0
 }
+
+// Unit returns the time unit of the stamps of kind k's counters: a second
+// for Slide, a millisecond for Log. It is 0 for a kind that keeps no counters.
+func (k Kind) Unit() time.Duration {
+	switch k {
+	case KindSlide:
+		return time.Second
+	case KindLog:
+		return time.Millisecond
+	}
+	return 0
+}
+
+// packingOf returns how kind k, which keeps counters, packs them.
+func (k Kind) packingOf() packing {
+	if k == KindLog {
+		return logPacking
+	}
+	return slidePacking
+}
+
+// Counter returns the counter of kind k for count units stamped at (in
+// k.Unit() since the Unix epoch), or false if they do not fit one: what a
+// store that keeps counters in its own format builds them back with.
+func (k Kind) Counter(at, count int64) (uint64, bool) {
+	pk := k.packingOf()
+	if at < 0 || at >= 1<<(64-pk) || count < 1 || count >= 1<<pk {
+		return 0, false
+	}
+	return pk.pack(at, count), true
+}
+
+// SplitCounter returns the stamp and the count of counter c of kind k.
+func (k Kind) SplitCounter(c uint64) (at, count int64) {
+	pk := k.packingOf()
+	return pk.stamp(c), pk.count(c)
+}

@@ -18,7 +18,7 @@ const MaxLogLimit = 4000
 // plus its cost, fit in Limit. It is exact, so any Window-long interval holds at
 // most Limit units, at the cost of memory that grows with Limit (see MaxLogLimit).
 //
-// A key's log is a []uint64 of entries LogEntry(ms, count), oldest first: the
+// A key's log is a []uint64 of entries logPacking.pack(ms, count), oldest first: the
 // units admitted at one unix millisecond share one entry, so a request of cost n
 // adds at most one entry. An admission keeps only the entries inside the
 // window, so after one the log holds at most Limit entries, and never more than
@@ -30,15 +30,6 @@ type Log struct {
 	Limit  int64
 	Window time.Duration // whole milliseconds
 }
-
-// LogEntry packs the entry for count units admitted at unix millisecond ms.
-func LogEntry(ms, count int64) uint64 { return logPacking.pack(ms, count) }
-
-// LogEntryMs returns the unix millisecond of entry e.
-func LogEntryMs(e uint64) int64 { return logPacking.stamp(e) }
-
-// LogEntryCount returns the units entry e holds.
-func LogEntryCount(e uint64) int64 { return logPacking.count(e) }
 
 // Validate reports whether the parameters can be honoured.
 func (p Log) Validate() error {
@@ -100,7 +91,7 @@ func (p Log) Expiry(b []uint64) int64 {
 // millisecond ms, and the units from there on. Entries ascend, so their
 // milliseconds can be found by comparing whole words.
 func (p Log) inWindow(b []uint64, ms int64) (first int, sum int64) {
-	first, _ = slices.BinarySearch(b, LogEntry(max(0, ms-p.windowMs()+1), 0))
+	first, _ = slices.BinarySearch(b, logPacking.pack(max(0, ms-p.windowMs()+1), 0))
 	for _, e := range b[first:] {
 		sum += logPacking.count(e)
 	}
@@ -110,11 +101,11 @@ func (p Log) inWindow(b []uint64, ms int64) (first int, sum int64) {
 // record drops the entries before first and logs cost units at millisecond ms.
 func record(b []uint64, first int, ms, cost int64) []uint64 {
 	b = b[:copy(b, b[first:])]
-	if k := len(b) - 1; k >= 0 && LogEntryMs(b[k]) == ms {
+	if k := len(b) - 1; k >= 0 && logPacking.stamp(b[k]) == ms {
 		b[k] += uint64(cost)
 		return b
 	}
-	return append(b, LogEntry(ms, cost))
+	return append(b, logPacking.pack(ms, cost))
 }
 
 // goneAt returns the unix time in nanoseconds at which an entry at

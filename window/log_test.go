@@ -41,7 +41,7 @@ func TestLog(t *testing.T) {
 		{time.Minute, 3, true, 0, 0, 10 * time.Second},
 	})
 	// Admitting at one minute pruned every entry before it.
-	assert.Equal(t, []uint64{LogEntry(ms0+60_000, 3)}, b)
+	assert.Equal(t, []uint64{logPacking.pack(ms0+60_000, 3)}, b)
 }
 
 // TestLogEntries: the units admitted in one millisecond share one entry, so a
@@ -52,10 +52,10 @@ func TestLogEntries(t *testing.T) {
 		{999 * time.Microsecond, 2, true, 2, 0, time.Second - 999*time.Microsecond},
 		{time.Millisecond, 2, true, 0, 0, time.Second},
 	})
-	assert.Equal(t, []uint64{LogEntry(ms0, 3), LogEntry(ms0+1, 2)}, b)
-	e := LogEntry(math.MaxInt64/msNs, MaxLogLimit)
-	assert.Equal(t, math.MaxInt64/msNs, LogEntryMs(e))
-	assert.Equal(t, int64(MaxLogLimit), LogEntryCount(e))
+	assert.Equal(t, []uint64{logPacking.pack(ms0, 3), logPacking.pack(ms0+1, 2)}, b)
+	e := logPacking.pack(math.MaxInt64/msNs, MaxLogLimit)
+	assert.Equal(t, math.MaxInt64/msNs, logPacking.stamp(e))
+	assert.Equal(t, int64(MaxLogLimit), logPacking.count(e))
 	assert.NotEqual(t, ^uint64(0), e)
 }
 
@@ -86,14 +86,14 @@ func TestLogJumpBackwards(t *testing.T) {
 		{13 * time.Second, 1, true, 1, 0, 3 * time.Second},
 		{12 * time.Second, 1, true, 0, 0, 3 * time.Second}, // clamped to 13 s
 	})
-	assert.Equal(t, []uint64{LogEntry(ms0+13_000, 2)}, b)
+	assert.Equal(t, []uint64{logPacking.pack(ms0+13_000, 2)}, b)
 }
 
 func TestLogBeforeEpoch(t *testing.T) {
 	p := Log{Limit: 1, Window: 2 * time.Second}
 	d, b := p.Decide(make([]uint64, 0, 1), -5, 1, false)
 	require.True(t, d.Allowed)
-	assert.Equal(t, []uint64{LogEntry(0, 1)}, b)
+	assert.Equal(t, []uint64{logPacking.pack(0, 1)}, b)
 	assert.Equal(t, 2*time.Second, d.Reset)
 }
 
@@ -261,8 +261,8 @@ func (r *logRun) setParams(p Log) {
 	r.x.p = p
 	r.m = &logModel{limit: p.Limit, win: p.windowMs()}
 	for _, e := range r.x.b {
-		for range LogEntryCount(e) {
-			r.m.units = append(r.m.units, LogEntryMs(e))
+		for range logPacking.count(e) {
+			r.m.units = append(r.m.units, logPacking.stamp(e))
 		}
 	}
 	r.from = len(r.m.units)
@@ -280,7 +280,7 @@ func (r *logRun) step(now, cost int64, peek bool) {
 	check(r.t, !d.Allowed || peek || int64(len(r.x.b)) <= r.x.p.Limit, "%v: %d entries for limit %d", call, len(r.x.b), r.x.p.Limit)
 	ok := true
 	for i, e := range r.x.b {
-		ok = ok && LogEntryCount(e) > 0 && (i == 0 || LogEntryMs(r.x.b[i-1]) < LogEntryMs(e))
+		ok = ok && logPacking.count(e) > 0 && (i == 0 || logPacking.stamp(r.x.b[i-1]) < logPacking.stamp(e))
 	}
 	check(r.t, ok, "%v: entries %x", call, r.x.b)
 }

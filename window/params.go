@@ -187,7 +187,7 @@ func (p Params) CheckState(s State, b []uint64) error {
 func checkSlide(b []uint64) error {
 	prev := int64(-1)
 	for _, c := range b {
-		sec, n := CounterSec(c), CounterCount(c)
+		sec, n := slidePacking.stamp(c), slidePacking.count(c)
 		if sec <= prev || n < 1 || sec > math.MaxUint32 {
 			return ErrState
 		}
@@ -204,7 +204,7 @@ func checkLog(b []uint64) error {
 	}
 	prev := int64(-1)
 	for _, e := range b {
-		ms, n := LogEntryMs(e), LogEntryCount(e)
+		ms, n := logPacking.stamp(e), logPacking.count(e)
 		if ms <= prev || n < 1 || n > MaxLogLimit || e == ^uint64(0) {
 			return ErrState
 		}

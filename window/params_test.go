@@ -99,13 +99,13 @@ func TestCheckStateRejectsWhatDecideNeverMakes(t *testing.T) {
 		s State
 		b []uint64
 	}{
-		{slide, State{}, []uint64{Counter(5, 1), Counter(4, 1)}}, // unsorted
-		{slide, State{}, []uint64{Counter(5, 0)}},                // empty counter
-		{slide, State{1}, nil},                                   // a State where counters belong
-		{log, State{}, []uint64{LogEntry(7, 1), LogEntry(7, 2)}}, // one millisecond twice
+		{slide, State{}, []uint64{slidePacking.pack(5, 1), slidePacking.pack(4, 1)}}, // unsorted
+		{slide, State{}, []uint64{slidePacking.pack(5, 0)}},                          // empty counter
+		{slide, State{1}, nil}, // a State where counters belong
+		{log, State{}, []uint64{logPacking.pack(7, 1), logPacking.pack(7, 2)}}, // one millisecond twice
 		{log, State{}, []uint64{^uint64(0)}},
 		{log, State{}, make([]uint64, MaxLogLimit+2)},
-		{token, State{}, []uint64{Counter(1, 1)}}, // counters where a State belongs
+		{token, State{}, []uint64{slidePacking.pack(1, 1)}}, // counters where a State belongs
 	} {
 		assert.ErrorIsf(t, tc.p.CheckState(tc.s, tc.b), ErrState, "%v %v %v", tc.p.Kind, tc.s, tc.b)
 	}
@@ -116,4 +116,23 @@ func TestLeakyValidatesAsItsBucket(t *testing.T) {
 		{1, 2, time.Nanosecond}, {1 << 62, 1, time.Second}, {1, 1, MaxWindow + 1}} {
 		assert.Equal(t, l.bucket().Validate(), l.Validate(), "%+v", l)
 	}
+}
+
+func TestKindCounter(t *testing.T) {
+	for _, k := range []Kind{KindSlide, KindLog} {
+		c, ok := k.Counter(1234, 7)
+		require.True(t, ok, k)
+		at, n := k.SplitCounter(c)
+		assert.Equal(t, [2]int64{1234, 7}, [2]int64{at, n}, k)
+		for _, bad := range [][2]int64{{-1, 1}, {1, 0}, {1, -1}, {1 << 60, 1}} {
+			_, ok := k.Counter(bad[0], bad[1])
+			assert.False(t, ok, "%v %v", k, bad)
+		}
+	}
+	_, ok := KindSlide.Counter(1, 1<<32)
+	assert.False(t, ok, "a Slide count has 32 bits")
+	_, ok = KindLog.Counter(1, 1<<20)
+	assert.False(t, ok, "a Log count has 20 bits")
+	assert.Equal(t, time.Second, KindSlide.Unit())
+	assert.Equal(t, time.Millisecond, KindLog.Unit())
 }

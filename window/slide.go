@@ -46,15 +46,6 @@ func (p Slide) Width() (width, n int64) {
 	return width, ceilDiv(win, width)
 }
 
-// Counter packs a counter for second sec holding count units.
-func Counter(sec, count int64) uint64 { return slidePacking.pack(sec, count) }
-
-// CounterSec returns the first second a counter covers.
-func CounterSec(c uint64) int64 { return slidePacking.stamp(c) }
-
-// CounterCount returns the units a counter holds.
-func CounterCount(c uint64) int64 { return slidePacking.count(c) }
-
 // Decide decides a request of cost units at now (unix nanoseconds) against the
 // counters b. cap(b) must exceed len(b), so an admitted request has room for a new
 // counter. It returns the counters to keep: pruned and charged when admitted,
@@ -62,8 +53,8 @@ func CounterCount(c uint64) int64 { return slidePacking.count(c) }
 func (p Slide) Decide(b []uint64, now, cost int64, peek bool) (Decision, []uint64) {
 	width, _ := p.Width()
 	sec := max(now, 0) / int64(time.Second)
-	if len(b) > 0 && CounterSec(b[len(b)-1]) > sec { // the clock stepped back: clamp
-		sec = CounterSec(b[len(b)-1])
+	if len(b) > 0 && slidePacking.stamp(b[len(b)-1]) > sec { // the clock stepped back: clamp
+		sec = slidePacking.stamp(b[len(b)-1])
 	}
 	now = max(now, sec*int64(time.Second))
 	cur := sec / width * width
@@ -104,9 +95,9 @@ func (p Slide) Count(b []uint64, now int64) int64 {
 // inWindow returns the index of the first counter at or after second lo and the sum from there.
 func (p Slide) inWindow(b []uint64, lo int64) (first int, sum int64) {
 	first = len(b)
-	for i := len(b) - 1; i >= 0 && CounterSec(b[i]) >= lo; i-- {
+	for i := len(b) - 1; i >= 0 && slidePacking.stamp(b[i]) >= lo; i-- {
 		first = i
-		sum += CounterCount(b[i])
+		sum += slidePacking.count(b[i])
 	}
 	return first, sum
 }
@@ -117,15 +108,15 @@ func (p Slide) inWindow(b []uint64, lo int64) (first int, sum int64) {
 // second of that counter and must still find every counter it would count.
 func charge(b []uint64, lo, cur, cost int64) []uint64 {
 	i := 0
-	for i < len(b) && CounterSec(b[i]) < lo {
+	for i < len(b) && slidePacking.stamp(b[i]) < lo {
 		i++
 	}
 	b = b[:copy(b, b[i:])]
-	if k := len(b) - 1; k >= 0 && CounterSec(b[k]) >= cur {
+	if k := len(b) - 1; k >= 0 && slidePacking.stamp(b[k]) >= cur {
 		b[k] += uint64(cost) // a counter left by a narrower width: merge, stay conservative
 		return b
 	}
-	return append(b, Counter(cur, cost))
+	return append(b, slidePacking.pack(cur, cost))
 }
 
 // oldest returns the first second of the oldest counter that counts at second

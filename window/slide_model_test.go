@@ -42,8 +42,8 @@ func newSlideModel(p Slide) *slideModel {
 func seedSlideModel(p Slide, b []uint64) *slideModel {
 	m := newSlideModel(p)
 	for _, c := range b {
-		m.admits = append(m.admits, admit{CounterSec(c), CounterCount(c), true})
-		m.clamp = CounterSec(c)
+		m.admits = append(m.admits, admit{slidePacking.stamp(c), slidePacking.count(c), true})
+		m.clamp = slidePacking.stamp(c)
 	}
 	return m
 }
@@ -186,7 +186,7 @@ func (r *slideRun) checkWait(call slideCall, wait time.Duration, now int64) {
 // window, and expiring exactly when the reply said the key is back to full.
 func (r *slideRun) checkCounters(call slideCall, now int64, reset time.Duration) {
 	t := r.t
-	require.Truef(t, slices.IsSortedFunc(r.b, func(x, y uint64) int { return cmp.Compare(CounterSec(x), CounterSec(y)) }), "%v: counters out of order", call)
+	require.Truef(t, slices.IsSortedFunc(r.b, func(x, y uint64) int { return cmp.Compare(slidePacking.stamp(x), slidePacking.stamp(y)) }), "%v: counters out of order", call)
 	require.LessOrEqualf(t, len(r.b), MaxCounters+2, "%v: %d counters", call, len(r.b))
 	if reset > 0 {
 		require.Equalf(t, now+int64(reset), r.p.Expiry(r.b), "%v expiry", call)

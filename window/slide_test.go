@@ -123,7 +123,7 @@ func TestSlideBeforeEpoch(t *testing.T) {
 	p := Slide{Limit: 1, Window: 2 * time.Second}
 	d, b := p.Decide(make([]uint64, 0, 1), -5, 1, false)
 	require.True(t, d.Allowed)
-	assert.Equal(t, []uint64{Counter(0, 1)}, b)
+	assert.Equal(t, []uint64{slidePacking.pack(0, 1)}, b)
 	assert.Equal(t, 2*time.Second, d.Reset)
 }
 
@@ -199,7 +199,7 @@ func TestSlideCoarse(t *testing.T) {
 		// A step back into the newest counter is not clamped; it counts [0 s, 2 s) again, so that must be kept.
 		{3604 * time.Second, 1, false, 0, 3605 * time.Second, 3605 * time.Second},
 	})
-	assert.Equal(t, []uint64{Counter(sec0, 2), Counter(sec0+3604, 2)}, b)
+	assert.Equal(t, []uint64{slidePacking.pack(sec0, 2), slidePacking.pack(sec0+3604, 2)}, b)
 }
 
 func TestSlideCountAndExpiry(t *testing.T) {
@@ -252,7 +252,7 @@ func TestParams(t *testing.T) {
 }
 
 func TestCounter(t *testing.T) {
-	c := Counter(sec0, math.MaxUint32)
-	assert.Equal(t, sec0, CounterSec(c))
-	assert.Equal(t, int64(math.MaxUint32), CounterCount(c))
+	c := slidePacking.pack(sec0, math.MaxUint32)
+	assert.Equal(t, sec0, slidePacking.stamp(c))
+	assert.Equal(t, int64(math.MaxUint32), slidePacking.count(c))
 }
