@@ -10,9 +10,14 @@ import (
 // MaxRules is the most rules one policy may hold.
 const MaxRules = 32
 
+// MaxNameBytes bounds a policy's name: RL.POLICY LIST returns every name,
+// and each rule key of every key a policy limits holds it.
+const MaxNameBytes = 256
+
 // The errors of a policy definition.
 const (
 	errName    Error = "ERR policy name must not be empty"
+	errLong    Error = "ERR policy name must be at most 256 bytes"
 	errNoRules Error = "ERR a policy needs at least one rule: SLIDE limit window | TOKEN capacity rate period | FIXED limit window | LOG limit window | LEAKY capacity rate period"
 	errRules   Error = "ERR a policy has at most 32 rules"
 	errPenalty Error = "ERR penalty must be a duration between 1ms and 3650d"
@@ -34,8 +39,11 @@ type Policy struct {
 // where rule is an algorithm's name (SLIDE, TOKEN, FIXED, LOG, LEAKY, any
 // case) and its parameters as its command takes them.
 func Parse(name string, words []string) (*Policy, error) {
-	if name == "" {
+	switch {
+	case name == "":
 		return nil, errName
+	case len(name) > MaxNameBytes:
+		return nil, errLong
 	}
 	p := &Policy{Name: name}
 	for i := 0; i < len(words); {

@@ -44,6 +44,7 @@ func (s *Server) loadPolicies() error {
 	}
 	for _, p := range pols {
 		s.pol.byName[p.Name] = p
+		s.chargeLoaded(p)
 	}
 	return nil
 }
@@ -63,8 +64,14 @@ func cmdPolicySet(s *Server, c *client, args [][]byte) {
 	}
 	s.pol.write.Lock()
 	defer s.pol.write.Unlock()
+	old := s.policy(args[2])
+	if reply := s.admitPolicyLocked(p, old); reply != "" {
+		c.conn.WriteError(reply)
+		return
+	}
 	if st := s.cfg.Policies; st != nil {
 		if err := st.Save(p); err != nil {
+			s.cfg.Store.Charge(policyBytes(old) - policyBytes(p))
 			s.log.Error("saving a policy failed", "policy", p.Name, "err", err)
 			c.conn.WriteError("ERR policy not saved: " + err.Error())
 			return
@@ -90,7 +97,8 @@ func cmdPolicyDel(s *Server, c *client, args [][]byte) {
 	name := string(args[2])
 	s.pol.write.Lock()
 	defer s.pol.write.Unlock()
-	if s.policy(args[2]) == nil {
+	old := s.policy(args[2])
+	if old == nil {
 		c.conn.WriteInt64(0)
 		return
 	}
@@ -103,6 +111,7 @@ func cmdPolicyDel(s *Server, c *client, args [][]byte) {
 	s.pol.mu.Lock()
 	delete(s.pol.byName, name)
 	s.pol.mu.Unlock()
+	s.cfg.Store.Charge(-policyBytes(old))
 	c.conn.WriteInt64(1)
 }
 

@@ -34,6 +34,7 @@ type Config struct {
 	// instead, or not at all if the value is "" (redis.conf's rename-command).
 	RenameCommands map[string]string
 	MaxKeyBytes    int64 // a longer key in any keyed command is refused; 0: no limit
+	MaxPolicies    int   // RL.POLICY SET of a new policy beyond it is refused. Default DefaultMaxPolicies
 
 	// ClientOutputLimit caps the replies the server holds for one client,
 	// in bytes: a client whose replies pass it is disconnected, as Redis does
@@ -72,6 +73,11 @@ const (
 	DefaultSweepInterval     = 100 * time.Millisecond
 	DefaultSweepBudget       = 16384 // with the interval, about 160k slots a second
 )
+
+// DefaultMaxPolicies is Config.MaxPolicies' default: far more than any
+// deployment defines, and with names capped at 256 bytes, an RL.POLICY LIST
+// of them all stays under 3 MB.
+const DefaultMaxPolicies = 10000
 
 // ErrServerClosed is Serve's error once Shutdown or Close has run before it.
 var ErrServerClosed = errors.New("server: closed")
@@ -146,8 +152,8 @@ func (cfg *Config) withDefaults() error {
 	if cfg.Store == nil {
 		return errors.New("server: no store")
 	}
-	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxKeyBytes < 0 || cfg.ClientOutputLimit < -1 || cfg.ShutdownTimeout < 0 ||
-		cfg.SweepInterval < 0 || cfg.SweepBudget < 0 {
+	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxKeyBytes < 0 || cfg.MaxPolicies < 0 || cfg.ClientOutputLimit < -1 ||
+		cfg.ShutdownTimeout < 0 || cfg.SweepInterval < 0 || cfg.SweepBudget < 0 {
 		return errors.New("server: limits must not be negative")
 	}
 	setDefault(&cfg.Addr, DefaultAddr)
@@ -157,6 +163,7 @@ func (cfg *Config) withDefaults() error {
 	}
 	setDefault(&cfg.Version, "dev")
 	setDefault(&cfg.MaxClients, DefaultMaxClients)
+	setDefault(&cfg.MaxPolicies, DefaultMaxPolicies)
 	setDefault(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
 	setDefault(&cfg.ClientOutputLimit, DefaultClientOutputLimit)
 	if cfg.ClientOutputLimit < 0 {

@@ -36,6 +36,7 @@ type config struct {
 	MaxKeys         int64 // 0: no limit
 	MaxRequestBytes int64
 	MaxKeyBytes     int64 // longest key a command may name; 0: no limit
+	MaxPolicies     int
 	Shards          int
 	Hz              int // key-store sweeps per second
 	SweepBudget     int // slots one sweep may visit
@@ -67,6 +68,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Int64Var(&c.MaxKeys, "max-keys", 0, "maximum `number` of keys; beyond it, new keys get -OOM; 0: no limit")
 	fs.Var(newSize(&c.MaxRequestBytes, server.DefaultMaxRequestBytes), "max-request-bytes", "largest request a client may send, a `size` (1mb); a larger one gets a protocol error and is disconnected")
 	fs.Var(newSize(&c.MaxKeyBytes, 0), "max-key-bytes", "longest key a command may name, a `size` (512, 1kb); a longer one gets an error; 0: no limit")
+	fs.IntVar(&c.MaxPolicies, "max-policies", server.DefaultMaxPolicies, "most `number` of policies RL.POLICY SET may define; their bytes also count in --maxmemory")
 	fs.IntVar(&c.Shards, "shards", shard.DefaultShards, "`number` of lock stripes of the key store, a power of two")
 	fs.IntVar(&c.Hz, "hz", int(time.Second/server.DefaultSweepInterval), "`number` of times per second the background sweep frees expired keys, 1-500")
 	fs.IntVar(&c.SweepBudget, "sweep-budget", server.DefaultSweepBudget, "most key slots one background sweep visits, which bounds its cost")
@@ -185,6 +187,7 @@ func (c config) validate() error {
 		{c.MaxKeys < 0, "--max-keys must not be negative"},
 		{c.MaxRequestBytes < 1024, "--max-request-bytes must be at least 1kb"},
 		{c.MaxKeyBytes < 0 || c.MaxKeyBytes > c.MaxRequestBytes, "--max-key-bytes must be between 0 and --max-request-bytes"},
+		{c.MaxPolicies < 1, "--max-policies must be at least 1"},
 		{c.Shards < 1 || bits.OnesCount(uint(c.Shards)) != 1, "--shards must be a power of two, got " + strconv.Itoa(c.Shards)},
 		{c.Hz < 1 || c.Hz > 500, "--hz must be between 1 and 500"},
 		{c.SweepBudget < 1, "--sweep-budget must be at least 1"},
@@ -265,6 +268,7 @@ func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.
 		MaxClients:      c.MaxClients,
 		MaxRequestBytes: c.MaxRequestBytes,
 		MaxKeyBytes:     c.MaxKeyBytes,
+		MaxPolicies:     c.MaxPolicies,
 		ShutdownTimeout: c.ShutdownTimeout,
 		SweepInterval:   time.Second / time.Duration(c.Hz),
 		SweepBudget:     c.SweepBudget,
