@@ -29,7 +29,6 @@ func (x *fixedSubject) decide(now, cost int64, peek bool) Decision {
 	return x.p.Decide(&x.s, now, cost, peek)
 }
 func (x *fixedSubject) clone() subject        { c := *x; return &c }
-func (x *fixedSubject) state() any            { return x.s }
 func (x *fixedSubject) clock(now int64) int64 { return max(now, int64(x.s[0])) }
 
 type leakySubject struct {
@@ -41,7 +40,6 @@ func (x *leakySubject) decide(now, cost int64, peek bool) Decision {
 	return x.p.Decide(&x.s, now, cost, peek)
 }
 func (x *leakySubject) clone() subject        { c := *x; return &c }
-func (x *leakySubject) state() any            { return x.s }
 func (x *leakySubject) clock(now int64) int64 { return max(now, int64(x.s[1])) }
 
 type logSubject struct {
@@ -56,7 +54,6 @@ func (x *logSubject) decide(now, cost int64, peek bool) Decision {
 	return d
 }
 func (x *logSubject) clone() subject        { return &logSubject{x.p, slices.Clone(x.b)} }
-func (x *logSubject) state() any            { return append([]uint64{}, x.b...) }
 func (x *logSubject) clock(now int64) int64 { return max(now, lastMs(x.b)*int64(time.Millisecond)) }
 
 // checkedDecide decides a request on x and checks what every algorithm

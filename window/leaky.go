@@ -48,7 +48,7 @@ func (p Leaky) Decide(s *State, now, cost int64, peek bool) Decision {
 }
 
 // bucket returns the token bucket whose admission rule Leaky shares.
-func (p Leaky) bucket() Token { return Token{Capacity: p.Capacity, Rate: p.Rate, Period: p.Period} }
+func (p Leaky) bucket() Token { return Token(p) }
 
 // Queued returns the units in the queue at now (the one being served counts
 // until its turn is over), without changing s.
