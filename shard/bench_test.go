@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -171,4 +172,37 @@ func benchGC(b *testing.B, n int, p window.Params, d decider) {
 	b.ReportMetric(float64(ms.HeapAlloc)/float64(n), "heap-B/key")
 	b.ReportMetric(float64(ms.HeapObjects), "heap-objects")
 	runtime.KeepAlive(d)
+}
+
+// BenchmarkFind times one shard's key lookup alone (findLocked: the index
+// entry, the slot and the key bytes), on random keys that exist, from one
+// goroutine, so that index designs can be compared without lock or
+// algorithm costs. Take the fastest of several runs on a busy host:
+//
+//	go test -run '^$' -bench BenchmarkFind -count 10 ./shard/
+func BenchmarkFind(b *testing.B) {
+	for _, n := range []int{1000, 100_000, 1_000_000} {
+		ks := makeKeys(n)
+		s := newShard(xxhash.Sum64)
+		hs := make([]uint64, n)
+		for i := range n {
+			hs[i] = xxhash.Sum64(ks.key(i))
+			if _, ok := s.insertLocked(ks.key(i), hs[i]); !ok {
+				b.Fatal("insert failed")
+			}
+		}
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			x := uint64(0x9e3779b97f4a7c15)
+			for b.Loop() {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				k := int(x % uint64(n))
+				if _, ok := s.findLocked(ks.key(k), hs[k]); !ok {
+					b.Fatal("key lost")
+				}
+			}
+		})
+	}
 }

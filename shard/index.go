@@ -23,6 +23,7 @@ import "math/bits"
 // swings between 44% and 88%, 38 bytes a key at 1M keys over 256 shards.
 type index struct {
 	dir   []uint32   // page of each value of the hash's top depth bits
+	tabs  [][]uint32 // pages[dir[k]] for each k: a lookup reads one entry, not two
 	shift uint8      // 64 - depth: a key's page is dir[h>>shift]
 	pages [][]uint32 // open-addressed tables
 	meta  []pageMeta // per page
@@ -86,7 +87,7 @@ func next(j, n int) int {
 }
 
 // page returns the table holding h's entry; the index must not be empty.
-func (x *index) page(h uint64) []uint32 { return x.pages[x.dir[h>>x.shift]] }
+func (x *index) page(h uint64) []uint32 { return x.tabs[h>>x.shift] }
 
 // pageOf returns the number of the page holding h's entry.
 func (x *index) pageOf(h uint64) int { return int(x.dir[h>>x.shift]) }
@@ -149,12 +150,16 @@ func (x *index) room(h uint64, hashOf func(uint32) uint64) {
 	if len(x.pages) == 0 {
 		x.dir, x.shift = []uint32{0}, 64
 		x.addPage(firstEntries, 0)
+		x.retab()
 	}
-	for {
+	for changed := false; ; changed = true {
 		p := x.pageOf(h)
 		n, m := len(x.pages[p]), x.meta[p]
 		switch {
 		case int(m.used) < pageFill(n):
+			if changed {
+				x.retab()
+			}
 			return
 		case n < pageEntries:
 			x.rehash(p, x.newTable(grown(n)), hashOf)
@@ -276,10 +281,21 @@ func sized(n int) index {
 	for k := range x.dir {
 		x.dir[k] = uint32(x.addPage(size, 64-x.shift))
 	}
+	x.retab()
 	return x
 }
 
+// retab points tabs at the pages dir names, after pages or dir changed.
+func (x *index) retab() {
+	x.tabs = x.tabs[:0]
+	for _, p := range x.dir {
+		x.tabs = append(x.tabs, x.pages[p])
+	}
+}
+
 // bytes returns the bytes held by pages and the directory.
-func (x *index) bytes() int { return x.size*4 + len(x.dir)*4 + len(x.meta)*pageMetaBytes }
+func (x *index) bytes() int {
+	return x.size*4 + len(x.dir)*(4+24) + len(x.meta)*pageMetaBytes
+}
 
 const pageMetaBytes = 12 // unsafe.Sizeof(pageMeta{})

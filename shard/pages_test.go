@@ -180,6 +180,13 @@ func checkIndex(t *testing.T, x *index) {
 	}
 	depth := 64 - int(x.shift)
 	require.Len(t, x.dir, 1<<depth)
+	require.Len(t, x.tabs, len(x.dir))
+	for k, p := range x.dir {
+		require.Equal(t, len(x.pages[p]), len(x.tabs[k]), "directory entry %d", k)
+		if len(x.tabs[k]) > 0 {
+			require.Same(t, &x.pages[p][0], &x.tabs[k][0], "directory entry %d's table", k)
+		}
+	}
 	for k := 0; k < len(x.dir); {
 		p := int(x.dir[k])
 		span := 1 << (depth - int(x.meta[p].depth))

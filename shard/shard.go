@@ -36,7 +36,7 @@ func (s *shard) lenLocked() int { return s.index.live }
 
 // findLocked returns the slot index holding key.
 func (s *shard) findLocked(key []byte, h uint64) (uint32, bool) {
-	if len(s.index.dir) == 0 {
+	if len(s.index.tabs) == 0 {
 		return 0, false
 	}
 	t := s.index.page(h)
