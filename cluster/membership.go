@@ -145,12 +145,13 @@ func (m *Membership) sync() {
 // rebuild makes a new view from memberlist's members. It reports false
 // when neither the members nor their states changed.
 func (m *Membership) rebuild() (*View, bool) {
+	members := m.ml.Members() // before mu: memberlist calls NotifyLeave, which takes mu, with its own lock held
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v := &View{Self: m.cfg.NodeName, Gone: m.gone}
 	m.gone = nil
 	var owners []Node
-	for _, n := range m.ml.Members() {
+	for _, n := range members {
 		mem := m.memberLocked(n)
 		v.Members = append(v.Members, mem)
 		if mem.State == StateAlive {

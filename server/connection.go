@@ -182,7 +182,7 @@ func (s *Server) helloFields(c *client) []pair {
 		{"version", redisVersion},
 		{"proto", c.resp},
 		{"id", c.id},
-		{"mode", "standalone"},
+		{"mode", s.mode()},
 		{"role", "master"},
 		{"modules", []any{}},
 		{"rlstore_version", s.cfg.Version},

@@ -27,7 +27,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		reject(c, errNoAuth)
 	case c.multi && cm.flags&flagNoQueue == 0:
 		s.enqueue(c, cm, args)
-	default:
+	case s.cl == nil || !s.routeOne(c, cm, args):
 		s.run(c, cm, args)
 	}
 }

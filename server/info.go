@@ -27,6 +27,7 @@ func infoSections() []infoSection {
 		{"persistence", (*Server).infoPersistence},
 		{"stats", (*Server).infoStats},
 		{"keyspace", (*Server).infoKeyspace},
+		{"cluster", (*Server).infoCluster},
 	}
 }
 
@@ -67,7 +68,7 @@ func (s *Server) infoServer() []pair {
 	return []pair{
 		{"redis_version", redisVersion},
 		{"rlstore_version", s.cfg.Version},
-		{"redis_mode", "standalone"},
+		{"redis_mode", s.mode()},
 		{"os", runtime.GOOS + " " + runtime.GOARCH},
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},
 		{"go_version", runtime.Version()},

@@ -22,6 +22,7 @@ var keyPositions = map[string][3]int8{
 	"command": {}, "info": {}, "config": {}, "time": {}, "save": {}, "bgsave": {}, "lastsave": {},
 	"shutdown": {}, "multi": {}, "exec": {}, "discard": {},
 	"watch": {1, -1, 1}, "unwatch": {}, "subscribe": {}, "unsubscribe": {}, "monitor": {}, "memory": {}, "object": {},
+	"cluster": {}, "readonly": {}, "readwrite": {}, "asking": {}, "rl.cluster": {}, "rl.peer": {}, "rl.hop": {},
 }
 
 func TestCommandInfoNamesEveryKey(t *testing.T) {

@@ -46,6 +46,9 @@ func cmdExec(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(errExecAbort)
 		return
 	}
+	if s.cl != nil && s.execElsewhere(c, q) {
+		return
+	}
 	c.conn.WriteArray(len(q))
 	c.track.inExec = true // tracking's pushes wait for the end of EXEC's reply
 	for _, e := range q {

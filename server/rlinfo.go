@@ -21,7 +21,11 @@ func cmdRLInfo(s *Server, c *client, args [][]byte) {
 		writeNull(c)
 		return
 	}
-	writeMap(c, infoPairs(inf, now))
+	ps := infoPairs(inf, now)
+	if s.cl != nil {
+		ps = append(ps, pair{"owner", s.cl.view().Self}) // the node that answered: a forwarded RL.INFO runs at the owner
+	}
+	writeMap(c, ps)
 }
 
 // infoPairs names inf's fields: the parameters as the algorithm's command

@@ -74,6 +74,9 @@ func (s *Server) handle(c *client, args [][]byte) {
 // endBatch commits the batch, writes its replies, and waits while too many
 // replies are held behind an unfinished Later.
 func (s *Server) endBatch(c *client, rc *respConn) error {
+	if s.cl != nil {
+		s.flushForwards(c)
+	}
 	if s.cfg.Durability != nil {
 		s.commitBatch(c)
 	}

@@ -58,6 +58,10 @@ type Config struct {
 	// not happen. The server never closes it: its owner does, after Serve.
 	Durability Durability
 
+	// Cluster, if set, makes the server a node of a cluster: it routes
+	// keyed commands to their owners and answers CLUSTER. nil: one node.
+	Cluster *ClusterConfig
+
 	ShutdownTimeout time.Duration // how long a SHUTDOWN command drains. Default DefaultShutdownTimeout
 	SweepInterval   time.Duration // how often expired keys are swept. Default DefaultSweepInterval
 	SweepBudget     int           // slots visited per sweep. Default DefaultSweepBudget
@@ -91,6 +95,7 @@ type Server struct {
 	commands map[string]*command
 	started  time.Time
 	pol      policies
+	cl       *clusterNode // nil without a cluster
 
 	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
 	maxClients atomic.Int64
@@ -138,6 +143,9 @@ func New(cfg Config) (*Server, error) {
 	s.register(decisionCommands())
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
+	if err := s.attachCluster(); err != nil {
+		return nil, err
+	}
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}

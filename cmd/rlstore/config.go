@@ -48,6 +48,7 @@ type config struct {
 	ShutdownTimeout time.Duration
 	PprofAddr       string // host:port serving /debug/pprof/; "": off
 	ConfigFile      string
+	Cluster         clusterFlags
 }
 
 // envPrefix starts the environment variable of each flag: --max-keys is RLSTORE_MAX_KEYS.
@@ -79,6 +80,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Var(newOneOf(&c.LogLevel, "info", "debug", "info", "warn", "error"), "log-level", "`debug|info|warn|error`: the least severe level logged")
 	fs.Var(newSeconds(&c.ShutdownTimeout, server.DefaultShutdownTimeout), "shutdown-timeout", "`duration` that SIGTERM, SIGINT or SHUTDOWN waits for clients to drain before closing them (10 seconds, or 500ms, 1m)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "`host:port` serving Go's CPU, heap and goroutine profiles at /debug/pprof/ (use a loopback address, e.g. 127.0.0.1:6060); empty: off")
+	c.Cluster.define(fs)
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML `file` of options, named like the flags (port: 6380); flags override it, and it overrides RLSTORE_* variables")
 	return fs
 }
@@ -203,6 +205,9 @@ func (c config) validate() error {
 		return err
 	}
 	if err := c.checkDataDir(); err != nil {
+		return err
+	}
+	if err := c.Cluster.validate(); err != nil {
 		return err
 	}
 	return c.checkProtectedMode(ip)

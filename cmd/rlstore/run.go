@@ -73,9 +73,23 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	defer func() { err = errors.Join(err, closeDurability(dur, log)) }()
 	scfg := cfg.serverConfig(store, durability(dur), log)
 	scfg.Policies = pols
+	var cn *clusterNode
+	if cfg.Cluster.on() {
+		if scfg.Listener, cn, scfg.Cluster, err = startCluster(cfg, log); err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(scfg)
 	if err != nil {
+		if cn != nil {
+			cn.close()
+		}
 		return err
+	}
+	var stop stopper = srv
+	if cn != nil {
+		stop = clusterStopper{srv: srv, cn: cn}
+		defer cn.close() // after a SHUTDOWN command too: leave gossip rather than look dead
 	}
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -87,7 +101,7 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	case err := <-done:
 		return fmt.Errorf("listen on %s: %w", cfg.addr(), err)
 	}
-	return waitForStop(srv, done, sigs, cfg.ShutdownTimeout, log)
+	return waitForStop(stop, done, sigs, cfg.ShutdownTimeout, log)
 }
 
 func logStart(cfg config, log *slog.Logger) {

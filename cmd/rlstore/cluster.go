@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server"
+)
+
+// clusterFlags are the cluster's options. The cluster is on when
+// --cluster-addr or --join is given.
+type clusterFlags struct {
+	NodeName     string
+	Addr         string // gossip bind host:port
+	Advertise    string // gossip host:port told to peers
+	Join         string // comma-separated gossip seeds
+	Key          string // base64 gossip key
+	Keyring      string // file of base64 keys
+	Unreachable  string
+	Redirect     bool
+	Timeout      time.Duration
+	Timing       string
+	LeaveTimeout time.Duration
+}
+
+func (f *clusterFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.NodeName, "node-name", "", "this node's `name` in the cluster, unique among its members; keep it across restarts so the node gets its slots back; default: the host name and --port")
+	fs.StringVar(&f.Addr, "cluster-addr", "", "`host:port` for cluster gossip (TCP and UDP); setting it or --join turns the cluster on; default with --join: 127.0.0.1:7946")
+	fs.StringVar(&f.Advertise, "cluster-advertise", "", "gossip `host:port` other nodes are told to use, when it differs from --cluster-addr (NAT, 0.0.0.0)")
+	fs.StringVar(&f.Join, "join", "", "comma-separated gossip `host:port`s of members to join; they are retried while any is missing")
+	fs.StringVar(&f.Key, "cluster-key", "", "base64 `key` of 16, 24 or 32 bytes (openssl rand -base64 32) that encrypts gossip and that nodes prove to each other; every node needs the same")
+	fs.StringVar(&f.Keyring, "cluster-keyring", "", "`file` of base64 cluster keys, one per line, the first encrypting; for rotating keys (instead of --cluster-key)")
+	fs.Var(newOneOf(&f.Unreachable, server.DefaultOwnerUnreachable.String(), "error", "local", "allow", "deny"), "owner-unreachable", "`error|local|allow|deny`: the reply when a key's owner does not answer within --cluster-timeout: an error (-CLUSTERDOWN), a decision from this node's own state, admit, or deny")
+	fs.Var(newYesNo(&f.Redirect, false), "cluster-redirect", "`yes|no`: with yes, answer -MOVED slot host:port for a key owned elsewhere instead of forwarding it")
+	fs.Var(newSeconds(&f.Timeout, cluster.DefaultPeerTimeout), "cluster-timeout", "`duration` a forwarded request may take before --owner-unreachable applies (1s, 500ms)")
+	fs.Var(newOneOf(&f.Timing, "lan", "lan", "fast"), "cluster-timing", "`lan|fast`: failure detection pace. lan: a crashed node is declared dead in about 1.5-2.5 s; fast: about 0.5-1 s, for tests on one machine")
+	fs.Var(newSeconds(&f.LeaveTimeout, 10*time.Second), "cluster-leave-timeout", "`duration` a graceful leave (SIGTERM) may spend handing this node's slots over before it goes anyway")
+}
+
+// on reports whether the cluster is configured.
+func (f clusterFlags) on() bool { return f.Addr != "" || f.Join != "" }
+
+func (f clusterFlags) validate() error {
+	if !f.on() {
+		if f.NodeName != "" || f.Key != "" || f.Keyring != "" || f.Advertise != "" {
+			return errors.New("cluster options need --cluster-addr or --join")
+		}
+		return nil
+	}
+	if f.Key != "" && f.Keyring != "" {
+		return errors.New("give --cluster-key or --cluster-keyring, not both")
+	}
+	if f.Key != "" {
+		if _, err := cluster.ParseKey(f.Key); err != nil {
+			return fmt.Errorf("--cluster-key: %w", err)
+		}
+	}
+	if f.Timeout <= 0 {
+		return errors.New("--cluster-timeout must be positive")
+	}
+	return nil
+}
+
+func (f clusterFlags) keys() ([][]byte, error) {
+	switch {
+	case f.Keyring != "":
+		return cluster.ReadKeyring(f.Keyring)
+	case f.Key != "":
+		k, err := cluster.ParseKey(f.Key)
+		return [][]byte{k}, err
+	}
+	return nil, nil
+}
+
+func (f clusterFlags) seeds() []string {
+	var out []string
+	for _, s := range strings.Split(f.Join, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// clusterNode is a started cluster membership with its peer pool.
+type clusterNode struct {
+	ml    *cluster.Membership
+	peers *cluster.Peers
+	cfg   clusterFlags
+	log   *slog.Logger
+}
+
+// startCluster listens on the RESP address (so that its port is known to
+// advertise), starts gossip and returns what the server needs.
+func startCluster(c config, log *slog.Logger) (net.Listener, *clusterNode, *server.ClusterConfig, error) {
+	keys, err := c.Cluster.keys()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ln, err := net.Listen("tcp", c.addr())
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listen on %s: %w", c.addr(), err)
+	}
+	resp := respAddr(ln.Addr().String(), c.Cluster.Advertise)
+	name := c.Cluster.NodeName
+	if name == "" {
+		host, _ := os.Hostname()
+		name = host + ":" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	}
+	timing := cluster.DefaultTiming()
+	if c.Cluster.Timing == "fast" {
+		timing = cluster.TestTiming()
+	}
+	bind := c.Cluster.Addr
+	if bind == "" {
+		bind = cluster.DefaultBindAddr
+	}
+	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
+		RESPAddr: resp, Seeds: c.Cluster.seeds(), Keys: keys, Timing: timing, Logger: log})
+	if err != nil {
+		_ = ln.Close()
+		return nil, nil, nil, err
+	}
+	secret := []byte(c.RequirePass)
+	if len(keys) > 0 {
+		secret = keys[0]
+	}
+	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: secret, Timeout: c.Cluster.Timeout})
+	u, _ := server.ParseUnreachable(c.Cluster.Unreachable) // validated by its flag
+	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp,
+		"seeds", c.Cluster.seeds(), "encrypted", len(keys) > 0, "owner_unreachable", u.String())
+	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Secret: secret,
+		OwnerUnreachable: u, Redirect: c.Cluster.Redirect}
+	return ln, &clusterNode{ml: ml, peers: peers, cfg: c.Cluster, log: log}, cc, nil
+}
+
+// respAddr is the RESP address peers and clients are told: the listener's,
+// unless it listens on every interface, when the gossip advertise host is used.
+func respAddr(listen, advertise string) string {
+	host, port, _ := net.SplitHostPort(listen)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ah, _, err := net.SplitHostPort(advertise); err == nil && ah != "" {
+			host = ah
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// clusterStopper leaves the cluster gracefully around the server's drain:
+// first it tells every member it is leaving (they stop sending it new
+// work), then it hands its slots over, drains clients, and leaves gossip.
+type clusterStopper struct {
+	srv *server.Server
+	cn  *clusterNode
+}
+
+func (cs clusterStopper) Shutdown(ctx context.Context) error {
+	cs.cn.leave()
+	err := cs.srv.Shutdown(ctx)
+	cs.cn.close()
+	return err
+}
+
+func (cs clusterStopper) Close() error {
+	cs.cn.close()
+	return cs.srv.Close()
+}
+
+func (cn *clusterNode) leave() {
+	if err := cn.ml.Leaving(cn.cfg.LeaveTimeout); err != nil {
+		cn.log.Warn("cluster: not every member heard that this node leaves", "err", err)
+	}
+}
+
+func (cn *clusterNode) close() {
+	cn.peers.Close()
+	if err := cn.ml.Close(time.Second); err != nil {
+		cn.log.Warn("cluster: leaving gossip", "err", err)
+	}
+}

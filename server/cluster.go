@@ -1,0 +1,161 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// ClusterConfig makes a Server one node of a cluster. cmd/rlstore builds
+// the membership and the peer pool and passes them here; the server only
+// routes, forwards and answers the cluster commands.
+type ClusterConfig struct {
+	View      func() *cluster.View // the current membership; required
+	Forwarder cluster.Forwarder    // how requests reach other nodes; required
+	Secret    []byte               // what peers prove they hold in RL.PEER AUTH
+	// OwnerUnreachable decides a request whose owner cannot be reached in
+	// time. Default DefaultOwnerUnreachable.
+	OwnerUnreachable Unreachable
+	// Redirect answers -MOVED slot host:port instead of forwarding.
+	Redirect bool
+}
+
+// Unreachable is what a node does with a request whose owner it cannot reach.
+type Unreachable int
+
+// The choices of --owner-unreachable.
+const (
+	UnreachableError Unreachable = iota + 1 // reply -CLUSTERDOWN: the client's own fail-open or fail-closed rule applies
+	UnreachableLocal                        // decide here, from this node's state for the key (usually none: a fresh quota)
+	UnreachableAllow                        // admit without deciding (fail open)
+	UnreachableDeny                         // deny without deciding (fail closed)
+)
+
+// DefaultOwnerUnreachable is error: the owner is unreachable only until
+// failure detection declares it dead (about 2 s by default), after which
+// its slots have a new owner; an error in between lets each client apply
+// its own fail-open or fail-closed rule, where local or allow would hand
+// out a quota the owner does not know about.
+const DefaultOwnerUnreachable = UnreachableError
+
+// ParseUnreachable reads a --owner-unreachable value.
+func ParseUnreachable(s string) (Unreachable, error) {
+	for u := UnreachableError; u <= UnreachableDeny; u++ {
+		if u.String() == s {
+			return u, nil
+		}
+	}
+	return 0, fmt.Errorf("owner-unreachable must be local, allow, deny or error, not %q", s)
+}
+
+func (u Unreachable) String() string {
+	switch u {
+	case UnreachableError:
+		return "error"
+	case UnreachableLocal:
+		return "local"
+	case UnreachableAllow:
+		return "allow"
+	case UnreachableDeny:
+		return "deny"
+	}
+	return strconv.Itoa(int(u))
+}
+
+func (cc *ClusterConfig) withDefaults() error {
+	if cc.View == nil || cc.Forwarder == nil {
+		return errors.New("server: a cluster needs a view and a forwarder")
+	}
+	if cc.OwnerUnreachable == 0 {
+		cc.OwnerUnreachable = DefaultOwnerUnreachable
+	}
+	return nil
+}
+
+// hop levels: how a request reached this node. Append only: peers of
+// another version read them.
+const (
+	hopClient  = 0 // from a client: route it
+	hopForward = 1 // forwarded once: serve it here, whoever owns it now
+)
+
+// Replies of the cluster commands, in Redis Cluster's words where it has them.
+const (
+	errCrossSlot    = "CROSSSLOT Keys in request don't hash to the same slot"
+	errNotPeer      = "NOPERM this command is for cluster peers only"
+	errPeerAuth     = "NOPERM bad cluster credentials"
+	errNoCluster    = "ERR This instance has cluster support disabled"
+	errOwnerUnreach = "CLUSTERDOWN the owner of this key cannot be reached: "
+)
+
+// peerCommands are the node-to-node commands.
+func peerCommands() []command {
+	return []command{
+		{name: "rl.peer", arity: -3, flags: flagNoAuth | flagNoQueue | flagNoTx, run: cmdPeer, group: "cluster",
+			summary: "Node-to-node handshake: HELLO name, then AUTH name mac"},
+		{name: "rl.hop", arity: -4, flags: flagNoQueue, run: cmdHop, group: "cluster",
+			summary: "A request forwarded by another node: RL.HOP level resp command [arg ...]"},
+	}
+}
+
+// cmdPeer is RL.PEER HELLO name (replies a nonce) and RL.PEER AUTH name
+// mac (replies OK and makes the connection a peer's, or NOPERM).
+func cmdPeer(s *Server, c *client, args [][]byte) {
+	switch {
+	case s.cl == nil:
+		c.conn.WriteError(errNoCluster)
+	case equalFoldASCII(args[1], "hello"):
+		c.nonce = cluster.NewNonce()
+		c.conn.WriteBulkString(c.nonce)
+	case equalFoldASCII(args[1], "auth") && len(args) == 4 && c.nonce != "" &&
+		cluster.VerifyPeer(s.cl.cfg.Secret, c.nonce, string(args[2]), string(args[3])):
+		c.nonce, c.peer, c.authed = "", true, true
+		c.conn.WriteString("OK")
+	default:
+		c.nonce = "" // one try per nonce
+		c.conn.WriteError(errPeerAuth)
+	}
+}
+
+// cmdHop runs a forwarded request as its hop level and protocol ask.
+func cmdHop(s *Server, c *client, args [][]byte) {
+	level, ok1 := parseInt(args[1])
+	resp, ok2 := parseInt(args[2])
+	switch {
+	case !c.peer:
+		c.conn.WriteError(errNotPeer)
+		return
+	case !ok1 || !ok2 || level < hopForward || (resp != 2 && resp != 3):
+		c.conn.WriteError(errSyntax)
+		return
+	}
+	saved := c.resp
+	c.hop, c.resp = int(level), int(resp)
+	defer func() { c.hop, c.resp = hopClient, saved }()
+	s.dispatch(c, args[3:])
+}
+
+// attachCluster sets up the cluster part of a new server, if configured.
+func (s *Server) attachCluster() error {
+	s.register(peerCommands())
+	s.register(clusterCommands())
+	if s.cfg.Cluster == nil {
+		return nil
+	}
+	cn, err := newClusterNode(*s.cfg.Cluster)
+	if err != nil {
+		return err
+	}
+	s.cl = cn
+	return nil
+}
+
+// mode is HELLO's mode and INFO's redis_mode, as Redis names them.
+func (s *Server) mode() string {
+	if s.cl == nil {
+		return "standalone"
+	}
+	return "cluster"
+}

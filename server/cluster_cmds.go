@@ -1,0 +1,241 @@
+package server
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// clusterCommands are the Redis Cluster commands cluster-aware clients
+// route by, and rlstore's own RL.CLUSTER.
+func clusterCommands() []command {
+	return []command{
+		{name: "cluster", arity: -2, group: "cluster", subs: []command{
+			{name: "slots", arity: 2, run: cmdClusterSlots, summary: "Lists slot ranges and their owners"},
+			{name: "shards", arity: 2, run: cmdClusterShards, summary: "Lists each node's slot ranges"},
+			{name: "nodes", arity: 2, run: cmdClusterNodes, summary: "Lists the nodes in Redis Cluster's text format"},
+			{name: "myid", arity: 2, run: cmdClusterMyID, summary: "Returns this node's ID"},
+			{name: "keyslot", arity: 3, run: cmdClusterKeySlot, summary: "Returns a key's hash slot"},
+			{name: "info", arity: 2, run: cmdClusterInfo, summary: "Returns the cluster's state"},
+			{name: "help", arity: 2, run: cmdClusterHelp, summary: "Lists CLUSTER's subcommands"},
+		}},
+		{name: "readonly", arity: 1, run: cmdOK, group: "cluster", summary: "Accepted for cluster clients; changes nothing"},
+		{name: "readwrite", arity: 1, run: cmdOK, group: "cluster", summary: "Accepted for cluster clients; changes nothing"},
+		{name: "asking", arity: 1, run: cmdOK, group: "cluster", summary: "Accepted for cluster clients; changes nothing"},
+		{name: "rl.cluster", arity: -2, group: "cluster", subs: []command{
+			{name: "nodes", arity: 2, run: cmdRLClusterNodes, summary: "Lists the members, their state and slot counts"},
+			{name: "owner", arity: 3, run: cmdRLClusterOwner, summary: "Names a key's slot, owner and runner-up"},
+			{name: "info", arity: 2, run: cmdRLClusterInfo, summary: "Shows this node's view of the cluster"},
+			{name: "help", arity: 2, run: cmdRLClusterHelp, summary: "Lists RL.CLUSTER's subcommands"},
+		}},
+	}
+}
+
+func cmdOK(s *Server, c *client, args [][]byte) { c.conn.WriteString("OK") }
+
+// clusterView returns the view, or writes Redis's error for a server
+// without a cluster and returns nil.
+func (s *Server) clusterView(c *client) *cluster.View {
+	if s.cl == nil {
+		c.conn.WriteError(errNoCluster)
+		return nil
+	}
+	return s.cl.view()
+}
+
+// nodeID is a node's 40-hex-digit ID, as Redis Cluster's look: clients
+// parse it. It is derived from the name, so it is the same on every node.
+func nodeID(name string) string {
+	h := sha1.Sum([]byte(name))
+	return hex.EncodeToString(h[:])
+}
+
+func splitAddr(addr string) (string, int) {
+	h, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	return h, port
+}
+
+// cmdClusterSlots is CLUSTER SLOTS: [start, end, [host, port, id]] per range.
+func cmdClusterSlots(s *Server, c *client, args [][]byte) {
+	v := s.clusterView(c)
+	if v == nil {
+		return
+	}
+	var rows []any
+	for _, n := range v.Table.Nodes() {
+		host, port := splitAddr(n.Addr)
+		for _, r := range v.Table.Ranges(n.Name) {
+			rows = append(rows, []any{r.From, r.To, []any{host, port, nodeID(n.Name)}})
+		}
+	}
+	writeList(c, rows)
+}
+
+// cmdClusterShards is CLUSTER SHARDS: one shard per node, with its ranges.
+func cmdClusterShards(s *Server, c *client, args [][]byte) {
+	v := s.clusterView(c)
+	if v == nil {
+		return
+	}
+	var shards []any
+	for _, n := range v.Table.Nodes() {
+		var slots []any
+		for _, r := range v.Table.Ranges(n.Name) {
+			slots = append(slots, r.From, r.To)
+		}
+		host, port := splitAddr(n.Addr)
+		node := []pair{{"id", nodeID(n.Name)}, {"port", port}, {"ip", host}, {"endpoint", host},
+			{"role", "master"}, {"replication-offset", 0}, {"health", "online"}}
+		shards = append(shards, []pair{{"slots", slots}, {"nodes", []any{node}}})
+	}
+	writeList(c, shards)
+}
+
+// cmdClusterNodes is CLUSTER NODES, in Redis Cluster's line format.
+func cmdClusterNodes(s *Server, c *client, args [][]byte) {
+	v := s.clusterView(c)
+	if v == nil {
+		return
+	}
+	var b strings.Builder
+	for _, m := range v.Members {
+		flags := "master"
+		if m.Name == v.Self {
+			flags = "myself,master"
+		}
+		host, port := splitAddr(m.Addr)
+		fmt.Fprintf(&b, "%s %s:%d@%d,%s %s - 0 0 %d connected", nodeID(m.Name), host, port, port, m.Name,
+			flags, v.Table.Epoch())
+		for _, r := range v.Table.Ranges(m.Name) {
+			if r.From == r.To {
+				fmt.Fprintf(&b, " %d", r.From)
+			} else {
+				fmt.Fprintf(&b, " %d-%d", r.From, r.To)
+			}
+		}
+		b.WriteString("\n")
+	}
+	c.conn.WriteBulkString(b.String())
+}
+
+func cmdClusterMyID(s *Server, c *client, args [][]byte) {
+	if v := s.clusterView(c); v != nil {
+		c.conn.WriteBulkString(nodeID(v.Self))
+	}
+}
+
+// cmdClusterKeySlot answers with or without a cluster: it is arithmetic.
+func cmdClusterKeySlot(s *Server, c *client, args [][]byte) {
+	c.conn.WriteInt(cluster.Slot(args[2]))
+}
+
+func cmdClusterInfo(s *Server, c *client, args [][]byte) {
+	v := s.clusterView(c)
+	if v == nil {
+		return
+	}
+	var b strings.Builder
+	for _, p := range clusterInfoPairs(v) {
+		fmt.Fprintf(&b, "%s:%v\r\n", p.key, p.val)
+	}
+	c.conn.WriteBulkString(b.String())
+}
+
+func clusterInfoPairs(v *cluster.View) []pair {
+	n := len(v.Table.Nodes())
+	return []pair{
+		{"cluster_state", "ok"}, {"cluster_slots_assigned", cluster.Slots}, {"cluster_slots_ok", cluster.Slots},
+		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", len(v.Members)},
+		{"cluster_size", n}, {"cluster_current_epoch", v.Table.Epoch()}, {"cluster_my_epoch", v.Table.Epoch()},
+	}
+}
+
+func cmdClusterHelp(s *Server, c *client, args [][]byte) {
+	writeHelp(c, clusterCommands()[0])
+}
+
+// cmdRLClusterNodes lists the members: name, address, gossip address,
+// state and slots owned.
+func cmdRLClusterNodes(s *Server, c *client, args [][]byte) {
+	v := s.clusterView(c)
+	if v == nil {
+		return
+	}
+	counts := map[string]int{}
+	for i, n := range v.Table.Count() {
+		counts[v.Table.Nodes()[i].Name] = n
+	}
+	var rows []any
+	for _, m := range v.Members {
+		rows = append(rows, []pair{{"name", m.Name}, {"addr", m.Addr}, {"gossip", m.Gossip},
+			{"state", m.State.String()}, {"slots", counts[m.Name]}, {"self", boolInt(m.Name == v.Self)}})
+	}
+	writeList(c, rows)
+}
+
+// cmdRLClusterOwner is RL.CLUSTER OWNER key: its slot, owner and runner-up.
+func cmdRLClusterOwner(s *Server, c *client, args [][]byte) {
+	v := s.clusterView(c)
+	if v == nil {
+		return
+	}
+	slot := cluster.Slot(args[2])
+	o := v.Table.Owner(slot)
+	ps := []pair{{"slot", slot}, {"owner", o.Name}, {"addr", o.Addr}}
+	if ru, ok := v.Table.RunnerUp(slot); ok {
+		ps = append(ps, pair{"runner_up", ru.Name})
+	}
+	writeMap(c, ps)
+}
+
+func cmdRLClusterInfo(s *Server, c *client, args [][]byte) {
+	v := s.clusterView(c)
+	if v == nil {
+		return
+	}
+	writeMap(c, s.rlClusterPairs(v))
+}
+
+func (s *Server) rlClusterPairs(v *cluster.View) []pair {
+	self, _ := v.Table.Node(v.Self)
+	return []pair{
+		{"node", v.Self}, {"addr", self.Addr}, {"epoch", int64(v.Table.Epoch())},
+		{"members", len(v.Members)}, {"owners", len(v.Table.Nodes())},
+		{"slots_owned", len(rangesSlots(v.Table.Ranges(v.Self)))},
+		{"owner_unreachable", s.cl.cfg.OwnerUnreachable.String()}, {"redirect", boolInt(s.cl.cfg.Redirect)},
+		{"forwarded", s.cl.forwarded.Load()}, {"owner_unreachable_replies", s.cl.unreachable.Load()},
+	}
+}
+
+func rangesSlots(rs []cluster.Range) []int {
+	var out []int
+	for _, r := range rs {
+		for i := r.From; i <= r.To; i++ {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func cmdRLClusterHelp(s *Server, c *client, args [][]byte) {
+	writeHelp(c, clusterCommands()[4])
+}
+
+// infoCluster is INFO's cluster section, as Redis has it, plus rlstore's view.
+func (s *Server) infoCluster() []pair {
+	if s.cl == nil {
+		return []pair{{"cluster_enabled", 0}}
+	}
+	v := s.cl.view()
+	ps := []pair{{"cluster_enabled", 1}}
+	for _, p := range s.rlClusterPairs(v) {
+		ps = append(ps, pair{"rl_cluster_" + p.key, p.val})
+	}
+	return ps
+}

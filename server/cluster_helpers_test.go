@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/stretchr/testify/require"
+)
+
+// testNode is one node of an in-process cluster on loopback.
+type testNode struct {
+	name  string
+	addr  string // RESP
+	srv   *Server
+	ml    *cluster.Membership
+	peers *cluster.Peers
+}
+
+type clusterOpts struct {
+	secret   []byte
+	redirect bool
+	policy   Unreachable
+}
+
+// startTestCluster starts n nodes joined through the first and waits
+// until every node sees n owners.
+func startTestCluster(t *testing.T, n int, o clusterOpts) []*testNode {
+	t.Helper()
+	var nodes []*testNode
+	for i := range n {
+		var seeds []string
+		if i > 0 {
+			seeds = []string{nodes[0].ml.GossipAddr()}
+		}
+		nodes = append(nodes, startTestNode(t, fmt.Sprint("node", i), seeds, o))
+	}
+	waitOwners(t, nodes, n)
+	return nodes
+}
+
+func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *testNode {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
+		Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet})
+	require.NoError(t, err)
+	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Timeout: 500 * time.Millisecond})
+	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Cluster: &ClusterConfig{View: ml.View,
+		Forwarder: peers, Secret: o.secret, Redirect: o.redirect, OwnerUnreachable: o.policy}})
+	tn := &testNode{name: name, addr: serveTest(t, s), srv: s, ml: ml, peers: peers}
+	t.Cleanup(func() { peers.Close(); ml.Kill() })
+	return tn
+}
+
+func waitOwners(t *testing.T, nodes []*testNode, want int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, n := range nodes {
+			if len(n.ml.View().Table.Nodes()) != want {
+				return false
+			}
+		}
+		return true
+	}, deadline, 10*time.Millisecond, "every node sees %d owners", want)
+}
+
+// ownerOf returns the node that owns key, as node 0 sees it.
+func ownerOf(nodes []*testNode, key string) *testNode {
+	name := nodes[0].ml.View().Table.Owner(cluster.Slot([]byte(key))).Name
+	for _, n := range nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func newClusterClient(t *testing.T, nodes []*testNode) *redis.ClusterClient {
+	t.Helper()
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 0})
+	t.Cleanup(func() { _ = cc.Close() })
+	require.NoError(t, cc.Ping(context.Background()).Err())
+	return cc
+}

@@ -1,0 +1,284 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/tidwall/redcon"
+)
+
+// clusterNode is the server's cluster state.
+type clusterNode struct {
+	cfg         ClusterConfig
+	forwarded   atomic.Int64 // commands sent to their owners
+	unreachable atomic.Int64 // commands answered by --owner-unreachable
+}
+
+func newClusterNode(cfg ClusterConfig) (*clusterNode, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	return &clusterNode{cfg: cfg}, nil
+}
+
+func (cn *clusterNode) view() *cluster.View { return cn.cfg.View() }
+
+// route is where a command goes.
+type route struct {
+	local bool
+	slot  int
+	owner cluster.Node // for a remote route
+	reply string       // an error to reply instead, such as CROSSSLOT or MOVED
+}
+
+// routeOf decides where c's command cm runs. A command without keys, or
+// one that another node forwarded here, runs here: a forwarded request is
+// served where it lands, so two nodes that disagree about an owner for a
+// moment never pass a request back and forth.
+func (s *Server) routeOf(c *client, cm *command, args [][]byte) route {
+	if s.cl == nil || cm.firstKey == 0 || c.hop != hopClient {
+		return route{local: true}
+	}
+	slot, ok := commandSlot(cm, args)
+	if !ok {
+		return route{reply: errCrossSlot}
+	}
+	v := s.cl.view()
+	owner := v.Table.Owner(slot)
+	switch {
+	case owner.Name == v.Self:
+		return route{local: true, slot: slot}
+	case s.cl.cfg.Redirect:
+		return route{slot: slot, reply: "MOVED " + strconv.Itoa(slot) + " " + owner.Addr}
+	}
+	return route{slot: slot, owner: owner}
+}
+
+// commandSlot returns the slot of cm's keys in args, and false if they
+// are in more than one. Keys of different slots on one owner are still
+// refused, as Redis Cluster refuses them: a client cannot know the owners.
+func commandSlot(cm *command, args [][]byte) (int, bool) {
+	last := cm.lastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	slot := -1
+	for i := cm.firstKey; i <= last && i < len(args); i += max(cm.keyStep, 1) {
+		s := cluster.Slot(args[i])
+		if slot >= 0 && s != slot {
+			return 0, false
+		}
+		slot = s
+	}
+	return max(slot, 0), true
+}
+
+// hopArgs wraps a client's command for its owner.
+func hopArgs(c *client, args [][]byte) [][]byte {
+	out := make([][]byte, 0, len(args)+3)
+	out = append(out, []byte("RL.HOP"), []byte("1"), []byte{'0' + byte(c.resp)})
+	return append(out, args...)
+}
+
+// forward sends cmds to owner and returns their replies; this is where a
+// connection waits for another node. With redcon that blocks only this
+// connection's goroutine. A transport that can complete replies later
+// replaces this one call.
+func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) {
+	s.cl.forwarded.Add(int64(len(cmds)))
+	return s.cl.cfg.Forwarder.Forward(context.Background(), owner.Addr, cmds)
+}
+
+// routeOne runs a single command that routes elsewhere, and reports
+// whether it did: false means the command runs here.
+func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
+	r := s.routeOf(c, cm, args)
+	switch {
+	case r.local:
+		return false
+	case r.reply != "":
+		c.conn.WriteError(r.reply)
+		return true
+	}
+	if s.canLater(c) {
+		s.forwardLater(c, cm, args, r.owner)
+		return true
+	}
+	reps, err := s.forward(r.owner, [][][]byte{hopArgs(c, args)})
+	if err != nil {
+		s.unreachable(c, cm, args, r.owner, err)
+		return true
+	}
+	c.conn.WriteRaw(reps[0])
+	return true
+}
+
+// unreachable answers a command whose owner could not be reached, as
+// --owner-unreachable says.
+func (s *Server) unreachable(c *client, cm *command, args [][]byte, owner cluster.Node, err error) {
+	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
+	s.cl.unreachable.Add(1)
+	mode := s.cl.cfg.OwnerUnreachable
+	switch {
+	case mode == UnreachableLocal:
+		s.run(c, cm, args)
+	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.flags&flagWrite != 0 && cm.name != "del":
+		writeBlind(c, cm, mode == UnreachableAllow)
+	default:
+		c.conn.WriteError(errOwnerUnreach + owner.Name)
+	}
+}
+
+// writeBlind writes a decision made without the key's state.
+func writeBlind(c *client, cm *command, allow bool) {
+	f := blindFields(cm, allow)
+	c.conn.WriteArray(len(f))
+	for _, v := range f {
+		c.conn.WriteInt64(v)
+	}
+}
+
+// blindFields is a decision made without the key's state: admitted with
+// nothing known, or denied with a wait of one second to retry after.
+func blindFields(cm *command, allow bool) []int64 {
+	var f []int64
+	switch {
+	case cm.name == "cl.throttle" && allow:
+		f = []int64{0, 0, 0, -1, 0}
+	case cm.name == "cl.throttle":
+		f = []int64{1, 0, 0, 1, 0}
+	case allow:
+		f = []int64{1, 0, 0, 0, 0}
+	default:
+		f = []int64{0, 0, 0, 1000, 0}
+	}
+	if cm.name == "rl.check" {
+		f = append(f, 0)
+	}
+	return f
+}
+
+// execElsewhere runs EXEC for a transaction that is not all this node's:
+// one owner elsewhere gets the whole transaction; keys of several owners
+// get CROSSSLOT, as in Redis Cluster. It reports false when every key is
+// this node's.
+func (s *Server) execElsewhere(c *client, q []queued) bool {
+	var owner *route
+	for _, e := range q {
+		r := s.routeOf(c, e.cmd, e.args)
+		switch {
+		case r.local && e.cmd.firstKey == 0:
+			continue
+		case r.reply != "" && !r.local:
+			c.conn.WriteError(r.reply)
+			return true
+		case owner == nil:
+			owner = &r
+		case owner.local != r.local || owner.owner.Name != r.owner.Name:
+			c.conn.WriteError(errCrossSlot)
+			return true
+		}
+	}
+	if owner == nil || owner.local {
+		return false
+	}
+	cmds := [][][]byte{hopArgs(c, [][]byte{[]byte("MULTI")})}
+	for _, e := range q {
+		cmds = append(cmds, hopArgs(c, e.args))
+	}
+	cmds = append(cmds, hopArgs(c, [][]byte{[]byte("EXEC")}))
+	reps, err := s.forward(owner.owner, cmds)
+	if err != nil {
+		c.conn.WriteError(errOwnerUnreach + owner.owner.Name)
+		return true
+	}
+	c.conn.WriteRaw(reps[len(reps)-1])
+	return true
+}
+
+// canLater reports whether a forwarded request's reply can complete later,
+// through a Later, while the connection runs the client's next requests.
+// Replies held for a commit (appendfsync always) and --owner-unreachable
+// local, which must run the command on this connection, wait instead.
+func (s *Server) canLater(c *client) bool {
+	return c.rc != nil && (c.hold == nil || !c.hold.holding) && s.cl.cfg.OwnerUnreachable != UnreachableLocal
+}
+
+// remoteBatch is the requests of one client's batch for one owner.
+type remoteBatch struct {
+	owner  cluster.Node
+	cmds   [][][]byte
+	cms    []*command
+	laters []*Later
+}
+
+// forwardLater queues a request for its owner, reserving its reply's place.
+func (s *Server) forwardLater(c *client, cm *command, args [][]byte, owner cluster.Node) {
+	if c.fwd == nil {
+		c.fwd = map[string]*remoteBatch{}
+	}
+	b := c.fwd[owner.Name]
+	if b == nil {
+		b = &remoteBatch{owner: owner}
+		c.fwd[owner.Name] = b
+	}
+	b.cmds = append(b.cmds, hopArgs(c, args))
+	b.cms = append(b.cms, cm)
+	b.laters = append(b.laters, c.rc.Later())
+}
+
+// flushForwards sends the batch's queued requests, one batch per owner,
+// after the client's previous ones are answered, so that each owner runs a
+// client's requests in the order they were sent.
+func (s *Server) flushForwards(c *client) {
+	if len(c.fwd) == 0 {
+		return
+	}
+	batches, prev, done := c.fwd, c.fwdDone, make(chan struct{})
+	c.fwd, c.fwdDone = nil, done
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		var wg sync.WaitGroup
+		for _, b := range batches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.sendBatch(b)
+			}()
+		}
+		wg.Wait()
+	}()
+}
+
+func (s *Server) sendBatch(b *remoteBatch) {
+	reps, err := s.forward(b.owner, b.cmds)
+	for i, l := range b.laters {
+		if err == nil {
+			l.Finish(reps[i])
+			continue
+		}
+		l.Finish(s.unreachableReply(b.cms[i], b.owner, err))
+	}
+}
+
+// unreachableReply is unreachable's reply as bytes, for a Later.
+func (s *Server) unreachableReply(cm *command, owner cluster.Node, err error) []byte {
+	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
+	s.cl.unreachable.Add(1)
+	mode := s.cl.cfg.OwnerUnreachable
+	if (mode == UnreachableAllow || mode == UnreachableDeny) && cm.flags&flagWrite != 0 && cm.name != "del" {
+		f := blindFields(cm, mode == UnreachableAllow)
+		b := redcon.AppendArray(nil, len(f))
+		for _, v := range f {
+			b = redcon.AppendInt(b, v)
+		}
+		return b
+	}
+	return redcon.AppendError(nil, errOwnerUnreach+owner.Name)
+}
