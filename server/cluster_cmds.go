@@ -239,3 +239,19 @@ func (s *Server) infoCluster() []pair {
 	}
 	return ps
 }
+
+// clusterCommandDocs are COMMAND DOCS' entries for the cluster commands.
+func clusterCommandDocs() map[string]cmdDoc {
+	return map[string]cmdDoc{
+		"cluster":       {since: "3.0.0", summary: "Redis Cluster's introspection, for cluster-aware clients"},
+		"cluster|slots": {since: "3.0.0"}, "cluster|shards": {since: "7.0.0"}, "cluster|nodes": {since: "3.0.0"},
+		"cluster|myid": {since: "3.0.0"}, "cluster|keyslot": {since: "3.0.0", args: []string{"key"}},
+		"cluster|info": {since: "3.0.0"}, "cluster|help": {since: "5.0.0"},
+		"readonly": {since: "3.0.0"}, "readwrite": {since: "3.0.0"}, "asking": {since: "3.0.0"},
+		"rl.cluster": {since: rlSince, summary: "rlstore's view of its cluster"}, "rl.cluster|nodes": {since: rlSince},
+		"rl.cluster|owner": {since: rlSince, args: []string{"key"}}, "rl.cluster|info": {since: rlSince},
+		"rl.cluster|help": {since: rlSince},
+		"rl.peer":         {since: rlSince, args: []string{"HELLO|AUTH", "name", "?mac"}},
+		"rl.hop":          {since: rlSince, args: []string{"level:integer", "resp:integer", "command", "*arg"}},
+	}
+}

@@ -34,7 +34,7 @@ func commandDocTable() map[string]cmdDoc {
 		}
 		return cmdDoc{since: rlSince, summary: summary, args: append(args, "?COST cost:integer", "?PEEK")}
 	}
-	return map[string]cmdDoc{
+	docs := map[string]cmdDoc{
 		"rl.slide": decision("Sliding window over per-second counters: admits if the last window seconds hold at most limit units", "limit", "window"),
 		"rl.token": {since: rlSince, summary: "Token bucket: holds up to capacity tokens, refilled at rate per period", args: []string{"key:key", "capacity:integer", "rate:integer", "period", "?COST cost:integer", "?PEEK"}},
 		"rl.fixed": decision("Fixed window counter, windows aligned to the epoch", "limit", "window"),
@@ -112,6 +112,10 @@ func commandDocTable() map[string]cmdDoc {
 		"subscribe":           {since: "2.0.0", args: []string{"*channel"}},
 		"unsubscribe":         {since: "2.0.0", args: []string{"?*channel"}},
 	}
+	for name, d := range clusterCommandDocs() {
+		docs[name] = d
+	}
+	return docs
 }
 
 // docArgs turns argument specs into COMMAND DOCS' argument maps.

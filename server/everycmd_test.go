@@ -52,6 +52,13 @@ func everyCommand() []callCase {
 		{[]string{"OBJECT", "IDLETIME", "every:slide"}, errNoIdle}, ok("OBJECT", "REFCOUNT", "every:slide"),
 		ok("OBJECT", "HELP"), {[]string{"WATCH", "every:slide"}, errNoWatch}, ok("UNWATCH"),
 		ok("UNSUBSCRIBE"), ok("DEL", "every:slide", "every:token"), ok("FLUSHALL"),
+		ok("READONLY"), ok("READWRITE"), ok("ASKING"), ok("CLUSTER", "KEYSLOT", "every:slide"), ok("CLUSTER", "HELP"),
+		{[]string{"CLUSTER", "INFO"}, errNoCluster}, {[]string{"CLUSTER", "SLOTS"}, errNoCluster},
+		{[]string{"CLUSTER", "SHARDS"}, errNoCluster}, {[]string{"CLUSTER", "NODES"}, errNoCluster},
+		{[]string{"CLUSTER", "MYID"}, errNoCluster}, ok("RL.CLUSTER", "HELP"),
+		{[]string{"RL.CLUSTER", "NODES"}, errNoCluster}, {[]string{"RL.CLUSTER", "OWNER", "every:slide"}, errNoCluster},
+		{[]string{"RL.CLUSTER", "INFO"}, errNoCluster}, {[]string{"RL.PEER", "HELLO", "every"}, errNoCluster},
+		{[]string{"RL.HOP", "1", "2", "PING"}, errNotPeer},
 	}
 }
 
