@@ -225,7 +225,7 @@ func (s *Server) forwardLater(c *client, cm *command, args [][]byte, owner clust
 		b = &remoteBatch{owner: owner}
 		c.fwd[owner.Name] = b
 	}
-	b.cmds = append(b.cmds, hopArgs(c, args))
+	b.cmds = append(b.cmds, hopArgs(c, copyArgs(args))) // args point into the read buffer, which the next read reuses
 	b.cms = append(b.cms, cm)
 	b.laters = append(b.laters, c.rc.Later())
 }
@@ -281,4 +281,19 @@ func (s *Server) unreachableReply(cm *command, owner cluster.Node, err error) []
 		return b
 	}
 	return redcon.AppendError(nil, errOwnerUnreach+owner.Name)
+}
+
+// copyArgs copies args into one allocation.
+func copyArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a):]
+	}
+	return out
 }
