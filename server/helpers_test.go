@@ -165,16 +165,10 @@ func (f *fakeClock) Now() time.Time      { return time.Unix(0, f.ns.Load()) }
 func (f *fakeClock) Set(at time.Time)    { f.ns.Store(at.UnixNano()) }
 func (f *fakeClock) Add(d time.Duration) { f.ns.Add(int64(d)) }
 
-// eventually polls cond until it holds or deadline passes.
+// eventually waits until cond holds, failing the test after deadline.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not ordering goroutines
-	}
+	require.Eventually(t, cond, deadline, time.Millisecond, "timed out waiting for %s", what)
 }
 
 // mustStore returns an empty store with the default configuration.
