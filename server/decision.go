@@ -66,6 +66,7 @@ type request struct {
 	cost     int64           // units; CL.THROTTLE's quantity (0 peeks, < 0 refunds)
 	peek     bool            // decide, but change nothing
 	now      int64           // unix nanoseconds, read once per command
+	by       *client         // who asked, for CLIENT TRACKING's NOLOOP; nil if no local client did
 }
 
 // outcome is a decision: d for the RL commands (for RL.CHECK the binding
@@ -81,19 +82,26 @@ type outcome struct {
 // nowhere else. A cluster forwards a key it does not own from here, and
 // metrics count here. It allocates nothing, and must stay so: the
 // allocation tests run every command through it.
-func (s *Server) decide(key []byte, r *request) (outcome, error) {
+//
+// Clients caching the key's reads (CLIENT TRACKING) are told it changed
+// from here, once the store has changed it; with nobody tracking that costs
+// one atomic load. RL.CHECK's state lives under hidden keys no read shows.
+func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 	if policy.Reserved(key) {
 		return outcome{}, errArgReserved
 	}
 	switch r.op {
 	case opThrottle:
-		t, err := s.cfg.Store.Throttle(key, r.throttle, r.now, r.cost)
-		return outcome{throttle: t}, err
+		o.throttle, err = s.cfg.Store.Throttle(key, r.throttle, r.now, r.cost)
 	case opCheck:
 		return s.check(key, r)
+	default:
+		o.d, err = s.cfg.Store.Decide(key, r.params, r.now, r.cost, r.peek)
 	}
-	d, err := s.cfg.Store.Decide(key, r.params, r.now, r.cost, r.peek)
-	return outcome{d: d}, err
+	if s.obs.active.Load() != 0 && !r.peek {
+		s.invalidate(r.by, key)
+	}
+	return o, err
 }
 
 // check decides r against every rule of its policy, all or nothing. A
@@ -166,7 +174,7 @@ func (s *Server) run1(c *client, key []byte, r *request, err error) {
 		c.conn.WriteError(err.Error())
 		return
 	}
-	r.now = s.unixNano()
+	r.now, r.by = s.unixNano(), c
 	o, err := s.decide(key, r)
 	if err != nil {
 		c.conn.WriteError(decideError(err))

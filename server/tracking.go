@@ -106,7 +106,8 @@ func cacheableRead(name string) bool {
 	return false
 }
 
-// invalidateWritten announces the keys a write command changed.
+// invalidateWritten announces the keys DEL and FLUSHALL changed. Decisions
+// announce theirs in the decision seam (decide).
 func (s *Server) invalidateWritten(c *client, cm *command, args [][]byte) {
 	switch cm.name {
 	case "del":
@@ -115,20 +116,7 @@ func (s *Server) invalidateWritten(c *client, cm *command, args [][]byte) {
 		}
 	case "flushall":
 		s.invalidateAll()
-	case "rl.slide", "rl.token", "rl.fixed", "rl.log", "rl.leaky", "cl.throttle":
-		if !hasPeek(args[2:]) {
-			s.invalidate(c, args[1])
-		}
 	}
-}
-
-func hasPeek(opts [][]byte) bool {
-	for _, o := range opts {
-		if equalFoldASCII(o, "peek") {
-			return true
-		}
-	}
-	return false
 }
 
 // remember records that client id read key, which expires at exp (0: absent).

@@ -109,8 +109,8 @@ func TestTrackingBcastPrefixNoloop(t *testing.T) {
 	assert.Equal(t, ">[invalidate [b:1]]", readFrame(t, b), "broadcast without a read first")
 	b.call(t, "RL.SLIDE", "a:1", "5", "60") // NOLOOP: its own change is not announced to it
 	w.call(t, "RL.SLIDE", "a:2", "5", "60", "PEEK")
-	w.call(t, "DEL", "a:1")
-	assert.Equal(t, ">[invalidate [a:1]]", readFrame(t, b))
+	w.call(t, "DEL", "a:3")
+	assert.Equal(t, ">[invalidate [a:3]]", readFrame(t, b), "neither its own change nor a PEEK was announced")
 	assert.Contains(t, b.call(t, "CLIENT", "LIST", "ID", b.call(t, "CLIENT", "ID")), "flags=tB ")
 	assert.Equal(t, "-ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
 		"-"+b.call(t, "CLIENT", "TRACKING", "ON"))
