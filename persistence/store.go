@@ -111,6 +111,10 @@ type Store struct {
 	statsMu  sync.Mutex // guards the fields below
 	lastSave saveInfo
 	tried    time.Time // when the last snapshot was attempted
+	// failedTry is when the last failed snapshot (or recreation of the data
+	// directory) was attempted; zero once one succeeds. A failure retries
+	// RetryInterval after it, and a new failure at once.
+	failedTry time.Time
 
 	dirErr       atomic.Pointer[error] // ErrDirGone while the data directory is deleted
 	failingSince atomic.Int64          // unix ns when the log began to fail; 0 if it is not failing
@@ -299,6 +303,10 @@ func (st *Store) Snapshot() error {
 	defer st.statsMu.Unlock()
 	st.tried = start
 	st.lastSave.err = err
+	st.failedTry = time.Time{}
+	if err != nil {
+		st.failedTry = start
+	}
 	if err == nil {
 		st.lastSave = saveInfo{at: time.Unix(0, info.created), duration: time.Since(start), bytes: info.bytes, saves: st.lastSave.saves + 1}
 	}
@@ -384,7 +392,7 @@ func (st *Store) tick() {
 	if derr != nil {
 		if rerr := st.recreateDir(); rerr != nil {
 			st.statsMu.Lock()
-			st.tried = st.opts.Clock()
+			st.tried, st.failedTry = st.opts.Clock(), st.opts.Clock()
 			st.statsMu.Unlock()
 			st.opts.Logger.Debug("recreating the data directory failed", "dir", st.dir, "err", rerr)
 			return
@@ -400,7 +408,7 @@ func (st *Store) snapshotDue(failing bool) bool {
 	defer st.statsMu.Unlock()
 	now := st.opts.Clock()
 	if failing || st.lastSave.err != nil {
-		return now.Sub(st.tried) >= st.opts.RetryInterval
+		return st.failedTry.IsZero() || now.Sub(st.failedTry) >= st.opts.RetryInterval
 	}
 	last := st.lastSave.at
 	if st.tried.After(last) {
