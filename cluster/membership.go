@@ -83,6 +83,7 @@ func (m *Membership) memberlistConfig() (*memberlist.Config, error) {
 	}
 	t := m.cfg.Timing
 	mc.ProbeInterval, mc.ProbeTimeout, mc.SuspicionMult = t.Probe, t.ProbeTimeout, t.Suspicion
+	mc.SuspicionMaxTimeoutMult = max(t.SuspicionMax, 1)
 	mc.GossipInterval, mc.PushPullInterval, mc.DeadNodeReclaimTime = t.Gossip, t.PushPull, t.Reclaim
 	mc.TCPTimeout = max(time.Second, 4*t.ProbeTimeout)
 	if len(m.cfg.Keys) > 0 {
