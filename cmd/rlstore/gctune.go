@@ -23,11 +23,21 @@ import (
 // beyond it as it appears: after a fill, and after shard rebuilds free a lot.
 // The limit never rises above one the operator or --maxmemory set; while the
 // live heap grows faster than limitSlack a tick, collections come sooner.
+//
+// The heap goal itself allows gcHeadroom of garbage, which stays resident
+// until the next collection, and an idle server never collects: 2 s after
+// a 1M-key fill RSS had grown by 4 MB. So once releaseAfter bytes have been
+// allocated since the last release and allocation has gone quiet (the end
+// of a fill, of a burst of shard rebuilds, or of a busy spell), tuneGC
+// collects and returns the free heap at once. Busy traffic is never quiet,
+// so it never pays for that.
 const (
 	gcHeadroom   = 4 << 20 // bytes of garbage allowed before a collection
 	gcMinPercent = 5
 	gcMaxPercent = 100
-	limitSlack   = 2 << 20 // bytes the limit allows past goal and overhead
+	limitSlack   = 2 << 20   // bytes the limit allows past goal and overhead
+	releaseAfter = 4 << 20   // bytes allocated since the last release that call for one
+	quietAllocs  = 256 << 10 // bytes allocated in a tick that still count as quiet
 )
 
 // gcPercent returns the GOGC that allows about gcHeadroom bytes over live.
@@ -60,6 +70,23 @@ func (l *limiter) next(current, tight int64) int64 {
 	return l.set
 }
 
+// releaser decides when to collect and return the free heap at once.
+type releaser struct {
+	allocs uint64 // bytes allocated since the start, at the last tick
+	mark   uint64 // the same at the last release
+}
+
+// due reports whether to release now, given the bytes allocated since the start.
+func (r *releaser) due(allocs uint64) bool {
+	quiet := allocs-r.allocs < quietAllocs
+	r.allocs = allocs
+	if !quiet || allocs-r.mark < releaseAfter {
+		return false
+	}
+	r.mark = allocs
+	return true
+}
+
 // tuneGC adjusts GOGC to the live heap, and the memory limit to the heap
 // goal, every interval until ctx ends. It does nothing if the operator set
 // GOGC, whose choice wins, and leaves the memory limit alone if the operator
@@ -71,15 +98,19 @@ func tuneGC(ctx context.Context, interval time.Duration, lookupEnv func(string) 
 	_, fixedLimit := lookupEnv("GOMEMLIMIT")
 	sample := heapSamples()
 	var l limiter
+	var r releaser
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		live, overhead := readHeap(sample)
+		live, overhead, allocs := readHeap(sample)
 		pct := gcPercent(live)
 		debug.SetGCPercent(pct)
 		if !fixedLimit {
 			goal := live + live*uint64(pct)/100
 			debug.SetMemoryLimit(l.next(debug.SetMemoryLimit(-1), tightLimit(goal, overhead)))
+		}
+		if r.due(allocs) {
+			debug.FreeOSMemory()
 		}
 		select {
 		case <-ctx.Done():
@@ -98,6 +129,7 @@ func heapSamples() []metrics.Sample {
 		"/memory/classes/heap/free:bytes",
 		"/memory/classes/heap/objects:bytes",
 		"/memory/classes/heap/unused:bytes",
+		"/gc/heap/allocs:bytes",
 	}
 	s := make([]metrics.Sample, len(names))
 	for i, name := range names {
@@ -106,9 +138,9 @@ func heapSamples() []metrics.Sample {
 	return s
 }
 
-// readHeap returns the live heap, and the memory the runtime holds outside
-// the heap (stacks, GC metadata, ...), both in bytes.
-func readHeap(s []metrics.Sample) (live, overhead uint64) {
+// readHeap returns the live heap, the memory the runtime holds outside the
+// heap (stacks, GC metadata, ...), and the bytes allocated since the start.
+func readHeap(s []metrics.Sample) (live, overhead, allocs uint64) {
 	metrics.Read(s)
 	v := make([]uint64, len(s))
 	for i := range s {
@@ -117,7 +149,7 @@ func readHeap(s []metrics.Sample) (live, overhead uint64) {
 		}
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
-	return v[0], v[1] - min(v[1], heap)
+	return v[0], v[1] - min(v[1], heap), v[6]
 }
 
 // memoryLimit returns the soft limit on the process's memory (GOMEMLIMIT)

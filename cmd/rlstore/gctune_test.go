@@ -86,6 +86,33 @@ func TestLimiter(t *testing.T) {
 	}
 }
 
+// TestReleaser: the free heap goes back once a few MiB have been allocated
+// since the last release and allocation has gone quiet, once, and never
+// while allocation is busy.
+func TestReleaser(t *testing.T) {
+	var r releaser
+	const mb = 1 << 20
+	steps := []struct {
+		allocs uint64
+		want   bool
+	}{
+		{2 * mb, false},   // starting up
+		{2 * mb, false},   // quiet, but little allocated
+		{100 * mb, false}, // a fill under way
+		{200 * mb, false}, //
+		{200 * mb, true},  // the fill is over: release
+		{200 * mb, false}, // once
+		{203 * mb, false}, // busy traffic is never quiet
+		{206 * mb, false}, //
+		{206 * mb, true},  // quiet after 6 MiB
+		{207 * mb, false}, // a trickle, quiet but little allocated
+		{207 * mb, false}, //
+	}
+	for i, s := range steps {
+		assert.Equal(t, s.want, r.due(s.allocs), "tick %d: %d MiB allocated", i, s.allocs/mb)
+	}
+}
+
 func TestTightLimit(t *testing.T) {
 	got := tightLimit(60<<20, 5<<20)
 	assert.GreaterOrEqual(t, got*95/100, int64(65<<20), "the scavenger's target keeps goal and overhead")
