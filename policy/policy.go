@@ -18,7 +18,6 @@ const MaxNameBytes = 256
 const (
 	errName    Error = "ERR policy name must not be empty"
 	errLong    Error = "ERR policy name must be at most 256 bytes"
-	errNoRules Error = "ERR a policy needs at least one rule: SLIDE limit window | TOKEN capacity rate period | FIXED limit window | LOG limit window | LEAKY capacity rate period"
 	errRules   Error = "ERR a policy has at most 32 rules"
 	errPenalty Error = "ERR penalty must be a duration between 1ms and 3650d"
 )
@@ -57,7 +56,7 @@ func Parse(name string, words []string) (*Policy, error) {
 	}
 	switch {
 	case len(p.Rules) == 0:
-		return nil, errNoRules
+		return nil, errNoRules()
 	case len(p.Rules) > MaxRules:
 		return nil, errRules
 	}
@@ -97,6 +96,19 @@ func (p *Policy) parseWord(word string, args []string) (int, error) {
 	rule, err := ParseParams(kind, b)
 	p.Rules = append(p.Rules, rule)
 	return n + 1, err
+}
+
+// errNoRules lists every rule a policy may hold, as window names the algorithms.
+func errNoRules() Error {
+	var rules []string
+	for k := window.Kind(1); k.String() != window.KindNone.String(); k++ {
+		params := " limit window"
+		if k.Rated() {
+			params = " capacity rate period"
+		}
+		rules = append(rules, strings.ToUpper(k.String())+params)
+	}
+	return Error("ERR a policy needs at least one rule: " + strings.Join(rules, " | "))
 }
 
 // kindNamed returns the algorithm whose name, upper-cased, is word.

@@ -31,7 +31,7 @@ func TestParseErrors(t *testing.T) {
 		want  Error
 	}{
 		{"", []string{"FIXED", "1", "1"}, errName},
-		{"p", []string{"SHADOW"}, errNoRules},
+		{"p", []string{"SHADOW"}, "ERR a policy needs at least one rule: SLIDE limit window | TOKEN capacity rate period | FIXED limit window | LOG limit window | LEAKY capacity rate period"},
 		{"p", []string{"FIXED", "1"}, errRuleArgs},
 		{"p", []string{"BOGUS", "1", "1"}, ErrSyntax},
 		{"p", []string{"FIXED", "1", "1", "PENALTY"}, ErrSyntax},

@@ -43,12 +43,6 @@ func parseNative(kind window.Kind, args [][]byte) (decisionArgs, error) {
 	return a, parseOptions(args[n:], &a)
 }
 
-// parseSlide parses RL.SLIDE key limit window [COST n] [PEEK].
-func parseSlide(args [][]byte) (decisionArgs, error) { return parseNative(window.KindSlide, args) }
-
-// parseToken parses RL.TOKEN key capacity rate period [COST n] [PEEK].
-func parseToken(args [][]byte) (decisionArgs, error) { return parseNative(window.KindToken, args) }
-
 // parseOptions reads COST n and PEEK, in any order; a repeated option's last value wins.
 func parseOptions(opts [][]byte, a *decisionArgs) error {
 	a.cost = 1
