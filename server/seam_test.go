@@ -94,3 +94,30 @@ func TestCheckLongKey(t *testing.T) {
 		assert.Equal(t, want, o.d.Remaining)
 	}
 }
+
+// BenchmarkSeam measures parse, the decision seam and reply encoding for one
+// warm key of every decision kind.
+func BenchmarkSeam(b *testing.B) {
+	s := newTestServer(b, Config{})
+	p, err := policy.Parse("pol", []string{"SLIDE", "1000000", "60", "TOKEN", "1000000", "10", "1s", "PENALTY", "1s"})
+	require.NoError(b, err)
+	s.pol.byName[p.Name] = p
+	for _, tc := range seamCommands() {
+		b.Run(string(tc.args[0])+"/"+string(tc.args[len(tc.args)-1]), func(b *testing.B) {
+			buf := make([]byte, 0, 64)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				key, r, err := tc.parse(s, tc.args)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.now = t0 + int64(i)
+				o, err := s.decide(key, &r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf = appendDecision(buf[:0], o.d)
+			}
+		})
+	}
+}
