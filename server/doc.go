@@ -18,7 +18,7 @@
 // # Replies completed later, and pushed frames
 //
 // A command whose reply another goroutine completes (a request forwarded to
-// the key's owner, say) calls c.conn.Later() instead of writing, hands the
+// the key's owner, say) calls s.later(c) instead of writing, hands the
 // *Later to that goroutine and returns. The connection goes on running the
 // client's next requests; their replies are held until the Later's Finish is
 // called with the reply's RESP bytes, so the client gets every reply in the

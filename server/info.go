@@ -119,6 +119,7 @@ func (s *Server) infoStats() []pair {
 		{"total_connections_received", accepted},
 		{"total_commands_processed", s.commandsProcessed()},
 		{"rejected_connections", rejected},
+		{"client_output_buffer_limit_disconnections", s.outputLimitClosed.Load()},
 		{"expired_keys", st.Swept},
 		{"rl_allowed", st.Allowed},
 		{"rl_denied", st.Denied},

@@ -26,8 +26,22 @@ type Later struct {
 	done bool
 }
 
+// later reserves the place of the reply to the command c is running; see
+// Later. Under appendfsync always the replies before it may be held until
+// the batch's commit (see runWrite): the batch so far is committed first, so
+// that they go out ahead of the Later's.
+func (s *Server) later(c *client) *Later {
+	if c.hold != nil && c.hold.holding {
+		c.rc.batchEnd = true // commitBatch commits only at a batch's end
+		s.commitBatch(c)
+		c.rc.batchEnd = false
+	}
+	return c.rc.Later()
+}
+
 // Later reserves the place of the reply to the command being run. The
-// command must not write a reply of its own.
+// command must not write a reply of its own. Commands call Server.later,
+// which keeps replies held for a commit in order.
 func (rc *respConn) Later() *Later {
 	l := &Later{rc: rc}
 	rc.box.mu.Lock()

@@ -32,6 +32,8 @@ type respConn struct {
 	over    bool   // the replies passed limit: the client is disconnected
 	closing bool   // Close was called: close once the replies are out
 
+	batchEnd bool // PeekPipeline reports nothing: the batch so far is to be committed
+
 	wmu sync.Mutex // serialises writes to the socket, and taking what they write from box
 	box outbox     // replies that wait for a Later
 }
@@ -101,7 +103,7 @@ func (rc *respConn) dropPipeline() {
 // PeekPipeline returns the whole requests read after the command being
 // run, which the same batch will run. It does not consume them.
 func (rc *respConn) PeekPipeline() [][]byte {
-	if !rc.p.idle() {
+	if rc.batchEnd || !rc.p.idle() {
 		return nil // the next request is partial, so nothing after it is whole either
 	}
 	var reqs [][]byte
@@ -170,6 +172,13 @@ func (rc *respConn) overflow() {
 	if cap(rc.out) > readBufMax {
 		rc.out = nil
 	}
+}
+
+// waitWrites waits for a write under way on another goroutine to finish.
+func (rc *respConn) waitWrites() {
+	rc.wmu.Lock()
+	//lint:ignore SA2001 an empty critical section: waiting for the holder is the point
+	rc.wmu.Unlock()
 }
 
 // flush writes the batch's replies, and every reply after them that is

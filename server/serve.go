@@ -60,6 +60,7 @@ func (s *Server) loop(c *client, rc *respConn) error {
 				return err
 			}
 			rc.waitBox(0, 0) // the replies a Later still owes go out before the close
+			rc.waitWrites()
 			return nil
 		}
 	}

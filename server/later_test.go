@@ -1,0 +1,52 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// laterCmd is a test command whose reply another goroutine completes: it
+// sends its Later on taken, and the test finishes it.
+func laterCmd(taken chan *Later) command {
+	return command{name: "test.later", arity: 1, run: func(s *Server, c *client, args [][]byte) {
+		taken <- s.later(c)
+	}}
+}
+
+// TestLaterKeepsRepliesInOrder checks a reply completed by another
+// goroutine goes out in its place: the commands after it run at once, their
+// replies wait for it, and other clients are served meanwhile.
+func TestLaterKeepsRepliesInOrder(t *testing.T) {
+	taken := make(chan *Later, 2)
+	s, addr := startServerCmds(t, Config{}, laterCmd(taken))
+	c := dialRaw(t, addr)
+	c.send(t, resp("TEST.LATER")+resp("ECHO", "after")+resp("TEST.LATER")+resp("ECHO", "last"))
+	first, second := <-taken, <-taken
+	eventually(t, "the commands after the Laters to run", func() bool {
+		return s.clientList()[0].cmds.Load() == 4
+	})
+	assertServing(t, addr)
+
+	second.Finish([]byte("+second\r\n")) // out of order: it waits for the first
+	first.Finish([]byte("+first\r\n"))
+	assert.Equal(t, "+first", c.line(t))
+	assert.Equal(t, "after", c.bulk(t))
+	assert.Equal(t, "+second", c.line(t))
+	assert.Equal(t, "last", c.bulk(t))
+}
+
+// TestLaterHoldsTheClose checks QUIT after an unfinished Later closes only
+// once the Later's reply is out.
+func TestLaterHoldsTheClose(t *testing.T) {
+	taken := make(chan *Later, 1)
+	_, addr := startServerCmds(t, Config{}, laterCmd(taken))
+	c := dialRaw(t, addr)
+	c.send(t, resp("TEST.LATER")+resp("QUIT"))
+	l := <-taken
+	l.Finish([]byte(":7\r\n"))
+	assert.Equal(t, ":7", c.line(t))
+	assert.Equal(t, "+OK", c.line(t))
+	require.True(t, c.closedByServer(t))
+}
