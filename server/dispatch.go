@@ -29,6 +29,8 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		s.enqueue(c, cm, args)
 	case s.cl == nil || !s.routeOne(c, cm, args):
 		s.run(c, cm, args)
+	case s.obs.active.Load() != 0: // forwarded: MONITOR and CLIENT TRACKING still see it
+		s.afterForward(c, cm, args)
 	}
 }
 

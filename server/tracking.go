@@ -52,6 +52,8 @@ type clientTrack struct {
 	inExec  bool // EXEC is running its queue: replies are inside its array
 	held    bool // hold was called and releasePushes is due
 	monitor bool // said MONITOR
+
+	execReads [][]byte // in a cluster, the keys EXEC's queue reads, which another node may answer
 }
 
 // beforeRun is the hook before a command runs. A tracking client's cacheable
@@ -60,6 +62,9 @@ type clientTrack struct {
 // causes wait until the reply is out.
 func (s *Server) beforeRun(c *client, cm *command, args [][]byte) {
 	conf := c.trackConf.Load()
+	if conf != nil && cm.name == "exec" && s.cl != nil {
+		c.track.execReads = queuedReads(c.queue)
+	}
 	if conf == nil || !cacheableRead(cm.name) {
 		return
 	}
@@ -89,6 +94,10 @@ func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
 	}
 	if cm.name != "client|caching" && cm.name != "multi" {
 		c.track.caching = 0
+	}
+	if c.track.execReads != nil {
+		s.invalidateUnseen(c, c.track.execReads)
+		c.track.execReads = nil
 	}
 	if c.track.held {
 		c.track.held = false
@@ -287,4 +296,46 @@ func (s *Server) clientByID(id int64) *client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.clients[id]
+}
+
+// afterForward is the hook after a command was forwarded to the key's owner
+// in a cluster. The owner's changes to the key are never seen here, so a
+// tracking client's cacheable read from elsewhere is invalidated at once,
+// after its reply: its cache never keeps what this node cannot vouch for.
+func (s *Server) afterForward(c *client, cm *command, args [][]byte) {
+	if cm.flags&flagAdmin == 0 {
+		s.feedMonitors(c, args)
+	}
+	if c.trackConf.Load() != nil && cacheableRead(cm.name) {
+		s.invalidateUnseen(c, args[1:])
+	}
+}
+
+// queuedReads copies the keys of the cacheable reads in an EXEC's queue.
+func queuedReads(q []queued) [][]byte {
+	var keys [][]byte
+	for _, e := range q {
+		if cacheableRead(e.cmd.name) {
+			for _, k := range e.args[1:] {
+				keys = append(keys, bytes.Clone(k))
+			}
+		}
+	}
+	return keys
+}
+
+// invalidateUnseen invalidates keys for c alone, after the reply in hand:
+// into its own reply stream in RESP3, else to its redirect target.
+func (s *Server) invalidateUnseen(c *client, keys [][]byte) {
+	conf := c.trackConf.Load()
+	if conf == nil {
+		return
+	}
+	for _, k := range keys {
+		if conf.redirect == 0 && c.resp == 3 {
+			c.conn.WriteRaw(invalidateFrame(k))
+		} else {
+			s.sendInvalidation(c, k)
+		}
+	}
 }
