@@ -1,6 +1,10 @@
 package cluster
 
-import "github.com/hashicorp/memberlist"
+import (
+	"sync/atomic"
+
+	"github.com/hashicorp/memberlist"
+)
 
 // StateSync is state that every node should hold, such as rlstore's
 // policies, carried as bytes this package does not read. Merge must be
@@ -72,3 +76,30 @@ type broadcast []byte
 func (b broadcast) Invalidates(memberlist.Broadcast) bool { return false }
 func (b broadcast) Message() []byte                       { return b }
 func (b broadcast) Finished()                             {}
+
+// LateState is a StateSync to give New before the state's owner exists
+// (the server, which needs the membership first). Until Set, it holds
+// nothing and drops what it is sent; push/pull brings that back later.
+// Merge runs the owner's Merge on its own goroutine, as memberlist's
+// callbacks must not block (the owner may write to disk).
+type LateState struct {
+	p atomic.Pointer[StateSync]
+}
+
+// Set makes s the state's owner.
+func (l *LateState) Set(s StateSync) { l.p.Store(&s) }
+
+// LocalState implements StateSync.
+func (l *LateState) LocalState() []byte {
+	if s := l.p.Load(); s != nil {
+		return (*s).LocalState()
+	}
+	return nil
+}
+
+// Merge implements StateSync.
+func (l *LateState) Merge(b []byte) {
+	if s := l.p.Load(); s != nil {
+		go (*s).Merge(b)
+	}
+}

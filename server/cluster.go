@@ -20,6 +20,9 @@ type ClusterConfig struct {
 	OwnerUnreachable Unreachable
 	// Redirect answers -MOVED slot host:port instead of forwarding.
 	Redirect bool
+	// Broadcast sends bytes to every other node's Merge (see LocalState);
+	// nil keeps policy changes on this node.
+	Broadcast func([]byte)
 }
 
 // Unreachable is what a node does with a request whose owner it cannot reach.

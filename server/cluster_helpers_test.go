@@ -50,12 +50,14 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	state := &cluster.LateState{}
 	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
-		Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet})
+		Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet, State: state})
 	require.NoError(t, err)
 	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Timeout: 500 * time.Millisecond})
 	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Cluster: &ClusterConfig{View: ml.View,
-		Forwarder: peers, Secret: o.secret, Redirect: o.redirect, OwnerUnreachable: o.policy}})
+		Forwarder: peers, Secret: o.secret, Redirect: o.redirect, OwnerUnreachable: o.policy, Broadcast: ml.Broadcast}})
+	state.Set(s)
 	tn := &testNode{name: name, addr: serveTest(t, s), srv: s, ml: ml, peers: peers}
 	t.Cleanup(func() { peers.Close(); ml.Kill() })
 	return tn

@@ -15,6 +15,7 @@ type clusterNode struct {
 	cfg         ClusterConfig
 	forwarded   atomic.Int64 // commands sent to their owners
 	unreachable atomic.Int64 // commands answered by --owner-unreachable
+	pols        policyVersions
 }
 
 func newClusterNode(cfg ClusterConfig) (*clusterNode, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/cluster"
@@ -234,4 +235,42 @@ func TestPeerCommandsNeedCredentials(t *testing.T) {
 	reps, err := right.Forward(ctx, nodes[0].addr, [][][]byte{{[]byte("RL.HOP"), []byte("1"), []byte("2"), []byte("PING")}})
 	require.NoError(t, err)
 	assert.Equal(t, "+PONG\r\n", string(reps[0]))
+}
+
+// TestClusterPoliciesReachEveryNode: a policy set on one node is checked
+// on every node, a redefinition replaces it everywhere, and a deletion
+// removes it everywhere, late joiners included.
+func TestClusterPoliciesReachEveryNode(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
+	ctx := context.Background()
+	require.NoError(t, newClient(t, nodes[1].addr, 2).Do(ctx, "RL.POLICY", "SET", "api", "SLIDE", "3", "60").Err())
+	for _, n := range nodes {
+		rdb := newClient(t, n.addr, 2)
+		require.Eventually(t, func() bool {
+			return rdb.Do(ctx, "RL.POLICY", "GET", "api").Err() == nil
+		}, deadline, 10*time.Millisecond, "%s has the policy", n.name)
+	}
+	allowed := 0
+	for i := range 6 {
+		rep, err := newClient(t, nodes[i%3].addr, 2).Do(ctx, "RL.CHECK", "api", "user:1").Int64Slice()
+		require.NoError(t, err)
+		allowed += int(rep[0])
+	}
+	assert.Equal(t, 3, allowed, "one limit, whichever node checks it")
+	require.NoError(t, newClient(t, nodes[2].addr, 2).Do(ctx, "RL.POLICY", "SET", "api", "SLIDE", "7", "60").Err())
+	late := startTestNode(t, "late", []string{nodes[0].ml.GossipAddr()}, clusterOpts{secret: []byte("k")})
+	for _, n := range append(nodes, late) {
+		rdb := newClient(t, n.addr, 2)
+		require.Eventually(t, func() bool {
+			def, err := rdb.Do(ctx, "RL.POLICY", "GET", "api").Slice()
+			return err == nil && fmt.Sprint(def) == "[SLIDE 7 60]"
+		}, deadline, 10*time.Millisecond, "%s has the redefinition", n.name)
+	}
+	require.NoError(t, newClient(t, nodes[0].addr, 2).Do(ctx, "RL.POLICY", "DEL", "api").Err())
+	for _, n := range append(nodes, late) {
+		rdb := newClient(t, n.addr, 2)
+		require.Eventually(t, func() bool {
+			return rdb.Do(ctx, "RL.POLICY", "GET", "api").Err() == redis.Nil
+		}, deadline, 10*time.Millisecond, "%s deleted it", n.name)
+	}
 }

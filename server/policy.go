@@ -80,6 +80,7 @@ func cmdPolicySet(s *Server, c *client, args [][]byte) {
 	s.pol.mu.Lock()
 	s.pol.byName[p.Name] = p
 	s.pol.mu.Unlock()
+	s.policyChanged(p.Name, p.Encode(), false)
 	c.conn.WriteString("OK")
 }
 
@@ -112,6 +113,7 @@ func cmdPolicyDel(s *Server, c *client, args [][]byte) {
 	delete(s.pol.byName, name)
 	s.pol.mu.Unlock()
 	s.cfg.Store.Charge(-policyBytes(old))
+	s.policyChanged(name, "", true)
 	c.conn.WriteInt64(1)
 }
 

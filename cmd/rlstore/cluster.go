@@ -95,6 +95,7 @@ func (f clusterFlags) seeds() []string {
 type clusterNode struct {
 	ml    *cluster.Membership
 	peers *cluster.Peers
+	state *cluster.LateState // the server's policies, once it exists
 	cfg   clusterFlags
 	log   *slog.Logger
 }
@@ -124,8 +125,9 @@ func startCluster(c config, log *slog.Logger) (net.Listener, *clusterNode, *serv
 	if bind == "" {
 		bind = cluster.DefaultBindAddr
 	}
+	state := &cluster.LateState{}
 	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
-		RESPAddr: resp, Seeds: c.Cluster.seeds(), Keys: keys, Timing: timing, Logger: log})
+		RESPAddr: resp, Seeds: c.Cluster.seeds(), Keys: keys, Timing: timing, Logger: log, State: state})
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, nil, err
@@ -139,8 +141,8 @@ func startCluster(c config, log *slog.Logger) (net.Listener, *clusterNode, *serv
 	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp,
 		"seeds", c.Cluster.seeds(), "encrypted", len(keys) > 0, "owner_unreachable", u.String())
 	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Secret: secret,
-		OwnerUnreachable: u, Redirect: c.Cluster.Redirect}
-	return ln, &clusterNode{ml: ml, peers: peers, cfg: c.Cluster, log: log}, cc, nil
+		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast}
+	return ln, &clusterNode{ml: ml, peers: peers, state: state, cfg: c.Cluster, log: log}, cc, nil
 }
 
 // respAddr is the RESP address peers and clients are told: the listener's,
