@@ -16,8 +16,22 @@ const maxPendingReverts = 1 << 16
 // appendfsync always until the batch's commit, so that a request whose
 // commit failed keeps no charge: its client was told it failed.
 type change struct {
-	key, route    []byte       // route: the key whose shard key lives in (nil: key itself)
-	before, after *shard.Entry // nil: the key held no state
+	key, route    []byte // route: the key whose shard key lives in (nil: key itself)
+	before, after state
+}
+
+// state is a key's entry, if it held one.
+type state struct {
+	e  shard.Entry
+	ok bool
+}
+
+// ptr returns the entry, or nil if the key held no state.
+func (st *state) ptr() *shard.Entry {
+	if !st.ok {
+		return nil
+	}
+	return &st.e
 }
 
 // reverts holds the changes of failed commits not yet taken back. A change
@@ -51,13 +65,10 @@ func (s *Server) changeKeys(name string, args [][]byte) (keys [][]byte, route []
 }
 
 // entries returns keys' current states.
-func (s *Server) entries(keys [][]byte, route []byte, dst []*shard.Entry) []*shard.Entry {
+func (s *Server) entries(keys [][]byte, route []byte, dst []state) []state {
 	for _, k := range keys {
-		var p *shard.Entry
-		if e, ok := s.cfg.Store.Lookup(k, route); ok {
-			p = &e
-		}
-		dst = append(dst, p)
+		e, ok := s.cfg.Store.Lookup(k, route)
+		dst = append(dst, state{e, ok})
 	}
 	return dst
 }
@@ -71,18 +82,25 @@ func (s *Server) recordChanges(c *client, cm *command, args [][]byte) bool {
 		cm.run(s, c, args)
 		return true
 	}
-	keys = cloneArgs(keys) // the request's bytes are redcon's
-	route = bytes.Clone(route)
-	before := s.entries(keys, route, nil)
+	n := len(keys)
+	c.looked = s.entries(keys, route, c.looked[:0])
 	cm.run(s, c, args)
-	after := s.entries(keys, route, nil)
+	c.looked = s.entries(keys, route, c.looked)
 	changed := false
-	for i, k := range keys {
-		if !shard.SameEntry(before[i], after[i]) {
-			c.changes = append(c.changes, change{key: k, route: route, before: before[i], after: after[i]})
-			changed = true
+	for i := range keys {
+		before, after := c.looked[i], c.looked[n+i]
+		if shard.SameEntry(before.ptr(), after.ptr()) {
+			continue
 		}
+		if !changed && route != nil {
+			route = bytes.Clone(route) // the request's bytes are the connection's
+		}
+		k := bytes.Clone(keys[i])
+		before.e.Key, after.e.Key = k, k
+		c.changes = append(c.changes, change{key: k, route: route, before: before, after: after})
+		changed = true
 	}
+	clear(c.looked)
 	return changed
 }
 
@@ -106,7 +124,7 @@ func (s *Server) revert(changes []change) {
 		var kept []change
 		for i := len(r.pending) - 1; i >= 0; i-- {
 			ch := r.pending[i]
-			if s.cfg.Store.Revert(ch.key, ch.route, ch.before, ch.after) {
+			if s.cfg.Store.Revert(ch.key, ch.route, ch.before.ptr(), ch.after.ptr()) {
 				s.reverted.Add(1)
 				progress = true
 				continue

@@ -2,7 +2,8 @@ package shard
 
 import "slices"
 
-// Lookup returns a copy of key's entry, and whether key holds state. route
+// Lookup returns a copy of key's entry, and whether key holds state; the
+// entry's Key is key itself. route
 // names the key whose hash picks its shard, as for Entry.Route (nil: key itself).
 func (m *Map) Lookup(key, route []byte) (Entry, bool) {
 	h, s := m.locate(key, route)
@@ -11,17 +12,25 @@ func (m *Map) Lookup(key, route []byte) (Entry, bool) {
 	return s.lookupLocked(key, h)
 }
 
+// lookupLocked returns key's entry. Its Key is key itself, not a copy, and
+// only a Slide's or Log's counters are copied: the server looks up every
+// key a write changes under appendfsync always.
 func (s *shard) lookupLocked(key []byte, h uint64) (Entry, bool) {
 	i, ok := s.findLocked(key, h)
-	if !ok {
+	if !ok || i >= s.slots.next {
 		return Entry{}, false
 	}
-	var x exporter
-	es := x.slotLocked(s, i, nil)
-	if len(es) != 1 {
+	sl := s.slots.at(i)
+	if sl.key == 0 || sl.param == 0 {
 		return Entry{}, false
 	}
-	return es[0], true
+	e := Entry{Key: key, Params: s.params.get(sl.param)}
+	if hasCounters(e.Params.Kind) {
+		e.Counters = slices.Clone(s.peekCountersLocked(sl))
+	} else {
+		e.State = sl.state
+	}
+	return e, true
 }
 
 // Revert puts key back to before (nil: no state) if its state is still

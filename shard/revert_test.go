@@ -45,3 +45,27 @@ func TestRevert(t *testing.T) {
 	charge("a")
 	assert.False(t, m.Revert([]byte("a"), nil, b3, a3), "a key changed since is left alone")
 }
+
+// BenchmarkLookup is the lookup the server makes before and after each write
+// under appendfsync always, to take a refused change back.
+func BenchmarkLookup(b *testing.B) {
+	m, err := New(Config{Shards: 16})
+	require.NoError(b, err)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for _, p := range []window.Params{
+		{Kind: window.KindSlide, Limit: 5, Period: time.Minute},
+		{Kind: window.KindToken, Limit: 5, Rate: 1, Period: time.Minute},
+	} {
+		key := []byte("key:" + p.Kind.String())
+		_, err := m.Decide(key, p, now, 1, false)
+		require.NoError(b, err)
+		b.Run(p.Kind.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := m.Lookup(key, nil); !ok {
+					b.Fatal("no entry")
+				}
+			}
+		})
+	}
+}
