@@ -17,6 +17,8 @@ type command struct {
 	// Optional, for COMMAND and COMMAND DOCS. Key positions count the name as 0.
 	firstKey, lastKey, keyStep int
 	group, summary             string
+
+	stats *cmdStats // INFO commandstats; set by register, shared by a renamed command
 }
 
 type cmdFlags uint16
@@ -70,7 +72,8 @@ type client struct {
 	id        int64
 	resp      int // protocol version: 2 or 3
 	authed    bool
-	authFails int // wrong passwords sent, for maxAuthFailures
+	authFails int   // wrong passwords sent, for maxAuthFailures
+	errs      int64 // error replies written, for INFO commandstats' failed_calls
 	created   time.Time
 	addr      string
 	laddr     string
@@ -148,4 +151,16 @@ func (s *Server) closeAfterReply(c *client) {
 		s.commitBatch(c)
 	}
 	_ = c.conn.Close()
+}
+
+// errCounter is a client's connection as commands write to it: it counts
+// the error replies, so that INFO commandstats can tell failed calls.
+type errCounter struct {
+	clientConn
+	c *client
+}
+
+func (e errCounter) WriteError(msg string) {
+	e.c.errs++
+	e.clientConn.WriteError(msg)
 }

@@ -30,7 +30,7 @@ func configParams() []configParam {
 		{name: "appendonly", get: getAppendOnly},
 		{name: "appendfsync", get: getAppendFsync},
 		{name: "timeout", get: func(*Server) string { return "0" }},
-	}, maxMemoryParams()...)
+	}, append(maxMemoryParams(), slowlogParams()...)...)
 }
 
 func configSubcommands() []command {

@@ -92,6 +92,7 @@ const maxAuthFailures = 5
 // wrongPass refuses a wrong password, and closes a connection that has not
 // authenticated once it has sent maxAuthFailures of them.
 func (s *Server) wrongPass(c *client) {
+	s.authFailures.Add(1)
 	c.conn.WriteError(errWrongPass)
 	if c.authFails++; c.authFails >= maxAuthFailures && !c.authed {
 		s.log.Debug("closing a client after repeated wrong passwords", "client", c.id, "addr", c.addr, "failures", c.authFails)

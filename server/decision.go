@@ -63,6 +63,7 @@ type request struct {
 	params   window.Params   // opNative
 	throttle window.Throttle // opThrottle
 	policy   *policy.Policy  // opCheck
+	pstats   *policyStats    // opCheck: the policy's counters
 	cost     int64           // units; CL.THROTTLE's quantity (0 peeks, < 0 refunds)
 	peek     bool            // decide, but change nothing
 	now      int64           // unix nanoseconds, read once per command
@@ -94,9 +95,16 @@ func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 	case opThrottle:
 		o.throttle, err = s.cfg.Store.Throttle(key, r.throttle, r.now, r.cost)
 	case opCheck:
-		return s.check(key, r)
+		var denied bool
+		if o, denied, err = s.check(key, r); err == nil {
+			s.countDecision(r, &o, denied)
+		}
+		return o, err
 	default:
 		o.d, err = s.cfg.Store.Decide(key, r.params, r.now, r.cost, r.peek)
+	}
+	if err == nil {
+		s.countDecision(r, &o, false)
 	}
 	if s.obs.active.Load() != 0 && !r.peek {
 		s.invalidate(r.by, key)
@@ -105,8 +113,9 @@ func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 }
 
 // check decides r against every rule of its policy, all or nothing. A
-// SHADOW policy admits what its rules deny; the store counts the denial.
-func (s *Server) check(key []byte, r *request) (outcome, error) {
+// SHADOW policy admits what its rules deny; the store counts the denial,
+// and denied says whether the rules denied it.
+func (s *Server) check(key []byte, r *request) (outcome, bool, error) {
 	// The rule keys are built on the stack, so that a request allocates
 	// nothing unless its keys outgrow keyBuf. (Filled in here, not by a
 	// function given &keys: a store through a pointer makes them escape.)
@@ -126,13 +135,14 @@ func (s *Server) check(key []byte, r *request) (outcome, error) {
 	var buf [policy.MaxRules]window.Decision
 	ds, left, err := s.cfg.Store.DecideAll(key, &q, r.now, r.cost, r.peek, buf[:0])
 	if err != nil {
-		return outcome{}, err
+		return outcome{}, false, err
 	}
 	d, i := binding(ds, left)
-	if !d.Allowed && p.Shadow {
+	denied := !d.Allowed
+	if denied && p.Shadow {
 		d.Allowed, d.Wait = true, 0
 	}
-	return outcome{d: d, rule: i}, nil
+	return outcome{d: d, rule: i}, denied, nil
 }
 
 // parseFunc parses a decision command into its key and request.
@@ -160,7 +170,7 @@ func parseCheckReq(s *Server, args [][]byte) ([]byte, request, error) {
 	err := parseOptions(args[3:], &a)
 	r := request{op: opCheck, cost: a.cost, peek: a.peek}
 	if err == nil && !policy.Reserved(a.key) { // a reserved key's error comes first
-		if r.policy = s.policy(args[1]); r.policy == nil {
+		if r.policy, r.pstats = s.policyWithStats(args[1]); r.policy == nil {
 			err = argError("ERR no such policy '" + quoteArg(args[1], 128) + "'")
 		}
 	}

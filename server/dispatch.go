@@ -3,6 +3,7 @@ package server
 import (
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // maxCommandName bounds the command names dispatch looks up; longer ones are
@@ -24,6 +25,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	case cm == nil:
 		reject(c, reply)
 	case !c.authed && cm.flags&flagNoAuth == 0:
+		cm.stats.rejected.Add(1)
 		reject(c, errNoAuth)
 	case c.multi && cm.flags&flagNoQueue == 0:
 		s.enqueue(c, cm, args)
@@ -34,10 +36,12 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	}
 }
 
-// run runs cm, counting it for INFO and CLIENT LIST.
+// run runs cm, counting it for INFO, CLIENT LIST, SLOWLOG and /metrics.
 func (s *Server) run(c *client, cm *command, args [][]byte) {
 	c.lastCmd.Store(cm)
 	c.cmds.Add(1)
+	start, errs := time.Now(), c.errs
+	defer s.ran(c, cm, args, start, errs)
 	if s.obs.active.Load() != 0 {
 		s.beforeRun(c, cm, args)
 	}
@@ -51,6 +55,18 @@ func (s *Server) run(c *client, cm *command, args [][]byte) {
 	if s.obs.active.Load() != 0 {
 		s.afterRun(c, cm, args)
 	}
+}
+
+// ran records a run of cm that started at start: its time, and whether it
+// replied with an error (c.errs grew past errs). A deferred call costs no
+// allocation, and the counters are atomics of cm's own.
+func (s *Server) ran(c *client, cm *command, args [][]byte, start time.Time, errs int64) {
+	d := time.Since(start)
+	cm.stats.observe(d)
+	if c.errs != errs {
+		cm.stats.failed.Add(1)
+	}
+	s.slow.record(c, args, d)
 }
 
 // reject refuses a command. Inside MULTI that dooms the transaction, as in Redis.
@@ -77,6 +93,7 @@ func (s *Server) resolve(args [][]byte) (*command, string) {
 		cm = sub
 	}
 	if !arityFits(cm.arity, len(args)) {
+		cm.stats.rejected.Add(1)
 		return nil, arityError(cm.name)
 	}
 	return cm, ""

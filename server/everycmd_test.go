@@ -38,6 +38,8 @@ func everyCommand() []callCase {
 		ok("CONFIG", "GET", "maxmemory"), ok("CONFIG", "SET", "maxclients", "10000"), ok("CONFIG", "HELP"),
 		ok("TIME"), {[]string{"SAVE"}, errNoPersistence}, {[]string{"BGSAVE"}, errNoPersistence}, ok("LASTSAVE"),
 		ok("INFO"), ok("INFO", "server"),
+		ok("SLOWLOG", "GET"), ok("SLOWLOG", "GET", "1"), ok("SLOWLOG", "LEN"), ok("SLOWLOG", "RESET"), ok("SLOWLOG", "HELP"),
+		ok("LATENCY", "LATEST"), ok("LATENCY", "RESET"), ok("LATENCY", "HELP"),
 		ok("RL.SLIDE", "every:slide", "10", "60"), ok("RL.SLIDE", "every:slide", "10", "60", "COST", "2", "PEEK"),
 		ok("RL.TOKEN", "every:token", "10", "1", "1s"), ok("RL.FIXED", "every:fixed", "10", "1m"),
 		ok("RL.LOG", "every:log", "10", "60"), ok("RL.LEAKY", "every:leaky", "10", "1", "1s"),

@@ -26,10 +26,16 @@ func infoSections() []infoSection {
 		{"memory", (*Server).infoMemory},
 		{"persistence", (*Server).infoPersistence},
 		{"stats", (*Server).infoStats},
+		{"commandstats", (*Server).infoCommandStats},
+		{"latencystats", (*Server).infoLatencyStats},
 		{"keyspace", (*Server).infoKeyspace},
 		{"cluster", (*Server).infoCluster},
 	}
 }
+
+// notDefault are the sections INFO shows only when asked by name, or for
+// "all" or "everything", as Redis does.
+func notDefault(name string) bool { return name == "commandstats" || name == "latencystats" }
 
 // cmdInfo is INFO [section …]. No section, "default", "all" or "everything" means all of them.
 func cmdInfo(s *Server, c *client, args [][]byte) {
@@ -51,11 +57,11 @@ func cmdInfo(s *Server, c *client, args [][]byte) {
 
 func infoWanted(name string, asked [][]byte) bool {
 	if len(asked) == 0 {
-		return true
+		return !notDefault(name)
 	}
 	for _, a := range asked {
-		if equalFoldASCII(a, name) || equalFoldASCII(a, "all") ||
-			equalFoldASCII(a, "everything") || equalFoldASCII(a, "default") {
+		if equalFoldASCII(a, name) || equalFoldASCII(a, "all") || equalFoldASCII(a, "everything") ||
+			(equalFoldASCII(a, "default") && !notDefault(name)) {
 			return true
 		}
 	}

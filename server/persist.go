@@ -135,7 +135,10 @@ func (s *Server) commitBatch(c *client) {
 	}
 	c.changed = false
 	var refuse string
-	if err := s.cfg.Durability.Commit(); err != nil {
+	start := time.Now()
+	err := s.cfg.Durability.Commit()
+	s.commits.observe(time.Since(start))
+	if err != nil {
 		refuse = misconf(err)
 		s.failedCommits.Add(1)
 		s.revert(c.changes)

@@ -15,8 +15,9 @@ import (
 // write, so that the two never disagree on the order of changes.
 type policies struct {
 	write  sync.Mutex   // serialises changes: store first, then byName
-	mu     sync.RWMutex // guards byName
+	mu     sync.RWMutex // guards byName and stats
 	byName map[string]*policy.Policy
+	stats  map[string]*policyStats // counters of each policy in byName, for /metrics
 }
 
 // policyCommands is RL.POLICY (SPEC §4); RL.CHECK is a decision command.
@@ -35,6 +36,7 @@ func policyCommands() []command {
 // loadPolicies reads every policy of the durable store, if there is one.
 func (s *Server) loadPolicies() error {
 	s.pol.byName = map[string]*policy.Policy{}
+	s.pol.stats = map[string]*policyStats{}
 	if s.cfg.Policies == nil {
 		return nil
 	}
@@ -45,6 +47,7 @@ func (s *Server) loadPolicies() error {
 	for _, p := range pols {
 		s.pol.byName[p.Name] = p
 		s.chargeLoaded(p)
+		s.pol.stats[p.Name] = new(policyStats)
 	}
 	return nil
 }
@@ -79,6 +82,9 @@ func cmdPolicySet(s *Server, c *client, args [][]byte) {
 	}
 	s.pol.mu.Lock()
 	s.pol.byName[p.Name] = p
+	if s.pol.stats[p.Name] == nil { // a redefinition keeps counting where it was
+		s.pol.stats[p.Name] = new(policyStats)
+	}
 	s.pol.mu.Unlock()
 	s.policyChanged(p.Name, p.Encode(), false)
 	c.conn.WriteString("OK")
@@ -111,6 +117,7 @@ func cmdPolicyDel(s *Server, c *client, args [][]byte) {
 	}
 	s.pol.mu.Lock()
 	delete(s.pol.byName, name)
+	delete(s.pol.stats, name)
 	s.pol.mu.Unlock()
 	s.cfg.Store.Charge(-policyBytes(old))
 	s.policyChanged(name, "", true)
@@ -137,6 +144,13 @@ func (s *Server) policy(name []byte) *policy.Policy {
 	s.pol.mu.RLock()
 	defer s.pol.mu.RUnlock()
 	return s.pol.byName[string(name)]
+}
+
+// policyWithStats returns the policy called name and its counters, or nils.
+func (s *Server) policyWithStats(name []byte) (*policy.Policy, *policyStats) {
+	s.pol.mu.RLock()
+	defer s.pol.mu.RUnlock()
+	return s.pol.byName[string(name)], s.pol.stats[string(name)]
 }
 
 // ruleKeys returns the internal keys of p's rules, and of its penalty if it

@@ -111,6 +111,7 @@ func (s *Server) newClient(rc *respConn, g *guardConn) *client {
 		c.hold = newHoldConn(rc)
 		c.conn = c.hold
 	}
+	c.conn = errCounter{clientConn: c.conn, c: c}
 	s.mu.Lock()
 	s.clients[c.id] = c
 	s.mu.Unlock()
@@ -128,6 +129,7 @@ func (s *Server) forget(c *client, err error) {
 	var perr protocolError
 	switch {
 	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log
+		s.protoErrors.Add(1)
 		s.log.Debug("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
 	case errors.Is(err, errOutputLimit):
 		s.outputLimitClosed.Add(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -62,6 +63,13 @@ type Config struct {
 	// keyed commands to their owners and answers CLUSTER. nil: one node.
 	Cluster *ClusterConfig
 
+	// SlowlogSlowerThan is the shortest run SLOWLOG records. Default
+	// DefaultSlowlogSlowerThan; negative: none. Redis's 0, every command, is 1ns here.
+	SlowlogSlowerThan time.Duration
+	SlowlogMaxLen     int64 // most SLOWLOG entries kept. Default DefaultSlowlogMaxLen
+	// LatencyMonitorThreshold is the shortest run LATENCY LATEST records; 0: off, as in Redis.
+	LatencyMonitorThreshold time.Duration
+
 	ShutdownTimeout time.Duration // how long a SHUTDOWN command drains. Default DefaultShutdownTimeout
 	SweepInterval   time.Duration // how often expired keys are swept. Default DefaultSweepInterval
 	SweepBudget     int           // slots visited per sweep. Default DefaultSweepBudget
@@ -102,6 +110,12 @@ type Server struct {
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
 	obs        observers    // CLIENT TRACKING and MONITOR
+	decisions  decisionStats
+	slow       slowlog
+
+	protoErrors  atomic.Int64 // connections closed for a protocol error
+	authFailures atomic.Int64 // AUTH and HELLO AUTH refused
+	commits      cmdStats     // durability commits' latency, for /metrics
 
 	holdCommits   bool         // appendfsync always: replies wait for the commit (see runWrite)
 	refused       atomic.Int64 // write commands answered -MISCONF before they ran
@@ -114,12 +128,15 @@ type Server struct {
 	mu      sync.Mutex // guards clients
 	clients map[int64]*client
 
-	life     sync.Mutex // guards ln, stopping and sweepEnd
+	life     sync.Mutex // guards ln, stopping, sweepEnd, metricWriters and readyChecks
 	ln       *guardListener
 	stopping bool
 	sweepEnd func() // stops the sweep loop and waits for it
-	done     chan struct{}
-	stopErr  error // written before done is closed
+
+	metricWriters []func(io.Writer) // AddMetrics
+	readyChecks   []func() error    // AddReadyCheck
+	done          chan struct{}
+	stopErr       error // written before done is closed
 }
 
 // New validates cfg and returns a Server that is not yet listening.
@@ -131,11 +148,15 @@ func New(cfg Config) (*Server, error) {
 		clients: map[int64]*client{}, done: make(chan struct{})}
 	s.pass.Store(&cfg.RequirePass)
 	s.maxClients.Store(int64(cfg.MaxClients))
+	s.slow.slowerThan.Store(int64(cfg.SlowlogSlowerThan))
+	s.slow.maxLen.Store(cfg.SlowlogMaxLen)
+	s.slow.latencyMs.Store(cfg.LatencyMonitorThreshold.Milliseconds())
 	s.holdCommits = cfg.Durability != nil && cfg.Durability.Stats().Fsync == persistence.FsyncAlways
 	s.register(connectionCommands())
 	s.register(clientCommands())
 	s.register(serverCommands())
 	s.register(introspectionCommands())
+	s.register(slowlogCommands())
 	s.register(pubsubCommands())
 	s.register(monitorCommands())
 	s.register(objectCommands())
@@ -161,6 +182,7 @@ func (cfg *Config) withDefaults() error {
 		return errors.New("server: no store")
 	}
 	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxKeyBytes < 0 || cfg.MaxPolicies < 0 || cfg.ClientOutputLimit < -1 ||
+		cfg.SlowlogMaxLen < 0 || cfg.LatencyMonitorThreshold < 0 ||
 		cfg.ShutdownTimeout < 0 || cfg.SweepInterval < 0 || cfg.SweepBudget < 0 {
 		return errors.New("server: limits must not be negative")
 	}
@@ -180,6 +202,8 @@ func (cfg *Config) withDefaults() error {
 	setDefault(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	setDefault(&cfg.SweepInterval, DefaultSweepInterval)
 	setDefault(&cfg.SweepBudget, DefaultSweepBudget)
+	setDefault(&cfg.SlowlogSlowerThan, DefaultSlowlogSlowerThan)
+	setDefault(&cfg.SlowlogMaxLen, DefaultSlowlogMaxLen)
 	return nil
 }
 
@@ -195,12 +219,14 @@ func setDefault[T comparable](v *T, def T) {
 func (s *Server) register(cmds []command) {
 	for i := range cmds {
 		cm := &cmds[i]
+		cm.stats = new(cmdStats)
 		if _, dup := s.commands[cm.name]; dup {
 			panic(fmt.Sprintf("server: command %q registered twice", cm.name))
 		}
 		for j := range cm.subs {
 			cm.subs[j].name = cm.name + "|" + cm.subs[j].name
 			setDefault(&cm.subs[j].group, cm.group)
+			cm.subs[j].stats = new(cmdStats)
 		}
 		s.commands[cm.name] = cm
 	}

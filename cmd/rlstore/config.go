@@ -48,6 +48,9 @@ type config struct {
 	LogLevel        string
 	ShutdownTimeout time.Duration
 	PprofAddr       string // host:port serving /debug/pprof/; "": off
+	MetricsAddr     string // host:port serving /metrics, /healthz, /readyz and /debug/pprof/; "": off
+	SlowlogSlower   int64  // microseconds, as redis-server's slowlog-log-slower-than; -1: off, 0: every command
+	SlowlogMaxLen   int64
 	ConfigFile      string
 	Cluster         clusterFlags
 }
@@ -83,6 +86,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Var(newSeconds(&c.ShutdownTimeout, server.DefaultShutdownTimeout), "shutdown-timeout", "`duration` that SIGTERM, SIGINT or SHUTDOWN waits for clients to drain before closing them (10 seconds, or 500ms, 1m)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "`host:port` serving Go's CPU, heap and goroutine profiles at /debug/pprof/ (use a loopback address, e.g. 127.0.0.1:6060); empty: off")
 	c.Cluster.define(fs)
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "`host:port` serving Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (e.g. 127.0.0.1:9121); empty: off")
+	fs.Int64Var(&c.SlowlogSlower, "slowlog-log-slower-than", server.DefaultSlowlogSlowerThan.Microseconds(), "SLOWLOG records commands that take at least this many `microseconds`; -1: none, 0: every command")
+	fs.Int64Var(&c.SlowlogMaxLen, "slowlog-max-len", server.DefaultSlowlogMaxLen, "most `number` of entries SLOWLOG keeps")
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML `file` of options, named like the flags (port: 6380); flags override it, and it overrides RLSTORE_* variables")
 	return fs
 }
@@ -197,6 +203,8 @@ func (c config) validate() error {
 		{c.Hz < 1 || c.Hz > 500, "--hz must be between 1 and 500"},
 		{c.SweepBudget < 1, "--sweep-budget must be at least 1"},
 		{c.ShutdownTimeout <= 0, "--shutdown-timeout must be positive"},
+		{c.SlowlogSlower < -1, "--slowlog-log-slower-than must be -1 or more"},
+		{c.SlowlogMaxLen < 1, "--slowlog-max-len must be at least 1"},
 	}
 	for _, ch := range checks {
 		if ch.bad {
@@ -281,7 +289,22 @@ func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.
 		ShutdownTimeout:   c.ShutdownTimeout,
 		SweepInterval:     time.Second / time.Duration(c.Hz),
 		SweepBudget:       c.SweepBudget,
+
+		SlowlogSlowerThan: slowerThan(c.SlowlogSlower),
+		SlowlogMaxLen:     c.SlowlogMaxLen,
 	}
+}
+
+// slowerThan turns --slowlog-log-slower-than's microseconds into the
+// server's duration, where 0 is the default and 1ns logs every command.
+func slowerThan(us int64) time.Duration {
+	switch {
+	case us < 0:
+		return -1
+	case us == 0:
+		return 1
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // version is the module version the binary was built from, or "" (the

@@ -92,6 +92,13 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		stop = clusterStopper{srv: srv, cn: cn}
 		defer cn.close() // after a SHUTDOWN command too: leave gossip rather than look dead
 	}
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := startMetrics(cfg.MetricsAddr, srv, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ready) }()

@@ -1,0 +1,202 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	vm "github.com/VictoriaMetrics/metrics"
+)
+
+// WriteMetrics writes the server's metrics to w in Prometheus's text format,
+// for /metrics. Every figure is read at the scrape from counters the server
+// keeps anyway (atomics of its own, the store's per-shard stats), so
+// recording costs the command path nothing beyond those atomics. Go
+// runtime and process metrics follow, from VictoriaMetrics/metrics.
+func (s *Server) WriteMetrics(w io.Writer) {
+	s.writeDecisionMetrics(w)
+	s.writePolicyMetrics(w)
+	s.writeCommandMetrics(w)
+	s.writeStoreMetrics(w)
+	s.writeConnMetrics(w)
+	s.writePersistenceMetrics(w)
+	for _, f := range s.extraMetrics() {
+		f(w)
+	}
+	vm.WriteProcessMetrics(w)
+}
+
+// AddMetrics adds a writer of more metrics to /metrics, such as a cluster's.
+func (s *Server) AddMetrics(write func(w io.Writer)) {
+	s.life.Lock()
+	defer s.life.Unlock()
+	s.metricWriters = append(s.metricWriters, write)
+}
+
+func (s *Server) extraMetrics() []func(io.Writer) {
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.metricWriters
+}
+
+func (s *Server) writeDecisionMetrics(w io.Writer) {
+	for slot := range s.decisions {
+		v := &s.decisions[slot]
+		name := decisionName(slot)
+		counter(w, `rlstore_decisions_total{command="`+name+`",result="allowed"}`, v.allowed.Load())
+		counter(w, `rlstore_decisions_total{command="`+name+`",result="denied"}`, v.denied.Load())
+	}
+	st := s.cfg.Store.Stats()
+	counter(w, "rlstore_shadow_denied_total", st.Shadowed)
+	counter(w, "rlstore_decision_errors_total", st.Errors)
+}
+
+// writePolicyMetrics labels by policy name, never by key: there are as many
+// series as policies and rules.
+func (s *Server) writePolicyMetrics(w io.Writer) {
+	s.pol.mu.RLock()
+	defer s.pol.mu.RUnlock()
+	for name, ps := range s.pol.stats {
+		l := `policy="` + labelValue(name) + `"`
+		counter(w, `rlstore_policy_decisions_total{`+l+`,result="allowed"}`, ps.allowed.Load())
+		counter(w, `rlstore_policy_decisions_total{`+l+`,result="denied"}`, ps.denied.Load())
+		counter(w, `rlstore_policy_shadow_denied_total{`+l+`}`, ps.shadowDenied.Load())
+		if p := s.pol.byName[name]; p != nil {
+			for i := range p.Rules {
+				counter(w, `rlstore_policy_rule_denied_total{`+l+`,rule="`+strconv.Itoa(i)+`"}`, ps.ruleDenied[i].Load())
+			}
+		}
+	}
+}
+
+func (s *Server) writeCommandMetrics(w io.Writer) {
+	for _, n := range s.commandStats() {
+		l := `command="` + labelValue(n.name) + `"`
+		counter(w, `rlstore_commands_total{`+l+`}`, n.st.calls.Load())
+		counter(w, `rlstore_commands_rejected_total{`+l+`}`, n.st.rejected.Load())
+		counter(w, `rlstore_commands_failed_total{`+l+`}`, n.st.failed.Load())
+		histogram(w, "rlstore_command_duration_seconds", l, n.st)
+	}
+}
+
+func (s *Server) writeStoreMetrics(w io.Writer) {
+	st := s.cfg.Store.Stats()
+	gauge(w, "rlstore_keys", float64(st.Keys))
+	gauge(w, "rlstore_key_bytes", float64(st.Bytes))
+	gauge(w, "rlstore_maxmemory_bytes", float64(s.cfg.Store.MaxMemory()))
+	counter(w, "rlstore_sweeps_total", st.Sweeps)
+	counter(w, "rlstore_swept_keys_total", st.Swept)
+	counter(w, "rlstore_index_rebuilds_total", st.Rebuilds)
+}
+
+func (s *Server) writeConnMetrics(w io.Writer) {
+	s.mu.Lock()
+	n := len(s.clients)
+	s.mu.Unlock()
+	gauge(w, "rlstore_connections", float64(n))
+	gauge(w, "rlstore_maxclients", float64(s.maxClients.Load()))
+	var accepted, rejected int64
+	if ln := s.listener(); ln != nil {
+		accepted, rejected = ln.accepted.Load(), ln.rejected.Load()
+	}
+	counter(w, "rlstore_connections_total", accepted)
+	counter(w, "rlstore_connections_rejected_total", rejected)
+	counter(w, "rlstore_protocol_errors_total", s.protoErrors.Load())
+	counter(w, "rlstore_auth_failures_total", s.authFailures.Load())
+}
+
+func (s *Server) writePersistenceMetrics(w io.Writer) {
+	gauge(w, "rlstore_persistence_enabled", boolFloat(s.cfg.Durability != nil))
+	if s.cfg.Durability == nil {
+		return
+	}
+	st := s.cfg.Durability.Stats()
+	gauge(w, "rlstore_persistence_last_save_timestamp_seconds", float64(unixOrZero(st.LastSave)))
+	gauge(w, "rlstore_persistence_last_save_duration_seconds", st.LastSaveDuration.Seconds())
+	gauge(w, "rlstore_persistence_last_save_ok", boolFloat(st.LastSaveErr == nil))
+	counter(w, "rlstore_persistence_saves_total", st.Saves)
+	gauge(w, "rlstore_persistence_snapshot_bytes", float64(st.SnapshotBytes))
+	gauge(w, "rlstore_persistence_log_bytes", float64(st.LogBytes))
+	gauge(w, "rlstore_persistence_changes_since_save", float64(st.ChangesLogged))
+	gauge(w, "rlstore_persistence_fsync_lag_seconds", st.FsyncLag.Seconds())
+	gauge(w, "rlstore_persistence_last_fsync_timestamp_seconds", float64(unixOrZero(st.LastFsync)))
+	counter(w, "rlstore_persistence_write_errors_total", st.LogWriteErrors)
+	gauge(w, "rlstore_persistence_misconf", boolFloat(st.Err != nil))
+	counter(w, "rlstore_persistence_failed_commits_total", s.failedCommits.Load())
+	histogram(w, "rlstore_persistence_commit_duration_seconds", "", &s.commits)
+}
+
+// Ready returns nil when the server is serving clients: loaded (New has
+// read the policies, and cmd/rlstore the data, before Serve), listening and
+// not draining; and every check added with AddReadyCheck passes.
+func (s *Server) Ready() error {
+	s.life.Lock()
+	ln, stopping, checks := s.ln, s.stopping, s.readyChecks
+	s.life.Unlock()
+	switch {
+	case stopping:
+		return errors.New("shutting down")
+	case ln == nil:
+		return errors.New("not listening yet")
+	}
+	if s.cfg.Durability != nil {
+		if err := s.cfg.Durability.Err(); err != nil {
+			return fmt.Errorf("persistence failing: %w", err)
+		}
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddReadyCheck adds a condition of Ready, such as being a cluster member.
+func (s *Server) AddReadyCheck(check func() error) {
+	s.life.Lock()
+	defer s.life.Unlock()
+	s.readyChecks = append(s.readyChecks, check)
+}
+
+func counter(w io.Writer, name string, v int64) { vm.WriteCounterUint64(w, name, uint64(max(v, 0))) }
+
+func gauge(w io.Writer, name string, v float64) { vm.WriteGaugeFloat64(w, name, v) }
+
+// histogram writes st's latency buckets as a Prometheus histogram in
+// seconds. labels, if any, go before le.
+func histogram(w io.Writer, name, labels string, st *cmdStats) {
+	if labels != "" {
+		labels += ","
+	}
+	var cum int64
+	for i := range st.buckets {
+		cum += st.buckets[i].Load()
+		le := "+Inf"
+		if i < len(latencyBounds) {
+			le = strconv.FormatFloat(float64(latencyBounds[i])/1e6, 'g', -1, 64)
+		}
+		fmt.Fprintf(w, "%s_bucket{%sle=%q} %d\n", name, labels, le, cum)
+	}
+	braces := ""
+	if labels != "" {
+		braces = "{" + strings.TrimSuffix(labels, ",") + "}"
+	}
+	fmt.Fprintf(w, "%s_sum%s %g\n", name, braces, float64(st.usec.Load())*float64(time.Microsecond)/float64(time.Second))
+	fmt.Fprintf(w, "%s_count%s %d\n", name, braces, cum)
+}
+
+// labelValue escapes v for a Prometheus label value.
+func labelValue(v string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/window"
+)
+
+// latencyBounds are the upper bounds, in microseconds, of the latency
+// histograms' buckets (one more bucket holds the rest). They follow Redis's
+// latencystats percentiles closely enough and Prometheus's usual spread.
+var latencyBounds = [...]int64{10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 250000, 1000000}
+
+// cmdStats are one command's counters, for INFO commandstats, INFO
+// latencystats and /metrics. They are atomics owned by the command's table
+// entry, so recording takes no lock and allocates nothing.
+type cmdStats struct {
+	calls    atomic.Int64 // runs
+	usec     atomic.Int64 // microseconds spent running
+	rejected atomic.Int64 // refused before running: arity, auth, permissions
+	failed   atomic.Int64 // ran and replied with an error
+	buckets  [len(latencyBounds) + 1]atomic.Int64
+}
+
+// observe records one run that took d.
+func (st *cmdStats) observe(d time.Duration) {
+	us := d.Microseconds()
+	st.calls.Add(1)
+	st.usec.Add(us)
+	i := 0
+	for i < len(latencyBounds) && us > latencyBounds[i] {
+		i++
+	}
+	st.buckets[i].Add(1)
+}
+
+// decisionSlot numbers the decision commands for their counters:
+// CL.THROTTLE, the native RL.<kind> commands by kind, then RL.CHECK.
+const (
+	slotThrottle  = 0
+	slotCheck     = int(window.KindLeaky) + 1
+	decisionSlots = slotCheck + 1
+)
+
+// decisionName is the command name of a decision slot.
+func decisionName(slot int) string {
+	switch slot {
+	case slotThrottle:
+		return "cl.throttle"
+	case slotCheck:
+		return "rl.check"
+	}
+	return "rl." + window.Kind(slot).String()
+}
+
+// verdicts count decisions allowed and denied. Peeks are not counted, as
+// the store does not count them.
+type verdicts struct {
+	allowed, denied atomic.Int64
+}
+
+func (v *verdicts) count(allowed bool) {
+	if allowed {
+		v.allowed.Add(1)
+	} else {
+		v.denied.Add(1)
+	}
+}
+
+// policyStats are one policy's counters, kept beside it under its name, so
+// their number is bounded by the number of policies, never by keys.
+type policyStats struct {
+	verdicts
+	shadowDenied atomic.Int64                  // denials a SHADOW policy admitted
+	ruleDenied   [policy.MaxRules]atomic.Int64 // denials by binding rule index
+}
+
+// decisionStats are the server's decision counters.
+type decisionStats [decisionSlots]verdicts
+
+// countDecision counts one decided request. o is the decision of r; for a
+// policy, denied is before SHADOW turned it into an admission.
+func (s *Server) countDecision(r *request, o *outcome, denied bool) {
+	if r.peek {
+		return
+	}
+	switch r.op {
+	case opThrottle:
+		s.decisions[slotThrottle].count(!o.throttle.Limited)
+	case opCheck:
+		s.decisions[slotCheck].count(!denied)
+		if ps := r.pstats; ps != nil {
+			ps.count(!denied)
+			if denied {
+				ps.ruleDenied[o.rule].Add(1)
+				if r.policy.Shadow {
+					ps.shadowDenied.Add(1)
+				}
+			}
+		}
+	default:
+		if k := int(r.params.Kind); k > 0 && k < slotCheck {
+			s.decisions[k].count(o.d.Allowed)
+		}
+	}
+}
