@@ -3,8 +3,11 @@ package server
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlstore/rlstore/window"
 )
 
 // FuzzArgs feeds the argument parsers arbitrary bytes. They must never panic,
@@ -18,8 +21,9 @@ func FuzzArgs(f *testing.F) {
 		fuzzInt(t, word, n)
 		fuzzDuration(t, word, time.Duration(n))
 		fields := bytes.Split(cmd, []byte(" "))
-		fuzzDecision(t, "rl.slide", fields)
-		fuzzDecision(t, "rl.token", fields)
+		for k := window.KindSlide; k <= window.KindLeaky; k++ {
+			fuzzDecision(t, k, fields)
+		}
 		_, _ = parseScan(append(byteArgs("scan"), fields...))
 	})
 }
@@ -50,9 +54,12 @@ func fuzzDuration(t *testing.T, word []byte, d time.Duration) {
 
 // fuzzDecision parses name args..., and, if that succeeds, formats the result
 // back into a command and checks that it parses to the same thing.
-func fuzzDecision(t *testing.T, name string, args [][]byte) {
+// The request it makes must write back (appendCommand, what a cluster
+// forwards) as a command that parses to the same request.
+func fuzzDecision(t *testing.T, kind window.Kind, args [][]byte) {
+	name := strings.ToLower(nativeName(kind))
 	cmd := append(byteArgs(name), args...)
-	a, err := parseAny(cmd)
+	a, err := parseNative(kind, cmd)
 	if err != nil {
 		if _, ok := err.(argError); !ok {
 			t.Fatalf("%q: error %v is not an argError", cmd, err)
@@ -63,15 +70,20 @@ func fuzzDecision(t *testing.T, name string, args [][]byte) {
 		t.Fatalf("%q parsed, but the store would refuse it: %v", cmd, err)
 	}
 	again := formatDecision(name, a)
-	if b, err := parseAny(again); err != nil || !equalDecisionArgs(a, b) {
+	if b, err := parseNative(kind, again); err != nil || !equalDecisionArgs(a, b) {
 		t.Fatalf("%q parsed as %+v, formatted as %q, parsed again as %+v, %v", cmd, a, again, b, err)
+	}
+	key, r, _ := nativeParser(kind)(nil, cmd)
+	fwd := r.appendCommand(nil, key)
+	if key2, r2, err := nativeParser(kind)(nil, fwd); err != nil || !bytes.Equal(key, key2) || r != r2 {
+		t.Fatalf("%q made a request that writes back as %q, which parses as %+v, %v", cmd, fwd, r2, err)
 	}
 }
 
-// formatDecision writes a as a command: the inverse of parseSlide and parseToken.
+// formatDecision writes a as a command: the inverse of parseNative.
 func formatDecision(name string, a decisionArgs) [][]byte {
 	out := [][]byte{[]byte(name), a.key, strconv.AppendInt(nil, a.params.Limit, 10)}
-	if name == "rl.token" {
+	if a.params.Kind.Rated() {
 		out = append(out, strconv.AppendInt(nil, a.params.Rate, 10))
 	}
 	out = append(out, formatDuration(a.params.Period), []byte("COST"), strconv.AppendInt(nil, a.cost, 10))
