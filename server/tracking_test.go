@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/window"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -211,4 +213,32 @@ func TestMonitorRedactsAuth(t *testing.T) {
 		`"RL.SLIDE" "k\n\"" "5" "60"`,
 		`"PING"`,
 	}, lines)
+}
+
+// BenchmarkSeamTracking measures RL.SLIDE through the decision seam with
+// nobody tracking (one atomic load) and with some client tracking, so that
+// every decision looks its key up in the tracking table.
+func BenchmarkSeamTracking(b *testing.B) {
+	for _, tracking := range []bool{false, true} {
+		b.Run(map[bool]string{false: "nobody", true: "someone"}[tracking], func(b *testing.B) {
+			s := newTestServer(b, Config{})
+			if tracking {
+				initMaps(&s.obs)
+				s.obs.active.Add(1)
+			}
+			args := byteArgs("RL.SLIDE", "s", "1000000", "60")
+			parse := nativeParser(window.KindSlide)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				key, r, err := parse(s, args)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.now = t0 + int64(i)
+				if _, err := s.decide(key, &r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
