@@ -179,6 +179,7 @@ func TestClusterCommands(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
 	ctx := context.Background()
 	rdb := newClient(t, nodes[1].addr, 2)
+	//lint:ignore SA1019 CLUSTER SLOTS is deprecated in Redis 7 but older cluster-aware clients still send it
 	slots, err := rdb.ClusterSlots(ctx).Result()
 	require.NoError(t, err)
 	total := 0
