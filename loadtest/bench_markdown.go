@@ -122,7 +122,7 @@ func (rep *BenchReport) writeProfile(p func(string, ...any)) {
 		p("No profile: %s.", rep.NoProf)
 		return
 	}
-	p("rlstore's hottest functions while serving %s at -P 16 with %d connections, sampled from outside with `perf record -F 499 -p <pid>` for %s (rlstore serves no pprof endpoint; `bash loadtest/profile.sh` repeats this with call graphs). Shares are of the server's samples, kernel included.\n",
+	p("rlstore's hottest functions while serving %s at -P 16 with %d connections, sampled from outside with `perf record -F 499 -p <pid>` for %s, so kernel time is included (`bash loadtest/profile.sh` repeats this with call graphs; `rlstore --pprof-addr` serves Go's own profiles). Shares are of the server's samples, kernel included.\n",
 		rep.Config.Pairs[0].Native, rep.Config.Conns, rep.Config.ProfileFor)
 	p("```")
 	for _, l := range rep.Profile {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Profiles rlstore's CPU under load with Linux perf (rlstore serves no pprof
-# endpoint, so this samples it from outside): builds rlstore and rlload,
+# Profiles rlstore's CPU under load with Linux perf, from outside and with
+# kernel time (rlstore --pprof-addr serves Go's own profiles instead): builds rlstore and rlload,
 # starts rlstore on a free port, runs one rlload workload against it and
 # records the server meanwhile, then prints the hottest functions.
 #   bash loadtest/profile.sh [workload] [pipeline depth] [seconds]

@@ -13,7 +13,7 @@ import (
 
 // PerfProfile samples process pid's CPU with Linux perf for d and returns
 // its top hottest functions, one "share  [user|kernel]  symbol" line each.
-// rlstore serves no pprof endpoint, so it is profiled from outside. It fails
+// It samples from outside, kernel included, which rlstore's --pprof-addr does not. It fails
 // when perf is missing or may not trace the process.
 func PerfProfile(ctx context.Context, pid int, d time.Duration, top int) ([]string, error) {
 	if _, err := exec.LookPath("perf"); err != nil {
