@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// clusterProc is one rlstore process of a cluster on loopback.
+type clusterProc struct {
+	*proc
+	name, addr, gossip string
+}
+
+var gossipLine = regexp.MustCompile(`msg="cluster: joined gossip" node=\S+ gossip=(\S+)`)
+
+func startClusterProc(t *testing.T, name string, seed string, extra ...string) *clusterProc {
+	t.Helper()
+	args := []string{"--port", "0", "--node-name", name, "--cluster-addr", "127.0.0.1:0", "--cluster-timing", "fast"}
+	if seed != "" {
+		args = append(args, "--join", seed)
+	}
+	p := startProc(t, nil, append(args, extra...)...)
+	gossip := p.WaitLog(t, gossipLine)[1]
+	return &clusterProc{proc: p, name: name, addr: p.Addr(t), gossip: gossip}
+}
+
+// startClusterProcs starts n processes joined through the first and waits
+// until each sees n owners.
+func startClusterProcs(t *testing.T, n int, extra ...string) []*clusterProc {
+	t.Helper()
+	ps := []*clusterProc{startClusterProc(t, "p0", "", extra...)}
+	for i := 1; i < n; i++ {
+		ps = append(ps, startClusterProc(t, fmt.Sprint("p", i), ps[0].gossip, extra...))
+	}
+	for _, p := range ps {
+		waitClusterSize(t, p, n)
+	}
+	return ps
+}
+
+func waitClusterSize(t *testing.T, p *clusterProc, n int) {
+	t.Helper()
+	c := newClient(t, p.addr)
+	want := fmt.Sprintf("cluster_size:%d\r\n", n)
+	require.Eventually(t, func() bool {
+		info, err := c.ClusterInfo(context.Background()).Result()
+		return err == nil && regexp.MustCompile(want).MatchString(info)
+	}, deadline, 10*time.Millisecond, "%s sees %d owners", p.name, n)
+}
+
+// keyOwnedBy returns a key that p owns, as asking any node says.
+func keyOwnedBy(t *testing.T, via *redis.Client, owner string, prefix string) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		k := fmt.Sprint(prefix, i)
+		rep, err := via.Do(context.Background(), "RL.CLUSTER", "OWNER", k).Result()
+		require.NoError(t, err)
+		if rep.(map[any]any)["owner"] == owner { // a RESP3 map: go-redis speaks RESP3 by default
+			return k
+		}
+	}
+}
+
+func slide(t *testing.T, c *redis.Client, key string) []int64 {
+	t.Helper()
+	rep, err := c.Do(context.Background(), "RL.SLIDE", key, 3, 3600).Int64Slice()
+	require.NoError(t, err)
+	return rep
+}
+
+// TestClusterProcessKill: kill -9 of a node leaves other owners' keys as
+// they were, and the dead node's keys are served by their new owner as
+// soon as its death is detected (from empty state: no replicas yet).
+func TestClusterProcessKill(t *testing.T) {
+	ps := startClusterProcs(t, 3)
+	c0, c2 := newClient(t, ps[0].addr), newClient(t, ps[2].addr)
+	kept := keyOwnedBy(t, c0, "p0", "kept:")
+	lost := keyOwnedBy(t, c0, "p1", "lost:")
+	for range 3 {
+		slide(t, c2, kept) // through a node that forwards
+		slide(t, c0, lost)
+	}
+	assert.Equal(t, int64(0), slide(t, c2, kept)[0], "at its limit")
+	ps[1].Kill()
+	killed := time.Now()
+	waitClusterSize(t, ps[0], 2)
+	waitClusterSize(t, ps[2], 2)
+	t.Logf("death detected by both survivors %v after kill -9", time.Since(killed).Round(time.Millisecond))
+	assert.Equal(t, int64(0), slide(t, c0, kept)[0], "kill -9 of a non-owner changes nothing for the key")
+	assert.Equal(t, int64(0), slide(t, c2, kept)[0])
+	detected := time.Now()
+	require.Eventually(t, func() bool {
+		rep, err := c2.Do(context.Background(), "RL.SLIDE", lost, 3, 3600).Int64Slice()
+		return err == nil && rep[0] == 1
+	}, 3*time.Second, 10*time.Millisecond, "the dead owner's key is served by its new owner")
+	t.Logf("served by the new owner %v after detection", time.Since(detected).Round(time.Millisecond))
+}
+
+// TestClusterProcessStoppedPeer: a peer that stops answering (SIGSTOP)
+// makes a forwarded request wait only --cluster-timeout, then get what
+// --owner-unreachable says.
+func TestClusterProcessStoppedPeer(t *testing.T) {
+	ps := startClusterProcs(t, 3, "--cluster-timeout", "300ms", "--owner-unreachable", "deny")
+	c0 := newClient(t, ps[0].addr)
+	key := keyOwnedBy(t, c0, "p1", "stopped:")
+	assert.Equal(t, int64(1), slide(t, c0, key)[0])
+	require.NoError(t, ps[1].Cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = ps[1].Cmd.Process.Signal(syscall.SIGCONT) })
+	start := time.Now()
+	pipe := c0.Pipeline()
+	local := keyOwnedBy(t, c0, "p0", "local:")
+	a := pipe.Do(context.Background(), "RL.SLIDE", key, 3, 3600)
+	b := pipe.Do(context.Background(), "RL.SLIDE", local, 3, 3600)
+	_, _ = pipe.Exec(context.Background())
+	took := time.Since(start)
+	assert.Equal(t, []int64{0, 0, 0, 1000, 0}, must(a.Int64Slice()), "denied, as --owner-unreachable deny says")
+	assert.Equal(t, int64(1), must(b.Int64Slice())[0], "the local key in the same pipeline is served")
+	assert.Less(t, took, 2*time.Second, "bounded by --cluster-timeout")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestClusterProcessWrongKey: a node with another --cluster-key cannot join.
+func TestClusterProcessWrongKey(t *testing.T) {
+	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
+	ps := startClusterProcs(t, 2, "--cluster-key", key)
+	other := startClusterProc(t, "intruder", ps[0].gossip, "--cluster-key", "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=")
+	none := startClusterProc(t, "plain", ps[0].gossip)
+	c := newClient(t, ps[0].addr)
+	assert.Never(t, func() bool {
+		info, err := c.ClusterInfo(context.Background()).Result()
+		return err != nil || !regexp.MustCompile("cluster_size:2\r\n").MatchString(info)
+	}, 1500*time.Millisecond, 50*time.Millisecond, "nobody without the key joins")
+	waitClusterSize(t, other, 1)
+	waitClusterSize(t, none, 1)
+}
