@@ -66,7 +66,7 @@ func runScript(t *testing.T, name string, args ...string) {
 // 10,000 keys must end with every key once.
 func TestNodeRedis4ScanEnds(t *testing.T) { runScript(t, needNode(t), "scan4.mjs") }
 
-// TestIoredisAndNodeRedis5Calls: ioredis 5 and node-redis 5 (RESP2, RESP3,
+// TestIoredisAndNodeRedis5Calls: ioredis 5 and 6 and node-redis 5 (RESP2, RESP3,
 // RESP3 with client-side caching) call RL commands, pipelined and in MULTI.
 func TestIoredisAndNodeRedis5Calls(t *testing.T) { runScript(t, needNode(t), "calls.mjs") }
 
