@@ -72,8 +72,9 @@ type client struct {
 	id        int64
 	resp      int // protocol version: 2 or 3
 	authed    bool
-	authFails int   // wrong passwords sent, for maxAuthFailures
-	errs      int64 // error replies written, for INFO commandstats' failed_calls
+	user      *aclUser // the ACL file's user it authenticated as; nil: the default user without an ACL file
+	authFails int      // wrong passwords sent, for maxAuthFailures
+	errs      int64    // error replies written, for INFO commandstats' failed_calls
 	created   time.Time
 	addr      string
 	laddr     string

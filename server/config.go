@@ -21,7 +21,7 @@ func configParams() []configParam {
 	return append([]configParam{
 		{name: "bind", get: func(s *Server) string { h, _ := s.hostPort(); return h }},
 		{name: "port", get: func(s *Server) string { _, p := s.hostPort(); return p }},
-		{name: "requirepass", get: (*Server).requirePass, check: checkRequirePass, set: setRequirePass},
+		{name: "requirepass", get: hiddenPass, check: checkRequirePass, set: setRequirePass},
 		{name: "maxclients", get: getMaxClients, check: checkMaxClients, set: setMaxClients},
 		{name: "max-request-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxRequestBytes, 10) }},
 		{name: "max-key-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxKeyBytes, 10) }},
@@ -100,6 +100,16 @@ func findParam(name []byte) *configParam {
 		}
 	}
 	return nil
+}
+
+// hiddenPass is what CONFIG GET shows of requirepass: whether there is one,
+// never the password, which would otherwise reach any client allowed CONFIG
+// and every log of its replies.
+func hiddenPass(s *Server) string {
+	if s.requirePass() == "" {
+		return ""
+	}
+	return "(set)"
 }
 
 func setRequirePass(s *Server, v []byte) {

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/subtle"
 	"strings"
+	"time"
 )
 
 // Replies of the connection commands, in Redis's words.
@@ -71,16 +72,13 @@ func cmdAuth(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(errSyntax)
 		return
 	}
-	if len(args) == 2 && s.requirePass() == "" {
+	if len(args) == 2 && s.acl.Load() == nil && s.requirePass() == "" {
 		c.conn.WriteError(errNoPassSet)
 		return
 	}
-	if !s.checkAuth(args[1:]) {
-		s.wrongPass(c)
-		return
+	if s.login(c, args[1:]) {
+		c.conn.WriteString("OK")
 	}
-	c.authed = true
-	c.conn.WriteString("OK")
 }
 
 // maxAuthFailures is how many wrong passwords a connection that has not
@@ -91,13 +89,34 @@ const maxAuthFailures = 5
 
 // wrongPass refuses a wrong password, and closes a connection that has not
 // authenticated once it has sent maxAuthFailures of them.
-func (s *Server) wrongPass(c *client) {
+func (s *Server) wrongPass(c *client) { s.refuseAuth(c, errWrongPass) }
+
+func (s *Server) refuseAuth(c *client, reply string) {
 	s.authFailures.Add(1)
-	c.conn.WriteError(errWrongPass)
+	c.conn.WriteError(reply)
 	if c.authFails++; c.authFails >= maxAuthFailures && !c.authed {
 		s.log.Debug("closing a client after repeated wrong passwords", "client", c.id, "addr", c.addr, "failures", c.authFails)
 		s.closeAfterReply(c)
 	}
+}
+
+// login authenticates c as [user] pass and reports whether it did. It
+// replies to a failure: the password is not even checked while c's address
+// must wait after too many wrong ones.
+func (s *Server) login(c *client, cred [][]byte) bool {
+	now := time.Now()
+	if wait := s.guard.wait(c.addr, now); wait > 0 {
+		s.refuseAuth(c, errAuthBlocked(wait))
+		return false
+	}
+	u, ok := s.authenticate(cred)
+	if !ok {
+		s.guard.failed(c.addr, now)
+		s.wrongPass(c)
+		return false
+	}
+	c.user, c.authed = u, true
+	return true
 }
 
 // checkAuth reports whether [user] pass is the default user's password,
@@ -127,8 +146,7 @@ func cmdHello(s *Server, c *client, args [][]byte) {
 	case reply != "":
 		c.conn.WriteError(reply)
 		return
-	case h.auth != nil && !s.checkAuth(h.auth):
-		s.wrongPass(c)
+	case h.auth != nil && !s.login(c, h.auth):
 		return
 	case h.auth == nil && !c.authed:
 		c.conn.WriteError(errHelloNoAuth)

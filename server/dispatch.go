@@ -27,6 +27,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	case !c.authed && cm.flags&flagNoAuth == 0:
 		cm.stats.rejected.Add(1)
 		reject(c, errNoAuth)
+	case c.user != nil && cm.flags&flagNoAuth == 0 && s.refusedByACL(c, cm, args):
 	case c.multi && cm.flags&flagNoQueue == 0:
 		s.enqueue(c, cm, args)
 	case s.cl == nil || !s.routeOne(c, cm, args):
@@ -67,6 +68,18 @@ func (s *Server) ran(c *client, cm *command, args [][]byte, start time.Time, err
 		cm.stats.failed.Add(1)
 	}
 	s.slow.record(c, args, d)
+}
+
+// refusedByACL refuses cm with -NOPERM, and says so, if c's user may not
+// run it on its keys.
+func (s *Server) refusedByACL(c *client, cm *command, args [][]byte) bool {
+	reply := c.user.may(cm, args)
+	if reply == "" {
+		return false
+	}
+	cm.stats.rejected.Add(1)
+	reject(c, reply)
+	return true
 }
 
 // reject refuses a command. Inside MULTI that dooms the transaction, as in Redis.

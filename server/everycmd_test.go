@@ -39,6 +39,8 @@ func everyCommand() []callCase {
 		ok("TIME"), {[]string{"SAVE"}, errNoPersistence}, {[]string{"BGSAVE"}, errNoPersistence}, ok("LASTSAVE"),
 		ok("INFO"), ok("INFO", "server"),
 		ok("SLOWLOG", "GET"), ok("SLOWLOG", "GET", "1"), ok("SLOWLOG", "LEN"), ok("SLOWLOG", "RESET"), ok("SLOWLOG", "HELP"),
+		ok("ACL", "WHOAMI"), ok("ACL", "LIST"), ok("ACL", "USERS"), ok("ACL", "HELP"),
+		{[]string{"ACL", "LOAD"}, errNoACLFile},
 		ok("LATENCY", "LATEST"), ok("LATENCY", "RESET"), ok("LATENCY", "HELP"),
 		ok("RL.SLIDE", "every:slide", "10", "60"), ok("RL.SLIDE", "every:slide", "10", "60", "COST", "2", "PEEK"),
 		ok("RL.TOKEN", "every:token", "10", "1", "1s"), ok("RL.FIXED", "every:fixed", "10", "1m"),

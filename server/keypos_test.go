@@ -23,7 +23,7 @@ var keyPositions = map[string][3]int8{
 	"shutdown": {}, "multi": {}, "exec": {}, "discard": {},
 	"watch": {1, -1, 1}, "unwatch": {}, "subscribe": {}, "unsubscribe": {}, "monitor": {}, "memory": {}, "object": {},
 	"cluster": {}, "readonly": {}, "readwrite": {}, "asking": {}, "rl.cluster": {}, "rl.peer": {}, "rl.hop": {},
-	"slowlog": {}, "latency": {},
+	"slowlog": {}, "latency": {}, "acl": {},
 }
 
 func TestCommandInfoNamesEveryKey(t *testing.T) {

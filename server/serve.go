@@ -103,7 +103,8 @@ func (s *Server) refuse(c *client, rc *respConn, perr error) error {
 
 // newClient registers the client of a connection the listener admitted.
 func (s *Server) newClient(rc *respConn, g *guardConn) *client {
-	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1), resp: 2, authed: s.requirePass() == "",
+	user, authed := s.defaultUser()
+	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1), resp: 2, authed: authed, user: user,
 		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
 	c.meta.resp = 2
 	c.qlen.Store(-1)

@@ -27,9 +27,18 @@ type Config struct {
 	Clock    func() time.Time      // the clock decisions and sweeps use. Default time.Now
 	Version  string                // rlstore's version, shown by INFO and HELLO. Default "dev"
 
-	RequirePass     string // the default user's password; "" needs no AUTH. CONFIG SET can change it
-	MaxClients      int    // connections beyond it are refused. Default DefaultMaxClients
-	MaxRequestBytes int64  // largest request, and largest MULTI queue. Default DefaultMaxRequestBytes
+	RequirePass string // the default user's password; "" needs no AUTH. CONFIG SET can change it
+	// ACLFile names a file of users in redis-server's aclfile syntax; a
+	// "default" user in it replaces RequirePass. ACL LOAD reads it again.
+	ACLFile string
+	// AuthFailLimit wrong passwords from one IP address within
+	// AuthFailWindow make that address's next AUTH wait, unchecked, until
+	// the oldest leaves the window. Defaults DefaultAuthFailLimit and
+	// DefaultAuthFailWindow; a negative limit turns the guard off.
+	AuthFailLimit   int
+	AuthFailWindow  time.Duration
+	MaxClients      int   // connections beyond it are refused. Default DefaultMaxClients
+	MaxRequestBytes int64 // largest request, and largest MULTI queue. Default DefaultMaxRequestBytes
 
 	// RenameCommands serves the command named by each key under its value
 	// instead, or not at all if the value is "" (redis.conf's rename-command).
@@ -106,6 +115,8 @@ type Server struct {
 	cl       *clusterNode // nil without a cluster
 
 	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
+	acl        atomic.Pointer[acl]    // the ACL file's users; nil without one
+	guard      *authGuard             // nil when off
 	maxClients atomic.Int64
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
@@ -147,6 +158,17 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, commands: map[string]*command{}, started: time.Now(),
 		clients: map[int64]*client{}, done: make(chan struct{})}
 	s.pass.Store(&cfg.RequirePass)
+	if cfg.ACLFile != "" {
+		a, err := loadACL(cfg.ACLFile)
+		if err != nil {
+			return nil, err
+		}
+		s.acl.Store(a)
+	}
+	var err error
+	if s.guard, err = newAuthGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
+		return nil, err
+	}
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.slow.slowerThan.Store(int64(cfg.SlowlogSlowerThan))
 	s.slow.maxLen.Store(cfg.SlowlogMaxLen)
@@ -157,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 	s.register(serverCommands())
 	s.register(introspectionCommands())
 	s.register(slowlogCommands())
+	s.register(aclCommands())
 	s.register(pubsubCommands())
 	s.register(monitorCommands())
 	s.register(objectCommands())
@@ -204,6 +227,8 @@ func (cfg *Config) withDefaults() error {
 	setDefault(&cfg.SweepBudget, DefaultSweepBudget)
 	setDefault(&cfg.SlowlogSlowerThan, DefaultSlowlogSlowerThan)
 	setDefault(&cfg.SlowlogMaxLen, DefaultSlowlogMaxLen)
+	setDefault(&cfg.AuthFailLimit, DefaultAuthFailLimit)
+	setDefault(&cfg.AuthFailWindow, DefaultAuthFailWindow)
 	return nil
 }
 

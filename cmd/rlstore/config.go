@@ -51,6 +51,9 @@ type config struct {
 	MetricsAddr     string // host:port serving /metrics, /healthz, /readyz and /debug/pprof/; "": off
 	SlowlogSlower   int64  // microseconds, as redis-server's slowlog-log-slower-than; -1: off, 0: every command
 	SlowlogMaxLen   int64
+	ACLFile         string        // users in redis-server's aclfile syntax
+	AuthFailLimit   int           // wrong passwords per client address per AuthFailWindow; 0: no limit
+	AuthFailWindow  time.Duration //
 	ConfigFile      string
 	Cluster         clusterFlags
 }
@@ -89,6 +92,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "`host:port` serving Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (e.g. 127.0.0.1:9121); empty: off")
 	fs.Int64Var(&c.SlowlogSlower, "slowlog-log-slower-than", server.DefaultSlowlogSlowerThan.Microseconds(), "SLOWLOG records commands that take at least this many `microseconds`; -1: none, 0: every command")
 	fs.Int64Var(&c.SlowlogMaxLen, "slowlog-max-len", server.DefaultSlowlogMaxLen, "most `number` of entries SLOWLOG keeps")
+	fs.StringVar(&c.ACLFile, "aclfile", "", "`file` of users in redis-server's aclfile syntax (user NAME on >password ~pattern +command ...); ACL LOAD reads it again")
+	fs.IntVar(&c.AuthFailLimit, "auth-fail-limit", server.DefaultAuthFailLimit, "wrong passwords one client IP address may send within --auth-fail-window before its AUTH is refused unchecked until the oldest leaves the window, a `number`; 0: no limit")
+	fs.Var(newSeconds(&c.AuthFailWindow, server.DefaultAuthFailWindow), "auth-fail-window", "the sliding window of --auth-fail-limit, a `duration` in whole seconds (60, 1m)")
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML `file` of options, named like the flags (port: 6380); flags override it, and it overrides RLSTORE_* variables")
 	return fs
 }
@@ -205,6 +211,8 @@ func (c config) validate() error {
 		{c.ShutdownTimeout <= 0, "--shutdown-timeout must be positive"},
 		{c.SlowlogSlower < -1, "--slowlog-log-slower-than must be -1 or more"},
 		{c.SlowlogMaxLen < 1, "--slowlog-max-len must be at least 1"},
+		{c.AuthFailLimit < 0, "--auth-fail-limit must not be negative"},
+		{c.AuthFailWindow < time.Second || c.AuthFailWindow%time.Second != 0, "--auth-fail-window must be whole seconds, at least 1"},
 	}
 	for _, ch := range checks {
 		if ch.bad {
@@ -238,13 +246,24 @@ func (c config) bindAddr() (netip.Addr, error) {
 }
 
 // checkProtectedMode refuses to expose an unauthenticated server beyond this machine.
+// An ACL file counts as a password when every user it turns on needs one.
 func (c config) checkProtectedMode(ip netip.Addr) error {
-	if !c.ProtectedMode || c.RequirePass != "" || ip.IsLoopback() {
+	if !c.ProtectedMode || ip.IsLoopback() {
+		return nil
+	}
+	withPass := c.RequirePass != ""
+	if c.ACLFile != "" {
+		var err error
+		if withPass, err = server.ACLFileHasPassword(c.ACLFile, c.RequirePass); err != nil {
+			return fmt.Errorf("--aclfile: %w", err)
+		}
+	}
+	if withPass {
 		return nil
 	}
 	return fmt.Errorf("protected mode: refusing to listen on %s, which is not a loopback address, "+
-		"without a password. Set --requirepass, or pass --protected-mode no if every client that can "+
-		"reach this address may use the server", c.Bind)
+		"without a password. Set --requirepass or an --aclfile whose users all have passwords, or pass "+
+		"--protected-mode no if every client that can reach this address may use the server", c.Bind)
 }
 
 // checkDataDir rejects a --data-dir that exists but is not a folder. A missing
@@ -292,7 +311,18 @@ func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.
 
 		SlowlogSlowerThan: slowerThan(c.SlowlogSlower),
 		SlowlogMaxLen:     c.SlowlogMaxLen,
+		ACLFile:           c.ACLFile,
+		AuthFailLimit:     authFailLimit(c.AuthFailLimit),
+		AuthFailWindow:    c.AuthFailWindow,
 	}
+}
+
+// authFailLimit turns --auth-fail-limit's 0 (no limit) into the server's -1.
+func authFailLimit(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // slowerThan turns --slowlog-log-slower-than's microseconds into the

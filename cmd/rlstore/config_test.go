@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 		Bind: "127.0.0.1", Port: 6379, ProtectedMode: true, MaxClients: 10000,
 		MaxRequestBytes: 1 << 20, MaxPolicies: 10000, ClientOutput: 64 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
 		SaveInterval: 5 * time.Minute, LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
-		SlowlogSlower: 10000, SlowlogMaxLen: 128,
+		SlowlogSlower: 10000, SlowlogMaxLen: 128, AuthFailLimit: 10, AuthFailWindow: time.Minute,
 		Cluster: clusterFlags{Unreachable: "error", Timeout: time.Second, Timing: "lan", LeaveTimeout: 10 * time.Second},
 	}, c)
 	assert.Equal(t, "127.0.0.1:6379", c.addr())
@@ -201,6 +201,15 @@ func TestValidationErrors(t *testing.T) {
 }
 
 func TestProtectedMode(t *testing.T) {
+	dir := t.TempDir()
+	acl := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		return path
+	}
+	allPass := acl("all.acl", "user default on >pw ~* +@all\nuser rl on >pw2 ~api:* +rl.slide\n")
+	openUser := acl("open.acl", "user default on >pw ~* +@all\nuser guest on nopass ~* +@all\n")
+	noDefault := acl("nodefault.acl", "user rl on >pw2 ~api:* +rl.slide\n")
 	tests := []struct {
 		args   []string
 		refuse bool
@@ -215,6 +224,11 @@ func TestProtectedMode(t *testing.T) {
 		{[]string{"--bind", "0.0.0.0", "--requirepass", "x"}, false},
 		{[]string{"--bind", "0.0.0.0", "--protected-mode", "no"}, false},
 		{[]string{"--bind", "0.0.0.0", "--protected-mode=no"}, false},
+		{[]string{"--bind", "0.0.0.0", "--aclfile", allPass}, false},
+		{[]string{"--bind", "0.0.0.0", "--aclfile", openUser}, true},
+		{[]string{"--bind", "0.0.0.0", "--aclfile", noDefault}, true},
+		{[]string{"--bind", "0.0.0.0", "--aclfile", noDefault, "--requirepass", "x"}, false},
+		{[]string{"--bind", "0.0.0.0", "--aclfile", openUser, "--requirepass", "x"}, true},
 	}
 	for _, tt := range tests {
 		_, err := load(t, tt.args, nil)
