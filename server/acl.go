@@ -80,7 +80,7 @@ func loadACL(path string) (*acl, error) {
 
 func parseACLUser(f []string) (*aclUser, error) {
 	if len(f) < 2 || f[0] != "user" {
-		return nil, errors.New("a line must be: user NAME rule ...")
+		return nil, errors.New("a line must be user, a name and rules")
 	}
 	u := &aclUser{name: f[1], cmds: map[string]bool{}, rules: []string{}}
 	for _, r := range f[2:] {
