@@ -1,0 +1,55 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// parseAndReply runs the transport's own work for a batch held in rc's
+// buffer: parse every request and write a decision-shaped reply to each.
+func parseAndReply(rc *respConn, batch []byte) int {
+	rc.r, rc.w = 0, copy(rc.buf, batch)
+	rc.out = rc.out[:0]
+	n := 0
+	for {
+		args, err := rc.command()
+		if err != nil || args == nil {
+			return n
+		}
+		rc.WriteArray(5)
+		for _, v := range [5]int64{1, 100, 99, 0, 59000} {
+			rc.WriteInt64(v)
+		}
+		n++
+	}
+}
+
+func newBenchConn() *respConn {
+	return newRespConn(&guardConn{}, DefaultMaxRequestBytes, DefaultClientOutputLimit)
+}
+
+// BenchmarkTransportBatch measures parsing 16 pipelined RL.SLIDE requests
+// and writing their replies, without the socket: the transport's share of
+// a decision at -P 16.
+func BenchmarkTransportBatch(b *testing.B) {
+	rc := newBenchConn()
+	batch := []byte(strings.Repeat(resp("RL.SLIDE", "user:0000001:api", "100", "60"), 16))
+	parseAndReply(rc, batch) // warm the reply buffer
+	b.ReportAllocs()
+	b.SetBytes(int64(len(batch)))
+	b.ResetTimer()
+	for range b.N {
+		parseAndReply(rc, batch)
+	}
+}
+
+// TestTransportBatchAllocs guards the transport's hot path: parsing a batch
+// and writing its replies allocate nothing once the buffers are warm.
+func TestTransportBatchAllocs(t *testing.T) {
+	rc := newBenchConn()
+	batch := []byte(strings.Repeat(resp("RL.SLIDE", "user:0000001:api", "100", "60"), 16))
+	assert.Equal(t, 16, parseAndReply(rc, batch))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { parseAndReply(rc, batch) }))
+}
