@@ -40,7 +40,7 @@ const (
 )
 
 // field is one positional parameter of an algorithm, as its command and a
-// policy rule take it: an integer, or a duration (SPEC §1) whose misreading
+// policy rule take it: an integer, or a duration (docs/commands.md, Conventions) whose misreading
 // gets bad.
 type field struct {
 	duration bool
@@ -190,7 +190,7 @@ func parseDigits(b []byte) (uint64, bool) {
 	return u, true
 }
 
-// ParseDuration parses a duration of SPEC §1: whole seconds ("60") or an
+// ParseDuration parses a duration (docs/commands.md, Conventions): whole seconds ("60") or an
 // integer with a unit ms, s, m, h or d ("500ms", "7d"). Units are lower case,
 // so that "M" is never taken for minutes or months by mistake.
 func ParseDuration(b []byte) (time.Duration, bool) {

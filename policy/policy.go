@@ -23,7 +23,7 @@ const (
 )
 
 // Policy is a named set of rules that RL.CHECK evaluates on a key all or
-// nothing (SPEC §4). Each rule keeps its state for a key under an internal
+// nothing (docs/commands.md, Policies). Each rule keeps its state for a key under an internal
 // key of its own (see AppendRuleKey). A Policy is immutable once parsed, so
 // it is safe for concurrent use.
 type Policy struct {

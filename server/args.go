@@ -69,5 +69,5 @@ func parseOptions(opts [][]byte, a *decisionArgs) error {
 // parseInt parses a base-10 int64 as strictly as Redis's string2ll (see policy.ParseInt).
 func parseInt(b []byte) (int64, bool) { return policy.ParseInt(b) }
 
-// parseDuration parses a duration of SPEC §1 (see policy.ParseDuration).
+// parseDuration parses a duration (docs/commands.md, Conventions) (see policy.ParseDuration).
 func parseDuration(b []byte) (time.Duration, bool) { return policy.ParseDuration(b) }

@@ -15,7 +15,7 @@ const (
 	errReplyOOM       = "OOM command not allowed when used memory > 'maxmemory'."
 )
 
-// decisionCommands are every decision command: the native ones of SPEC §3,
+// decisionCommands are every decision command: the native ones (docs/commands.md, Decision commands),
 // one line each, CL.THROTTLE and RL.CHECK. Each parses its arguments into a
 // request and hands it to decide.
 func decisionCommands() []command {

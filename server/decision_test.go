@@ -229,7 +229,7 @@ func TestStoreFullIsOOM(t *testing.T) {
 	wantDecision(t, c, "RL.SLIDE", "a", 5, 60)
 	wantErrReply(t, c, oom, "RL.SLIDE", "b", 5, 60)
 	wantErrReply(t, c, oom, "RL.TOKEN", "b", 5, 1, "1s")
-	wantErrReply(t, c, oom, "RL.SLIDE", "b", 5, 60, "PEEK") // exactly the reply of the same call (SPEC §1)
+	wantErrReply(t, c, oom, "RL.SLIDE", "b", 5, 60, "PEEK") // exactly the reply of the same call (docs/commands.md, Conventions)
 	assert.Equal(t, [5]int64{0, 5, 5, -1, 0}, wantDecision(t, c, "RL.SLIDE", "b", 5, 60, "COST", 6, "PEEK"), "a denied peek needs no room")
 	assert.Equal(t, [5]int64{1, 5, 3, 0, 60000}, wantDecision(t, c, "RL.SLIDE", "a", 5, 60, "PEEK"), "an existing key needs no room")
 	assert.Equal(t, [5]int64{1, 5, 3, 0, 60000}, wantDecision(t, c, "RL.SLIDE", "a", 5, 60), "an existing key must keep working")

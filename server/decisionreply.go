@@ -9,7 +9,7 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// writeOutcome writes the reply of the command that asked for r: SPEC §2's
+// writeOutcome writes the reply of the command that asked for r: the decision reply's (docs/commands.md)
 // five integers, RL.CHECK's six, or CL.THROTTLE's redis-cell reply.
 func writeOutcome(c *client, r *request, o outcome) {
 	switch r.op {
@@ -34,7 +34,7 @@ func writeOutcome(c *client, r *request, o outcome) {
 	}
 }
 
-// writeDecision writes the five-integer reply of SPEC §2. It is an array in RESP2 and RESP3 alike.
+// writeDecision writes the five-integer reply (docs/commands.md, The decision reply). It is an array in RESP2 and RESP3 alike.
 func writeDecision(c *client, d window.Decision) {
 	f := decisionFields(d)
 	c.conn.WriteArray(len(f))

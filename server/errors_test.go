@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSpecErrorWordings walks every error of SPEC §6 over go-redis, in both
+// TestSpecErrorWordings walks every error (docs/commands.md, Errors) over go-redis, in both
 // protocols, each worded exactly as Redis words it.
 func TestSpecErrorWordings(t *testing.T) {
 	bothProtocols(t, func(t *testing.T, proto int) {

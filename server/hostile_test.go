@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBadFramingIsRefusedAndClosed sends each hostile input of SPEC §7 on
+// TestBadFramingIsRefusedAndClosed sends each hostile input (docs/commands.md, Bad input and limits) on
 // its own connection: the server answers the requests before it, replies
 // with a protocol error, closes, and serves a new connection after.
 func TestBadFramingIsRefusedAndClosed(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"github.com/rlstore/rlstore/window"
 )
 
-// keyspaceCommands are the Redis key commands of SPEC §5.
+// keyspaceCommands are the Redis key commands (docs/commands.md, Inspection and keyspace).
 //
 // A key whose state has expired but that Sweep has not yet freed no longer
 // restricts anything, so, like a Redis key past its TTL, it does not exist for

@@ -20,7 +20,7 @@ type policies struct {
 	stats  map[string]*policyStats // counters of each policy in byName, for /metrics
 }
 
-// policyCommands is RL.POLICY (SPEC §4); RL.CHECK is a decision command.
+// policyCommands is RL.POLICY (docs/commands.md, Policies); RL.CHECK is a decision command.
 func policyCommands() []command {
 	return []command{
 		{name: "rl.policy", arity: -2, group: "rl", summary: "Defines named, durable, multi-rule policies", subs: []command{
