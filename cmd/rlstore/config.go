@@ -51,6 +51,11 @@ type config struct {
 	MetricsAddr     string // host:port serving /metrics, /healthz, /readyz and /debug/pprof/; "": off
 	SlowlogSlower   int64  // microseconds, as redis-server's slowlog-log-slower-than; -1: off, 0: every command
 	SlowlogMaxLen   int64
+	TLSPort         int // 0: no TLS port
+	TLSCertFile     string
+	TLSKeyFile      string
+	TLSCACertFile   string
+	TLSAuthClients  string        // yes|no|optional
 	ACLFile         string        // users in redis-server's aclfile syntax
 	AuthFailLimit   int           // wrong passwords per client address per AuthFailWindow; 0: no limit
 	AuthFailWindow  time.Duration //
@@ -92,6 +97,11 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "`host:port` serving Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (e.g. 127.0.0.1:9121); empty: off")
 	fs.Int64Var(&c.SlowlogSlower, "slowlog-log-slower-than", server.DefaultSlowlogSlowerThan.Microseconds(), "SLOWLOG records commands that take at least this many `microseconds`; -1: none, 0: every command")
 	fs.Int64Var(&c.SlowlogMaxLen, "slowlog-max-len", server.DefaultSlowlogMaxLen, "most `number` of entries SLOWLOG keeps")
+	fs.IntVar(&c.TLSPort, "tls-port", 0, "TCP `port` serving TLS, beside --port's plain text; 0: no TLS")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "PEM `file` of the server's certificate (chain) for --tls-port; reloaded on SIGHUP or when it changes")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "PEM `file` of the private key of --tls-cert-file")
+	fs.StringVar(&c.TLSCACertFile, "tls-ca-cert-file", "", "PEM `file` of the CA certificates that client certificates must chain to")
+	fs.Var(newOneOf(&c.TLSAuthClients, "yes", "yes", "no", "optional"), "tls-auth-clients", "`yes|no|optional`: whether TLS clients must present a certificate signed by --tls-ca-cert-file (mutual TLS); optional checks one only if given")
 	fs.StringVar(&c.ACLFile, "aclfile", "", "`file` of users in redis-server's aclfile syntax (user NAME on >password ~pattern +command ...); ACL LOAD reads it again")
 	fs.IntVar(&c.AuthFailLimit, "auth-fail-limit", server.DefaultAuthFailLimit, "wrong passwords one client IP address may send within --auth-fail-window before its AUTH is refused unchecked until the oldest leaves the window, a `number`; 0: no limit")
 	fs.Var(newSeconds(&c.AuthFailWindow, server.DefaultAuthFailWindow), "auth-fail-window", "the sliding window of --auth-fail-limit, a `duration` in whole seconds (60, 1m)")
@@ -212,6 +222,8 @@ func (c config) validate() error {
 		{c.SlowlogSlower < -1, "--slowlog-log-slower-than must be -1 or more"},
 		{c.SlowlogMaxLen < 1, "--slowlog-max-len must be at least 1"},
 		{c.AuthFailLimit < 0, "--auth-fail-limit must not be negative"},
+		{c.TLSPort < 0 || c.TLSPort > 65535, "--tls-port " + strconv.Itoa(c.TLSPort) + " is out of range 0-65535"},
+		{c.TLSPort != 0 && (c.TLSCertFile == "" || c.TLSKeyFile == ""), "--tls-port needs --tls-cert-file and --tls-key-file"},
 		{c.AuthFailWindow < time.Second || c.AuthFailWindow%time.Second != 0, "--auth-fail-window must be whole seconds, at least 1"},
 	}
 	for _, ch := range checks {

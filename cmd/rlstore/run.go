@@ -79,6 +79,16 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 			return err
 		}
 	}
+	if cfg.TLSPort != 0 {
+		stopCerts, err := withTLS(cfg, &scfg, log)
+		if err != nil {
+			if cn != nil {
+				cn.close()
+			}
+			return err
+		}
+		defer stopCerts()
+	}
 	srv, err := server.New(scfg)
 	if err != nil {
 		if cn != nil {
