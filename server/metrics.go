@@ -23,6 +23,7 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.writeStoreMetrics(w)
 	s.writeConnMetrics(w)
 	s.writePersistenceMetrics(w)
+	s.writeClusterMetrics(w)
 	for _, f := range s.extraMetrics() {
 		f(w)
 	}
@@ -129,9 +130,23 @@ func (s *Server) writePersistenceMetrics(w io.Writer) {
 	histogram(w, "rlstore_persistence_commit_duration_seconds", "", &s.commits)
 }
 
+func (s *Server) writeClusterMetrics(w io.Writer) {
+	gauge(w, "rlstore_cluster_enabled", boolFloat(s.cl != nil))
+	if s.cl == nil {
+		return
+	}
+	v := s.cl.view()
+	gauge(w, "rlstore_cluster_members", float64(len(v.Members)))
+	gauge(w, "rlstore_cluster_owners", float64(len(v.Table.Nodes())))
+	gauge(w, "rlstore_cluster_slots_owned", float64(len(rangesSlots(v.Table.Ranges(v.Self)))))
+	counter(w, "rlstore_cluster_forwarded_total", s.cl.forwarded.Load())
+	counter(w, "rlstore_cluster_owner_unreachable_total", s.cl.unreachable.Load())
+}
+
 // Ready returns nil when the server is serving clients: loaded (New has
-// read the policies, and cmd/rlstore the data, before Serve), listening and
-// not draining; and every check added with AddReadyCheck passes.
+// read the policies, and cmd/rlstore the data, before Serve), listening,
+// not draining, its persistence healthy, in a cluster a member; and every
+// check added with AddReadyCheck passes.
 func (s *Server) Ready() error {
 	s.life.Lock()
 	ln, stopping, checks := s.ln, s.stopping, s.readyChecks
@@ -145,6 +160,13 @@ func (s *Server) Ready() error {
 	if s.cfg.Durability != nil {
 		if err := s.cfg.Durability.Err(); err != nil {
 			return fmt.Errorf("persistence failing: %w", err)
+		}
+	}
+	if s.cl != nil {
+		if v := s.cl.view(); v != nil {
+			if _, ok := v.Member(v.Self); !ok {
+				return errors.New("not a member of the cluster")
+			}
 		}
 	}
 	for _, check := range checks {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +151,22 @@ func TestRanAllocatesNothing(t *testing.T) {
 	o := &outcome{}
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.countDecision(r, o, false) }))
 	assert.Positive(t, d.denied.Load())
+}
+
+func TestClusterMetricsAndReadiness(t *testing.T) {
+	nodes := startTestCluster(t, 2, clusterOpts{secret: []byte("k")})
+	ctx := ctxT(t)
+	var key string
+	for i := 0; key == ""; i++ { // a key the first node forwards
+		if k := "fwd:" + strconv.Itoa(i); ownerOf(nodes, k) != nodes[0] {
+			key = k
+		}
+	}
+	require.NoError(t, newClient(t, nodes[0].addr, 2).Do(ctx, "RL.SLIDE", key, 5, 10).Err())
+	m := scrape(nodes[0].srv)
+	assert.Equal(t, "1", metricValue(m, "rlstore_cluster_enabled"))
+	assert.Equal(t, "2", metricValue(m, "rlstore_cluster_members"))
+	assert.Equal(t, "1", metricValue(m, "rlstore_cluster_forwarded_total"))
+	assert.NoError(t, nodes[0].srv.Ready())
+	assert.Equal(t, "0", metricValue(scrape(newTestServer(t, Config{})), "rlstore_cluster_enabled"))
 }
