@@ -23,11 +23,12 @@ const maxPushBytes = 32 << 20
 // its reply buffer after the reply: an invalidation must never reach a client
 // before the reply it invalidates.
 type pusher struct {
-	mu      sync.Mutex // guards the fields below
-	buf     []byte     // frames not yet written
-	holding bool       // the client's goroutine is computing a reply that frames must follow
-	writing bool       // a writer goroutine is running
-	dead    bool       // the client fell behind and is being closed
+	mu       sync.Mutex // guards the fields below
+	buf      []byte     // frames not yet written
+	holding  bool       // the client's goroutine is computing a reply that frames must follow
+	flushDue bool       // releasePushes ran: holding ends once the batch's replies are written
+	writing  bool       // a writer goroutine is running
+	dead     bool       // the client fell behind and is being closed
 }
 
 // push queues frame for c from any goroutine.
@@ -81,15 +82,33 @@ func (c *client) holdPushes() {
 }
 
 // releasePushes ends a hold: the frames that waited go into c's reply buffer
-// after the replies already in it. Only c's own goroutine calls it, between
-// top-level replies.
+// after the replies already in it. Frames pushed after it still wait, until
+// pushesFlushed: written straight to the socket, they would overtake the
+// replies the batch has not written yet. Only c's own goroutine calls it,
+// between top-level replies.
 func (c *client) releasePushes() {
 	p := &c.pushes
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.holding = false
+	p.flushDue = true
 	if len(p.buf) > 0 && !p.dead {
 		c.conn.WriteRaw(p.buf)
 		p.buf = nil
+	}
+}
+
+// pushesFlushed ends a released hold once the batch's replies are written,
+// and sends the frames that waited meanwhile.
+func (c *client) pushesFlushed() {
+	p := &c.pushes
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.flushDue {
+		return
+	}
+	p.holding, p.flushDue = false, false
+	if len(p.buf) > 0 && !p.dead && !p.writing {
+		p.writing = true
+		go c.writePushes()
 	}
 }

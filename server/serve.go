@@ -84,6 +84,7 @@ func (s *Server) endBatch(c *client, rc *respConn) error {
 	if err := rc.flush(); err != nil {
 		return err
 	}
+	c.pushesFlushed()
 	if !rc.waitBox(laterHoldReplies, laterHoldBytes) {
 		return net.ErrClosed
 	}
