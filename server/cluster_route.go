@@ -105,10 +105,21 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 		return true
 	}
 	if s.canLater(c) {
-		s.forwardLater(c, cm, args, r.owner)
+		s.forwardLater(c, cm, args, r.slot, r.owner)
 		return true
 	}
 	reps, err := s.forward(r.owner, [][][]byte{hopArgs(c, args)})
+	if err != nil {
+		// The owner may have just left: if the slot has another owner now, go there once.
+		r2 := s.routeOf(c, cm, args)
+		switch {
+		case r2.local:
+			s.run(c, cm, args)
+			return true
+		case r2.reply == "" && r2.owner.Name != r.owner.Name:
+			reps, err = s.forward(r2.owner, [][][]byte{hopArgs(c, args)})
+		}
+	}
 	if err != nil {
 		s.unreachable(c, cm, args, r.owner, err)
 		return true
@@ -213,11 +224,12 @@ type remoteBatch struct {
 	owner  cluster.Node
 	cmds   [][][]byte
 	cms    []*command
+	slots  []int
 	laters []*Later
 }
 
 // forwardLater queues a request for its owner, reserving its reply's place.
-func (s *Server) forwardLater(c *client, cm *command, args [][]byte, owner cluster.Node) {
+func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, owner cluster.Node) {
 	if c.fwd == nil {
 		c.fwd = map[string]*remoteBatch{}
 	}
@@ -228,6 +240,7 @@ func (s *Server) forwardLater(c *client, cm *command, args [][]byte, owner clust
 	}
 	b.cmds = append(b.cmds, hopArgs(c, copyArgs(args))) // args point into the read buffer, which the next read reuses
 	b.cms = append(b.cms, cm)
+	b.slots = append(b.slots, slot)
 	b.laters = append(b.laters, c.rc.Later())
 }
 
@@ -260,12 +273,30 @@ func (s *Server) flushForwards(c *client) {
 func (s *Server) sendBatch(b *remoteBatch) {
 	reps, err := s.forward(b.owner, b.cmds)
 	for i, l := range b.laters {
-		if err == nil {
+		switch {
+		case err == nil:
 			l.Finish(reps[i])
-			continue
+		default:
+			l.Finish(s.retryElsewhere(b, i, err))
 		}
-		l.Finish(s.unreachableReply(b.cms[i], b.owner, err))
 	}
+}
+
+// retryElsewhere sends one request of a batch whose owner failed to the
+// slot's owner now, if that changed (the owner has just left, say): to
+// this node too, through its own RESP port, since this goroutine cannot
+// run a command on the client's connection. A request the old owner ran
+// before its connection broke is then charged twice: for a rate limiter,
+// the safe side.
+func (s *Server) retryElsewhere(b *remoteBatch, i int, err error) []byte {
+	owner := s.cl.view().Table.Owner(b.slots[i])
+	if owner.Name != b.owner.Name {
+		reps, err2 := s.forward(owner, b.cmds[i:i+1])
+		if err2 == nil {
+			return reps[0]
+		}
+	}
+	return s.unreachableReply(b.cms[i], b.owner, err)
 }
 
 // unreachableReply is unreachable's reply as bytes, for a Later.

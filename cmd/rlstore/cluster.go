@@ -182,7 +182,16 @@ func (cn *clusterNode) leave() {
 	if err := cn.ml.Leaving(cn.cfg.LeaveTimeout); err != nil {
 		cn.log.Warn("cluster: not every member heard that this node leaves", "err", err)
 	}
+	// The members have been told, but each rebuilds its slot table on its
+	// own goroutine: keep serving what they forward for a moment before the
+	// drain starts closing their connections.
+	time.Sleep(leaveGrace)
 }
+
+// leaveGrace is how long a leaving node serves on after telling every
+// member, before its drain starts: far longer than a member takes to
+// rebuild its table (well under a millisecond at 10 nodes).
+const leaveGrace = 250 * time.Millisecond
 
 func (cn *clusterNode) close() {
 	cn.peers.Close()
