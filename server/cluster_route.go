@@ -16,6 +16,21 @@ type clusterNode struct {
 	forwarded   atomic.Int64 // commands sent to their owners
 	unreachable atomic.Int64 // commands answered by --owner-unreachable
 	pols        policyVersions
+	peers       sync.Map // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
+}
+
+// peerStats count what this node forwarded to one peer.
+type peerStats struct {
+	forwarded, errors atomic.Int64
+}
+
+// peer returns name's counters, creating them the first time.
+func (cn *clusterNode) peer(name string) *peerStats {
+	if ps, ok := cn.peers.Load(name); ok {
+		return ps.(*peerStats)
+	}
+	ps, _ := cn.peers.LoadOrStore(name, new(peerStats))
+	return ps.(*peerStats)
 }
 
 func newClusterNode(cfg ClusterConfig) (*clusterNode, error) {
@@ -90,7 +105,13 @@ func hopArgs(c *client, args [][]byte) [][]byte {
 // replaces this one call.
 func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) {
 	s.cl.forwarded.Add(int64(len(cmds)))
-	return s.cl.cfg.Forwarder.Forward(context.Background(), owner.Addr, cmds)
+	ps := s.cl.peer(owner.Name)
+	ps.forwarded.Add(int64(len(cmds)))
+	reps, err := s.cl.cfg.Forwarder.Forward(context.Background(), owner.Addr, cmds)
+	if err != nil {
+		ps.errors.Add(1)
+	}
+	return reps, err
 }
 
 // routeOne runs a single command that routes elsewhere, and reports

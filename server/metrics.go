@@ -141,6 +141,12 @@ func (s *Server) writeClusterMetrics(w io.Writer) {
 	gauge(w, "rlstore_cluster_slots_owned", float64(len(rangesSlots(v.Table.Ranges(v.Self)))))
 	counter(w, "rlstore_cluster_forwarded_total", s.cl.forwarded.Load())
 	counter(w, "rlstore_cluster_owner_unreachable_total", s.cl.unreachable.Load())
+	s.cl.peers.Range(func(name, v any) bool {
+		ps, l := v.(*peerStats), `peer="`+labelValue(name.(string))+`"`
+		counter(w, "rlstore_cluster_peer_forwarded_total{"+l+"}", ps.forwarded.Load())
+		counter(w, "rlstore_cluster_peer_forward_errors_total{"+l+"}", ps.errors.Load())
+		return true
+	})
 }
 
 // Ready returns nil when the server is serving clients: loaded (New has

@@ -167,6 +167,8 @@ func TestClusterMetricsAndReadiness(t *testing.T) {
 	assert.Equal(t, "1", metricValue(m, "rlstore_cluster_enabled"))
 	assert.Equal(t, "2", metricValue(m, "rlstore_cluster_members"))
 	assert.Equal(t, "1", metricValue(m, "rlstore_cluster_forwarded_total"))
+	assert.Equal(t, "1", metricValue(m, `rlstore_cluster_peer_forwarded_total{peer="`+ownerOf(nodes, key).name+`"}`))
+	assert.Equal(t, "0", metricValue(m, `rlstore_cluster_peer_forward_errors_total{peer="`+ownerOf(nodes, key).name+`"}`))
 	assert.NoError(t, nodes[0].srv.Ready())
 	assert.Equal(t, "0", metricValue(scrape(newTestServer(t, Config{})), "rlstore_cluster_enabled"))
 }
