@@ -42,6 +42,7 @@ func (s *Server) loop(c *client, rc *respConn) error {
 		case err != nil:
 			return s.refuse(c, rc, err)
 		case args == nil:
+			c.mark = 0 // the wait for the next batch is no command's time
 			if err := s.endBatch(c, rc); err != nil {
 				return err
 			}
