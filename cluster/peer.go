@@ -248,7 +248,7 @@ func trimCRLF(b []byte) string {
 // do writes a batch and waits for its replies or ctx's end.
 func (pc *peerConn) do(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
 	c := &call{n: len(cmds), replies: make([][]byte, 0, len(cmds)), done: make(chan struct{})}
-	if err := pc.send(c, cmds); err != nil {
+	if err := pc.send(ctx, c, cmds); err != nil {
 		return nil, err
 	}
 	select {
@@ -261,12 +261,17 @@ func (pc *peerConn) do(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
 	}
 }
 
-func (pc *peerConn) send(c *call, cmds [][][]byte) error {
+// send writes a batch. The write ends by ctx's deadline: a peer that does
+// not read would otherwise hold mu, and with it the timeout's close, for
+// as long as it pleases.
+func (pc *peerConn) send(ctx context.Context, c *call, cmds [][][]byte) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.err != nil {
 		return pc.err
 	}
+	dl, _ := ctx.Deadline() // zero: no deadline
+	_ = pc.nc.SetWriteDeadline(dl)
 	var buf []byte
 	for _, args := range cmds {
 		buf = appendCommand(buf, args)

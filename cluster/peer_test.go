@@ -144,3 +144,33 @@ func TestPeersUnreachable(t *testing.T) {
 	_, err = p.Forward(context.Background(), addr, echoBatch("x", 1))
 	require.ErrorIs(t, err, ErrUnreachable)
 }
+
+// TestPeersTimeoutWhilePeerDoesNotRead: a peer that stops reading its
+// socket must not hold a batch past the timeout in its write, nor block
+// the timeout's close of the connection behind that write.
+func TestPeersTimeoutWhilePeerDoesNotRead(t *testing.T) {
+	secret := []byte("k")
+	fp := startFakePeer(t, secret)
+	var once sync.Once
+	release := func() { once.Do(func() { close(fp.release) }) }
+	t.Cleanup(release)
+	p := NewPeers(PeersConfig{Name: "a", Secret: secret, Timeout: 200 * time.Millisecond, Conns: 1})
+	defer p.Close()
+	cmds := [][][]byte{{[]byte("SLOW")}} // the peer stops reading while it runs
+	big := make([]byte, 256<<10)
+	for range 128 { // 32 MiB: more than the socket buffers hold
+		cmds = append(cmds, [][]byte{[]byte("ECHO"), big})
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Forward(context.Background(), fp.addr, cmds)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrUnreachable)
+	case <-time.After(10 * time.Second):
+		release() // lets the deferred Close through
+		t.Fatal("Forward still waits, long past its 200ms timeout, on a peer that does not read")
+	}
+}
