@@ -18,6 +18,7 @@ type Config struct {
 	BindAddr      string   // gossip host:port (TCP and UDP); port 0 picks one. Default DefaultBindAddr
 	AdvertiseAddr string   // the gossip address peers are told; default the bound one
 	RESPAddr      string   // required: host:port where clients and peers reach this node's RESP port
+	TLSAddr       string   // host:port of this node's TLS port, advertised to peers that dial over TLS; optional
 	Seeds         []string // gossip addresses to join; empty starts a new cluster
 	Keys          [][]byte // gossip encryption keys (16, 24 or 32 bytes); the first encrypts. None: plain gossip
 	Timing        Timing   // default DefaultTiming()
@@ -79,6 +80,8 @@ func (cfg *Config) withDefaults() error {
 		return errors.New("cluster: a node name is at most 128 bytes, with no spaces or newlines")
 	case cfg.RESPAddr == "":
 		return errors.New("cluster: the node's RESP address is required")
+	case strings.Contains(cfg.RESPAddr+cfg.TLSAddr, " "):
+		return errors.New("cluster: a node's addresses have no spaces")
 	}
 	if cfg.BindAddr == "" {
 		cfg.BindAddr = DefaultBindAddr

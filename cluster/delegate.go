@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"sync/atomic"
 
 	"github.com/hashicorp/memberlist"
@@ -25,11 +26,28 @@ const (
 // memberlist's goroutines and must not block.
 type delegate struct{ m *Membership }
 
+// NodeMeta is the RESP address, then a space and the TLS address if there
+// is one; a node that knows only the first form reads "resp tls" as one
+// address, so a mixed cluster should not turn --tls-cluster on.
 func (d delegate) NodeMeta(limit int) []byte {
-	if len(d.m.cfg.RESPAddr) > limit {
+	meta := encodeMeta(Node{Addr: d.m.cfg.RESPAddr, TLSAddr: d.m.cfg.TLSAddr})
+	if len(meta) > limit {
 		return nil
 	}
-	return []byte(d.m.cfg.RESPAddr)
+	return meta
+}
+
+func encodeMeta(n Node) []byte {
+	if n.TLSAddr == "" {
+		return []byte(n.Addr)
+	}
+	return []byte(n.Addr + " " + n.TLSAddr)
+}
+
+// nodeFromMeta is the Node that name's metadata describes.
+func nodeFromMeta(name string, meta []byte) Node {
+	resp, tls, _ := strings.Cut(string(meta), " ")
+	return Node{Name: name, Addr: resp, TLSAddr: tls}
 }
 
 func (d delegate) NotifyMsg(b []byte) {

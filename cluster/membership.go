@@ -164,7 +164,7 @@ func (m *Membership) rebuild() (*View, bool) {
 		return old, false
 	}
 	if len(owners) == 0 { // only this node, and it is leaving: it still answers for nothing but itself
-		owners = append(owners, Node{Name: m.cfg.NodeName, Addr: m.cfg.RESPAddr})
+		owners = append(owners, Node{Name: m.cfg.NodeName, Addr: m.cfg.RESPAddr, TLSAddr: m.cfg.TLSAddr})
 	}
 	m.epoch++
 	v.Table, _ = NewTable(m.epoch, owners) // names are unique in memberlist, and there is at least one
@@ -176,7 +176,7 @@ func (m *Membership) memberLocked(n *memberlist.Node) Member {
 	if _, ok := m.since[n.Name]; !ok {
 		m.since[n.Name] = time.Now()
 	}
-	mem := Member{Node: Node{Name: n.Name, Addr: string(n.Meta)}, Gossip: n.Address(),
+	mem := Member{Node: nodeFromMeta(n.Name, n.Meta), Gossip: n.Address(),
 		State: StateAlive, Since: m.since[n.Name]}
 	if at, ok := m.leaving[n.Name]; ok {
 		mem.State, mem.Since = StateLeaving, at
@@ -186,7 +186,7 @@ func (m *Membership) memberLocked(n *memberlist.Node) Member {
 
 func sameMembers(a, b []Member) bool {
 	return slices.EqualFunc(a, b, func(x, y Member) bool {
-		return x.Name == y.Name && x.Addr == y.Addr && x.State == y.State
+		return x.Name == y.Name && x.Node == y.Node && x.State == y.State
 	})
 }
 
@@ -198,7 +198,7 @@ func (m *Membership) departed(n *memberlist.Node) {
 	if said || n.State == memberlist.StateLeft {
 		st = StateLeft
 	}
-	m.gone = append(m.gone, Member{Node: Node{Name: n.Name, Addr: string(n.Meta)}, Gossip: n.Address(),
+	m.gone = append(m.gone, Member{Node: nodeFromMeta(n.Name, n.Meta), Gossip: n.Address(),
 		State: st, Since: time.Now()})
 	delete(m.leaving, n.Name)
 	delete(m.since, n.Name)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -30,6 +31,14 @@ type PeersConfig struct {
 	Secret  []byte        // the cluster's shared secret; peers check the handshake with it
 	Conns   int           // connections kept to each peer. Default DefaultPeerConns
 	Timeout time.Duration // how long a batch (or a dial) may take. Default DefaultPeerTimeout
+
+	// TLS, if set, makes every connection TLS (--tls-cluster): it is called
+	// for each dial, so reloaded certificates reach new connections, and
+	// the handshake above runs inside the TLS session. TLSAddr then maps
+	// the peer's RESP address, the one Forward is given, to the TLS address
+	// to dial; one it cannot map is not dialled in plain text but fails.
+	TLS     func() *tls.Config
+	TLSAddr func(respAddr string) (string, bool)
 }
 
 // The defaults of PeersConfig.
@@ -177,8 +186,7 @@ type call struct {
 const maxPending = 1024
 
 func dialPeer(ctx context.Context, addr string, cfg PeersConfig) (*peerConn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := dialConn(ctx, addr, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +197,27 @@ func dialPeer(ctx context.Context, addr string, cfg PeersConfig) (*peerConn, err
 	}
 	go pc.readLoop(bufio.NewReader(nc))
 	return pc, nil
+}
+
+// dialConn dials addr, over TLS to its TLS address when cfg says so.
+func dialConn(ctx context.Context, addr string, cfg PeersConfig) (net.Conn, error) {
+	if cfg.TLS == nil {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	taddr, ok := "", false
+	if cfg.TLSAddr != nil {
+		taddr, ok = cfg.TLSAddr(addr)
+	}
+	if !ok || taddr == "" {
+		return nil, errors.New("the peer advertises no TLS port (--tls-cluster needs --tls-port on every node)")
+	}
+	tc := cfg.TLS().Clone()
+	if tc.ServerName == "" {
+		tc.ServerName, _, _ = net.SplitHostPort(taddr)
+	}
+	d := tls.Dialer{Config: tc}
+	return d.DialContext(ctx, "tcp", taddr)
 }
 
 // handshake proves this node holds the cluster's secret (see PeerMAC).

@@ -18,6 +18,9 @@ const ringSeed = 0x9e3779b97f4a7c15
 type Node struct {
 	Name string // unique in the cluster; the rendezvous hash is over it
 	Addr string // host:port of its RESP listener, where clients and peers connect
+	// TLSAddr is host:port of its TLS listener, where peers connect with
+	// --tls-cluster; empty when it advertises none.
+	TLSAddr string
 }
 
 // Table maps every slot to its owner: the node with the highest rendezvous

@@ -51,3 +51,14 @@ func (v *View) Member(name string) (Member, bool) {
 	}
 	return Member{}, false
 }
+
+// TLSAddr returns the TLS address advertised by the member whose RESP
+// address is addr, for PeersConfig.TLSAddr.
+func (v *View) TLSAddr(addr string) (string, bool) {
+	for _, m := range v.Members {
+		if m.Addr == addr {
+			return m.TLSAddr, m.TLSAddr != ""
+		}
+	}
+	return "", false
+}

@@ -30,6 +30,7 @@ type clusterFlags struct {
 	Timeout      time.Duration
 	Timing       string
 	LeaveTimeout time.Duration
+	TLS          bool // --tls-cluster: dial peers over TLS, to their --tls-port
 }
 
 func (f *clusterFlags) define(fs *flag.FlagSet) {
@@ -43,6 +44,7 @@ func (f *clusterFlags) define(fs *flag.FlagSet) {
 	fs.Var(newYesNo(&f.Redirect, false), "cluster-redirect", "`yes|no`: with yes, answer -MOVED slot host:port for a key owned elsewhere instead of forwarding it")
 	fs.Var(newSeconds(&f.Timeout, cluster.DefaultPeerTimeout), "cluster-timeout", "`duration` a forwarded request may take before --owner-unreachable applies (1s, 500ms)")
 	fs.Var(newOneOf(&f.Timing, "lan", "lan", "fast"), "cluster-timing", "`lan|fast`: failure detection pace. lan: a crashed node is declared dead in about 1.5-2.5 s; fast: about 0.5-1 s, for tests on one machine")
+	fs.Var(newYesNo(&f.TLS, false), "tls-cluster", "`yes|no`: with yes, dial peers over TLS to the --tls-port each advertises, presenting --tls-cert-file and checking theirs against --tls-ca-cert-file; needs --tls-port and --tls-ca-cert-file on every node")
 	fs.Var(newSeconds(&f.LeaveTimeout, 10*time.Second), "cluster-leave-timeout", "`duration` a graceful leave (SIGTERM) may spend handing this node's slots over before it goes anyway")
 }
 
@@ -51,7 +53,7 @@ func (f clusterFlags) on() bool { return f.Addr != "" || f.Join != "" }
 
 func (f clusterFlags) validate() error {
 	if !f.on() {
-		if f.NodeName != "" || f.Key != "" || f.Keyring != "" || f.Advertise != "" {
+		if f.NodeName != "" || f.Key != "" || f.Keyring != "" || f.Advertise != "" || f.TLS {
 			return errors.New("cluster options need --cluster-addr or --join")
 		}
 		return nil
@@ -101,8 +103,9 @@ type clusterNode struct {
 }
 
 // startCluster listens on the RESP address (so that its port is known to
-// advertise), starts gossip and returns what the server needs.
-func startCluster(c config, log *slog.Logger) (net.Listener, *clusterNode, *server.ClusterConfig, error) {
+// advertise), starts gossip and returns what the server needs. tlsLn and
+// cs are the TLS port and its certificates, nil without --tls-port.
+func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (net.Listener, *clusterNode, *server.ClusterConfig, error) {
 	keys, err := c.Cluster.keys()
 	if err != nil {
 		return nil, nil, nil, err
@@ -125,9 +128,13 @@ func startCluster(c config, log *slog.Logger) (net.Listener, *clusterNode, *serv
 	if bind == "" {
 		bind = cluster.DefaultBindAddr
 	}
+	tlsAddr := ""
+	if tlsLn != nil {
+		tlsAddr = respAddr(tlsLn.Addr().String(), c.Cluster.Advertise)
+	}
 	state := &cluster.LateState{}
 	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
-		RESPAddr: resp, Seeds: c.Cluster.seeds(), Keys: keys, Timing: timing, Logger: log, State: state})
+		RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Keys: keys, Timing: timing, Logger: log, State: state})
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, nil, err
@@ -136,10 +143,14 @@ func startCluster(c config, log *slog.Logger) (net.Listener, *clusterNode, *serv
 	if len(keys) > 0 {
 		secret = keys[0]
 	}
-	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: secret, Timeout: c.Cluster.Timeout})
+	pc := cluster.PeersConfig{Name: name, Secret: secret, Timeout: c.Cluster.Timeout}
+	if c.Cluster.TLS {
+		pc.TLS, pc.TLSAddr = cs.peerConfig, func(addr string) (string, bool) { return ml.View().TLSAddr(addr) }
+	}
+	peers := cluster.NewPeers(pc)
 	u, _ := server.ParseUnreachable(c.Cluster.Unreachable) // validated by its flag
-	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp,
-		"seeds", c.Cluster.seeds(), "encrypted", len(keys) > 0, "owner_unreachable", u.String())
+	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp, "tls", tlsAddr,
+		"seeds", c.Cluster.seeds(), "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
 	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Secret: secret,
 		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast}
 	return ln, &clusterNode{ml: ml, peers: peers, state: state, cfg: c.Cluster, log: log}, cc, nil

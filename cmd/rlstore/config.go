@@ -224,6 +224,7 @@ func (c config) validate() error {
 		{c.AuthFailLimit < 0, "--auth-fail-limit must not be negative"},
 		{c.TLSPort < 0 || c.TLSPort > 65535, "--tls-port " + strconv.Itoa(c.TLSPort) + " is out of range 0-65535"},
 		{c.TLSPort != 0 && (c.TLSCertFile == "" || c.TLSKeyFile == ""), "--tls-port needs --tls-cert-file and --tls-key-file"},
+		{c.Cluster.TLS && (c.TLSPort == 0 || c.TLSCACertFile == ""), "--tls-cluster yes needs --tls-port and --tls-ca-cert-file (to check peers' certificates with)"},
 		{c.AuthFailWindow < time.Second || c.AuthFailWindow%time.Second != 0, "--auth-fail-window must be whole seconds, at least 1"},
 	}
 	for _, ch := range checks {

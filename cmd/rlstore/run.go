@@ -73,21 +73,30 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	defer func() { err = errors.Join(err, closeDurability(dur, log)) }()
 	scfg := cfg.serverConfig(store, durability(dur), log)
 	scfg.Policies = pols
+	var tlsLn net.Listener
+	var cs *certs
+	if cfg.TLSPort != 0 { // first, so that the cluster can advertise the TLS port
+		var stopCerts func()
+		if tlsLn, cs, stopCerts, err = listenTLS(cfg, log); err != nil {
+			return err
+		}
+		defer stopCerts()
+	}
 	var cn *clusterNode
 	if cfg.Cluster.on() {
-		if scfg.Listener, cn, scfg.Cluster, err = startCluster(cfg, log); err != nil {
+		if scfg.Listener, cn, scfg.Cluster, err = startCluster(cfg, log, tlsLn, cs); err != nil {
+			closeListener(tlsLn)
 			return err
 		}
 	}
-	if cfg.TLSPort != 0 {
-		stopCerts, err := withTLS(cfg, &scfg, log)
-		if err != nil {
+	if tlsLn != nil {
+		if err := withTLS(cfg, &scfg, tlsLn); err != nil {
+			closeListener(tlsLn)
 			if cn != nil {
 				cn.close()
 			}
 			return err
 		}
-		defer stopCerts()
 	}
 	srv, err := server.New(scfg)
 	if err != nil {
@@ -120,6 +129,12 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		return fmt.Errorf("listen on %s: %w", cfg.addr(), err)
 	}
 	return waitForStop(stop, done, sigs, cfg.ShutdownTimeout, log)
+}
+
+func closeListener(ln net.Listener) {
+	if ln != nil {
+		_ = ln.Close()
+	}
 }
 
 func logStart(cfg config, log *slog.Logger) {

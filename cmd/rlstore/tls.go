@@ -122,36 +122,40 @@ func (cs *certs) config() *tls.Config {
 	return &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return cs.cur.Load(), nil }}
 }
 
+// peerConfig is the client side of --tls-cluster: this node's certificate
+// (peers' TLS ports check it, as --tls-auth-clients says) and the CA to
+// check the peer's with, from the certificates current at the dial.
+func (cs *certs) peerConfig() *tls.Config {
+	cur := cs.cur.Load()
+	return &tls.Config{Certificates: cur.Certificates, RootCAs: cur.ClientCAs, MinVersion: tls.VersionTLS12}
+}
+
 // listenTLS listens on --tls-port and serves TLS there; the returned
 // function stops the certificate watcher.
-func listenTLS(c config, log *slog.Logger) (net.Listener, func(), error) {
+func listenTLS(c config, log *slog.Logger) (net.Listener, *certs, func(), error) {
 	cs, err := newCerts(c, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(c.Bind, strconv.Itoa(c.TLSPort)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("--tls-port %d: %w", c.TLSPort, err)
+		return nil, nil, nil, fmt.Errorf("--tls-port %d: %w", c.TLSPort, err)
 	}
 	stop := make(chan struct{})
 	go cs.watch(stop)
 	log.Info("TLS listening", "addr", ln.Addr().String(), "auth_clients", c.TLSAuthClients)
-	return tls.NewListener(ln, cs.config()), func() { close(stop) }, nil
+	return tls.NewListener(ln, cs.config()), cs, func() { close(stop) }, nil
 }
 
-// withTLS makes scfg's listener serve --tls-port beside the plain port.
-func withTLS(c config, scfg *server.Config, log *slog.Logger) (stop func(), err error) {
+// withTLS makes scfg's listener serve tlsLn beside the plain port.
+func withTLS(c config, scfg *server.Config, tlsLn net.Listener) error {
 	plain := scfg.Listener
 	if plain == nil {
+		var err error
 		if plain, err = net.Listen("tcp", c.addr()); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	tlsLn, stop, err := listenTLS(c, log)
-	if err != nil {
-		_ = plain.Close()
-		return nil, err
-	}
 	scfg.Listener = mergeListeners(plain, tlsLn)
-	return stop, nil
+	return nil
 }
