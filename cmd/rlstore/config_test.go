@@ -189,6 +189,7 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"--shutdown-timeout", "soon"}, nil, `bad duration "soon"`},
 		{[]string{"--bind", "example.com"}, nil, "is not an IP address"},
 		{[]string{"--data-dir", notDir}, nil, "is not a folder"},
+		{[]string{"--join", "127.0.0.1:1", "--tls-cluster", "yes"}, nil, "--tls-cluster yes needs --tls-port and --tls-ca-cert-file"},
 		{[]string{"--nope"}, nil, "flag provided but not defined: --nope"},
 		{[]string{"--port", "1", "extra"}, nil, `unexpected argument "extra"`},
 	}

@@ -50,15 +50,21 @@ func newTestCA(t *testing.T) *testCA {
 // server or as a client, with serial as its serial number.
 func (ca *testCA) issue(t *testing.T, serial int64, client bool) (certPEM, keyPEM []byte) {
 	t.Helper()
+	if client {
+		return ca.issueFor(t, serial, x509.ExtKeyUsageClientAuth)
+	}
+	return ca.issueFor(t, serial, x509.ExtKeyUsageServerAuth)
+}
+
+// issueFor is issue for the given uses: a cluster node's certificate is
+// both a server's and a client's.
+func (ca *testCA) issueFor(t *testing.T, serial int64, usage ...x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
-	usage := x509.ExtKeyUsageServerAuth
-	if client {
-		usage = x509.ExtKeyUsageClientAuth
-	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "rlstore test"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: usage,
 		KeyUsage: x509.KeyUsageDigitalSignature}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	require.NoError(t, err)
