@@ -28,7 +28,8 @@
 //
 // A frame for a client from another goroutine (a RESP3 push: MONITOR,
 // CLIENT TRACKING invalidations) goes through client.push (push.go), which
-// writes it between two replies, never inside one, and never waits for the
+// writes it between two replies, never inside one, never ahead of a reply
+// it must follow (even one waiting behind a Later), and never waits for the
 // client. A batch whose replies pass Config.ClientOutputLimit disconnects
 // its client.
 package server

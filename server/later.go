@@ -86,6 +86,7 @@ func (rc *respConn) writeAsync() {
 	if _, err := bufs.WriteTo(rc.socket()); err != nil {
 		_ = rc.g.Close() // the connection's goroutine finds it closed
 	}
+	rc.drainedLocked()
 	rc.box.signal()
 }
 

@@ -27,6 +27,7 @@ type pusher struct {
 	buf      []byte     // frames not yet written
 	holding  bool       // the client's goroutine is computing a reply that frames must follow
 	flushDue bool       // releasePushes ran: holding ends once the batch's replies are written
+	drainDue bool       // the batch was flushed: holding ends once no reply waits in the outbox
 	writing  bool       // a writer goroutine is running
 	dead     bool       // the client fell behind and is being closed
 }
@@ -78,6 +79,7 @@ func (c *client) writePushes() {
 func (c *client) holdPushes() {
 	c.pushes.mu.Lock()
 	c.pushes.holding = true
+	c.pushes.flushDue, c.pushes.drainDue = false, false // the new reply is not written yet
 	c.pushes.mu.Unlock()
 }
 
@@ -98,15 +100,32 @@ func (c *client) releasePushes() {
 }
 
 // pushesFlushed ends a released hold once the batch's replies are written,
-// and sends the frames that waited meanwhile.
+// and sends the frames that waited meanwhile. The endBatch flush may only
+// have moved replies into the outbox behind an unfinished Later: then the
+// hold ends when the write that empties the outbox is done (pushesDrained).
 func (c *client) pushesFlushed() {
 	p := &c.pushes
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if !p.flushDue {
+		p.mu.Unlock()
 		return
 	}
-	p.holding, p.flushDue = false, false
+	p.flushDue, p.drainDue = false, true
+	p.mu.Unlock()
+	c.rc.checkDrained()
+}
+
+// pushesDrained ends a hold pushesFlushed left for the outbox, now that no
+// reply waits there and none is being written. The connection calls it with
+// its write lock held, so no reply write runs alongside.
+func (c *client) pushesDrained() {
+	p := &c.pushes
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.drainDue {
+		return
+	}
+	p.holding, p.drainDue = false, false
 	if len(p.buf) > 0 && !p.dead && !p.writing {
 		p.writing = true
 		go c.writePushes()

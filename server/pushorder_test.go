@@ -21,15 +21,7 @@ func TestInvalidationWaitsForTheBatchReplies(t *testing.T) {
 	writer.send(t, resp("RL.SLIDE", "k", "10", "60"))
 	<-d.entered // the writer's decision ran and invalidated k for the reader
 
-	var rc *client
-	s.mu.Lock()
-	for _, c := range s.clients {
-		if c.trackConf.Load() != nil {
-			rc = c
-		}
-	}
-	s.mu.Unlock()
-	require.NotNil(t, rc)
+	rc := trackingClient(t, s)
 	var buf [256]byte
 	n := 0
 	eventually(t, "the invalidation, held or sent", func() bool {
@@ -47,4 +39,56 @@ func TestInvalidationWaitsForTheBatchReplies(t *testing.T) {
 	assert.Equal(t, "0", readFrame(t, reader))
 	assert.Contains(t, readFrame(t, reader), "[1 10 9 0 ")
 	assert.Equal(t, ">[invalidate [k]]", readFrame(t, reader))
+}
+
+// An invalidation must not reach a client before a reply that still waits
+// behind an unfinished Later (a forwarded request in a cluster): the batch's
+// flush only moved that reply into the outbox.
+func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
+	taken := make(chan *Later, 1)
+	s, addr := startServerCmds(t, Config{}, laterCmd(taken))
+	reader, writer := dialRaw(t, addr), dialRaw(t, addr)
+	hello3(t, reader)
+	require.Equal(t, "OK", reader.call(t, "CLIENT", "TRACKING", "ON"))
+	reader.send(t, resp("TEST.LATER")+resp("EXISTS", "k"))
+	l := <-taken
+	rc := trackingClient(t, s)
+	eventually(t, "the batch to end, EXISTS's reply behind the Later", func() bool {
+		n, _ := rc.rc.box.held()
+		return n == 2 && rc.cmds.Load() == 4
+	})
+	writer.send(t, resp("RL.SLIDE", "k", "10", "60"))
+	readFrame(t, writer) // the decision ran and invalidated k for the reader
+
+	var buf [256]byte
+	n := 0
+	eventually(t, "the invalidation, held or sent", func() bool {
+		rc.pushes.mu.Lock()
+		held := len(rc.pushes.buf) > 0 && !rc.pushes.writing
+		rc.pushes.mu.Unlock()
+		if !held {
+			m, _ := readNow(reader.Conn, buf[n:])
+			n += m
+		}
+		return held || n > 0
+	})
+	require.Zero(t, n, "an invalidation went out ahead of the replies: %q", buf[:n])
+	l.Finish([]byte("+later\r\n"))
+	assert.Equal(t, "later", readFrame(t, reader))
+	assert.Equal(t, "0", readFrame(t, reader))
+	assert.Equal(t, ">[invalidate [k]]", readFrame(t, reader))
+}
+
+// trackingClient returns the one client of s that has CLIENT TRACKING on.
+func trackingClient(t *testing.T, s *Server) *client {
+	var tc *client
+	s.mu.Lock()
+	for _, c := range s.clients {
+		if c.trackConf.Load() != nil {
+			tc = c
+		}
+	}
+	s.mu.Unlock()
+	require.NotNil(t, tc)
+	return tc
 }

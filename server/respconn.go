@@ -36,6 +36,8 @@ type respConn struct {
 
 	wmu sync.Mutex // serialises writes to the socket, and taking what they write from box
 	box outbox     // replies that wait for a Later
+
+	drained func() // called with wmu held once no reply waits in box; may be nil
 }
 
 func newRespConn(g *guardConn, maxRequest, outLimit int64) *respConn {
@@ -199,7 +201,26 @@ func (rc *respConn) flush() error {
 	bufs := rc.box.takeLocked()
 	rc.box.mu.Unlock()
 	_, err := bufs.WriteTo(rc.g.Conn)
+	rc.drainedLocked()
 	return err
+}
+
+// checkDrained calls drained if no reply waits in the box. Holding wmu
+// means no reply taken from the box is still being written.
+func (rc *respConn) checkDrained() {
+	rc.wmu.Lock()
+	defer rc.wmu.Unlock()
+	rc.drainedLocked()
+}
+
+// drainedLocked calls drained if the box is empty; wmu must be held.
+func (rc *respConn) drainedLocked() {
+	rc.box.mu.Lock()
+	empty := len(rc.box.segs) == 0
+	rc.box.mu.Unlock()
+	if empty && rc.drained != nil {
+		rc.drained()
+	}
 }
 
 func (rc *respConn) writeOut() error {

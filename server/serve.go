@@ -110,6 +110,7 @@ func (s *Server) newClient(rc *respConn, g *guardConn) *client {
 		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
 	c.meta.resp = 2
 	c.qlen.Store(-1)
+	rc.drained = c.pushesDrained // pushes held behind replies in the box go out after them
 	if s.cfg.Durability != nil {
 		c.hold = newHoldConn(rc)
 		c.conn = c.hold
