@@ -124,8 +124,9 @@ type segment struct {
 	err    error    // a failed write or fsync: the segment takes no more
 }
 
-// createSegment creates a log segment holding only its header, durably.
-func createSegment(fsys vfs.FS, dir string, gen uint64, now int64) (*segment, error) {
+// createSegment creates a log segment holding only its header, durably,
+// timing the segment's fsync with t.
+func createSegment(fsys vfs.FS, dir string, gen uint64, now int64, t *fsyncTimer) (*segment, error) {
 	seg := &segment{gen: gen, path: filepath.Join(dir, logName(gen))}
 	f, err := fsys.OpenFile(seg.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
@@ -134,7 +135,7 @@ func createSegment(fsys vfs.FS, dir string, gen uint64, now int64) (*segment, er
 	hdr := appendHeader(nil, magicLog, now, gen)
 	_, err = f.Write(hdr)
 	if err == nil {
-		err = f.Sync()
+		err = t.sync(f)
 	}
 	if err == nil {
 		err = syncDir(fsys, dir)
@@ -176,15 +177,15 @@ func (seg *segment) write() error {
 }
 
 // sync fsyncs what was written. After a failed fsync nothing is known about
-// what reached the disk, so the segment takes no more.
-func (seg *segment) sync() error {
+// what reached the disk, so the segment takes no more. t times the fsync.
+func (seg *segment) sync(t *fsyncTimer) error {
 	if seg.err != nil || seg.synced == seg.size {
 		return seg.err
 	}
 	if seg.f == nil {
 		return ErrClosed
 	}
-	if err := seg.f.Sync(); err != nil {
+	if err := t.sync(seg.f); err != nil {
 		seg.err = fmt.Errorf("persistence: fsync %s: %w", seg.path, err)
 		return seg.err
 	}
@@ -220,6 +221,7 @@ type aof struct {
 	fsynced  atomic.Int64 // unix ns of the last fsync
 	failed   atomic.Pointer[error]
 	errors   atomic.Int64    // flushes and commits that failed
+	fsyncs   fsyncTimer      // the segments' fsyncs
 	onChange func(err error) // told each change of failure state: the first failure, and the recovery (nil)
 }
 
@@ -295,7 +297,7 @@ func (l *aof) writeLocked(sync bool, now int64) error {
 	}
 	if sync {
 		for _, seg := range segs {
-			errs = append(errs, seg.sync())
+			errs = append(errs, seg.sync(&l.fsyncs))
 		}
 		if err := errors.Join(errs...); err == nil {
 			l.unsynced.Store(0)
@@ -321,7 +323,7 @@ func (l *aof) appendFlush(flush func(), sync bool) error {
 
 // rotate creates segment gen. Shards move to it one by one with exportTo.
 func (l *aof) rotate(gen uint64) (*segment, error) {
-	seg, err := createSegment(l.fs, l.dir, gen, l.clock())
+	seg, err := createSegment(l.fs, l.dir, gen, l.clock(), &l.fsyncs)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func BenchmarkSnapshotWrite(b *testing.B) {
 			var info snapInfo
 			for b.Loop() {
 				var err error
-				info, err = writeSnapshot(vfs.OS, path, m.Shards(), m.ExportShard, 1, t0.UnixNano())
+				info, err = writeSnapshot(vfs.OS, path, m.Shards(), m.ExportShard, 1, t0.UnixNano(), nil)
 				require.NoError(b, err)
 			}
 			b.ReportMetric(float64(info.bytes)/float64(n), "disk-B/key")
@@ -54,7 +54,7 @@ func BenchmarkOpen(b *testing.B) {
 		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
 			m := benchMap(b, n)
-			_, err := writeSnapshot(vfs.OS, filepath.Join(dir, snapName(1)), m.Shards(), m.ExportShard, 1, t0.UnixNano())
+			_, err := writeSnapshot(vfs.OS, filepath.Join(dir, snapName(1)), m.Shards(), m.ExportShard, 1, t0.UnixNano(), nil)
 			require.NoError(b, err)
 			c := newClock()
 			b.ReportAllocs()

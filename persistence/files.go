@@ -69,8 +69,9 @@ func syncDir(fsys vfs.FS, dir string) error {
 
 // writeAtomic writes a file with write into a temp file, fsyncs it, renames it
 // to path and fsyncs the directory, so path holds either the old or the whole
-// new contents after a crash. It returns the bytes written.
-func writeAtomic(fsys vfs.FS, path string, write func(f vfs.File) error) (int64, error) {
+// new contents after a crash. It returns the bytes written. t, if not nil,
+// times the file's fsync.
+func writeAtomic(fsys vfs.FS, path string, t *fsyncTimer, write func(f vfs.File) error) (int64, error) {
 	tmp := path + tmpSuffix
 	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -78,7 +79,7 @@ func writeAtomic(fsys vfs.FS, path string, write func(f vfs.File) error) (int64,
 	}
 	err = write(f)
 	if err == nil {
-		err = f.Sync()
+		err = t.sync(f)
 	}
 	var size int64
 	if err == nil {

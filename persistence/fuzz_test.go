@@ -73,7 +73,7 @@ func fuzzSnapshot(t testing.TB) ([]byte, written) {
 	m := newMap(t, 4)
 	traffic(t, m.Decide, rand.New(rand.NewPCG(7, 7)), 40, 200, now)
 	path := filepath.Join(t.TempDir(), "s")
-	_, err := writeSnapshot(vfs.OS, path, m.Shards(), m.ExportShard, 1, now)
+	_, err := writeSnapshot(vfs.OS, path, m.Shards(), m.ExportShard, 1, now, nil)
 	require.NoError(t, err)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)

@@ -281,7 +281,7 @@ func (p *Policies) rewriteLocked() error {
 	for _, name := range slices.Sorted(maps.Keys(p.defs)) {
 		buf = appendPut(buf, name, p.defs[name])
 	}
-	_, err := writeAtomic(p.fs, p.path, func(f vfs.File) error {
+	_, err := writeAtomic(p.fs, p.path, nil, func(f vfs.File) error {
 		_, err := f.Write(buf)
 		return err
 	})

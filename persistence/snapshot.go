@@ -29,10 +29,11 @@ type snapInfo struct {
 type exportFunc func(i int, dst []shard.Entry) []shard.Entry
 
 // writeSnapshot writes what export returns for shards 0 … shards-1 to path,
-// crash-safely, leaving out entries expired at now (unix nanoseconds).
-func writeSnapshot(fsys vfs.FS, path string, shards int, export exportFunc, gen uint64, now int64) (snapInfo, error) {
+// crash-safely, leaving out entries expired at now (unix nanoseconds). t, if
+// not nil, times its fsync.
+func writeSnapshot(fsys vfs.FS, path string, shards int, export exportFunc, gen uint64, now int64, t *fsyncTimer) (snapInfo, error) {
 	info := snapInfo{gen: gen, created: now}
-	size, err := writeAtomic(fsys, path, func(f vfs.File) error {
+	size, err := writeAtomic(fsys, path, t, func(f vfs.File) error {
 		buf := appendHeader(nil, magicSnapshot, now, gen)
 		var es []shard.Entry
 		for i := range shards {

@@ -20,7 +20,7 @@ import (
 func snapshotOf(t testing.TB, m *shard.Map, now int64) (string, snapInfo) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), snapName(7))
-	info, err := writeSnapshot(vfs.OS, path, m.Shards(), m.ExportShard, 7, now)
+	info, err := writeSnapshot(vfs.OS, path, m.Shards(), m.ExportShard, 7, now, nil)
 	require.NoError(t, err)
 	return path, info
 }

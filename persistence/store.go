@@ -118,6 +118,7 @@ type Store struct {
 
 	dirErr       atomic.Pointer[error] // ErrDirGone while the data directory is deleted
 	failingSince atomic.Int64          // unix ns when the log began to fail; 0 if it is not failing
+	snapFsyncs   fsyncTimer            // the snapshots' fsyncs
 
 	snapshotWritten func() // tests: runs between writing a snapshot and deleting the old log
 }
@@ -195,7 +196,7 @@ func (st *Store) load() ([]*segment, error) {
 	if len(logs) > 0 {
 		next = max(next, logs[len(logs)-1])
 	}
-	seg, err := createSegment(st.fs, st.dir, next+1, st.now())
+	seg, err := createSegment(st.fs, st.dir, next+1, st.now(), nil) // the log's timer does not exist yet
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +321,7 @@ func (st *Store) snapshot() (snapInfo, error) {
 		return snapInfo{}, err
 	}
 	path := filepath.Join(st.dir, snapName(gen))
-	info, err := writeSnapshot(st.fs, path, st.m.Shards(), st.log.exportTo(st.m, seg), gen, st.now())
+	info, err := writeSnapshot(st.fs, path, st.m.Shards(), st.log.exportTo(st.m, seg), gen, st.now(), &st.snapFsyncs)
 	if err != nil {
 		st.log.routeAll(seg)
 		// A snapshot renamed into place, whose directory fsync failed, is
@@ -455,6 +456,8 @@ type Stats struct {
 	FsyncLag         time.Duration // age of the oldest log write not yet fsynced; 0 if none
 	LogWriteErrors   int64         // log writes and commits that failed since Open
 	FailingSince     time.Time     // when the log began to fail; zero if it is not failing
+	LogFsyncs        FsyncStats    // the log segments' fsyncs since Open
+	SnapshotFsyncs   FsyncStats    // the snapshot files' fsyncs since Open
 	Err              error         // what Err returns: changes are refused while it is not nil
 }
 
@@ -470,6 +473,8 @@ func (st *Store) Stats() Stats {
 		LogErr:         st.log.broken(),
 		LogWriteErrors: st.log.errors.Load(),
 		Err:            st.Err(),
+		LogFsyncs:      st.log.fsyncs.stats(),
+		SnapshotFsyncs: st.snapFsyncs.stats(),
 	}
 	if t := st.failingSince.Load(); t != 0 {
 		s.FailingSince = time.Unix(0, t)
