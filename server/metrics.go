@@ -9,6 +9,7 @@ import (
 	"time"
 
 	vm "github.com/VictoriaMetrics/metrics"
+	"github.com/rlstore/rlstore/persistence"
 )
 
 // WriteMetrics writes the server's metrics to w in Prometheus's text format,
@@ -128,6 +129,27 @@ func (s *Server) writePersistenceMetrics(w io.Writer) {
 	gauge(w, "rlstore_persistence_misconf", boolFloat(st.Err != nil))
 	counter(w, "rlstore_persistence_failed_commits_total", s.failedCommits.Load())
 	histogram(w, "rlstore_persistence_commit_duration_seconds", "", &s.commits)
+	fsyncHistogram(w, `file="log"`, st.LogFsyncs)
+	fsyncHistogram(w, `file="snapshot"`, st.SnapshotFsyncs)
+}
+
+// fsyncHistogram writes the fsync latency persistence recorded for one kind
+// of file, and its failures. Persistence keeps the buckets as atomics of
+// its own; they are read here, at the scrape.
+func fsyncHistogram(w io.Writer, labels string, fs persistence.FsyncStats) {
+	const name = "rlstore_persistence_fsync_duration_seconds"
+	var cum int64
+	for i, n := range fs.Buckets {
+		cum += n
+		le := "+Inf"
+		if b := persistence.FsyncBound(i); b > 0 {
+			le = strconv.FormatFloat(b.Seconds(), 'g', -1, 64)
+		}
+		fmt.Fprintf(w, "%s_bucket{%s,le=%q} %d\n", name, labels, le, cum)
+	}
+	fmt.Fprintf(w, "%s_sum{%s} %g\n", name, labels, fs.Total.Seconds())
+	fmt.Fprintf(w, "%s_count{%s} %d\n", name, labels, cum)
+	counter(w, "rlstore_persistence_fsync_errors_total{"+labels+"}", fs.Errors)
 }
 
 func (s *Server) writeClusterMetrics(w io.Writer) {

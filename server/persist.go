@@ -259,6 +259,11 @@ func (s *Server) infoPersistence() []pair {
 		{"rl_appendfsync", st.Fsync.String()},
 		{"rl_aof_last_fsync_ms", unixMilliOrZero(st.LastFsync)}, // unix ms: tests wait for a whole flush with it
 		{"rl_aof_fsync_lag_ms", st.FsyncLag.Milliseconds()},
+		{"rl_aof_fsyncs", st.LogFsyncs.Count},
+		{"rl_aof_fsync_usec", st.LogFsyncs.Total.Microseconds()},
+		{"rl_aof_fsync_errors", st.LogFsyncs.Errors},
+		{"rl_rdb_fsyncs", st.SnapshotFsyncs.Count},
+		{"rl_rdb_fsync_usec", st.SnapshotFsyncs.Total.Microseconds()},
 		{"rl_loaded_keys", st.KeysLoaded},
 		{"rl_load_time_ms", st.LoadDuration.Milliseconds()},
 	}
