@@ -23,7 +23,7 @@ func bucketSum(s FsyncStats) int64 {
 
 func TestFsyncTimerBuckets(t *testing.T) {
 	var tm fsyncTimer
-	tm.observe(FsyncBound(0), false)                // on the bound: the first bucket
+	tm.observe(FsyncBound(0), false)                 // on the bound: the first bucket
 	tm.observe(FsyncBound(0)+time.Microsecond, true) // just past it: the second
 	tm.observe(time.Minute, false)                   // past every bound: the last
 	s := tm.stats()
