@@ -71,90 +71,22 @@ func (h *holdConn) release(refuse string) {
 	h.holding = false
 }
 
-func (h *holdConn) WriteError(msg string) {
+// out is where a reply goes: the held bytes while holding, else the client.
+func (h *holdConn) out() replyWriter {
 	if h.holding {
-		h.w.WriteError(msg)
-		return
+		return h.w
 	}
-	h.clientConn.WriteError(msg)
+	return h.clientConn
 }
 
-func (h *holdConn) WriteString(str string) {
-	if h.holding {
-		h.w.WriteString(str)
-		return
-	}
-	h.clientConn.WriteString(str)
-}
-
-func (h *holdConn) WriteBulk(bulk []byte) {
-	if h.holding {
-		h.w.WriteBulk(bulk)
-		return
-	}
-	h.clientConn.WriteBulk(bulk)
-}
-
-func (h *holdConn) WriteBulkString(bulk string) {
-	if h.holding {
-		h.w.WriteBulkString(bulk)
-		return
-	}
-	h.clientConn.WriteBulkString(bulk)
-}
-
-func (h *holdConn) WriteInt(num int) {
-	if h.holding {
-		h.w.WriteInt(num)
-		return
-	}
-	h.clientConn.WriteInt(num)
-}
-
-func (h *holdConn) WriteInt64(num int64) {
-	if h.holding {
-		h.w.WriteInt64(num)
-		return
-	}
-	h.clientConn.WriteInt64(num)
-}
-
-func (h *holdConn) WriteUint64(num uint64) {
-	if h.holding {
-		h.w.WriteUint64(num)
-		return
-	}
-	h.clientConn.WriteUint64(num)
-}
-
-func (h *holdConn) WriteArray(count int) {
-	if h.holding {
-		h.w.WriteArray(count)
-		return
-	}
-	h.clientConn.WriteArray(count)
-}
-
-func (h *holdConn) WriteNull() {
-	if h.holding {
-		h.w.WriteNull()
-		return
-	}
-	h.clientConn.WriteNull()
-}
-
-func (h *holdConn) WriteRaw(data []byte) {
-	if h.holding {
-		h.w.WriteRaw(data)
-		return
-	}
-	h.clientConn.WriteRaw(data)
-}
-
-func (h *holdConn) WriteAny(v any) {
-	if h.holding {
-		h.w.WriteAny(v)
-		return
-	}
-	h.clientConn.WriteAny(v)
-}
+func (h *holdConn) WriteError(msg string)       { h.out().WriteError(msg) }
+func (h *holdConn) WriteString(str string)      { h.out().WriteString(str) }
+func (h *holdConn) WriteBulk(bulk []byte)       { h.out().WriteBulk(bulk) }
+func (h *holdConn) WriteBulkString(bulk string) { h.out().WriteBulkString(bulk) }
+func (h *holdConn) WriteInt(num int)            { h.out().WriteInt(num) }
+func (h *holdConn) WriteInt64(num int64)        { h.out().WriteInt64(num) }
+func (h *holdConn) WriteUint64(num uint64)      { h.out().WriteUint64(num) }
+func (h *holdConn) WriteArray(count int)        { h.out().WriteArray(count) }
+func (h *holdConn) WriteNull()                  { h.out().WriteNull() }
+func (h *holdConn) WriteRaw(data []byte)        { h.out().WriteRaw(data) }
+func (h *holdConn) WriteAny(v any)              { h.out().WriteAny(v) }

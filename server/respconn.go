@@ -239,6 +239,14 @@ func (rc *respConn) writeOut() error {
 // clientConn is what commands write replies through: the connection
 // itself, or a holdConn wrapping it.
 type clientConn interface {
+	replyWriter
+	Close() error
+	PeekPipeline() [][]byte
+	ReadPipeline() [][]byte
+}
+
+// replyWriter writes RESP replies; redcon's Writer is one too.
+type replyWriter interface {
 	WriteError(s string)
 	WriteString(s string)
 	WriteBulk(b []byte)
@@ -250,9 +258,6 @@ type clientConn interface {
 	WriteNull()
 	WriteRaw(b []byte)
 	WriteAny(v any)
-	Close() error
-	PeekPipeline() [][]byte
-	ReadPipeline() [][]byte
 }
 
 var _ clientConn = (*respConn)(nil)
