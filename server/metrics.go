@@ -10,6 +10,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/window"
 )
 
 // WriteMetrics writes the server's metrics to w in Prometheus's text format,
@@ -92,6 +93,22 @@ func (s *Server) writeStoreMetrics(w io.Writer) {
 	counter(w, "rlstore_sweeps_total", st.Sweeps)
 	counter(w, "rlstore_swept_keys_total", st.Swept)
 	counter(w, "rlstore_index_rebuilds_total", st.Rebuilds)
+	s.writeKindMetrics(w)
+}
+
+// writeKindMetrics writes keys and their bytes per algorithm, every named
+// kind always, so a kind with no keys reads 0 rather than vanishing. They
+// take each shard's lock in turn, briefly, at the scrape only.
+func (s *Server) writeKindMetrics(w io.Writer) {
+	ks := s.cfg.Store.KindStats()
+	for k, st := range ks {
+		name := window.Kind(k).String()
+		if name == "none" {
+			continue
+		}
+		gauge(w, `rlstore_keys_by_kind{kind="`+name+`"}`, float64(st.Keys))
+		gauge(w, `rlstore_key_bytes_by_kind{kind="`+name+`"}`, float64(st.Bytes))
+	}
 }
 
 func (s *Server) writeConnMetrics(w io.Writer) {

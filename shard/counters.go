@@ -50,6 +50,7 @@ func (s *shard) moveCountersLocked(sl *slot, b []uint64, want int) []uint64 {
 	s.ext.setLen(ref, len(nb))
 	s.freeCountersLocked(sl)
 	sl.state = window.State{extMark, uint64(ref)}
+	s.extBytesLocked(sl, 8*cap(nb))
 	return nb
 }
 
@@ -66,6 +67,7 @@ func (s *shard) storeCountersLocked(sl *slot, b []uint64) {
 	case len(b) <= inlineCounters:
 		var st window.State
 		copy(st[:], b)
+		s.extBytesLocked(sl, -8*cap(s.ext.counters(ref)))
 		s.ext.release(ref)
 		sl.state = st
 	case classFor(len(b)+1) < classFor(cap(b))-1:
@@ -76,7 +78,9 @@ func (s *shard) storeCountersLocked(sl *slot, b []uint64) {
 // freeCountersLocked releases sl's counter block, if it has one.
 func (s *shard) freeCountersLocked(sl *slot) {
 	if sl.state[0] == extMark {
-		s.ext.release(uint32(sl.state[1]))
+		ref := uint32(sl.state[1])
+		s.extBytesLocked(sl, -8*cap(s.ext.counters(ref)))
+		s.ext.release(ref)
 		sl.state = window.State{}
 	}
 }

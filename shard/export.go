@@ -137,13 +137,8 @@ func (m *Map) Import(e Entry, now int64) error {
 // setEntryLocked replaces sl's parameters and state with e's. Slide counters
 // go inline when they fit and to a counter block otherwise, as Decide keeps them.
 func (s *shard) setEntryLocked(sl *slot, e *Entry) {
-	if sl.param != 0 {
-		if hasCounters(s.params.get(sl.param).Kind) {
-			s.freeCountersLocked(sl)
-		}
-		s.params.release(sl.param)
-	}
-	sl.param = s.params.acquire(e.Params)
+	s.unbindLocked(sl)
+	s.bindLocked(sl, e.Params)
 	sl.state = e.State
 	if !hasCounters(e.Params.Kind) {
 		return

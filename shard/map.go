@@ -209,14 +209,9 @@ func (s *shard) expiredLocked(sl *slot, now int64) bool { return s.expiryLocked(
 // resetSlotLocked gives sl parameters p and the empty state, dropping whatever
 // state and parameters it held.
 func (s *shard) resetSlotLocked(sl *slot, p window.Params) {
-	if sl.param != 0 {
-		if hasCounters(s.params.get(sl.param).Kind) {
-			s.freeCountersLocked(sl)
-		}
-		s.params.release(sl.param)
-	}
+	s.unbindLocked(sl)
 	sl.state = window.State{}
-	sl.param = s.params.acquire(p)
+	s.bindLocked(sl, p)
 }
 
 // setParamLocked re-parameterises sl, which applies to its state at once,

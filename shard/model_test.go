@@ -222,5 +222,6 @@ func (s *shard) checkLocked(t *testing.T, si int) int {
 		require.Equalf(t, n, s.params.list[id].refs, "shard %d: refs of params %d", si, id)
 	}
 	require.Lenf(t, s.params.ids, len(refs), "shard %d: interned params", si)
+	require.Equalf(t, s.recountKindsLocked(), s.kinds, "shard %d: keys and bytes per kind", si)
 	return live
 }

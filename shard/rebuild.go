@@ -41,7 +41,7 @@ func (s *shard) copyInLocked(old *shard, sl *slot) {
 	j, _ := s.insertLocked(key, s.hash(key))
 	nsl := s.slots.at(j)
 	p := old.params.get(sl.param)
-	nsl.param = s.params.acquire(p)
+	s.bindLocked(nsl, p)
 	nsl.state = sl.state
 	if sl.state[0] == extMark {
 		b := old.ext.counters(uint32(sl.state[1]))

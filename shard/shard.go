@@ -20,6 +20,7 @@ type shard struct {
 	gen       uint16 // bumped whenever slots move (rebuild, reset), so Scan can restart
 	footprint int64  // footprintLocked as last added to Map.bytes
 	dirty     dirty  // changes since the last DrainDirty, for the append-only log
+	kinds     kinds  // live keys and their bytes per algorithm
 	stats     stats  // atomics, read without mu
 }
 
@@ -29,6 +30,7 @@ func newShard(hash func([]byte) uint64) *shard { return &shard{hash: hash} }
 func (s *shard) resetLocked() {
 	s.index, s.peak, s.cursor = index{}, 0, 0
 	s.slots, s.keys, s.params, s.ext = slots{}, arena{}, params{}, ext{}
+	s.kinds = kinds{}
 	s.gen++
 }
 
@@ -79,12 +81,7 @@ func (s *shard) slotHash(i uint32) uint64 { return s.hash(s.keys.get(s.slots.at(
 func (s *shard) removeLocked(i uint32, h uint64) {
 	s.index.remove(h, i)
 	sl := s.slots.at(i)
-	if sl.param != 0 {
-		if hasCounters(s.params.get(sl.param).Kind) {
-			s.freeCountersLocked(sl)
-		}
-		s.params.release(sl.param)
-	}
+	s.unbindLocked(sl)
 	s.keys.drop(sl.key)
 	s.slots.release(i)
 }
