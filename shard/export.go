@@ -58,11 +58,25 @@ func (m *Map) ExportShard(i int, dst []Entry) []Entry {
 	return x.allLocked(s, dst)
 }
 
+// ExportShardFunc is ExportShard for only the live entries whose key keep
+// accepts, such as the keys of the cluster slots moving to another node.
+// keep sees the stored key (an internal policy key too: policy.Route gives
+// the user key it belongs to), runs under shard i's lock, and must not
+// keep the slice or call into m.
+func (m *Map) ExportShardFunc(i int, keep func(key []byte) bool, dst []Entry) []Entry {
+	s := m.shards[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := exporter{keep: keep}
+	return x.allLocked(s, dst)
+}
+
 // exporter copies entries out of a shard, packing keys and counters into
 // shared buffers so an export allocates a few times per shard, not per key.
 type exporter struct {
 	keys     []byte
 	counters []uint64
+	keep     func(key []byte) bool // nil: every live entry
 }
 
 // allLocked appends every live entry of s to dst.
@@ -80,6 +94,9 @@ func (x *exporter) slotLocked(s *shard, j uint32, dst []Entry) []Entry {
 	}
 	sl := s.slots.at(j)
 	if sl.key == 0 || sl.param == 0 {
+		return dst
+	}
+	if x.keep != nil && !x.keep(s.keys.get(sl.key)) {
 		return dst
 	}
 	e := Entry{Key: x.key(s.keys.get(sl.key)), Params: s.params.get(sl.param)}
