@@ -2,7 +2,8 @@
 # Regenerates BENCHMARKS.md and loadtest/benchmarks.svg: builds rlstore and
 # rlload from the committed HEAD (BENCH_WORKTREE=1 builds the working tree
 # instead), starts rlstore and redis-server on free loopback ports, and runs
-# `rlload bench`. Takes a few minutes on 2 cores. Extra arguments go to
+# `rlload bench`, then appends the cluster section (loadtest/cluster.py;
+# BENCH_CLUSTER=0 skips it). Takes a few minutes on 2 cores. Extra arguments go to
 # `rlload bench` (see `rlload bench -help`).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -22,4 +23,7 @@ fi
 "$tmp/rlload" bench --rlstore-bin "$tmp/rlstore" \
 	--out BENCHMARKS.md --chart loadtest/benchmarks.svg \
 	--notes loadtest/bench-notes.md --command "bash loadtest/bench.sh" "$@" >/dev/null
+if [ "${BENCH_CLUSTER:-1}" != 0 ]; then # BENCH_CLUSTER=0 skips the cluster section
+	{ echo; RLSTORE="$tmp/rlstore" RLLOAD="$tmp/rlload" python3 loadtest/cluster.py; } >>BENCHMARKS.md
+fi
 echo "bench.sh: wrote BENCHMARKS.md and loadtest/benchmarks.svg" >&2

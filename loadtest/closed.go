@@ -19,6 +19,9 @@ func (w *worker) runClosed(b *budget) error {
 }
 
 func (w *worker) batchClosed(n int) error {
+	if w.route != nil {
+		return w.batchRouted(n)
+	}
 	w.buf = w.buf[:0]
 	for i := range n {
 		w.batch[i] = w.pick()

@@ -18,6 +18,11 @@ type Config struct {
 	Requests int64         // stop after this many requests; 0 for no bound
 	Duration time.Duration // stop after this long; 0 for no bound
 
+	// Cluster makes each worker a cluster-aware client: it reads the slot
+	// map from Addr and sends each request to its key's owner, over a
+	// connection per node (so Conns × nodes connections in all).
+	Cluster bool
+
 	// Rate, when positive, runs an open loop: requests are due at this many
 	// per second in total, and latency counts from when each was due, so a
 	// stalled server is charged for the queue it causes.
@@ -42,6 +47,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("loadtest: a run needs a request count, a duration or both")
 	case c.Check && c.Workload.Rule == nil:
 		return fmt.Errorf("loadtest: workload %s has no limit to check (give --rule with --cmd)", c.Workload.Name)
+	case c.Cluster && c.Rate > 0:
+		return fmt.Errorf("loadtest: --cluster runs a closed loop only")
 	case len(c.Workload.Args) == 0:
 		return fmt.Errorf("loadtest: no command to send")
 	}

@@ -28,16 +28,11 @@ func Run(ctx context.Context, cfg Config) (report.Result, error) {
 	if err := setup(ctx, cfg); err != nil {
 		return report.Result{}, err
 	}
-	clients, err := dialAll(ctx, cfg.Addr, cfg.Conns)
+	workers, closeConns, err := newWorkers(ctx, &cfg)
 	if err != nil {
 		return report.Result{}, err
 	}
-	defer closeAll(clients)
-	workers := make([]*worker, len(clients))
-	pickers := cfg.Keys.pickers(len(clients), cfg.Seed)
-	for i, cl := range clients {
-		workers[i] = newWorker(cl, &cfg, pickers[i])
-	}
+	defer closeConns()
 	cpu0 := proc.SelfCPU()
 	elapsed, err := drive(ctx, cfg, workers)
 	res := collect(cfg, workers, elapsed)
@@ -61,6 +56,35 @@ func setup(ctx context.Context, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// newWorkers dials every connection and makes a worker for each client.
+func newWorkers(ctx context.Context, cfg *Config) ([]*worker, func(), error) {
+	pickers := cfg.Keys.pickers(cfg.Conns, cfg.Seed)
+	workers := make([]*worker, cfg.Conns)
+	if cfg.Cluster {
+		sm, err := readSlotMap(ctx, cfg.Addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		routers, err := dialRouted(ctx, sm, cfg.Conns)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, r := range routers {
+			workers[i] = newWorker(nil, cfg, pickers[i])
+			workers[i].route = r
+		}
+		return workers, func() { closeRouters(routers) }, nil
+	}
+	clients, err := dialAll(ctx, cfg.Addr, cfg.Conns)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, cl := range clients {
+		workers[i] = newWorker(cl, cfg, pickers[i])
+	}
+	return workers, func() { closeAll(clients) }, nil
 }
 
 func dialAll(ctx context.Context, addr string, n int) ([]*resp.Client, error) {
@@ -89,7 +113,9 @@ func drive(ctx context.Context, cfg Config, workers []*worker) (time.Duration, e
 	b := newBudget(ctx, cfg.Requests, cfg.Duration, start)
 	if cfg.Duration > 0 {
 		for _, w := range workers {
-			_ = w.cl.SetDeadline(start.Add(cfg.Duration + ioGrace))
+			for _, cl := range w.conns() {
+				_ = cl.SetDeadline(start.Add(cfg.Duration + ioGrace))
+			}
 		}
 	}
 	stopIO := context.AfterFunc(ctx, func() { closeAllWorkers(workers) })
@@ -120,7 +146,9 @@ func runWorker(cfg Config, w *worker, b *budget, start time.Time, i int) error {
 
 func closeAllWorkers(workers []*worker) {
 	for _, w := range workers {
-		_ = w.cl.Close()
+		for _, cl := range w.conns() {
+			_ = cl.Close()
+		}
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // worker drives one connection. Everything in it belongs to its goroutine(s)
 // except live, which the progress line reads.
 type worker struct {
-	cl    *resp.Client
+	cl    *resp.Client // nil for a cluster-aware worker, which has route
+	route *router
 	wl    *Workload
 	tmpl  resp.Template
 	keys  KeySpec
@@ -45,6 +46,14 @@ func newWorker(cl *resp.Client, cfg *Config, pick func() uint64) *worker {
 		check: cfg.Check,
 		batch: make([]uint64, cfg.Pipeline),
 	}
+}
+
+// conns are the worker's connections.
+func (w *worker) conns() []*resp.Client {
+	if w.route != nil {
+		return w.route.conns
+	}
+	return []*resp.Client{w.cl}
 }
 
 // encode appends one request for key number k to w.buf.

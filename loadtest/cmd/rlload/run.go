@@ -29,6 +29,7 @@ type runFlags struct {
 	slack      time.Duration
 	prefix     string
 	cpuprofile string
+	cluster    bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -42,6 +43,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.check, "check", false, "check the accuracy of the decisions (windowed limits and token buckets)")
 	fs.DurationVar(&f.slack, "slack", 0, "clock uncertainty the accuracy check allows")
 	fs.StringVar(&f.prefix, "prefix", "", "key prefix (default: a fresh one per run)")
+	fs.BoolVar(&f.cluster, "cluster", false, "act as a cluster-aware client: read the slot map from --addr and send each key to its owner (a connection per node for each of -c clients)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write the load generator's own CPU profile here")
 }
 
@@ -60,7 +62,7 @@ func (f *runFlags) config() (loadtest.Config, error) {
 	return loadtest.Config{
 		Addr: f.addr, Workload: wl, Keys: f.load.keys(f.prefix),
 		Conns: f.load.conns, Pipeline: depths[0], Requests: f.load.requests, Duration: f.load.duration,
-		Rate: f.rate, Check: f.check, Slack: f.slack, Seed: f.load.seed,
+		Rate: f.rate, Cluster: f.cluster, Check: f.check, Slack: f.slack, Seed: f.load.seed,
 	}, nil
 }
 
