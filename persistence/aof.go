@@ -210,8 +210,9 @@ type aof struct {
 	segs  []*segment // live segments, oldest first
 	route []*segment // per shard: the segment its changes go to
 
-	flushMu sync.Mutex    // held by one flush at a time; guards the segments' buffers and files
-	ents    []shard.Entry // drain buffer; guarded by flushMu
+	flushMu sync.Mutex         // held by one flush at a time; guards the segments' buffers and files
+	ents    []shard.Entry      // drain buffer; guarded by flushMu
+	drained shard.ExportBuffer // the drained entries' keys and counters; guarded by flushMu
 
 	group groupCommit
 
@@ -253,7 +254,7 @@ func (l *aof) flushLocked(sync bool) error {
 	now := l.clock()
 	for i := range l.route {
 		l.mu.Lock()
-		l.ents = l.m.DrainDirty(i, l.ents[:0])
+		l.ents = l.m.DrainDirtyTo(i, l.ents[:0], &l.drained)
 		seg := l.route[i]
 		l.mu.Unlock()
 		if len(l.ents) > 0 {
@@ -335,12 +336,15 @@ func (l *aof) rotate(gen uint64) (*segment, error) {
 }
 
 // exportTo returns an exportFunc that moves each shard it exports to seg.
+// The entries it returns are valid until its next call, which reuses their
+// memory.
 func (l *aof) exportTo(m *shard.Map, seg *segment) exportFunc {
+	var buf shard.ExportBuffer
 	return func(i int, dst []shard.Entry) []shard.Entry {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.route[i] = seg
-		return m.ExportShard(i, dst)
+		return m.ExportShardTo(i, dst, &buf)
 	}
 }
 

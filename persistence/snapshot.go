@@ -25,7 +25,8 @@ type snapInfo struct {
 	bytes   int64
 }
 
-// exportFunc appends shard i's entries to dst.
+// exportFunc appends shard i's entries to dst. Their keys and counters may
+// share memory with those of its previous call: use them before the next.
 type exportFunc func(i int, dst []shard.Entry) []shard.Entry
 
 // writeSnapshot writes what export returns for shards 0 … shards-1 to path,

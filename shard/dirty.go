@@ -90,11 +90,23 @@ func (s *shard) markGoneLocked(key []byte) {
 // Flush records no tombstones: whoever logs changes must log a Flush itself,
 // in order with the drains (persistence.Store.Flush does).
 func (m *Map) DrainDirty(i int, dst []Entry) []Entry {
+	return m.DrainDirtyTo(i, dst, nil)
+}
+
+// DrainDirtyTo is DrainDirty with the entries' keys and counters in buf,
+// whose memory the next call given buf reuses. A nil buf is DrainDirty.
+func (m *Map) DrainDirtyTo(i int, dst []Entry, buf *ExportBuffer) []Entry {
 	s := m.shards[i]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	x := buf.exporter()
+	defer buf.keep(&x)
+	return s.drainLocked(&x, dst)
+}
+
+// drainLocked appends the entries DrainDirty returns, copied by x.
+func (s *shard) drainLocked(x *exporter, dst []Entry) []Entry {
 	d := &s.dirty
-	var x exporter
 	for b := d.gone; len(b) > 0; {
 		n, k := binary.Uvarint(b)
 		dst = append(dst, Entry{Key: x.key(b[k : k+int(n)])})
@@ -112,7 +124,7 @@ func (m *Map) DrainDirty(i int, dst []Entry) []Entry {
 		return x.allLocked(s, dst)
 	}
 	if full {
-		return d.scanLocked(s, &x, dst)
+		return d.scanLocked(s, x, dst)
 	}
 	for _, j := range list {
 		d.bits[j>>6] &^= 1 << (j & 63)
