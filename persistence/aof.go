@@ -203,16 +203,15 @@ func (seg *segment) sync(t *fsyncTimer) error {
 type aof struct {
 	fs    vfs.FS
 	dir   string
-	m     *shard.Map
+	feed  *Feed // drains the Map's changes into Changes, for the replica shipper too
 	clock func() int64
 
 	mu    sync.Mutex // guards segs and route
 	segs  []*segment // live segments, oldest first
 	route []*segment // per shard: the segment its changes go to
 
-	flushMu sync.Mutex         // held by one flush at a time; guards the segments' buffers and files
-	ents    []shard.Entry      // drain buffer; guarded by flushMu
-	drained shard.ExportBuffer // the drained entries' keys and counters; guarded by flushMu
+	flushMu sync.Mutex // held by one flush at a time; guards the segments' buffers and files, and closed
+	closed  bool       // close has run: drains are no longer logged
 
 	group groupCommit
 
@@ -226,8 +225,9 @@ type aof struct {
 	onChange func(err error) // told each change of failure state: the first failure, and the recovery (nil)
 }
 
-func newAOF(fsys vfs.FS, dir string, m *shard.Map, clock func() int64, segs []*segment) *aof {
-	l := &aof{fs: fsys, dir: dir, m: m, clock: clock, segs: segs, route: make([]*segment, m.Shards())}
+// newAOF logs what feed drains from m to segs, the newest last.
+func newAOF(fsys vfs.FS, dir string, m *shard.Map, feed *Feed, clock func() int64, segs []*segment) *aof {
+	l := &aof{fs: fsys, dir: dir, feed: feed, clock: clock, segs: segs, route: make([]*segment, m.Shards())}
 	for i := range l.route {
 		l.route[i] = segs[len(segs)-1]
 	}
@@ -235,38 +235,60 @@ func newAOF(fsys vfs.FS, dir string, m *shard.Map, clock func() int64, segs []*s
 		l.bytes.Add(seg.size)
 	}
 	l.group.flush = l.flush
+	feed.Subscribe(l)
 	return l
 }
 
-// flush drains every shard's changes into the log, writes them and, if sync
-// is set, fsyncs them.
+// flush drains every shard's changes into the log (through the feed, which
+// also hands them to the replica shipper), writes them and, if sync is set,
+// fsyncs them.
 func (l *aof) flush(sync bool) error {
+	l.feed.Drain()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	err := l.flushLocked(sync)
+	err := l.writeLocked(sync, l.clock())
 	if err != nil {
 		l.errors.Add(1)
 	}
 	return err
 }
 
-func (l *aof) flushLocked(sync bool) error {
-	now := l.clock()
-	for i := range l.route {
-		l.mu.Lock()
-		l.ents = l.m.DrainDirtyTo(i, l.ents[:0], &l.drained)
-		seg := l.route[i]
-		l.mu.Unlock()
-		if len(l.ents) > 0 {
-			seg.buf = appendEntries(seg.buf, l.ents, now)
-			l.logged.Add(int64(len(l.ents)))
-		}
-		if len(seg.buf) >= writeChunk {
-			l.writeSegLocked(seg, now) // an error stays in seg.err for writeLocked
-		}
+// Changes implements Subscriber: it buffers shard i's drained changes for
+// the segment the shard logs to, writing a full buffer at once.
+//
+// A drain made before a snapshot exported shard i may arrive here after,
+// and go to the snapshot's new segment: replay then applies a state no
+// newer than the snapshot's, but any change made in between was marked
+// again and follows it, so the last state written still wins.
+func (l *aof) Changes(i int, es []shard.Entry) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.closed {
+		return
 	}
-	clear(l.ents) // let the drained keys go
-	return l.writeLocked(sync, now)
+	now := l.clock()
+	l.mu.Lock()
+	seg := l.route[i]
+	l.mu.Unlock()
+	seg.buf = appendEntries(seg.buf, es, now)
+	l.logged.Add(int64(len(es)))
+	if len(seg.buf) >= writeChunk {
+		l.writeSegLocked(seg, now) // an error stays in seg.err for writeLocked
+	}
+}
+
+// Flushed implements Subscriber: it buffers a flush block in the newest segment.
+func (l *aof) Flushed() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.closed {
+		return
+	}
+	l.mu.Lock()
+	seg := l.segs[len(l.segs)-1]
+	l.mu.Unlock()
+	buf, start := beginBlock(seg.buf, kindFlush)
+	seg.buf = endBlock(buf, start)
 }
 
 // writeChunk bounds a segment's buffer during a flush. Buffering a whole
@@ -309,16 +331,12 @@ func (l *aof) writeLocked(sync bool, now int64) error {
 }
 
 // appendFlush logs that every key was deleted, calling flush, which deletes
-// them, with no log flush running, so no change from before it is written after it.
+// them, with no drain running (see Feed.Flush), so no change from before it
+// is written after it.
 func (l *aof) appendFlush(flush func(), sync bool) error {
+	l.feed.Flush(flush) // Flushed buffers the flush block
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	flush()
-	l.mu.Lock()
-	seg := l.segs[len(l.segs)-1]
-	l.mu.Unlock()
-	buf, start := beginBlock(seg.buf, kindFlush)
-	seg.buf = endBlock(buf, start)
 	return l.writeLocked(sync, l.clock())
 }
 
@@ -463,6 +481,7 @@ func (l *aof) close() error {
 	err := l.flush(true)
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	l.closed = true
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, seg := range l.segs {

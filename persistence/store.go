@@ -99,6 +99,7 @@ type Store struct {
 	m      *shard.Map
 	opts   Options
 	log    *aof
+	feed   *Feed // the one drainer of m's changes: the log subscribes to it
 	lock   *os.File
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -154,8 +155,8 @@ func Open(dir string, m *shard.Map, opts Options) (*Store, Recovery, error) {
 		lock.Close()
 		return nil, st.loaded, err
 	}
-	m.TrackChanges()
-	st.log = newAOF(st.fs, dir, m, st.now, segs)
+	st.feed = NewFeed(m)
+	st.log = newAOF(st.fs, dir, m, st.feed, st.now, segs)
 	st.log.onChange = st.logChange
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel
@@ -165,6 +166,10 @@ func Open(dir string, m *shard.Map, opts Options) (*Store, Recovery, error) {
 }
 
 func (st *Store) now() int64 { return st.opts.Clock().UnixNano() }
+
+// Feed returns the drainer of the Map's changes the log reads from, for
+// another subscriber (the replica shipper) to share.
+func (st *Store) Feed() *Feed { return st.feed }
 
 // load loads the newest snapshot and replays the segments after it, then
 // starts a new segment. It returns the live segments, the new one last.
