@@ -68,7 +68,13 @@ func TestArena(t *testing.T) {
 			small = append(small, cap(p))
 		}
 	}
-	assert.Equal(t, []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 8 << 10, 8 << 10, 8 << 10, 8 << 10, 8 << 10, 8 << 10}, small)
+	want := []int{arenaFirstPage}
+	for len(want) < len(small) {
+		want = append(want, min(arenaPage, 2*want[len(want)-1]))
+	}
+	assert.Equal(t, want, small)
+	assert.Greater(t, len(small), 5, "pages reach full size")
+	assert.Equal(t, arenaPage, small[len(small)-1])
 	live := a.live
 	a.drop(refs[0])
 	assert.Equal(t, live-1, a.live)
