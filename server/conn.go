@@ -21,7 +21,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // end for a client under steady load.
 type guardConn struct {
 	net.Conn
-	last atomic.Int64  // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=
+	last atomic.Int64  // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=; serve sets it
 	done chan struct{} // closed by Close
 
 	mu       sync.Mutex // guards the fields below, and read deadlines once draining
@@ -44,7 +44,6 @@ func (g *guardConn) readRequest(p []byte, idle bool) (int, error) {
 	for {
 		n, err := g.read1(p, idle)
 		if n > 0 {
-			g.last.Store(time.Now().UnixNano())
 			return n, nil
 		}
 		if err != nil {

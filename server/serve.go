@@ -49,6 +49,7 @@ func (s *Server) loop(c *client, rc *respConn) error {
 			if err := rc.fill(); err != nil {
 				return err
 			}
+			s.readAt(c)
 			continue
 		}
 		s.handle(c, args)
@@ -65,6 +66,16 @@ func (s *Server) loop(c *client, rc *respConn) error {
 			return nil
 		}
 	}
+}
+
+// readAt notes that c's requests arrived now, with one clock read that
+// serves both CLIENT LIST's idle= and the start of the batch's first
+// command (see Server.run): without pipelining every clock read is paid
+// once a request.
+func (s *Server) readAt(c *client) {
+	now := s.monotonic()
+	c.mark = now
+	c.g.last.Store(s.started.UnixNano() + int64(now))
 }
 
 // handle runs one command, recovering from its panic.
