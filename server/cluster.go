@@ -23,6 +23,9 @@ type ClusterConfig struct {
 	// Broadcast sends bytes to every other node's Merge (see LocalState);
 	// nil keeps policy changes on this node.
 	Broadcast func([]byte)
+	// Replicas, if set, ships this node's changes to each slot's backup
+	// and keeps the copies shipped to it (--replicas 1).
+	Replicas *ReplicaConfig
 }
 
 // Unreachable is what a node does with a request whose owner it cannot reach.
@@ -109,6 +112,10 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 	switch {
 	case s.cl == nil:
 		c.conn.WriteError(errNoCluster)
+	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "copy") && len(args) == 3:
+		s.cl.repl.peerCopy(c, args[2])
+	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "sync") && len(args) == 3:
+		s.cl.repl.peerSync(c, args[2])
 	case equalFoldASCII(args[1], "hello"):
 		c.nonce = cluster.NewNonce()
 		c.conn.WriteBulkString(c.nonce)
@@ -152,6 +159,11 @@ func (s *Server) attachCluster() error {
 		return err
 	}
 	s.cl = cn
+	if rc := s.cfg.Cluster.Replicas; rc != nil {
+		if cn.repl, err = newReplicator(s, *rc, cn.view().Self); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

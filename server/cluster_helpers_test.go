@@ -11,22 +11,27 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/require"
 )
 
 // testNode is one node of an in-process cluster on loopback.
 type testNode struct {
-	name  string
-	addr  string // RESP
-	srv   *Server
-	ml    *cluster.Membership
-	peers *cluster.Peers
+	name   string
+	addr   string // RESP
+	srv    *Server
+	ml     *cluster.Membership
+	peers  *cluster.Peers
+	store  *shard.Map // with replicas
+	copies *shard.Map // with replicas
 }
 
 type clusterOpts struct {
 	secret   []byte
 	redirect bool
 	policy   Unreachable
+	replicas bool // ship to each slot's runner-up every 10ms
 }
 
 // startTestCluster starts n nodes joined through the first and waits
@@ -55,11 +60,25 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet, State: state})
 	require.NoError(t, err)
 	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Timeout: 500 * time.Millisecond})
-	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Cluster: &ClusterConfig{View: ml.View,
-		Forwarder: peers, Secret: o.secret, Redirect: o.redirect, OwnerUnreachable: o.policy, Broadcast: ml.Broadcast}})
+	cc := &ClusterConfig{View: ml.View, Forwarder: peers, Secret: o.secret, Redirect: o.redirect,
+		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast}
+	tn := &testNode{name: name, ml: ml, peers: peers}
+	var ship *cluster.Peers
+	if o.replicas {
+		tn.store, tn.copies = mustStore(t), mustStore(t)
+		ship = cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Conns: 1, Timeout: 500 * time.Millisecond})
+		cc.Replicas = &ReplicaConfig{Feed: persistence.NewFeed(tn.store), Copies: tn.copies, Ship: ship, Interval: 10 * time.Millisecond}
+	}
+	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Store: tn.store, Cluster: cc})
 	state.Set(s)
-	tn := &testNode{name: name, addr: serveTest(t, s), srv: s, ml: ml, peers: peers}
-	t.Cleanup(func() { peers.Close(); ml.Kill() })
+	tn.srv, tn.addr = s, serveTest(t, s)
+	t.Cleanup(func() {
+		peers.Close()
+		if ship != nil {
+			ship.Close()
+		}
+		ml.Kill()
+	})
 	return tn
 }
 

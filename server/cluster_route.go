@@ -16,7 +16,8 @@ type clusterNode struct {
 	forwarded   atomic.Int64 // commands sent to their owners
 	unreachable atomic.Int64 // commands answered by --owner-unreachable
 	pols        policyVersions
-	peers       sync.Map // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
+	peers       sync.Map    // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
+	repl        *replicator // nil without --replicas
 }
 
 // peerStats count what this node forwarded to one peer.

@@ -26,6 +26,7 @@ func infoSections() []infoSection {
 		{"memory", (*Server).infoMemory},
 		{"persistence", (*Server).infoPersistence},
 		{"stats", (*Server).infoStats},
+		{"replication", (*Server).infoReplication},
 		{"commandstats", (*Server).infoCommandStats},
 		{"latencystats", (*Server).infoLatencyStats},
 		{"keyspace", (*Server).infoKeyspace},

@@ -186,6 +186,7 @@ func (s *Server) writeClusterMetrics(w io.Writer) {
 		counter(w, "rlstore_cluster_peer_forward_errors_total{"+l+"}", ps.errors.Load())
 		return true
 	})
+	s.writeReplicaMetrics(w)
 }
 
 // Ready returns nil when the server is serving clients: loaded (New has

@@ -221,11 +221,15 @@ func (s *Server) snapshot() error {
 
 // flushAll deletes every key, through the log when there is one.
 func (s *Server) flushAll() error {
-	if s.cfg.Durability == nil {
-		s.cfg.Store.Flush()
+	switch {
+	case s.cfg.Durability != nil:
+		return s.cfg.Durability.Flush()
+	case s.cl != nil && s.cl.repl != nil:
+		s.cl.repl.cfg.Feed.Flush(s.cfg.Store.Flush) // the backups hear of it in order
 		return nil
 	}
-	return s.cfg.Durability.Flush()
+	s.cfg.Store.Flush()
+	return nil
 }
 
 // infoPersistence shows Redis's fields where they mean the same here: the

@@ -300,7 +300,7 @@ func (s *Server) attach(ln net.Listener) error {
 		return errors.New("server: already serving")
 	}
 	s.ln = newGuardListener(ln, &s.maxClients, s.log)
-	s.sweepEnd = s.startSweep()
+	s.sweepEnd = s.startReplicas(s.startSweep())
 	return nil
 }
 

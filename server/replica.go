@@ -1,0 +1,266 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/shard"
+)
+
+// ReplicaConfig turns on replicas for a cluster node: every slot's owner
+// ships its changed keys to the slot's runner-up (cluster.Table.RunnerUp),
+// which keeps them as copies, not served, and promotes them into its store
+// when it takes the slot over from an owner that died.
+type ReplicaConfig struct {
+	// Feed drains Store's changes; the append-only log, if any, reads the
+	// same feed, so each change is drained once for both. Required.
+	Feed *persistence.Feed
+	// Copies holds the copies of other nodes' keys this node is the backup
+	// of. It is never served: not by decisions, DBSIZE, SCAN or KEYS. Required.
+	Copies *shard.Map
+	// Ship carries shipments to the backups, on connections of its own so
+	// shipping never queues behind forwarded client requests. Required.
+	Ship cluster.Forwarder
+	// Interval is how often changes are shipped. Default DefaultReplicaInterval.
+	Interval time.Duration
+	// MaxQueue bounds the bytes waiting for one backup; past it the queue is
+	// dropped and the backup gets a full sync once it answers. Default 32 MiB.
+	MaxQueue int
+}
+
+// DefaultReplicaInterval is --replica-interval's default: a crash loses at
+// most this much of each key's decisions.
+const DefaultReplicaInterval = 100 * time.Millisecond
+
+func (rc *ReplicaConfig) withDefaults() error {
+	if rc.Feed == nil || rc.Copies == nil || rc.Ship == nil {
+		return errors.New("server: replicas need a feed, a copies map and a shipping transport")
+	}
+	if rc.Interval <= 0 {
+		rc.Interval = DefaultReplicaInterval
+	}
+	if rc.MaxQueue <= 0 {
+		rc.MaxQueue = 32 << 20
+	}
+	return nil
+}
+
+// replicator ships this node's changes to its slots' backups and keeps
+// the copies other nodes ship to it.
+type replicator struct {
+	cfg    ReplicaConfig
+	s      *Server
+	self   string
+	apply  sync.Mutex               // one table change at a time
+	mu     sync.Mutex               // guards peers, table and scratch
+	peers  map[string]*shipPeer     // by node name: every node this node has been primary to
+	table  *cluster.Table           // the table the backups were last worked out from
+	byPeer map[string][]shard.Entry // Changes' scratch, per backup
+
+	promoted atomic.Int64 // copies promoted into the store
+	copyErrs atomic.Int64 // copies refused by the copies map (full)
+	received atomic.Int64 // bytes of shipments received
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+func newReplicator(s *Server, cfg ReplicaConfig, self string) (*replicator, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	r := &replicator{cfg: cfg, s: s, self: self, peers: map[string]*shipPeer{}, byPeer: map[string][]shard.Entry{}}
+	cfg.Feed.Subscribe(r)
+	return r, nil
+}
+
+// start runs the shipping loop until stop is called.
+func (r *replicator) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stop, r.done = cancel, make(chan struct{})
+	go r.loop(ctx)
+}
+
+// close stops shipping after one last drain and shipment, best effort.
+func (r *replicator) close() {
+	if r.stop == nil {
+		return
+	}
+	r.stop()
+	<-r.done
+	r.mu.Lock()
+	peers := make([]*shipPeer, 0, len(r.peers))
+	for _, p := range r.peers {
+		peers = append(peers, p)
+	}
+	r.mu.Unlock()
+	for _, p := range peers {
+		p.close()
+	}
+}
+
+func (r *replicator) loop(ctx context.Context) {
+	defer close(r.done)
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.tick() // the last changes, for a leave
+			return
+		case <-t.C:
+		}
+		r.tick()
+	}
+}
+
+// tick notices a new table, drains the changes and wakes every peer's shipper.
+func (r *replicator) tick() {
+	r.checkTable()
+	r.cfg.Feed.Drain()
+	r.cfg.Copies.Sweep(r.s.unixNano(), copiesSweepBudget)
+	r.mu.Lock()
+	for _, p := range r.peers {
+		p.wake()
+	}
+	r.mu.Unlock()
+}
+
+// copiesSweepBudget bounds the expired copies freed per interval.
+const copiesSweepBudget = 1000
+
+// Changes implements persistence.Subscriber: each changed key of a slot
+// this node owns goes to the queue of the slot's backup.
+func (r *replicator) Changes(_ int, es []shard.Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.table
+	if t == nil {
+		return
+	}
+	for _, e := range es {
+		slot := cluster.Slot(policy.Route(e.Key))
+		if t.Owner(slot).Name != r.self {
+			continue // decided here while its owner was unreachable, or a copy being promoted
+		}
+		b, ok := t.RunnerUp(slot)
+		if !ok {
+			continue
+		}
+		r.byPeer[b.Name] = append(r.byPeer[b.Name], e)
+	}
+	now := r.s.unixNano()
+	for name, batch := range r.byPeer {
+		if len(batch) == 0 {
+			continue
+		}
+		if p := r.peers[name]; p != nil {
+			p.enqueue(batch, now)
+		}
+		clear(batch)
+		r.byPeer[name] = batch[:0]
+	}
+}
+
+// Flushed implements persistence.Subscriber: after FLUSHALL every backup
+// gets a full sync, which drops its copies of this node's slots.
+func (r *replicator) Flushed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.peers {
+		p.needFull("flushall")
+	}
+}
+
+// checkTable works out the backups again when the table changed.
+func (r *replicator) checkTable() {
+	r.onTable(nil, r.s.cl.view())
+}
+
+// onTable applies v's table, unless it is the one applied last. It is the
+// table-change hook: before this node serves the slots it takes over from
+// a dead owner, it promotes their copies; it drops copies it no longer
+// backs up; and every backup that gained slots gets a full sync before
+// its queue counts. The old view is the replicator's own last one.
+func (r *replicator) onTable(_, v *cluster.View) {
+	r.apply.Lock()
+	defer r.apply.Unlock()
+	r.mu.Lock()
+	old := r.table
+	r.mu.Unlock()
+	if old != nil && v.Table.Epoch() <= old.Epoch() {
+		return
+	}
+	nt := v.Table
+	if old != nil {
+		r.promote(old, v)
+	}
+	r.dropStale(nt)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.table = nt
+	gained := backupsGaining(old, nt, r.self)
+	for _, n := range nt.Nodes() {
+		if n.Name == r.self {
+			continue
+		}
+		p := r.peers[n.Name]
+		if p == nil {
+			p = newShipPeer(r, n)
+			r.peers[n.Name] = p
+			go p.run()
+		}
+		p.setNode(n)
+		if gained[n.Name] {
+			p.needFull("new backup")
+		}
+	}
+	for name, p := range r.peers {
+		if !nt.Has(name) {
+			p.close()
+			delete(r.peers, name)
+		}
+	}
+}
+
+// backupsGaining returns the nodes that back up a slot of self's in nt
+// that they did not back up in old.
+func backupsGaining(old, nt *cluster.Table, self string) map[string]bool {
+	out := map[string]bool{}
+	for s := range cluster.Slots {
+		if nt.Owner(s).Name != self {
+			continue
+		}
+		b, ok := nt.RunnerUp(s)
+		if !ok {
+			continue
+		}
+		if old == nil || old.Owner(s).Name != self {
+			out[b.Name] = true
+			continue
+		}
+		if ob, ok := old.RunnerUp(s); !ok || ob.Name != b.Name {
+			out[b.Name] = true
+		}
+	}
+	return out
+}
+
+// startReplicas starts shipping, if replicas are on, and returns the stop
+// of every background task: shipping first, then stop's.
+func (s *Server) startReplicas(stop func()) func() {
+	if s.cl == nil || s.cl.repl == nil {
+		return stop
+	}
+	r := s.cl.repl
+	r.start()
+	return func() {
+		r.close()
+		stop()
+	}
+}

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/shard"
+)
+
+// The backup's side: copies arrive with RL.PEER COPY and RL.PEER SYNC
+// into ReplicaConfig.Copies, a Map of their own that no command reads.
+
+// peerCopy is RL.PEER COPY payload: entries (persistence.AppendEntries)
+// to keep as copies; a tombstone deletes a copy.
+func (r *replicator) peerCopy(c *client, payload []byte) {
+	r.received.Add(int64(len(payload)))
+	now := r.s.unixNano()
+	_, err := persistence.DecodeEntries(payload, func(e *shard.Entry) error {
+		if err := r.cfg.Copies.Import(*e, now); err != nil {
+			r.copyErrs.Add(1) // the copies map is full (--maxmemory): this key is not backed up
+		}
+		return nil
+	})
+	if err != nil {
+		c.conn.WriteError("ERR bad shipment: " + err.Error())
+		return
+	}
+	c.conn.WriteString("OK")
+}
+
+// peerSync is RL.PEER SYNC slots: drop every copy of the slots set in the
+// bitmap, before a full sync's keys arrive.
+func (r *replicator) peerSync(c *client, bitmap []byte) {
+	if len(bitmap) != cluster.Slots/8 {
+		c.conn.WriteError(errSyntax)
+		return
+	}
+	r.dropCopies(func(slot int) bool { return bitmap[slot/8]&(1<<(slot%8)) != 0 })
+	c.conn.WriteString("OK")
+}
+
+// dropCopies deletes the copies whose slot in picks.
+func (r *replicator) dropCopies(in func(slot int) bool) int {
+	cp := r.cfg.Copies
+	var es []shard.Entry
+	n := 0
+	for i := range cp.Shards() {
+		es = cp.ExportShardFunc(i, func(k []byte) bool { return in(cluster.Slot(policy.Route(k))) }, es[:0])
+		for _, e := range es {
+			if cp.Delete(e.Key) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// promote moves into the store the copies of the slots this node owns in
+// v's table but not in old, whose owner has gone: the runner-up of a slot
+// is the node that takes it over, and holds its copy. The copy replaces
+// what this node may have decided meanwhile for a dead owner's key (a
+// fresh quota under --owner-unreachable local); for an owner that left,
+// whose handoff may have brought newer state, it only fills keys that
+// are missing.
+func (r *replicator) promote(old *cluster.Table, v *cluster.View) {
+	nt := v.Table
+	takes := make([]int8, cluster.Slots) // 0: not taken over; 1: fill missing keys; 2: replace
+	any := false
+	for s := range cluster.Slots {
+		was := old.Owner(s).Name
+		if nt.Owner(s).Name != r.self || was == r.self || nt.Has(was) {
+			continue
+		}
+		takes[s] = 1
+		if died(v, was) {
+			takes[s] = 2
+		}
+		any = true
+	}
+	if !any {
+		return
+	}
+	start := time.Now()
+	cp, store, now := r.cfg.Copies, r.s.cfg.Store, r.s.unixNano()
+	var es []shard.Entry
+	n := 0
+	for i := range cp.Shards() {
+		es = cp.ExportShardFunc(i, func(k []byte) bool { return takes[cluster.Slot(policy.Route(k))] != 0 }, es[:0])
+		for _, e := range es {
+			if takes[cluster.Slot(policy.Route(e.Key))] == 1 {
+				if _, ok := store.Lookup(e.Key, policy.Route(e.Key)); ok {
+					cp.Delete(e.Key)
+					continue
+				}
+			}
+			e.Route = policy.Route(e.Key)
+			if err := store.Import(e, now); err == nil {
+				n++
+			}
+			cp.Delete(e.Key)
+		}
+	}
+	r.promoted.Add(int64(n))
+	r.s.log.Info("replicas: promoted copies of the slots taken over", "keys", n, "took", time.Since(start).Round(time.Microsecond))
+}
+
+// died reports whether v says name died, rather than left or is leaving.
+func died(v *cluster.View, name string) bool {
+	if m, ok := v.Member(name); ok {
+		return m.State != cluster.StateLeaving
+	}
+	for _, m := range v.Gone {
+		if m.Name == name {
+			return m.State == cluster.StateDead
+		}
+	}
+	return true // gone before this view: nothing says it handed its slots over
+}
+
+// dropStale deletes the copies of slots this node neither backs up nor
+// owns in t: their primary ships them elsewhere now.
+func (r *replicator) dropStale(t *cluster.Table) {
+	r.dropCopies(func(s int) bool {
+		if t.Owner(s).Name == r.self {
+			return true // promoted already, or handed over by a live owner
+		}
+		b, ok := t.RunnerUp(s)
+		return !ok || b.Name != r.self
+	})
+}
+
+// copiesLen is how many copies this node holds.
+func (r *replicator) copiesLen() int64 { return r.cfg.Copies.Len() }
