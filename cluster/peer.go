@@ -7,17 +7,30 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Forwarder sends a batch of commands to the node whose RESP port is at
-// addr and returns each reply's raw RESP bytes, in order. The server
-// forwards through this interface, so tests and other transports can stand
-// in for Peers.
+// Forwarder sends batches of commands to the node whose RESP port is at
+// addr. The server forwards through this interface, so tests and other
+// transports can stand in for Peers.
 type Forwarder interface {
+	// Forward sends cmds and waits for each reply's raw RESP bytes, in order.
 	Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error)
+	// Send queues n commands, already encoded as RESP in payload, and
+	// returns at once; r gets their replies later, from another goroutine.
+	// Batches given the same lane reach the peer in the order they were
+	// sent, and are run there in that order.
+	Send(addr string, lane uint64, payload []byte, n int, r Replier)
+}
+
+// Replier receives a batch's replies: each one's raw RESP bytes, in order,
+// or an error wrapping ErrUnreachable. Replies is called exactly once,
+// and must not wait long: it runs on the connection's reader.
+type Replier interface {
+	Replies(replies [][]byte, err error)
 }
 
 // ErrUnreachable wraps every failure to get replies from a peer: it could
@@ -48,9 +61,10 @@ const (
 )
 
 // Peers holds a few persistent, pipelined connections to each peer.
-// Batches from many goroutines share them: each batch is written whole,
-// and a reader per connection hands replies back in the order batches
-// were written. It is safe for concurrent use.
+// Batches from many goroutines share them: each batch is appended whole
+// to its connection's output, a writer sends everything queued since its
+// last write in one write, and a reader hands replies back in the order
+// batches were queued. It is safe for concurrent use.
 type Peers struct {
 	cfg  PeersConfig
 	mu   sync.Mutex // guards pool and closed
@@ -74,54 +88,93 @@ func NewPeers(cfg PeersConfig) *Peers {
 // whole, with an error wrapping ErrUnreachable, and the connection it used
 // is dropped: its later replies could no longer be matched.
 func (p *Peers) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-	defer cancel()
-	pc, err := p.conn(ctx, addr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, addr, err)
+	var payload []byte
+	for _, args := range cmds {
+		payload = appendCommand(payload, args)
 	}
-	replies, err := pc.do(ctx, cmds)
-	if err != nil {
-		p.drop(addr, pc)
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, addr, err)
+	w := &waiter{done: make(chan struct{})}
+	deadline := time.Now().Add(p.cfg.Timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
 	}
-	return replies, nil
+	pc := p.send(addr, p.next.Add(1), &call{n: len(cmds), r: w, deadline: deadline}, payload)
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		p.fail(addr, pc, fmt.Errorf("%w: %w", errNoReplyInTime, ctx.Err()))
+		<-w.done
+	}
+	if w.err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, w.err)
+	}
+	return w.replies, nil
 }
 
-// conn returns a live connection to addr, dialling one if its place in the pool is empty.
-func (p *Peers) conn(ctx context.Context, addr string) (*peerConn, error) {
-	i := int(p.next.Add(1) % uint64(p.cfg.Conns))
+// waiter is Forward's Replier.
+type waiter struct {
+	replies [][]byte
+	err     error
+	done    chan struct{}
+}
+
+func (w *waiter) Replies(replies [][]byte, err error) {
+	w.replies, w.err = replies, err
+	close(w.done)
+}
+
+// Send implements Forwarder. It never waits for the peer: a connection
+// that must be dialled first takes the batch at once and sends it once
+// the dial and the handshake are done.
+func (p *Peers) Send(addr string, lane uint64, payload []byte, n int, r Replier) {
+	p.send(addr, lane, &call{n: n, r: r, deadline: time.Now().Add(p.cfg.Timeout)}, payload)
+}
+
+// send queues c on lane's connection to addr. A failure reaches c's
+// Replier. It returns the connection used, or nil.
+func (p *Peers) send(addr string, lane uint64, c *call, payload []byte) *peerConn {
+	pc := p.conn(addr, lane)
+	if pc == nil {
+		c.r.Replies(nil, fmt.Errorf("%w: closed", ErrUnreachable))
+		return nil
+	}
+	if err := pc.enqueue(c, payload); err != nil {
+		p.fail(addr, pc, err)
+		c.r.Replies(nil, fmt.Errorf("%w: %w", ErrUnreachable, err))
+	}
+	return pc
+}
+
+// fail breaks pc, failing every batch waiting on it, and drops it.
+func (p *Peers) fail(addr string, pc *peerConn, err error) {
+	if pc != nil {
+		pc.close(err)
+		p.drop(addr, pc)
+	}
+}
+
+// conn returns lane's connection to addr. If there is none, or it broke,
+// a new one takes its place at once and is dialled in the background:
+// batches queued on it meanwhile go out, in order, once it is ready. It
+// returns nil once the pool is closed.
+func (p *Peers) conn(addr string, lane uint64) *peerConn {
+	i := int(lane % uint64(p.cfg.Conns))
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.shut {
-		p.mu.Unlock()
-		return nil, errors.New("closed")
+		return nil
 	}
 	conns := p.pool[addr]
 	if conns == nil {
 		conns = make([]*peerConn, p.cfg.Conns)
 		p.pool[addr] = conns
 	}
-	pc := conns[i]
-	p.mu.Unlock()
-	if pc != nil && !pc.isBroken() {
-		return pc, nil
+	if pc := conns[i]; pc != nil && !pc.isBroken() {
+		return pc
 	}
-	pc, err := dialPeer(ctx, addr, p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shut {
-		pc.close(errors.New("closed"))
-		return nil, errors.New("closed")
-	}
-	if old := p.pool[addr][i]; old != nil && !old.isBroken() {
-		pc.close(errors.New("a spare")) // another goroutine dialled first
-		return old, nil
-	}
-	p.pool[addr][i] = pc
-	return pc, nil
+	pc := newPeerConn()
+	conns[i] = pc
+	go pc.dial(addr, p.cfg)
+	return pc
 }
 
 func (p *Peers) drop(addr string, pc *peerConn) {
@@ -164,39 +217,70 @@ func (p *Peers) Close() {
 	}
 }
 
-// peerConn is one pipelined connection. Writers queue a call per batch in
-// write order; the read loop fills the oldest call's replies.
+// peerConn is one pipelined connection. Batches from many clients are
+// appended to one output buffer, which a writer goroutine sends in as few
+// writes as it can; the reader fills the oldest call's replies.
 type peerConn struct {
-	nc      net.Conn
-	mu      sync.Mutex // guards w, buf, pending's order, and err
-	w       *bufio.Writer
+	mu      sync.Mutex // guards nc's setting, out, outDL, spare, writing, err, and pending's order
+	nc      net.Conn   // nil until dialled
+	out     []byte     // batches not yet written
+	outDL   time.Time  // the deadline of the oldest batch in out
+	spare   []byte     // the buffer last written, for out's next use
+	writing bool       // the writer has been woken and has not yet found out empty
+	wake    chan struct{}
 	pending chan *call
 	err     error
 	broken  atomic.Bool
 }
 
+// call is one batch on a connection.
 type call struct {
-	n       int
-	replies [][]byte
-	err     error
-	done    chan struct{}
+	n        int
+	r        Replier
+	deadline time.Time // its replies must all have come by then
 }
 
 // maxPending bounds the batches in flight on one connection.
 const maxPending = 1024
 
-func dialPeer(ctx context.Context, addr string, cfg PeersConfig) (*peerConn, error) {
+// maxSpare is the largest output buffer kept for reuse.
+const maxSpare = 1 << 20
+
+// errNoReplyInTime is a batch whose replies did not all come by its deadline.
+var errNoReplyInTime = errors.New("no reply in time")
+
+func newPeerConn() *peerConn {
+	return &peerConn{pending: make(chan *call, maxPending), wake: make(chan struct{}, 1)}
+}
+
+// dial connects and proves the secret, then starts the reader and the
+// writer, which sends what was queued meanwhile. A failure fails every
+// batch queued.
+func (pc *peerConn) dial(addr string, cfg PeersConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	defer cancel()
 	nc, err := dialConn(ctx, addr, cfg)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		if err = handshake(ctx, nc, cfg); err != nil {
+			_ = nc.Close()
+		}
 	}
-	pc := &peerConn{nc: nc, w: bufio.NewWriter(nc), pending: make(chan *call, maxPending)}
-	if err := pc.handshake(ctx, cfg); err != nil {
+	pc.mu.Lock()
+	switch {
+	case err != nil:
+		pc.failLocked(err)
+	case pc.err != nil: // closed while it dialled
 		_ = nc.Close()
-		return nil, err
+	default:
+		pc.nc = nc
 	}
-	go pc.readLoop(bufio.NewReader(nc))
-	return pc, nil
+	pc.mu.Unlock()
+	if pc.nc == nil {
+		pc.failAll()
+		return
+	}
+	go pc.writeLoop()
+	pc.readLoop(bufio.NewReaderSize(nc, 64<<10))
 }
 
 // dialConn dials addr, over TLS to its TLS address when cfg says so.
@@ -221,18 +305,18 @@ func dialConn(ctx context.Context, addr string, cfg PeersConfig) (net.Conn, erro
 }
 
 // handshake proves this node holds the cluster's secret (see PeerMAC).
-func (pc *peerConn) handshake(ctx context.Context, cfg PeersConfig) error {
+func handshake(ctx context.Context, nc net.Conn, cfg PeersConfig) error {
 	if dl, ok := ctx.Deadline(); ok {
-		_ = pc.nc.SetDeadline(dl)
-		defer pc.nc.SetDeadline(time.Time{})
+		_ = nc.SetDeadline(dl)
+		defer nc.SetDeadline(time.Time{})
 	}
-	r := bufio.NewReader(pc.nc)
-	nonce, err := pc.roundTrip(r, [][]byte{[]byte(PeerCommand), []byte("HELLO"), []byte(cfg.Name)})
+	r := bufio.NewReader(nc)
+	nonce, err := roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte("HELLO"), []byte(cfg.Name)})
 	if err != nil {
 		return err
 	}
 	mac := PeerMAC(cfg.Secret, nonce, cfg.Name)
-	ok, err := pc.roundTrip(r, [][]byte{[]byte(PeerCommand), []byte("AUTH"), []byte(cfg.Name), []byte(mac)})
+	ok, err := roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte("AUTH"), []byte(cfg.Name), []byte(mac)})
 	if err != nil {
 		return err
 	}
@@ -246,8 +330,8 @@ func (pc *peerConn) handshake(ctx context.Context, cfg PeersConfig) error {
 }
 
 // roundTrip sends one command and returns its simple or bulk reply's text.
-func (pc *peerConn) roundTrip(r *bufio.Reader, args [][]byte) (string, error) {
-	if _, err := pc.nc.Write(appendCommand(nil, args)); err != nil {
+func roundTrip(nc net.Conn, r *bufio.Reader, args [][]byte) (string, error) {
+	if _, err := nc.Write(appendCommand(nil, args)); err != nil {
 		return "", err
 	}
 	rep, err := readReply(r, nil, 0)
@@ -274,77 +358,117 @@ func trimCRLF(b []byte) string {
 	return string(b)
 }
 
-// do writes a batch and waits for its replies or ctx's end.
-func (pc *peerConn) do(ctx context.Context, cmds [][][]byte) ([][]byte, error) {
-	c := &call{n: len(cmds), replies: make([][]byte, 0, len(cmds)), done: make(chan struct{})}
-	if err := pc.send(ctx, c, cmds); err != nil {
-		return nil, err
-	}
-	select {
-	case <-c.done:
-		return c.replies, c.err
-	case <-ctx.Done():
-		pc.close(fmt.Errorf("no reply in time: %w", ctx.Err()))
-		<-c.done
-		return nil, ctx.Err()
-	}
-}
-
-// send writes a batch. The write ends by ctx's deadline: a peer that does
-// not read would otherwise hold mu, and with it the timeout's close, for
-// as long as it pleases.
-func (pc *peerConn) send(ctx context.Context, c *call, cmds [][][]byte) error {
+// enqueue queues a batch for the writer and its call for the reader.
+func (pc *peerConn) enqueue(c *call, payload []byte) error {
 	pc.mu.Lock()
-	defer pc.mu.Unlock()
 	if pc.err != nil {
-		return pc.err
-	}
-	dl, _ := ctx.Deadline() // zero: no deadline
-	_ = pc.nc.SetWriteDeadline(dl)
-	var buf []byte
-	for _, args := range cmds {
-		buf = appendCommand(buf, args)
+		err := pc.err
+		pc.mu.Unlock()
+		return err
 	}
 	select {
 	case pc.pending <- c:
 	default:
+		pc.mu.Unlock()
 		return errors.New("too many batches in flight")
 	}
-	if _, err := pc.w.Write(buf); err != nil {
-		pc.failLocked(err)
-		return err
+	if len(pc.out) == 0 {
+		pc.outDL = c.deadline
 	}
-	if err := pc.w.Flush(); err != nil {
-		pc.failLocked(err)
-		return err
+	pc.out = append(pc.out, payload...)
+	if !pc.writing { // under mu: close closes wake under it
+		pc.writing = true
+		select {
+		case pc.wake <- struct{}{}:
+		default:
+		}
 	}
+	pc.mu.Unlock()
 	return nil
 }
 
-// readLoop matches replies to calls in order until the connection fails.
-func (pc *peerConn) readLoop(r *bufio.Reader) {
-	for c := range pc.pending {
-		for len(c.replies) < c.n {
-			rep, err := readReply(r, nil, 0)
-			if err != nil {
-				c.err = err
-				close(c.done)
+// writeLoop writes what enqueue gathers: one write carries every batch
+// queued while the previous write was under way. A write ends by the
+// deadline of the oldest batch in it: a peer that does not read cannot
+// hold a batch past its bound.
+func (pc *peerConn) writeLoop() {
+	for range pc.wake {
+		for {
+			pc.mu.Lock()
+			if len(pc.out) == 0 || pc.err != nil {
+				pc.writing = false
+				pc.mu.Unlock()
+				break
+			}
+			buf, dl := pc.out, pc.outDL
+			pc.out, pc.spare = pc.spare[:0], nil
+			pc.mu.Unlock()
+			_ = pc.nc.SetWriteDeadline(dl)
+			if _, err := pc.nc.Write(buf); err != nil {
 				pc.close(err)
-				for c := range pc.pending { // closed by close: this ends
-					c.err = err
-					close(c.done)
-				}
 				return
 			}
-			c.replies = append(c.replies, rep)
+			if cap(buf) <= maxSpare {
+				pc.mu.Lock()
+				pc.spare = buf[:0]
+				pc.mu.Unlock()
+			}
 		}
-		close(c.done)
+	}
+}
+
+// readLoop matches replies to calls in order until the connection fails.
+// A call's replies are read into one buffer, and each must have come by
+// the call's deadline.
+func (pc *peerConn) readLoop(r *bufio.Reader) {
+	var ends []int
+	for c := range pc.pending {
+		_ = pc.nc.SetReadDeadline(c.deadline)
+		buf := make([]byte, 0, 48*c.n)
+		ends = ends[:0]
+		var err error
+		for range c.n {
+			if buf, err = readReply(r, buf, 0); err != nil {
+				break
+			}
+			ends = append(ends, len(buf))
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = fmt.Errorf("%w: %w", errNoReplyInTime, context.DeadlineExceeded)
+			}
+			pc.close(err)
+			c.r.Replies(nil, pc.failure())
+			pc.failAll()
+			return
+		}
+		replies, start := make([][]byte, c.n), 0
+		for i, end := range ends {
+			replies[i], start = buf[start:end:end], end
+		}
+		c.r.Replies(replies, nil)
+	}
+}
+
+// failure is the error that broke the connection, for its batches.
+func (pc *peerConn) failure() error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return fmt.Errorf("%w: %w", ErrUnreachable, pc.err)
+}
+
+// failAll fails every batch still queued; close has closed pending.
+func (pc *peerConn) failAll() {
+	err := pc.failure()
+	for c := range pc.pending {
+		c.r.Replies(nil, err)
 	}
 }
 
 func (pc *peerConn) isBroken() bool { return pc.broken.Load() }
 
-// close breaks the connection; the read loop then fails every waiting call.
+// close breaks the connection; the reader, or the dial, then fails every
+// waiting batch.
 func (pc *peerConn) close(err error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
@@ -355,7 +479,10 @@ func (pc *peerConn) failLocked(err error) {
 	if pc.err == nil {
 		pc.err = err
 		pc.broken.Store(true)
-		close(pc.pending) // no send follows: send checks err under mu
-		_ = pc.nc.Close()
+		close(pc.pending) // no enqueue follows: it checks err under mu
+		close(pc.wake)
+		if pc.nc != nil {
+			_ = pc.nc.Close()
+		}
 	}
 }

@@ -21,6 +21,9 @@ type fakePeer struct {
 	secret  []byte
 	release chan struct{}
 	addr    string
+
+	mu   sync.Mutex
+	seen []string // LOG's arguments, in the order they ran
 }
 
 func startFakePeer(t *testing.T, secret []byte) *fakePeer {
@@ -62,6 +65,11 @@ func (fp *fakePeer) handle(conn redcon.Conn, cmd redcon.Command) {
 		conn.WriteError("NOAUTH Authentication required.")
 	case name == "ECHO":
 		conn.WriteBulk(cmd.Args[1])
+	case name == "LOG":
+		fp.mu.Lock()
+		fp.seen = append(fp.seen, string(cmd.Args[1]))
+		fp.mu.Unlock()
+		conn.WriteString("OK")
 	case name == "SLOW":
 		<-fp.release
 		conn.WriteString("SLOW")
@@ -174,3 +182,76 @@ func TestPeersTimeoutWhilePeerDoesNotRead(t *testing.T) {
 		t.Fatal("Forward still waits, long past its 200ms timeout, on a peer that does not read")
 	}
 }
+
+// chanReplier hands a batch's replies to a channel.
+type chanReplier chan result
+
+type result struct {
+	replies [][]byte
+	err     error
+}
+
+func (c chanReplier) Replies(replies [][]byte, err error) { c <- result{replies, err} }
+
+// TestPeersSendKeepsLaneOrder: batches sent on one lane, without waiting
+// for replies, run at the peer in the order they were sent, though the
+// pool has several connections; each gets its own replies.
+func TestPeersSendKeepsLaneOrder(t *testing.T) {
+	secret := []byte("k")
+	fp := startFakePeer(t, secret)
+	p := NewPeers(PeersConfig{Name: "a", Secret: secret, Conns: 4})
+	defer p.Close()
+	const batches = 200
+	got := make(chanReplier, batches)
+	var want []string
+	for i := range batches {
+		var payload []byte
+		for j := range 1 + i%3 {
+			arg := fmt.Sprint(i, ".", j)
+			want = append(want, arg)
+			payload = appendCommand(payload, [][]byte{[]byte("LOG"), []byte(arg)})
+		}
+		p.Send(fp.addr, 7, payload, 1+i%3, got)
+	}
+	for range batches {
+		select {
+		case r := <-got:
+			require.NoError(t, r.err)
+			for _, rep := range r.replies {
+				assert.Equal(t, "+OK\r\n", string(rep))
+			}
+		case <-time.After(deadlineForTest):
+			t.Fatal("a batch got no replies")
+		}
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	assert.Equal(t, want, fp.seen)
+}
+
+// TestPeersSendFailures: Send reports an unreachable peer, and a peer
+// that does not answer within the timeout, to the Replier.
+func TestPeersSendFailures(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gone := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	secret := []byte("k")
+	fp := startFakePeer(t, secret)
+	defer close(fp.release)
+	p := NewPeers(PeersConfig{Name: "a", Secret: secret, Timeout: 200 * time.Millisecond})
+	defer p.Close()
+	got := make(chanReplier, 1)
+	p.Send(gone, 1, appendCommand(nil, [][]byte{[]byte("ECHO"), []byte("x")}), 1, got)
+	r := <-got
+	require.ErrorIs(t, r.err, ErrUnreachable)
+
+	start := time.Now()
+	p.Send(fp.addr, 1, appendCommand(nil, [][]byte{[]byte("SLOW")}), 1, got)
+	r = <-got
+	require.ErrorIs(t, r.err, ErrUnreachable)
+	assert.ErrorIs(t, r.err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+const deadlineForTest = 20 * time.Second

@@ -22,7 +22,9 @@
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/cluster.py
 # Optional: ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
 # 0: none), THROUGHPUT (1; 0: skip), RLARGS (flags for every rlstore),
-# PPROF (host:port: node 1 of the cluster serves --pprof-addr there).
+# PPROF (host:port: node 1 of the cluster serves --pprof-addr there),
+# BEFORE (another rlstore binary: a second cluster of it adds the rows
+# "forwarded before" and "aware before", to compare two builds in one run).
 import json, os, signal, socket, subprocess, sys, time
 
 RLSTORE = os.environ.get("RLSTORE", "rlstore")
@@ -80,12 +82,12 @@ def wait_until(pred, limit=20.0):
     return False
 
 
-def start(args):
-    return subprocess.Popen([RLSTORE, "--log-level", "warn"] + args + EXTRA,
+def start(args, binary=RLSTORE):
+    return subprocess.Popen([binary, "--log-level", "warn"] + args + EXTRA,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def start_cluster(n, timing="lan", pprof=""):
+def start_cluster(n, timing="lan", pprof="", binary=RLSTORE):
     """Starts n nodes joined to the first; returns [(proc, resp port)]."""
     nodes, seed = [], None
     for i in range(n):
@@ -96,7 +98,7 @@ def start_cluster(n, timing="lan", pprof=""):
             args += ["--join", seed]
         if i == 0 and pprof:
             args += ["--pprof-addr", pprof]
-        nodes.append((start(args), port))
+        nodes.append((start(args, binary), port))
         seed = seed or f"127.0.0.1:{gport}"
     if not all(wait_until(lambda p=p: known_nodes(p) == n) for _, p in nodes):
         stop([p for p, _ in nodes])
@@ -147,6 +149,12 @@ def throughput():
         "forwarded": (cprocs, nodes[0][1], False),
         "aware": (cprocs, nodes[0][1], True),
     }
+    if os.environ.get("BEFORE"):
+        before = start_cluster(3, binary=os.environ["BEFORE"])
+        bprocs = [p for p, _ in before]
+        cprocs += bprocs
+        systems["forwarded before"] = (bprocs, before[0][1], False)
+        systems["aware before"] = (bprocs, before[0][1], True)
     res = {}
     try:
         for rnd in range(rounds):
@@ -206,7 +214,7 @@ def main():
         print("|---|---|---|---|---|---|")
         for depth in depths:
             base = med([r[0] for r in res.get(("single", depth), [])])
-            for name in ("single", "forwarded", "aware"):
+            for name in ("single", "forwarded", "aware", "forwarded before", "aware before"):
                 runs = res.get((name, depth), [])
                 if not runs:
                     continue

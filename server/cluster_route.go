@@ -241,86 +241,6 @@ func (s *Server) canLater(c *client) bool {
 	return c.rc != nil && (c.hold == nil || !c.hold.holding) && s.cl.cfg.OwnerUnreachable != UnreachableLocal
 }
 
-// remoteBatch is the requests of one client's batch for one owner.
-type remoteBatch struct {
-	owner  cluster.Node
-	cmds   [][][]byte
-	cms    []*command
-	slots  []int
-	laters []*Later
-}
-
-// forwardLater queues a request for its owner, reserving its reply's place.
-func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, owner cluster.Node) {
-	if c.fwd == nil {
-		c.fwd = map[string]*remoteBatch{}
-	}
-	b := c.fwd[owner.Name]
-	if b == nil {
-		b = &remoteBatch{owner: owner}
-		c.fwd[owner.Name] = b
-	}
-	b.cmds = append(b.cmds, hopArgs(c, copyArgs(args))) // args point into the read buffer, which the next read reuses
-	b.cms = append(b.cms, cm)
-	b.slots = append(b.slots, slot)
-	b.laters = append(b.laters, c.rc.Later())
-}
-
-// flushForwards sends the batch's queued requests, one batch per owner,
-// after the client's previous ones are answered, so that each owner runs a
-// client's requests in the order they were sent.
-func (s *Server) flushForwards(c *client) {
-	if len(c.fwd) == 0 {
-		return
-	}
-	batches, prev, done := c.fwd, c.fwdDone, make(chan struct{})
-	c.fwd, c.fwdDone = nil, done
-	go func() {
-		defer close(done)
-		if prev != nil {
-			<-prev
-		}
-		var wg sync.WaitGroup
-		for _, b := range batches {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.sendBatch(b)
-			}()
-		}
-		wg.Wait()
-	}()
-}
-
-func (s *Server) sendBatch(b *remoteBatch) {
-	reps, err := s.forward(b.owner, b.cmds)
-	for i, l := range b.laters {
-		switch {
-		case err == nil:
-			l.Finish(reps[i])
-		default:
-			l.Finish(s.retryElsewhere(b, i, err))
-		}
-	}
-}
-
-// retryElsewhere sends one request of a batch whose owner failed to the
-// slot's owner now, if that changed (the owner has just left, say): to
-// this node too, through its own RESP port, since this goroutine cannot
-// run a command on the client's connection. A request the old owner ran
-// before its connection broke is then charged twice: for a rate limiter,
-// the safe side.
-func (s *Server) retryElsewhere(b *remoteBatch, i int, err error) []byte {
-	owner := s.cl.view().Table.Owner(b.slots[i])
-	if owner.Name != b.owner.Name {
-		reps, err2 := s.forward(owner, b.cmds[i:i+1])
-		if err2 == nil {
-			return reps[0]
-		}
-	}
-	return s.unreachableReply(b.cms[i], b.owner, err)
-}
-
 // unreachableReply is unreachable's reply as bytes, for a Later.
 func (s *Server) unreachableReply(cm *command, owner cluster.Node, err error) []byte {
 	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
@@ -335,19 +255,4 @@ func (s *Server) unreachableReply(cm *command, owner cluster.Node, err error) []
 		return b
 	}
 	return redcon.AppendError(nil, errOwnerUnreach+owner.Name)
-}
-
-// copyArgs copies args into one allocation.
-func copyArgs(args [][]byte) [][]byte {
-	n := 0
-	for _, a := range args {
-		n += len(a)
-	}
-	buf := make([]byte, 0, n)
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		buf = append(buf, a...)
-		out[i] = buf[len(buf)-len(a):]
-	}
-	return out
 }

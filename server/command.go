@@ -89,11 +89,10 @@ type client struct {
 	changes []change // under appendfsync always: what the batch changed, to take back if its commit fails
 	looked  []state  // recordChanges' scratch
 
-	peer    bool                    // another node of the cluster, which proved it with RL.PEER AUTH
-	nonce   string                  // the RL.PEER HELLO challenge awaiting its AUTH
-	hop     int                     // the hop level of the forwarded request being run (hopClient if none)
-	fwd     map[string]*remoteBatch // this batch's requests for other nodes, sent when it ends
-	fwdDone chan struct{}           // closed once the client's last forwarded batches are answered
+	peer  bool                    // another node of the cluster, which proved it with RL.PEER AUTH
+	nonce string                  // the RL.PEER HELLO challenge awaiting its AUTH
+	hop   int                     // the hop level of the forwarded request being run (hopClient if none)
+	fwd   map[string]*remoteBatch // this batch's requests for other nodes, sent when it ends
 
 	cmds    atomic.Int64            // commands run
 	lastCmd atomic.Pointer[command] // the last command run

@@ -71,6 +71,56 @@ func (l *Later) Finish(reply []byte) {
 	}
 }
 
+// finishAll finishes ls, Laters of one connection, with replies[i] for
+// ls[i], as Finish would one by one, but under one lock and with at most
+// one write started.
+func finishAll(ls []*Later, replies [][]byte) {
+	if len(ls) == 0 {
+		return
+	}
+	rc := ls[0].rc
+	rc.box.mu.Lock()
+	for i, l := range ls {
+		l.data, l.done = replies[i], true
+		rc.box.bytes += int64(len(replies[i]))
+	}
+	start := rc.box.readyLocked() && !rc.box.async
+	rc.box.async = rc.box.async || start
+	rc.box.mu.Unlock()
+	rc.box.signal()
+	if start {
+		go rc.writeAsync()
+	}
+}
+
+// flushBatch writes a read batch's replies at its end, like flush, unless
+// some wait behind an unfinished Later: then they all stay in the box, and
+// the last Finish writes them together, one write where flush would add
+// another.
+func (rc *respConn) flushBatch() error {
+	rc.box.mu.Lock()
+	wait := rc.box.unfinishedLocked()
+	if wait && len(rc.out) > 0 {
+		rc.box.appendLocked(&Later{data: rc.out, done: true})
+		rc.out = nil
+	}
+	rc.box.mu.Unlock()
+	if wait {
+		return nil
+	}
+	return rc.flush()
+}
+
+// unfinishedLocked reports whether a Later in the box is not finished.
+func (b *outbox) unfinishedLocked() bool {
+	for _, l := range b.segs {
+		if !l.done {
+			return true
+		}
+	}
+	return false
+}
+
 // writeAsync writes what is ready in the box, for Finish, which must not
 // wait for the client itself.
 func (rc *respConn) writeAsync() {

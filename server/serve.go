@@ -93,7 +93,7 @@ func (s *Server) endBatch(c *client, rc *respConn) error {
 	if s.cfg.Durability != nil {
 		s.commitBatch(c)
 	}
-	if err := rc.flush(); err != nil {
+	if err := rc.flushBatch(); err != nil {
 		return err
 	}
 	c.pushesFlushed()

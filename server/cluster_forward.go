@@ -1,0 +1,146 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// remoteBatch is the requests of one client's batch for one owner, encoded
+// as they go to it, and the places of their replies. It is the batch's
+// cluster.Replier.
+type remoteBatch struct {
+	s     *Server
+	owner cluster.Node
+	buf    []byte // the requests, each wrapped in RL.HOP
+	items  []fwdItem
+	laters []*Later // the places of their replies, by item
+}
+
+// fwdItem is one forwarded request of a batch.
+type fwdItem struct {
+	cm    *command
+	slot  int
+	start int // where its request starts in buf
+}
+
+// forwardLater queues a request for its owner, reserving its reply's place.
+func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, owner cluster.Node) {
+	if c.fwd == nil {
+		c.fwd = map[string]*remoteBatch{}
+	}
+	b := c.fwd[owner.Name]
+	if b == nil {
+		b = &remoteBatch{s: s, owner: owner, items: make([]fwdItem, 0, 8), laters: make([]*Later, 0, 8)}
+		c.fwd[owner.Name] = b
+	}
+	start := len(b.buf)
+	b.buf = appendHop(b.buf, c.resp, args) // a copy: args point into the read buffer, which the next read reuses
+	b.items = append(b.items, fwdItem{cm: cm, slot: slot, start: start})
+	b.laters = append(b.laters, c.rc.Later())
+}
+
+// appendHop appends args as a RESP command wrapped in RL.HOP 1 resp, the
+// way a forwarded request reaches its owner.
+func appendHop(b []byte, resp int, args [][]byte) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)+3), 10)
+	b = append(b, "\r\n$6\r\nRL.HOP\r\n$1\r\n1\r\n$1\r\n"...)
+	b = append(b, '0'+byte(resp), '\r', '\n')
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, a...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// flushForwards sends the batch's queued requests, one batch per owner, at
+// the end of the client's read batch. A client's batches for one owner
+// share one node-to-node connection (its lane), so the owner runs them in
+// the order the client sent them.
+func (s *Server) flushForwards(c *client) {
+	if len(c.fwd) == 0 {
+		return
+	}
+	for name, b := range c.fwd {
+		delete(c.fwd, name)
+		n := int64(len(b.items))
+		s.cl.forwarded.Add(n)
+		s.cl.peer(b.owner.Name).forwarded.Add(n)
+		s.cl.cfg.Forwarder.Send(b.owner.Addr, uint64(c.id), b.buf, len(b.items), b)
+	}
+}
+
+// Replies implements cluster.Replier: each reply goes to its place. On a
+// failure the requests are retried elsewhere, off the peer connection's
+// reader, which must not wait.
+func (b *remoteBatch) Replies(replies [][]byte, err error) {
+	if err != nil {
+		b.s.cl.peer(b.owner.Name).errors.Add(1)
+		go b.retry(err)
+		return
+	}
+	finishAll(b.laters, replies)
+}
+
+// retry answers each request of a batch whose owner failed.
+func (b *remoteBatch) retry(err error) {
+	for i := range b.items {
+		b.laters[i].Finish(b.s.retryElsewhere(b, i, err))
+	}
+}
+
+// retryElsewhere sends one request of a batch whose owner failed to the
+// slot's owner now, if that changed (the owner has just left, say): to
+// this node too, through its own RESP port, since this goroutine cannot
+// run a command on the client's connection. A request the old owner ran
+// before its connection broke is then charged twice: for a rate limiter,
+// the safe side.
+func (s *Server) retryElsewhere(b *remoteBatch, i int, err error) []byte {
+	owner := s.cl.view().Table.Owner(b.items[i].slot)
+	if owner.Name != b.owner.Name {
+		reps, err2 := s.forwardRaw(owner, b.request(i))
+		if err2 == nil {
+			return reps[0]
+		}
+	}
+	return s.unreachableReply(b.items[i].cm, b.owner, err)
+}
+
+// request is the i-th request's bytes.
+func (b *remoteBatch) request(i int) []byte {
+	if i+1 < len(b.items) {
+		return b.buf[b.items[i].start:b.items[i+1].start]
+	}
+	return b.buf[b.items[i].start:]
+}
+
+// forwardRaw sends one request, encoded, to owner and waits for its
+// reply; Send bounds the wait by the forward's timeout.
+func (s *Server) forwardRaw(owner cluster.Node, req []byte) ([][]byte, error) {
+	s.cl.forwarded.Add(1)
+	ps := s.cl.peer(owner.Name)
+	ps.forwarded.Add(1)
+	w := &replyWait{done: make(chan struct{})}
+	s.cl.cfg.Forwarder.Send(owner.Addr, 0, req, 1, w)
+	<-w.done
+	if w.err != nil {
+		ps.errors.Add(1)
+	}
+	return w.replies, w.err
+}
+
+// replyWait is a cluster.Replier that a goroutine waits on.
+type replyWait struct {
+	replies [][]byte
+	err     error
+	done    chan struct{}
+}
+
+func (w *replyWait) Replies(replies [][]byte, err error) {
+	w.replies, w.err = replies, err
+	close(w.done)
+}
