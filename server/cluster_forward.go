@@ -10,8 +10,8 @@ import (
 // as they go to it, and the places of their replies. It is the batch's
 // cluster.Replier.
 type remoteBatch struct {
-	s     *Server
-	owner cluster.Node
+	s      *Server
+	owner  cluster.Node
 	buf    []byte // the requests, each wrapped in RL.HOP
 	items  []fwdItem
 	laters []*Later // the places of their replies, by item
