@@ -26,6 +26,10 @@ type ClusterConfig struct {
 	// Replicas, if set, ships this node's changes to each slot's backup
 	// and keeps the copies shipped to it (--replicas 1).
 	Replicas *ReplicaConfig
+	// Joins says the node was started with seeds to join: what it served
+	// alone before it first saw another member is not handed over, since
+	// the cluster it joins has newer state for those slots.
+	Joins bool
 }
 
 // Unreachable is what a node does with a request whose owner it cannot reach.
@@ -107,7 +111,8 @@ func peerCommands() []command {
 }
 
 // cmdPeer is RL.PEER HELLO name (replies a nonce) and RL.PEER AUTH name
-// mac (replies OK and makes the connection a peer's, or NOPERM).
+// mac (replies OK and makes the connection a peer's, or NOPERM), and, on a
+// peer's connection only, the handoff's IMPORT and DONE (handoff_peer.go).
 func cmdPeer(s *Server, c *client, args [][]byte) {
 	switch {
 	case s.cl == nil:
@@ -116,6 +121,10 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		s.cl.repl.peerCopy(c, args[2])
 	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "sync") && len(args) == 3:
 		s.cl.repl.peerSync(c, args[2])
+	case c.peer && equalFoldASCII(args[1], "import") && len(args) == 6:
+		s.peerImport(c, args)
+	case c.peer && equalFoldASCII(args[1], "done") && len(args) == 4:
+		s.peerDone(c, args)
 	case equalFoldASCII(args[1], "hello"):
 		c.nonce = cluster.NewNonce()
 		c.conn.WriteBulkString(c.nonce)
@@ -137,7 +146,7 @@ func cmdHop(s *Server, c *client, args [][]byte) {
 	case !c.peer:
 		c.conn.WriteError(errNotPeer)
 		return
-	case !ok1 || !ok2 || level < hopForward || (resp != 2 && resp != 3):
+	case !ok1 || !ok2 || level < hopForward || level > hopHandoff || (resp != 2 && resp != 3):
 		c.conn.WriteError(errSyntax)
 		return
 	}
@@ -159,11 +168,13 @@ func (s *Server) attachCluster() error {
 		return err
 	}
 	s.cl = cn
+	cn.onTableChange(s.handoffHook) // hooks are added here, before the first view is taken
 	if rc := s.cfg.Cluster.Replicas; rc != nil {
-		if cn.repl, err = newReplicator(s, *rc, cn.view().Self); err != nil {
+		if cn.repl, err = newReplicator(s, *rc, cn.cfg.View().Self); err != nil {
 			return err
 		}
 	}
+	cn.view()
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,8 +36,8 @@ type clusterOpts struct {
 	replicas bool // ship to each slot's runner-up every 10ms
 }
 
-// startTestCluster starts n nodes joined through the first and waits
-// until every node sees n owners.
+// startTestCluster starts n nodes joined through the first, one at a
+// time, and waits until every node sees n owners and no slot is moving.
 func startTestCluster(t *testing.T, n int, o clusterOpts) []*testNode {
 	t.Helper()
 	var nodes []*testNode
@@ -45,9 +47,24 @@ func startTestCluster(t *testing.T, n int, o clusterOpts) []*testNode {
 			seeds = []string{nodes[0].ml.GossipAddr()}
 		}
 		nodes = append(nodes, startTestNode(t, fmt.Sprint("node", i), seeds, o))
+		waitOwners(t, nodes, i+1) // one join at a time, each handed off before the next
+		waitSettled(t, nodes)
 	}
-	waitOwners(t, nodes, n)
 	return nodes
+}
+
+// waitSettled waits until no node is moving a slot in or out.
+func waitSettled(t *testing.T, nodes []*testNode) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, n := range nodes {
+			n.srv.ClusterChanged()
+			if in, out := n.srv.cl.ho.moving(); in+out > 0 {
+				return false
+			}
+		}
+		return true
+	}, deadline, 10*time.Millisecond, "every handoff ends")
 }
 
 func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *testNode {
@@ -55,13 +72,22 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("RL_TEST_LOG") != "" {
+		quiet = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", name)
+	}
 	state := &cluster.LateState{}
+	var srv atomic.Pointer[Server]
+	changed := func(cluster.View) {
+		if s := srv.Load(); s != nil {
+			s.ClusterChanged()
+		}
+	}
 	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
-		Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet, State: state})
+		Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet, State: state, OnChange: changed})
 	require.NoError(t, err)
 	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Timeout: 500 * time.Millisecond})
 	cc := &ClusterConfig{View: ml.View, Forwarder: peers, Secret: o.secret, Redirect: o.redirect,
-		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast}
+		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast, Joins: len(seeds) > 0}
 	tn := &testNode{name: name, ml: ml, peers: peers}
 	var ship *cluster.Peers
 	if o.replicas {
@@ -71,6 +97,7 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 	}
 	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Store: tn.store, Cluster: cc})
 	state.Set(s)
+	srv.Store(s)
 	tn.srv, tn.addr = s, serveTest(t, s)
 	t.Cleanup(func() {
 		peers.Close()

@@ -18,6 +18,12 @@ type clusterNode struct {
 	pols        policyVersions
 	peers       sync.Map    // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
 	repl        *replicator // nil without --replicas
+
+	cur      atomic.Pointer[cluster.View] // the view routing uses; see view
+	switchMu sync.Mutex                   // held while the table-change hooks run; guards hooks
+	hooks    []tableHook
+	ho       handoff
+	moves    sync.WaitGroup // migrations under way, for HandOff
 }
 
 // peerStats count what this node forwarded to one peer.
@@ -41,37 +47,50 @@ func newClusterNode(cfg ClusterConfig) (*clusterNode, error) {
 	return &clusterNode{cfg: cfg}, nil
 }
 
-func (cn *clusterNode) view() *cluster.View { return cn.cfg.View() }
-
 // route is where a command goes.
 type route struct {
 	local bool
 	slot  int
 	owner cluster.Node // for a remote route
 	reply string       // an error to reply instead, such as CROSSSLOT or MOVED
+	level int          // the hop level to forward with: hopForward, or hopHandoff
+	gate  *migration   // the slot's last copy is being made: wait for it, then route again
 }
 
-// routeOf decides where c's command cm runs. A command without keys, or
-// one that another node forwarded here, runs here: a forwarded request is
-// served where it lands, so two nodes that disagree about an owner for a
-// moment never pass a request back and forth.
+// routeOf decides where c's command cm runs. A command without keys runs
+// here. A keyed one runs at its slot's owner, except while the slot moves
+// (see routeMoving). A request another node forwarded (hopForward) is
+// served here if this node owns the slot, and otherwise sent once more, as
+// hopHandoff, to the owner this node's table names: two nodes whose
+// tables differ for a moment then never pass a request back and forth, and
+// never serve a slot that neither owns.
 func (s *Server) routeOf(c *client, cm *command, args [][]byte) route {
-	if s.cl == nil || cm.firstKey == 0 || c.hop != hopClient {
+	if s.cl == nil || cm.firstKey == 0 {
 		return route{local: true}
 	}
 	slot, ok := commandSlot(cm, args)
-	if !ok {
+	switch {
+	case !ok && c.hop != hopClient:
+		return route{local: true} // the forwarding node checked it
+	case !ok:
 		return route{reply: errCrossSlot}
 	}
 	v := s.cl.view()
+	if st := s.cl.ho.state(slot); st != nil {
+		return s.routeMoving(c, slot, st)
+	}
 	owner := v.Table.Owner(slot)
 	switch {
 	case owner.Name == v.Self:
 		return route{local: true, slot: slot}
+	case c.hop == hopForward:
+		return route{slot: slot, owner: owner, level: hopHandoff}
+	case c.hop == hopHandoff:
+		return route{slot: slot, reply: errHandedOff}
 	case s.cl.cfg.Redirect:
 		return route{slot: slot, reply: "MOVED " + strconv.Itoa(slot) + " " + owner.Addr}
 	}
-	return route{slot: slot, owner: owner}
+	return route{slot: slot, owner: owner, level: hopForward}
 }
 
 // commandSlot returns the slot of cm's keys in args, and false if they
@@ -94,9 +113,12 @@ func commandSlot(cm *command, args [][]byte) (int, bool) {
 }
 
 // hopArgs wraps a client's command for its owner.
-func hopArgs(c *client, args [][]byte) [][]byte {
+func hopArgs(c *client, args [][]byte) [][]byte { return hopLevelArgs(c, args, hopForward) }
+
+// hopLevelArgs wraps a client's command for another node at hop level.
+func hopLevelArgs(c *client, args [][]byte, level int) [][]byte {
 	out := make([][]byte, 0, len(args)+3)
-	out = append(out, []byte("RL.HOP"), []byte("1"), []byte{'0' + byte(c.resp)})
+	out = append(out, []byte("RL.HOP"), []byte{'0' + byte(max(level, hopForward))}, []byte{'0' + byte(c.resp)})
 	return append(out, args...)
 }
 
@@ -115,21 +137,49 @@ func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) 
 	return reps, err
 }
 
-// routeOne runs a single command that routes elsewhere, and reports
-// whether it did: false means the command runs here.
+// routeOne runs a keyed command where routeOf says: here, under the
+// handoff's barrier (see barrier), or at another node. It reports whether
+// the command was forwarded.
 func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
-	r := s.routeOf(c, cm, args)
-	switch {
-	case r.local:
-		return false
-	case r.reply != "":
-		c.conn.WriteError(r.reply)
+	waits, again := 0, false
+	for {
+		ticket := s.cl.ho.running.enter(c.id)
+		r := s.routeOf(c, cm, args)
+		if r.local {
+			s.runEntered(c, cm, args, ticket)
+			return false
+		}
+		s.cl.ho.running.leave(c.id, ticket)
+		switch {
+		case r.gate != nil && waits < maxGateWaits && r.gate.waitOpen(gateWait):
+			waits++
+			continue
+		case r.gate != nil:
+			c.conn.WriteError(errTryAgain)
+		case r.reply != "":
+			c.conn.WriteError(r.reply)
+		case r.level == hopHandoff:
+			if !s.forwardHandoff(c, cm, args, r, again) {
+				again = true
+				continue
+			}
+		case s.canLater(c):
+			s.forwardLater(c, cm, args, r.slot, r.owner)
+		default:
+			s.forwardNow(c, cm, args, r)
+		}
 		return true
 	}
-	if s.canLater(c) {
-		s.forwardLater(c, cm, args, r.slot, r.owner)
-		return true
-	}
+}
+
+// runEntered runs a command that entered the handoff's barrier, and leaves it.
+func (s *Server) runEntered(c *client, cm *command, args [][]byte, ticket uint32) {
+	defer s.cl.ho.running.leave(c.id, ticket)
+	s.run(c, cm, args)
+}
+
+// forwardNow forwards one command and waits for its reply.
+func (s *Server) forwardNow(c *client, cm *command, args [][]byte, r route) {
 	reps, err := s.forward(r.owner, [][][]byte{hopArgs(c, args)})
 	if err != nil {
 		// The owner may have just left: if the slot has another owner now, go there once.
@@ -137,17 +187,16 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 		switch {
 		case r2.local:
 			s.run(c, cm, args)
-			return true
-		case r2.reply == "" && r2.owner.Name != r.owner.Name:
-			reps, err = s.forward(r2.owner, [][][]byte{hopArgs(c, args)})
+			return
+		case r2.reply == "" && r2.gate == nil && r2.owner.Name != r.owner.Name:
+			reps, err = s.forward(r2.owner, [][][]byte{hopLevelArgs(c, args, r2.level)})
 		}
 	}
 	if err != nil {
 		s.unreachable(c, cm, args, r.owner, err)
-		return true
+		return
 	}
 	c.conn.WriteRaw(reps[0])
-	return true
 }
 
 // unreachable answers a command whose owner could not be reached, as

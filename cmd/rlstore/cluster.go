@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -98,6 +99,7 @@ type clusterNode struct {
 	ml    *cluster.Membership
 	peers *cluster.Peers
 	state *cluster.LateState // the server's policies, once it exists
+	srv   *lateServer        // the server, once it exists, told of membership changes
 	cfg   clusterFlags
 	log   *slog.Logger
 }
@@ -133,8 +135,10 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 		tlsAddr = respAddr(tlsLn.Addr().String(), c.Cluster.Advertise)
 	}
 	state := &cluster.LateState{}
+	srv := &lateServer{}
 	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
-		RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Keys: keys, Timing: timing, Logger: log, State: state})
+		RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Keys: keys, Timing: timing, Logger: log, State: state,
+		OnChange: srv.changed})
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, nil, err
@@ -152,8 +156,19 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp, "tls", tlsAddr,
 		"seeds", c.Cluster.seeds(), "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
 	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Secret: secret,
-		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast}
-	return ln, &clusterNode{ml: ml, peers: peers, state: state, cfg: c.Cluster, log: log}, cc, nil
+		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds()) > 0}
+	return ln, &clusterNode{ml: ml, peers: peers, state: state, srv: srv, cfg: c.Cluster, log: log}, cc, nil
+}
+
+// lateServer passes membership changes to the server once it exists: the
+// server needs the membership first. Until then the server takes the
+// newest view when it starts.
+type lateServer struct{ p atomic.Pointer[server.Server] }
+
+func (l *lateServer) changed(cluster.View) {
+	if s := l.p.Load(); s != nil {
+		s.ClusterChanged()
+	}
 }
 
 // respAddr is the RESP address peers and clients are told: the listener's,
@@ -170,15 +185,16 @@ func respAddr(listen, advertise string) string {
 }
 
 // clusterStopper leaves the cluster gracefully around the server's drain:
-// first it tells every member it is leaving (they stop sending it new
-// work), then it hands its slots over, drains clients, and leaves gossip.
+// first it hands its slots over to the nodes that own them without it,
+// then it tells every member it is leaving, drains clients, and leaves
+// gossip.
 type clusterStopper struct {
 	srv *server.Server
 	cn  *clusterNode
 }
 
 func (cs clusterStopper) Shutdown(ctx context.Context) error {
-	cs.cn.leave()
+	cs.cn.leave(cs.srv)
 	err := cs.srv.Shutdown(ctx)
 	cs.cn.close()
 	return err
@@ -189,13 +205,25 @@ func (cs clusterStopper) Close() error {
 	return cs.srv.Close()
 }
 
-func (cn *clusterNode) leave() {
-	if err := cn.ml.Leaving(cn.cfg.LeaveTimeout); err != nil {
+// leave hands this node's slots over, then tells every member it leaves.
+// Both share --cluster-leave-timeout. While the slots are handed over,
+// this node still owns them in every table: it serves each until its cut,
+// and then forwards its requests to the new owner, which serves them
+// ahead of its own table. Once the members have heard of the leave they
+// route to the new owners themselves.
+func (cn *clusterNode) leave(srv *server.Server) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), cn.cfg.LeaveTimeout)
+	defer cancel()
+	if err := srv.HandOff(ctx); err != nil {
+		cn.log.Warn("cluster: not every slot was handed over in time; their new owners serve them from what they have", "err", err)
+	}
+	if err := cn.ml.Leaving(max(cn.cfg.LeaveTimeout-time.Since(start), time.Second)); err != nil {
 		cn.log.Warn("cluster: not every member heard that this node leaves", "err", err)
 	}
 	// The members have been told, but each rebuilds its slot table on its
-	// own goroutine: keep serving what they forward for a moment before the
-	// drain starts closing their connections.
+	// own goroutine: keep serving (forwarding) what they send for a moment
+	// before the drain starts closing their connections.
 	time.Sleep(leaveGrace)
 }
 

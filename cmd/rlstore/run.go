@@ -108,6 +108,8 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	var stop stopper = srv
 	if cn != nil {
 		cn.state.Set(srv)
+		cn.srv.p.Store(srv)
+		srv.ClusterChanged() // a change before the Store above
 		stop = clusterStopper{srv: srv, cn: cn}
 		defer cn.close() // after a SHUTDOWN command too: leave gossip rather than look dead
 	}

@@ -1,0 +1,490 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/shard"
+)
+
+// Bounds of the handoff.
+const (
+	// importWait is how long a new owner sends a slot's requests back to
+	// its old owner, waiting for it to say done, before it serves the slot
+	// from what it has. A move takes milliseconds per thousand keys.
+	importWait = 5 * time.Second
+	// migrateWait is how long an old owner retries a cut the new owner
+	// refuses or does not answer before it lets the slot go as it is.
+	migrateWait = 10 * time.Second
+	// chunkBytes bounds one RL.PEER IMPORT's payload, well under
+	// --max-request-bytes' default.
+	chunkBytes = 256 << 10
+)
+
+// migration is one batch of slots moving from this node to another,
+// because of one table change or a leave. Every slot of it points to one
+// slotState holding it; its phase is the slots' mode.
+//
+// The cut, and why no key is served by two nodes or from a fresh quota:
+//
+//  1. Copy: this node (the old owner, O) sends the slots' keys to the new
+//     owner N, while it goes on serving them. N stores them but serves
+//     nothing of the slots: its requests for them come back to O.
+//  2. Gate: the slots' mode becomes gated, so a request for them waits;
+//     then the barrier waits for every run that read the mode before, so
+//     no change to the slots' keys is under way.
+//  3. Last copy: O sends the slots' keys again (N first drops what it got
+//     for them), then "done". N takes the slots (its table names it, or
+//     it adopts them ahead of its table) and replies OK: from then on N
+//     serves them and O's copy is its state, complete.
+//  4. Cut: the slots become moved on O, which sends their requests to N,
+//     releases the waiting ones (they go to N too), and drops its copy.
+//
+// A request N sent back to O before N took the slots may reach O after
+// the cut: O answers errHandedOff instead of running it on a stale copy,
+// and N runs it itself, having taken the slots before O cut. So at every
+// moment exactly one of O and N runs a slot's requests, and N's first run
+// sees every change O made. If N refuses or does not answer the last copy,
+// O opens the gate and serves on, and retries while N is the owner its
+// table names, for migrateWait. A slot whose owner changes again before
+// the cut goes to whoever owns it in O's table at the cut.
+type migration struct {
+	to      cluster.Node
+	slots   []int
+	started time.Time
+	phase   atomic.Int32 // slotMode: copying, gated, moved
+
+	mu     sync.Mutex    // guards opened
+	opened chan struct{} // closed when the current gate opens
+}
+
+// gate makes the slots wait, for the last copy.
+func (mg *migration) gate() {
+	mg.mu.Lock()
+	mg.opened = make(chan struct{})
+	mg.phase.Store(int32(modeGated))
+	mg.mu.Unlock()
+}
+
+// open ends the gate with the slots in mode m.
+func (mg *migration) open(m slotMode) {
+	mg.mu.Lock()
+	mg.phase.Store(int32(m))
+	if mg.opened != nil {
+		close(mg.opened)
+		mg.opened = nil
+	}
+	mg.mu.Unlock()
+}
+
+// waitOpen waits at most d for the gate to open, and reports whether it did.
+func (mg *migration) waitOpen(d time.Duration) bool {
+	mg.mu.Lock()
+	ch := mg.opened
+	mg.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// handoffHook sets every slot's handoff state for the new view: it starts
+// migrations of the slots this node had and another now owns, and marks
+// the slots it gains as importing from their old owner. It is the first
+// table-change hook.
+//
+// What this node "had" is its previous table, except that a node started
+// with seeds (Joins) counts nothing it served alone before it first saw
+// another member: the cluster it joins has newer state for those slots, so
+// it neither hands them out nor takes them for its own; it imports all its
+// slots from the owner they have without it.
+func (s *Server) handoffHook(old, nv *cluster.View) {
+	h := &s.cl.ho
+	oldCounts := old != nil && h.counts
+	if len(nv.Table.Nodes()) > 1 {
+		h.shared = true
+	}
+	h.counts = !s.cl.cfg.Joins || h.shared
+	outs := map[string][]int{}
+	until := time.Now().Add(importWait)
+	for slot := range cluster.Slots {
+		had := oldCounts && old.Table.Owner(slot).Name == nv.Self
+		if to, ok := s.slotChange(old, nv, slot, had, oldCounts, until); ok {
+			outs[to] = append(outs[to], slot)
+		}
+	}
+	for name, slots := range outs {
+		to, _ := nv.Table.Node(name)
+		s.startMigration(to, slots)
+	}
+	if in, _ := h.moving(); in > 0 {
+		time.AfterFunc(time.Until(until)+time.Millisecond, s.expireImports)
+	}
+}
+
+// expireImports gives up the imports that have waited importWait.
+func (s *Server) expireImports() {
+	h := &s.cl.ho
+	now := time.Now()
+	n := 0
+	for slot := range h.slots {
+		if st := h.slots[slot].Load(); st != nil && st.mode == modeImporting && now.After(st.until) && h.slots[slot].CompareAndSwap(st, nil) {
+			n++
+		}
+	}
+	if n > 0 {
+		h.stats.importTimeouts.Add(int64(n))
+		s.log.Warn("cluster: gave up waiting for slots' old owners to hand them over; serving them from what came",
+			"slots", n, "waited", importWait)
+	}
+}
+
+// slotChange sets slot's state for the new view nv and returns the node
+// it must now be migrated to, if any.
+func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, until time.Time) (string, bool) {
+	h := &s.cl.ho
+	owner := h.heir(nv, slot).Name
+	st := h.state(slot)
+	var mode slotMode
+	if st != nil {
+		mode = st.now()
+	}
+	mine := owner == nv.Self
+	switch {
+	case mode == modeCopying || mode == modeGated:
+		// The migration settles it at its cut, by the table then.
+	case mine && mode == modeAdopted:
+		h.slots[slot].Store(nil) // the table has caught up
+	case mine && mode == modeImporting:
+		if !nv.Table.Has(st.peer.Name) {
+			h.slots[slot].Store(nil) // the old owner has gone: serve from what came
+		}
+	case mine && had:
+	case mine:
+		h.slots[slot].Store(s.importFrom(old, nv, slot, oldCounts, until))
+	case mode == modeImporting:
+		h.slots[slot].Store(nil) // another node owns it now
+	case mode == modeMoved && nv.Table.Owner(slot).Name != nv.Self:
+		h.slots[slot].Store(nil) // the table routes it: see cut
+	case mode == modeMoved:
+	case had || mode == modeAdopted:
+		return owner, true
+	}
+	return "", false
+}
+
+// importFrom is the state of a slot this node gains: importing from its
+// old owner, or nil when that has gone (it died, or left without handing
+// the slot over): then the slot is served from empty state, at once.
+func (s *Server) importFrom(old, nv *cluster.View, slot int, oldCounts bool, until time.Time) *slotState {
+	var src cluster.Node
+	switch ru, ok := nv.Table.RunnerUp(slot); {
+	case oldCounts:
+		src = old.Table.Owner(slot)
+	case ok:
+		src = ru // the owner the slot had before this node joined
+	default:
+		return nil
+	}
+	if src.Name == nv.Self || !nv.Table.Has(src.Name) {
+		return nil
+	}
+	return &slotState{mode: modeImporting, peer: src, until: until}
+}
+
+// heir is the node that should hold slot in view v: its owner, or while
+// this node leaves, the owner it has without this node.
+func (h *handoff) heir(v *cluster.View, slot int) cluster.Node {
+	owner := v.Table.Owner(slot)
+	if owner.Name == v.Self && h.leaving.Load() {
+		if ru, ok := v.Table.RunnerUp(slot); ok {
+			return ru
+		}
+	}
+	return owner
+}
+
+// importTimedOut gives up a slot's import that has waited importWait: the
+// slot is served from what came. It reports true.
+func (h *handoff) importTimedOut(s *Server, slot int, st *slotState) bool {
+	if h.slots[slot].CompareAndSwap(st, nil) {
+		h.stats.importTimeouts.Add(1)
+		s.log.Warn("cluster: gave up waiting for a slot's old owner to hand it over; serving it from what came",
+			"slot", slot, "from", st.peer.Name, "waited", importWait)
+	}
+	return true
+}
+
+// startMigration starts moving slots to node to. The caller holds switchMu.
+func (s *Server) startMigration(to cluster.Node, slots []int) {
+	mg := &migration{to: to, slots: slots, started: time.Now()}
+	mg.phase.Store(int32(modeCopying))
+	st := &slotState{mode: modeCopying, peer: to, mg: mg}
+	for _, slot := range slots {
+		s.cl.ho.slots[slot].Store(st)
+	}
+	s.cl.moves.Add(1)
+	s.cl.ho.stats.moving.Add(1)
+	go s.migrate(mg)
+}
+
+// migrate runs mg: copy, gate, last copy and cut (see migration).
+func (s *Server) migrate(mg *migration) {
+	defer s.cl.moves.Done()
+	defer s.cl.ho.stats.moving.Add(-1)
+	if _, _, err := s.copySlots(mg.to, mg.slots, false); err != nil {
+		s.log.Warn("cluster: first copy of moving slots failed; the last copy sends them all", "to", mg.to.Name, "err", err)
+	}
+	for {
+		slots := s.settle(mg)
+		if len(slots) == 0 {
+			return
+		}
+		mg.gate()
+		s.cl.ho.running.wait()
+		keys, n, err := s.copySlots(mg.to, slots, true)
+		if err == nil {
+			s.cut(mg, slots, keys, n)
+			return
+		}
+		mg.open(modeCopying)
+		if time.Since(mg.started) > migrateWait {
+			s.abandon(mg, slots, err)
+			return
+		}
+		s.log.Warn("cluster: handing slots over failed; serving them on and retrying", "to", mg.to.Name, "slots", len(slots), "err", err)
+		time.Sleep(100 * time.Millisecond) // a refusal or an unreachable peer: give the tables time to agree
+	}
+}
+
+// settle drops from mg the slots whose owner is no longer mg.to in this
+// node's table: those it owns again are served here as before, those of
+// a third node start a migration there. It returns the slots left.
+func (s *Server) settle(mg *migration) []int {
+	cn := s.cl
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	v := cn.cur.Load()
+	var keep []int
+	others := map[string][]int{}
+	for _, slot := range mg.slots {
+		switch owner := cn.ho.heir(v, slot); owner.Name {
+		case mg.to.Name:
+			keep = append(keep, slot)
+		case v.Self:
+			cn.ho.slots[slot].Store(nil)
+		default:
+			others[owner.Name] = append(others[owner.Name], slot)
+		}
+	}
+	for name, slots := range others {
+		to, _ := v.Table.Node(name)
+		s.startMigration(to, slots)
+	}
+	mg.slots = keep
+	return keep
+}
+
+// cut ends a migration whose last copy the new owner took: the slots are
+// moved, and this node's copy of their keys goes.
+func (s *Server) cut(mg *migration, slots []int, keys, bytes int) {
+	mg.open(modeMoved)
+	s.unmark(slots)
+	st := &s.cl.ho.stats
+	st.slotsOut.Add(int64(len(slots)))
+	st.keysOut.Add(int64(keys))
+	st.bytesOut.Add(int64(bytes))
+	took := time.Since(mg.started)
+	st.lastMoveUsec.Store(took.Microseconds())
+	s.dropSlots(slotSet(slots))
+	s.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes, "took", took)
+}
+
+// unmark drops the moved mark of the slots the routing table gives
+// another node: a moved slot needs its mark only while the table still
+// names this node (a leave not yet announced). Without it a request for the
+// slot goes by the table, to its owner, once forwarded or not; and one
+// sent back here as hopHandoff is answered errHandedOff all the same.
+func (s *Server) unmark(slots []int) {
+	cn := s.cl
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	v := cn.cur.Load()
+	for _, slot := range slots {
+		if st := cn.ho.state(slot); st != nil && st.now() == modeMoved && v.Table.Owner(slot).Name != v.Self {
+			cn.ho.slots[slot].Store(nil)
+		}
+	}
+}
+
+// abandon lets slots go without a cut after migrateWait: they follow the
+// table, and the new owner serves them from what it has.
+func (s *Server) abandon(mg *migration, slots []int, err error) {
+	for _, slot := range slots {
+		s.cl.ho.slots[slot].CompareAndSwap(s.cl.ho.state(slot), nil)
+	}
+	s.dropSlots(slotSet(slots))
+	s.log.Error("cluster: could not hand slots over; their new owner serves them from what it has", "to", mg.to.Name, "slots", len(slots), "err", err)
+}
+
+// slotBits is a set of slots.
+type slotBits [cluster.Slots / 64]uint64
+
+func slotSet(slots []int) *slotBits {
+	var b slotBits
+	for _, s := range slots {
+		b[s/64] |= 1 << (s % 64)
+	}
+	return &b
+}
+
+func (b *slotBits) has(slot int) bool { return b[slot/64]&(1<<(slot%64)) != 0 }
+
+// keyIn returns a filter for the keys whose slot is in b, for ExportShardFunc.
+func (b *slotBits) keyIn(key []byte) bool { return b.has(cluster.Slot(policy.Route(key))) }
+
+// dropSlots deletes this node's keys in the slots of b.
+func (s *Server) dropSlots(b *slotBits) {
+	m := s.cfg.Store
+	var es []shard.Entry
+	for i := range m.Shards() {
+		es = m.ExportShardFunc(i, b.keyIn, es[:0])
+		for _, e := range es {
+			_ = m.Import(shard.Entry{Key: e.Key, Route: routeOf(e.Key)}, 0) // a tombstone: no error
+		}
+	}
+}
+
+// routeOf is the route Entry.Route wants for key: nil for a key of its own.
+func routeOf(key []byte) []byte {
+	if r := policy.Route(key); len(r) != len(key) {
+		return r
+	}
+	return nil
+}
+
+// copySlots sends the keys of slots to node to, in chunks of RL.PEER
+// IMPORT, the first of which makes to drop what it had for them; with
+// done, then RL.PEER DONE. It returns the keys and bytes sent.
+func (s *Server) copySlots(to cluster.Node, slots []int, done bool) (int, int, error) {
+	b := slotSet(slots)
+	spec := []byte(formatSlots(slots))
+	m := s.cfg.Store
+	var es []shard.Entry
+	keys, sent, first := 0, 0, true
+	send := func() error {
+		if len(es) == 0 && !first {
+			return nil
+		}
+		payload := persistence.AppendEntries([]byte{}, es, time.Now().UnixNano())
+		mode := "add"
+		if first {
+			mode = "reset"
+		}
+		err := s.peerCall(to, "IMPORT", mode, spec, payload)
+		keys, sent, first, es = keys+len(es), sent+len(payload), false, es[:0]
+		return err
+	}
+	for i := range m.Shards() {
+		es = m.ExportShardFunc(i, b.keyIn, es)
+		if approxBytes(es) >= chunkBytes {
+			if err := send(); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	if err := send(); err != nil {
+		return 0, 0, err
+	}
+	if done {
+		if err := s.peerCall(to, "DONE", "", spec, nil); err != nil {
+			return 0, 0, err
+		}
+	}
+	return keys, sent, nil
+}
+
+func approxBytes(es []shard.Entry) int {
+	n := 0
+	for i := range es {
+		n += len(es[i].Key) + 8*len(es[i].Counters) + 24
+	}
+	return n
+}
+
+// peerCall sends RL.PEER sub self [mode] spec [payload] to node to and
+// checks that it answers OK.
+func (s *Server) peerCall(to cluster.Node, sub, mode string, spec, payload []byte) error {
+	args := [][]byte{[]byte("RL.PEER"), []byte(sub), []byte(s.cl.cur.Load().Self)}
+	if mode != "" {
+		args = append(args, []byte(mode))
+	}
+	args = append(args, spec)
+	if payload != nil {
+		args = append(args, payload)
+	}
+	reps, err := s.cl.cfg.Forwarder.Forward(context.Background(), to.Addr, [][][]byte{args})
+	if err != nil {
+		return err
+	}
+	if rep := string(reps[0]); rep != "+OK\r\n" {
+		return errors.New(strings.TrimSpace(strings.TrimPrefix(rep, "-")))
+	}
+	return nil
+}
+
+// formatSlots writes slots as ranges: "0-99,205,300-310".
+func formatSlots(slots []int) string {
+	var sb strings.Builder
+	for i := 0; i < len(slots); {
+		j := i
+		for j+1 < len(slots) && slots[j+1] == slots[j]+1 {
+			j++
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.Itoa(slots[i]))
+		if j > i {
+			sb.WriteByte('-')
+			sb.WriteString(strconv.Itoa(slots[j]))
+		}
+		i = j + 1
+	}
+	return sb.String()
+}
+
+// parseSlots reads formatSlots' output.
+func parseSlots(spec string) ([]int, bool) {
+	var slots []int
+	for _, part := range strings.Split(spec, ",") {
+		a, b, isRange := strings.Cut(part, "-")
+		from, err1 := strconv.Atoi(a)
+		to, err2 := from, error(nil)
+		if isRange {
+			to, err2 = strconv.Atoi(b)
+		}
+		if err1 != nil || err2 != nil || from < 0 || to < from || to >= cluster.Slots {
+			return nil, false
+		}
+		for s := from; s <= to; s++ {
+			slots = append(slots, s)
+		}
+	}
+	return slots, len(slots) > 0
+}

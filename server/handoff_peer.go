@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
+)
+
+// peerImport is RL.PEER IMPORT from reset|add slots payload: keys of slots
+// moving here from node from. reset first drops what this node has for the
+// slots (an earlier copy, which the new one replaces whole). It changes no
+// slot's state: this node goes on sending the slots' requests to from,
+// until peerDone.
+func (s *Server) peerImport(c *client, args [][]byte) {
+	slots, ok := parseSlots(string(args[4]))
+	if len(args) != 6 || !ok {
+		c.conn.WriteError(errSyntax)
+		return
+	}
+	if equalFoldASCII(args[3], "reset") {
+		s.dropSlots(slotSet(slots))
+		s.importingFrom(string(args[2]), slots)
+	}
+	n, err := persistence.ImportEntries(args[5], s.cfg.Store, time.Now().UnixNano())
+	s.cl.ho.stats.keysIn.Add(int64(n))
+	s.cl.ho.stats.bytesIn.Add(int64(len(args[5])))
+	if err != nil {
+		s.log.Warn("cluster: a handed-over key could not be stored", "from", string(args[2]), "err", err)
+		c.conn.WriteError("ERR import: " + err.Error())
+		return
+	}
+	c.conn.WriteString("OK")
+}
+
+// importingFrom makes the slots this node imports come from node from,
+// which has started sending them: when two nodes join at once, the old
+// owner this node guessed (the owner without it) may not hold them.
+func (s *Server) importingFrom(from string, slots []int) {
+	cn := s.cl
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	v := cn.cur.Load()
+	node, ok := v.Table.Node(from)
+	if !ok {
+		return
+	}
+	for _, slot := range slots {
+		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from {
+			cn.ho.slots[slot].Store(&slotState{mode: modeImporting, peer: node, until: st.until})
+		}
+	}
+}
+
+// peerDone is RL.PEER DONE from slots: from has sent the slots' last copy
+// and cuts them once this node replies OK. This node serves them from now
+// on: as their owner, or adopted ahead of its table when it still names
+// from (a leave this node has not heard of yet). A slot its table gives a
+// third node is refused whole: from retries by its own table.
+func (s *Server) peerDone(c *client, args [][]byte) {
+	slots, ok := parseSlots(string(args[3]))
+	if len(args) != 4 || !ok {
+		c.conn.WriteError(errSyntax)
+		return
+	}
+	from := string(args[2])
+	cn := s.cl
+	cn.view() // take the membership's newest view first
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	v := cn.cur.Load()
+	for _, slot := range slots {
+		if owner := v.Table.Owner(slot).Name; owner != v.Self && owner != from {
+			c.conn.WriteError("ERR slot " + strconv.Itoa(slot) + " belongs to " + owner + " here")
+			return
+		}
+	}
+	adopted := &slotState{mode: modeAdopted}
+	for _, slot := range slots {
+		if v.Table.Owner(slot).Name == v.Self {
+			cn.ho.slots[slot].Store(nil)
+		} else {
+			cn.ho.slots[slot].Store(adopted)
+		}
+	}
+	cn.ho.stats.slotsIn.Add(int64(len(slots)))
+	s.log.Info("cluster: took slots over", "from", from, "slots", len(slots))
+	c.conn.WriteString("OK")
+}
+
+// HandOff hands every slot this node holds to the node that owns it
+// without this one, for a graceful leave: it copies each batch's keys,
+// gates it, sends the last copy and cuts it (see migration), and waits for
+// every migration under way, or ctx's end. From its start, requests for
+// the slots are forwarded to their new owners once cut; the caller then
+// tells the members that the node leaves.
+func (s *Server) HandOff(ctx context.Context) error {
+	if s.cl == nil {
+		return nil
+	}
+	cn := s.cl
+	v := cn.view()
+	cn.switchMu.Lock()
+	cn.ho.leaving.Store(true)
+	outs := map[string][]int{}
+	for slot := range cluster.Slots {
+		st := cn.ho.state(slot)
+		mine := v.Table.Owner(slot).Name == v.Self && st == nil
+		if heir := cn.ho.heir(v, slot); heir.Name != v.Self && (mine || st != nil && st.now() == modeAdopted) {
+			outs[heir.Name] = append(outs[heir.Name], slot)
+		}
+	}
+	for name, slots := range outs {
+		to, _ := v.Table.Node(name)
+		s.startMigration(to, slots)
+	}
+	cn.switchMu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		cn.moves.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

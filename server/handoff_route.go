@@ -1,0 +1,78 @@
+package server
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+)
+
+// How long a request for a gated slot waits for the cut, and how often it
+// may wait before it is answered TRYAGAIN. A cut takes the time to copy
+// the slots' keys once more: milliseconds for thousands of keys.
+const (
+	gateWait     = 500 * time.Millisecond
+	maxGateWaits = 4
+)
+
+// routeMoving is routeOf for a slot that is moving to or from this node.
+//
+//   - Importing (this node is the new owner): the old owner still serves
+//     the slot, so requests go back to it as hopHandoff, whatever hop they
+//     came with; one that comes as hopHandoff is the old owner's own, sent
+//     after its cut, and is served here.
+//   - Copying (this node is the old owner): served here.
+//   - Gated: wait for the cut, then route again.
+//   - Moved: sent to the new owner as hopHandoff; one that came as
+//     hopHandoff is answered errHandedOff, and its sender, the new owner
+//     that sent it before it took the slot, runs it itself.
+//   - Adopted: handed to this node ahead of its table: served here.
+func (s *Server) routeMoving(c *client, slot int, st *slotState) route {
+	switch st.now() {
+	case modeImporting:
+		if c.hop == hopHandoff || time.Now().After(st.until) && s.cl.ho.importTimedOut(s, slot, st) {
+			return route{local: true, slot: slot}
+		}
+		return route{slot: slot, owner: st.peer, level: hopHandoff}
+	case modeGated:
+		return route{slot: slot, gate: st.mg}
+	case modeMoved:
+		switch {
+		case c.hop == hopHandoff:
+			return route{slot: slot, reply: errHandedOff}
+		case c.hop == hopClient && s.cl.cfg.Redirect:
+			return route{slot: slot, reply: "MOVED " + strconv.Itoa(slot) + " " + st.peer.Addr}
+		}
+		return route{slot: slot, owner: st.peer, level: hopHandoff}
+	}
+	return route{local: true, slot: slot} // copying, adopted
+}
+
+// forwardHandoff sends a request for a moving slot to the other node and
+// waits for the reply: requests for a moving slot are few and short-lived,
+// and waiting keeps the reply's retry here. A reply errHandedOff means the
+// other node cut the slot after this one chose to send there: it reports
+// false, and routeOne routes the request again (it now runs here, the
+// slot's new owner), once; so too when the node cannot be reached (it may
+// have just gone). After that the client gets TRYAGAIN or
+// --owner-unreachable's answer.
+func (s *Server) forwardHandoff(c *client, cm *command, args [][]byte, r route, again bool) bool {
+	reps, err := s.forward(r.owner, [][][]byte{hopLevelArgs(c, args, hopHandoff)})
+	switch {
+	case err == nil && !isHandedOff(reps[0]):
+		c.conn.WriteRaw(reps[0])
+	case !again:
+		if err == nil {
+			s.cl.ho.stats.crossedCut.Add(1)
+		}
+		return false
+	case err != nil:
+		s.unreachable(c, cm, args, r.owner, err)
+	default:
+		c.conn.WriteError(errTryAgain)
+	}
+	return true
+}
+
+var handedOffPrefix = []byte("-" + errHandedOff[:9])
+
+func isHandedOff(rep []byte) bool { return bytes.HasPrefix(rep, handedOffPrefix) }
