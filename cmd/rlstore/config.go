@@ -61,6 +61,7 @@ type config struct {
 	AuthFailWindow  time.Duration //
 	ConfigFile      string
 	Cluster         clusterFlags
+	Replicas        replicaFlags
 }
 
 // envPrefix starts the environment variable of each flag: --max-keys is RLSTORE_MAX_KEYS.
@@ -94,6 +95,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Var(newSeconds(&c.ShutdownTimeout, server.DefaultShutdownTimeout), "shutdown-timeout", "`duration` that SIGTERM, SIGINT or SHUTDOWN waits for clients to drain before closing them (10 seconds, or 500ms, 1m)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "`host:port` serving Go's CPU, heap and goroutine profiles at /debug/pprof/ (use a loopback address, e.g. 127.0.0.1:6060); empty: off")
 	c.Cluster.define(fs)
+	c.Replicas.define(fs)
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "`host:port` serving Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (e.g. 127.0.0.1:9121); empty: off")
 	fs.Int64Var(&c.SlowlogSlower, "slowlog-log-slower-than", server.DefaultSlowlogSlowerThan.Microseconds(), "SLOWLOG records commands that take at least this many `microseconds`; -1: none, 0: every command")
 	fs.Int64Var(&c.SlowlogMaxLen, "slowlog-max-len", server.DefaultSlowlogMaxLen, "most `number` of entries SLOWLOG keeps")
@@ -240,6 +242,9 @@ func (c config) validate() error {
 		return err
 	}
 	if err := c.Cluster.validate(); err != nil {
+		return err
+	}
+	if err := c.Replicas.validate(); err != nil {
 		return err
 	}
 	return c.checkProtectedMode(ip)

@@ -40,7 +40,8 @@ func TestDefaults(t *testing.T) {
 		MaxRequestBytes: 1 << 20, MaxPolicies: 10000, ClientOutput: 64 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
 		SaveInterval: 5 * time.Minute, LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
 		SlowlogSlower: 10000, SlowlogMaxLen: 128, AuthFailLimit: 10, AuthFailWindow: time.Minute, TLSAuthClients: "yes",
-		Cluster: clusterFlags{Unreachable: "error", Timeout: time.Second, Timing: "lan", LeaveTimeout: 10 * time.Second},
+		Cluster:  clusterFlags{Unreachable: "error", Timeout: time.Second, Timing: "lan", LeaveTimeout: 10 * time.Second},
+		Replicas: replicaFlags{Count: 1, Interval: 100 * time.Millisecond},
 	}, c)
 	assert.Equal(t, "127.0.0.1:6379", c.addr())
 }
@@ -190,6 +191,8 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"--bind", "example.com"}, nil, "is not an IP address"},
 		{[]string{"--data-dir", notDir}, nil, "is not a folder"},
 		{[]string{"--join", "127.0.0.1:1", "--tls-cluster", "yes"}, nil, "--tls-cluster yes needs --tls-port and --tls-ca-cert-file"},
+		{[]string{"--replicas", "2"}, nil, "--replicas must be 0 or 1"},
+		{[]string{"--replica-interval", "0"}, nil, "--replica-interval must be positive"},
 		{[]string{"--nope"}, nil, "flag provided but not defined: --nope"},
 		{[]string{"--port", "1", "extra"}, nil, `unexpected argument "extra"`},
 	}

@@ -88,6 +88,13 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 			closeListener(tlsLn)
 			return err
 		}
+		var closeShip func()
+		if scfg.Cluster.Replicas, closeShip, err = replicaConfig(cfg, store, dur, cn, scfg.Cluster.Secret, cs); err != nil {
+			closeListener(tlsLn)
+			cn.close()
+			return err
+		}
+		defer closeShip()
 	}
 	if tlsLn != nil {
 		if err := withTLS(cfg, &scfg, tlsLn); err != nil {
