@@ -61,8 +61,15 @@ func (f *Feed) Drain() int {
 		}
 	}
 	clear(f.ents) // let the drained keys go
+	if cap(f.ents) > maxKeptEntries {
+		f.ents = nil // a burst's (a rebuilt shard's every key): 120 B an entry
+	}
 	return n
 }
+
+// maxKeptEntries bounds the entries a Feed keeps for its next drain: a shard
+// with 4k keys all changed since the last drain would keep 480 KB.
+const maxKeptEntries = 1024
 
 // Flush runs flush, which deletes every key, with no drain running, then
 // tells each subscriber: no change from before it is delivered after it.

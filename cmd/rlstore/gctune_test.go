@@ -18,10 +18,10 @@ func TestGCPercent(t *testing.T) {
 	}{
 		{0, 100},
 		{1 << 20, 100},       // small heap: the default headroom
-		{16 << 20, 25},       // 4 MiB over 16 MiB live
-		{64 << 20, 6},        // 4 MiB over 64 MiB live
-		{1 << 30, 5},         // never below the floor
-		{^uint64(0) >> 8, 5}, // huge live heaps do not overflow
+		{16 << 20, 12},       // 2 MiB over 16 MiB live
+		{48 << 20, 4},        // 2 MiB over 48 MiB live (1M keys)
+		{1 << 30, 3},         // never below the floor
+		{^uint64(0) >> 8, 3}, // huge live heaps do not overflow
 	} {
 		assert.Equal(t, tc.want, gcPercent(tc.live), "gcPercent(%d)", tc.live)
 	}
