@@ -16,8 +16,9 @@ const (
 	arenaMaxPages  = 1 << (32 - arenaPageBits)
 )
 
-// arena holds key bytes in pointer-free pages. A key is stored as its uvarint
-// length followed by its bytes, and named by a ref: page<<arenaPageBits | offset.
+// arena holds key bytes in pointer-free pages. A key is stored as its bytes,
+// after their uvarint length if it has longKey bytes or more, and named by a
+// ref: page<<arenaPageBits | offset.
 // Ref 0 is never handed out, so a slot can use it to mean "free".
 // Space is reclaimed only when the shard rebuilds.
 type arena struct {
@@ -28,13 +29,15 @@ type arena struct {
 	spare chunk[byte]
 }
 
-// add copies key into the arena and returns its ref, or false if the arena is full.
+// add copies key into the arena and returns its ref, or false if the arena
+// is full. A key of longKey bytes or more is stored after its uvarint
+// length; a shorter one alone, its length kept in its slot.
 func (a *arena) add(key []byte) (uint32, bool) {
 	if len(a.pages) == 0 {
 		a.newPage(arenaFirstPage)
 		a.pages[0] = a.pages[0][:1] // reserve ref 0
 	}
-	need := uvarintLen(uint64(len(key))) + len(key)
+	need := storedLen(len(key))
 	p := a.cur
 	if need > arenaPage/4 || cap(a.pages[p])-len(a.pages[p]) < need {
 		if len(a.pages) >= arenaMaxPages {
@@ -43,10 +46,21 @@ func (a *arena) add(key []byte) (uint32, bool) {
 		p = a.newPage(need)
 	}
 	off := len(a.pages[p])
-	a.pages[p] = binary.AppendUvarint(a.pages[p], uint64(len(key)))
+	if len(key) >= longKey {
+		a.pages[p] = binary.AppendUvarint(a.pages[p], uint64(len(key)))
+	}
 	a.pages[p] = append(a.pages[p], key...)
+	a.pages[p] = a.pages[p][:off+need] // an empty key takes a byte, so its ref names its own page
 	a.live += need
 	return uint32(p)<<arenaPageBits | uint32(off), true
+}
+
+// storedLen returns the bytes a key of n bytes takes in the arena.
+func storedLen(n int) int {
+	if n >= longKey {
+		return uvarintLen(uint64(n)) + n
+	}
+	return max(n, 1)
 }
 
 // newPage adds a page for a key of need bytes and returns its index: a page
@@ -73,20 +87,21 @@ func (a *arena) newPage(need int) int {
 	return len(a.pages) - 1
 }
 
-// get returns the key named by ref. The bytes are the arena's: copy to keep them.
-func (a *arena) get(ref uint32) []byte {
+// get returns the key named by ref whose slot's key length field is n. The
+// bytes are the arena's: copy to keep them.
+func (a *arena) get(ref, n uint32) []byte {
 	page := a.pages[ref>>arenaPageBits][ref&(arenaPage-1):]
-	if n := page[0]; n < 0x80 { // a key under 128 bytes: a one-byte length
-		return page[1 : 1+n]
+	if n < longKey {
+		return page[:n]
 	}
-	n, k := binary.Uvarint(page)
-	return page[k : k+int(n)]
+	m, k := binary.Uvarint(page)
+	return page[k : k+int(m)]
 }
 
-// drop records that the key named by ref is no longer referenced.
-func (a *arena) drop(ref uint32) {
-	n := len(a.get(ref))
-	a.live -= uvarintLen(uint64(n)) + n
+// drop records that the key named by ref, with key length field n, is no
+// longer referenced.
+func (a *arena) drop(ref, n uint32) {
+	a.live -= storedLen(len(a.get(ref, n)))
 }
 
 func uvarintLen(x uint64) int {

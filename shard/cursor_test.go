@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,12 @@ func TestMemoryUsage(t *testing.T) {
 	addKeys(t, m, "k", 1, slideP(5, time.Minute), t0)
 	small, ok := m.MemoryUsage([]byte("k0"))
 	require.True(t, ok)
-	assert.Equal(t, int64(slotBytes+4+1+2), small, "slot, index entry, length byte and key")
+	assert.Equal(t, int64(slotBytes+4+2), small, "slot, index entry and key: the slot holds the length")
+	long := strings.Repeat("x", 300)
+	addKeys(t, m, long, 1, slideP(5, time.Minute), t0)
+	n, ok := m.MemoryUsage([]byte(long + "0"))
+	require.True(t, ok)
+	assert.Equal(t, int64(slotBytes+4+2+301), n, "a key of 255 bytes or more has a length prefix")
 	addKeys(t, m, "h", 1, slideP(5, time.Hour), t0)
 	big, _ := m.MemoryUsage([]byte("h0"))
 	assert.GreaterOrEqual(t, big, small, "a long window's counters count")

@@ -274,7 +274,7 @@ func TestDrainDirtyToReusesItsBuffer(t *testing.T) {
 // An ExportBuffer does not keep the memory of a burst past maxKeptBuffer.
 func TestExportBufferDropsABurst(t *testing.T) {
 	m := xMap(t, Config{Shards: 1})
-	n := maxKeptBuffer/16 + 1000
+	n := maxKeptBuffer/10 + 1000
 	for i := range n {
 		_, err := m.Decide(fmt.Appendf(nil, "k:%013d", i), token, xt0, 1, false)
 		require.NoError(t, err)

@@ -142,13 +142,13 @@ func (x *exporter) slotLocked(s *shard, j uint32, dst []Entry) []Entry {
 		return dst
 	}
 	sl := s.slots.at(j)
-	if sl.key == 0 || sl.param == 0 {
+	if sl.key == 0 || sl.param() == 0 {
 		return dst
 	}
-	if x.keep != nil && !x.keep(s.keys.get(sl.key)) {
+	if x.keep != nil && !x.keep(s.keys.get(sl.key, sl.keyLen())) {
 		return dst
 	}
-	e := Entry{Key: x.key(s.keys.get(sl.key)), Params: s.params.get(sl.param)}
+	e := Entry{Key: x.key(s.keys.get(sl.key, sl.keyLen())), Params: s.params.get(sl.param())}
 	if hasCounters(e.Params.Kind) {
 		b := s.peekCountersLocked(sl)
 		n := len(x.counters)

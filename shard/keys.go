@@ -23,18 +23,18 @@ func (m *Map) Get(key []byte, now int64) (Info, bool) {
 }
 
 func (s *shard) infoLocked(sl *slot, now int64) Info {
-	p, b := s.params.get(sl.param), s.slotCountersLocked(sl)
+	p, b := s.params.get(sl.param()), s.slotCountersLocked(sl)
 	return Info{Params: p, Count: p.Count(sl.state, b, now), Expiry: p.Expiry(sl.state, b)}
 }
 
 // expiryLocked returns when sl's state stops restricting anything (unix nanoseconds).
 func (s *shard) expiryLocked(sl *slot) int64 {
-	return s.params.get(sl.param).Expiry(sl.state, s.slotCountersLocked(sl))
+	return s.params.get(sl.param()).Expiry(sl.state, s.slotCountersLocked(sl))
 }
 
 // slotCountersLocked returns sl's counters if its kind keeps counters, else nil.
 func (s *shard) slotCountersLocked(sl *slot) []uint64 {
-	if !hasCounters(s.params.get(sl.param).Kind) {
+	if !hasCounters(s.params.get(sl.param()).Kind) {
 		return nil
 	}
 	return s.peekCountersLocked(sl)

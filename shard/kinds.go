@@ -1,8 +1,6 @@
 package shard
 
 import (
-	"encoding/binary"
-
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -41,17 +39,15 @@ func (m *Map) KindStats() [kindSlots]KindStat {
 }
 
 // baseBytesLocked returns the bytes sl's key holds apart from its counter
-// block: its slot, its index entry and its key with the length prefix.
+// block: its slot, its index entry and its key's bytes in the arena.
 func (s *shard) baseBytesLocked(sl *slot) int64 {
-	n := len(s.keys.get(sl.key))
-	var pfx [binary.MaxVarintLen64]byte
-	return int64(slotBytes + 4 + binary.PutUvarint(pfx[:], uint64(n)) + n)
+	return int64(slotBytes + 4 + storedLen(len(s.keys.get(sl.key, sl.keyLen()))))
 }
 
 // bindLocked gives sl, which has no parameters, parameters p, and counts its
 // key under p's kind.
 func (s *shard) bindLocked(sl *slot, p window.Params) {
-	sl.param = s.params.acquire(p)
+	sl.setParam(s.params.acquire(p))
 	st := &s.kinds[p.Kind]
 	st.Keys++
 	st.Bytes += s.baseBytesLocked(sl)
@@ -60,21 +56,21 @@ func (s *shard) bindLocked(sl *slot, p window.Params) {
 // unbindLocked drops sl's parameters and counter block, if it has them, and
 // its key from its kind's count.
 func (s *shard) unbindLocked(sl *slot) {
-	if sl.param == 0 {
+	if sl.param() == 0 {
 		return
 	}
-	k := s.params.get(sl.param).Kind
+	k := s.params.get(sl.param()).Kind
 	if hasCounters(k) {
 		s.freeCountersLocked(sl)
 	}
 	st := &s.kinds[k]
 	st.Keys--
 	st.Bytes -= s.baseBytesLocked(sl)
-	s.params.release(sl.param)
-	sl.param = 0
+	s.params.release(sl.param())
+	sl.setParam(0)
 }
 
 // extBytesLocked adds n bytes of counter block to sl's kind.
 func (s *shard) extBytesLocked(sl *slot, n int) {
-	s.kinds[s.params.get(sl.param).Kind].Bytes += int64(n)
+	s.kinds[s.params.get(sl.param()).Kind].Bytes += int64(n)
 }

@@ -19,7 +19,7 @@ func (s *shard) recountKindsLocked() kinds {
 		if sl.key == 0 {
 			continue
 		}
-		st := &k[s.params.get(sl.param).Kind]
+		st := &k[s.params.get(sl.param()).Kind]
 		st.Keys++
 		st.Bytes += s.baseBytesLocked(sl)
 		if sl.state[0] == extMark {

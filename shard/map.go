@@ -157,7 +157,7 @@ func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now,
 
 // admitsLocked reports whether a request of cost under p may run on sl.
 func (s *shard) admitsLocked(sl *slot, p window.Params, cost int64) error {
-	old := s.params.get(sl.param)
+	old := s.params.get(sl.param())
 	switch {
 	case old == p && cost >= 1:
 		return nil
@@ -217,12 +217,12 @@ func (s *shard) resetSlotLocked(sl *slot, p window.Params) {
 // setParamLocked re-parameterises sl, which applies to its state at once,
 // and reports whether the parameters changed.
 func (s *shard) setParamLocked(sl *slot, p window.Params) bool {
-	if s.params.get(sl.param) == p {
+	if s.params.get(sl.param()) == p {
 		return false
 	}
 	id := s.params.acquire(p)
-	s.params.release(sl.param)
-	sl.param = id
+	s.params.release(sl.param())
+	sl.setParam(id)
 	return true
 }
 

@@ -1,9 +1,7 @@
 package shard
 
-import "encoding/binary"
-
 // MemoryUsage returns about how many bytes key's state holds: its slot, its
-// index entry, its bytes in the key arena with their length prefix, and its
+// index entry, its bytes in the key arena (with a length prefix from 255 bytes), and its
 // block of counters outside the slot, if it has one. It is MEMORY USAGE's
 // answer; false if the key does not exist.
 func (m *Map) MemoryUsage(key []byte) (int64, bool) {
@@ -15,8 +13,7 @@ func (m *Map) MemoryUsage(key []byte) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	var pfx [binary.MaxVarintLen64]byte
-	n := int64(slotBytes + 4 + binary.PutUvarint(pfx[:], uint64(len(key))) + len(key))
+	n := int64(slotBytes + 4 + storedLen(len(key)))
 	if sl := s.slots.at(i); sl.state[0] == extMark {
 		n += 8 * int64(cap(s.ext.counters(uint32(sl.state[1]))))
 	}

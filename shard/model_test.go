@@ -204,12 +204,12 @@ func (s *shard) checkLocked(t *testing.T, si int) int {
 			continue
 		}
 		live++
-		key := s.keys.get(sl.key)
+		key := s.keys.get(sl.key, sl.keyLen())
 		j, ok := s.findLocked(key, s.hash(key))
 		require.Truef(t, ok, "shard %d: key %q in slot %d not found", si, key, i)
 		require.Equalf(t, i, j, "shard %d: key %q found in slot %d, lives in %d", si, key, j, i)
-		require.NotZerof(t, sl.param, "shard %d: key %q has no params", si, key)
-		refs[sl.param]++
+		require.NotZerof(t, sl.param(), "shard %d: key %q has no params", si, key)
+		refs[sl.param()]++
 		if sl.state[0] == extMark {
 			words += 4 << classFor(cap(s.ext.counters(uint32(sl.state[1]))))
 		}

@@ -122,7 +122,7 @@ func (s *shard) missingLocked(q *Multi, hs []uint64) int {
 func (s *shard) peekRuleLocked(key []byte, h uint64, p window.Params, now, cost int64) window.Decision {
 	i, ok := s.findLocked(key, h)
 	if ok {
-		if sl := s.slots.at(i); s.params.get(sl.param).Kind == p.Kind && !s.expiredLocked(sl, now) {
+		if sl := s.slots.at(i); s.params.get(sl.param()).Kind == p.Kind && !s.expiredLocked(sl, now) {
 			return s.decideSlotLocked(sl, p, now, cost, true)
 		}
 	}
@@ -171,7 +171,7 @@ func (m *Map) unmakeLocked(s *shard, hs []uint64, slots []uint32, made []bool) {
 // setRuleParamLocked gives sl parameters p. A new slot, one holding another
 // algorithm's state, or one whose state has expired starts fresh.
 func (s *shard) setRuleParamLocked(sl *slot, p window.Params, now int64) {
-	if sl.param == 0 || s.params.get(sl.param).Kind != p.Kind || s.expiredLocked(sl, now) {
+	if sl.param() == 0 || s.params.get(sl.param()).Kind != p.Kind || s.expiredLocked(sl, now) {
 		s.resetSlotLocked(sl, p)
 		return
 	}
@@ -195,7 +195,7 @@ func (s *shard) penaltyLeftLocked(q *Multi, h uint64, now int64) time.Duration {
 		return 0
 	}
 	sl := s.slots.at(i)
-	if s.params.get(sl.param).Kind != window.KindToken {
+	if s.params.get(sl.param()).Kind != window.KindToken {
 		return 0
 	}
 	return time.Duration(max(0, int64(sl.state[0])-max(now, int64(sl.state[1]))))

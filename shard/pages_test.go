@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -47,6 +48,9 @@ func TestArena(t *testing.T) {
 	var keys [][]byte
 	for i := range 3000 {
 		n := i % 40
+		if i%100 == 50 {
+			n = longKey - 5 + i/100%10 // around the longest key with no length prefix
+		}
 		if i%500 == 499 {
 			n = arenaPage/4 + i // a page of its own
 		}
@@ -60,7 +64,7 @@ func TestArena(t *testing.T) {
 		refs, keys = append(refs, ref), append(keys, key)
 	}
 	for i, ref := range refs {
-		require.Equal(t, keys[i], a.get(ref), "key %d", i)
+		require.Equal(t, keys[i], a.get(ref, lenField(len(keys[i]))), "key %d", i)
 	}
 	var small []int
 	for _, p := range a.pages {
@@ -76,8 +80,12 @@ func TestArena(t *testing.T) {
 	assert.Greater(t, len(small), 5, "pages reach full size")
 	assert.Equal(t, arenaPage, small[len(small)-1])
 	live := a.live
-	a.drop(refs[0])
-	assert.Equal(t, live-1, a.live)
+	a.drop(refs[0], 0)
+	assert.Equal(t, live-1, a.live, "an empty key takes a byte")
+	a.drop(refs[1], 1)
+	assert.Equal(t, live-2, a.live, "a one-byte key takes a byte, no length")
+	a.drop(refs[550], longKey) // 255 bytes
+	assert.Equal(t, live-2-(2+longKey), a.live, "a 255-byte key has a length prefix")
 }
 
 // TestIndex inserts and removes keys at random in a shard whose hash has only
@@ -112,7 +120,7 @@ func TestIndex(t *testing.T) {
 			} else {
 				i, ok = s.insertLocked([]byte(key), hash([]byte(key)))
 				require.True(t, ok)
-				s.slots.at(i).param = s.params.acquire(slideP(1, time.Second))
+				s.slots.at(i).setParam(s.params.acquire(slideP(1, time.Second)))
 				slotOf[key] = i
 			}
 			if step%tc.checkEvery == 0 {
@@ -224,4 +232,46 @@ func TestChunk(t *testing.T) {
 	assert.Equal(t, total, 300*8+len(c.spare))
 	assert.LessOrEqual(t, len(c.spare), 8*maxChunkPages)
 	assert.LessOrEqual(t, len(c.spare), 300*8/chunkFraction, "at most a sixteenth waits unused")
+}
+
+// TestKeyLengths runs keys of every length class through a Map: empty, short
+// ones whose length only their slot holds, and from longKey bytes on, whose
+// length the arena holds too; keys that differ only in length must stay
+// apart, and survive a rebuild, an export and a delete.
+func TestKeyLengths(t *testing.T) {
+	m := newMap(t, Config{Shards: 1})
+	keys := [][]byte{{}}
+	for _, n := range []int{1, 2, longKey - 1, longKey, longKey + 1, 1000, arenaPage} {
+		keys = append(keys, bytes.Repeat([]byte("a"), n), bytes.Repeat([]byte("b"), n))
+	}
+	p := slideP(10, time.Minute)
+	for i, k := range keys {
+		for range i%3 + 1 {
+			_, err := m.Decide(k, p, t0, 1, false)
+			require.NoError(t, err)
+		}
+	}
+	check := func(what string) {
+		for i, k := range keys {
+			info, ok := m.Get(k, t0)
+			require.True(t, ok, "%s: key of %d bytes", what, len(k))
+			assert.Equal(t, int64(i%3+1), info.Count, "%s: key of %d bytes", what, len(k))
+		}
+		got := map[string]bool{}
+		for _, e := range m.ExportShard(0, nil) {
+			got[string(e.Key)] = true
+		}
+		assert.Len(t, got, len(keys), what)
+	}
+	check("added")
+	s := m.shards[0]
+	s.mu.Lock()
+	s.rebuildLocked()
+	s.mu.Unlock()
+	check("rebuilt")
+	for _, k := range keys {
+		require.True(t, m.Delete(k), "key of %d bytes", len(k))
+	}
+	assert.Zero(t, m.Len())
+	assert.Zero(t, s.keys.live, "every key's bytes are given back")
 }

@@ -37,10 +37,10 @@ func (s *shard) rebuildLocked() {
 
 // copyInLocked adds old's slot sl, with its key, params and counters, to s.
 func (s *shard) copyInLocked(old *shard, sl *slot) {
-	key := old.keys.get(sl.key)
+	key := old.keys.get(sl.key, sl.keyLen())
 	j, _ := s.insertLocked(key, s.hash(key))
 	nsl := s.slots.at(j)
-	p := old.params.get(sl.param)
+	p := old.params.get(sl.param())
 	s.bindLocked(nsl, p)
 	nsl.state = sl.state
 	if sl.state[0] == extMark {

@@ -21,10 +21,10 @@ func (s *shard) lookupLocked(key []byte, h uint64) (Entry, bool) {
 		return Entry{}, false
 	}
 	sl := s.slots.at(i)
-	if sl.key == 0 || sl.param == 0 {
+	if sl.key == 0 || sl.param() == 0 {
 		return Entry{}, false
 	}
-	e := Entry{Key: key, Params: s.params.get(sl.param)}
+	e := Entry{Key: key, Params: s.params.get(sl.param())}
 	if hasCounters(e.Params.Kind) {
 		e.Counters = slices.Clone(s.peekCountersLocked(sl))
 	} else {

@@ -34,7 +34,7 @@ func (m *Map) Scan(dst [][]byte, cursor uint64, count int) ([][]byte, uint64) {
 func (s *shard) scanLocked(dst [][]byte, pos uint32, seen, count int) ([][]byte, uint32, int) {
 	for ; pos < s.slots.next && seen < count; pos++ {
 		if sl := s.slots.at(pos); sl.key != 0 {
-			dst = append(dst, append([]byte(nil), s.keys.get(sl.key)...))
+			dst = append(dst, append([]byte(nil), s.keys.get(sl.key, sl.keyLen())...))
 		}
 		seen++
 	}

@@ -48,7 +48,7 @@ func (s *shard) findLocked(key []byte, h uint64) (uint32, bool) {
 		e := t[j]
 		if e>>slotBits == tag && e&slotField != 0 {
 			i := e&slotField - 1
-			if bytes.Equal(s.keys.get(s.slots.at(i).key), key) {
+			if s.keyIsLocked(s.slots.at(i), key) {
 				return i, true
 			}
 		}
@@ -68,21 +68,32 @@ func (s *shard) insertLocked(key []byte, h uint64) (uint32, bool) {
 		return 0, false
 	}
 	i := s.slots.alloc()
-	s.slots.at(i).key = ref
+	sl := s.slots.at(i)
+	sl.key, sl.meta = ref, lenField(len(key))<<paramBits
 	s.index.put(h, i)
 	s.peak = max(s.peak, s.index.live)
 	return i, true
 }
 
 // slotHash returns the hash of the key in slot i.
-func (s *shard) slotHash(i uint32) uint64 { return s.hash(s.keys.get(s.slots.at(i).key)) }
+func (s *shard) slotHash(i uint32) uint64 {
+	sl := s.slots.at(i)
+	return s.hash(s.keys.get(sl.key, sl.keyLen()))
+}
+
+// keyIsLocked reports whether sl holds key. Comparing the lengths first
+// skips the arena's cache line for most keys whose tags collide.
+func (s *shard) keyIsLocked(sl *slot, key []byte) bool {
+	n := sl.keyLen()
+	return n == lenField(len(key)) && bytes.Equal(s.keys.get(sl.key, n), key)
+}
 
 // removeLocked frees the key in slot i, whose hash is h.
 func (s *shard) removeLocked(i uint32, h uint64) {
 	s.index.remove(h, i)
 	sl := s.slots.at(i)
 	s.unbindLocked(sl)
-	s.keys.drop(sl.key)
+	s.keys.drop(sl.key, sl.keyLen())
 	s.slots.release(i)
 }
 

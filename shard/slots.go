@@ -10,9 +10,31 @@ import (
 // garbage collector never scans the store.
 type slot struct {
 	key   uint32       // arena ref of the key; 0 marks a free slot
-	param uint32       // id in the shard's params table
+	meta  uint32       // the key's length<<paramBits | its id in the shard's params table
 	state window.State // the algorithm's state; Slide keeps counters inline or in ext
 }
+
+// A slot keeps its key's length, so the arena needs no length byte for keys
+// under longKey bytes (1 byte a key, 2% of what a key costs). Param ids fit
+// in the rest: a shard has fewer than 2^24 slots, and each id in use names
+// the parameters of at least one of them.
+const (
+	paramBits  = 24
+	paramField = 1<<paramBits - 1
+	longKey    = 255 // key length field of a key of 255 bytes or more: the arena holds its length
+)
+
+// param returns the id of sl's parameters; 0 means none.
+func (sl *slot) param() uint32 { return sl.meta & paramField }
+
+// setParam sets the id of sl's parameters.
+func (sl *slot) setParam(id uint32) { sl.meta = sl.meta&^paramField | id }
+
+// keyLen returns sl's key length field: the length, or longKey.
+func (sl *slot) keyLen() uint32 { return sl.meta >> paramBits }
+
+// lenField returns the key length field for a key of n bytes.
+func lenField(n int) uint32 { return uint32(min(n, longKey)) }
 
 // slotBytes is the size of one slot in memory.
 const slotBytes = 24

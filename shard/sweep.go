@@ -62,7 +62,7 @@ func (s *shard) sweepLocked(cutoff int64, budget int) (freed, visited int) {
 		s.cursor++
 		sl := s.slots.at(i)
 		if sl.key != 0 && s.expiryLocked(sl) < cutoff {
-			s.removeLocked(i, s.hash(s.keys.get(sl.key)))
+			s.removeLocked(i, s.hash(s.keys.get(sl.key, sl.keyLen())))
 			freed++
 		}
 	}

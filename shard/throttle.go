@@ -26,7 +26,7 @@ func (m *Map) throttleLocked(s *shard, key []byte, h uint64, p window.Throttle, 
 	tp := window.Params{Kind: window.KindToken, Limit: tk.Capacity, Rate: tk.Rate, Period: tk.Period}
 	i, found := s.findLocked(key, h)
 	live := found && !s.expiredLocked(s.slots.at(i), now) // an expired key is absent
-	if live && s.params.get(s.slots.at(i).param).Kind != window.KindToken {
+	if live && s.params.get(s.slots.at(i).param()).Kind != window.KindToken {
 		return window.ThrottleReply{}, ErrWrongType
 	}
 	var st window.State

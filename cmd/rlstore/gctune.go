@@ -39,7 +39,7 @@ const (
 	gcHeadroom   = 2 << 20 // bytes of garbage allowed before a collection
 	gcMinPercent = 3
 	gcMaxPercent = 100
-	limitSlack   = 2 << 20     // bytes the limit allows past goal and overhead
+	limitSlack   = 2 << 20   // bytes the limit allows past goal and overhead
 	releaseAfter = 4 << 20   // bytes allocated since the last release that call for one
 	quietAllocs  = 256 << 10 // bytes allocated in a tick that still count as quiet
 )
