@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+# Tail latency without pipelining, side by side in one run: rlstore RL.SLIDE
+# against Redis+Lua's sliding window, rlload at -P 1 with 50 connections,
+# alternating the order each round. Each system runs twice a round on one
+# key prefix: "fill", while its 100k keys are new, then "steady", once a
+# sequential pass has created every key. For rlstore it also reads, from
+# --metrics-addr, the garbage collections and the stop-the-world pauses
+# longer than 0.5 ms during each run; and for every run the load
+# generator's own CPU per request, since it shares the cores.
+#   go build -o /tmp/rlstore ./cmd/rlstore && go build -o /tmp/rlload ./loadtest/cmd/rlload
+#   BIN=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/p99side.py
+# Optional: ROUNDS (3), DUR (4s), VARIANTS: rlstore runs to compare, as
+# "name=ENV=value ...;name2=BIN=/other/binary" (default "rlstore=").
+import json, os, re, resource, socket, subprocess, sys, time, urllib.request
+
+RLLOAD = os.environ.get("RLLOAD", "rlload")
+DUR = os.environ.get("DUR", "4s")
+
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+
+def cpu(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / 100.0
+
+
+def gc_stats(mport):
+    """Collections so far, and pauses by bucket bound, from /metrics."""
+    if not mport:
+        return 0, {}
+    t = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics").read().decode()
+    m = re.search(r"^go_gc_cycles_total_gc_cycles_total (\d+)", t, re.M) or \
+        re.search(r"^go_gc_duration_seconds_count (\d+)", t, re.M)
+    b = {float(x.group(1)): int(x.group(2)) for x in
+         re.finditer(r'^go_gc_pauses_seconds_bucket\{le="([^"+]+)"\} (\d+)', t, re.M)}
+    return (int(m.group(1)) if m else 0), b
+
+
+def client_cpu():
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
+def load(port, wl, prefix, extra):
+    out = subprocess.run([RLLOAD, "run", "--addr", f"127.0.0.1:{port}", "-t", wl, "-P", "1", "-c", "50",
+                          "-r", "100000", "--limit", "1000", "--prefix", prefix, "-q", "--json"] + extra,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def start_systems():
+    systems = []
+    for spec in os.environ.get("VARIANTS", "rlstore=").split(";"):
+        name, extra = spec.split("=", 1)
+        env, binp = dict(os.environ), os.environ.get("BIN", "rlstore")
+        for kv in extra.split():
+            k, v = kv.split("=", 1)
+            if k == "BIN":
+                binp = v
+            else:
+                env[k] = v
+        port, mport = free_port(), free_port()
+        p = subprocess.Popen([binp, "--port", str(port), "--log-level", "error", "--metrics-addr",
+                              f"127.0.0.1:{mport}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        systems.append((name, port, "rl.slide", p, mport))
+    port = free_port()
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
+                         stdout=subprocess.DEVNULL)
+    systems.append(("redis+lua", port, "lua.slide", p, 0))
+    return systems
+
+
+def main():
+    systems = start_systems()
+    time.sleep(1.0)
+    try:
+        for rnd in range(int(os.environ.get("ROUNDS", "3"))):
+            order = systems if rnd % 2 == 0 else systems[::-1]
+            for name, port, wl, proc, mport in order:
+                prefix = f"p99r{rnd}:"
+                for phase in ("fill", "steady"):
+                    if phase == "steady":  # every key exists before the measured run
+                        load(port, wl, prefix, ["--dist", "seq", "-n", "100000", "--duration", "0"])
+                    g0, p0 = gc_stats(mport)
+                    c0, k0 = cpu(proc.pid), client_cpu()
+                    j = load(port, wl, prefix, ["--duration", DUR])
+                    c1, k1 = cpu(proc.pid), client_cpu()
+                    g1, p1 = gc_stats(mport)
+                    n = max(j["requests"], 1)
+                    d = {k: v - p0.get(k, 0) for k, v in p1.items()}
+                    pauses = max(d.values(), default=0)
+                    long = pauses - max([v for k, v in d.items() if k <= 0.0005], default=0)
+                    lat = {k: v / 1e6 for k, v in j["latency"].items()}
+                    print(f"r{rnd} {name:10s} {phase:6s} {j['throughput']/1e3:5.0f}k/s "
+                          f"p50 {lat['p50_ns']:.2f} p99 {lat['p99_ns']:.2f} p999 {lat['p999_ns']:.2f} "
+                          f"max {lat['max_ns']:.1f} ms | server {(c1-c0)*1e6/n:.2f} us/req, "
+                          f"client {(k1-k0)*1e6/n:.2f} us/req | GCs {g1-g0}, pauses {pauses}, "
+                          f">0.5ms {long}", flush=True)
+    finally:
+        for s in systems:
+            s[3].terminate()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
