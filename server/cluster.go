@@ -173,6 +173,7 @@ func (s *Server) attachCluster() error {
 		if cn.repl, err = newReplicator(s, *rc, cn.cfg.View().Self); err != nil {
 			return err
 		}
+		cn.onTableChange(cn.repl.onTable) // promotes copies before a dead owner's slots are served
 	}
 	cn.view()
 	return nil
