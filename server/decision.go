@@ -184,7 +184,7 @@ func (s *Server) run1(c *client, key []byte, r *request, err error) {
 		c.conn.WriteError(err.Error())
 		return
 	}
-	r.now, r.by = s.unixNano(), c
+	r.now, r.by = s.commandNow(c), c
 	o, err := s.decide(key, r)
 	if err != nil {
 		c.conn.WriteError(decideError(err))

@@ -19,10 +19,12 @@ func writeOutcome(c *client, r *request, o outcome) {
 		if t.Limited {
 			limited = 1
 		}
-		c.conn.WriteArray(5)
+		b := redcon.AppendArray(c.scratch[:0], 5)
 		for _, v := range [5]int64{limited, t.Limit, t.Remaining, t.RetryAfter, t.ResetAfter} {
-			c.conn.WriteInt64(v)
+			b = redcon.AppendInt(b, v)
 		}
+		c.scratch = b
+		c.conn.WriteRaw(b)
 	case opCheck:
 		c.conn.WriteArray(6)
 		for _, v := range decisionFields(o.d) {
@@ -35,12 +37,11 @@ func writeOutcome(c *client, r *request, o outcome) {
 }
 
 // writeDecision writes the five-integer reply (docs/commands.md, The decision reply). It is an array in RESP2 and RESP3 alike.
+// The reply is built in the client's scratch buffer and written in one call:
+// six calls through the connection's wrappers cost more than the formatting.
 func writeDecision(c *client, d window.Decision) {
-	f := decisionFields(d)
-	c.conn.WriteArray(len(f))
-	for _, v := range f {
-		c.conn.WriteInt64(v)
-	}
+	c.scratch = appendDecision(c.scratch[:0], d)
+	c.conn.WriteRaw(c.scratch)
 }
 
 // appendDecision appends the reply writeDecision writes to dst.

@@ -20,7 +20,7 @@ const (
 // dispatch checks a command as Redis does, in Redis's order (name, arity,
 // then auth), and runs it or queues it for EXEC.
 func (s *Server) dispatch(c *client, args [][]byte) {
-	cm, reply := s.resolve(args)
+	cm, reply := s.resolveFor(c, args)
 	switch {
 	case cm == nil:
 		reject(c, reply)
@@ -39,11 +39,17 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 
 // run runs cm, counting it for INFO, CLIENT LIST, SLOWLOG and /metrics.
 func (s *Server) run(c *client, cm *command, args [][]byte) {
-	c.lastCmd.Store(cm)
+	if c.pend.cm != cm { // another command: the counts so far must show to it (see pending)
+		c.pend.flush(s)
+	}
+	if c.lastCmd.Load() != cm { // a load is a plain read; a store is a locked one
+		c.lastCmd.Store(cm)
+	}
 	c.cmds.Add(1)
 	start, errs := c.mark, c.errs
 	if start == 0 {
-		start = s.monotonic()
+		start = s.batchStart(c)
+		c.mark = start
 	}
 	defer s.ran(c, cm, args, start, errs)
 	if s.obs.active.Load() != 0 {
@@ -68,7 +74,7 @@ func (s *Server) ran(c *client, cm *command, args [][]byte, start time.Duration,
 	end := s.monotonic()
 	c.mark = end // the next command of the batch starts where this one ended: one clock read a command
 	d := end - start
-	cm.stats.observe(d)
+	c.pend.observe(cm, d)
 	if c.errs != errs {
 		cm.stats.failed.Add(1)
 	}
@@ -121,6 +127,18 @@ func (s *Server) resolve(args [][]byte) (*command, string) {
 		return nil, arityError(cm.name)
 	}
 	return cm, ""
+}
+
+// resolveFor is resolve, trying first the command c ran last: a pipeline
+// mostly repeats one command, and comparing its name costs less than the
+// table lookup. Renamed commands are served only under their new names, so
+// then every name goes to the table.
+func (s *Server) resolveFor(c *client, args [][]byte) (*command, string) {
+	if cm := c.pend.cm; cm != nil && !s.renamed && len(cm.subs) == 0 &&
+		arityFits(cm.arity, len(args)) && equalFoldASCII(args[0], cm.name) {
+		return cm, ""
+	}
+	return s.resolve(args)
 }
 
 // findCommand looks name up, ignoring case, without allocating: the

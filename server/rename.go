@@ -11,6 +11,7 @@ import (
 // quota at once). Names are without case. Replies, COMMAND and the logs keep
 // the command's own name, as Redis's do.
 func (s *Server) renameCommands(renames map[string]string) error {
+	s.renamed = len(renames) > 0
 	moved := map[string]*command{}
 	for old, name := range renames {
 		old, name = strings.ToLower(old), strings.ToLower(name)

@@ -32,3 +32,16 @@ func TestRenameCommandRefusesBadNames(t *testing.T) {
 		assert.Error(t, err, "%v", r)
 	}
 }
+
+// A renamed command stays unknown under its own name right after it ran
+// under its new one on the same connection (resolveFor's shortcut).
+func TestRenamedCommandNotUnderOldNameInPipeline(t *testing.T) {
+	_, addr := startServer(t, Config{RenameCommands: map[string]string{"rl.slide": "slide-9c"}})
+	c := dialRaw(t, addr)
+	c.send(t, resp("SLIDE-9C", "k", "5", "60")+resp("RL.SLIDE", "k", "5", "60"))
+	require.Equal(t, "*5", c.line(t))
+	for range 5 {
+		c.line(t)
+	}
+	assert.Equal(t, "-ERR unknown command 'RL.SLIDE', with args beginning with: 'k' '5' '60' ", c.line(t))
+}

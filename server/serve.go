@@ -87,6 +87,7 @@ func (s *Server) handle(c *client, args [][]byte) {
 // endBatch commits the batch, writes its replies, and waits while too many
 // replies are held behind an unfinished Later.
 func (s *Server) endBatch(c *client, rc *respConn) error {
+	c.pend.flush(s) // before the replies: whoever sees one sees it counted
 	if s.cl != nil {
 		s.flushForwards(c)
 	}
@@ -139,6 +140,7 @@ func (s *Server) forget(c *client, err error) {
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()
+	c.pend.flush(s)
 	s.goneCmds.Add(c.cmds.Load())
 	s.forgetObserver(c)
 	var perr protocolError

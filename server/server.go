@@ -114,6 +114,9 @@ type Server struct {
 	pol      policies
 	cl       *clusterNode // nil without a cluster
 
+	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
+	renamed   bool // rename-command renamed some command (see resolveFor)
+
 	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
 	acl        atomic.Pointer[acl]    // the ACL file's users; nil without one
 	guard      *authGuard             // nil when off
@@ -152,11 +155,12 @@ type Server struct {
 
 // New validates cfg and returns a Server that is not yet listening.
 func New(cfg Config) (*Server, error) {
+	wallClock := cfg.Clock == nil
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, commands: map[string]*command{}, started: time.Now(),
-		clients: map[int64]*client{}, done: make(chan struct{})}
+		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{})}
 	s.pass.Store(&cfg.RequirePass)
 	if cfg.ACLFile != "" {
 		a, err := loadACL(cfg.ACLFile)

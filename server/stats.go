@@ -29,11 +29,16 @@ func (st *cmdStats) observe(d time.Duration) {
 	us := d.Microseconds()
 	st.calls.Add(1)
 	st.usec.Add(us)
+	st.buckets[bucketOf(us)].Add(1)
+}
+
+// bucketOf returns the latency bucket of a run that took us microseconds.
+func bucketOf(us int64) int {
 	i := 0
 	for i < len(latencyBounds) && us > latencyBounds[i] {
 		i++
 	}
-	st.buckets[i].Add(1)
+	return i
 }
 
 // decisionSlot numbers the decision commands for their counters:
@@ -88,9 +93,9 @@ func (s *Server) countDecision(r *request, o *outcome, denied bool) {
 	}
 	switch r.op {
 	case opThrottle:
-		s.decisions[slotThrottle].count(!o.throttle.Limited)
+		s.countVerdict(r, slotThrottle, !o.throttle.Limited)
 	case opCheck:
-		s.decisions[slotCheck].count(!denied)
+		s.countVerdict(r, slotCheck, !denied)
 		if ps := r.pstats; ps != nil {
 			ps.count(!denied)
 			if denied {
@@ -102,7 +107,17 @@ func (s *Server) countDecision(r *request, o *outcome, denied bool) {
 		}
 	default:
 		if k := int(r.params.Kind); k > 0 && k < slotCheck {
-			s.decisions[k].count(o.d.Allowed)
+			s.countVerdict(r, k, o.d.Allowed)
 		}
 	}
+}
+
+// countVerdict counts a decision in slot: with the pending counts of the
+// client that asked, if one did (see pending).
+func (s *Server) countVerdict(r *request, slot int, allowed bool) {
+	if r.by != nil {
+		r.by.pend.decision(slot, allowed)
+		return
+	}
+	s.decisions[slot].count(allowed)
 }

@@ -1,0 +1,78 @@
+package server
+
+import "time"
+
+// pending holds a connection's command and decision counts not yet added to
+// the server's shared counters. Those counters are atomics every connection
+// adds to, so on two cores each add moved a cache line between them: five
+// adds a pipelined decision. A connection adds up its own counts while it
+// runs one command after another, and adds them to the shared counters in
+// one go when its batch ends, before the batch's replies go out, or when
+// another command runs: so whoever has seen a reply, INFO run after the
+// command on the same connection included, sees it counted.
+type pending struct {
+	cm        *command // whose runs calls, usec and buckets count
+	calls     int64
+	usec      int64
+	buckets   [len(latencyBounds) + 1]int32
+	decisions [decisionSlots]struct{ allowed, denied int32 }
+	decided   bool // decisions holds counts
+}
+
+// observe counts a run of cm that took d.
+func (p *pending) observe(cm *command, d time.Duration) {
+	if p.cm != cm {
+		p.flushRuns()
+		p.cm = cm
+	}
+	us := d.Microseconds()
+	p.calls++
+	p.usec += us
+	p.buckets[bucketOf(us)]++
+}
+
+// decision counts a decision in slot.
+func (p *pending) decision(slot int, allowed bool) {
+	if allowed {
+		p.decisions[slot].allowed++
+	} else {
+		p.decisions[slot].denied++
+	}
+	p.decided = true
+}
+
+// flush adds every pending count to the shared counters of s.
+func (p *pending) flush(s *Server) {
+	p.flushRuns()
+	if !p.decided {
+		return
+	}
+	for i := range p.decisions {
+		v := &p.decisions[i]
+		if v.allowed != 0 {
+			s.decisions[i].allowed.Add(int64(v.allowed))
+		}
+		if v.denied != 0 {
+			s.decisions[i].denied.Add(int64(v.denied))
+		}
+		*v = struct{ allowed, denied int32 }{}
+	}
+	p.decided = false
+}
+
+// flushRuns adds the pending runs to their command's counters.
+func (p *pending) flushRuns() {
+	if p.calls == 0 {
+		return
+	}
+	st := p.cm.stats
+	st.calls.Add(p.calls)
+	st.usec.Add(p.usec)
+	for i, n := range p.buckets {
+		if n != 0 {
+			st.buckets[i].Add(int64(n))
+			p.buckets[i] = 0
+		}
+	}
+	p.calls, p.usec = 0, 0
+}
