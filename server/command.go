@@ -76,12 +76,15 @@ type client struct {
 	authFails int           // wrong passwords sent, for maxAuthFailures
 	errs      int64         // error replies written, for INFO commandstats' failed_calls
 	mark      time.Duration // when the batch's last command ended (Server.monotonic), or 0 between batches
-	wallBase  int64         // unix nanoseconds at Server.monotonic 0, read once a batch (cmdclock.go)
-	pend      pending       // counts not yet in the server's counters (cmdpending.go)
-	scratch   []byte        // where a decision's reply is built (writeDecision)
 	created   time.Time
 	addr      string
 	laddr     string
+
+	// The decision path's own state.
+	wallBase int64               // unix nanoseconds at Server.monotonic 0, read once a batch (cmdclock.go)
+	pend     pending             // counts not yet in the server's counters (cmdpending.go)
+	scratch  []byte              // where a decision's reply is built (writeDecision)
+	prefetch [prefetchMax][]byte // prefetchBatch's keys
 
 	multi  bool     // inside MULTI
 	dirty  bool     // a command was refused while queueing, so EXEC aborts

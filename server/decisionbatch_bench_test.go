@@ -1,0 +1,85 @@
+package server
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkDecisionBatch runs pipelined RL.SLIDE commands through the
+// server's own path, parse to reply, 16 to a batch as a client at -P 16
+// sends them, on keys drawn uniformly from a keyspace: everything a
+// decision costs the server but the socket. Besides ns/op it reports
+// cpu-ns/op, the benchmark thread's own CPU time, which other load on a
+// shared host moves far less than wall time.
+func BenchmarkDecisionBatch(b *testing.B) {
+	for _, keys := range []int{1000, 100_000, 1_000_000} {
+		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
+			s := newTestServer(b, Config{})
+			rc := newBenchConn()
+			c := &client{rc: rc, authed: true, resp: 2}
+			c.conn = errCounter{clientConn: rc, c: c}
+			batches := decisionBatches(keys, 2048)
+			for k := range keys { // every key exists: measure decisions, not insertions
+				runBatch(s, c, rc, []byte(resp("RL.SLIDE", benchKey(k), "1000000000", "60")))
+			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ReportAllocs()
+			cpu := threadCPU()
+			n := 0
+			for b.Loop() {
+				runBatch(s, c, rc, batches[n%len(batches)])
+				n++
+			}
+			b.ReportMetric(float64(threadCPU()-cpu)/float64(16*n), "cpu-ns/decision")
+			b.ReportMetric(float64(b.Elapsed())/float64(16*n), "ns/decision")
+		})
+	}
+}
+
+// runBatch parses and runs every command of batch as the connection's loop
+// does, and drops the replies.
+func runBatch(s *Server, c *client, rc *respConn, batch []byte) {
+	rc.r, rc.w = 0, copy(rc.buf, batch)
+	for {
+		args, err := rc.command()
+		if err != nil {
+			panic(err)
+		}
+		if args == nil {
+			break
+		}
+		s.handle(c, args)
+	}
+	c.pend.flush(s)
+	c.mark = 0
+	rc.out = rc.out[:0]
+}
+
+// decisionBatches returns n batches of 16 RL.SLIDE commands on random keys of keys.
+func decisionBatches(keys, n int) [][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	out := make([][]byte, n)
+	for i := range out {
+		var b []byte
+		for range 16 {
+			b = append(b, resp("RL.SLIDE", benchKey(rng.IntN(keys)), "1000000000", "60")...)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// benchKey names key k as rlload does.
+func benchKey(k int) string { return "rlload:" + strconv.Itoa(1_000_000+k) + ":api" }
+
+// threadCPU returns the CPU time the calling OS thread has used.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

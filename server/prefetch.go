@@ -1,0 +1,94 @@
+package server
+
+// A pipelined batch of decisions is looked up faster when the store is
+// told its keys first (shard.Map.Prefetch): their lookups' memory misses
+// then overlap. When a batch's first command starts, prefetchBatch reads
+// the keys of the decision commands that open the batch, up to
+// prefetchMax of them, with a scan that only finds each request's first
+// two arguments; the requests are parsed for real as they run.
+
+// prefetchMax bounds the keys one batch start prefetches.
+const prefetchMax = 16
+
+// prefetchBatch prefetches the key of the command starting the batch, if
+// it is a decision, and of the decisions that follow it in c's buffer.
+func (s *Server) prefetchBatch(c *client, args [][]byte) {
+	rc := c.rc
+	if rc == nil || rc.r == rc.w || rc.batchEnd || !rc.p.idle() || len(args) < 2 || !keyedDecision(args[0]) {
+		return
+	}
+	keys := append(c.prefetch[:0], args[1])
+	for b := rc.buf[rc.r:rc.w]; len(keys) < prefetchMax; {
+		name, key, n := firstArgs(b)
+		if n == 0 || !keyedDecision(name) {
+			break
+		}
+		keys = append(keys, key)
+		b = b[n:]
+	}
+	if len(keys) > 1 {
+		s.cfg.Store.Prefetch(keys)
+	}
+	clear(keys) // hold no reference to the read buffer
+}
+
+// keyedDecision reports whether name is a decision command whose key is its
+// first argument: a native RL.<KIND> command or CL.THROTTLE.
+func keyedDecision(name []byte) bool {
+	switch len(name) {
+	case 6:
+		return equalFoldASCII(name, "rl.log")
+	case 8:
+		return equalFoldASCII(name, "rl.slide") || equalFoldASCII(name, "rl.token") ||
+			equalFoldASCII(name, "rl.fixed") || equalFoldASCII(name, "rl.leaky")
+	case 11:
+		return equalFoldASCII(name, "cl.throttle")
+	}
+	return false
+}
+
+// firstArgs scans the RESP array request at the start of b and returns its
+// first two arguments and its length, or n == 0 if b does not start with a
+// whole array of at least two bulk strings. It checks only what it needs
+// to find the request's end: the parser checks every request as it runs.
+func firstArgs(b []byte) (name, key []byte, n int) {
+	if len(b) == 0 || b[0] != '*' {
+		return nil, nil, 0
+	}
+	count, i := scanLen(b, 1)
+	if i == 0 || count < 2 {
+		return nil, nil, 0
+	}
+	for a := range count {
+		if i >= len(b) || b[i] != '$' {
+			return nil, nil, 0
+		}
+		size, j := scanLen(b, i+1)
+		if j == 0 || j+size+2 > len(b) || b[j+size] != '\r' || b[j+size+1] != '\n' {
+			return nil, nil, 0
+		}
+		switch a {
+		case 0:
+			name = b[j : j+size]
+		case 1:
+			key = b[j : j+size]
+		}
+		i = j + size + 2
+	}
+	return name, key, i
+}
+
+// scanLen reads the decimal length at b[i:] up to its CRLF and returns it
+// and the index after the CRLF, or 0 for that index if there is none.
+func scanLen(b []byte, i int) (int, int) {
+	v, start := 0, i
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if v = v*10 + int(b[i]-'0'); v > 1<<30 {
+			return 0, 0
+		}
+	}
+	if i == start || i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
+		return 0, 0
+	}
+	return v, i + 2
+}

@@ -1,0 +1,99 @@
+package shard
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Prefetch changes nothing: decisions after it are the decisions without it,
+// for present keys, absent ones and keys whose hashes collide.
+func TestPrefetchChangesNothing(t *testing.T) {
+	for _, collide := range []bool{false, true} {
+		cfg := Config{Shards: 4}
+		if collide {
+			cfg.Hash = func([]byte) uint64 { return 42 }
+		}
+		a, err := New(cfg)
+		require.NoError(t, err)
+		b, err := New(cfg)
+		require.NoError(t, err)
+		p := slideP(5, time.Minute)
+		now := time.Now().UnixNano()
+		a.keys.Add(prefetchKeys) // prefetch even though the Map is small
+		b.keys.Add(prefetchKeys)
+		rng := rand.New(rand.NewPCG(3, 4))
+		for round := range 200 {
+			var keys [][]byte
+			for range 1 + rng.IntN(20) {
+				keys = append(keys, []byte("pf:"+strconv.Itoa(rng.IntN(300))))
+			}
+			a.Prefetch(keys)
+			for _, k := range keys {
+				da, ea := a.Decide(k, p, now+int64(round)*int64(time.Millisecond), 1, false)
+				db, eb := b.Decide(k, p, now+int64(round)*int64(time.Millisecond), 1, false)
+				require.Equal(t, db, da)
+				require.Equal(t, eb, ea)
+			}
+		}
+		assert.Equal(t, b.Stats().Keys, a.Stats().Keys)
+		assert.Greater(t, a.Stats().Keys, int64(prefetchKeys), "keys were added after prefetches")
+	}
+}
+
+// BenchmarkDecidePipelined decides batches of 16 random keys from one
+// goroutine, as one connection's pipeline does, with and without Prefetch.
+// cpu-ns/decision is the goroutine's thread's CPU time, which other load on
+// a shared host moves less than wall time.
+func BenchmarkDecidePipelined(b *testing.B) {
+	for _, n := range []int{1000, 100_000, 1_000_000} {
+		for _, pf := range []bool{false, true} {
+			b.Run("keys="+strconv.Itoa(n)+"/prefetch="+strconv.FormatBool(pf), func(b *testing.B) {
+				benchPipelined(b, n, pf)
+			})
+		}
+	}
+}
+
+func benchPipelined(b *testing.B, n int, pf bool) {
+	m, err := New(Config{})
+	require.NoError(b, err)
+	ks := makeKeys(n)
+	now := time.Now().UnixNano()
+	for i := range n {
+		_, _ = m.Decide(ks.key(i), benchSlide, now, 1, false)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	batch := make([][]byte, prefetchWidth)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	cpu, decisions := threadCPU(), 0
+	for b.Loop() {
+		for j := range batch {
+			batch[j] = ks.key(rng.IntN(n))
+		}
+		if pf {
+			m.Prefetch(batch)
+		}
+		for _, k := range batch {
+			now += 1000
+			_, _ = m.Decide(k, benchSlide, now, 1, false)
+		}
+		decisions += len(batch)
+	}
+	b.ReportMetric(float64(threadCPU()-cpu)/float64(decisions), "cpu-ns/decision")
+}
+
+// threadCPU returns the CPU time the calling OS thread has used.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
