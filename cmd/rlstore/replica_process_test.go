@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// procTable is the slot table of the nodes named p0..p(n-1), as they compute it.
+func procTable(t *testing.T, n int) *cluster.Table {
+	t.Helper()
+	var nodes []cluster.Node
+	for i := range n {
+		nodes = append(nodes, cluster.Node{Name: fmt.Sprint("p", i)})
+	}
+	tb, err := cluster.NewTable(1, nodes)
+	require.NoError(t, err)
+	return tb
+}
+
+// keysWhere returns n keys prefix0, prefix1, ... for which pick is true.
+func keysWhere(n int, prefix string, pick func(slot int) bool) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		k := prefix + strconv.Itoa(i)
+		if pick(cluster.Slot([]byte(k))) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+const (
+	atLimit   = 20        // the limit of the keys filled to it
+	bigLimit  = 1_000_000 // the limit of the keys that count admissions
+	replicaIv = 100 * time.Millisecond
+)
+
+// peek returns key's PEEK reply through c.
+func peek(ctx context.Context, c *redis.Client, key string, limit int) ([]int64, error) {
+	return c.Do(ctx, "RL.SLIDE", key, limit, 3600, "PEEK").Int64Slice()
+}
+
+// TestClusterProcessReplicaFailover: 3 nodes under steady load on 1,000
+// keys at their limit, half of them owned by p1, plus 100 keys of p1's
+// counting admissions; kill -9 of p1. With replicas the new owners answer
+// soon after the death is detected, every limit holds, and each counting
+// key lost at most about one interval of its decisions. Without replicas
+// (the control) every one of p1's limits resets.
+func TestClusterProcessReplicaFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3-node kill -9 under load, twice: not in -short")
+	}
+	for _, replicas := range []string{"1", "0"} {
+		t.Run("replicas "+replicas, func(t *testing.T) { replicaFailover(t, replicas) })
+	}
+}
+
+func replicaFailover(t *testing.T, replicas string) {
+	ps := startClusterProcs(t, 3, "--replicas", replicas, "--replica-interval", replicaIv.String())
+	tb := procTable(t, 3)
+	ctx := context.Background()
+	c0 := newClient(t, ps[0].addr)
+	victim := keysWhere(500, "v:", func(s int) bool { return tb.Owner(s).Name == "p1" })
+	others := keysWhere(500, "o:", func(s int) bool { return tb.Owner(s).Name != "p1" })
+	counting := keysWhere(100, "c:", func(s int) bool { return tb.Owner(s).Name == "p1" })
+	limited := append(append([]string(nil), victim...), others...)
+
+	pipe := c0.Pipeline()
+	for range atLimit {
+		for _, k := range limited {
+			pipe.Do(ctx, "RL.SLIDE", k, atLimit, 3600)
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err, "filling every key to its limit")
+
+	ld := &steadyLoad{limited: limited, counting: counting, admitted: map[string]int64{}}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); ld.run(ctx, c0, stop) }()
+	require.Eventually(t, func() bool { return ld.roundsDone() >= 10 }, deadline, 10*time.Millisecond)
+	time.Sleep(3 * replicaIv) // the load runs for a few intervals: not an ordering, a duration of the scenario
+
+	ps[1].Kill()
+	killed := time.Now()
+	waitClusterSize(t, ps[0], 2)
+	detected := time.Now()
+	close(stop)
+	<-done
+	var answered time.Duration
+	require.Eventually(t, func() bool {
+		for _, k := range append(append([]string(nil), victim...), counting...) {
+			if _, err := peek(ctx, c0, k, atLimit); err != nil {
+				return false
+			}
+		}
+		answered = time.Since(detected)
+		return true
+	}, deadline, 5*time.Millisecond, "the new owners answer for p1's keys")
+
+	held, reset := 0, 0
+	for _, k := range victim {
+		rep, err := peek(ctx, c0, k, atLimit)
+		require.NoError(t, err)
+		if rep[2] == 0 {
+			held++
+		} else {
+			reset++
+		}
+	}
+	othersHeld := 0
+	for _, k := range others {
+		if rep, err := peek(ctx, c0, k, atLimit); err == nil && rep[2] == 0 {
+			othersHeld++
+		}
+	}
+	perInterval := ld.perKeyRate() * replicaIv.Seconds()
+	var maxLost, sumLost int64
+	for _, k := range counting {
+		rep, err := peek(ctx, c0, k, bigLimit)
+		require.NoError(t, err)
+		used := int64(bigLimit) - rep[2] - 1 // a PEEK that would admit counts itself in remaining
+		lost := ld.admitted[k] - used
+		maxLost = max(maxLost, lost)
+		sumLost += lost
+	}
+	t.Logf("--replicas %s: death detected %v after kill -9; p1's keys answered %v after detection",
+		replicas, detected.Sub(killed).Round(time.Millisecond), answered.Round(time.Millisecond))
+	t.Logf("--replicas %s: p1's %d keys at their limit: %d still at it, %d reset; the other owners' %d: %d still at it",
+		replicas, len(victim), held, reset, len(others), othersHeld)
+	t.Logf("--replicas %s: counting keys: each made %.1f decisions per %v; lost decisions per key: max %d, mean %.1f",
+		replicas, perInterval, replicaIv, maxLost, float64(sumLost)/float64(len(counting)))
+	assert.Equal(t, len(others), othersHeld, "the survivors' own keys are untouched")
+	if replicas == "0" {
+		assert.Equal(t, len(victim), reset, "the control: without replicas every limit of the dead owner resets")
+		return
+	}
+	assert.Equal(t, len(victim), held, "every limit of the dead owner holds on its new owner")
+	assert.LessOrEqual(t, answered, time.Second+replicaIv, "the new owners answer within about an interval of detection")
+	// One interval of decisions, plus the shipment in flight at the kill.
+	assert.LessOrEqual(t, float64(maxLost), 2*perInterval+1, "a key loses at most about an interval of decisions")
+}
+
+// steadyLoad sends rounds of one decision per key through one node and
+// counts, per counting key, the admissions the client saw.
+type steadyLoad struct {
+	limited, counting []string
+	mu                sync.Mutex
+	rounds            int
+	start, end        time.Time
+	admitted          map[string]int64
+}
+
+func (l *steadyLoad) run(ctx context.Context, c *redis.Client, stop <-chan struct{}) {
+	l.mu.Lock()
+	l.start = time.Now()
+	l.mu.Unlock()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		pipe := c.Pipeline()
+		for _, k := range l.limited {
+			pipe.Do(ctx, "RL.SLIDE", k, atLimit, 3600)
+		}
+		var cs []*redis.Cmd
+		for _, k := range l.counting {
+			cs = append(cs, pipe.Do(ctx, "RL.SLIDE", k, bigLimit, 3600))
+		}
+		_, _ = pipe.Exec(ctx) // p1's keys fail between the kill and its detection
+		l.mu.Lock()
+		for i, cmd := range cs {
+			if rep, err := cmd.Int64Slice(); err == nil && rep[0] == 1 {
+				l.admitted[l.counting[i]]++
+			}
+		}
+		l.rounds++
+		l.end = time.Now()
+		l.mu.Unlock()
+	}
+}
+
+func (l *steadyLoad) roundsDone() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rounds
+}
+
+// perKeyRate is the decisions per second each key got, over the whole load.
+func (l *steadyLoad) perKeyRate() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return float64(l.rounds) / l.end.Sub(l.start).Seconds()
+}
+
+var _ = regexp.MustCompile
+var _ = syscall.SIGSTOP
