@@ -284,10 +284,12 @@ func (m *Membership) rejoinLoop() {
 	}
 }
 
+// missingSeeds reads the current View, not memberlist's Members: those
+// are memberlist's own nodes, which it updates without a lock we can take.
 func (m *Membership) missingSeeds() []string {
 	have := map[string]bool{}
-	for _, n := range m.ml.Members() {
-		have[n.Address()] = true
+	for _, n := range m.View().Members {
+		have[n.Gossip] = true
 	}
 	var missing []string
 	for _, s := range m.cfg.Seeds {
