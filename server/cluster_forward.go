@@ -31,7 +31,7 @@ func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, o
 	}
 	b := c.fwd[owner.Name]
 	if b == nil {
-		b = &remoteBatch{s: s, owner: owner, items: make([]fwdItem, 0, 8), laters: make([]*Later, 0, 8)}
+		b = &remoteBatch{s: s, owner: owner, buf: make([]byte, 0, 512), items: make([]fwdItem, 0, 8), laters: make([]*Later, 0, 8)}
 		c.fwd[owner.Name] = b
 	}
 	start := len(b.buf)

@@ -22,6 +22,7 @@ const (
 // (a forced stop or CLIENT KILL still closes it).
 type Later struct {
 	rc   *respConn
+	pre  []byte // replies written before this one's place was taken: ready at once
 	data []byte
 	done bool
 }
@@ -43,12 +44,8 @@ func (s *Server) later(c *client) *Later {
 // command must not write a reply of its own. Commands call Server.later,
 // which keeps replies held for a commit in order.
 func (rc *respConn) Later() *Later {
-	l := &Later{rc: rc}
+	l := &Later{rc: rc, pre: rc.takeOut()}
 	rc.box.mu.Lock()
-	if len(rc.out) > 0 {
-		rc.box.appendLocked(&Later{data: rc.out, done: true})
-		rc.out = nil
-	}
 	rc.box.appendLocked(l)
 	rc.box.mu.Unlock()
 	return l
@@ -101,8 +98,7 @@ func (rc *respConn) flushBatch() error {
 	rc.box.mu.Lock()
 	wait := rc.box.unfinishedLocked()
 	if wait && len(rc.out) > 0 {
-		rc.box.appendLocked(&Later{data: rc.out, done: true})
-		rc.out = nil
+		rc.box.appendLocked(&Later{data: rc.takeOut(), done: true})
 	}
 	rc.box.mu.Unlock()
 	if wait {
@@ -128,11 +124,12 @@ func (rc *respConn) writeAsync() {
 	defer rc.wmu.Unlock()
 	rc.box.mu.Lock()
 	rc.box.async = false
-	bufs := rc.box.takeLocked()
+	bufs := rc.box.takeLocked(rc.iov[:0])
 	rc.box.mu.Unlock()
 	if len(bufs) == 0 {
 		return
 	}
+	rc.iov = bufs[:0] // WriteTo consumes bufs; its array is kept for the next write
 	if _, err := bufs.WriteTo(rc.socket()); err != nil {
 		_ = rc.g.Close() // the connection's goroutine finds it closed
 	}
@@ -152,23 +149,52 @@ type outbox struct {
 
 func (b *outbox) appendLocked(l *Later) {
 	b.segs = append(b.segs, l)
-	b.bytes += int64(len(l.data))
+	b.bytes += int64(len(l.pre) + len(l.data))
 }
 
-func (b *outbox) readyLocked() bool { return len(b.segs) > 0 && b.segs[0].done }
+// readyLocked reports whether the box holds bytes that can be written now.
+func (b *outbox) readyLocked() bool {
+	return len(b.segs) > 0 && (b.segs[0].done || len(b.segs[0].pre) > 0)
+}
 
-// takeLocked removes the leading finished segments and returns their bytes.
-func (b *outbox) takeLocked() net.Buffers {
-	var bufs net.Buffers
+// takeLocked removes the leading finished segments, and what comes before
+// the first unfinished one, and appends their bytes to bufs.
+func (b *outbox) takeLocked(bufs net.Buffers) net.Buffers {
 	i := 0
-	for ; i < len(b.segs) && b.segs[i].done; i++ {
-		if len(b.segs[i].data) > 0 {
-			bufs = append(bufs, b.segs[i].data)
-			b.bytes -= int64(len(b.segs[i].data))
+	for ; i < len(b.segs); i++ {
+		l := b.segs[i]
+		if len(l.pre) > 0 {
+			bufs = append(bufs, l.pre)
+			b.bytes -= int64(len(l.pre))
+			l.pre = nil
+		}
+		if !l.done {
+			break
+		}
+		if len(l.data) > 0 {
+			bufs = append(bufs, l.data)
+			b.bytes -= int64(len(l.data))
 		}
 	}
+	clear(b.segs[:i])
 	b.segs = append(b.segs[:0], b.segs[i:]...)
 	return bufs
+}
+
+// takeOut hands the replies in out to the box. The slice handed over is
+// capped, and out goes on in the rest of its buffer, so that the replies
+// after a Later seldom need a buffer of their own.
+func (rc *respConn) takeOut() []byte {
+	n := len(rc.out)
+	if n == 0 {
+		return nil
+	}
+	out := rc.out[:n:n]
+	rc.out = rc.out[n:]
+	if cap(rc.out) < 256 {
+		rc.out = make([]byte, 0, min(max(2*cap(out), 1024), 16<<10))
+	}
+	return out
 }
 
 // signal wakes a connection waiting for its box to empty.

@@ -34,8 +34,9 @@ type respConn struct {
 
 	batchEnd bool // PeekPipeline reports nothing: the batch so far is to be committed
 
-	wmu sync.Mutex // serialises writes to the socket, and taking what they write from box
-	box outbox     // replies that wait for a Later
+	wmu sync.Mutex  // serialises writes to the socket, and taking what they write from box
+	iov net.Buffers // the last write's slices, kept for the next one's; wmu guards it
+	box outbox      // replies that wait for a Later
 
 	drained func() // called with wmu held once no reply waits in box; may be nil
 }
@@ -195,11 +196,11 @@ func (rc *respConn) flush() error {
 		return rc.writeOut()
 	}
 	if len(rc.out) > 0 {
-		rc.box.appendLocked(&Later{data: rc.out, done: true})
-		rc.out = nil
+		rc.box.appendLocked(&Later{data: rc.takeOut(), done: true})
 	}
-	bufs := rc.box.takeLocked()
+	bufs := rc.box.takeLocked(rc.iov[:0])
 	rc.box.mu.Unlock()
+	rc.iov = bufs[:0] // WriteTo consumes bufs; its array is kept for the next write
 	_, err := bufs.WriteTo(rc.g.Conn)
 	rc.drainedLocked()
 	return err
