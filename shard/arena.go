@@ -77,7 +77,7 @@ func (a *arena) newPage(need int) int {
 	var page []byte
 	if size == arenaPage {
 		var allocated int
-		page, allocated = a.spare.page(size, len(a.pages))
+		page, allocated = a.spare.page(size, a.size)
 		a.size += allocated
 	} else {
 		page = make([]byte, size)

@@ -14,9 +14,10 @@ import (
 // data dir, the way loadtest/memrss.sh does over the network: keys like
 // user:1000001:api hit twice by Slide 100/60 s, a second apart, the changes
 // drained the way the log drains them. The live heap it holds afterwards must
-// stay within what its structures need: per key a slot, the key's bytes, an
-// index entry at the index's lowest fill, and a dirty bit;
-// per shard a partly used arena page, slot chunk and index page. Pages grown
+// stay within what its structures need: per key a slot and the key's bytes,
+// with the sixteenth more that chunks may hold unused, an index entry at the
+// index's lowest fill, and a dirty bit; per shard a partly used arena page,
+// slot page and index page. Pages grown
 // by doubling and copied, drain buffers kept after a burst, or change lists
 // that keep every slot would each break the bound.
 func TestFilledMapHeapPerKey(t *testing.T) {
@@ -44,8 +45,8 @@ func TestFilledMapHeapPerKey(t *testing.T) {
 		}
 	}
 	live := liveHeap() - live0
-	perKey := float64(slotBytes+storedLen(len(key))) + 4/0.7 + 1.0/8
-	perShard := float64(arenaPage + 2*slotsPerPage*slotBytes + 4*pageEntries/4)
+	perKey := float64(slotBytes+storedLen(len(key)))*(1+1.0/chunkFraction) + 4/0.7 + 1.0/8
+	perShard := float64(arenaPage + slotsPerPage*slotBytes + 4*pageEntries/4)
 	bound := perKey + perShard*float64(shards)/float64(n)
 	got := float64(live) / float64(n)
 	t.Logf("%d keys over %d shards: live heap %.1f B/key, bound %.1f B/key; Stats().Bytes %.1f B/key",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,7 +34,12 @@ func TestSlotPages(t *testing.T) {
 	for _, p := range s.pages {
 		sizes = append(sizes, len(p))
 	}
-	assert.Equal(t, []int{32, 32, 64, 128, 256, 256, 256, 256, 256, 256, 256}, sizes)
+	var want []int // each page as large as all before it: firstPage, firstPage, 2*firstPage, ...
+	for total := 0; len(want) < len(sizes); total += want[len(want)-1] {
+		want = append(want, min(slotsPerPage, max(firstPage, total)))
+	}
+	assert.Equal(t, want, sizes)
+	assert.Equal(t, smallPages, slices.Index(sizes, slotsPerPage), "smallPages small pages come first")
 	s.release(7)
 	assert.Equal(t, slot{}, *s.at(7))
 	assert.Equal(t, uint32(7), s.alloc(), "a freed slot is reused first")
@@ -219,7 +225,7 @@ func TestChunk(t *testing.T) {
 	var pages [][]uint64
 	total := 0
 	for have := range 300 {
-		p, allocated := c.page(8, have)
+		p, allocated := c.page(8, 8*have)
 		require.Len(t, p, 8)
 		require.Equal(t, 8, cap(p), "a page must not reach into the next")
 		total += allocated
