@@ -204,13 +204,13 @@ func cmdRLClusterInfo(s *Server, c *client, args [][]byte) {
 
 func (s *Server) rlClusterPairs(v *cluster.View) []pair {
 	self, _ := v.Table.Node(v.Self)
-	return []pair{
+	return append([]pair{
 		{"node", v.Self}, {"addr", self.Addr}, {"epoch", int64(v.Table.Epoch())},
 		{"members", len(v.Members)}, {"owners", len(v.Table.Nodes())},
 		{"slots_owned", len(rangesSlots(v.Table.Ranges(v.Self)))},
 		{"owner_unreachable", s.cl.cfg.OwnerUnreachable.String()}, {"redirect", boolInt(s.cl.cfg.Redirect)},
 		{"forwarded", s.cl.forwarded.Load()}, {"owner_unreachable_replies", s.cl.unreachable.Load()},
-	}
+	}, s.handoffPairs()...)
 }
 
 func rangesSlots(rs []cluster.Range) []int {

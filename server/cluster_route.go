@@ -55,6 +55,9 @@ type route struct {
 	reply string       // an error to reply instead, such as CROSSSLOT or MOVED
 	level int          // the hop level to forward with: hopForward, or hopHandoff
 	gate  *migration   // the slot's last copy is being made: wait for it, then route again
+	// importing is the slot's state when this node imports it, so that a
+	// request the old owner refuses can wait for the state to change.
+	importing *slotState
 }
 
 // routeOf decides where c's command cm runs. A command without keys runs
@@ -141,6 +144,12 @@ func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) 
 // handoff's barrier (see barrier), or at another node. It reports whether
 // the command was forwarded.
 func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
+	if cm.firstKey == 0 {
+		// Not under the barrier: RL.HOP's command enters it itself, and may
+		// wait for a gate that opens only once the barrier is clear.
+		s.run(c, cm, args)
+		return false
+	}
 	waits, again := 0, false
 	for {
 		ticket := s.cl.ho.running.enter(c.id)
@@ -160,6 +169,9 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 			c.conn.WriteError(r.reply)
 		case r.level == hopHandoff:
 			if !s.forwardHandoff(c, cm, args, r, again) {
+				if r.importing != nil { // the node this one imports from has not got the slot: another sends it
+					s.cl.ho.waitChange(r.slot, r.importing, gateWait)
+				}
 				again = true
 				continue
 			}

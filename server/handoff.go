@@ -1,6 +1,7 @@
 package server
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,6 +122,9 @@ type handoff struct {
 	running barrier                                  // local runs of keyed commands, which a cut waits for
 	stats   handoffStats
 	leaving atomic.Bool // HandOff has begun: this node's slots go to their runner-ups
+
+	changeMu sync.Mutex    // guards changed
+	changed  chan struct{} // closed by notify when slots' states change; nil when nobody waits
 	// Guarded by clusterNode.switchMu, since only the hook touches them:
 	counts bool // the routing table shows what this node served (see handoffHook)
 	shared bool // this node has been in a table with other members
@@ -128,6 +132,38 @@ type handoff struct {
 
 // state returns slot's handoff state, nil when it follows the table.
 func (h *handoff) state(slot int) *slotState { return h.slots[slot].Load() }
+
+// notify wakes the requests waiting for a slot's state to change.
+func (h *handoff) notify() {
+	h.changeMu.Lock()
+	if h.changed != nil {
+		close(h.changed)
+		h.changed = nil
+	}
+	h.changeMu.Unlock()
+}
+
+// waitChange waits at most d for slot's state to be other than st.
+func (h *handoff) waitChange(slot int, st *slotState, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		h.changeMu.Lock()
+		if h.changed == nil {
+			h.changed = make(chan struct{})
+		}
+		ch := h.changed
+		h.changeMu.Unlock()
+		if h.state(slot) != st {
+			return
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		}
+	}
+}
 
 // moving counts the slots being imported and being migrated out now.
 func (h *handoff) moving() (importing, migrating int) {

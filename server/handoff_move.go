@@ -132,6 +132,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		to, _ := nv.Table.Node(name)
 		s.startMigration(to, slots)
 	}
+	h.notify()
 	if in, _ := h.moving(); in > 0 {
 		time.AfterFunc(time.Until(until)+time.Millisecond, s.expireImports)
 	}
@@ -148,6 +149,7 @@ func (s *Server) expireImports() {
 		}
 	}
 	if n > 0 {
+		h.notify()
 		h.stats.importTimeouts.Add(int64(n))
 		s.log.Warn("cluster: gave up waiting for slots' old owners to hand them over; serving them from what came",
 			"slots", n, "waited", importWait)
@@ -182,6 +184,8 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 	case mode == modeMoved && nv.Table.Owner(slot).Name != nv.Self:
 		h.slots[slot].Store(nil) // the table routes it: see cut
 	case mode == modeMoved:
+	case mode == modeAdopted && owner == st.peer.Name:
+		// Handed here by a node that leaves, which the table still names.
 	case had || mode == modeAdopted:
 		return owner, true
 	}

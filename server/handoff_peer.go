@@ -52,6 +52,7 @@ func (s *Server) importingFrom(from string, slots []int) {
 			cn.ho.slots[slot].Store(&slotState{mode: modeImporting, peer: node, until: st.until})
 		}
 	}
+	cn.ho.notify()
 }
 
 // peerDone is RL.PEER DONE from slots: from has sent the slots' last copy
@@ -77,7 +78,7 @@ func (s *Server) peerDone(c *client, args [][]byte) {
 			return
 		}
 	}
-	adopted := &slotState{mode: modeAdopted}
+	adopted := &slotState{mode: modeAdopted, peer: cluster.Node{Name: from}}
 	for _, slot := range slots {
 		if v.Table.Owner(slot).Name == v.Self {
 			cn.ho.slots[slot].Store(nil)
@@ -85,6 +86,7 @@ func (s *Server) peerDone(c *client, args [][]byte) {
 			cn.ho.slots[slot].Store(adopted)
 		}
 	}
+	cn.ho.notify()
 	cn.ho.stats.slotsIn.Add(int64(len(slots)))
 	s.log.Info("cluster: took slots over", "from", from, "slots", len(slots))
 	c.conn.WriteString("OK")

@@ -32,7 +32,7 @@ func (s *Server) routeMoving(c *client, slot int, st *slotState) route {
 		if c.hop == hopHandoff || time.Now().After(st.until) && s.cl.ho.importTimedOut(s, slot, st) {
 			return route{local: true, slot: slot}
 		}
-		return route{slot: slot, owner: st.peer, level: hopHandoff}
+		return route{slot: slot, owner: st.peer, level: hopHandoff, importing: st}
 	case modeGated:
 		return route{slot: slot, gate: st.mg}
 	case modeMoved:

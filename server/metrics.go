@@ -186,6 +186,7 @@ func (s *Server) writeClusterMetrics(w io.Writer) {
 		counter(w, "rlstore_cluster_peer_forward_errors_total{"+l+"}", ps.errors.Load())
 		return true
 	})
+	s.writeHandoffMetrics(w)
 	s.writeReplicaMetrics(w)
 }
 

@@ -33,7 +33,7 @@ func startClusterProc(t *testing.T, name string, seed string, extra ...string) *
 }
 
 // startClusterProcs starts n processes joined through the first and waits
-// until each sees n owners.
+// until each sees n owners and no slot is moving.
 func startClusterProcs(t *testing.T, n int, extra ...string) []*clusterProc {
 	t.Helper()
 	ps := []*clusterProc{startClusterProc(t, "p0", "", extra...)}
@@ -42,6 +42,9 @@ func startClusterProcs(t *testing.T, n int, extra ...string) []*clusterProc {
 	}
 	for _, p := range ps {
 		waitClusterSize(t, p, n)
+	}
+	for _, p := range ps {
+		waitHandedOver(t, p)
 	}
 	return ps
 }
