@@ -22,6 +22,7 @@
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/cluster.py
 # Optional: ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
 # 0: none), THROUGHPUT (1; 0: skip), RLARGS (flags for every rlstore),
+# CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0),
 # PPROF (host:port: node 1 of the cluster serves --pprof-addr there),
 # BEFORE (another rlstore binary: a second cluster of it adds the rows
 # "forwarded before" and "aware before", to compare two builds in one run).
@@ -70,6 +71,16 @@ def known_nodes(port):
     return -1
 
 
+def slot_map(port):
+    """The slot ranges each node owns, as the node at port sees them."""
+    out = {}
+    for line in resp_cmd(port, "CLUSTER", "NODES").splitlines():
+        f = line.split()
+        if len(f) >= 8:
+            out[f[1].split("@")[0]] = f[8:]
+    return out
+
+
 def wait_until(pred, limit=20.0):
     end = time.monotonic() + limit
     while time.monotonic() < end:
@@ -96,11 +107,13 @@ def start_cluster(n, timing="lan", pprof="", binary=RLSTORE):
                 "--cluster-timing", timing]
         if seed:
             args += ["--join", seed]
+        args += os.environ.get("CLUSTERARGS", "").split()
         if i == 0 and pprof:
             args += ["--pprof-addr", pprof]
         nodes.append((start(args, binary), port))
         seed = seed or f"127.0.0.1:{gport}"
-    if not all(wait_until(lambda p=p: known_nodes(p) == n) for _, p in nodes):
+    agree = lambda: len({str(sorted(slot_map(p).items())) for _, p in nodes}) == 1
+    if not all(wait_until(lambda p=p: known_nodes(p) == n) for _, p in nodes) or not wait_until(agree):
         stop([p for p, _ in nodes])
         sys.exit("cluster.py: the nodes did not see each other within 20 s")
     return nodes
@@ -171,8 +184,9 @@ def throughput():
                         continue
                     us = (c1 - c0) * 1e6 / j["requests"]
                     res.setdefault((name, depth), []).append((j["throughput"], us, j["errors"]))
+                    first = f" (first: {j.get('first_error', '')})" if j["errors"] else ""
                     print(f"r{rnd} -P {depth} {name}: {j['throughput'] / 1e3:.1f}k/s, server CPU {us:.2f} µs/req,"
-                          f" {j['errors']} errors", file=sys.stderr, flush=True)
+                          f" {j['errors']} errors{first}", file=sys.stderr, flush=True)
     finally:
         stop(cprocs + [single])
     return depths, res
