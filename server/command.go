@@ -81,7 +81,8 @@ type client struct {
 	laddr     string
 
 	// The decision path's own state.
-	wallBase int64               // unix nanoseconds at Server.monotonic 0, read once a batch (cmdclock.go)
+	wallBase int64               // unix nanoseconds at Server.monotonic 0 (cmdclock.go)
+	wallAt   time.Duration       // when wallBase was read (Server.monotonic)
 	pend     pending             // counts not yet in the server's counters (cmdpending.go)
 	scratch  []byte              // where a decision's reply is built (writeDecision)
 	prefetch [prefetchMax][]byte // prefetchBatch's keys

@@ -45,6 +45,7 @@ func BenchmarkDecisionBatch(b *testing.B) {
 // does, and drops the replies.
 func runBatch(s *Server, c *client, rc *respConn, batch []byte) {
 	rc.r, rc.w = 0, copy(rc.buf, batch)
+	s.prefetchBatch(c) // as the connection's loop does once a batch is read
 	for {
 		args, err := rc.command()
 		if err != nil {

@@ -50,7 +50,6 @@ func (s *Server) run(c *client, cm *command, args [][]byte) {
 	if start == 0 {
 		start = s.batchStart(c)
 		c.mark = start
-		s.prefetchBatch(c, args)
 	}
 	defer s.ran(c, cm, args, start, errs)
 	if s.obs.active.Load() != 0 {

@@ -2,22 +2,24 @@ package server
 
 // A pipelined batch of decisions is looked up faster when the store is
 // told its keys first (shard.Map.Prefetch): their lookups' memory misses
-// then overlap. When a batch's first command starts, prefetchBatch reads
-// the keys of the decision commands that open the batch, up to
-// prefetchMax of them, with a scan that only finds each request's first
-// two arguments; the requests are parsed for real as they run.
+// then overlap. When a batch has been read, prefetchBatch reads the keys of
+// the decision commands that open it, up to prefetchMax of them, with a
+// scan that only finds each request's first two arguments; the requests
+// are parsed for real as they run.
 
-// prefetchMax bounds the keys one batch start prefetches.
-const prefetchMax = 16
+const (
+	prefetchMax = 16 // the most keys one batch prefetches
+	minPrefetch = 60 // bytes of two small decision requests: a batch of one is not worth it
+)
 
-// prefetchBatch prefetches the key of the command starting the batch, if
-// it is a decision, and of the decisions that follow it in c's buffer.
-func (s *Server) prefetchBatch(c *client, args [][]byte) {
+// prefetchBatch prefetches the keys of the decisions that open the batch
+// in c's read buffer.
+func (s *Server) prefetchBatch(c *client) {
 	rc := c.rc
-	if rc == nil || rc.r == rc.w || rc.batchEnd || !rc.p.idle() || len(args) < 2 || !keyedDecision(args[0]) {
+	if rc.w-rc.r < minPrefetch || rc.batchEnd || !rc.p.idle() {
 		return
 	}
-	keys := append(c.prefetch[:0], args[1])
+	keys := c.prefetch[:0]
 	for b := rc.buf[rc.r:rc.w]; len(keys) < prefetchMax; {
 		name, key, n := firstArgs(b)
 		if n == 0 || !keyedDecision(name) {

@@ -50,6 +50,7 @@ func (s *Server) loop(c *client, rc *respConn) error {
 				return err
 			}
 			s.readAt(c)
+			s.prefetchBatch(c)
 			continue
 		}
 		s.handle(c, args)
