@@ -63,6 +63,16 @@ func TestEndToEndClusterAware(t *testing.T) {
 		require.Eventually(t, func() bool { return strings.Contains(clusterInfo(t, s.Addr), "rl_cluster_members:2") },
 			20*time.Second, 20*time.Millisecond, "both nodes see each other")
 	}
+	// Until the join's slots have moved, the new owner sends their requests
+	// back to the old one, and those count as forwarded.
+	for _, s := range nodes {
+		require.Eventually(t, func() bool {
+			info := clusterInfo(t, s.Addr)
+			return strings.Contains(info, "rl_cluster_handoff_moves_in_progress:0") &&
+				strings.Contains(info, "rl_cluster_handoff_slots_importing:0") &&
+				strings.Contains(info, "rl_cluster_handoff_slots_migrating:0")
+		}, 20*time.Second, 20*time.Millisecond, "the join's handoff is over")
+	}
 	wl, err := NewWorkload("rl.slide", Limit{Limit: 20, Window: 2 * time.Second})
 	require.NoError(t, err)
 	cfg := shortRun(nodes[0].Addr, wl, 200, true)
