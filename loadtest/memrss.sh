@@ -9,7 +9,10 @@
 # its VmRSS, fills it with rlload (8 connections, -P 64), and reads VmRSS and
 # DBSIZE again right after the fill, and VmRSS 2 s later. It prints one line
 # per run: the growth of VmRSS per key, and of RssAnon, which leaves out the
-# binary's own pages as they are touched.
+# binary's own pages as they are touched; then, per workload, the range and
+# the maximum of VmRSS growth right after the fill over the runs. The runs
+# are sequential: RSS does not depend on timing, but two fills at once would
+# share the cores.
 #
 #   bash loadtest/memrss.sh [runs] [keys] [extra rlstore flags...]
 #
@@ -72,4 +75,8 @@ for wl in ${MEMRSS_WORKLOADS:-slide2 throttle}; do
 	for run in $(seq "$runs"); do
 		one "$wl" "$run"
 	done
-done
+done | tee "$tmp/runs"
+# The goal is a bound on every run, so the summary is each workload's worst.
+awk '{ v = $0; sub(/.*MB: /, "", v); sub(/ B\/key.*/, "", v); v += 0
+	if (!($1 in max) || v > max[$1]) max[$1] = v; if (!($1 in min) || v < min[$1]) min[$1] = v; n[$1]++ }
+	END { for (w in max) printf "%-9s %d runs: %.1f-%.1f B/key right after the fill, max %.1f\n", w, n[w], min[w], max[w], max[w] }' "$tmp/runs"
