@@ -206,5 +206,69 @@ func (l *steadyLoad) perKeyRate() float64 {
 	return float64(l.rounds) / l.end.Sub(l.start).Seconds()
 }
 
-var _ = regexp.MustCompile
-var _ = syscall.SIGSTOP
+// TestClusterProcessReplicaStoppedBackup: a backup that stops answering
+// (SIGSTOP) does not slow its primary's decisions; the primary drops its
+// queue, backs off, and after SIGCONT catches the backup up with a full
+// sync, so that the backup still takes the keys over with their counts.
+func TestClusterProcessReplicaStoppedBackup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SIGSTOP of a backup under load: not in -short")
+	}
+	// lan timing: the stop is shorter than failure detection, so p2 stays the backup.
+	ps := startClusterProcs(t, 3, "--cluster-timing", "lan", "--cluster-timeout", "200ms", "--replica-interval", replicaIv.String())
+	tb := procTable(t, 3)
+	ctx := context.Background()
+	keys := keysWhere(100, "s:", func(s int) bool {
+		b, _ := tb.RunnerUp(s)
+		return tb.Owner(s).Name == "p0" && b.Name == "p2"
+	})
+	c0 := newClient(t, ps[0].addr)
+	ld := &steadyLoad{counting: keys, admitted: map[string]int64{}}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); ld.run(ctx, c0, stop) }()
+	window := func() int {
+		before := ld.roundsDone()
+		time.Sleep(700 * time.Millisecond) // a measuring window of the load, not an ordering
+		return ld.roundsDone() - before
+	}
+	running := window()
+	require.NoError(t, ps[2].Cmd.Process.Signal(syscall.SIGSTOP))
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			_ = ps[2].Cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+	during := window()
+	require.NoError(t, ps[2].Cmd.Process.Signal(syscall.SIGCONT))
+	stopped = false
+	t.Logf("p0's decisions on %d keys in 700ms: %d rounds with p2 answering, %d with p2 stopped (%.2fx)",
+		len(keys), running, during, float64(during)/float64(running))
+	assert.GreaterOrEqual(t, float64(during), 0.5*float64(running), "a stopped backup does not slow its primary's decisions")
+
+	online := regexp.MustCompile(`slave\d:name=p2,[^\r]*state=online,[^\r]*full_syncs=([2-9]|\d\d+),[^\r]*failures=[1-9]`)
+	require.Eventually(t, func() bool {
+		info, err := c0.Info(ctx, "replication").Result()
+		return err == nil && online.MatchString(info)
+	}, deadline, 20*time.Millisecond, "p0 failed to ship to p2, then caught it up with a full sync")
+	time.Sleep(2 * replicaIv) // the load runs on for two intervals after the catch-up
+	close(stop)
+	<-done
+	c2 := newClient(t, ps[2].addr)
+	ps[0].Kill()
+	waitClusterSize(t, ps[2], 2)
+	perInterval := ld.perKeyRate() * replicaIv.Seconds()
+	var maxLost int64
+	for _, k := range keys {
+		var rep []int64
+		require.Eventually(t, func() bool {
+			var err error
+			rep, err = peek(ctx, c2, k, bigLimit)
+			return err == nil
+		}, deadline, 10*time.Millisecond)
+		maxLost = max(maxLost, ld.admitted[k]-(int64(bigLimit)-rep[2]-1))
+	}
+	t.Logf("after the catch-up and kill -9 of p0, p2 serves its keys; lost decisions per key: max %d (%.1f per interval)", maxLost, perInterval)
+	assert.LessOrEqual(t, float64(maxLost), 2*perInterval+1, "the full sync carried what changed while p2 was stopped")
+}
