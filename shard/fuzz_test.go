@@ -44,9 +44,15 @@ func FuzzMap(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 3, 0, 30, 2, 0x28, 30, 2, 0x18, 40}) // a key taken over after it expired, not yet swept
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		m, ref := newMap(t, Config{Shards: 2, Hash: lenHash, Grace: fuzzGrace}), newModel()
+		m.prefetchFrom = 0 // Prefetch before every step must change nothing
+		var keys [][]byte
+		for _, k := range fuzzKeys {
+			keys = append(keys, []byte(k))
+		}
 		now := t0
 		for ; len(prog) >= 3; prog = prog[3:] {
 			now = fuzzClock(now, prog[2])
+			m.Prefetch(keys)
 			fuzzStep(t, m, ref, prog[0], prog[1], now)
 			checkInvariants(t, m)
 		}

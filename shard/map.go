@@ -50,7 +50,8 @@ type Map struct {
 	bytes  atomic.Int64  // bytes of pages and index entries, for MaxMemory
 	next   atomic.Uint64 // the shard the next Sweep starts with
 
-	customHash bool // cfg.Hash was given, not defaulted
+	customHash   bool  // cfg.Hash was given, not defaulted
+	prefetchFrom int64 // keys from which Prefetch works: prefetchKeys, 0 in tests
 }
 
 // New returns an empty Map.
@@ -67,7 +68,7 @@ func New(cfg Config) (*Map, error) {
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
 	}
-	m := &Map{mask: uint64(cfg.Shards - 1), cfg: cfg, customHash: cfg.Hash != nil}
+	m := &Map{mask: uint64(cfg.Shards - 1), cfg: cfg, customHash: cfg.Hash != nil, prefetchFrom: prefetchKeys}
 	if cfg.Hash == nil {
 		m.cfg.Hash = xxhash.Sum64
 	}

@@ -29,7 +29,7 @@ const (
 // make it wasted work. A Map of fewer than prefetchKeys keys skips it: its
 // lines stay in the caches, and the passes would cost more than they save.
 func (m *Map) Prefetch(keys [][]byte) {
-	if m.keys.Load() < prefetchKeys {
+	if m.keys.Load() < m.prefetchFrom {
 		return
 	}
 	for len(keys) > 0 {
