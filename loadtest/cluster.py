@@ -183,7 +183,8 @@ def throughput():
                     if not j or not j["requests"]:
                         continue
                     us = (c1 - c0) * 1e6 / j["requests"]
-                    res.setdefault((name, depth), []).append((j["throughput"], us, j["errors"]))
+                    client_us = j.get("client_cpu_ns", 0) / 1e3 / j["requests"]
+                    res.setdefault((name, depth), []).append((j["throughput"], us, j["errors"], client_us))
                     first = f" (first: {j.get('first_error', '')})" if j["errors"] else ""
                     print(f"r{rnd} -P {depth} {name}: {j['throughput'] / 1e3:.1f}k/s, server CPU {us:.2f} µs/req,"
                           f" {j['errors']} errors{first}", file=sys.stderr, flush=True)
@@ -223,19 +224,19 @@ def main():
         print("3-node cluster with plain clients (forwarded: two thirds of the keys belong to the other nodes),")
         print("and with `--cluster` (aware: each client sends each key to its owner over a connection per node).")
         print("Each cell is the median of the rounds, run alternately; server CPU is that of every node of the")
-        print("system, per request.\n")
-        print("| -P | system | decisions/s | × single | server CPU per request | errors |")
-        print("|---|---|---|---|---|---|")
+        print("system, per request; rlload's own CPU shares the same cores.\n")
+        print("| -P | system | decisions/s | × single | server CPU per request | rlload CPU per request | errors |")
+        print("|---|---|---|---|---|---|---|")
         for depth in depths:
             base = med([r[0] for r in res.get(("single", depth), [])])
             for name in ("single", "forwarded", "aware", "forwarded before", "aware before"):
                 runs = res.get((name, depth), [])
                 if not runs:
                     continue
-                thr, us = med([r[0] for r in runs]), med([r[1] for r in runs])
+                thr, us, cus = med([r[0] for r in runs]), med([r[1] for r in runs]), med([r[3] for r in runs])
                 ratio = f"{thr / base:.2f}×" if base else "-"
                 rates = ", ".join(fmt_rate(r[0]) for r in runs)
-                print(f"| {depth} | {name} | {fmt_rate(thr)} ({rates}) | {ratio} | {us:.2f} µs | {sum(r[2] for r in runs)} |")
+                print(f"| {depth} | {name} | {fmt_rate(thr)} ({rates}) | {ratio} | {us:.2f} µs | {cus:.2f} µs | {sum(r[2] for r in runs)} |")
         print()
     kills = int(os.environ.get("DETECT", "3"))
     if kills > 0:

@@ -22,6 +22,7 @@ const (
 // (a forced stop or CLIENT KILL still closes it).
 type Later struct {
 	rc   *respConn
+	seq  uint64 // the read batch it belongs to (respConn.seq)
 	pre  []byte // replies written before this one's place was taken: ready at once
 	data []byte
 	done bool
@@ -44,7 +45,7 @@ func (s *Server) later(c *client) *Later {
 // command must not write a reply of its own. Commands call Server.later,
 // which keeps replies held for a commit in order.
 func (rc *respConn) Later() *Later {
-	l := &Later{rc: rc, pre: rc.takeOut()}
+	l := &Later{rc: rc, seq: rc.seq, pre: rc.takeOut()}
 	rc.box.mu.Lock()
 	rc.box.appendLocked(l)
 	rc.box.mu.Unlock()
@@ -53,13 +54,14 @@ func (rc *respConn) Later() *Later {
 
 // Finish completes the reply with reply, one or more whole RESP frames; it
 // is safe to call from any goroutine, and never waits for the client. The
-// reply goes out as soon as the replies before it have.
+// reply goes out once the replies before it have, and the rest of its read
+// batch's are ready too: a batch's replies go out in one write.
 func (l *Later) Finish(reply []byte) {
 	rc := l.rc
 	rc.box.mu.Lock()
 	l.data, l.done = reply, true
 	rc.box.bytes += int64(len(reply))
-	start := rc.box.readyLocked() && !rc.box.async
+	start := rc.box.writableLocked() && !rc.box.async
 	rc.box.async = rc.box.async || start
 	rc.box.mu.Unlock()
 	rc.box.signal()
@@ -81,7 +83,7 @@ func finishAll(ls []*Later, replies [][]byte) {
 		l.data, l.done = replies[i], true
 		rc.box.bytes += int64(len(replies[i]))
 	}
-	start := rc.box.readyLocked() && !rc.box.async
+	start := rc.box.writableLocked() && !rc.box.async
 	rc.box.async = rc.box.async || start
 	rc.box.mu.Unlock()
 	rc.box.signal()
@@ -98,9 +100,10 @@ func (rc *respConn) flushBatch() error {
 	rc.box.mu.Lock()
 	wait := rc.box.unfinishedLocked()
 	if wait && len(rc.out) > 0 {
-		rc.box.appendLocked(&Later{data: rc.takeOut(), done: true})
+		rc.box.appendLocked(&Later{seq: rc.seq, data: rc.takeOut(), done: true})
 	}
 	rc.box.mu.Unlock()
+	rc.seq++
 	if wait {
 		return nil
 	}
@@ -150,6 +153,24 @@ type outbox struct {
 func (b *outbox) appendLocked(l *Later) {
 	b.segs = append(b.segs, l)
 	b.bytes += int64(len(l.pre) + len(l.data))
+}
+
+// writableLocked reports whether every reply of the oldest read batch in
+// the box is ready, so that a write sends that batch's replies whole.
+func (b *outbox) writableLocked() bool {
+	if len(b.segs) == 0 {
+		return false
+	}
+	head := b.segs[0].seq
+	for _, l := range b.segs {
+		if l.seq != head {
+			break
+		}
+		if !l.done {
+			return false
+		}
+	}
+	return true
 }
 
 // readyLocked reports whether the box holds bytes that can be written now.

@@ -36,6 +36,7 @@ type respConn struct {
 
 	wmu sync.Mutex  // serialises writes to the socket, and taking what they write from box
 	iov net.Buffers // the last write's slices, kept for the next one's; wmu guards it
+	seq uint64      // the read batch under way, for Later.seq; the connection's goroutine's
 	box outbox      // replies that wait for a Later
 
 	drained func() // called with wmu held once no reply waits in box; may be nil
@@ -196,7 +197,7 @@ func (rc *respConn) flush() error {
 		return rc.writeOut()
 	}
 	if len(rc.out) > 0 {
-		rc.box.appendLocked(&Later{data: rc.takeOut(), done: true})
+		rc.box.appendLocked(&Later{seq: rc.seq, data: rc.takeOut(), done: true})
 	}
 	bufs := rc.box.takeLocked(rc.iov[:0])
 	rc.box.mu.Unlock()
