@@ -34,6 +34,8 @@ type clusterOpts struct {
 	redirect bool
 	policy   Unreachable
 	replicas bool // ship to each slot's runner-up every 10ms
+	// wrap, if set, stands between the node and its peers (to hold a forward back, say).
+	wrap func(cluster.Forwarder) cluster.Forwarder
 }
 
 // startTestCluster starts n nodes joined through the first, one at a
@@ -86,7 +88,11 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet, State: state, OnChange: changed})
 	require.NoError(t, err)
 	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Timeout: 500 * time.Millisecond})
-	cc := &ClusterConfig{View: ml.View, Forwarder: peers, Secret: o.secret, Redirect: o.redirect,
+	var fw cluster.Forwarder = peers
+	if o.wrap != nil {
+		fw = o.wrap(peers)
+	}
+	cc := &ClusterConfig{View: ml.View, Forwarder: fw, Secret: o.secret, Redirect: o.redirect,
 		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast, Joins: len(seeds) > 0}
 	tn := &testNode{name: name, ml: ml, peers: peers}
 	var ship *cluster.Peers

@@ -123,6 +123,9 @@ type handoff struct {
 	stats   handoffStats
 	leaving atomic.Bool // HandOff has begun: this node's slots go to their runner-ups
 
+	inMu sync.Mutex        // guards in
+	in   map[string][2]int // keys and bytes of the copy under way from each node
+
 	changeMu sync.Mutex    // guards changed
 	changed  chan struct{} // closed by notify when slots' states change; nil when nobody waits
 	// Guarded by clusterNode.switchMu, since only the hook touches them:

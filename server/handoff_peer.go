@@ -25,8 +25,7 @@ func (s *Server) peerImport(c *client, args [][]byte) {
 		s.importingFrom(string(args[2]), slots)
 	}
 	n, err := persistence.ImportEntries(args[5], s.cfg.Store, time.Now().UnixNano())
-	s.cl.ho.stats.keysIn.Add(int64(n))
-	s.cl.ho.stats.bytesIn.Add(int64(len(args[5])))
+	s.cl.ho.copied(string(args[2]), equalFoldASCII(args[3], "reset"), n, len(args[5]))
 	if err != nil {
 		s.log.Warn("cluster: a handed-over key could not be stored", "from", string(args[2]), "err", err)
 		c.conn.WriteError("ERR import: " + err.Error())
@@ -53,6 +52,32 @@ func (s *Server) importingFrom(from string, slots []int) {
 		}
 	}
 	cn.ho.notify()
+}
+
+// copied counts a copy's keys and bytes from node from: a reset starts
+// the copy anew, and took counts the last one's.
+func (h *handoff) copied(from string, reset bool, keys, bytes int) {
+	h.inMu.Lock()
+	defer h.inMu.Unlock()
+	if h.in == nil {
+		h.in = map[string][2]int{}
+	}
+	c := h.in[from]
+	if reset {
+		c = [2]int{}
+	}
+	h.in[from] = [2]int{c[0] + keys, c[1] + bytes}
+}
+
+// took counts the slots, keys and bytes that node from handed over.
+func (h *handoff) took(from string, slots int) {
+	h.inMu.Lock()
+	c := h.in[from]
+	delete(h.in, from)
+	h.inMu.Unlock()
+	h.stats.slotsIn.Add(int64(slots))
+	h.stats.keysIn.Add(int64(c[0]))
+	h.stats.bytesIn.Add(int64(c[1]))
 }
 
 // peerDone is RL.PEER DONE from slots: from has sent the slots' last copy
@@ -87,7 +112,7 @@ func (s *Server) peerDone(c *client, args [][]byte) {
 		}
 	}
 	cn.ho.notify()
-	cn.ho.stats.slotsIn.Add(int64(len(slots)))
+	cn.ho.took(from, len(slots))
 	s.log.Info("cluster: took slots over", "from", from, "slots", len(slots))
 	c.conn.WriteString("OK")
 }

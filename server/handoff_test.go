@@ -1,0 +1,205 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// useToLimit decides each key until it is at its limit of 5 an hour.
+func useToLimit(t *testing.T, c *redis.Client, keys []string) {
+	t.Helper()
+	for _, k := range keys {
+		for range 5 {
+			require.Equal(t, int64(1), slide5(t, c, k), "%s: within its limit", k)
+		}
+	}
+}
+
+func slide5(t *testing.T, c *redis.Client, key string) int64 {
+	t.Helper()
+	rep, err := c.Do(context.Background(), "RL.SLIDE", key, 5, 3600).Int64Slice()
+	require.NoError(t, err, key)
+	return rep[0]
+}
+
+// assertAtLimit checks through every client that each key admits nothing more.
+func assertAtLimit(t *testing.T, cs []*redis.Client, keys []string, why string) {
+	t.Helper()
+	for _, k := range keys {
+		for _, c := range cs {
+			assert.Equal(t, int64(0), slide5(t, c, k), "%s: %s", k, why)
+		}
+	}
+}
+
+func clients(t *testing.T, nodes ...*testNode) []*redis.Client {
+	var cs []*redis.Client
+	for _, n := range nodes {
+		cs = append(cs, newClient(t, n.addr, 2))
+	}
+	return cs
+}
+
+func testKeys(prefix string, n int) []string {
+	var keys []string
+	for i := range n {
+		keys = append(keys, fmt.Sprint(prefix, i))
+	}
+	return keys
+}
+
+// TestHandoffJoinKeepsState: keys at their limit stay at their limit
+// after a join moves their slots, whichever node is asked; the old owners
+// count the keys they handed over.
+func TestHandoffJoinKeepsState(t *testing.T) {
+	nodes := startTestCluster(t, 2, clusterOpts{})
+	keys := testKeys("join:", 60)
+	useToLimit(t, clients(t, nodes[0])[0], keys)
+	nodes = append(nodes, startTestNode(t, "node2", []string{nodes[0].ml.GossipAddr()}, clusterOpts{}))
+	waitOwners(t, nodes, 3)
+	waitSettled(t, nodes)
+	moved := 0
+	for _, k := range keys {
+		if ownerOf(nodes, k) == nodes[2] {
+			moved++
+		}
+	}
+	require.Positive(t, moved, "some keys moved to the new node")
+	assertAtLimit(t, clients(t, nodes...), keys, "at its limit after the join")
+	out := nodes[0].srv.cl.ho.stats.keysOut.Load() + nodes[1].srv.cl.ho.stats.keysOut.Load()
+	assert.Equal(t, int64(moved), out, "keys handed over")
+	assert.Equal(t, int64(moved), nodes[2].srv.cl.ho.stats.keysIn.Load())
+	assert.Zero(t, nodes[2].srv.cl.ho.stats.importTimeouts.Load())
+	total := int64(0)
+	for _, n := range nodes {
+		total += n.srv.cfg.Store.Len()
+	}
+	assert.Equal(t, int64(len(keys)), total, "each key is held by one node: the old owners dropped what they handed over")
+}
+
+// TestHandoffLeaveKeepsState: a node that hands its slots over and then
+// leaves loses none of its keys' state. Between the handoff and the
+// announcement, the other nodes still route to it, and it forwards to
+// the new owners, which serve ahead of their tables.
+func TestHandoffLeaveKeepsState(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{})
+	var keys []string
+	for _, k := range testKeys("leave:", 200) {
+		if ownerOf(nodes, k) == nodes[1] {
+			keys = append(keys, k)
+		}
+	}
+	require.NotEmpty(t, keys)
+	cs := clients(t, nodes[0], nodes[2])
+	useToLimit(t, cs[0], keys)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	require.NoError(t, nodes[1].srv.HandOff(ctx))
+	assert.Zero(t, nodes[1].srv.cfg.Store.Len(), "the leaver dropped what it handed over")
+	assertAtLimit(t, append(cs, clients(t, nodes[1])...), keys, "handed over, not yet announced")
+	require.NoError(t, nodes[1].ml.Leaving(time.Second))
+	waitOwners(t, []*testNode{nodes[0], nodes[2]}, 2)
+	assertAtLimit(t, cs, keys, "at its limit after the leave")
+	assert.Equal(t, int64(len(keys)), nodes[1].srv.cl.ho.stats.keysOut.Load())
+}
+
+// holdForwards holds back forwards at hop level 2 until released, to put a
+// request sent back to a slot's old owner after that owner's cut.
+type holdForwards struct {
+	cluster.Forwarder
+	held    chan struct{} // a forward is being held
+	release chan struct{}
+}
+
+func (h *holdForwards) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
+	if len(cmds) == 1 && bytes.Equal(cmds[0][0], []byte("RL.HOP")) && string(cmds[0][1]) == "2" {
+		h.held <- struct{}{}
+		<-h.release
+	}
+	return h.Forwarder.Forward(ctx, addr, cmds)
+}
+
+// TestHandoffRequestCrossesCut: a request the new owner sends back to the
+// old owner while it imports, which reaches the old owner after its cut,
+// is not run on the old owner's stale copy: the old owner answers
+// HANDEDOFF and the new owner runs it on the state it took over.
+func TestHandoffRequestCrossesCut(t *testing.T) {
+	hold := &holdForwards{held: make(chan struct{}), release: make(chan struct{})}
+	a := startTestNode(t, "node0", nil, clusterOpts{})
+	b := startTestNode(t, "node1", []string{a.ml.GossipAddr()}, clusterOpts{wrap: func(f cluster.Forwarder) cluster.Forwarder {
+		hold.Forwarder = f
+		return hold
+	}})
+	nodes := []*testNode{a, b}
+	waitOwners(t, nodes, 2)
+	waitSettled(t, nodes)
+	var key string
+	for _, k := range testKeys("cut:", 100) {
+		if ownerOf(nodes, k) == a {
+			key = k
+			break
+		}
+	}
+	slot := cluster.Slot([]byte(key))
+	ca, cb := clients(t, a, b)[0], clients(t, a, b)[1]
+	useToLimit(t, ca, []string{key})
+	// b imports the slot from a, as a new owner does.
+	self, _ := a.ml.View().Table.Node("node0")
+	b.srv.cl.ho.slots[slot].Store(&slotState{mode: modeImporting, peer: self, until: time.Now().Add(time.Hour)})
+	reply := make(chan int64, 1)
+	go func() { reply <- slide5(t, cb, key) }()
+	<-hold.held // b has sent the request back to a
+	// a hands the slot to b: b takes it, a cuts.
+	to, _ := a.ml.View().Table.Node("node1")
+	before := a.srv.cl.ho.stats.slotsOut.Load()
+	a.srv.cl.switchMu.Lock()
+	a.srv.cl.ho.leaving.Store(true) // as in a leave, the table names a until the cut
+	a.srv.startMigration(to, []int{slot})
+	a.srv.cl.switchMu.Unlock()
+	require.Eventually(t, func() bool { return a.srv.cl.ho.stats.slotsOut.Load() == before+1 }, deadline, time.Millisecond)
+	assert.Equal(t, modeMoved, a.srv.cl.ho.state(slot).now())
+	assert.Equal(t, modeAdopted, b.srv.cl.ho.state(slot).now())
+	close(hold.release) // the request reaches a after its cut
+	assert.Equal(t, int64(0), <-reply, "run on b's complete copy: still at its limit")
+	assert.Equal(t, int64(1), b.srv.cl.ho.stats.crossedCut.Load(), "a answered HANDEDOFF")
+}
+
+// TestHandoffGatedRequestWaits: a request for a slot whose last copy is
+// being made waits for the cut and then goes to the new owner.
+func TestHandoffGatedRequestWaits(t *testing.T) {
+	nodes := startTestCluster(t, 2, clusterOpts{})
+	a, b := nodes[0], nodes[1]
+	var key string
+	for _, k := range testKeys("gate:", 100) {
+		if ownerOf(nodes, k) == a {
+			key = k
+			break
+		}
+	}
+	slot := cluster.Slot([]byte(key))
+	ca := clients(t, a)[0]
+	useToLimit(t, ca, []string{key})
+	to, _ := a.ml.View().Table.Node(b.name)
+	mg := &migration{to: to, slots: []int{slot}, started: time.Now()}
+	mg.gate()
+	a.srv.cl.ho.slots[slot].Store(&slotState{mode: modeCopying, peer: to, mg: mg})
+	reply := make(chan int64, 1)
+	go func() { reply <- slide5(t, ca, key) }()
+	select {
+	case <-reply:
+		t.Fatal("a request for a gated slot ran")
+	case <-time.After(50 * time.Millisecond): // bounded wait to show it does not run; not ordering
+	}
+	_, _, err := a.srv.copySlots(to, []int{slot}, true)
+	require.NoError(t, err)
+	mg.open(modeMoved)
+	assert.Equal(t, int64(0), <-reply, "went to the new owner, with the state")
+}
