@@ -1,6 +1,8 @@
 package server
 
 import (
+	"io"
+	"net"
 	"strings"
 	"testing"
 
@@ -52,4 +54,35 @@ func TestTransportBatchAllocs(t *testing.T) {
 	batch := []byte(strings.Repeat(resp("RL.SLIDE", "user:0000001:api", "100", "60"), 16))
 	assert.Equal(t, 16, parseAndReply(rc, batch))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { parseAndReply(rc, batch) }))
+}
+
+// BenchmarkUnpipelined measures a request without pipelining over real
+// loopback connections, 50 of them as in the load tests: each op is one
+// PING sent and its PONG read on one of them. Client and server share the
+// cores, so ns/op is the whole round trip's cost, not the server's alone;
+// compare builds side by side. The server's allocations show in allocs/op.
+func BenchmarkUnpipelined(b *testing.B) {
+	_, addr := startServerCmds(b, Config{})
+	req, want := []byte(resp("PING")), len("+PONG\r\n")
+	b.ReportAllocs()
+	b.SetParallelism(25) // 50 connections on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer conn.Close()
+		reply := make([]byte, want)
+		for pb.Next() {
+			if _, err := conn.Write(req); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := io.ReadFull(conn, reply); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
