@@ -84,8 +84,8 @@ func (d delegate) MergeRemoteState(buf []byte, join bool) {
 // events turns memberlist's membership events into view rebuilds.
 type events struct{ m *Membership }
 
-func (e events) NotifyJoin(n *memberlist.Node)   { e.m.signal() }
-func (e events) NotifyUpdate(n *memberlist.Node) { e.m.signal() }
+func (e events) NotifyJoin(n *memberlist.Node)   { e.m.seen(n) }
+func (e events) NotifyUpdate(n *memberlist.Node) { e.m.seen(n) }
 func (e events) NotifyLeave(n *memberlist.Node)  { e.m.departed(n) }
 
 // broadcast is one queued gossip message.

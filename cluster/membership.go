@@ -32,11 +32,12 @@ type Membership struct {
 	stop    chan struct{}
 	done    sync.WaitGroup
 
-	mu      sync.Mutex           // guards the fields below
-	leaving map[string]time.Time // members that said they are leaving, when they said so
-	gone    []Member             // departures not yet in a view
-	since   map[string]time.Time // when each alive member was first seen
-	epoch   uint64               // the last view's table epoch
+	mu      sync.Mutex                 // guards the fields below
+	nodes   map[string]memberlist.Node // alive and suspect members as memberlist last told us (see members)
+	leaving map[string]time.Time       // members that said they are leaving, when they said so
+	gone    []Member                   // departures not yet in a view
+	since   map[string]time.Time       // when each alive member was first seen
+	epoch   uint64                     // the last view's table epoch
 	closed  bool
 }
 
@@ -47,7 +48,7 @@ func New(cfg Config) (*Membership, error) {
 		return nil, err
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
-		leaving: map[string]time.Time{}, since: map[string]time.Time{}}
+		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{}}
 	mc, err := m.memberlistConfig()
 	if err != nil {
 		return nil, err
@@ -146,9 +147,9 @@ func (m *Membership) sync() {
 // rebuild makes a new view from memberlist's members. It reports false
 // when neither the members nor their states changed.
 func (m *Membership) rebuild() (*View, bool) {
-	members := m.ml.Members() // before mu: memberlist calls NotifyLeave, which takes mu, with its own lock held
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	members := m.membersLocked()
 	v := &View{Self: m.cfg.NodeName, Gone: m.gone}
 	m.gone = nil
 	var owners []Node
@@ -190,9 +191,38 @@ func sameMembers(a, b []Member) bool {
 	})
 }
 
+// members returns copies of the alive and suspect members. memberlist's
+// own Members returns its nodes, which it updates under a lock of its own
+// that we cannot take; the copies are made in its event callbacks, which
+// it calls with that lock held.
+func (m *Membership) members() []*memberlist.Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.membersLocked()
+}
+
+func (m *Membership) membersLocked() []*memberlist.Node {
+	out := make([]*memberlist.Node, 0, len(m.nodes))
+	for _, n := range m.nodes {
+		out = append(out, &n)
+	}
+	return out
+}
+
+// seen records a member that joined or changed, for members.
+func (m *Membership) seen(n *memberlist.Node) {
+	c := *n
+	c.Addr, c.Meta = slices.Clone(n.Addr), slices.Clone(n.Meta)
+	m.mu.Lock()
+	m.nodes[n.Name] = c
+	m.mu.Unlock()
+	m.signal()
+}
+
 // departed records a member that left or died.
 func (m *Membership) departed(n *memberlist.Node) {
 	m.mu.Lock()
+	delete(m.nodes, n.Name)
 	_, said := m.leaving[n.Name]
 	st := StateDead
 	if said || n.State == memberlist.StateLeft {
@@ -230,7 +260,7 @@ func (m *Membership) Leaving(timeout time.Duration) error {
 	msg := append([]byte{msgLeaving}, m.cfg.NodeName...)
 	var errs []error
 	deadline := time.Now().Add(timeout)
-	for _, n := range m.ml.Members() {
+	for _, n := range m.members() {
 		if n.Name == m.cfg.NodeName {
 			continue
 		}
@@ -256,7 +286,7 @@ func (m *Membership) Broadcast(msg []byte) {
 		m.bq.QueueBroadcast(broadcast(b))
 		return
 	}
-	for _, n := range m.ml.Members() {
+	for _, n := range m.members() {
 		if n.Name != m.cfg.NodeName {
 			if err := m.ml.SendReliable(n, b); err != nil {
 				m.log.Warn("cluster: state not sent; push/pull will carry it", "node", n.Name, "err", err)
