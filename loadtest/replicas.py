@@ -37,7 +37,14 @@ def run_load(port, depth, dur, aware, keys):
 
 def start(replicas):
     os.environ["CLUSTERARGS"] = f"--replicas {replicas}"
-    return cl.start_cluster(3)
+    nodes = cl.start_cluster(3)
+    # Right after the joins the handoff may still be moving slots, and answers
+    # TRYAGAIN meanwhile: warm up until a short load sees no error.
+    for _ in range(20):
+        j = run_load(nodes[0][1], 16, "500ms", False, 1000)
+        if j and j["requests"] and not j["errors"]:
+            break
+    return nodes
 
 
 def main():
