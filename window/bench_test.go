@@ -53,21 +53,3 @@ func TestDecideAllocs(t *testing.T) {
 	})
 	assert.Zerof(t, allocs, "allocations per Decide")
 }
-
-// BenchmarkSlideBusy is a store's work on a busy key of a one-minute window:
-// its expiry, then a decision, six requests a second, so about sixty counters
-// stay in the window.
-func BenchmarkSlideBusy(b *testing.B) {
-	p := Slide{Limit: math.MaxUint32, Window: time.Minute}
-	counters := make([]uint64, 0, 2*MaxCounters)
-	now, exp := t0, int64(0)
-	b.ReportAllocs()
-	for b.Loop() {
-		now += sec / 6
-		exp += p.Expiry(counters)
-		_, counters = p.Decide(counters, now, 1, false)
-	}
-	if exp == 0 {
-		b.Fatal("never expires")
-	}
-}

@@ -42,20 +42,8 @@ func (p Slide) Validate() error {
 // A window of whole seconds overlaps at most n+1 of them.
 func (p Slide) Width() (width, n int64) {
 	win := int64(p.Window / time.Second)
-	if win <= MaxCounters { // most windows: no division on every decision
-		return 1, win
-	}
 	width = ceilDiv(win, MaxCounters)
 	return width, ceilDiv(win, width)
-}
-
-// floorTo rounds sec down to a multiple of width, skipping the division for
-// the usual width of 1 second.
-func floorTo(sec, width int64) int64 {
-	if width == 1 {
-		return sec
-	}
-	return sec / width * width
 }
 
 // Decide decides a request of cost units at now (unix nanoseconds) against the
@@ -69,7 +57,7 @@ func (p Slide) Decide(b []uint64, now, cost int64, peek bool) (Decision, []uint6
 		sec = slidePacking.stamp(b[len(b)-1])
 	}
 	now = max(now, sec*int64(time.Second))
-	cur := floorTo(sec, width)
+	cur := sec / width * width
 	first, sum := p.inWindow(b, p.oldest(sec))
 	d := Decision{Limit: p.Limit}
 	if cost <= p.Limit && sum+cost <= p.Limit {
@@ -138,14 +126,14 @@ func charge(b []uint64, lo, cur, cost int64) []uint64 {
 // miss up to width-1 seconds of the window.
 func (p Slide) oldest(sec int64) int64 {
 	width, _ := p.Width()
-	return floorTo(max(0, sec-int64(p.Window/time.Second)+1), width)
+	return max(0, sec-int64(p.Window/time.Second)+1) / width * width
 }
 
 // leaves returns the second at which a counter at sec leaves the window: the
 // first second whose oldest counter starts after sec's.
 func (p Slide) leaves(sec int64) int64 {
 	width, _ := p.Width()
-	return floorTo(sec, width) + width + int64(p.Window/time.Second) - 1
+	return sec/width*width + width + int64(p.Window/time.Second) - 1
 }
 
 // goneAt returns the unix time in nanoseconds at which a counter at second sec leaves the window.
