@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +79,14 @@ func TestReplicaCopyEqualsPrimary(t *testing.T) {
 	assert.Contains(t, info, "rl_replicas:1")
 	assert.Regexp(t, `slave0:name=node\d,ip=127\.0\.0\.1,port=\d+,state=online,shipped_bytes=[1-9]\d*,`, info)
 	assert.Regexp(t, `slave1:name=node\d,.*,lag_ms=\d+,last_ship_ms=[1-9]\d*,full_syncs=[1-9]`, info)
+
+	var mb strings.Builder
+	nodes[0].srv.WriteMetrics(&mb)
+	for _, m := range []string{`rlstore_replica_copies `, `rlstore_replica_shipped_bytes_total{peer="node1"} `,
+		`rlstore_replica_lag_seconds{peer="node2"} `, `rlstore_replica_last_shipment_timestamp_seconds{peer="node1"} `,
+		`rlstore_replica_synced{peer="node2"} 1`} {
+		assert.Contains(t, mb.String(), m)
+	}
 
 	_, backup := backupOf(nodes, nodes[0], "user:7")
 	require.NoError(t, rdb.Del(ctx, "user:7").Err())
