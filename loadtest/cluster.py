@@ -22,7 +22,8 @@
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/cluster.py
 # Optional: ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
 # 0: none), THROUGHPUT (1; 0: skip), RLARGS (flags for every rlstore),
-# CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0),
+# CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0; not
+# for BEFORE's),
 # PPROF (host:port: node 1 of the cluster serves --pprof-addr there),
 # BEFORE (another rlstore binary: a second cluster of it adds the rows
 # "forwarded before" and "aware before", to compare two builds in one run).
@@ -107,7 +108,8 @@ def start_cluster(n, timing="lan", pprof="", binary=RLSTORE):
                 "--cluster-timing", timing]
         if seed:
             args += ["--join", seed]
-        args += os.environ.get("CLUSTERARGS", "").split()
+        if binary == RLSTORE:
+            args += os.environ.get("CLUSTERARGS", "").split()
         if i == 0 and pprof:
             args += ["--pprof-addr", pprof]
         nodes.append((start(args, binary), port))
