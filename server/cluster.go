@@ -150,6 +150,7 @@ func cmdHop(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(errSyntax)
 		return
 	}
+	s.cl.hops.Add(1)
 	saved := c.resp
 	c.hop, c.resp = int(level), int(resp)
 	defer func() { c.hop, c.resp = hopClient, saved }()

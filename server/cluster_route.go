@@ -24,6 +24,7 @@ type clusterNode struct {
 	hooks    []tableHook
 	ho       handoff
 	moves    sync.WaitGroup // migrations under way, for HandOff
+	hops     atomic.Int64   // requests other nodes sent here (RL.HOP), for QuietHops
 }
 
 // peerStats count what this node forwarded to one peer.

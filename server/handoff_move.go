@@ -260,10 +260,11 @@ func (s *Server) migrate(mg *migration) {
 			return
 		}
 		mg.gate()
+		gated := time.Now()
 		s.cl.ho.running.wait()
 		keys, n, err := s.copySlots(mg.to, slots, true)
 		if err == nil {
-			s.cut(mg, slots, keys, n)
+			s.cut(mg, slots, keys, n, time.Since(gated))
 			return
 		}
 		mg.open(modeCopying)
@@ -306,7 +307,7 @@ func (s *Server) settle(mg *migration) []int {
 
 // cut ends a migration whose last copy the new owner took: the slots are
 // moved, and this node's copy of their keys goes.
-func (s *Server) cut(mg *migration, slots []int, keys, bytes int) {
+func (s *Server) cut(mg *migration, slots []int, keys, bytes int, gated time.Duration) {
 	mg.open(modeMoved)
 	s.unmark(slots)
 	st := &s.cl.ho.stats
@@ -316,7 +317,8 @@ func (s *Server) cut(mg *migration, slots []int, keys, bytes int) {
 	took := time.Since(mg.started)
 	st.lastMoveUsec.Store(took.Microseconds())
 	s.dropSlots(slotSet(slots))
-	s.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes, "took", took)
+	s.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes,
+		"took", took, "gated", gated)
 }
 
 // unmark drops the moved mark of the slots the routing table gives

@@ -156,3 +156,23 @@ func (s *Server) HandOff(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// QuietHops waits until no other node has sent this one a request for
+// quiet, or max has passed. A leaving node calls it after telling the
+// members, which then route to the new owners as soon as each has rebuilt
+// its table: once their forwards stop arriving, draining this node's
+// connections fails nobody's request.
+func (s *Server) QuietHops(quiet, max time.Duration) {
+	if s.cl == nil {
+		return
+	}
+	end := time.Now().Add(max)
+	for n := s.cl.hops.Load(); time.Now().Before(end); {
+		time.Sleep(min(quiet, time.Until(end)))
+		m := s.cl.hops.Load()
+		if m == n {
+			return
+		}
+		n = m
+	}
+}

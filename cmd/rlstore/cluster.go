@@ -222,15 +222,19 @@ func (cn *clusterNode) leave(srv *server.Server) {
 		cn.log.Warn("cluster: not every member heard that this node leaves", "err", err)
 	}
 	// The members have been told, but each rebuilds its slot table on its
-	// own goroutine: keep serving (forwarding) what they send for a moment
-	// before the drain starts closing their connections.
-	time.Sleep(leaveGrace)
+	// own goroutine: keep serving (forwarding) what they send until they
+	// stop, before the drain starts closing their connections.
+	srv.QuietHops(leaveQuiet, leaveGrace)
 }
 
-// leaveGrace is how long a leaving node serves on after telling every
-// member, before its drain starts: far longer than a member takes to
-// rebuild its table (well under a millisecond at 10 nodes).
-const leaveGrace = 250 * time.Millisecond
+// A leaving node serves on after telling every member until no member has
+// forwarded it anything for leaveQuiet, at most leaveGrace: far longer than
+// a member takes to rebuild its table (well under a millisecond at 10
+// nodes), and without load it does not wait the whole grace.
+const (
+	leaveQuiet = 50 * time.Millisecond
+	leaveGrace = 250 * time.Millisecond
+)
 
 func (cn *clusterNode) close() {
 	cn.peers.Close()

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,6 +119,8 @@ func TestClusterProcessStoppedPeer(t *testing.T) {
 	assert.Equal(t, int64(1), slide(t, c0, key)[0])
 	require.NoError(t, ps[1].Cmd.Process.Signal(syscall.SIGSTOP))
 	t.Cleanup(func() { _ = ps[1].Cmd.Process.Signal(syscall.SIGCONT) })
+	require.Eventually(t, func() bool { return stopped(ps[1].Cmd.Process.Pid) }, deadline, time.Millisecond,
+		"the kernel has stopped every thread of p1") // kill returns before it has
 	start := time.Now()
 	pipe := c0.Pipeline()
 	local := keyOwnedBy(t, c0, "p0", "local:")
@@ -127,6 +131,22 @@ func TestClusterProcessStoppedPeer(t *testing.T) {
 	assert.Equal(t, []int64{0, 0, 0, 1000, 0}, must(a.Int64Slice()), "denied, as --owner-unreachable deny says")
 	assert.Equal(t, int64(1), must(b.Int64Slice())[0], "the local key in the same pipeline is served")
 	assert.Less(t, took, 2*time.Second, "bounded by --cluster-timeout")
+}
+
+// stopped reports whether every thread of process pid is stopped (state T).
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		_, rest, ok := strings.Cut(string(b), ") ")
+		if err != nil || !ok || !strings.HasPrefix(rest, "T") {
+			return false
+		}
+	}
+	return true
 }
 
 func must[T any](v T, err error) T {
