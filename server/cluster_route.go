@@ -145,7 +145,12 @@ func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) 
 // handoff's barrier (see barrier), or at another node. It reports whether
 // the command was forwarded.
 func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
-	if cm.firstKey == 0 {
+	switch {
+	case cm.firstKey == 0 && cm.name == "exec":
+		// A transaction's commands run here under the barrier too.
+		s.runEntered(c, cm, args, s.cl.ho.running.enter(c.id))
+		return false
+	case cm.firstKey == 0:
 		// Not under the barrier: RL.HOP's command enters it itself, and may
 		// wait for a gate that opens only once the barrier is clear.
 		s.run(c, cm, args)
@@ -262,37 +267,57 @@ func blindFields(cm *command, allow bool) []int64 {
 // get CROSSSLOT, as in Redis Cluster. It reports false when every key is
 // this node's.
 func (s *Server) execElsewhere(c *client, q []queued) bool {
-	var owner *route
+	owner, first, done := s.txnRoute(c, q)
+	if done || owner == nil || owner.local {
+		return done
+	}
+	level := max(owner.level, hopForward)
+	cmds := [][][]byte{hopLevelArgs(c, [][]byte{[]byte("MULTI")}, level)}
+	for _, e := range q {
+		cmds = append(cmds, hopLevelArgs(c, e.args, level))
+	}
+	cmds = append(cmds, hopLevelArgs(c, [][]byte{[]byte("EXEC")}, level))
+	reps, err := s.forward(owner.owner, cmds)
+	switch {
+	case err != nil:
+		c.conn.WriteError(errOwnerUnreach + owner.owner.Name)
+	case isHandedOff(reps[len(reps)-1]) && s.routeOf(c, first.cmd, first.args).local:
+		return false // the old owner cut the slot after this node chose it: it is this node's now
+	case isHandedOff(reps[len(reps)-1]):
+		c.conn.WriteError(errTryAgain)
+	default:
+		c.conn.WriteRaw(reps[len(reps)-1])
+	}
+	return true
+}
+
+// txnRoute is where a transaction's keyed commands run: the route they
+// share, and its first keyed command. done means it has replied instead
+// (CROSSSLOT, TRYAGAIN for a gated slot, HANDEDOFF). A transaction another
+// node forwarded runs where it lands, unless this node has handed its slot
+// over (then it answers HANDEDOFF, and the sender runs it).
+func (s *Server) txnRoute(c *client, q []queued) (owner *route, first queued, done bool) {
 	for _, e := range q {
 		r := s.routeOf(c, e.cmd, e.args)
 		switch {
 		case r.local && e.cmd.firstKey == 0:
 			continue
-		case r.reply != "" && !r.local:
+		case r.gate != nil:
+			c.conn.WriteError(errTryAgain)
+			return nil, e, true
+		case r.reply != "" && !r.local && (c.hop == hopClient || r.reply == errHandedOff):
 			c.conn.WriteError(r.reply)
-			return true
+			return nil, e, true
+		case c.hop != hopClient:
+			continue
 		case owner == nil:
-			owner = &r
+			owner, first = &r, e
 		case owner.local != r.local || owner.owner.Name != r.owner.Name:
 			c.conn.WriteError(errCrossSlot)
-			return true
+			return nil, e, true
 		}
 	}
-	if owner == nil || owner.local {
-		return false
-	}
-	cmds := [][][]byte{hopArgs(c, [][]byte{[]byte("MULTI")})}
-	for _, e := range q {
-		cmds = append(cmds, hopArgs(c, e.args))
-	}
-	cmds = append(cmds, hopArgs(c, [][]byte{[]byte("EXEC")}))
-	reps, err := s.forward(owner.owner, cmds)
-	if err != nil {
-		c.conn.WriteError(errOwnerUnreach + owner.owner.Name)
-		return true
-	}
-	c.conn.WriteRaw(reps[len(reps)-1])
-	return true
+	return owner, first, false
 }
 
 // canLater reports whether a forwarded request's reply can complete later,

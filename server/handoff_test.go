@@ -203,3 +203,46 @@ func TestHandoffGatedRequestWaits(t *testing.T) {
 	mg.open(modeMoved)
 	assert.Equal(t, int64(0), <-reply, "went to the new owner, with the state")
 }
+
+// TestHandoffTransaction: a transaction on a moving slot runs where the
+// slot is served: at the old owner while the new one imports, and at the
+// new owner once the old one has cut, whichever node is asked; its key
+// keeps one count throughout.
+func TestHandoffTransaction(t *testing.T) {
+	nodes := startTestCluster(t, 2, clusterOpts{})
+	a, b := nodes[0], nodes[1]
+	var key string
+	for _, k := range testKeys("txn:", 100) {
+		if ownerOf(nodes, k) == a {
+			key = k
+			break
+		}
+	}
+	slot := cluster.Slot([]byte(key))
+	ca, cb := clients(t, a, b)[0], clients(t, a, b)[1]
+	txn := func(c *redis.Client) int64 {
+		t.Helper()
+		cmds, err := c.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+			p.Do(context.Background(), "RL.SLIDE", key, 3, 3600)
+			return nil
+		})
+		require.NoError(t, err)
+		return must(cmds[0].(*redis.Cmd).Int64Slice())[0]
+	}
+	self, _ := a.ml.View().Table.Node(a.name)
+	b.srv.cl.ho.slots[slot].Store(&slotState{mode: modeImporting, peer: self, until: time.Now().Add(time.Hour)})
+	assert.Equal(t, int64(1), txn(cb), "sent to the old owner")
+	assert.Equal(t, int64(1), a.srv.cfg.Store.Len())
+	assert.Zero(t, b.srv.cfg.Store.Len())
+	before := a.srv.cl.ho.stats.slotsOut.Load()
+	to, _ := a.ml.View().Table.Node(b.name)
+	a.srv.cl.switchMu.Lock()
+	a.srv.cl.ho.leaving.Store(true)
+	a.srv.startMigration(to, []int{slot})
+	a.srv.cl.switchMu.Unlock()
+	require.Eventually(t, func() bool { return a.srv.cl.ho.stats.slotsOut.Load() == before+1 }, deadline, time.Millisecond)
+	assert.Equal(t, int64(1), txn(ca), "the old owner sends it to the new one")
+	assert.Equal(t, int64(1), txn(cb), "the new owner runs it")
+	assert.Equal(t, int64(0), txn(ca), "one count: at its limit")
+	assert.Zero(t, a.srv.cfg.Store.Len(), "the old owner holds no copy")
+}
