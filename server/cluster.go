@@ -23,6 +23,11 @@ type ClusterConfig struct {
 	// Broadcast sends bytes to every other node's Merge (see LocalState);
 	// nil keeps policy changes on this node.
 	Broadcast func([]byte)
+	// Mover carries the handoff's copies of moving slots (RL.PEER IMPORT
+	// and DONE) on connections of its own: on Forwarder's they could queue
+	// behind forwarded requests that wait, at the peer, for this very
+	// handoff's gate to open. Nil uses Forwarder.
+	Mover cluster.Forwarder
 	// Replicas, if set, ships this node's changes to each slot's backup
 	// and keeps the copies shipped to it (--replicas 1).
 	Replicas *ReplicaConfig

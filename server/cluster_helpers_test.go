@@ -92,7 +92,8 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 	if o.wrap != nil {
 		fw = o.wrap(peers)
 	}
-	cc := &ClusterConfig{View: ml.View, Forwarder: fw, Secret: o.secret, Redirect: o.redirect,
+	mover := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Conns: 1, Timeout: 2 * time.Second})
+	cc := &ClusterConfig{View: ml.View, Forwarder: fw, Mover: mover, Secret: o.secret, Redirect: o.redirect,
 		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast, Joins: len(seeds) > 0}
 	tn := &testNode{name: name, ml: ml, peers: peers}
 	var ship *cluster.Peers
@@ -107,6 +108,7 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 	tn.srv, tn.addr = s, serveTest(t, s)
 	t.Cleanup(func() {
 		peers.Close()
+		mover.Close()
 		if ship != nil {
 			ship.Close()
 		}

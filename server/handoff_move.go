@@ -444,7 +444,11 @@ func (s *Server) peerCall(to cluster.Node, sub, mode string, spec, payload []byt
 	if payload != nil {
 		args = append(args, payload)
 	}
-	reps, err := s.cl.cfg.Forwarder.Forward(context.Background(), to.Addr, [][][]byte{args})
+	fw := s.cl.cfg.Mover
+	if fw == nil {
+		fw = s.cl.cfg.Forwarder
+	}
+	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{args})
 	if err != nil {
 		return err
 	}

@@ -98,6 +98,7 @@ func (f clusterFlags) seeds() []string {
 type clusterNode struct {
 	ml    *cluster.Membership
 	peers *cluster.Peers
+	mover *cluster.Peers     // the handoff's connections: see server.ClusterConfig.Mover
 	state *cluster.LateState // the server's policies, once it exists
 	srv   *lateServer        // the server, once it exists, told of membership changes
 	cfg   clusterFlags
@@ -152,13 +153,20 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 		pc.TLS, pc.TLSAddr = cs.peerConfig, func(addr string) (string, bool) { return ml.View().TLSAddr(addr) }
 	}
 	peers := cluster.NewPeers(pc)
+	mc := pc
+	mc.Conns, mc.Timeout = 1, max(pc.Timeout, moverTimeout)
+	mover := cluster.NewPeers(mc)
 	u, _ := server.ParseUnreachable(c.Cluster.Unreachable) // validated by its flag
 	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp, "tls", tlsAddr,
 		"seeds", c.Cluster.seeds(), "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
-	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Secret: secret,
+	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Mover: mover, Secret: secret,
 		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds()) > 0}
-	return ln, &clusterNode{ml: ml, peers: peers, state: state, srv: srv, cfg: c.Cluster, log: log}, cc, nil
+	return ln, &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, cfg: c.Cluster, log: log}, cc, nil
 }
+
+// moverTimeout bounds one chunk of a handoff's copy (at most 256 KiB) or
+// its done, at least --cluster-timeout.
+const moverTimeout = 5 * time.Second
 
 // lateServer passes membership changes to the server once it exists: the
 // server needs the membership first. Until then the server takes the
@@ -238,6 +246,7 @@ const (
 
 func (cn *clusterNode) close() {
 	cn.peers.Close()
+	cn.mover.Close()
 	if err := cn.ml.Close(time.Second); err != nil {
 		cn.log.Warn("cluster: leaving gossip", "err", err)
 	}
