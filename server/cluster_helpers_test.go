@@ -35,7 +35,8 @@ type clusterOpts struct {
 	policy   Unreachable
 	replicas bool // ship to each slot's runner-up every 10ms
 	// wrap, if set, stands between the node and its peers (to hold a forward back, say).
-	wrap func(cluster.Forwarder) cluster.Forwarder
+	wrap      func(cluster.Forwarder) cluster.Forwarder
+	wrapMover func(cluster.Forwarder) cluster.Forwarder // the same for the handoff's connections
 }
 
 // startTestCluster starts n nodes joined through the first, one at a
@@ -93,7 +94,11 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		fw = o.wrap(peers)
 	}
 	mover := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Conns: 1, Timeout: 2 * time.Second})
-	cc := &ClusterConfig{View: ml.View, Forwarder: fw, Mover: mover, Secret: o.secret, Redirect: o.redirect,
+	var mv cluster.Forwarder = mover
+	if o.wrapMover != nil {
+		mv = o.wrapMover(mover)
+	}
+	cc := &ClusterConfig{View: ml.View, Forwarder: fw, Mover: mv, Secret: o.secret, Redirect: o.redirect,
 		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast, Joins: len(seeds) > 0}
 	tn := &testNode{name: name, ml: ml, peers: peers}
 	var ship *cluster.Peers

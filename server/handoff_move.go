@@ -263,8 +263,21 @@ func (s *Server) migrate(mg *migration) {
 		gated := time.Now()
 		s.cl.ho.running.wait()
 		keys, n, err := s.copySlots(mg.to, slots, true)
-		if err == nil {
+		var unknown *doneUnknown
+		switch {
+		case err == nil:
 			s.cut(mg, slots, keys, n, time.Since(gated))
+			return
+		case errors.As(err, &unknown):
+			// The new owner may serve the slots already: serving them here
+			// again could serve a key on two nodes. Send their requests
+			// there, as after a cut, but keep the copy: should it not have
+			// taken them, its import times out onto the last copy, and if
+			// the slots come back here they have their state.
+			mg.open(modeMoved)
+			s.unmark(slots)
+			s.log.Warn("cluster: no answer to a handoff's done; the slots go to their new owner, this node keeps its copy",
+				"to", mg.to.Name, "slots", len(slots), "err", err)
 			return
 		}
 		mg.open(modeCopying)
@@ -341,10 +354,15 @@ func (s *Server) unmark(slots []int) {
 // abandon lets slots go without a cut after migrateWait: they follow the
 // table, and the new owner serves them from what it has.
 func (s *Server) abandon(mg *migration, slots []int, err error) {
+	v := s.cl.cur.Load()
+	var gone []int
 	for _, slot := range slots {
 		s.cl.ho.slots[slot].CompareAndSwap(s.cl.ho.state(slot), nil)
+		if v.Table.Owner(slot).Name != v.Self {
+			gone = append(gone, slot)
+		}
 	}
-	s.dropSlots(slotSet(slots))
+	s.dropSlots(slotSet(gone)) // a leaving node keeps, and serves, what it could not hand over
 	s.log.Error("cluster: could not hand slots over; their new owner serves them from what it has", "to", mg.to.Name, "slots", len(slots), "err", err)
 }
 
@@ -419,11 +437,21 @@ func (s *Server) copySlots(to cluster.Node, slots []int, done bool) (int, int, e
 	}
 	if done {
 		if err := s.peerCall(to, "DONE", "", spec, nil); err != nil {
+			if errors.Is(err, cluster.ErrUnreachable) {
+				err = &doneUnknown{err}
+			}
 			return 0, 0, err
 		}
 	}
 	return keys, sent, nil
 }
+
+// doneUnknown is a DONE whose answer did not come: the new owner may have
+// taken the slots.
+type doneUnknown struct{ err error }
+
+func (e *doneUnknown) Error() string { return "no answer to DONE: " + e.err.Error() }
+func (e *doneUnknown) Unwrap() error { return e.err }
 
 func approxBytes(es []shard.Entry) int {
 	n := 0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -246,3 +247,50 @@ func TestHandoffTransaction(t *testing.T) {
 	assert.Equal(t, int64(0), txn(ca), "one count: at its limit")
 	assert.Zero(t, a.srv.cfg.Store.Len(), "the old owner holds no copy")
 }
+
+// loseDoneReply delivers RL.PEER DONE but loses its answer, as a
+// connection that breaks after the peer has run it does.
+type loseDoneReply struct{ cluster.Forwarder }
+
+func (l loseDoneReply) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
+	reps, err := l.Forwarder.Forward(ctx, addr, cmds)
+	if err == nil && len(cmds[0]) > 1 && string(cmds[0][1]) == "DONE" {
+		return nil, fmt.Errorf("%w: the answer was lost", cluster.ErrUnreachable)
+	}
+	return reps, err
+}
+
+// TestHandoffDoneAnswerLost: when the new owner took the slots but its OK
+// never came back, the old owner does not serve them again (two nodes
+// would then serve them): it sends their requests on, as after a cut.
+func TestHandoffDoneAnswerLost(t *testing.T) {
+	a := startTestNode(t, "node0", nil, clusterOpts{wrapMover: func(f cluster.Forwarder) cluster.Forwarder { return loseDoneReply{f} }})
+	b := startTestNode(t, "node1", []string{a.ml.GossipAddr()}, clusterOpts{})
+	nodes := []*testNode{a, b}
+	waitOwners(t, nodes, 2)
+	waitSettled(t, nodes)
+	var key string
+	for _, k := range testKeys("lost:", 100) {
+		if ownerOf(nodes, k) == a {
+			key = k
+			break
+		}
+	}
+	slot := cluster.Slot([]byte(key))
+	ca, cb := clients(t, a, b)[0], clients(t, a, b)[1]
+	useToLimit(t, ca, []string{key})
+	to, _ := a.ml.View().Table.Node(b.name)
+	a.srv.cl.switchMu.Lock()
+	a.srv.cl.ho.leaving.Store(true)
+	a.srv.startMigration(to, []int{slot})
+	a.srv.cl.switchMu.Unlock()
+	require.Eventually(t, func() bool {
+		st := a.srv.cl.ho.state(slot)
+		return st != nil && st.now() == modeMoved
+	}, deadline, time.Millisecond, "a sends the slot's requests on, and does not serve it again")
+	assert.Equal(t, modeAdopted, b.srv.cl.ho.state(slot).now(), "b took the slot")
+	require.NoError(t, a.srv.cfg.Store.Import(shardTombstone(key), 0)) // a's copy, were it served, would admit
+	assertAtLimit(t, []*redis.Client{ca, cb}, []string{key}, "served by b alone")
+}
+
+func shardTombstone(key string) shard.Entry { return shard.Entry{Key: []byte(key)} }
