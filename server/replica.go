@@ -205,6 +205,7 @@ func (r *replicator) onTable(_, v *cluster.View) {
 	defer r.mu.Unlock()
 	r.table = nt
 	gained := backupsGaining(old, nt, r.self)
+	lost := backupsLosing(old, nt, r.self)
 	for _, n := range nt.Nodes() {
 		if n.Name == r.self {
 			continue
@@ -216,8 +217,15 @@ func (r *replicator) onTable(_, v *cluster.View) {
 			go p.run()
 		}
 		p.setNode(n)
-		if gained[n.Name] {
+		switch {
+		case gained[n.Name]:
 			p.needFull("new backup")
+		case lost[n.Name]:
+			// Its copies of the slots it no longer backs up would stay
+			// there for good: its own table may never change (the flap
+			// was ours), so nothing on its side drops them. A full sync
+			// drops its copies of every slot this node owns first.
+			p.needFull("no longer backup")
 		}
 	}
 	for name, p := range r.peers {
@@ -246,6 +254,28 @@ func backupsGaining(old, nt *cluster.Table, self string) map[string]bool {
 		}
 		if ob, ok := old.RunnerUp(s); !ok || ob.Name != b.Name {
 			out[b.Name] = true
+		}
+	}
+	return out
+}
+
+// backupsLosing returns the nodes that backed up a slot of self's in old
+// and no longer back it up in nt, though self still owns it.
+func backupsLosing(old, nt *cluster.Table, self string) map[string]bool {
+	out := map[string]bool{}
+	if old == nil {
+		return out
+	}
+	for s := range cluster.Slots {
+		if old.Owner(s).Name != self || nt.Owner(s).Name != self {
+			continue
+		}
+		ob, ok := old.RunnerUp(s)
+		if !ok {
+			continue
+		}
+		if b, ok := nt.RunnerUp(s); !ok || b.Name != ob.Name {
+			out[ob.Name] = true
 		}
 	}
 	return out

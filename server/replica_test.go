@@ -124,3 +124,48 @@ func TestReplicaReseedsNewBackup(t *testing.T) {
 	}
 	assert.Positive(t, seeded, "the joiner backs up some of the old owners' keys")
 }
+
+// TestReplicaOldBackupDropsCopies: when a primary's table changes so that
+// a node no longer backs up some of its slots, while that node's own table
+// does not change (the primary briefly lost sight of a third node), the old
+// backup's copies of those slots go; they used to stay there for good, one
+// copy too many (TestReplicaCopyEqualsPrimary's "61 copies" under load).
+func TestReplicaOldBackupDropsCopies(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k"), replicas: true})
+	n0, n1, n2 := nodeNamed(nodes, "node0"), nodeNamed(nodes, "node1"), nodeNamed(nodes, "node2")
+	var key string
+	for k := 0; key == ""; k++ {
+		if owner, backup := backupOf(nodes, n1, fmt.Sprint("flap:", k)); owner == n1 && backup == n0 {
+			key = fmt.Sprint("flap:", k)
+		}
+	}
+	r := n1.srv.cl.repl
+	full := n1.ml.View()
+	epoch := full.Table.Epoch() + 1000 // above any table the membership makes during the test
+	var without []cluster.Node
+	for _, n := range full.Table.Nodes() {
+		if n.Name != "node0" {
+			without = append(without, n)
+		}
+	}
+	flap, err := cluster.NewTable(epoch, without)
+	require.NoError(t, err)
+	r.onTable(nil, &cluster.View{Self: "node1", Table: flap})
+	b, _ := flap.RunnerUp(cluster.Slot([]byte(key)))
+	require.Equal(t, "node2", b.Name, "without node0, node2 backs up %s", key)
+
+	ctx := context.Background()
+	require.NoError(t, newClient(t, n1.addr, 2).Do(ctx, "RL.SLIDE", key, 10, 3600).Err())
+	require.Eventually(t, func() bool { return sameEntry(n1.store, n2.copies, key) }, deadline, 5*time.Millisecond,
+		"node1 ships %s to node2 while node0 is out of its table", key)
+
+	back, err := cluster.NewTable(epoch+1, full.Table.Nodes())
+	require.NoError(t, err)
+	r.onTable(nil, &cluster.View{Self: "node1", Table: back, Members: full.Members})
+	require.Eventually(t, func() bool { return sameEntry(n1.store, n0.copies, key) }, deadline, 5*time.Millisecond,
+		"node0 backs up %s again", key)
+	require.Eventually(t, func() bool {
+		_, ok := n2.copies.Lookup([]byte(key), policy.Route([]byte(key)))
+		return !ok
+	}, deadline, 5*time.Millisecond, "node2, which no longer backs up %s, drops its copy", key)
+}
