@@ -171,6 +171,11 @@ func TestFailedSnapshotLeavesNothing(t *testing.T) {
 				st.tick()
 				require.Error(t, st.Snapshot())
 			}
+			// tick starts a background snapshot to recover from the failing
+			// log; under load it may still be writing (or not yet started),
+			// and would race the checks below and the last Snapshot.
+			require.Eventually(t, func() bool { return !st.bg.Load() }, 10*time.Second, time.Millisecond,
+				"the background snapshot tick started ends")
 			assert.LessOrEqual(t, len(files(t, dir, "log-*")), segs+1, "log segments pile up")
 			assert.LessOrEqual(t, fsys.OpenFiles(), open+1, "descriptors pile up")
 			assert.Empty(t, files(t, dir, "*"+tmpSuffix))
