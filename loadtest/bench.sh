@@ -3,7 +3,8 @@
 # rlload from the committed HEAD (BENCH_WORKTREE=1 builds the working tree
 # instead), starts rlstore and redis-server on free loopback ports, and runs
 # `rlload bench`, then appends the cluster section (loadtest/cluster.py;
-# BENCH_CLUSTER=0 skips it). Takes a few minutes on 2 cores. Extra arguments go to
+# BENCH_CLUSTER=0 skips it) and the replicas section (loadtest/replicas.py;
+# BENCH_REPLICAS=0 skips it). Takes a few minutes on 2 cores. Extra arguments go to
 # `rlload bench` (see `rlload bench -help`).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -25,5 +26,8 @@ fi
 	--notes loadtest/bench-notes.md --command "bash loadtest/bench.sh" "$@" >/dev/null
 if [ "${BENCH_CLUSTER:-1}" != 0 ]; then # BENCH_CLUSTER=0 skips the cluster section
 	{ echo; RLSTORE="$tmp/rlstore" RLLOAD="$tmp/rlload" python3 loadtest/cluster.py; } >>BENCHMARKS.md
+fi
+if [ "${BENCH_REPLICAS:-1}" != 0 ]; then # BENCH_REPLICAS=0 skips the replicas section
+	{ echo; RLSTORE="$tmp/rlstore" RLLOAD="$tmp/rlload" python3 loadtest/replicas.py; } >>BENCHMARKS.md
 fi
 echo "bench.sh: wrote BENCHMARKS.md and loadtest/benchmarks.svg" >&2
