@@ -76,8 +76,22 @@ func TestDecisionSeamAllocs(t *testing.T) {
 			buf = appendDecision(buf[:0], o.d)
 		}
 		step()
-		assert.Zerof(t, testing.AllocsPerRun(1000, step), "allocs for %q", tc.args)
+		assert.Zerof(t, quietAllocsPerRun(1000, step), "allocs for %q", tc.args)
 	}
+}
+
+// quietAllocsPerRun is testing.AllocsPerRun, the least of three tries.
+// AllocsPerRun counts every malloc of the process while f runs, so on a
+// loaded host, where 1000 runs can take long enough, goroutines a previous
+// test left winding down (a cluster node's gossip, a client's pool) can add
+// a thousand and make it report 1. An f that allocates does so in every
+// try, so the least of three still catches it.
+func quietAllocsPerRun(runs int, f func()) float64 {
+	least := testing.AllocsPerRun(runs, f)
+	for i := 0; i < 2 && least > 0; i++ {
+		least = min(least, testing.AllocsPerRun(runs, f))
+	}
+	return least
 }
 
 // TestCheckLongKey checks RL.CHECK on a key whose rule keys outgrow the
