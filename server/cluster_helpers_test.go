@@ -70,6 +70,20 @@ func waitSettled(t *testing.T, nodes []*testNode) {
 	}, deadline, 10*time.Millisecond, "every handoff ends")
 }
 
+// patientTiming is cluster.TestTiming with probes slow enough that a
+// loaded host does not declare a live node dead. Under -race, with CI
+// testing every package at once on two cores, an ack can take longer than
+// TestTiming's 100 ms and a refutation longer than its 400 ms of
+// suspicion; the membership then flaps, slots move back and forth, and
+// tests of the handoff and of replicas fail for reasons that are not
+// theirs. A death is seen in about 3 s instead of 1.
+func patientTiming() cluster.Timing {
+	t := cluster.TestTiming()
+	t.Probe, t.ProbeTimeout = 500*time.Millisecond, 400*time.Millisecond
+	t.Suspicion, t.SuspicionMax = 4, 4
+	return t
+}
+
 func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *testNode {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -86,7 +100,7 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		}
 	}
 	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
-		Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet, State: state, OnChange: changed})
+		Seeds: seeds, Timing: patientTiming(), Logger: quiet, State: state, OnChange: changed})
 	require.NoError(t, err)
 	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Timeout: 500 * time.Millisecond})
 	var fw cluster.Forwarder = peers
