@@ -68,7 +68,7 @@ func shutdownAsync(s *Server, timeout time.Duration) chan error {
 	return done
 }
 
-// TestShutdownDeliversEveryPipelinedReply is the drain of REFERENCE.md: a
+// TestShutdownDeliversEveryPipelinedReply is the graceful drain SIGTERM promises: a
 // client pipelines a command that is slow, then n PINGs, and Shutdown starts
 // while the first is running and most of the rest are not yet read. Every
 // reply must arrive, in order, before the connection closes.
