@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"strconv"
+
+	"github.com/tidwall/redcon"
 )
 
 // maxReplyDepth bounds nesting in a peer's reply; rlstore's deepest is 3.
@@ -15,15 +17,9 @@ var errBadReply = errors.New("cluster: malformed reply from peer")
 
 // appendCommand appends args as a RESP array of bulk strings.
 func appendCommand(b []byte, args [][]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
+	b = redcon.AppendArray(b, len(args))
 	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
+		b = redcon.AppendBulk(b, a)
 	}
 	return b
 }

@@ -1,9 +1,8 @@
 package server
 
 import (
-	"strconv"
-
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/tidwall/redcon"
 )
 
 // remoteBatch is the requests of one client's batch for one owner, encoded
@@ -43,16 +42,11 @@ func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, o
 // appendHop appends args as a RESP command wrapped in RL.HOP 1 resp, the
 // way a forwarded request reaches its owner.
 func appendHop(b []byte, resp int, args [][]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)+3), 10)
-	b = append(b, "\r\n$6\r\nRL.HOP\r\n$1\r\n1\r\n$1\r\n"...)
+	b = redcon.AppendArray(b, len(args)+3)
+	b = append(b, "$6\r\nRL.HOP\r\n$1\r\n1\r\n$1\r\n"...)
 	b = append(b, '0'+byte(resp), '\r', '\n')
 	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
+		b = redcon.AppendBulk(b, a)
 	}
 	return b
 }

@@ -57,17 +57,7 @@ func (rc *respConn) Later() *Later {
 // reply goes out once the replies before it have, and the rest of its read
 // batch's are ready too: a batch's replies go out in one write.
 func (l *Later) Finish(reply []byte) {
-	rc := l.rc
-	rc.box.mu.Lock()
-	l.data, l.done = reply, true
-	rc.box.bytes += int64(len(reply))
-	start := rc.box.writableLocked() && !rc.box.async
-	rc.box.async = rc.box.async || start
-	rc.box.mu.Unlock()
-	rc.box.signal()
-	if start {
-		go rc.writeAsync()
-	}
+	finishAll([]*Later{l}, [][]byte{reply})
 }
 
 // finishAll finishes ls, Laters of one connection, with replies[i] for

@@ -1,6 +1,7 @@
 package accuracy
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -71,7 +72,7 @@ type interval struct{ lo, hi int64 }
 // their order does not matter, and events is reordered.
 func Check(r Rule, events []Event, slack time.Duration) Result {
 	acc := Result{Rule: r, Slack: slack, UnderChecked: r.Period == 0}
-	slices.SortFunc(events, func(a, b Event) int { return cmpUint(a.Key, b.Key) })
+	slices.SortFunc(events, func(a, b Event) int { return cmp.Compare(a.Key, b.Key) })
 	for len(events) > 0 {
 		n := 1
 		for n < len(events) && events[n].Key == events[0].Key {
@@ -81,16 +82,6 @@ func Check(r Rule, events []Event, slack time.Duration) Result {
 		events = events[n:]
 	}
 	return acc
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // addKey checks one key's events.

@@ -1,6 +1,7 @@
 package accuracy
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -39,7 +40,7 @@ func (acc *Result) addBucketKey(r Rule, events []Event, slack time.Duration) {
 // splits into a term in k and a term in i, so a suffix maximum over k finds
 // the worst k for every i in linear time.
 func (acc *Result) overBucket(r Rule, admits []interval) {
-	slices.SortFunc(admits, func(a, b interval) int { return cmpInt(a.lo, b.lo) })
+	slices.SortFunc(admits, func(a, b interval) int { return cmp.Compare(a.lo, b.lo) })
 	rate := float64(r.Limit) / float64(r.Period) // units per ns
 	cost := float64(r.Cost)
 	best := make([]float64, len(admits)+1) // best[k]: max over k' ≥ k of the k' term
@@ -63,14 +64,4 @@ func (acc *Result) overBucket(r Rule, admits []interval) {
 		}
 	}
 	acc.OverAdmitted += int64(math.Ceil(worst - 1e-9))
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
