@@ -49,6 +49,19 @@ func clients(t *testing.T, nodes ...*testNode) []*redis.Client {
 	return cs
 }
 
+// keyOwnedBy returns the first of prefix0, prefix1, ... that owner owns,
+// and its slot.
+func keyOwnedBy(t *testing.T, nodes []*testNode, owner *testNode, prefix string) (string, int) {
+	t.Helper()
+	for _, k := range testKeys(prefix, 100) {
+		if ownerOf(nodes, k) == owner {
+			return k, cluster.Slot([]byte(k))
+		}
+	}
+	t.Fatalf("%s owns none of the 100 keys %s*", owner.name, prefix)
+	return "", 0
+}
+
 func testKeys(prefix string, n int) []string {
 	var keys []string
 	for i := range n {
@@ -142,15 +155,9 @@ func TestHandoffRequestCrossesCut(t *testing.T) {
 	nodes := []*testNode{a, b}
 	waitOwners(t, nodes, 2)
 	waitSettled(t, nodes)
-	var key string
-	for _, k := range testKeys("cut:", 100) {
-		if ownerOf(nodes, k) == a {
-			key = k
-			break
-		}
-	}
-	slot := cluster.Slot([]byte(key))
-	ca, cb := clients(t, a, b)[0], clients(t, a, b)[1]
+	key, slot := keyOwnedBy(t, nodes, a, "cut:")
+	cs := clients(t, a, b)
+	ca, cb := cs[0], cs[1]
 	useToLimit(t, ca, []string{key})
 	// b imports the slot from a, as a new owner does.
 	self, _ := a.ml.View().Table.Node("node0")
@@ -178,14 +185,7 @@ func TestHandoffRequestCrossesCut(t *testing.T) {
 func TestHandoffGatedRequestWaits(t *testing.T) {
 	nodes := startTestCluster(t, 2, clusterOpts{})
 	a, b := nodes[0], nodes[1]
-	var key string
-	for _, k := range testKeys("gate:", 100) {
-		if ownerOf(nodes, k) == a {
-			key = k
-			break
-		}
-	}
-	slot := cluster.Slot([]byte(key))
+	key, slot := keyOwnedBy(t, nodes, a, "gate:")
 	ca := clients(t, a)[0]
 	useToLimit(t, ca, []string{key})
 	to, _ := a.ml.View().Table.Node(b.name)
@@ -212,15 +212,9 @@ func TestHandoffGatedRequestWaits(t *testing.T) {
 func TestHandoffTransaction(t *testing.T) {
 	nodes := startTestCluster(t, 2, clusterOpts{})
 	a, b := nodes[0], nodes[1]
-	var key string
-	for _, k := range testKeys("txn:", 100) {
-		if ownerOf(nodes, k) == a {
-			key = k
-			break
-		}
-	}
-	slot := cluster.Slot([]byte(key))
-	ca, cb := clients(t, a, b)[0], clients(t, a, b)[1]
+	key, slot := keyOwnedBy(t, nodes, a, "txn:")
+	cs := clients(t, a, b)
+	ca, cb := cs[0], cs[1]
 	txn := func(c *redis.Client) int64 {
 		t.Helper()
 		cmds, err := c.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
@@ -269,15 +263,9 @@ func TestHandoffDoneAnswerLost(t *testing.T) {
 	nodes := []*testNode{a, b}
 	waitOwners(t, nodes, 2)
 	waitSettled(t, nodes)
-	var key string
-	for _, k := range testKeys("lost:", 100) {
-		if ownerOf(nodes, k) == a {
-			key = k
-			break
-		}
-	}
-	slot := cluster.Slot([]byte(key))
-	ca, cb := clients(t, a, b)[0], clients(t, a, b)[1]
+	key, slot := keyOwnedBy(t, nodes, a, "lost:")
+	cs := clients(t, a, b)
+	ca, cb := cs[0], cs[1]
 	useToLimit(t, ca, []string{key})
 	to, _ := a.ml.View().Table.Node(b.name)
 	a.srv.cl.switchMu.Lock()
