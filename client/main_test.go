@@ -10,16 +10,8 @@ import (
 // rlstoreBin is the rlstore binary TestMain built from this checkout.
 var rlstoreBin string
 
-func TestMain(m *testing.M) {
-	os.Exit(rlstoretest.MainBuild(false, func(bin string) int {
-		rlstoreBin = bin
-		return m.Run()
-	}))
-}
+func TestMain(m *testing.M) { os.Exit(rlstoretest.Main(m, &rlstoreBin)) }
 
 // startRlstore runs rlstore on a free loopback port until the test ends and
 // returns its address.
-func startRlstore(tb testing.TB) string {
-	tb.Helper()
-	return rlstoretest.Start(tb, rlstoreBin, nil, "--port", "0").Addr(tb)
-}
+func startRlstore(tb testing.TB) string { return rlstoretest.StartPlain(tb, rlstoreBin) }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // Build compiles github.com/rlstore/rlstore/cmd/rlstore into dir, with the
@@ -39,4 +40,21 @@ func MainBuild(race bool, run func(bin string) int) int {
 		return 1
 	}
 	return run(bin)
+}
+
+// Main is the whole TestMain of a package whose tests share one plain
+// rlstore binary: it builds it, stores its path in *bin for the tests,
+// runs them, and returns their exit code for os.Exit.
+func Main(m interface{ Run() int }, bin *string) int {
+	return MainBuild(false, func(b string) int {
+		*bin = b
+		return m.Run()
+	})
+}
+
+// StartPlain runs bin on a free loopback port with no other flags until
+// the test ends, and returns its address.
+func StartPlain(tb testing.TB, bin string) string {
+	tb.Helper()
+	return Start(tb, bin, nil, "--port", "0").Addr(tb)
 }
