@@ -95,6 +95,7 @@ type client struct {
 	changed bool     // ran a write command since the last commit (see commitBatch)
 	changes []change // under appendfsync always: what the batch changed, to take back if its commit fails
 	looked  []state  // recordChanges' scratch
+	stripes []uint8  // the key locks recordChanges holds
 
 	peer  bool                    // another node of the cluster, which proved it with RL.PEER AUTH
 	nonce string                  // the RL.PEER HELLO challenge awaiting its AUTH

@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -157,4 +159,62 @@ func TestRefusedChargesAreTakenBack(t *testing.T) {
 	}
 	_, ok := m.Get([]byte("hot"), time.Now().UnixNano())
 	assert.False(t, ok, "refused charges were kept")
+}
+
+// TestChargeMadeWhileAnotherIsTakenBack replays a race that acknowledged a
+// charge the log never held. Client A looks up the key's state before its
+// charge while client B's charge is on it; B's commit fails and its charge is
+// taken back; A then charges the emptied key, to the very state B's charge
+// had made. A's lookups before and after its charge saw the same state, so
+// its charge went unnoticed: no commit, and a success reply while the log
+// was failing. A's charge must be refused too, and neither may stay.
+func TestChargeMadeWhileAnotherIsTakenBack(t *testing.T) {
+	clk := newFakeClock(time.Unix(1700000000, 0)) // both charges make the same state
+	m, err := shard.New(shard.Config{Shards: 16})
+	require.NoError(t, err)
+	fsys := vfs.NewErrorFS(vfs.OS)
+	st, _, err := persistence.Open(t.TempDir(), m, persistence.Options{Fsync: persistence.FsyncAlways, FS: fsys,
+		FlushInterval: 5 * time.Millisecond, RetryInterval: 20 * time.Millisecond, SnapshotInterval: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	s := newTestServer(t, Config{Store: m, Durability: st, Clock: clk.Now})
+
+	syncing, aLooked, bReplied, busy := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var syncOnce, busyOnce sync.Once
+	fsys.Inject(func(op vfs.Op, path string) error {
+		if op != vfs.OpSync || !strings.HasSuffix(path, ".rla") {
+			return nil
+		}
+		syncOnce.Do(func() { close(syncing) }) // B's charge is made, and its commit under way
+		<-aLooked
+		return syscall.EIO
+	})
+	var looks atomic.Int32
+	s.hooks.looked = func() {
+		if looks.Add(1) != 2 { // the first is B's
+			return
+		}
+		close(aLooked) // B's commit fails now
+		select {
+		case <-bReplied: // B's charge was taken back before A's is made
+		case <-busy: // or its taking back waits for A's charge to be made and seen
+		}
+	}
+	s.hooks.keyBusy = func() { busyOnce.Do(func() { close(busy) }) }
+	addr := serveTest(t, s)
+
+	ctx := ctxT(t)
+	a, b := newClient(t, addr, 2), newClient(t, addr, 2)
+	bErr := make(chan error, 1)
+	go func() {
+		bErr <- b.Do(ctx, "RL.SLIDE", "hot", 100000, 60).Err()
+		close(bReplied)
+	}()
+	<-syncing
+	aReply, aErr := a.Do(ctx, "RL.SLIDE", "hot", 100000, 60).Result()
+	require.Error(t, aErr, "A's charge was acknowledged while the log failed: %v", aReply)
+	assert.True(t, strings.HasPrefix(aErr.Error(), "MISCONF"), "%v", aErr)
+	require.Error(t, <-bErr)
+	_, ok := m.Get([]byte("hot"), clk.Now().UnixNano())
+	assert.False(t, ok, "a refused charge was kept")
 }

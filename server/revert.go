@@ -44,6 +44,13 @@ type reverts struct {
 	n       atomic.Int64 // len(pending), read without the lock
 }
 
+// writeHooks let a test stop a write command at a chosen point, to replay
+// a race between clients; every field is nil outside tests.
+type writeHooks struct {
+	looked  func() // recordChanges has looked up the keys' states before running the command
+	keyBusy func() // a revert waits for a key another write command is changing
+}
+
 // changeKeys returns the keys a write command may change, and the route
 // they share if it is not each key itself, or nil if its changes are not
 // taken back this way (FLUSHALL and RL.POLICY make their own writes durable
@@ -75,15 +82,26 @@ func (s *Server) entries(keys [][]byte, route []byte, dst []state) []state {
 
 // recordChanges runs a write command, noting in c.changes what it changed,
 // and reports whether it may have changed anything: a peek or a denial does
-// not, and a batch of those needs no commit.
+// not, and a batch of those needs no commit. Its keys are locked from the
+// lookup before the command to the lookup after (see keyLocks), so that the
+// two tell exactly what the command changed.
 func (s *Server) recordChanges(c *client, cm *command, args [][]byte) bool {
 	keys, route := s.changeKeys(cm.name, args)
 	if keys == nil {
+		if cm.name == "flushall" { // no write command may run between another's lookups and find its key emptied
+			c.stripes = s.keyLocks.lockAll(c.stripes[:0])
+			defer s.keyLocks.unlock(c.stripes)
+		}
 		cm.run(s, c, args)
 		return true
 	}
+	c.stripes = s.keyLocks.lock(keys, route, c.stripes[:0])
+	defer s.keyLocks.unlock(c.stripes)
 	n := len(keys)
 	c.looked = s.entries(keys, route, c.looked[:0])
+	if s.hooks.looked != nil {
+		s.hooks.looked()
+	}
 	cm.run(s, c, args)
 	c.looked = s.entries(keys, route, c.looked)
 	changed := false
@@ -124,7 +142,10 @@ func (s *Server) revert(changes []change) {
 		var kept []change
 		for i := len(r.pending) - 1; i >= 0; i-- {
 			ch := r.pending[i]
-			if s.cfg.Store.Revert(ch.key, ch.route, ch.before.ptr(), ch.after.ptr()) {
+			mu := s.keyLocks.lockChange(&ch, s.hooks.keyBusy)
+			ok := s.cfg.Store.Revert(ch.key, ch.route, ch.before.ptr(), ch.after.ptr())
+			mu.Unlock()
+			if ok {
 				s.reverted.Add(1)
 				progress = true
 				continue

@@ -136,6 +136,8 @@ type Server struct {
 	failedCommits atomic.Int64 // batches whose commit failed
 	reverted      atomic.Int64 // changes taken back after their commit failed
 	reverts       reverts
+	keyLocks      keyLocks   // see recordChanges
+	hooks         writeHooks // tests only
 
 	outputLimitClosed atomic.Int64 // clients closed for passing the output limit, for INFO
 
