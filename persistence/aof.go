@@ -270,6 +270,9 @@ func (l *aof) Changes(i int, es []shard.Entry) {
 	l.mu.Lock()
 	seg := l.route[i]
 	l.mu.Unlock()
+	if seg.buf == nil {
+		seg.buf = make([]byte, 0, segmentBuffer)
+	}
 	seg.buf = appendEntries(seg.buf, es, now)
 	l.logged.Add(int64(len(es)))
 	if len(seg.buf) >= writeChunk {
@@ -295,9 +298,15 @@ func (l *aof) Flushed() {
 // interval's changes before writing them cost 8 bytes of RSS a key while 1M
 // keys were filled at 170k a second: the buffer, and the copies append left
 // behind as it doubled, stayed resident after the fill. With 256 KiB chunks
-// each segment kept a 512 KiB buffer (0.5 B a key at 1M keys); 64 KiB chunks
-// still write a busy fill's 4 MB a second in 60 writes.
-const writeChunk = 64 << 10
+// each segment kept a 512 KiB buffer (0.5 B a key at 1M keys); 32 KiB chunks
+// still write a busy fill's 4 MB a second in 130 writes. A segment's buffer
+// is made once, with segmentBuffer bytes: the feed hands over a shard's
+// changes a bounded piece at a time, so a chunk and one piece fit in it and
+// appends never regrow it.
+const (
+	writeChunk    = 32 << 10
+	segmentBuffer = writeChunk + writeChunk/2
+)
 
 // writeSegLocked writes seg's buffer and counts what it wrote.
 func (l *aof) writeSegLocked(seg *segment, now int64) error {

@@ -9,7 +9,9 @@ import (
 // Subscriber receives what a Feed drains from a Map.
 type Subscriber interface {
 	// Changes receives shard i's changes since the last drain, as
-	// Map.DrainDirty returns them: tombstones first, then current states.
+	// Map.DrainDirtyUpTo returns them: tombstones first, then current
+	// states, a bounded piece at a time (so a shard may come in several
+	// calls).
 	// es, and the keys and counters its entries point to, are reused once
 	// Changes returns: a subscriber copies or encodes what it keeps.
 	Changes(i int, es []shard.Entry)
@@ -51,13 +53,15 @@ func (f *Feed) Drain() int {
 	defer f.mu.Unlock()
 	n := 0
 	for i := range f.m.Shards() {
-		f.ents = f.m.DrainDirtyTo(i, f.ents[:0], &f.buf)
-		if len(f.ents) == 0 {
-			continue
-		}
-		n += len(f.ents)
-		for _, s := range f.subs {
-			s.Changes(i, f.ents)
+		for more := true; more; {
+			f.ents, more = f.m.DrainDirtyUpTo(i, f.ents[:0], &f.buf, drainPiece)
+			if len(f.ents) == 0 {
+				continue
+			}
+			n += len(f.ents)
+			for _, s := range f.subs {
+				s.Changes(i, f.ents)
+			}
 		}
 	}
 	clear(f.ents) // let the drained keys go
@@ -67,9 +71,15 @@ func (f *Feed) Drain() int {
 	return n
 }
 
-// maxKeptEntries bounds the entries a Feed keeps for its next drain: a shard
-// with 4k keys all changed since the last drain would keep 480 KB.
-const maxKeptEntries = 1024
+// A drain hands a shard's changes over drainPiece at a time, so that the
+// entries a Feed keeps are enough for every drain but a burst's (tombstones,
+// a rebuilt shard), and a busy drain allocates nothing. maxKeptEntries
+// bounds the entries kept for the next drain: a shard with 4k keys all
+// changed since the last drain would keep 480 KB.
+const (
+	drainPiece     = 256
+	maxKeptEntries = 1024
+)
 
 // Flush runs flush, which deletes every key, with no drain running, then
 // tells each subscriber: no change from before it is delivered after it.

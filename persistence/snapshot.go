@@ -25,6 +25,16 @@ type snapInfo struct {
 	bytes   int64
 }
 
+// A snapshot encodes a shard's entries snapshotPiece at a time, each piece
+// an entries block, and writes whenever writeChunk bytes are buffered, so
+// its buffer stays under snapshotBuffer. Encoding a shard at once and
+// writing 1 MiB at a time grew the buffer by doubling to 2 MiB: 4 MB of
+// garbage per snapshot, there when a first snapshot runs during a fill.
+const (
+	snapshotPiece  = 512
+	snapshotBuffer = 2 * writeChunk
+)
+
 // exportFunc appends shard i's entries to dst. Their keys and counters may
 // share memory with those of its previous call: use them before the next.
 type exportFunc func(i int, dst []shard.Entry) []shard.Entry
@@ -35,7 +45,7 @@ type exportFunc func(i int, dst []shard.Entry) []shard.Entry
 func writeSnapshot(fsys vfs.FS, path string, shards int, export exportFunc, gen uint64, now int64, t *fsyncTimer) (snapInfo, error) {
 	info := snapInfo{gen: gen, created: now}
 	size, err := writeAtomic(fsys, path, t, func(f vfs.File) error {
-		buf := appendHeader(nil, magicSnapshot, now, gen)
+		buf := appendHeader(make([]byte, 0, snapshotBuffer), magicSnapshot, now, gen)
 		var es []shard.Entry
 		for i := range shards {
 			es = export(i, es[:0])
@@ -46,11 +56,15 @@ func writeSnapshot(fsys vfs.FS, path string, shards int, export exportFunc, gen 
 				}
 			}
 			info.entries += int64(len(live))
-			if buf = appendEntries(buf, live, now); len(buf) >= blockBytes {
-				if _, err := f.Write(buf); err != nil {
-					return err
+			for len(live) > 0 {
+				n := min(len(live), snapshotPiece)
+				if buf = appendEntries(buf, live[:n], now); len(buf) >= writeChunk {
+					if _, err := f.Write(buf); err != nil {
+						return err
+					}
+					buf = buf[:0]
 				}
-				buf = buf[:0]
+				live = live[n:]
 			}
 		}
 		buf, start := beginBlock(buf, kindEnd)

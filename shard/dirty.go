@@ -2,6 +2,7 @@ package shard
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 )
 
@@ -21,6 +22,7 @@ type dirty struct {
 	full  bool     // more slots changed than slots may hold: a drain scans bits
 	gone  []byte   // keys deleted, each uvarint-length-prefixed
 	gen   uint16   // the shard's generation at the last drain
+	at    int      // the word of bits a drain stopped at, to go on from
 }
 
 // dirtyListMin is how many changed slots a shard lists however small it is.
@@ -96,16 +98,28 @@ func (m *Map) DrainDirty(i int, dst []Entry) []Entry {
 // DrainDirtyTo is DrainDirty with the entries' keys and counters in buf,
 // whose memory the next call given buf reuses. A nil buf is DrainDirty.
 func (m *Map) DrainDirtyTo(i int, dst []Entry, buf *ExportBuffer) []Entry {
+	dst, _ = m.DrainDirtyUpTo(i, dst, buf, math.MaxInt)
+	return dst
+}
+
+// DrainDirtyUpTo is DrainDirtyTo that stops after visiting max changed
+// slots, and reports whether it left changes for the next call. Tombstones
+// and a moved shard's keys still come all at once. Draining a busy shard in
+// pieces bounds the entries its caller holds, so they need not be allocated
+// again every drain: one shard's second of a 1M-key fill was 1,300 entries
+// of 120 bytes. The changes made between two pieces come in a later piece
+// or the next drain, after any tombstone drained before them.
+func (m *Map) DrainDirtyUpTo(i int, dst []Entry, buf *ExportBuffer, max int) (es []Entry, more bool) {
 	s := m.shards[i]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	x := buf.exporter()
 	defer buf.keep(&x)
-	return s.drainLocked(&x, dst)
+	return s.drainLocked(&x, dst, max)
 }
 
-// drainLocked appends the entries DrainDirty returns, copied by x.
-func (s *shard) drainLocked(x *exporter, dst []Entry) []Entry {
+// drainLocked appends the entries DrainDirtyUpTo returns, copied by x.
+func (s *shard) drainLocked(x *exporter, dst []Entry, max int) ([]Entry, bool) {
 	d := &s.dirty
 	for b := d.gone; len(b) > 0; {
 		n, k := binary.Uvarint(b)
@@ -113,33 +127,46 @@ func (s *shard) drainLocked(x *exporter, dst []Entry) []Entry {
 		b = b[k+int(n):]
 	}
 	d.gone = d.gone[:0]
-	list, full := d.slots, d.full
-	d.slots, d.full = d.slots[:0], false
 	if s.gen != d.gen { // slots moved
-		d.gen = s.gen
+		d.gen, d.at = s.gen, 0
+		d.slots, d.full = d.slots[:0], false
 		clear(d.bits)
 		if !d.on {
-			return dst
+			return dst, false
 		}
-		return x.allLocked(s, dst)
+		return x.allLocked(s, dst), false
 	}
-	if full {
-		return d.scanLocked(s, x, dst)
+	if d.full {
+		return d.scanLocked(s, x, dst, max)
 	}
-	for _, j := range list {
+	n := min(len(d.slots), max)
+	for _, j := range d.slots[:n] {
 		d.bits[j>>6] &^= 1 << (j & 63)
 		dst = x.slotLocked(s, j, dst)
 	}
-	return dst
+	d.slots = d.slots[:copy(d.slots, d.slots[n:])]
+	return dst, len(d.slots) > 0
 }
 
-// scanLocked appends the entry of every slot whose bit is set, clearing the bits.
-func (d *dirty) scanLocked(s *shard, x *exporter, dst []Entry) []Entry {
-	for w, word := range d.bits {
-		for ; word != 0; word &= word - 1 {
+// scanLocked appends the entry of every slot whose bit is set, clearing the
+// bits, from the word the last scan stopped at, until it has visited max.
+// While a scan is unfinished every change only sets its bit, so the list
+// stays empty; one that went on from an earlier piece has passed over
+// changes made meanwhile in words before it, so the next drain scans again.
+func (d *dirty) scanLocked(s *shard, x *exporter, dst []Entry, max int) ([]Entry, bool) {
+	resumed := d.at > 0
+	d.slots = d.slots[:0]
+	for w := d.at; w < len(d.bits); w++ {
+		for word := d.bits[w]; word != 0; word &= word - 1 {
+			if max == 0 {
+				d.bits[w], d.at = word, w
+				return dst, true
+			}
+			max--
 			dst = x.slotLocked(s, uint32(w<<6+bits.TrailingZeros64(word)), dst)
 		}
 		d.bits[w] = 0
 	}
-	return dst
+	d.at, d.full = 0, resumed
+	return dst, false
 }
