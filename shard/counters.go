@@ -30,6 +30,12 @@ func (s *shard) countersLocked(sl *slot) []uint64 {
 	return s.moveCountersLocked(sl, b, len(b)+1)
 }
 
+// extRef is the second word of a slot whose counters are in the block ref,
+// of class c: the ref, and above it the class, which Prefetch reads to ask
+// for the whole block without waiting for its header. Every reader of the
+// ref takes its low 32 bits.
+func extRef(ref uint32, c int) uint64 { return uint64(ref) | uint64(c)<<32 }
+
 // peekCountersLocked returns a Slide slot's counters without making room.
 func (s *shard) peekCountersLocked(sl *slot) []uint64 {
 	if sl.state[0] == extMark {
@@ -49,7 +55,7 @@ func (s *shard) moveCountersLocked(sl *slot, b []uint64, want int) []uint64 {
 	nb = append(nb, b...)
 	s.ext.setLen(ref, len(nb))
 	s.freeCountersLocked(sl)
-	sl.state = window.State{extMark, uint64(ref)}
+	sl.state = window.State{extMark, extRef(ref, classFor(want))}
 	s.extBytesLocked(sl, 8*cap(nb))
 	return nb
 }

@@ -112,10 +112,25 @@ func (s *shard) prefetchStateLocked(i uint32) {
 	if sl.state[0] != extMark {
 		return
 	}
-	ref := uint32(sl.state[1])
+	ref, class := uint32(sl.state[1]), int(sl.state[1]>>32)
 	if p := int(ref >> extPageBits); p < len(s.ext.pages) {
 		if w := s.ext.pages[p]; int(ref&(extPage-1)) < len(w) {
-			prefetch(uintptr(unsafe.Pointer(&w[ref&(extPage-1)])))
+			prefetchBlock(w[ref&(extPage-1):], class)
 		}
 	}
 }
+
+// prefetchBlock asks for the lines of the counter block of class c at the
+// start of w, all of which a decision reads, up to prefetchBlockWords words.
+// It reads nothing of the block: its header would be a miss to wait for.
+func prefetchBlock(w []uint64, c int) {
+	n := min(4<<min(c, extClasses), len(w), prefetchBlockWords)
+	start := uintptr(unsafe.Pointer(&w[0]))
+	for a := start &^ 63; a < start+uintptr(8*n); a += 64 {
+		prefetch(a)
+	}
+}
+
+// prefetchBlockWords bounds the words of a counter block Prefetch asks for:
+// 16 lines, a minute's window of per-second counters.
+const prefetchBlockWords = 128
