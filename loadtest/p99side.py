@@ -10,7 +10,10 @@
 #   go build -o /tmp/rlstore ./cmd/rlstore && go build -o /tmp/rlload ./loadtest/cmd/rlload
 #   BIN=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/p99side.py
 # Optional: ROUNDS (3), DUR (4s), VARIANTS: rlstore runs to compare, as
-# "name=ENV=value ...;name2=BIN=/other/binary" (default "rlstore=").
+# "name=ENV=value ...;name2=BIN=/other/binary" (default "rlstore=");
+# FRESH=1 starts every server anew each round, so each fill is a fresh
+# server's first; PHASES ("fill,steady") picks the runs. "sched p99" is the
+# 99th percentile of Go's wait for a core (/sched/latencies) during the run.
 import json, os, re, resource, socket, subprocess, sys, time, urllib.request
 
 RLLOAD = os.environ.get("RLLOAD", "rlload")
@@ -26,16 +29,28 @@ def cpu(pid):
     return (int(f[11]) + int(f[12])) / 100.0
 
 
+def buckets(t, name):
+    """A cumulative histogram from /metrics, by bucket bound."""
+    return {float(x.group(1)): int(x.group(2)) for x in
+            re.finditer(r'^' + name + r'_bucket\{le="([^"+]+)"\} (\d+)', t, re.M)}
+
+
 def gc_stats(mport):
-    """Collections so far, and pauses by bucket bound, from /metrics."""
+    """Collections so far, pauses and scheduling latencies by bucket bound, from /metrics."""
     if not mport:
-        return 0, {}
+        return 0, {}, {}
     t = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics").read().decode()
     m = re.search(r"^go_gc_cycles_total_gc_cycles_total (\d+)", t, re.M) or \
         re.search(r"^go_gc_duration_seconds_count (\d+)", t, re.M)
-    b = {float(x.group(1)): int(x.group(2)) for x in
-         re.finditer(r'^go_gc_pauses_seconds_bucket\{le="([^"+]+)"\} (\d+)', t, re.M)}
-    return (int(m.group(1)) if m else 0), b
+    return (int(m.group(1)) if m else 0), buckets(t, "go_gc_pauses_seconds"), \
+        buckets(t, "go_sched_latencies_seconds")
+
+
+def quantile(h0, h1, q):
+    """The bucket bound below which a fraction q of the samples between h0 and h1 fall."""
+    d = sorted((k, v - h0.get(k, 0)) for k, v in h1.items())
+    total = d[-1][1] if d else 0
+    return next((k for k, v in d if total and v >= q * total), 0.0)
 
 
 def client_cpu():
@@ -72,22 +87,36 @@ def start_systems():
     return systems
 
 
+def stop(systems):
+    for s in systems:
+        s[3].terminate()
+    for s in systems:
+        s[3].wait()
+
+
 def main():
+    fresh = os.environ.get("FRESH") == "1"
+    phases = os.environ.get("PHASES", "fill,steady").split(",")
     systems = start_systems()
     time.sleep(1.0)
+    print("load average", open("/proc/loadavg").read().split()[:3], flush=True)
     try:
         for rnd in range(int(os.environ.get("ROUNDS", "3"))):
+            if fresh and rnd > 0:
+                stop(systems)
+                systems = start_systems()
+                time.sleep(1.0)
             order = systems if rnd % 2 == 0 else systems[::-1]
             for name, port, wl, proc, mport in order:
                 prefix = f"p99r{rnd}:"
-                for phase in ("fill", "steady"):
+                for phase in phases:
                     if phase == "steady":  # every key exists before the measured run
                         load(port, wl, prefix, ["--dist", "seq", "-n", "100000", "--duration", "0"])
-                    g0, p0 = gc_stats(mport)
+                    g0, p0, s0 = gc_stats(mport)
                     c0, k0 = cpu(proc.pid), client_cpu()
                     j = load(port, wl, prefix, ["--duration", DUR])
                     c1, k1 = cpu(proc.pid), client_cpu()
-                    g1, p1 = gc_stats(mport)
+                    g1, p1, s1 = gc_stats(mport)
                     n = max(j["requests"], 1)
                     d = {k: v - p0.get(k, 0) for k, v in p1.items()}
                     pauses = max(d.values(), default=0)
@@ -97,10 +126,10 @@ def main():
                           f"p50 {lat['p50_ns']:.2f} p99 {lat['p99_ns']:.2f} p999 {lat['p999_ns']:.2f} "
                           f"max {lat['max_ns']:.1f} ms | server {(c1-c0)*1e6/n:.2f} us/req, "
                           f"client {(k1-k0)*1e6/n:.2f} us/req | GCs {g1-g0}, pauses {pauses}, "
-                          f">0.5ms {long}", flush=True)
+                          f">0.5ms {long}, sched p99 {quantile(s0, s1, 0.99)*1e3:.2f} ms", flush=True)
     finally:
-        for s in systems:
-            s[3].terminate()
+        stop(systems)
+        print("load average", open("/proc/loadavg").read().split()[:3], flush=True)
 
 
 if __name__ == "__main__":
