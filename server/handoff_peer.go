@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/shard"
 )
 
 // peerImport is RL.PEER IMPORT from reset|add slots payload: keys of slots
@@ -14,24 +15,70 @@ import (
 // slots (an earlier copy, which the new one replaces whole). It changes no
 // slot's state: this node goes on sending the slots' requests to from,
 // until peerDone.
+//
+// A slot this node serves as its own (see servedSlots) is not replaced: from
+// took it only while it did not see this node for a moment (a membership
+// flap), and hands it back from its copies, older than this node's keys or
+// missing some. This node keeps every key it has and takes only the ones it lacks.
 func (s *Server) peerImport(c *client, args [][]byte) {
 	slots, ok := parseSlots(string(args[4]))
 	if len(args) != 6 || !ok {
 		c.conn.WriteError(errSyntax)
 		return
 	}
-	if equalFoldASCII(args[3], "reset") {
-		s.dropSlots(slotSet(slots))
-		s.importingFrom(string(args[2]), slots)
+	from, reset := string(args[2]), equalFoldASCII(args[3], "reset")
+	s.cl.view() // take the membership's newest view first: a joiner marks what it imports
+	own, others := s.servedSlots(slots)
+	if reset {
+		s.dropSlots(slotSet(others))
+		s.importingFrom(from, others)
+		if len(others) < len(slots) {
+			s.log.Warn("cluster: a node hands over slots this node never stopped serving (a membership flap); keeping this node's keys, adding only the ones it lacks",
+				"from", from, "slots", len(slots)-len(others))
+		}
 	}
-	n, err := persistence.ImportEntries(args[5], s.cfg.Store, time.Now().UnixNano())
-	s.cl.ho.copied(string(args[2]), equalFoldASCII(args[3], "reset"), n, len(args[5]))
+	n, err := s.importHanded(args[5], own)
+	s.cl.ho.copied(from, reset, n, len(args[5]))
 	if err != nil {
-		s.log.Warn("cluster: a handed-over key could not be stored", "from", string(args[2]), "err", err)
+		s.log.Warn("cluster: a handed-over key could not be stored", "from", from, "err", err)
 		c.conn.WriteError("ERR import: " + err.Error())
 		return
 	}
 	c.conn.WriteString("OK")
+}
+
+// servedSlots splits slots into those this node serves as their owner, and
+// has served as such since it first counted what it served: its table
+// names it, no handoff is moving them, and it is not a joiner that has yet
+// to see the cluster; and the others.
+func (s *Server) servedSlots(slots []int) (*slotBits, []int) {
+	cn := s.cl
+	cn.switchMu.Lock() // counts is the hook's
+	defer cn.switchMu.Unlock()
+	v := cn.cur.Load()
+	var own slotBits
+	var others []int
+	for _, slot := range slots {
+		if cn.ho.counts && v.Table.Owner(slot).Name == v.Self && cn.ho.state(slot) == nil {
+			own[slot/64] |= 1 << (slot % 64)
+		} else {
+			others = append(others, slot)
+		}
+	}
+	return &own, others
+}
+
+// importHanded stores a handoff's entries: each replaces its key's state,
+// but in a slot of own, where it only fills a key this node lacks.
+func (s *Server) importHanded(payload []byte, own *slotBits) (int, error) {
+	m, now := s.cfg.Store, time.Now().UnixNano()
+	return persistence.DecodeEntries(payload, func(e *shard.Entry) error {
+		if own.has(cluster.Slot(e.Route)) {
+			_, err := m.ImportMissing(*e, now)
+			return err
+		}
+		return m.Import(*e, now)
+	})
 }
 
 // importingFrom makes the slots this node imports come from node from,
@@ -92,29 +139,73 @@ func (s *Server) peerDone(c *client, args [][]byte) {
 		return
 	}
 	from := string(args[2])
+	s.cl.view() // take the membership's newest view first
+	served, err := s.takeSlots(from, slots)
+	if err != "" {
+		c.conn.WriteError(err)
+		return
+	}
+	s.resyncBackups(served)
+	s.cl.ho.took(from, len(slots))
+	s.log.Info("cluster: took slots over", "from", from, "slots", len(slots))
+	c.conn.WriteString("OK")
+}
+
+// takeSlots makes this node serve slots, which from hands over, and
+// returns those it served already (see servedSlots), or the error reply.
+func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
+	own, _ := s.servedSlots(slots)
 	cn := s.cl
-	cn.view() // take the membership's newest view first
 	cn.switchMu.Lock()
 	defer cn.switchMu.Unlock()
 	v := cn.cur.Load()
 	for _, slot := range slots {
 		if owner := v.Table.Owner(slot).Name; owner != v.Self && owner != from {
-			c.conn.WriteError("ERR slot " + strconv.Itoa(slot) + " belongs to " + owner + " here")
-			return
+			return nil, "ERR slot " + strconv.Itoa(slot) + " belongs to " + owner + " here"
 		}
 	}
+	var served []int
 	adopted := &slotState{mode: modeAdopted, peer: cluster.Node{Name: from}}
 	for _, slot := range slots {
-		if v.Table.Owner(slot).Name == v.Self {
+		switch {
+		case own.has(slot):
+			served = append(served, slot)
+		case v.Table.Owner(slot).Name == v.Self:
 			cn.ho.slots[slot].Store(nil)
-		} else {
+		default:
 			cn.ho.slots[slot].Store(adopted)
 		}
 	}
 	cn.ho.notify()
-	cn.ho.took(from, len(slots))
-	s.log.Info("cluster: took slots over", "from", from, "slots", len(slots))
-	c.conn.WriteString("OK")
+	return served, ""
+}
+
+// resyncBackups gives the backups of served, slots a node hands back that
+// this node never stopped serving, a full sync. That node took them over
+// while it did not see this node, promoting its copies of them into its
+// store, where the cut drops them: as their backup again it holds none,
+// and only the keys that change from now on would be shipped to it.
+func (s *Server) resyncBackups(served []int) {
+	r := s.cl.repl
+	if r == nil || len(served) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.table == nil {
+		return
+	}
+	backups := map[string]bool{}
+	for _, slot := range served {
+		if b, ok := r.table.RunnerUp(slot); ok && r.table.Owner(slot).Name == r.self {
+			backups[b.Name] = true
+		}
+	}
+	for name := range backups {
+		if p := r.peers[name]; p != nil {
+			p.needFull("a node handed back slots it took over in a membership flap")
+		}
+	}
 }
 
 // HandOff hands every slot this node holds to the node that owns it

@@ -79,3 +79,35 @@ func sameEntry(cur Entry, ok bool, want *Entry) bool {
 	}
 	return cur.Params == want.Params && cur.State == want.State && slices.Equal(cur.Counters, want.Counters)
 }
+
+// ImportMissing stores e as Import does, but only if its key holds no
+// live state, and reports whether it did: a cluster node fills in the keys
+// a handoff brings that it lacks, and keeps the ones it has been deciding.
+// A tombstone, or an entry expired at now, changes nothing.
+func (m *Map) ImportMissing(e Entry, now int64) (bool, error) {
+	if e.Deleted() {
+		return false, nil
+	}
+	if err := e.check(); err != nil {
+		return false, err
+	}
+	if e.Expiry() <= now {
+		return false, nil
+	}
+	h, s := m.locate(e.Key, e.Route)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.lookupLocked(e.Key, h); ok && cur.Expiry() > now {
+		return false, nil
+	}
+	i, found := s.findLocked(e.Key, h)
+	if !found {
+		if i, found = m.insertLocked(s, e.Key, h); !found {
+			return false, ErrFull
+		}
+	}
+	s.setEntryLocked(s.slots.at(i), &e)
+	s.markDirtyLocked(i)
+	m.accountLocked(s)
+	return true, nil
+}

@@ -46,6 +46,52 @@ func TestRevert(t *testing.T) {
 	assert.False(t, m.Revert([]byte("a"), nil, b3, a3), "a key changed since is left alone")
 }
 
+// TestImportMissing fills a key that holds no state, or only expired
+// state, and leaves a live key as it is; a tombstone changes nothing.
+func TestImportMissing(t *testing.T) {
+	m, err := New(Config{Shards: 4})
+	require.NoError(t, err)
+	p := window.Params{Kind: window.KindSlide, Limit: 5, Period: time.Minute}
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for range 2 {
+		_, err := m.Decide([]byte("src"), p, now, 1, false)
+		require.NoError(t, err)
+	}
+	two, ok := m.Lookup([]byte("src"), nil)
+	require.True(t, ok)
+
+	_, err = m.Decide([]byte("live"), p, now, 1, false)
+	require.NoError(t, err)
+	two.Key = []byte("live")
+	stored, err := m.ImportMissing(two, now)
+	require.NoError(t, err)
+	assert.False(t, stored, "a live key keeps its state")
+	d, err := m.Decide([]byte("live"), p, now, 1, true)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, d.Remaining, "one charge, and the peek's own")
+
+	two.Key = []byte("gone")
+	stored, err = m.ImportMissing(two, now)
+	require.NoError(t, err)
+	assert.True(t, stored, "a missing key is filled")
+	d, err = m.Decide([]byte("gone"), p, now, 1, true)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, d.Remaining, "the imported two charges, and the peek's own")
+
+	_, err = m.Decide([]byte("old"), p, now-int64(time.Hour), 1, false)
+	require.NoError(t, err)
+	two.Key = []byte("old")
+	stored, err = m.ImportMissing(two, now)
+	require.NoError(t, err)
+	assert.True(t, stored, "a key whose state has expired is filled")
+
+	stored, err = m.ImportMissing(Entry{Key: []byte("live")}, now)
+	require.NoError(t, err)
+	assert.False(t, stored, "a tombstone deletes nothing")
+	_, ok = m.Get([]byte("live"), now)
+	assert.True(t, ok)
+}
+
 // BenchmarkLookup is the lookup the server makes before and after each write
 // under appendfsync always, to take a refused change back.
 func BenchmarkLookup(b *testing.B) {
