@@ -257,8 +257,9 @@ func (eb *entryBlock) parse(payload []byte) string {
 // pos returns the payload position of the next byte to read.
 func (eb *entryBlock) pos() int { return eb.size - len(eb.d.b) }
 
-// next reads the next entry into e, whose slices stay valid until the next call.
-// It returns a reason for rejecting the entry, or "".
+// next reads the next entry into e. Its key points into the block, and its
+// counters are appended to eb.counters, so they stay valid until the caller
+// resets eb.counters. It returns a reason for rejecting the entry, or "".
 func (eb *entryBlock) next(e *shard.Entry) string {
 	eb.left--
 	*e = shard.Entry{Key: eb.d.bytes(int(min(eb.d.uvarint(), math.MaxInt32)))}
@@ -293,7 +294,7 @@ func (eb *entryBlock) counterList(e *shard.Entry) string {
 	if n > uint64(len(eb.d.b))/2 || n > shard.MaxEntryCounters {
 		return "counter count out of range"
 	}
-	eb.counters = eb.counters[:0]
+	start := len(eb.counters)
 	at := eb.base / int64(k.Unit())
 	for i := range n {
 		if i == 0 {
@@ -307,7 +308,7 @@ func (eb *entryBlock) counterList(e *shard.Entry) string {
 		}
 		eb.counters = append(eb.counters, c)
 	}
-	e.Counters = eb.counters
+	e.Counters = eb.counters[start:len(eb.counters):len(eb.counters)]
 	return ""
 }
 
@@ -322,6 +323,7 @@ func importBlock(br *blockReader, payload []byte, m *shard.Map, now int64, tombs
 	n := 0
 	for eb.left > 0 {
 		pos := eb.pos()
+		eb.counters = eb.counters[:0] // Import copies them
 		if reason := eb.next(&e); reason != "" {
 			return n, br.corrupt(at(pos), reason)
 		}

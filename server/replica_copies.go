@@ -13,13 +13,20 @@ import (
 // into ReplicaConfig.Copies, a Map of their own that no command reads.
 
 // peerCopy is RL.PEER COPY payload: entries (persistence.AppendEntries)
-// to keep as copies; a tombstone deletes a copy.
+// to keep as copies; a tombstone deletes a copy. They are imported a batch
+// at a time, each shard's run of them under one lock: a backup imports
+// about as many keys as its primaries decide.
 func (r *replicator) peerCopy(c *client, payload []byte) {
 	r.received.Add(int64(len(payload)))
 	now := r.s.unixNano()
-	_, err := persistence.DecodeEntries(payload, func(e *shard.Entry) error {
-		if err := r.cfg.Copies.Import(*e, now); err != nil {
+	_, err := persistence.DecodeBatches(payload, func(es []shard.Entry) error {
+		for len(es) > 0 {
+			n, err := r.cfg.Copies.ImportBatch(es, now)
+			if err == nil {
+				break
+			}
 			r.copyErrs.Add(1) // the copies map is full (--maxmemory): this key is not backed up
+			es = es[n+1:]
 		}
 		return nil
 	})

@@ -24,9 +24,12 @@ type shipPeer struct {
 	once  sync.Once
 	done  chan struct{}
 
+	free chan []byte // chunk buffers shipped and acknowledged, for reuse
+
 	mu      sync.Mutex // guards the fields below
 	node    cluster.Node
-	queue   []byte    // encoded entries not yet shipped
+	queue   [][]byte  // chunks of encoded entries not yet shipped, each with copyHead room first
+	queued  int       // bytes in queue
 	since   time.Time // when the oldest queued change was queued; zero if none
 	full    bool      // a full sync is due before the queue counts
 	reason  string    // why the last full sync was due
@@ -46,7 +49,7 @@ type shipPeer struct {
 
 func newShipPeer(r *replicator, n cluster.Node) *shipPeer {
 	return &shipPeer{r: r, node: n, wakeC: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		full: true, reason: "first contact"}
+		free: make(chan []byte, shipWindow), full: true, reason: "first contact"}
 }
 
 func (p *shipPeer) setNode(n cluster.Node) {
@@ -73,13 +76,23 @@ func (p *shipPeer) enqueue(es []shard.Entry, now int64) {
 	if p.full {
 		return // the full sync will carry their state
 	}
-	if len(p.queue) == 0 {
+	if p.queued == 0 {
 		p.since = time.Unix(0, now)
 	}
-	p.queue = persistence.AppendEntries(p.queue, es, now)
-	if len(p.queue) > p.r.cfg.MaxQueue {
+	p.queued -= chunksBytes(p.queue)
+	p.queue = persistence.AppendEntriesChunks(p.queue, es, now, shipChunk, p.fresh)
+	p.queued += chunksBytes(p.queue)
+	if p.queued > p.r.cfg.MaxQueue {
 		p.needFullLocked("queue full")
 	}
+}
+
+func chunksBytes(chunks [][]byte) int {
+	n := 0
+	for _, c := range chunks {
+		n += len(c) - copyHead
+	}
+	return n
 }
 
 // needFull drops the queue: a full sync of the backup's slots is due.
@@ -90,11 +103,11 @@ func (p *shipPeer) needFull(reason string) {
 }
 
 func (p *shipPeer) needFullLocked(reason string) {
-	if !p.full && len(p.queue) > 0 {
+	if !p.full && p.queued > 0 {
 		p.dropped.Add(1)
 	}
 	p.full, p.reason, p.synced = true, reason, false
-	p.queue, p.since = nil, time.Time{}
+	p.queue, p.queued, p.since = nil, 0, time.Time{}
 }
 
 func (p *shipPeer) run() {
@@ -117,13 +130,13 @@ func (p *shipPeer) shipOnce() {
 		return
 	}
 	full, node := p.full, p.node
-	var batch []byte
+	var batch [][]byte
 	var since time.Time
 	if full {
 		p.full = false // changes from now on queue behind the sync
 	} else {
 		batch, since = p.queue, p.since
-		p.queue, p.since = nil, time.Time{}
+		p.queue, p.queued, p.since = nil, 0, time.Time{}
 	}
 	p.mu.Unlock()
 	var err error
@@ -134,9 +147,9 @@ func (p *shipPeer) shipOnce() {
 		return
 	default:
 		p.inFlight.CompareAndSwap(0, since.UnixNano())
-		err = p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("COPY"), batch}})
-		if err == nil {
-			p.acked(int64(len(batch)), since)
+		var n int64
+		if n, err = p.sendChunks(node, batch); err == nil {
+			p.acked(n, since)
 		}
 	}
 	p.settle(err, full)
@@ -181,6 +194,11 @@ func (p *shipPeer) send(node cluster.Node, cmds [][][]byte) error {
 	if err != nil {
 		return err
 	}
+	return refusal(reps)
+}
+
+// refusal returns the first error reply of reps as an error, or nil.
+func refusal(reps [][]byte) error {
 	for _, rep := range reps {
 		if len(rep) > 0 && rep[0] == '-' {
 			return &peerError{string(rep[1 : len(rep)-2])}
@@ -229,25 +247,27 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 		return slots[s/8]&(1<<(s%8)) != 0
 	}
 	var es []shard.Entry
-	var buf []byte
+	var chunks [][]byte
 	var sent int64
 	store := r.s.cfg.Store
 	for i := range store.Shards() {
 		es = store.ExportShardFunc(i, keep, es[:0])
-		if len(es) > 0 {
-			buf = persistence.AppendEntries(buf, es, r.s.unixNano())
+		chunks = persistence.AppendEntriesChunks(chunks, es, r.s.unixNano(), shipChunk, p.fresh)
+		if len(chunks) <= shipWindow && i < store.Shards()-1 {
+			continue
 		}
-		if len(buf) >= fullSyncChunk || (i == store.Shards()-1 && len(buf) > 0) {
-			if err := p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("COPY"), buf}}); err != nil {
-				return err
-			}
-			sent += int64(len(buf))
-			buf = buf[:0]
+		ready := chunks // every chunk but the last is full; at the end, the last too
+		if i < store.Shards()-1 {
+			ready, chunks = chunks[:len(chunks)-1], chunks[len(chunks)-1:]
+		} else {
+			chunks = nil
 		}
+		n, err := p.sendChunks(node, ready)
+		if err != nil {
+			return err
+		}
+		sent += n
 	}
 	p.acked(sent, time.Time{})
 	return nil
 }
-
-// fullSyncChunk is the size of one shipment of a full sync.
-const fullSyncChunk = 1 << 20

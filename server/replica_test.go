@@ -10,6 +10,7 @@ import (
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -166,4 +167,57 @@ func TestReplicaOldBackupDropsCopies(t *testing.T) {
 		_, ok := n2.copies.Lookup([]byte(key), policy.Route([]byte(key)))
 		return !ok
 	}, deadline, 5*time.Millisecond, "node2, which no longer backs up %s, drops its copy", key)
+}
+
+// TestReplicaShipsLargeShipments: an interval's changes, and a full sync,
+// larger than a backup takes in one command (--max-request-bytes, 1 MiB by
+// default) still arrive, in chunks. They used to go as one RL.PEER COPY,
+// which the backup refused as a protocol error; shipping backed off to a
+// full sync, whose chunks were as large, and the backup never caught up.
+func TestReplicaShipsLargeShipments(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k"), replicas: true})
+	n0 := nodeNamed(nodes, "node0")
+	tbl := n0.ml.View().Table
+	pad := strings.Repeat("x", 3000)
+	p := window.Params{Kind: window.KindSlide, Limit: 100, Period: time.Hour}
+	var keys []string
+	for k := 0; len(keys) < 700; k++ { // 2 MiB of keys, decided within an interval or two
+		key := fmt.Sprint("big:", k, ":", pad)
+		if tbl.Owner(cluster.Slot([]byte(key))).Name == "node0" {
+			keys = append(keys, key)
+		}
+	}
+	now := time.Now().UnixNano()
+	for _, key := range keys {
+		_, err := n0.store.Decide([]byte(key), p, now, 1, false)
+		require.NoError(t, err)
+	}
+	allCopied := func() bool {
+		for _, key := range keys {
+			if _, backup := backupOf(nodes, n0, key); !sameEntry(n0.store, backup.copies, key) {
+				return false
+			}
+		}
+		return true
+	}
+	require.Eventually(t, allCopied, deadline, 10*time.Millisecond, "every key's copy arrives")
+
+	r := n0.srv.cl.repl
+	r.mu.Lock()
+	peers := []*shipPeer{}
+	for _, sp := range r.peers {
+		peers = append(peers, sp)
+	}
+	r.mu.Unlock()
+	for _, sp := range peers {
+		sp.needFull("test")
+	}
+	require.Eventually(t, func() bool {
+		for _, st := range r.stats() {
+			if !st.synced || st.fulls < 2 {
+				return false
+			}
+		}
+		return allCopied()
+	}, deadline, 10*time.Millisecond, "a full sync of 2 MiB of keys ends, and leaves every copy")
 }

@@ -33,17 +33,6 @@ func (e *Entry) Deleted() bool { return e.Params.Kind == window.KindNone }
 // restricting anything, as Sweep computes it.
 func (e *Entry) Expiry() int64 { return e.Params.Expiry(e.State, e.Counters) }
 
-// check reports whether e could have come out of a Map.
-func (e *Entry) check() error {
-	if err := check(e.Params, 1); err != nil {
-		return err
-	}
-	if len(e.Counters) > MaxEntryCounters || e.Params.CheckState(e.State, e.Counters) != nil {
-		return ErrEntry
-	}
-	return nil
-}
-
 // Shards returns the number of shards, so callers can walk them with ExportShard.
 func (m *Map) Shards() int { return len(m.shards) }
 
@@ -174,27 +163,80 @@ func (x *exporter) key(k []byte) []byte {
 // through the same limits as Decide and gets ErrFull beyond them; an entry no
 // Decide could have produced gets ErrEntry or the parameters' error.
 func (m *Map) Import(e Entry, now int64) error {
+	_, err := m.ImportBatch([]Entry{e}, now)
+	return err
+}
+
+// ImportBatch imports each of es in order, as Import does, and returns how
+// many it imported before the first it refused, with the refusal. A run of
+// entries bound for one shard, as a transfer of drained or exported
+// entries comes, takes the shard's lock once for up to importRun of them,
+// and entries with the parameters of the one before are not checked again.
+func (m *Map) ImportBatch(es []Entry, now int64) (int, error) {
+	var held *shard
+	run := 0
+	var valid window.Params // the parameters the last entry checked had
+	defer func() {
+		if held != nil {
+			held.mu.Unlock()
+		}
+	}()
+	for i := range es {
+		e := &es[i]
+		if err := e.checkAgainst(&valid); err != nil {
+			return i, err
+		}
+		h, s := m.locate(e.Key, e.Route)
+		if s != held || run == importRun {
+			if held != nil {
+				held.mu.Unlock()
+			}
+			s.mu.Lock()
+			held, run = s, 0
+		}
+		run++
+		if err := m.importLocked(s, e, h, now); err != nil {
+			return i, err
+		}
+	}
+	return len(es), nil
+}
+
+// importRun bounds the entries one lock of a shard imports, so decisions
+// on the shard wait for at most that many.
+const importRun = 64
+
+// checkAgainst is check, skipping the parameters' checks when they equal
+// valid's, and setting valid to e's parameters once they pass.
+func (e *Entry) checkAgainst(valid *window.Params) error {
 	if e.Deleted() {
-		m.delete(e.Key, e.Route)
 		return nil
 	}
-	if err := e.check(); err != nil {
-		return err
+	if e.Params != *valid || valid.Kind == window.KindNone {
+		if err := check(e.Params, 1); err != nil {
+			return err
+		}
+		*valid = e.Params
 	}
-	if e.Expiry() <= now {
-		m.delete(e.Key, e.Route)
+	if len(e.Counters) > MaxEntryCounters || e.Params.CheckState(e.State, e.Counters) != nil {
+		return ErrEntry
+	}
+	return nil
+}
+
+// importLocked stores e, checked already, in s, whose lock is held.
+func (m *Map) importLocked(s *shard, e *Entry, h uint64, now int64) error {
+	if e.Deleted() || e.Expiry() <= now {
+		m.deleteLocked(s, e.Key, h)
 		return nil
 	}
-	h, s := m.locate(e.Key, e.Route)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	i, ok := s.findLocked(e.Key, h)
 	if !ok {
 		if i, ok = m.insertLocked(s, e.Key, h); !ok {
 			return ErrFull
 		}
 	}
-	s.setEntryLocked(s.slots.at(i), &e)
+	s.setEntryLocked(s.slots.at(i), e)
 	s.markDirtyLocked(i)
 	m.accountLocked(s)
 	return nil

@@ -48,6 +48,11 @@ func (m *Map) delete(key, route []byte) bool {
 	h, s := m.locate(key, route)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return m.deleteLocked(s, key, h)
+}
+
+// deleteLocked removes key, of hash h, from s, whose lock is held.
+func (m *Map) deleteLocked(s *shard, key []byte, h uint64) bool {
 	i, ok := s.findLocked(key, h)
 	if ok {
 		s.markGoneLocked(key)
