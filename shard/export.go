@@ -224,6 +224,12 @@ func (e *Entry) checkAgainst(valid *window.Params) error {
 	return nil
 }
 
+// check reports whether e could have come out of a Map.
+func (e *Entry) check() error {
+	var none window.Params
+	return e.checkAgainst(&none)
+}
+
 // importLocked stores e, checked already, in s, whose lock is held.
 func (m *Map) importLocked(s *shard, e *Entry, h uint64, now int64) error {
 	if e.Deleted() || e.Expiry() <= now {
