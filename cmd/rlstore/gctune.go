@@ -24,14 +24,6 @@ import (
 // The limit never rises above one the operator or --maxmemory set; while the
 // live heap grows faster than limitSlack a tick, collections come sooner.
 //
-// A small server's tight limit left too little room for new connections,
-// each with its goroutine's stack and its buffers: 50 clients connecting to
-// a fresh server pushed its memory past the limit, and the collector ran
-// back to back (10 to 24 collections in 70 ms, stop-the-world phases up to
-// 7 ms) until the next tick raised the limit, which put the fill's p99 at
-// -P 1 above Redis+Lua's. So the limit is never under limitFloor: below it
-// the few MB the scavenger could return are not worth that.
-//
 // The heap goal itself allows gcHeadroom of garbage, which stays resident
 // until the next collection: right after a 1M-key fill with a data dir 1.9
 // to 2.9 MB of it was left with 4 MiB of headroom (and a floor of 5%), about
@@ -48,7 +40,6 @@ const (
 	gcMinPercent = 3
 	gcMaxPercent = 100
 	limitSlack   = 2 << 20   // bytes the limit allows past goal and overhead
-	limitFloor   = 32 << 20  // the least limit tuneGC sets (see tightLimit)
 	releaseAfter = 4 << 20   // bytes allocated since the last release that call for one
 	quietAllocs  = 256 << 10 // bytes allocated in a tick that still count as quiet
 )
@@ -63,10 +54,9 @@ func gcPercent(live uint64) int {
 
 // tightLimit returns the memory limit for a heap goal of goal bytes and
 // overhead bytes of memory outside the heap: enough that the scavenger,
-// which aims at 95% of the limit, keeps both and little else; and never
-// under limitFloor.
+// which aims at 95% of the limit, keeps both and little else.
 func tightLimit(goal, overhead uint64) int64 {
-	return int64(min(max((goal+overhead)/95*100+limitSlack, limitFloor), math.MaxInt64/2))
+	return int64(min((goal+overhead)/95*100+limitSlack, math.MaxInt64/2))
 }
 
 // limiter keeps the memory limit tight without raising one set by others.

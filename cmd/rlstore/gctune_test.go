@@ -120,16 +120,6 @@ func TestTightLimit(t *testing.T) {
 	assert.Positive(t, tightLimit(math.MaxUint64/2, math.MaxUint64/2), "no overflow")
 }
 
-// TestTightLimitFloor: a small heap's limit leaves room for a burst of new
-// connections, whose stacks and buffers would otherwise run the collector
-// back to back until the next tick.
-func TestTightLimitFloor(t *testing.T) {
-	assert.Equal(t, int64(limitFloor), tightLimit(1<<20, 3<<20), "a fresh server's limit")
-	assert.Equal(t, int64(limitFloor), tightLimit(0, 0))
-	big := tightLimit(60<<20, 5<<20)
-	assert.Equal(t, int64((65<<20)/95*100+limitSlack), big, "a large heap's limit is the tight one")
-}
-
 // TestTuneGCSetsLimit: without GOMEMLIMIT one pass sets a finite memory
 // limit; with it, the limit is left alone.
 func TestTuneGCSetsLimit(t *testing.T) {
