@@ -17,6 +17,7 @@ type clusterNode struct {
 	unreachable atomic.Int64 // commands answered by --owner-unreachable
 	pols        policyVersions
 	peers       sync.Map    // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
+	batches     sync.Pool   // *remoteBatch, for forwardLater
 	repl        *replicator // nil without --replicas
 
 	cur      atomic.Pointer[cluster.View] // the view routing uses; see view
