@@ -61,6 +61,10 @@ func TestFlapKeepsTheOwnersKeys(t *testing.T) {
 	n1.srv.cl.switchTo(&cluster.View{Self: "node1", Table: flap})
 	_, ok := n1.store.Lookup([]byte(busy), policy.Route([]byte(busy)))
 	require.True(t, ok, "node1 promoted its copy of %s when node0 left its table", busy)
+	for _, k := range keys {
+		require.Eventually(t, func() bool { return sameEntry(n1.store, n2.copies, k) }, deadline, 5*time.Millisecond,
+			"node1 ships %s to node2, its backup without node0", k)
+	}
 	require.NoError(t, c0.Do(ctx, "RL.SLIDE", busy, 10, 3600).Err(), "node0 serves on: its table never changed")
 	want, ok := n0.store.Lookup([]byte(busy), policy.Route([]byte(busy)))
 	require.True(t, ok)
@@ -78,5 +82,9 @@ func TestFlapKeepsTheOwnersKeys(t *testing.T) {
 	for _, k := range keys {
 		require.Eventually(t, func() bool { return sameEntry(n0.store, n1.copies, k) }, deadline, 5*time.Millisecond,
 			"node1 backs up %s again", k)
+		require.Eventually(t, func() bool {
+			_, ok := n2.copies.Lookup([]byte(k), policy.Route([]byte(k)))
+			return !ok
+		}, deadline, 5*time.Millisecond, "node2, node1's backup of %s during the flap only, drops its copy", k)
 	}
 }

@@ -62,6 +62,9 @@ type replicator struct {
 	peers  map[string]*shipPeer     // by node name: every node this node has been primary to
 	table  *cluster.Table           // the table the backups were last worked out from
 	byPeer map[string][]shard.Entry // Changes' scratch, per backup
+	// orphans are the slots whose copies each node must drop: it backed
+	// them up for this node, which no longer owns them (see dropOrphansLocked).
+	orphans map[string]*slotBits
 
 	promoted atomic.Int64 // copies promoted into the store
 	copyErrs atomic.Int64 // copies refused by the copies map (full)
@@ -74,7 +77,8 @@ func newReplicator(s *Server, cfg ReplicaConfig, self string) (*replicator, erro
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	r := &replicator{cfg: cfg, s: s, self: self, peers: map[string]*shipPeer{}, byPeer: map[string][]shard.Entry{}}
+	r := &replicator{cfg: cfg, s: s, self: self, peers: map[string]*shipPeer{}, byPeer: map[string][]shard.Entry{},
+		orphans: map[string]*slotBits{}}
 	cfg.Feed.Subscribe(r)
 	return r, nil
 }
@@ -234,6 +238,79 @@ func (r *replicator) onTable(_, v *cluster.View) {
 			delete(r.peers, name)
 		}
 	}
+	r.dropOrphansLocked(old, nt)
+}
+
+// dropOrphansLocked makes the backup in old of the slots this node owned
+// in old and not in nt drop its copies of them, if nt makes that node
+// neither their owner nor their backup. Those copies would stay there for
+// good when the backup's own table does not change: when this node took
+// the slots over in a membership flap of its own and hands them back
+// (TestFlapKeepsTheOwnersKeys). Tombstones of this node's keys there queue
+// behind the changes shipped before, and no change of those slots is
+// shipped after; should a full sync be due, which drops the queue, it
+// drops the slots' copies too (see orphanedFor).
+func (r *replicator) dropOrphansLocked(old, nt *cluster.Table) {
+	if old == nil {
+		return
+	}
+	for s := range cluster.Slots {
+		b, ok := old.RunnerUp(s)
+		if !ok || old.Owner(s).Name != r.self || !orphanOf(nt, s, r.self, b.Name) {
+			continue
+		}
+		if r.orphans[b.Name] == nil {
+			r.orphans[b.Name] = &slotBits{}
+		}
+		r.orphans[b.Name][s/64] |= 1 << (s % 64)
+	}
+	store, now := r.s.cfg.Store, r.s.unixNano()
+	for name, slots := range r.orphans {
+		p := r.peers[name]
+		if p == nil {
+			delete(r.orphans, name)
+			continue
+		}
+		var es []shard.Entry
+		for i := range store.Shards() {
+			es = store.ExportShardFunc(i, slots.keyIn, es)
+		}
+		for i := range es {
+			es[i] = shard.Entry{Key: es[i].Key} // a tombstone
+		}
+		if len(es) > 0 {
+			p.enqueue(es, now)
+		}
+	}
+}
+
+// orphanOf reports whether backup, which backed up slot for self, must
+// hold no copy of it in t: t makes self not its owner, and backup neither
+// its owner nor its backup.
+func orphanOf(t *cluster.Table, slot int, self, backup string) bool {
+	owner := t.Owner(slot).Name
+	if owner == self || owner == backup {
+		return false
+	}
+	b, ok := t.RunnerUp(slot)
+	return !ok || b.Name != backup
+}
+
+// orphanedFor returns, and forgets, the slots whose copies node must drop
+// (see dropOrphansLocked) that are orphans still in t, for a full sync.
+func (r *replicator) orphanedFor(node string, t *cluster.Table) *slotBits {
+	var out slotBits
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b := r.orphans[node]; b != nil {
+		for s := range cluster.Slots {
+			if b.has(s) && orphanOf(t, s, r.self, node) {
+				out[s/64] |= 1 << (s % 64)
+			}
+		}
+		delete(r.orphans, node)
+	}
+	return &out
 }
 
 // backupsGaining returns the nodes that back up a slot of self's in nt

@@ -232,10 +232,12 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 		}
 	}
 	// The backup drops its copies of every slot this node owns (its own
-	// backups included, should the table have moved), then takes these.
+	// backups included, should the table have moved), and of those it
+	// should no longer hold for this node, then takes these.
+	orphans := r.orphanedFor(node.Name, t)
 	drop := make([]byte, cluster.Slots/8)
 	for s, m := range mine {
-		if m {
+		if m || orphans.has(s) {
 			drop[s/8] |= 1 << (s % 8)
 		}
 	}
