@@ -31,6 +31,9 @@ func TestSlotPages(t *testing.T) {
 		require.Equal(t, i+1, s.at(i).key, "slot %d", i)
 	}
 	var sizes []int
+	for _, p := range s.small {
+		sizes = append(sizes, len(p))
+	}
 	for _, p := range s.pages {
 		sizes = append(sizes, len(p))
 	}

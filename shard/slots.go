@@ -53,26 +53,30 @@ const (
 )
 
 // slots is a growable array of slots in pages, with a free list. Pages never
-// move, so a pointer from at stays valid until the slot is released.
+// move, so a pointer from at stays valid until the slot is released. A
+// full-size page is named by a pointer to its array, not a slice: 8 bytes a
+// page rather than 24 (0.13 B a key at 1M keys), and at needs no bounds
+// check within it.
 type slots struct {
-	pages     [][]slot
-	free      []uint32 // indexes of free slots, reused first
-	next      uint32   // first never-used index
-	size      int      // slots in pages
-	allocated int      // slots allocated: in pages and spare
+	small     [smallPages][]slot    // the first pages: firstPage, firstPage, 2*firstPage slots
+	pages     []*[slotsPerPage]slot // the full-size pages: slot i >= slotsPerPage is in pages[i/slotsPerPage-1]
+	free      []uint32              // indexes of free slots, reused first
+	next      uint32                // first never-used index
+	size      int                   // slots in pages
+	allocated int                   // slots allocated: in pages and spare
 	spare     chunk[slot]
 }
 
 // at returns the slot with index i.
 func (s *slots) at(i uint32) *slot {
 	if i >= slotsPerPage {
-		return &s.pages[smallPages-1+i/slotsPerPage][i%slotsPerPage]
+		return &s.pages[i/slotsPerPage-1][i%slotsPerPage]
 	}
 	if i < firstPage {
-		return &s.pages[0][i]
+		return &s.small[0][i]
 	}
-	b := bits.Len32(i) - 1 // i is in [1<<b, 2<<b): page b-log2(firstPage)+1
-	return &s.pages[b-4][i-1<<b]
+	b := bits.Len32(i) - 1 // i is in [1<<b, 2<<b): small page b-log2(firstPage)+1
+	return &s.small[b-4][i-1<<b]
 }
 
 // alloc returns the index of a zeroed slot.
@@ -93,16 +97,14 @@ func (s *slots) alloc() uint32 {
 // one cut from a chunk.
 func (s *slots) addPage() {
 	n := min(slotsPerPage, max(firstPage, s.size))
-	var page []slot
 	if n < slotsPerPage {
-		page = make([]slot, n)
+		s.small[bits.Len(uint(s.size/firstPage))] = make([]slot, n) // sizes 0, 32, 64: pages 0, 1, 2
 		s.allocated += n
 	} else {
-		var allocated int
-		page, allocated = s.spare.page(n, s.size)
+		page, allocated := s.spare.page(n, s.size)
 		s.allocated += allocated
+		s.pages = append(s.pages, (*[slotsPerPage]slot)(page))
 	}
-	s.pages = append(s.pages, page)
 	s.size += n
 }
 
