@@ -170,41 +170,69 @@ func (m *Map) Import(e Entry, now int64) error {
 // ImportBatch imports each of es in order, as Import does, and returns how
 // many it imported before the first it refused, with the refusal. A run of
 // entries bound for one shard, as a transfer of drained or exported
-// entries comes, takes the shard's lock once for up to importRun of them,
-// and entries with the parameters of the one before are not checked again.
+// entries comes, takes the shard's lock once for up to prefetchWidth of
+// them, whose lookups it first readies side by side as Prefetch does (a
+// backup imports about as many keys as its primaries decide, each a few
+// cache misses); entries with the parameters of the one before are not
+// checked again.
 func (m *Map) ImportBatch(es []Entry, now int64) (int, error) {
-	var held *shard
-	run := 0
 	var valid window.Params // the parameters the last entry checked had
-	defer func() {
-		if held != nil {
-			held.mu.Unlock()
+	done := 0
+	for done < len(es) {
+		n, err := m.importRun(es[done:], now, &valid)
+		done += n
+		if err != nil {
+			return done, err
 		}
-	}()
-	for i := range es {
-		e := &es[i]
-		if err := e.checkAgainst(&valid); err != nil {
+	}
+	return done, nil
+}
+
+// importRun imports the first entries of es that share a shard, up to
+// prefetchWidth, under one lock of it, and returns how many it imported.
+func (m *Map) importRun(es []Entry, now int64, valid *window.Params) (int, error) {
+	var hs [prefetchWidth]uint64
+	var s *shard
+	n := 0
+	for ; n < len(es) && n < prefetchWidth; n++ {
+		h, sn := m.locate(es[n].Key, es[n].Route)
+		if s != nil && sn != s {
+			break
+		}
+		hs[n], s = h, sn
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.keys.Load() >= m.prefetchFrom {
+		s.prefetchRunLocked(hs[:n])
+	}
+	for i := range es[:n] {
+		if err := es[i].checkAgainst(valid); err != nil {
 			return i, err
 		}
-		h, s := m.locate(e.Key, e.Route)
-		if s != held || run == importRun {
-			if held != nil {
-				held.mu.Unlock()
-			}
-			s.mu.Lock()
-			held, run = s, 0
-		}
-		run++
-		if err := m.importLocked(s, e, h, now); err != nil {
+		if err := m.importLocked(s, &es[i], hs[i], now); err != nil {
 			return i, err
 		}
 	}
-	return len(es), nil
+	return n, nil
 }
 
-// importRun bounds the entries one lock of a shard imports, so decisions
-// on the shard wait for at most that many.
-const importRun = 64
+// prefetchRunLocked asks for the lines the lookups of hs will read, in
+// Prefetch's three passes, all in s, whose lock is held.
+func (s *shard) prefetchRunLocked(hs []uint64) {
+	var slot [prefetchWidth]uint32
+	for _, h := range hs {
+		s.index.prefetchLocked(h)
+	}
+	for i, h := range hs {
+		slot[i] = s.prefetchSlotLocked(h)
+	}
+	for i := range hs {
+		if slot[i] != 0 {
+			s.prefetchStateLocked(slot[i] - 1)
+		}
+	}
+}
 
 // checkAgainst is check, skipping the parameters' checks when they equal
 // valid's, and setting valid to e's parameters once they pass.
