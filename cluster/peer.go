@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -414,39 +413,6 @@ func (pc *peerConn) writeLoop() {
 				pc.mu.Unlock()
 			}
 		}
-	}
-}
-
-// readLoop matches replies to calls in order until the connection fails.
-// A call's replies are read into one buffer, and each must have come by
-// the call's deadline.
-func (pc *peerConn) readLoop(r *bufio.Reader) {
-	var ends []int
-	for c := range pc.pending {
-		_ = pc.nc.SetReadDeadline(c.deadline)
-		buf := make([]byte, 0, 48*c.n)
-		ends = ends[:0]
-		var err error
-		for range c.n {
-			if buf, err = readReply(r, buf, 0); err != nil {
-				break
-			}
-			ends = append(ends, len(buf))
-		}
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				err = fmt.Errorf("%w: %w", errNoReplyInTime, context.DeadlineExceeded)
-			}
-			pc.close(err)
-			c.r.Replies(nil, pc.failure())
-			pc.failAll()
-			return
-		}
-		replies, start := make([][]byte, c.n), 0
-		for i, end := range ends {
-			replies[i], start = buf[start:end:end], end
-		}
-		c.r.Replies(replies, nil)
 	}
 }
 

@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
-	"strconv"
 
 	"github.com/tidwall/redcon"
 )
@@ -49,10 +49,22 @@ func readReply(r *bufio.Reader, dst []byte, depth int) ([]byte, error) {
 	return dst, errBadReply
 }
 
+// header is the length in a bulk or aggregate header line ("$12\r\n"):
+// decimal digits, or -1 for a null.
 func header(line []byte) (int, error) {
-	n, err := strconv.Atoi(string(line[1 : len(line)-2]))
-	if err != nil || n < -1 {
+	digits := line[1 : len(line)-2]
+	if len(digits) == 2 && digits[0] == '-' && digits[1] == '1' {
+		return -1, nil
+	}
+	if len(digits) == 0 || len(digits) > 10 {
 		return 0, errBadReply
+	}
+	n := 0
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, errBadReply
+		}
+		n = n*10 + int(c-'0')
 	}
 	return n, nil
 }
@@ -87,4 +99,55 @@ func readAggregate(r *bufio.Reader, dst, line []byte, depth int) ([]byte, error)
 		}
 	}
 	return dst, nil
+}
+
+// replyEnd returns the length of the whole reply at the start of b, or 0
+// if b holds only part of it. It checks what readReply checks.
+func replyEnd(b []byte, depth int) (int, error) {
+	if depth > maxReplyDepth {
+		return 0, errBadReply
+	}
+	i := bytes.IndexByte(b, '\n')
+	switch {
+	case i < 0:
+		return 0, nil
+	case i < 2 || b[i-1] != '\r':
+		return 0, errBadReply
+	}
+	line := b[:i+1]
+	switch line[0] {
+	case '+', '-', ':', '_', ',', '#', '(':
+		return i + 1, nil
+	case '$', '=', '!':
+		n, err := header(line)
+		if err != nil || n < 0 {
+			return i + 1, err
+		}
+		end := i + 1 + n + 2
+		if end > len(b) {
+			return 0, nil
+		}
+		if b[end-2] != '\r' || b[end-1] != '\n' {
+			return 0, errBadReply
+		}
+		return end, nil
+	case '*', '~', '>', '%', '|':
+		n, err := header(line)
+		if err != nil || n < 0 {
+			return i + 1, err
+		}
+		if line[0] == '%' || line[0] == '|' {
+			n *= 2
+		}
+		pos := i + 1
+		for range n {
+			k, err := replyEnd(b[pos:], depth+1)
+			if err != nil || k == 0 {
+				return 0, err
+			}
+			pos += k
+		}
+		return pos, nil
+	}
+	return 0, errBadReply
 }

@@ -6,6 +6,9 @@ import "time"
 // the way redis-benchmark does: latency is from the batch's write to each
 // reply.
 func (w *worker) runClosed(b *budget) error {
+	if w.route != nil && !w.split {
+		return w.runPerNode(b)
+	}
 	for {
 		n := b.claim(w.depth, time.Now())
 		if n == 0 {

@@ -4,13 +4,17 @@
 # BENCHMARKS.md).
 #
 # Throughput: a 3-node cluster and one node alone, each rlstore its own
-# process on free ports, all driven by rlload (rl.slide, 50 clients, 100k
-# random keys) at -P 1 and -P 16, alternating the order each round:
-#   single     - one node alone, the baseline;
-#   forwarded  - plain clients all on node 1: two thirds of the keys are
-#                owned by the other nodes and forwarded to them;
-#   aware      - rlload --cluster: each client reads the slot map and sends
-#                each key straight to its owner (a connection per node).
+# process on free ports, driven by rlload and by redis-benchmark (rl.slide,
+# 50 connections, 100k random keys) at -P 1 and -P 16, alternating the
+# order each round:
+#   single       - one node alone, the baseline;
+#   forwarded    - plain clients all on node 1: two thirds of the keys are
+#                  owned by the other nodes and forwarded to them;
+#   aware        - rlload --cluster: each client reads the slot map and has a
+#                  connection per node, and sends each node pipelines of -P
+#                  keys it owns; redis-benchmark --cluster likewise;
+#   aware, split - rlload --cluster --cluster-split: each pipeline of -P keys
+#                  is split per node (go-redis ClusterClient's way).
 # Server CPU per request is the utime+stime of every rlstore process of the
 # system (/proc/<pid>/stat) over the run, divided by the requests served.
 #
@@ -21,13 +25,14 @@
 #   go build -o /tmp/rlstore ./cmd/rlstore && go build -o /tmp/rlload ./loadtest/cmd/rlload
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/cluster.py
 # Optional: ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
-# 0: none), THROUGHPUT (1; 0: skip), RLARGS (flags for every rlstore),
+# 0: none), THROUGHPUT (1; 0: skip), RB (1; 0: no redis-benchmark rows),
+# RBN (500000: requests per redis-benchmark run), RLARGS (flags for every rlstore),
 # CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0; not
 # for BEFORE's),
 # PPROF (host:port: node 1 of the cluster serves --pprof-addr there),
 # BEFORE (another rlstore binary: a second cluster of it adds the rows
 # "forwarded before" and "aware before", to compare two builds in one run).
-import json, os, signal, socket, subprocess, sys, time
+import json, os, re, resource, shutil, signal, socket, subprocess, sys, time
 
 RLSTORE = os.environ.get("RLSTORE", "rlstore")
 RLLOAD = os.environ.get("RLLOAD", "rlload")
@@ -137,17 +142,55 @@ def cpu(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_load(port, depth, dur, aware):
+# The clients, each a model of how a client reaches the cluster. A row's
+# "× single" compares it with the same client against one node alone.
+RLLOAD_ROWS = "rlload"
+RB_ROWS = "redis-benchmark"
+
+
+def run_load(port, depth, dur, mode):
+    """rlload against port; mode is "plain", "aware" (--cluster: each pipeline
+    to one node, with keys it owns) or "split" (--cluster --cluster-split:
+    each pipeline split per node). Returns (rate, requests, errors, first
+    error, client CPU seconds) or None."""
     cmd = [RLLOAD, "run", "--addr", f"127.0.0.1:{port}", "-t", "rl.slide", "-P", str(depth), "-c", "50",
            "-r", "100000", "--limit", "100", "--duration", dur, "-q", "--json"]
-    if aware:
+    if mode != "plain":
         cmd.append("--cluster")
+    if mode == "split":
+        cmd.append("--cluster-split")
     out = subprocess.run(cmd, capture_output=True, text=True)
     try:
-        return json.loads(out.stdout)
+        j = json.loads(out.stdout)
     except ValueError:
         print("cluster.py: rlload failed:", out.stderr[:300], file=sys.stderr)
         return None
+    return j["throughput"], j["requests"], j["errors"], j.get("first_error", ""), j.get("client_cpu_ns", 0) / 1e9
+
+
+def run_rb(port, depth, mode):
+    """redis-benchmark against port, -c 50, 100k random keys; mode "aware"
+    is --cluster, which gives each node's connections keys that node owns
+    ({tag} becomes a tag of the node's: each node's keys share a slot).
+    Returns what run_load returns, or None."""
+    n = int(os.environ.get("RBN", "500000"))
+    key = "k:__rand_int__"
+    cmd = ["redis-benchmark", "-p", str(port), "-c", "50", "-P", str(depth), "-n", str(n), "-r", "100000", "-q"]
+    if mode == "aware":
+        cmd.insert(1, "--cluster")
+        key = "k:{tag}:__rand_int__"
+    cmd += ["RL.SLIDE", key, "100", "60"]
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    text = (out.stdout + out.stderr).replace("\r", "\n")
+    rates = re.findall(r"([\d.]+) requests per second", text)
+    if out.returncode != 0 or not rates or "Error" in text:
+        err = next((ln for ln in text.splitlines() if "Error" in ln), text.strip()[-200:])
+        print("cluster.py: redis-benchmark failed:", err, file=sys.stderr)
+        return None
+    client = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+    return float(rates[-1]), n, 0, "", client
 
 
 def throughput():
@@ -159,17 +202,23 @@ def throughput():
     single = start(["--port", str(sport)])
     wait_until(lambda: resp_cmd(sport, "PING") == "PONG")
     cprocs = [p for p, _ in nodes]
-    systems = {  # name: (processes whose CPU counts, port rlload dials, cluster-aware)
-        "single": ([single], sport, False),
-        "forwarded": (cprocs, nodes[0][1], False),
-        "aware": (cprocs, nodes[0][1], True),
+    # (client, system): (processes whose CPU counts, port the client dials, mode)
+    systems = {
+        (RLLOAD_ROWS, "single"): ([single], sport, "plain"),
+        (RLLOAD_ROWS, "forwarded"): (cprocs, nodes[0][1], "plain"),
+        (RLLOAD_ROWS, "aware"): (cprocs, nodes[0][1], "aware"),
+        (RLLOAD_ROWS, "aware, split"): (cprocs, nodes[0][1], "split"),
     }
+    if os.environ.get("RB", "1") != "0" and shutil.which("redis-benchmark"):
+        systems[(RB_ROWS, "single")] = ([single], sport, "plain")
+        systems[(RB_ROWS, "forwarded")] = (cprocs, nodes[0][1], "plain")
+        systems[(RB_ROWS, "aware")] = (cprocs, nodes[0][1], "aware")
     if os.environ.get("BEFORE"):
         before = start_cluster(3, binary=os.environ["BEFORE"])
         bprocs = [p for p, _ in before]
         cprocs += bprocs
-        systems["forwarded before"] = (bprocs, before[0][1], False)
-        systems["aware before"] = (bprocs, before[0][1], True)
+        systems[(RLLOAD_ROWS, "forwarded before")] = (bprocs, before[0][1], "plain")
+        systems[(RLLOAD_ROWS, "aware before")] = (bprocs, before[0][1], "aware")
     res = {}
     try:
         for rnd in range(rounds):
@@ -177,22 +226,25 @@ def throughput():
                 order = list(systems)
                 if rnd % 2:
                     order.reverse()
-                for name in order:
-                    procs, port, aware = systems[name]
+                for row in order:
+                    procs, port, mode = systems[row]
                     c0 = sum(cpu(p.pid) for p in procs)
-                    j = run_load(port, depth, dur, aware)
+                    if row[0] == RB_ROWS:
+                        r = run_rb(port, depth, mode)
+                    else:
+                        r = run_load(port, depth, dur, mode)
                     c1 = sum(cpu(p.pid) for p in procs)
-                    if not j or not j["requests"]:
+                    if not r or not r[1]:
                         continue
-                    us = (c1 - c0) * 1e6 / j["requests"]
-                    client_us = j.get("client_cpu_ns", 0) / 1e3 / j["requests"]
-                    res.setdefault((name, depth), []).append((j["throughput"], us, j["errors"], client_us))
-                    first = f" (first: {j.get('first_error', '')})" if j["errors"] else ""
-                    print(f"r{rnd} -P {depth} {name}: {j['throughput'] / 1e3:.1f}k/s, server CPU {us:.2f} µs/req,"
-                          f" {j['errors']} errors{first}", file=sys.stderr, flush=True)
+                    rate, n, errors, first, client = r
+                    us = (c1 - c0) * 1e6 / n
+                    res.setdefault((row, depth), []).append((rate, us, errors, client * 1e6 / n))
+                    first = f" (first: {first})" if errors else ""
+                    print(f"r{rnd} -P {depth} {row[0]} {row[1]}: {rate / 1e3:.1f}k/s, server CPU {us:.2f} µs/req,"
+                          f" {errors} errors{first}", file=sys.stderr, flush=True)
     finally:
         stop(cprocs + [single])
-    return depths, res
+    return depths, list(systems), res
 
 
 def detect(timing, kills):
@@ -221,24 +273,34 @@ def main():
     print("own process on loopback, sharing the machine's cores with each other and with rlload.")
     print(f"Load at start: {open('/proc/loadavg').read().split()[0]}.\n")
     if os.environ.get("THROUGHPUT", "1") != "0":
-        depths, res = throughput()
-        print("`rlload run -t rl.slide -c 50 -r 100000` against one node alone (single), against node 1 of a")
-        print("3-node cluster with plain clients (forwarded: two thirds of the keys belong to the other nodes),")
-        print("and with `--cluster` (aware: each client sends each key to its owner over a connection per node).")
-        print("Each cell is the median of the rounds, run alternately; server CPU is that of every node of the")
-        print("system, per request; rlload's own CPU shares the same cores.\n")
-        print("| -P | system | decisions/s | × single | server CPU per request | rlload CPU per request | errors |")
-        print("|---|---|---|---|---|---|---|")
+        depths, rows, res = throughput()
+        print("RL.SLIDE on 100k random keys, 50 connections, against one node alone (single), against node 1 of a")
+        print("3-node cluster with plain clients (forwarded: two thirds of the keys belong to the other nodes and")
+        print("are forwarded to them), and with cluster-aware clients (aware: each key goes straight to its owner).")
+        print("The clients:\n")
+        print("- `rlload run -t rl.slide -c 50 -r 100000`; aware is `--cluster`: each client has a connection per node")
+        print("  and sends each node pipelines of -P keys that node owns, as clients that batch per node do (ioredis")
+        print("  auto-pipelining, redis-benchmark --cluster); aware, split is `--cluster --cluster-split`: each")
+        print("  pipeline of -P keys is split per node as go-redis `ClusterClient` splits it, about -P/3 to each node;")
+        print("- `redis-benchmark -c 50 -r 100000 RL.SLIDE k:__rand_int__ 100 60` (its -n requests); aware is")
+        print("  `--cluster` with the key `k:{tag}:__rand_int__`: its connections are spread over the nodes, each")
+        print("  with full pipelines of its node's keys (which share one slot per node).\n")
+        print("× single compares a row with the same client against the single node. Each cell is the median of")
+        print("the rounds, run alternately; server CPU is that of every node of the system, per request; the")
+        print("client's own CPU shares the same cores.\n")
+        print("| -P | client | system | decisions/s | × single | server CPU per request | client CPU per request | errors |")
+        print("|---|---|---|---|---|---|---|---|")
         for depth in depths:
-            base = med([r[0] for r in res.get(("single", depth), [])])
-            for name in ("single", "forwarded", "aware", "forwarded before", "aware before"):
-                runs = res.get((name, depth), [])
+            for row in rows:
+                runs = res.get((row, depth), [])
                 if not runs:
                     continue
+                base = med([r[0] for r in res.get(((row[0], "single"), depth), [])])
                 thr, us, cus = med([r[0] for r in runs]), med([r[1] for r in runs]), med([r[3] for r in runs])
                 ratio = f"{thr / base:.2f}×" if base else "-"
                 rates = ", ".join(fmt_rate(r[0]) for r in runs)
-                print(f"| {depth} | {name} | {fmt_rate(thr)} ({rates}) | {ratio} | {us:.2f} µs | {cus:.2f} µs | {sum(r[2] for r in runs)} |")
+                print(f"| {depth} | {row[0]} | {row[1]} | {fmt_rate(thr)} ({rates}) | {ratio} | {us:.2f} µs | {cus:.2f} µs"
+                      f" | {sum(r[2] for r in runs)} |")
         print()
     kills = int(os.environ.get("DETECT", "3"))
     if kills > 0:

@@ -20,8 +20,11 @@ type Config struct {
 
 	// Cluster makes each worker a cluster-aware client: it reads the slot
 	// map from Addr and sends each request to its key's owner, over a
-	// connection per node (so Conns × nodes connections in all).
-	Cluster bool
+	// connection per node (so Conns × nodes connections in all). Each
+	// pipeline of Pipeline requests goes to one node, with keys it owns
+	// (see router), unless ClusterSplit splits each pipeline per node.
+	Cluster      bool
+	ClusterSplit bool
 
 	// Rate, when positive, runs an open loop: requests are due at this many
 	// per second in total, and latency counts from when each was due, so a
@@ -49,6 +52,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("loadtest: workload %s has no limit to check (give --rule with --cmd)", c.Workload.Name)
 	case c.Cluster && c.Rate > 0:
 		return fmt.Errorf("loadtest: --cluster runs a closed loop only")
+	case c.ClusterSplit && !c.Cluster:
+		return fmt.Errorf("loadtest: --cluster-split needs --cluster")
 	case len(c.Workload.Args) == 0:
 		return fmt.Errorf("loadtest: no command to send")
 	}

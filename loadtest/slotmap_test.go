@@ -41,7 +41,9 @@ func TestParseClusterNodes(t *testing.T) {
 }
 
 // TestEndToEndClusterAware drives two rlstore nodes as a cluster-aware
-// client: every request must reach its owner, so neither node forwards any.
+// client, batching per node and splitting each pipeline: every request
+// must reach its owner, so neither node forwards any, and every request
+// drawn is sent once.
 func TestEndToEndClusterAware(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -75,13 +77,17 @@ func TestEndToEndClusterAware(t *testing.T) {
 	}
 	wl, err := NewWorkload("rl.slide", Limit{Limit: 20, Window: 2 * time.Second})
 	require.NoError(t, err)
-	cfg := shortRun(nodes[0].Addr, wl, 200, true)
-	cfg.Cluster = true
-	res, err := Run(ctx, cfg)
-	require.NoError(t, err)
-	assert.Zero(t, res.Errors, res.FirstError)
-	assert.Equal(t, int64(4000), res.Allowed+res.Denied)
-	assert.Zero(t, res.Accuracy.OverAdmitted, "over-admission")
+	for _, split := range []bool{false, true} {
+		cfg := shortRun(nodes[0].Addr, wl, 200, true)
+		cfg.Cluster, cfg.ClusterSplit = true, split
+		cfg.Keys.Prefix += fmt.Sprint(split, ":")
+		res, err := Run(ctx, cfg)
+		require.NoError(t, err)
+		assert.Zero(t, res.Errors, res.FirstError)
+		assert.Equal(t, int64(4000), res.Requests, "split %v", split)
+		assert.Equal(t, int64(4000), res.Allowed+res.Denied, "split %v", split)
+		assert.Zero(t, res.Accuracy.OverAdmitted, "over-admission, split %v", split)
+	}
 	for _, s := range nodes {
 		info := clusterInfo(t, s.Addr)
 		assert.Contains(t, info, "rl_cluster_forwarded:0", "a cluster-aware client's requests go to their owner")

@@ -20,6 +20,7 @@ type worker struct {
 	pick  func() uint64
 	depth int
 	check bool
+	split bool // a cluster-aware worker splits each pipeline per node (see router)
 
 	hist     hist.Histogram
 	lag      hist.Histogram // open loop: how late each request was written
@@ -44,6 +45,7 @@ func newWorker(cl *resp.Client, cfg *Config, pick func() uint64) *worker {
 		pick:  pick,
 		depth: cfg.Pipeline,
 		check: cfg.Check,
+		split: cfg.ClusterSplit,
 		batch: make([]uint64, cfg.Pipeline),
 	}
 }

@@ -23,6 +23,10 @@ type fwdItem struct {
 	start int // where its request starts in buf
 }
 
+// maxPooledBatch is the largest request buffer a remoteBatch keeps when it
+// goes back to the pool.
+const maxPooledBatch = 64 << 10
+
 // forwardLater queues a request for its owner, reserving its reply's place.
 func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, owner cluster.Node) {
 	if c.fwd == nil {
@@ -30,7 +34,7 @@ func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, o
 	}
 	b := c.fwd[owner.Name]
 	if b == nil {
-		b = &remoteBatch{s: s, owner: owner, buf: make([]byte, 0, 512), items: make([]fwdItem, 0, 8), laters: make([]*Later, 0, 8)}
+		b = s.cl.newBatch(s, owner)
 		c.fwd[owner.Name] = b
 	}
 	start := len(b.buf)
@@ -78,6 +82,7 @@ func (b *remoteBatch) Replies(replies [][]byte, err error) {
 		return
 	}
 	finishAll(b.laters, replies)
+	b.s.cl.freeBatch(b)
 }
 
 // retry answers each request of a batch whose owner failed.
@@ -85,6 +90,29 @@ func (b *remoteBatch) retry(err error) {
 	for i := range b.items {
 		b.laters[i].Finish(b.s.retryElsewhere(b, i, err))
 	}
+	b.s.cl.freeBatch(b)
+}
+
+// newBatch takes a remoteBatch for owner from the pool: a batch per client
+// read batch and owner would otherwise be a few allocations each.
+func (cn *clusterNode) newBatch(s *Server, owner cluster.Node) *remoteBatch {
+	if b, ok := cn.batches.Get().(*remoteBatch); ok {
+		b.s, b.owner = s, owner
+		return b
+	}
+	return &remoteBatch{s: s, owner: owner, buf: make([]byte, 0, 512), items: make([]fwdItem, 0, 16), laters: make([]*Later, 0, 16)}
+}
+
+// freeBatch returns a batch whose replies are all finished to the pool.
+// Its Laters are no longer its own: the connection reuses them once written.
+func (cn *clusterNode) freeBatch(b *remoteBatch) {
+	if cap(b.buf) > maxPooledBatch {
+		return
+	}
+	clear(b.items)
+	clear(b.laters)
+	b.buf, b.items, b.laters, b.owner = b.buf[:0], b.items[:0], b.laters[:0], cluster.Node{}
+	cn.batches.Put(b)
 }
 
 // retryElsewhere sends one request of a batch whose owner failed to the

@@ -17,6 +17,7 @@ type clusterNode struct {
 	unreachable atomic.Int64 // commands answered by --owner-unreachable
 	pols        policyVersions
 	peers       sync.Map    // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
+	batches     sync.Pool   // *remoteBatch, for forwardLater
 	repl        *replicator // nil without --replicas
 
 	cur      atomic.Pointer[cluster.View] // the view routing uses; see view
@@ -150,9 +151,16 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 		// A transaction's commands run here under the barrier too.
 		s.runEntered(c, cm, args, s.cl.ho.running.enter(c.id))
 		return false
-	case cm.firstKey == 0:
+	case cm.firstKey == 0 && cm.name == "rl.hop":
 		// Not under the barrier: RL.HOP's command enters it itself, and may
-		// wait for a gate that opens only once the barrier is clear.
+		// wait for a gate that opens only once the barrier is clear. Nor
+		// counted as a command of its own (INFO commandstats, SLOWLOG): the
+		// command it wraps is. Timing both, and switching the connection's
+		// pending counts between the two at every request, cost the owner
+		// more than the decision.
+		cmdHop(s, c, args)
+		return false
+	case cm.firstKey == 0:
 		s.run(c, cm, args)
 		return false
 	}

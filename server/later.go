@@ -45,8 +45,10 @@ func (s *Server) later(c *client) *Later {
 // command must not write a reply of its own. Commands call Server.later,
 // which keeps replies held for a commit in order.
 func (rc *respConn) Later() *Later {
-	l := &Later{rc: rc, seq: rc.seq, pre: rc.takeOut()}
+	pre := rc.takeOut()
 	rc.box.mu.Lock()
+	l := rc.box.newLocked()
+	l.rc, l.seq, l.pre = rc, rc.seq, pre
 	rc.box.appendLocked(l)
 	rc.box.mu.Unlock()
 	return l
@@ -90,7 +92,7 @@ func (rc *respConn) flushBatch() error {
 	rc.box.mu.Lock()
 	wait := rc.box.unfinishedLocked()
 	if wait && len(rc.out) > 0 {
-		rc.box.appendLocked(&Later{seq: rc.seq, data: rc.takeOut(), done: true})
+		rc.box.appendDoneLocked(rc.seq, rc.takeOut())
 	}
 	rc.box.mu.Unlock()
 	rc.seq++
@@ -138,11 +140,44 @@ type outbox struct {
 	bytes int64      // bytes held in segs
 	async bool       // a writeAsync is on its way
 	wake  chan struct{}
+	free  []*Later // Laters written out, for reuse: a forwarded request takes one
+}
+
+// maxFreeLaters bounds the Laters a connection keeps for reuse.
+const maxFreeLaters = 256
+
+// newLocked returns a cleared Later, a reused one if it can.
+func (b *outbox) newLocked() *Later {
+	if n := len(b.free); n > 0 {
+		l := b.free[n-1]
+		b.free[n-1] = nil
+		b.free = b.free[:n-1]
+		return l
+	}
+	return &Later{}
 }
 
 func (b *outbox) appendLocked(l *Later) {
 	b.segs = append(b.segs, l)
 	b.bytes += int64(len(l.pre) + len(l.data))
+}
+
+// appendDoneLocked appends replies that are ready, of read batch seq.
+func (b *outbox) appendDoneLocked(seq uint64, data []byte) {
+	l := b.newLocked()
+	l.seq, l.data, l.done = seq, data, true
+	b.appendLocked(l)
+}
+
+// recycleLocked keeps a Later that has been written, and that nothing
+// else refers to any more, for reuse. Every Later is the box's own: the
+// only holders of one (a remoteBatch, Finish's caller) let go of it once
+// it is finished.
+func (b *outbox) recycleLocked(l *Later) {
+	*l = Later{}
+	if len(b.free) < maxFreeLaters {
+		b.free = append(b.free, l)
+	}
 }
 
 // writableLocked reports whether every reply of the oldest read batch in
@@ -186,6 +221,7 @@ func (b *outbox) takeLocked(bufs net.Buffers) net.Buffers {
 			bufs = append(bufs, l.data)
 			b.bytes -= int64(len(l.data))
 		}
+		b.recycleLocked(l)
 	}
 	clear(b.segs[:i])
 	b.segs = append(b.segs[:0], b.segs[i:]...)

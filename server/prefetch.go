@@ -13,8 +13,11 @@ const (
 )
 
 // prefetchBatch prefetches the keys of the decisions that open the batch
-// in c's read buffer.
+// in c's read buffer, or what is left of it. A batch longer than
+// prefetchMax (a peer's forwarded requests, say) is prefetched again each
+// time its prefetched keys have run (see prefetchNext).
 func (s *Server) prefetchBatch(c *client) {
+	c.prefetchLeft = 0
 	rc := c.rc
 	if rc.w-rc.r < minPrefetch || rc.batchEnd || !rc.p.idle() {
 		return
@@ -30,8 +33,19 @@ func (s *Server) prefetchBatch(c *client) {
 	}
 	if len(keys) > 1 {
 		s.cfg.Store.Prefetch(keys)
+		c.prefetchLeft = len(keys)
 	}
 	clear(keys) // hold no reference to the read buffer
+}
+
+// prefetchNext counts a command run, and prefetches the next keys of the
+// batch once those prefetched have all run.
+func (s *Server) prefetchNext(c *client) {
+	if c.prefetchLeft > 0 {
+		if c.prefetchLeft--; c.prefetchLeft == 0 {
+			s.prefetchBatch(c)
+		}
+	}
 }
 
 // keyedDecision reports whether name is a decision command whose key is its
@@ -51,8 +65,10 @@ func keyedDecision(name []byte) bool {
 
 // firstArgs scans the RESP array request at the start of b and returns its
 // first two arguments and its length, or n == 0 if b does not start with a
-// whole array of at least two bulk strings. It checks only what it needs
-// to find the request's end: the parser checks every request as it runs.
+// whole array of at least two bulk strings. Of a request another node
+// forwarded (RL.HOP level resp command key ...), it returns the command
+// and its key. It checks only what it needs to find the request's end:
+// the parser checks every request as it runs.
 func firstArgs(b []byte) (name, key []byte, n int) {
 	if len(b) == 0 || b[0] != '*' {
 		return nil, nil, 0
@@ -61,6 +77,7 @@ func firstArgs(b []byte) (name, key []byte, n int) {
 	if i == 0 || count < 2 {
 		return nil, nil, 0
 	}
+	var first [5][]byte
 	for a := range count {
 		if i >= len(b) || b[i] != '$' {
 			return nil, nil, 0
@@ -69,15 +86,15 @@ func firstArgs(b []byte) (name, key []byte, n int) {
 		if j == 0 || j+size+2 > len(b) || b[j+size] != '\r' || b[j+size+1] != '\n' {
 			return nil, nil, 0
 		}
-		switch a {
-		case 0:
-			name = b[j : j+size]
-		case 1:
-			key = b[j : j+size]
+		if a < len(first) {
+			first[a] = b[j : j+size]
 		}
 		i = j + size + 2
 	}
-	return name, key, i
+	if count >= 5 && equalFoldASCII(first[0], "rl.hop") {
+		return first[3], first[4], i
+	}
+	return first[0], first[1], i
 }
 
 // scanLen reads the decimal length at b[i:] up to its CRLF and returns it

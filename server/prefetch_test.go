@@ -42,6 +42,19 @@ func TestFirstArgsAgreesWithParser(t *testing.T) {
 	}
 }
 
+// A request another node forwarded is prefetched by the key of the
+// command it wraps.
+func TestFirstArgsOfForwardedRequest(t *testing.T) {
+	r := resp("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60")
+	name, key, n := firstArgs([]byte(r + resp("PING")))
+	assert.Equal(t, "RL.SLIDE", string(name))
+	assert.Equal(t, "user:1", string(key))
+	assert.Equal(t, len(r), n)
+	name, key, _ = firstArgs([]byte(resp("rl.hop", "1", "2", "PING")))
+	assert.Equal(t, "rl.hop", string(name))
+	assert.Equal(t, "1", string(key))
+}
+
 func TestKeyedDecision(t *testing.T) {
 	for _, name := range []string{"RL.SLIDE", "rl.token", "Rl.Fixed", "RL.LOG", "rl.leaky", "CL.THROTTLE"} {
 		assert.True(t, keyedDecision([]byte(name)), name)

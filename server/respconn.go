@@ -197,7 +197,7 @@ func (rc *respConn) flush() error {
 		return rc.writeOut()
 	}
 	if len(rc.out) > 0 {
-		rc.box.appendLocked(&Later{seq: rc.seq, data: rc.takeOut(), done: true})
+		rc.box.appendDoneLocked(rc.seq, rc.takeOut())
 	}
 	bufs := rc.box.takeLocked(rc.iov[:0])
 	rc.box.mu.Unlock()

@@ -54,6 +54,7 @@ func (s *Server) loop(c *client, rc *respConn) error {
 			continue
 		}
 		s.handle(c, args)
+		s.prefetchNext(c)
 		switch {
 		case rc.over:
 			return errOutputLimit

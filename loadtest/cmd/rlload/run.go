@@ -30,6 +30,7 @@ type runFlags struct {
 	prefix     string
 	cpuprofile string
 	cluster    bool
+	split      bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -43,7 +44,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.check, "check", false, "check the accuracy of the decisions (windowed limits and token buckets)")
 	fs.DurationVar(&f.slack, "slack", 0, "clock uncertainty the accuracy check allows")
 	fs.StringVar(&f.prefix, "prefix", "", "key prefix (default: a fresh one per run)")
-	fs.BoolVar(&f.cluster, "cluster", false, "act as a cluster-aware client: read the slot map from --addr and send each key to its owner (a connection per node for each of -c clients)")
+	fs.BoolVar(&f.cluster, "cluster", false, "act as a cluster-aware client: read the slot map from --addr and send each key to its owner (a connection per node for each of -c clients), each pipeline of -P keys to one node, as clients that batch per node do")
+	fs.BoolVar(&f.split, "cluster-split", false, "with --cluster: split each pipeline of -P keys per node, as go-redis ClusterClient does, instead")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write the load generator's own CPU profile here")
 }
 
@@ -62,7 +64,7 @@ func (f *runFlags) config() (loadtest.Config, error) {
 	return loadtest.Config{
 		Addr: f.addr, Workload: wl, Keys: f.load.keys(f.prefix),
 		Conns: f.load.conns, Pipeline: depths[0], Requests: f.load.requests, Duration: f.load.duration,
-		Rate: f.rate, Cluster: f.cluster, Check: f.check, Slack: f.slack, Seed: f.load.seed,
+		Rate: f.rate, Cluster: f.cluster, ClusterSplit: f.split, Check: f.check, Slack: f.slack, Seed: f.load.seed,
 	}, nil
 }
 
