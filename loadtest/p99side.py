@@ -12,7 +12,11 @@
 # Optional: ROUNDS (3), DUR (4s), VARIANTS: rlstore runs to compare, as
 # "name=ENV=value ...;name2=BIN=/other/binary" (default "rlstore=");
 # FRESH=1 starts every server anew each round, so each fill is a fresh
-# server's first; PHASES ("fill,steady") picks the runs. "sched p99" is the
+# server's first; PHASES ("fill,steady") picks the runs; RATE (requests a
+# second) makes the measured runs open-loop at that total rate, the same
+# for every server, so a faster server does not also load the shared cores
+# (and the load generator) more; latency then counts from each request's
+# due time. "sched p99" is the
 # 99th percentile of Go's wait for a core (/sched/latencies) during the run.
 import json, os, re, resource, socket, subprocess, sys, time, urllib.request
 
@@ -114,7 +118,8 @@ def main():
                         load(port, wl, prefix, ["--dist", "seq", "-n", "100000", "--duration", "0"])
                     g0, p0, s0 = gc_stats(mport)
                     c0, k0 = cpu(proc.pid), client_cpu()
-                    j = load(port, wl, prefix, ["--duration", DUR])
+                    rate = ["--rate", os.environ["RATE"]] if os.environ.get("RATE") else []
+                    j = load(port, wl, prefix, ["--duration", DUR] + rate)
                     c1, k1 = cpu(proc.pid), client_cpu()
                     g1, p1, s1 = gc_stats(mport)
                     n = max(j["requests"], 1)
