@@ -27,8 +27,8 @@
 # Optional: ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
 # 0: none), THROUGHPUT (1; 0: skip), RB (1; 0: no redis-benchmark rows),
 # RBN (500000: requests per redis-benchmark run), RLARGS (flags for every rlstore),
-# CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0; not
-# for BEFORE's),
+# CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0; for
+# BEFORE's too unless BEFOREARGS gives theirs),
 # PPROF (host:port: node 1 of the cluster serves --pprof-addr there),
 # BEFORE (another rlstore binary: a second cluster of it adds the rows
 # "forwarded before" and "aware before", to compare two builds in one run).
@@ -113,8 +113,10 @@ def start_cluster(n, timing="lan", pprof="", binary=RLSTORE):
                 "--cluster-timing", timing]
         if seed:
             args += ["--join", seed]
-        if binary == RLSTORE:
+        if binary == RLSTORE or "BEFOREARGS" not in os.environ:
             args += os.environ.get("CLUSTERARGS", "").split()
+        else:
+            args += os.environ["BEFOREARGS"].split()
         if i == 0 and pprof:
             args += ["--pprof-addr", pprof]
         nodes.append((start(args, binary), port))
@@ -219,6 +221,9 @@ def throughput():
         cprocs += bprocs
         systems[(RLLOAD_ROWS, "forwarded before")] = (bprocs, before[0][1], "plain")
         systems[(RLLOAD_ROWS, "aware before")] = (bprocs, before[0][1], "aware")
+        if (RB_ROWS, "single") in systems:
+            systems[(RB_ROWS, "forwarded before")] = (bprocs, before[0][1], "plain")
+            systems[(RB_ROWS, "aware before")] = (bprocs, before[0][1], "aware")
     res = {}
     try:
         for rnd in range(rounds):
