@@ -26,7 +26,8 @@
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/cluster.py
 # Optional: ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
 # 0: none), THROUGHPUT (1; 0: skip), RB (1; 0: no redis-benchmark rows),
-# RBN (500000: requests per redis-benchmark run), RLARGS (flags for every rlstore),
+# RBN (500000: requests per redis-benchmark run at -P 16, in proportion at
+# other depths), RLARGS (flags for every rlstore),
 # CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0; for
 # BEFORE's too unless BEFOREARGS gives theirs),
 # PPROF (host:port: node 1 of the cluster serves --pprof-addr there),
@@ -87,6 +88,13 @@ def slot_map(port):
     return out
 
 
+def settled(port):
+    """Whether the node at port moves no slots: a load started while the
+    joins' slots move gets TRYAGAIN for those being gated."""
+    info = resp_cmd(port, "INFO", "cluster")
+    return all(f"rl_cluster_handoff_{k}:0" in info for k in ("moves_in_progress", "slots_importing", "slots_migrating"))
+
+
 def wait_until(pred, limit=20.0):
     end = time.monotonic() + limit
     while time.monotonic() < end:
@@ -122,9 +130,10 @@ def start_cluster(n, timing="lan", pprof="", binary=RLSTORE):
         nodes.append((start(args, binary), port))
         seed = seed or f"127.0.0.1:{gport}"
     agree = lambda: len({str(sorted(slot_map(p).items())) for _, p in nodes}) == 1
-    if not all(wait_until(lambda p=p: known_nodes(p) == n) for _, p in nodes) or not wait_until(agree):
+    if (not all(wait_until(lambda p=p: known_nodes(p) == n) for _, p in nodes) or not wait_until(agree)
+            or not all(wait_until(lambda p=p: settled(p)) for _, p in nodes)):
         stop([p for p, _ in nodes])
-        sys.exit("cluster.py: the nodes did not see each other within 20 s")
+        sys.exit("cluster.py: the nodes did not see each other, or their slots did not settle, within 20 s")
     return nodes
 
 
@@ -175,7 +184,7 @@ def run_rb(port, depth, mode):
     is --cluster, which gives each node's connections keys that node owns
     ({tag} becomes a tag of the node's: each node's keys share a slot).
     Returns what run_load returns, or None."""
-    n = int(os.environ.get("RBN", "500000"))
+    n = max(20000, int(os.environ.get("RBN", "500000")) * depth // 16)  # fewer without pipelining: as long a run
     key = "k:__rand_int__"
     cmd = ["redis-benchmark", "-p", str(port), "-c", "50", "-P", str(depth), "-n", str(n), "-r", "100000", "-q"]
     if mode == "aware":
@@ -233,20 +242,23 @@ def throughput():
                     order.reverse()
                 for row in order:
                     procs, port, mode = systems[row]
-                    c0 = sum(cpu(p.pid) for p in procs)
+                    each0 = [cpu(p.pid) for p in procs]
+                    c0 = sum(each0)
                     if row[0] == RB_ROWS:
                         r = run_rb(port, depth, mode)
                     else:
                         r = run_load(port, depth, dur, mode)
-                    c1 = sum(cpu(p.pid) for p in procs)
+                    each1 = [cpu(p.pid) for p in procs]
+                    c1 = sum(each1)
                     if not r or not r[1]:
                         continue
                     rate, n, errors, first, client = r
                     us = (c1 - c0) * 1e6 / n
+                    per_node = " + ".join(f"{(b - a) * 1e6 / n:.2f}" for a, b in zip(each0, each1))
                     res.setdefault((row, depth), []).append((rate, us, errors, client * 1e6 / n))
                     first = f" (first: {first})" if errors else ""
-                    print(f"r{rnd} -P {depth} {row[0]} {row[1]}: {rate / 1e3:.1f}k/s, server CPU {us:.2f} µs/req,"
-                          f" {errors} errors{first}", file=sys.stderr, flush=True)
+                    print(f"r{rnd} -P {depth} {row[0]} {row[1]}: {rate / 1e3:.1f}k/s, server CPU {us:.2f} µs/req"
+                          f" ({per_node} by node), {errors} errors{first}", file=sys.stderr, flush=True)
     finally:
         stop(cprocs + [single])
     return depths, list(systems), res
