@@ -98,43 +98,61 @@ def stop(systems):
         s[3].wait()
 
 
+def measure(rnd, name, port, wl, proc, mport, prefix, phase):
+    """One measured run: prints its line and returns its p99 in ms."""
+    if phase == "steady":  # every key exists before the measured run
+        load(port, wl, prefix, ["--dist", "seq", "-n", "100000", "--duration", "0"])
+    g0, p0, s0 = gc_stats(mport)
+    c0, k0 = cpu(proc.pid), client_cpu()
+    rate = ["--rate", os.environ["RATE"]] if os.environ.get("RATE") else []
+    j = load(port, wl, prefix, ["--duration", DUR] + rate)
+    c1, k1 = cpu(proc.pid), client_cpu()
+    g1, p1, s1 = gc_stats(mport)
+    n = max(j["requests"], 1)
+    d = {k: v - p0.get(k, 0) for k, v in p1.items()}
+    pauses = max(d.values(), default=0)
+    long = pauses - max([v for k, v in d.items() if k <= 0.0005], default=0)
+    lat = {k: v / 1e6 for k, v in j["latency"].items()}
+    print(f"r{rnd} {name:10s} {phase:6s} {j['throughput']/1e3:5.0f}k/s "
+          f"p50 {lat['p50_ns']:.2f} p99 {lat['p99_ns']:.2f} p999 {lat['p999_ns']:.2f} "
+          f"max {lat['max_ns']:.1f} ms | server {(c1-c0)*1e6/n:.2f} us/req, "
+          f"client {(k1-k0)*1e6/n:.2f} us/req | GCs {g1-g0}, pauses {pauses}, "
+          f">0.5ms {long}, sched p99 {quantile(s0, s1, 0.99)*1e3:.2f} ms", flush=True)
+    return lat["p99_ns"]
+
+
+def summary(p99s, names, phases, rounds):
+    """For each rlstore run and phase: the rounds whose p99 was at or below the script's."""
+    for name in names:
+        for phase in phases:
+            pairs = [(p99s[(r, name, phase)], p99s[(r, "redis+lua", phase)]) for r in range(rounds)
+                     if (r, name, phase) in p99s and (r, "redis+lua", phase) in p99s]
+            below = sum(1 for a, b in pairs if a <= b)
+            print(f"{name} {phase}: p99 at or below Redis+Lua's in {below} of {len(pairs)} rounds")
+
+
 def main():
     fresh = os.environ.get("FRESH") == "1"
     phases = os.environ.get("PHASES", "fill,steady").split(",")
+    rounds = int(os.environ.get("ROUNDS", "3"))
     systems = start_systems()
     time.sleep(1.0)
     print("load average", open("/proc/loadavg").read().split()[:3], flush=True)
+    p99s = {}
     try:
-        for rnd in range(int(os.environ.get("ROUNDS", "3"))):
+        for rnd in range(rounds):
             if fresh and rnd > 0:
                 stop(systems)
                 systems = start_systems()
                 time.sleep(1.0)
             order = systems if rnd % 2 == 0 else systems[::-1]
             for name, port, wl, proc, mport in order:
-                prefix = f"p99r{rnd}:"
                 for phase in phases:
-                    if phase == "steady":  # every key exists before the measured run
-                        load(port, wl, prefix, ["--dist", "seq", "-n", "100000", "--duration", "0"])
-                    g0, p0, s0 = gc_stats(mport)
-                    c0, k0 = cpu(proc.pid), client_cpu()
-                    rate = ["--rate", os.environ["RATE"]] if os.environ.get("RATE") else []
-                    j = load(port, wl, prefix, ["--duration", DUR] + rate)
-                    c1, k1 = cpu(proc.pid), client_cpu()
-                    g1, p1, s1 = gc_stats(mport)
-                    n = max(j["requests"], 1)
-                    d = {k: v - p0.get(k, 0) for k, v in p1.items()}
-                    pauses = max(d.values(), default=0)
-                    long = pauses - max([v for k, v in d.items() if k <= 0.0005], default=0)
-                    lat = {k: v / 1e6 for k, v in j["latency"].items()}
-                    print(f"r{rnd} {name:10s} {phase:6s} {j['throughput']/1e3:5.0f}k/s "
-                          f"p50 {lat['p50_ns']:.2f} p99 {lat['p99_ns']:.2f} p999 {lat['p999_ns']:.2f} "
-                          f"max {lat['max_ns']:.1f} ms | server {(c1-c0)*1e6/n:.2f} us/req, "
-                          f"client {(k1-k0)*1e6/n:.2f} us/req | GCs {g1-g0}, pauses {pauses}, "
-                          f">0.5ms {long}, sched p99 {quantile(s0, s1, 0.99)*1e3:.2f} ms", flush=True)
+                    p99s[(rnd, name, phase)] = measure(rnd, name, port, wl, proc, mport, f"p99r{rnd}:", phase)
     finally:
         stop(systems)
         print("load average", open("/proc/loadavg").read().split()[:3], flush=True)
+    summary(p99s, [s[0] for s in systems if s[0] != "redis+lua"], phases, rounds)
 
 
 if __name__ == "__main__":
