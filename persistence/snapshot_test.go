@@ -114,3 +114,48 @@ func TestSnapshotWrongFile(t *testing.T) {
 	_, err = loadSnapshot(bytes.NewReader(b), int64(len(b)), "x.rls", newMap(t, 1), 0)
 	assert.ErrorContains(t, err, "format version 2, this build reads 1")
 }
+
+// writeSizes is a file system whose files record the size of each write.
+type writeSizes struct {
+	vfs.FS
+	sizes *[]int
+}
+
+func (w writeSizes) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := w.FS.OpenFile(name, flag, perm)
+	return sizedFile{f, w.sizes}, err
+}
+
+type sizedFile struct {
+	vfs.File
+	sizes *[]int
+}
+
+func (f sizedFile) Write(b []byte) (int, error) {
+	*f.sizes = append(*f.sizes, len(b))
+	return f.File.Write(b)
+}
+
+// TestSnapshotInPieces: a shard larger than a piece is encoded a piece at a
+// time and written in chunks, so the snapshot's buffer never grows past
+// snapshotBuffer, and the file loads back whole.
+func TestSnapshotInPieces(t *testing.T) {
+	now := t0.UnixNano()
+	m := newMap(t, 1)
+	traffic(t, m.Decide, rand.New(rand.NewPCG(9, 9)), 30*snapshotPiece, 60*snapshotPiece, now)
+	var sizes []int
+	path := filepath.Join(t.TempDir(), snapName(7))
+	info, err := writeSnapshot(writeSizes{vfs.OS, &sizes}, path, m.Shards(), m.ExportShard, 7, now, nil)
+	require.NoError(t, err)
+	require.Greater(t, info.bytes, int64(4*writeChunk), "several chunks")
+	require.Greater(t, len(sizes), 4)
+	for _, n := range sizes {
+		assert.LessOrEqual(t, n, snapshotBuffer)
+	}
+
+	m2 := newMap(t, 4)
+	got, err := loadSnapshotFile(vfs.OS, path, m2, now)
+	require.NoError(t, err)
+	assert.Equal(t, liveAt(m, now), exportAll(m2))
+	assert.Equal(t, info, got)
+}
