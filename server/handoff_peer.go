@@ -73,7 +73,7 @@ func (s *Server) servedSlots(slots []int) (*slotBits, []int) {
 func (s *Server) importHanded(payload []byte, own *slotBits) (int, error) {
 	m, now := s.cfg.Store, time.Now().UnixNano()
 	return persistence.DecodeEntries(payload, func(e *shard.Entry) error {
-		if own.has(cluster.Slot(e.Route)) {
+		if own.keyIn(e.Key) {
 			_, err := m.ImportMissing(*e, now)
 			return err
 		}
