@@ -50,3 +50,27 @@ func TestLaterHoldsTheClose(t *testing.T) {
 	assert.Equal(t, "+OK", c.line(t))
 	require.True(t, c.closedByServer(t))
 }
+
+// TestLaterReusedKeepsOrder: a connection reuses the Laters it has written
+// out, and replies keep their order round after round of reuse.
+func TestLaterReusedKeepsOrder(t *testing.T) {
+	taken := make(chan *Later, 2)
+	_, addr := startServerCmds(t, Config{}, laterCmd(taken))
+	c := dialRaw(t, addr)
+	seen := map[*Later]bool{}
+	reused := false
+	for i := range 20 {
+		c.send(t, resp("TEST.LATER")+resp("ECHO", "mid")+resp("TEST.LATER"))
+		first, second := <-taken, <-taken
+		for _, l := range []*Later{first, second} {
+			reused = reused || seen[l]
+			seen[l] = true
+		}
+		second.Finish([]byte(":2\r\n"))
+		first.Finish([]byte(":1\r\n"))
+		assert.Equal(t, ":1", c.line(t), "round %d", i)
+		assert.Equal(t, "mid", c.bulk(t), "round %d", i)
+		assert.Equal(t, ":2", c.line(t), "round %d", i)
+	}
+	assert.True(t, reused, "a Later written out is taken again")
+}
