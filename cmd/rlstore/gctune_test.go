@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -137,6 +138,34 @@ func TestTuneGCSetsLimit(t *testing.T) {
 			assert.Equal(t, int64(math.MaxInt64), got, "tuneGC overrode GOMEMLIMIT")
 		}
 	}
+}
+
+// TestTuneGCAfterCollection: a collection retunes at once, not at the next
+// tick, so memory that grew faster than the limit's slack raises the limit
+// before the collector runs back to back against it.
+func TestTuneGCAfterCollection(t *testing.T) {
+	withGCPercent(t, debug.SetGCPercent(-1))
+	before := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		tuneGC(ctx, time.Hour, func(string) (string, bool) { return "", false })
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	require.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) < math.MaxInt64 },
+		10*time.Second, time.Millisecond, "the first pass sets a limit")
+	first := debug.SetMemoryLimit(-1)
+
+	grown := make([]byte, 64<<20) // live, and more than any slack
+	for i := range grown {
+		grown[i] = 1 // touched, so it is memory in use
+	}
+	runtime.GC()
+	require.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) > first+32<<20 },
+		10*time.Second, time.Millisecond, "the limit did not follow the grown heap after a collection")
+	runtime.KeepAlive(grown)
 }
 
 func TestMemoryLimit(t *testing.T) {
