@@ -142,8 +142,8 @@ func (s *shard) drainLocked(x *exporter, dst []Entry, max int) ([]Entry, bool) {
 	n := min(len(d.slots), max)
 	for _, j := range d.slots[:n] {
 		d.bits[j>>6] &^= 1 << (j & 63)
-		dst = x.slotLocked(s, j, dst)
 	}
+	dst = x.slotsLocked(s, d.slots[:n], dst)
 	d.slots = d.slots[:copy(d.slots, d.slots[n:])]
 	return dst, len(d.slots) > 0
 }
@@ -156,17 +156,25 @@ func (s *shard) drainLocked(x *exporter, dst []Entry, max int) ([]Entry, bool) {
 func (d *dirty) scanLocked(s *shard, x *exporter, dst []Entry, max int) ([]Entry, bool) {
 	resumed := d.at > 0
 	d.slots = d.slots[:0]
+	var run [drainRun]uint32 // slots found and not yet exported
+	k := 0
 	for w := d.at; w < len(d.bits); w++ {
 		for word := d.bits[w]; word != 0; word &= word - 1 {
 			if max == 0 {
 				d.bits[w], d.at = word, w
-				return dst, true
+				return x.slotsLocked(s, run[:k], dst), true
 			}
 			max--
-			dst = x.slotLocked(s, uint32(w<<6+bits.TrailingZeros64(word)), dst)
+			run[k], k = uint32(w<<6+bits.TrailingZeros64(word)), k+1
+			if k == drainRun {
+				dst, k = x.slotsLocked(s, run[:k], dst), 0
+			}
 		}
 		d.bits[w] = 0
 	}
 	d.at, d.full = 0, resumed
-	return dst, false
+	return x.slotsLocked(s, run[:k], dst), false
 }
+
+// drainRun is how many changed slots a scan finds before exporting them.
+const drainRun = 64

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/rlstore/rlstore/window"
 )
@@ -124,6 +125,31 @@ func (x *exporter) allLocked(s *shard, dst []Entry) []Entry {
 	}
 	return dst
 }
+
+// slotsLocked appends the entries of the slots js of s to dst, asking for
+// each one's lines a few slots ahead: changed slots are spread over the
+// shard's memory, and with many keys each export would otherwise wait for
+// its slot, then its key bytes and counter block, one miss after another.
+func (x *exporter) slotsLocked(s *shard, js []uint32, dst []Entry) []Entry {
+	for k, j := range js {
+		if k+2*exportAhead < len(js) {
+			if a := js[k+2*exportAhead]; a < s.slots.next {
+				sl := uintptr(unsafe.Pointer(s.slots.at(a)))
+				prefetch(sl)
+				prefetch(sl + slotBytes - 1)
+			}
+		}
+		if k+exportAhead < len(js) {
+			s.prefetchStateLocked(js[k+exportAhead])
+		}
+		dst = x.slotLocked(s, j, dst)
+	}
+	return dst
+}
+
+// exportAhead is how many slots ahead slotsLocked asks for key bytes and
+// counters; slots it asks for twice as far ahead.
+const exportAhead = 4
 
 // slotLocked appends the entry in slot j of s to dst, if the slot is live.
 func (x *exporter) slotLocked(s *shard, j uint32, dst []Entry) []Entry {
