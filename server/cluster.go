@@ -105,6 +105,11 @@ const (
 	errOwnerUnreach = "CLUSTERDOWN the owner of this key cannot be reached: "
 )
 
+// peerReadBuf is the read buffer a peer's connection keeps between
+// requests: a replica shipment's chunk (up to 256 KiB) regrew it from 8 KiB
+// each time, a megabyte of garbage a chunk on a busy backup.
+const peerReadBuf = 1 << 20
+
 // peerCommands are the node-to-node commands.
 func peerCommands() []command {
 	return []command{
@@ -136,6 +141,7 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 	case equalFoldASCII(args[1], "auth") && len(args) == 4 && c.nonce != "" &&
 		cluster.VerifyPeer(s.cl.cfg.Secret, c.nonce, string(args[2]), string(args[3])):
 		c.nonce, c.peer, c.authed = "", true, true
+		c.rc.keep = peerReadBuf
 		c.conn.WriteString("OK")
 	default:
 		c.nonce = "" // one try per nonce

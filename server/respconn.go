@@ -26,6 +26,7 @@ type respConn struct {
 	buf  []byte   // read buffer; buf[r:w] holds bytes read and not yet run
 	r, w int      //
 	args [][]byte // the arguments of the command being run, reused
+	keep int      // the largest empty buffer kept rather than dropped: readBufMax, or more for a peer
 
 	out     []byte // replies of the batch under way
 	limit   int64  // most bytes of replies held for the client; 0: no limit
@@ -84,7 +85,7 @@ func (rc *respConn) makeRoom() {
 	switch {
 	case rc.r == rc.w:
 		rc.r, rc.w = 0, 0
-		if len(rc.buf) > readBufMax {
+		if len(rc.buf) > max(readBufMax, rc.keep) {
 			rc.buf = make([]byte, readBufMin)
 		}
 	case len(rc.buf)-rc.w < len(rc.buf)/8:
