@@ -85,8 +85,22 @@ func DecodeEntries(b []byte, fn func(*shard.Entry) error) (int, error) {
 // it and an error wrapping ErrCorrupt for damaged input, found before any
 // entry of the damaged block is handed over.
 func DecodeBatches(b []byte, fn func([]shard.Entry) error) (int, error) {
-	var eb entryBlock
-	var es []shard.Entry
+	var d Decoder
+	return d.Decode(b, fn)
+}
+
+// Decoder is DecodeBatches with memory kept from one call to the next: a
+// backup decodes every shipment its primaries send. The zero Decoder is
+// ready to use; it is not safe for concurrent use.
+type Decoder struct {
+	eb entryBlock
+	es []shard.Entry
+}
+
+// Decode is DecodeBatches, reusing d's memory.
+func (d *Decoder) Decode(b []byte, fn func([]shard.Entry) error) (int, error) {
+	defer d.release()
+	eb := &d.eb
 	n := 0
 	for off := 0; off < len(b); {
 		payload, size, reason := transferBlock(b[off:])
@@ -101,13 +115,13 @@ func DecodeBatches(b []byte, fn func([]shard.Entry) error) (int, error) {
 		}
 		for eb.left > 0 {
 			var reason string
-			if es, reason = eb.batch(es[:0]); reason != "" {
+			if d.es, reason = eb.batch(d.es[:0]); reason != "" {
 				return n, transferCorrupt(off, reason)
 			}
-			if err := fn(es); err != nil {
+			if err := fn(d.es); err != nil {
 				return n, err
 			}
-			n += len(es)
+			n += len(d.es)
 		}
 		if len(eb.d.b) != 0 {
 			return n, transferCorrupt(off, "trailing bytes after the last entry")
@@ -115,6 +129,16 @@ func DecodeBatches(b []byte, fn func([]shard.Entry) error) (int, error) {
 		off += size
 	}
 	return n, nil
+}
+
+// release lets go of what the last decoding pointed into, and of a
+// counter buffer a burst grew.
+func (d *Decoder) release() {
+	clear(d.es)
+	d.eb.d = decoder{}
+	if cap(d.eb.counters) > 64<<10 {
+		d.eb.counters = nil
+	}
 }
 
 // transferBatch is the most entries DecodeBatches hands over at once.

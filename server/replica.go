@@ -66,6 +66,8 @@ type replicator struct {
 	// them up for this node, which no longer owns them (see dropOrphansLocked).
 	orphans map[string]*slotBits
 
+	decoders sync.Pool // *persistence.Decoder: shipments arrive on a connection per primary
+
 	promoted atomic.Int64 // copies promoted into the store
 	copyErrs atomic.Int64 // copies refused by the copies map (full)
 	received atomic.Int64 // bytes of shipments received

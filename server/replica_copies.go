@@ -19,7 +19,12 @@ import (
 func (r *replicator) peerCopy(c *client, payload []byte) {
 	r.received.Add(int64(len(payload)))
 	now := r.s.unixNano()
-	_, err := persistence.DecodeBatches(payload, func(es []shard.Entry) error {
+	d, _ := r.decoders.Get().(*persistence.Decoder)
+	if d == nil {
+		d = new(persistence.Decoder)
+	}
+	defer r.decoders.Put(d)
+	_, err := d.Decode(payload, func(es []shard.Entry) error {
 		for len(es) > 0 {
 			n, err := r.cfg.Copies.ImportBatch(es, now)
 			if err == nil {
