@@ -287,7 +287,7 @@ def fmt_rate(v):
 def main():
     print("## Cluster\n")
     print("Produced by `python3 loadtest/cluster.py` (run by `bash loadtest/bench.sh`): every rlstore is its")
-    print("own process on loopback, sharing the machine's cores with each other and with rlload.")
+    print("own process on loopback, sharing the machine's cores with each other and with the client.")
     print(f"Load at start: {open('/proc/loadavg').read().split()[0]}.\n")
     if os.environ.get("THROUGHPUT", "1") != "0":
         depths, rows, res = throughput()
