@@ -56,13 +56,15 @@ func startTestCluster(t *testing.T, n int, o clusterOpts) []*testNode {
 	return nodes
 }
 
-// waitSettled waits until no node is moving a slot in or out.
+// waitSettled waits until no node is moving a slot in or out, and every
+// migration has ended: a cut marks its slots moved before it counts them
+// in the handoff's stats, which a test may read next.
 func waitSettled(t *testing.T, nodes []*testNode) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		for _, n := range nodes {
 			n.srv.ClusterChanged()
-			if in, out := n.srv.cl.ho.moving(); in+out > 0 {
+			if in, out := n.srv.cl.ho.moving(); in+out > 0 || n.srv.cl.ho.stats.moving.Load() > 0 {
 				return false
 			}
 		}
