@@ -18,11 +18,15 @@ import (
 // Each round decides 4096 random keys of the Map once, as a busy interval
 // on many keys does, then ships them; the backup already holds every
 // key's copy, as it does in steady state. The decisions are not timed.
+// A Slide key's state is a counter per second of its window that saw a
+// decision, and each of them ships every time the key changes: counters=30
+// is a key decided every second for half a minute.
 func BenchmarkShipImport(b *testing.B) {
 	const changed = 4096
 	p := window.Params{Kind: window.KindSlide, Limit: 1 << 20, Period: time.Minute}
-	for _, n := range []int{1_000, 100_000} {
-		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+	for _, c := range []struct{ n, seconds int }{{1_000, 1}, {100_000, 1}, {100_000, 30}} {
+		n := c.n
+		b.Run(fmt.Sprintf("keys=%d/counters=%d", n, c.seconds), func(b *testing.B) {
 			prim, copies := newMap(b, shard.DefaultShards), newMap(b, shard.DefaultShards)
 			f := NewFeed(prim)
 			sh := &shipSink{copies: copies}
@@ -31,9 +35,14 @@ func BenchmarkShipImport(b *testing.B) {
 			now := t0.UnixNano()
 			for i := range keys {
 				keys[i] = fmt.Appendf(nil, "k:{06S}:%012d", i)
-				_, err := prim.Decide(keys[i], p, now, 1, false)
-				require.NoError(b, err)
 			}
+			for sec := range c.seconds { // a counter a second, as a key decided every second has
+				for _, k := range keys {
+					_, err := prim.Decide(k, p, now+int64(sec)*int64(time.Second), 1, false)
+					require.NoError(b, err)
+				}
+			}
+			now += int64(c.seconds) * int64(time.Second)
 			f.Drain()
 			sh.ship(b, now)
 			rng := rand.New(rand.NewPCG(1, 2))
