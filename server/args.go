@@ -30,14 +30,20 @@ type decisionArgs struct {
 // parseNative parses RL.<KIND> key params… [COST n] [PEEK], the native
 // command of kind's algorithm: its parameters as policy.ParseParams reads
 // them for commands and policy rules alike, then the options.
-func parseNative(kind window.Kind, args [][]byte) (decisionArgs, error) {
+// pc, if not nil, caches the parameters.
+func parseNative(kind window.Kind, args [][]byte, pc *paramCache) (decisionArgs, error) {
 	n := 2 + policy.Arity(kind)
 	if len(args) < n {
 		return decisionArgs{}, argError(arityError(nativeName(kind)))
 	}
 	a := decisionArgs{key: args[1]}
 	var err error
-	if a.params, err = policy.ParseParams(kind, args[2:n]); err != nil {
+	if pc != nil {
+		a.params, err = pc.parse(kind, args[2:n])
+	} else {
+		a.params, err = policy.ParseParams(kind, args[2:n])
+	}
+	if err != nil {
 		return a, err
 	}
 	return a, parseOptions(args[n:], &a)

@@ -122,10 +122,10 @@ func TestParseSlideToken(t *testing.T) {
 }
 
 // parseSlide parses RL.SLIDE key limit window [COST n] [PEEK].
-func parseSlide(args [][]byte) (decisionArgs, error) { return parseNative(window.KindSlide, args) }
+func parseSlide(args [][]byte) (decisionArgs, error) { return parseNative(window.KindSlide, args, nil) }
 
 // parseToken parses RL.TOKEN key capacity rate period [COST n] [PEEK].
-func parseToken(args [][]byte) (decisionArgs, error) { return parseNative(window.KindToken, args) }
+func parseToken(args [][]byte) (decisionArgs, error) { return parseNative(window.KindToken, args, nil) }
 
 // parseAny parses a decision command of either algorithm by its name.
 func parseAny(args [][]byte) (decisionArgs, error) {

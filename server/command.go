@@ -85,6 +85,7 @@ type client struct {
 	wallAt       time.Duration       // when wallBase was read (Server.monotonic)
 	pend         pending             // counts not yet in the server's counters (cmdpending.go)
 	scratch      []byte              // where a decision's reply is built (writeDecision)
+	params       paramCache          // the last native decision's parameters (paramcache.go)
 	prefetch     [prefetchMax][]byte // prefetchBatch's keys
 	prefetchLeft int                 // commands to run before the batch's next keys are prefetched
 

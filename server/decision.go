@@ -40,8 +40,8 @@ func nativeCommand(kind window.Kind) command {
 
 // nativeParser returns the parser of kind's native command.
 func nativeParser(kind window.Kind) parseFunc {
-	return func(s *Server, args [][]byte) ([]byte, request, error) {
-		a, err := parseNative(kind, args)
+	return func(s *Server, c *client, args [][]byte) ([]byte, request, error) {
+		a, err := parseNative(kind, args, &c.params)
 		return a.key, request{op: opNative, params: a.params, cost: a.cost, peek: a.peek}, err
 	}
 }
@@ -146,26 +146,26 @@ func (s *Server) check(key []byte, r *request) (outcome, bool, error) {
 }
 
 // parseFunc parses a decision command into its key and request.
-type parseFunc func(s *Server, args [][]byte) ([]byte, request, error)
+type parseFunc func(s *Server, c *client, args [][]byte) ([]byte, request, error)
 
 // decisionRun returns the run function of a decision command: parse, then decide.
 func decisionRun(parse parseFunc) func(s *Server, c *client, args [][]byte) {
 	return func(s *Server, c *client, args [][]byte) {
-		key, r, err := parse(s, args)
+		key, r, err := parse(s, c, args)
 		s.run1(c, key, &r, err)
 	}
 }
 
 // parseThrottleReq parses CL.THROTTLE key max_burst count period [quantity],
 // redis-cell's command: the reply is [limited, limit, remaining, retry_after_s, reset_after_s].
-func parseThrottleReq(s *Server, args [][]byte) ([]byte, request, error) {
+func parseThrottleReq(s *Server, c *client, args [][]byte) ([]byte, request, error) {
 	p, q, err := parseThrottle(args)
 	return args[1], request{op: opThrottle, throttle: p, cost: q, peek: q == 0}, err
 }
 
 // parseCheckReq parses RL.CHECK name key [COST n] [PEEK]. The reply is the
 // binding rule's five decision fields and its index.
-func parseCheckReq(s *Server, args [][]byte) ([]byte, request, error) {
+func parseCheckReq(s *Server, c *client, args [][]byte) ([]byte, request, error) {
 	a := decisionArgs{key: args[2]}
 	err := parseOptions(args[3:], &a)
 	r := request{op: opCheck, cost: a.cost, peek: a.peek}

@@ -59,7 +59,8 @@ func fuzzDuration(t *testing.T, word []byte, d time.Duration) {
 func fuzzDecision(t *testing.T, kind window.Kind, args [][]byte) {
 	name := strings.ToLower(nativeName(kind))
 	cmd := append(byteArgs(name), args...)
-	a, err := parseNative(kind, cmd)
+	a, err := parseNative(kind, cmd, nil)
+	fuzzParamCache(t, kind, cmd, a, err)
 	if err != nil {
 		if _, ok := err.(argError); !ok {
 			t.Fatalf("%q: error %v is not an argError", cmd, err)
@@ -70,13 +71,36 @@ func fuzzDecision(t *testing.T, kind window.Kind, args [][]byte) {
 		t.Fatalf("%q parsed, but the store would refuse it: %v", cmd, err)
 	}
 	again := formatDecision(name, a)
-	if b, err := parseNative(kind, again); err != nil || !equalDecisionArgs(a, b) {
+	if b, err := parseNative(kind, again, nil); err != nil || !equalDecisionArgs(a, b) {
 		t.Fatalf("%q parsed as %+v, formatted as %q, parsed again as %+v, %v", cmd, a, again, b, err)
 	}
-	key, r, _ := nativeParser(kind)(nil, cmd)
+	key, r, _ := nativeParser(kind)(nil, &client{}, cmd)
 	fwd := r.appendCommand(nil, key)
-	if key2, r2, err := nativeParser(kind)(nil, fwd); err != nil || !bytes.Equal(key, key2) || r != r2 {
+	if key2, r2, err := nativeParser(kind)(nil, &client{}, fwd); err != nil || !bytes.Equal(key, key2) || r != r2 {
 		t.Fatalf("%q made a request that writes back as %q, which parses as %+v, %v", cmd, fwd, r2, err)
+	}
+}
+
+// fuzzParamCache checks that parsing cmd through a paramCache gives what
+// parsing it without one gave (a, err): with an empty cache, with one that
+// holds cmd's own parameters, and with one that holds another kind's
+// parameters parsed from the same bytes.
+func fuzzParamCache(t *testing.T, kind window.Kind, cmd [][]byte, a decisionArgs, err error) {
+	var pc paramCache
+	for range 2 { // a miss, then a hit if cmd's parameters were kept
+		b, err2 := parseNative(kind, cmd, &pc)
+		if (err == nil) != (err2 == nil) || err == nil && !equalDecisionArgs(a, b) {
+			t.Fatalf("%q parsed as %+v, %v, but through a cache as %+v, %v", cmd, a, err, b, err2)
+		}
+	}
+	other := window.KindFixed
+	if kind == window.KindFixed {
+		other = window.KindSlide
+	}
+	if _, errOther := parseNative(other, cmd, &pc); errOther == nil {
+		if b, err2 := parseNative(kind, cmd, &pc); (err == nil) != (err2 == nil) || !equalDecisionArgs(a, b) {
+			t.Fatalf("%q parsed as %+v, %v, but after %v's parameters as %+v, %v", cmd, a, err, other, b, err2)
+		}
 	}
 }
 

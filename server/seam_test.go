@@ -44,12 +44,12 @@ func seamServer(t *testing.T) *Server {
 // TestRequestRoundTrips checks that a request is self-contained: written back
 // as a command (what a cluster forwards), it parses into the same request.
 func TestRequestRoundTrips(t *testing.T) {
-	s := seamServer(t)
+	s, c := seamServer(t), &client{}
 	for _, tc := range seamCommands() {
-		key, r, err := tc.parse(s, tc.args)
+		key, r, err := tc.parse(s, c, tc.args)
 		require.NoError(t, err, "%q", tc.args)
 		again := r.appendCommand(nil, key)
-		key2, r2, err := tc.parse(s, again)
+		key2, r2, err := tc.parse(s, c, again)
 		require.NoError(t, err, "%q", again)
 		assert.Equal(t, key, key2, "%q", again)
 		assert.Equal(t, r, r2, "%q became %q", tc.args, again)
@@ -60,11 +60,11 @@ func TestRequestRoundTrips(t *testing.T) {
 // parsing a warm key's command, deciding it through the seam and encoding
 // the reply allocate nothing.
 func TestDecisionSeamAllocs(t *testing.T) {
-	s := seamServer(t)
+	s, c := seamServer(t), &client{}
 	buf := make([]byte, 0, 64)
 	for _, tc := range seamCommands() {
 		step := func() {
-			key, r, err := tc.parse(s, tc.args)
+			key, r, err := tc.parse(s, c, tc.args)
 			if err != nil {
 				panic(err)
 			}
@@ -100,7 +100,7 @@ func TestCheckLongKey(t *testing.T) {
 	s := seamServer(t)
 	long := bytes.Repeat([]byte("k"), 2000)
 	for want := int64(999999); want > 999996; want-- {
-		key, r, err := parseCheckReq(s, [][]byte{[]byte("RL.CHECK"), []byte("pol"), long})
+		key, r, err := parseCheckReq(s, nil, [][]byte{[]byte("RL.CHECK"), []byte("pol"), long})
 		require.NoError(t, err)
 		r.now = t0
 		o, err := s.decide(key, &r)
@@ -116,12 +116,13 @@ func BenchmarkSeam(b *testing.B) {
 	p, err := policy.Parse("pol", []string{"SLIDE", "1000000", "60", "TOKEN", "1000000", "10", "1s", "PENALTY", "1s"})
 	require.NoError(b, err)
 	s.pol.byName[p.Name] = p
+	c := &client{}
 	for _, tc := range seamCommands() {
 		b.Run(string(tc.args[0])+"/"+string(tc.args[len(tc.args)-1]), func(b *testing.B) {
 			buf := make([]byte, 0, 64)
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				key, r, err := tc.parse(s, tc.args)
+				key, r, err := tc.parse(s, c, tc.args)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -227,10 +227,10 @@ func BenchmarkSeamTracking(b *testing.B) {
 				s.obs.active.Add(1)
 			}
 			args := byteArgs("RL.SLIDE", "s", "1000000", "60")
-			parse := nativeParser(window.KindSlide)
+			parse, c := nativeParser(window.KindSlide), &client{}
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				key, r, err := parse(s, args)
+				key, r, err := parse(s, c, args)
 				if err != nil {
 					b.Fatal(err)
 				}
