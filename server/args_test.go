@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/tidwall/redcon"
 	"math"
 	"strconv"
 	"testing"
@@ -151,6 +152,27 @@ func TestAppendDecision(t *testing.T) {
 	assert.Equal(t, "*5\r\n:1\r\n:10\r\n:3\r\n:0\r\n:1501\r\n", string(appendDecision(nil, d)))
 	d = window.Decision{Limit: 10, Remaining: 10, Wait: window.Never}
 	assert.Equal(t, "*5\r\n:0\r\n:10\r\n:10\r\n:-1\r\n:0\r\n", string(appendDecision(nil, d)))
+}
+
+// TestPutInt checks the decision reply's integers against redcon's
+// writer, at every edge of the digit loop and of int64.
+func TestPutInt(t *testing.T) {
+	vals := []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 59999, 60000, -1, -9, -10, -100, -12345,
+		math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1, math.MaxUint32, 1 << 53}
+	for p := int64(1); p > 0 && p <= math.MaxInt64/10; p *= 10 {
+		vals = append(vals, p-1, p, p+1, -p)
+	}
+	for _, v := range vals {
+		b := make([]byte, maxDecisionReply)
+		n := putInt(b, 0, v)
+		assert.Equal(t, string(redcon.AppendInt(nil, v)), string(b[:n]), "%d", v)
+	}
+	d := window.Decision{Allowed: true, Limit: math.MaxInt64, Remaining: math.MinInt64, Wait: math.MaxInt64, Reset: math.MaxInt64}
+	want := redcon.AppendArray(nil, 5)
+	for _, v := range decisionFields(d) {
+		want = redcon.AppendInt(want, v)
+	}
+	assert.Equal(t, string(want), string(appendDecision([]byte("x"), d))[1:])
 }
 
 func TestEqualFold(t *testing.T) {

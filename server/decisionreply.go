@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,15 +45,83 @@ func writeDecision(c *client, d window.Decision) {
 	c.conn.WriteRaw(c.scratch)
 }
 
-// appendDecision appends the reply writeDecision writes to dst.
+// appendDecision appends the reply writeDecision writes to dst. It writes
+// into room it has made for the longest reply, with no check per byte: the
+// reply costs a third of the instructions of six calls to redcon's appenders.
 func appendDecision(dst []byte, d window.Decision) []byte {
 	f := decisionFields(d)
-	dst = redcon.AppendArray(dst, len(f))
+	dst = slices.Grow(dst, maxDecisionReply)
+	b := dst[len(dst) : len(dst)+maxDecisionReply]
+	b[0], b[1], b[2], b[3] = '*', '0'+byte(len(f)), '\r', '\n'
+	n := 4
 	for _, v := range f {
-		dst = redcon.AppendInt(dst, v)
+		n = putInt(b, n, v)
 	}
-	return dst
+	return dst[:len(dst)+n]
 }
+
+// maxDecisionReply is the longest reply appendDecision writes: "*5\r\n",
+// then five integers of at most 20 characters, each framed by ':' and "\r\n".
+const maxDecisionReply = 4 + 5*(1+20+2)
+
+// putInt writes RESP's integer ":v\r\n" at b[n:], which must have room for
+// it, and returns the index after it. The digits are written in place from
+// the last, two at a time.
+func putInt(b []byte, n int, v int64) int {
+	b[n] = ':'
+	n++
+	u := uint64(v)
+	if v < 0 {
+		b[n] = '-'
+		n++
+		u = -u
+	}
+	end := n + decimalLen(u)
+	i := end
+	for u >= 100 {
+		q := u / 100
+		r := 2 * (u - 100*q)
+		i -= 2
+		b[i], b[i+1] = digitPairs[r], digitPairs[r+1]
+		u = q
+	}
+	if u >= 10 {
+		b[i-2], b[i-1] = digitPairs[2*u], digitPairs[2*u+1]
+	} else {
+		b[i-1] = '0' + byte(u)
+	}
+	b[end], b[end+1] = '\r', '\n'
+	return end + 2
+}
+
+// decimalLen returns the number of decimal digits of u.
+func decimalLen(u uint64) int {
+	n := 1
+	for ; u >= 10000; u /= 10000 {
+		n += 4
+	}
+	switch {
+	case u >= 1000:
+		return n + 3
+	case u >= 100:
+		return n + 2
+	case u >= 10:
+		return n + 1
+	}
+	return n
+}
+
+// digitPairs holds "00" to "99", for writing two digits at a time.
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // decisionFields returns allowed, limit, remaining, wait_ms and reset_ms.
 func decisionFields(d window.Decision) [5]int64 {
