@@ -22,7 +22,7 @@ func TestParamCache(t *testing.T) {
 		{window.KindSlide, []string{"100", "60"}, false},
 		{window.KindSlide, []string{"100", "60"}, true},
 		{window.KindFixed, []string{"100", "60"}, false}, // same bytes, another kind
-		{window.KindSlide, []string{"10", "060"}, false},  // same bytes, split elsewhere
+		{window.KindSlide, []string{"10", "060"}, false}, // same bytes, split elsewhere
 		{window.KindSlide, []string{"100", "61"}, false},
 		{window.KindSlide, []string{"100", "0"}, false}, // an error: not kept
 		{window.KindSlide, []string{"100", "0"}, false},
