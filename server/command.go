@@ -81,13 +81,12 @@ type client struct {
 	laddr     string
 
 	// The decision path's own state.
-	wallBase     int64               // unix nanoseconds at Server.monotonic 0 (cmdclock.go)
-	wallAt       time.Duration       // when wallBase was read (Server.monotonic)
-	pend         pending             // counts not yet in the server's counters (cmdpending.go)
-	scratch      []byte              // where a decision's reply is built (writeDecision)
-	params       paramCache          // the last native decision's parameters (paramcache.go)
-	prefetch     [prefetchMax][]byte // prefetchBatch's keys
-	prefetchLeft int                 // commands to run before the batch's next keys are prefetched
+	wallBase int64         // unix nanoseconds at Server.monotonic 0 (cmdclock.go)
+	wallAt   time.Duration // when wallBase was read (Server.monotonic)
+	pend     pending       // counts not yet in the server's counters (cmdpending.go)
+	scratch  []byte        // where a decision's reply is built (writeDecision)
+	params   paramCache    // the last native decision's parameters (paramcache.go)
+	batch    batchKeys     // the batch's keys and their hashes (prefetch.go)
 
 	multi  bool     // inside MULTI
 	dirty  bool     // a command was refused while queueing, so EXEC aborts

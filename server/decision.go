@@ -68,6 +68,8 @@ type request struct {
 	peek     bool            // decide, but change nothing
 	now      int64           // unix nanoseconds, read once per command
 	by       *client         // who asked, for CLIENT TRACKING's NOLOOP; nil if no local client did
+	hash     uint64          // opNative: the key's hash, if hashed (see client.keyHash)
+	hashed   bool
 }
 
 // outcome is a decision: d for the RL commands (for RL.CHECK the binding
@@ -100,8 +102,12 @@ func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 			s.countDecision(r, &o, denied)
 		}
 		return o, err
-	default:
-		o.d, err = s.cfg.Store.Decide(key, r.params, r.now, r.cost, r.peek)
+	case opNative:
+		if r.hashed {
+			o.d, err = s.cfg.Store.DecideHashed(key, r.hash, r.params, r.now, r.cost, r.peek)
+		} else {
+			o.d, err = s.cfg.Store.Decide(key, r.params, r.now, r.cost, r.peek)
+		}
 	}
 	if err == nil {
 		s.countDecision(r, &o, false)
@@ -185,6 +191,9 @@ func (s *Server) run1(c *client, key []byte, r *request, err error) {
 		return
 	}
 	r.now, r.by = s.commandNow(c), c
+	if r.op == opNative {
+		r.hash, r.hashed = c.keyHash(key)
+	}
 	o, err := s.decide(key, r)
 	if err != nil {
 		c.conn.WriteError(decideError(err))

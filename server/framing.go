@@ -58,6 +58,11 @@ type parser struct {
 	inline [][]byte // the arguments of an inline request, which redcon splits
 }
 
+// restart forgets the request under way, to parse it again from its start.
+func (p *parser) restart() {
+	p.n, p.pos, p.need, p.offs, p.inline = 0, 0, 0, p.offs[:0], nil
+}
+
 // idle reports whether the parser stands between requests.
 func (p *parser) idle() bool { return p.n == 0 && p.need == 0 }
 

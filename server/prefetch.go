@@ -2,50 +2,106 @@ package server
 
 // A pipelined batch of decisions is looked up faster when the store is
 // told its keys first (shard.Map.Prefetch): their lookups' memory misses
-// then overlap. When a batch has been read, prefetchBatch reads the keys of
-// the decision commands that open it, up to prefetchMax of them, with a
-// scan that only finds each request's first two arguments; the requests
-// are parsed for real as they run.
+// then overlap. When a batch has been read, prefetchBatch parses its first
+// requests (respConn.parseAhead, which is their one parse) and hands the
+// keys of the decision commands among them to the store, which hashes them
+// once for both the prefetch and the decision (shard.Map.DecideHashed). A
+// batch longer than that (a peer's forwarded requests, say) is prefetched
+// again each time the requests parsed ahead have run (see prefetchNext).
 
 const (
-	prefetchMax = 16 // the most keys one batch prefetches
+	prefetchMax = 16 // the most requests one batch parses ahead, and keys it prefetches
 	minPrefetch = 60 // bytes of two small decision requests: a batch of one is not worth it
 )
 
-// prefetchBatch prefetches the keys of the decisions that open the batch
-// in c's read buffer, or what is left of it. A batch longer than
-// prefetchMax (a peer's forwarded requests, say) is prefetched again each
-// time its prefetched keys have run (see prefetchNext).
-func (s *Server) prefetchBatch(c *client) {
-	c.prefetchLeft = 0
-	rc := c.rc
-	if rc.w-rc.r < minPrefetch || rc.batchEnd || !rc.p.idle() {
-		return
-	}
-	keys := c.prefetch[:0]
-	for b := rc.buf[rc.r:rc.w]; len(keys) < prefetchMax; {
-		name, key, n := firstArgs(b)
-		if n == 0 || !keyedDecision(name) {
-			break
-		}
-		keys = append(keys, key)
-		b = b[n:]
-	}
-	if len(keys) > 1 {
-		s.cfg.Store.Prefetch(keys)
-		c.prefetchLeft = len(keys)
-	}
-	clear(keys) // hold no reference to the read buffer
+// batchKeys holds the keys prefetchBatch found and their hashes. hashed has
+// bit i set if the request ahead[i] of the connection is a keyed decision
+// whose key, its argument arg[i], hashes to hashes[i].
+type batchKeys struct {
+	keys   [prefetchMax][]byte
+	hashes [prefetchMax]uint64
+	at     [prefetchMax]uint8 // the index in ahead of keys[j]
+	arg    [prefetchMax]uint8 // which argument of ahead[i] is its key
+	hashed uint32
+	left   int // commands to run before the batch's next requests are parsed ahead and prefetched
 }
 
-// prefetchNext counts a command run, and prefetches the next keys of the
-// batch once those prefetched have all run.
+// prefetchBatch parses the first requests of what is left of the batch in
+// c's read buffer, and prefetches the keys of the decisions among them.
+func (s *Server) prefetchBatch(c *client) {
+	rc, bk := c.rc, &c.batch
+	bk.hashed, bk.left = 0, 0
+	if rc.w-rc.r < minPrefetch || rc.batchEnd {
+		return
+	}
+	rc.parseAhead(prefetchMax)
+	n := 0
+	for i := range rc.ahead {
+		if key, arg := rc.aheadKey(i); arg > 0 {
+			bk.keys[n], bk.at[n], bk.arg[i] = key, uint8(i), uint8(arg)
+			n++
+		}
+	}
+	if n < 2 {
+		clear(bk.keys[:n])
+		return
+	}
+	s.cfg.Store.Prefetch(bk.keys[:n], bk.hashes[:n])
+	clear(bk.keys[:n])            // hold no reference to the read buffer
+	for j := n - 1; j >= 0; j-- { // hashes[j] moves to its request's index, which is at least j
+		i := bk.at[j]
+		bk.hashes[i] = bk.hashes[j]
+		bk.hashed |= 1 << i
+	}
+	bk.left = len(rc.ahead)
+}
+
+// prefetchNext counts a command run, and parses ahead and prefetches the
+// next requests of the batch once those parsed ahead have all run.
 func (s *Server) prefetchNext(c *client) {
-	if c.prefetchLeft > 0 {
-		if c.prefetchLeft--; c.prefetchLeft == 0 {
+	if bk := &c.batch; bk.left > 0 {
+		if bk.left--; bk.left == 0 {
 			s.prefetchBatch(c)
 		}
 	}
+}
+
+// aheadKey returns the key of the request ahead[i] and which argument it is,
+// if it is a keyed decision, or 0 for that argument. Of a request another
+// node forwarded (RL.HOP level resp command key ...), it looks at the
+// command it wraps.
+func (rc *respConn) aheadKey(i int) ([]byte, int) {
+	n := rc.ahead[i].args
+	if n < 2 {
+		return nil, 0
+	}
+	name, arg := rc.aheadArg(i, 0), 1
+	if n >= 5 && equalFoldASCII(name, "rl.hop") {
+		name, arg = rc.aheadArg(i, 3), 4
+	}
+	if !keyedDecision(name) {
+		return nil, 0
+	}
+	return rc.aheadArg(i, arg), arg
+}
+
+// keyHash returns the hash prefetchBatch found for key, if key is the very
+// key argument of the request being run that it hashed: the same bytes of
+// the read buffer, so that the hash cannot belong to another key.
+func (c *client) keyHash(key []byte) (uint64, bool) {
+	rc, bk := c.rc, &c.batch
+	i := rc.cur
+	if i < 0 || bk.hashed&(1<<i) == 0 || len(key) == 0 {
+		return 0, false
+	}
+	arg := int(bk.arg[i])
+	if arg >= len(rc.args) {
+		return 0, false
+	}
+	if k := rc.args[arg]; len(k) != len(key) || &k[0] != &key[0] {
+		return 0, false
+	}
+	return bk.hashes[i], true
 }
 
 // keyedDecision reports whether name is a decision command whose key is its
@@ -61,53 +117,4 @@ func keyedDecision(name []byte) bool {
 		return equalFoldASCII(name, "cl.throttle")
 	}
 	return false
-}
-
-// firstArgs scans the RESP array request at the start of b and returns its
-// first two arguments and its length, or n == 0 if b does not start with a
-// whole array of at least two bulk strings. Of a request another node
-// forwarded (RL.HOP level resp command key ...), it returns the command
-// and its key. It checks only what it needs to find the request's end:
-// the parser checks every request as it runs.
-func firstArgs(b []byte) (name, key []byte, n int) {
-	if len(b) == 0 || b[0] != '*' {
-		return nil, nil, 0
-	}
-	count, i := scanLen(b, 1)
-	if i == 0 || count < 2 {
-		return nil, nil, 0
-	}
-	var first [5][]byte
-	for a := range count {
-		if i >= len(b) || b[i] != '$' {
-			return nil, nil, 0
-		}
-		size, j := scanLen(b, i+1)
-		if j == 0 || j+size+2 > len(b) || b[j+size] != '\r' || b[j+size+1] != '\n' {
-			return nil, nil, 0
-		}
-		if a < len(first) {
-			first[a] = b[j : j+size]
-		}
-		i = j + size + 2
-	}
-	if count >= 5 && equalFoldASCII(first[0], "rl.hop") {
-		return first[3], first[4], i
-	}
-	return first[0], first[1], i
-}
-
-// scanLen reads the decimal length at b[i:] up to its CRLF and returns it
-// and the index after the CRLF, or 0 for that index if there is none.
-func scanLen(b []byte, i int) (int, int) {
-	v, start := 0, i
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		if v = v*10 + int(b[i]-'0'); v > 1<<30 {
-			return 0, 0
-		}
-	}
-	if i == start || i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
-		return 0, 0
-	}
-	return v, i + 2
 }

@@ -1,58 +1,95 @@
 package server
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// firstArgs finds what the parser finds, or nothing: never another length.
-func TestFirstArgsAgreesWithParser(t *testing.T) {
-	reqs := []string{
-		resp("RL.SLIDE", "user:1", "100", "60"),
-		resp("rl.token", "", "10", "1", "1s", "COST", "2"),
-		resp("CL.THROTTLE", "k\r\nx", "15", "1", "60"),
-		resp("PING", "x"),
-		"*2\r\n$8\r\nRL.SLIDE\r\n$3\r\nabc\r\n",
-		"*1\r\n$4\r\nPING\r\n",
-		"PING\r\n",
-		"*3\r\n$8\r\nRL.SLIDE\r\n$3\r\nab",
-		"*3\r\n$-1\r\n",
-		"*99999999999\r\n",
-		"*2\r\n$3\r\nabc\r\n$2\r\nxyz\r\n",
+// A connection that parses requests ahead (prefetchBatch) returns the same
+// commands, pipeline peeks and reads, and protocol errors, at the same
+// points, as one that parses each as it comes to it: for streams of whole,
+// inline, malformed and oversized requests, cut into two reads at every byte.
+func TestParseAheadAgreesWithParser(t *testing.T) {
+	streams := []string{
+		resp("RL.SLIDE", "user:1", "100", "60") + resp("rl.token", "", "10", "1", "1s", "COST", "2") +
+			resp("PEEK") + resp("CL.THROTTLE", "k\r\nx", "15", "1", "60") + resp("READ") + resp("PING", "x") + resp("PING"),
+		resp("PING") + "PING x\r\n" + resp("RL.SLIDE", "a", "1", "1") + "\r\n" + resp("PEEK") + resp("ECHO", "e"),
+		resp("RL.SLIDE", "a", "1", "1") + resp("RL.SLIDE", "b", "1", "1") + "*2\r\n$-1\r\n" + resp("PING"),
+		resp("RL.SLIDE", "a", "1", "1") + "*0\r\n" + resp("PING"),
+		resp("RL.SLIDE", "a", "1", "1") + "*2\r\n$3\r\nabc\r\n$2\r\nxyz\r\n" + resp("PING"),
+		resp("PING") + resp("ECHO", strings.Repeat("x", 300)) + resp("PEEK") + resp("PING") + "*99999999999\r\n",
 	}
-	for _, r := range reqs {
-		for cut := 0; cut <= len(r); cut++ {
-			b := []byte(r[:cut] + resp("PING"))
-			name, key, n := firstArgs(b)
-			if n == 0 {
-				continue
+	for _, st := range streams {
+		for cut := 0; cut <= len(st); cut++ {
+			chunks := []string{st[:cut], st[cut:]}
+			want := runStream(chunks, 0)
+			for _, ahead := range []int{1, 2, prefetchMax} {
+				require.Equal(t, want, runStream(chunks, ahead), "%q cut at %d, %d ahead", st, cut, ahead)
 			}
-			var p parser
-			p.max = DefaultMaxRequestBytes
-			m, err := p.next(b)
-			require.NoError(t, err, "%q", b)
-			require.Equal(t, m, n, "%q", b)
-			args := p.args(b, nil)
-			assert.Equal(t, string(args[0]), string(name))
-			assert.Equal(t, string(args[1]), string(key))
 		}
 	}
 }
 
+// runStream feeds chunks to a connection's read buffer, a read each,
+// parsing ahead up to ahead requests after each read, and lists what it
+// runs: each command's arguments, what PEEK sees with PeekPipeline and READ
+// takes with ReadPipeline, and the protocol error that ends it.
+func runStream(chunks []string, ahead int) []string {
+	rc := newRespConn(&guardConn{}, 1<<10, 0)
+	var out []string
+	for _, ch := range chunks {
+		for len(ch) > 0 {
+			rc.makeRoom()
+			n := copy(rc.buf[rc.w:], ch)
+			rc.w, ch = rc.w+n, ch[n:]
+			if ahead > 0 {
+				rc.parseAhead(ahead)
+			}
+			for {
+				args, err := rc.command()
+				if err != nil {
+					return append(out, "error "+err.Error())
+				}
+				if args == nil {
+					break
+				}
+				out = append(out, fmt.Sprintf("%q", args))
+				switch string(args[0]) {
+				case "PEEK":
+					out = append(out, fmt.Sprintf("peek %q", rc.PeekPipeline()))
+				case "READ":
+					out = append(out, fmt.Sprintf("read %q", rc.ReadPipeline()))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // A request another node forwarded is prefetched by the key of the
 // command it wraps.
-func TestFirstArgsOfForwardedRequest(t *testing.T) {
-	r := resp("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60")
-	name, key, n := firstArgs([]byte(r + resp("PING")))
-	assert.Equal(t, "RL.SLIDE", string(name))
-	assert.Equal(t, "user:1", string(key))
-	assert.Equal(t, len(r), n)
-	name, key, _ = firstArgs([]byte(resp("rl.hop", "1", "2", "PING")))
-	assert.Equal(t, "rl.hop", string(name))
-	assert.Equal(t, "1", string(key))
+func TestAheadKeyOfForwardedRequest(t *testing.T) {
+	rc := newRespConn(&guardConn{}, DefaultMaxRequestBytes, 0)
+	for _, r := range []string{resp("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60"), resp("rl.hop", "1", "2", "PING"),
+		resp("RL.SLIDE", "user:2", "1", "1"), resp("PING", "x")} {
+		rc.w += copy(rc.buf[rc.w:], r)
+	}
+	rc.parseAhead(prefetchMax)
+	require.Len(t, rc.ahead, 4)
+	for i, want := range []struct {
+		key string
+		arg int
+	}{{"user:1", 4}, {"", 0}, {"user:2", 1}, {"", 0}} {
+		key, arg := rc.aheadKey(i)
+		assert.Equal(t, want.key, string(key), "request %d", i)
+		assert.Equal(t, want.arg, arg, "request %d", i)
+	}
 }
 
 func TestKeyedDecision(t *testing.T) {
@@ -84,4 +121,51 @@ func TestPipelinedDecisionsWithPrefetch(t *testing.T) {
 			c.line(t)
 		}
 	}
+}
+
+// A batch whose decisions are hashed once, by prefetchBatch, gets the
+// replies the same requests get one at a time, among them decisions queued
+// by MULTI (their keys are copies, not the batch's bytes), an empty key,
+// options, a wrong kind and commands that are not decisions.
+func TestPrefetchedBatchRepliesAsUnbatched(t *testing.T) {
+	var reqs []string
+	for i := range 24 {
+		reqs = append(reqs, resp("RL.SLIDE", "pb:"+strconv.Itoa(i%5), "3", "60"))
+	}
+	reqs = append(reqs,
+		resp("RL.TOKEN", "pb:t", "5", "1", "1s"), resp("RL.SLIDE", "pb:t", "3", "60"),
+		resp("CL.THROTTLE", "pb:c", "2", "1", "60"), resp("MULTI"), resp("RL.SLIDE", "pb:1", "3", "60"),
+		resp("RL.SLIDE", "pb:m", "3", "60", "COST", "2"), resp("EXEC"), resp("RL.SLIDE", "", "3", "60"),
+		resp("RL.SLIDE", "pb:2", "3", "60", "PEEK"), resp("PING"), resp("RL.SLIDE", "pb:m", "3", "60"),
+		resp("rl.slide", "pb:3", "3", "60", "COST", "1"), resp("RL.FIXED", "pb:f", "3", "60"))
+	at := time.Unix(1700000000, 0)
+	_, batched := startServer(t, Config{Clock: newFakeClock(at).Now})
+	_, single := startServer(t, Config{Clock: newFakeClock(at).Now})
+
+	b := dialRaw(t, batched)
+	b.send(t, strings.Join(reqs, "")+resp("ECHO", "end"))
+	var got []string
+	for l := b.line(t); l != "end"; l = b.line(t) {
+		got = append(got, l)
+	}
+	got = got[:len(got)-1] // "$3" of "end"
+
+	s := dialRaw(t, single)
+	var want []string
+	multi := false
+	for i, r := range reqs {
+		multi = multi && r != resp("EXEC") || r == resp("MULTI")
+		if multi { // one line, +OK or +QUEUED; a marker would be queued too
+			s.send(t, r)
+			want = append(want, s.line(t))
+			continue
+		}
+		mark := "m" + strconv.Itoa(i)
+		s.send(t, r+resp("ECHO", mark))
+		for l := s.line(t); l != mark; l = s.line(t) {
+			want = append(want, l)
+		}
+		want = want[:len(want)-1]
+	}
+	assert.Equal(t, want, got)
 }

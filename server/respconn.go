@@ -28,6 +28,14 @@ type respConn struct {
 	args [][]byte // the arguments of the command being run, reused
 	keep int      // the largest empty buffer kept rather than dropped: readBufMax, or more for a peer
 
+	// Requests parsed ahead of the one being run (parseAhead), which
+	// command returns without parsing them again: each one's length and
+	// where its arguments' offsets start in aheadOffs. cur is the index in
+	// ahead of the command being run, or -1 if it was parsed on its own.
+	ahead     []aheadReq
+	aheadOffs []int
+	next, cur int
+
 	out     []byte // replies of the batch under way
 	limit   int64  // most bytes of replies held for the client; 0: no limit
 	over    bool   // the replies passed limit: the client is disconnected
@@ -44,14 +52,73 @@ type respConn struct {
 }
 
 func newRespConn(g *guardConn, maxRequest, outLimit int64) *respConn {
-	rc := &respConn{g: g, p: parser{max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit}
+	rc := &respConn{g: g, p: parser{max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit, cur: -1}
 	rc.box.wake = make(chan struct{}, 1)
 	return rc
 }
 
+// aheadReq is a request parseAhead parsed: where it starts in the read
+// buffer, its length, and its arguments' start and end offsets, relative to
+// it, at aheadOffs[offs:offs+2*args].
+type aheadReq struct {
+	at, n, offs, args int
+}
+
+// parseAhead parses up to max whole requests from the start of the unread
+// bytes, for command to return in turn, so that the server can look at the
+// batch's first requests (prefetchBatch) and each is still parsed once. It
+// stops before an inline request and at a partial one, which command then
+// parses as it comes to them, and at a malformed one, which it leaves for
+// command to find again in its turn: the requests before it run first.
+func (rc *respConn) parseAhead(max int) {
+	rc.ahead, rc.aheadOffs, rc.next = rc.ahead[:0], rc.aheadOffs[:0], 0
+	for i := rc.r; i < rc.w && len(rc.ahead) < max; {
+		if rc.p.n == 0 && rc.buf[i] != '*' { // inline, perhaps partly read already
+			return
+		}
+		n, err := rc.p.next(rc.buf[i:rc.w])
+		if err != nil {
+			rc.p.restart()
+			return
+		}
+		if n == 0 {
+			return
+		}
+		rc.ahead = append(rc.ahead, aheadReq{at: i, n: n, offs: len(rc.aheadOffs), args: len(rc.p.offs) / 2})
+		rc.aheadOffs = append(rc.aheadOffs, rc.p.offs...)
+		rc.p.offs = rc.p.offs[:0]
+		i += n
+	}
+}
+
+// aheadArg returns argument j of the request ahead[i], which must have it.
+func (rc *respConn) aheadArg(i, j int) []byte {
+	q := rc.ahead[i]
+	o := rc.aheadOffs[q.offs+2*j : q.offs+2*j+2]
+	return rc.buf[q.at+o[0] : q.at+o[1] : q.at+o[1]]
+}
+
+// dropAhead forgets the requests parsed ahead, which were consumed otherwise.
+func (rc *respConn) dropAhead() { rc.ahead, rc.next = rc.ahead[:0], 0 }
+
 // command returns the next whole command in the buffer, or nil if there is
 // none. Its arguments point into the buffer and are valid until the next call.
 func (rc *respConn) command() ([][]byte, error) {
+	if rc.next < len(rc.ahead) {
+		q := rc.ahead[rc.next]
+		rc.cur = rc.next
+		rc.next++
+		req := rc.buf[rc.r : rc.r+q.n]
+		rc.r += q.n
+		args := rc.args[:0]
+		offs := rc.aheadOffs[q.offs : q.offs+2*q.args]
+		for i := 0; i+1 < len(offs); i += 2 {
+			args = append(args, req[offs[i]:offs[i+1]:offs[i+1]])
+		}
+		rc.args = args
+		return args, nil
+	}
+	rc.cur = -1
 	for rc.r < rc.w {
 		n, err := rc.p.next(rc.buf[rc.r:rc.w])
 		if err != nil || n == 0 {
@@ -101,6 +168,7 @@ func (rc *respConn) makeRoom() {
 
 // dropPipeline discards every request read and not yet run.
 func (rc *respConn) dropPipeline() {
+	rc.dropAhead()
 	rc.r, rc.w = 0, 0
 	rc.p = parser{max: rc.p.max, preAuth: rc.p.preAuth}
 }
@@ -108,7 +176,7 @@ func (rc *respConn) dropPipeline() {
 // PeekPipeline returns the whole requests read after the command being
 // run, which the same batch will run. It does not consume them.
 func (rc *respConn) PeekPipeline() [][]byte {
-	if rc.batchEnd || !rc.p.idle() {
+	if rc.batchEnd || rc.next == len(rc.ahead) && !rc.p.idle() {
 		return nil // the next request is partial, so nothing after it is whole either
 	}
 	var reqs [][]byte
@@ -131,6 +199,7 @@ func (rc *respConn) PeekPipeline() [][]byte {
 // it to drop the rest of a pipeline.
 func (rc *respConn) ReadPipeline() [][]byte {
 	reqs := rc.PeekPipeline()
+	rc.dropAhead()
 	for i, r := range reqs {
 		rc.r += len(r)
 		reqs[i] = append([]byte(nil), r...)

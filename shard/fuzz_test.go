@@ -52,7 +52,7 @@ func FuzzMap(f *testing.F) {
 		now := t0
 		for ; len(prog) >= 3; prog = prog[3:] {
 			now = fuzzClock(now, prog[2])
-			m.Prefetch(keys)
+			m.Prefetch(keys, nil)
 			fuzzStep(t, m, ref, prog[0], prog[1], now)
 			checkInvariants(t, m)
 		}

@@ -109,7 +109,16 @@ func (m *Map) locate(key, route []byte) (uint64, *shard) {
 // A key that holds another algorithm's state gets ErrWrongType; a new key
 // beyond the configured limits gets ErrFull.
 func (m *Map) Decide(key []byte, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
-	h := m.hash(key)
+	return m.DecideHashed(key, m.hash(key), p, now, cost, peek)
+}
+
+// DecideHashed is Decide for a key whose hash h Prefetch gave: a batch's
+// key is hashed once. A wrong h would make another key of key, so it must
+// be the very hash Prefetch set for these bytes.
+func (m *Map) DecideHashed(key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
+	if checkHashes && h != m.hash(key) {
+		panic("shard: DecideHashed given another key's hash")
+	}
 	s := m.shardFor(h)
 	s.mu.Lock()
 	d, err := m.decideLocked(s, key, h, p, max(now, 0), cost, peek)

@@ -28,35 +28,48 @@ const (
 // nothing: keys that are absent, or change before they are decided, only
 // make it wasted work. A Map of fewer than prefetchKeys keys skips it: its
 // lines stay in the caches, and the passes would cost more than they save.
-func (m *Map) Prefetch(keys [][]byte) {
-	if m.keys.Load() < m.prefetchFrom {
+//
+// hashes, if not nil, must be as long as keys: Prefetch sets hashes[i] to
+// the hash of keys[i], which DecideHashed then takes instead of hashing the
+// key again.
+func (m *Map) Prefetch(keys [][]byte, hashes []uint64) {
+	skip := m.keys.Load() < m.prefetchFrom
+	if skip && hashes == nil {
 		return
 	}
-	for len(keys) > 0 {
-		n := min(len(keys), prefetchWidth)
-		m.prefetch(keys[:n])
-		keys = keys[n:]
+	var hs [prefetchWidth]uint64
+	for start := 0; start < len(keys); start += prefetchWidth {
+		batch := keys[start:min(len(keys), start+prefetchWidth)]
+		h := hs[:len(batch)]
+		for i, k := range batch {
+			h[i] = m.hash(k)
+		}
+		if hashes != nil {
+			copy(hashes[start:], h)
+		}
+		if !skip {
+			m.prefetch(h)
+		}
 	}
 }
 
-// prefetch runs the three passes over at most prefetchWidth keys.
-func (m *Map) prefetch(keys [][]byte) {
-	var hs [prefetchWidth]uint64
+// prefetch runs the three passes over the keys of at most prefetchWidth
+// hashes.
+func (m *Map) prefetch(hs []uint64) {
 	var slot [prefetchWidth]uint32 // slot+1 of the first entry with the key's tag; 0: none
-	for i, k := range keys {
-		hs[i] = m.hash(k)
+	for i := range hs {
 		s := m.shardFor(hs[i])
 		s.mu.Lock()
 		s.index.prefetchLocked(hs[i])
 		s.mu.Unlock()
 	}
-	for i := range keys {
+	for i := range hs {
 		s := m.shardFor(hs[i])
 		s.mu.Lock()
 		slot[i] = s.prefetchSlotLocked(hs[i])
 		s.mu.Unlock()
 	}
-	for i := range keys {
+	for i := range hs {
 		if slot[i] != 0 {
 			s := m.shardFor(hs[i])
 			s.mu.Lock()

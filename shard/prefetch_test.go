@@ -33,9 +33,11 @@ func TestPrefetchChangesNothing(t *testing.T) {
 			for range 1 + rng.IntN(20) {
 				keys = append(keys, []byte("pf:"+strconv.Itoa(rng.IntN(300))))
 			}
-			a.Prefetch(keys)
-			for _, k := range keys {
-				da, ea := a.Decide(k, p, now+int64(round)*int64(time.Millisecond), 1, false)
+			hashes := make([]uint64, len(keys))
+			a.Prefetch(keys, hashes)
+			for i, k := range keys {
+				require.Equal(t, a.hash(k), hashes[i])
+				da, ea := a.DecideHashed(k, hashes[i], p, now+int64(round)*int64(time.Millisecond), 1, false)
 				db, eb := b.Decide(k, p, now+int64(round)*int64(time.Millisecond), 1, false)
 				require.Equal(t, db, da)
 				require.Equal(t, eb, ea)
@@ -78,7 +80,7 @@ func benchPipelined(b *testing.B, n int, pf bool) {
 			batch[j] = ks.key(rng.IntN(n))
 		}
 		if pf {
-			m.Prefetch(batch)
+			m.Prefetch(batch, nil)
 		}
 		for _, k := range batch {
 			now += 1000

@@ -46,7 +46,7 @@ func benchSteady(b *testing.B, n, secs int) {
 		for j := range batch {
 			batch[j] = ks.key(rng.IntN(n))
 		}
-		m.Prefetch(batch)
+		m.Prefetch(batch, nil)
 		for _, k := range batch {
 			now += 3300
 			_, _ = m.Decide(k, p, now, 1, false)
