@@ -174,6 +174,17 @@ func (p *parser) bulk(b []byte) error {
 // with errBad. end is the index after "\r\n", or 0 if the header has not all
 // arrived. A leading zero is refused, as Redis's string2ll refuses it.
 func number(b []byte, i int, limit int64, errBad, errLimit protocolError) (n int64, end int, err error) {
+	if i+3 < len(b) && '1' <= b[i] && b[i] <= '9' { // one or two digits, as most lengths are
+		d := int64(b[i] - '0')
+		switch {
+		case b[i+1] == '\r' && b[i+2] == '\n' && d <= limit:
+			return d, i + 3, nil
+		case '0' <= b[i+1] && b[i+1] <= '9' && b[i+2] == '\r' && b[i+3] == '\n':
+			if d = 10*d + int64(b[i+1]-'0'); d <= limit {
+				return d, i + 4, nil
+			}
+		}
+	}
 	start := i
 	for ; i < len(b); i++ {
 		c := b[i]

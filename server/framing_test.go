@@ -169,7 +169,25 @@ func FuzzFraming(f *testing.F) {
 			checkRedconAgrees(t, req, p.args(req, nil))
 			start = i + 1
 		}
+		checkStepsAgree(t, string(b))
 	})
+}
+
+// checkStepsAgree checks that the parser reads b alike whether it arrives
+// whole, a byte at a time or in pieces of 3 or 7: the same requests, the
+// same error, for a small and a large request cap, before and after
+// authentication.
+func checkStepsAgree(t *testing.T, b string) {
+	for _, max := range []int64{40, 1 << 20} {
+		for _, preAuth := range []bool{false, true} {
+			want, _, wantErr := parseAll(&parser{max: max, preAuth: preAuth}, b, 0)
+			for _, step := range []int{1, 3, 7} {
+				got, _, err := parseAll(&parser{max: max, preAuth: preAuth}, b, step)
+				require.Equal(t, want, got, "%q by %d, max %d", b, step, max)
+				require.Equal(t, wantErr, err, "%q by %d, max %d", b, step, max)
+			}
+		}
+	}
 }
 
 // checkRedconAgrees checks redcon reads req as args.
