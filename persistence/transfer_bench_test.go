@@ -81,6 +81,7 @@ func BenchmarkShipImport(b *testing.B) {
 // into copies as a backup does.
 type shipSink struct {
 	copies *shard.Map
+	dec    Decoder
 	es     []shard.Entry
 	keys   []byte
 	ctrs   []uint64
@@ -119,7 +120,7 @@ func (s *shipSink) fresh() []byte {
 
 func (s *shipSink) ship(b *testing.B, now int64) {
 	for _, c := range s.chunks {
-		_, err := DecodeBatches(c, func(es []shard.Entry) error {
+		_, err := s.dec.Decode(c, func(es []shard.Entry) error {
 			_, err := s.copies.ImportBatch(es, now)
 			return err
 		})

@@ -305,6 +305,10 @@ func (m *Map) importLocked(s *shard, e *Entry, h uint64, now int64) error {
 // setEntryLocked replaces sl's parameters and state with e's. Slide counters
 // go inline when they fit and to a counter block otherwise, as Decide keeps them.
 func (s *shard) setEntryLocked(sl *slot, e *Entry) {
+	if sl.param() != 0 && s.params.get(sl.param()) == e.Params {
+		s.setStateLocked(sl, e)
+		return
+	}
 	s.unbindLocked(sl)
 	s.bindLocked(sl, e.Params)
 	sl.state = e.State
@@ -315,6 +319,33 @@ func (s *shard) setEntryLocked(sl *slot, e *Entry) {
 	if len(e.Counters) <= inlineCounters {
 		copy(sl.state[:], e.Counters)
 		return
+	}
+	s.moveCountersLocked(sl, e.Counters, len(e.Counters)+1)
+}
+
+// setStateLocked replaces the state of sl, which has e's parameters, with
+// e's, as a backup's import of a key it holds a copy of does on nearly
+// every shipment: the parameters stay bound, and counters that fit the
+// key's counter block, without leaving it much too large, are copied into
+// it rather than into a block freed and allocated again.
+func (s *shard) setStateLocked(sl *slot, e *Entry) {
+	if !hasCounters(e.Params.Kind) {
+		sl.state = e.State
+		return
+	}
+	if len(e.Counters) <= inlineCounters {
+		s.freeCountersLocked(sl)
+		sl.state = window.State{}
+		copy(sl.state[:], e.Counters)
+		return
+	}
+	if sl.state[0] == extMark {
+		ref := uint32(sl.state[1])
+		b := s.ext.counters(ref)
+		if len(e.Counters) < cap(b) && classFor(len(e.Counters)+1) >= classFor(cap(b))-1 {
+			s.ext.setLen(ref, copy(b[:cap(b)], e.Counters))
+			return
+		}
 	}
 	s.moveCountersLocked(sl, e.Counters, len(e.Counters)+1)
 }

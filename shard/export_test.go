@@ -212,3 +212,33 @@ func slideCounter(sec, count int64) uint64 {
 	}
 	return c
 }
+
+// TestImportReplacesStateInPlace: importing over a key that has the same
+// parameters, with counters that grow, shrink, go inline and come back,
+// leaves the key and the Map's accounting as a fresh import of the last
+// entry would, and Decide alike from there.
+func TestImportReplacesStateInPlace(t *testing.T) {
+	m, fresh := xMap(t, Config{Shards: 1}), xMap(t, Config{Shards: 1})
+	key := []byte("key:0")
+	var e Entry
+	for _, n := range []int{1, 3, 30, 31, 6, 2, 14, 60, 1, 7} {
+		e = Entry{Key: key, Params: slide}
+		for s := range int64(n) {
+			e.Counters = append(e.Counters, slideCounter(xt0/1e9+s, 2))
+		}
+		require.NoError(t, m.Import(e, xt0))
+		got, ok := m.Lookup(key, nil)
+		require.True(t, ok)
+		assert.Equal(t, e.Counters, got.Counters, "%d counters", n)
+	}
+	require.NoError(t, fresh.Import(e, xt0))
+	assert.Equal(t, fresh.Stats().Bytes, m.Stats().Bytes)
+	assert.Equal(t, fresh.KindStats(), m.KindStats())
+	assert.Equal(t, fresh.shards[0].ext.words, m.shards[0].ext.words)
+	at := xt0 + int64(20*time.Second)
+	d1, err1 := m.Decide(key, slide, at, 1, false)
+	d2, err2 := fresh.Decide(key, slide, at, 1, false)
+	require.NoError(t, err1)
+	require.NoError(t, err2)
+	assert.Equal(t, d2, d1)
+}
