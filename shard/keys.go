@@ -34,7 +34,12 @@ func (s *shard) expiryLocked(sl *slot) int64 {
 
 // slotCountersLocked returns sl's counters if its kind keeps counters, else nil.
 func (s *shard) slotCountersLocked(sl *slot) []uint64 {
-	if !hasCounters(s.params.get(sl.param()).Kind) {
+	return s.countersOfLocked(s.params.get(sl.param()).Kind, sl)
+}
+
+// countersOfLocked returns sl's counters if its kind, k, keeps counters, else nil.
+func (s *shard) countersOfLocked(k window.Kind, sl *slot) []uint64 {
+	if !hasCounters(k) {
 		return nil
 	}
 	return s.peekCountersLocked(sl)

@@ -143,20 +143,27 @@ func check(p window.Params, cost int64) error {
 // validating costs divisions on every request otherwise.
 func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
 	i, ok := s.findLocked(key, h)
-	if !ok || s.expiredLocked(s.slots.at(i), now) {
+	var sl *slot
+	var old window.Params
+	if ok {
+		sl = s.slots.at(i)
+		old = s.params.get(sl.param()) // read once: the checks below all need it
+	}
+	if !ok || old.Expiry(sl.state, s.countersOfLocked(old.Kind, sl)) <= now {
 		if err := check(p, cost); err != nil {
 			return window.Decision{}, err
 		}
 		return m.createLocked(s, key, h, p, now, cost, peek, i, ok)
 	}
-	sl := s.slots.at(i)
-	if err := s.admitsLocked(sl, p, cost); err != nil {
-		return window.Decision{}, err
+	if old != p || cost < 1 {
+		if err := admits(old, p, cost); err != nil {
+			return window.Decision{}, err
+		}
 	}
 	if peek { // decide under p, but leave the key's own parameters alone
 		return s.decideSlotLocked(sl, p, now, cost, true), nil
 	}
-	changed := s.setParamLocked(sl, p)
+	changed := old != p && s.setParamLocked(sl, p)
 	d := s.decideSlotLocked(sl, p, now, cost, false)
 	if d.Allowed || changed {
 		s.markDirtyLocked(i)
@@ -165,9 +172,9 @@ func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now,
 	return d, nil
 }
 
-// admitsLocked reports whether a request of cost under p may run on sl.
-func (s *shard) admitsLocked(sl *slot, p window.Params, cost int64) error {
-	old := s.params.get(sl.param())
+// admits reports whether a request of cost under p may run on a key whose
+// parameters are old.
+func admits(old, p window.Params, cost int64) error {
 	switch {
 	case old == p && cost >= 1:
 		return nil
