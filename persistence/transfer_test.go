@@ -90,3 +90,47 @@ func TestTransferRefusesDamage(t *testing.T) {
 	_, err = DecodeEntries(b, func(*shard.Entry) error { return stop })
 	assert.ErrorIs(t, err, stop, "fn's error comes back as is")
 }
+
+// TestTransferChunks: AppendEntriesChunks cuts entries into chunks of at
+// most about the limit, each decoding on its own, that together hold every
+// entry in order; an entry larger than the limit gets a chunk of its own,
+// and room the caller reserves at a chunk's start is kept.
+func TestTransferChunks(t *testing.T) {
+	c := newClock()
+	m := newMap(t, 4)
+	for i := range 400 {
+		key := fmt.Appendf(nil, "chunk:%d:%s", i, bytes.Repeat([]byte("k"), i%50))
+		_, err := m.Decide(key, slideP, c.nano(), 1, false)
+		require.NoError(t, err)
+	}
+	es := exportAll(m)
+	es = append(es, shard.Entry{Key: bytes.Repeat([]byte("g"), 3000)}) // a tombstone larger than the limit
+	const limit, head = 1024, 16
+	fresh := func() []byte { return make([]byte, head, 2*limit) }
+	var chunks [][]byte
+	for len(es) > 0 { // in pieces, as drains come
+		n := min(len(es), 37)
+		chunks = AppendEntriesChunks(chunks, es[:n], c.nano(), limit, fresh)
+		es = es[n:]
+	}
+	var got []string
+	for i, ch := range chunks {
+		require.Equal(t, make([]byte, head), ch[:head], "chunk %d keeps its reserved room", i)
+		if len(ch) > limit {
+			n, err := DecodeEntries(ch[head:], func(*shard.Entry) error { return nil })
+			require.NoError(t, err)
+			assert.Equal(t, 1, n, "chunk %d (%d bytes) is over the limit only for one large entry", i, len(ch))
+		}
+		_, err := DecodeEntries(ch[head:], func(e *shard.Entry) error {
+			got = append(got, string(e.Key))
+			return nil
+		})
+		require.NoError(t, err, "chunk %d decodes on its own", i)
+	}
+	var want []string
+	for _, e := range append(exportAll(m), shard.Entry{Key: bytes.Repeat([]byte("g"), 3000)}) {
+		want = append(want, string(e.Key))
+	}
+	assert.Equal(t, want, got)
+	assert.Greater(t, len(chunks), 10)
+}
