@@ -110,6 +110,12 @@ const (
 // each time, a megabyte of garbage a chunk on a busy backup.
 const peerReadBuf = 1 << 20
 
+// peerMaxRequest is the largest request a peer that proved the cluster's
+// secret may send, whatever --max-request-bytes allows clients: replica
+// shipments and handoff copies come in chunks of 256 KiB, and a key whose
+// state alone is larger gets a chunk of its own.
+const peerMaxRequest = 64 << 20
+
 // peerCommands are the node-to-node commands.
 func peerCommands() []command {
 	return []command{
@@ -142,6 +148,7 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		cluster.VerifyPeer(s.cl.cfg.Secret, c.nonce, string(args[2]), string(args[3])):
 		c.nonce, c.peer, c.authed = "", true, true
 		c.rc.keep = peerReadBuf
+		c.rc.p.max = max(c.rc.p.max, peerMaxRequest)
 		c.conn.WriteString("OK")
 	default:
 		c.nonce = "" // one try per nonce

@@ -35,8 +35,9 @@ type clusterOpts struct {
 	policy   Unreachable
 	replicas bool // ship to each slot's runner-up every 10ms
 	// wrap, if set, stands between the node and its peers (to hold a forward back, say).
-	wrap      func(cluster.Forwarder) cluster.Forwarder
-	wrapMover func(cluster.Forwarder) cluster.Forwarder // the same for the handoff's connections
+	wrap       func(cluster.Forwarder) cluster.Forwarder
+	wrapMover  func(cluster.Forwarder) cluster.Forwarder // the same for the handoff's connections
+	maxRequest int64                                     // Config.MaxRequestBytes; 0 for the default
 }
 
 // startTestCluster starts n nodes joined through the first, one at a
@@ -123,7 +124,7 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		ship = cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Conns: 1, Timeout: 500 * time.Millisecond})
 		cc.Replicas = &ReplicaConfig{Feed: persistence.NewFeed(tn.store), Copies: tn.copies, Ship: ship, Interval: 10 * time.Millisecond}
 	}
-	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Store: tn.store, Cluster: cc})
+	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Store: tn.store, Cluster: cc, MaxRequestBytes: o.maxRequest})
 	state.Set(s)
 	srv.Store(s)
 	tn.srv, tn.addr = s, serveTest(t, s)

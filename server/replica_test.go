@@ -175,7 +175,19 @@ func TestReplicaOldBackupDropsCopies(t *testing.T) {
 // which the backup refused as a protocol error; shipping backed off to a
 // full sync, whose chunks were as large, and the backup never caught up.
 func TestReplicaShipsLargeShipments(t *testing.T) {
-	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k"), replicas: true})
+	shipsLarge(t, clusterOpts{secret: []byte("k"), replicas: true})
+}
+
+// TestReplicaShipsUnderSmallRequestCap: a client's --max-request-bytes far
+// below a shipment's chunk does not hold peers' connections back.
+func TestReplicaShipsUnderSmallRequestCap(t *testing.T) {
+	shipsLarge(t, clusterOpts{secret: []byte("k"), replicas: true, maxRequest: 4096})
+}
+
+// shipsLarge decides 2 MiB of keys on one node and checks that every copy
+// arrives, both shipped as changes and by a full sync.
+func shipsLarge(t *testing.T, o clusterOpts) {
+	nodes := startTestCluster(t, 3, o)
 	n0 := nodeNamed(nodes, "node0")
 	tbl := n0.ml.View().Table
 	pad := strings.Repeat("x", 3000)
