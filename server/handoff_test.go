@@ -62,6 +62,16 @@ func keyOwnedBy(t *testing.T, nodes []*testNode, owner *testNode, prefix string)
 	return "", 0
 }
 
+// waitCut waits until n has handed over slots slots in all and its
+// migrations have ended: a cut counts its slots before it drops its copy.
+func waitCut(t *testing.T, n *testNode, slots int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		st := &n.srv.cl.ho.stats
+		return st.slotsOut.Load() == slots && st.moving.Load() == 0
+	}, deadline, time.Millisecond, "%s hands the slots over", n.name)
+}
+
 func testKeys(prefix string, n int) []string {
 	var keys []string
 	for i := range n {
@@ -172,7 +182,7 @@ func TestHandoffRequestCrossesCut(t *testing.T) {
 	a.srv.cl.ho.leaving.Store(true) // as in a leave, the table names a until the cut
 	a.srv.startMigration(to, []int{slot})
 	a.srv.cl.switchMu.Unlock()
-	require.Eventually(t, func() bool { return a.srv.cl.ho.stats.slotsOut.Load() == before+1 }, deadline, time.Millisecond)
+	waitCut(t, a, before+1)
 	assert.Equal(t, modeMoved, a.srv.cl.ho.state(slot).now())
 	assert.Equal(t, modeAdopted, b.srv.cl.ho.state(slot).now())
 	close(hold.release) // the request reaches a after its cut
@@ -235,7 +245,7 @@ func TestHandoffTransaction(t *testing.T) {
 	a.srv.cl.ho.leaving.Store(true)
 	a.srv.startMigration(to, []int{slot})
 	a.srv.cl.switchMu.Unlock()
-	require.Eventually(t, func() bool { return a.srv.cl.ho.stats.slotsOut.Load() == before+1 }, deadline, time.Millisecond)
+	waitCut(t, a, before+1)
 	assert.Equal(t, int64(1), txn(ca), "the old owner sends it to the new one")
 	assert.Equal(t, int64(1), txn(cb), "the new owner runs it")
 	assert.Equal(t, int64(0), txn(ca), "one count: at its limit")
