@@ -14,11 +14,10 @@ const (
 	minPrefetch = 60 // bytes of two small decision requests: a batch of one is not worth it
 )
 
-// batchKeys holds the keys prefetchBatch found and their hashes. hashed has
+// batchKeys holds the hashes of the keys prefetchBatch found. hashed has
 // bit i set if the request ahead[i] of the connection is a keyed decision
 // whose key, its argument arg[i], hashes to hashes[i].
 type batchKeys struct {
-	keys   [prefetchMax][]byte
 	hashes [prefetchMax]uint64
 	at     [prefetchMax]uint8 // the index in ahead of keys[j]
 	arg    [prefetchMax]uint8 // which argument of ahead[i] is its key
@@ -35,19 +34,18 @@ func (s *Server) prefetchBatch(c *client) {
 		return
 	}
 	rc.parseAhead(prefetchMax)
+	var keys [prefetchMax][]byte // on the stack: the store keeps none of them
 	n := 0
 	for i := range rc.ahead {
 		if key, arg := rc.aheadKey(i); arg > 0 {
-			bk.keys[n], bk.at[n], bk.arg[i] = key, uint8(i), uint8(arg)
+			keys[n], bk.at[n], bk.arg[i] = key, uint8(i), uint8(arg)
 			n++
 		}
 	}
 	if n < 2 {
-		clear(bk.keys[:n])
 		return
 	}
-	s.cfg.Store.Prefetch(bk.keys[:n], bk.hashes[:n])
-	clear(bk.keys[:n])            // hold no reference to the read buffer
+	s.cfg.Store.Prefetch(keys[:n], bk.hashes[:n])
 	for j := n - 1; j >= 0; j-- { // hashes[j] moves to its request's index, which is at least j
 		i := bk.at[j]
 		bk.hashes[i] = bk.hashes[j]
