@@ -24,6 +24,8 @@ func TestParseAheadAgreesWithParser(t *testing.T) {
 		resp("RL.SLIDE", "a", "1", "1") + "*0\r\n" + resp("PING"),
 		resp("RL.SLIDE", "a", "1", "1") + "*2\r\n$3\r\nabc\r\n$2\r\nxyz\r\n" + resp("PING"),
 		resp("PING") + resp("ECHO", strings.Repeat("x", 300)) + resp("PEEK") + resp("PING") + "*99999999999\r\n",
+		resp("PING") + resp(append([]string{"ECHO"}, strings.Split(strings.Repeat("a ", maxAheadArgs), " ")...)...) +
+			resp("PEEK") + resp("PING"),
 	}
 	for _, st := range streams {
 		for cut := 0; cut <= len(st); cut++ {

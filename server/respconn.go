@@ -57,6 +57,11 @@ func newRespConn(g *guardConn, maxRequest, outLimit int64) *respConn {
 	return rc
 }
 
+// maxAheadArgs is the most arguments of a request parseAhead takes: a
+// request with more is parsed when it runs, so that a connection that once
+// sent a huge one does not keep a second copy of its offsets.
+const maxAheadArgs = 64
+
 // aheadReq is a request parseAhead parsed: where it starts in the read
 // buffer, its length, and its arguments' start and end offsets, relative to
 // it, at aheadOffs[offs:offs+2*args].
@@ -82,6 +87,10 @@ func (rc *respConn) parseAhead(max int) {
 			return
 		}
 		if n == 0 {
+			return
+		}
+		if len(rc.p.offs) > 2*maxAheadArgs { // left to command, so that aheadOffs stays small
+			rc.p.restart()
 			return
 		}
 		rc.ahead = append(rc.ahead, aheadReq{at: i, n: n, offs: len(rc.aheadOffs), args: len(rc.p.offs) / 2})
