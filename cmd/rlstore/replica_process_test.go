@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -94,20 +95,10 @@ func replicaFailover(t *testing.T, replicas string) {
 
 	ps[1].Kill()
 	killed := time.Now()
-	waitClusterSize(t, ps[0], 2)
-	detected := time.Now()
+	detected := waitDeath(t, ps[0], ps[2])
+	answered := waitAnswered(t, c0, append(append([]string(nil), victim...), counting...)).Sub(detected)
 	close(stop)
 	<-done
-	var answered time.Duration
-	require.Eventually(t, func() bool {
-		for _, k := range append(append([]string(nil), victim...), counting...) {
-			if _, err := peek(ctx, c0, k, atLimit); err != nil {
-				return false
-			}
-		}
-		answered = time.Since(detected)
-		return true
-	}, deadline, 5*time.Millisecond, "the new owners answer for p1's keys")
 
 	held, reset := 0, 0
 	for _, k := range victim {
@@ -147,7 +138,9 @@ func replicaFailover(t *testing.T, replicas string) {
 		return
 	}
 	assert.Equal(t, len(victim), held, "every limit of the dead owner holds on its new owner")
-	assert.LessOrEqual(t, answered, time.Second+replicaIv, "the new owners answer within about an interval of detection")
+	// The bound is detection plus one interval; a loaded host running
+	// -race gets more room here, and the log above shows the time.
+	assert.LessOrEqual(t, answered, time.Second, "the new owners answer soon after detection")
 	// One interval of decisions, plus the shipment in flight at the kill.
 	assert.LessOrEqual(t, float64(maxLost), 2*perInterval+1, "a key loses at most about an interval of decisions")
 }
@@ -204,6 +197,50 @@ func (l *steadyLoad) perKeyRate() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return float64(l.rounds) / l.end.Sub(l.start).Seconds()
+}
+
+// waitDeath returns when the last of survivors saw the cluster shrink by
+// one: the death is detected once every node that takes a slot over knows.
+func waitDeath(t *testing.T, survivors ...*clusterProc) time.Time {
+	t.Helper()
+	want := fmt.Sprintf("cluster_size:%d\r\n", len(survivors))
+	seen := make([]bool, len(survivors))
+	clients := make([]*redis.Client, len(survivors))
+	for i, p := range survivors {
+		clients[i] = newClient(t, p.addr)
+	}
+	var last time.Time
+	require.Eventually(t, func() bool {
+		all := true
+		for i, c := range clients {
+			if !seen[i] {
+				info, err := c.ClusterInfo(context.Background()).Result()
+				seen[i] = err == nil && strings.Contains(info, want)
+			}
+			all = all && seen[i]
+		}
+		last = time.Now()
+		return all
+	}, deadline, 2*time.Millisecond, "every survivor sees the death")
+	return last
+}
+
+// waitAnswered returns when one pipeline of PEEKs of keys, through c, first
+// gets an answer for every key.
+func waitAnswered(t *testing.T, c *redis.Client, keys []string) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	var at time.Time
+	require.Eventually(t, func() bool {
+		pipe := c.Pipeline()
+		for _, k := range keys {
+			pipe.Do(ctx, "RL.SLIDE", k, atLimit, 3600, "PEEK")
+		}
+		_, err := pipe.Exec(ctx)
+		at = time.Now()
+		return err == nil
+	}, deadline, 2*time.Millisecond, "the new owners answer for the dead owner's keys")
+	return at
 }
 
 // TestClusterProcessReplicaStoppedBackup: a backup that stops answering
