@@ -30,6 +30,7 @@ type index struct {
 	live  int        // entries naming a slot
 	dead  int        // tombstones
 	size  int        // entries in pages
+	gen   uint32     // bumped whenever tabs is made anew
 }
 
 // pageMeta describes one page.
@@ -285,13 +286,30 @@ func sized(n int) index {
 	return x
 }
 
-// retab points tabs at the pages dir names, after pages or dir changed.
+// retab points tabs at the pages dir names, after pages or dir changed. It
+// makes a new tabs rather than refilling the old, which an indexView may
+// still show to Prefetch.
 func (x *index) retab() {
-	x.tabs = x.tabs[:0]
-	for _, p := range x.dir {
-		x.tabs = append(x.tabs, x.pages[p])
+	tabs := make([][]uint32, len(x.dir))
+	for k, p := range x.dir {
+		tabs[k] = x.pages[p]
 	}
+	x.tabs = tabs
+	x.gen++
 }
+
+// indexView is the part of an index a lookup's first step reads: which
+// page holds a hash's entry. A view is never changed once made, so that
+// Prefetch's first pass reads it without the shard's lock and only asks
+// for the line of an entry, which it does not read: a view a change has
+// made stale only makes it ask for a line no lookup reads.
+type indexView struct {
+	tabs  [][]uint32
+	shift uint8
+}
+
+// view returns a view of x as it is.
+func (x *index) view() *indexView { return &indexView{tabs: x.tabs, shift: x.shift} }
 
 // bytes returns the bytes held by pages and the directory.
 func (x *index) bytes() int {

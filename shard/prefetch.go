@@ -10,9 +10,10 @@ import "unsafe"
 // side: it walks the batch's keys three times, each pass asking for the
 // lines the next one reads (index entries, then slots, then key bytes and
 // counter blocks), so that the misses of 16 lookups overlap instead of
-// queueing. Each step takes the shard's lock, as every read of a shard
-// does; prefetches do not wait for their lines, so the lock's barrier does
-// not wait for them either.
+// queueing. The second and third steps take the shard's lock, as every read
+// of a shard does; the first reads only an indexView, which needs none, and
+// saves a lock a decision. Prefetches do not wait for their lines, so the
+// lock's barrier does not wait for them either.
 
 const (
 	prefetchWidth = 16 // how many lookups Prefetch overlaps at once
@@ -57,11 +58,11 @@ func (m *Map) Prefetch(keys [][]byte, hashes []uint64) {
 // hashes.
 func (m *Map) prefetch(hs []uint64) {
 	var slot [prefetchWidth]uint32 // slot+1 of the first entry with the key's tag; 0: none
-	for i := range hs {
-		s := m.shardFor(hs[i])
-		s.mu.Lock()
-		s.index.prefetchLocked(hs[i])
-		s.mu.Unlock()
+	for _, h := range hs {         // without the lock: see indexView
+		if v := m.shardFor(h).view.Load(); v != nil {
+			t := v.tabs[h>>v.shift]
+			prefetch(uintptr(unsafe.Pointer(&t[home(fold(h), len(t))])))
+		}
 	}
 	for i := range hs {
 		s := m.shardFor(hs[i])

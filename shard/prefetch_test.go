@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -96,4 +97,45 @@ func threadCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(1, &ru) // RUSAGE_THREAD
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Prefetch runs alongside decisions that add keys, and so grow and split
+// index pages, sweeps that free them and rebuilds that make a new index:
+// its first pass reads an indexView without the lock, which must race
+// with none of them (go test -race).
+func TestPrefetchRacesNothing(t *testing.T) {
+	m, err := New(Config{Shards: 4})
+	require.NoError(t, err)
+	m.prefetchFrom = 0
+	p := slideP(5, time.Second)
+	now := time.Now().UnixNano()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(5, 6))
+		keys := make([][]byte, 16)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for j := range keys {
+				keys[j] = []byte("race:" + strconv.Itoa(rng.IntN(20000)))
+			}
+			m.Prefetch(keys, nil)
+		}
+	}()
+	for round := range 4 {
+		for i := range 5000 {
+			_, err := m.Decide([]byte("race:"+strconv.Itoa(round*5000+i)), p, now, 1, false)
+			require.NoError(t, err)
+		}
+		now += int64(time.Hour)
+		m.Sweep(now, 1<<20) // frees every key, and rebuilds the shards they leave empty
+	}
+	close(stop)
+	wg.Wait()
 }

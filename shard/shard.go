@@ -3,6 +3,7 @@ package shard
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 )
 
 // shard is one lock stripe: an index from key hash to slot, the slots, the key
@@ -22,6 +23,12 @@ type shard struct {
 	dirty     dirty  // changes since the last DrainDirty, for the append-only log
 	kinds     kinds  // live keys and their bytes per algorithm
 	stats     stats  // atomics, read without mu
+
+	// view is the index's pages as of its last change, for Prefetch's
+	// first pass, which takes no lock (see indexView); viewGen is the
+	// index's gen it was made at. Changed under mu, read without it.
+	view    atomic.Pointer[indexView]
+	viewGen uint32
 }
 
 func newShard(hash func([]byte) uint64) *shard { return &shard{hash: hash} }
@@ -29,6 +36,8 @@ func newShard(hash func([]byte) uint64) *shard { return &shard{hash: hash} }
 // resetLocked empties s, keeping its lock, stats and footprint.
 func (s *shard) resetLocked() {
 	s.index, s.peak, s.cursor = index{}, 0, 0
+	s.view.Store(nil)
+	s.viewGen = 0
 	s.slots, s.keys, s.params, s.ext = slots{}, arena{}, params{}, ext{}
 	s.kinds = kinds{}
 	s.gen++
@@ -63,6 +72,10 @@ func (s *shard) insertLocked(key []byte, h uint64) (uint32, bool) {
 		return 0, false
 	}
 	s.index.room(h, s.slotHash) // first, while every slot is in the index: a split rehashes slots
+	if s.index.gen != s.viewGen {
+		s.view.Store(s.index.view())
+		s.viewGen = s.index.gen
+	}
 	ref, ok := s.keys.add(key)
 	if !ok {
 		return 0, false
