@@ -131,7 +131,8 @@ func (h *handoff) took(from string, slots int) {
 // and cuts them once this node replies OK. This node serves them from now
 // on: as their owner, or adopted ahead of its table when it still names
 // from (a leave this node has not heard of yet). A slot its table gives a
-// third node is refused whole: from retries by its own table.
+// third node is refused whole, as is a DONE from a node this node's view
+// does not have yet: from retries by its own table.
 func (s *Server) peerDone(c *client, args [][]byte) {
 	slots, ok := parseSlots(string(args[3]))
 	if len(args) != 4 || !ok {
@@ -159,6 +160,13 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 	cn.switchMu.Lock()
 	defer cn.switchMu.Unlock()
 	v := cn.cur.Load()
+	if _, ok := v.Member(from); !ok {
+		// A joiner whose view does not have from yet counts nothing it
+		// serves: once its view catches up, its hook would import the slots
+		// from from again, which has cut and sends nothing more. from
+		// retries until this node sees it.
+		return nil, "ERR node " + from + " is not in this node's view yet"
+	}
 	for _, slot := range slots {
 		if owner := v.Table.Owner(slot).Name; owner != v.Self && owner != from {
 			return nil, "ERR slot " + strconv.Itoa(slot) + " belongs to " + owner + " here"

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -292,3 +296,62 @@ func TestHandoffDoneAnswerLost(t *testing.T) {
 }
 
 func shardTombstone(key string) shard.Entry { return shard.Entry{Key: []byte(key)} }
+
+// TestHandoffFromUnseenNodeRefused: a joiner takes a handoff only from a
+// node its view has. The old owner sees the joiner first (the joiner asked
+// it to join) and may hand it its slots while the joiner's view still holds
+// only itself, which counts nothing it serves. Were the DONE taken then,
+// the joiner would mark the slots importing from that node once its view
+// caught up, and wait importWait for a copy the node, having cut, never
+// sends again (TestHandoffJoinKeepsState's import stall under load).
+func TestHandoffFromUnseenNodeRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var view atomic.Pointer[cluster.View]
+	self := cluster.Node{Name: "node2", Addr: ln.Addr().String()}
+	old := cluster.Node{Name: "node0", Addr: "127.0.0.1:1"} // never dialled: node2 sends nothing
+	alone, err := cluster.NewTable(1, []cluster.Node{self})
+	require.NoError(t, err)
+	view.Store(&cluster.View{Self: self.Name, Table: alone, Members: []cluster.Member{{Node: self}}})
+	peers := cluster.NewPeers(cluster.PeersConfig{Name: self.Name, Timeout: 2 * time.Second})
+	t.Cleanup(peers.Close)
+	s := newTestServer(t, Config{Listener: ln, Cluster: &ClusterConfig{View: view.Load, Forwarder: peers, Joins: true}})
+	addr := serveTest(t, s)
+	s.ClusterChanged()
+
+	both, err := cluster.NewTable(2, []cluster.Node{old, self})
+	require.NoError(t, err)
+	var slots []int
+	for slot := 0; len(slots) < 3; slot++ {
+		if both.Owner(slot).Name == self.Name {
+			slots = append(slots, slot)
+		}
+	}
+	spec := formatSlots(slots)
+	sender := cluster.NewPeers(cluster.PeersConfig{Name: old.Name, Timeout: 2 * time.Second})
+	t.Cleanup(sender.Close)
+	hand := func() string {
+		t.Helper()
+		payload := persistence.AppendEntries([]byte{}, nil, time.Now().UnixNano())
+		reps, err := sender.Forward(context.Background(), addr, [][][]byte{
+			{[]byte("RL.PEER"), []byte("IMPORT"), []byte(old.Name), []byte("reset"), []byte(spec), payload},
+			{[]byte("RL.PEER"), []byte("DONE"), []byte(old.Name), []byte(spec)},
+		})
+		require.NoError(t, err)
+		require.Equal(t, "+OK\r\n", string(reps[0]), "the copy is stored")
+		return string(reps[1])
+	}
+	assert.True(t, strings.HasPrefix(hand(), "-ERR"), "a DONE from a node node2 does not see yet is refused")
+
+	view.Store(&cluster.View{Self: self.Name, Table: both, Members: []cluster.Member{{Node: old}, {Node: self}}})
+	s.ClusterChanged()
+	for _, slot := range slots {
+		st := s.cl.ho.state(slot)
+		require.NotNil(t, st, "slot %d", slot)
+		assert.Equal(t, modeImporting, st.now(), "slot %d: node2 waits for node0's copy", slot)
+	}
+	require.Equal(t, "+OK\r\n", hand(), "node0 retries, and node2 now takes the slots")
+	for _, slot := range slots {
+		assert.Nil(t, s.cl.ho.state(slot), "slot %d: served by node2, importing nothing", slot)
+	}
+}
