@@ -35,6 +35,39 @@ func slide5(t *testing.T, c *redis.Client, key string) int64 {
 	return rep[0]
 }
 
+type slideReply struct {
+	allowed int64
+	err     error
+}
+
+// slide5Async is slide5 on a goroutine of its own, whose answer comes on
+// the channel returned. The goroutine reports its error rather than calling
+// require: FailNow would end only that goroutine, and the test would wait
+// for its answer until the binary's timeout, hiding the failure.
+func slide5Async(c *redis.Client, key string) <-chan slideReply {
+	reply := make(chan slideReply, 1)
+	go func() {
+		rep, err := c.Do(context.Background(), "RL.SLIDE", key, 5, 3600).Int64Slice()
+		if err == nil && len(rep) == 0 {
+			err = fmt.Errorf("%s: an empty reply", key)
+		}
+		if err != nil {
+			reply <- slideReply{err: err}
+			return
+		}
+		reply <- slideReply{allowed: rep[0]}
+	}()
+	return reply
+}
+
+// slideAnswer waits for the answer of slide5Async.
+func slideAnswer(t *testing.T, reply <-chan slideReply) int64 {
+	t.Helper()
+	r := <-reply
+	require.NoError(t, r.err)
+	return r.allowed
+}
+
 // assertAtLimit checks through every client that each key admits nothing more.
 func assertAtLimit(t *testing.T, cs []*redis.Client, keys []string, why string) {
 	t.Helper()
@@ -176,8 +209,7 @@ func TestHandoffRequestCrossesCut(t *testing.T) {
 	// b imports the slot from a, as a new owner does.
 	self, _ := a.ml.View().Table.Node("node0")
 	b.srv.cl.ho.slots[slot].Store(&slotState{mode: modeImporting, peer: self, until: time.Now().Add(time.Hour)})
-	reply := make(chan int64, 1)
-	go func() { reply <- slide5(t, cb, key) }()
+	reply := slide5Async(cb, key)
 	<-hold.held // b has sent the request back to a
 	// a hands the slot to b: b takes it, a cuts.
 	to, _ := a.ml.View().Table.Node("node1")
@@ -190,7 +222,7 @@ func TestHandoffRequestCrossesCut(t *testing.T) {
 	assert.Equal(t, modeMoved, a.srv.cl.ho.state(slot).now())
 	assert.Equal(t, modeAdopted, b.srv.cl.ho.state(slot).now())
 	close(hold.release) // the request reaches a after its cut
-	assert.Equal(t, int64(0), <-reply, "run on b's complete copy: still at its limit")
+	assert.Equal(t, int64(0), slideAnswer(t, reply), "run on b's complete copy: still at its limit")
 	assert.Equal(t, int64(1), b.srv.cl.ho.stats.crossedCut.Load(), "a answered HANDEDOFF")
 }
 
@@ -206,8 +238,7 @@ func TestHandoffGatedRequestWaits(t *testing.T) {
 	mg := &migration{to: to, slots: []int{slot}, started: time.Now()}
 	mg.gate()
 	a.srv.cl.ho.slots[slot].Store(&slotState{mode: modeCopying, peer: to, mg: mg})
-	reply := make(chan int64, 1)
-	go func() { reply <- slide5(t, ca, key) }()
+	reply := slide5Async(ca, key)
 	select {
 	case <-reply:
 		t.Fatal("a request for a gated slot ran")
@@ -216,7 +247,7 @@ func TestHandoffGatedRequestWaits(t *testing.T) {
 	_, _, err := a.srv.copySlots(to, []int{slot}, true)
 	require.NoError(t, err)
 	mg.open(modeMoved)
-	assert.Equal(t, int64(0), <-reply, "went to the new owner, with the state")
+	assert.Equal(t, int64(0), slideAnswer(t, reply), "went to the new owner, with the state")
 }
 
 // TestHandoffTransaction: a transaction on a moving slot runs where the
