@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -70,6 +71,13 @@ func benchPipelined(b *testing.B, n int, pf bool) {
 	for i := range n {
 		_, _ = m.Decide(ks.key(i), benchSlide, now, 1, false)
 	}
+	decideBatches(b, m, ks, n, benchSlide, now, 1000, pf)
+}
+
+// decideBatches decides batches of prefetchWidth random keys of ks's first
+// n, with Prefetch first if pf, each decision step ns after the last, and
+// reports the calling thread's CPU per decision.
+func decideBatches(b *testing.B, m *Map, ks keyset, n int, p window.Params, now, step int64, pf bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	batch := make([][]byte, prefetchWidth)
 	runtime.LockOSThread()
@@ -84,8 +92,8 @@ func benchPipelined(b *testing.B, n int, pf bool) {
 			m.Prefetch(batch, nil)
 		}
 		for _, k := range batch {
-			now += 1000
-			_, _ = m.Decide(k, benchSlide, now, 1, false)
+			now += step
+			_, _ = m.Decide(k, p, now, 1, false)
 		}
 		decisions += len(batch)
 	}

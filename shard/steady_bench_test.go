@@ -1,8 +1,6 @@
 package shard
 
 import (
-	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -36,22 +34,5 @@ func benchSteady(b *testing.B, n, secs int) {
 		}
 		now += int64(time.Second)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	batch := make([][]byte, prefetchWidth)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	b.ReportAllocs()
-	cpu, decisions := threadCPU(), 0
-	for b.Loop() {
-		for j := range batch {
-			batch[j] = ks.key(rng.IntN(n))
-		}
-		m.Prefetch(batch, nil)
-		for _, k := range batch {
-			now += 3300
-			_, _ = m.Decide(k, p, now, 1, false)
-		}
-		decisions += len(batch)
-	}
-	b.ReportMetric(float64(threadCPU()-cpu)/float64(decisions), "cpu-ns/decision")
+	decideBatches(b, m, ks, n, p, now, 3300, true)
 }
