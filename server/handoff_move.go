@@ -144,7 +144,7 @@ func (s *Server) expireImports() {
 	now := time.Now()
 	n := 0
 	for slot := range h.slots {
-		if st := h.slots[slot].Load(); st != nil && st.mode == modeImporting && now.After(st.until) && h.slots[slot].CompareAndSwap(st, nil) {
+		if st := h.slots[slot].Load(); st != nil && st.mode == modeImporting && now.After(st.until) && h.swap(slot, st, nil) {
 			n++
 		}
 	}
@@ -171,18 +171,18 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 	case mode == modeCopying || mode == modeGated:
 		// The migration settles it at its cut, by the table then.
 	case mine && mode == modeAdopted:
-		h.slots[slot].Store(nil) // the table has caught up
+		h.set(slot, nil) // the table has caught up
 	case mine && mode == modeImporting:
 		if !nv.Table.Has(st.peer.Name) {
-			h.slots[slot].Store(nil) // the old owner has gone: serve from what came
+			h.set(slot, nil) // the old owner has gone: serve from what came
 		}
 	case mine && had:
 	case mine:
-		h.slots[slot].Store(s.importFrom(old, nv, slot, oldCounts, until))
+		h.set(slot, s.importFrom(old, nv, slot, oldCounts, until))
 	case mode == modeImporting:
-		h.slots[slot].Store(nil) // another node owns it now
+		h.set(slot, nil) // another node owns it now
 	case mode == modeMoved && nv.Table.Owner(slot).Name != nv.Self:
-		h.slots[slot].Store(nil) // the table routes it: see cut
+		h.set(slot, nil) // the table routes it: see cut
 	case mode == modeMoved:
 	case mode == modeAdopted && owner == st.peer.Name:
 		// Handed here by a node that leaves, which the table still names.
@@ -226,7 +226,7 @@ func (h *handoff) heir(v *cluster.View, slot int) cluster.Node {
 // importTimedOut gives up a slot's import that has waited importWait: the
 // slot is served from what came. It reports true.
 func (h *handoff) importTimedOut(s *Server, slot int, st *slotState) bool {
-	if h.slots[slot].CompareAndSwap(st, nil) {
+	if h.swap(slot, st, nil) {
 		h.stats.importTimeouts.Add(1)
 		s.log.Warn("cluster: gave up waiting for a slot's old owner to hand it over; serving it from what came",
 			"slot", slot, "from", st.peer.Name, "waited", importWait)
@@ -240,7 +240,7 @@ func (s *Server) startMigration(to cluster.Node, slots []int) {
 	mg.phase.Store(int32(modeCopying))
 	st := &slotState{mode: modeCopying, peer: to, mg: mg}
 	for _, slot := range slots {
-		s.cl.ho.slots[slot].Store(st)
+		s.cl.ho.set(slot, st)
 	}
 	s.cl.moves.Add(1)
 	s.cl.ho.stats.moving.Add(1)
@@ -305,7 +305,7 @@ func (s *Server) settle(mg *migration) []int {
 		case mg.to.Name:
 			keep = append(keep, slot)
 		case v.Self:
-			cn.ho.slots[slot].Store(nil)
+			cn.ho.set(slot, nil)
 		default:
 			others[owner.Name] = append(others[owner.Name], slot)
 		}
@@ -346,7 +346,7 @@ func (s *Server) unmark(slots []int) {
 	v := cn.cur.Load()
 	for _, slot := range slots {
 		if st := cn.ho.state(slot); st != nil && st.now() == modeMoved && v.Table.Owner(slot).Name != v.Self {
-			cn.ho.slots[slot].Store(nil)
+			cn.ho.set(slot, nil)
 		}
 	}
 }
@@ -357,7 +357,7 @@ func (s *Server) abandon(mg *migration, slots []int, err error) {
 	v := s.cl.cur.Load()
 	var gone []int
 	for _, slot := range slots {
-		s.cl.ho.slots[slot].CompareAndSwap(s.cl.ho.state(slot), nil)
+		s.cl.ho.swap(slot, s.cl.ho.state(slot), nil)
 		if v.Table.Owner(slot).Name != v.Self {
 			gone = append(gone, slot)
 		}

@@ -95,7 +95,7 @@ func (s *Server) importingFrom(from string, slots []int) {
 	}
 	for _, slot := range slots {
 		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from {
-			cn.ho.slots[slot].Store(&slotState{mode: modeImporting, peer: node, until: st.until})
+			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: st.until})
 		}
 	}
 	cn.ho.notify()
@@ -179,9 +179,9 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 		case own.has(slot):
 			served = append(served, slot)
 		case v.Table.Owner(slot).Name == v.Self:
-			cn.ho.slots[slot].Store(nil)
+			cn.ho.set(slot, nil)
 		default:
-			cn.ho.slots[slot].Store(adopted)
+			cn.ho.set(slot, adopted)
 		}
 	}
 	cn.ho.notify()

@@ -208,7 +208,7 @@ func TestHandoffRequestCrossesCut(t *testing.T) {
 	useToLimit(t, ca, []string{key})
 	// b imports the slot from a, as a new owner does.
 	self, _ := a.ml.View().Table.Node("node0")
-	b.srv.cl.ho.slots[slot].Store(&slotState{mode: modeImporting, peer: self, until: time.Now().Add(time.Hour)})
+	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: self, until: time.Now().Add(time.Hour)})
 	reply := slide5Async(cb, key)
 	<-hold.held // b has sent the request back to a
 	// a hands the slot to b: b takes it, a cuts.
@@ -237,7 +237,7 @@ func TestHandoffGatedRequestWaits(t *testing.T) {
 	to, _ := a.ml.View().Table.Node(b.name)
 	mg := &migration{to: to, slots: []int{slot}, started: time.Now()}
 	mg.gate()
-	a.srv.cl.ho.slots[slot].Store(&slotState{mode: modeCopying, peer: to, mg: mg})
+	a.srv.cl.ho.set(slot, &slotState{mode: modeCopying, peer: to, mg: mg})
 	reply := slide5Async(ca, key)
 	select {
 	case <-reply:
@@ -270,7 +270,7 @@ func TestHandoffTransaction(t *testing.T) {
 		return must(cmds[0].(*redis.Cmd).Int64Slice())[0]
 	}
 	self, _ := a.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.slots[slot].Store(&slotState{mode: modeImporting, peer: self, until: time.Now().Add(time.Hour)})
+	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: self, until: time.Now().Add(time.Hour)})
 	assert.Equal(t, int64(1), txn(cb), "sent to the old owner")
 	assert.Equal(t, int64(1), a.srv.cfg.Store.Len())
 	assert.Zero(t, b.srv.cfg.Store.Len())
