@@ -129,3 +129,39 @@ func (s *shipSink) ship(b *testing.B, now int64) {
 	}
 	s.chunks = s.chunks[:0]
 }
+
+// BenchmarkCodecCounters is the codec's own share of BenchmarkShipImport,
+// with no Map: encoding and decoding 4096 Slide entries of n counters each,
+// a counter a second with a count of a few units, as a key decided every
+// second keeps.
+func BenchmarkCodecCounters(b *testing.B) {
+	p := window.Params{Kind: window.KindSlide, Limit: 1 << 20, Period: time.Minute}
+	for _, n := range []int{1, 30} {
+		now := t0.UnixNano()
+		es := make([]shard.Entry, 4096)
+		for i := range es {
+			es[i] = shard.Entry{Key: fmt.Appendf(nil, "k:{06S}:%012d", i), Params: p}
+			for s := range n {
+				c, _ := p.Kind.Counter(now/int64(time.Second)-int64(n)+int64(s), int64(1+s%3))
+				es[i].Counters = append(es[i].Counters, c)
+			}
+		}
+		buf := AppendEntries(nil, es, now)
+		b.Run(fmt.Sprintf("encode/counters=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				buf = AppendEntries(buf[:0], es, now)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(es)), "ns/key")
+		})
+		b.Run(fmt.Sprintf("decode/counters=%d", n), func(b *testing.B) {
+			var d Decoder
+			b.ReportAllocs()
+			for range b.N {
+				_, err := d.Decode(buf, func([]shard.Entry) error { return nil })
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(es)), "ns/key")
+		})
+	}
+}
