@@ -17,7 +17,13 @@
 # for every server, so a faster server does not also load the shared cores
 # (and the load generator) more; latency then counts from each request's
 # due time. "sched p99" is the
-# 99th percentile of Go's wait for a core (/sched/latencies) during the run.
+# 99th percentile of Go's wait for a core (/sched/latencies) during the run,
+# and "cmd p99"/"p999" those of the command's own time in the server, from its
+# request's read to its reply, as a bucket bound of
+# rlstore_command_duration_seconds: what the client sees beyond it is
+# queueing for a core, the kernel and the client.
+# BEFORE=/path/to/rlstore adds a run named "before" of that binary (a build
+# of main, say) beside the default one, so two builds meet the same host.
 import json, os, re, resource, socket, subprocess, sys, time, urllib.request
 
 RLLOAD = os.environ.get("RLLOAD", "rlload")
@@ -39,15 +45,19 @@ def buckets(t, name):
             re.finditer(r'^' + name + r'_bucket\{le="([^"+]+)"\} (\d+)', t, re.M)}
 
 
-def gc_stats(mport):
-    """Collections so far, pauses and scheduling latencies by bucket bound, from /metrics."""
+def gc_stats(mport, cmd):
+    """Collections so far, and by bucket bound GC pauses, scheduling latencies
+    and cmd's own durations, from /metrics."""
     if not mport:
-        return 0, {}, {}
+        return 0, {}, {}, {}
     t = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics").read().decode()
     m = re.search(r"^go_gc_cycles_total_gc_cycles_total (\d+)", t, re.M) or \
         re.search(r"^go_gc_duration_seconds_count (\d+)", t, re.M)
+    own = {float(x.group(1)): int(x.group(2)) for x in re.finditer(
+        r'^rlstore_command_duration_seconds_bucket\{command="' + re.escape(cmd) +
+        r'",le="([^"+]+)"\} (\d+)', t, re.M)}
     return (int(m.group(1)) if m else 0), buckets(t, "go_gc_pauses_seconds"), \
-        buckets(t, "go_sched_latencies_seconds")
+        buckets(t, "go_sched_latencies_seconds"), own
 
 
 def quantile(h0, h1, q):
@@ -69,9 +79,17 @@ def load(port, wl, prefix, extra):
     return json.loads(out.stdout)
 
 
+def variants():
+    """The rlstore runs: VARIANTS, plus "before" when BEFORE names a binary."""
+    v = os.environ.get("VARIANTS", "rlstore=")
+    if os.environ.get("BEFORE"):
+        v += ";before=BIN=" + os.environ["BEFORE"]
+    return v.split(";")
+
+
 def start_systems():
     systems = []
-    for spec in os.environ.get("VARIANTS", "rlstore=").split(";"):
+    for spec in variants():
         name, extra = spec.split("=", 1)
         env, binp = dict(os.environ), os.environ.get("BIN", "rlstore")
         for kv in extra.split():
@@ -102,22 +120,24 @@ def measure(rnd, name, port, wl, proc, mport, prefix, phase):
     """One measured run: prints its line and returns its p99 in ms."""
     if phase == "steady":  # every key exists before the measured run
         load(port, wl, prefix, ["--dist", "seq", "-n", "100000", "--duration", "0"])
-    g0, p0, s0 = gc_stats(mport)
+    cmd = wl if mport else ""  # the workload is named after its command
+    g0, p0, s0, o0 = gc_stats(mport, cmd)
     c0, k0 = cpu(proc.pid), client_cpu()
     rate = ["--rate", os.environ["RATE"]] if os.environ.get("RATE") else []
     j = load(port, wl, prefix, ["--duration", DUR] + rate)
     c1, k1 = cpu(proc.pid), client_cpu()
-    g1, p1, s1 = gc_stats(mport)
+    g1, p1, s1, o1 = gc_stats(mport, cmd)
     n = max(j["requests"], 1)
     d = {k: v - p0.get(k, 0) for k, v in p1.items()}
     pauses = max(d.values(), default=0)
     long = pauses - max([v for k, v in d.items() if k <= 0.0005], default=0)
     lat = {k: v / 1e6 for k, v in j["latency"].items()}
+    own = f", cmd p99 {quantile(o0, o1, 0.99)*1e6:.0f} p999 {quantile(o0, o1, 0.999)*1e6:.0f} us" if o1 else ""
     print(f"r{rnd} {name:10s} {phase:6s} {j['throughput']/1e3:5.0f}k/s "
           f"p50 {lat['p50_ns']:.2f} p99 {lat['p99_ns']:.2f} p999 {lat['p999_ns']:.2f} "
           f"max {lat['max_ns']:.1f} ms | server {(c1-c0)*1e6/n:.2f} us/req, "
           f"client {(k1-k0)*1e6/n:.2f} us/req | GCs {g1-g0}, pauses {pauses}, "
-          f">0.5ms {long}, sched p99 {quantile(s0, s1, 0.99)*1e3:.2f} ms", flush=True)
+          f">0.5ms {long}, sched p99 {quantile(s0, s1, 0.99)*1e3:.2f} ms{own}", flush=True)
     return lat["p99_ns"]
 
 
@@ -128,7 +148,9 @@ def summary(p99s, names, phases, rounds):
             pairs = [(p99s[(r, name, phase)], p99s[(r, "redis+lua", phase)]) for r in range(rounds)
                      if (r, name, phase) in p99s and (r, "redis+lua", phase) in p99s]
             below = sum(1 for a, b in pairs if a <= b)
-            print(f"{name} {phase}: p99 at or below Redis+Lua's in {below} of {len(pairs)} rounds")
+            ratios = sorted(a / b for a, b in pairs if b)
+            med = f", median p99 / Redis+Lua's {ratios[len(ratios) // 2]:.2f}" if ratios else ""
+            print(f"{name} {phase}: p99 at or below Redis+Lua's in {below} of {len(pairs)} rounds{med}")
 
 
 def main():
