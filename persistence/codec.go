@@ -29,6 +29,12 @@ import (
 //	            as a varint, then each later one's as a uvarint gap (>= 1); each
 //	            followed by its count (uvarint, >= 1)
 //
+// A delta block (kindDelta, shipped to a backup, never stored) is the same
+// but for Slide and Log entries, which start with a uvarint kept: 0 for a
+// whole entry, else the entry is a delta (shard.Entry.Kept), and 4 bytes of
+// its digest (little endian) follow; the counters then written are those
+// after the first kept.
+//
 // Times are absolute: base is written in the block, so nothing depends on when
 // the file is read. Deltas only make the common case small.
 
@@ -38,6 +44,12 @@ const blockBytes = 1 << 20
 
 // appendEntries appends es to buf as one or more entries blocks.
 func appendEntries(buf []byte, es []shard.Entry, base int64) []byte {
+	return appendBlocks(buf, es, base, kindEntries)
+}
+
+// appendBlocks appends es to buf as one or more blocks of kind, kindEntries
+// or kindDelta.
+func appendBlocks(buf []byte, es []shard.Entry, base int64, kind byte) []byte {
 	var pt paramTable
 	for len(es) > 0 {
 		n, size := 0, 0
@@ -45,20 +57,20 @@ func appendEntries(buf []byte, es []shard.Entry, base int64) []byte {
 			size += len(es[n].Key) + 10*len(es[n].Counters) + 24
 			n++
 		}
-		buf = appendEntryBlock(buf, es[:n], base, &pt)
+		buf = appendEntryBlock(buf, es[:n], base, &pt, kind)
 		es = es[n:]
 	}
 	return buf
 }
 
-func appendEntryBlock(buf []byte, es []shard.Entry, base int64, pt *paramTable) []byte {
+func appendEntryBlock(buf []byte, es []shard.Entry, base int64, pt *paramTable, kind byte) []byte {
 	pt.reset()
 	for i := range es {
 		if !es[i].Deleted() {
 			pt.id(es[i].Params)
 		}
 	}
-	buf, start := beginBlock(buf, kindEntries)
+	buf, start := beginBlock(buf, kind)
 	buf = binary.AppendVarint(buf, base)
 	buf = binary.AppendUvarint(buf, uint64(len(pt.list())))
 	for _, p := range pt.list() {
@@ -69,12 +81,14 @@ func appendEntryBlock(buf []byte, es []shard.Entry, base int64, pt *paramTable) 
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(es)))
 	for i := range es {
-		buf = appendEntry(buf, &es[i], base, pt)
+		buf = appendEntry(buf, &es[i], base, pt, kind == kindDelta)
 	}
 	return endBlock(buf, start)
 }
 
-func appendEntry(buf []byte, e *shard.Entry, base int64, pt *paramTable) []byte {
+// appendEntry appends e; in a delta block, a delta if e is one, and in an
+// entries block whole whatever its Kept.
+func appendEntry(buf []byte, e *shard.Entry, base int64, pt *paramTable, delta bool) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(e.Key)))
 	buf = append(buf, e.Key...)
 	if e.Deleted() {
@@ -82,7 +96,15 @@ func appendEntry(buf []byte, e *shard.Entry, base int64, pt *paramTable) []byte 
 	}
 	buf = binary.AppendUvarint(buf, uint64(pt.id(e.Params))+1)
 	if k := e.Params.Kind; k.Counters() {
-		return appendCounters(buf, k, e.Counters, base)
+		if !delta {
+			return appendCounters(buf, k, e.Counters, base)
+		}
+		buf = binary.AppendUvarint(buf, uint64(e.Kept))
+		if e.Kept == 0 {
+			return appendCounters(buf, k, e.Counters, base)
+		}
+		buf = binary.LittleEndian.AppendUint32(buf, e.Digest)
+		return appendCounters(buf, k, e.Counters[e.Kept:], base)
 	}
 	buf = binary.AppendVarint(buf, int64(e.State[0]-uint64(base)))
 	return binary.AppendVarint(buf, int64(e.State[1]-uint64(base)))
@@ -247,11 +269,12 @@ type entryBlock struct {
 	params   []window.Params
 	left     uint64 // entries not yet read
 	counters []uint64
+	delta    bool // a kindDelta block: Slide and Log entries may be deltas
 }
 
 // parse reads the block's preamble. It returns a reason for rejecting the block, or "".
 func (eb *entryBlock) parse(payload []byte) string {
-	eb.d, eb.size = decoder{b: payload[1:]}, len(payload)
+	eb.d, eb.size, eb.delta = decoder{b: payload[1:]}, len(payload), payload[0] == kindDelta
 	eb.base = eb.d.varint()
 	np := eb.d.uvarint()
 	if np > uint64(len(eb.d.b)) {
@@ -308,13 +331,27 @@ func (eb *entryBlock) next(e *shard.Entry) string {
 // decodes every counter of every key its primaries change.
 func (eb *entryBlock) counterList(e *shard.Entry) string {
 	k := e.Params.Kind
+	kept := uint64(0)
+	if eb.delta {
+		if kept = eb.d.uvarint(); kept > maxDeltaKept {
+			return "delta keeps too many counters"
+		}
+		if kept > 0 {
+			digest := eb.d.bytes(4)
+			if digest == nil {
+				return "malformed entry"
+			}
+			e.Kept, e.Digest = uint32(kept), binary.LittleEndian.Uint32(digest)
+		}
+	}
 	n := eb.d.uvarint()
-	if n > uint64(len(eb.d.b))/2 || n > shard.MaxEntryCounters {
+	if n > uint64(len(eb.d.b))/2 || kept+n > shard.MaxEntryCounters || (kept > 0 && n == 0) {
 		return "counter count out of range"
 	}
 	start := len(eb.counters)
-	eb.counters = slices.Grow(eb.counters, int(n))[:start+int(n)]
-	out := eb.counters[start:]
+	eb.counters = slices.Grow(eb.counters, int(kept+n))[:start+int(kept+n)]
+	clear(eb.counters[start : start+int(kept)]) // the delta's completion fills these in
+	out := eb.counters[start+int(kept):]
 	b, p := eb.d.b, 0
 	at := eb.base / int64(k.Unit())
 	for i := range out {
@@ -338,9 +375,13 @@ func (eb *entryBlock) counterList(e *shard.Entry) string {
 		out[i] = c
 	}
 	eb.d.b = b[p:]
-	e.Counters = out[:len(out):len(out)]
+	e.Counters = eb.counters[start:len(eb.counters):len(eb.counters)]
 	return ""
 }
+
+// maxDeltaKept bounds the counters a delta leaves to the backup's copy, as
+// its decoder makes room for them: a key with more ships whole.
+const maxDeltaKept = 1 << 13
 
 // uvarintPair reads the two uvarints at b[p:] and returns the position
 // past them, or -1 if they are not there.

@@ -1,12 +1,14 @@
 package persistence
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,4 +77,53 @@ func TestCountersCutShortAreRefused(t *testing.T) {
 			require.Failf(t, "read a cut block", "cut at %d of %d", cut, len(payload))
 		}
 	}
+}
+
+// TestDeltaBlocks: AppendDeltaChunks writes a delta's shipped counters
+// only, and a Decoder with Deltas hands it over with room for the kept
+// ones; whole entries and tombstones come as they went. A Decoder without
+// Deltas, and the log's replay, refuse delta blocks as damage: a node that
+// takes only whole entries never misreads one.
+func TestDeltaBlocks(t *testing.T) {
+	now := t0.UnixNano()
+	p := window.Params{Kind: window.KindSlide, Limit: 1000, Period: time.Hour}
+	var ctrs []uint64
+	for i := range 30 {
+		c, _ := p.Kind.Counter(now/int64(time.Second)-29+int64(i), 2)
+		ctrs = append(ctrs, c)
+	}
+	cut := shard.Entry{Key: []byte("cut"), Params: p, Counters: ctrs}
+	Cut(&cut, now-int64(1500*time.Millisecond))
+	require.EqualValues(t, 27, cut.Kept, "the counters from the last one at or before since's second on ship")
+	es := []shard.Entry{cut, {Key: []byte("whole"), Params: p, Counters: ctrs[:3]}, {Key: []byte("gone")}, {Key: []byte("tok"), Params: tokenP, State: window.State{1, 2}}}
+	fresh := func() []byte { return nil }
+	deltas := AppendDeltaChunks(nil, es, now, 1<<20, fresh)
+	wholes := AppendEntriesChunks(nil, es, now, 1<<20, fresh)
+	require.Len(t, deltas, 1)
+	assert.Less(t, len(deltas[0])+40, len(wholes[0]), "a delta of 3 counters is smaller than 30 counters")
+
+	var got []shard.Entry
+	d := Decoder{Deltas: true}
+	_, err := d.Decode(deltas[0], func(es []shard.Entry) error {
+		for _, e := range es {
+			e.Key, e.Counters = append([]byte(nil), e.Key...), append([]uint64(nil), e.Counters...)
+			got = append(got, e)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, got, 4)
+	assert.Equal(t, cut.Kept, got[0].Kept)
+	assert.Equal(t, cut.Digest, got[0].Digest)
+	assert.Equal(t, append(make([]uint64, 27), ctrs[27:]...), got[0].Counters)
+	assert.Equal(t, es[1:], got[1:])
+
+	_, err = DecodeBatches(deltas[0], func([]shard.Entry) error { return nil })
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "not an entries block")
+
+	log := append(appendHeader(nil, magicLog, now, 1), deltas[0]...)
+	_, _, _, err = replayLog(bytes.NewReader(log), int64(len(log)), "log", newMap(t, 2), now)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "unexpected block kind")
 }

@@ -37,6 +37,7 @@ const (
 	kindFlush   byte = 4 // log: every key was deleted (FLUSHALL)
 	kindPut     byte = 5 // policies: name, definition
 	kindDelete  byte = 6 // policies: name
+	kindDelta   byte = 7 // transfers to a backup only, never on disk: entries, some of them deltas
 )
 
 // File types: an 8-byte magic and the version this package writes.

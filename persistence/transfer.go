@@ -26,6 +26,18 @@ func AppendEntries(buf []byte, es []shard.Entry, now int64) []byte {
 // its own). fresh may return a buffer with room reserved at its start, such
 // as for a header the caller fills in later: limit counts it.
 func AppendEntriesChunks(chunks [][]byte, es []shard.Entry, now int64, limit int, fresh func() []byte) [][]byte {
+	return appendChunks(chunks, es, now, limit, fresh, kindEntries)
+}
+
+// AppendDeltaChunks is AppendEntriesChunks for a backup that takes deltas
+// (see Cut): entries that are deltas are written as such, in delta blocks,
+// which only a Decoder with Deltas set reads.
+func AppendDeltaChunks(chunks [][]byte, es []shard.Entry, now int64, limit int, fresh func() []byte) [][]byte {
+	return appendChunks(chunks, es, now, limit, fresh, kindDelta)
+}
+
+func appendChunks(chunks [][]byte, es []shard.Entry, now int64, limit int, fresh func() []byte, kind byte) [][]byte {
+	delta := kind == kindDelta
 	started := false
 	for len(es) > 0 {
 		if len(chunks) == 0 {
@@ -34,8 +46,8 @@ func AppendEntriesChunks(chunks [][]byte, es []shard.Entry, now int64, limit int
 		last := &chunks[len(chunks)-1]
 		room := limit - len(*last) - blockOverhead
 		n, size := 0, 0
-		for n < len(es) && size+entryBound(&es[n]) <= room {
-			size += entryBound(&es[n])
+		for n < len(es) && size+entryBound(&es[n], delta) <= room {
+			size += entryBound(&es[n], delta)
 			n++
 		}
 		if n == 0 && !started {
@@ -43,7 +55,7 @@ func AppendEntriesChunks(chunks [][]byte, es []shard.Entry, now int64, limit int
 			continue
 		}
 		n = max(n, 1)
-		*last = appendEntries(*last, es[:n], now)
+		*last = appendBlocks(*last, es[:n], now, kind)
 		es, started = es[n:], false
 	}
 	return chunks
@@ -53,9 +65,14 @@ func AppendEntriesChunks(chunks [][]byte, es []shard.Entry, now int64, limit int
 // frame, the base and the counts, and a few distinct parameters.
 const blockOverhead = frameHead + frameTail + 1 + 3*binary.MaxVarintLen64 + 4*(1+3*binary.MaxVarintLen64)
 
-// entryBound bounds the bytes appendEntry writes for e.
-func entryBound(e *shard.Entry) int {
-	return len(e.Key) + 3*binary.MaxVarintLen64 + 2*binary.MaxVarintLen64*len(e.Counters)
+// entryBound bounds the bytes appendEntry writes for e, in a delta block
+// if delta.
+func entryBound(e *shard.Entry, delta bool) int {
+	n := len(e.Key) + 3*binary.MaxVarintLen64 + 2*binary.MaxVarintLen64*len(e.Counters)
+	if delta {
+		n += binary.MaxVarintLen64 + 4 - 2*binary.MaxVarintLen64*int(e.Kept)
+	}
+	return n
 }
 
 // DecodeEntries calls fn for each entry AppendEntries wrote into b, in
@@ -93,6 +110,11 @@ func DecodeBatches(b []byte, fn func([]shard.Entry) error) (int, error) {
 // backup decodes every shipment its primaries send. The zero Decoder is
 // ready to use; it is not safe for concurrent use.
 type Decoder struct {
+	// Deltas makes the Decoder read delta blocks (AppendDeltaChunks) too:
+	// their deltas are entries that only a Map's state can complete (see
+	// shard.Entry.Kept). Only a backup's copies take them.
+	Deltas bool
+
 	eb entryBlock
 	es []shard.Entry
 }
@@ -107,7 +129,7 @@ func (d *Decoder) Decode(b []byte, fn func([]shard.Entry) error) (int, error) {
 		switch {
 		case reason != "":
 			return n, transferCorrupt(off, reason)
-		case payload[0] != kindEntries:
+		case payload[0] != kindEntries && (payload[0] != kindDelta || !d.Deltas):
 			return n, transferCorrupt(off, "not an entries block")
 		}
 		if reason := eb.parse(payload); reason != "" {

@@ -20,16 +20,21 @@ import (
 // key's copy, as it does in steady state. The decisions are not timed.
 // A Slide key's state is a counter per second of its window that saw a
 // decision, and each of them ships every time the key changes: counters=30
-// is a key decided every second for half a minute.
+// is a key decided every second for half a minute. With deltas, the
+// entries are cut as the replicator cuts them (Cut, since the last round
+// less a second) and go as deltas, which the copies complete.
 func BenchmarkShipImport(b *testing.B) {
 	const changed = 4096
 	p := window.Params{Kind: window.KindSlide, Limit: 1 << 20, Period: time.Minute}
-	for _, c := range []struct{ n, seconds int }{{1_000, 1}, {100_000, 1}, {100_000, 30}} {
+	for _, c := range []struct {
+		n, seconds int
+		deltas     bool
+	}{{1_000, 1, false}, {100_000, 1, false}, {100_000, 30, false}, {100_000, 1, true}, {100_000, 30, true}} {
 		n := c.n
-		b.Run(fmt.Sprintf("keys=%d/counters=%d", n, c.seconds), func(b *testing.B) {
+		b.Run(fmt.Sprintf("keys=%d/counters=%d/deltas=%v", n, c.seconds, c.deltas), func(b *testing.B) {
 			prim, copies := newMap(b, shard.DefaultShards), newMap(b, shard.DefaultShards)
 			f := NewFeed(prim)
-			sh := &shipSink{copies: copies}
+			sh := &shipSink{copies: copies, deltas: c.deltas}
 			f.Subscribe(sh)
 			keys := make([][]byte, n)
 			now := t0.UnixNano()
@@ -62,6 +67,7 @@ func BenchmarkShipImport(b *testing.B) {
 				drain += time.Since(t)
 				t = time.Now()
 				sh.encode(now)
+				sh.since = now - int64(time.Second) // the next drain's: this one began at now
 				encode += time.Since(t)
 				t = time.Now()
 				sh.ship(b, now)
@@ -81,6 +87,8 @@ func BenchmarkShipImport(b *testing.B) {
 // into copies as a backup does.
 type shipSink struct {
 	copies *shard.Map
+	deltas bool  // cut the entries at since and ship deltas
+	since  int64 // unix ns
 	dec    Decoder
 	es     []shard.Entry
 	keys   []byte
@@ -104,7 +112,15 @@ func (s *shipSink) Changes(_ int, es []shard.Entry) {
 func (s *shipSink) Flushed() {}
 
 func (s *shipSink) encode(now int64) {
-	s.chunks = AppendEntriesChunks(s.chunks[:0], s.es, now, 256<<10, s.fresh)
+	if !s.deltas {
+		s.chunks = AppendEntriesChunks(s.chunks[:0], s.es, now, 256<<10, s.fresh)
+		s.es, s.keys, s.ctrs = s.es[:0], s.keys[:0], s.ctrs[:0]
+		return
+	}
+	for i := range s.es {
+		Cut(&s.es[i], s.since)
+	}
+	s.chunks = AppendDeltaChunks(s.chunks[:0], s.es, now, 256<<10, s.fresh)
 	s.es, s.keys, s.ctrs = s.es[:0], s.keys[:0], s.ctrs[:0]
 }
 
@@ -119,6 +135,7 @@ func (s *shipSink) fresh() []byte {
 }
 
 func (s *shipSink) ship(b *testing.B, now int64) {
+	s.dec.Deltas = s.deltas
 	for _, c := range s.chunks {
 		_, err := s.dec.Decode(c, func(es []shard.Entry) error {
 			_, err := s.copies.ImportBatch(es, now)

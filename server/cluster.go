@@ -128,13 +128,17 @@ func peerCommands() []command {
 
 // cmdPeer is RL.PEER HELLO name (replies a nonce) and RL.PEER AUTH name
 // mac (replies OK and makes the connection a peer's, or NOPERM), and, on a
-// peer's connection only, the handoff's IMPORT and DONE (handoff_peer.go).
+// peer's connection only, the replicas' COPY, DELTA and SYNC
+// (replica_copies.go) and the handoff's IMPORT and DONE (handoff_peer.go).
+// Any other subcommand gets NOPERM: a node that predates one refuses it.
 func cmdPeer(s *Server, c *client, args [][]byte) {
 	switch {
 	case s.cl == nil:
 		c.conn.WriteError(errNoCluster)
 	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "copy") && len(args) == 3:
 		s.cl.repl.peerCopy(c, args[2])
+	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "delta") && len(args) == 3:
+		s.cl.repl.peerDelta(c, args[2])
 	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "sync") && len(args) == 3:
 		s.cl.repl.peerSync(c, args[2])
 	case c.peer && equalFoldASCII(args[1], "import") && len(args) == 6:

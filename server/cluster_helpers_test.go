@@ -37,6 +37,7 @@ type clusterOpts struct {
 	// wrap, if set, stands between the node and its peers (to hold a forward back, say).
 	wrap       func(cluster.Forwarder) cluster.Forwarder
 	wrapMover  func(cluster.Forwarder) cluster.Forwarder // the same for the handoff's connections
+	wrapShip   func(cluster.Forwarder) cluster.Forwarder // the same for the replicas' shipments
 	maxRequest int64                                     // Config.MaxRequestBytes; 0 for the default
 }
 
@@ -122,7 +123,11 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 	if o.replicas {
 		tn.store, tn.copies = mustStore(t), mustStore(t)
 		ship = cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Conns: 1, Timeout: 500 * time.Millisecond})
-		cc.Replicas = &ReplicaConfig{Feed: persistence.NewFeed(tn.store), Copies: tn.copies, Ship: ship, Interval: 10 * time.Millisecond}
+		var sh cluster.Forwarder = ship
+		if o.wrapShip != nil {
+			sh = o.wrapShip(ship)
+		}
+		cc.Replicas = &ReplicaConfig{Feed: persistence.NewFeed(tn.store), Copies: tn.copies, Ship: sh, Interval: 10 * time.Millisecond}
 	}
 	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Store: tn.store, Cluster: cc, MaxRequestBytes: o.maxRequest})
 	state.Set(s)

@@ -67,9 +67,15 @@ type replicator struct {
 	orphans map[string]*slotBits
 
 	decoders sync.Pool // *persistence.Decoder: shipments arrive on a connection per primary
+	// cut is when the last drain this replicator made began (unix ns, the
+	// server's clock), guarded by mu. A key drained after that drain
+	// ended has no change to ship older than it, but for the lag between
+	// a command reading the clock and changing the key: deltaMargin.
+	cut int64
 
 	promoted atomic.Int64 // copies promoted into the store
 	copyErrs atomic.Int64 // copies refused by the copies map (full)
+	missed   atomic.Int64 // deltas received that no copy could complete
 	received atomic.Int64 // bytes of shipments received
 	stop     context.CancelFunc
 	done     chan struct{}
@@ -128,7 +134,11 @@ func (r *replicator) loop(ctx context.Context) {
 // tick notices a new table, drains the changes and wakes every peer's shipper.
 func (r *replicator) tick() {
 	r.checkTable()
+	start := r.s.unixNano()
 	r.cfg.Feed.Drain()
+	r.mu.Lock()
+	r.cut = start // a drain from now on comes after this one: see Changes
+	r.mu.Unlock()
 	r.cfg.Copies.Sweep(r.s.unixNano(), copiesSweepBudget)
 	r.mu.Lock()
 	for _, p := range r.peers {
@@ -140,14 +150,34 @@ func (r *replicator) tick() {
 // copiesSweepBudget bounds the expired copies freed per interval.
 const copiesSweepBudget = 1000
 
+// deltaMargin is how long before the last drain began a change not yet
+// shipped may be stamped (see Changes): a command decides at the time it
+// read its request, which a busy node runs some time later.
+const deltaMargin = time.Second
+
 // Changes implements persistence.Subscriber: each changed key of a slot
-// this node owns goes to the queue of the slot's backup.
+// this node owns goes to the queue of the slot's backup, as a delta if it
+// keeps counters that no change since the drain before this one touched.
+//
+// Why r.cut bounds those changes: drains never overlap, and this one began
+// after the drain that set r.cut ended, so the drain before it (the log's
+// or this replicator's) began at r.cut or later. A key drained now was
+// last read by that drain or an earlier one, or by a full sync; had it
+// changed before that drain began, that drain would have read it. So every
+// change not yet shipped was made after r.cut, by a command that read the
+// clock at most deltaMargin before. A key whose copy misses anyway (a
+// command slower than that, a clock stepped back) fails the delta's digest
+// on the backup, and is shipped whole.
 func (r *replicator) Changes(_ int, es []shard.Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.table
 	if t == nil {
 		return
+	}
+	since := int64(0)
+	if r.cut > 0 {
+		since = r.cut - int64(deltaMargin)
 	}
 	for _, e := range es {
 		slot := cluster.Slot(policy.Route(e.Key))
@@ -158,6 +188,7 @@ func (r *replicator) Changes(_ int, es []shard.Entry) {
 		if !ok {
 			continue
 		}
+		persistence.Cut(&e, since)
 		r.byPeer[b.Name] = append(r.byPeer[b.Name], e)
 	}
 	now := r.s.unixNano()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 
@@ -18,13 +19,19 @@ const (
 	shipChunk = 256 << 10
 	// shipWindow is how many chunks are in flight to a backup at once.
 	shipWindow = 4
-	// copyHead is the room for a chunk's RESP header: copyPrefix and the
-	// payload's length, up to ten digits, and "\r\n".
-	copyHead = len(copyPrefix) + 10 + 2
+	// copyHead is the room for a chunk's RESP header: the longer of
+	// copyPrefix and deltaPrefix, the payload's length, up to ten digits,
+	// and "\r\n".
+	copyHead = len(deltaPrefix) + 10 + 2
 )
 
-// copyPrefix starts every RL.PEER COPY command, up to its payload's length.
-const copyPrefix = "*3\r\n$7\r\nRL.PEER\r\n$4\r\nCOPY\r\n$"
+// copyPrefix starts every RL.PEER COPY command, up to its payload's length,
+// and deltaPrefix every RL.PEER DELTA command, for a backup that takes
+// deltas (persistence.AppendDeltaChunks).
+const (
+	copyPrefix  = "*3\r\n$7\r\nRL.PEER\r\n$4\r\nCOPY\r\n$"
+	deltaPrefix = "*3\r\n$7\r\nRL.PEER\r\n$5\r\nDELTA\r\n$"
+)
 
 // fresh returns an empty chunk: copyHead bytes of room for its header.
 func (p *shipPeer) fresh() []byte {
@@ -48,28 +55,34 @@ func (p *shipPeer) recycle(chunk []byte) {
 	}
 }
 
-// seal writes chunk's RESP header into its room and its trailing "\r\n",
-// and returns the whole command: the chunk's bytes from the header on.
-func seal(chunk []byte) []byte {
+// seal writes chunk's RESP header, the command prefix's, into its room and
+// its trailing "\r\n", and returns the whole command: the chunk's bytes
+// from the header on.
+func seal(chunk []byte, prefix string) []byte {
 	n := len(chunk) - copyHead
 	var num [20]byte
 	digits := strconv.AppendInt(num[:0], int64(n), 10)
-	start := copyHead - len(copyPrefix) - len(digits) - 2
-	i := start + copy(chunk[start:], copyPrefix)
+	start := copyHead - len(prefix) - len(digits) - 2
+	i := start + copy(chunk[start:], prefix)
 	i += copy(chunk[i:], digits)
 	copy(chunk[i:], "\r\n")
 	return append(chunk, '\r', '\n')[start:]
 }
 
 // sendChunks ships chunks to node, shipWindow of them in flight at once,
-// and returns the payload bytes the backup acknowledged. It stops at the
-// first failure. Every chunk's buffer is recycled.
-func (p *shipPeer) sendChunks(node cluster.Node, chunks [][]byte) (int64, error) {
+// as RL.PEER DELTA if deltas, else COPY, and returns the payload bytes the
+// backup acknowledged. It stops at the first failure. Every chunk's buffer
+// is recycled.
+func (p *shipPeer) sendChunks(node cluster.Node, chunks [][]byte, deltas bool) (int64, error) {
+	prefix := copyPrefix
+	if deltas {
+		prefix = deltaPrefix
+	}
 	var sent int64
 	var err error
 	for len(chunks) > 0 && err == nil {
 		n := min(len(chunks), shipWindow)
-		err = p.sendWindow(node, chunks[:n])
+		err = p.sendWindow(node, chunks[:n], prefix)
 		for _, c := range chunks[:n] {
 			if err == nil {
 				sent += int64(len(c) - copyHead)
@@ -86,14 +99,14 @@ func (p *shipPeer) sendChunks(node cluster.Node, chunks [][]byte) (int64, error)
 
 // sendWindow sends each chunk as its own batch on the backup's stream and
 // waits for every reply.
-func (p *shipPeer) sendWindow(node cluster.Node, chunks [][]byte) error {
+func (p *shipPeer) sendWindow(node cluster.Node, chunks [][]byte, prefix string) error {
 	ch := make(chan error, len(chunks))
 	for _, c := range chunks {
 		if len(c) == copyHead {
 			ch <- nil // empty: nothing to say
 			continue
 		}
-		p.r.cfg.Ship.Send(node.Addr, 0, seal(c), 1, chunkReplier(ch))
+		p.r.cfg.Ship.Send(node.Addr, 0, seal(c, prefix), 1, chunkReplier{ch, p})
 	}
 	var first error
 	for range chunks {
@@ -104,8 +117,13 @@ func (p *shipPeer) sendWindow(node cluster.Node, chunks [][]byte) error {
 	return first
 }
 
-// chunkReplier hands a chunk's outcome to sendWindow.
-type chunkReplier chan error
+// chunkReplier hands a chunk's outcome to sendWindow, and the keys whose
+// deltas the backup could not complete, which RL.PEER DELTA names in an
+// array, to the peer.
+type chunkReplier struct {
+	ch chan error
+	p  *shipPeer
+}
 
 func (r chunkReplier) Replies(reps [][]byte, err error) {
 	if err == nil && len(reps) != 1 {
@@ -114,5 +132,40 @@ func (r chunkReplier) Replies(reps [][]byte, err error) {
 	if err == nil {
 		err = refusal(reps)
 	}
-	r <- err
+	if err == nil && len(reps[0]) > 0 && reps[0][0] == '*' {
+		var keys [][]byte
+		if keys, err = bulkArray(reps[0]); err == nil {
+			r.p.missedDeltas(keys)
+		}
+	}
+	r.ch <- err
+}
+
+// bulkArray parses a RESP array of bulk strings, whole.
+func bulkArray(b []byte) ([][]byte, error) {
+	bad := errors.New("backup sent a malformed reply")
+	n, b, ok := respLength(b, '*')
+	if !ok || n > int64(len(b)) {
+		return nil, bad
+	}
+	out := make([][]byte, 0, n)
+	for range n {
+		var k int64
+		if k, b, ok = respLength(b, '$'); !ok || k < 0 || int64(len(b)) < k+2 {
+			return nil, bad
+		}
+		out, b = append(out, b[:k:k]), b[k+2:]
+	}
+	return out, nil
+}
+
+// respLength reads a RESP length line of type c at the start of b, and
+// returns it and what follows it.
+func respLength(b []byte, c byte) (int64, []byte, bool) {
+	i := bytes.Index(b, []byte("\r\n"))
+	if len(b) < 1 || b[0] != c || i < 2 {
+		return 0, nil, false
+	}
+	n, ok := parseInt(b[1:i])
+	return n, b[i+2:], ok
 }

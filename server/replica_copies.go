@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -17,6 +18,37 @@ import (
 // at a time, each shard's run of them under one lock: a backup imports
 // about as many keys as its primaries decide.
 func (r *replicator) peerCopy(c *client, payload []byte) {
+	if _, err := r.importCopies(payload, false); err != nil {
+		c.conn.WriteError("ERR bad shipment: " + err.Error())
+		return
+	}
+	c.conn.WriteString("OK")
+}
+
+// peerDelta is RL.PEER DELTA payload: peerCopy for a payload that may hold
+// deltas (persistence.AppendDeltaChunks), each completed from the copy of
+// its key. It replies OK, or the keys whose deltas no copy could complete
+// (their copies stay as they were), which the primary then ships whole.
+func (r *replicator) peerDelta(c *client, payload []byte) {
+	missed, err := r.importCopies(payload, true)
+	switch {
+	case err != nil:
+		c.conn.WriteError("ERR bad shipment: " + err.Error())
+	case len(missed) == 0:
+		c.conn.WriteString("OK")
+	default:
+		r.missed.Add(int64(len(missed)))
+		c.conn.WriteArray(len(missed))
+		for _, k := range missed {
+			c.conn.WriteBulk(k)
+		}
+	}
+}
+
+// importCopies imports a shipment's entries into the copies, and returns
+// the keys of the deltas that could not be completed, which point into
+// payload.
+func (r *replicator) importCopies(payload []byte, deltas bool) ([][]byte, error) {
 	r.received.Add(int64(len(payload)))
 	now := r.s.unixNano()
 	d, _ := r.decoders.Get().(*persistence.Decoder)
@@ -24,22 +56,24 @@ func (r *replicator) peerCopy(c *client, payload []byte) {
 		d = new(persistence.Decoder)
 	}
 	defer r.decoders.Put(d)
+	d.Deltas = deltas
+	var missed [][]byte
 	_, err := d.Decode(payload, func(es []shard.Entry) error {
 		for len(es) > 0 {
 			n, err := r.cfg.Copies.ImportBatch(es, now)
 			if err == nil {
 				break
 			}
-			r.copyErrs.Add(1) // the copies map is full (--maxmemory): this key is not backed up
+			if errors.Is(err, shard.ErrDelta) {
+				missed = append(missed, es[n].Key)
+			} else {
+				r.copyErrs.Add(1) // the copies map is full (--maxmemory): this key is not backed up
+			}
 			es = es[n+1:]
 		}
 		return nil
 	})
-	if err != nil {
-		c.conn.WriteError("ERR bad shipment: " + err.Error())
-		return
-	}
-	c.conn.WriteString("OK")
+	return missed, err
 }
 
 // peerSync is RL.PEER SYNC slots: drop every copy of the slots set in the

@@ -13,9 +13,10 @@ type shipStats struct {
 	name, addr            string
 	bytes, batches, fulls int64
 	failures, dropped     int64
+	misses                int64 // keys whose deltas the backup could not complete
 	lag                   time.Duration
 	lastShip              time.Time
-	synced                bool
+	synced, deltas        bool
 }
 
 // stats returns the figures of every backup, sorted by name.
@@ -37,11 +38,11 @@ func (r *replicator) stats() []shipStats {
 
 func (p *shipPeer) stats(now time.Time) shipStats {
 	p.mu.Lock()
-	st := shipStats{name: p.node.Name, addr: p.node.Addr, synced: p.synced && !p.full}
+	st := shipStats{name: p.node.Name, addr: p.node.Addr, synced: p.synced && !p.full, deltas: p.deltas}
 	oldest := p.since
 	p.mu.Unlock()
 	st.bytes, st.batches, st.fulls = p.bytes.Load(), p.batches.Load(), p.fulls.Load()
-	st.failures, st.dropped = p.failures.Load(), p.dropped.Load()
+	st.failures, st.dropped, st.misses = p.failures.Load(), p.dropped.Load(), p.misses.Load()
 	if t := p.lastShip.Load(); t != 0 {
 		st.lastShip = time.Unix(0, t)
 	}
@@ -71,7 +72,8 @@ func (s *Server) infoReplication() []pair {
 	ps := []pair{{"role", "master"}, {"connected_slaves", len(st)}, {"rl_replicas", 1},
 		{"rl_replica_interval_ms", r.cfg.Interval.Milliseconds()},
 		{"rl_copies", r.copiesLen()}, {"rl_copies_refused", r.copyErrs.Load()},
-		{"rl_copies_promoted", r.promoted.Load()}, {"rl_copies_received_bytes", r.received.Load()}}
+		{"rl_copies_promoted", r.promoted.Load()}, {"rl_copies_received_bytes", r.received.Load()},
+		{"rl_copies_deltas_missed", r.missed.Load()}}
 	for i, p := range st {
 		last := int64(0)
 		if !p.lastShip.IsZero() {
@@ -86,7 +88,8 @@ func (s *Server) infoReplication() []pair {
 			",state=" + state + ",shipped_bytes=" + strconv.FormatInt(p.bytes, 10) +
 			",shipments=" + strconv.FormatInt(p.batches, 10) + ",lag_ms=" + strconv.FormatInt(p.lag.Milliseconds(), 10) +
 			",last_ship_ms=" + strconv.FormatInt(last, 10) + ",full_syncs=" + strconv.FormatInt(p.fulls, 10) +
-			",failures=" + strconv.FormatInt(p.failures, 10)})
+			",failures=" + strconv.FormatInt(p.failures, 10) + ",deltas=" + strconv.Itoa(int(boolFloat(p.deltas))) +
+			",delta_misses=" + strconv.FormatInt(p.misses, 10)})
 	}
 	return ps
 }

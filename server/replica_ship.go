@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,14 @@ type shipPeer struct {
 	synced  bool      // a full sync has succeeded since the last one fell due
 	retryAt time.Time // no shipment before this, after a failure
 	backoff time.Duration
+	// deltas says the backup takes RL.PEER DELTA; a node too old to
+	// refuses it, and is tried again noDeltas after.
+	deltas   bool
+	noDeltas time.Time
+	// whole are the keys to ship whole next, not as deltas: the backup
+	// could not complete their last delta. Each was touched, so the next
+	// drain hands them over.
+	whole map[string]struct{}
 
 	bytes    atomic.Int64 // bytes shipped and acknowledged
 	batches  atomic.Int64 // shipments acknowledged
@@ -45,11 +54,12 @@ type shipPeer struct {
 	lastShip atomic.Int64 // unix ns of the last acknowledged shipment
 	lagNs    atomic.Int64 // age of the oldest change in the last shipment, when it was acknowledged
 	inFlight atomic.Int64 // unix ns the oldest change not yet acknowledged was queued; 0 if none
+	misses   atomic.Int64 // keys whose delta the backup could not complete
 }
 
 func newShipPeer(r *replicator, n cluster.Node) *shipPeer {
 	return &shipPeer{r: r, node: n, wakeC: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		free: make(chan []byte, shipWindow), full: true, reason: "first contact"}
+		free: make(chan []byte, shipWindow), full: true, reason: "first contact", deltas: true}
 }
 
 func (p *shipPeer) setNode(n cluster.Node) {
@@ -80,12 +90,55 @@ func (p *shipPeer) enqueue(es []shard.Entry, now int64) {
 		p.since = time.Unix(0, now)
 	}
 	p.queued -= chunksBytes(p.queue)
-	p.queue = persistence.AppendEntriesChunks(p.queue, es, now, shipChunk, p.fresh)
+	if p.deltas {
+		p.wholeLocked(es)
+		p.queue = persistence.AppendDeltaChunks(p.queue, es, now, shipChunk, p.fresh)
+	} else {
+		p.queue = persistence.AppendEntriesChunks(p.queue, es, now, shipChunk, p.fresh)
+	}
 	p.queued += chunksBytes(p.queue)
 	if p.queued > p.r.cfg.MaxQueue {
 		p.needFullLocked("queue full")
 	}
 }
+
+// wholeLocked makes whole the deltas among es of keys in p.whole.
+func (p *shipPeer) wholeLocked(es []shard.Entry) {
+	if len(p.whole) == 0 {
+		return
+	}
+	for i := range es {
+		if _, ok := p.whole[string(es[i].Key)]; ok {
+			delete(p.whole, string(es[i].Key))
+			es[i].Kept = 0
+		}
+	}
+}
+
+// missedDeltas ships keys whole from the next drain on: the backup could
+// not complete their deltas. Past maxWhole of them a full sync is cheaper.
+func (p *shipPeer) missedDeltas(keys [][]byte) {
+	p.misses.Add(int64(len(keys)))
+	p.mu.Lock()
+	if p.full || len(p.whole)+len(keys) > maxWhole {
+		p.needFullLocked("deltas missed")
+		p.mu.Unlock()
+		return
+	}
+	if p.whole == nil {
+		p.whole = map[string]struct{}{}
+	}
+	for _, k := range keys {
+		p.whole[string(k)] = struct{}{}
+	}
+	p.mu.Unlock()
+	for _, k := range keys {
+		p.r.s.cfg.Store.Touch(k, policy.Route(k))
+	}
+}
+
+// maxWhole bounds the keys waiting to be shipped whole to one backup.
+const maxWhole = 4096
 
 func chunksBytes(chunks [][]byte) int {
 	n := 0
@@ -108,6 +161,7 @@ func (p *shipPeer) needFullLocked(reason string) {
 	}
 	p.full, p.reason, p.synced = true, reason, false
 	p.queue, p.queued, p.since = nil, 0, time.Time{}
+	clear(p.whole) // the full sync ships every key whole
 }
 
 func (p *shipPeer) run() {
@@ -134,10 +188,12 @@ func (p *shipPeer) shipOnce() {
 	var since time.Time
 	if full {
 		p.full = false // changes from now on queue behind the sync
+		p.deltas = p.deltas || time.Now().After(p.noDeltas)
 	} else {
 		batch, since = p.queue, p.since
 		p.queue, p.queued, p.since = nil, 0, time.Time{}
 	}
+	deltas := p.deltas // the queue's chunks were all encoded so: needFull drops them when it changes
 	p.mu.Unlock()
 	var err error
 	switch {
@@ -148,11 +204,11 @@ func (p *shipPeer) shipOnce() {
 	default:
 		p.inFlight.CompareAndSwap(0, since.UnixNano())
 		var n int64
-		if n, err = p.sendChunks(node, batch); err == nil {
+		if n, err = p.sendChunks(node, batch, deltas); err == nil {
 			p.acked(n, since)
 		}
 	}
-	p.settle(err, full)
+	p.settle(err, full, deltas)
 }
 
 // acked records a shipment the backup took.
@@ -168,9 +224,13 @@ func (p *shipPeer) acked(n int64, since time.Time) {
 }
 
 // settle backs off after a failure, with a full sync due, or resets the backoff.
-func (p *shipPeer) settle(err error, full bool) {
+func (p *shipPeer) settle(err error, full, deltas bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if pe := (*peerError)(nil); deltas && !full && errors.As(err, &pe) && pe.msg == errPeerAuth {
+		// What a node from before deltas answers RL.PEER DELTA with.
+		p.deltas, p.noDeltas = false, time.Now().Add(deltaRetry)
+	}
 	if err == nil {
 		p.backoff, p.retryAt = 0, time.Time{}
 		if full {
@@ -188,6 +248,10 @@ func (p *shipPeer) settle(err error, full bool) {
 
 // maxShipBackoff caps the wait between tries to a backup that does not answer.
 const maxShipBackoff = 5 * time.Second
+
+// deltaRetry is how long a backup that refused a delta gets whole entries
+// only: it may be upgraded meanwhile.
+const deltaRetry = time.Minute
 
 func (p *shipPeer) send(node cluster.Node, cmds [][][]byte) error {
 	reps, err := p.r.cfg.Ship.Forward(context.Background(), node.Addr, cmds)
@@ -264,7 +328,7 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 		} else {
 			chunks = nil
 		}
-		n, err := p.sendChunks(node, ready)
+		n, err := p.sendChunks(node, ready, false)
 		if err != nil {
 			return err
 		}

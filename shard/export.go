@@ -25,6 +25,13 @@ type Entry struct {
 	State    window.State // Token, Fixed, Leaky: the algorithm's state; zero for Slide and Log
 	Counters []uint64     // Slide: its counters; Log: its entries; oldest first; nil otherwise
 	Route    []byte       // the key whose hash picks the shard, if not Key (see DecideAll); Import only
+	// Kept and Digest make a Slide or Log entry a delta, which only the
+	// state its key already holds can complete: the first Kept of its
+	// Counters are that state's (a primary does not ship them to its
+	// backup, and a backup's decoder leaves room for them), and Digest is
+	// CounterDigest of all of them. See Map.ImportBatch. Zero: a whole entry.
+	Kept   uint32
+	Digest uint32
 }
 
 // Deleted reports whether e is a tombstone.
@@ -194,7 +201,10 @@ func (m *Map) Import(e Entry, now int64) error {
 }
 
 // ImportBatch imports each of es in order, as Import does, and returns how
-// many it imported before the first it refused, with the refusal. A run of
+// many it imported before the first it refused, with the refusal. A delta
+// (Entry.Kept) is completed from its key's state first, which it then
+// replaces; one that state cannot complete is refused with ErrDelta, and
+// the key keeps its state. A run of
 // entries bound for one shard, as a transfer of drained or exported
 // entries comes, takes the shard's lock once for up to prefetchWidth of
 // them, whose lookups it first readies side by side as Prefetch does (a
@@ -233,10 +243,18 @@ func (m *Map) importRun(es []Entry, now int64, valid *window.Params) (int, error
 		s.prefetchRunLocked(hs[:n])
 	}
 	for i := range es[:n] {
+		slot, found := uint32(0), false
+		if es[i].Kept > 0 {
+			var err error
+			if slot, err = s.completeLocked(&es[i], hs[i]); err != nil {
+				return i, err
+			}
+			found = true
+		}
 		if err := es[i].checkAgainst(valid); err != nil {
 			return i, err
 		}
-		if err := m.importLocked(s, &es[i], hs[i], now); err != nil {
+		if err := m.importLocked(s, &es[i], hs[i], now, slot, found); err != nil {
 			return i, err
 		}
 	}
@@ -263,6 +281,9 @@ func (s *shard) prefetchRunLocked(hs []uint64) {
 // checkAgainst is check, skipping the parameters' checks when they equal
 // valid's, and setting valid to e's parameters once they pass.
 func (e *Entry) checkAgainst(valid *window.Params) error {
+	if e.Kept > 0 {
+		return ErrEntry // not completed
+	}
 	if e.Deleted() {
 		return nil
 	}
@@ -284,13 +305,17 @@ func (e *Entry) check() error {
 	return e.checkAgainst(&none)
 }
 
-// importLocked stores e, checked already, in s, whose lock is held.
-func (m *Map) importLocked(s *shard, e *Entry, h uint64, now int64) error {
+// importLocked stores e, checked already, in s, whose lock is held. When
+// found is set, e's key is in slot i already.
+func (m *Map) importLocked(s *shard, e *Entry, h uint64, now int64, i uint32, found bool) error {
 	if e.Deleted() || e.Expiry() <= now {
 		m.deleteLocked(s, e.Key, h)
 		return nil
 	}
-	i, ok := s.findLocked(e.Key, h)
+	ok := found
+	if !ok {
+		i, ok = s.findLocked(e.Key, h)
+	}
 	if !ok {
 		if i, ok = m.insertLocked(s, e.Key, h); !ok {
 			return ErrFull
