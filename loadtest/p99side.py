@@ -22,6 +22,9 @@
 # request's read to its reply, as a bucket bound of
 # rlstore_command_duration_seconds: what the client sees beyond it is
 # queueing for a core, the kernel and the client.
+# "core wait" is the time the server's threads were runnable but waited
+# for a core in the kernel (their run delay in /proc/PID/task/*/schedstat),
+# per request, and "preempted" how often the kernel took a core from them.
 # BEFORE=/path/to/rlstore adds a run named "before" of that binary (a build
 # of main, say) beside the default one, so two builds meet the same host.
 import json, os, re, resource, socket, subprocess, sys, time, urllib.request
@@ -37,6 +40,21 @@ def free_port():
 def cpu(pid):
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / 100.0
+
+
+def kernel_waits(pid):
+    """The ns the process's threads spent runnable but waiting for a core
+    (the kernel's run delay, /proc/PID/task/*/schedstat), and how many times
+    the kernel took a core from them (nonvoluntary context switches)."""
+    delay = switches = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            delay += int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[1])
+            st = open(f"/proc/{pid}/task/{tid}/status").read()
+            switches += int(re.search(r"^nonvoluntary_ctxt_switches:\s+(\d+)", st, re.M).group(1))
+        except (OSError, AttributeError, IndexError):
+            pass  # a thread that ended meanwhile
+    return delay, switches
 
 
 def buckets(t, name):
@@ -122,10 +140,10 @@ def measure(rnd, name, port, wl, proc, mport, prefix, phase):
         load(port, wl, prefix, ["--dist", "seq", "-n", "100000", "--duration", "0"])
     cmd = wl if mport else ""  # the workload is named after its command
     g0, p0, s0, o0 = gc_stats(mport, cmd)
-    c0, k0 = cpu(proc.pid), client_cpu()
+    c0, k0, w0 = cpu(proc.pid), client_cpu(), kernel_waits(proc.pid)
     rate = ["--rate", os.environ["RATE"]] if os.environ.get("RATE") else []
     j = load(port, wl, prefix, ["--duration", DUR] + rate)
-    c1, k1 = cpu(proc.pid), client_cpu()
+    c1, k1, w1 = cpu(proc.pid), client_cpu(), kernel_waits(proc.pid)
     g1, p1, s1, o1 = gc_stats(mport, cmd)
     n = max(j["requests"], 1)
     d = {k: v - p0.get(k, 0) for k, v in p1.items()}
@@ -136,7 +154,8 @@ def measure(rnd, name, port, wl, proc, mport, prefix, phase):
     print(f"r{rnd} {name:10s} {phase:6s} {j['throughput']/1e3:5.0f}k/s "
           f"p50 {lat['p50_ns']:.2f} p99 {lat['p99_ns']:.2f} p999 {lat['p999_ns']:.2f} "
           f"max {lat['max_ns']:.1f} ms | server {(c1-c0)*1e6/n:.2f} us/req, "
-          f"client {(k1-k0)*1e6/n:.2f} us/req | GCs {g1-g0}, pauses {pauses}, "
+          f"client {(k1-k0)*1e6/n:.2f} us/req, core wait {(w1[0]-w0[0])/1e3/n:.2f} us/req, "
+          f"preempted {(w1[1]-w0[1])*1e3/n:.1f}/1k req | GCs {g1-g0}, pauses {pauses}, "
           f">0.5ms {long}, sched p99 {quantile(s0, s1, 0.99)*1e3:.2f} ms{own}", flush=True)
     return lat["p99_ns"]
 
