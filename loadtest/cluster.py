@@ -31,6 +31,8 @@
 # CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0; for
 # BEFORE's too unless BEFOREARGS gives theirs),
 # PPROF (host:port: node 1 of the cluster serves --pprof-addr there),
+# NODEPROCS (GOMAXPROCS of each cluster node, e.g. 1, as for three nodes
+# sharing this host's two cores; one node alone keeps Go's default),
 # BEFORE (another rlstore binary: a second cluster of it adds the rows
 # "forwarded before" and "aware before", to compare two builds in one run).
 import json, os, re, resource, shutil, signal, socket, subprocess, sys, time
@@ -107,9 +109,11 @@ def wait_until(pred, limit=20.0):
     return False
 
 
-def start(args, binary=RLSTORE):
+def start(args, binary=RLSTORE, procs=""):
+    """Starts one rlstore; procs, if set, is its GOMAXPROCS."""
+    env = dict(os.environ, GOMAXPROCS=procs) if procs else None
     return subprocess.Popen([binary, "--log-level", "warn"] + args + EXTRA,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 
 def start_cluster(n, timing="lan", pprof="", binary=RLSTORE):
@@ -127,7 +131,7 @@ def start_cluster(n, timing="lan", pprof="", binary=RLSTORE):
             args += os.environ["BEFOREARGS"].split()
         if i == 0 and pprof:
             args += ["--pprof-addr", pprof]
-        nodes.append((start(args, binary), port))
+        nodes.append((start(args, binary, os.environ.get("NODEPROCS", "")), port))
         seed = seed or f"127.0.0.1:{gport}"
     agree = lambda: len({str(sorted(slot_map(p).items())) for _, p in nodes}) == 1
     if (not all(wait_until(lambda p=p: known_nodes(p) == n) for _, p in nodes) or not wait_until(agree)
