@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -81,7 +80,7 @@ type Config struct {
 
 	ShutdownTimeout time.Duration // how long a SHUTDOWN command drains. Default DefaultShutdownTimeout
 	SweepInterval   time.Duration // how often expired keys are swept. Default DefaultSweepInterval
-	SweepBudget     int           // slots visited per sweep. Default DefaultSweepBudget
+	SweepBudget     int           // most slots visited per sweep (see sweepPace). Default DefaultSweepBudget
 }
 
 // The defaults of Config.
@@ -92,7 +91,7 @@ const (
 	DefaultClientOutputLimit = 64 << 20 // KEYS over about 3M short keys fits
 	DefaultShutdownTimeout   = 10 * time.Second
 	DefaultSweepInterval     = 100 * time.Millisecond
-	DefaultSweepBudget       = 16384 // with the interval, about 160k slots a second
+	DefaultSweepBudget       = 16384 // with the interval, at most about 160k slots a second
 )
 
 // DefaultMaxPolicies is Config.MaxPolicies' default: far more than any
@@ -314,18 +313,6 @@ func (s *Server) listener() *guardListener {
 	s.life.Lock()
 	defer s.life.Unlock()
 	return s.ln
-}
-
-// startSweep runs the store's sweep of expired keys in the background. The
-// function it returns stops the sweep and waits for it.
-func (s *Server) startSweep() func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.cfg.Store.SweepEvery(ctx, s.cfg.SweepInterval, s.cfg.SweepBudget, s.unixNano)
-	}()
-	return func() { cancel(); <-done }
 }
 
 func (s *Server) unixNano() int64 { return s.cfg.Clock().UnixNano() }

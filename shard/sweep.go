@@ -1,10 +1,5 @@
 package shard
 
-import (
-	"context"
-	"time"
-)
-
 // Sweep frees keys whose state stopped restricting anything more than the
 // grace period before now (unix nanoseconds), visiting at most budget slots in
 // total and each slot at most once. The grace period is the GC buffer: a
@@ -69,16 +64,3 @@ func (s *shard) sweepLocked(cutoff int64, budget int) (freed, visited int) {
 	return freed, visited
 }
 
-// SweepEvery runs Sweep every interval with the time from clock until ctx is done.
-func (m *Map) SweepEvery(ctx context.Context, interval time.Duration, budget int, clock func() int64) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.Sweep(clock(), budget)
-		}
-	}
-}

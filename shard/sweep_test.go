@@ -1,10 +1,8 @@
 package shard
 
 import (
-	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -222,21 +220,6 @@ func TestScanWithConcurrentSweep(t *testing.T) {
 	close(stop)
 	<-done
 	checkInvariants(t, m)
-}
-
-// TestSweepEvery runs the background loop until it has freed every key, then
-// stops it through its context.
-func TestSweepEvery(t *testing.T) {
-	m := newMap(t, Config{Shards: 4})
-	addKeys(t, m, "k", 100, slideP(1, time.Second), t0)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		m.SweepEvery(ctx, time.Millisecond, 10, func() int64 { return t0 + time.Minute.Nanoseconds() })
-	})
-	assert.Eventually(t, func() bool { return m.Len() == 0 }, 10*time.Second, time.Millisecond)
-	cancel()
-	wg.Wait()
 }
 
 // TestRebuildCounterBlocks rebuilds shards holding counter blocks: once

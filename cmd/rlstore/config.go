@@ -86,7 +86,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.MaxPolicies, "max-policies", server.DefaultMaxPolicies, "most `number` of policies RL.POLICY SET may define; their bytes also count in --maxmemory")
 	fs.IntVar(&c.Shards, "shards", shard.DefaultShards, "`number` of lock stripes of the key store, a power of two")
 	fs.IntVar(&c.Hz, "hz", int(time.Second/server.DefaultSweepInterval), "`number` of times per second the background sweep frees expired keys, 1-500")
-	fs.IntVar(&c.SweepBudget, "sweep-budget", server.DefaultSweepBudget, "most key slots one background sweep visits, which bounds its cost")
+	fs.IntVar(&c.SweepBudget, "sweep-budget", server.DefaultSweepBudget, "most key slots one background sweep visits, which bounds its cost; while sweeps find little to free, each visits a second's share of the keys")
 	fs.Var(newOneOf(&c.AppendFsync, "everysec", "always", "everysec", "no"), "appendfsync", "`always|everysec|no`: when the append-only log is fsynced. always: no reply before its decision is on disk (one fsync shared by every client waiting); everysec: a crash loses about the last second; no: the OS decides when it reaches the disk")
 	fs.StringVar(&c.DataDir, "data-dir", "", "`folder` for policies, snapshots and the append-only log, created if missing; empty: persistence is off and all state is in memory only")
 	fs.Var(newSeconds(&c.SaveInterval, persistence.DefaultSnapshotInterval), "save-interval", "how often a snapshot of the whole store is taken while anything changes, a `duration` (300, or 5m); 0: only on SAVE, BGSAVE, shutdown, or once the log outgrows the last snapshot")
