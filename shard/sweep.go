@@ -63,4 +63,3 @@ func (s *shard) sweepLocked(cutoff int64, budget int) (freed, visited int) {
 	}
 	return freed, visited
 }
-
