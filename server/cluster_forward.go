@@ -29,18 +29,28 @@ const maxPooledBatch = 64 << 10
 
 // forwardLater queues a request for its owner, reserving its reply's place.
 func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, owner cluster.Node) {
-	if c.fwd == nil {
-		c.fwd = map[string]*remoteBatch{}
-	}
-	b := c.fwd[owner.Name]
+	b := c.batchFor(owner.Name)
 	if b == nil {
 		b = s.cl.newBatch(s, owner)
-		c.fwd[owner.Name] = b
+		c.fwd = append(c.fwd, b)
 	}
 	start := len(b.buf)
 	b.buf = appendHop(b.buf, c.resp, args) // a copy: args point into the read buffer, which the next read reuses
 	b.items = append(b.items, fwdItem{cm: cm, slot: slot, start: start})
 	b.laters = append(b.laters, c.rc.Later())
+}
+
+// batchFor returns the batch of this read batch's requests for owner, or
+// nil. A batch has a few owners at most, and comparing their names costs
+// less than hashing one: a map here was about 1% of a forwarding node's
+// CPU (pprof, rlload -P 16 through a 3-node cluster).
+func (c *client) batchFor(owner string) *remoteBatch {
+	for _, b := range c.fwd {
+		if b.owner.Name == owner {
+			return b
+		}
+	}
+	return nil
 }
 
 // appendHop appends args as a RESP command wrapped in RL.HOP 1 resp, the
@@ -63,13 +73,14 @@ func (s *Server) flushForwards(c *client) {
 	if len(c.fwd) == 0 {
 		return
 	}
-	for name, b := range c.fwd {
-		delete(c.fwd, name)
+	for i, b := range c.fwd {
+		c.fwd[i] = nil
 		n := int64(len(b.items))
 		s.cl.forwarded.Add(n)
 		s.cl.peer(b.owner.Name).forwarded.Add(n)
 		s.cl.cfg.Forwarder.Send(b.owner.Addr, uint64(c.id), b.buf, len(b.items), b)
 	}
+	c.fwd = c.fwd[:0]
 }
 
 // Replies implements cluster.Replier: each reply goes to its place. On a
