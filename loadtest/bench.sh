@@ -26,6 +26,9 @@ fi
 	--notes loadtest/bench-notes.md --command "bash loadtest/bench.sh" "$@" >/dev/null
 if [ "${BENCH_CLUSTER:-1}" != 0 ]; then # BENCH_CLUSTER=0 skips the cluster section
 	{ echo; RLSTORE="$tmp/rlstore" RLLOAD="$tmp/rlload" python3 loadtest/cluster.py; } >>BENCHMARKS.md
+	# The same without replicas, and with one Go thread per node: three nodes share this host's cores.
+	{ echo; TITLE="Cluster without replicas, GOMAXPROCS=1 per node" CLUSTERARGS="--replicas 0" NODEPROCS=1 DETECT=0 \
+		RLSTORE="$tmp/rlstore" RLLOAD="$tmp/rlload" python3 loadtest/cluster.py; } >>BENCHMARKS.md
 fi
 if [ "${BENCH_REPLICAS:-1}" != 0 ]; then # BENCH_REPLICAS=0 skips the replicas section
 	{ echo; RLSTORE="$tmp/rlstore" RLLOAD="$tmp/rlload" python3 loadtest/replicas.py; } >>BENCHMARKS.md

@@ -24,7 +24,7 @@
 #
 #   go build -o /tmp/rlstore ./cmd/rlstore && go build -o /tmp/rlload ./loadtest/cmd/rlload
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/cluster.py
-# Optional: ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
+# Optional: TITLE (the section's heading, "Cluster"), ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
 # 0: none), THROUGHPUT (1; 0: skip), RB (1; 0: no redis-benchmark rows),
 # RBN (500000: requests per redis-benchmark run at -P 16, in proportion at
 # other depths), RLARGS (flags for every rlstore),
@@ -289,9 +289,16 @@ def fmt_rate(v):
 
 
 def main():
-    print("## Cluster\n")
+    print("## " + os.environ.get("TITLE", "Cluster") + "\n")
     print("Produced by `python3 loadtest/cluster.py` (run by `bash loadtest/bench.sh`): every rlstore is its")
     print("own process on loopback, sharing the machine's cores with each other and with the client.")
+    setup = []
+    if os.environ.get("CLUSTERARGS"):
+        setup.append(f"flags `{os.environ['CLUSTERARGS']}`")
+    if os.environ.get("NODEPROCS"):
+        setup.append(f"`GOMAXPROCS={os.environ['NODEPROCS']}` (one node alone keeps Go's default)")
+    if setup:
+        print("The cluster's nodes ran with " + " and ".join(setup) + ".")
     print(f"Load at start: {open('/proc/loadavg').read().split()[0]}.\n")
     if os.environ.get("THROUGHPUT", "1") != "0":
         depths, rows, res = throughput()
