@@ -80,7 +80,7 @@ func finishAll(ls []*Later, replies [][]byte) {
 	rc.box.mu.Unlock()
 	rc.box.signal()
 	if start {
-		go rc.writeAsync()
+		rc.writeSoon()
 	}
 }
 
@@ -110,6 +110,50 @@ func (b *outbox) unfinishedLocked() bool {
 		}
 	}
 	return false
+}
+
+// writeSoon writes what is ready in the box, for finishAll. When the
+// client's socket takes it all at once, the usual case for a client that
+// reads its replies, it is written right here, on the goroutine that
+// finished the Later; what the socket does not take, a goroutine of its
+// own writes (writeAsync), since Finish must never wait for the client.
+// Writing here spares each such batch a goroutine, and the thread woken
+// to run it.
+func (rc *respConn) writeSoon() {
+	if !rc.wmu.TryLock() {
+		go rc.writeAsync() // a write is under way: it waits for that one
+		return
+	}
+	rc.box.mu.Lock()
+	rc.box.async = false
+	bufs := rc.box.takeLocked(rc.iov[:0])
+	rc.box.mu.Unlock()
+	rc.iov = bufs[:0] // kept for the next write; rest below points into it
+	rest, ok, err := writeNow(rc.socket(), bufs)
+	switch {
+	case err != nil:
+		_ = rc.g.Close() // the connection's goroutine finds it closed
+	case !ok || len(rest) > 0:
+		go rc.writeRest(rest) // it holds wmu from here
+		return
+	}
+	rc.wrote()
+}
+
+// writeRest writes rest, waiting for the client, while holding wmu, which
+// its caller took, then goes on as writeAsync does.
+func (rc *respConn) writeRest(rest net.Buffers) {
+	if _, err := rest.WriteTo(rc.socket()); err != nil {
+		_ = rc.g.Close()
+	}
+	rc.wrote()
+}
+
+// wrote ends a write made under wmu, and releases it.
+func (rc *respConn) wrote() {
+	rc.drainedLocked()
+	rc.wmu.Unlock()
+	rc.box.signal()
 }
 
 // writeAsync writes what is ready in the box, for Finish, which must not
@@ -285,4 +329,16 @@ func (b *outbox) readyNow() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.readyLocked()
+}
+
+// consume drops the first n bytes of bufs.
+func consume(bufs net.Buffers, n int64) net.Buffers {
+	for len(bufs) > 0 && n >= int64(len(bufs[0])) {
+		n -= int64(len(bufs[0]))
+		bufs = bufs[1:]
+	}
+	if len(bufs) > 0 && n > 0 {
+		bufs[0] = bufs[0][n:]
+	}
+	return bufs
 }

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,4 +76,30 @@ func TestLaterReusedKeepsOrder(t *testing.T) {
 		assert.Equal(t, ":2", c.line(t), "round %d", i)
 	}
 	assert.True(t, reused, "a Later written out is taken again")
+}
+
+// TestLaterLargeReplyNeverWaits: Finish with a reply larger than the
+// client's socket holds returns before the client reads anything (the
+// socket takes what it can, a goroutine writes the rest), and the client
+// then gets every byte, in order, and the replies after it.
+func TestLaterLargeReplyNeverWaits(t *testing.T) {
+	taken := make(chan *Later, 1)
+	_, addr := startServerCmds(t, Config{}, laterCmd(taken))
+	c := dialRaw(t, addr)
+	c.send(t, resp("TEST.LATER")+resp("ECHO", "after"))
+	l := <-taken
+	big := strings.Repeat("x", 16<<20)
+	finished := make(chan struct{})
+	go func() {
+		l.Finish([]byte("$" + strconv.Itoa(len(big)) + "\r\n" + big + "\r\n"))
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Finish waited for a client that was not reading")
+	}
+	assert.True(t, c.bulk(t) == big, "the large reply arrived whole")
+	assert.Equal(t, "after", c.bulk(t))
+	assertServing(t, addr)
 }
