@@ -164,7 +164,7 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 		s.run(c, cm, args)
 		return false
 	}
-	waits, again := 0, false
+	waits, crossed := 0, 0
 	for {
 		ticket := s.cl.ho.running.enter(c.id)
 		r := s.routeOf(c, cm, args)
@@ -182,11 +182,11 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 		case r.reply != "":
 			c.conn.WriteError(r.reply)
 		case r.level == hopHandoff:
-			if !s.forwardHandoff(c, cm, args, r, again) {
+			if !s.forwardHandoff(c, cm, args, r, crossed >= maxGateWaits) {
 				if r.importing != nil { // the node this one imports from has not got the slot: another sends it
 					s.cl.ho.waitChange(r.slot, r.importing, gateWait)
 				}
-				again = true
+				crossed++
 				continue
 			}
 		case s.canLater(c):

@@ -53,14 +53,17 @@ func (s *Server) routeMoving(c *client, slot int, st *slotState) route {
 // other node cut the slot after this one chose to send there: it reports
 // false, and routeOne routes the request again (it now runs here, the
 // slot's new owner), once; so too when the node cannot be reached (it may
-// have just gone). After that the client gets TRYAGAIN or
+// have just gone). While this node imports the slot, it first waits for
+// the old owner's DONE, at most gateWait, maxGateWaits times in all: on a
+// busy host DONE can take longer than one wait, and a plain client does
+// not retry TRYAGAIN. After that the client gets TRYAGAIN or
 // --owner-unreachable's answer.
-func (s *Server) forwardHandoff(c *client, cm *command, args [][]byte, r route, again bool) bool {
+func (s *Server) forwardHandoff(c *client, cm *command, args [][]byte, r route, last bool) bool {
 	reps, err := s.forward(r.owner, [][][]byte{hopLevelArgs(c, args, hopHandoff)})
 	switch {
 	case err == nil && !isHandedOff(reps[0]):
 		c.conn.WriteRaw(reps[0])
-	case !again:
+	case !last:
 		if err == nil {
 			s.cl.ho.stats.crossedCut.Add(1)
 		}
