@@ -182,6 +182,7 @@ func cmdHop(s *Server, c *client, args [][]byte) {
 // attachCluster sets up the cluster part of a new server, if configured.
 func (s *Server) attachCluster() error {
 	s.register(peerCommands())
+	s.hop = s.commands["rl.hop"]
 	s.register(clusterCommands())
 	if s.cfg.Cluster == nil {
 		return nil

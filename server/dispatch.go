@@ -131,14 +131,26 @@ func (s *Server) resolve(args [][]byte) (*command, string) {
 
 // resolveFor is resolve, trying first the command c ran last: a pipeline
 // mostly repeats one command, and comparing its name costs less than the
-// table lookup. Renamed commands are served only under their new names, so
-// then every name goes to the table.
+// table lookup. A peer's requests alternate RL.HOP and the command it
+// wraps, which is the one counted, so for a peer RL.HOP is tried too.
+// Renamed commands are served only under their new names, so then every
+// name goes to the table.
 func (s *Server) resolveFor(c *client, args [][]byte) (*command, string) {
-	if cm := c.pend.cm; cm != nil && !s.renamed && len(cm.subs) == 0 &&
-		arityFits(cm.arity, len(args)) && equalFoldASCII(args[0], cm.name) {
-		return cm, ""
+	if !s.renamed {
+		if cm := c.pend.cm; cm != nil && callsFor(cm, args) {
+			return cm, ""
+		}
+		if cm := s.hop; c.peer && cm != nil && callsFor(cm, args) {
+			return cm, ""
+		}
 	}
 	return s.resolve(args)
+}
+
+// callsFor reports whether args call cm, a command without subcommands, and
+// fit its arity.
+func callsFor(cm *command, args [][]byte) bool {
+	return len(cm.subs) == 0 && arityFits(cm.arity, len(args)) && equalFoldASCII(args[0], cm.name)
 }
 
 // findCommand looks name up, ignoring case, without allocating: the

@@ -113,8 +113,9 @@ type Server struct {
 	pol      policies
 	cl       *clusterNode // nil without a cluster
 
-	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
-	renamed   bool // rename-command renamed some command (see resolveFor)
+	wallClock bool     // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
+	renamed   bool     // rename-command renamed some command (see resolveFor)
+	hop       *command // RL.HOP, which resolveFor tries first for a peer
 
 	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
 	acl        atomic.Pointer[acl]    // the ACL file's users; nil without one
