@@ -49,10 +49,13 @@ type respConn struct {
 	box outbox      // replies that wait for a Later
 
 	drained func() // called with wmu held once no reply waits in box; may be nil
+
+	raw *rawWriter // writes a batch's replies to the socket; nil: through g.Conn
 }
 
 func newRespConn(g *guardConn, maxRequest, outLimit int64) *respConn {
-	rc := &respConn{g: g, p: parser{max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit, cur: -1}
+	rc := &respConn{g: g, p: parser{max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit, cur: -1,
+		raw: newRawWriter(g.Conn)}
 	rc.box.wake = make(chan struct{}, 1)
 	return rc
 }
@@ -308,7 +311,12 @@ func (rc *respConn) writeOut() error {
 	if len(rc.out) == 0 {
 		return nil
 	}
-	_, err := rc.g.Conn.Write(rc.out)
+	var err error
+	if rc.raw != nil {
+		err = rc.raw.write(rc.out)
+	} else {
+		_, err = rc.g.Conn.Write(rc.out)
+	}
 	if cap(rc.out) > readBufMax {
 		rc.out = nil // a large reply's buffer is not kept for the next small one
 	} else {
