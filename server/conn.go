@@ -21,6 +21,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // end for a client under steady load.
 type guardConn struct {
 	net.Conn
+	raw  *rawReader    // reads requests from the socket; nil: through Conn
 	last atomic.Int64  // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=; serve sets it
 	done chan struct{} // closed by Close
 
@@ -32,7 +33,7 @@ type guardConn struct {
 }
 
 func newGuardConn(c net.Conn) *guardConn {
-	g := &guardConn{Conn: c, done: make(chan struct{})}
+	g := &guardConn{Conn: c, done: make(chan struct{}), raw: newRawReader(c)}
 	g.last.Store(time.Now().UnixNano())
 	return g
 }
@@ -61,7 +62,7 @@ func (g *guardConn) read1(p []byte, idle bool) (int, error) {
 	if g.prepareRead(idle) {
 		return g.readDraining(p)
 	}
-	n, err := g.Conn.Read(p)
+	n, err := g.readSocket(p)
 	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || !g.isDraining() {
 		return n, err
 	}
@@ -69,6 +70,14 @@ func (g *guardConn) read1(p []byte, idle bool) (int, error) {
 		return 0, nil
 	}
 	return g.readDraining(p) // the drain began while this read waited
+}
+
+// readSocket reads what the client has sent, waiting for it.
+func (g *guardConn) readSocket(p []byte) (int, error) {
+	if g.raw != nil {
+		return g.raw.read(p)
+	}
+	return g.Conn.Read(p)
 }
 
 // readDraining takes what the socket holds without waiting. The drain's

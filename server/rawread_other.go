@@ -1,0 +1,12 @@
+//go:build !unix
+
+package server
+
+import "net"
+
+// rawReader is unix-only; elsewhere every connection reads through net.Conn.
+type rawReader struct{}
+
+func newRawReader(net.Conn) *rawReader { return nil }
+
+func (*rawReader) read([]byte) (int, error) { return 0, nil }
