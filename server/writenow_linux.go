@@ -40,7 +40,9 @@ func writeNow(c net.Conn, bufs net.Buffers) (rest net.Buffers, ok bool, err erro
 	var wrote uintptr
 	var errno syscall.Errno
 	if err := raw.Write(func(fd uintptr) bool {
-		wrote, _, errno = syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
+		// Raw, as rawWriter's write: a non-blocking writev never waits in
+		// the kernel, so its P need not be marked as in a syscall.
+		wrote, _, errno = syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
 		return true // one try: never wait for room
 	}); err != nil {
 		return bufs, true, err
