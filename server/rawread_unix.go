@@ -27,12 +27,8 @@ type rawReader struct {
 // newRawReader returns a rawReader for c, or nil if c has no socket of its
 // own (TLS, a test's pipe): such a connection reads through c.Read.
 func newRawReader(c net.Conn) *rawReader {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := rawConnOf(c)
+	if rc == nil {
 		return nil
 	}
 	r := &rawReader{rc: rc}

@@ -28,6 +28,18 @@ type rawWriter struct {
 // newRawWriter returns a rawWriter for c, or nil if c has no socket of its
 // own (TLS, a test's pipe): such a connection writes through c.Write.
 func newRawWriter(c net.Conn) *rawWriter {
+	rc := rawConnOf(c)
+	if rc == nil {
+		return nil
+	}
+	w := &rawWriter{rc: rc}
+	w.fn = w.try
+	return w
+}
+
+// rawConnOf returns c's socket for raw reads and writes, or nil if c has
+// no socket of its own.
+func rawConnOf(c net.Conn) syscall.RawConn {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil
@@ -36,9 +48,7 @@ func newRawWriter(c net.Conn) *rawWriter {
 	if err != nil {
 		return nil
 	}
-	w := &rawWriter{rc: rc}
-	w.fn = w.try
-	return w
+	return rc
 }
 
 // write writes all of p, waiting while the socket is full.

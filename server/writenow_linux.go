@@ -14,12 +14,8 @@ import (
 // socket of its own (TLS, a pipe in tests): then only a blocking write will
 // do.
 func writeNow(c net.Conn, bufs net.Buffers) (rest net.Buffers, ok bool, err error) {
-	sc, isSock := c.(syscall.Conn)
-	if !isSock {
-		return bufs, false, nil
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	raw := rawConnOf(c)
+	if raw == nil {
 		return bufs, false, nil
 	}
 	var iov [writeNowIovecs]syscall.Iovec
