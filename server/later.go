@@ -129,11 +129,16 @@ func (rc *respConn) writeSoon() {
 	bufs := rc.box.takeLocked(rc.iov[:0])
 	rc.box.mu.Unlock()
 	rc.iov = bufs[:0] // kept for the next write; rest below points into it
-	rest, ok, err := writeNow(rc.socket(), bufs)
-	switch {
-	case err != nil:
-		_ = rc.g.Close() // the connection's goroutine finds it closed
-	case !ok || len(rest) > 0:
+	rest := net.Buffers(bufs)
+	if rc.raw != nil { // else TLS: only a write that may wait will do
+		var err error
+		if rest, err = rc.raw.writeNow(bufs); err != nil {
+			_ = rc.g.Close() // the connection's goroutine finds it closed
+			rc.wrote()
+			return
+		}
+	}
+	if len(rest) > 0 {
 		go rc.writeRest(rest) // it holds wmu from here
 		return
 	}

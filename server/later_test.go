@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,4 +103,13 @@ func TestLaterLargeReplyNeverWaits(t *testing.T) {
 	assert.True(t, c.bulk(t) == big, "the large reply arrived whole")
 	assert.Equal(t, "after", c.bulk(t))
 	assertServing(t, addr)
+}
+
+func TestConsume(t *testing.T) {
+	bufs := func() net.Buffers { return net.Buffers{[]byte("ab"), []byte("cde"), []byte("f")} }
+	assert.Equal(t, net.Buffers{[]byte("ab"), []byte("cde"), []byte("f")}, consume(bufs(), 0))
+	assert.Equal(t, net.Buffers{[]byte("b"), []byte("cde"), []byte("f")}, consume(bufs(), 1))
+	assert.Equal(t, net.Buffers{[]byte("cde"), []byte("f")}, consume(bufs(), 2))
+	assert.Equal(t, net.Buffers{[]byte("e"), []byte("f")}, consume(bufs(), 4))
+	assert.Empty(t, consume(bufs(), 6))
 }

@@ -10,3 +10,5 @@ type rawWriter struct{}
 func newRawWriter(net.Conn) *rawWriter { return nil }
 
 func (*rawWriter) write([]byte) error { return nil }
+
+func (*rawWriter) writeNow(bufs net.Buffers) (net.Buffers, error) { return bufs, nil }

@@ -23,6 +23,7 @@ type rawWriter struct {
 	buf []byte
 	err error
 	fn  func(fd uintptr) bool // w.try, bound once: a method value made per write would allocate
+	vec vecWrite              // writeNow's state (writenow_unix.go)
 }
 
 // newRawWriter returns a rawWriter for c, or nil if c has no socket of its
@@ -33,7 +34,7 @@ func newRawWriter(c net.Conn) *rawWriter {
 		return nil
 	}
 	w := &rawWriter{rc: rc}
-	w.fn = w.try
+	w.fn, w.vec.fn = w.try, w.tryVec
 	return w
 }
 
