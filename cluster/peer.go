@@ -394,8 +394,8 @@ func (pc *peerConn) enqueue(c *call, payload []byte) error {
 //
 // Woken, it first yields once: the client connections that are runnable
 // then queue their batches too, and one write carries them all. Under load
-// (loadtest/cluster.py, -P 16) that cut the forwarding node's writes by
-// 40% and the owners' reads and writes by a third, and the server CPU per
+// (loadtest/cluster.py, -P 16) that cut the forwarding node's writes, and
+// the owners' reads and writes, by about 40%, and the server CPU per
 // request by 12%. Idle, the yield finds nothing else to run and costs a
 // few hundred nanoseconds.
 func (pc *peerConn) writeLoop() {
