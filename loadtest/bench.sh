@@ -2,8 +2,9 @@
 # Regenerates BENCHMARKS.md and loadtest/benchmarks.svg: builds rlstore and
 # rlload from the committed HEAD (BENCH_WORKTREE=1 builds the working tree
 # instead), starts rlstore and redis-server on free loopback ports, and runs
-# `rlload bench`, then appends the cluster section (loadtest/cluster.py;
-# BENCH_CLUSTER=0 skips it) and the replicas section (loadtest/replicas.py;
+# `rlload bench`, then appends two cluster sections (loadtest/cluster.py: at
+# the defaults, then without replicas at GOMAXPROCS=1 per node;
+# BENCH_CLUSTER=0 skips both) and the replicas section (loadtest/replicas.py;
 # BENCH_REPLICAS=0 skips it). Takes a few minutes on 2 cores. Extra arguments go to
 # `rlload bench` (see `rlload bench -help`).
 set -euo pipefail

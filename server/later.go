@@ -116,7 +116,7 @@ func (b *outbox) unfinishedLocked() bool {
 // client's socket takes it all at once, the usual case for a client that
 // reads its replies, it is written right here, on the goroutine that
 // finished the Later; what the socket does not take, a goroutine of its
-// own writes (writeAsync), since Finish must never wait for the client.
+// own writes (writeRest), since Finish must never wait for the client.
 // Writing here spares each such batch a goroutine, and the thread woken
 // to run it.
 func (rc *respConn) writeSoon() {
@@ -124,15 +124,10 @@ func (rc *respConn) writeSoon() {
 		go rc.writeAsync() // a write is under way: it waits for that one
 		return
 	}
-	rc.box.mu.Lock()
-	rc.box.async = false
-	bufs := rc.box.takeLocked(rc.iov[:0])
-	rc.box.mu.Unlock()
-	rc.iov = bufs[:0] // kept for the next write; rest below points into it
-	rest := net.Buffers(bufs)
+	rest := rc.takeReady()
 	if rc.raw != nil { // else TLS: only a write that may wait will do
 		var err error
-		if rest, err = rc.raw.writeNow(bufs); err != nil {
+		if rest, err = rc.raw.writeNow(rest); err != nil {
 			_ = rc.g.Close() // the connection's goroutine finds it closed
 			rc.wrote()
 			return
@@ -145,11 +140,32 @@ func (rc *respConn) writeSoon() {
 	rc.wrote()
 }
 
+// writeAsync writes what is ready in the box, waiting for the client, for
+// Finish, which must not wait for the client itself.
+func (rc *respConn) writeAsync() {
+	rc.wmu.Lock()
+	rc.writeRest(rc.takeReady())
+}
+
+// takeReady takes from the box the replies ready to go out; wmu is held.
+// Their slices are kept in rc.iov's array for the next write, so they are
+// valid until wmu is released.
+func (rc *respConn) takeReady() net.Buffers {
+	rc.box.mu.Lock()
+	rc.box.async = false
+	bufs := rc.box.takeLocked(rc.iov[:0])
+	rc.box.mu.Unlock()
+	rc.iov = bufs[:0]
+	return bufs
+}
+
 // writeRest writes rest, waiting for the client, while holding wmu, which
-// its caller took, then goes on as writeAsync does.
+// its caller took, and releases it.
 func (rc *respConn) writeRest(rest net.Buffers) {
-	if _, err := rest.WriteTo(rc.socket()); err != nil {
-		_ = rc.g.Close()
+	if len(rest) > 0 {
+		if _, err := rest.WriteTo(rc.socket()); err != nil {
+			_ = rc.g.Close() // the connection's goroutine finds it closed
+		}
 	}
 	rc.wrote()
 }
@@ -158,26 +174,6 @@ func (rc *respConn) writeRest(rest net.Buffers) {
 func (rc *respConn) wrote() {
 	rc.drainedLocked()
 	rc.wmu.Unlock()
-	rc.box.signal()
-}
-
-// writeAsync writes what is ready in the box, for Finish, which must not
-// wait for the client itself.
-func (rc *respConn) writeAsync() {
-	rc.wmu.Lock()
-	defer rc.wmu.Unlock()
-	rc.box.mu.Lock()
-	rc.box.async = false
-	bufs := rc.box.takeLocked(rc.iov[:0])
-	rc.box.mu.Unlock()
-	if len(bufs) == 0 {
-		return
-	}
-	rc.iov = bufs[:0] // WriteTo consumes bufs; its array is kept for the next write
-	if _, err := bufs.WriteTo(rc.socket()); err != nil {
-		_ = rc.g.Close() // the connection's goroutine finds it closed
-	}
-	rc.drainedLocked()
 	rc.box.signal()
 }
 
