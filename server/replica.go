@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,14 +55,17 @@ func (rc *ReplicaConfig) withDefaults() error {
 // replicator ships this node's changes to its slots' backups and keeps
 // the copies other nodes ship to it.
 type replicator struct {
-	cfg    ReplicaConfig
-	s      *Server
-	self   string
-	apply  sync.Mutex               // one table change at a time
-	mu     sync.Mutex               // guards peers, table and scratch
-	peers  map[string]*shipPeer     // by node name: every node this node has been primary to
-	table  *cluster.Table           // the table the backups were last worked out from
-	byPeer map[string][]shard.Entry // Changes' scratch, per backup
+	cfg   ReplicaConfig
+	s     *Server
+	self  string
+	apply sync.Mutex           // one table change at a time
+	mu    sync.Mutex           // guards peers, table and scratch
+	peers map[string]*shipPeer // by node name: every node this node has been primary to
+	table *cluster.Table       // the table the backups were last worked out from
+	// backupOf holds, for each slot this node owns in table, the index in
+	// table.Nodes() of its backup; noBackup for the other slots.
+	backupOf *[cluster.Slots]uint16
+	byNode   [][]shard.Entry // Changes' scratch, per backup, by index in table.Nodes()
 	// orphans are the slots whose copies each node must drop: it backed
 	// them up for this node, which no longer owns them (see dropOrphansLocked).
 	orphans map[string]*slotBits
@@ -85,7 +89,7 @@ func newReplicator(s *Server, cfg ReplicaConfig, self string) (*replicator, erro
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	r := &replicator{cfg: cfg, s: s, self: self, peers: map[string]*shipPeer{}, byPeer: map[string][]shard.Entry{},
+	r := &replicator{cfg: cfg, s: s, self: self, peers: map[string]*shipPeer{},
 		orphans: map[string]*slotBits{}}
 	cfg.Feed.Subscribe(r)
 	return r, nil
@@ -180,28 +184,48 @@ func (r *replicator) Changes(_ int, es []shard.Entry) {
 		since = r.cut - int64(deltaMargin)
 	}
 	for _, e := range es {
-		slot := cluster.Slot(policy.Route(e.Key))
-		if t.Owner(slot).Name != r.self {
-			continue // decided here while its owner was unreachable, or a copy being promoted
-		}
-		b, ok := t.RunnerUp(slot)
-		if !ok {
-			continue
+		b := r.backupOf[cluster.Slot(policy.Route(e.Key))]
+		if b == noBackup {
+			continue // not owned here (decided while its owner was unreachable, or a copy being promoted), or no backup
 		}
 		persistence.Cut(&e, since)
-		r.byPeer[b.Name] = append(r.byPeer[b.Name], e)
+		r.byNode[b] = append(r.byNode[b], e)
 	}
 	now := r.s.unixNano()
-	for name, batch := range r.byPeer {
+	for i, batch := range r.byNode {
 		if len(batch) == 0 {
 			continue
 		}
-		if p := r.peers[name]; p != nil {
+		if p := r.peers[t.Nodes()[i].Name]; p != nil {
 			p.enqueue(batch, now)
 		}
 		clear(batch)
-		r.byPeer[name] = batch[:0]
+		r.byNode[i] = batch[:0]
 	}
+}
+
+// noBackup marks a slot in backupOf whose changes ship nowhere.
+const noBackup = math.MaxUint16
+
+// backupsOf returns backupOf for t: per slot self owns, the index in
+// t.Nodes() of its backup. Changes looks every changed key's backup up
+// there, rather than comparing names per key.
+func backupsOf(t *cluster.Table, self string) *[cluster.Slots]uint16 {
+	index := make(map[string]uint16, len(t.Nodes()))
+	for i, n := range t.Nodes() {
+		index[n.Name] = uint16(i)
+	}
+	var out [cluster.Slots]uint16
+	for s := range out {
+		out[s] = noBackup
+		if t.Owner(s).Name != self {
+			continue
+		}
+		if b, ok := t.RunnerUp(s); ok {
+			out[s] = index[b.Name]
+		}
+	}
+	return &out
 }
 
 // Flushed implements persistence.Subscriber: after FLUSHALL every backup
@@ -241,6 +265,7 @@ func (r *replicator) onTable(_, v *cluster.View) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.table = nt
+	r.backupOf, r.byNode = backupsOf(nt, r.self), make([][]shard.Entry, len(nt.Nodes()))
 	gained := backupsGaining(old, nt, r.self)
 	lost := backupsLosing(old, nt, r.self)
 	for _, n := range nt.Nodes() {
