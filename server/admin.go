@@ -28,8 +28,9 @@ func cmdTime(s *Server, c *client, args [][]byte) {
 
 // cmdShutdown is SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]. It closes this
 // connection without a reply, as Redis does, and stops the server as
-// Shutdown does, allowing Config.ShutdownTimeout for the drain. NOW and FORCE
-// are accepted and change nothing: there are no replicas to wait for.
+// Shutdown does, allowing Config.ShutdownTimeout for the drain; a cluster
+// node hands its slots over first, as on SIGTERM. NOW and FORCE are
+// accepted and change nothing.
 //
 // NOSAVE skips the snapshot only. As Redis still fsyncs its AOF, the log is
 // still written and fsynced when cmd/rlstore closes the store, so nothing

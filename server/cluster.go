@@ -35,6 +35,11 @@ type ClusterConfig struct {
 	// alone before it first saw another member is not handed over, since
 	// the cluster it joins has newer state for those slots.
 	Joins bool
+	// Leave, if set, runs first when the server stops gracefully, by
+	// Shutdown or by the SHUTDOWN command, while it still serves: it hands
+	// this node's slots over and tells the members that it leaves, so
+	// that neither way of stopping resets a limit.
+	Leave func(*Server)
 }
 
 // Unreachable is what a node does with a request whose owner it cannot reach.

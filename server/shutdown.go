@@ -14,8 +14,8 @@ const (
 	saveNever                        // SHUTDOWN NOSAVE
 )
 
-// Shutdown stops the server gracefully. New clients are refused at once.
-// Each connected client has every request the server has read answered,
+// Shutdown stops the server gracefully. A cluster node first leaves the
+// cluster (ClusterConfig.Leave). New clients are then refused. Each connected client has every request the server has read answered,
 // and those already in its socket, then is closed between two requests,
 // without waiting for more: a client under steady load never pauses. Once
 // none is left, the sweep stops, a snapshot is taken if Config.Durability
@@ -34,8 +34,12 @@ func (s *Server) shutdown(ctx context.Context, mode saveMode) error {
 	if !s.claimStop() {
 		return s.waitStopped(ctx)
 	}
-	s.log.Info("shutting down: draining clients")
 	start := time.Now()
+	if s.cl != nil && s.cl.cfg.Leave != nil {
+		s.log.Info("shutting down: leaving the cluster")
+		s.cl.cfg.Leave(s)
+	}
+	s.log.Info("shutting down: draining clients")
 	err := s.drain(ctx)
 	s.stopSweep()
 	if mode == saveIfConfigured && s.cfg.Durability != nil {

@@ -46,7 +46,7 @@ func (f *clusterFlags) define(fs *flag.FlagSet) {
 	fs.Var(newSeconds(&f.Timeout, cluster.DefaultPeerTimeout), "cluster-timeout", "`duration` a forwarded request may take before --owner-unreachable applies (1s, 500ms)")
 	fs.Var(newOneOf(&f.Timing, "lan", "lan", "fast"), "cluster-timing", "`lan|fast`: failure detection pace. lan: a crashed node is declared dead in about 1.5-2.5 s; fast: about 0.5-1 s, for tests on one machine")
 	fs.Var(newYesNo(&f.TLS, false), "tls-cluster", "`yes|no`: with yes, dial peers over TLS to the --tls-port each advertises, presenting --tls-cert-file and checking theirs against --tls-ca-cert-file; needs --tls-port and --tls-ca-cert-file on every node")
-	fs.Var(newSeconds(&f.LeaveTimeout, 10*time.Second), "cluster-leave-timeout", "`duration` a graceful leave (SIGTERM) may spend handing this node's slots over before it goes anyway")
+	fs.Var(newSeconds(&f.LeaveTimeout, 10*time.Second), "cluster-leave-timeout", "`duration` a graceful leave (SIGTERM or SHUTDOWN) may spend handing this node's slots over before it goes anyway")
 }
 
 // on reports whether the cluster is configured.
@@ -159,9 +159,11 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	u, _ := server.ParseUnreachable(c.Cluster.Unreachable) // validated by its flag
 	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp, "tls", tlsAddr,
 		"seeds", c.Cluster.seeds(), "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
+	cn := &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, cfg: c.Cluster, log: log}
 	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Mover: mover, Secret: secret,
-		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds()) > 0}
-	return ln, &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, cfg: c.Cluster, log: log}, cc, nil
+		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds()) > 0,
+		Leave: cn.leave}
+	return ln, cn, cc, nil
 }
 
 // moverTimeout bounds one chunk of a handoff's copy (at most 256 KiB) or
@@ -192,9 +194,9 @@ func respAddr(listen, advertise string) string {
 	return net.JoinHostPort(host, port)
 }
 
-// clusterStopper leaves the cluster gracefully around the server's drain:
-// first it hands its slots over to the nodes that own them without it,
-// then it tells every member it is leaving, drains clients, and leaves
+// clusterStopper stops a cluster node gracefully: the server's Shutdown
+// first leaves the cluster (leave, the server's ClusterConfig.Leave), as
+// the SHUTDOWN command's does, then drains clients; then the node leaves
 // gossip.
 type clusterStopper struct {
 	srv *server.Server
@@ -202,7 +204,6 @@ type clusterStopper struct {
 }
 
 func (cs clusterStopper) Shutdown(ctx context.Context) error {
-	cs.cn.leave(cs.srv)
 	err := cs.srv.Shutdown(ctx)
 	cs.cn.close()
 	return err

@@ -103,21 +103,40 @@ func keysOwnedBy(t *testing.T, via *redis.Client, owner, prefix string, n int) [
 // half used before the leave and used on through it; no key admits more
 // than its limit in all, and afterwards each is at its limit.
 func TestHandoffProcessLeaveUnderLoad(t *testing.T) {
-	ps := startClusterProcs(t, 3)
+	leaveUnderLoad(t, "leave:", func(p *clusterProc) { p.Signal(t, syscall.SIGTERM) })
+}
+
+// TestHandoffProcessShutdownCommand: the SHUTDOWN command stops a node as
+// SIGTERM does, handing its slots over first, so a redeploy that stops
+// nodes with redis-cli resets no limit either. Without replicas, so that
+// only the handoff can carry the keys' state.
+func TestHandoffProcessShutdownCommand(t *testing.T) {
+	leaveUnderLoad(t, "shut:", func(p *clusterProc) {
+		// go-redis reports the connection closing without a reply, which
+		// is how a server that stops answers SHUTDOWN, as success.
+		require.NoError(t, newClient(t, p.addr).Shutdown(context.Background()).Err())
+	}, "--replicas", "0")
+}
+
+// leaveUnderLoad stops the second of three nodes with stop while clients
+// decide its keys through the other two, and checks that no key's state
+// was lost: the node handed its slots over before it went.
+func leaveUnderLoad(t *testing.T, prefix string, stop func(*clusterProc), extra ...string) {
+	ps := startClusterProcs(t, 3, extra...)
 	c0, c2 := newClient(t, ps[0].addr), newClient(t, ps[2].addr)
 	ctx := context.Background()
-	q := newQuotaLoad(keysOwnedBy(t, c0, "p1", "leave:", 40))
+	q := newQuotaLoad(keysOwnedBy(t, c0, "p1", prefix, 40))
 	for range handoffLimit / 2 {
 		q.round(ctx, c0)
 	}
 	require.Zero(t, q.over())
-	stop := make(chan struct{})
-	wg := q.run(ctx, stop, c0, c2)
-	ps[1].Signal(t, syscall.SIGTERM)
+	done := make(chan struct{})
+	wg := q.run(ctx, done, c0, c2)
+	stop(ps[1])
 	assert.Equal(t, 0, ps[1].ExitCode(t))
 	waitClusterSize(t, ps[0], 2)
 	waitClusterSize(t, ps[2], 2)
-	close(stop)
+	close(done)
 	wg.Wait()
 	for range 3 {
 		q.round(ctx, c0)
@@ -125,7 +144,7 @@ func TestHandoffProcessLeaveUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d requests across the leave; %d admitted above the limit; %d errors", q.sent, q.over(), len(q.errs))
 	assert.Zero(t, q.over(), "admissions above the limit: a key started from a fresh quota after its owner left")
-	assert.Empty(t, q.errs, "errors while a node left gracefully")
+	assert.Empty(t, q.errs[:min(len(q.errs), 3)], "errors while a node left gracefully (the first three)")
 	for _, k := range q.keys {
 		assert.Equal(t, handoffLimit, q.admitted[k], "%s: at its limit after the leave", k)
 	}
@@ -172,7 +191,7 @@ func TestHandoffProcessJoinUnderLoad(t *testing.T) {
 	t.Logf("%d requests across the join; %d of %d keys moved to the new node; %d admitted above the limit; %d errors",
 		q.sent, moved, len(keys), q.over(), len(q.errs))
 	assert.Zero(t, q.over(), "admissions above the limit: a key started from a fresh quota after its slot moved")
-	assert.Empty(t, q.errs)
+	assert.Empty(t, q.errs[:min(len(q.errs), 3)], "errors while a node joined (the first three)")
 	for _, k := range keys {
 		assert.Equal(t, handoffLimit, q.admitted[k], "%s: at its limit", k)
 	}
