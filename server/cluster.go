@@ -106,6 +106,7 @@ const (
 	errCrossSlot    = "CROSSSLOT Keys in request don't hash to the same slot"
 	errNotPeer      = "NOPERM this command is for cluster peers only"
 	errPeerAuth     = "NOPERM bad cluster credentials"
+	errResync       = "RESYNC no full sync on this connection yet"
 	errNoCluster    = "ERR This instance has cluster support disabled"
 	errOwnerUnreach = "CLUSTERDOWN the owner of this key cannot be reached: "
 )

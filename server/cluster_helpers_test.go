@@ -27,6 +27,7 @@ type testNode struct {
 	peers  *cluster.Peers
 	store  *shard.Map // with replicas
 	copies *shard.Map // with replicas
+	ship   *cluster.Peers // with replicas: the shipments' connections
 }
 
 type clusterOpts struct {
@@ -123,6 +124,7 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 	if o.replicas {
 		tn.store, tn.copies = mustStore(t), mustStore(t)
 		ship = cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Conns: 1, Timeout: 500 * time.Millisecond})
+		tn.ship = ship
 		var sh cluster.Forwarder = ship
 		if o.wrapShip != nil {
 			sh = o.wrapShip(ship)

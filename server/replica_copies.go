@@ -18,6 +18,9 @@ import (
 // at a time, each shard's run of them under one lock: a backup imports
 // about as many keys as its primaries decide.
 func (r *replicator) peerCopy(c *client, payload []byte) {
+	if !r.peerShipment(c) {
+		return
+	}
 	if _, err := r.importCopies(payload, false); err != nil {
 		c.conn.WriteError("ERR bad shipment: " + err.Error())
 		return
@@ -30,6 +33,9 @@ func (r *replicator) peerCopy(c *client, payload []byte) {
 // its key. It replies OK, or the keys whose deltas no copy could complete
 // (their copies stay as they were), which the primary then ships whole.
 func (r *replicator) peerDelta(c *client, payload []byte) {
+	if !r.peerShipment(c) {
+		return
+	}
 	missed, err := r.importCopies(payload, true)
 	switch {
 	case err != nil:
@@ -84,7 +90,23 @@ func (r *replicator) peerSync(c *client, bitmap []byte) {
 		return
 	}
 	r.dropCopies(func(slot int) bool { return bitmap[slot/8]&(1<<(slot%8)) != 0 })
+	c.synced = true
 	c.conn.WriteString("OK")
+}
+
+// peerShipment reports whether c may ship copies, and refuses them with
+// -RESYNC if not: only once a full sync (RL.PEER SYNC) has come on the
+// same connection. A primary ships to a backup on one connection, so one
+// that reaches this node on a new connection may be talking to a new
+// process: a backup that restarted sooner than failure detection notices
+// holds no copies, and deltas would bring back only the keys that change.
+// The refusal makes the primary start over with a full sync.
+func (r *replicator) peerShipment(c *client) bool {
+	if !c.synced {
+		c.conn.WriteError(errResync)
+		return false
+	}
+	return true
 }
 
 // dropCopies deletes the copies whose slot in picks.

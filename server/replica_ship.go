@@ -239,6 +239,12 @@ func (p *shipPeer) settle(err error, full, deltas bool) {
 		}
 		return
 	}
+	if pe := (*peerError)(nil); errors.As(err, &pe) && pe.msg == errResync {
+		// A new connection: the backup may be a new process, with no copies.
+		p.needFullLocked("new connection")
+		p.r.s.log.Info("replicas: the backup asked for a full sync on a new connection", "peer", p.node.Name)
+		return
+	}
 	p.failures.Add(1)
 	p.needFullLocked("shipment failed")
 	p.backoff = min(max(2*p.backoff, p.r.cfg.Interval), maxShipBackoff)

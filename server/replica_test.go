@@ -233,3 +233,40 @@ func shipsLarge(t *testing.T, o clusterOpts) {
 		return allCopied()
 	}, deadline, 10*time.Millisecond, "a full sync of 2 MiB of keys ends, and leaves every copy")
 }
+
+// TestReplicaResyncsOnNewConnection: a backup that restarts sooner than
+// failure detection notices comes back with no copies, and its primary
+// reaches it on a new connection. The backup refuses shipments there until
+// a full sync has come on it, so every key's copy comes back, not only the
+// copies of keys that change again.
+func TestReplicaResyncsOnNewConnection(t *testing.T) {
+	nodes := startTestCluster(t, 2, clusterOpts{secret: []byte("k"), replicas: true})
+	primary, backup := nodes[0], nodes[1]
+	ctx := context.Background()
+	rdb := newClient(t, primary.addr, 2)
+	var keys []string // primary's, so backed up on backup
+	for k := 0; len(keys) < 50; k++ {
+		key := fmt.Sprint("re:", k)
+		if owner, _ := backupOf(nodes, primary, key); owner != primary {
+			continue
+		}
+		keys = append(keys, key)
+		require.NoError(t, rdb.Do(ctx, "RL.SLIDE", key, 10, 3600).Err())
+	}
+	copied := func(why string) {
+		for _, key := range keys {
+			require.Eventually(t, func() bool { return sameEntry(primary.store, backup.copies, key) }, deadline, 5*time.Millisecond,
+				"%s: %s", key, why)
+		}
+	}
+	copied("copied")
+	// The backup "restarts": its copies are gone, and the primary's stream
+	// to it is closed while idle, so no shipment fails.
+	backup.copies.Flush()
+	primary.ship.Forget(backup.addr)
+	require.NoError(t, rdb.Do(ctx, "RL.SLIDE", keys[0], 10, 3600).Err()) // a shipment, on a new connection
+	copied("copied again, without a decision of its own, by the full sync the new connection asked for")
+	info, err := rdb.Info(ctx, "replication").Result()
+	require.NoError(t, err)
+	assert.Regexp(t, `full_syncs=[2-9]`, info, "a second full sync")
+}
