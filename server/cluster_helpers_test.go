@@ -25,8 +25,8 @@ type testNode struct {
 	srv    *Server
 	ml     *cluster.Membership
 	peers  *cluster.Peers
-	store  *shard.Map // with replicas
-	copies *shard.Map // with replicas
+	store  *shard.Map     // with replicas
+	copies *shard.Map     // with replicas
 	ship   *cluster.Peers // with replicas: the shipments' connections
 }
 
