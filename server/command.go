@@ -98,12 +98,12 @@ type client struct {
 	looked  []state  // recordChanges' scratch
 	stripes []uint8  // the key locks recordChanges holds
 
-	peer bool // another node of the cluster, which proved it with RL.PEER AUTH
+	peer  bool   // another node of the cluster, which proved it with RL.PEER AUTH
+	nonce string // the RL.PEER HELLO challenge awaiting its AUTH
+	hop   int    // the hop level of the forwarded request being run (hopClient if none)
 	// synced says RL.PEER SYNC has come on this connection: a primary's
 	// stream of shipments starts with a full sync (see peerShipment).
 	synced bool
-	nonce  string         // the RL.PEER HELLO challenge awaiting its AUTH
-	hop    int            // the hop level of the forwarded request being run (hopClient if none)
 	fwd    []*remoteBatch // this batch's requests for other nodes, one batch per owner, sent when it ends
 
 	cmds    atomic.Int64            // commands run
