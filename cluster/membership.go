@@ -37,8 +37,11 @@ type Membership struct {
 	leaving map[string]time.Time       // members that said they are leaving, when they said so
 	gone    []Member                   // departures not yet in a view
 	since   map[string]time.Time       // when each alive member was first seen
+	joined  map[string]time.Time       // when each member last appeared in nodes (see flap.go)
 	epoch   uint64                     // the last view's table epoch
 	closed  bool
+
+	refuted atomic.Int64 // departures deferDeparture held back that the member refuted
 }
 
 // New starts gossip on cfg.BindAddr and joins cfg.Seeds. Seeds that cannot
@@ -48,7 +51,8 @@ func New(cfg Config) (*Membership, error) {
 		return nil, err
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
-		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{}}
+		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{},
+		joined: map[string]time.Time{}}
 	mc, err := m.memberlistConfig()
 	if err != nil {
 		return nil, err
@@ -214,15 +218,28 @@ func (m *Membership) seen(n *memberlist.Node) {
 	c := *n
 	c.Addr, c.Meta = slices.Clone(n.Addr), slices.Clone(n.Meta)
 	m.mu.Lock()
+	if _, ok := m.nodes[n.Name]; !ok {
+		m.joined[n.Name] = time.Now()
+	}
 	m.nodes[n.Name] = c
 	m.mu.Unlock()
 	m.signal()
 }
 
-// departed records a member that left or died.
+// departed records a member that left or died, unless it may be a stale
+// report about the process it replaced (see deferDeparture).
 func (m *Membership) departed(n *memberlist.Node) {
+	if m.deferDeparture(n) {
+		return
+	}
+	m.departedNow(n)
+}
+
+// departedNow records a member that left or died.
+func (m *Membership) departedNow(n *memberlist.Node) {
 	m.mu.Lock()
 	delete(m.nodes, n.Name)
+	delete(m.joined, n.Name)
 	_, said := m.leaving[n.Name]
 	st := StateDead
 	if said || n.State == memberlist.StateLeft {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -177,4 +178,45 @@ func (s *lwwState) Merge(b []byte) {
 	if len(b) >= len(s.v) {
 		s.v = string(b)
 	}
+}
+
+// TestStaleDepartureOfANewMemberIsIgnored: a report that a member which
+// just (re)joined is dead, which it refutes (stale gossip about the
+// process it replaced), moves nothing.
+func TestStaleDepartureOfANewMemberIsIgnored(t *testing.T) {
+	ns := startCluster(t, 2)
+	n1 := memberlistNode(t, ns[0], "n1")
+	n1.State = memberlist.StateDead
+	ns[0].departed(n1)
+	require.Eventually(t, func() bool { return ns[0].refuted.Load() == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the departure is checked again, and n1 is alive")
+	assert.Empty(t, ns[0].gone(), "no view lost n1")
+	assert.True(t, ns[0].View().Table.Has("n1"))
+}
+
+// TestDepartureOfANewMemberStillCounts: a member that really dies right
+// after it joined is gone, whatever report of it was held back: failure
+// detection reports its death in its own time.
+func TestDepartureOfANewMemberStillCounts(t *testing.T) {
+	ns := startCluster(t, 2)
+	n1 := memberlistNode(t, ns[0], "n1")
+	ns[1].Kill()
+	n1.State = memberlist.StateDead
+	ns[0].departed(n1)
+	waitMembers(t, ns[:1], 1)
+	require.NotEmpty(t, ns[0].gone())
+	assert.Equal(t, StateDead, ns[0].gone()[0].State)
+}
+
+// memberlistNode returns a copy of memberlist's record of name, as n has it.
+func memberlistNode(t *testing.T, n *testNode, name string) *memberlist.Node {
+	t.Helper()
+	for _, m := range n.ml.Members() {
+		if m.Name == name {
+			c := *m
+			return &c
+		}
+	}
+	t.Fatalf("%s does not know %s", n.cfg.NodeName, name)
+	return nil
 }
