@@ -329,6 +329,9 @@ func (s *Server) cut(mg *migration, slots []int, keys, bytes int, gated time.Dur
 	st.bytesOut.Add(int64(bytes))
 	took := time.Since(mg.started)
 	st.lastMoveUsec.Store(took.Microseconds())
+	if s.cl.repl != nil {
+		s.cl.repl.keepHanded(slots)
+	}
 	s.dropSlots(slotSet(slots))
 	s.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes,
 		"took", took, "gated", gated)

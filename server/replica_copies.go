@@ -201,3 +201,45 @@ func (r *replicator) dropStale(t *cluster.Table) {
 
 // copiesLen is how many copies this node holds.
 func (r *replicator) copiesLen() int64 { return r.cfg.Copies.Len() }
+
+// keepHanded keeps as copies the keys of the slots this node has just
+// handed over (see Server.cut) and now backs up. After a join a slot's old
+// owner is its runner-up, so what it handed over is the new owner's backup
+// copy at once; without it, the slot had no copy until the new owner's
+// full sync, and a death of the new owner meanwhile reset its keys. The
+// full sync, which replaces these copies, still follows.
+func (r *replicator) keepHanded(slots []int) {
+	v := r.s.cl.cur.Load()
+	var keep []int
+	for _, slot := range slots {
+		if b, ok := v.Table.RunnerUp(slot); ok && b.Name == v.Self && v.Table.Owner(slot).Name != v.Self {
+			keep = append(keep, slot)
+		}
+	}
+	if len(keep) == 0 {
+		return
+	}
+	in := slotSet(keep)
+	store, now := r.s.cfg.Store, r.s.unixNano()
+	var es []shard.Entry
+	for i := range store.Shards() {
+		es = store.ExportShardFunc(i, in.keyIn, es[:0])
+		for j := range es {
+			es[j].Route = routeOf(es[j].Key)
+		}
+		r.importEntries(es, now)
+	}
+}
+
+// importEntries imports whole entries into the copies, skipping any the
+// copies map refuses (full, under --maxmemory).
+func (r *replicator) importEntries(es []shard.Entry, now int64) {
+	for len(es) > 0 {
+		n, err := r.cfg.Copies.ImportBatch(es, now)
+		if err == nil {
+			return
+		}
+		r.copyErrs.Add(1)
+		es = es[n+1:]
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -269,4 +270,47 @@ func TestReplicaResyncsOnNewConnection(t *testing.T) {
 	info, err := rdb.Info(ctx, "replication").Result()
 	require.NoError(t, err)
 	assert.Regexp(t, `full_syncs=[2-9]`, info, "a second full sync")
+}
+
+// noShipping is a shipping transport that fails every shipment.
+type noShipping struct{ cluster.Forwarder }
+
+func (noShipping) Send(_ string, _ uint64, _ []byte, _ int, r cluster.Replier) {
+	r.Replies(nil, errors.New("no shipping"))
+}
+
+func (noShipping) Forward(context.Context, string, [][][]byte) ([][]byte, error) {
+	return nil, errors.New("no shipping")
+}
+
+// TestReplicaHandoffKeepsCopy: after a join, the old owner of each slot the
+// joiner takes over is its backup, and keeps what it handed over as the
+// copy at once, before (here: without) any shipment from the joiner.
+func TestReplicaHandoffKeepsCopy(t *testing.T) {
+	o := clusterOpts{secret: []byte("k"), replicas: true}
+	nodes := startTestCluster(t, 2, o)
+	ctx := context.Background()
+	rdb := newClient(t, nodes[0].addr, 2)
+	var keys []string
+	for k := range 200 {
+		key := fmt.Sprint("kept:", k)
+		keys = append(keys, key)
+		require.NoError(t, rdb.Do(ctx, "RL.SLIDE", key, 100, 3600).Err())
+	}
+	jo := o
+	jo.wrapShip = func(f cluster.Forwarder) cluster.Forwarder { return noShipping{f} }
+	joiner := startTestNode(t, "node2", []string{nodes[0].ml.GossipAddr()}, jo)
+	nodes = append(nodes, joiner)
+	waitOwners(t, nodes, 3)
+	moved := 0
+	for _, key := range keys {
+		owner, backup := backupOf(nodes, nodes[0], key)
+		if owner != joiner {
+			continue
+		}
+		moved++
+		require.Eventually(t, func() bool { return sameEntry(joiner.store, backup.copies, key) }, deadline, 5*time.Millisecond,
+			"%s: its old owner %s keeps the copy of what it handed over", key, backup.name)
+	}
+	assert.Positive(t, moved, "the joiner took some keys over")
 }
