@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +80,84 @@ func restartUnderLoad(t *testing.T, q *quotaLoad, p, via *clusterProc, dir strin
 	waitClusterSize(t, np, 3)
 	waitHandedOver(t, np)
 	return np
+}
+
+// TestCrashRestartKeepsLimits: with replicas and data dirs, kill -9 of a
+// node, its restart from its data dir under its name, and then kill -9 of
+// another node, hand no key a fresh quota. Every key is at its limit, and
+// its copy shipped, before each kill; clients keep asking through the
+// survivors. The restarted node takes its slots back, with their state,
+// and becomes a backup again with complete copies: the second kill, of
+// a node it backs up, loses nothing either.
+func TestCrashRestartKeepsLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3-node kill -9 and restart: not in -short")
+	}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	start := func(name, seed, dir string) *clusterProc {
+		return startClusterProc(t, name, seed, "--data-dir", dir, "--replica-interval", replicaIv.String())
+	}
+	ps := []*clusterProc{start("p0", "", dirs[0])}
+	ps = append(ps, start("p1", ps[0].gossip, dirs[1]), start("p2", ps[0].gossip, dirs[2]))
+	settle := func(ps ...*clusterProc) {
+		for _, p := range ps {
+			waitClusterSize(t, p, len(ps))
+			waitHandedOver(t, p)
+		}
+	}
+	settle(ps...)
+	ctx := context.Background()
+	var keys []string
+	for i := range 90 {
+		keys = append(keys, fmt.Sprint("crash:", i))
+	}
+	q := newQuotaLoad(keys)
+	for range handoffLimit {
+		q.round(ctx, newClient(t, ps[0].addr))
+	}
+	require.Zero(t, q.over())
+	rounds := func(ps ...*clusterProc) {
+		for _, p := range ps {
+			for range 3 {
+				q.round(ctx, newClient(t, p.addr))
+			}
+		}
+	}
+
+	waitCopies(t, len(keys), ps...)
+	ps[1].Kill()
+	settle(ps[0], ps[2])
+	rounds(ps[0], ps[2])
+	ps[1] = start("p1", ps[0].gossip, dirs[1])
+	settle(ps...)
+	rounds(ps...)
+
+	waitCopies(t, len(keys), ps...)
+	ps[2].Kill()
+	settle(ps[0], ps[1])
+	rounds(ps[0], ps[1])
+
+	t.Logf("%d requests; %d admitted above the limit; %d errors", q.sent, q.over(), len(q.errs))
+	assert.Zero(t, q.over(), "admissions above the limit: a key started from a fresh quota after a crash or a restart")
+	assert.Empty(t, q.errs[:min(len(q.errs), 3)], "errors once the deaths were detected (the first three)")
+}
+
+// waitCopies waits until the nodes hold n copies between them: one of
+// each key, shipped.
+func waitCopies(t *testing.T, n int, ps ...*clusterProc) {
+	t.Helper()
+	copies := regexp.MustCompile(`rl_copies:(\d+)`)
+	total := 0
+	require.Eventually(t, func() bool {
+		total = 0
+		for _, p := range ps {
+			info, err := newClient(t, p.addr).Info(context.Background(), "replication").Result()
+			require.NoError(t, err)
+			m := copies.FindStringSubmatch(info)
+			require.NotNil(t, m, "INFO replication has rl_copies")
+			c, _ := strconv.Atoi(m[1])
+			total += c
+		}
+		return total == n
+	}, deadline, 10*time.Millisecond, "one copy of each of %d keys (last: %d)", n, total)
 }
