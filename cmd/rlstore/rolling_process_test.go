@@ -85,7 +85,7 @@ func restartUnderLoad(t *testing.T, q *quotaLoad, p, via *clusterProc, dir strin
 // TestCrashRestartKeepsLimits: with replicas and data dirs, kill -9 of a
 // node, its restart from its data dir under its name, and then kill -9 of
 // another node, hand no key a fresh quota. Every key is at its limit, and
-// its copy shipped, before each kill; clients keep asking through the
+// its last change shipped, before each kill; clients keep asking through the
 // survivors. The restarted node takes its slots back, with their state,
 // and becomes a backup again with complete copies: the second kill, of
 // a node it backs up, loses nothing either.
@@ -124,7 +124,7 @@ func TestCrashRestartKeepsLimits(t *testing.T) {
 		}
 	}
 
-	waitCopies(t, len(keys), ps...)
+	waitShipped(t, len(keys), ps...)
 	ps[1].Kill()
 	settle(ps[0], ps[2])
 	rounds(ps[0], ps[2])
@@ -132,7 +132,7 @@ func TestCrashRestartKeepsLimits(t *testing.T) {
 	settle(ps...)
 	rounds(ps...)
 
-	waitCopies(t, len(keys), ps...)
+	waitShipped(t, len(keys), ps...)
 	ps[2].Kill()
 	settle(ps[0], ps[1])
 	rounds(ps[0], ps[1])
@@ -142,22 +142,35 @@ func TestCrashRestartKeepsLimits(t *testing.T) {
 	assert.Empty(t, q.errs[:min(len(q.errs), 3)], "errors once the deaths were detected (the first three)")
 }
 
-// waitCopies waits until the nodes hold n copies between them: one of
-// each key, shipped.
-func waitCopies(t *testing.T, n int, ps ...*clusterProc) {
+// waitShipped waits until the nodes hold n copies between them, one of
+// each key, and have received no shipment for three intervals: the copies
+// hold every change made before.
+func waitShipped(t *testing.T, n int, ps ...*clusterProc) {
 	t.Helper()
 	copies := regexp.MustCompile(`rl_copies:(\d+)`)
-	total := 0
+	received := regexp.MustCompile(`rl_copies_received_bytes:(\d+)`)
+	bytes, quiet := -1, time.Now() // the condition's own: testify runs one at a time
 	require.Eventually(t, func() bool {
-		total = 0
+		c, b := 0, 0
 		for _, p := range ps {
 			info, err := newClient(t, p.addr).Info(context.Background(), "replication").Result()
 			require.NoError(t, err)
-			m := copies.FindStringSubmatch(info)
-			require.NotNil(t, m, "INFO replication has rl_copies")
-			c, _ := strconv.Atoi(m[1])
-			total += c
+			c += infoNumber(t, copies, info)
+			b += infoNumber(t, received, info)
 		}
-		return total == n
-	}, deadline, 10*time.Millisecond, "one copy of each of %d keys (last: %d)", n, total)
+		if b != bytes {
+			bytes, quiet = b, time.Now()
+		}
+		return c == n && time.Since(quiet) >= 3*replicaIv
+	}, deadline, 10*time.Millisecond, "one copy of each of %d keys, and no shipment for three intervals", n)
+}
+
+// infoNumber returns the number re's one group finds in info.
+func infoNumber(t *testing.T, re *regexp.Regexp, info string) int {
+	t.Helper()
+	m := re.FindStringSubmatch(info)
+	require.NotNil(t, m, "INFO has %v", re)
+	v, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return v
 }
