@@ -52,6 +52,7 @@ type shipPeer struct {
 	failures atomic.Int64 // shipments and full syncs that failed
 	dropped  atomic.Int64 // queues dropped for a full sync
 	lastShip atomic.Int64 // unix ns of the last acknowledged shipment
+	contact  atomic.Int64 // unix ns of the backup's last reply: a shipment's or a heartbeat's
 	lagNs    atomic.Int64 // age of the oldest change in the last shipment, when it was acknowledged
 	inFlight atomic.Int64 // unix ns the oldest change not yet acknowledged was queued; 0 if none
 	misses   atomic.Int64 // keys whose delta the backup could not complete
@@ -199,8 +200,10 @@ func (p *shipPeer) shipOnce() {
 	switch {
 	case full:
 		err = p.fullSync(node)
-	case len(batch) == 0:
+	case len(batch) == 0 && !p.heartbeatDue():
 		return
+	case len(batch) == 0:
+		err = p.heartbeat(node)
 	default:
 		p.inFlight.CompareAndSwap(0, since.UnixNano())
 		var n int64
@@ -217,6 +220,7 @@ func (p *shipPeer) acked(n int64, since time.Time) {
 	p.bytes.Add(n)
 	p.batches.Add(1)
 	p.lastShip.Store(now.UnixNano())
+	p.contact.Store(now.UnixNano())
 	if !since.IsZero() {
 		p.lagNs.Store(int64(now.Sub(since)))
 	}
@@ -342,4 +346,28 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 	}
 	p.acked(sent, time.Time{})
 	return nil
+}
+
+// A primary with nothing to ship still hears from each backup every
+// heartbeatIntervals intervals, with an empty RL.PEER COPY. A backup that
+// restarted sooner than failure detection noticed is empty, and without
+// changes to ship its primary would not find out: the heartbeat fails on
+// the old connection, or gets -RESYNC on a new one, and a full sync
+// follows either way. Nodes from before heartbeats take an empty COPY too.
+const heartbeatIntervals = 10
+
+// heartbeatDue reports whether the backup has not been heard from for
+// heartbeatIntervals intervals.
+func (p *shipPeer) heartbeatDue() bool {
+	last := p.contact.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) >= heartbeatIntervals*p.r.cfg.Interval
+}
+
+// heartbeat sends the backup an empty shipment.
+func (p *shipPeer) heartbeat(node cluster.Node) error {
+	err := p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("COPY"), nil}})
+	if err == nil {
+		p.contact.Store(time.Now().UnixNano())
+	}
+	return err
 }
