@@ -151,6 +151,8 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		s.peerImport(c, args)
 	case c.peer && equalFoldASCII(args[1], "done") && len(args) == 4:
 		s.peerDone(c, args)
+	case c.peer && equalFoldASCII(args[1], "pull") && len(args) == 4:
+		s.peerPull(c, args)
 	case equalFoldASCII(args[1], "hello"):
 		c.nonce = cluster.NewNonce()
 		c.conn.WriteBulkString(c.nonce)

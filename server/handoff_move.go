@@ -120,18 +120,22 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		h.shared = true
 	}
 	h.counts = !s.cl.cfg.Joins || h.shared
-	outs := map[string][]int{}
+	outs, ins := map[string][]int{}, map[string][]int{}
 	until := time.Now().Add(importWait)
 	for slot := range cluster.Slots {
 		had := oldCounts && old.Table.Owner(slot).Name == nv.Self
 		if to, ok := s.slotChange(old, nv, slot, had, oldCounts, until); ok {
 			outs[to] = append(outs[to], slot)
 		}
+		if st := h.state(slot); st != nil && st.mode == modeImporting && st.until == until {
+			ins[st.peer.Name] = append(ins[st.peer.Name], slot) // marked by this call
+		}
 	}
 	for name, slots := range outs {
 		to, _ := nv.Table.Node(name)
 		s.startMigration(to, slots)
 	}
+	s.pullImports(nv, ins) // see handoff_restore.go
 	h.notify()
 	if in, _ := h.moving(); in > 0 {
 		time.AfterFunc(time.Until(until)+time.Millisecond, s.expireImports)
@@ -409,9 +413,14 @@ func routeOf(key []byte) []byte {
 // IMPORT, the first of which makes to drop what it had for them; with
 // done, then RL.PEER DONE. It returns the keys and bytes sent.
 func (s *Server) copySlots(to cluster.Node, slots []int, done bool) (int, int, error) {
+	return s.copyFrom(s.cfg.Store, to, slots, done, true)
+}
+
+// copyFrom is copySlots from m, whose first chunk makes to drop its keys
+// of the slots only with reset.
+func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done, reset bool) (int, int, error) {
 	b := slotSet(slots)
 	spec := []byte(formatSlots(slots))
-	m := s.cfg.Store
 	var es []shard.Entry
 	keys, sent, first := 0, 0, true
 	send := func() error {
@@ -420,14 +429,14 @@ func (s *Server) copySlots(to cluster.Node, slots []int, done bool) (int, int, e
 		}
 		payload := persistence.AppendEntries([]byte{}, es, time.Now().UnixNano())
 		mode := "add"
-		if first {
+		if first && reset {
 			mode = "reset"
 		}
 		err := s.peerCall(to, "IMPORT", mode, spec, payload)
 		keys, sent, first, es = keys+len(es), sent+len(payload), false, es[:0]
 		return err
 	}
-	for i := range m.Shards() {
+	for i := range shardsOf(m) {
 		es = m.ExportShardFunc(i, b.keyIn, es)
 		if approxBytes(es) >= chunkBytes {
 			if err := send(); err != nil {
@@ -467,7 +476,13 @@ func approxBytes(es []shard.Entry) int {
 // peerCall sends RL.PEER sub self [mode] spec [payload] to node to and
 // checks that it answers OK.
 func (s *Server) peerCall(to cluster.Node, sub, mode string, spec, payload []byte) error {
-	args := [][]byte{[]byte("RL.PEER"), []byte(sub), []byte(s.cl.cur.Load().Self)}
+	return s.peerCallAs(s.cl.cur.Load().Self, to, sub, mode, spec, payload)
+}
+
+// peerCallAs is peerCall for a caller that has this node's name at hand:
+// a table-change hook may run before the view it applies is current.
+func (s *Server) peerCallAs(self string, to cluster.Node, sub, mode string, spec, payload []byte) error {
+	args := [][]byte{[]byte("RL.PEER"), []byte(sub), []byte(self)}
 	if mode != "" {
 		args = append(args, []byte(mode))
 	}

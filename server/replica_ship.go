@@ -185,6 +185,13 @@ func (p *shipPeer) shipOnce() {
 		return
 	}
 	full, node := p.full, p.node
+	if full && p.r.importing() {
+		// A full sync drops the backup's copies of every slot this node
+		// owns; one this node still imports may come from those very
+		// copies (handoff_restore.go). It waits for the imports.
+		p.mu.Unlock()
+		return
+	}
 	var batch [][]byte
 	var since time.Time
 	if full {
@@ -370,4 +377,10 @@ func (p *shipPeer) heartbeat(node cluster.Node) error {
 		p.contact.Store(time.Now().UnixNano())
 	}
 	return err
+}
+
+// importing reports whether this node is importing any slot.
+func (r *replicator) importing() bool {
+	in, _ := r.s.cl.ho.moving()
+	return in > 0
 }

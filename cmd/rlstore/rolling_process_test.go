@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -140,6 +142,90 @@ func TestCrashRestartKeepsLimits(t *testing.T) {
 	t.Logf("%d requests; %d admitted above the limit; %d errors", q.sent, q.over(), len(q.errs))
 	assert.Zero(t, q.over(), "admissions above the limit: a key started from a fresh quota after a crash or a restart")
 	assert.Empty(t, q.errs[:min(len(q.errs), 3)], "errors once the deaths were detected (the first three)")
+}
+
+// TestQuickRestartKeepsLimits: a node without a data dir, killed with -9
+// and started again at once at the same ports, as a supervisor restarts
+// it, sooner than failure detection notices, comes back empty while every
+// other node still counts it as the owner of its slots. It takes its keys
+// back from the copies its backups hold (RL.PEER PULL), and its primaries
+// send it every copy it held again although no key changes (a heartbeat,
+// then a full sync). No key admits above its limit then, nor after a
+// death of one of its primaries.
+func TestQuickRestartKeepsLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3-node kill -9 and quick restart: not in -short")
+	}
+	fixed := []string{"--port", stablePort(t), "--cluster-addr", "127.0.0.1:" + stablePort(t)}
+	ps := []*clusterProc{startClusterProc(t, "p0", "")}
+	ps = append(ps, startClusterProc(t, "p1", ps[0].gossip, fixed...), startClusterProc(t, "p2", ps[0].gossip))
+	settle := func(ps ...*clusterProc) {
+		for _, p := range ps {
+			waitClusterSize(t, p, len(ps))
+			waitHandedOver(t, p)
+		}
+	}
+	settle(ps...)
+	ctx := context.Background()
+	var keys []string
+	for i := range 90 {
+		keys = append(keys, fmt.Sprint("quick:", i))
+	}
+	q := newQuotaLoad(keys)
+	for range handoffLimit {
+		q.round(ctx, newClient(t, ps[0].addr))
+	}
+	waitShipped(t, len(keys), ps...)
+
+	ps[1].Kill()
+	ps[1] = startClusterProc(t, "p1", ps[0].gossip, fixed...)
+	settle(ps...)
+	rounds := func(ps ...*clusterProc) {
+		for _, p := range ps {
+			for range 3 {
+				q.round(ctx, newClient(t, p.addr))
+			}
+		}
+	}
+	rounds(ps...)
+	require.Zero(t, q.over(), "admissions above the limit after the quick restart: p1's keys started afresh")
+	// The other nodes' connections to p1's old process fail the first
+	// request each carries (-CLUSTERDOWN, as --owner-unreachable error
+	// says); none may fail from then on.
+	staleErrs := len(q.errs)
+	waitShipped(t, len(keys), ps...) // the copies p1 holds are back, with no key changed
+	ps[0].Kill()
+	settle(ps[1], ps[2])
+	rounds(ps[1:]...)
+	t.Logf("%d requests; %d admitted above the limit; %d errors on connections to p1's old process, %d after",
+		q.sent, q.over(), staleErrs, len(q.errs)-staleErrs)
+	assert.Zero(t, q.over(), "admissions above the limit: a key backed up by the restarted node lost its copy")
+	errs := q.errs[staleErrs:]
+	assert.Empty(t, errs[:min(len(errs), 3)], "errors once the connections were new and the death detected (the first three)")
+	ps[1].WaitLog(t, regexp.MustCompile(`took slots over`))
+}
+
+// stablePort returns a port, free a moment ago for TCP and UDP, below the
+// ephemeral range (32768 and up), so that no connection's local port takes
+// it while its process restarts.
+func stablePort(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		port := strconv.Itoa(20000 + rand.IntN(10000))
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", "127.0.0.1:"+port)
+		_ = ln.Close()
+		if err != nil {
+			continue
+		}
+		_ = pc.Close()
+		return port
+	}
+	t.Fatal("no free port between 20000 and 30000")
+	return ""
 }
 
 // waitShipped waits until the nodes hold n copies between them, one of

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/shard"
+)
+
+// A node restarted sooner than failure detection notices (kill -9, then a
+// supervisor's quick restart) is still its slots' owner in every other
+// node's table: nothing moves there, so no one hands the slots over and no
+// backup promotes its copies. The new process has its data dir's state,
+// or none. As a joiner it marks every slot it owns as importing from the
+// owner the slot would have without it, which is the slot's backup, the
+// node that holds its copies; and it asks each of those nodes for the
+// slots, with RL.PEER PULL. A node that owns such a slot, or is handing it
+// to the joiner, ignores the request: its own handoff brings the slot. A
+// node that backs the slot up for the joiner sends its copies (RL.PEER
+// IMPORT without reset: a copy replaces the joiner's key, and the joiner
+// keeps the keys no copy has), then RL.PEER DONE, and the joiner serves the
+// slot. Until then the joiner's requests for it wait, as for any import,
+// and its first full sync to its backups, which would drop their copies,
+// waits for its imports (see shipPeer.shipOnce).
+
+// pullImports asks each node of imports for the slots this node imports
+// from it.
+func (s *Server) pullImports(v *cluster.View, imports map[string][]int) {
+	for name, slots := range imports {
+		to, ok := v.Table.Node(name)
+		if !ok {
+			continue
+		}
+		spec := []byte(formatSlots(slots))
+		go func() {
+			if err := s.peerCallAs(v.Self, to, "PULL", "", spec, nil); err != nil {
+				s.log.Debug("cluster: asking for imported slots failed; waiting for a handoff", "from", to.Name, "err", err)
+			}
+		}()
+	}
+}
+
+// peerPull is RL.PEER PULL from slots: from, a joiner, imports slots from
+// this node. It answers OK, and sends from the copies of those slots this
+// node holds as their backup, then DONE; slots it owns or is moving it
+// leaves to the handoff.
+func (s *Server) peerPull(c *client, args [][]byte) {
+	slots, ok := parseSlots(string(args[3]))
+	if !ok {
+		c.conn.WriteError(errSyntax)
+		return
+	}
+	to, backed := s.backedUpFor(string(args[2]), slots)
+	c.conn.WriteString("OK")
+	if len(backed) == 0 {
+		return
+	}
+	var copies *shard.Map
+	if s.cl.repl != nil {
+		copies = s.cl.repl.cfg.Copies
+	}
+	go s.sendCopies(copies, to, backed)
+}
+
+// sendCopies sends to the copies of slots, then DONE. The connection to a
+// node that restarted can be the old process's, which fails at once and
+// is dropped: a few more tries go on a new one.
+func (s *Server) sendCopies(copies *shard.Map, to cluster.Node, slots []int) {
+	var err error
+	for try := range pullTries {
+		if try > 0 {
+			time.Sleep(pullRetry)
+		}
+		var keys int
+		if keys, _, err = s.copyFrom(copies, to, slots, true, false); err == nil {
+			s.log.Info("cluster: sent a restarted node the copies of its slots", "to", to.Name, "slots", len(slots), "keys", keys)
+			return
+		}
+		if !errors.Is(err, cluster.ErrUnreachable) {
+			break
+		}
+	}
+	s.log.Warn("cluster: could not send a restarted node the copies of its slots", "to", to.Name, "err", err)
+}
+
+// pullTries and pullRetry bound sendCopies' tries.
+const (
+	pullTries = 4
+	pullRetry = 100 * time.Millisecond
+)
+
+// backedUpFor returns, of slots, those from owns and this node backs up,
+// with no handoff moving them, and from's node.
+func (s *Server) backedUpFor(from string, slots []int) (cluster.Node, []int) {
+	cn := s.cl
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	v := cn.cur.Load()
+	to, ok := v.Table.Node(from)
+	if !ok {
+		return to, nil
+	}
+	var backed []int
+	for _, slot := range slots {
+		ru, ok := v.Table.RunnerUp(slot)
+		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && cn.ho.state(slot) == nil {
+			backed = append(backed, slot)
+		}
+	}
+	return to, backed
+}
+
+// shardsOf is m.Shards(), and 0 for no map.
+func shardsOf(m *shard.Map) int {
+	if m == nil {
+		return 0
+	}
+	return m.Shards()
+}
