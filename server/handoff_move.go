@@ -120,15 +120,15 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		h.shared = true
 	}
 	h.counts = !s.cl.cfg.Joins || h.shared
-	outs, ins := map[string][]int{}, map[string][]int{}
+	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
 	for slot := range cluster.Slots {
 		had := oldCounts && old.Table.Owner(slot).Name == nv.Self
 		if to, ok := s.slotChange(old, nv, slot, had, oldCounts, until); ok {
 			outs[to] = append(outs[to], slot)
 		}
-		if st := h.state(slot); st != nil && st.mode == modeImporting && st.until == until {
-			ins[st.peer.Name] = append(ins[st.peer.Name], slot) // marked by this call
+		if st := h.state(slot); st != nil && st.mode == modeImporting {
+			ins = append(ins, slot)
 		}
 	}
 	for name, slots := range outs {

@@ -14,25 +14,29 @@ import (
 // backup promotes its copies. The new process has its data dir's state,
 // or none. As a joiner it marks every slot it owns as importing from the
 // owner the slot would have without it, which is the slot's backup, the
-// node that holds its copies; and it asks each of those nodes for the
-// slots, with RL.PEER PULL. A node that owns such a slot, or is handing it
-// to the joiner, ignores the request: its own handoff brings the slot. A
-// node that backs the slot up for the joiner sends its copies (RL.PEER
+// node that holds its copies. At every table change it asks every other
+// member for the slots it still imports, with RL.PEER PULL: its first view
+// may lack some members, whose slots it then expects from another. A node
+// that owns such a slot, is handing it to the joiner, or does not back it
+// up, ignores the request: a handoff brings the slot. A node that backs
+// the slot up for the joiner sends its copies (RL.PEER
 // IMPORT without reset: a copy replaces the joiner's key, and the joiner
 // keeps the keys no copy has), then RL.PEER DONE, and the joiner serves the
 // slot. Until then the joiner's requests for it wait, as for any import,
 // and its first full sync to its backups, which would drop their copies,
 // waits for its imports (see shipPeer.shipOnce).
 
-// pullImports asks each node of imports for the slots this node imports
-// from it.
-func (s *Server) pullImports(v *cluster.View, imports map[string][]int) {
-	for name, slots := range imports {
-		to, ok := v.Table.Node(name)
-		if !ok {
+// pullImports asks every other member of v for slots, which this node
+// imports.
+func (s *Server) pullImports(v *cluster.View, slots []int) {
+	if len(slots) == 0 {
+		return
+	}
+	spec := []byte(formatSlots(slots))
+	for _, to := range v.Table.Nodes() {
+		if to.Name == v.Self {
 			continue
 		}
-		spec := []byte(formatSlots(slots))
 		go func() {
 			if err := s.peerCallAs(v.Self, to, "PULL", "", spec, nil); err != nil {
 				s.log.Debug("cluster: asking for imported slots failed; waiting for a handoff", "from", to.Name, "err", err)

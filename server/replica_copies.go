@@ -207,7 +207,10 @@ func (r *replicator) copiesLen() int64 { return r.cfg.Copies.Len() }
 // owner is its runner-up, so what it handed over is the new owner's backup
 // copy at once; without it, the slot had no copy until the new owner's
 // full sync, and a death of the new owner meanwhile reset its keys. The
-// full sync, which replaces these copies, still follows.
+// full sync, which replaces these copies, still follows. A key that has a
+// copy already keeps it: after a flap the owner, which kept its own newer
+// keys, may have shipped them here before this cut
+// (TestFlapKeepsTheOwnersKeys).
 func (r *replicator) keepHanded(slots []int) {
 	v := r.s.cl.cur.Load()
 	var keep []int
@@ -224,22 +227,11 @@ func (r *replicator) keepHanded(slots []int) {
 	var es []shard.Entry
 	for i := range store.Shards() {
 		es = store.ExportShardFunc(i, in.keyIn, es[:0])
-		for j := range es {
-			es[j].Route = routeOf(es[j].Key)
+		for _, e := range es {
+			e.Route = routeOf(e.Key)
+			if _, err := r.cfg.Copies.ImportMissing(e, now); err != nil {
+				r.copyErrs.Add(1) // the copies map is full (--maxmemory)
+			}
 		}
-		r.importEntries(es, now)
-	}
-}
-
-// importEntries imports whole entries into the copies, skipping any the
-// copies map refuses (full, under --maxmemory).
-func (r *replicator) importEntries(es []shard.Entry, now int64) {
-	for len(es) > 0 {
-		n, err := r.cfg.Copies.ImportBatch(es, now)
-		if err == nil {
-			return
-		}
-		r.copyErrs.Add(1)
-		es = es[n+1:]
 	}
 }
