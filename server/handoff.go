@@ -132,6 +132,9 @@ type handoff struct {
 	// Guarded by clusterNode.switchMu, since only the hook touches them:
 	counts bool // the routing table shows what this node served (see handoffHook)
 	shared bool // this node has been in a table with other members
+	// died are the members this node saw declared dead and not since
+	// handed slots back to (see handoff_resume.go).
+	died map[string]bool
 }
 
 // state returns slot's handoff state, nil when it follows the table.

@@ -60,6 +60,7 @@ type migration struct {
 	to      cluster.Node
 	slots   []int
 	started time.Time
+	first   string       // the mode of each copy's first IMPORT: reset, or replace (see handoff_resume.go)
 	phase   atomic.Int32 // slotMode: copying, gated, moved
 
 	mu     sync.Mutex    // guards opened
@@ -120,6 +121,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		h.shared = true
 	}
 	h.counts = !s.cl.cfg.Joins || h.shared
+	h.noteDeaths(nv)
 	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
 	for slot := range cluster.Slots {
@@ -134,6 +136,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 	for name, slots := range outs {
 		to, _ := nv.Table.Node(name)
 		s.startMigration(to, slots)
+		delete(h.died, name) // it has its slots back: see handoff_resume.go
 	}
 	s.pullImports(nv, ins) // see handoff_restore.go
 	h.notify()
@@ -240,7 +243,10 @@ func (h *handoff) importTimedOut(s *Server, slot int, st *slotState) bool {
 
 // startMigration starts moving slots to node to. The caller holds switchMu.
 func (s *Server) startMigration(to cluster.Node, slots []int) {
-	mg := &migration{to: to, slots: slots, started: time.Now()}
+	mg := &migration{to: to, slots: slots, started: time.Now(), first: "reset"}
+	if s.cl.ho.died[to.Name] {
+		mg.first = "replace"
+	}
 	mg.phase.Store(int32(modeCopying))
 	st := &slotState{mode: modeCopying, peer: to, mg: mg}
 	for _, slot := range slots {
@@ -255,7 +261,7 @@ func (s *Server) startMigration(to cluster.Node, slots []int) {
 func (s *Server) migrate(mg *migration) {
 	defer s.cl.moves.Done()
 	defer s.cl.ho.stats.moving.Add(-1)
-	if _, _, err := s.copySlots(mg.to, mg.slots, false); err != nil {
+	if _, _, err := s.copyFrom(s.cfg.Store, mg.to, mg.slots, false, mg.first); err != nil {
 		s.log.Warn("cluster: first copy of moving slots failed; the last copy sends them all", "to", mg.to.Name, "err", err)
 	}
 	for {
@@ -266,7 +272,7 @@ func (s *Server) migrate(mg *migration) {
 		mg.gate()
 		gated := time.Now()
 		s.cl.ho.running.wait()
-		keys, n, err := s.copySlots(mg.to, slots, true)
+		keys, n, err := s.copyFrom(s.cfg.Store, mg.to, slots, true, mg.first)
 		var unknown *doneUnknown
 		switch {
 		case err == nil:
@@ -409,31 +415,23 @@ func routeOf(key []byte) []byte {
 	return nil
 }
 
-// copySlots sends the keys of slots to node to, in chunks of RL.PEER
-// IMPORT, the first of which makes to drop what it had for them; with
-// done, then RL.PEER DONE. It returns the keys and bytes sent.
-func (s *Server) copySlots(to cluster.Node, slots []int, done bool) (int, int, error) {
-	return s.copyFrom(s.cfg.Store, to, slots, done, true)
-}
-
-// copyFrom is copySlots from m, whose first chunk makes to drop its keys
-// of the slots only with reset.
-func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done, reset bool) (int, int, error) {
+// copyFrom sends the keys m holds of slots to node to, in chunks of
+// RL.PEER IMPORT; the first has mode first (reset: to drops what it had
+// for them; replace: the same for the slots to thinks it serves; add:
+// nothing is dropped), the others add. With done, RL.PEER DONE follows.
+// It returns the keys and bytes sent.
+func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, first string) (int, int, error) {
 	b := slotSet(slots)
 	spec := []byte(formatSlots(slots))
 	var es []shard.Entry
-	keys, sent, first := 0, 0, true
+	keys, sent, mode, started := 0, 0, first, false
 	send := func() error {
-		if len(es) == 0 && !first {
+		if len(es) == 0 && started {
 			return nil
 		}
 		payload := persistence.AppendEntries([]byte{}, es, time.Now().UnixNano())
-		mode := "add"
-		if first && reset {
-			mode = "reset"
-		}
 		err := s.peerCall(to, "IMPORT", mode, spec, payload)
-		keys, sent, first, es = keys+len(es), sent+len(payload), false, es[:0]
+		keys, sent, mode, started, es = keys+len(es), sent+len(payload), "add", true, es[:0]
 		return err
 	}
 	for i := range shardsOf(m) {

@@ -29,6 +29,10 @@ func (s *Server) peerImport(c *client, args [][]byte) {
 	from, reset := string(args[2]), equalFoldASCII(args[3], "reset")
 	s.cl.view() // take the membership's newest view first: a joiner marks what it imports
 	own, others := s.servedSlots(slots)
+	if equalFoldASCII(args[3], "replace") { // see handoff_resume.go
+		others = append(others, s.importAgain(from, own)...)
+		own, reset = &slotBits{}, true
+	}
 	if reset {
 		s.dropSlots(slotSet(others))
 		s.importingFrom(from, others)

@@ -77,7 +77,7 @@ func (s *Server) sendCopies(copies *shard.Map, to cluster.Node, slots []int) {
 			time.Sleep(pullRetry)
 		}
 		var keys int
-		if keys, _, err = s.copyFrom(copies, to, slots, true, false); err == nil {
+		if keys, _, err = s.copyFrom(copies, to, slots, true, "add"); err == nil {
 			s.log.Info("cluster: sent a restarted node the copies of its slots", "to", to.Name, "slots", len(slots), "keys", keys)
 			return
 		}

@@ -244,7 +244,7 @@ func TestHandoffGatedRequestWaits(t *testing.T) {
 		t.Fatal("a request for a gated slot ran")
 	case <-time.After(50 * time.Millisecond): // bounded wait to show it does not run; not ordering
 	}
-	_, _, err := a.srv.copySlots(to, []int{slot}, true)
+	_, _, err := a.srv.copyFrom(a.srv.cfg.Store, to, []int{slot}, true, "reset")
 	require.NoError(t, err)
 	mg.open(modeMoved)
 	assert.Equal(t, int64(0), slideAnswer(t, reply), "went to the new owner, with the state")

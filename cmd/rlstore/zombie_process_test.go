@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPausedOwnerResumes: an owner paused (SIGSTOP) for longer than
+// failure detection is declared dead; its backups take its slots over from
+// their copies and go on deciding its keys. When it resumes it is alive
+// again and gets its slots back: what the others decided meanwhile must
+// count, so no key admits above its limit across the whole run.
+func TestPausedOwnerResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3-node SIGSTOP past detection: not in -short")
+	}
+	ps := startClusterProcs(t, 3, "--replica-interval", replicaIv.String())
+	ctx := context.Background()
+	c0 := newClient(t, ps[0].addr)
+	q := newQuotaLoad(keysOwnedBy(t, c0, "p1", "zombie:", 30))
+	for range handoffLimit / 2 {
+		q.round(ctx, c0)
+	}
+	waitShipped(t, len(q.keys), ps...)
+	require.NoError(t, ps[1].Cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = ps[1].Cmd.Process.Signal(syscall.SIGCONT) })
+	waitClusterSize(t, ps[0], 2)
+	waitClusterSize(t, ps[2], 2)
+	errs := len(q.errs)
+	for range handoffLimit / 2 {
+		q.round(ctx, c0) // the rest of each limit, on the new owners
+	}
+	require.Zero(t, q.over())
+	require.NoError(t, ps[1].Cmd.Process.Signal(syscall.SIGCONT))
+	for _, p := range ps {
+		waitClusterSize(t, p, 3)
+		waitHandedOver(t, p)
+	}
+	for range 5 {
+		q.round(ctx, c0)
+		q.round(ctx, newClient(t, ps[1].addr))
+	}
+	t.Logf("%d requests; %d admitted above the limit; %d errors (%d before the pause was detected)", q.sent, q.over(), len(q.errs), errs)
+	assert.Zero(t, q.over(), "admissions above the limit: the resumed owner forgot what the others decided while it was paused")
+}
