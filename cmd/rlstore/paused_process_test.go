@@ -21,7 +21,7 @@ func TestPausedOwnerResumes(t *testing.T) {
 	ps := startClusterProcs(t, 3, "--replica-interval", replicaIv.String())
 	ctx := context.Background()
 	c0 := newClient(t, ps[0].addr)
-	q := newQuotaLoad(keysOwnedBy(t, c0, "p1", "zombie:", 30))
+	q := newQuotaLoad(keysOwnedBy(t, c0, "p1", "paused:", 30))
 	for range handoffLimit / 2 {
 		q.round(ctx, c0)
 	}
