@@ -144,10 +144,11 @@ func TestCrashRestartKeepsLimits(t *testing.T) {
 	assert.Empty(t, q.errs[:min(len(q.errs), 3)], "errors once the deaths were detected (the first three)")
 }
 
-// TestQuickRestartKeepsLimits: a node without a data dir, killed with -9
-// and started again at once at the same ports, as a supervisor restarts
-// it, sooner than failure detection notices, comes back empty while every
-// other node still counts it as the owner of its slots. It takes its keys
+// TestQuickRestartKeepsLimits: a node killed with -9 and started again at
+// once at the same ports, as a supervisor restarts it, sooner than failure
+// detection notices, comes back while every other node still counts it as
+// the owner of its slots: empty without a data dir, and with one, without
+// the last second of changes (appendfsync everysec). It takes its keys
 // back from the copies its backups hold (RL.PEER PULL), and its primaries
 // send it every copy it held again although no key changes (a heartbeat,
 // then a full sync). No key admits above its limit then, nor after a
@@ -156,7 +157,12 @@ func TestQuickRestartKeepsLimits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3-node kill -9 and quick restart: not in -short")
 	}
-	fixed := []string{"--port", stablePort(t), "--cluster-addr", "127.0.0.1:" + stablePort(t)}
+	t.Run("no data dir", func(t *testing.T) { quickRestart(t) })
+	t.Run("data dir", func(t *testing.T) { quickRestart(t, "--data-dir", t.TempDir()) })
+}
+
+func quickRestart(t *testing.T, extra ...string) {
+	fixed := append([]string{"--port", stablePort(t), "--cluster-addr", "127.0.0.1:" + stablePort(t)}, extra...)
 	ps := []*clusterProc{startClusterProc(t, "p0", "")}
 	ps = append(ps, startClusterProc(t, "p1", ps[0].gossip, fixed...), startClusterProc(t, "p2", ps[0].gossip))
 	settle := func(ps ...*clusterProc) {
