@@ -30,12 +30,9 @@ func TestRollingRestartKeepsLimits(t *testing.T) {
 		if i > 0 {
 			seed = ps[0].gossip
 		}
-		ps[i] = startClusterProc(t, fmt.Sprint("p", i), seed, "--data-dir", dirs[i], "--log-level", "debug")
+		ps[i] = startClusterProc(t, fmt.Sprint("p", i), seed, "--data-dir", dirs[i])
 	}
-	for _, p := range ps {
-		waitClusterSize(t, p, 3)
-		waitHandedOver(t, p)
-	}
+	settleProcs(t, ps...)
 	ctx := context.Background()
 	var keys []string
 	for i := range 60 {
@@ -48,10 +45,7 @@ func TestRollingRestartKeepsLimits(t *testing.T) {
 	for i := range ps {
 		via := ps[(i+1)%3]
 		ps[i] = restartUnderLoad(t, q, ps[i], via, dirs[i])
-		for _, p := range ps {
-			waitClusterSize(t, p, 3)
-			waitHandedOver(t, p)
-		}
+		settleProcs(t, ps...)
 		q.round(ctx, newClient(t, ps[i].addr)) // through the restarted node too
 		require.Zero(t, q.over(), "after restarting %s", ps[i].name)
 	}
@@ -78,7 +72,7 @@ func restartUnderLoad(t *testing.T, q *quotaLoad, p, via *clusterProc, dir strin
 	p.Signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.ExitCode(t), "%s stops cleanly", p.name)
 	waitClusterSize(t, via, 2)
-	np := startClusterProc(t, p.name, via.gossip, "--data-dir", dir, "--log-level", "debug")
+	np := startClusterProc(t, p.name, via.gossip, "--data-dir", dir)
 	waitClusterSize(t, np, 3)
 	waitHandedOver(t, np)
 	return np
@@ -101,43 +95,21 @@ func TestCrashRestartKeepsLimits(t *testing.T) {
 	}
 	ps := []*clusterProc{start("p0", "", dirs[0])}
 	ps = append(ps, start("p1", ps[0].gossip, dirs[1]), start("p2", ps[0].gossip, dirs[2]))
-	settle := func(ps ...*clusterProc) {
-		for _, p := range ps {
-			waitClusterSize(t, p, len(ps))
-			waitHandedOver(t, p)
-		}
-	}
-	settle(ps...)
-	ctx := context.Background()
-	var keys []string
-	for i := range 90 {
-		keys = append(keys, fmt.Sprint("crash:", i))
-	}
-	q := newQuotaLoad(keys)
-	for range handoffLimit {
-		q.round(ctx, newClient(t, ps[0].addr))
-	}
-	require.Zero(t, q.over())
-	rounds := func(ps ...*clusterProc) {
-		for _, p := range ps {
-			for range 3 {
-				q.round(ctx, newClient(t, p.addr))
-			}
-		}
-	}
+	settleProcs(t, ps...)
+	q := usedUp(t, "crash:", ps[0])
 
-	waitShipped(t, len(keys), ps...)
+	waitShipped(t, len(q.keys), ps...)
 	ps[1].Kill()
-	settle(ps[0], ps[2])
-	rounds(ps[0], ps[2])
+	settleProcs(t, ps[0], ps[2])
+	q.roundsThrough(t, ps[0], ps[2])
 	ps[1] = start("p1", ps[0].gossip, dirs[1])
-	settle(ps...)
-	rounds(ps...)
+	settleProcs(t, ps...)
+	q.roundsThrough(t, ps...)
 
-	waitShipped(t, len(keys), ps...)
+	waitShipped(t, len(q.keys), ps...)
 	ps[2].Kill()
-	settle(ps[0], ps[1])
-	rounds(ps[0], ps[1])
+	settleProcs(t, ps[0], ps[1])
+	q.roundsThrough(t, ps[0], ps[1])
 
 	t.Logf("%d requests; %d admitted above the limit; %d errors", q.sent, q.over(), len(q.errs))
 	assert.Zero(t, q.over(), "admissions above the limit: a key started from a fresh quota after a crash or a restart")
@@ -165,50 +137,66 @@ func quickRestart(t *testing.T, extra ...string) {
 	fixed := append([]string{"--port", stablePort(t), "--cluster-addr", "127.0.0.1:" + stablePort(t)}, extra...)
 	ps := []*clusterProc{startClusterProc(t, "p0", "")}
 	ps = append(ps, startClusterProc(t, "p1", ps[0].gossip, fixed...), startClusterProc(t, "p2", ps[0].gossip))
-	settle := func(ps ...*clusterProc) {
-		for _, p := range ps {
-			waitClusterSize(t, p, len(ps))
-			waitHandedOver(t, p)
-		}
-	}
-	settle(ps...)
-	ctx := context.Background()
-	var keys []string
-	for i := range 90 {
-		keys = append(keys, fmt.Sprint("quick:", i))
-	}
-	q := newQuotaLoad(keys)
-	for range handoffLimit {
-		q.round(ctx, newClient(t, ps[0].addr))
-	}
-	waitShipped(t, len(keys), ps...)
+	settleProcs(t, ps...)
+	q := usedUp(t, "quick:", ps[0])
+	waitShipped(t, len(q.keys), ps...)
 
 	ps[1].Kill()
 	ps[1] = startClusterProc(t, "p1", ps[0].gossip, fixed...)
-	settle(ps...)
-	rounds := func(ps ...*clusterProc) {
-		for _, p := range ps {
-			for range 3 {
-				q.round(ctx, newClient(t, p.addr))
-			}
-		}
-	}
-	rounds(ps...)
+	settleProcs(t, ps...)
+	q.roundsThrough(t, ps...)
 	require.Zero(t, q.over(), "admissions above the limit after the quick restart: p1's keys started afresh")
 	// The other nodes' connections to p1's old process fail the first
 	// request each carries (-CLUSTERDOWN, as --owner-unreachable error
 	// says); none may fail from then on.
 	staleErrs := len(q.errs)
-	waitShipped(t, len(keys), ps...) // the copies p1 holds are back, with no key changed
+	waitShipped(t, len(q.keys), ps...) // the copies p1 holds are back, with no key changed
 	ps[0].Kill()
-	settle(ps[1], ps[2])
-	rounds(ps[1:]...)
+	settleProcs(t, ps[1], ps[2])
+	q.roundsThrough(t, ps[1:]...)
 	t.Logf("%d requests; %d admitted above the limit; %d errors on connections to p1's old process, %d after",
 		q.sent, q.over(), staleErrs, len(q.errs)-staleErrs)
 	assert.Zero(t, q.over(), "admissions above the limit: a key backed up by the restarted node lost its copy")
 	errs := q.errs[staleErrs:]
 	assert.Empty(t, errs[:min(len(errs), 3)], "errors once the connections were new and the death detected (the first three)")
 	ps[1].WaitLog(t, regexp.MustCompile(`took slots over`))
+}
+
+// settleProcs waits until each of ps sees len(ps) owners and no slot moving.
+func settleProcs(t *testing.T, ps ...*clusterProc) {
+	t.Helper()
+	for _, p := range ps {
+		waitClusterSize(t, p, len(ps))
+		waitHandedOver(t, p)
+	}
+}
+
+// usedUp returns a quotaLoad of 90 keys named prefix and a number, each
+// used up to its limit through via.
+func usedUp(t *testing.T, prefix string, via *clusterProc) *quotaLoad {
+	t.Helper()
+	var keys []string
+	for i := range 90 {
+		keys = append(keys, fmt.Sprint(prefix, i))
+	}
+	q := newQuotaLoad(keys)
+	c := newClient(t, via.addr)
+	for range handoffLimit {
+		q.round(context.Background(), c)
+	}
+	require.Zero(t, q.over())
+	return q
+}
+
+// roundsThrough sends three rounds of every key through each of ps.
+func (q *quotaLoad) roundsThrough(t *testing.T, ps ...*clusterProc) {
+	t.Helper()
+	for _, p := range ps {
+		c := newClient(t, p.addr)
+		for range 3 {
+			q.round(context.Background(), c)
+		}
+	}
 }
 
 // stablePort returns a port, free a moment ago for TCP and UDP, below the
