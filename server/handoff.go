@@ -134,7 +134,7 @@ type handoff struct {
 	shared bool // this node has been in a table with other members
 	// died are the members this node saw declared dead and not since
 	// handed slots back to (see handoff_resume.go).
-	died map[string]bool
+	died map[string]absence
 }
 
 // state returns slot's handoff state, nil when it follows the table.

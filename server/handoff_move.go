@@ -121,7 +121,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		h.shared = true
 	}
 	h.counts = !s.cl.cfg.Joins || h.shared
-	h.noteDeaths(nv)
+	h.noteDeaths(old, nv)
 	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
 	for slot := range cluster.Slots {
@@ -244,7 +244,7 @@ func (h *handoff) importTimedOut(s *Server, slot int, st *slotState) bool {
 // startMigration starts moving slots to node to. The caller holds switchMu.
 func (s *Server) startMigration(to cluster.Node, slots []int) {
 	mg := &migration{to: to, slots: slots, started: time.Now(), first: "reset"}
-	if s.cl.ho.died[to.Name] {
+	if a, ok := s.cl.ho.died[to.Name]; ok && a.majority() {
 		mg.first = "replace"
 	}
 	mg.phase.Store(int32(modeCopying))

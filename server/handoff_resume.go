@@ -14,27 +14,46 @@ import (
 // before the pause, and what the others decided meanwhile would be lost
 // (TestPausedOwnerResumes: every such decision admitted again).
 //
-// So a node that saw a member declared dead hands its slots back with
+// So a node that saw a member declared dead, and stayed with a majority of
+// the members it had while the member was away, hands its slots back with
 // IMPORT mode replace: the member then takes the slots it thinks it never
 // stopped serving like any other import, its keys replaced by the ones
 // handed over. It waits for them first, as for any import: their
 // requests go to the node handing them over until its DONE. A member that
-// kept serving through a partition loses its own decisions of that time
-// instead; the others declared it dead, and theirs stand.
+// kept serving its own clients through a partition loses its decisions of
+// that time instead: the majority declared it dead, and theirs stand.
+// A node cut off from the majority (whose views lost most members) hands
+// back with reset, and the majority's owners keep their keys, as in a flap.
 
-// noteDeaths records the members v says died, and forgets those it says
-// left. The caller holds switchMu.
-func (h *handoff) noteDeaths(v *cluster.View) {
-	for _, m := range v.Gone {
-		switch {
-		case m.State == cluster.StateDead:
-			if h.died == nil {
-				h.died = map[string]bool{}
-			}
-			h.died[m.Name] = true
-		default:
+// absence is what a node saw while a member it saw declared dead was away.
+type absence struct {
+	before int // the members of the view before the death
+	least  int // the fewest members of a view since
+}
+
+// majority reports whether the views kept more than half the members.
+func (a absence) majority() bool { return 2*a.least > a.before }
+
+// noteDeaths records the members nv says died, and forgets those it says
+// left; every absence sees nv's members. The caller holds switchMu.
+func (h *handoff) noteDeaths(old, nv *cluster.View) {
+	n := len(nv.Table.Nodes())
+	for name, a := range h.died {
+		h.died[name] = absence{before: a.before, least: min(a.least, n)}
+	}
+	for _, m := range nv.Gone {
+		if m.State != cluster.StateDead {
 			delete(h.died, m.Name)
+			continue
 		}
+		if h.died == nil {
+			h.died = map[string]absence{}
+		}
+		before := n + 1
+		if old != nil {
+			before = max(len(old.Table.Nodes()), before)
+		}
+		h.died[m.Name] = absence{before: before, least: n}
 	}
 }
 
