@@ -15,22 +15,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRollingRestartKeepsLimits is a redeploy of a 3-node cluster whose
-// nodes keep data dirs: each node in turn gets SIGTERM and starts again
-// from its data dir, under the same name, at new ports, while clients keep
-// deciding every key through a node that stays up. The restarted node
-// holds stale state on disk for the slots it handed over when it left;
-// none of it may count once it owns them again. Across the whole redeploy
-// no key admits more than its limit, and afterwards each is at its limit.
+// TestRollingRestartKeepsLimits is a redeploy of a 3-node cluster: each
+// node in turn gets SIGTERM and starts again under the same name, at new
+// ports, while clients keep deciding every key through a node that stays
+// up. With data dirs, the restarted node holds stale state on disk for the
+// slots it handed over when it left; none of it may count once it owns
+// them again. Without, it comes back empty. Across the whole redeploy no
+// key admits more than its limit, and afterwards each is at its limit.
 func TestRollingRestartKeepsLimits(t *testing.T) {
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	t.Run("data dirs", func(t *testing.T) { rollingRestart(t, true) })
+	t.Run("no data dirs", func(t *testing.T) { rollingRestart(t, false) })
+}
+
+func rollingRestart(t *testing.T, withDirs bool) {
+	dirs := make([][]string, 3) // each node's --data-dir flag, if any
+	for i := range dirs {
+		if withDirs {
+			dirs[i] = []string{"--data-dir", t.TempDir()}
+		}
+	}
 	ps := make([]*clusterProc, 3)
 	for i := range ps {
 		seed := ""
 		if i > 0 {
 			seed = ps[0].gossip
 		}
-		ps[i] = startClusterProc(t, fmt.Sprint("p", i), seed, "--data-dir", dirs[i])
+		ps[i] = startClusterProc(t, fmt.Sprint("p", i), seed, dirs[i]...)
 	}
 	settleProcs(t, ps...)
 	ctx := context.Background()
@@ -61,9 +71,9 @@ func TestRollingRestartKeepsLimits(t *testing.T) {
 }
 
 // restartUnderLoad stops p with SIGTERM while q's load runs through via,
-// starts it again from dir under its name, joining through via, and
+// starts it again with flags under its name, joining through via, and
 // returns the new process once the load has seen it join.
-func restartUnderLoad(t *testing.T, q *quotaLoad, p, via *clusterProc, dir string) *clusterProc {
+func restartUnderLoad(t *testing.T, q *quotaLoad, p, via *clusterProc, flags []string) *clusterProc {
 	t.Helper()
 	stop := make(chan struct{})
 	wg := q.run(context.Background(), stop, newClient(t, via.addr))
@@ -72,7 +82,7 @@ func restartUnderLoad(t *testing.T, q *quotaLoad, p, via *clusterProc, dir strin
 	p.Signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.ExitCode(t), "%s stops cleanly", p.name)
 	waitClusterSize(t, via, 2)
-	np := startClusterProc(t, p.name, via.gossip, "--data-dir", dir)
+	np := startClusterProc(t, p.name, via.gossip, flags...)
 	waitClusterSize(t, np, 3)
 	waitHandedOver(t, np)
 	return np
