@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -137,7 +138,16 @@ func (p *Peers) send(addr string, lane uint64, c *call, payload []byte) *peerCon
 		c.r.Replies(nil, fmt.Errorf("%w: closed", ErrUnreachable))
 		return nil
 	}
-	if err := pc.enqueue(c, payload); err != nil {
+	err := pc.enqueue(c, payload)
+	if errors.Is(err, errPeerClosed) { // on a new connection, then (see peer_alive.go)
+		p.fail(addr, pc, err)
+		if pc = p.conn(addr, lane); pc == nil {
+			c.r.Replies(nil, fmt.Errorf("%w: closed", ErrUnreachable))
+			return nil
+		}
+		err = pc.enqueue(c, payload)
+	}
+	if err != nil {
 		p.fail(addr, pc, err)
 		c.r.Replies(nil, fmt.Errorf("%w: %w", ErrUnreachable, err))
 	}
@@ -231,6 +241,9 @@ type peerConn struct {
 	pending chan *call
 	err     error
 	broken  atomic.Bool
+
+	raw      syscall.RawConn // nc's socket, for staleLocked; nil until dialled, or if it has none
+	lastSent time.Time       // the deadline of the last batch queued (see staleLocked)
 }
 
 // call is one batch on a connection.
@@ -272,7 +285,7 @@ func (pc *peerConn) dial(addr string, cfg PeersConfig) {
 	case pc.err != nil: // closed while it dialled
 		_ = nc.Close()
 	default:
-		pc.nc = nc
+		pc.nc, pc.raw = nc, rawOf(nc)
 	}
 	pc.mu.Unlock()
 	if pc.nc == nil {
@@ -366,12 +379,17 @@ func (pc *peerConn) enqueue(c *call, payload []byte) error {
 		pc.mu.Unlock()
 		return err
 	}
+	if pc.staleLocked(c.deadline) { // see peer_alive.go
+		pc.mu.Unlock()
+		return errPeerClosed
+	}
 	select {
 	case pc.pending <- c:
 	default:
 		pc.mu.Unlock()
 		return errors.New("too many batches in flight")
 	}
+	pc.lastSent = c.deadline
 	if len(pc.out) == 0 {
 		pc.outDL = c.deadline
 	}

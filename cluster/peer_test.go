@@ -75,6 +75,9 @@ func (fp *fakePeer) handle(conn redcon.Conn, cmd redcon.Command) {
 		conn.WriteString("SLOW")
 	case name == "NESTED":
 		conn.WriteRaw([]byte("*2\r\n%1\r\n+a\r\n:1\r\n$-1\r\n"))
+	case name == "BYE":
+		conn.WriteString("OK")
+		_ = conn.Close() // after the reply, as a process that exits closes its sockets
 	}
 }
 
@@ -255,3 +258,19 @@ func TestPeersSendFailures(t *testing.T) {
 }
 
 const deadlineForTest = 20 * time.Second
+
+// TestPeersIdleConnectionClosedByPeer: a batch for a connection the peer
+// closed while it was idle (its process died, and a supervisor restarted
+// it) goes on a new connection instead of failing on the old one.
+func TestPeersIdleConnectionClosedByPeer(t *testing.T) {
+	secret := []byte("k")
+	fp := startFakePeer(t, secret)
+	p := NewPeers(PeersConfig{Name: "a", Secret: secret, Conns: 1})
+	defer p.Close()
+	_, err := p.Forward(context.Background(), fp.addr, [][][]byte{{[]byte("BYE")}})
+	require.NoError(t, err)
+	time.Sleep(3 * idleCheck) // the scenario: the connection is idle, and closed by the peer
+	reps, err := p.Forward(context.Background(), fp.addr, echoBatch("after", 2))
+	require.NoError(t, err, "the batch goes on a new connection")
+	assert.Len(t, reps, 2)
+}
