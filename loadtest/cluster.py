@@ -217,6 +217,7 @@ def throughput():
     single = start(["--port", str(sport)])
     wait_until(lambda: resp_cmd(sport, "PING") == "PONG")
     cprocs = [p for p, _ in nodes]
+    everyone = cprocs + [single]  # every process to stop at the end
     # (client, system): (processes whose CPU counts, port the client dials, mode)
     systems = {
         (RLLOAD_ROWS, "single"): ([single], sport, "plain"),
@@ -231,7 +232,7 @@ def throughput():
     if os.environ.get("BEFORE"):
         before = start_cluster(3, binary=os.environ["BEFORE"])
         bprocs = [p for p, _ in before]
-        cprocs += bprocs
+        everyone += bprocs  # not cprocs: the rows of this build count only its own nodes' CPU
         systems[(RLLOAD_ROWS, "forwarded before")] = (bprocs, before[0][1], "plain")
         systems[(RLLOAD_ROWS, "aware before")] = (bprocs, before[0][1], "aware")
         if (RB_ROWS, "single") in systems:
@@ -264,7 +265,7 @@ def throughput():
                     print(f"r{rnd} -P {depth} {row[0]} {row[1]}: {rate / 1e3:.1f}k/s, server CPU {us:.2f} µs/req"
                           f" ({per_node} by node), {errors} errors{first}", file=sys.stderr, flush=True)
     finally:
-        stop(cprocs + [single])
+        stop(everyone)
     return depths, list(systems), res
 
 
