@@ -12,12 +12,12 @@ import (
 // peer that closes it while idle (its process died, and a supervisor
 // restarted it) is not noticed until the next batch, which went out on it
 // and failed. Reading the socket while idle would notice at once, but
-// costs every batch a wait on the socket instead of on the queue (about
-// 4% of a forwarding node's CPU, measured), and so did counting the
-// batches in flight with atomics. So a batch queued on a connection that
-// has taken none for idleCheck first looks, without waiting, whether the
-// peer has closed it; if so, the batch goes on a new connection. Under
-// load no batch pays the look; after a pause one batch pays one syscall.
+// would make every batch's reader wait on the socket, with its locks and
+// deadlines, rather than on the queue. So a batch queued on a connection
+// that has taken none for idleCheck first looks, without waiting, whether
+// the peer has closed it; if so, the batch goes on a new connection.
+// Under load no batch pays the look; after a pause one batch pays one
+// syscall.
 
 // idleCheck is how long a connection must have carried nothing before a
 // batch checks that the peer has not closed it.
