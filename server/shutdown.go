@@ -15,7 +15,8 @@ const (
 )
 
 // Shutdown stops the server gracefully. A cluster node first leaves the
-// cluster (ClusterConfig.Leave). New clients are then refused. Each connected client has every request the server has read answered,
+// cluster (ClusterConfig.Leave). New clients are then refused. Each
+// connected client has every request the server has read answered,
 // and those already in its socket, then is closed between two requests,
 // without waiting for more: a client under steady load never pauses. Once
 // none is left, the sweep stops, a snapshot is taken if Config.Durability
