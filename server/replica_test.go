@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/shard"
@@ -99,19 +100,26 @@ func TestReplicaCopyEqualsPrimary(t *testing.T) {
 	}, deadline, 5*time.Millisecond, "the delete reached the copy as a tombstone")
 }
 
+// decideKeys decides n keys named prefix and a number once each, through
+// rdb, and returns them.
+func decideKeys(t *testing.T, rdb *redis.Client, prefix string, n int) []string {
+	t.Helper()
+	var keys []string
+	for k := range n {
+		key := fmt.Sprint(prefix, k)
+		keys = append(keys, key)
+		require.NoError(t, rdb.Do(context.Background(), "RL.SLIDE", key, 100, 3600).Err())
+	}
+	return keys
+}
+
 // TestReplicaReseedsNewBackup: a node that joins becomes the backup of
 // some slots, and the owners seed it with a full sync of their keys there.
 func TestReplicaReseedsNewBackup(t *testing.T) {
 	o := clusterOpts{secret: []byte("k"), replicas: true}
 	nodes := startTestCluster(t, 3, o)
-	ctx := context.Background()
 	rdb := newClient(t, nodes[0].addr, 2)
-	var keys []string
-	for k := range 300 {
-		key := fmt.Sprint("seed:", k)
-		keys = append(keys, key)
-		require.NoError(t, rdb.Do(ctx, "RL.SLIDE", key, 100, 3600).Err())
-	}
+	keys := decideKeys(t, rdb, "seed:", 300)
 	joiner := startTestNode(t, "node3", []string{nodes[0].ml.GossipAddr()}, o)
 	nodes = append(nodes, joiner)
 	waitOwners(t, nodes, 4)
@@ -310,14 +318,8 @@ func (noShipping) Forward(context.Context, string, [][][]byte) ([][]byte, error)
 func TestReplicaHandoffKeepsCopy(t *testing.T) {
 	o := clusterOpts{secret: []byte("k"), replicas: true}
 	nodes := startTestCluster(t, 2, o)
-	ctx := context.Background()
 	rdb := newClient(t, nodes[0].addr, 2)
-	var keys []string
-	for k := range 200 {
-		key := fmt.Sprint("kept:", k)
-		keys = append(keys, key)
-		require.NoError(t, rdb.Do(ctx, "RL.SLIDE", key, 100, 3600).Err())
-	}
+	keys := decideKeys(t, rdb, "kept:", 200)
 	jo := o
 	jo.wrapShip = func(f cluster.Forwarder) cluster.Forwarder { return noShipping{f} }
 	joiner := startTestNode(t, "node2", []string{nodes[0].ml.GossipAddr()}, jo)

@@ -65,7 +65,12 @@ func info(ctx context.Context, t *testing.T, c *redis.Client) map[string]string 
 
 // persistenceInfo reads INFO persistence into a map.
 func persistenceInfo(ctx context.Context, c *redis.Client) (map[string]string, error) {
-	s, err := c.Info(ctx, "persistence").Result()
+	return infoSection(ctx, c, "persistence")
+}
+
+// infoSection reads one section of INFO into a map.
+func infoSection(ctx context.Context, c *redis.Client, section string) (map[string]string, error) {
+	s, err := c.Info(ctx, section).Result()
 	f := map[string]string{}
 	for _, line := range strings.Split(s, "\r\n") {
 		if k, v, ok := strings.Cut(line, ":"); ok {

@@ -233,16 +233,14 @@ func stablePort(t *testing.T) string {
 // hold every change made before.
 func waitShipped(t *testing.T, n int, ps ...*clusterProc) {
 	t.Helper()
-	copies := regexp.MustCompile(`rl_copies:(\d+)`)
-	received := regexp.MustCompile(`rl_copies_received_bytes:(\d+)`)
 	bytes, quiet := -1, time.Now() // the condition's own: testify runs one at a time
 	require.Eventually(t, func() bool {
 		c, b := 0, 0
 		for _, p := range ps {
-			info, err := newClient(t, p.addr).Info(context.Background(), "replication").Result()
+			f, err := infoSection(context.Background(), newClient(t, p.addr), "replication")
 			require.NoError(t, err)
-			c += infoNumber(t, copies, info)
-			b += infoNumber(t, received, info)
+			c += atoi(t, f["rl_copies"])
+			b += atoi(t, f["rl_copies_received_bytes"])
 		}
 		if b != bytes {
 			bytes, quiet = b, time.Now()
@@ -251,12 +249,10 @@ func waitShipped(t *testing.T, n int, ps ...*clusterProc) {
 	}, deadline, 10*time.Millisecond, "one copy of each of %d keys, and no shipment for three intervals", n)
 }
 
-// infoNumber returns the number re's one group finds in info.
-func infoNumber(t *testing.T, re *regexp.Regexp, info string) int {
+// atoi is strconv.Atoi that fails the test on a field INFO lacks.
+func atoi(t *testing.T, s string) int {
 	t.Helper()
-	m := re.FindStringSubmatch(info)
-	require.NotNil(t, m, "INFO has %v", re)
-	v, err := strconv.Atoi(m[1])
-	require.NoError(t, err)
+	v, err := strconv.Atoi(s)
+	require.NoError(t, err, "an INFO field")
 	return v
 }
