@@ -116,7 +116,9 @@ func (s *Server) clientList() []*client {
 	s.mu.Lock()
 	list := make([]*client, 0, len(s.clients))
 	for _, o := range s.clients {
-		list = append(list, o)
+		if !o.g.isClosed() { // killed: gone for CLIENT LIST and KILL at once, as in Redis, though its goroutine may not have ended
+			list = append(list, o)
+		}
 	}
 	s.mu.Unlock()
 	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })

@@ -134,6 +134,12 @@ func (g *guardConn) drain(end time.Time) {
 	}
 }
 
+func (g *guardConn) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
 func (g *guardConn) isDraining() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -141,7 +147,11 @@ func (g *guardConn) isDraining() bool {
 }
 
 // Close closes the connection once; its own goroutine, CLIENT KILL and a
-// forced stop may all call it, from any goroutine.
+// forced stop may all call it, from any goroutine, and it never waits. The
+// socket's reads and writes end at once, but closing the socket itself
+// waits until its goroutine leaves rawReader.stay, which may be running
+// the very command that called Close: so that happens on a goroutine of
+// its own.
 func (g *guardConn) Close() error {
 	g.mu.Lock()
 	closed := g.closed
@@ -151,7 +161,8 @@ func (g *guardConn) Close() error {
 		return nil
 	}
 	close(g.done)
-	return g.Conn.Close()
+	go func() { _ = g.Conn.Close() }()
+	return nil
 }
 
 // readNowFallback is readNow for connections without a file descriptor:

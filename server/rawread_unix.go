@@ -14,8 +14,10 @@ import (
 // non-blocking socket, waiting for bytes through the runtime's poller as
 // net.Conn.Read does, for the reason rawWriter writes that way: a read
 // does not mark its P as in a syscall, so a read the host holds up does
-// not have its P handed to another thread. Each batch takes two reads,
-// the one that finds its requests and the one that finds nothing more.
+// not have its P handed to another thread. A read (read) first reads,
+// and waits only if it found nothing: the poller forgets, as each wait
+// begins, what it reported before. Between batches a connection waits in
+// stay instead, which needs no read that finds nothing.
 type rawReader struct {
 	rc  syscall.RawConn
 	buf []byte
@@ -72,4 +74,57 @@ func (r *rawReader) try(fd uintptr) bool {
 			return true
 		}
 	}
+}
+
+// stayer is what stay reads for: the connection's batches (batcher).
+type stayer interface {
+	room() []byte   // where the next read goes; never empty
+	got(n int) bool // runs the n bytes read into room; false: stay returns
+	wait() bool     // the socket holds nothing more; false: stay returns instead of waiting
+}
+
+// stay reads the connection's requests and hands each read to st, for as
+// long as st goes on, inside one wait for the socket. That saves read's
+// second read, the one that finds nothing, on every batch: a read that
+// returns less than room had space for emptied the socket, and bytes that
+// arrive after it wake the wait, since the runtime's poller reports each
+// arrival and only a new wait (read's) forgets what it reported before.
+// The cost is that the socket is held, and closing it waits, while st
+// runs: guardConn.Close closes it without waiting.
+//
+// stay returns nil once st has asked it to; otherwise why it ended: the
+// client closed its side (io.EOF), a read failed, or the wait did (the
+// socket was closed, or its read deadline passed).
+func (r *rawReader) stay(st stayer) error {
+	var err error
+	werr := r.rc.Read(func(fd uintptr) bool {
+		for {
+			p := st.room()
+			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			switch e {
+			case 0:
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return !st.wait()
+			default:
+				err = os.NewSyscallError("read", e)
+				return true
+			}
+			if n == 0 {
+				err = io.EOF
+				return true
+			}
+			if !st.got(int(n)) {
+				return true
+			}
+			if int(n) < len(p) {
+				return !st.wait()
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return werr
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net"
+	"os"
 	"time"
 )
 
@@ -33,39 +34,64 @@ func (s *Server) serveConn(g *guardConn) {
 // read brought in: each runs in order, its reply appended to the batch's;
 // then the batch is committed (see commitBatch) and its replies go out in
 // one write, which waits while the client's socket is full, so a client
-// that does not read its replies stops being read.
+// that does not read its replies stops being read. Between batches a
+// socket's connection stays in one wait for its reads (see stay), and
+// comes back here for what that wait leaves to fill: a drain, a deadline.
 func (s *Server) loop(c *client, rc *respConn) error {
+	b := &batcher{s: s, c: c, rc: rc}
+	for {
+		if err := rc.fill(); err != nil {
+			return err
+		}
+		if b.run(); b.done {
+			return b.err
+		}
+		if rc.g.raw == nil {
+			continue
+		}
+		err := rc.g.raw.stay(b)
+		switch {
+		case b.done:
+			return b.err
+		case err != nil && !errors.Is(err, os.ErrDeadlineExceeded): // a deadline is a drain's: fill's to handle
+			return err
+		}
+	}
+}
+
+// batch runs every whole request the buffer holds, then ends the batch.
+// done says the connection ends, with err as the reason (nil: it closed
+// cleanly); a partial request is left for the next read.
+func (s *Server) batch(c *client, rc *respConn) (done bool, err error) {
+	rc.p.preAuth = !c.authed // before prefetchBatch parses ahead
+	s.readAt(c)
+	s.prefetchBatch(c)
 	for {
 		rc.p.preAuth = !c.authed
 		args, err := rc.command()
 		switch {
 		case err != nil:
-			return s.refuse(c, rc, err)
+			return true, s.refuse(c, rc, err)
 		case args == nil:
 			c.mark = 0 // the wait for the next batch is no command's time
 			if err := s.endBatch(c, rc); err != nil {
-				return err
+				return true, err
 			}
-			if err := rc.fill(); err != nil {
-				return err
-			}
-			s.readAt(c)
-			s.prefetchBatch(c)
-			continue
+			return false, nil
 		}
 		s.handle(c, args)
 		s.prefetchNext(c)
 		switch {
 		case rc.over:
-			return errOutputLimit
+			return true, errOutputLimit
 		case rc.closing:
 			rc.dropPipeline()
 			if err := s.endBatch(c, rc); err != nil {
-				return err
+				return true, err
 			}
 			rc.waitBox(0, 0) // the replies a Later still owes go out before the close
 			rc.waitWrites()
-			return nil
+			return true, nil
 		}
 	}
 }

@@ -1,0 +1,106 @@
+//go:build unix
+
+package server
+
+import (
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// echoStayer answers each read by sending the client what it read, and
+// counts the reads stay made (each asks for room first).
+type echoStayer struct {
+	t     *testing.T
+	conn  net.Conn
+	buf   []byte
+	reads int
+	stop  string     // got returns false once it reads this
+	close *guardConn // closed by got, as a command that closes its own connection does
+	waits int
+}
+
+func (e *echoStayer) room() []byte { e.reads++; return e.buf }
+
+func (e *echoStayer) got(n int) bool {
+	_, err := e.conn.Write(e.buf[:n])
+	require.NoError(e.t, err)
+	if e.close != nil {
+		_ = e.close.Close()
+	}
+	return string(e.buf[:n]) != e.stop
+}
+
+func (e *echoStayer) wait() bool { e.waits++; return true }
+
+// TestStayReadsOncePerRequest checks that stay, between one request and
+// the next, waits for the socket without a read that finds nothing: a
+// client that sends each request once it has the last reply costs one
+// read a request, not two. A few more reads are allowed, for readiness the
+// poller reports late for bytes a read already took.
+func TestStayReadsOncePerRequest(t *testing.T) {
+	server, client := tcpPair(t)
+	r := newRawReader(server)
+	e := &echoStayer{t: t, conn: server, buf: make([]byte, 64), stop: "stop"}
+	done := make(chan error, 1)
+	go func() { done <- r.stay(e) }()
+
+	const requests = 200
+	reply := make([]byte, 64)
+	for i := 0; i < requests; i++ {
+		_, err := client.Write([]byte("ping"))
+		require.NoError(t, err)
+		_, err = io.ReadFull(client, reply[:4])
+		require.NoError(t, err)
+	}
+	_, err := client.Write([]byte("stop"))
+	require.NoError(t, err)
+	require.NoError(t, <-done, "got's false ends stay without an error")
+	assert.LessOrEqual(t, e.reads, requests+1+requests/10, "reads for %d requests", requests)
+	assert.GreaterOrEqual(t, e.waits, requests/2)
+}
+
+// TestStayReadsAFullBufferAgain checks that a read that filled room is
+// followed by another at once: bytes already in the socket raise no new
+// readiness to wait for.
+func TestStayReadsAFullBufferAgain(t *testing.T) {
+	server, client := tcpPair(t)
+	r := newRawReader(server)
+	e := &echoStayer{t: t, conn: server, buf: make([]byte, 4), stop: "stop"}
+	_, err := client.Write([]byte("abcdefghstop")) // three full reads, the last of which stops
+	require.NoError(t, err)
+	require.NoError(t, r.stay(e))
+	assert.Equal(t, 3, e.reads)
+	got := make([]byte, 12)
+	_, err = io.ReadFull(client, got)
+	require.NoError(t, err)
+	assert.Equal(t, "abcdefghstop", string(got))
+}
+
+// TestStayEnds checks each way stay ends besides got's false: the client's
+// close (io.EOF), the read deadline a drain sets, and a close of the socket
+// by a command stay runs.
+func TestStayEnds(t *testing.T) {
+	server, client := tcpPair(t)
+	e := &echoStayer{t: t, conn: server, buf: make([]byte, 64)}
+	require.NoError(t, client.Close())
+	assert.ErrorIs(t, newRawReader(server).stay(e), io.EOF)
+
+	server, _ = tcpPair(t)
+	e = &echoStayer{t: t, conn: server, buf: make([]byte, 64)}
+	require.NoError(t, server.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+	assert.ErrorIs(t, newRawReader(server).stay(e), os.ErrDeadlineExceeded)
+
+	server, client = tcpPair(t)
+	e = &echoStayer{t: t, conn: server, buf: make([]byte, 64)}
+	e.close = &guardConn{Conn: server, done: make(chan struct{})}
+	_, err := client.Write([]byte("quit"))
+	require.NoError(t, err)
+	assert.ErrorIs(t, newRawReader(server).stay(e), net.ErrClosed,
+		"a close from inside stay does not wait for stay, and ends it")
+}
