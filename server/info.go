@@ -79,6 +79,7 @@ func (s *Server) infoServer() []pair {
 		{"os", runtime.GOOS + " " + runtime.GOARCH},
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},
 		{"go_version", runtime.Version()},
+		{"server_threads", runtime.GOMAXPROCS(0)}, // rlstore --server-threads
 		{"process_id", os.Getpid()},
 		{"tcp_port", port},
 		{"uptime_in_seconds", int64(up / time.Second)},

@@ -48,6 +48,7 @@ type config struct {
 	LogLevel        string
 	ShutdownTimeout time.Duration
 	PprofAddr       string // host:port serving /debug/pprof/; "": off
+	ServerThreads   threadsSetting
 	MetricsAddr     string // host:port serving /metrics, /healthz, /readyz and /debug/pprof/; "": off
 	SlowlogSlower   int64  // microseconds, as redis-server's slowlog-log-slower-than; -1: off, 0: every command
 	SlowlogMaxLen   int64
@@ -93,6 +94,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Var(newOneOf(&c.LogFormat, "text", "text", "json"), "log-format", "`text|json`: format of the logs written to standard error")
 	fs.Var(newOneOf(&c.LogLevel, "info", "debug", "info", "warn", "error"), "log-level", "`debug|info|warn|error`: the least severe level logged")
 	fs.Var(newSeconds(&c.ShutdownTimeout, server.DefaultShutdownTimeout), "shutdown-timeout", "`duration` that SIGTERM, SIGINT or SHUTDOWN waits for clients to drain before closing them (10 seconds, or 500ms, 1m)")
+	fs.Var(&c.ServerThreads, "server-threads", "`all|auto|number`: how many threads run the server's code at once (Go's GOMAXPROCS). all: every core the process may use, for the most throughput; auto: the cores other processes leave free, measured every second, for less CPU per request on a shared host; a GOMAXPROCS in the environment wins over all and auto")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "`host:port` serving Go's CPU, heap and goroutine profiles at /debug/pprof/ (use a loopback address, e.g. 127.0.0.1:6060); empty: off")
 	c.Cluster.define(fs)
 	c.Replicas.define(fs)

@@ -54,6 +54,9 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		return err
 	}
 	logStart(cfg, log)
+	ctx, stopThreads := context.WithCancel(context.Background())
+	defer stopThreads()
+	startThreads(ctx, cfg.ServerThreads, os.LookupEnv, log)
 	if cfg.PprofAddr != "" {
 		stop, err := startPprof(cfg.PprofAddr, log)
 		if err != nil {
