@@ -27,7 +27,8 @@ func (b *batcher) got(n int) bool {
 	return !b.done
 }
 
-// wait reports whether stay may wait for the client's next bytes: not
-// while the server drains and the connection stands between requests,
-// which loop's read handles (see guardConn.read1).
-func (b *batcher) wait() bool { return !b.rc.g.prepareRead(b.rc.idle()) }
+// next reports whether stay may go on reading: not while the server
+// drains and the connection stands between requests, which loop's read
+// handles (see guardConn.read1), even for a client whose requests always
+// fill the buffer.
+func (b *batcher) next() bool { return !b.rc.g.prepareRead(b.rc.idle()) }

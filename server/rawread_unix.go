@@ -80,7 +80,7 @@ func (r *rawReader) try(fd uintptr) bool {
 type stayer interface {
 	room() []byte   // where the next read goes; never empty
 	got(n int) bool // runs the n bytes read into room; false: stay returns
-	wait() bool     // the socket holds nothing more; false: stay returns instead of waiting
+	next() bool     // before each further read or wait; false: stay returns instead
 }
 
 // stay reads the connection's requests and hands each read to st, for as
@@ -106,7 +106,7 @@ func (r *rawReader) stay(st stayer) error {
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
-				return !st.wait()
+				return !st.next()
 			default:
 				err = os.NewSyscallError("read", e)
 				return true
@@ -115,11 +115,11 @@ func (r *rawReader) stay(st stayer) error {
 				err = io.EOF
 				return true
 			}
-			if !st.got(int(n)) {
+			if !st.got(int(n)) || !st.next() {
 				return true
 			}
 			if int(n) < len(p) {
-				return !st.wait()
+				return false // wait
 			}
 		}
 	})

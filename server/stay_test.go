@@ -22,7 +22,8 @@ type echoStayer struct {
 	reads int
 	stop  string     // got returns false once it reads this
 	close *guardConn // closed by got, as a command that closes its own connection does
-	waits int
+	nexts int
+	leave bool // next says stop: a drain began
 }
 
 func (e *echoStayer) room() []byte { e.reads++; return e.buf }
@@ -36,7 +37,7 @@ func (e *echoStayer) got(n int) bool {
 	return string(e.buf[:n]) != e.stop
 }
 
-func (e *echoStayer) wait() bool { e.waits++; return true }
+func (e *echoStayer) next() bool { e.nexts++; return !e.leave }
 
 // TestStayReadsOncePerRequest checks that stay, between one request and
 // the next, waits for the socket without a read that finds nothing: a
@@ -62,7 +63,7 @@ func TestStayReadsOncePerRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, <-done, "got's false ends stay without an error")
 	assert.LessOrEqual(t, e.reads, requests+1+requests/10, "reads for %d requests", requests)
-	assert.GreaterOrEqual(t, e.waits, requests/2)
+	assert.GreaterOrEqual(t, e.nexts, requests)
 }
 
 // TestStayReadsAFullBufferAgain checks that a read that filled room is
@@ -80,6 +81,18 @@ func TestStayReadsAFullBufferAgain(t *testing.T) {
 	_, err = io.ReadFull(client, got)
 	require.NoError(t, err)
 	assert.Equal(t, "abcdefghstop", string(got))
+}
+
+// TestStayLeavesForADrain checks that stay asks before every further read,
+// even after one that filled room, so that a drain ends a connection whose
+// client keeps the socket full.
+func TestStayLeavesForADrain(t *testing.T) {
+	server, client := tcpPair(t)
+	e := &echoStayer{t: t, conn: server, buf: make([]byte, 4), leave: true}
+	_, err := client.Write([]byte("abcdefgh"))
+	require.NoError(t, err)
+	require.NoError(t, newRawReader(server).stay(e))
+	assert.Equal(t, 1, e.reads)
 }
 
 // TestStayEnds checks each way stay ends besides got's false: the client's
