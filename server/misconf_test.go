@@ -49,7 +49,10 @@ func TestMisconfWhileLogFails(t *testing.T) {
 	fsys, st, _, addr := startFaulty(t, persistence.FsyncEverysec)
 	ctx := ctxT(t)
 	c := newClient(t, addr, 2)
+	empty := st.Stats().LogBytes
 	require.NoError(t, c.Do(ctx, "RL.SLIDE", "full", 1, 60).Err())
+	require.Eventually(t, func() bool { return st.Stats().LogBytes > empty }, deadline, time.Millisecond,
+		"full's change is written before the disk fills, or its write would fail first")
 
 	fsys.Inject(fullDisk)
 	require.NoError(t, c.Do(ctx, "RL.SLIDE", "k", 5, 60).Err()) // a change for the log to fail on
