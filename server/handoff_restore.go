@@ -94,8 +94,8 @@ const (
 	pullRetry = 100 * time.Millisecond
 )
 
-// backedUpFor returns, of slots, those from owns and this node backs up,
-// with no handoff moving them, and from's node.
+// backedUpFor returns, of slots, those that node from owns and this node
+// backs up, with no handoff moving them, and from's node.
 func (s *Server) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	cn := s.cl
 	cn.switchMu.Lock()
