@@ -20,6 +20,8 @@
 #   go build -o /tmp/rlstore ./cmd/rlstore && go build -o /tmp/rlload ./loadtest/cmd/rlload
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/replicas.py
 # Optional: ROUNDS (3), DUR (3s), DEPTHS (16), KEYS (1000,100000), RLARGS (flags for every rlstore),
+# LIMIT (100: each key's RL.SLIDE limit per 60 s; a denied decision changes no key and ships
+# nothing, so LIMIT=1000000000, where every decision is allowed, measures the most shipping),
 # RB (1; 0: no redis-benchmark rows), RBN (1000000: requests per redis-benchmark run),
 # RLLOAD_ROWS (1; 0: only the redis-benchmark rows).
 import os, re, shutil, sys
@@ -28,11 +30,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster as cl  # noqa: E402  (the helpers of loadtest/cluster.py)
 
 
+LIMIT = os.environ.get("LIMIT", "100")
+
+
 def run_load(port, depth, dur, aware, keys):
     cmd = [cl.RLLOAD, "run", "--addr", f"127.0.0.1:{port}", "-t", "rl.slide", "-P", str(depth), "-c", "50",
-           "-r", str(keys), "--limit", "100", "--duration", dur, "-q", "--json"]
+           "-r", str(keys), "--limit", LIMIT, "--duration", dur, "-q", "--json"]
     if aware:
         cmd.append("--cluster")
+    elif keys == 1:
+        cmd += ["--prefix", remote_prefix(port)]
     out = cl.subprocess.run(cmd, capture_output=True, text=True)
     try:
         return cl.json.loads(out.stdout)
@@ -41,12 +48,32 @@ def run_load(port, depth, dur, aware, keys):
         return None
 
 
+def remote_prefix(port):
+    """A fresh key prefix whose one key (the prefix and "0") the node at port
+    does not own, so that forwarding one key forwards every request: rlload's
+    own fresh prefix would make that key local in a third of the runs."""
+    mine = cl.slot_map(port).get(f"127.0.0.1:{port}", [])
+
+    def owns(slot):
+        for r in mine:
+            lo, _, hi = r.partition("-")
+            if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
+                return True
+        return False
+
+    for _ in range(1000):
+        prefix = f"one:{os.urandom(4).hex()}:"
+        if not owns(int(cl.resp_cmd(port, "CLUSTER", "KEYSLOT", prefix + "0"))):
+            return prefix
+    raise RuntimeError("no key owned by another node")
+
+
 def run_rb(port, depth, keys):
     """redis-benchmark --cluster against the cluster of port, -c 50; returns
     (decisions/s, requests) or None."""
     n = int(os.environ.get("RBN", "1000000"))
     cmd = ["redis-benchmark", "--cluster", "-p", str(port), "-c", "50", "-P", str(depth), "-n", str(n),
-           "-r", str(keys), "-q", "RL.SLIDE", "k:{tag}:__rand_int__", "100", "60"]
+           "-r", str(keys), "-q", "RL.SLIDE", "k:{tag}:__rand_int__", LIMIT, "60"]
     out = cl.subprocess.run(cmd, capture_output=True, text=True)
     text = (out.stdout + out.stderr).replace("\r", "\n")
     rates = re.findall(r"([\d.]+) requests per second", text)
@@ -90,8 +117,9 @@ def main():
     print("## Replicas\n")
     print("Produced by `python3 loadtest/replicas.py`: two 3-node clusters on loopback, one with `--replicas 1`")
     print("(the default: every changed key ships to its slot's runner-up each 100 ms) and one with `--replicas 0`,")
-    print("driven alternately in one run by `rlload run -t rl.slide -c 50 -r KEYS` (forwarded: all on node 1;")
-    print("aware: --cluster) and by `redis-benchmark --cluster -c 50 -P 16 -r KEYS RL.SLIDE 'k:{tag}:__rand_int__' 100 60`")
+    print(f"driven alternately in one run by `rlload run -t rl.slide -c 50 -r KEYS --limit {LIMIT}` (forwarded: all on node 1,")
+    print("and for one key a key node 1 does not own; aware: --cluster) and by")
+    print(f"`redis-benchmark --cluster -c 50 -P 16 -r KEYS RL.SLIDE 'k:{{tag}}:__rand_int__' {LIMIT} 60`")
     print("(keys per node), every rlstore its own process, sharing the machine's two cores with each other and the client.")
     print(f"Load at start: {open('/proc/loadavg').read().split()[0]}.\n")
     modes = []
