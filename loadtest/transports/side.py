@@ -10,20 +10,10 @@
 #   go build -o /tmp/rlstore ./cmd/rlstore && go build -o /tmp/rlload ./loadtest/cmd/rlload
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload GNETPING=/tmp/gnetping NETPING=/tmp/netping python3 loadtest/transports/side.py
 # Optional: ROUNDS (3), DUR (3s), DEPTHS (1,16).
-import json, os, socket, subprocess, time
+import json, os, subprocess, sys, time
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def cpu(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / 100.0
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cluster import cpu, free_port  # noqa: E402  (the helpers of loadtest/cluster.py)
 
 
 def main():
