@@ -14,7 +14,10 @@
 #                  connection per node, and sends each node pipelines of -P
 #                  keys it owns; redis-benchmark --cluster likewise;
 #   aware, split - rlload --cluster --cluster-split: each pipeline of -P keys
-#                  is split per node (go-redis ClusterClient's way).
+#                  is split per node (go-redis ClusterClient's way);
+#   by node      - three rlload processes, each with keys of one hash tag a
+#                  node owns, sent to that node (or all to the single node):
+#                  the cluster's nodes without a routing client's own work.
 # Server CPU per request is the utime+stime of every rlstore process of the
 # system (/proc/<pid>/stat) over the run, divided by the requests served.
 #
@@ -26,6 +29,7 @@
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/cluster.py
 # Optional: TITLE (the section's heading, "Cluster"), ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
 # 0: none), THROUGHPUT (1; 0: skip), RB (1; 0: no redis-benchmark rows),
+# BYNODE (1; 0: no "rlload ×3, by node" rows),
 # RBN (500000: requests per redis-benchmark run at -P 16, in proportion at
 # other depths), RLARGS (flags for every rlstore),
 # CLUSTERARGS (flags for the cluster's nodes only, e.g. --replicas 0; for
@@ -161,6 +165,7 @@ def cpu(pid):
 # "× single" compares it with the same client against one node alone.
 RLLOAD_ROWS = "rlload"
 RB_ROWS = "redis-benchmark"
+BYNODE_ROWS = "rlload ×3, by node"
 
 
 def run_load(port, depth, dur, mode):
@@ -181,6 +186,43 @@ def run_load(port, depth, dur, mode):
         print("cluster.py: rlload failed:", out.stderr[:300], file=sys.stderr)
         return None
     return j["throughput"], j["requests"], j["errors"], j.get("first_error", ""), j.get("client_cpu_ns", 0) / 1e9
+
+
+def tags_by_node(nodes):
+    """A hash tag for each node of the cluster that the node owns: keys
+    "{tag}..." all go to it."""
+    ranges = slot_map(nodes[0][1])
+    out = []
+    for _, port in nodes:
+        own = [tuple(int(x) for x in r.split("-")) if "-" in r else (int(r), int(r))
+               for r in ranges[f"127.0.0.1:{port}"]]
+        for i in range(10000):
+            slot = int(resp_cmd(port, "CLUSTER", "KEYSLOT", f"{{t{i}}}"))
+            if any(a <= slot <= b for a, b in own):
+                out.append(f"t{i}")
+                break
+    return out
+
+
+def run_bynode(ports, tags, depth, dur):
+    """Three rlload processes at once, the i-th sending keys "{tags[i]}..."
+    to ports[i] (-c 17, 33,333 keys each, a fresh prefix per run): clients
+    that each own a part of the keys and know its node. Returns what
+    run_load returns, summed."""
+    fresh = os.urandom(3).hex()
+    procs = [subprocess.Popen([RLLOAD, "run", "--addr", f"127.0.0.1:{port}", "-t", "rl.slide", "-P", str(depth),
+                               "-c", "17", "-r", "33333", "--prefix", f"{{{tag}}}{fresh}:", "--limit", "100",
+                               "--duration", dur, "-q", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for port, tag in zip(ports, tags)]
+    outs = [p.communicate() for p in procs]
+    try:
+        js = [json.loads(o) for o, _ in outs]
+    except ValueError:
+        print("cluster.py: rlload failed:", " ".join(e[:200] for _, e in outs), file=sys.stderr)
+        return None
+    first = next((j.get("first_error", "") for j in js if j["errors"]), "")
+    return (sum(j["throughput"] for j in js), sum(j["requests"] for j in js), sum(j["errors"] for j in js), first,
+            sum(j.get("client_cpu_ns", 0) for j in js) / 1e9)
 
 
 def run_rb(port, depth, mode):
@@ -225,6 +267,10 @@ def throughput():
         (RLLOAD_ROWS, "aware"): (cprocs, nodes[0][1], "aware"),
         (RLLOAD_ROWS, "aware, split"): (cprocs, nodes[0][1], "split"),
     }
+    if os.environ.get("BYNODE", "1") != "0":
+        tags = tags_by_node(nodes)
+        systems[(BYNODE_ROWS, "single")] = ([single], [sport] * 3, "bynode")
+        systems[(BYNODE_ROWS, "aware")] = (cprocs, [p for _, p in nodes], "bynode")
     if os.environ.get("RB", "1") != "0" and shutil.which("redis-benchmark"):
         systems[(RB_ROWS, "single")] = ([single], sport, "plain")
         systems[(RB_ROWS, "forwarded")] = (cprocs, nodes[0][1], "plain")
@@ -251,6 +297,8 @@ def throughput():
                     c0 = sum(each0)
                     if row[0] == RB_ROWS:
                         r = run_rb(port, depth, mode)
+                    elif mode == "bynode":
+                        r = run_bynode(port, tags, depth, dur)
                     else:
                         r = run_load(port, depth, dur, mode)
                     each1 = [cpu(p.pid) for p in procs]
@@ -313,7 +361,10 @@ def main():
         print("  pipeline of -P keys is split per node as go-redis `ClusterClient` splits it, about -P/3 to each node;")
         print("- `redis-benchmark -c 50 -r 100000 RL.SLIDE k:__rand_int__ 100 60` (its -n requests); aware is")
         print("  `--cluster` with the key `k:{tag}:__rand_int__`: its connections are spread over the nodes, each")
-        print("  with full pipelines of its node's keys (which share one slot per node).\n")
+        print("  with full pipelines of its node's keys (which share one slot per node);")
+        print("- rlload ×3, by node: three rlload processes at once, each `-c 17 -r 33333` with keys `{tag}...` of")
+        print("  a tag one node owns, sent to that node (aware) or all to the single node: applications that each")
+        print("  own a part of the keys, with the work of routing them left out of the client.\n")
         print("× single compares a row with the same client against the single node. Each cell is the median of")
         print("the rounds, run alternately; server CPU is that of every node of the system, per request; the")
         print("client's own CPU shares the same cores.\n")
