@@ -7,15 +7,12 @@
 #   go build -o /tmp/rlload ./loadtest/cmd/rlload
 #   BEFORE=/tmp/rl-old AFTER=/tmp/rl-new RLLOAD=/tmp/rlload python3 loadtest/cpuside.py
 # Optional: ROUNDS (2), DUR (4s), ROWS (indices, e.g. 0,1), RLARGS (rlstore flags).
-import json, os, subprocess, sys, time, socket
+import json, os, subprocess, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import cpu, free_port  # noqa: E402  (loadtest/cluster.py's; cpu reads the clock tick from sysconf)
 RLLOAD = os.environ.get("RLLOAD", "rlload")
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 def start(cmd, env=None):
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-def cpu(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / 100.0
 systems = {}
 extra = os.environ.get("RLARGS", "").split()
 for name, binp in [("before", os.environ["BEFORE"]), ("after", os.environ["AFTER"])]:
