@@ -94,6 +94,20 @@ def slot_map(port):
     return out
 
 
+def owned_ranges(port):
+    """The slot ranges, as (first, last), that the node at port owns."""
+    out = []
+    for r in slot_map(port).get(f"127.0.0.1:{port}", []):
+        lo, _, hi = r.partition("-")
+        if lo.isdigit():
+            out.append((int(lo), int(hi or lo)))
+    return out
+
+
+def in_ranges(ranges, slot):
+    return any(lo <= slot <= hi for lo, hi in ranges)
+
+
 def settled(port):
     """Whether the node at port moves no slots: a load started while the
     joins' slots move gets TRYAGAIN for those being gated."""
@@ -191,14 +205,11 @@ def run_load(port, depth, dur, mode):
 def tags_by_node(nodes):
     """A hash tag for each node of the cluster that the node owns: keys
     "{tag}..." all go to it."""
-    ranges = slot_map(nodes[0][1])
     out = []
     for _, port in nodes:
-        own = [tuple(int(x) for x in r.split("-")) if "-" in r else (int(r), int(r))
-               for r in ranges[f"127.0.0.1:{port}"]]
+        own = owned_ranges(port)
         for i in range(10000):
-            slot = int(resp_cmd(port, "CLUSTER", "KEYSLOT", f"{{t{i}}}"))
-            if any(a <= slot <= b for a, b in own):
+            if in_ranges(own, int(resp_cmd(port, "CLUSTER", "KEYSLOT", f"{{t{i}}}"))):
                 out.append(f"t{i}")
                 break
     return out

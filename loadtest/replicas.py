@@ -52,18 +52,10 @@ def remote_prefix(port):
     """A fresh key prefix whose one key (the prefix and "0") the node at port
     does not own, so that forwarding one key forwards every request: rlload's
     own fresh prefix would make that key local in a third of the runs."""
-    mine = cl.slot_map(port).get(f"127.0.0.1:{port}", [])
-
-    def owns(slot):
-        for r in mine:
-            lo, _, hi = r.partition("-")
-            if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
-                return True
-        return False
-
+    mine = cl.owned_ranges(port)
     for _ in range(1000):
         prefix = f"one:{os.urandom(4).hex()}:"
-        if not owns(int(cl.resp_cmd(port, "CLUSTER", "KEYSLOT", prefix + "0"))):
+        if not cl.in_ranges(mine, int(cl.resp_cmd(port, "CLUSTER", "KEYSLOT", prefix + "0"))):
             return prefix
     raise RuntimeError("no key owned by another node")
 
