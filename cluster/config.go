@@ -29,6 +29,10 @@ type Config struct {
 	OnChange func(View)
 	// State, if set, is carried to every node: see StateSync.
 	State StateSync
+	// Known is the known member set, as saved by an earlier run; nil
+	// starts an empty one. The membership adds every member it sees alive
+	// and removes those that leave gracefully: see Known.
+	Known *Known
 }
 
 // Timing is memberlist's failure detector and gossip pace. A dead node is

@@ -20,6 +20,7 @@ type StateSync interface {
 const (
 	msgLeaving byte = 1 // followed by the leaving node's name
 	msgState   byte = 2 // followed by StateSync bytes
+	msgKnown   byte = 3 // followed by AppendKnown's encoding of the sender's known set
 )
 
 // delegate is memberlist's hook into this package. Its methods run on
@@ -57,6 +58,10 @@ func (d delegate) NotifyMsg(b []byte) {
 	switch b[0] {
 	case msgLeaving:
 		d.m.markLeaving(string(b[1:]))
+	case msgKnown:
+		if ms, err := ParseKnown(b[1:]); err == nil {
+			d.m.cfg.Known.Merge(ms)
+		}
 	case msgState:
 		if d.m.cfg.State != nil {
 			d.m.cfg.State.Merge(append([]byte(nil), b[1:]...)) // b is memberlist's buffer

@@ -50,6 +50,9 @@ func New(cfg Config) (*Membership, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
+	if cfg.Known == nil {
+		cfg.Known = NewKnown(nil)
+	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
 		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{},
 		joined: map[string]time.Time{}}
@@ -61,6 +64,7 @@ func New(cfg Config) (*Membership, error) {
 	if m.ml, err = memberlist.Create(mc); err != nil {
 		return nil, fmt.Errorf("cluster: gossip on %s: %w", cfg.BindAddr, err)
 	}
+	cfg.Known.Add(cfg.NodeName, m.GossipAddr())
 	m.rebuild() // the view of one, before anyone asks
 	m.done.Add(2)
 	go m.rebuildLoop()
@@ -223,6 +227,9 @@ func (m *Membership) seen(n *memberlist.Node) {
 	}
 	m.nodes[n.Name] = c
 	m.mu.Unlock()
+	if m.cfg.Known.Add(n.Name, n.Address()) {
+		go m.sendKnown() // not on memberlist's goroutine: a large set goes over TCP
+	}
 	m.signal()
 }
 
@@ -254,6 +261,9 @@ func (m *Membership) departedNow(n *memberlist.Node) {
 		m.log.Warn("cluster: member declared dead", "node", n.Name)
 	} else {
 		m.log.Info("cluster: member left", "node", n.Name)
+		if m.cfg.Known.Remove(n.Name) { // a graceful leave shrinks the known set; a death does not
+			go m.sendKnown()
+		}
 	}
 	m.signal()
 }
@@ -293,12 +303,45 @@ func (m *Membership) Leaving(timeout time.Duration) error {
 	return errors.Join(errs...)
 }
 
+// Known is the known member set this membership keeps.
+func (m *Membership) Known() *Known { return m.cfg.Known }
+
+// Forget removes name from the known member set for good, as Redis's
+// CLUSTER FORGET: an operator's word that a dead member will not come
+// back, so that the quorum no longer counts it. A member seen alive again
+// returns to the set. This node cannot forget itself.
+func (m *Membership) Forget(name string) error {
+	switch {
+	case name == m.cfg.NodeName:
+		return ErrForgetSelf
+	case !m.cfg.Known.Has(name):
+		return ErrUnknownNode
+	}
+	m.cfg.Known.Remove(name)
+	m.sendKnown()
+	return nil
+}
+
+// Forget's errors; the server answers them in Redis's words.
+var (
+	ErrForgetSelf  = errors.New("cluster: a node cannot forget itself")
+	ErrUnknownNode = errors.New("cluster: no such member")
+)
+
+// sendKnown sends the known set to every other member.
+func (m *Membership) sendKnown() {
+	m.send(msgKnown, AppendKnown(nil, m.cfg.Known.All()))
+}
+
 // Broadcast sends msg, opaque to this package, to every other member's
 // StateSync.Merge. Small messages go by gossip, larger ones over TCP to
 // each member; either way push/pull carries LocalState later to those who
 // missed it.
-func (m *Membership) Broadcast(msg []byte) {
-	b := append([]byte{msgState}, msg...)
+func (m *Membership) Broadcast(msg []byte) { m.send(msgState, msg) }
+
+// send sends a message of kind to every other member, as Broadcast says.
+func (m *Membership) send(kind byte, msg []byte) {
+	b := append([]byte{kind}, msg...)
 	if len(b) <= 1000 {
 		m.bq.QueueBroadcast(broadcast(b))
 		return
@@ -327,6 +370,7 @@ func (m *Membership) rejoinLoop() {
 			if missing := m.missingSeeds(); len(missing) > 0 {
 				_, _ = m.ml.Join(missing) // failures are retried at the next tick
 			}
+			m.sendKnown() // repairs what a lost message missed
 		}
 	}
 }
