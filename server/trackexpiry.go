@@ -2,6 +2,7 @@ package server
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 )
 
@@ -9,12 +10,20 @@ import (
 // the server keeps the expiries of the keys clients read in a heap and a
 // timer set for the earliest, and invalidates each key whose state has
 // expired, as Redis does when it expires a key.
+//
+// BCAST clients read nothing the server remembers: they hear of every key
+// under their prefixes. So a key written under a broadcast prefix is
+// watched: it has one entry in the heap, at its expiry when it was first
+// written. When that entry comes due the key is looked up again; if writes
+// have pushed its expiry later, the entry moves there, else its expiry is
+// broadcast. A key written a million times a second costs one heap entry.
 
 // expiry is one entry of expiryHeap. A key read again after a change has a
 // newer entry; the older one no longer matches trackedKey.expiry and is skipped.
 type expiry struct {
-	at  int64 // unix nanoseconds
-	key string
+	at    int64 // unix nanoseconds
+	key   string
+	bcast bool // a watched key (observers.watched), not one a client read
 }
 
 type expiryHeap []expiry
@@ -58,13 +67,73 @@ func (s *Server) expireTracked() {
 	o.timerAt = 0
 	for len(o.expiries) > 0 && o.expiries[0].at <= now {
 		e := heap.Pop(&o.expiries).(expiry)
-		if tk := o.keys[e.key]; tk != nil && tk.expiry == e.at {
-			gone = append(gone, e.key)
+		switch {
+		case e.bcast:
+			if o.expiredWatchLocked(s, e.key, now) && !slices.Contains(gone, e.key) {
+				gone = append(gone, e.key)
+			}
+		case o.keys[e.key] != nil && o.keys[e.key].expiry == e.at:
+			if !slices.Contains(gone, e.key) {
+				gone = append(gone, e.key)
+			}
 		}
 	}
 	o.armLocked(s)
 	o.mu.Unlock()
 	for _, k := range gone {
 		s.invalidate(nil, []byte(k))
+	}
+}
+
+// bcastTargetsLocked appends the BCAST clients with a prefix of key.
+func (o *observers) bcastTargetsLocked(key []byte, dst []*client) []*client {
+	for _, b := range o.bcast {
+		if conf := b.trackConf.Load(); conf != nil && matchesPrefix(conf.prefixes, key) {
+			dst = append(dst, b)
+		}
+	}
+	return dst
+}
+
+// watchLocked watches key, just written under a broadcast prefix, for its
+// expiry. The store is read under o.mu (no shard lock is ever held while
+// o.mu is taken), so that a write racing the expiry's entry cannot go unwatched.
+func (o *observers) watchLocked(s *Server, key []byte) {
+	if _, ok := o.watched[string(key)]; ok {
+		return
+	}
+	_, exp, live := s.lookup(key, s.unixNano())
+	if !live {
+		return
+	}
+	if len(o.watched) >= maxTrackedKeys {
+		o.unwatchOneLocked(s)
+	}
+	o.watched[string(key)] = struct{}{}
+	heap.Push(&o.expiries, expiry{at: exp, key: string(key), bcast: true})
+	o.armLocked(s)
+}
+
+// expiredWatchLocked reports whether the watched key's state has expired,
+// and stops watching it if so; if writes have pushed its expiry later,
+// its entry moves there. With no BCAST client left it stops watching.
+func (o *observers) expiredWatchLocked(s *Server, key string, now int64) bool {
+	_, exp, live := s.lookup([]byte(key), now)
+	if live && len(o.bcast) > 0 {
+		heap.Push(&o.expiries, expiry{at: exp, key: key, bcast: true})
+		return false
+	}
+	delete(o.watched, key)
+	return !live
+}
+
+// unwatchOneLocked stops watching a key to make room, broadcasting it now:
+// an early invalidation costs a client one read, a missed one a stale cache.
+func (o *observers) unwatchOneLocked(s *Server) {
+	for k := range o.watched {
+		delete(o.watched, k)
+		targets := o.bcastTargetsLocked([]byte(k), nil)
+		go s.sendInvalidations(targets, []byte(k)) // o.mu is held: send from elsewhere
+		return
 	}
 }

@@ -27,7 +27,8 @@ type observers struct {
 	trackers map[int64]*client      // clients with tracking on
 	bcast    map[int64]*client      // of those, the ones in BCAST mode
 	monitors map[int64]*client      // clients that said MONITOR
-	expiries expiryHeap             // when tracked keys expire, earliest first
+	watched  map[string]struct{}    // BCAST mode: keys written under a broadcast prefix, each with one entry in expiries
+	expiries expiryHeap             // when tracked and watched keys expire, earliest first
 	timer    *time.Timer            // fires at the earliest expiry; nil until one is tracked
 	timerAt  int64                  // unix nanoseconds the timer is set for, 0 if none
 }
@@ -168,10 +169,10 @@ func (s *Server) invalidate(writer *client, key []byte) {
 		delete(o.keys, string(key))
 		targets = o.readersLocked(tk, targets)
 	}
-	for _, b := range o.bcast {
-		if conf := b.trackConf.Load(); conf != nil && matchesPrefix(conf.prefixes, key) {
-			targets = append(targets, b)
-		}
+	n := len(targets)
+	targets = o.bcastTargetsLocked(key, targets)
+	if len(targets) > n {
+		o.watchLocked(s, key)
 	}
 	o.mu.Unlock()
 	if writer != nil {
@@ -221,7 +222,7 @@ func matchesPrefix(prefixes [][]byte, key []byte) bool {
 func (s *Server) invalidateAll() {
 	o := &s.obs
 	o.mu.Lock()
-	o.keys = map[string]*trackedKey{}
+	o.keys, o.watched = map[string]*trackedKey{}, map[string]struct{}{}
 	o.expiries = nil
 	targets := make([]*client, 0, len(o.trackers))
 	for _, t := range o.trackers {

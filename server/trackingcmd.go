@@ -156,6 +156,7 @@ func initMaps(o *observers) {
 	if o.trackers == nil {
 		o.keys, o.trackers = map[string]*trackedKey{}, map[int64]*client{}
 		o.bcast, o.monitors = map[int64]*client{}, map[int64]*client{}
+		o.watched = map[string]struct{}{}
 	}
 }
 
