@@ -17,8 +17,11 @@ import (
 
 // run starts rlstore with the command-line args and returns the exit code:
 // 0 after a clean shutdown, 1 on any failure, 2 for bad flags. Help goes to
-// stdout; logs and errors go to stderr.
+// stdout; logs and errors go to stderr. `rlstore health ...` runs health instead.
 func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	if len(args) > 0 && args[0] == "health" {
+		return health(args[1:], lookupEnv, stdout, stderr)
+	}
 	cfg, err := loadConfig(args, lookupEnv, stdout)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
