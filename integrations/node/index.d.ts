@@ -13,7 +13,7 @@ export interface RlstoreStoreOptions {
   prefix?: string;
   /** 'slide' (default, RL.SLIDE), 'fixed', 'log' or 'token'. */
   algorithm?: 'slide' | 'fixed' | 'log' | 'token';
-  /** Needed only when express-rate-limit's limit is a function. */
+  /** Ignored (the limit is express-rate-limit's); accepted for configurations written for 0.1. */
   limit?: number;
 }
 

@@ -4,13 +4,19 @@ const { toSender, decision, available } = require('./command');
 
 const ALGORITHMS = ['slide', 'fixed', 'log', 'token'];
 
+// COUNT_CEILING is the limit sent when express-rate-limit's limit is a
+// function: the largest each command takes, so rlstore counts every hit up
+// to it (RL.LOG keeps at most 4000 entries).
+const COUNT_CEILING = { slide: 4294967295, fixed: 4294967295, log: 4000 };
+
 // RlstoreStore is an express-rate-limit 8 Store backed by rlstore: each
 // increment is one RL.SLIDE (or RL.FIXED, RL.LOG, RL.TOKEN) command, which
 // decides and counts atomically. A denied request is not counted.
 class RlstoreStore {
   // options: client (ioredis or node-redis) or sendCommand(command, ...args);
   // prefix (default 'rl:'); algorithm 'slide' (default), 'fixed', 'log' or
-  // 'token'; limit, needed only when express-rate-limit's limit is a function.
+  // 'token'. A limit option is accepted and ignored: the limit is
+  // express-rate-limit's (see init).
   constructor(options = {}) {
     this.send = toSender(options, 'client');
     this.prefix = options.prefix ?? 'rl:';
@@ -18,16 +24,24 @@ class RlstoreStore {
     if (!ALGORITHMS.includes(this.algorithm)) {
       throw new TypeError(`rlstore: algorithm must be one of ${ALGORITHMS.join(', ')}`);
     }
-    this.limitOption = options.limit;
     this.localKeys = false;
   }
 
-  // init receives express-rate-limit's options: windowMs and limit.
+  // init receives express-rate-limit's options: windowMs and limit. A
+  // numeric limit is enforced by rlstore, which counts admitted requests only.
+  // A limit function is evaluated per request after increment, so the store
+  // cannot know it: it then counts every hit, denied ones included, as
+  // rate-limit-redis does, and express-rate-limit compares the count with
+  // each request's limit.
   init(options) {
     this.windowMs = options.windowMs;
-    this.limit = this.limitOption ?? options.limit;
+    this.counting = typeof options.limit === 'function';
+    this.limit = this.counting ? COUNT_CEILING[this.algorithm] : options.limit;
+    if (this.counting && this.algorithm === 'token') {
+      throw new TypeError("rlstore: algorithm 'token' needs a numeric limit, not a function");
+    }
     if (!Number.isInteger(this.limit) || this.limit < 1) {
-      throw new TypeError('rlstore: limit must be a positive integer; when express-rate-limit\'s limit is a function, pass limit to RlstoreStore');
+      throw new TypeError(`rlstore: limit must be a positive integer or a function (got ${options.limit})`);
     }
     if (this.algorithm === 'slide' && this.windowMs % 1000 !== 0) {
       throw new TypeError(`rlstore: RL.SLIDE needs windowMs in whole seconds (got ${this.windowMs}); use algorithm 'log' or 'fixed' for milliseconds`);

@@ -81,7 +81,8 @@ test('algorithms and option checks', { skip }, async () => {
   }
   const slide = new RlstoreStore({ client: c.ioredis });
   assert.throws(() => slide.init({ windowMs: 1500, limit: 2 }), /whole seconds/);
-  assert.throws(() => slide.init({ windowMs: 1000, limit: () => 2 }), /limit must be a positive integer/);
+  assert.throws(() => slide.init({ windowMs: 1000, limit: 0 }), /limit must be a positive integer/);
+  assert.throws(() => new RlstoreStore({ client: c.ioredis, algorithm: 'token' }).init({ windowMs: 1000, limit: () => 2 }), /numeric limit/);
   assert.throws(() => new RlstoreStore({}), /pass client/);
   assert.throws(() => new RlstoreStore({ client: c.ioredis, algorithm: 'lua' }), /algorithm/);
 });
@@ -95,6 +96,34 @@ test('a store error answers 500, or passes with passOnStoreError', { skip }, asy
       const r = await fetch(app.url);
       await r.text();
       assert.equal(r.status, want);
+    } finally {
+      await app.close();
+    }
+  }
+});
+
+// Defect: with a limit function the store denied at its own limit without
+// counting, so a higher tier was never limited. It must count every hit, as
+// rate-limit-redis does, and let express-rate-limit compare with each
+// request's limit.
+test('a limit function: each tier gets its own limit, counted as rate-limit-redis counts', { skip }, async () => {
+  for (const storeOpts of [{}, { limit: 3 }]) { // { limit: 3 }: what the docs used to say
+    const store = new RlstoreStore({ client: c.ioredis, prefix: unique('erl'), ...storeOpts });
+    const app = await serve(store, {
+      limit: (req) => (req.query.tier === 'premium' ? 8 : 3),
+      keyGenerator: (req) => req.query.tier,
+    });
+    try {
+      for (const [tier, limit] of [['premium', 8], ['basic', 3]]) {
+        const got = [];
+        for (let i = 0; i < limit + 3; i++) {
+          const r = await fetch(`${app.url}?tier=${tier}`);
+          got.push(r.status);
+          await r.text();
+          if (i < limit) assert.match(r.headers.get('ratelimit'), new RegExp(`; r=${limit - 1 - i}; `), `${tier} hit ${i + 1}`);
+        }
+        assert.deepEqual(got, [...Array(limit).fill(200), 429, 429, 429], `${tier} ${JSON.stringify(storeOpts)}`);
+      }
     } finally {
       await app.close();
     }
