@@ -60,12 +60,14 @@ var ErrReply = errors.New("client: unexpected reply")
 
 // Option changes one call: Cost and Peek.
 type Option struct {
-	cost int64
-	peek bool
+	cost    int64
+	hasCost bool
+	peek    bool
 }
 
-// Cost charges n units instead of 1 (n ≥ 1).
-func Cost(n int64) Option { return Option{cost: n} }
+// Cost charges n units instead of 1. n must be at least 1: rlstore answers
+// Cost(0) with an error wrapping ErrBadArgs.
+func Cost(n int64) Option { return Option{cost: n, hasCost: true} }
 
 // Peek returns the decision the call would give but changes nothing.
 func Peek() Option { return Option{peek: true} }
@@ -105,7 +107,7 @@ func (b *args) duration(d time.Duration) {
 
 func (b *args) options(opts []Option) {
 	for _, o := range opts {
-		if o.cost != 0 {
+		if o.hasCost {
 			b.add("COST")
 			b.int(o.cost)
 		}
@@ -119,7 +121,7 @@ func (b *args) options(opts []Option) {
 func (c *Client) decide(ctx context.Context, b *args, window time.Duration) (Decision, error) {
 	v, err := c.rdb.Do(ctx, b.a[:b.n]...).Result()
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, typed(err)
 	}
 	return parseDecision(v, window)
 }
@@ -202,7 +204,7 @@ func (c *Client) Check(ctx context.Context, policy, key string, opts ...Option) 
 func (c *Client) Throttle(ctx context.Context, key string, maxBurst, count, period, quantity int64) (Decision, error) {
 	v, err := c.rdb.Do(ctx, "CL.THROTTLE", key, c.box(maxBurst), c.box(count), c.box(period), c.box(quantity)).Result()
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, typed(err)
 	}
 	return parseThrottle(v, time.Duration(period)*time.Second)
 }

@@ -151,3 +151,23 @@ func TestHeadersLegacy(t *testing.T) {
 	d.Allowed, d.Wait = true, 0
 	assert.Empty(t, d.Headers(client.HeaderOptions{}).Get("Retry-After"))
 }
+
+// TestTypedErrors: replies that come from the caller's configuration are
+// typed apart from outages.
+func TestTypedErrors(t *testing.T) {
+	c, ctx := newClient(t), context.Background()
+	_, err := c.Slide(ctx, "s", 5, time.Minute)
+	require.NoError(t, err)
+	_, err = c.Token(ctx, "s", 5, 1, time.Second)
+	assert.ErrorIs(t, err, client.ErrWrongType)
+	assert.True(t, client.IsConfigError(err))
+	_, err = c.Log(ctx, "l", 5000, time.Minute)
+	assert.ErrorIs(t, err, client.ErrBadArgs)
+	assert.ErrorContains(t, err, "limit must be between 1 and 4000")
+	_, err = c.Check(ctx, "nope", "k")
+	assert.ErrorIs(t, err, client.ErrNoPolicy)
+	assert.True(t, client.IsConfigError(err))
+	_, err = c.Slide(ctx, "s", 5, time.Minute, client.Cost(0))
+	assert.ErrorIs(t, err, client.ErrBadArgs, "Cost(0) is an error, not a silent 1")
+	assert.False(t, client.IsConfigError(context.DeadlineExceeded))
+}

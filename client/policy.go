@@ -26,7 +26,7 @@ type Policy struct {
 	Shadow  bool          // evaluate and count, but always admit
 }
 
-// ErrNoPolicy is returned by PolicyGet for a name that is not defined.
+// ErrNoPolicy: PolicyGet or Check named a policy that is not defined.
 var ErrNoPolicy = errors.New("client: no such policy")
 
 // args returns the words of RL.POLICY SET name after the name.

@@ -31,7 +31,11 @@ type Config struct {
 	// IPv6Bits is the prefix length the default key keeps of an IPv6 client
 	// (0 means DefaultIPv6Bits, 56; 128 keys each address alone).
 	IPv6Bits int
-	// KeyPrefix is put before every key, so one store can serve several limiters.
+	// KeyPrefix is put before every key, so one store can serve several
+	// limiters. Empty means "httplimit:" and the limiter's Name, or without a
+	// Name its Policy or rule ("httplimit:SLIDE:100:0:60000:"), so limiters
+	// with different rules never share a key; give limiters with the same
+	// rule a Name each to count them apart.
 	KeyPrefix string
 	// Cost returns a request's cost (≥ 1); nil means 1.
 	Cost func(*http.Request) int64
@@ -42,10 +46,13 @@ type Config struct {
 	// JSON answers 429 (and 503) with a small JSON body instead of text.
 	JSON bool
 	// FailOpen admits requests while rlstore cannot answer; false answers 503.
-	// Either way the state is counted in Stats and logged.
+	// Either way the state is counted in Stats and logged. A configuration
+	// error (client.IsConfigError: WRONGTYPE, refused arguments, an unknown
+	// policy) is not an outage: it answers 500 either way.
 	FailOpen bool
-	// Logger receives a line when rlstore stops answering and when it is back;
-	// nil means slog.Default().
+	// Logger receives a line when rlstore stops answering and when it is
+	// back, and an ERROR for each configuration error (each distinct one
+	// once, then at most once a minute); nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -56,7 +63,10 @@ type Stats struct {
 	Denied       uint64 `json:"denied"`
 	FailedOpen   uint64 `json:"failed_open"`   // admitted without a decision
 	FailedClosed uint64 `json:"failed_closed"` // answered 503
-	Failing      bool   `json:"failing"`       // the last call failed
+	// Misconfigured counts requests answered 500 because rlstore refused the
+	// configuration (client.IsConfigError).
+	Misconfigured uint64 `json:"misconfigured"`
+	Failing       bool   `json:"failing"` // the last call failed
 }
 
 // Limiter is the middleware. It is safe for concurrent use; build it with New.
@@ -68,7 +78,9 @@ type Limiter struct {
 	denied  atomic.Uint64
 	open    atomic.Uint64
 	closed  atomic.Uint64
+	misconf atomic.Uint64
 	failing atomic.Bool
+	confLog configLog
 }
 
 // New validates cfg and returns a Limiter.
@@ -100,7 +112,23 @@ func New(cfg Config) (*Limiter, error) {
 	if l.name.Name == "" {
 		l.name.Name = cfg.Policy
 	}
+	if l.cfg.KeyPrefix == "" {
+		l.cfg.KeyPrefix = defaultPrefix(cfg)
+	}
 	return l, nil
+}
+
+// defaultPrefix names a limiter's keys after its Name, Policy or rule.
+func defaultPrefix(cfg Config) string {
+	switch {
+	case cfg.Name != "":
+		return "httplimit:" + cfg.Name + ":"
+	case cfg.Policy != "":
+		return "httplimit:policy:" + cfg.Policy + ":"
+	}
+	r := cfg.Rule
+	return "httplimit:" + strings.ToUpper(r.Algorithm) + ":" + strconv.FormatInt(r.Limit, 10) + ":" +
+		strconv.FormatInt(r.Rate, 10) + ":" + strconv.FormatInt(r.Window.Milliseconds(), 10) + ":"
 }
 
 func knownAlgorithm(a string) bool {
@@ -114,7 +142,7 @@ func knownAlgorithm(a string) bool {
 // Stats returns the counters so far.
 func (l *Limiter) Stats() Stats {
 	return Stats{Allowed: l.allowed.Load(), Denied: l.denied.Load(), FailedOpen: l.open.Load(),
-		FailedClosed: l.closed.Load(), Failing: l.failing.Load()}
+		FailedClosed: l.closed.Load(), Misconfigured: l.misconf.Load(), Failing: l.failing.Load()}
 }
 
 // Var returns Stats as an expvar.Var, for expvar.Publish("ratelimit", l.Var()).
@@ -178,9 +206,18 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64) (client.De
 	}
 }
 
-// fail serves a request rlstore gave no decision for, open or closed, and logs
-// the first failure of a run.
+// fail serves a request rlstore gave no decision for: a configuration error
+// answers 500; an outage is served open or closed, and its first failure is
+// logged.
 func (l *Limiter) fail(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+	if client.IsConfigError(err) {
+		l.misconf.Add(1)
+		if l.confLog.due(err.Error(), time.Now()) {
+			l.cfg.Logger.Error("httplimit: rlstore refused this limiter's configuration; answering 500, never failing open", "err", err, "key_prefix", l.cfg.KeyPrefix)
+		}
+		l.reject(w, http.StatusInternalServerError, "rate limiter misconfigured", 0)
+		return
+	}
 	if !l.failing.Swap(true) {
 		l.cfg.Logger.Warn("httplimit: rlstore gave no decision; failing "+l.mode(), "err", err)
 	}

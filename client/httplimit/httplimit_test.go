@@ -148,3 +148,65 @@ func TestNewValidates(t *testing.T) {
 	_, err = httplimit.New(httplimit.Config{Client: c, Policy: "p", TrustedProxies: []string{"not an ip"}})
 	assert.Error(t, err)
 }
+
+// TestDefaultKeysPerLimiter: two limiters on one rlstore with the default key
+// (the client's IP) used to share it: SLIDE on /login and TOKEN on /api made
+// every /api call a WRONGTYPE, which FailOpen admitted. Each limiter's default
+// keys now live under their own prefix.
+func TestDefaultKeysPerLimiter(t *testing.T) {
+	c := newClient(t, startRlstore(t))
+	login, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true,
+		Rule: client.Rule{Algorithm: "SLIDE", Limit: 5, Window: time.Minute}})
+	require.NoError(t, err)
+	api, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true,
+		Rule: client.Rule{Algorithm: "TOKEN", Limit: 3, Rate: 1, Window: time.Minute}})
+	require.NoError(t, err)
+	same, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Name: "signup",
+		Rule: client.Rule{Algorithm: "SLIDE", Limit: 5, Window: time.Minute}})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, get(login.Handler(ok), "203.0.113.9:1").Code)
+	var got []int
+	for range 5 {
+		got = append(got, get(api.Handler(ok), "203.0.113.9:1").Code)
+	}
+	assert.Equal(t, []int{200, 200, 200, 429, 429}, got, "TOKEN 3 on /api, whatever /login holds")
+	assert.Equal(t, uint64(0), api.Stats().FailedOpen)
+	w := get(same.Handler(ok), "203.0.113.9:1")
+	assert.Equal(t, `"signup";r=4;t=60`, w.Header().Get("RateLimit"), "a named limiter with the same rule counts apart")
+}
+
+// TestConfigErrorsNeverFailOpen: a WRONGTYPE or an argument error is a
+// mistake in the configuration, not an outage: it answers 500 whatever
+// FailOpen says, is counted apart and logged at ERROR.
+func TestConfigErrorsNeverFailOpen(t *testing.T) {
+	c := newClient(t, startRlstore(t))
+	var logs syncBuf
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	slide, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, KeyPrefix: "shared:", Logger: logger,
+		Rule: client.Rule{Algorithm: "SLIDE", Limit: 5, Window: time.Minute}})
+	require.NoError(t, err)
+	token, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, KeyPrefix: "shared:", Logger: logger,
+		Rule: client.Rule{Algorithm: "TOKEN", Limit: 3, Rate: 1, Window: time.Minute}})
+	require.NoError(t, err)
+	badArgs, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Logger: logger,
+		Rule: client.Rule{Algorithm: "LOG", Limit: 5000, Window: time.Minute}})
+	require.NoError(t, err)
+	noPolicy, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Logger: logger, Policy: "nope"})
+	require.NoError(t, err)
+
+	assert.Equal(t, http.StatusOK, get(slide.Handler(ok), "203.0.113.9:1").Code)
+	for _, l := range []*httplimit.Limiter{token, badArgs, noPolicy} {
+		for range 3 {
+			assert.Equal(t, http.StatusInternalServerError, get(l.Handler(ok), "203.0.113.9:1").Code)
+		}
+		s := l.Stats()
+		assert.Equal(t, uint64(3), s.Misconfigured)
+		assert.Equal(t, uint64(0), s.FailedOpen, "never admitted as if rlstore were down")
+	}
+	out := logs.String()
+	assert.Contains(t, out, "level=ERROR")
+	assert.Contains(t, out, "WRONGTYPE")
+	assert.Contains(t, out, "limit must be between 1 and 4000")
+	assert.Contains(t, out, "no such policy")
+	assert.NotContains(t, out, "gave no decision", "not logged as an outage")
+}
