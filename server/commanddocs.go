@@ -147,6 +147,16 @@ func docArgs(specs []string) []any {
 	return out
 }
 
+// isArgType reports whether t is one of Redis 7's argument types in
+// COMMAND DOCS. redis-cli 7.0 prints "Unknown type" for any other, at every start.
+func isArgType(t string) bool {
+	switch t {
+	case "string", "integer", "double", "key", "pattern", "unix-time", "pure-token", "oneof", "block":
+		return true
+	}
+	return false
+}
+
 // docArg is one parsed argument spec.
 type docArg struct {
 	name, typ, token string
@@ -164,7 +174,10 @@ func parseDocArg(spec string) docArg {
 	if tok, rest, ok := strings.Cut(spec, " "); ok {
 		a.token, spec = tok, rest
 	}
-	a.name, a.typ, _ = strings.Cut(spec, ":")
+	a.name = spec
+	if i := strings.LastIndexByte(spec, ':'); i >= 0 && isArgType(spec[i+1:]) {
+		a.name, a.typ = spec[:i], spec[i+1:] // "ip:port" is a name: port is no type
+	}
 	switch {
 	case a.typ != "":
 	case strings.Contains(a.name, "|") && a.token == "":
@@ -194,7 +207,7 @@ func (a docArg) pairs() []pair {
 		}
 		p = append(p, pair{"arguments", sub})
 	}
-	var flags []string
+	var flags flagSet
 	if a.optional {
 		flags = append(flags, "optional")
 	}

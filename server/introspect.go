@@ -92,16 +92,20 @@ func writeCommandInfo(c *client, cm *command) {
 	c.conn.WriteInt(cm.lastKey)
 	c.conn.WriteInt(cm.keyStep)
 	writeValue(c, aclCategories(cm))
-	c.conn.WriteArray(0) // tips
-	c.conn.WriteArray(0) // key specs: the first/last/step fields say it
+	writeSetLen(c, 0) // tips
+	writeSetLen(c, 0) // key specs: the first/last/step fields say it
+	if len(cm.subs) == 0 {
+		writeSetLen(c, 0) // Redis's empty subcommands are a set, the others an array
+		return
+	}
 	c.conn.WriteArray(len(cm.subs))
 	for i := range cm.subs {
 		writeCommandInfo(c, &cm.subs[i])
 	}
 }
 
-func commandFlags(cm *command) []string {
-	f := []string{}
+func commandFlags(cm *command) flagSet {
+	f := flagSet{}
 	switch {
 	case cm.flags&flagWrite != 0:
 		f = append(f, "write")
@@ -120,8 +124,8 @@ func commandFlags(cm *command) []string {
 	return f
 }
 
-func aclCategories(cm *command) []string {
-	cats := []string{}
+func aclCategories(cm *command) flagSet {
+	cats := flagSet{}
 	if cm.flags&flagWrite != 0 {
 		cats = append(cats, "@write")
 	}

@@ -10,7 +10,7 @@ import (
 // that clients of that version expect otherwise.
 
 // pair is one key and value of a map reply. val is a string, []byte, int,
-// int64, nil, []string, []any or a nested []pair.
+// int64, nil, []string, []any, flagSet, respSet or a nested []pair.
 type pair struct {
 	key string
 	val any
@@ -35,6 +35,24 @@ func writeMapLen(c *client, n int) {
 		return
 	}
 	c.conn.WriteArray(2 * n)
+}
+
+// flagSet is a set of status replies, the form of every list of flags
+// Redis sends: command flags, ACL categories, argument and key spec flags.
+// redis-cli 7 asserts the status type and aborts on a bulk string.
+type flagSet []string
+
+// respSet is a set of values: a RESP3 set, an array in RESP2.
+type respSet []any
+
+// writeSetLen writes the header of a set of n elements: a RESP3 set for a
+// RESP3 client, else an array.
+func writeSetLen(c *client, n int) {
+	if c.resp == 3 {
+		writeHeader(c, '~', n)
+		return
+	}
+	c.conn.WriteArray(n)
 }
 
 // writeNull writes the null reply: RESP3's own null, or RESP2's null bulk string.
@@ -68,6 +86,16 @@ func writeValue(c *client, v any) {
 		c.conn.WriteInt64(v)
 	case []pair:
 		writeMap(c, v)
+	case flagSet:
+		writeSetLen(c, len(v))
+		for _, f := range v {
+			c.conn.WriteString(f)
+		}
+	case respSet:
+		writeSetLen(c, len(v))
+		for _, e := range v {
+			writeValue(c, e)
+		}
 	default:
 		writeList(c, v)
 	}

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// redis7Dir holds redis-server 7's answers to COMMAND DOCS and COMMAND INFO
+// for the commands rlstore shares with it, recorded by TestRecordRedis7.
+// Replaying them keeps the comparison stable where no redis-server runs,
+// and where one of another version does.
+var redis7Dir = filepath.Join("testdata", "redis7")
+
+// TestRecordRedis7 records the golden data of redis7Dir from the
+// redis-server at $RLSTORE_RECORD_REDIS7 (host:port, or a unix socket's
+// path), for every command of rlstore's table that Redis knows:
+//
+//	redis-server --port 6390 --save '' &
+//	RLSTORE_RECORD_REDIS7=127.0.0.1:6390 go test -run TestRecordRedis7 ./server/
+//
+// Without it, the test is skipped.
+func TestRecordRedis7(t *testing.T) {
+	addr := os.Getenv("RLSTORE_RECORD_REDIS7")
+	if addr == "" {
+		t.Skip("RLSTORE_RECORD_REDIS7 is not set: replaying the recorded answers")
+	}
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+	}
+	for _, proto := range []string{"2", "3"} {
+		conn, err := net.DialTimeout(network, addr, deadline)
+		require.NoError(t, err)
+		require.NoError(t, conn.SetDeadline(time.Now().Add(deadline)))
+		rawCall(t, conn, "HELLO", proto)
+		names := sharedCommands(t, conn)
+		for _, q := range redis7Queries(names) {
+			b := rawCall(t, conn, q.args...)
+			require.NoError(t, os.WriteFile(filepath.Join(redis7Dir, q.file+".resp"+proto), b, 0o644))
+		}
+		_ = conn.Close()
+	}
+}
+
+// sharedCommands returns the names of the commands of rlstore's table that
+// the Redis at conn knows, sorted.
+func sharedCommands(t *testing.T, conn net.Conn) []string {
+	s := newTestServer(t, Config{})
+	var names []string
+	for name := range s.commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	info := parseRESP(t, rawCall(t, conn, append([]string{"COMMAND", "INFO"}, names...)...))
+	var shared []string
+	for i, e := range info.elems {
+		if !e.null {
+			shared = append(shared, names[i])
+		}
+	}
+	return shared
+}
+
+// redis7Query is one recorded question: the file its answer goes to, less
+// the protocol's suffix, and the command.
+type redis7Query struct {
+	file string
+	args []string
+}
+
+func redis7Queries(names []string) []redis7Query {
+	return []redis7Query{
+		{"command-docs", append([]string{"COMMAND", "DOCS"}, names...)},
+		{"command-info", append([]string{"COMMAND", "INFO"}, names...)},
+	}
+}
+
+// redis7Golden returns the recorded answer of file for protocol proto.
+func redis7Golden(t *testing.T, file string, proto int) respNode {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(redis7Dir, file+".resp"+map[int]string{2: "2", 3: "3"}[proto]))
+	require.NoError(t, err, "the recorded answers: see TestRecordRedis7")
+	return parseRESP(t, b)
+}
