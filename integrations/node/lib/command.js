@@ -36,4 +36,23 @@ function available(peek) {
   return peek.allowed ? peek.remaining + 1 : peek.remaining;
 }
 
-module.exports = { toSender, decision, available };
+// MAX_LOG_LIMIT is the largest limit RL.LOG takes (it keeps one entry per
+// busy millisecond, at most limit of them).
+const MAX_LOG_LIMIT = 4000;
+
+// slidingArgs returns the command for a sliding window in which any windowMs
+// span holds at most limit units. RL.SLIDE alone does not promise that: it
+// counts whole seconds, so limit units at x.990 and limit more at (x+1).002
+// are 2 × limit within 12 ms of a one-second window. Up to 4000 the exact
+// RL.LOG (millisecond precision) decides; above it, RL.SLIDE over the window
+// rounded up to whole seconds plus one: a unit then counts for at least
+// windowMs after it came in, at the price of admitting up to limit per
+// ceil(windowMs/1000)+1 seconds, not per windowMs.
+function slidingArgs(key, limit, windowMs) {
+  if (limit <= MAX_LOG_LIMIT) {
+    return ['RL.LOG', key, limit, `${windowMs}ms`];
+  }
+  return ['RL.SLIDE', key, limit, Math.ceil(windowMs / 1000) + 1];
+}
+
+module.exports = { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT };

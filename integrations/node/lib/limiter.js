@@ -1,6 +1,6 @@
 'use strict';
 
-const { toSender, decision, available } = require('./command');
+const { toSender, decision, available, slidingArgs } = require('./command');
 
 // The caller's own RateLimiterRes class when rate-limiter-flexible is
 // installed, so `instanceof RateLimiterRes` holds; else one of the same shape.
@@ -15,7 +15,8 @@ const RateLimiterRes = loadRes();
 
 // RateLimiterRlstore has rate-limiter-flexible's interface (consume, get,
 // penalty, reward, delete, block) over rlstore. consume is one atomic
-// RL.SLIDE (or RL.TOKEN) decision; a rejected consume charges nothing and
+// sliding-window (RL.LOG, or RL.SLIDE above 4000; see slidingArgs) or
+// RL.TOKEN decision; a rejected consume charges nothing and
 // rejects with a RateLimiterRes, a store failure with an Error.
 class RateLimiterRlstore {
   // options: storeClient (ioredis or node-redis) or sendCommand; points
@@ -48,7 +49,7 @@ class RateLimiterRlstore {
   args(key, extra) {
     const k = this.getKey(key);
     const base = this.algorithm === 'slide'
-      ? ['RL.SLIDE', k, this.points, this.duration]
+      ? slidingArgs(k, this.points, this.msDuration)
       : ['RL.TOKEN', k, this.points, this.points, this.duration];
     return base.concat(extra);
   }

@@ -1,17 +1,18 @@
 'use strict';
 
-const { toSender, decision, available } = require('./command');
+const { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT } = require('./command');
 
 const ALGORITHMS = ['slide', 'fixed', 'log', 'token'];
 
 // COUNT_CEILING is the limit sent when express-rate-limit's limit is a
-// function: the largest each command takes, so rlstore counts every hit up
-// to it (RL.LOG keeps at most 4000 entries).
-const COUNT_CEILING = { slide: 4294967295, fixed: 4294967295, log: 4000 };
+// function, so rlstore counts every hit up to it: RL.LOG's largest for the
+// sliding kinds (exact), RL.FIXED's for fixed windows.
+const COUNT_CEILING = { slide: MAX_LOG_LIMIT, fixed: 4294967295, log: MAX_LOG_LIMIT };
 
 // RlstoreStore is an express-rate-limit 8 Store backed by rlstore: each
-// increment is one RL.SLIDE (or RL.FIXED, RL.LOG, RL.TOKEN) command, which
-// decides and counts atomically. A denied request is not counted.
+// increment is one command, which decides and counts atomically: a sliding
+// window (RL.LOG, or RL.SLIDE above 4000; see slidingArgs) by default, or
+// RL.FIXED, RL.LOG, RL.TOKEN. A denied request is not counted.
 class RlstoreStore {
   // options: client (ioredis or node-redis) or sendCommand(command, ...args);
   // prefix (default 'rl:'); algorithm 'slide' (default), 'fixed', 'log' or
@@ -43,8 +44,8 @@ class RlstoreStore {
     if (!Number.isInteger(this.limit) || this.limit < 1) {
       throw new TypeError(`rlstore: limit must be a positive integer or a function (got ${options.limit})`);
     }
-    if (this.algorithm === 'slide' && this.windowMs % 1000 !== 0) {
-      throw new TypeError(`rlstore: RL.SLIDE needs windowMs in whole seconds (got ${this.windowMs}); use algorithm 'log' or 'fixed' for milliseconds`);
+    if (!Number.isInteger(this.windowMs) || this.windowMs < 1) {
+      throw new TypeError(`rlstore: windowMs must be a positive whole number of milliseconds (got ${this.windowMs})`);
     }
   }
 
@@ -55,7 +56,7 @@ class RlstoreStore {
   args(key) {
     const k = this.prefixKey(key);
     switch (this.algorithm) {
-      case 'slide': return ['RL.SLIDE', k, this.limit, this.windowMs / 1000];
+      case 'slide': return slidingArgs(k, this.limit, this.windowMs);
       case 'fixed': return ['RL.FIXED', k, this.limit, `${this.windowMs}ms`];
       case 'log': return ['RL.LOG', k, this.limit, `${this.windowMs}ms`];
       default: return ['RL.TOKEN', k, this.limit, this.limit, `${this.windowMs}ms`];

@@ -79,8 +79,10 @@ test('algorithms and option checks', { skip }, async () => {
     assert.equal((await store.increment('k')).totalHits, 2, algorithm);
     assert.equal((await store.increment('k')).totalHits, 3, algorithm);
   }
-  const slide = new RlstoreStore({ client: c.ioredis });
-  assert.throws(() => slide.init({ windowMs: 1500, limit: 2 }), /whole seconds/);
+  const slide = new RlstoreStore({ client: c.ioredis, prefix: unique('erl') });
+  slide.init({ windowMs: 1500, limit: 2 });
+  assert.equal((await slide.increment('k')).totalHits, 1, 'a sliding window of milliseconds');
+  assert.throws(() => slide.init({ windowMs: 0, limit: 2 }), /windowMs/);
   assert.throws(() => slide.init({ windowMs: 1000, limit: 0 }), /limit must be a positive integer/);
   assert.throws(() => new RlstoreStore({ client: c.ioredis, algorithm: 'token' }).init({ windowMs: 1000, limit: () => 2 }), /numeric limit/);
   assert.throws(() => new RlstoreStore({}), /pass client/);
