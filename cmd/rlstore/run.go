@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/rlstore/rlstore/server"
@@ -172,36 +173,52 @@ type stopper interface {
 
 // waitForStop waits for the server to stop by itself (done) or for a signal.
 // On the first signal it drains clients for at most timeout, then closes the
-// rest; a second signal returns at once without waiting for the drain.
+// rest; a SIGINT during the drain returns at once without waiting for it. A
+// SIGTERM during the drain is ignored, as Redis ignores it while it shuts
+// down: GNU timeout, and supervisors like it, send SIGTERM to the process
+// and again to its process group, which must not cut a cluster node's leave short.
 func waitForStop(srv stopper, done <-chan error, sigs <-chan os.Signal, timeout time.Duration, log *slog.Logger) error {
 	select {
 	case err := <-done:
 		log.Info("server stopped")
 		return err
 	case sig := <-sigs:
-		log.Info("signal received: draining clients; signal again to exit at once", "signal", sig.String(), "timeout", timeout)
+		log.Info("signal received: draining clients; SIGINT to exit at once", "signal", sig.String(), "timeout", timeout)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	drained := make(chan error, 1)
 	go func() { drained <- srv.Shutdown(ctx) }()
-	select {
-	case err := <-drained:
-		if err != nil {
-			_ = srv.Close()
-			return fmt.Errorf("shutdown: %w", err)
-		}
-	case sig := <-sigs:
+	sig, err := awaitUnlessForced(drained, sigs, log)
+	if sig != nil {
 		return fmt.Errorf("second signal (%s): exiting without finishing the drain", sig)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			log.Debug("serve returned after shutdown", "err", err)
-		}
-	case sig := <-sigs:
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if sig, err = awaitUnlessForced(done, sigs, log); sig != nil {
 		return fmt.Errorf("second signal (%s): exiting without finishing the drain", sig)
+	}
+	if err != nil {
+		log.Debug("serve returned after shutdown", "err", err)
 	}
 	log.Info("shutdown complete")
 	return nil
+}
+
+// awaitUnlessForced returns what ch yields, or the signal that forced the
+// exit first. Only SIGTERM does not force it.
+func awaitUnlessForced(ch <-chan error, sigs <-chan os.Signal, log *slog.Logger) (os.Signal, error) {
+	for {
+		select {
+		case err := <-ch:
+			return nil, err
+		case sig := <-sigs:
+			if sig != syscall.SIGTERM {
+				return sig, nil
+			}
+			log.Info("signal received while shutting down: ignored; SIGINT exits at once", "signal", sig.String())
+		}
+	}
 }

@@ -90,6 +90,25 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	assert.ErrorContains(t, result(t, res), "second signal")
 }
 
+// TestSecondSIGTERMIsIgnored: GNU timeout sends SIGTERM twice (to the
+// process, then its group); the drain goes on, as in Redis. SIGINT still
+// forces the exit.
+func TestSecondSIGTERMIsIgnored(t *testing.T) {
+	f, sigs := newFakeServer(), make(chan os.Signal, 2)
+	res := stop(f, make(chan error), sigs, time.Hour)
+	sigs <- syscall.SIGTERM
+	wait(t, f.shutdown, "Shutdown")
+	sigs <- syscall.SIGTERM
+	sigs <- syscall.SIGTERM
+	select {
+	case err := <-res:
+		t.Fatalf("a second SIGTERM ended the drain: %v", err)
+	default:
+	}
+	sigs <- syscall.SIGINT
+	assert.ErrorContains(t, result(t, res), "second signal (interrupt)")
+}
+
 func TestDrainTimeoutCloses(t *testing.T) {
 	f, sigs := newFakeServer(), make(chan os.Signal, 2)
 	res := stop(f, make(chan error), sigs, time.Millisecond)
