@@ -18,6 +18,10 @@ type command struct {
 	firstKey, lastKey, keyStep int
 	group, summary             string
 
+	// follows names the command whose rename-command this one takes when
+	// it has none of its own: renaming that command disables this one.
+	follows string
+
 	stats *cmdStats // INFO commandstats; set by register, shared by a renamed command
 }
 
@@ -29,6 +33,7 @@ const (
 	flagNoQueue                      // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT)
 	flagNoTx                         // refused inside MULTI, as Redis refuses it
 	flagAdmin                        // administers the server
+	flagAllKeys                      // changes every key (FLUSHALL, FLUSHDB)
 )
 
 // sub returns cm's subcommand called name, ignoring case, or nil.

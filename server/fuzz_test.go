@@ -17,7 +17,7 @@ import (
 // table, so that a lucky input cannot turn the check itself off.
 func FuzzRESP(f *testing.F) {
 	s := newTestServer(f, Config{MaxRequestBytes: 1 << 20})
-	for _, name := range []string{"shutdown", "config", "client", "flushall"} {
+	for _, name := range []string{"shutdown", "config", "client", "flushall", "flushdb"} {
 		delete(s.commands, name)
 	}
 	addr := serveTest(f, s)

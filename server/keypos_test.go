@@ -17,7 +17,7 @@ var keyPositions = map[string][3]int8{
 	"rl.check": {2, 2, 1}, "rl.info": {1, 1, 1},
 	"del": {1, -1, 1}, "exists": {1, -1, 1}, "type": {1, 1, 1}, "pttl": {1, 1, 1}, "ttl": {1, 1, 1},
 
-	"rl.policy": {}, "scan": {}, "keys": {}, "dbsize": {}, "flushall": {},
+	"rl.policy": {}, "scan": {}, "keys": {}, "dbsize": {}, "flushall": {}, "flushdb": {}, "swapdb": {}, "move": {1, 1, 1},
 	"ping": {}, "echo": {}, "quit": {}, "hello": {}, "auth": {}, "select": {}, "client": {},
 	"command": {}, "info": {}, "config": {}, "time": {}, "save": {}, "bgsave": {}, "lastsave": {},
 	"shutdown": {}, "multi": {}, "exec": {}, "discard": {},

@@ -14,7 +14,7 @@ import (
 // EXISTS, TYPE, TTL, PTTL, SCAN, KEYS or DEL's count. DBSIZE, like Redis's,
 // still counts it until it is freed.
 func keyspaceCommands() []command {
-	return []command{
+	cmds := []command{
 		{name: "del", arity: -2, flags: flagWrite, run: cmdDel, firstKey: 1, lastKey: -1, keyStep: 1},
 		{name: "exists", arity: -2, run: cmdExists, firstKey: 1, lastKey: -1, keyStep: 1},
 		{name: "type", arity: 2, run: cmdType, firstKey: 1, lastKey: 1, keyStep: 1},
@@ -23,8 +23,9 @@ func keyspaceCommands() []command {
 		{name: "scan", arity: -2, run: cmdScan},
 		{name: "keys", arity: 2, run: cmdKeys},
 		{name: "dbsize", arity: 1, run: cmdDBSize},
-		{name: "flushall", arity: -1, flags: flagWrite, run: cmdFlushAll},
+		{name: "flushall", arity: -1, flags: flagWrite | flagAllKeys, run: cmdFlushAll},
 	}
+	return append(cmds, databaseCommands()...)
 }
 
 // lookup returns the algorithm of key's state and when it expires, or false

@@ -1,14 +1,17 @@
 package server
 
 import (
+	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,4 +91,26 @@ func redis7Golden(t *testing.T, file string, proto int) respNode {
 	b, err := os.ReadFile(filepath.Join(redis7Dir, file+".resp"+map[int]string{2: "2", 3: "3"}[proto]))
 	require.NoError(t, err, "the recorded answers: see TestRecordRedis7")
 	return parseRESP(t, b)
+}
+
+// startRedisServer starts a redis-server of the test's own, with
+// persistence off and extra arguments, on a unix socket, and returns a
+// RESP2 client of it. It skips the test where redis-server is not
+// installed (.ci/run installs it).
+func startRedisServer(t *testing.T, extra ...string) *redis.Client {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "redis.sock")
+	args := append([]string{"--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
+	cmd := exec.Command(bin, args...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, Protocol: 2, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	eventually(t, "redis-server to start", func() bool { return c.Ping(context.Background()).Err() == nil })
+	return c
 }

@@ -88,7 +88,7 @@ func (s *Server) entries(keys [][]byte, route []byte, dst []state) []state {
 func (s *Server) recordChanges(c *client, cm *command, args [][]byte) bool {
 	keys, route := s.changeKeys(cm.name, args)
 	if keys == nil {
-		if cm.name == "flushall" { // no write command may run between another's lookups and find its key emptied
+		if cm.flags&flagAllKeys != 0 { // no write command may run between another's lookups and find its key emptied
 			c.stripes = s.keyLocks.lockAll(c.stripes[:0])
 			defer s.keyLocks.unlock(c.stripes)
 		}

@@ -116,15 +116,15 @@ func cacheableRead(name string) bool {
 	return false
 }
 
-// invalidateWritten announces the keys DEL and FLUSHALL changed. Decisions
+// invalidateWritten announces the keys DEL, FLUSHALL and FLUSHDB changed. Decisions
 // announce theirs in the decision seam (decide).
 func (s *Server) invalidateWritten(c *client, cm *command, args [][]byte) {
-	switch cm.name {
-	case "del":
+	switch {
+	case cm.name == "del":
 		for _, k := range args[1:] {
 			s.invalidate(c, k)
 		}
-	case "flushall":
+	case cm.flags&flagAllKeys != 0:
 		s.invalidateAll()
 	}
 }
