@@ -1,18 +1,24 @@
 package cluster
 
 import (
-	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // ringSeed is mixed into every rendezvous score. shard/ picks a key's local
 // shard with plain xxhash; a different seed keeps the two choices
 // independent, so that a node's slots do not crowd into some of its shards.
 const ringSeed = 0x9e3779b97f4a7c15
+
+// Chunks is how many blocks of consecutive slots the table deals out:
+// chunk c is the slots from c×Slots/Chunks up to (c+1)×Slots/Chunks, 21 or
+// 22 of them. Slots move in chunks, so that a node owns a few hundred runs
+// of slots at most and CLUSTER SLOTS stays small.
+const Chunks = 768
+
+// chunkStart is the first slot of chunk c; chunkStart(Chunks) is Slots.
+func chunkStart(c int) int { return c * Slots / Chunks }
 
 // Node is a member as the slot table sees it.
 type Node struct {
@@ -23,22 +29,24 @@ type Node struct {
 	TLSAddr string
 }
 
-// Table maps every slot to its owner: the node with the highest rendezvous
-// score xxhash(slot, name), and to the runner-up, the owner it would have
-// without that node. Every node computes the same table from the same
-// nodes. A Table is immutable once made, so it is safe for concurrent use;
-// a membership change makes a new one, with a higher epoch.
+// Table maps every slot to its owner and to its runner-up, the owner it
+// would have without that owner. Slots go in chunks of ChunkSlots by
+// rendezvous hashing with bounded loads (see assign): every node owns
+// ⌊Chunks/N⌋ or ⌈Chunks/N⌉ chunks. Every node computes the same table from
+// the same nodes. A Table is immutable once made, so it is safe for
+// concurrent use; a membership change makes a new one, with a higher epoch.
 type Table struct {
 	epoch  uint64
 	nodes  []Node // sorted by name
 	owner  [Slots]uint16
 	second [Slots]uint16 // == owner when there is one node
+	ranges [][]Range     // each node's runs of slots, indexed as nodes
 }
 
 // ErrNoNodes is NewTable's error for an empty member list.
 var ErrNoNodes = errors.New("cluster: a table needs at least one node")
 
-// MaxNodes bounds a table's members; slots index them with 16 bits.
+// MaxNodes bounds a table's members; chunks index them with 16 bits.
 const MaxNodes = 1 << 16
 
 // NewTable computes the table of nodes, whose names must be unique.
@@ -57,39 +65,53 @@ func NewTable(epoch uint64, nodes []Node) (*Table, error) {
 		}
 	}
 	t.fill()
+	t.ranges = t.runs()
 	return t, nil
 }
 
-// fill computes owner and runner-up for every slot. Scores are compared
-// with the node's index as the tie-break, so the result depends only on names.
+// fill computes every chunk's owner, then its runner-up: its owner in the
+// table of the nodes less that owner, computed the same way. The runner-up
+// is thus exactly where a chunk goes when its owner dies or leaves, which
+// the replicas and the handoff rely on.
 func (t *Table) fill() {
-	hs := make([]uint64, len(t.nodes))
-	for i, n := range t.nodes {
-		hs[i] = xxhash.Sum64String(n.Name)
-	}
-	for s := range Slots {
-		var best, next uint64
-		bi, ni := 0, 0
-		for i, h := range hs {
-			sc := score(s, h)
-			switch {
-			case i == 0 || sc > best:
-				next, ni = best, bi
-				best, bi = sc, i
-			case i == 1 || sc > next:
-				next, ni = sc, i
+	p := newPrefs(t.nodes)
+	owner := p.assign(-1)
+	second := owner
+	if len(t.nodes) > 1 {
+		owns := make([]bool, len(t.nodes))
+		for _, o := range owner {
+			owns[o] = true
+		}
+		for o, ok := range owns {
+			if !ok {
+				continue
+			}
+			without := p.assign(o)
+			for c := range Chunks {
+				if int(owner[c]) == o {
+					second[c] = without[c]
+				}
 			}
 		}
-		t.owner[s], t.second[s] = uint16(bi), uint16(ni)
+	}
+	for c := range Chunks {
+		for s := chunkStart(c); s < chunkStart(c+1); s++ {
+			t.owner[s], t.second[s] = owner[c], second[c]
+		}
 	}
 }
 
-// score is the rendezvous score of slot for the node whose name hashes to h.
-func score(slot int, h uint64) uint64 {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], uint64(slot)^ringSeed)
-	binary.LittleEndian.PutUint64(b[8:], h)
-	return xxhash.Sum64(b[:])
+// runs returns each node's runs of consecutive slots, in slot order.
+func (t *Table) runs() [][]Range {
+	rs := make([][]Range, len(t.nodes))
+	for s, o := range t.owner {
+		if n := len(rs[o]); n > 0 && rs[o][n-1].To == s-1 {
+			rs[o][n-1].To = s
+		} else {
+			rs[o] = append(rs[o], Range{s, s})
+		}
+	}
+	return rs
 }
 
 // Epoch orders tables: a later membership view has a higher epoch.
@@ -130,23 +152,13 @@ func (t *Table) index(name string) (int, bool) {
 type Range struct{ From, To int }
 
 // Ranges returns the runs of consecutive slots that name owns, in order.
+// The caller must not change it.
 func (t *Table) Ranges(name string) []Range {
 	i, ok := t.index(name)
 	if !ok {
 		return nil
 	}
-	var rs []Range
-	for s := 0; s < Slots; s++ {
-		if int(t.owner[s]) != i {
-			continue
-		}
-		if n := len(rs); n > 0 && rs[n-1].To == s-1 {
-			rs[n-1].To = s
-		} else {
-			rs = append(rs, Range{s, s})
-		}
-	}
-	return rs
+	return t.ranges[i]
 }
 
 // Count returns how many slots each node owns, indexed as Nodes.

@@ -61,20 +61,11 @@ func splitAddr(addr string) (string, int) {
 	return h, port
 }
 
-// cmdClusterSlots is CLUSTER SLOTS: [start, end, [host, port, id]] per range.
+// cmdClusterSlots is CLUSTER SLOTS, encoded once per table.
 func cmdClusterSlots(s *Server, c *client, args [][]byte) {
-	v := s.clusterView(c)
-	if v == nil {
-		return
+	if v := s.clusterView(c); v != nil {
+		c.conn.WriteRaw(s.cl.slotsReplyFor(v).resp2)
 	}
-	var rows []any
-	for _, n := range v.Table.Nodes() {
-		host, port := splitAddr(n.Addr)
-		for _, r := range v.Table.Ranges(n.Name) {
-			rows = append(rows, []any{r.From, r.To, []any{host, port, nodeID(n.Name)}})
-		}
-	}
-	writeList(c, rows)
 }
 
 // cmdClusterShards is CLUSTER SHARDS: one shard per node, with its ranges.

@@ -64,11 +64,19 @@ func waitClusterSize(t *testing.T, p *clusterProc, n int) {
 // keyOwnedBy returns a key that p owns, as asking any node says.
 func keyOwnedBy(t *testing.T, via *redis.Client, owner string, prefix string) string {
 	t.Helper()
+	return keyOwnedAfter(t, via, owner, "", prefix)
+}
+
+// keyOwnedAfter is keyOwnedBy for a key whose runner-up is runnerUp (any
+// when empty): the node that owned it before owner joined.
+func keyOwnedAfter(t *testing.T, via *redis.Client, owner, runnerUp string, prefix string) string {
+	t.Helper()
 	for i := 0; ; i++ {
 		k := fmt.Sprint(prefix, i)
 		rep, err := via.Do(context.Background(), "RL.CLUSTER", "OWNER", k).Result()
 		require.NoError(t, err)
-		if rep.(map[any]any)["owner"] == owner { // a RESP3 map: go-redis speaks RESP3 by default
+		m := rep.(map[any]any) // a RESP3 map: go-redis speaks RESP3 by default
+		if m["owner"] == owner && (runnerUp == "" || m["runner_up"] == runnerUp) {
 			return k
 		}
 	}

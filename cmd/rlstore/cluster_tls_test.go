@@ -57,7 +57,7 @@ func TestClusterProcessTLS(t *testing.T) {
 	err := c2.Do(ctx, "RL.SLIDE", from2, 3, 3600).Err()
 	require.Error(t, err, "p2 cannot reach p0: p0's certificate is from a CA p2 does not trust")
 	assert.Contains(t, err.Error(), "CLUSTERDOWN")
-	to2 := keyOwnedBy(t, c0, "p2", "to2:")
+	to2 := keyOwnedAfter(t, c0, "p2", "p1", "to2:") // p1 hands it over: p0 does not serve it on
 	err = c0.Do(ctx, "RL.SLIDE", to2, 3, 3600).Err()
 	require.Error(t, err, "p0 cannot reach p2: p2's certificate is from a CA p0 does not trust")
 	assert.Contains(t, err.Error(), "CLUSTERDOWN")
