@@ -1,36 +1,59 @@
 'use strict';
 
 const { toSender, decision, available, slidingArgs } = require('./command');
+const { peer } = require('./peer');
 
-// The caller's own RateLimiterRes class when rate-limiter-flexible is
-// installed, so `instanceof RateLimiterRes` holds; else one of the same shape.
-function loadRes() {
-  try {
-    return require('rate-limiter-flexible').RateLimiterRes;
-  } catch {
-    return require('./res');
-  }
-}
-const RateLimiterRes = loadRes();
+// rate-limiter-flexible as the application installed it (see peer), so that
+// `instanceof RateLimiterRes` holds and RateLimiterUnion takes the limiter
+// (it wants an instance of RateLimiterCompatibleAbstract, which versions 5.x
+// and later export); without it, classes of the same shape.
+const flexible = peer('rate-limiter-flexible');
+const RateLimiterRes = (flexible && flexible.RateLimiterRes) || require('./res');
+const Base = (flexible && flexible.RateLimiterCompatibleAbstract) || class {};
 
 // RateLimiterRlstore has rate-limiter-flexible's interface (consume, get,
 // penalty, reward, delete, block) over rlstore. consume is one atomic
 // sliding-window (RL.LOG, or RL.SLIDE above 4000; see slidingArgs) or
 // RL.TOKEN decision; a rejected consume charges nothing and
 // rejects with a RateLimiterRes, a store failure with an Error.
-class RateLimiterRlstore {
+class RateLimiterRlstore extends Base {
   // options: storeClient (ioredis or node-redis) or sendCommand; points
   // (default 4); duration in whole seconds (default 1); keyPrefix (default
   // 'rlflx'); blockDuration in seconds (default 0); algorithm 'slide'
   // (default) or 'token' (a token bucket, which reward needs).
   constructor(opts = {}) {
+    const points = opts.points ?? 4;
+    const duration = opts.duration ?? 1;
+    const keyPrefix = opts.keyPrefix ?? 'rlflx';
+    const blockDuration = opts.blockDuration ?? 0;
+    validate({ points, duration }, opts);
+    super();
     this.send = toSender(opts, 'storeClient');
-    this.points = opts.points ?? 4;
-    this.duration = opts.duration ?? 1;
-    this.keyPrefix = opts.keyPrefix ?? 'rlflx';
-    this.blockDuration = opts.blockDuration ?? 0;
+    this.points = points;
+    this.duration = duration;
+    this.keyPrefix = keyPrefix;
+    this.blockDuration = blockDuration;
     this.algorithm = (opts.algorithm ?? 'slide').toLowerCase();
-    validate(this, opts);
+    validateAlgorithm(this.algorithm);
+  }
+
+  // RateLimiterCompatibleAbstract declares these accessors and throws until
+  // a subclass defines them.
+  get keyPrefix() { return this._keyPrefix; }
+
+  set keyPrefix(v) {
+    if (typeof v !== 'string') throw new TypeError('rlstore: keyPrefix must be a string');
+    this._keyPrefix = v;
+  }
+
+  get blockDuration() { return this._blockDuration; }
+
+  set blockDuration(v) { this._blockDuration = v; }
+
+  get execEvenly() { return false; }
+
+  set execEvenly(v) {
+    if (v) throw new TypeError('rlstore: option execEvenly is not supported (see docs/integrations.md)');
   }
 
   get msDuration() {
@@ -153,13 +176,16 @@ function validate(l, opts) {
   if (!Number.isInteger(l.duration) || l.duration < 1) {
     throw new TypeError('rlstore: duration must be a whole number of seconds, at least 1 (0, "never expires", is not supported)');
   }
-  if (!['slide', 'token'].includes(l.algorithm)) {
-    throw new TypeError("rlstore: algorithm must be 'slide' or 'token'");
-  }
   for (const o of ['insuranceLimiter', 'execEvenly', 'inMemoryBlockOnConsumed']) {
     if (opts[o]) {
       throw new TypeError(`rlstore: option ${o} is not supported (see docs/integrations.md)`);
     }
+  }
+}
+
+function validateAlgorithm(a) {
+  if (!['slide', 'token'].includes(a)) {
+    throw new TypeError("rlstore: algorithm must be 'slide' or 'token'");
   }
 }
 
