@@ -384,20 +384,9 @@ func (m *Membership) missingSeeds() []string {
 	}
 	var missing []string
 	for _, s := range m.cfg.Seeds {
-		if !have[s] && !have[resolve(s)] {
-			missing = append(missing, s)
-		}
+		missing = append(missing, missingAddrs(s, have, net.DefaultResolver.LookupIP)...)
 	}
 	return missing
-}
-
-// resolve returns addr with its host as an IP, or addr if it cannot.
-func resolve(addr string) string {
-	a, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		return addr
-	}
-	return a.String()
 }
 
 // Close leaves the cluster gracefully (peers see a leave, not a death)
