@@ -61,58 +61,25 @@ func splitAddr(addr string) (string, int) {
 	return h, port
 }
 
-// cmdClusterSlots is CLUSTER SLOTS, encoded once per table.
+// cmdClusterSlots is CLUSTER SLOTS, encoded once per view.
 func cmdClusterSlots(s *Server, c *client, args [][]byte) {
 	if v := s.clusterView(c); v != nil {
-		c.conn.WriteRaw(s.cl.slotsReplyFor(v).resp2)
+		c.conn.WriteRaw(s.cl.topologyOf(v).slots[respIndex(c)])
 	}
 }
 
 // cmdClusterShards is CLUSTER SHARDS: one shard per node, with its ranges.
 func cmdClusterShards(s *Server, c *client, args [][]byte) {
-	v := s.clusterView(c)
-	if v == nil {
-		return
+	if v := s.clusterView(c); v != nil {
+		c.conn.WriteRaw(s.cl.topologyOf(v).shards[respIndex(c)])
 	}
-	var shards []any
-	for _, n := range v.Table.Nodes() {
-		var slots []any
-		for _, r := range v.Table.Ranges(n.Name) {
-			slots = append(slots, r.From, r.To)
-		}
-		host, port := splitAddr(n.Addr)
-		node := []pair{{"id", nodeID(n.Name)}, {"port", port}, {"ip", host}, {"endpoint", host},
-			{"role", "master"}, {"replication-offset", 0}, {"health", "online"}}
-		shards = append(shards, []pair{{"slots", slots}, {"nodes", []any{node}}})
-	}
-	writeList(c, shards)
 }
 
 // cmdClusterNodes is CLUSTER NODES, in Redis Cluster's line format.
 func cmdClusterNodes(s *Server, c *client, args [][]byte) {
-	v := s.clusterView(c)
-	if v == nil {
-		return
+	if v := s.clusterView(c); v != nil {
+		c.conn.WriteBulk(s.cl.topologyOf(v).nodes)
 	}
-	var b strings.Builder
-	for _, m := range v.Members {
-		flags := "master"
-		if m.Name == v.Self {
-			flags = "myself,master"
-		}
-		host, port := splitAddr(m.Addr)
-		fmt.Fprintf(&b, "%s %s:%d@%d,%s %s - 0 0 %d connected", nodeID(m.Name), host, port, port, m.Name,
-			flags, v.Table.Epoch())
-		for _, r := range v.Table.Ranges(m.Name) {
-			if r.From == r.To {
-				fmt.Fprintf(&b, " %d", r.From)
-			} else {
-				fmt.Fprintf(&b, " %d-%d", r.From, r.To)
-			}
-		}
-		b.WriteString("\n")
-	}
-	c.conn.WriteBulkString(b.String())
 }
 
 func cmdClusterMyID(s *Server, c *client, args [][]byte) {
@@ -140,10 +107,17 @@ func cmdClusterInfo(s *Server, c *client, args [][]byte) {
 
 func clusterInfoPairs(v *cluster.View) []pair {
 	n := len(v.Table.Nodes())
+	var current, mine uint64
+	for i, e := range configEpochs(v) {
+		current = max(current, e)
+		if v.Members[i].Name == v.Self {
+			mine = e
+		}
+	}
 	return []pair{
 		{"cluster_state", "ok"}, {"cluster_slots_assigned", cluster.Slots}, {"cluster_slots_ok", cluster.Slots},
 		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", len(v.Members)},
-		{"cluster_size", n}, {"cluster_current_epoch", v.Table.Epoch()}, {"cluster_my_epoch", v.Table.Epoch()},
+		{"cluster_size", n}, {"cluster_current_epoch", current}, {"cluster_my_epoch", mine},
 	}
 }
 

@@ -24,9 +24,9 @@ type clusterNode struct {
 	switchMu sync.Mutex                   // held while the table-change hooks run; guards hooks
 	hooks    []tableHook
 	ho       handoff
-	moves    sync.WaitGroup             // migrations under way, for HandOff
-	hops     atomic.Int64               // requests other nodes sent here (RL.HOP), for QuietHops
-	slots    atomic.Pointer[slotsReply] // CLUSTER SLOTS' reply for the latest table asked about
+	moves    sync.WaitGroup           // migrations under way, for HandOff
+	hops     atomic.Int64             // requests other nodes sent here (RL.HOP), for QuietHops
+	topo     atomic.Pointer[topology] // CLUSTER SLOTS', SHARDS' and NODES' replies for the latest view asked about
 }
 
 // peerStats count what this node forwarded to one peer.

@@ -1,45 +1,63 @@
 package server
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/rlstore/rlstore/cluster"
 )
 
-// slotsReply is CLUSTER SLOTS' reply for one table, encoded once: clients
-// ask for it on every connect and on every redirect, and a table changes
-// only with the membership.
-type slotsReply struct {
-	table *cluster.Table
-	resp2 []byte
+// topology is the replies that describe one view to cluster-aware
+// clients, encoded once: clients ask for them on every connect and on
+// every redirect, and a view changes only with the membership. slots and
+// shards are indexed by RESP version less 2.
+type topology struct {
+	view   *cluster.View
+	slots  [2][]byte // CLUSTER SLOTS
+	shards [2][]byte // CLUSTER SHARDS
+	nodes  []byte    // CLUSTER NODES' text
 }
 
-// slotsReplyFor returns v's CLUSTER SLOTS reply, from the cache while the
-// table is the one it was made for.
-func (cn *clusterNode) slotsReplyFor(v *cluster.View) *slotsReply {
-	if r := cn.slots.Load(); r != nil && r.table == v.Table {
+// topologyOf returns v's replies, from the cache while v is the view they
+// were made for.
+func (cn *clusterNode) topologyOf(v *cluster.View) *topology {
+	if r := cn.topo.Load(); r != nil && r.view == v {
 		return r
 	}
-	r := &slotsReply{table: v.Table, resp2: appendClusterSlots(nil, v.Table)}
-	cn.slots.Store(r)
+	r := &topology{view: v, nodes: appendClusterNodes(nil, v)}
+	for resp := 2; resp <= 3; resp++ {
+		r.slots[resp-2] = appendClusterSlots(nil, v.Table, resp)
+		r.shards[resp-2] = appendClusterShards(nil, v.Table, resp)
+	}
+	cn.topo.Store(r)
 	return r
 }
 
-// appendClusterSlots appends CLUSTER SLOTS' reply for t, in slot order:
-// [start, end, [host, port, id]] per range.
-func appendClusterSlots(b []byte, t *cluster.Table) []byte {
+// respIndex is c's index into topology's replies.
+func respIndex(c *client) int {
+	if c.resp == 3 {
+		return 1
+	}
+	return 0
+}
+
+// appendClusterSlots appends CLUSTER SLOTS' reply for t, in slot order,
+// as Redis 7 writes it: [start, end, [host, port, id, {}]] per range. The
+// map would name a hostname; rlstore advertises none.
+func appendClusterSlots(b []byte, t *cluster.Table, resp int) []byte {
 	type row struct {
 		r cluster.Range
 		n int
 	}
 	var rows []row
-	entries := make([][]byte, len(t.Nodes())) // each node's [host, port, id], encoded once
+	entries := make([][]byte, len(t.Nodes())) // each node's entry, encoded once
 	for i, n := range t.Nodes() {
 		host, port := splitAddr(n.Addr)
-		e := appendHeader(nil, '*', 3)
+		e := appendHeader(nil, '*', 4)
 		e = appendInt(appendBulk(e, host), port)
-		entries[i] = appendBulk(e, nodeID(n.Name))
+		entries[i] = appendMapHeader(appendBulk(e, nodeID(n.Name)), resp, 0)
 		for _, r := range t.Ranges(n.Name) {
 			rows = append(rows, row{r, i})
 		}
@@ -54,9 +72,99 @@ func appendClusterSlots(b []byte, t *cluster.Table) []byte {
 	return b
 }
 
+// appendClusterShards appends CLUSTER SHARDS' reply for t: one shard per
+// node, a master with its slot ranges and no replicas.
+func appendClusterShards(b []byte, t *cluster.Table, resp int) []byte {
+	b = appendHeader(b, '*', len(t.Nodes()))
+	for _, n := range t.Nodes() {
+		rs := t.Ranges(n.Name)
+		b = appendBulk(appendMapHeader(b, resp, 2), "slots")
+		b = appendHeader(b, '*', 2*len(rs))
+		for _, r := range rs {
+			b = appendInt(appendInt(b, r.From), r.To)
+		}
+		host, port := splitAddr(n.Addr)
+		b = appendHeader(appendBulk(b, "nodes"), '*', 1)
+		b = appendMapHeader(b, resp, 7)
+		b = appendBulk(appendBulk(b, "id"), nodeID(n.Name))
+		b = appendInt(appendBulk(b, "port"), port)
+		b = appendBulk(appendBulk(b, "ip"), host)
+		b = appendBulk(appendBulk(b, "endpoint"), host)
+		b = appendBulk(appendBulk(b, "role"), "master")
+		b = appendInt(appendBulk(b, "replication-offset"), 0)
+		b = appendBulk(appendBulk(b, "health"), "online")
+	}
+	return b
+}
+
+// appendClusterNodes appends CLUSTER NODES' text for v, a line per member:
+// id ip:port@cport flags master ping-sent pong-recv config-epoch link-state
+// slots. The bus port (cport) is the member's gossip port.
+func appendClusterNodes(b []byte, v *cluster.View) []byte {
+	epochs := configEpochs(v)
+	for i, m := range v.Members {
+		host, port := splitAddr(m.Addr)
+		_, cport := splitAddr(m.Gossip)
+		b = append(append(b, nodeID(m.Name)...), ' ')
+		b = append(b, host...)
+		b = strconv.AppendInt(append(b, ':'), int64(port), 10)
+		b = strconv.AppendInt(append(b, '@'), int64(cport), 10)
+		b = append(b, ' ')
+		if m.Name == v.Self {
+			b = append(b, "myself,"...)
+		}
+		b = append(b, "master - 0 0 "...)
+		b = strconv.AppendUint(b, epochs[i], 10)
+		b = append(b, " connected"...)
+		for _, r := range v.Table.Ranges(m.Name) {
+			b = strconv.AppendInt(append(b, ' '), int64(r.From), 10)
+			if r.To != r.From {
+				b = strconv.AppendInt(append(b, '-'), int64(r.To), 10)
+			}
+		}
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// configEpochs returns each member's config epoch, indexed as v.Members:
+// when this node saw it reach its state, in nanoseconds since 1970, so
+// that every member has its own and a member's never goes backwards (a
+// member that restarts or leaves is seen anew, later). Two members seen in
+// the same nanosecond, by a coarse clock, are told apart by name.
+func configEpochs(v *cluster.View) []uint64 {
+	order := make([]int, len(v.Members))
+	for i := range order {
+		order[i] = i
+	}
+	at := func(i int) uint64 { return uint64(max(v.Members[i].Since.UnixNano(), 1)) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		if at(a) != at(b) {
+			return cmp.Compare(at(a), at(b))
+		}
+		return strings.Compare(v.Members[a].Name, v.Members[b].Name)
+	})
+	out := make([]uint64, len(v.Members))
+	var last uint64
+	for _, i := range order {
+		last = max(at(i), last+1)
+		out[i] = last
+	}
+	return out
+}
+
 func appendHeader(b []byte, kind byte, n int) []byte {
 	b = strconv.AppendInt(append(b, kind), int64(n), 10)
 	return append(b, '\r', '\n')
+}
+
+// appendMapHeader appends a map of n pairs' header: RESP3's own, or the
+// flat array RESP2 clients read maps from.
+func appendMapHeader(b []byte, resp, n int) []byte {
+	if resp == 3 {
+		return appendHeader(b, '%', n)
+	}
+	return appendHeader(b, '*', 2*n)
 }
 
 func appendInt(b []byte, n int) []byte { return appendHeader(b, ':', n) }

@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -17,9 +20,9 @@ func TestClusterSlotsSmall(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
 	ctx := context.Background()
 	v := nodes[0].srv.cl.view()
-	raw := nodes[0].srv.cl.slotsReplyFor(v).resp2
+	raw := nodes[0].srv.cl.topologyOf(v).slots[0]
 	assert.LessOrEqual(t, len(raw), 64<<10, "CLUSTER SLOTS' bytes")
-	assert.Same(t, nodes[0].srv.cl.slotsReplyFor(v), nodes[0].srv.cl.slotsReplyFor(v), "encoded once per table")
+	assert.Same(t, nodes[0].srv.cl.topologyOf(v), nodes[0].srv.cl.topologyOf(v), "encoded once per view")
 	//lint:ignore SA1019 CLUSTER SLOTS is deprecated in Redis 7 but older cluster-aware clients still send it
 	slots, err := newClient(t, nodes[0].addr, 2).ClusterSlots(ctx).Result()
 	require.NoError(t, err)
@@ -50,17 +53,88 @@ func BenchmarkClusterSlots(b *testing.B) {
 			b.ReportAllocs()
 			var buf []byte
 			for b.Loop() {
-				buf = appendClusterSlots(buf[:0], tb)
+				buf = appendClusterSlots(buf[:0], tb, 2)
 			}
 			b.ReportMetric(float64(len(buf)), "bytes/reply")
 		})
 		b.Run(fmt.Sprintf("cached/%d", n), func(b *testing.B) {
 			cn := &clusterNode{}
-			cn.slotsReplyFor(v)
+			cn.topologyOf(v)
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = cn.slotsReplyFor(v)
+				_ = cn.topologyOf(v)
 			}
 		})
 	}
+}
+
+// TestClusterSlotsRedis7Entries: each node entry has Redis 7's four
+// elements, ip, port, id and a map of metadata (empty: no hostname), as a
+// RESP2 array or a RESP3 map, like redis-server 7's reply.
+func TestClusterSlotsRedis7Entries(t *testing.T) {
+	nodes := startTestCluster(t, 2, clusterOpts{secret: []byte("k")})
+	ctx := context.Background()
+	for _, resp := range []int{2, 3} {
+		rows, err := newClient(t, nodes[1].addr, resp).Do(ctx, "CLUSTER", "SLOTS").Slice()
+		require.NoError(t, err)
+		require.NotEmpty(t, rows)
+		for _, row := range rows {
+			entry := row.([]any)[2].([]any)
+			require.Len(t, entry, 4, "RESP%d: %v", resp, entry)
+			assert.Len(t, entry[2], 40)
+			if resp == 3 {
+				assert.Equal(t, map[any]any{}, entry[3])
+			} else {
+				assert.Equal(t, []any{}, entry[3])
+			}
+		}
+		shards, err := newClient(t, nodes[1].addr, resp).Do(ctx, "CLUSTER", "SHARDS").Slice()
+		require.NoError(t, err)
+		assert.Len(t, shards, 2, "RESP%d", resp)
+	}
+}
+
+// TestClusterNodesBusPortAndEpochs: CLUSTER NODES names each member as
+// ip:port@cport with its gossip port as the bus port (not its RESP port,
+// and no node name where Redis puts a hostname), each with a config epoch
+// of its own; a join gives the new member a higher one and changes no
+// other's.
+func TestClusterNodesBusPortAndEpochs(t *testing.T) {
+	nodes := startTestCluster(t, 2, clusterOpts{secret: []byte("k")})
+	ctx := context.Background()
+	rdb := newClient(t, nodes[0].addr, 2)
+	before := clusterNodesLines(t, rdb.ClusterNodes(ctx).Val())
+	nodes = append(nodes, startTestNode(t, "node2", []string{nodes[0].ml.GossipAddr()}, clusterOpts{secret: []byte("k")}))
+	waitOwners(t, nodes, 3)
+	after := clusterNodesLines(t, rdb.ClusterNodes(ctx).Val())
+	require.Len(t, after, 3)
+	epochs := map[uint64]bool{}
+	for _, n := range nodes {
+		l, ok := after[nodeID(n.name)]
+		require.True(t, ok, n.name)
+		_, gport, _ := net.SplitHostPort(n.ml.GossipAddr())
+		assert.Equal(t, n.addr+"@"+gport, l[1], "%s's address and bus port", n.name)
+		e, err := strconv.ParseUint(l[6], 10, 64)
+		require.NoError(t, err)
+		assert.False(t, epochs[e], "%s's config epoch %d is another's", n.name, e)
+		epochs[e] = true
+		if b, ok := before[nodeID(n.name)]; ok {
+			assert.Equal(t, b[6], l[6], "a join changes %s's config epoch", n.name)
+			assert.Less(t, b[6], after[nodeID("node2")][6])
+		}
+	}
+	info := rdb.ClusterInfo(ctx).Val()
+	assert.Contains(t, info, "cluster_my_epoch:"+after[nodeID("node0")][6]+"\r\n")
+	assert.Contains(t, info, "cluster_current_epoch:"+after[nodeID("node2")][6]+"\r\n")
+}
+
+// clusterNodesLines splits CLUSTER NODES' text by node ID.
+func clusterNodesLines(t *testing.T, txt string) map[string][]string {
+	out := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(txt), "\n") {
+		f := strings.Fields(line)
+		require.GreaterOrEqual(t, len(f), 8, line)
+		out[f[0]] = f
+	}
+	return out
 }
