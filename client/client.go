@@ -183,7 +183,16 @@ func (c *Client) bucket(ctx context.Context, cmd any, key string, capacity, rate
 	b.int(rate)
 	b.duration(period)
 	b.options(opts)
-	return c.decide(ctx, &b, period)
+	return c.decide(ctx, &b, refill(capacity, rate, period))
+}
+
+// refill is how long a bucket of capacity takes to refill from empty at rate
+// per period: the window over which capacity is the sustainable quota.
+func refill(capacity, rate int64, period time.Duration) time.Duration {
+	if rate <= 0 || capacity <= 0 {
+		return period
+	}
+	return time.Duration(float64(period) * float64(capacity) / float64(rate))
 }
 
 // Check calls RL.CHECK policy key: every rule of the named policy, all or
@@ -199,12 +208,30 @@ func (c *Client) Check(ctx context.Context, policy, key string, opts ...Option) 
 }
 
 // Throttle calls CL.THROTTLE key maxBurst count period quantity (redis-cell's
-// GCRA; period in seconds). quantity 0 peeks and a negative quantity refunds.
-// The reply's seconds become Wait and Reset; Limit is maxBurst+1.
-func (c *Client) Throttle(ctx context.Context, key string, maxBurst, count, period, quantity int64) (Decision, error) {
-	v, err := c.rdb.Do(ctx, "CL.THROTTLE", key, c.box(maxBurst), c.box(count), c.box(period), c.box(quantity)).Result()
+// GCRA): count per period, with bursts of maxBurst+1. period must be whole
+// seconds. The quantity is 1, or Cost(n) (a negative n refunds); Peek()
+// sends quantity 0, which changes nothing. The reply's seconds become Wait
+// and Reset; Limit is maxBurst+1.
+func (c *Client) Throttle(ctx context.Context, key string, maxBurst, count int64, period time.Duration, opts ...Option) (Decision, error) {
+	if period%time.Second != 0 {
+		return Decision{}, fmt.Errorf("%w: CL.THROTTLE's period must be whole seconds, not %v", ErrBadArgs, period)
+	}
+	quantity := int64(1)
+	for _, o := range opts {
+		if o.hasCost {
+			if o.cost == 0 {
+				return Decision{}, fmt.Errorf("%w: Cost(0); use Peek", ErrBadArgs)
+			}
+			quantity = o.cost
+		}
+		if o.peek {
+			quantity = 0
+		}
+	}
+	secs := int64(period / time.Second)
+	v, err := c.rdb.Do(ctx, "CL.THROTTLE", key, c.box(maxBurst), c.box(count), c.box(secs), c.box(quantity)).Result()
 	if err != nil {
 		return Decision{}, typed(err)
 	}
-	return parseThrottle(v, time.Duration(period)*time.Second)
+	return parseThrottle(v, refill(maxBurst+1, count, period))
 }

@@ -81,7 +81,7 @@ func TestOptionsAndAlgorithms(t *testing.T) {
 	assert.True(t, d.Allowed)
 	assert.Greater(t, d.Wait, 900*time.Millisecond, "the second queued request waits its turn")
 
-	d, err = c.Throttle(ctx, "th", 1, 1, 60, 1)
+	d, err = c.Throttle(ctx, "th", 1, 1, time.Minute)
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)
 	assert.Equal(t, int64(2), d.Limit)
@@ -170,4 +170,37 @@ func TestTypedErrors(t *testing.T) {
 	_, err = c.Slide(ctx, "s", 5, time.Minute, client.Cost(0))
 	assert.ErrorIs(t, err, client.ErrBadArgs, "Cost(0) is an error, not a silent 1")
 	assert.False(t, client.IsConfigError(context.DeadlineExceeded))
+}
+
+// TestHeadersPerAlgorithm: RateLimit-Policy advertises each algorithm's quota
+// as draft-ietf-httpapi-ratelimit-headers defines it: q units per w seconds,
+// the rate a client can keep up. A bucket's q is its capacity and w the time
+// a full refill takes, so TOKEN 100 per 10 per 1 s is q=100;w=10, not
+// q=100;w=1 (ten times the sustainable rate). A policy lists every rule.
+func TestHeadersPerAlgorithm(t *testing.T) {
+	c, ctx := newClient(t), context.Background()
+	policy := func(d client.Decision, err error) string {
+		require.NoError(t, err)
+		return d.Headers(client.HeaderOptions{Name: "api"}).Get("RateLimit-Policy")
+	}
+	assert.Equal(t, `"api";q=3;w=10`, policy(c.Slide(ctx, "s", 3, 10*time.Second)))
+	assert.Equal(t, `"api";q=3;w=60`, policy(c.Fixed(ctx, "f", 3, time.Minute)))
+	assert.Equal(t, `"api";q=3;w=2`, policy(c.Log(ctx, "l", 3, 1500*time.Millisecond)), "w rounded up: never a faster rate than the real one")
+	assert.Equal(t, `"api";q=100;w=10`, policy(c.Token(ctx, "t", 100, 10, time.Second)))
+	assert.Equal(t, `"api";q=5;w=10`, policy(c.Leaky(ctx, "q", 5, 1, 2*time.Second)))
+	assert.Equal(t, `"api";q=5;w=10`, policy(c.Throttle(ctx, "g", 4, 1, 2*time.Second)))
+
+	require.NoError(t, c.PolicySet(ctx, "p", client.Policy{Rules: []client.Rule{
+		{Algorithm: "SLIDE", Limit: 10, Window: time.Minute},
+		{Algorithm: "TOKEN", Limit: 100, Rate: 10, Window: time.Second},
+		{Algorithm: "LOG", Limit: 2, Window: 1500 * time.Millisecond},
+	}}))
+	rules, err := c.PolicyRules(ctx, "p")
+	require.NoError(t, err)
+	d, err := c.Check(ctx, "p", "k")
+	require.NoError(t, err)
+	require.Equal(t, 2, d.Rule)
+	h := d.Headers(client.HeaderOptions{Name: "p", Rules: rules})
+	assert.Equal(t, `"p-0";q=10;w=60, "p-1";q=100;w=10, "p-2";q=2;w=2`, h.Get("RateLimit-Policy"))
+	assert.Equal(t, `"p-2";r=1;t=2`, h.Get("RateLimit"), "the binding rule")
 }

@@ -18,10 +18,13 @@ type Decision struct {
 	// Wait: denied, how long until this same request would be admitted (Never
 	// if it never can be); admitted, 0, except RL.LEAKY's delay before the
 	// request should proceed.
-	Wait   time.Duration
-	Reset  time.Duration // until the key is back to its full limit
-	Window time.Duration // the window or period the call named; 0 for Check
-	Rule   int           // Check: index of the binding rule; -1 otherwise
+	Wait  time.Duration
+	Reset time.Duration // until the key is back to its full limit
+	// Window is the span over which Limit is the quota a client can keep up:
+	// the window of Slide, Fixed and Log; for Token, Leaky and Throttle the
+	// time a full refill takes (period × capacity / rate). 0 for Check.
+	Window time.Duration
+	Rule   int // Check: index of the binding rule; -1 otherwise
 }
 
 // ms turns a reply's milliseconds into a Duration, keeping -1 as Never.
@@ -55,7 +58,7 @@ func parseDecision(v any, window time.Duration) (Decision, error) {
 }
 
 // parseThrottle reads redis-cell's [limited, limit, remaining, retry_after_s, reset_after_s].
-func parseThrottle(v any, period time.Duration) (Decision, error) {
+func parseThrottle(v any, window time.Duration) (Decision, error) {
 	f, ok := v.([]any)
 	if !ok || len(f) != 5 {
 		return Decision{}, fmt.Errorf("%w: %T, want 5 integers", ErrReply, v)
@@ -68,7 +71,7 @@ func parseThrottle(v any, period time.Duration) (Decision, error) {
 		}
 		n[i] = x
 	}
-	d := Decision{Allowed: n[0] == 0, Limit: n[1], Remaining: n[2], Reset: time.Duration(n[4]) * time.Second, Window: period, Rule: -1}
+	d := Decision{Allowed: n[0] == 0, Limit: n[1], Remaining: n[2], Reset: time.Duration(n[4]) * time.Second, Window: window, Rule: -1}
 	if !d.Allowed {
 		d.Wait = time.Duration(n[3]) * time.Second
 		if n[3] < 0 {

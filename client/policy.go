@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,17 @@ type Rule struct {
 	Limit     int64
 	Rate      int64
 	Window    time.Duration // the window, or the period of TOKEN and LEAKY
+}
+
+// Quota returns the rule's quota as RateLimit-Policy advertises it: q units
+// per w. Windows (SLIDE, FIXED, LOG) give their limit and window; buckets
+// (TOKEN, LEAKY) their capacity and the time a full refill takes.
+func (r Rule) Quota() (q int64, w time.Duration) {
+	switch strings.ToUpper(r.Algorithm) {
+	case "TOKEN", "LEAKY":
+		return r.Limit, refill(r.Limit, r.Rate, r.Window)
+	}
+	return r.Limit, r.Window
 }
 
 // Policy is a named, server-side set of rules that RL.CHECK evaluates all or nothing.
@@ -75,6 +87,75 @@ func (c *Client) PolicyGet(ctx context.Context, name string) (string, error) {
 		return "", err
 	}
 	return strings.Join(words, " "), nil
+}
+
+// PolicyRules returns the rules of the policy name, or ErrNoPolicy: what
+// HeaderOptions.Rules takes to advertise every rule of a Check decision.
+func (c *Client) PolicyRules(ctx context.Context, name string) ([]Rule, error) {
+	def, err := c.PolicyGet(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRules(def)
+}
+
+// ParseRules reads the rules of a policy definition as RL.POLICY GET prints
+// it ("SLIDE 10 60 TOKEN 2 1 3 PENALTY 30"); PENALTY and SHADOW are skipped.
+func ParseRules(def string) ([]Rule, error) {
+	w := strings.Fields(def)
+	var rules []Rule
+	for i := 0; i < len(w); {
+		alg := strings.ToUpper(w[i])
+		n := map[string]int{"SLIDE": 3, "FIXED": 3, "LOG": 3, "TOKEN": 4, "LEAKY": 4, "PENALTY": 2, "SHADOW": 1}[alg]
+		if n == 0 || i+n > len(w) {
+			return nil, fmt.Errorf("%w: policy definition %q at %q", ErrReply, def, w[i])
+		}
+		if alg != "PENALTY" && alg != "SHADOW" {
+			r, err := parseRule(alg, w[i+1:i+n])
+			if err != nil {
+				return nil, fmt.Errorf("%w: policy definition %q: %v", ErrReply, def, err)
+			}
+			rules = append(rules, r)
+		}
+		i += n
+	}
+	return rules, nil
+}
+
+func parseRule(alg string, w []string) (Rule, error) {
+	r := Rule{Algorithm: alg}
+	var err error
+	if r.Limit, err = strconv.ParseInt(w[0], 10, 64); err != nil {
+		return r, err
+	}
+	if len(w) == 3 {
+		if r.Rate, err = strconv.ParseInt(w[1], 10, 64); err != nil {
+			return r, err
+		}
+	}
+	r.Window, err = parseDuration(w[len(w)-1])
+	return r, err
+}
+
+// parseDuration reads a duration as rlstore writes it: whole seconds, or a
+// number with a unit (ms, s, m, h, d).
+func parseDuration(s string) (time.Duration, error) {
+	units := []struct {
+		suffix string
+		unit   time.Duration
+	}{{"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}
+	unit := time.Second
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, unit = strings.TrimSuffix(s, u.suffix), u.unit
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad duration %q", s)
+	}
+	return time.Duration(n) * unit, nil
 }
 
 // PolicyDel deletes the policy and reports whether it existed.

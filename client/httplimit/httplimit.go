@@ -81,6 +81,38 @@ type Limiter struct {
 	misconf atomic.Uint64
 	failing atomic.Bool
 	confLog configLog
+	rules   atomic.Pointer[policyRules] // Policy's rules for the headers
+}
+
+// policyRules is a Policy's definition as last read, for RateLimit-Policy.
+type policyRules struct {
+	rules []client.Rule
+	at    time.Time
+}
+
+// rulesEvery is how often a Policy's definition is read again, so a
+// redefined policy's headers follow within it.
+const rulesEvery = time.Minute
+
+// headerOptions returns the options for a decision's headers: with a Policy,
+// its rules, read at most once per rulesEvery (a failed read leaves the
+// headers with the binding rule's quota alone).
+func (l *Limiter) headerOptions(ctx context.Context, now time.Time) client.HeaderOptions {
+	o := l.name
+	if l.cfg.Policy == "" {
+		return o
+	}
+	p := l.rules.Load()
+	if p == nil || now.Sub(p.at) >= rulesEvery {
+		rules, err := l.cfg.Client.PolicyRules(ctx, l.cfg.Policy)
+		if err != nil && p != nil {
+			rules = p.rules
+		}
+		p = &policyRules{rules: rules, at: now}
+		l.rules.Store(p)
+	}
+	o.Rules = p.rules
+	return o
 }
 
 // New validates cfg and returns a Limiter.
@@ -165,7 +197,7 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			return
 		}
 		l.recovered()
-		d.SetHeaders(w.Header(), l.name)
+		d.SetHeaders(w.Header(), l.headerOptions(r.Context(), time.Now()))
 		if !d.Allowed {
 			l.denied.Add(1)
 			l.reject(w, http.StatusTooManyRequests, "rate limit exceeded", d.Wait)

@@ -210,3 +210,19 @@ func TestConfigErrorsNeverFailOpen(t *testing.T) {
 	assert.Contains(t, out, "no such policy")
 	assert.NotContains(t, out, "gave no decision", "not logged as an outage")
 }
+
+// TestPolicyHeadersListEveryRule: with a Policy, RateLimit-Policy lists each
+// rule's quota and RateLimit names the binding rule.
+func TestPolicyHeadersListEveryRule(t *testing.T) {
+	c := newClient(t, startRlstore(t))
+	require.NoError(t, c.PolicySet(context.Background(), "api", client.Policy{Rules: []client.Rule{
+		{Algorithm: "SLIDE", Limit: 100, Window: time.Minute},
+		{Algorithm: "TOKEN", Limit: 10, Rate: 1, Window: time.Second},
+	}}))
+	l, err := httplimit.New(httplimit.Config{Client: c, Policy: "api"})
+	require.NoError(t, err)
+	w := get(l.Handler(ok), "192.0.2.7:1")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, `"api-0";q=100;w=60, "api-1";q=10;w=10`, w.Header().Get("RateLimit-Policy"))
+	assert.Equal(t, `"api-1";r=9;t=1`, w.Header().Get("RateLimit"))
+}
