@@ -141,6 +141,9 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	case addr := <-ready:
 		// Tests and scripts read the address from this line: keep it stable.
 		log.Info("ready to accept connections", "addr", addr.String())
+		if err := sdNotify(os.LookupEnv, "READY=1\nSTATUS=ready to accept connections on "+addr.String()); err != nil {
+			log.Warn("could not tell systemd the server is ready ($NOTIFY_SOCKET)", "err", err)
+		}
 	case err := <-done:
 		return fmt.Errorf("listen on %s: %w", cfg.addr(), err)
 	}
@@ -184,6 +187,7 @@ func waitForStop(srv stopper, done <-chan error, sigs <-chan os.Signal, timeout 
 		return err
 	case sig := <-sigs:
 		log.Info("signal received: draining clients; SIGINT to exit at once", "signal", sig.String(), "timeout", timeout)
+		_ = sdNotify(os.LookupEnv, "STOPPING=1\nSTATUS=draining clients")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
