@@ -14,9 +14,12 @@ type command struct {
 	run   func(s *Server, c *client, args [][]byte)
 	subs  []command // subcommands, chosen by the second argument; run is then unused
 
-	// Optional, for COMMAND and COMMAND DOCS. Key positions count the name as 0.
+	// Optional, for COMMAND and COMMAND DOCS. Key positions count the name
+	// as 0; register sets them from the key specs of commandSpecs.
 	firstKey, lastKey, keyStep int
 	group, summary             string
+	acl                        aclCats   // set by register: commandSpecs' and those the flags imply
+	keys                       []keySpec // set by register from commandSpecs
 
 	// follows names the command whose rename-command this one takes when
 	// it has none of its own: renaming that command disables this one.
@@ -25,16 +28,44 @@ type command struct {
 	stats *cmdStats // INFO commandstats; set by register, shared by a renamed command
 }
 
-type cmdFlags uint16
+// cmdFlags are Redis's command flags, in the order COMMAND INFO lists
+// them, then rlstore's own. The entry sets those that change how rlstore
+// runs the command; the rest come from its cmdSpec.
+type cmdFlags uint32
 
 const (
-	flagWrite   cmdFlags = 1 << iota // changes state
-	flagNoAuth                       // allowed before AUTH
-	flagNoQueue                      // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT)
-	flagNoTx                         // refused inside MULTI, as Redis refuses it
-	flagAdmin                        // administers the server
-	flagAllKeys                      // changes every key (FLUSHALL, FLUSHDB)
+	flagWrite          cmdFlags = 1 << iota // changes state
+	flagReadonly                            // reads keys and changes nothing
+	flagDenyOOM                             // may add state, so refused when memory is full
+	flagAdmin                               // administers the server; MONITOR does not show it
+	flagPubsub                              // SUBSCRIBE and UNSUBSCRIBE
+	flagNoScript                            // Redis's: not from a script
+	flagLoading                             // Redis's: runs while the data set loads
+	flagStale                               // Redis's: runs on a replica with stale data
+	flagSkipSlowlog                         // Redis's: EXEC, whose commands are logged each
+	flagFast                                // O(1) or O(log n)
+	flagNoAuth                              // allowed before AUTH
+	flagNoAsyncLoading                      // Redis's: not while a replica loads in the background
+	flagNoTx                                // refused inside MULTI ("no_multi")
+	flagAllowBusy                           // Redis's: runs while a script is busy
+	redisFlagCount              = iota
+
+	flagNoQueue cmdFlags = 1 << (iota - 1) // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT, WATCH)
+	flagAllKeys                            // changes every key (FLUSHALL, FLUSHDB)
 )
+
+// names returns the Redis flags among f, as COMMAND INFO lists them.
+func (f cmdFlags) names() flagSet {
+	all := [redisFlagCount]string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading",
+		"stale", "skip_slowlog", "fast", "no_auth", "no_async_loading", "no_multi", "allow_busy"}
+	out := flagSet{}
+	for i, n := range all {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // sub returns cm's subcommand called name, ignoring case, or nil.
 func (cm *command) sub(name []byte) *command {

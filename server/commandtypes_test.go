@@ -125,8 +125,10 @@ func TestCommandReplyTypesMatchRedis(t *testing.T) {
 	want.docs(redis7Golden(t, "command-docs", 3))
 	want.info(redis7Golden(t, "command-info", 3))
 	for _, q := range []string{"command-docs", "command-info"} {
-		require.Empty(t, firstDiff(redis7Golden(t, q, 3).resp2(), redis7Golden(t, q, 2), q),
-			"Redis's RESP2 is not its RESP3 flattened as resp2 assumes")
+		// Redis lists subcommands in its hash table's order, which differs
+		// between the two recordings: compare the nodes, not their order.
+		require.Equal(t, redis7Golden(t, q, 3).resp2().sortedNodes(), redis7Golden(t, q, 2).sortedNodes(),
+			"Redis's RESP2 %s is not its RESP3 flattened as resp2 assumes", q)
 	}
 
 	replies := map[string][]string{"docs": {"COMMAND", "DOCS"}, "info": {"COMMAND", "INFO"}, "command": {"COMMAND"}}

@@ -25,7 +25,7 @@ func decisionCommands() []command {
 		nativeCommand(window.KindFixed),
 		nativeCommand(window.KindLog),
 		nativeCommand(window.KindLeaky),
-		{name: "cl.throttle", arity: -5, flags: flagWrite, run: decisionRun(parseThrottleReq), firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "cl.throttle", arity: -5, flags: flagWrite, run: decisionRun(parseThrottleReq), firstKey: 1, lastKey: 1, keyStep: 1, group: "rl"},
 		{name: "rl.check", arity: -3, flags: flagWrite, run: decisionRun(parseCheckReq), firstKey: 2, lastKey: 2, keyStep: 1,
 			group: "rl", summary: "Decides a request against every rule of a policy, all or nothing"},
 	}
@@ -35,7 +35,7 @@ func decisionCommands() []command {
 // the command that runs kind's algorithm; window says what params it takes.
 func nativeCommand(kind window.Kind) command {
 	return command{name: strings.ToLower(nativeName(kind)), arity: -(2 + policy.Arity(kind)), flags: flagWrite,
-		run: decisionRun(nativeParser(kind)), firstKey: 1, lastKey: 1, keyStep: 1}
+		run: decisionRun(nativeParser(kind)), firstKey: 1, lastKey: 1, keyStep: 1, group: "rl"}
 }
 
 // nativeParser returns the parser of kind's native command.

@@ -10,6 +10,8 @@ func introspectionCommands() []command {
 		{name: "info", arity: -2, run: cmdCommandInfo, summary: "Describes the commands named, or all"},
 		{name: "docs", arity: -2, run: cmdCommandDocs, summary: "Documents the commands named, or all"},
 		{name: "list", arity: 2, run: cmdCommandList, summary: "Returns every command's name"},
+		{name: "getkeys", arity: -3, run: cmdCommandGetKeys, summary: "Extracts the key names from a call of a command"},
+		{name: "getkeysandflags", arity: -3, run: cmdCommandGetKeysAndFlags, summary: "Extracts the key names and their flags from a call of a command"},
 		{name: "help", arity: 2, run: cmdCommandHelp, summary: "Lists COMMAND's subcommands"},
 	}}}
 }
@@ -60,6 +62,58 @@ func cmdCommandDocs(s *Server, c *client, args [][]byte) {
 	writeMap(c, pairs)
 }
 
+// Replies of COMMAND GETKEYS, in Redis's words.
+const (
+	errGetKeysCommand = "ERR Invalid command specified"
+	errGetKeysNoKeys  = "ERR The command has no key arguments"
+	errGetKeysArity   = "ERR Invalid number of arguments specified for command"
+	errGetKeysArgs    = "ERR Invalid arguments specified for command"
+)
+
+func cmdCommandGetKeys(s *Server, c *client, args [][]byte) { getKeys(s, c, args[2:], false) }
+
+func cmdCommandGetKeysAndFlags(s *Server, c *client, args [][]byte) { getKeys(s, c, args[2:], true) }
+
+// getKeys is COMMAND GETKEYS[ANDFLAGS] for the call call, from its command's
+// key specs, checked in Redis's order.
+func getKeys(s *Server, c *client, call [][]byte, withFlags bool) {
+	cm := s.findCommand(call[0])
+	if cm != nil && len(cm.subs) > 0 && len(call) > 1 {
+		cm = cm.sub(call[1])
+	}
+	var at []keyArg
+	ok := false
+	if cm != nil && len(cm.keys) > 0 && arityFits(cm.arity, len(call)) {
+		at, ok = keyIndexes(cm.keys, len(call), nil)
+	}
+	switch {
+	case cm == nil:
+		c.conn.WriteError(errGetKeysCommand)
+	case len(cm.keys) == 0:
+		c.conn.WriteError(errGetKeysNoKeys)
+	case !arityFits(cm.arity, len(call)):
+		c.conn.WriteError(errGetKeysArity)
+	case !ok:
+		c.conn.WriteError(errGetKeysArgs)
+	default:
+		writeGetKeys(c, call, at, withFlags)
+	}
+}
+
+// writeGetKeys writes the keys of call at, each with its key spec's flags if withFlags.
+func writeGetKeys(c *client, call [][]byte, at []keyArg, withFlags bool) {
+	c.conn.WriteArray(len(at))
+	for _, k := range at {
+		if withFlags {
+			c.conn.WriteArray(2)
+		}
+		c.conn.WriteBulk(call[k.index])
+		if withFlags {
+			writeValue(c, k.flags.names())
+		}
+	}
+}
+
 func cmdCommandHelp(s *Server, c *client, args [][]byte) { writeHelp(c, introspectionCommands()[0]) }
 
 func named(name string, names [][]byte) bool {
@@ -87,13 +141,13 @@ func writeCommandInfo(c *client, cm *command) {
 	c.conn.WriteArray(10)
 	c.conn.WriteBulkString(cm.name)
 	c.conn.WriteInt(cm.arity)
-	writeValue(c, commandFlags(cm))
+	writeValue(c, cm.flags.names())
 	c.conn.WriteInt(cm.firstKey)
 	c.conn.WriteInt(cm.lastKey)
 	c.conn.WriteInt(cm.keyStep)
-	writeValue(c, aclCategories(cm))
+	writeValue(c, cm.acl.names())
 	writeSetLen(c, 0) // tips
-	writeSetLen(c, 0) // key specs: the first/last/step fields say it
+	writeKeySpecs(c, cm.keys)
 	if len(cm.subs) == 0 {
 		writeSetLen(c, 0) // Redis's empty subcommands are a set, the others an array
 		return
@@ -104,38 +158,17 @@ func writeCommandInfo(c *client, cm *command) {
 	}
 }
 
-func commandFlags(cm *command) flagSet {
-	f := flagSet{}
-	switch {
-	case cm.flags&flagWrite != 0:
-		f = append(f, "write")
-	case cm.firstKey > 0:
-		f = append(f, "readonly")
+// writeKeySpecs writes key specs as Redis 7 does: a set of maps.
+func writeKeySpecs(c *client, keys []keySpec) {
+	specs := make(respSet, len(keys))
+	for i, k := range keys {
+		specs[i] = []pair{
+			{"flags", k.flags.names()},
+			{"begin_search", []pair{{"type", "index"}, {"spec", []pair{{"index", k.index}}}}},
+			{"find_keys", []pair{{"type", "range"}, {"spec", []pair{{"lastkey", k.lastKey}, {"keystep", k.step}, {"limit", 0}}}}},
+		}
 	}
-	if cm.flags&flagAdmin != 0 {
-		f = append(f, "admin")
-	}
-	if cm.flags&flagNoAuth != 0 {
-		f = append(f, "no_auth")
-	}
-	if cm.flags&flagNoTx != 0 {
-		f = append(f, "no_multi")
-	}
-	return f
-}
-
-func aclCategories(cm *command) flagSet {
-	cats := flagSet{}
-	if cm.flags&flagWrite != 0 {
-		cats = append(cats, "@write")
-	}
-	if cm.flags&flagAdmin != 0 {
-		cats = append(cats, "@admin", "@dangerous")
-	}
-	if cm.group != "" {
-		cats = append(cats, "@"+cm.group)
-	}
-	return cats
+	writeValue(c, specs)
 }
 
 // commandDocs is COMMAND DOCS' map for cm, with what commandDocTable adds.

@@ -4,9 +4,10 @@ import "strconv"
 
 // Replies of MEMORY, OBJECT and WATCH, in Redis's words where Redis has them.
 const (
-	errNoFreq  = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-	errNoIdle  = "ERR idle time is not tracked: rlstore keeps no access times (TTL and PTTL tell when a key's state expires)"
-	errNoWatch = "ERR WATCH is not supported: each rlstore command is atomic on its key. For all-or-nothing decisions over several limits use RL.CHECK with a policy; MULTI/EXEC runs commands in order"
+	errNoFreq       = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	errNoIdle       = "ERR idle time is not tracked: rlstore keeps no access times (TTL and PTTL tell when a key's state expires)"
+	errWatchInMulti = "ERR WATCH inside MULTI is not allowed"
+	errNoWatch      = "ERR WATCH is not supported: each rlstore command is atomic on its key. For all-or-nothing decisions over several limits use RL.CHECK with a policy; MULTI/EXEC runs commands in order"
 )
 
 // objectCommands are MEMORY, OBJECT, WATCH and UNWATCH: what tools such as
@@ -24,7 +25,7 @@ func objectCommands() []command {
 			{name: "refcount", arity: 3, run: cmdObjectRefcount, firstKey: 2, lastKey: 2, keyStep: 1, summary: "Returns 1 for a key that exists"},
 			{name: "help", arity: 2, run: cmdObjectHelp, summary: "Lists OBJECT's subcommands"},
 		}},
-		{name: "watch", arity: -2, flags: flagNoTx, run: cmdWatch, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", summary: "Not supported: answers an error naming RL.CHECK"},
+		{name: "watch", arity: -2, flags: flagNoQueue, run: cmdWatch, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", summary: "Not supported: answers an error naming RL.CHECK"},
 		{name: "unwatch", arity: 1, run: cmdUnwatch, group: "transactions", summary: "Replies OK: nothing is ever watched"},
 	}
 }
@@ -84,7 +85,15 @@ func objectOrNull(s *Server, c *client, key []byte, reply string) {
 func cmdMemoryHelp(s *Server, c *client, args [][]byte) { writeHelp(c, objectCommands()[0]) }
 func cmdObjectHelp(s *Server, c *client, args [][]byte) { writeHelp(c, objectCommands()[1]) }
 
-func cmdWatch(s *Server, c *client, args [][]byte) { c.conn.WriteError(errNoWatch) }
+// cmdWatch runs at once inside MULTI, as Redis's does, to answer Redis's
+// error there without dooming the transaction.
+func cmdWatch(s *Server, c *client, args [][]byte) {
+	if c.multi {
+		c.conn.WriteError(errWatchInMulti)
+		return
+	}
+	c.conn.WriteError(errNoWatch)
+}
 
 func cmdUnwatch(s *Server, c *client, args [][]byte) { c.conn.WriteString("OK") }
 

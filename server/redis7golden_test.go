@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -45,7 +47,10 @@ func TestRecordRedis7(t *testing.T) {
 		rawCall(t, conn, "HELLO", proto)
 		names := sharedCommands(t, conn)
 		for _, q := range redis7Queries(names) {
-			b := rawCall(t, conn, q.args...)
+			var b []byte
+			for _, call := range q.calls {
+				b = append(b, rawCall(t, conn, call...)...)
+			}
 			require.NoError(t, os.WriteFile(filepath.Join(redis7Dir, q.file+".resp"+proto), b, 0o644))
 		}
 		_ = conn.Close()
@@ -71,26 +76,63 @@ func sharedCommands(t *testing.T, conn net.Conn) []string {
 	return shared
 }
 
-// redis7Query is one recorded question: the file its answer goes to, less
-// the protocol's suffix, and the command.
+// redis7Query is a recorded file: its name, less the protocol's suffix,
+// and the calls whose replies it holds, one after another.
 type redis7Query struct {
-	file string
-	args []string
+	file  string
+	calls [][]string
 }
 
 func redis7Queries(names []string) []redis7Query {
 	return []redis7Query{
-		{"command-docs", append([]string{"COMMAND", "DOCS"}, names...)},
-		{"command-info", append([]string{"COMMAND", "INFO"}, names...)},
+		{"command-docs", [][]string{append([]string{"COMMAND", "DOCS"}, names...)}},
+		{"command-info", [][]string{append([]string{"COMMAND", "INFO"}, names...)}},
+		{"command-getkeys", getKeysCalls()},
 	}
+}
+
+// getKeysCalls are COMMAND GETKEYS and GETKEYSANDFLAGS calls of commands
+// rlstore shares with Redis, and the errors of both.
+func getKeysCalls() [][]string {
+	var calls [][]string
+	for _, call := range [][]string{
+		{"DEL", "a", "b", "c"}, {"EXISTS", "a", "b"}, {"TYPE", "k"}, {"TTL", "k"}, {"PTTL", "k"},
+		{"MEMORY", "USAGE", "k"}, {"MEMORY", "USAGE", "k", "SAMPLES", "5"}, {"OBJECT", "ENCODING", "k"},
+		{"OBJECT", "FREQ", "k"}, {"OBJECT", "IDLETIME", "k"}, {"OBJECT", "REFCOUNT", "k"},
+		{"WATCH", "a", "b"}, {"MOVE", "k", "1"},
+		{"PING", "x"}, {"NOSUCH", "x"}, {"TYPE", "a", "b"}, {"OBJECT", "NOSUCH", "k"}, {"CLIENT", "LIST"},
+		{"DBSIZE", "x"}, {"FLUSHALL", "ASYNC"}, {"MEMORY", "USAGE"},
+	} {
+		calls = append(calls, append([]string{"COMMAND", "GETKEYS"}, call...),
+			append([]string{"COMMAND", "GETKEYSANDFLAGS"}, call...))
+	}
+	return calls
 }
 
 // redis7Golden returns the recorded answer of file for protocol proto.
 func redis7Golden(t *testing.T, file string, proto int) respNode {
 	t.Helper()
+	replies := redis7GoldenAll(t, file, proto)
+	require.Len(t, replies, 1, "%s holds one reply", file)
+	return replies[0]
+}
+
+// redis7GoldenAll returns the recorded answers of file for protocol proto.
+func redis7GoldenAll(t *testing.T, file string, proto int) []respNode {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(redis7Dir, file+".resp"+map[int]string{2: "2", 3: "3"}[proto]))
 	require.NoError(t, err, "the recorded answers: see TestRecordRedis7")
-	return parseRESP(t, b)
+	r := bufio.NewReader(bytes.NewReader(b))
+	var out []respNode
+	for r.Buffered() > 0 || len(out) == 0 {
+		n, err := readRESP(r)
+		require.NoError(t, err)
+		out = append(out, n)
+		if _, err := r.Peek(1); err != nil {
+			break
+		}
+	}
+	return out
 }
 
 // startRedisServer starts a redis-server of the test's own, with

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,4 +176,24 @@ func firstDiff(want, got respNode, path string) string {
 		}
 	}
 	return ""
+}
+
+// sortedNodes returns every node of n as its type and text (aggregates as
+// their type and length), sorted: a tree's contents without their order.
+func (n respNode) sortedNodes() []string {
+	all := n.nodes(nil)
+	sort.Strings(all)
+	return all
+}
+
+func (n respNode) nodes(dst []string) []string {
+	if n.elems == nil {
+		dst = append(dst, n.String())
+	} else {
+		dst = append(dst, string(n.kind)+strconv.Itoa(len(n.elems)))
+	}
+	for _, e := range n.elems {
+		dst = e.nodes(dst)
+	}
+	return dst
 }

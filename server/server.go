@@ -248,16 +248,19 @@ func setDefault[T comparable](v *T, def T) {
 
 // register adds commands to the table. Two with one name are a programmer error.
 func (s *Server) register(cmds []command) {
+	specs := commandSpecs()
 	for i := range cmds {
 		cm := &cmds[i]
 		cm.stats = new(cmdStats)
 		if _, dup := s.commands[cm.name]; dup {
 			panic(fmt.Sprintf("server: command %q registered twice", cm.name))
 		}
+		cm.declare(specs[cm.name])
 		for j := range cm.subs {
 			cm.subs[j].name = cm.name + "|" + cm.subs[j].name
 			setDefault(&cm.subs[j].group, cm.group)
 			cm.subs[j].stats = new(cmdStats)
+			cm.subs[j].declare(specs[cm.subs[j].name])
 		}
 		s.commands[cm.name] = cm
 	}

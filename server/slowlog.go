@@ -104,13 +104,13 @@ func slowArgs(args [][]byte) []string {
 // slowlogCommands are SLOWLOG and LATENCY.
 func slowlogCommands() []command {
 	return []command{
-		{name: "slowlog", arity: -2, flags: flagAdmin, group: "server", summary: "Shows the commands that ran slower than slowlog-log-slower-than", subs: []command{
+		{name: "slowlog", arity: -2, group: "server", summary: "Shows the commands that ran slower than slowlog-log-slower-than", subs: []command{
 			{name: "get", arity: -2, run: cmdSlowlogGet, summary: "Returns the newest slow-log entries (10, or count; -1 all)"},
 			{name: "len", arity: 2, run: cmdSlowlogLen, summary: "Returns the number of slow-log entries"},
 			{name: "reset", arity: 2, run: cmdSlowlogReset, summary: "Empties the slow log"},
 			{name: "help", arity: 2, run: func(s *Server, c *client, _ [][]byte) { writeHelp(c, slowlogCommands()[0]) }, summary: "Lists SLOWLOG's subcommands"},
 		}},
-		{name: "latency", arity: -2, flags: flagAdmin, group: "server", summary: "The latency monitor", subs: []command{
+		{name: "latency", arity: -2, group: "server", summary: "The latency monitor", subs: []command{
 			{name: "latest", arity: 2, run: cmdLatencyLatest, summary: "Returns the latest and largest spike of each event"},
 			{name: "reset", arity: -2, run: cmdLatencyReset, summary: "Forgets the spikes"},
 			{name: "help", arity: 2, run: func(s *Server, c *client, _ [][]byte) { writeHelp(c, slowlogCommands()[1]) }, summary: "Lists LATENCY's subcommands"},

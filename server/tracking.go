@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"container/heap"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,7 +86,7 @@ func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
 	if cm.flags&flagWrite != 0 {
 		s.invalidateWritten(c, cm, args)
 	}
-	if cm.flags&flagAdmin == 0 && !strings.HasPrefix(cm.name, "config|") { // Redis 7 counts all of CONFIG as admin
+	if cm.flags&flagAdmin == 0 { // as in Redis 7, administrative commands are not shown
 		s.feedMonitors(c, args)
 	}
 	if c.track.inExec {

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// infoDeviations are the places where rlstore's COMMAND INFO differs from
+// redis-server 7's on purpose, by command and field (2: flags, 6: ACL
+// categories, 8: key specs), with the reason.
+var infoDeviations = map[string]map[int]string{
+	"monitor": {2: "rlstore refuses MONITOR inside MULTI (no_multi); Redis queues it and fails it at EXEC"},
+}
+
+// commandsByName indexes COMMAND INFO's descriptions, subcommands included.
+func commandsByName(n respNode, into map[string]respNode) map[string]respNode {
+	for _, e := range n.elems {
+		if e.null {
+			continue
+		}
+		into[e.elems[0].str] = e
+		commandsByName(e.elems[9], into)
+	}
+	return into
+}
+
+// TestCommandInfoMatchesRedis: for every command and subcommand rlstore
+// shares with Redis, COMMAND INFO gives Redis 7's flags, key positions, ACL
+// categories and key specs (testdata/redis7), save infoDeviations. Arity and
+// tips may differ: rlstore takes fewer options of some commands.
+func TestCommandInfoMatchesRedis(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	conn := dialRaw(t, addr)
+	rawCall(t, conn, "HELLO", "3")
+	got := commandsByName(parseRESP(t, rawCall(t, conn, "COMMAND")), map[string]respNode{})
+	want := commandsByName(redis7Golden(t, "command-info", 3), map[string]respNode{})
+	shared := 0
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok {
+			continue
+		}
+		shared++
+		for _, field := range []int{2, 3, 4, 5, 6, 8} {
+			d := firstDiff(w.elems[field], g.elems[field], name+" field "+strconv.Itoa(field))
+			if why := infoDeviations[name][field]; why != "" {
+				assert.NotEmptyf(t, d, "%s field %d is Redis's now: drop the deviation %q", name, field, why)
+				continue
+			}
+			assert.Empty(t, d)
+		}
+	}
+	assert.Greater(t, shared, 80, "commands and subcommands compared")
+}
+
+// TestCommandGetKeysMatchesRedis replays the recorded COMMAND GETKEYS and
+// GETKEYSANDFLAGS calls and compares every reply, errors included.
+func TestCommandGetKeysMatchesRedis(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	calls := getKeysCalls()
+	for _, proto := range []int{2, 3} {
+		want := redis7GoldenAll(t, "command-getkeys", proto)
+		require.Len(t, want, len(calls))
+		conn := dialRaw(t, addr)
+		rawCall(t, conn, "HELLO", strconv.Itoa(proto))
+		for i, call := range calls {
+			got := parseRESP(t, rawCall(t, conn, call...))
+			assert.Empty(t, firstDiff(want[i], got, strings.Join(call, " ")), "RESP%d", proto)
+		}
+	}
+}
+
+// TestCommandGetKeysOfRLCommands: rlstore's own commands name their keys
+// from their key specs too.
+func TestCommandGetKeysOfRLCommands(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	c, ctx := newClient(t, addr, 3), ctxT(t)
+	for _, tc := range []struct {
+		call []any
+		want []any
+	}{
+		{[]any{"RL.SLIDE", "user:1", 5, 60}, []any{"user:1"}},
+		{[]any{"rl.token", "t", 5, 1, "1s", "COST", 2}, []any{"t"}},
+		{[]any{"CL.THROTTLE", "g", 15, 30, 60}, []any{"g"}},
+		{[]any{"RL.CHECK", "api", "user:2"}, []any{"user:2"}},
+		{[]any{"RL.INFO", "user:1"}, []any{"user:1"}},
+	} {
+		got, err := c.Do(ctx, append([]any{"COMMAND", "GETKEYS"}, tc.call...)...).Result()
+		require.NoError(t, err, "%v", tc.call)
+		assert.Equal(t, tc.want, got, "%v", tc.call)
+	}
+	got, err := c.Do(ctx, "COMMAND", "GETKEYSANDFLAGS", "RL.SLIDE", "k", 5, 60).Result()
+	require.NoError(t, err)
+	assert.Equal(t, []any{[]any{"k", []any{"RW", "access", "update"}}}, got)
+	assert.EqualError(t, c.Do(ctx, "COMMAND", "GETKEYS", "RL.SLIDE", "k").Err(), errGetKeysArity)
+	assert.EqualError(t, c.Do(ctx, "COMMAND", "GETKEYS", "RL.POLICY", "LIST").Err(), errGetKeysNoKeys)
+}
+
+// TestCommandTableIsConsistent: every command declares its flags,
+// categories and key specs, and they agree with each other as Redis's do:
+// @write with write, @read with readonly, @admin and @dangerous with admin,
+// either @fast or @slow, @rl exactly for rlstore's own commands, key specs
+// exactly for keyed commands, and key flags that say what the command does.
+func TestCommandTableIsConsistent(t *testing.T) {
+	s := newTestServer(t, Config{})
+	specs := commandSpecs()
+	check := func(cm *command) {
+		_, declared := specs[cm.name]
+		assert.Truef(t, declared, "%s is not in commandSpecs", cm.name)
+		assert.Equalf(t, cm.flags&flagWrite != 0, cm.acl&catWrite != 0, "%s: write and @write", cm.name)
+		assert.Equalf(t, cm.flags&flagReadonly != 0, cm.acl&catRead != 0, "%s: readonly and @read", cm.name)
+		assert.Falsef(t, cm.flags&flagWrite != 0 && cm.flags&flagReadonly != 0, "%s: write and readonly", cm.name)
+		if cm.flags&flagAdmin != 0 {
+			assert.Equalf(t, catAdmin|catDangerous, cm.acl&(catAdmin|catDangerous), "%s: admin is @admin @dangerous", cm.name)
+		}
+		assert.NotEqualf(t, cm.acl&catFast != 0, cm.acl&catSlow != 0, "%s: @fast or @slow", cm.name)
+		own := strings.HasPrefix(cm.name, "rl.") || strings.HasPrefix(cm.name, "cl.")
+		assert.Equalf(t, own, cm.acl&catRL != 0, "%s: @rl", cm.name)
+		assert.Equalf(t, cm.firstKey > 0, len(cm.keys) > 0, "%s: key specs for its keys", cm.name)
+		for _, k := range cm.keys {
+			if cm.flags&flagWrite != 0 {
+				assert.NotZerof(t, k.flags&(keyRW|keyOW|keyRM), "%s writes its keys", cm.name)
+			} else {
+				assert.NotZerof(t, k.flags&keyRO, "%s only reads its keys", cm.name)
+			}
+		}
+	}
+	for name, cm := range s.commands {
+		if strings.HasPrefix(name, "test.") {
+			continue
+		}
+		check(cm)
+		for i := range cm.subs {
+			check(&cm.subs[i])
+		}
+	}
+}
+
+// TestWatchInsideMulti: WATCH inside MULTI answers Redis's error at once and
+// the transaction goes on, side by side with a redis-server.
+func TestWatchInsideMulti(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	ctx := ctxT(t)
+	ours := newClient(t, addr, 2).Conn() // one connection: MULTI belongs to it
+	theirs := startRedisServer(t).Conn()
+	t.Cleanup(func() { _ = ours.Close(); _ = theirs.Close() })
+	for _, call := range [][]any{{"MULTI"}, {"WATCH", "k"}, {"PING"}, {"EXEC"}} {
+		want, got := theirs.Do(ctx, call...), ours.Do(ctx, call...)
+		assert.Equal(t, want.Err(), got.Err(), "%v", call)
+		assert.Equal(t, want.Val(), got.Val(), "%v", call)
+	}
+	assert.EqualError(t, ours.Do(ctx, "WATCH", "k").Err(), errNoWatch, "outside MULTI")
+}
