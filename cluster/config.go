@@ -19,10 +19,21 @@ type Config struct {
 	AdvertiseAddr string   // the gossip address peers are told; default the bound one
 	RESPAddr      string   // required: host:port where clients and peers reach this node's RESP port
 	TLSAddr       string   // host:port of this node's TLS port, advertised to peers that dial over TLS; optional
-	Seeds         []string // gossip addresses to join; empty starts a new cluster
+	Seeds         []string // gossip addresses to join (see Bootstrap); empty starts a new cluster
 	Keys          [][]byte // gossip encryption keys (16, 24 or 32 bytes); the first encrypts. None: plain gossip
 	Timing        Timing   // default DefaultTiming()
 	Logger        *slog.Logger
+
+	// Remembered are the gossip addresses of the members this node had
+	// before it restarted, read from its data dir. They are joined like
+	// Seeds, but retried only until this node has joined: a remembered
+	// address may since belong to another process.
+	Remembered []string
+	// Bootstrap lets a node given Seeds or Remembered serve alone before
+	// it has met another member. Without it such a node waits
+	// (View.Waiting): it never forms a cluster of its own while the one it
+	// was told of, or belonged to, may exist.
+	Bootstrap bool
 
 	// OnChange is called with each new view, one call at a time, in order.
 	// Membership holds no lock while it runs, but the next view waits for it.

@@ -39,6 +39,7 @@ type Membership struct {
 	since   map[string]time.Time       // when each alive member was first seen
 	joined  map[string]time.Time       // when each member last appeared in nodes (see flap.go)
 	epoch   uint64                     // the last view's table epoch
+	waiting bool                       // no other member seen yet, and not allowed to serve alone: see View.Waiting
 	closed  bool
 
 	refuted atomic.Int64 // departures deferDeparture held back that the member refuted
@@ -56,6 +57,7 @@ func New(cfg Config) (*Membership, error) {
 	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
 		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{},
 		joined: map[string]time.Time{}}
+	m.waiting = !cfg.Bootstrap && len(cfg.Seeds)+len(cfg.Remembered) > 0
 	mc, err := m.memberlistConfig()
 	if err != nil {
 		return nil, err
@@ -69,12 +71,34 @@ func New(cfg Config) (*Membership, error) {
 	m.done.Add(2)
 	go m.rebuildLoop()
 	go m.rejoinLoop()
-	if len(cfg.Seeds) > 0 {
-		if _, err := m.ml.Join(cfg.Seeds); err != nil {
-			m.log.Warn("cluster: could not join the seeds yet; retrying", "seeds", cfg.Seeds, "err", err)
+	if seeds := m.joinTargets(); len(seeds) > 0 {
+		if _, err := m.ml.Join(seeds); err != nil {
+			m.log.Warn("cluster: could not join the seeds yet; retrying", "seeds", seeds, "err", err)
 		}
+		m.sync() // the first view the server takes has the members just met
+	}
+	if v := m.View(); v.Waiting {
+		m.log.Warn("cluster: no member answered yet; keyed commands get -CLUSTERDOWN until one does (--cluster-bootstrap yes serves alone)",
+			"seeds", m.joinTargets())
 	}
 	return m, nil
+}
+
+// joinTargets are the seeds, and while this node waits to meet a member
+// the remembered members too.
+func (m *Membership) joinTargets() []string {
+	out := slices.Clone(m.cfg.Seeds)
+	m.mu.Lock()
+	waiting := m.waiting
+	m.mu.Unlock()
+	if waiting {
+		for _, r := range m.cfg.Remembered {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 func (m *Membership) memberlistConfig() (*memberlist.Config, error) {
@@ -166,10 +190,12 @@ func (m *Membership) rebuild() (*View, bool) {
 		v.Members = append(v.Members, mem)
 		if mem.State == StateAlive {
 			owners = append(owners, mem.Node)
+			m.waiting = m.waiting && mem.Name == m.cfg.NodeName
 		}
 	}
+	v.Waiting = m.waiting
 	slices.SortFunc(v.Members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
-	if old := m.view.Load(); old != nil && len(v.Gone) == 0 && sameMembers(old.Members, v.Members) {
+	if old := m.view.Load(); old != nil && len(v.Gone) == 0 && old.Waiting == v.Waiting && sameMembers(old.Members, v.Members) {
 		return old, false
 	}
 	if len(owners) == 0 { // only this node, and it is leaving: it still answers for nothing but itself
@@ -383,7 +409,7 @@ func (m *Membership) missingSeeds() []string {
 		have[n.Gossip] = true
 	}
 	var missing []string
-	for _, s := range m.cfg.Seeds {
+	for _, s := range m.joinTargets() {
 		missing = append(missing, missingAddrs(s, have, net.DefaultResolver.LookupIP)...)
 	}
 	return missing

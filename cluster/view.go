@@ -40,6 +40,10 @@ type View struct {
 	Table   *Table   // slot owners, among the alive members (never the leaving ones)
 	Members []Member // alive and leaving members, this node included, sorted by name
 	Gone    []Member // members that left or died since the previous view
+	// Waiting is true while this node, started with seeds or remembered
+	// members, has not yet met another member: it must not serve keyed
+	// commands, its table being one of itself only (see Config.Bootstrap).
+	Waiting bool
 }
 
 // Member returns the alive or leaving member called name.

@@ -31,9 +31,10 @@ type ClusterConfig struct {
 	// Replicas, if set, ships this node's changes to each slot's backup
 	// and keeps the copies shipped to it (--replicas 1).
 	Replicas *ReplicaConfig
-	// Joins says the node was started with seeds to join: what it served
-	// alone before it first saw another member is not handed over, since
-	// the cluster it joins has newer state for those slots.
+	// Joins says the node was started with seeds to join, or members it
+	// remembers: what it served alone before it first saw another member
+	// is not handed over, since the cluster it joins has newer state for
+	// those slots.
 	Joins bool
 	// Leave, if set, runs first when the server stops gracefully, by
 	// Shutdown or by the SHUTDOWN command, while it still serves: it hands
@@ -109,6 +110,9 @@ const (
 	errResync       = "RESYNC no full sync on this connection yet"
 	errNoCluster    = "ERR This instance has cluster support disabled"
 	errOwnerUnreach = "CLUSTERDOWN the owner of this key cannot be reached: "
+	// errClusterDown is Redis Cluster's reply while its state is fail: here,
+	// a node that has not met a member of the cluster it joins.
+	errClusterDown = "CLUSTERDOWN The cluster is down"
 )
 
 // peerReadBuf is the read buffer a peer's connection keeps between

@@ -114,8 +114,12 @@ func clusterInfoPairs(v *cluster.View) []pair {
 			mine = e
 		}
 	}
+	state := "ok"
+	if v.Waiting {
+		state = "fail" // it serves no key until it meets a member
+	}
 	return []pair{
-		{"cluster_state", "ok"}, {"cluster_slots_assigned", cluster.Slots}, {"cluster_slots_ok", cluster.Slots},
+		{"cluster_state", state}, {"cluster_slots_assigned", cluster.Slots}, {"cluster_slots_ok", cluster.Slots},
 		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", len(v.Members)},
 		{"cluster_size", n}, {"cluster_current_epoch", current}, {"cluster_my_epoch", mine},
 	}

@@ -82,6 +82,9 @@ func (s *Server) routeOf(c *client, cm *command, args [][]byte) route {
 		return route{reply: errCrossSlot}
 	}
 	v := s.cl.view()
+	if v.Waiting {
+		return route{slot: slot, reply: errClusterDown}
+	}
 	if st := s.cl.ho.state(slot); st != nil {
 		return s.routeMoving(c, slot, st)
 	}

@@ -32,6 +32,7 @@ type clusterFlags struct {
 	Timing       string
 	LeaveTimeout time.Duration
 	TLS          bool // --tls-cluster: dial peers over TLS, to their --tls-port
+	Bootstrap    bool // --cluster-bootstrap: serve alone before meeting a member
 }
 
 func (f *clusterFlags) define(fs *flag.FlagSet) {
@@ -46,6 +47,7 @@ func (f *clusterFlags) define(fs *flag.FlagSet) {
 	fs.Var(newSeconds(&f.Timeout, cluster.DefaultPeerTimeout), "cluster-timeout", "`duration` a forwarded request may take before --owner-unreachable applies (1s, 500ms)")
 	fs.Var(newOneOf(&f.Timing, "lan", "lan", "fast"), "cluster-timing", "`lan|fast`: failure detection pace. lan: a crashed node is declared dead in about 1.5-2.5 s; fast: about 0.5-1 s, for tests on one machine")
 	fs.Var(newYesNo(&f.TLS, false), "tls-cluster", "`yes|no`: with yes, dial peers over TLS to the --tls-port each advertises, presenting --tls-cert-file and checking theirs against --tls-ca-cert-file; needs --tls-port and --tls-ca-cert-file on every node")
+	fs.Var(newYesNo(&f.Bootstrap, false), "cluster-bootstrap", "`yes|no`: with yes, serve at once even alone, and forget the members --data-dir remembers: start a new cluster from this node. With no, a node given --join, or whose --data-dir remembers members, answers keyed commands with -CLUSTERDOWN until it has met one")
 	fs.Var(newSeconds(&f.LeaveTimeout, 10*time.Second), "cluster-leave-timeout", "`duration` a graceful leave (SIGTERM or SHUTDOWN) may spend handing this node's slots over before it goes anyway")
 }
 
@@ -54,7 +56,7 @@ func (f clusterFlags) on() bool { return f.Addr != "" || f.Join != "" }
 
 func (f clusterFlags) validate() error {
 	if !f.on() {
-		if f.NodeName != "" || f.Key != "" || f.Keyring != "" || f.Advertise != "" || f.TLS {
+		if f.NodeName != "" || f.Key != "" || f.Keyring != "" || f.Advertise != "" || f.TLS || f.Bootstrap {
 			return errors.New("cluster options need --cluster-addr or --join")
 		}
 		return nil
@@ -137,11 +139,20 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	}
 	state := &cluster.LateState{}
 	srv := &lateServer{}
-	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
-		RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Keys: keys, Timing: timing, Logger: log, State: state,
-		OnChange: srv.changed})
+	mf, remembered, err := rememberMembers(c, log)
 	if err != nil {
 		_ = ln.Close()
+		return nil, nil, nil, err
+	}
+	srv.mf = mf
+	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
+		RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Remembered: remembered, Bootstrap: c.Cluster.Bootstrap,
+		Keys: keys, Timing: timing, Logger: log, State: state, OnChange: srv.changed})
+	if err != nil {
+		_ = ln.Close()
+		if mf != nil {
+			mf.Close()
+		}
 		return nil, nil, nil, err
 	}
 	secret := []byte(c.RequirePass)
@@ -158,10 +169,10 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	mover := cluster.NewPeers(mc)
 	u, _ := server.ParseUnreachable(c.Cluster.Unreachable) // validated by its flag
 	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp, "tls", tlsAddr,
-		"seeds", c.Cluster.seeds(), "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
+		"seeds", c.Cluster.seeds(), "remembered", remembered, "bootstrap", c.Cluster.Bootstrap, "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
 	cn := &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, cfg: c.Cluster, log: log}
 	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Mover: mover, Secret: secret,
-		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds()) > 0,
+		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds())+len(remembered) > 0,
 		Leave: cn.leave}
 	return ln, cn, cc, nil
 }
@@ -173,12 +184,40 @@ const moverTimeout = 5 * time.Second
 // lateServer passes membership changes to the server once it exists: the
 // server needs the membership first. Until then the server takes the
 // newest view when it starts.
-type lateServer struct{ p atomic.Pointer[server.Server] }
+// It also tells the member file, if any, of every view.
+type lateServer struct {
+	p  atomic.Pointer[server.Server]
+	mf *cluster.MemberFile // nil without --data-dir
+}
 
-func (l *lateServer) changed(cluster.View) {
+func (l *lateServer) changed(v cluster.View) {
+	if l.mf != nil {
+		l.mf.Update(v)
+	}
 	if s := l.p.Load(); s != nil {
 		s.ClusterChanged()
 	}
+}
+
+// rememberMembers opens the member file of --data-dir, if given, and
+// returns it with the gossip addresses of the members it remembers, which
+// the node rejoins. --cluster-bootstrap forgets them.
+func rememberMembers(c config, log *slog.Logger) (*cluster.MemberFile, []string, error) {
+	if c.DataDir == "" {
+		return nil, nil, nil
+	}
+	mf, err := cluster.OpenMemberFile(c.DataDir, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--data-dir %s: %w", c.DataDir, err)
+	}
+	if c.Cluster.Bootstrap {
+		if r := mf.Remembered(); len(r) > 0 {
+			log.Warn("cluster: --cluster-bootstrap: forgetting the members the data dir remembers; this node starts a new cluster", "members", r)
+		}
+		mf.Forget()
+		return mf, nil, nil
+	}
+	return mf, mf.Remembered(), nil
 }
 
 // respAddr is the RESP address peers and clients are told: the listener's,
@@ -250,5 +289,8 @@ func (cn *clusterNode) close() {
 	cn.mover.Close()
 	if err := cn.ml.Close(time.Second); err != nil {
 		cn.log.Warn("cluster: leaving gossip", "err", err)
+	}
+	if cn.srv.mf != nil {
+		cn.srv.mf.Close()
 	}
 }

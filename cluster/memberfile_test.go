@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMemberFileRemembers(t *testing.T) {
+	dir := t.TempDir()
+	quiet := slog.New(slog.DiscardHandler)
+	f, err := OpenMemberFile(dir, quiet)
+	require.NoError(t, err)
+	assert.Empty(t, f.Remembered(), "a new data dir remembers no member")
+	member := func(name, gossip string, st MemberState) Member {
+		return Member{Node: Node{Name: name}, Gossip: gossip, State: st}
+	}
+	f.Update(View{Self: "a", Members: []Member{member("a", "h:1", StateAlive), member("b", "h:2", StateAlive),
+		member("c", "h:3", StateAlive), member("d", "h:4", StateAlive)}})
+	f.Update(View{Self: "a", Members: []Member{member("a", "h:1", StateAlive), member("b", "h:22", StateAlive)},
+		Gone: []Member{member("c", "h:3", StateDead), member("d", "h:4", StateLeft)}})
+	f.Close()
+	f.Close() // a second Close does nothing
+
+	g, err := OpenMemberFile(dir, quiet)
+	require.NoError(t, err)
+	defer g.Close()
+	assert.Equal(t, []string{"h:22", "h:3"}, g.Remembered(),
+		"b at its new address, c though it died; not d, which left, nor this node")
+	g.Forget()
+	g.Close()
+	h, err := OpenMemberFile(dir, quiet)
+	require.NoError(t, err)
+	defer h.Close()
+	assert.Empty(t, h.Remembered(), "after Forget")
+}
+
+func TestMemberFileRefusesAnotherFormat(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, MemberFileName), []byte("rlstore-cluster-members 9\nb h:2\n"), 0o600))
+	_, err := OpenMemberFile(dir, slog.New(slog.DiscardHandler))
+	assert.ErrorContains(t, err, "not a member file of a version this node reads")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, MemberFileName), []byte(memberFileHeader+"\nb\n"), 0o600))
+	_, err = OpenMemberFile(dir, slog.New(slog.DiscardHandler))
+	assert.ErrorContains(t, err, "line 2")
+}
+
+// freeAddr returns a loopback address that nothing listened on a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// TestWaitingUntilMet: a node given a seed that is not up yet waits,
+// serving nothing alone, until it has met it (the rejoin loop retries the
+// seed); with Bootstrap it does not wait; a node without seeds starts a
+// cluster of its own.
+func TestWaitingUntilMet(t *testing.T) {
+	seed := freeAddr(t)
+	a := startNode(t, "a", []string{seed})
+	assert.True(t, a.View().Waiting, "a node whose seed does not answer waits")
+	assert.Len(t, a.View().Table.Nodes(), 1)
+
+	m, err := New(Config{NodeName: "boot", BindAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:1", Seeds: []string{freeAddr(t)},
+		Bootstrap: true, Timing: TestTiming(), Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(m.Kill)
+	assert.False(t, m.View().Waiting, "Bootstrap serves alone")
+
+	b := startNodeAt(t, "b", seed, nil)
+	assert.False(t, b.View().Waiting, "the first node of a new cluster, without seeds, does not wait")
+	waitMembers(t, []*testNode{a, b}, 2)
+	assert.False(t, a.View().Waiting, "a met b")
+	b.Kill()
+	require.Eventually(t, func() bool { return len(a.View().Table.Nodes()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.False(t, a.View().Waiting, "a node that has met the cluster does not wait again")
+}
+
+// TestRememberedJoinedAtStart: remembered members are joined as seeds are.
+func TestRememberedJoinedAtStart(t *testing.T) {
+	b := startNode(t, "b", nil)
+	m, err := New(Config{NodeName: "a", BindAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:1", Remembered: []string{b.GossipAddr()},
+		Timing: TestTiming(), Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(m.Kill)
+	v := m.View()
+	assert.False(t, v.Waiting, "the first view after New has the remembered member it joined")
+	assert.Len(t, v.Table.Nodes(), 2)
+}
