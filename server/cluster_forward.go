@@ -1,6 +1,11 @@
 package server
 
 import (
+	"errors"
+	"io"
+	"syscall"
+	"time"
+
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/tidwall/redcon"
 )
@@ -98,8 +103,9 @@ func (b *remoteBatch) Replies(replies [][]byte, err error) {
 
 // retry answers each request of a batch whose owner failed.
 func (b *remoteBatch) retry(err error) {
+	until := time.Now().Add(restartWait)
 	for i := range b.items {
-		b.laters[i].Finish(b.s.retryElsewhere(b, i, err))
+		b.laters[i].Finish(b.s.retryElsewhere(b, i, err, until))
 	}
 	b.s.cl.freeBatch(b)
 }
@@ -132,15 +138,44 @@ func (cn *clusterNode) freeBatch(b *remoteBatch) {
 // run a command on the client's connection. A request the old owner ran
 // before its connection broke is then charged twice: for a rate limiter,
 // the safe side.
-func (s *Server) retryElsewhere(b *remoteBatch, i int, err error) []byte {
-	owner := s.cl.view().Table.Owner(b.items[i].slot)
-	if owner.Name != b.owner.Name {
+//
+// An owner that refused the connection, or closed it, may be restarting
+// at once (kill -9 and a supervisor): while the table still names it, the
+// request goes to it again until until, restartWait after the failure,
+// so that a quick restart fails no request of the other nodes' clients.
+func (s *Server) retryElsewhere(b *remoteBatch, i int, err error, until time.Time) []byte {
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		owner := s.cl.view().Table.Owner(b.items[i].slot)
+		same := owner.Name == b.owner.Name
+		if same && !(restarting(err) && time.Now().Add(pause).Before(until)) {
+			break
+		}
+		if same {
+			time.Sleep(pause) // a backoff while the owner's process starts
+		}
 		reps, err2 := s.forwardRaw(owner, b.request(i))
 		if err2 == nil {
 			return reps[0]
 		}
+		if !same {
+			break
+		}
+		err = err2
 	}
 	return s.unreachableReply(b.items[i].cm, b.owner, err)
+}
+
+// restartWait bounds how long a request waits for an owner that refuses
+// connections to come back. A process restarted at once listens again
+// well within it; one that does not is declared dead within failure
+// detection, and its slots' new owners serve them.
+const restartWait = time.Second
+
+// restarting reports whether err says the peer's process is not there
+// (refused, reset, closed), rather than slow: a timeout already waited.
+func restarting(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE)
 }
 
 // request is the i-th request's bytes.

@@ -128,7 +128,7 @@ func restartFirst(t *testing.T, args [][]string, sig syscall.Signal) {
 		q.round(context.Background(), newClient(t, ns[1].addr))
 	}
 	if sig == syscall.SIGKILL {
-		waitShippedOrNot(t, ns)
+		waitShipped(t, len(keys), procsOf(ns)...) // a crash loses what was not shipped: see TestQuickRestartUnderLoad
 		ns[0].Kill()
 	} else {
 		ns[0].Signal(t, sig)
@@ -136,8 +136,11 @@ func restartFirst(t *testing.T, args [][]string, sig syscall.Signal) {
 		waitClusterSize(t, ns[1].clusterProc, 2)
 	}
 	ns[0] = ns[0].restart(t)
+	// At once, before b and c may have found it: a rejoins them as it
+	// starts, and serves its slots only with their state.
+	assert.Equal(t, "3", knownNodes(ns[0].clusterProc), "a rejoined b and c as it started")
+	q.round(context.Background(), newClient(t, ns[0].addr))
 	settleProcs(t, procsOf(ns)...)
-	assert.Equal(t, "3", knownNodes(ns[0].clusterProc), "a rejoined b and c")
 	for range handoffLimit {
 		q.round(context.Background(), newClient(t, ns[0].addr))
 		q.round(context.Background(), newClient(t, ns[2].addr))
@@ -148,20 +151,6 @@ func restartFirst(t *testing.T, args [][]string, sig syscall.Signal) {
 	for _, k := range keys {
 		assert.Equal(t, handoffLimit, q.admitted[k], "%s: at its limit", k)
 	}
-}
-
-// waitShippedOrNot waits for the replicas to hold every key when the
-// nodes ship them (the default, --replicas 1).
-func waitShippedOrNot(t *testing.T, ns []*node) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		for _, n := range ns {
-			if !settled(t, newClient(t, n.addr)) {
-				return false
-			}
-		}
-		return true
-	}, deadline, 10*time.Millisecond)
 }
 
 // TestJoinWaitsForSeeds: a node whose seeds are not up yet serves no key
@@ -221,18 +210,19 @@ func waitSent(t *testing.T, st *loadStats, n int) {
 	require.Eventually(t, func() bool { return st.sentNow() >= n }, deadline, 10*time.Millisecond, "%d requests sent", n)
 }
 
-// over returns the admissions above limit, and on how many keys.
-func (s *loadStats) over(limit int) (int, int) {
+// over returns the admissions above limit, on how many keys, and the
+// most on one key.
+func (s *loadStats) over(limit int) (n, keys, most int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, keys := 0, 0
 	for _, a := range s.admitted {
 		if a > limit {
 			n += a - limit
 			keys++
+			most = max(most, a-limit)
 		}
 	}
-	return n, keys
+	return n, keys, most
 }
 
 // errSummary counts errors by their first word or two.
@@ -259,7 +249,7 @@ func errSummary(errs []error) map[string]int {
 
 // paced sends RL.SLIDE for keys in turn through do, every period, until
 // stop is closed.
-func paced(wg *sync.WaitGroup, stop <-chan struct{}, period time.Duration, keys []string, limit int,
+func paced(wg *sync.WaitGroup, stop <-chan struct{}, period time.Duration, keys []string,
 	do func(ctx context.Context, key string) ([]int64, error), record func(key string, rep []int64, err error)) {
 	wg.Add(1)
 	go func() {
@@ -294,17 +284,76 @@ func TestQuickRestartUnderLoad(t *testing.T) {
 	t.Run("another node", func(t *testing.T) { quickRestartUnderLoad(t, 1) })
 }
 
-// quickLimit is each key's limit an hour in quickRestartUnderLoad.
-const quickLimit = 30
+// quickLimit is each key's limit an hour in quickRestartUnderLoad, and
+// quickLoss the most admissions above it one key may see: about 600 ms of
+// that key's decisions, six replica intervals.
+const (
+	quickLimit = 30
+	quickLoss  = 5
+)
 
 func quickRestartUnderLoad(t *testing.T, victim int) {
+	ns := startReadme(t)
+	st := underLoad(t, ns, victim, quickLimit, func() {
+		ns[victim].Kill()
+		ns[victim] = ns[victim].restart(t)
+		settleProcs(t, procsOf(ns)...)
+	})
+	// What the killed process decided after its last shipment to the
+	// backups is lost (docs/replicas.md): each key gets about 8 decisions
+	// a second here, so one replica interval (100 ms) is about one, and
+	// a shipment that lags on a loaded host a few more. A key that
+	// started afresh would admit its whole limit again.
+	_, _, most := st.over(quickLimit)
+	assert.LessOrEqual(t, most, quickLoss, "admissions above the limit on one key: more than the replica interval's loss")
+	assert.Empty(t, st.errs["cluster client"], "cluster client errors")
+	assert.Empty(t, st.errs["plain, other node"], "errors of plain clients of the nodes that stayed up")
+}
+
+// TestRollingRestartReadme stops each of the README's three nodes in turn
+// with SIGTERM and starts it again with its command line, under the load
+// of TestQuickRestartUnderLoad: no key admits above its limit.
+func TestRollingRestartReadme(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3-node rolling restart under load: not in -short")
+	}
+	ns := startReadme(t)
+	st := underLoad(t, ns, -1, 2*quickLimit, func() {
+		for i := range ns {
+			ns[i].Signal(t, syscall.SIGTERM)
+			require.Equal(t, 0, ns[i].ExitCode(t), "%s stops cleanly", ns[i].name)
+			ns[i] = ns[i].restart(t)
+			settleProcs(t, procsOf(ns)...)
+			assert.Equal(t, "3", knownNodes(ns[i].clusterProc), "%s rejoined", ns[i].name)
+		}
+	})
+	n, _, _ := st.over(2 * quickLimit)
+	assert.Zero(t, n, "admissions above the limit across the rolling restart")
+}
+
+// startReadme starts the README's three nodes, each joining the others,
+// each with a data dir and replicas, and waits until they settle.
+func startReadme(t *testing.T) []*node {
+	t.Helper()
 	args := fixedNodes(t, func(int) bool { return true },
-		func(int) []string { return []string{"--data-dir", t.TempDir(), "--replica-interval", replicaIv.String()} })
+		func(int) []string {
+			return []string{"--data-dir", t.TempDir(), "--replica-interval", replicaIv.String()}
+		})
 	ns := []*node{startNode(t, args[0]), startNode(t, args[1]), startNode(t, args[2])}
 	settleProcs(t, procsOf(ns)...)
+	return ns
+}
+
+// underLoad runs act while a go-redis ClusterClient (2 × 100 requests a
+// second) and a plain client on each node (100 a second each) decide 60
+// keys of limit an hour, from when a third of each key's limit is used
+// until all of it is, and returns what they saw. ns[victim]'s plain
+// client's errors are counted apart: its process is the one act stops.
+func underLoad(t *testing.T, ns []*node, victim, limit int, act func()) *loadStats {
+	t.Helper()
 	var keys []string
 	for i := range 60 {
-		keys = append(keys, fmt.Sprint("quick:", i))
+		keys = append(keys, fmt.Sprint("load:", i))
 	}
 	st := &loadStats{admitted: map[string]int{}, errs: map[string][]error{}}
 	stop := make(chan struct{})
@@ -315,38 +364,35 @@ func quickRestartUnderLoad(t *testing.T, victim int) {
 		Do(context.Context, ...any) *redis.Cmd
 	}) func(ctx context.Context, key string) ([]int64, error) {
 		return func(ctx context.Context, key string) ([]int64, error) {
-			return c.Do(ctx, "RL.SLIDE", key, quickLimit, 3600).Int64Slice()
+			return c.Do(ctx, "RL.SLIDE", key, limit, 3600).Int64Slice()
 		}
 	}
 	recordAs := func(kind string) func(string, []int64, error) {
 		return func(k string, rep []int64, err error) { st.record(kind, k, rep, err) }
 	}
 	for range 2 {
-		paced(&wg, stop, 10*time.Millisecond, keys, quickLimit, slideVia(cc), recordAs("cluster client"))
+		paced(&wg, stop, 10*time.Millisecond, keys, slideVia(cc), recordAs("cluster client"))
 	}
 	for i, n := range ns {
 		kind := "plain, other node"
 		if i == victim {
 			kind = "plain, restarted node"
 		}
-		paced(&wg, stop, 10*time.Millisecond, keys, quickLimit, slideVia(newClient(t, n.addr)), recordAs(kind))
+		paced(&wg, stop, 10*time.Millisecond, keys, slideVia(newClient(t, n.addr)), recordAs(kind))
 	}
-	waitSent(t, st, len(keys)*quickLimit/3) // about a third of each key's limit used
-	ns[victim].Kill()
-	ns[victim] = ns[victim].restart(t)
-	settleProcs(t, procsOf(ns)...)
-	from := st.sentNow()
-	waitSent(t, st, from+2*len(keys)*quickLimit) // every key well past its limit
+	waitSent(t, st, len(keys)*limit/3)
+	act()
+	waitSent(t, st, st.sentNow()+2*len(keys)*limit) // every key well past its limit
 	close(stop)
 	wg.Wait()
-
-	n, k := st.over(quickLimit)
-	t.Logf("%d requests; %d admitted above the limit on %d keys; errors: cluster client %v, plain on the restarted node %v, plain on the others %v",
-		st.sent, n, k, errSummary(st.errs["cluster client"]), errSummary(st.errs["plain, restarted node"]), errSummary(st.errs["plain, other node"]))
-	assert.Zero(t, n, "admissions above the limit")
-	assert.Empty(t, st.errs["cluster client"], "cluster client errors")
-	assert.Empty(t, st.errs["plain, other node"], "errors of plain clients of the nodes that stayed up")
+	n, k, most := st.over(limit)
+	t.Logf("%d requests; %d admitted above the limit on %d keys, at most %d on one; errors: cluster client %v, plain on the restarted node %v, plain on the others %v",
+		st.sent, n, k, most, errSummary(st.errs["cluster client"]), errSummary(st.errs["plain, restarted node"]), errSummary(st.errs["plain, other node"]))
 	for _, k := range keys {
-		assert.Equal(t, quickLimit, st.admitted[k], "%s: at its limit", k)
+		// A request retried after its owner's connection broke may be
+		// charged twice, the safe side (docs/cluster.md), and one whose
+		// reply was lost is not counted: a key may end a little short.
+		assert.GreaterOrEqual(t, st.admitted[k], limit-5, "%s: at its limit, or nearly", k)
 	}
+	return st
 }
