@@ -15,40 +15,43 @@ import (
 func TestMemberFileRemembers(t *testing.T) {
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
-	f, err := OpenMemberFile(dir, quiet)
+	f, err := OpenMemberFile(dir, "a", false, quiet)
 	require.NoError(t, err)
 	assert.Empty(t, f.Remembered(), "a new data dir remembers no member")
-	member := func(name, gossip string, st MemberState) Member {
-		return Member{Node: Node{Name: name}, Gossip: gossip, State: st}
-	}
-	f.Update(View{Self: "a", Members: []Member{member("a", "h:1", StateAlive), member("b", "h:2", StateAlive),
-		member("c", "h:3", StateAlive), member("d", "h:4", StateAlive)}})
-	f.Update(View{Self: "a", Members: []Member{member("a", "h:1", StateAlive), member("b", "h:22", StateAlive)},
-		Gone: []Member{member("c", "h:3", StateDead), member("d", "h:4", StateLeft)}})
+	k := f.Known()
+	k.Add("a", "h:1")
+	k.Add("b", "h:2")
+	k.Add("c", "h:3")
+	k.Add("d", "h:4")
+	k.Add("b", "h:22") // b restarted at another address
+	k.Remove("d")      // d left
 	f.Close()
 	f.Close() // a second Close does nothing
 
-	g, err := OpenMemberFile(dir, quiet)
+	g, err := OpenMemberFile(dir, "a", false, quiet)
 	require.NoError(t, err)
-	defer g.Close()
-	assert.Equal(t, []string{"h:22", "h:3"}, g.Remembered(),
-		"b at its new address, c though it died; not d, which left, nor this node")
-	g.Forget()
+	assert.Equal(t, []string{"h:22", "h:3"}, g.Remembered(), "b at its new address and c; not d, which left, nor this node")
+	assert.Equal(t, k.All(), g.Known().All(), "the whole set, tombstones and versions too")
 	g.Close()
-	h, err := OpenMemberFile(dir, quiet)
+
+	h, err := OpenMemberFile(dir, "a", true, quiet)
 	require.NoError(t, err)
-	defer h.Close()
-	assert.Empty(t, h.Remembered(), "after Forget")
+	assert.Empty(t, h.Remembered(), "fresh (--cluster-bootstrap) reads nothing")
+	h.Close()
+	i, err := OpenMemberFile(dir, "a", false, quiet)
+	require.NoError(t, err)
+	defer i.Close()
+	assert.Empty(t, i.Known().All(), "and forgets the file's members")
 }
 
 func TestMemberFileRefusesAnotherFormat(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, MemberFileName), []byte("rlstore-cluster-members 9\nb h:2\n"), 0o600))
-	_, err := OpenMemberFile(dir, slog.New(slog.DiscardHandler))
-	assert.ErrorContains(t, err, "not a member file of a version this node reads")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, MemberFileName), []byte(memberFileHeader+"\nb\n"), 0o600))
-	_, err = OpenMemberFile(dir, slog.New(slog.DiscardHandler))
-	assert.ErrorContains(t, err, "line 2")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, MemberFileName), []byte("rlstore-known 9\nb h:2 1 present\n"), 0o600))
+	_, err := OpenMemberFile(dir, "a", false, slog.New(slog.DiscardHandler))
+	assert.ErrorIs(t, err, ErrKnownFormat)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, MemberFileName), []byte(knownHeader+"b h:2\n"), 0o600))
+	_, err = OpenMemberFile(dir, "a", false, slog.New(slog.DiscardHandler))
+	assert.ErrorIs(t, err, ErrKnownFormat)
 }
 
 // freeAddr returns a loopback address that nothing listened on a moment ago.

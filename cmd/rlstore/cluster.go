@@ -100,9 +100,10 @@ func (f clusterFlags) seeds() []string {
 type clusterNode struct {
 	ml    *cluster.Membership
 	peers *cluster.Peers
-	mover *cluster.Peers     // the handoff's connections: see server.ClusterConfig.Mover
-	state *cluster.LateState // the server's policies, once it exists
-	srv   *lateServer        // the server, once it exists, told of membership changes
+	mover *cluster.Peers      // the handoff's connections: see server.ClusterConfig.Mover
+	state *cluster.LateState  // the server's policies, once it exists
+	srv   *lateServer         // the server, once it exists, told of membership changes
+	mf    *cluster.MemberFile // saves the known members in --data-dir; nil without one
 	cfg   clusterFlags
 	log   *slog.Logger
 }
@@ -139,15 +140,14 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	}
 	state := &cluster.LateState{}
 	srv := &lateServer{}
-	mf, remembered, err := rememberMembers(c, log)
+	mf, remembered, err := rememberMembers(c, name, log)
 	if err != nil {
 		_ = ln.Close()
 		return nil, nil, nil, err
 	}
-	srv.mf = mf
 	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
 		RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Remembered: remembered, Bootstrap: c.Cluster.Bootstrap,
-		Keys: keys, Timing: timing, Logger: log, State: state, OnChange: srv.changed})
+		Keys: keys, Timing: timing, Logger: log, State: state, OnChange: srv.changed, Known: mf.Known()})
 	if err != nil {
 		_ = ln.Close()
 		if mf != nil {
@@ -170,7 +170,7 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	u, _ := server.ParseUnreachable(c.Cluster.Unreachable) // validated by its flag
 	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp, "tls", tlsAddr,
 		"seeds", c.Cluster.seeds(), "remembered", remembered, "bootstrap", c.Cluster.Bootstrap, "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
-	cn := &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, cfg: c.Cluster, log: log}
+	cn := &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, mf: mf, cfg: c.Cluster, log: log}
 	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Mover: mover, Secret: secret,
 		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds())+len(remembered) > 0,
 		Leave: cn.leave}
@@ -184,16 +184,9 @@ const moverTimeout = 5 * time.Second
 // lateServer passes membership changes to the server once it exists: the
 // server needs the membership first. Until then the server takes the
 // newest view when it starts.
-// It also tells the member file, if any, of every view.
-type lateServer struct {
-	p  atomic.Pointer[server.Server]
-	mf *cluster.MemberFile // nil without --data-dir
-}
+type lateServer struct{ p atomic.Pointer[server.Server] }
 
-func (l *lateServer) changed(v cluster.View) {
-	if l.mf != nil {
-		l.mf.Update(v)
-	}
+func (l *lateServer) changed(cluster.View) {
 	if s := l.p.Load(); s != nil {
 		s.ClusterChanged()
 	}
@@ -202,20 +195,16 @@ func (l *lateServer) changed(v cluster.View) {
 // rememberMembers opens the member file of --data-dir, if given, and
 // returns it with the gossip addresses of the members it remembers, which
 // the node rejoins. --cluster-bootstrap forgets them.
-func rememberMembers(c config, log *slog.Logger) (*cluster.MemberFile, []string, error) {
+func rememberMembers(c config, name string, log *slog.Logger) (*cluster.MemberFile, []string, error) {
 	if c.DataDir == "" {
 		return nil, nil, nil
 	}
-	mf, err := cluster.OpenMemberFile(c.DataDir, log)
+	mf, err := cluster.OpenMemberFile(c.DataDir, name, c.Cluster.Bootstrap, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--data-dir %s: %w", c.DataDir, err)
 	}
 	if c.Cluster.Bootstrap {
-		if r := mf.Remembered(); len(r) > 0 {
-			log.Warn("cluster: --cluster-bootstrap: forgetting the members the data dir remembers; this node starts a new cluster", "members", r)
-		}
-		mf.Forget()
-		return mf, nil, nil
+		log.Warn("cluster: --cluster-bootstrap: this node starts a new cluster, forgetting the members its data dir remembered")
 	}
 	return mf, mf.Remembered(), nil
 }
@@ -290,7 +279,7 @@ func (cn *clusterNode) close() {
 	if err := cn.ml.Close(time.Second); err != nil {
 		cn.log.Warn("cluster: leaving gossip", "err", err)
 	}
-	if cn.srv.mf != nil {
-		cn.srv.mf.Close()
+	if cn.mf != nil {
+		cn.mf.Close()
 	}
 }
