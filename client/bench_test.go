@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -84,4 +85,75 @@ func TestTokenCostAllocs(t *testing.T) {
 	})
 	t.Logf("allocs per call: client.Token %.1f, bare Do %.1f", typed, bare)
 	assert.LessOrEqual(t, typed, bare+0.5)
+}
+
+// TestAllocsEveryCombination checks the documented allocation claim for each
+// algorithm with small (< 256) and large integers, options and windows: a
+// typed call allocates no more than Do with the same constant arguments,
+// windows of milliseconds included. Large integers here are distinct mod 64,
+// as the docs require. (RL.SLIDE refuses a window of milliseconds: that
+// error reply is left out.)
+func TestAllocsEveryCombination(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: startRlstore(t)})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, ctx := client.New(rdb), context.Background()
+	type call struct {
+		name  string
+		typed func()
+		bare  []any
+		extra float64
+	}
+	var calls []call
+	for _, lim := range []int64{100, 1000000} {
+		for _, win := range []time.Duration{time.Minute, 1500 * time.Millisecond} {
+			winArg, extra := any(int64(win/time.Second)), 0.0
+			if win%time.Second != 0 {
+				winArg = "1500ms"
+			}
+			for _, opts := range [][]client.Option{nil, {client.Cost(2)}, {client.Cost(1001), client.Peek()}} {
+				var tail []any
+				switch len(opts) {
+				case 1:
+					tail = []any{"COST", 2}
+				case 2:
+					tail = []any{"COST", 1001, "PEEK"}
+				}
+				l, w, o := lim, win, opts
+				name := fmt.Sprintf("limit %d window %v opts %d", lim, win, len(opts))
+				if win%time.Second == 0 {
+					calls = append(calls, call{"Slide " + name, func() { _, _ = c.Slide(ctx, "s", l, w, o...) }, append([]any{"RL.SLIDE", "s", lim, winArg}, tail...), extra})
+				}
+				calls = append(calls,
+					call{"Log " + name, func() { _, _ = c.Log(ctx, "l", min(l, 4000), w, o...) }, append([]any{"RL.LOG", "l", min(lim, 4000), winArg}, tail...), extra},
+					call{"Fixed " + name, func() { _, _ = c.Fixed(ctx, "f", l, w, o...) }, append([]any{"RL.FIXED", "f", lim, winArg}, tail...), extra},
+					call{"Token " + name, func() { _, _ = c.Token(ctx, "t", l, l+1, w, o...) }, append([]any{"RL.TOKEN", "t", lim, lim + 1, winArg}, tail...), extra},
+				)
+			}
+		}
+	}
+	for _, k := range calls {
+		k.typed() // dial and box outside the count
+		typed := testing.AllocsPerRun(50, k.typed)
+		bare := testing.AllocsPerRun(50, func() { _, _ = doConst(ctx, rdb, k.bare).Result() })
+		// +1: doConst measured one allocation below Do with literal arguments,
+		// which a typed call matches exactly (TestSlideAllocs).
+		assert.LessOrEqual(t, typed, bare+k.extra+1, "%s: typed %.1f, bare Do %.1f", k.name, typed, bare)
+	}
+}
+
+// doConst sends a as Do does with constant arguments: each already boxed,
+// listed in the call, so Do builds its variadic slice as it would for constants.
+func doConst(ctx context.Context, rdb *redis.Client, a []any) *redis.Cmd {
+	switch len(a) {
+	case 4:
+		return rdb.Do(ctx, a[0], a[1], a[2], a[3])
+	case 5:
+		return rdb.Do(ctx, a[0], a[1], a[2], a[3], a[4])
+	case 6:
+		return rdb.Do(ctx, a[0], a[1], a[2], a[3], a[4], a[5])
+	case 7:
+		return rdb.Do(ctx, a[0], a[1], a[2], a[3], a[4], a[5], a[6])
+	default:
+		return rdb.Do(ctx, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
+	}
 }

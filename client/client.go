@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 type Client struct {
 	rdb   redis.UniversalClient
 	boxes [64]atomic.Pointer[boxed] // recently boxed integers, by value mod 64
+	msBox [16]atomic.Pointer[boxed] // recently boxed "Nms" windows, by N mod 16
 }
 
 // boxed is an integer already converted to an interface. Go allocates when it
@@ -40,6 +42,19 @@ func (c *Client) box(v int64) any {
 		return b.a
 	}
 	b := &boxed{v: v, a: v}
+	slot.Store(b)
+	return b.a
+}
+
+// boxMs returns the window argument "<ms>ms" as an interface, from the
+// cache when it holds ms: a window that is not whole seconds would
+// otherwise cost a string and its box on every call.
+func (c *Client) boxMs(ms int64) any {
+	slot := &c.msBox[uint64(ms)%uint64(len(c.msBox))]
+	if b := slot.Load(); b != nil && b.v == ms {
+		return b.a
+	}
+	b := &boxed{v: ms, a: strconv.FormatInt(ms, 10) + "ms"}
 	slot.Store(b)
 	return b.a
 }
@@ -95,14 +110,18 @@ func (b *args) int(v int64) {
 }
 
 // duration adds d as whole seconds when it is one, else as "Nms"
-// (milliseconds, rounded up; this form costs one allocation).
+// (milliseconds, rounded up), boxed once per Client like the integers.
 func (b *args) duration(d time.Duration) {
 	if d%time.Second == 0 {
 		b.int(int64(d / time.Second))
 		return
 	}
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	b.add(fmt.Sprintf("%dms", ms))
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	if b.c == nil {
+		b.add(strconv.FormatInt(ms, 10) + "ms")
+		return
+	}
+	b.add(b.c.boxMs(ms))
 }
 
 func (b *args) options(opts []Option) {
@@ -234,4 +253,21 @@ func (c *Client) Throttle(ctx context.Context, key string, maxBurst, count int64
 		return Decision{}, typed(err)
 	}
 	return parseThrottle(v, refill(maxBurst+1, count, period))
+}
+
+// HonoursDeadlines reports whether the go-redis client stops waiting for a
+// reply when the call's context ends. go-redis does so only with
+// ContextTimeoutEnabled; without it a stalled server holds a call for the
+// client's ReadTimeout (3 s by default) whatever the context says. It is
+// true for client types it cannot inspect.
+func (c *Client) HonoursDeadlines() bool {
+	switch r := c.rdb.(type) {
+	case *redis.Client:
+		return r.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return r.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return r.Options().ContextTimeoutEnabled
+	}
+	return true
 }

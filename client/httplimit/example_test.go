@@ -12,7 +12,10 @@ import (
 // 100 requests per minute per client IP, in a sliding window; 429 with
 // RateLimit headers and Retry-After beyond that.
 func Example() {
-	rl := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}))
+	rl := client.New(redis.NewClient(&redis.Options{
+		Addr:                  "127.0.0.1:6379",
+		ContextTimeoutEnabled: true, // so httplimit.Config.Timeout (250 ms by default) bounds a decision
+	}))
 	limiter, err := httplimit.New(httplimit.Config{
 		Client: rl,
 		Rule:   client.Rule{Algorithm: "SLIDE", Limit: 100, Window: time.Minute},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"expvar"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -15,9 +14,16 @@ import (
 	"github.com/rlstore/rlstore/client"
 )
 
-// Config configures a Limiter. Client and exactly one of Rule or Policy are required.
+// DefaultTimeout bounds one decision when Config.Timeout is 0.
+const DefaultTimeout = 250 * time.Millisecond
+
+// Config configures a Limiter: Client with exactly one of Rule or Policy,
+// or a Decider.
 type Config struct {
 	Client *client.Client
+	// Decider decides instead of Client with Rule or Policy (for tests
+	// without a server, or a decision made some other way).
+	Decider Decider
 	// Rule is the limit each key gets (Algorithm SLIDE, FIXED, LOG, TOKEN or
 	// LEAKY). With LEAKY an admitted request waits its turn before it is served.
 	Rule client.Rule
@@ -54,6 +60,20 @@ type Config struct {
 	// back, and an ERROR for each configuration error (each distinct one
 	// once, then at most once a minute); nil means slog.Default().
 	Logger *slog.Logger
+	// Timeout bounds each decision (0 means DefaultTimeout, 250 ms; negative,
+	// none); past it the request is served as FailOpen says. go-redis stops
+	// waiting at a context's deadline only with ContextTimeoutEnabled, so New
+	// refuses a Client without it unless Timeout is negative.
+	Timeout time.Duration
+	// Skip exempts a request: it is served without a decision or headers.
+	Skip func(*http.Request) bool
+	// OnLimited writes the response to a denied request instead of the
+	// default 429; the RateLimit headers and Retry-After are already set.
+	OnLimited func(http.ResponseWriter, *http.Request, client.Decision)
+	// OnError writes the response when there is no decision and the request
+	// is not served (an outage with FailOpen false, or a configuration
+	// error) instead of the default 503 or 500. Stats and logs are the same.
+	OnError func(http.ResponseWriter, *http.Request, error)
 }
 
 // Stats counts what the middleware did. Failures are calls rlstore did not
@@ -81,52 +101,23 @@ type Limiter struct {
 	misconf atomic.Uint64
 	failing atomic.Bool
 	confLog configLog
-	rules   atomic.Pointer[policyRules] // Policy's rules for the headers
-}
-
-// policyRules is a Policy's definition as last read, for RateLimit-Policy.
-type policyRules struct {
-	rules []client.Rule
-	at    time.Time
-}
-
-// rulesEvery is how often a Policy's definition is read again, so a
-// redefined policy's headers follow within it.
-const rulesEvery = time.Minute
-
-// headerOptions returns the options for a decision's headers: with a Policy,
-// its rules, read at most once per rulesEvery (a failed read leaves the
-// headers with the binding rule's quota alone).
-func (l *Limiter) headerOptions(ctx context.Context, now time.Time) client.HeaderOptions {
-	o := l.name
-	if l.cfg.Policy == "" {
-		return o
-	}
-	p := l.rules.Load()
-	if p == nil || now.Sub(p.at) >= rulesEvery {
-		rules, err := l.cfg.Client.PolicyRules(ctx, l.cfg.Policy)
-		if err != nil && p != nil {
-			rules = p.rules
-		}
-		p = &policyRules{rules: rules, at: now}
-		l.rules.Store(p)
-	}
-	o.Rules = p.rules
-	return o
+	decider Decider
+	timeout time.Duration
+	rules   *rulesCache // a Policy's rules for the headers; nil otherwise
 }
 
 // New validates cfg and returns a Limiter.
 func New(cfg Config) (*Limiter, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("httplimit: Config.Client is nil")
+	l := &Limiter{cfg: cfg, key: cfg.Key, decider: cfg.Decider, timeout: cfg.Timeout}
+	if err := l.setDecider(); err != nil {
+		return nil, err
 	}
-	if (cfg.Policy == "") == (cfg.Rule.Algorithm == "") {
-		return nil, errors.New("httplimit: set exactly one of Config.Rule and Config.Policy")
+	if l.timeout == 0 {
+		l.timeout = DefaultTimeout
 	}
-	if cfg.Rule.Algorithm != "" && !knownAlgorithm(cfg.Rule.Algorithm) {
-		return nil, errors.New("httplimit: unknown algorithm " + strconv.Quote(cfg.Rule.Algorithm))
+	if l.timeout > 0 && cfg.Client != nil && !cfg.Client.HonoursDeadlines() {
+		return nil, errors.New("httplimit: the go-redis client needs ContextTimeoutEnabled: true for Config.Timeout to bound a decision (or set Timeout < 0)")
 	}
-	l := &Limiter{cfg: cfg, key: cfg.Key}
 	if l.key == nil {
 		ip, err := NewClientIP(cfg.TrustedProxies)
 		if err != nil {
@@ -150,6 +141,33 @@ func New(cfg Config) (*Limiter, error) {
 	return l, nil
 }
 
+// setDecider checks that the config names one way to decide and builds it.
+func (l *Limiter) setDecider() error {
+	cfg := l.cfg
+	if cfg.Decider != nil {
+		if cfg.Client != nil || cfg.Policy != "" || cfg.Rule.Algorithm != "" {
+			return errors.New("httplimit: set Config.Decider or Config.Client, not both")
+		}
+		return nil
+	}
+	if cfg.Client == nil {
+		return errors.New("httplimit: Config.Client is nil")
+	}
+	if (cfg.Policy == "") == (cfg.Rule.Algorithm == "") {
+		return errors.New("httplimit: set exactly one of Config.Rule and Config.Policy")
+	}
+	if cfg.Policy != "" {
+		l.decider = policyDecider{c: cfg.Client, policy: cfg.Policy}
+		l.rules = &rulesCache{c: cfg.Client, policy: cfg.Policy}
+		return nil
+	}
+	if !knownAlgorithm(cfg.Rule.Algorithm) {
+		return errors.New("httplimit: unknown algorithm " + strconv.Quote(cfg.Rule.Algorithm))
+	}
+	l.decider = ruleDecider{c: cfg.Client, r: cfg.Rule}
+	return nil
+}
+
 // defaultPrefix names a limiter's keys after its Name, Policy or rule.
 func defaultPrefix(cfg Config) string {
 	switch {
@@ -161,14 +179,6 @@ func defaultPrefix(cfg Config) string {
 	r := cfg.Rule
 	return "httplimit:" + strings.ToUpper(r.Algorithm) + ":" + strconv.FormatInt(r.Limit, 10) + ":" +
 		strconv.FormatInt(r.Rate, 10) + ":" + strconv.FormatInt(r.Window.Milliseconds(), 10) + ":"
-}
-
-func knownAlgorithm(a string) bool {
-	switch strings.ToUpper(a) {
-	case "SLIDE", "FIXED", "LOG", "TOKEN", "LEAKY":
-		return true
-	}
-	return false
 }
 
 // Stats returns the counters so far.
@@ -186,20 +196,31 @@ func (l *Limiter) Var() expvar.Var {
 // denied one gets 429 without reaching next.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.cfg.Skip != nil && l.cfg.Skip(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		key, err := l.key(r)
 		if err != nil {
 			http.Error(w, "cannot tell the client's address", http.StatusBadRequest)
 			return
 		}
-		d, err := l.decide(r.Context(), l.cfg.KeyPrefix+key, l.cost(r))
+		ctx, cancel := l.decisionContext(r.Context())
+		d, err := l.decider.Decide(ctx, l.cfg.KeyPrefix+key, l.cost(r))
 		if err != nil {
+			cancel()
 			l.fail(w, r, next, err)
 			return
 		}
 		l.recovered()
-		d.SetHeaders(w.Header(), l.headerOptions(r.Context(), time.Now()))
+		d.SetHeaders(w.Header(), l.headerOptions(ctx, time.Now()))
+		cancel()
 		if !d.Allowed {
 			l.denied.Add(1)
+			if l.cfg.OnLimited != nil {
+				l.cfg.OnLimited(w, r, d)
+				return
+			}
 			l.reject(w, http.StatusTooManyRequests, "rate limit exceeded", d.Wait)
 			return
 		}
@@ -211,103 +232,28 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 	})
 }
 
+// decisionContext bounds one decision (and its headers' policy read) by the
+// limiter's timeout.
+func (l *Limiter) decisionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.timeout < 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, l.timeout)
+}
+
+// headerOptions returns the options for a decision's headers: with a
+// Policy, its rules.
+func (l *Limiter) headerOptions(ctx context.Context, now time.Time) client.HeaderOptions {
+	o := l.name
+	if l.rules != nil {
+		o.Rules = l.rules.get(ctx, now)
+	}
+	return o
+}
+
 func (l *Limiter) cost(r *http.Request) int64 {
 	if l.cfg.Cost == nil {
 		return 1
 	}
 	return max(l.cfg.Cost(r), 1)
-}
-
-func (l *Limiter) decide(ctx context.Context, key string, cost int64) (client.Decision, error) {
-	c, r := l.cfg.Client, l.cfg.Rule
-	opt := client.Cost(cost)
-	if l.cfg.Policy != "" {
-		return c.Check(ctx, l.cfg.Policy, key, opt)
-	}
-	switch strings.ToUpper(r.Algorithm) {
-	case "SLIDE":
-		return c.Slide(ctx, key, r.Limit, r.Window, opt)
-	case "FIXED":
-		return c.Fixed(ctx, key, r.Limit, r.Window, opt)
-	case "LOG":
-		return c.Log(ctx, key, r.Limit, r.Window, opt)
-	case "TOKEN":
-		return c.Token(ctx, key, r.Limit, r.Rate, r.Window, opt)
-	default: // LEAKY; New checked the name
-		return c.Leaky(ctx, key, r.Limit, r.Rate, r.Window, opt)
-	}
-}
-
-// fail serves a request rlstore gave no decision for: a configuration error
-// answers 500; an outage is served open or closed, and its first failure is
-// logged.
-func (l *Limiter) fail(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
-	if client.IsConfigError(err) {
-		l.misconf.Add(1)
-		if l.confLog.due(err.Error(), time.Now()) {
-			l.cfg.Logger.Error("httplimit: rlstore refused this limiter's configuration; answering 500, never failing open", "err", err, "key_prefix", l.cfg.KeyPrefix)
-		}
-		l.reject(w, http.StatusInternalServerError, "rate limiter misconfigured", 0)
-		return
-	}
-	if !l.failing.Swap(true) {
-		l.cfg.Logger.Warn("httplimit: rlstore gave no decision; failing "+l.mode(), "err", err)
-	}
-	if l.cfg.FailOpen {
-		l.open.Add(1)
-		next.ServeHTTP(w, r)
-		return
-	}
-	l.closed.Add(1)
-	l.reject(w, http.StatusServiceUnavailable, "rate limiter unavailable", 0)
-}
-
-func (l *Limiter) recovered() {
-	if l.failing.Load() && l.failing.Swap(false) {
-		l.cfg.Logger.Info("httplimit: rlstore is answering again")
-	}
-}
-
-func (l *Limiter) mode() string {
-	if l.cfg.FailOpen {
-		return "open"
-	}
-	return "closed"
-}
-
-// reject writes the small error body; wait (if > 0) is given in whole seconds.
-func (l *Limiter) reject(w http.ResponseWriter, status int, msg string, wait time.Duration) {
-	secs := int64(0)
-	if wait > 0 {
-		secs = int64((wait + time.Second - 1) / time.Second)
-	}
-	if l.cfg.JSON {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		body := `{"error":"` + msg + `"`
-		if secs > 0 {
-			body += `,"retry_after":` + strconv.FormatInt(secs, 10)
-		}
-		_, _ = io.WriteString(w, body+"}\n")
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	if secs > 0 {
-		msg += "; retry after " + strconv.FormatInt(secs, 10) + " s"
-	}
-	_, _ = io.WriteString(w, msg+"\n")
-}
-
-// sleep waits d unless ctx ends first, and reports whether it waited it all.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -22,7 +22,7 @@ import (
 var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 
 func newClient(t *testing.T, addr string) *client.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return client.New(rdb)
 }
