@@ -12,7 +12,10 @@ import (
 )
 
 // TestMeasureKindMemory fills N keys per algorithm, each charged a few times,
-// and reports the store's bytes and the Go heap per key. Run it with
+// and reports MemoryUsage (MEMORY USAGE) of the key user:100000, the
+// store's bytes per key (Stats().Bytes: what --maxmemory counts, the keys'
+// own bytes and the shards' spare capacity) and the Go heap per key.
+// docs/algorithms.md shows its output. Run it with
 //
 //	RLSTORE_MEASURE_KINDS=200000 go test -run TestMeasureKindMemory -v ./shard/
 func TestMeasureKindMemory(t *testing.T) {
@@ -51,7 +54,9 @@ func TestMeasureKindMemory(t *testing.T) {
 		}
 		after := heap()
 		st := m.Stats()
-		t.Logf("%-34s keys=%d store=%.1f B/key heap=%.1f B/key", tc.name, st.Keys,
+		usage, ok := m.MemoryUsage([]byte("user:100000"))
+		require.True(t, ok, "user:100000 exists: run with at least 100001 keys")
+		t.Logf("%-34s usage=%d B store=%.1f B/key heap=%.1f B/key", tc.name, usage,
 			float64(st.Bytes)/float64(n), float64(after-before)/float64(n))
 		runtime.KeepAlive(m)
 	}
