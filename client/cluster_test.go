@@ -21,6 +21,14 @@ var gossipAddr = regexp.MustCompile(`msg="cluster: joined gossip" node=\S+ gossi
 // and returns their RESP addresses once each sees all n members.
 func startCluster(t *testing.T, n int) []string {
 	t.Helper()
+	_, addrs := startClusterProcs(t, n)
+	return addrs
+}
+
+// startClusterProcs is startCluster that also returns the processes.
+func startClusterProcs(t *testing.T, n int) ([]*rlstoretest.Proc, []string) {
+	t.Helper()
+	var procs []*rlstoretest.Proc
 	var addrs []string
 	seed := ""
 	for i := range n {
@@ -30,6 +38,7 @@ func startCluster(t *testing.T, n int) []string {
 			args = append(args, "--join", seed)
 		}
 		p := rlstoretest.Start(t, rlstoreBin, nil, args...)
+		procs = append(procs, p)
 		if seed == "" {
 			seed = p.WaitLog(t, gossipAddr)[1]
 		}
@@ -44,7 +53,7 @@ func startCluster(t *testing.T, n int) []string {
 		}, rlstoretest.Deadline, 10*time.Millisecond, "%s sees %d members", a, n)
 		_ = rdb.Close()
 	}
-	return addrs
+	return procs, addrs
 }
 
 // TestClusterClient: the typed client on a go-redis ClusterClient routes each

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -266,16 +267,32 @@ func (s *Server) HandOff(ctx context.Context) error {
 // its table: once their forwards stop arriving, draining this node's
 // connections fails nobody's request.
 func (s *Server) QuietHops(quiet, max time.Duration) {
-	if s.cl == nil {
-		return
+	if s.cl != nil {
+		quietOn(&s.cl.hops, quiet, max)
 	}
+}
+
+// QuietClients waits until this node has forwarded nothing for quiet, or
+// max has passed. A leaving node, which owns no slot, calls it after
+// QuietHops: what it forwards then comes from its own clients, and
+// cluster-aware ones stop sending once they have reloaded their slot map,
+// which they do on a timer (see docs/clients.md); a node that went before
+// would fail them with "connection refused".
+func (s *Server) QuietClients(quiet, max time.Duration) {
+	if s.cl != nil {
+		quietOn(&s.cl.forwarded, quiet, max)
+	}
+}
+
+// quietOn waits until n has not changed for quiet, or max has passed.
+func quietOn(n *atomic.Int64, quiet, max time.Duration) {
 	end := time.Now().Add(max)
-	for n := s.cl.hops.Load(); time.Now().Before(end); {
+	for last := n.Load(); time.Now().Before(end); {
 		time.Sleep(min(quiet, time.Until(end)))
-		m := s.cl.hops.Load()
-		if m == n {
+		m := n.Load()
+		if m == last {
 			return
 		}
-		n = m
+		last = m
 	}
 }

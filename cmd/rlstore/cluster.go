@@ -262,6 +262,9 @@ func (cn *clusterNode) leave(srv *server.Server) {
 	// own goroutine: keep serving (forwarding) what they send until they
 	// stop, before the drain starts closing their connections.
 	srv.QuietHops(leaveQuiet, leaveGrace)
+	// Cluster-aware clients still send this node the slots their maps say
+	// it owns, until they reload them: keep forwarding those too.
+	srv.QuietClients(leaveClientQuiet, leaveClientGrace)
 }
 
 // A leaving node serves on after telling every member until no member has
@@ -271,6 +274,15 @@ func (cn *clusterNode) leave(srv *server.Server) {
 const (
 	leaveQuiet = 50 * time.Millisecond
 	leaveGrace = 250 * time.Millisecond
+)
+
+// Then it serves on until its clients have sent it nothing to forward for
+// leaveClientQuiet, at most leaveClientGrace: longer than the slot-map
+// reload interval docs/clients.md gives cluster-aware clients (0.5 s,
+// client.ClusterReloadInterval), so that they reload before it goes.
+const (
+	leaveClientQuiet = 600 * time.Millisecond
+	leaveClientGrace = 3 * time.Second
 )
 
 func (cn *clusterNode) close() {
