@@ -171,7 +171,8 @@ func TestRedisCLIInteractive(t *testing.T) {
 	cli.typeText("RL.SLIDE ")
 	cli.waitFor(addr + "> RL.SLIDE key limit window [COST cost] [PEEK]")
 	cli.enter("user:1 5 10")
-	out := cli.waitPrompt(addr, "RL.SLIDE user:1 5 10")
+	out := cli.waitScreen("RL.SLIDE to finish", func(s string) bool { return strings.HasSuffix(s, "\n"+addr+">") })
+	out = out[strings.Index(out, "RL.SLIDE user:1 5 10\n")+len("RL.SLIDE user:1 5 10\n"):]
 	assert.Equal(t, "1) (integer) 1\n2) (integer) 5\n3) (integer) 4\n4) (integer) 0\n", out[:strings.LastIndex(out, "5)")])
 }
 

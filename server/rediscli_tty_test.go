@@ -36,10 +36,10 @@ func startTTYCLI(t *testing.T, addr string, args ...string) *ttyCLI {
 	host, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
 	c := &ttyCLI{t: t}
-	sock := fmt.Sprintf("rlstore-test-%d-%p", os.Getpid(), c) // a tmux server of its own
+	sock := fmt.Sprintf("rlstore-test-%d-%d", os.Getpid(), time.Now().UnixNano()) // a tmux server of its own
 	c.tmux = []string{tmux, "-L", sock, "-f", "/dev/null"}
 	shell := strings.Join(append([]string{cli, "-h", host, "-p", port}, args...), " ")
-	c.run("new-session", "-d", "-x", "160", "-y", "50", shell+"; sleep 600")
+	c.run("new-session", "-d", "-x", "160", "-y", "200", shell+"; sleep 600")
 	t.Cleanup(func() { _ = exec.Command(c.tmux[0], append(c.tmux[1:], "kill-server")...).Run() })
 	c.waitFor(addr + ">")
 	return c
@@ -60,14 +60,13 @@ func (c *ttyCLI) typeText(s string) { c.t.Helper(); c.run("send-keys", "-l", s) 
 // enter types line and presses Enter.
 func (c *ttyCLI) enter(line string) {
 	c.t.Helper()
-	c.typeText(line)
-	c.run("send-keys", "Enter")
+	c.run("send-keys", "-l", line, ";", "send-keys", "Enter")
 }
 
-// screen returns the terminal's text, with its scrollback, trailing blank lines trimmed.
+// screen returns the terminal's 200 lines, trailing blank lines trimmed.
 func (c *ttyCLI) screen() string {
 	c.t.Helper()
-	return strings.TrimRight(c.run("capture-pane", "-p", "-J", "-S", "-"), "\n ")
+	return strings.TrimRight(c.run("capture-pane", "-p", "-J"), "\n ")
 }
 
 // waitFor polls the screen until it contains s and returns it.
@@ -83,19 +82,29 @@ func (c *ttyCLI) waitFor(s string) string {
 	return ""
 }
 
-// waitPrompt waits until the screen ends with a fresh prompt after the
-// output of a command that ran, and returns what the command printed.
-func (c *ttyCLI) waitPrompt(addr, line string) string {
+// command clears the screen (Ctrl-L), runs line and returns what it
+// printed, once redis-cli shows its prompt again.
+func (c *ttyCLI) command(addr, line string) string {
 	c.t.Helper()
+	c.run("send-keys", "C-l")
+	c.waitScreen("a cleared screen", func(s string) bool { return s == addr+">" })
+	c.enter(line)
 	echo := addr + "> " + line + "\n"
+	s := c.waitScreen(line+" to finish", func(s string) bool {
+		return strings.HasPrefix(s, echo) && strings.HasSuffix(s, "\n"+addr+">")
+	})
+	return strings.TrimSuffix(s[len(echo):], addr+">")
+}
+
+// waitScreen polls the screen until done holds and returns it.
+func (c *ttyCLI) waitScreen(what string, done func(string) bool) string {
+	c.t.Helper()
 	var last string
-	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		last = c.screen()
-		i := strings.LastIndex(last, echo)
-		if i >= 0 && strings.HasSuffix(last, addr+">") {
-			return strings.TrimSuffix(last[i+len(echo):], addr+">")
+	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if last = c.screen(); done(last) {
+			return last
 		}
 	}
-	c.t.Fatalf("%q never finished; the terminal shows:\n%s", line, last)
+	c.t.Fatalf("waited for %s; the terminal shows:\n%s", what, last)
 	return ""
 }
