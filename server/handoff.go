@@ -135,6 +135,9 @@ type handoff struct {
 	// died are the members this node saw declared dead and not since
 	// handed slots back to (see handoff_resume.go).
 	died map[string]absence
+	// handed are the slots each node handed this process over (its DONE):
+	// their copies from that node are not needed (see handoff_restore.go).
+	handed map[string]*slotBits
 }
 
 // state returns slot's handoff state, nil when it follows the table.

@@ -418,7 +418,7 @@ func routeOf(key []byte) []byte {
 // copyFrom sends the keys m holds of slots to node to, in chunks of
 // RL.PEER IMPORT; the first has mode first (reset: to drops what it had
 // for them; replace: the same for the slots to thinks it serves; add:
-// nothing is dropped), the others add. With done, RL.PEER DONE follows.
+// nothing is dropped; pull: add, refused if to imports none of them), the others add. With done, RL.PEER DONE follows.
 // It returns the keys and bytes sent.
 func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, first string) (int, int, error) {
 	b := slotSet(slots)

@@ -11,7 +11,7 @@ import (
 	"github.com/rlstore/rlstore/shard"
 )
 
-// peerImport is RL.PEER IMPORT from reset|add slots payload: keys of slots
+// peerImport is RL.PEER IMPORT from reset|add|replace|pull slots payload: keys of slots
 // moving here from node from. reset first drops what this node has for the
 // slots (an earlier copy, which the new one replaces whole). It changes no
 // slot's state: this node goes on sending the slots' requests to from,
@@ -29,6 +29,10 @@ func (s *Server) peerImport(c *client, args [][]byte) {
 	}
 	from, reset := string(args[2]), equalFoldASCII(args[3], "reset")
 	s.cl.view() // take the membership's newest view first: a joiner marks what it imports
+	if equalFoldASCII(args[3], "pull") && s.pullNotNeeded(from, slots) {
+		c.conn.WriteError(errNotImporting)
+		return
+	}
 	own, others := s.servedSlots(slots)
 	if equalFoldASCII(args[3], "replace") { // see handoff_resume.go
 		others = append(others, s.importAgain(from, own)...)
@@ -177,6 +181,7 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 			return nil, "ERR slot " + strconv.Itoa(slot) + " belongs to " + owner + " here"
 		}
 	}
+	cn.ho.noteHanded(from, slots)
 	var served []int
 	adopted := &slotState{mode: modeAdopted, peer: cluster.Node{Name: from}}
 	for _, slot := range slots {

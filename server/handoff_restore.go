@@ -20,11 +20,16 @@ import (
 // that owns such a slot, is handing it to the joiner, or does not back it
 // up, ignores the request: a handoff brings the slot. A node that backs
 // the slot up for the joiner sends its copies (RL.PEER
-// IMPORT without reset: a copy replaces the joiner's key, and the joiner
+// IMPORT pull, which adds: a copy replaces the joiner's key, and the joiner
 // keeps the keys no copy has), then RL.PEER DONE, and the joiner serves the
 // slot. Until then the joiner's requests for it wait, as for any import,
 // and its first full sync to its backups, which would drop their copies,
 // waits for its imports (see shipPeer.shipOnce).
+//
+// Every joiner asks, restarted or not. On a fresh join the PULL sent at
+// one table change often reaches the old owner just after its handoff
+// brought the slots: a joiner that imports none of them any more, and was
+// handed them all by the sender, refuses the copies (errNotImporting).
 
 // pullImports asks every other member of v for slots, which this node
 // imports.
@@ -77,15 +82,21 @@ func (s *Server) sendCopies(copies *shard.Map, to cluster.Node, slots []int) {
 			time.Sleep(pullRetry)
 		}
 		var keys int
-		if keys, _, err = s.copyFrom(copies, to, slots, true, "add"); err == nil {
-			s.log.Info("cluster: sent a restarted node the copies of its slots", "to", to.Name, "slots", len(slots), "keys", keys)
+		if keys, _, err = s.copyFrom(copies, to, slots, true, "pull"); err == nil {
+			s.log.Info("cluster: sent a member that asked for them the copies of its slots", "to", to.Name, "slots", len(slots), "keys", keys)
 			return
 		}
 		if !errors.Is(err, cluster.ErrUnreachable) {
 			break
 		}
 	}
-	s.log.Warn("cluster: could not send a restarted node the copies of its slots", "to", to.Name, "err", err)
+	if err.Error() == errNotImporting {
+		// The usual end of a join: the PULL went out at a table change
+		// while the handoff that brought the slots was under way.
+		s.log.Debug("cluster: a member no longer imports the slots it asked for; a handoff brought them", "to", to.Name, "slots", len(slots))
+		return
+	}
+	s.log.Warn("cluster: could not send a member the copies of its slots it asked for", "to", to.Name, "slots", len(slots), "err", err)
 }
 
 // pullTries and pullRetry bound sendCopies' tries.
@@ -93,6 +104,44 @@ const (
 	pullTries = 4
 	pullRetry = 100 * time.Millisecond
 )
+
+// errNotImporting is the answer to an RL.PEER IMPORT pull whose slots the
+// node has already been handed by the sender (see pullNotNeeded).
+const errNotImporting = "NOTIMPORTING none of these slots is imported here"
+
+// pullNotNeeded reports whether copies of slots from node from, which a
+// PULL asked for, are not needed: this node imports none of them any more,
+// and from handed every one over to this process. A restarted process has
+// been handed nothing yet, so it takes them, even once its imports have
+// given up waiting: then they fill in the keys it lacks.
+func (s *Server) pullNotNeeded(from string, slots []int) bool {
+	cn := s.cl
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	handed := cn.ho.handed[from]
+	for _, slot := range slots {
+		if st := cn.ho.state(slot); (st != nil && st.mode == modeImporting) || handed == nil || !handed.has(slot) {
+			return false
+		}
+	}
+	return true
+}
+
+// noteHanded records that node from handed slots over to this process.
+// The caller holds switchMu.
+func (h *handoff) noteHanded(from string, slots []int) {
+	if h.handed == nil {
+		h.handed = map[string]*slotBits{}
+	}
+	b := h.handed[from]
+	if b == nil {
+		b = &slotBits{}
+		h.handed[from] = b
+	}
+	for _, slot := range slots {
+		b[slot/64] |= 1 << (slot % 64)
+	}
+}
 
 // backedUpFor returns, of slots, those that node from owns and this node
 // backs up, with no handoff moving them, and from's node.
