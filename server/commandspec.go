@@ -235,9 +235,14 @@ func commandSpecs() map[string]cmdSpec {
 	for _, sub := range []string{"slowlog|get", "slowlog|len", "slowlog|reset"} {
 		specs[sub] = cmdSpec{flags: flagAdmin | ls}
 	}
-	for _, sub := range []string{"latency|latest", "latency|reset", "acl|list", "acl|users", "acl|load"} {
+	// Some are Redis's subcommands rlstore does not have yet, declared as
+	// Redis declares them for whoever adds them.
+	for _, sub := range []string{"latency|latest", "latency|reset", "acl|list", "acl|users", "acl|load",
+		"acl|setuser", "acl|getuser", "acl|deluser", "acl|log", "acl|save", "acl|dryrun",
+		"config|rewrite", "config|resetstat"} {
 		specs[sub] = cmdSpec{flags: admin}
 	}
+	specs["acl|cat"], specs["acl|genpass"] = cmdSpec{flags: nls}, cmdSpec{flags: nls}
 	for _, sub := range []string{"id", "setname", "getname", "setinfo", "info", "tracking", "caching", "getredir", "trackinginfo"} {
 		specs["client|"+sub] = cmdSpec{flags: nls, acl: conn}
 	}
