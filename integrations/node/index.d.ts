@@ -11,8 +11,10 @@ export interface RlstoreStoreOptions {
   sendCommand?: SendCommandFn;
   /** Put before every key; default 'rl:'. */
   prefix?: string;
-  /** 'slide' (default, RL.SLIDE), 'fixed', 'log' or 'token'. */
+  /** 'slide' (default: a sliding window, RL.LOG or RL.SLIDE), 'fixed', 'log' or 'token'. */
   algorithm?: 'slide' | 'fixed' | 'log' | 'token';
+  /** Milliseconds to wait for a decision (default 250; 0: none); then express-rate-limit's passOnStoreError decides. */
+  timeout?: number;
   /** Ignored (the limit is express-rate-limit's); accepted for configurations written for 0.1. */
   limit?: number;
 }
@@ -53,8 +55,10 @@ export interface RateLimiterRlstoreOptions {
   keyPrefix?: string;
   /** Seconds to block a key after it goes over; default 0. */
   blockDuration?: number;
-  /** 'slide' (default, RL.SLIDE) or 'token' (RL.TOKEN; reward needs it). */
+  /** 'slide' (default: a sliding window) or 'token' (RL.TOKEN; reward needs it). */
   algorithm?: 'slide' | 'token';
+  /** Milliseconds to wait for each command (default 250; 0: none); then the call rejects with an Error. */
+  timeout?: number;
 }
 
 /** rate-limiter-flexible's interface over rlstore. */

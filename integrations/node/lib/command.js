@@ -4,6 +4,36 @@
 // send(command, ...args) -> Promise<reply>, for ioredis, node-redis or a
 // caller's own sendCommand (rate-limit-redis's convention).
 function toSender(opts, clientField) {
+  return withTimeout(rawSender(opts, clientField), timeoutOf(opts));
+}
+
+// DEFAULT_TIMEOUT_MS bounds one command when the options give no timeout.
+const DEFAULT_TIMEOUT_MS = 250;
+
+function timeoutOf(opts) {
+  const t = opts.timeout ?? DEFAULT_TIMEOUT_MS;
+  if (!(t === 0 || (Number.isFinite(t) && t > 0))) {
+    throw new TypeError(`rlstore: timeout must be milliseconds, > 0 (or 0 for none); got ${t}`);
+  }
+  return t;
+}
+
+// withTimeout rejects a command that has no reply after ms with an Error,
+// which the libraries treat as a store failure (express-rate-limit's
+// passOnStoreError, or a rejection with an Error): a stalled rlstore costs a
+// request ms, not the length of the stall.
+function withTimeout(send, ms) {
+  if (ms === 0) return send;
+  return (...args) => new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`rlstore: no reply to ${args[0]} within ${ms} ms`)), ms);
+    send(...args).then(
+      (v) => { clearTimeout(timer); resolve(v); },
+      (e) => { clearTimeout(timer); reject(e); },
+    );
+  });
+}
+
+function rawSender(opts, clientField) {
   if (typeof opts.sendCommand === 'function') {
     return (...args) => opts.sendCommand(...args.map(String));
   }
@@ -55,4 +85,4 @@ function slidingArgs(key, limit, windowMs) {
   return ['RL.SLIDE', key, limit, Math.ceil(windowMs / 1000) + 1];
 }
 
-module.exports = { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT };
+module.exports = { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT, DEFAULT_TIMEOUT_MS };

@@ -20,7 +20,9 @@ class RateLimiterRlstore extends Base {
   // options: storeClient (ioredis or node-redis) or sendCommand; points
   // (default 4); duration in whole seconds (default 1); keyPrefix (default
   // 'rlflx'); blockDuration in seconds (default 0); algorithm 'slide'
-  // (default) or 'token' (a token bucket, which reward needs).
+  // (default) or 'token' (a token bucket, which reward needs); timeout, ms to
+  // wait for each command (default 250; 0: none), after which the call
+  // rejects with an Error.
   constructor(opts = {}) {
     const points = opts.points ?? 4;
     const duration = opts.duration ?? 1;

@@ -16,8 +16,9 @@ const COUNT_CEILING = { slide: MAX_LOG_LIMIT, fixed: 4294967295, log: MAX_LOG_LI
 class RlstoreStore {
   // options: client (ioredis or node-redis) or sendCommand(command, ...args);
   // prefix (default 'rl:'); algorithm 'slide' (default), 'fixed', 'log' or
-  // 'token'. A limit option is accepted and ignored: the limit is
-  // express-rate-limit's (see init).
+  // 'token'; timeout, ms to wait for a decision (default 250; 0: none),
+  // after which express-rate-limit's passOnStoreError decides. A limit option
+  // is accepted and ignored: the limit is express-rate-limit's (see init).
   constructor(options = {}) {
     this.send = toSender(options, 'client');
     this.prefix = options.prefix ?? 'rl:';

@@ -56,7 +56,15 @@ class RlstoreStorage(Storage, MovingWindowSupport):
 
     STORAGE_SCHEME = ["rlstore"]
 
+    #: Seconds to wait to connect and for each reply unless the options (or
+    #: the URI's query) say otherwise: a stalled rlstore then costs a request
+    #: this long, after which the library's error handling (Flask-Limiter's
+    #: swallow_errors) decides, instead of redis-py's default of no timeout.
+    DEFAULT_TIMEOUT = 0.25
+
     def __init__(self, uri, **options):
+        options.setdefault("socket_timeout", self.DEFAULT_TIMEOUT)
+        options.setdefault("socket_connect_timeout", self.DEFAULT_TIMEOUT)
         super().__init__(uri, **options)
         parsed = urllib.parse.urlparse(uri)
         redis_uri = parsed._replace(scheme="redis").geturl()
