@@ -96,3 +96,13 @@ func TestFlushDBInvalidatesEverything(t *testing.T) {
 	w.call(t, "FLUSHDB")
 	assert.Equal(t, ">[invalidate nil]", readFrame(t, r), "FLUSHDB invalidates every key")
 }
+
+// TestDatabaseCommandsInACluster: a cluster node answers SWAPDB and MOVE
+// as a Redis Cluster node does.
+func TestDatabaseCommandsInACluster(t *testing.T) {
+	nodes := startTestCluster(t, 1, clusterOpts{})
+	c, ctx := newClient(t, nodes[0].addr, 2), ctxT(t)
+	assert.EqualError(t, c.Do(ctx, "SWAPDB", 0, 0).Err(), errSwapDBCluster)
+	assert.EqualError(t, c.Do(ctx, "MOVE", "k", 0).Err(), errMoveCluster)
+	assert.Equal(t, "OK", c.Do(ctx, "FLUSHDB").Val())
+}
