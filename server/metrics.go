@@ -214,6 +214,9 @@ func (s *Server) Ready() error {
 			if _, ok := v.Member(v.Self); !ok {
 				return errors.New("not a member of the cluster")
 			}
+			if v.Waiting {
+				return errors.New("has not met a member of its cluster yet")
+			}
 		}
 	}
 	for _, check := range checks {
