@@ -100,3 +100,11 @@ func TestRememberedJoinedAtStart(t *testing.T) {
 	assert.False(t, v.Waiting, "the first view after New has the remembered member it joined")
 	assert.Len(t, v.Table.Nodes(), 2)
 }
+
+// TestSeedOnlySelfDoesNotWait: a node whose only seed is itself (a peers
+// Service that lists only this pod) has no member to wait for.
+func TestSeedOnlySelfDoesNotWait(t *testing.T) {
+	addr := freeAddr(t)
+	n := startNodeAt(t, "solo", addr, []string{addr})
+	assert.False(t, n.View().Waiting, "its only seed is itself")
+}

@@ -76,12 +76,31 @@ func New(cfg Config) (*Membership, error) {
 			m.log.Warn("cluster: could not join the seeds yet; retrying", "seeds", seeds, "err", err)
 		}
 		m.sync() // the first view the server takes has the members just met
+		m.unlessAlone(m.missingSeeds())
 	}
 	if v := m.View(); v.Waiting {
 		m.log.Warn("cluster: no member answered yet; keyed commands get -CLUSTERDOWN until one does (--cluster-bootstrap yes serves alone)",
 			"seeds", m.joinTargets())
 	}
 	return m, nil
+}
+
+// unlessAlone stops waiting to meet a member when there is none to
+// meet: every seed is this node (a DNS name that lists only this node, as
+// a one-pod StatefulSet's peers Service does) and no member is remembered.
+// A seed that does not resolve counts as another node.
+func (m *Membership) unlessAlone(missing []string) {
+	if len(missing) > 0 {
+		return
+	}
+	m.mu.Lock()
+	was := m.waiting
+	m.waiting = false
+	m.mu.Unlock()
+	if was {
+		m.log.Info("cluster: every seed is this node itself and no member is remembered; serving as a new cluster")
+		m.sync()
+	}
 }
 
 // joinTargets are the seeds, and while this node waits to meet a member
@@ -393,9 +412,11 @@ func (m *Membership) rejoinLoop() {
 		case <-m.stop:
 			return
 		case <-t.C:
-			if missing := m.missingSeeds(); len(missing) > 0 {
+			missing := m.missingSeeds()
+			if len(missing) > 0 {
 				_, _ = m.ml.Join(missing) // failures are retried at the next tick
 			}
+			m.unlessAlone(missing)
 			m.sendKnown() // repairs what a lost message missed
 		}
 	}
