@@ -5,7 +5,8 @@ Importing this package registers the ``rlstore://host:port`` storage scheme::
     import rlstore_limits  # noqa: F401  (registers rlstore://)
     limiter = Limiter(get_remote_address, app=app, storage_uri="rlstore://127.0.0.1:6379")
 
-Each strategy maps onto one atomic rlstore command instead of a Lua script:
+Each strategy maps onto one atomic rlstore command instead of a Lua script
+(limits 2.8 here; the 3.x, 4.x and 5.x storage interface too):
 
 - fixed window -> ``RL.FIXED`` (windows aligned to the Unix epoch);
 - fixed window with elastic expiry -> ``RL.SLIDE``;

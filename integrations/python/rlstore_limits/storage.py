@@ -6,6 +6,11 @@ import urllib.parse
 import redis
 from limits.storage import MovingWindowSupport, Storage
 
+# RL.LOG, exact to the millisecond, takes limits up to 4000 (one entry per
+# busy millisecond); above it a moving window is RL.SLIDE over the window
+# plus one second, which still holds any window-long span to the limit.
+MAX_LOG_LIMIT = 4000
+
 # Seconds per granularity, as limits names them at the end of every key.
 _GRANULARITY = {
     "second": 1,
@@ -54,7 +59,7 @@ class RlstoreStorage(Storage, MovingWindowSupport):
     admits and counts, or denies and counts nothing, atomically.
     """
 
-    STORAGE_SCHEME = ["rlstore"]
+    STORAGE_SCHEME = ["rlstore", "rlstores"]
 
     #: Seconds to wait to connect and for each reply unless the options (or
     #: the URI's query) say otherwise: a stalled rlstore then costs a request
@@ -63,18 +68,31 @@ class RlstoreStorage(Storage, MovingWindowSupport):
     DEFAULT_TIMEOUT = 0.25
 
     def __init__(self, uri, **options):
+        pool = options.pop("connection_pool", None)
+        super().__init__(uri, **_base_options(options))
+        options.pop("wrap_exceptions", None)
+        if pool is not None:
+            self.storage = redis.Redis(connection_pool=pool)
+            return
         options.setdefault("socket_timeout", self.DEFAULT_TIMEOUT)
         options.setdefault("socket_connect_timeout", self.DEFAULT_TIMEOUT)
-        super().__init__(uri, **options)
         parsed = urllib.parse.urlparse(uri)
-        redis_uri = parsed._replace(scheme="redis").geturl()
-        self.storage = redis.Redis.from_url(redis_uri, **options)
+        scheme = "rediss" if parsed.scheme == "rlstores" else "redis"
+        self.storage = redis.Redis.from_url(parsed._replace(scheme=scheme).geturl(), **options)
+        _check_options(self.storage)
+
+    @property
+    def base_exceptions(self):
+        """What limits 4 and later wrap in StorageError (wrap_exceptions)."""
+        return redis.exceptions.RedisError
 
     def _send(self, *args):
         return self.storage.execute_command(*args)
 
     def _decide(self, command, key, window, amount=1, peek=False):
         limit, seconds = _limit_of(key)
+        if limit == 0:  # RL.* refuse a limit of 0; Redis stores deny it
+            return _Decision([0, 0, 0, -1, 0])
         args = [command, key, limit, window if window is not None else seconds]
         if amount != 1:
             args += ["COST", amount]
@@ -110,25 +128,54 @@ class RlstoreStorage(Storage, MovingWindowSupport):
 
     # -- moving window ----------------------------------------------------
 
+    def _moving(self, key, limit, expiry, *extra):
+        """A moving-window decision: RL.LOG, or RL.SLIDE over expiry + 1 s
+        above MAX_LOG_LIMIT."""
+        if int(limit) <= MAX_LOG_LIMIT:
+            args = ["RL.LOG", key, int(limit), int(expiry)]
+        else:
+            args = ["RL.SLIDE", key, int(limit), int(expiry) + 1]
+        return _Decision(self._send(*(args + list(extra))))
+
     def acquire_entry(self, key, limit, expiry, amount=1):
-        args = ["RL.LOG", key, int(limit), int(expiry)]
-        if amount != 1:
-            args += ["COST", amount]
-        return _Decision(self._send(*args)).allowed == 1
+        if int(limit) == 0:
+            return False
+        extra = ["COST", amount] if amount != 1 else []
+        return self._moving(key, limit, expiry, *extra).allowed == 1
 
     def get_moving_window(self, key, limit, expiry):
         """(start of the window, entries in it): the start is when the oldest
         entry came in, so start + expiry is when one unit frees up."""
         now = time.time()
-        d = _Decision(self._send("RL.LOG", key, int(limit), int(expiry), "PEEK"))
+        if int(limit) == 0:
+            return int(now), 0
+        d = self._moving(key, limit, expiry, "PEEK")
         count = int(limit) - d.available()
         if count <= 0:
             return int(now), 0
         # The smallest cost that does not fit waits exactly for the oldest entry.
-        oldest = _Decision(
-            self._send("RL.LOG", key, int(limit), int(expiry), "COST", int(limit) - count + 1, "PEEK")
-        )
+        oldest = self._moving(key, limit, expiry, "COST", int(limit) - count + 1, "PEEK")
         return int(now + oldest.wait_ms / 1000 - int(expiry)), count
+
+    # -- sliding window counter (limits 4.1 and later) ---------------------
+
+    def acquire_sliding_window_entry(self, key, limit, expiry, amount=1):
+        """limits' sliding-window-counter strategy estimates a sliding
+        window from two fixed windows; rlstore's moving window is exact, so
+        it answers the strategy's question without the estimate."""
+        return self.acquire_entry(key, limit, expiry, amount)
+
+    def get_sliding_window(self, key, expiry):
+        """(previous count, its TTL, current count, its TTL): everything is
+        in the current window, whose TTL is when its oldest entry frees."""
+        limit, _ = _limit_of(key)
+        start, count = self.get_moving_window(key, limit, expiry)
+        if count == 0:
+            return 0, 0.0, 0, 0.0
+        return 0, 0.0, count, max(start + int(expiry) - time.time(), 0.0)
+
+    def clear_sliding_window(self, key, expiry):
+        self.clear(key)
 
     # -- housekeeping -----------------------------------------------------
 
@@ -154,3 +201,17 @@ class RlstoreStorage(Storage, MovingWindowSupport):
         if batch:
             count += int(self._send("DEL", *batch))
         return count
+
+
+def _base_options(options):
+    """The options limits' own Storage.__init__ takes (wrap_exceptions, in
+    limits 4 and later); the rest go to redis-py."""
+    return {"wrap_exceptions": options["wrap_exceptions"]} if "wrap_exceptions" in options else {}
+
+
+def _check_options(client):
+    """Builds (without connecting) one connection from the pool's settings,
+    so an option redis-py does not know fails when the storage is made, at
+    startup, not on the first request."""
+    pool = client.connection_pool
+    pool.connection_class(**pool.connection_kwargs)
