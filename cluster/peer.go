@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -42,7 +43,7 @@ var ErrUnreachable = errors.New("cluster: peer unreachable")
 // PeersConfig configures Peers.
 type PeersConfig struct {
 	Name    string        // this node's name, sent in the handshake
-	Secret  []byte        // the cluster's shared secret; peers check the handshake with it
+	Secret  []byte        // the cluster's shared secret; the handshake proves its PeerKey
 	Conns   int           // connections kept to each peer. Default DefaultPeerConns
 	Timeout time.Duration // how long a batch (or a dial) may take. Default DefaultPeerTimeout
 
@@ -53,6 +54,8 @@ type PeersConfig struct {
 	// to dial; one it cannot map is not dialled in plain text but fails.
 	TLS     func() *tls.Config
 	TLSAddr func(respAddr string) (string, bool)
+
+	key []byte // PeerKey(Secret), set by NewPeers
 }
 
 // The defaults of PeersConfig.
@@ -82,6 +85,7 @@ func NewPeers(cfg PeersConfig) *Peers {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultPeerTimeout
 	}
+	cfg.key = PeerKey(cfg.Secret)
 	return &Peers{cfg: cfg, pool: map[string][]*peerConn{}}
 }
 
@@ -317,24 +321,30 @@ func dialConn(ctx context.Context, addr string, cfg PeersConfig) (net.Conn, erro
 	return d.DialContext(ctx, "tcp", taddr)
 }
 
-// handshake proves this node holds the cluster's secret (see PeerMAC).
+// handshake proves that this node holds the cluster's peer key, and checks
+// that the peer does too (see Challenge).
 func handshake(ctx context.Context, nc net.Conn, cfg PeersConfig) error {
+	if len(cfg.key) == 0 {
+		return errors.New("handshake: no cluster secret")
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 		defer nc.SetDeadline(time.Time{})
 	}
 	r := bufio.NewReader(nc)
-	nonce, err := roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte("HELLO"), []byte(cfg.Name)})
+	ch := Challenge{Name: cfg.Name, DialerNonce: NewNonce()}
+	var err error
+	ch.ServerNonce, err = roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte("HELLO"), []byte(HandshakeVersion),
+		[]byte(cfg.Name), []byte(ch.DialerNonce)})
 	if err != nil {
 		return err
 	}
-	mac := PeerMAC(cfg.Secret, nonce, cfg.Name)
-	ok, err := roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte("AUTH"), []byte(cfg.Name), []byte(mac)})
+	proof, err := roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte("AUTH"), []byte(ch.DialerMAC(cfg.key))})
 	if err != nil {
 		return err
 	}
-	if ok != "OK" {
-		return fmt.Errorf("handshake: %s", ok)
+	if !hmac.Equal([]byte(proof), []byte(ch.ServerMAC(cfg.key))) {
+		return errors.New("handshake: the peer did not prove the cluster's secret")
 	}
 	if r.Buffered() > 0 {
 		return errors.New("handshake: unexpected bytes")

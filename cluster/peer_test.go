@@ -39,7 +39,7 @@ func startFakePeer(t *testing.T, secret []byte) *fakePeer {
 }
 
 type fakeConnState struct {
-	nonce  string
+	ch     Challenge
 	authed bool
 }
 
@@ -52,15 +52,21 @@ func (fp *fakePeer) handle(conn redcon.Conn, cmd redcon.Command) {
 	name := strings.ToUpper(string(cmd.Args[0]))
 	switch {
 	case name == PeerCommand && strings.EqualFold(string(cmd.Args[1]), "hello"):
-		st.nonce = NewNonce()
-		conn.WriteBulkString(st.nonce)
+		ch, err := ParseHello(cmd.Args[2:])
+		if err != nil {
+			conn.WriteError("NOPERM " + err.Error())
+			return
+		}
+		st.ch = ch
+		conn.WriteBulkString(ch.ServerNonce)
 	case name == PeerCommand && strings.EqualFold(string(cmd.Args[1]), "auth"):
-		st.authed = VerifyPeer(fp.secret, st.nonce, string(cmd.Args[2]), string(cmd.Args[3]))
+		key := st.ch.Verify([][]byte{PeerKey(fp.secret)}, cmd.Args[2])
+		st.authed = key != nil
 		if !st.authed {
 			conn.WriteError("NOPERM bad cluster credentials")
 			return
 		}
-		conn.WriteString("OK")
+		conn.WriteBulkString(st.ch.ServerMAC(key))
 	case !st.authed:
 		conn.WriteError("NOAUTH Authentication required.")
 	case name == "ECHO":

@@ -13,17 +13,34 @@ import (
 const (
 	DefaultAuthFailLimit  = 10
 	DefaultAuthFailWindow = time.Minute
-	authGuardMaxAddrs     = 100000 // addresses tracked at once; past it, failures go uncounted rather than grow memory
+	authGuardMaxAddrs     = 100000 // (address, user) pairs tracked at once; past it, failures go uncounted rather than grow memory
+	authGuardAddrFactor   = 3      // an address may fail this many times the limit, over all its users, before every user of it is refused
+	authGuardMaxUser      = 128    // bytes of a user name the guard keys on
 )
 
-// authGuard slows down password guessing: it counts wrong passwords per
-// client IP address in a sliding window, with rlstore's own store and
-// algorithm, and once an address has failed limit times in the window its
-// AUTH is refused unchecked until the oldest failure leaves the window.
-// The transport separately closes a connection after a few failures.
+// peerUser is the name the guard counts the node-to-node handshake under:
+// no ACL user can have it, since a name cannot hold a NUL.
+const peerUser = "\x00rl.peer"
+
+// authGuard slows down password guessing. It counts wrong passwords per
+// (client IP address, user) in a sliding log, with rlstore's own store and
+// algorithm. The first half of the limit is free; each failure past it
+// holds the next check of that user's password from that address for one
+// more step (window/(4·limit): 1.5 s by default) before the password is
+// checked, right or wrong; once the limit is reached in the window, that
+// user's AUTH from that address is refused unchecked until the oldest
+// failure leaves the window. So one address gets at most limit guesses
+// per window at each user, and other users behind the same address (a
+// NAT, a sidecar on loopback) are not locked out by them. An address that
+// fails authGuardAddrFactor times the limit over all users is refused for
+// every user, and for the peer handshake. A right password forgets that
+// user's failures at that address. The transport separately closes a
+// connection after a few failures.
 type authGuard struct {
-	store  *shard.Map
-	params window.Params
+	store *shard.Map
+	user  window.Params // failures of one user at one address
+	addr  window.Params // failures of every user at one address
+	step  time.Duration // the delay each failure past the free half adds
 }
 
 func newAuthGuard(limit int, per time.Duration) (*authGuard, error) {
@@ -34,38 +51,75 @@ func newAuthGuard(limit int, per time.Duration) (*authGuard, error) {
 	if err != nil {
 		return nil, err
 	}
-	per = max(per.Round(time.Second), time.Second) // RL.SLIDE's windows are whole seconds
-	return &authGuard{store: m, params: window.Params{Kind: window.KindSlide, Limit: int64(limit), Period: per}}, nil
+	per = max(per.Round(time.Millisecond), time.Millisecond)
+	l := min(int64(limit), window.MaxLogLimit/authGuardAddrFactor)
+	return &authGuard{store: m,
+		user: window.Params{Kind: window.KindLog, Limit: l, Period: per},
+		addr: window.Params{Kind: window.KindLog, Limit: l * authGuardAddrFactor, Period: per},
+		step: per / time.Duration(4*l),
+	}, nil
 }
 
-// wait returns how long addr must wait before an AUTH of its is checked,
-// or 0 if it may try now.
-func (g *authGuard) wait(addr string, now time.Time) time.Duration {
+// admit is called before a password of user's from addr is checked. It
+// counts the try as a failure at once, so that parallel connections cannot
+// all slip under the limit (passed takes it back), and returns how long to
+// hold the check, or, if addr may not try user now, how long it must wait.
+func (g *authGuard) admit(addr, user string, now time.Time) (delay, wait time.Duration) {
 	if g == nil {
-		return 0
+		return 0, 0
 	}
-	d, err := g.store.Decide(hostKey(addr), g.params, now.UnixNano(), 1, true)
-	if err != nil || d.Allowed {
-		return 0
+	ns := now.UnixNano()
+	if d, err := g.store.Decide(g.key(addr, ""), g.addr, ns, 1, true); err == nil && !d.Allowed {
+		return 0, max(d.Wait, time.Millisecond)
 	}
-	return max(d.Wait, time.Millisecond)
+	d, err := g.store.Decide(g.key(addr, user), g.user, ns, 1, false)
+	switch {
+	case err != nil:
+		return 0, 0
+	case !d.Allowed:
+		return 0, max(d.Wait, time.Millisecond)
+	}
+	return g.delay(g.user.Limit - d.Remaining - 1), 0
 }
 
-// failed counts a wrong password from addr.
+// delay is the hold on a check that follows failed failures.
+func (g *authGuard) delay(failed int64) time.Duration {
+	past := failed - g.user.Limit/2 + 1
+	if past <= 0 {
+		return 0
+	}
+	return time.Duration(past) * g.step
+}
+
+// passed forgets user's failures at addr: the right password proves the
+// typos were the user's own.
+func (g *authGuard) passed(addr, user string) {
+	if g != nil {
+		g.store.Delete(g.key(addr, user))
+	}
+}
+
+// failed counts a wrong password from addr toward its total over users;
+// admit has counted it for its user.
 func (g *authGuard) failed(addr string, now time.Time) {
 	if g == nil {
 		return
 	}
-	_, _ = g.store.Decide(hostKey(addr), g.params, now.UnixNano(), 1, false)
+	_, _ = g.store.Decide(g.key(addr, ""), g.addr, now.UnixNano(), 1, false)
 	g.store.Sweep(now.UnixNano(), 64) // bounded, and only on failures: the store needs no goroutine
 }
 
-// hostKey is addr without its port: a client cannot reset its count by reconnecting.
-func hostKey(addr string) []byte {
+// key is addr's host, without its port (a client cannot reset its count
+// by reconnecting), then a NUL and user; "" counts the whole address.
+func (g *authGuard) key(addr, user string) []byte {
+	host := addr
 	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return []byte(h)
+		host = h
 	}
-	return []byte(addr)
+	if user == "" {
+		return []byte(host)
+	}
+	return append(append([]byte(host), 0), user[:min(len(user), authGuardMaxUser)]...)
 }
 
 // errAuthBlocked is the reply to an AUTH from an address that must wait.

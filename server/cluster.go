@@ -14,7 +14,12 @@ import (
 type ClusterConfig struct {
 	View      func() *cluster.View // the current membership; required
 	Forwarder cluster.Forwarder    // how requests reach other nodes; required
-	Secret    []byte               // what peers prove they hold in RL.PEER AUTH
+	// Secret is the cluster's shared secret: peers prove they hold its
+	// cluster.PeerKey in the handshake. Required, and not empty.
+	Secret []byte
+	// OldSecrets are secrets still accepted from peers while keys rotate
+	// (--cluster-keyring): a node proves Secret and accepts any of these.
+	OldSecrets [][]byte
 	// OwnerUnreachable decides a request whose owner cannot be reached in
 	// time. Default DefaultOwnerUnreachable.
 	OwnerUnreachable Unreachable
@@ -89,6 +94,9 @@ func (cc *ClusterConfig) withDefaults() error {
 	if cc.View == nil || cc.Forwarder == nil {
 		return errors.New("server: a cluster needs a view and a forwarder")
 	}
+	if len(cc.Secret) == 0 {
+		return errors.New("server: a cluster needs a secret for the node-to-node handshake")
+	}
 	if cc.OwnerUnreachable == 0 {
 		cc.OwnerUnreachable = DefaultOwnerUnreachable
 	}
@@ -136,38 +144,36 @@ func peerCommands() []command {
 	}
 }
 
-// cmdPeer is RL.PEER HELLO name (replies a nonce) and RL.PEER AUTH name
-// mac (replies OK and makes the connection a peer's, or NOPERM), and, on a
-// peer's connection only, the replicas' COPY, DELTA and SYNC
-// (replica_copies.go) and the handoff's IMPORT and DONE (handoff_peer.go).
-// Any other subcommand gets NOPERM: a node that predates one refuses it.
+// cmdPeer is the handshake, RL.PEER HELLO and AUTH (peerauth.go), and,
+// on a peer's connection only, the replicas' COPY, DELTA and SYNC
+// (replica_copies.go) and the handoff's IMPORT, DONE and PULL
+// (handoff_peer.go). On a client's connection every other subcommand is
+// refused before any of its arguments is read. On a peer's, one this node
+// does not know gets NOPERM bad cluster credentials: what a node that
+// predates a subcommand answers, which its callers recognise.
 func cmdPeer(s *Server, c *client, args [][]byte) {
 	switch {
 	case s.cl == nil:
 		c.conn.WriteError(errNoCluster)
-	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "copy") && len(args) == 3:
+	case !c.peer && equalFoldASCII(args[1], "hello"):
+		s.peerHello(c, args)
+	case !c.peer && equalFoldASCII(args[1], "auth"):
+		s.peerAuth(c, args)
+	case !c.peer:
+		c.conn.WriteError(errNotPeer)
+	case s.cl.repl != nil && equalFoldASCII(args[1], "copy") && len(args) == 3:
 		s.cl.repl.peerCopy(c, args[2])
-	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "delta") && len(args) == 3:
+	case s.cl.repl != nil && equalFoldASCII(args[1], "delta") && len(args) == 3:
 		s.cl.repl.peerDelta(c, args[2])
-	case c.peer && s.cl.repl != nil && equalFoldASCII(args[1], "sync") && len(args) == 3:
+	case s.cl.repl != nil && equalFoldASCII(args[1], "sync") && len(args) == 3:
 		s.cl.repl.peerSync(c, args[2])
-	case c.peer && equalFoldASCII(args[1], "import") && len(args) == 6:
+	case equalFoldASCII(args[1], "import") && len(args) == 6:
 		s.peerImport(c, args)
-	case c.peer && equalFoldASCII(args[1], "done") && len(args) == 4:
+	case equalFoldASCII(args[1], "done") && len(args) == 4:
 		s.peerDone(c, args)
-	case c.peer && equalFoldASCII(args[1], "pull") && len(args) == 4:
+	case equalFoldASCII(args[1], "pull") && len(args) == 4:
 		s.peerPull(c, args)
-	case equalFoldASCII(args[1], "hello"):
-		c.nonce = cluster.NewNonce()
-		c.conn.WriteBulkString(c.nonce)
-	case equalFoldASCII(args[1], "auth") && len(args) == 4 && c.nonce != "" &&
-		cluster.VerifyPeer(s.cl.cfg.Secret, c.nonce, string(args[2]), string(args[3])):
-		c.nonce, c.peer, c.authed = "", true, true
-		c.rc.keep = peerReadBuf
-		c.rc.p.max = max(c.rc.p.max, peerMaxRequest)
-		c.conn.WriteString("OK")
 	default:
-		c.nonce = "" // one try per nonce
 		c.conn.WriteError(errPeerAuth)
 	}
 }

@@ -138,9 +138,9 @@ func startBenchCluster(tb testing.TB) []*testNode {
 		ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
 			Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet, State: state})
 		require.NoError(tb, err)
-		peers := cluster.NewPeers(cluster.PeersConfig{Name: name})
+		peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: []byte("bench")})
 		s := newTestServer(tb, Config{Listener: ln, Logger: quiet, Cluster: &ClusterConfig{View: ml.View,
-			Forwarder: peers, Broadcast: ml.Broadcast}})
+			Forwarder: peers, Broadcast: ml.Broadcast, Secret: []byte("bench")}})
 		state.Set(s)
 		nodes = append(nodes, &testNode{name: name, addr: serveTest(tb, s), srv: s, ml: ml, peers: peers})
 		tb.Cleanup(func() { peers.Close(); ml.Kill() })

@@ -40,6 +40,7 @@ type clusterOpts struct {
 	wrapMover  func(cluster.Forwarder) cluster.Forwarder // the same for the handoff's connections
 	wrapShip   func(cluster.Forwarder) cluster.Forwarder // the same for the replicas' shipments
 	maxRequest int64                                     // Config.MaxRequestBytes; 0 for the default
+	config     func(*Config)                             // if set, changes each node's Config last
 }
 
 // startTestCluster starts n nodes joined through the first, one at a
@@ -91,6 +92,9 @@ func patientTiming() cluster.Timing {
 
 func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *testNode {
 	t.Helper()
+	if o.secret == nil {
+		o.secret = []byte("test-secret") // a cluster always has one
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -131,7 +135,11 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		}
 		cc.Replicas = &ReplicaConfig{Feed: persistence.NewFeed(tn.store), Copies: tn.copies, Ship: sh, Interval: 10 * time.Millisecond}
 	}
-	s := newTestServer(t, Config{Listener: ln, Logger: quiet, Store: tn.store, Cluster: cc, MaxRequestBytes: o.maxRequest})
+	scfg := Config{Listener: ln, Logger: quiet, Store: tn.store, Cluster: cc, MaxRequestBytes: o.maxRequest}
+	if o.config != nil {
+		o.config(&scfg)
+	}
+	s := newTestServer(t, scfg)
 	state.Set(s)
 	srv.Store(s)
 	tn.srv, tn.addr = s, serveTest(t, s)

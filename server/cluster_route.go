@@ -13,6 +13,7 @@ import (
 // clusterNode is the server's cluster state.
 type clusterNode struct {
 	cfg         ClusterConfig
+	keys        [][]byte     // the peer keys a handshake may prove: Secret's, then OldSecrets'
 	forwarded   atomic.Int64 // commands sent to their owners
 	unreachable atomic.Int64 // commands answered by --owner-unreachable
 	pols        policyVersions
@@ -47,7 +48,11 @@ func newClusterNode(cfg ClusterConfig) (*clusterNode, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	return &clusterNode{cfg: cfg}, nil
+	keys := [][]byte{cluster.PeerKey(cfg.Secret)}
+	for _, old := range cfg.OldSecrets {
+		keys = append(keys, cluster.PeerKey(old))
+	}
+	return &clusterNode{cfg: cfg, keys: keys}, nil
 }
 
 // route is where a command goes.

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlstore/rlstore/cluster"
 )
 
 // command is one entry of the command table.
@@ -134,9 +136,9 @@ type client struct {
 	looked  []state  // recordChanges' scratch
 	stripes []uint8  // the key locks recordChanges holds
 
-	peer  bool   // another node of the cluster, which proved it with RL.PEER AUTH
-	nonce string // the RL.PEER HELLO challenge awaiting its AUTH
-	hop   int    // the hop level of the forwarded request being run (hopClient if none)
+	peer  bool               // another node of the cluster, which proved it with RL.PEER AUTH
+	shake *cluster.Challenge // the handshake's RL.PEER HELLO, once it came (peerauth.go)
+	hop   int                // the hop level of the forwarded request being run (hopClient if none)
 	// synced says RL.PEER SYNC has come on this connection: a primary's
 	// stream of shipments starts with a full sync (see peerShipment).
 	synced bool

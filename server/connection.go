@@ -101,20 +101,28 @@ func (s *Server) refuseAuth(c *client, reply string) {
 }
 
 // login authenticates c as [user] pass and reports whether it did. It
-// replies to a failure: the password is not even checked while c's address
-// must wait after too many wrong ones.
+// replies to a failure. The guard may hold the check a while, or refuse
+// it unchecked while c's address must wait after too many wrong passwords
+// for that user.
 func (s *Server) login(c *client, cred [][]byte) bool {
-	now := time.Now()
-	if wait := s.guard.wait(c.addr, now); wait > 0 {
+	now := s.cfg.Clock()
+	user := "default"
+	if len(cred) == 2 {
+		user = string(cred[0])
+	}
+	delay, wait := s.guard.admit(c.addr, user, now)
+	if wait > 0 {
 		s.refuseAuth(c, errAuthBlocked(wait))
 		return false
 	}
+	time.Sleep(delay) // only this connection waits: its goroutine holds nothing
 	u, ok := s.authenticate(cred)
 	if !ok {
 		s.guard.failed(c.addr, now)
 		s.wrongPass(c)
 		return false
 	}
+	s.guard.passed(c.addr, user)
 	c.user, c.authed = u, true
 	return true
 }

@@ -344,9 +344,9 @@ func TestHandoffFromUnseenNodeRefused(t *testing.T) {
 	alone, err := cluster.NewTable(1, []cluster.Node{self})
 	require.NoError(t, err)
 	view.Store(&cluster.View{Self: self.Name, Table: alone, Members: []cluster.Member{{Node: self}}})
-	peers := cluster.NewPeers(cluster.PeersConfig{Name: self.Name, Timeout: 2 * time.Second})
+	peers := cluster.NewPeers(cluster.PeersConfig{Name: self.Name, Secret: []byte("k"), Timeout: 2 * time.Second})
 	t.Cleanup(peers.Close)
-	s := newTestServer(t, Config{Listener: ln, Cluster: &ClusterConfig{View: view.Load, Forwarder: peers, Joins: true}})
+	s := newTestServer(t, Config{Listener: ln, Cluster: &ClusterConfig{View: view.Load, Forwarder: peers, Joins: true, Secret: []byte("k")}})
 	addr := serveTest(t, s)
 	s.ClusterChanged()
 
@@ -359,7 +359,7 @@ func TestHandoffFromUnseenNodeRefused(t *testing.T) {
 		}
 	}
 	spec := formatSlots(slots)
-	sender := cluster.NewPeers(cluster.PeersConfig{Name: old.Name, Timeout: 2 * time.Second})
+	sender := cluster.NewPeers(cluster.PeersConfig{Name: old.Name, Secret: []byte("k"), Timeout: 2 * time.Second})
 	t.Cleanup(sender.Close)
 	hand := func() string {
 		t.Helper()

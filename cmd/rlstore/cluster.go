@@ -31,8 +31,11 @@ type clusterFlags struct {
 	Timeout      time.Duration
 	Timing       string
 	LeaveTimeout time.Duration
-	TLS          bool // --tls-cluster: dial peers over TLS, to their --tls-port
-	Bootstrap    bool // --cluster-bootstrap: serve alone before meeting a member
+	TLS          bool   // --tls-cluster: dial peers over TLS, to their --tls-port
+	Bootstrap    bool   // --cluster-bootstrap: serve alone before meeting a member
+	Secret       string // what nodes prove to each other, when not the key (trust.go)
+	SecretFile   string
+	Insecure     bool // gossip beyond loopback without a key
 }
 
 func (f *clusterFlags) define(fs *flag.FlagSet) {
@@ -48,6 +51,9 @@ func (f *clusterFlags) define(fs *flag.FlagSet) {
 	fs.Var(newOneOf(&f.Timing, "lan", "lan", "fast"), "cluster-timing", "`lan|fast`: failure detection pace. lan: a crashed node is declared dead in about 1.5-2.5 s; fast: about 0.5-1 s, for tests on one machine")
 	fs.Var(newYesNo(&f.TLS, false), "tls-cluster", "`yes|no`: with yes, dial peers over TLS to the --tls-port each advertises, presenting --tls-cert-file and checking theirs against --tls-ca-cert-file; needs --tls-port and --tls-ca-cert-file on every node")
 	fs.Var(newYesNo(&f.Bootstrap, false), "cluster-bootstrap", "`yes|no`: with yes, serve at once even alone, and forget the members --data-dir remembers: start a new cluster from this node. With no, a node given --join, or whose --data-dir remembers members, answers keyed commands with -CLUSTERDOWN until it has met one")
+	fs.StringVar(&f.Secret, "cluster-secret", "", "`secret` nodes prove to each other in their handshake (a key derived from it, never the secret itself); default: the --cluster-key, else --requirepass. Prefer --cluster-secret-file: on the command line any local user can read it")
+	fs.StringVar(&f.SecretFile, "cluster-secret-file", "", "`file` whose contents (less a trailing newline) are the --cluster-secret")
+	fs.Var(newYesNo(&f.Insecure, false), "cluster-insecure", "`yes|no`: with yes, gossip on a non-loopback address without --cluster-key; UNSAFE: any host that can reach it can join the cluster and take slots")
 	fs.Var(newSeconds(&f.LeaveTimeout, 10*time.Second), "cluster-leave-timeout", "`duration` a graceful leave (SIGTERM or SHUTDOWN) may spend handing this node's slots over before it goes anyway")
 }
 
@@ -56,7 +62,8 @@ func (f clusterFlags) on() bool { return f.Addr != "" || f.Join != "" }
 
 func (f clusterFlags) validate() error {
 	if !f.on() {
-		if f.NodeName != "" || f.Key != "" || f.Keyring != "" || f.Advertise != "" || f.TLS || f.Bootstrap {
+		if f.NodeName != "" || f.Key != "" || f.Keyring != "" || f.Advertise != "" || f.TLS || f.Bootstrap ||
+			f.Secret != "" || f.SecretFile != "" {
 			return errors.New("cluster options need --cluster-addr or --join")
 		}
 		return nil
@@ -155,10 +162,7 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 		}
 		return nil, nil, nil, err
 	}
-	secret := []byte(c.RequirePass)
-	if len(keys) > 0 {
-		secret = keys[0]
-	}
+	secret, old := c.clusterSecrets(keys, log)
 	pc := cluster.PeersConfig{Name: name, Secret: secret, Timeout: c.Cluster.Timeout}
 	if c.Cluster.TLS {
 		pc.TLS, pc.TLSAddr = cs.peerConfig, func(addr string) (string, bool) { return ml.View().TLSAddr(addr) }
@@ -171,7 +175,7 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp, "tls", tlsAddr,
 		"seeds", c.Cluster.seeds(), "remembered", remembered, "bootstrap", c.Cluster.Bootstrap, "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
 	cn := &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, mf: mf, cfg: c.Cluster, log: log}
-	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Mover: mover, Secret: secret,
+	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Mover: mover, Secret: secret, OldSecrets: old,
 		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds())+len(remembered) > 0,
 		Leave: cn.leave}
 	return ln, cn, cc, nil

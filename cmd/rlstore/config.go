@@ -158,6 +158,9 @@ func loadConfig(args []string, lookupEnv func(string) (string, bool), usage io.W
 	if err := c.readPassFile(); err != nil {
 		return c, err
 	}
+	if err := c.Cluster.readSecretFile(); err != nil {
+		return c, err
+	}
 	return c, c.validate()
 }
 
@@ -247,6 +250,9 @@ func (c config) validate() error {
 		return err
 	}
 	if err := c.Replicas.validate(); err != nil {
+		return err
+	}
+	if err := c.checkClusterTrust(); err != nil {
 		return err
 	}
 	return c.checkProtectedMode(ip)

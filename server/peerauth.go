@@ -1,0 +1,79 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// The node-to-node handshake's side on the node that is dialled (see
+// cluster.Challenge). A connection gets one HELLO and one AUTH: a failure
+// at either closes it. The brute-force guard counts the handshake as a
+// user of its own (peerUser) at the client's address: a handshake from an
+// address that must wait is refused unchecked, as is one from an address
+// locked out for every user, and a wrong proof counts toward both.
+
+// Replies of the handshake.
+const (
+	errPeerVersion = "NOPERM unsupported peer handshake version (this node speaks " + cluster.HandshakeVersion + ")"
+	errPeerFrame   = "NOPERM malformed peer handshake"
+)
+
+// peerHello is RL.PEER HELLO version name nonce: it answers a fresh nonce.
+func (s *Server) peerHello(c *client, args [][]byte) {
+	if c.shake != nil {
+		s.peerRefused(c, errPeerAuth)
+		return
+	}
+	now := s.cfg.Clock()
+	delay, wait := s.guard.admit(c.addr, peerUser, now)
+	if wait > 0 {
+		s.authFailures.Add(1)
+		c.conn.WriteError(errAuthBlocked(wait))
+		s.closeAfterReply(c)
+		return
+	}
+	time.Sleep(delay)
+	ch, err := cluster.ParseHello(args[2:])
+	if err != nil {
+		s.guard.failed(c.addr, now)
+		reply := errPeerFrame
+		if errors.Is(err, cluster.ErrHandshakeVersion) {
+			reply = errPeerVersion
+		}
+		s.peerRefused(c, reply)
+		return
+	}
+	c.shake = &ch
+	c.conn.WriteBulkString(ch.ServerNonce)
+}
+
+// peerAuth is RL.PEER AUTH mac: with the right proof it answers the node's
+// own and makes the connection a peer's.
+func (s *Server) peerAuth(c *client, args [][]byte) {
+	ch := c.shake
+	var key []byte
+	if ch != nil && len(args) == 3 {
+		key = ch.Verify(s.cl.keys, args[2])
+	}
+	if key == nil {
+		s.guard.failed(c.addr, s.cfg.Clock())
+		s.peerRefused(c, errPeerAuth)
+		return
+	}
+	s.guard.passed(c.addr, peerUser)
+	c.shake = &cluster.Challenge{} // spent: a second AUTH finds no nonce
+	c.peer, c.authed, c.user = true, true, nil
+	c.rc.keep = peerReadBuf
+	c.rc.p.max = max(c.rc.p.max, peerMaxRequest)
+	c.conn.WriteBulkString(ch.ServerMAC(key))
+}
+
+// peerRefused ends a failed handshake: the reply, then the connection.
+func (s *Server) peerRefused(c *client, reply string) {
+	s.authFailures.Add(1)
+	s.log.Debug("refused a peer handshake", "client", c.id, "addr", c.addr, "reply", reply)
+	c.conn.WriteError(reply)
+	s.closeAfterReply(c)
+}
