@@ -220,7 +220,7 @@ func clusterCommandDocs() map[string]cmdDoc {
 		"rl.cluster": {since: rlSince, summary: "rlstore's view of its cluster"}, "rl.cluster|nodes": {since: rlSince},
 		"rl.cluster|owner": {since: rlSince, args: []string{"key"}}, "rl.cluster|info": {since: rlSince},
 		"rl.cluster|help": {since: rlSince},
-		"rl.peer":         {since: rlSince, args: []string{"HELLO|AUTH", "name", "?mac"}},
+		"rl.peer":         {since: rlSince, args: []string{"HELLO|AUTH", "*arg"}},
 		"rl.hop":          {since: rlSince, args: []string{"level:integer", "resp:integer", "command", "*arg"}},
 	}
 }

@@ -73,10 +73,12 @@ func monitorLine(now time.Time, addr string, args [][]byte) []byte {
 }
 
 // redactFrom returns the arguments that MONITOR hides, as Redis 7 does:
-// every argument of AUTH, and the user and password of HELLO's AUTH.
+// every argument of AUTH, and the user and password of HELLO's AUTH; and
+// every argument of the node-to-node commands, whose payloads are a
+// handshake's proofs or whole slots' state.
 func redactFrom(args [][]byte) struct{ from, to int } {
 	switch {
-	case equalFoldASCII(args[0], "auth"):
+	case equalFoldASCII(args[0], "auth") || isPeerCommand(args[0]):
 		return struct{ from, to int }{1, len(args)}
 	case equalFoldASCII(args[0], "hello"):
 		for i := 2; i+2 < len(args); i++ {

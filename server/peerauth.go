@@ -64,6 +64,8 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	}
 	s.guard.passed(c.addr, peerUser)
 	c.shake = &cluster.Challenge{} // spent: a second AUTH finds no nonce
+	// No user: the node that accepted a forwarded request checked its
+	// client's rights already (TestACLOverForwarding).
 	c.peer, c.authed, c.user = true, true, nil
 	c.rc.keep = peerReadBuf
 	c.rc.p.max = max(c.rc.p.max, peerMaxRequest)
@@ -76,4 +78,10 @@ func (s *Server) peerRefused(c *client, reply string) {
 	s.log.Debug("refused a peer handshake", "client", c.id, "addr", c.addr, "reply", reply)
 	c.conn.WriteError(reply)
 	s.closeAfterReply(c)
+}
+
+// isPeerCommand reports whether name is RL.PEER or RL.HOP, which MONITOR
+// and SLOWLOG show only by name.
+func isPeerCommand(name []byte) bool {
+	return equalFoldASCII(name, "rl.peer") || equalFoldASCII(name, "rl.hop")
 }

@@ -82,7 +82,7 @@ func (sl *slowlog) spike(ms int64) {
 // their name, since their arguments may be passwords.
 func slowArgs(args [][]byte) []string {
 	if equalFoldASCII(args[0], "auth") || equalFoldASCII(args[0], "hello") ||
-		equalFoldASCII(args[0], "config") || equalFoldASCII(args[0], "acl") {
+		equalFoldASCII(args[0], "config") || equalFoldASCII(args[0], "acl") || isPeerCommand(args[0]) {
 		return []string{string(args[0]), "(redacted)"}
 	}
 	n := min(len(args), slowlogMaxArgs)
