@@ -42,8 +42,8 @@ func TestACLOverForwarding(t *testing.T) {
 		for what, key := range keys {
 			for _, cmd := range cmds {
 				args := append([]any{cmd[0], key}, cmd[2:]...)
-				want := replyShape(viaOne.Do(context.Background(), args...))
-				got := replyShape(viaCluster.Do(context.Background(), args...))
+				want := aclOutcome(viaOne.Do(context.Background(), args...))
+				got := aclOutcome(viaCluster.Do(context.Background(), args...))
 				assert.Equal(t, want, got, "user %s: %v on %s (owned by %s)", user, cmd[0], key, what)
 			}
 		}
@@ -56,8 +56,8 @@ func login(t *testing.T, addr, user string) *redis.Client {
 	return c
 }
 
-// replyShape is a reply's error, or "ok" with its first element for a decision.
-func replyShape(cmd *redis.Cmd) string {
+// aclOutcome is a reply's error, or "ok" with its first element for a decision.
+func aclOutcome(cmd *redis.Cmd) string {
 	if err := cmd.Err(); err != nil {
 		return err.Error()
 	}
