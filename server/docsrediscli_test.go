@@ -92,7 +92,9 @@ func sameShape(want, got []string) bool {
 // compares each reply's shape with the documented one. The sessions of a
 // file share a server, as a reader's would; before a session, the keys its
 // commands write (by COMMAND GETKEYSANDFLAGS) are deleted, so that each
-// starts from what it shows.
+// starts from what it shows. The server's clock stands still: a reader types
+// slower than a test, and a bucket that refilled between two commands
+// would change a count the docs show.
 func TestDocsRedisCLISessions(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	require.NoError(t, err)
@@ -106,7 +108,7 @@ func TestDocsRedisCLISessions(t *testing.T) {
 			continue
 		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			_, addr := startServer(t, Config{})
+			_, addr := startServer(t, Config{Clock: newStepClock().Now})
 			c, ctx := newClient(t, addr, 2), ctxT(t)
 			cli := startTTYCLI(t, addr)
 			for _, session := range sessions {
