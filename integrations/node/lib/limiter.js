@@ -85,11 +85,17 @@ class RateLimiterRlstore extends Base {
 
   async consume(key, pointsToConsume = 1) {
     const n = positive(pointsToConsume);
-    const blocked = await this.blockedMs(key);
+    // One round trip: the block and the decision are asked together. A
+    // consume during a block is therefore charged, as RateLimiterRedis
+    // charges it (its block is the counter itself, kept over the limit).
+    const [blocked, reply] = await Promise.all([
+      this.blockedMs(key),
+      this.send(...this.args(key, ['COST', n])),
+    ]);
     if (blocked > 0) {
       throw new RateLimiterRes(0, blocked, this.points + n, false);
     }
-    const d = decision(await this.send(...this.args(key, ['COST', n])));
+    const d = decision(reply);
     const consumed = this.points - d.remaining;
     if (d.allowed) {
       return new RateLimiterRes(d.remaining, d.resetMs, consumed, consumed === n);

@@ -39,6 +39,21 @@ async function untilNextSecond(t) {
   await sleep((Math.floor(t / 1000) + 1) * 1000 + 5 - Date.now());
 }
 
+// TooSlow marks a run the host was too busy for: its requests did not fit in
+// the span the check needs, which says nothing about the limit.
+class TooSlow extends Error {}
+
+// retried runs fn up to 3 times while it throws TooSlow.
+async function retried(fn) {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof TooSlow) || i === 3) throw e;
+    }
+  }
+}
+
 // checkEdges drives one limiter through a window edge. hit(cost) resolves
 // { admitted, admitAt } (admitAt: epoch ms at which a denied request would be
 // admitted). It sends limit units at x.985 (burst hits of cost limit/burst),
@@ -58,7 +73,7 @@ async function checkEdges(hit, windowMs, limit, burst, label) {
   await untilNextSecond(first);
   const at = Date.now();
   const r = await hit(1);
-  assert.ok(at < first + windowMs, `${label}: the burst took ${at - first} ms; the machine is too slow for this test`);
+  if (at >= first + windowMs) throw new TooSlow(`${label}: the burst took ${at - first} ms`);
   assert.ok(!r.admitted, `${label}: a hit ${at - first} ms after the burst, just after the second's edge, is denied`);
   assert.ok(r.admitAt >= first + windowMs - 2,
     `${label}: admitted again ${r.admitAt - first} ms after the burst's first hit, want >= ${windowMs}`);
@@ -106,12 +121,16 @@ function flexibleHit(rl) {
 test('window edges, 1 s, 10 s and 60 s: express-rate-limit store and rate-limiter-flexible', { skip }, async () => {
   const runs = [];
   for (const seconds of [1, 10, 60]) {
-    const store = new RlstoreStore({ client: c.ioredis, prefix: unique('edge') });
-    store.init({ windowMs: seconds * 1000, limit: 5 });
-    runs.push(checkEdges(expressHit(store), seconds * 1000, 5, 5, `express 5/${seconds}s`));
+    runs.push(retried(async () => {
+      const store = new RlstoreStore({ client: c.ioredis, prefix: unique('edge') });
+      store.init({ windowMs: seconds * 1000, limit: 5 });
+      await checkEdges(expressHit(store), seconds * 1000, 5, 5, `express 5/${seconds}s`);
+    }));
     for (const points of [5, 5000]) { // 5000: above RL.LOG's 4000 entries
-      const rl = new RateLimiterRlstore({ storeClient: c.nodeRedis, points, duration: seconds, keyPrefix: unique('edge') });
-      runs.push(checkEdges(flexibleHit(rl), seconds * 1000, points, 5, `flexible ${points}/${seconds}s`));
+      runs.push(retried(async () => {
+        const rl = new RateLimiterRlstore({ storeClient: c.nodeRedis, points, duration: seconds, keyPrefix: unique('edge') });
+        await checkEdges(flexibleHit(rl), seconds * 1000, points, 5, `flexible ${points}/${seconds}s`);
+      }));
     }
   }
   await Promise.all(runs);
@@ -127,16 +146,18 @@ test('express app, windowMs 1000, limit 5: 5 of 10 across a second edge', { skip
     const codes = [];
     const get = async () => { const r = await fetch(url); await r.text(); codes.push(r.status); };
     await get(); // warm the connection
-    await sleep(1100);
-    codes.length = 0;
-    await justBeforeSecond();
-    const first = Date.now();
-    for (let i = 0; i < 5; i++) await get();
-    await untilNextSecond(first);
-    for (let i = 0; i < 5; i++) await get();
-    const took = Date.now() - first;
-    assert.ok(took < 1000, `the ten requests took ${took} ms; the machine is too slow for this test`);
-    assert.equal(codes.filter((s) => s === 200).length, 5, `codes ${codes} in ${took} ms`);
+    await retried(async () => {
+      await sleep(1100); // the earlier requests leave the window
+      codes.length = 0;
+      await justBeforeSecond();
+      const first = Date.now();
+      for (let i = 0; i < 5; i++) await get();
+      await untilNextSecond(first);
+      for (let i = 0; i < 5; i++) await get();
+      const took = Date.now() - first;
+      if (took >= 1000) throw new TooSlow(`the ten requests took ${took} ms`);
+      assert.equal(codes.filter((s) => s === 200).length, 5, `codes ${codes} in ${took} ms`);
+    });
   } finally {
     await new Promise((r) => server.close(r));
   }

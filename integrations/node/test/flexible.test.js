@@ -107,3 +107,22 @@ test('options it cannot honour are refused', () => {
   assert.throws(() => new RateLimiterRlstore({ sendCommand, insuranceLimiter: {} }), /insuranceLimiter/);
   assert.throws(() => new RateLimiterRlstore({}), /storeClient/);
 });
+
+// consume is one round trip: both of its commands are sent before either
+// reply is awaited (ioredis and node-redis pipeline them on one connection).
+test('consume sends its commands in one round trip', async () => {
+  const sent = [];
+  let release;
+  const gate = new Promise((r) => { release = r; });
+  const sendCommand = async (...args) => {
+    sent.push(args[0]);
+    await gate;
+    return args[0] === 'PTTL' ? -2 : [1, 5, 4, 0, 1000];
+  };
+  const rl = new RateLimiterRlstore({ sendCommand, points: 5, duration: 1 });
+  const pending = rl.consume('k');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(sent.sort(), ['PTTL', 'RL.LOG'], 'both sent before any reply');
+  release();
+  assert.equal((await pending).remainingPoints, 4);
+});

@@ -1,5 +1,6 @@
 """The rlstore:// storage class for limits 2.8 (Debian's python3-limits)."""
 
+import threading
 import time
 import urllib.parse
 
@@ -108,12 +109,44 @@ class RlstoreStorage(Storage, MovingWindowSupport):
         over the limit."""
         command = "RL.SLIDE" if elastic_expiry else "RL.FIXED"
         d = self._decide(command, key, int(expiry), amount)
+        self._remember(key, d)
         if d.allowed == 1:
             return d.limit - d.remaining
         return d.limit - d.remaining + amount
 
+    # A strategy's get_window_stats (which Flask-Limiter calls for its
+    # headers right after hit) asks get and get_expiry: two more round trips,
+    # three with get's TYPE. The reply incr got already says both, so the
+    # thread that made it answers the next get and the next get_expiry of
+    # that key from it, once each and within _REPLY_FRESH seconds; any other
+    # call asks rlstore.
+    _REPLY_FRESH = 1.0
+
+    def _remember(self, key, d):
+        self._local().last = (key, time.monotonic(), d.limit - d.remaining, time.time() + d.reset_ms / 1000)
+
+    def _local(self):
+        local = self.__dict__.get("_thread_local")
+        if local is None:
+            local = self.__dict__.setdefault("_thread_local", threading.local())
+        return local
+
+    def _recall(self, key, part):
+        """The count (part 2) or the expiry (part 3) incr's reply gave for
+        key, once, if this thread's last incr was on key and fresh."""
+        local = self._local()
+        last = getattr(local, "last", None)
+        if last is None or last[0] != key or last[part] is None or time.monotonic() - last[1] > self._REPLY_FRESH:
+            return None
+        value = last[part]
+        local.last = last[:part] + (None,) + last[part + 1:]
+        return value
+
     def get(self, key):
         """The key's count in its current fixed window, without changing it."""
+        count = self._recall(key, 2)
+        if count is not None:
+            return count
         kind = self._send("TYPE", key)
         kind = kind.decode() if isinstance(kind, bytes) else kind
         if kind == "none":
@@ -124,6 +157,9 @@ class RlstoreStorage(Storage, MovingWindowSupport):
 
     def get_expiry(self, key):
         """The Unix time at which the key is back to its full limit."""
+        at = self._recall(key, 3)
+        if at is not None:
+            return int(at)
         return int(max(int(self._send("PTTL", key)), 0) / 1000 + time.time())
 
     # -- moving window ----------------------------------------------------

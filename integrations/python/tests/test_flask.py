@@ -51,5 +51,46 @@ class FlaskLimiterTest(unittest.TestCase):
         self.assertIn(self.run_vector("fixed-window-elastic-expiry"), (9, 10))
 
 
+@needs_rlstore
+class RoundTripsTest(unittest.TestCase):
+    """A fixed-window request with headers used to cost 4 round trips
+    (RL.FIXED, TYPE, RL.FIXED PEEK, PTTL; Redis: 3): the decision's own reply
+    now answers the headers' questions, so it costs 1."""
+
+    def test_one_round_trip_per_request(self):
+        app = Flask(__name__)
+        limiter = Limiter(get_remote_address, app=app, storage_uri=URI, strategy="fixed-window",
+                          headers_enabled=True, key_prefix=unique("trips"))
+
+        @app.route("/")
+        @limiter.limit("3 per 10 seconds")
+        def index():
+            return "ok"
+
+        client = app.test_client()
+        client.get("/")  # connect outside the count
+        storage = limiter.limiter.storage.storage
+        sent = []
+        real = storage.execute_command
+
+        def counting(*args, **kwargs):
+            sent.append(args[0])
+            return real(*args, **kwargs)
+
+        storage.execute_command = counting
+        clear_of_window_edge()
+        for want in ("1", "0"):
+            sent.clear()
+            r = client.get("/")
+            self.assertEqual(r.status_code, 200)
+            self.assertEqual(r.headers["X-RateLimit-Remaining"], want)
+            self.assertEqual(sent, ["RL.FIXED"])
+        sent.clear()
+        r = client.get("/")
+        self.assertEqual(r.status_code, 429)
+        self.assertEqual(r.headers["X-RateLimit-Remaining"], "0")
+        self.assertEqual(sent, ["RL.FIXED"])
+
+
 if __name__ == "__main__":
     unittest.main()
