@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,4 +132,27 @@ func TestDialable(t *testing.T) {
 	} {
 		assert.Equal(t, want, dialable(in), "dialable(%q)", in)
 	}
+}
+
+// TestHealthNotReadyBeforeMeetingPeers: a node started with --join that
+// has not met another member answers keyed commands with -CLUSTERDOWN, so
+// /readyz, and with it a Kubernetes readiness probe and rlstore health,
+// says it is not ready; once a member joins it, it is.
+func TestHealthNotReadyBeforeMeetingPeers(t *testing.T) {
+	gossip := "127.0.0.1:" + freePort(t)
+	p := startProc(t, nil, "--port", "0", "--metrics-addr", "127.0.0.1:0", "--node-name", "lonely",
+		"--cluster-addr", gossip, "--join", "127.0.0.1:"+freePort(t), "--cluster-timing", "fast")
+	p.Addr(t)
+	metrics := p.WaitLog(t, regexp.MustCompile(`metrics endpoint listening.*addr=(\S+)`))[1]
+	code, _, errOut := runHealth(t, nil, "--metrics-addr", metrics)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "503: not ready: has not met a member of its cluster yet")
+
+	other := startProc(t, nil, "--port", "0", "--node-name", "other", "--cluster-addr", "127.0.0.1:0",
+		"--join", gossip, "--cluster-timing", "fast")
+	other.Addr(t)
+	require.Eventually(t, func() bool {
+		code, _, _ = runHealth(t, nil, "--metrics-addr", metrics)
+		return code == 0
+	}, deadline, 100*time.Millisecond, "ready once it has met a member")
 }
