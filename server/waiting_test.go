@@ -24,9 +24,9 @@ func TestWaitingNodeServesNoKey(t *testing.T) {
 	require.NoError(t, err)
 	var view atomic.Pointer[cluster.View]
 	view.Store(&cluster.View{Self: "a", Table: alone, Members: []cluster.Member{{Node: self}}, Waiting: true})
-	peers := cluster.NewPeers(cluster.PeersConfig{Name: "a", Timeout: time.Second})
+	peers := cluster.NewPeers(cluster.PeersConfig{Name: "a", Secret: []byte("k"), Timeout: time.Second})
 	t.Cleanup(peers.Close)
-	s := newTestServer(t, Config{Listener: ln, Cluster: &ClusterConfig{View: view.Load, Forwarder: peers, Joins: true}})
+	s := newTestServer(t, Config{Listener: ln, Cluster: &ClusterConfig{View: view.Load, Forwarder: peers, Joins: true, Secret: []byte("k")}})
 	c := redis.NewClient(&redis.Options{Addr: serveTest(t, s), MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
