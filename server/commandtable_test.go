@@ -155,3 +155,19 @@ func TestWatchInsideMulti(t *testing.T) {
 	}
 	assert.EqualError(t, ours.Do(ctx, "WATCH", "k").Err(), errNoWatch, "outside MULTI")
 }
+
+// TestWatchInsideMultiInACluster: a cluster node answers WATCH inside MULTI
+// itself, whichever node owns the key, and the transaction goes on.
+func TestWatchInsideMultiInACluster(t *testing.T) {
+	nodes := startTestCluster(t, 2, clusterOpts{})
+	key := "w:0"
+	for i := 0; ownerOf(nodes, key) == nodes[0]; i++ {
+		key = "w:" + strconv.Itoa(i)
+	}
+	c, ctx := newClient(t, nodes[0].addr, 2).Conn(), ctxT(t)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Do(ctx, "MULTI").Err())
+	assert.EqualError(t, c.Do(ctx, "WATCH", key).Err(), errWatchInMulti, "%s is owned by the other node", key)
+	require.Equal(t, "QUEUED", c.Do(ctx, "PING").Val())
+	assert.Equal(t, []any{"PONG"}, c.Do(ctx, "EXEC").Val())
+}

@@ -30,7 +30,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	case c.user != nil && cm.flags&flagNoAuth == 0 && s.refusedByACL(c, cm, args):
 	case c.multi && cm.flags&flagNoQueue == 0:
 		s.enqueue(c, cm, args)
-	case s.cl == nil:
+	case s.cl == nil, c.multi && cm.firstKey > 0: // in MULTI only flagNoQueue commands get here; the keyed one, WATCH, answers itself
 		s.run(c, cm, args)
 	case s.routeOne(c, cm, args) && s.obs.active.Load() != 0: // forwarded: MONITOR and CLIENT TRACKING still see it
 		s.afterForward(c, cm, args)
