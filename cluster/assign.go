@@ -46,7 +46,8 @@ func cmpPair(sa uint64, a uint16, sb uint64, b uint16) int {
 	return int(a) - int(b)
 }
 
-// score is the rendezvous score of chunk for the node whose name hashes to h.
+// score is the rendezvous score of chunk (or, for a per-slot table, of a
+// slot) for the node whose name hashes to h.
 func score(chunk int, h uint64) uint64 {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:8], uint64(chunk)^ringSeed)

@@ -44,6 +44,8 @@ type Config struct {
 	// starts an empty one. The membership adds every member it sees alive
 	// and removes those that leave gracefully: see Known.
 	Known *Known
+
+	perSlotOnly bool // advertise what builds before chunks do, for tests of a rolling upgrade
 }
 
 // Timing is memberlist's failure detector and gossip pace. A dead node is

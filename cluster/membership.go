@@ -143,10 +143,23 @@ func (m *Membership) memberlistConfig() (*memberlist.Config, error) {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
+	// Every node speaks delegate protocol 0; the highest it advertises
+	// says which slot assignment it computes (see Node.PerSlot). memberlist
+	// refuses a member whose current version another does not span, which
+	// 0 never is.
+	mc.DelegateProtocolVersion, mc.DelegateProtocolMin, mc.DelegateProtocolMax = 0, 0, tableProtocol
+	if m.cfg.perSlotOnly {
+		mc.DelegateProtocolMax = 0
+	}
 	mc.Delegate, mc.Events = delegate{m}, events{m}
 	mc.Logger = log.New(logWriter{m.log}, "", 0)
 	return mc, nil
 }
+
+// tableProtocol is the delegate protocol version a node advertises as its
+// highest when it computes the chunked slot assignment; builds before it
+// advertise 0. Append only: each new assignment takes the next version.
+const tableProtocol = 1
 
 // View returns the current membership view.
 func (m *Membership) View() *View { return m.view.Load() }
@@ -232,6 +245,7 @@ func (m *Membership) memberLocked(n *memberlist.Node) Member {
 	}
 	mem := Member{Node: nodeFromMeta(n.Name, n.Meta), Gossip: n.Address(),
 		State: StateAlive, Since: m.since[n.Name]}
+	mem.PerSlot = n.DMax < tableProtocol
 	if at, ok := m.leaving[n.Name]; ok {
 		mem.State, mem.Since = StateLeaving, at
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -38,16 +39,20 @@ func startNode(t *testing.T, name string, seeds []string, keys ...[]byte) *testN
 
 func startNodeAt(t *testing.T, name, bind string, seeds []string, keys ...[]byte) *testNode {
 	t.Helper()
+	return startNodeWith(t, Config{NodeName: name, BindAddr: bind, Seeds: seeds, Keys: keys})
+}
+
+// startNodeWith starts a node of cfg, with the tests' defaults filled in.
+func startNodeWith(t *testing.T, cfg Config) *testNode {
+	t.Helper()
 	n := &testNode{state: &lwwState{}}
-	m, err := New(Config{
-		NodeName: name, BindAddr: bind, RESPAddr: "127.0.0.1:1" + name, Seeds: seeds, Keys: keys,
-		Timing: TestTiming(), Logger: slog.New(slog.DiscardHandler), State: n.state,
-		OnChange: func(v View) {
-			n.mu.Lock()
-			n.views = append(n.views, v)
-			n.mu.Unlock()
-		},
-	})
+	cfg.RESPAddr, cfg.Timing, cfg.Logger, cfg.State = "127.0.0.1:1"+cfg.NodeName, TestTiming(), slog.New(slog.DiscardHandler), n.state
+	cfg.OnChange = func(v View) {
+		n.mu.Lock()
+		n.views = append(n.views, v)
+		n.mu.Unlock()
+	}
+	m, err := New(cfg)
 	require.NoError(t, err)
 	n.Membership = m
 	t.Cleanup(func() { m.Kill() })
@@ -78,9 +83,33 @@ func waitMembers(t *testing.T, ns []*testNode, want int) {
 	}, 10*time.Second, 10*time.Millisecond, "every node sees %d owners", want)
 }
 
+// TestRollingUpgradeKeepsPerSlotTable: while a member of a build before
+// chunks is in the cluster (it advertises delegate protocol 0 at most),
+// every member deals the slots out per slot, as that member does, so no two
+// name different owners; once it has gone, they switch to chunks.
+func TestRollingUpgradeKeepsPerSlotTable(t *testing.T) {
+	ns := startCluster(t, 2)
+	require.False(t, ns[0].View().Table.PerSlot())
+	old := startNodeWith(t, Config{NodeName: "old", BindAddr: "127.0.0.1:0", Seeds: []string{ns[0].GossipAddr()}, perSlotOnly: true})
+	all := append(slices.Clip(ns), old)
+	waitMembers(t, all, 3)
+	want := old.View().Table
+	require.True(t, want.PerSlot(), "the old member's own table")
+	for _, n := range ns {
+		require.Eventually(t, func() bool { return len(n.View().Table.Moves(want)) == 0 }, 5*time.Second, 10*time.Millisecond,
+			"%s deals slots out as the old member does", n.cfg.NodeName)
+		assert.True(t, n.View().Table.PerSlot())
+	}
+	require.NoError(t, old.Leaving(time.Second))
+	require.NoError(t, old.Close(time.Second))
+	waitMembers(t, ns, 2)
+	assert.False(t, ns[0].View().Table.PerSlot(), "chunks again once every member computes them")
+}
+
 func TestMembersAgreeOnTable(t *testing.T) {
 	ns := startCluster(t, 3)
 	want := ns[0].View().Table
+	assert.False(t, want.PerSlot(), "members of this build deal chunks out")
 	for _, n := range ns[1:] {
 		assert.Empty(t, n.View().Table.Moves(want), "%s computes another table", n.cfg.NodeName)
 	}

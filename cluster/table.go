@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // ringSeed is mixed into every rendezvous score. shard/ picks a key's local
@@ -27,6 +29,11 @@ type Node struct {
 	// TLSAddr is host:port of its TLS listener, where peers connect with
 	// --tls-cluster; empty when it advertises none.
 	TLSAddr string
+	// PerSlot says the node computes only the per-slot assignment of the
+	// builds before chunks (it advertises delegate protocol 0 at most; see
+	// tableProtocol): a table with such a member deals slots out that way,
+	// so that every member computes the same owners during a rolling upgrade.
+	PerSlot bool
 }
 
 // Table maps every slot to its owner and to its runner-up, the owner it
@@ -36,11 +43,12 @@ type Node struct {
 // the same nodes. A Table is immutable once made, so it is safe for
 // concurrent use; a membership change makes a new one, with a higher epoch.
 type Table struct {
-	epoch  uint64
-	nodes  []Node // sorted by name
-	owner  [Slots]uint16
-	second [Slots]uint16 // == owner when there is one node
-	ranges [][]Range     // each node's runs of slots, indexed as nodes
+	epoch   uint64
+	nodes   []Node // sorted by name
+	perSlot bool   // dealt out slot by slot, for a member of an older build (see Node.PerSlot)
+	owner   [Slots]uint16
+	second  [Slots]uint16 // == owner when there is one node
+	ranges  [][]Range     // each node's runs of slots, indexed as nodes
 }
 
 // ErrNoNodes is NewTable's error for an empty member list.
@@ -64,7 +72,14 @@ func NewTable(epoch uint64, nodes []Node) (*Table, error) {
 			return nil, errors.New("cluster: node name " + t.nodes[i].Name + " appears twice")
 		}
 	}
-	t.fill()
+	for _, n := range t.nodes {
+		t.perSlot = t.perSlot || n.PerSlot
+	}
+	if t.perSlot {
+		t.fillPerSlot()
+	} else {
+		t.fill()
+	}
 	t.ranges = t.runs()
 	return t, nil
 }
@@ -100,6 +115,36 @@ func (t *Table) fill() {
 		}
 	}
 }
+
+// fillPerSlot is the assignment of the builds before chunks: each slot's
+// owner is the node with the highest rendezvous score xxhash(slot, name),
+// its runner-up the second highest, scores compared with the node's index
+// as the tie-break.
+func (t *Table) fillPerSlot() {
+	hs := make([]uint64, len(t.nodes))
+	for i, n := range t.nodes {
+		hs[i] = xxhash.Sum64String(n.Name)
+	}
+	for s := range Slots {
+		var best, next uint64
+		bi, ni := 0, 0
+		for i, h := range hs {
+			sc := score(s, h)
+			switch {
+			case i == 0 || sc > best:
+				next, ni = best, bi
+				best, bi = sc, i
+			case i == 1 || sc > next:
+				next, ni = sc, i
+			}
+		}
+		t.owner[s], t.second[s] = uint16(bi), uint16(ni)
+	}
+}
+
+// PerSlot reports whether the table deals slots out one by one, as builds
+// before chunks did, because a member computes only that.
+func (t *Table) PerSlot() bool { return t.perSlot }
 
 // runs returns each node's runs of consecutive slots, in slot order.
 func (t *Table) runs() [][]Range {

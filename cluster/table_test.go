@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,6 +35,31 @@ func TestTableSameFromAnyOrder(t *testing.T) {
 		ru, ok := a.RunnerUp(s)
 		require.True(t, ok)
 		assert.NotEqual(t, a.Owner(s).Name, ru.Name, "slot %d's runner-up is its owner", s)
+	}
+}
+
+// TestTablePerSlotMember: one member of a build before chunks makes the
+// table per slot, as that build computes it: the highest rendezvous score
+// of slot and name owns, the second highest is the runner-up.
+func TestTablePerSlotMember(t *testing.T) {
+	ns := nodes(4, "n")
+	ns[2].PerSlot = true
+	tb, err := NewTable(1, ns)
+	require.NoError(t, err)
+	require.True(t, tb.PerSlot())
+	for _, s := range []int{0, 1, 777, 8191, Slots - 1} {
+		type scored struct {
+			sc   uint64
+			name string
+		}
+		var all []scored
+		for _, n := range ns {
+			all = append(all, scored{score(s, xxhash.Sum64String(n.Name)), n.Name})
+		}
+		slices.SortFunc(all, func(a, b scored) int { return cmp.Compare(b.sc, a.sc) })
+		ru, _ := tb.RunnerUp(s)
+		assert.Equal(t, all[0].name, tb.Owner(s).Name, "slot %d", s)
+		assert.Equal(t, all[1].name, ru.Name, "slot %d", s)
 	}
 }
 
