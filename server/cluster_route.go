@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/tidwall/redcon"
@@ -216,6 +217,12 @@ func (s *Server) runEntered(c *client, cm *command, args [][]byte, ticket uint32
 // forwardNow forwards one command and waits for its reply.
 func (s *Server) forwardNow(c *client, cm *command, args [][]byte, r route) {
 	reps, err := s.forward(r.owner, [][][]byte{hopArgs(c, args)})
+	until := time.Now().Add(restartWait) // an owner restarting at once: see retryElsewhere
+	for pause := 5 * time.Millisecond; err != nil && restarting(err) && time.Now().Add(pause).Before(until) &&
+		s.cl.view().Table.Owner(r.slot).Name == r.owner.Name; pause = min(2*pause, 100*time.Millisecond) {
+		time.Sleep(pause)
+		reps, err = s.forward(r.owner, [][][]byte{hopArgs(c, args)})
+	}
 	if err != nil {
 		// The owner may have just left: if the slot has another owner now, go there once.
 		r2 := s.routeOf(c, cm, args)

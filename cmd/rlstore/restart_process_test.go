@@ -392,6 +392,9 @@ func underLoad(t *testing.T, ns []*node, victim, limit int, act func()) *loadSta
 	n, k, most := st.over(limit)
 	t.Logf("%d requests; %d admitted above the limit on %d keys, at most %d on one; errors: cluster client %v, plain on the restarted node %v, plain on the others %v",
 		st.sent, n, k, most, errSummary(st.errs["cluster client"]), errSummary(st.errs["plain, restarted node"]), errSummary(st.errs["plain, other node"]))
+	if errs := st.errs["plain, other node"]; len(errs) > 0 {
+		t.Logf("the first error of a plain client of a node that stayed up: %v", errs[0])
+	}
 	for _, k := range keys {
 		// A request retried after its owner's connection broke may be
 		// charged twice, the safe side (docs/cluster.md), and one whose
