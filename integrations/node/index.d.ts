@@ -57,6 +57,8 @@ export interface RateLimiterRlstoreOptions {
   blockDuration?: number;
   /** 'slide' (default: a sliding window) or 'token' (RL.TOKEN; reward needs it). */
   algorithm?: 'slide' | 'token';
+  /** Reject with an Error while the client says it is not connected (ioredis status, node-redis isReady). */
+  rejectIfRedisNotReady?: boolean;
   /** Milliseconds to wait for each command (default 250; 0: none); then the call rejects with an Error. */
   timeout?: number;
 }

@@ -31,6 +31,8 @@ class RateLimiterRlstore extends Base {
     validate({ points, duration }, opts);
     super();
     this.send = toSender(opts, 'storeClient');
+    this.storeClient = opts.storeClient;
+    this.rejectIfRedisNotReady = Boolean(opts.rejectIfRedisNotReady);
     this.points = points;
     this.duration = duration;
     this.keyPrefix = keyPrefix;
@@ -83,8 +85,25 @@ class RateLimiterRlstore extends Base {
     return Math.max(Number(await this.send('PTTL', this.blockKey(key))), 0);
   }
 
+  // ready throws, with rejectIfRedisNotReady, when the client says it is
+  // not connected, instead of queueing or sending the command.
+  ready() {
+    if (this.rejectIfRedisNotReady && notReady(this.storeClient)) {
+      throw new Error('Redis connection is not ready');
+    }
+  }
+
+  // blockRes is the result of a key blocked for ms more.
+  blockRes(ms, consumed) {
+    return new RateLimiterRes(0, ms > FOREVER_MS - 365 * 24 * 3600 * 1000 ? -1 : ms, consumed, false);
+  }
+
   async consume(key, pointsToConsume = 1) {
     const n = positive(pointsToConsume);
+    this.ready();
+    if (this.points === 0) {
+      throw new RateLimiterRes(0, this.msDuration, n, false);
+    }
     // One round trip: the block and the decision are asked together. A
     // consume during a block is therefore charged, as RateLimiterRedis
     // charges it (its block is the counter itself, kept over the limit).
@@ -93,7 +112,7 @@ class RateLimiterRlstore extends Base {
       this.send(...this.args(key, ['COST', n])),
     ]);
     if (blocked > 0) {
-      throw new RateLimiterRes(0, blocked, this.points + n, false);
+      throw this.blockRes(blocked, this.points + n);
     }
     const d = decision(reply);
     const consumed = this.points - d.remaining;
@@ -110,13 +129,15 @@ class RateLimiterRlstore extends Base {
 
   // get resolves the key's state, or null if it holds nothing.
   async get(key) {
+    this.ready();
+    if (this.points === 0) return null;
     const [blocked, peek, pttl] = await Promise.all([
       this.blockedMs(key),
       this.send(...this.args(key, ['PEEK'])),
       this.send('PTTL', this.getKey(key)),
     ]);
     if (blocked > 0) {
-      return new RateLimiterRes(0, blocked, this.points + 1, false);
+      return this.blockRes(blocked, this.points + 1);
     }
     const left = available(decision(peek));
     const consumed = this.points - left;
@@ -129,6 +150,7 @@ class RateLimiterRlstore extends Base {
   // exhausted for as long as a Redis store would keep it over the limit or less.
   async penalty(key, points = 1) {
     const n = positive(points);
+    if (this.points === 0) return new RateLimiterRes(0, 0, 0, false);
     const left = available(decision(await this.send(...this.args(key, ['PEEK']))));
     const charge = Math.min(n, left);
     if (charge === 0) {
@@ -143,6 +165,7 @@ class RateLimiterRlstore extends Base {
   // negative quantity, on the same state as RL.TOKEN).
   async reward(key, points = 1) {
     const n = positive(points);
+    if (this.points === 0) return new RateLimiterRes(0, 0, 0, false);
     if (this.algorithm !== 'token') {
       throw new Error("rlstore: reward needs algorithm 'token'; RL.SLIDE windows cannot refund");
     }
@@ -153,10 +176,12 @@ class RateLimiterRlstore extends Base {
   }
 
   // block denies the key for secDuration seconds, replacing any block.
+  // block denies the key for secDuration seconds (0: forever, that is
+  // 3650 days), replacing any block.
   async block(key, secDuration) {
-    const ms = Math.ceil(secDuration * 1000);
+    const ms = secDuration > 0 ? Math.ceil(secDuration * 1000) : FOREVER_MS;
     await this.setBlock(key, ms);
-    return new RateLimiterRes(0, ms, this.points + 1, false);
+    return this.blockRes(ms, this.points + 1);
   }
 
   async setBlock(key, ms) {
@@ -170,16 +195,41 @@ class RateLimiterRlstore extends Base {
   }
 }
 
+// positive reads points to consume as rate-limiter-flexible does: an
+// integer, or a string of one; decimals are refused with its wording.
 function positive(n) {
+  if (typeof n === 'string') {
+    if (!/^\d+$/.test(n)) {
+      throw new Error('Consuming string different than integer values is not supported by this package');
+    }
+    n = Number(n);
+  }
+  if (typeof n === 'number' && Number.isFinite(n) && !Number.isInteger(n)) {
+    throw new Error('Consuming decimal number of points is not supported by this package');
+  }
   if (!Number.isInteger(n) || n < 1) {
     throw new TypeError(`rlstore: points must be a positive integer, got ${n}`);
   }
   return n;
 }
 
+// FOREVER_MS is a block of "forever" (block(key, 0)): the longest window
+// rlstore keeps, 3650 days. get reports its msBeforeNext as -1, as
+// RateLimiterRedis reports a key without expiry.
+const FOREVER_MS = 3650 * 24 * 3600 * 1000;
+
+// notReady reports a client that says it is not connected: ioredis's status,
+// node-redis's isReady.
+function notReady(client) {
+  if (!client) return false;
+  if (typeof client.status === 'string') return client.status !== 'ready';
+  if (typeof client.isReady === 'boolean') return !client.isReady;
+  return false;
+}
+
 function validate(l, opts) {
-  if (!Number.isInteger(l.points) || l.points < 1) {
-    throw new TypeError('rlstore: points must be a positive integer');
+  if (!Number.isInteger(l.points) || l.points < 0) {
+    throw new TypeError('rlstore: points must be a whole number, at least 0 (0 rejects every consume)');
   }
   if (!Number.isInteger(l.duration) || l.duration < 1) {
     throw new TypeError('rlstore: duration must be a whole number of seconds, at least 1 (0, "never expires", is not supported)');

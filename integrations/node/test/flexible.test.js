@@ -126,3 +126,33 @@ test('consume sends its commands in one round trip', async () => {
   release();
   assert.equal((await pending).remainingPoints, 4);
 });
+
+// rate-limiter-flexible's own behaviours its suite checks: points 0 rejects
+// every consume; points as decimals or decimal strings are refused with the
+// library's wording, integer strings taken; block(key, 0) blocks forever
+// (msBeforeNext -1); rejectIfRedisNotReady rejects while the client is down.
+test('points 0, string and decimal points, block forever, rejectIfRedisNotReady', { skip }, async () => {
+  const zero = new RateLimiterRlstore({ storeClient: c.ioredis, points: 0, duration: 5, keyPrefix: unique('rlf') });
+  const rej = await rejection(zero.consume('z'));
+  assert.ok(rej instanceof RateLimiterRes && rej.msBeforeNext >= 0);
+  assert.equal(await zero.get('z'), null);
+
+  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 5, keyPrefix: unique('rlf') });
+  assert.equal((await rl.consume('s', '2')).consumedPoints, 2);
+  await assert.rejects(rl.consume('s', 1.1), /^Error: Consuming decimal number of points is not supported by this package$/);
+  await assert.rejects(rl.consume('s', '2.0'), /^Error: Consuming string different than integer values is not supported by this package$/);
+  assert.equal((await rl.consume('t', 2.0)).consumedPoints, 2);
+
+  const forever = await rl.block('f', 0);
+  assert.equal(forever.msBeforeNext, -1);
+  const got = await rl.get('f');
+  assert.equal(got.msBeforeNext, -1);
+  assert.equal(got.consumedPoints, 4);
+  assert.equal((await rejection(rl.consume('f'))).msBeforeNext, -1);
+
+  const Redis = require('ioredis');
+  const down = new Redis({ port: 1, lazyConnect: true, enableOfflineQueue: false });
+  const strict = new RateLimiterRlstore({ storeClient: down, points: 1, duration: 1, rejectIfRedisNotReady: true });
+  await assert.rejects(strict.consume('k'), /^Error: Redis connection is not ready$/);
+  down.disconnect();
+});
