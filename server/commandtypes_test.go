@@ -162,18 +162,21 @@ func TestCommandReplyTypesMatchRedis(t *testing.T) {
 	}
 }
 
-// TestRedisCLIInteractive runs redis-cli 7 as a user does, in a terminal:
+// TestRedisCLIInteractive runs redis-cli 7 as a user does, in a terminal,
+// over RESP2 and with -3 over RESP3:
 // it reads COMMAND DOCS at start (and aborted on bulk-string flags), shows
 // RL.SLIDE's arguments as a hint while it is typed, and runs it.
 func TestRedisCLIInteractive(t *testing.T) {
-	_, addr := startServer(t, Config{})
-	cli := startTTYCLI(t, addr)
-	cli.typeText("RL.SLIDE ")
-	cli.waitFor(addr + "> RL.SLIDE key limit window [COST cost] [PEEK]")
-	cli.enter("user:1 5 10")
-	out := cli.waitScreen("RL.SLIDE to finish", func(s string) bool { return strings.HasSuffix(s, "\n"+addr+">") })
-	out = out[strings.Index(out, "RL.SLIDE user:1 5 10\n")+len("RL.SLIDE user:1 5 10\n"):]
-	assert.Equal(t, "1) (integer) 1\n2) (integer) 5\n3) (integer) 4\n4) (integer) 0\n", out[:strings.LastIndex(out, "5)")])
+	for _, args := range [][]string{nil, {"-3"}} {
+		_, addr := startServer(t, Config{})
+		cli := startTTYCLI(t, addr, args...)
+		cli.typeText("RL.SLIDE ")
+		cli.waitFor(addr + "> RL.SLIDE key limit window [COST cost] [PEEK]")
+		cli.enter("user:1 5 10")
+		out := cli.waitScreen("RL.SLIDE to finish", func(s string) bool { return strings.HasSuffix(s, "\n"+addr+">") })
+		out = out[strings.Index(out, "RL.SLIDE user:1 5 10\n")+len("RL.SLIDE user:1 5 10\n"):]
+		assert.Equal(t, "1) (integer) 1\n2) (integer) 5\n3) (integer) 4\n4) (integer) 0\n", out[:strings.LastIndex(out, "5)")], "redis-cli %v", args)
+	}
 }
 
 // TestRedisCLIPipedInput: redis-cli reading commands from a pipe reads
