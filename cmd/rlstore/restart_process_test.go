@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -379,7 +381,10 @@ func underLoad(t *testing.T, ns []*node, victim, limit int, act func()) *loadSta
 	}
 	for i, n := range ns {
 		kind := "plain, other node"
-		if i == victim {
+		switch {
+		case victim < 0:
+			kind = "plain" // every node restarts
+		case i == victim:
 			kind = "plain, restarted node"
 		}
 		paced(&wg, stop, 10*time.Millisecond, keys, (2+i)*len(keys)/5, slideVia(newClient(t, n.addr)), recordAs(kind))
@@ -390,10 +395,9 @@ func underLoad(t *testing.T, ns []*node, victim, limit int, act func()) *loadSta
 	close(stop)
 	wg.Wait()
 	n, k, most := st.over(limit)
-	t.Logf("%d requests; %d admitted above the limit on %d keys, at most %d on one; errors: cluster client %v, plain on the restarted node %v, plain on the others %v",
-		st.sent, n, k, most, errSummary(st.errs["cluster client"]), errSummary(st.errs["plain, restarted node"]), errSummary(st.errs["plain, other node"]))
-	if errs := st.errs["plain, other node"]; len(errs) > 0 {
-		t.Logf("the first error of a plain client of a node that stayed up: %v", errs[0])
+	t.Logf("%d requests; %d admitted above the limit on %d keys, at most %d on one", st.sent, n, k, most)
+	for _, kind := range slices.Sorted(maps.Keys(st.errs)) {
+		t.Logf("errors of %s clients: %v; the first: %v", kind, errSummary(st.errs[kind]), st.errs[kind][0])
 	}
 	for _, k := range keys {
 		// A request retried after its owner's connection broke may be
