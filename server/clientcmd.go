@@ -10,6 +10,7 @@ import (
 // Replies of CLIENT, in Redis's words.
 const (
 	errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+	errNameLong   = "ERR Client names and library names and versions are limited to 1024 bytes"
 	errNoClient   = "ERR No such client"
 	errClientID   = "ERR client-id should be greater than 0"
 )
@@ -31,6 +32,10 @@ func clientCommands() []command {
 func cmdClientID(s *Server, c *client, args [][]byte) { c.conn.WriteInt64(c.id) }
 
 func cmdClientSetName(s *Server, c *client, args [][]byte) {
+	if len(args[2]) > maxClientName {
+		c.conn.WriteError(errNameLong)
+		return
+	}
 	if !validName(args[2]) {
 		c.conn.WriteError(errClientName)
 		return
@@ -53,6 +58,8 @@ func cmdClientSetInfo(s *Server, c *client, args [][]byte) {
 	switch {
 	case !equalFoldASCII(attr, "lib-name") && !equalFoldASCII(attr, "lib-ver"):
 		c.conn.WriteError("ERR Unrecognized option '" + quoteArg(attr, 128) + "'")
+	case len(val) > maxClientName:
+		c.conn.WriteError(errNameLong)
 	case !validName(args[3]):
 		c.conn.WriteError("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
 	default:

@@ -159,6 +159,9 @@ func cmdHello(s *Server, c *client, args [][]byte) {
 	case h.auth == nil && !c.authed:
 		c.conn.WriteError(errHelloNoAuth)
 		return
+	case h.hasName && len(h.setName) > maxClientName:
+		c.conn.WriteError(errNameLong)
+		return
 	case h.hasName && !validName(h.setName):
 		c.conn.WriteError(errClientName)
 		return
@@ -215,6 +218,11 @@ func (s *Server) helloFields(c *client) []pair {
 		{"rlstore_version", s.cfg.Version},
 	}
 }
+
+// maxClientName bounds a client's name and its library's name and version:
+// CLIENT LIST repeats them for every client, and 200 clients with 200 KB
+// names made each CLIENT LIST 40 MB (issue 25's finding 5).
+const maxClientName = 1024
 
 // validName reports whether a client or library name is printable ASCII with
 // no spaces, as Redis requires. An empty name clears it.

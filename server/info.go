@@ -128,6 +128,7 @@ func (s *Server) infoStats() []pair {
 		{"total_commands_processed", s.commandsProcessed()},
 		{"rejected_connections", rejected},
 		{"client_output_buffer_limit_disconnections", s.outputLimitClosed.Load()},
+		{"evicted_clients", s.mem.evicted.Load()},
 		{"expired_keys", st.Swept},
 		{"rl_allowed", st.Allowed},
 		{"rl_denied", st.Denied},

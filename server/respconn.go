@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/redcon"
 )
@@ -38,8 +39,13 @@ type respConn struct {
 
 	out     []byte // replies of the batch under way
 	limit   int64  // most bytes of replies held for the client; 0: no limit
-	over    bool   // the replies passed limit: the client is disconnected
-	closing bool   // Close was called: close once the replies are out
+	mark    int64  // len(out) past which check must look: the limit, or the next chunk of mem
+	mem     *clientMem
+	held    atomic.Int64 // bytes of out counted toward mem (clientmem.go)
+	evicted atomic.Bool  // mem closed this client
+	leaving atomic.Int64 // of held, what mem counts as on its way out since it closed this client
+	over    bool         // the replies passed limit: the client is disconnected
+	closing bool         // Close was called: close once the replies are out
 
 	batchEnd bool // PeekPipeline reports nothing: the batch so far is to be committed
 
@@ -54,8 +60,14 @@ type respConn struct {
 }
 
 func newRespConn(g *guardConn, maxRequest, outLimit int64) *respConn {
+	return newRespConnMem(g, maxRequest, outLimit, nil)
+}
+
+// newRespConnMem is newRespConn counting its replies toward mem's budget.
+func newRespConnMem(g *guardConn, maxRequest, outLimit int64, mem *clientMem) *respConn {
 	rc := &respConn{g: g, p: parser{max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit, cur: -1,
-		raw: newRawWriter(g.Conn)}
+		raw: newRawWriter(g.Conn), mem: mem}
+	rc.mark = mem.mark(rc)
 	rc.box.wake = make(chan struct{}, 1)
 	return rc
 }
@@ -244,11 +256,21 @@ func (rc *respConn) WriteRaw(b []byte)    { rc.out = append(rc.out, b...); rc.ch
 func (rc *respConn) WriteUint64(n uint64) { rc.out = redcon.AppendUint(rc.out, n); rc.check() }
 func (rc *respConn) WriteAny(v any)       { rc.out = redcon.AppendAny(rc.out, v); rc.check() }
 
-// check enforces the output limit on the batch's replies.
+// check enforces the output limit on the batch's replies, and counts them
+// toward the budget of all clients' (clientmem.go): one comparison a reply.
 func (rc *respConn) check() {
+	if int64(len(rc.out)) > rc.mark {
+		rc.grew()
+	}
+}
+
+func (rc *respConn) grew() {
 	if rc.limit > 0 && int64(len(rc.out)) > rc.limit {
 		rc.overflow()
+		return
 	}
+	rc.mem.grow(rc)
+	rc.mark = rc.mem.mark(rc)
 }
 
 // overflow drops the replies held and marks the client for disconnection,
@@ -258,6 +280,15 @@ func (rc *respConn) overflow() {
 	if cap(rc.out) > readBufMax {
 		rc.out = nil
 	}
+	rc.released()
+}
+
+// released takes the replies off the budget: they were written or dropped.
+func (rc *respConn) released() {
+	if rc.held.Load() != 0 {
+		rc.mem.release(rc)
+	}
+	rc.mark = rc.mem.mark(rc)
 }
 
 // waitWrites waits for a write under way on another goroutine to finish.

@@ -24,7 +24,7 @@ func (s *Server) acceptLoop(ln *guardListener) {
 
 // serveConn serves one client until its connection ends.
 func (s *Server) serveConn(g *guardConn) {
-	rc := newRespConn(g, s.cfg.MaxRequestBytes, s.cfg.ClientOutputLimit)
+	rc := newRespConnMem(g, s.cfg.MaxRequestBytes, s.cfg.ClientOutputLimit, s.mem)
 	c := s.newClient(rc, g)
 	err := s.loop(c, rc)
 	s.forget(c, err)
@@ -122,7 +122,9 @@ func (s *Server) endBatch(c *client, rc *respConn) error {
 	if s.cfg.Durability != nil {
 		s.commitBatch(c)
 	}
-	if err := rc.flushBatch(); err != nil {
+	err := rc.flushBatch()
+	rc.released()
+	if err != nil {
 		return err
 	}
 	c.pushesFlushed()
@@ -165,6 +167,7 @@ func (s *Server) newClient(rc *respConn, g *guardConn) *client {
 // forget closes a connection that has ended and forgets its client.
 func (s *Server) forget(c *client, err error) {
 	_ = c.g.Close()
+	c.rc.released()
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()
@@ -176,6 +179,7 @@ func (s *Server) forget(c *client, err error) {
 	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log
 		s.protoErrors.Add(1)
 		s.log.Debug("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
+	case errors.Is(err, errOutputLimit) && c.rc.evicted.Load(): // clientMem logged it
 	case errors.Is(err, errOutputLimit):
 		s.outputLimitClosed.Add(1)
 		s.log.Warn("client closed: its replies passed the output limit (--client-output-limit)",

@@ -53,6 +53,11 @@ type Config struct {
 	// replies anyway; the limit bounds a single large reply (KEYS, CLIENT
 	// LIST) and pushed frames. Default DefaultClientOutputLimit; -1: none.
 	ClientOutputLimit int64
+	// MaxMemoryClients caps the replies all clients together hold, in
+	// bytes, as redis.conf's maxmemory-clients does: past it the clients
+	// holding the most are closed first. Default DefaultMaxMemoryClients;
+	// -1: none.
+	MaxMemoryClients int64
 
 	// A client sending a request of MaxRequestBytes makes the server hold up
 	// to about twice that for its connection while it arrives (a buffer that
@@ -120,6 +125,7 @@ type Server struct {
 	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
 	acl        atomic.Pointer[acl]    // the ACL file's users; nil without one
 	guard      *authGuard             // nil when off
+	mem        *clientMem             // the budget of all clients' replies
 	maxClients atomic.Int64
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
@@ -171,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.acl.Store(a)
 	}
+	s.mem = &clientMem{s: s, max: cfg.MaxMemoryClients}
 	var err error
 	if s.guard, err = newAuthGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
@@ -210,7 +217,7 @@ func (cfg *Config) withDefaults() error {
 	if cfg.Store == nil {
 		return errors.New("server: no store")
 	}
-	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxKeyBytes < 0 || cfg.MaxPolicies < 0 || cfg.ClientOutputLimit < -1 ||
+	if cfg.MaxClients < 0 || cfg.MaxRequestBytes < 0 || cfg.MaxKeyBytes < 0 || cfg.MaxPolicies < 0 || cfg.ClientOutputLimit < -1 || cfg.MaxMemoryClients < -1 ||
 		cfg.SlowlogMaxLen < 0 || cfg.LatencyMonitorThreshold < 0 ||
 		cfg.ShutdownTimeout < 0 || cfg.SweepInterval < 0 || cfg.SweepBudget < 0 {
 		return errors.New("server: limits must not be negative")
@@ -227,6 +234,10 @@ func (cfg *Config) withDefaults() error {
 	setDefault(&cfg.ClientOutputLimit, DefaultClientOutputLimit)
 	if cfg.ClientOutputLimit < 0 {
 		cfg.ClientOutputLimit = 0 // none
+	}
+	setDefault(&cfg.MaxMemoryClients, DefaultMaxMemoryClients)
+	if cfg.MaxMemoryClients < 0 {
+		cfg.MaxMemoryClients = 0 // none
 	}
 	setDefault(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	setDefault(&cfg.SweepInterval, DefaultSweepInterval)

@@ -38,6 +38,7 @@ type config struct {
 	MaxKeyBytes     int64 // longest key a command may name; 0: no limit
 	MaxPolicies     int
 	ClientOutput    int64 // most bytes of replies held for one client; 0: no limit
+	ClientsMemory   int64 // most bytes of replies held for all clients; 0: no limit
 	Shards          int
 	Hz              int // key-store sweeps per second
 	SweepBudget     int // slots one sweep may visit
@@ -82,6 +83,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Var(newSize(&c.MaxMemory, 0), "maxmemory", "`size` of memory for key state, e.g. 100mb or 1gb (k=1000, kb=1024); when full, new keys get -OOM; 0: no limit")
 	fs.Int64Var(&c.MaxKeys, "max-keys", 0, "maximum `number` of keys; beyond it, new keys get -OOM; 0: no limit")
 	fs.Var(newSize(&c.MaxRequestBytes, server.DefaultMaxRequestBytes), "max-request-bytes", "largest request a client may send, a `size` (1mb); a larger one gets a protocol error and is disconnected")
+	fs.Var(newSize(&c.ClientsMemory, server.DefaultMaxMemoryClients), "maxmemory-clients", "most bytes of replies held for all clients together, a `size` (256mb), like redis.conf's maxmemory-clients: past it, the clients holding the most are closed first; 0: no limit")
 	fs.Var(newSize(&c.ClientOutput, server.DefaultClientOutputLimit), "client-output-limit", "most bytes of replies held for one client, a `size` (64mb), like redis.conf's client-output-buffer-limit: a client whose replies pass it (a huge KEYS it does not read) is disconnected; 0: no limit")
 	fs.Var(newSize(&c.MaxKeyBytes, 0), "max-key-bytes", "longest key a command may name, a `size` (512, 1kb); a longer one gets an error; 0: no limit")
 	fs.IntVar(&c.MaxPolicies, "max-policies", server.DefaultMaxPolicies, "most `number` of policies RL.POLICY SET may define; their bytes also count in --maxmemory")
@@ -220,6 +222,7 @@ func (c config) validate() error {
 		{c.MaxKeys < 0, "--max-keys must not be negative"},
 		{c.MaxRequestBytes < 1024, "--max-request-bytes must be at least 1kb"},
 		{c.ClientOutput < 0, "--client-output-limit must not be negative"},
+		{c.ClientsMemory < 0, "--maxmemory-clients must not be negative"},
 		{c.MaxKeyBytes < 0 || c.MaxKeyBytes > c.MaxRequestBytes, "--max-key-bytes must be between 0 and --max-request-bytes"},
 		{c.MaxPolicies < 1, "--max-policies must be at least 1"},
 		{c.Shards < 1 || bits.OnesCount(uint(c.Shards)) != 1, "--shards must be a power of two, got " + strconv.Itoa(c.Shards)},
@@ -331,6 +334,7 @@ func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.
 		MaxKeyBytes:       c.MaxKeyBytes,
 		MaxPolicies:       c.MaxPolicies,
 		ClientOutputLimit: outputLimit(c.ClientOutput),
+		MaxMemoryClients:  outputLimit(c.ClientsMemory),
 		ShutdownTimeout:   c.ShutdownTimeout,
 		SweepInterval:     time.Second / time.Duration(c.Hz),
 		SweepBudget:       c.SweepBudget,

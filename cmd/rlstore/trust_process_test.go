@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -177,4 +178,58 @@ func TestTrustProcessPeerAuthIsNoOracle(t *testing.T) {
 	assert.Contains(t, err.Error(), "too many wrong passwords")
 	c = dialPeer(t, n.addr)
 	assert.True(t, strings.HasPrefix(c.do(t, "AUTH", "pw"), "-WRONGPASS too many wrong passwords"))
+}
+
+// peakRSS is the most memory the process has held resident, from /proc.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the peak RSS is read from Linux's /proc")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			var kb int64
+			_, err := fmt.Sscan(f[1], &kb)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/pid/status")
+	return 0
+}
+
+// TestTrustProcessRepliesStayBounded is finding 5: 200 connections set
+// 200 KB library names, then 10 connections each sent CLIENT LIST three
+// times without reading, and the server's RSS reached 939 MB. Now names
+// are capped at 1 KB and all clients' replies share --maxmemory-clients:
+// the same attack, with the longest names allowed, keeps the peak RSS
+// under 300 MB, and another client is served throughout.
+func TestTrustProcessRepliesStayBounded(t *testing.T) {
+	p := startProc(t, nil, "--port", "0")
+	addr := p.Addr(t)
+	huge, most := strings.Repeat("x", 200<<10), strings.Repeat("y", 1024)
+	for i := range 200 {
+		c := dialPeer(t, addr)
+		assert.True(t, strings.HasPrefix(c.do(t, "CLIENT", "SETINFO", "LIB-NAME", huge), "-ERR"), "a 200 KB name is refused")
+		require.Equal(t, "+OK", c.do(t, "CLIENT", "SETINFO", "LIB-NAME", most), "connection %d", i)
+		require.Equal(t, "+OK", c.do(t, "CLIENT", "SETNAME", most))
+	}
+	var list strings.Builder
+	for range 3 {
+		list.WriteString("*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n")
+	}
+	for range 10 {
+		c := dialPeer(t, addr)
+		_, err := c.Write([]byte(list.String())) // and never read
+		require.NoError(t, err)
+	}
+	other := newClient(t, addr)
+	for range 100 {
+		require.NoError(t, other.Ping(context.Background()).Err(), "another client is served")
+	}
+	rss := peakRSS(t, p.Cmd.Process.Pid)
+	t.Logf("peak RSS %d MB", rss>>20)
+	assert.Less(t, rss, int64(300<<20))
 }
