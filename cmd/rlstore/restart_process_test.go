@@ -111,6 +111,9 @@ func TestRestartFirstNodeRejoins(t *testing.T) {
 	t.Run("README seeds", func(t *testing.T) {
 		restartFirst(t, fixedNodes(t, func(int) bool { return true }, func(int) []string { return nil }), syscall.SIGTERM)
 	})
+	t.Run("README seeds, kill -9", func(t *testing.T) {
+		restartFirst(t, fixedNodes(t, func(int) bool { return true }, func(int) []string { return nil }), syscall.SIGKILL)
+	})
 	t.Run("data dir, no join", func(t *testing.T) {
 		restartFirst(t, fixedNodes(t, func(i int) bool { return i > 0 },
 			func(int) []string { return []string{"--data-dir", t.TempDir()} }), syscall.SIGTERM)
