@@ -208,10 +208,14 @@ func (s *Server) closeAfterReply(c *client) {
 // the error replies, so that INFO commandstats can tell failed calls.
 type errCounter struct {
 	clientConn
-	c *client
+	c    *client
+	info *infoExtra // errorstats
 }
 
 func (e errCounter) WriteError(msg string) {
 	e.c.errs++
+	if e.info != nil {
+		e.info.countError(msg)
+	}
 	e.clientConn.WriteError(msg)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"strconv"
+	"time"
 )
 
 // configParam is one parameter CONFIG GET shows. check and set are nil for
@@ -26,9 +27,12 @@ func configParams() []configParam {
 		{name: "max-request-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxRequestBytes, 10) }},
 		{name: "max-key-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxKeyBytes, 10) }},
 		{name: "databases", get: func(*Server) string { return "1" }},
-		{name: "save", get: func(*Server) string { return "" }},
+		{name: "save", get: getSave},
 		{name: "appendonly", get: getAppendOnly},
 		{name: "appendfsync", get: getAppendFsync},
+		{name: "dir", get: func(s *Server) string { return s.cfg.DataDir }},
+		{name: "cluster-enabled", get: func(s *Server) string { return yesNo(s.cl != nil) }},
+		{name: "hz", get: func(s *Server) string { return strconv.FormatInt(s.hz(), 10) }},
 		{name: "timeout", get: func(*Server) string { return "0" }},
 	}, append(maxMemoryParams(), slowlogParams()...)...)
 }
@@ -181,10 +185,29 @@ func getAppendOnly(s *Server) string {
 	return "yes"
 }
 
-// getAppendFsync names the log's fsync mode; without persistence, "no" as no fsync happens.
+// getAppendFsync names the log's fsync mode; without persistence, the
+// mode configured (and logged at start), as Redis shows appendfsync with
+// appendonly no.
 func getAppendFsync(s *Server) string {
 	if s.cfg.Durability == nil {
-		return "no"
+		return s.cfg.AppendFsync
 	}
 	return s.cfg.Durability.Stats().Fsync.String()
+}
+
+// getSave is Redis's save: "seconds changes". rlstore snapshots every
+// SaveInterval while anything changes, so "seconds 1"; with no periodic
+// snapshot, or no data dir, "", as Redis's save "".
+func getSave(s *Server) string {
+	if s.cfg.Durability == nil || s.cfg.SaveInterval <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(s.cfg.SaveInterval/time.Second), 10) + " 1"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

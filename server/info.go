@@ -27,16 +27,26 @@ func infoSections() []infoSection {
 		{"persistence", (*Server).infoPersistence},
 		{"stats", (*Server).infoStats},
 		{"replication", (*Server).infoReplication},
+		{"cpu", (*Server).infoCPU},
 		{"commandstats", (*Server).infoCommandStats},
+		{"errorstats", (*Server).infoErrorStats},
 		{"latencystats", (*Server).infoLatencyStats},
-		{"keyspace", (*Server).infoKeyspace},
 		{"cluster", (*Server).infoCluster},
+		{"keyspace", (*Server).infoKeyspace},
 	}
 }
 
 // notDefault are the sections INFO shows only when asked by name, or for
 // "all" or "everything", as Redis does.
 func notDefault(name string) bool { return name == "commandstats" || name == "latencystats" }
+
+// sectionTitle is a section's heading as Redis writes it.
+func sectionTitle(name string) string {
+	if name == "cpu" {
+		return "CPU"
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
+}
 
 // cmdInfo is INFO [section …]. No section, "default", "all" or "everything" means all of them.
 func cmdInfo(s *Server, c *client, args [][]byte) {
@@ -48,7 +58,7 @@ func cmdInfo(s *Server, c *client, args [][]byte) {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		b.WriteString("# " + sectionTitle(sec.name) + "\r\n")
 		for _, f := range sec.fields(s) {
 			fmt.Fprintf(&b, "%s:%v\r\n", f.key, f.val)
 		}
@@ -74,16 +84,22 @@ func (s *Server) infoServer() []pair {
 	up := time.Since(s.started)
 	return []pair{
 		{"redis_version", redisVersion},
-		{"rlstore_version", s.cfg.Version},
 		{"redis_mode", s.mode()},
 		{"os", runtime.GOOS + " " + runtime.GOARCH},
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},
-		{"go_version", runtime.Version()},
-		{"server_threads", runtime.GOMAXPROCS(0)}, // rlstore --server-threads
 		{"process_id", os.Getpid()},
+		{"run_id", s.info.runID},
 		{"tcp_port", port},
+		{"server_time_usec", time.Now().UnixMicro()},
 		{"uptime_in_seconds", int64(up / time.Second)},
 		{"uptime_in_days", int64(up / (24 * time.Hour))},
+		{"hz", s.hz()},
+		{"configured_hz", s.hz()},
+		{"executable", executable()},
+		{"config_file", s.cfg.ConfigFile},
+		{"rl_version", s.cfg.Version},
+		{"rl_go_version", runtime.Version()},
+		{"rl_server_threads", runtime.GOMAXPROCS(0)}, // rlstore --server-threads
 	}
 }
 
@@ -112,7 +128,10 @@ func (s *Server) infoMemory() []pair {
 		{"used_memory_rss", rss},
 		{"used_memory_rss_human", humanBytes(rss)},
 		{"used_memory_dataset", keys},
-		{"used_memory_dataset_human", humanBytes(keys)},
+		{"rl_used_memory_dataset_human", humanBytes(keys)},
+		{"maxmemory", s.cfg.Store.MaxMemory()},
+		{"maxmemory_human", humanBytes(s.cfg.Store.MaxMemory())},
+		{"maxmemory_policy", "noeviction"}, // a full store refuses new keys; none is evicted
 		{"rl_go_runtime_bytes", total},
 	}
 }
@@ -123,18 +142,27 @@ func (s *Server) infoStats() []pair {
 	if ln := s.listener(); ln != nil {
 		accepted, rejected = ln.accepted.Load(), ln.rejected.Load()
 	}
+	in, out := s.netBytes()
+	_, errs := s.info.errorStats()
 	return []pair{
 		{"total_connections_received", accepted},
 		{"total_commands_processed", s.commandsProcessed()},
+		{"instantaneous_ops_per_sec", s.info.ops.perSecond()},
+		{"total_net_input_bytes", in},
+		{"total_net_output_bytes", out},
 		{"rejected_connections", rejected},
-		{"client_output_buffer_limit_disconnections", s.outputLimitClosed.Load()},
+		{"client_output_buffer_limit_disconnections", s.outputLimitClosed.Load()}, // Redis 7.2's
 		{"evicted_clients", s.mem.evicted.Load()},
 		{"expired_keys", st.Swept},
+		{"evicted_keys", 0}, // a full store refuses new keys (maxmemory_policy noeviction)
+		{"keyspace_hits", s.info.hits.Load()},
+		{"keyspace_misses", s.info.misses.Load()},
+		{"total_error_replies", errs},
 		{"rl_allowed", st.Allowed},
 		{"rl_denied", st.Denied},
 		{"rl_shadow_denied", st.Shadowed},
 		{"rl_errors", st.Errors},
-		{"rl_sweeps", st.Sweeps},
+		{"rl_shard_sweeps", st.Sweeps},
 		{"rl_index_rebuilds", st.Rebuilds},
 	}
 }
@@ -146,7 +174,7 @@ func (s *Server) infoKeyspace() []pair {
 	if n == 0 {
 		return nil
 	}
-	return []pair{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, n)}}
+	return []pair{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", n, n, s.avgTTL(s.unixNano()))}}
 }
 
 // commandsProcessed sums the commands of live clients and of those gone.

@@ -60,7 +60,7 @@ func cmdDel(s *Server, c *client, args [][]byte) {
 func cmdExists(s *Server, c *client, args [][]byte) {
 	now, n := s.unixNano(), int64(0)
 	for _, key := range args[1:] {
-		if _, _, live := s.lookup(key, now); live {
+		if _, _, live := s.lookupRead(key, now); live {
 			n++
 		}
 	}
@@ -68,7 +68,7 @@ func cmdExists(s *Server, c *client, args [][]byte) {
 }
 
 func cmdType(s *Server, c *client, args [][]byte) {
-	kind, _, _ := s.lookup(args[1], s.unixNano())
+	kind, _, _ := s.lookupRead(args[1], s.unixNano())
 	c.conn.WriteString(kind.String())
 }
 
@@ -89,7 +89,7 @@ func cmdTTL(s *Server, c *client, args [][]byte) {
 // Every state expires by itself, so the -1 of a Redis key without a TTL never occurs.
 func (s *Server) pttl(key []byte) int64 {
 	now := s.unixNano()
-	_, exp, live := s.lookup(key, now)
+	_, exp, live := s.lookupRead(key, now)
 	if !live {
 		return -2
 	}

@@ -156,6 +156,11 @@ func (rc *respConn) takeReady() net.Buffers {
 	bufs := rc.box.takeLocked(rc.iov[:0])
 	rc.box.mu.Unlock()
 	rc.iov = bufs[:0]
+	var n int
+	for _, b := range bufs {
+		n += len(b)
+	}
+	rc.netOut.Add(int64(n))
 	return bufs
 }
 

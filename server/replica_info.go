@@ -62,14 +62,16 @@ func (p *shipPeer) stats(now time.Time) shipStats {
 
 // infoReplication is INFO replication: in a cluster with replicas every
 // node is the primary of its slots and the backup of others', so the role
-// is master and each backup is listed as Redis lists its replicas.
+// is master. A backup is no Redis replica (CLUSTER NODES shows none), so
+// connected_slaves is 0 and the backups are listed as rl_backups and
+// rl_backup0, rl_backup1, ….
 func (s *Server) infoReplication() []pair {
 	if s.cl == nil || s.cl.repl == nil {
 		return []pair{{"role", "master"}, {"connected_slaves", 0}, {"rl_replicas", 0}}
 	}
 	r := s.cl.repl
 	st := r.stats()
-	ps := []pair{{"role", "master"}, {"connected_slaves", len(st)}, {"rl_replicas", 1},
+	ps := []pair{{"role", "master"}, {"connected_slaves", 0}, {"rl_replicas", 1}, {"rl_backups", len(st)},
 		{"rl_replica_interval_ms", r.cfg.Interval.Milliseconds()},
 		{"rl_copies", r.copiesLen()}, {"rl_copies_refused", r.copyErrs.Load()},
 		{"rl_copies_promoted", r.promoted.Load()}, {"rl_copies_received_bytes", r.received.Load()},
@@ -84,7 +86,7 @@ func (s *Server) infoReplication() []pair {
 			state = "full_sync_due"
 		}
 		host, port := splitAddr(p.addr)
-		ps = append(ps, pair{"slave" + strconv.Itoa(i), "name=" + p.name + ",ip=" + host + ",port=" + strconv.Itoa(port) +
+		ps = append(ps, pair{"rl_backup" + strconv.Itoa(i), "name=" + p.name + ",ip=" + host + ",port=" + strconv.Itoa(port) +
 			",state=" + state + ",shipped_bytes=" + strconv.FormatInt(p.bytes, 10) +
 			",shipments=" + strconv.FormatInt(p.batches, 10) + ",lag_ms=" + strconv.FormatInt(p.lag.Milliseconds(), 10) +
 			",last_ship_ms=" + strconv.FormatInt(last, 10) + ",full_syncs=" + strconv.FormatInt(p.fulls, 10) +

@@ -81,8 +81,9 @@ func TestReplicaCopyEqualsPrimary(t *testing.T) {
 	info, err := rdb.Info(ctx, "replication").Result()
 	require.NoError(t, err)
 	assert.Contains(t, info, "rl_replicas:1")
-	assert.Regexp(t, `slave0:name=node\d,ip=127\.0\.0\.1,port=\d+,state=online,shipped_bytes=[1-9]\d*,`, info)
-	assert.Regexp(t, `slave1:name=node\d,.*,lag_ms=\d+,last_ship_ms=[1-9]\d*,full_syncs=[1-9]`, info)
+	assert.Contains(t, info, "connected_slaves:0\r\nrl_replicas:1\r\nrl_backups:2\r\n", "backups are no Redis replicas: CLUSTER NODES shows none")
+	assert.Regexp(t, `rl_backup0:name=node\d,ip=127\.0\.0\.1,port=\d+,state=online,shipped_bytes=[1-9]\d*,`, info)
+	assert.Regexp(t, `rl_backup1:name=node\d,.*,lag_ms=\d+,last_ship_ms=[1-9]\d*,full_syncs=[1-9]`, info)
 
 	var mb strings.Builder
 	nodes[0].srv.WriteMetrics(&mb)

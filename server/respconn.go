@@ -57,6 +57,8 @@ type respConn struct {
 	drained func() // called with wmu held once no reply waits in box; may be nil
 
 	raw *rawWriter // writes a batch's replies to the socket; nil: through g.Conn
+
+	netIn, netOut atomic.Int64 // bytes read and replies written, for INFO's total_net_*_bytes
 }
 
 func newRespConn(g *guardConn, maxRequest, outLimit int64) *respConn {
@@ -165,6 +167,7 @@ func (rc *respConn) fill() error {
 	rc.makeRoom()
 	n, err := rc.g.readRequest(rc.buf[rc.w:], rc.idle())
 	rc.w += n
+	rc.netIn.Add(int64(n))
 	return err
 }
 
@@ -343,6 +346,7 @@ func (rc *respConn) writeOut() error {
 		return nil
 	}
 	var err error
+	rc.netOut.Add(int64(len(rc.out)))
 	if rc.raw != nil {
 		err = rc.raw.write(rc.out)
 	} else {

@@ -18,9 +18,11 @@ func cmdRLInfo(s *Server, c *client, args [][]byte) {
 	now := s.unixNano()
 	inf, ok := s.cfg.Store.Get(args[1], now)
 	if !ok || inf.Expiry <= now || policy.Reserved(args[1]) {
+		s.info.misses.Add(1)
 		writeNull(c)
 		return
 	}
+	s.info.hits.Add(1)
 	ps := infoPairs(inf, now)
 	if s.cl != nil {
 		ps = append(ps, pair{"owner", s.cl.view().Self}) // the node that answered: a forwarded RL.INFO runs at the owner

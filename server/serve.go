@@ -157,7 +157,7 @@ func (s *Server) newClient(rc *respConn, g *guardConn) *client {
 		c.hold = newHoldConn(rc)
 		c.conn = c.hold
 	}
-	c.conn = errCounter{clientConn: c.conn, c: c}
+	c.conn = errCounter{clientConn: c.conn, c: c, info: &s.info}
 	s.mu.Lock()
 	s.clients[c.id] = c
 	s.mu.Unlock()
@@ -173,6 +173,8 @@ func (s *Server) forget(c *client, err error) {
 	s.mu.Unlock()
 	c.pend.flush(s)
 	s.goneCmds.Add(c.cmds.Load())
+	s.info.netIn.Add(c.rc.netIn.Load())
+	s.info.netOut.Add(c.rc.netOut.Load())
 	s.forgetObserver(c)
 	var perr protocolError
 	switch {

@@ -72,6 +72,16 @@ type Config struct {
 	// not happen. The server never closes it: its owner does, after Serve.
 	Durability Durability
 
+	// Shown only, by INFO and CONFIG GET, as Redis shows its own settings:
+	// the config file and the data dir cmd/rlstore read ("" for none), and
+	// the log's fsync mode and snapshot interval as configured, which
+	// CONFIG GET shows even without Durability, as Redis shows appendfsync
+	// with appendonly no. AppendFsync defaults to "everysec".
+	ConfigFile   string
+	DataDir      string
+	AppendFsync  string
+	SaveInterval time.Duration
+
 	// Cluster, if set, makes the server a node of a cluster: it routes
 	// keyed commands to their owners and answers CLUSTER. nil: one node.
 	Cluster *ClusterConfig
@@ -117,6 +127,7 @@ type Server struct {
 	started  time.Time
 	pol      policies
 	cl       *clusterNode // nil without a cluster
+	info     infoExtra    // behind INFO's Redis fields (inforedis.go)
 
 	wallClock bool     // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
 	renamed   bool     // rename-command renamed some command (see resolveFor)
@@ -170,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, commands: map[string]*command{}, started: time.Now(),
 		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{})}
 	s.pass.Store(&cfg.RequirePass)
+	s.info.runID = newRunID()
 	if cfg.ACLFile != "" {
 		a, err := loadACL(cfg.ACLFile)
 		if err != nil {
@@ -224,6 +236,7 @@ func (cfg *Config) withDefaults() error {
 	}
 	setDefault(&cfg.Addr, DefaultAddr)
 	setDefault(&cfg.Logger, slog.Default())
+	setDefault(&cfg.AppendFsync, "everysec")
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now // a func is not comparable, so setDefault cannot take it
 	}

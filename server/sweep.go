@@ -25,7 +25,8 @@ func (s *Server) sweepLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
+			s.info.ops.sample(now, s.commandsProcessed()) // INFO's instantaneous_ops_per_sec, at Redis's hz
 			budget := pace.budget(s.cfg.Store.Len())
 			pace.swept(budget, s.cfg.Store.Sweep(s.unixNano(), budget))
 		}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -344,7 +345,23 @@ func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.
 		ACLFile:           c.ACLFile,
 		AuthFailLimit:     authFailLimit(c.AuthFailLimit),
 		AuthFailWindow:    c.AuthFailWindow,
+
+		ConfigFile:   absPath(c.ConfigFile),
+		DataDir:      absPath(c.DataDir),
+		AppendFsync:  c.AppendFsync,
+		SaveInterval: c.SaveInterval,
 	}
+}
+
+// absPath is path made absolute, as Redis shows config_file and dir; "" stays "".
+func absPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // authFailLimit turns --auth-fail-limit's 0 (no limit) into the server's -1.

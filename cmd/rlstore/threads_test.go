@@ -132,5 +132,5 @@ func TestProcessServerThreads(t *testing.T) {
 	defer cancel()
 	info, err := c.Info(ctx, "server").Result()
 	require.NoError(t, err)
-	assert.Contains(t, info, "server_threads:1\r\n")
+	assert.Contains(t, info, "rl_server_threads:1\r\n")
 }
