@@ -11,8 +11,9 @@ import (
 )
 
 // startupWarnings are the WARN lines every node of the README's cluster
-// logs by design: it runs without --data-dir.
+// logs by design: it runs without --data-dir and without a cluster secret.
 var startupWarnings = []string{
+	`msg="cluster: no secret set; any local process can act as a node of this loopback-only cluster.`,
 	`msg="policies are in memory only: no --data-dir, so RL.POLICY SET does not survive a restart"`,
 	`msg="persistence is off: no --data-dir, so all state is in memory and a restart resets every limit"`,
 }
