@@ -60,6 +60,9 @@ type Timing struct {
 	PushPull     time.Duration // how often a full state exchange runs (anti-entropy)
 	Rejoin       time.Duration // how often missing seeds are joined again
 	Reclaim      time.Duration // after how long a dead node's name may come back from a new address
+	// Lease is how long a majority's grant lets a node serve (see Lease);
+	// requests for grants go out five times a term.
+	Lease time.Duration
 }
 
 // DefaultTiming is tuned for a LAN or one machine: a crashed node is
@@ -72,7 +75,7 @@ func DefaultTiming() Timing {
 	return Timing{
 		Probe: 500 * time.Millisecond, ProbeTimeout: 250 * time.Millisecond, Suspicion: 3, SuspicionMax: 1,
 		Gossip: 100 * time.Millisecond, PushPull: 15 * time.Second, Rejoin: time.Second,
-		Reclaim: 5 * time.Second,
+		Reclaim: 5 * time.Second, Lease: time.Second,
 	}
 }
 
@@ -81,7 +84,7 @@ func TestTiming() Timing {
 	return Timing{
 		Probe: 200 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond, Suspicion: 2, SuspicionMax: 2,
 		Gossip: 50 * time.Millisecond, PushPull: 2 * time.Second, Rejoin: 500 * time.Millisecond,
-		Reclaim: time.Second,
+		Reclaim: time.Second, Lease: time.Second,
 	}
 }
 
@@ -105,6 +108,9 @@ func (cfg *Config) withDefaults() error {
 	}
 	if cfg.Timing == (Timing{}) {
 		cfg.Timing = DefaultTiming()
+	}
+	if cfg.Timing.Lease <= 0 {
+		cfg.Timing.Lease = time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -18,9 +18,11 @@ type StateSync interface {
 
 // Message kinds, the first byte of a user message. Append only.
 const (
-	msgLeaving byte = 1 // followed by the leaving node's name
-	msgState   byte = 2 // followed by StateSync bytes
-	msgKnown   byte = 3 // followed by AppendKnown's encoding of the sender's known set
+	msgLeaving  byte = 1 // followed by the leaving node's name
+	msgState    byte = 2 // followed by StateSync bytes
+	msgKnown    byte = 3 // followed by AppendKnown's encoding of the sender's known set
+	msgLeaseReq byte = 4 // a request for a lease grant: see lease_msg.go
+	msgLeaseAck byte = 5 // its answer
 )
 
 // delegate is memberlist's hook into this package. Its methods run on
@@ -58,9 +60,13 @@ func (d delegate) NotifyMsg(b []byte) {
 	switch b[0] {
 	case msgLeaving:
 		d.m.markLeaving(string(b[1:]))
+	case msgLeaseReq:
+		d.m.answerLease(b[1:])
+	case msgLeaseAck:
+		d.m.takeAnswer(b[1:])
 	case msgKnown:
-		if ms, err := ParseKnown(b[1:]); err == nil {
-			d.m.cfg.Known.Merge(ms)
+		if ms, err := ParseKnown(b[1:]); err == nil && d.m.cfg.Known.Merge(ms) {
+			d.m.kickLease()
 		}
 	case msgState:
 		if d.m.cfg.State != nil {

@@ -43,6 +43,11 @@ type Membership struct {
 	closed  bool
 
 	refuted atomic.Int64 // departures deferDeparture held back that the member refuted
+	lease   *Lease
+	// live is ml once New has made it: memberlist delivers messages
+	// before Create returns, and the lease's answers need it.
+	live      atomic.Pointer[memberlist.Memberlist]
+	leaseKick chan struct{} // a buffer of 1: a round of lease requests due now (the known set changed)
 }
 
 // New starts gossip on cfg.BindAddr and joins cfg.Seeds. Seeds that cannot
@@ -56,7 +61,7 @@ func New(cfg Config) (*Membership, error) {
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
 		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{},
-		joined: map[string]time.Time{}}
+		joined: map[string]time.Time{}, lease: NewLease(cfg.NodeName, cfg.Timing.Lease), leaseKick: make(chan struct{}, 1)}
 	m.waiting = !cfg.Bootstrap && len(cfg.Seeds)+len(cfg.Remembered) > 0
 	mc, err := m.memberlistConfig()
 	if err != nil {
@@ -66,17 +71,20 @@ func New(cfg Config) (*Membership, error) {
 	if m.ml, err = memberlist.Create(mc); err != nil {
 		return nil, fmt.Errorf("cluster: gossip on %s: %w", cfg.BindAddr, err)
 	}
+	m.live.Store(m.ml)
 	cfg.Known.Add(cfg.NodeName, m.GossipAddr())
 	m.rebuild() // the view of one, before anyone asks
-	m.done.Add(2)
+	m.done.Add(3)
 	go m.rebuildLoop()
 	go m.rejoinLoop()
+	go m.leaseLoop()
 	if seeds := m.joinTargets(); len(seeds) > 0 {
 		if _, err := m.ml.Join(seeds); err != nil {
 			m.log.Warn("cluster: could not join the seeds yet; retrying", "seeds", seeds, "err", err)
 		}
 		m.sync() // the first view the server takes has the members just met
 		m.unlessAlone(m.missingSeeds())
+		m.awaitLease()
 	}
 	if v := m.View(); v.Waiting {
 		m.log.Warn("cluster: no member answered yet; keyed commands get -CLUSTERDOWN until one does (--cluster-bootstrap yes serves alone)",
@@ -100,6 +108,19 @@ func (m *Membership) unlessAlone(missing []string) {
 	if was {
 		m.log.Info("cluster: every seed is this node itself and no member is remembered; serving as a new cluster")
 		m.sync()
+	}
+}
+
+// awaitLease waits, at most a term, for the members just met to grant
+// this node its lease, so that a node restarted into its cluster does not
+// answer its first clients -CLUSTERDOWN for want of a grant in flight.
+func (m *Membership) awaitLease() {
+	if m.View().Waiting {
+		return
+	}
+	m.kickLease()
+	for end := time.Now().Add(m.cfg.Timing.Lease); !m.lease.Valid() && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond) // a poll with a deadline: grants arrive on memberlist's goroutine
 	}
 }
 
@@ -283,11 +304,13 @@ func (m *Membership) seen(n *memberlist.Node) {
 	m.mu.Lock()
 	if _, ok := m.nodes[n.Name]; !ok {
 		m.joined[n.Name] = time.Now()
+		defer m.kickLease() // it grants only once it has met this node too: ask again now
 	}
 	m.nodes[n.Name] = c
 	m.mu.Unlock()
 	if m.cfg.Known.Add(n.Name, n.Address()) {
 		go m.sendKnown() // not on memberlist's goroutine: a large set goes over TCP
+		m.kickLease()
 	}
 	m.signal()
 }
@@ -317,6 +340,7 @@ func (m *Membership) departedNow(n *memberlist.Node) {
 	delete(m.since, n.Name)
 	m.mu.Unlock()
 	if st == StateDead {
+		m.lease.NoteDeath(n.Name)
 		m.log.Warn("cluster: member declared dead", "node", n.Name)
 	} else {
 		m.log.Info("cluster: member left", "node", n.Name)

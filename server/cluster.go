@@ -41,6 +41,13 @@ type ClusterConfig struct {
 	// is not handed over, since the cluster it joins has newer state for
 	// those slots.
 	Joins bool
+	// Lease, if set, is this node's serving lease: keyed commands are
+	// served only while it holds, and the slots of a member declared dead
+	// only after its TakeoverWait (see quorum.go). Nil serves always.
+	Lease *cluster.Lease
+	// Forget removes a dead member from the known member set for good
+	// (RL.CLUSTER FORGET); nil refuses the command.
+	Forget func(name string) error
 	// Leave, if set, runs first when the server stops gracefully, by
 	// Shutdown or by the SHUTDOWN command, while it still serves: it hands
 	// this node's slots over and tells the members that it leaves, so
@@ -210,6 +217,10 @@ func (s *Server) attachCluster() error {
 		return err
 	}
 	s.cl = cn
+	if cn.lease = cn.cfg.Lease; cn.lease != nil {
+		cn.leaseOff = int64(s.started.Sub(cn.lease.Origin()))
+		cn.lease.OnDeclaredDead(s.rejoin)
+	}
 	cn.onTableChange(s.handoffHook) // hooks are added here, before the first view is taken
 	if rc := s.cfg.Cluster.Replicas; rc != nil {
 		if cn.repl, err = newReplicator(s, *rc, cn.cfg.View().Self); err != nil {

@@ -31,6 +31,7 @@ func clusterCommands() []command {
 			{name: "nodes", arity: 2, run: cmdRLClusterNodes, summary: "Lists the members, their state and slot counts"},
 			{name: "owner", arity: 3, run: cmdRLClusterOwner, summary: "Names a key's slot, owner and runner-up"},
 			{name: "info", arity: 2, run: cmdRLClusterInfo, summary: "Shows this node's view of the cluster"},
+			{name: "forget", arity: 3, run: cmdRLClusterForget, summary: "Removes a dead member from the known member set for good"},
 			{name: "help", arity: 2, run: cmdRLClusterHelp, summary: "Lists RL.CLUSTER's subcommands"},
 		}},
 	}
@@ -99,13 +100,13 @@ func cmdClusterInfo(s *Server, c *client, args [][]byte) {
 		return
 	}
 	var b strings.Builder
-	for _, p := range clusterInfoPairs(v) {
+	for _, p := range clusterInfoPairs(v, s.cl.serving()) {
 		fmt.Fprintf(&b, "%s:%v\r\n", p.key, p.val)
 	}
 	c.conn.WriteBulkString(b.String())
 }
 
-func clusterInfoPairs(v *cluster.View) []pair {
+func clusterInfoPairs(v *cluster.View, serving bool) []pair {
 	n := len(v.Table.Nodes())
 	var current, mine uint64
 	for i, e := range configEpochs(v) {
@@ -115,8 +116,8 @@ func clusterInfoPairs(v *cluster.View) []pair {
 		}
 	}
 	state := "ok"
-	if v.Waiting {
-		state = "fail" // it serves no key until it meets a member
+	if v.Waiting || !serving {
+		state = "fail" // it serves no key until it meets a member, nor without a quorum (see quorum.go)
 	}
 	return []pair{
 		{"cluster_state", state}, {"cluster_slots_assigned", cluster.Slots}, {"cluster_slots_ok", cluster.Slots},
@@ -179,7 +180,7 @@ func (s *Server) rlClusterPairs(v *cluster.View) []pair {
 		{"slots_owned", len(rangesSlots(v.Table.Ranges(v.Self)))},
 		{"owner_unreachable", s.cl.cfg.OwnerUnreachable.String()}, {"redirect", boolInt(s.cl.cfg.Redirect)},
 		{"forwarded", s.cl.forwarded.Load()}, {"owner_unreachable_replies", s.cl.unreachable.Load()},
-	}, s.handoffPairs()...)
+	}, append(s.quorumPairs(), s.handoffPairs()...)...)
 }
 
 func rangesSlots(rs []cluster.Range) []int {
@@ -219,8 +220,8 @@ func clusterCommandDocs() map[string]cmdDoc {
 		"readonly": {since: "3.0.0"}, "readwrite": {since: "3.0.0"}, "asking": {since: "3.0.0"},
 		"rl.cluster": {since: rlSince, summary: "rlstore's view of its cluster"}, "rl.cluster|nodes": {since: rlSince},
 		"rl.cluster|owner": {since: rlSince, args: []string{"key"}}, "rl.cluster|info": {since: rlSince},
-		"rl.cluster|help": {since: rlSince},
-		"rl.peer":         {since: rlSince, args: []string{"HELLO|AUTH", "*arg"}},
-		"rl.hop":          {since: rlSince, args: []string{"level:integer", "resp:integer", "command", "*arg"}},
+		"rl.cluster|help": {since: rlSince}, "rl.cluster|forget": {since: rlSince, args: []string{"node"}},
+		"rl.peer": {since: rlSince, args: []string{"HELLO|AUTH", "*arg"}},
+		"rl.hop":  {since: rlSince, args: []string{"level:integer", "resp:integer", "command", "*arg"}},
 	}
 }

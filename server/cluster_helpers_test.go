@@ -74,6 +74,14 @@ func waitSettled(t *testing.T, nodes []*testNode) {
 		}
 		return true
 	}, deadline, 10*time.Millisecond, "every handoff ends")
+	require.Eventually(t, func() bool {
+		for _, n := range nodes {
+			if cn := n.srv.cl; !cn.serving() || cn.takeover.Load().Waiting(cn.lease.Now()) > 0 {
+				return false
+			}
+		}
+		return true
+	}, deadline, 10*time.Millisecond, "every node holds its lease and serves every slot it owns")
 }
 
 // patientTiming is cluster.TestTiming with probes slow enough that a
@@ -87,6 +95,7 @@ func patientTiming() cluster.Timing {
 	t := cluster.TestTiming()
 	t.Probe, t.ProbeTimeout = 500*time.Millisecond, 400*time.Millisecond
 	t.Suspicion, t.SuspicionMax = 4, 4
+	t.Lease = 2 * time.Second // grants can wait that long on a loaded host too
 	return t
 }
 
@@ -122,7 +131,7 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		mv = o.wrapMover(mover)
 	}
 	cc := &ClusterConfig{View: ml.View, Forwarder: fw, Mover: mv, Secret: o.secret, Redirect: o.redirect,
-		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast, Joins: len(seeds) > 0}
+		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast, Joins: len(seeds) > 0, Lease: ml.Lease(), Forget: ml.Forget}
 	tn := &testNode{name: name, ml: ml, peers: peers}
 	var ship *cluster.Peers
 	if o.replicas {

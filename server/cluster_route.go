@@ -29,6 +29,12 @@ type clusterNode struct {
 	moves    sync.WaitGroup           // migrations under way, for HandOff
 	hops     atomic.Int64             // requests other nodes sent here (RL.HOP), for QuietHops
 	topo     atomic.Pointer[topology] // CLUSTER SLOTS', SHARDS' and NODES' replies for the latest view asked about
+
+	lease    *cluster.Lease                   // nil: serve always (see quorum.go)
+	leaseOff int64                            // the lease's clock minus the server's monotonic one
+	takeover atomic.Pointer[cluster.Takeover] // slots gained from dead members, and when they may be served
+	downs    atomic.Int64                     // keyed commands answered as down: no lease, or a takeover's wait
+	rejoins  atomic.Int64                     // times this node learned it had been declared dead while it could not serve
 }
 
 // peerStats count what this node forwarded to one peer.
@@ -62,6 +68,7 @@ type route struct {
 	slot  int
 	owner cluster.Node // for a remote route
 	reply string       // an error to reply instead, such as CROSSSLOT or MOVED
+	down  bool         // local, but this node may not serve the slot now (see quorum.go)
 	level int          // the hop level to forward with: hopForward, or hopHandoff
 	gate  *migration   // the slot's last copy is being made: wait for it, then route again
 	// importing is the slot's state when this node imports it, so that a
@@ -92,12 +99,14 @@ func (s *Server) routeOf(c *client, cm *command, args [][]byte) route {
 		return route{slot: slot, reply: errClusterDown}
 	}
 	if st := s.cl.ho.state(slot); st != nil {
-		return s.routeMoving(c, slot, st)
+		r := s.routeMoving(c, slot, st)
+		r.down = r.local && !s.mayServe(c, slot)
+		return r
 	}
 	owner := v.Table.Owner(slot)
 	switch {
 	case owner.Name == v.Self:
-		return route{local: true, slot: slot}
+		return route{local: true, slot: slot, down: !s.mayServe(c, slot)}
 	case c.hop == hopForward:
 		return route{slot: slot, owner: owner, level: hopHandoff}
 	case c.hop == hopHandoff:
@@ -178,6 +187,11 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 	for {
 		ticket := s.cl.ho.running.enter(c.id)
 		r := s.routeOf(c, cm, args)
+		if r.down {
+			s.cl.ho.running.leave(c.id, ticket)
+			s.down(c, cm, args)
+			return false
+		}
 		if r.local {
 			s.runEntered(c, cm, args, ticket)
 			return false
@@ -326,6 +340,9 @@ func (s *Server) txnRoute(c *client, q []queued) (owner *route, first queued, do
 		switch {
 		case r.local && e.cmd.firstKey == 0:
 			continue
+		case r.down && s.cl.cfg.OwnerUnreachable != UnreachableLocal:
+			c.conn.WriteError(errClusterDown)
+			return nil, e, true
 		case r.gate != nil:
 			c.conn.WriteError(errTryAgain)
 			return nil, e, true

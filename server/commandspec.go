@@ -182,9 +182,9 @@ func commandSpecs() map[string]cmdSpec {
 		"rl.policy|list": {flags: flagReadonly, acl: catRL}, "rl.policy|help": {flags: ls, acl: catRL},
 		"rl.cluster": {acl: catRL}, "rl.cluster|nodes": {flags: flagStale, acl: catRL},
 		"rl.cluster|owner": {flags: flagStale, acl: catRL}, "rl.cluster|info": {flags: flagStale, acl: catRL},
-		"rl.cluster|help": {flags: ls, acl: catRL},
-		"rl.peer":         {flags: nls, acl: conn | catRL},
-		"rl.hop":          {flags: ls, acl: catRL},
+		"rl.cluster|help": {flags: ls, acl: catRL}, "rl.cluster|forget": {flags: flagAdmin, acl: catRL},
+		"rl.peer": {flags: nls, acl: conn | catRL},
+		"rl.hop":  {flags: ls, acl: catRL},
 
 		"ping": {flags: flagFast, acl: conn}, "echo": {flags: ls | flagFast, acl: conn},
 		"quit":   {flags: nls | flagFast | flagAllowBusy, acl: conn},

@@ -63,7 +63,8 @@ func everyCommand() []callCase {
 		{[]string{"CLUSTER", "SHARDS"}, errNoCluster}, {[]string{"CLUSTER", "NODES"}, errNoCluster},
 		{[]string{"CLUSTER", "MYID"}, errNoCluster}, ok("RL.CLUSTER", "HELP"),
 		{[]string{"RL.CLUSTER", "NODES"}, errNoCluster}, {[]string{"RL.CLUSTER", "OWNER", "every:slide"}, errNoCluster},
-		{[]string{"RL.CLUSTER", "INFO"}, errNoCluster}, {[]string{"RL.PEER", "HELLO", "every"}, errNoCluster},
+		{[]string{"RL.CLUSTER", "INFO"}, errNoCluster}, {[]string{"RL.CLUSTER", "FORGET", "every"}, errNoCluster},
+		{[]string{"RL.PEER", "HELLO", "every"}, errNoCluster},
 		{[]string{"RL.HOP", "1", "2", "PING"}, errNotPeer},
 	}
 }

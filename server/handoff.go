@@ -106,6 +106,10 @@ type slotState struct {
 	peer  cluster.Node // the old owner when importing; the new owner when migrating
 	mg    *migration   // the batch of slots moving out with this one; nil unless migrating
 	until time.Time    // importing: when this node stops waiting and serves from what it has
+	// keep marks an import of a slot this node owned all along, after it
+	// learned it had been declared dead (see rejoin): a handback adds the
+	// keys it lacks, and replaces its keys only in mode replace.
+	keep bool
 }
 
 // now returns the slot's mode at this moment.
@@ -138,6 +142,11 @@ type handoff struct {
 	// handed are the slots each node handed this process over (its DONE):
 	// their copies from that node are not needed (see handoff_restore.go).
 	handed map[string]*slotBits
+	// returned are, for each member that (re)appeared in a view, its slots
+	// a third node held in the view before: that node hands them back, so
+	// this node does not answer the member's RL.PEER PULL for them from
+	// its copies (see backedUpFor).
+	returned map[string]*slotBits
 }
 
 // state returns slot's handoff state, nil when it follows the table.

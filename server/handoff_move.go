@@ -121,7 +121,9 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		h.shared = true
 	}
 	h.counts = !s.cl.cfg.Joins || h.shared
-	h.noteDeaths(old, nv)
+	h.noteDeaths(old, nv, s.cl.lease)
+	h.noteReturns(old, nv)
+	s.cl.noteTakeovers(old, nv)
 	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
 	for slot := range cluster.Slots {
@@ -244,7 +246,7 @@ func (h *handoff) importTimedOut(s *Server, slot int, st *slotState) bool {
 // startMigration starts moving slots to node to. The caller holds switchMu.
 func (s *Server) startMigration(to cluster.Node, slots []int) {
 	mg := &migration{to: to, slots: slots, started: time.Now(), first: "reset"}
-	if a, ok := s.cl.ho.died[to.Name]; ok && a.majority() {
+	if a, ok := s.cl.ho.died[to.Name]; ok && a.replaces(s.cl.lease) {
 		mg.first = "replace"
 	}
 	mg.phase.Store(int32(modeCopying))
@@ -390,7 +392,7 @@ func slotSet(slots []int) *slotBits {
 	return &b
 }
 
-func (b *slotBits) has(slot int) bool { return b[slot/64]&(1<<(slot%64)) != 0 }
+func (b *slotBits) has(slot int) bool { return b != nil && b[slot/64]&(1<<(slot%64)) != 0 }
 
 // keyIn returns a filter for the keys whose slot is in b, for ExportShardFunc.
 func (b *slotBits) keyIn(key []byte) bool { return b.has(cluster.Slot(policy.Route(key))) }

@@ -68,7 +68,7 @@ func (s *Server) servedSlots(slots []int) (*slotBits, []int) {
 	var own slotBits
 	var others []int
 	for _, slot := range slots {
-		if cn.ho.counts && v.Table.Owner(slot).Name == v.Self && cn.ho.state(slot) == nil {
+		if st := cn.ho.state(slot); cn.ho.counts && v.Table.Owner(slot).Name == v.Self && (st == nil || st.keep) {
 			own[slot/64] |= 1 << (slot % 64)
 		} else {
 			others = append(others, slot)
@@ -188,6 +188,9 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 		switch {
 		case own.has(slot):
 			served = append(served, slot)
+			if st := cn.ho.state(slot); st != nil && st.keep {
+				cn.ho.set(slot, nil) // handed back after a rejoin: see rejoin
+			}
 		case v.Table.Owner(slot).Name == v.Self:
 			cn.ho.set(slot, nil)
 		default:

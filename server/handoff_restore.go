@@ -157,7 +157,7 @@ func (s *Server) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	var backed []int
 	for _, slot := range slots {
 		ru, ok := v.Table.RunnerUp(slot)
-		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && cn.ho.state(slot) == nil {
+		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && cn.ho.state(slot) == nil && !cn.ho.returned[from].has(slot) {
 			backed = append(backed, slot)
 		}
 	}
@@ -170,4 +170,33 @@ func shardsOf(m *shard.Map) int {
 		return 0
 	}
 	return m.Shards()
+}
+
+// noteReturns records, for each member nv has and old did not (a join, or
+// a return after a death), its slots that old gave to a third node: that
+// node served them, and hands them back itself; copies this node sends
+// for them would let the member serve them while that node still does
+// (it may be cut off from the member, and hold its lease a moment
+// longer). The caller holds switchMu.
+func (h *handoff) noteReturns(old, nv *cluster.View) {
+	if old == nil {
+		return
+	}
+	for _, m := range nv.Table.Nodes() {
+		if old.Table.Has(m.Name) || m.Name == nv.Self {
+			continue
+		}
+		held := &slotBits{}
+		for slot := range cluster.Slots {
+			if nv.Table.Owner(slot).Name == m.Name {
+				if prev := old.Table.Owner(slot).Name; prev != nv.Self && prev != m.Name {
+					held[slot/64] |= 1 << (slot % 64)
+				}
+			}
+		}
+		if h.returned == nil {
+			h.returned = map[string]*slotBits{}
+		}
+		h.returned[m.Name] = held
+	}
 }

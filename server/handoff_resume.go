@@ -14,32 +14,61 @@ import (
 // before the pause, and what the others decided meanwhile would be lost
 // (TestPausedOwnerResumes: every such decision admitted again).
 //
-// So a node that saw a member declared dead, and stayed with a majority of
-// the members it had while the member was away, hands its slots back with
-// IMPORT mode replace: the member then takes the slots it thinks it never
-// stopped serving like any other import, its keys replaced by the ones
-// handed over. It waits for them first, as for any import: their
-// requests go to the node handing them over until its DONE. A member that
-// kept serving its own clients through a partition loses its decisions of
-// that time instead: the majority declared it dead, and theirs stand.
-// A node cut off from the majority (whose views lost most members) hands
-// back with reset, and the majority's owners keep their keys, as in a flap.
+// So a node that saw a member declared dead, and served its slots since
+// under a lease that held without a break (see quorum.go), hands them
+// back with IMPORT mode replace: the member then takes the slots it thinks
+// it never stopped serving like any other import, its keys replaced by
+// the ones handed over. It waits for them first, as for any import: their
+// requests go to the node handing them over until its DONE. The member
+// could not serve meanwhile: it had no lease (a pause, or the minority
+// side of a partition), so theirs is the newer state.
+//
+// Any other node hands back with reset, and the member keeps the keys it
+// has, taking only those it lacks: a node whose lease broke meanwhile (the
+// minority side of a partition, or both sides of a split with no
+// majority) never served the slots, and its copies are older than the
+// member's keys. Nor does a node that took the slots but had not yet
+// served them (the takeover's wait had not passed).
+//
+// Without a lease (ClusterConfig.Lease nil), the rule is the older one: a
+// node whose views kept a majority of the members it had before the
+// first death replaces.
 
 // absence is what a node saw while a member it saw declared dead was away.
 type absence struct {
-	before int // the members of the view before the death
-	least  int // the fewest members of a view since
+	before int    // the members of the view before the first death still counted
+	least  int    // the fewest members of a view since
+	lapses uint64 // the lease's lapses when the member died
+	at     int64  // when it died, on the lease's clock
 }
 
-// majority reports whether the views kept more than half the members.
-func (a absence) majority() bool { return 2*a.least > a.before }
+// replaces reports whether slots handed back to the member go in mode
+// replace: this node served them since the member died, and nobody else.
+func (a absence) replaces(l *cluster.Lease) bool {
+	if l == nil {
+		return 2*a.least > a.before
+	}
+	now := l.Now()
+	return l.Lapses() == a.lapses && l.ValidAt(now) && now >= a.at+int64(l.TakeoverWait())
+}
 
 // noteDeaths records the members nv says died, and forgets those it says
 // left; every absence sees nv's members. The caller holds switchMu.
-func (h *handoff) noteDeaths(old, nv *cluster.View) {
+func (h *handoff) noteDeaths(old, nv *cluster.View, l *cluster.Lease) {
 	n := len(nv.Table.Nodes())
+	before := n + 1
+	if old != nil {
+		before = max(len(old.Table.Nodes()), before)
+	}
 	for name, a := range h.died {
-		h.died[name] = absence{before: a.before, least: min(a.least, n)}
+		a.least = min(a.least, n)
+		h.died[name] = a
+		before = max(before, a.before) // a second death counts against the members before the first
+	}
+	var lapses uint64
+	var at int64
+	if l != nil {
+		lapses, at = l.Lapses(), l.Now()
 	}
 	for _, m := range nv.Gone {
 		if m.State != cluster.StateDead {
@@ -49,11 +78,7 @@ func (h *handoff) noteDeaths(old, nv *cluster.View) {
 		if h.died == nil {
 			h.died = map[string]absence{}
 		}
-		before := n + 1
-		if old != nil {
-			before = max(len(old.Table.Nodes()), before)
-		}
-		h.died[m.Name] = absence{before: before, least: n}
+		h.died[m.Name] = absence{before: before, least: n, lapses: lapses, at: at}
 	}
 }
 

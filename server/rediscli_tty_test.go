@@ -2,9 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,8 +35,9 @@ func startTTYCLI(t *testing.T, addr string, args ...string) *ttyCLI {
 	}
 	host, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
-	// A tmux server of its own, its socket in a directory the test removes.
-	c := &ttyCLI{t: t, tmux: []string{tmux, "-S", filepath.Join(t.TempDir(), "tmux"), "-f", "/dev/null"}}
+	c := &ttyCLI{t: t}
+	sock := fmt.Sprintf("rlstore-test-%d-%d", os.Getpid(), time.Now().UnixNano()) // a tmux server of its own
+	c.tmux = []string{tmux, "-L", sock, "-f", "/dev/null"}
 	shell := strings.Join(append([]string{cli, "-h", host, "-p", port}, args...), " ")
 	c.run("new-session", "-d", "-x", "160", "-y", "200", shell+"; sleep 600")
 	t.Cleanup(func() { _ = exec.Command(c.tmux[0], append(c.tmux[1:], "kill-server")...).Run() })

@@ -177,7 +177,7 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	cn := &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, mf: mf, cfg: c.Cluster, log: log}
 	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Mover: mover, Secret: secret, OldSecrets: old,
 		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds())+len(remembered) > 0,
-		Leave: cn.leave}
+		Leave: cn.leave, Lease: ml.Lease(), Forget: ml.Forget}
 	return ln, cn, cc, nil
 }
 

@@ -211,13 +211,17 @@ func movedKeys(t *testing.T, c *redis.Client, keys []string) int {
 	return n
 }
 
+// servingInfo: the node holds its lease and serves every slot it owns
+// (none waits for a dead owner's lease to run out).
+var servingInfo = regexp.MustCompile(`rl_cluster_quorum:1\r\n(.|\n)*rl_cluster_takeover_slots_waiting:0\r\n`)
+
 var settledInfo = regexp.MustCompile(`rl_cluster_handoff_slots_importing:0\r\n(.|\n)*rl_cluster_handoff_slots_migrating:0\r\n`)
 
 // settled reports whether the node behind c is moving no slot in or out.
 func settled(t *testing.T, c *redis.Client) bool {
 	info, err := c.Info(context.Background(), "cluster").Result()
 	require.NoError(t, err)
-	return settledInfo.MatchString(info)
+	return settledInfo.MatchString(info) && servingInfo.MatchString(info)
 }
 
 // waitHandedOver waits until p moves no slot in or out.

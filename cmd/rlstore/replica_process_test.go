@@ -138,9 +138,11 @@ func replicaFailover(t *testing.T, replicas string) {
 		return
 	}
 	assert.Equal(t, len(victim), held, "every limit of the dead owner holds on its new owner")
-	// The bound is detection plus one interval; a loaded host running
-	// -race gets more room here, and the log above shows the time.
-	assert.LessOrEqual(t, answered, time.Second, "the new owners answer soon after detection")
+	// The bound is detection plus one interval; the new owners
+	// first wait the takeover's 1.25 s (the dead owner's lease runs out: see
+	// docs/cluster.md, "Safety"). A loaded host running -race gets more
+	// room here, and the log above shows the time.
+	assert.LessOrEqual(t, answered, 1250*time.Millisecond+time.Second, "the new owners answer soon after the takeover's wait")
 	// One interval of decisions, plus the shipment in flight at the kill.
 	assert.LessOrEqual(t, float64(maxLost), 2*perInterval+1, "a key loses at most about an interval of decisions")
 }

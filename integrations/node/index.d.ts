@@ -71,7 +71,7 @@ export class RateLimiterRlstore {
   keyPrefix: string;
   blockDuration: number;
   getKey(key: string | number): string;
-  consume(key: string | number, pointsToConsume?: number | string, options?: { customDuration?: number }): Promise<RateLimiterRes>;
+  consume(key: string | number, pointsToConsume?: number): Promise<RateLimiterRes>;
   get(key: string | number): Promise<RateLimiterRes | null>;
   penalty(key: string | number, points?: number): Promise<RateLimiterRes>;
   reward(key: string | number, points?: number): Promise<RateLimiterRes>;

@@ -73,11 +73,11 @@ class RateLimiterRlstore extends Base {
     return `${this.keyPrefix}!block:${key}`;
   }
 
-  args(key, extra, duration = this.duration) {
+  args(key, extra) {
     const k = this.getKey(key);
     const base = this.algorithm === 'slide'
-      ? slidingArgs(k, this.points, duration * 1000)
-      : ['RL.TOKEN', k, this.points, this.points, duration];
+      ? slidingArgs(k, this.points, this.msDuration)
+      : ['RL.TOKEN', k, this.points, this.points, this.duration];
     return base.concat(extra);
   }
 
@@ -98,11 +98,8 @@ class RateLimiterRlstore extends Base {
     return new RateLimiterRes(0, ms > FOREVER_MS - 365 * 24 * 3600 * 1000 ? -1 : ms, consumed, false);
   }
 
-  // consume charges pointsToConsume; options.customDuration (seconds, > 0)
-  // decides this consume over that window instead of duration.
-  async consume(key, pointsToConsume = 1, options = {}) {
+  async consume(key, pointsToConsume = 1) {
     const n = positive(pointsToConsume);
-    const duration = customDuration(options, this.duration);
     this.ready();
     if (this.points === 0) {
       throw new RateLimiterRes(0, this.msDuration, n, false);
@@ -112,7 +109,7 @@ class RateLimiterRlstore extends Base {
     // charges it (its block is the counter itself, kept over the limit).
     const [blocked, reply] = await Promise.all([
       this.blockedMs(key),
-      this.send(...this.args(key, ['COST', n], duration)),
+      this.send(...this.args(key, ['COST', n])),
     ]);
     if (blocked > 0) {
       throw this.blockRes(blocked, this.points + n);
@@ -126,7 +123,7 @@ class RateLimiterRlstore extends Base {
       await this.setBlock(key, this.blockDuration * 1000);
       throw new RateLimiterRes(0, this.blockDuration * 1000, consumed + n, false);
     }
-    const wait = d.waitMs >= 0 ? d.waitMs : duration * 1000;
+    const wait = d.waitMs >= 0 ? d.waitMs : this.msDuration;
     throw new RateLimiterRes(0, wait, consumed + n, false);
   }
 
@@ -214,16 +211,6 @@ function positive(n) {
     throw new TypeError(`rlstore: points must be a positive integer, got ${n}`);
   }
   return n;
-}
-
-// customDuration reads rate-limiter-flexible's per-call customDuration.
-function customDuration(options, duration) {
-  const d = options && options.customDuration;
-  if (d === undefined) return duration;
-  if (!Number.isInteger(d) || d < 1) {
-    throw new TypeError(`rlstore: customDuration must be whole seconds, at least 1; got ${d}`);
-  }
-  return d;
 }
 
 // FOREVER_MS is a block of "forever" (block(key, 0)): the longest window

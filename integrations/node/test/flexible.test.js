@@ -131,7 +131,7 @@ test('consume sends its commands in one round trip', async () => {
 // every consume; points as decimals or decimal strings are refused with the
 // library's wording, integer strings taken; block(key, 0) blocks forever
 // (msBeforeNext -1); rejectIfRedisNotReady rejects while the client is down.
-test('points 0, string and decimal points, block forever, customDuration, rejectIfRedisNotReady', { skip }, async () => {
+test('points 0, string and decimal points, block forever, rejectIfRedisNotReady', { skip }, async () => {
   const zero = new RateLimiterRlstore({ storeClient: c.ioredis, points: 0, duration: 5, keyPrefix: unique('rlf') });
   const rej = await rejection(zero.consume('z'));
   assert.ok(rej instanceof RateLimiterRes && rej.msBeforeNext >= 0);
@@ -149,10 +149,6 @@ test('points 0, string and decimal points, block forever, customDuration, reject
   assert.equal(got.msBeforeNext, -1);
   assert.equal(got.consumedPoints, 4);
   assert.equal((await rejection(rl.consume('f'))).msBeforeNext, -1);
-
-  const custom = await rl.consume('c', 1, { customDuration: 1 });
-  assert.ok(custom.msBeforeNext > 0 && custom.msBeforeNext <= 1000, `customDuration: ${custom.msBeforeNext}`);
-  await assert.rejects(rl.consume('c', 1, { customDuration: 0 }), /customDuration/);
 
   const Redis = require('ioredis');
   const down = new Redis({ port: 1, lazyConnect: true, enableOfflineQueue: false });

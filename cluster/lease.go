@@ -1,0 +1,237 @@
+package cluster
+
+import (
+	"math/bits"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Lease is this node's right to serve keyed commands: it holds while a
+// majority of the known member set (see Known), this node included, has
+// granted one of its recent requests. The membership sends a request to
+// every known member a few times a term; a member grants it when it counts
+// the sender alive. A grant of a request sent at t (on this node's
+// monotonic clock) keeps the lease until t + Term, so a node cut off from
+// the majority, or paused, stops serving at most Term after the last
+// request a majority granted, and before the majority may give its slots
+// to another node: that waits TakeoverWait after the majority declares it
+// dead. See docs/cluster.md, "Safety", for the proof and its assumptions.
+//
+// Times are nanoseconds on a monotonic clock since Origin; the methods
+// whose names end in At take the time, so that a simulation can drive the
+// real logic with a fake clock. ValidAt is an atomic load and a compare,
+// for the request path. The zero value is not usable: make one with
+// NewLease. Its methods are safe for concurrent use.
+type Lease struct {
+	self   string
+	term   int64
+	origin time.Time
+
+	deadline atomic.Int64  // serving holds while now < deadline
+	from     atomic.Int64  // and now >= from: TakeoverWait after the lease was renewed from a lapse
+	lapses   atomic.Uint64 // how many times the lease was found expired at a renewal
+
+	mu       sync.Mutex          // guards the fields below
+	granted  map[string]int64    // member → send time of its latest grant
+	reported map[string]uint32   // granter → how many deaths of this node it last reported
+	seenAt   map[string]uint64   // granter → lapses when its last answer came
+	onDeath  func()              // see OnDeclaredDead
+	deaths   map[string]uint32   // member → how many times this node saw it declared dead
+	heard    map[string]struct{} // members whose answers have come at least once
+}
+
+// NewLease returns the lease of node self, whose requests a grant keeps
+// valid for term. It starts expired, but a node alone in its known set
+// holds it from its first request on.
+func NewLease(self string, term time.Duration) *Lease {
+	return &Lease{self: self, term: int64(term), origin: time.Now(),
+		granted: map[string]int64{}, reported: map[string]uint32{}, seenAt: map[string]uint64{},
+		deaths: map[string]uint32{}, heard: map[string]struct{}{}}
+}
+
+// Origin is the time the lease's clock counts from.
+func (l *Lease) Origin() time.Time { return l.origin }
+
+// Now is the lease's clock: nanoseconds since Origin, monotonic.
+func (l *Lease) Now() int64 { return int64(time.Since(l.origin)) }
+
+// Term is how long a grant keeps the lease.
+func (l *Lease) Term() time.Duration { return time.Duration(l.term) }
+
+// TakeoverWait is how long a node waits, after it saw a member declared
+// dead, before it serves the member's slots: the member's lease has run
+// out by then even if its clock runs 10% slow and this node's 10% fast
+// (Term × 1.1/0.9 < Term × 5/4).
+func (l *Lease) TakeoverWait() time.Duration { return time.Duration(l.term * 5 / 4) }
+
+// ValidAt reports whether this node holds its lease at now.
+func (l *Lease) ValidAt(now int64) bool { return now < l.deadline.Load() }
+
+// ServesAt reports whether this node may serve at now: it holds its
+// lease, and if the lease was renewed after a lapse, TakeoverWait has
+// passed since. While this node could not serve, another may have taken
+// its slots over (a node on the majority's side of a partition, say),
+// and that node serves them until it sees this node again and hands them
+// back, or its own lease runs out, which it does within TakeoverWait of
+// this node's renewal if it was cut off before it.
+func (l *Lease) ServesAt(now int64) bool { return now < l.deadline.Load() && now >= l.from.Load() }
+
+// Valid is ValidAt(Now()).
+func (l *Lease) Valid() bool { return l.ValidAt(l.Now()) }
+
+// Deadline is when the lease runs out unless renewed, on the lease's clock.
+func (l *Lease) Deadline() int64 { return l.deadline.Load() }
+
+// Lapses is how many times the lease has run out and been renewed. A
+// caller that reads it, and later finds it unchanged and the lease valid,
+// knows the lease held without a break in between.
+func (l *Lease) Lapses() uint64 { return l.lapses.Load() }
+
+// OnDeclaredDead makes f be called when a member reports that it declared
+// this node dead while this node's lease had run out: a paused node, or
+// one cut off from the majority, learns that others may have served its
+// slots since, and takes them back only from them (see the server's
+// rejoin). f runs on the membership's goroutine before the answer can
+// renew the lease, and must not block.
+func (l *Lease) OnDeclaredDead(f func()) {
+	l.mu.Lock()
+	l.onDeath = f
+	l.mu.Unlock()
+}
+
+// SentAt records that this node sent a round of requests at now: it
+// grants itself, and the lease is renewed as far as the grants allow.
+func (l *Lease) SentAt(now int64, known []string) {
+	l.mu.Lock()
+	l.granted[l.self] = now
+	l.renewLocked(now, known)
+	l.mu.Unlock()
+}
+
+// AnsweredAt records from's answer, at now, to the request this node sent
+// at sent: granted or not, with the number of times from has seen this
+// node declared dead.
+func (l *Lease) AnsweredAt(now int64, from string, sent int64, granted bool, deaths uint32, known []string) {
+	l.mu.Lock()
+	f := l.declaredLocked(now, from, deaths)
+	l.mu.Unlock()
+	if f != nil {
+		f() // before the grant can renew the lease: the node's slots wait first
+	}
+	l.mu.Lock()
+	if prev, ok := l.granted[from]; granted && (!ok || sent > prev) && sent <= now {
+		l.granted[from] = sent
+	}
+	l.renewLocked(now, known)
+	l.mu.Unlock()
+}
+
+// declaredLocked returns OnDeclaredDead's function when from reports a
+// death of this node it had not reported before, and this node's lease
+// ran out since from's previous answer, or has now.
+func (l *Lease) declaredLocked(now int64, from string, deaths uint32) func() {
+	_, heard := l.heard[from]
+	prev, at := l.reported[from], l.seenAt[from]
+	l.heard[from] = struct{}{}
+	l.reported[from], l.seenAt[from] = deaths, l.lapses.Load()
+	if !heard || deaths <= prev {
+		return nil // a first answer: its count is history this process never served through
+	}
+	if l.lapses.Load() == at && l.ValidAt(now) {
+		return nil // this node served throughout, so no one else did
+	}
+	return l.onDeath
+}
+
+// renewLocked recomputes the deadline: the Quorum(len(known))-th latest
+// grant among the known members, plus the term.
+func (l *Lease) renewLocked(now int64, known []string) {
+	times := make([]int64, 0, len(known))
+	for _, name := range known {
+		if t, ok := l.granted[name]; ok {
+			times = append(times, t)
+		}
+	}
+	q := Quorum(len(known))
+	d := int64(0)
+	if len(times) >= q {
+		slices.Sort(times)
+		d = times[len(times)-q] + l.term
+	}
+	old := l.deadline.Load()
+	if old <= now && d > now && old != 0 {
+		l.lapses.Add(1) // it had run out: a break in the lease
+		l.from.Store(now + int64(l.TakeoverWait()))
+	}
+	l.deadline.Store(d)
+}
+
+// NoteDeath records that member name was declared dead, for Grant's count.
+func (l *Lease) NoteDeath(name string) {
+	l.mu.Lock()
+	l.deaths[name]++
+	l.mu.Unlock()
+}
+
+// Deaths is how many times this node saw name declared dead.
+func (l *Lease) Deaths(name string) uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deaths[name]
+}
+
+// Takeover is the slots a node gained from members declared dead, and the
+// time, on its lease's clock, from which it may serve them. It is
+// immutable; NextTakeover makes the next one at each view change.
+type Takeover struct {
+	slots [Slots / 64]uint64
+	at    int64
+}
+
+// NextTakeover returns the takeover after the view change from old to nv
+// at now: the slots nv gives its Self that old gave to a member nv says
+// died wait until now + wait, with those of prev still waiting. It
+// returns prev when nothing died.
+func NextTakeover(prev *Takeover, old, nv *View, now int64, wait time.Duration) *Takeover {
+	if old == nil {
+		return prev
+	}
+	dead := map[string]bool{}
+	for _, m := range nv.Gone {
+		if m.State == StateDead {
+			dead[m.Name] = true
+		}
+	}
+	if len(dead) == 0 {
+		return prev
+	}
+	tk := &Takeover{at: now + int64(wait)}
+	if prev != nil && now < prev.at {
+		tk.slots = prev.slots
+	}
+	for slot := range Slots {
+		if dead[old.Table.Owner(slot).Name] && nv.Table.Owner(slot).Name == nv.Self {
+			tk.slots[slot/64] |= 1 << (slot % 64)
+		}
+	}
+	return tk
+}
+
+// Waits reports whether slot must not be served yet at now.
+func (t *Takeover) Waits(slot int, now int64) bool {
+	return t != nil && now < t.at && t.slots[slot/64]&(1<<(slot%64)) != 0
+}
+
+// Waiting counts the slots that wait at now.
+func (t *Takeover) Waiting(now int64) int {
+	if t == nil || now >= t.at {
+		return 0
+	}
+	n := 0
+	for _, w := range t.slots {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}

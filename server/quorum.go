@@ -1,0 +1,137 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// A node serves a slot only while it can prove it still owns it: while it
+// holds its lease (a majority of the known members granted one of its
+// requests within a term; see cluster.Lease), and, for a slot it gained
+// because its owner was declared dead, once TakeoverWait has passed since
+// then, by which time the dead owner's own lease has run out. Either check
+// is an atomic load and a compare with the command's time, which the
+// connection read anyway. See docs/cluster.md, "Safety".
+
+// leaseNow is c's command time on the lease's clock.
+func (s *Server) leaseNow(c *client) int64 {
+	if c.mark == 0 {
+		c.mark = s.batchStart(c) // run reuses it
+	}
+	return int64(c.mark) + s.cl.leaseOff
+}
+
+// mayServe reports whether this node may serve slot for c now.
+func (s *Server) mayServe(c *client, slot int) bool {
+	cn := s.cl
+	if cn.lease == nil {
+		return true
+	}
+	now := s.leaseNow(c)
+	if !cn.lease.ServesAt(now) {
+		return false
+	}
+	return !cn.takeover.Load().Waits(slot, now)
+}
+
+// serving reports whether this node holds its lease now: CLUSTER INFO's
+// cluster_state.
+func (cn *clusterNode) serving() bool { return cn.lease == nil || cn.lease.ServesAt(cn.lease.Now()) }
+
+// down answers a keyed command this node may not serve now: as
+// --owner-unreachable says, where local decides here all the same (it
+// trades the bound for availability: see docs/cluster.md).
+func (s *Server) down(c *client, cm *command, args [][]byte) {
+	s.cl.downs.Add(1)
+	mode := s.cl.cfg.OwnerUnreachable
+	switch {
+	case mode == UnreachableLocal:
+		s.run(c, cm, args)
+	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.flags&flagWrite != 0 && cm.name != "del":
+		writeBlind(c, cm, mode == UnreachableAllow)
+	default:
+		c.conn.WriteError(errClusterDown)
+	}
+}
+
+// noteTakeovers marks the slots nv gives this node that old gave to a
+// member nv says died: they wait TakeoverWait. The caller holds switchMu.
+func (cn *clusterNode) noteTakeovers(old, nv *cluster.View) {
+	if cn.lease != nil {
+		cn.takeover.Store(cluster.NextTakeover(cn.takeover.Load(), old, nv, cn.lease.Now(), cn.lease.TakeoverWait()))
+	}
+}
+
+// rejoin runs when a member reports that it declared this node dead while
+// this node's lease had run out (a pause, or a partition from the
+// majority): the others may have served its slots since. Each slot it
+// owns then waits, as an import, for the node that served it to hand it
+// back (replace, if that node served it: see handoff_resume.go), and is
+// asked for with RL.PEER PULL; this node keeps its keys unless a handback
+// replaces them, and serves from them if none comes within importWait.
+func (s *Server) rejoin() {
+	cn := s.cl
+	cn.switchMu.Lock()
+	v := cn.cur.Load()
+	until := time.Now().Add(importWait)
+	var slots []int
+	for slot := range cluster.Slots {
+		ru, ok := v.Table.RunnerUp(slot)
+		if !ok || v.Table.Owner(slot).Name != v.Self || cn.ho.state(slot) != nil {
+			continue
+		}
+		cn.ho.set(slot, &slotState{mode: modeImporting, peer: ru, until: until, keep: true})
+		slots = append(slots, slot)
+	}
+	cn.switchMu.Unlock()
+	cn.rejoins.Add(1)
+	if len(slots) == 0 {
+		return
+	}
+	cn.ho.notify()
+	go func() { // the lease's caller must not block
+		cn.ho.running.wait()
+		time.AfterFunc(importWait+time.Millisecond, s.expireImports)
+		s.log.Warn("cluster: this node was declared dead while it could not serve; waiting for its slots to be handed back",
+			"slots", len(slots))
+		s.pullImports(v, slots)
+	}()
+}
+
+// quorumPairs are RL.CLUSTER INFO's fields about the lease.
+func (s *Server) quorumPairs() []pair {
+	cn := s.cl
+	if cn.lease == nil {
+		return nil
+	}
+	left := max(0, time.Duration(cn.lease.Deadline()-cn.lease.Now()))
+	return []pair{
+		{"quorum", boolInt(cn.serving())}, {"lease_left_ms", left.Milliseconds()},
+		{"lease_lapses", int64(cn.lease.Lapses())}, {"down_replies", cn.downs.Load()},
+		{"rejoins", cn.rejoins.Load()}, {"takeover_slots_waiting", cn.takeover.Load().Waiting(cn.lease.Now())},
+	}
+}
+
+// cmdRLClusterForget is RL.CLUSTER FORGET node: the member will not come
+// back, so the quorum stops counting it (see cluster.Known).
+func cmdRLClusterForget(s *Server, c *client, args [][]byte) {
+	if s.clusterView(c) == nil {
+		return
+	}
+	if s.cl.cfg.Forget == nil {
+		c.conn.WriteError("ERR this node keeps no known member set")
+		return
+	}
+	switch err := s.cl.cfg.Forget(string(args[2])); {
+	case errors.Is(err, cluster.ErrForgetSelf):
+		c.conn.WriteError("ERR I tried hard but I can't forget myself...") // Redis's words
+	case errors.Is(err, cluster.ErrUnknownNode):
+		c.conn.WriteError("ERR Unknown node " + string(args[2]))
+	case err != nil:
+		c.conn.WriteError("ERR " + err.Error())
+	default:
+		c.conn.WriteString("OK")
+	}
+}
