@@ -24,6 +24,7 @@ func configParams() []configParam {
 		{name: "port", get: func(s *Server) string { _, p := s.hostPort(); return p }},
 		{name: "requirepass", get: hiddenPass, check: checkRequirePass, set: setRequirePass},
 		{name: "maxclients", get: getMaxClients, check: checkMaxClients, set: setMaxClients},
+		{name: "maxmemory-clients", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxMemoryClients, 10) }},
 		{name: "max-request-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxRequestBytes, 10) }},
 		{name: "max-key-bytes", get: func(s *Server) string { return strconv.FormatInt(s.cfg.MaxKeyBytes, 10) }},
 		{name: "databases", get: func(*Server) string { return "1" }},
