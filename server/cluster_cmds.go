@@ -15,7 +15,7 @@ import (
 // route by, and rlstore's own RL.CLUSTER.
 func clusterCommands() []command {
 	return []command{
-		{name: "cluster", arity: -2, group: "cluster", subs: []command{
+		{name: "cluster", arity: -2, group: "cluster", subs: append([]command{
 			{name: "slots", arity: 2, run: cmdClusterSlots, summary: "Lists slot ranges and their owners"},
 			{name: "shards", arity: 2, run: cmdClusterShards, summary: "Lists each node's slot ranges"},
 			{name: "nodes", arity: 2, run: cmdClusterNodes, summary: "Lists the nodes in Redis Cluster's text format"},
@@ -23,7 +23,7 @@ func clusterCommands() []command {
 			{name: "keyslot", arity: 3, run: cmdClusterKeySlot, summary: "Returns a key's hash slot"},
 			{name: "info", arity: 2, run: cmdClusterInfo, summary: "Returns the cluster's state"},
 			{name: "help", arity: 2, run: cmdClusterHelp, summary: "Lists CLUSTER's subcommands"},
-		}},
+		}, clusterToolCommands()...)},
 		{name: "readonly", arity: 1, run: cmdOK, group: "cluster", summary: "Accepted for cluster clients; changes nothing"},
 		{name: "readwrite", arity: 1, run: cmdOK, group: "cluster", summary: "Accepted for cluster clients; changes nothing"},
 		{name: "asking", arity: 1, run: cmdOK, group: "cluster", summary: "Accepted for cluster clients; changes nothing"},
@@ -100,7 +100,7 @@ func cmdClusterInfo(s *Server, c *client, args [][]byte) {
 		return
 	}
 	var b strings.Builder
-	for _, p := range clusterInfoPairs(v, s.cl.serving()) {
+	for _, p := range append(clusterInfoPairs(v, s.cl.serving()), s.clusterMessages()...) {
 		fmt.Fprintf(&b, "%s:%v\r\n", p.key, p.val)
 	}
 	c.conn.WriteBulkString(b.String())
@@ -217,7 +217,11 @@ func clusterCommandDocs() map[string]cmdDoc {
 		"cluster|slots": {since: "3.0.0"}, "cluster|shards": {since: "7.0.0"}, "cluster|nodes": {since: "3.0.0"},
 		"cluster|myid": {since: "3.0.0"}, "cluster|keyslot": {since: "3.0.0", args: []string{"key"}},
 		"cluster|info": {since: "3.0.0"}, "cluster|help": {since: "5.0.0"},
-		"readonly": {since: "3.0.0"}, "readwrite": {since: "3.0.0"}, "asking": {since: "3.0.0"},
+		"cluster|countkeysinslot": {since: "3.0.0", args: []string{"slot:integer"}},
+		"cluster|getkeysinslot":   {since: "3.0.0", args: []string{"slot:integer", "count:integer"}},
+		"cluster|links":           {since: "7.0.0"}, "cluster|replicas": {since: "5.0.0", args: []string{"node-id"}},
+		"cluster|slaves": {since: "3.0.0", args: []string{"node-id"}},
+		"readonly":       {since: "3.0.0"}, "readwrite": {since: "3.0.0"}, "asking": {since: "3.0.0"},
 		"rl.cluster": {since: rlSince, summary: "rlstore's view of its cluster"}, "rl.cluster|nodes": {since: rlSince},
 		"rl.cluster|owner": {since: rlSince, args: []string{"key"}}, "rl.cluster|info": {since: rlSince},
 		"rl.cluster|help": {since: rlSince}, "rl.cluster|forget": {since: rlSince, args: []string{"node"}},

@@ -40,6 +40,7 @@ type clusterNode struct {
 // peerStats count what this node forwarded to one peer.
 type peerStats struct {
 	forwarded, errors atomic.Int64
+	created           atomic.Int64 // unix ms of the first forward: CLUSTER LINKS' create-time
 }
 
 // peer returns name's counters, creating them the first time.
@@ -47,7 +48,9 @@ func (cn *clusterNode) peer(name string) *peerStats {
 	if ps, ok := cn.peers.Load(name); ok {
 		return ps.(*peerStats)
 	}
-	ps, _ := cn.peers.LoadOrStore(name, new(peerStats))
+	fresh := new(peerStats)
+	fresh.created.Store(unixMilliNow())
+	ps, _ := cn.peers.LoadOrStore(name, fresh)
 	return ps.(*peerStats)
 }
 
