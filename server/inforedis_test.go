@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/shard"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,4 +161,42 @@ func TestInfoFieldsMatchRedis(t *testing.T) {
 	assert.Equal(t, [2]int{1, 1}, [2]int{n1 - n0, total1 - total0}, "the unknown command counts as one ERR, and one error reply")
 	assert.Equal(t, "1", goRedis["Stats"]["keyspace_hits"], "RL.INFO k found it")
 	assert.Regexp(t, `^keys=1,expires=1,avg_ttl=[1-9]\d*$`, goRedis["Keyspace"]["db0"], "avg_ttl is the keys' mean TTL in ms")
+}
+
+// TestConfigGetAsRedis checks the CONFIG GET parameters the issue found
+// wrong or missing: appendfsync agrees with the mode configured (and
+// logged) also without a data dir, as Redis shows it with appendonly no;
+// save names the snapshot interval with a data dir; dir, cluster-enabled
+// and hz answer.
+func TestConfigGetAsRedis(t *testing.T) {
+	ctx := ctxT(t)
+	get := func(addr string, params ...string) map[string]string {
+		args := append([]any{"CONFIG", "GET"}, anyArgs(params)...)
+		out := map[string]string{}
+		rep, err := newClient(t, addr, 2).Do(ctx, args...).StringSlice()
+		require.NoError(t, err)
+		for i := 0; i+1 < len(rep); i += 2 {
+			out[rep[i]] = rep[i+1]
+		}
+		return out
+	}
+	_, addr := startServer(t, Config{})
+	assert.Equal(t, map[string]string{"appendonly": "no", "appendfsync": "everysec", "save": "", "dir": "",
+		"cluster-enabled": "no", "hz": "10"}, get(addr, "appendonly", "appendfsync", "save", "dir", "cluster-enabled", "hz"))
+
+	_, addr = startServer(t, Config{AppendFsync: "always", SweepInterval: 20 * time.Millisecond})
+	assert.Equal(t, map[string]string{"appendfsync": "always", "hz": "50"}, get(addr, "appendfsync", "hz"), "as configured and logged")
+
+	m, err := shard.New(shard.Config{Shards: 16})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	st, _, err := persistence.Open(dir, m, persistence.Options{Fsync: persistence.FsyncEverysec, SnapshotInterval: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, addr = startServer(t, Config{Store: m, Durability: st, DataDir: dir, SaveInterval: 5 * time.Minute})
+	assert.Equal(t, map[string]string{"appendonly": "yes", "appendfsync": "everysec", "save": "300 1", "dir": dir},
+		get(addr, "appendonly", "appendfsync", "save", "dir"))
+
+	nodes := startTestCluster(t, 1, clusterOpts{})
+	assert.Equal(t, map[string]string{"cluster-enabled": "yes"}, get(nodes[0].addr, "cluster-enabled"))
 }
