@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"time"
 
 	"github.com/rlstore/rlstore/cluster"
 )
@@ -27,14 +26,17 @@ func (s *Server) peerHello(c *client, args [][]byte) {
 		return
 	}
 	now := s.cfg.Clock()
-	delay, wait := s.guard.admit(c.addr, peerUser, now)
+	// Not held like AUTH: nodes dial several connections at once, each
+	// with --cluster-timeout to finish, and a try's count is taken back
+	// only when it succeeds. One try per connection, and the limit, bound
+	// guessing.
+	_, wait := s.guard.admit(c.addr, peerUser, now)
 	if wait > 0 {
 		s.authFailures.Add(1)
 		c.conn.WriteError(errAuthBlocked(wait))
 		s.closeAfterReply(c)
 		return
 	}
-	time.Sleep(delay)
 	ch, err := cluster.ParseHello(args[2:])
 	if err != nil {
 		s.guard.failed(c.addr, now)
