@@ -4,6 +4,7 @@ import (
 	"context"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,4 +47,59 @@ func TestPausedOwnerResumes(t *testing.T) {
 	}
 	t.Logf("%d requests; %d admitted above the limit; %d errors (%d before the pause was detected)", q.sent, q.over(), len(q.errs), errs)
 	assert.Zero(t, q.over(), "admissions above the limit: the resumed owner forgot what the others decided while it was paused")
+}
+
+// TestPausedOwnerAnswersNothingStale is finding 5 of issue 27: an owner
+// stopped with SIGSTOP for 5 s, past detection, whose keys the others then
+// use up, used to answer the requests waiting in its socket at the
+// instant of SIGCONT from its state of before the pause. Its lease has run
+// out by then (checked against the monotonic clock read after the pause),
+// so it answers them -CLUSTERDOWN, and no key admits above its limit.
+func TestPausedOwnerAnswersNothingStale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3-node SIGSTOP of 5 s: not in -short")
+	}
+	ps := startClusterProcs(t, 3, "--replica-interval", replicaIv.String())
+	ctx := context.Background()
+	c0, c1 := newClient(t, ps[0].addr), newClient(t, ps[1].addr)
+	q := newQuotaLoad(keysOwnedBy(t, c0, "p1", "stale:", 30))
+	for range handoffLimit / 2 {
+		q.round(ctx, c0)
+	}
+	waitShipped(t, len(q.keys), ps...)
+	require.NoError(t, ps[1].Cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = ps[1].Cmd.Process.Signal(syscall.SIGCONT) })
+	paused := time.Now()
+	waitClusterSize(t, ps[0], 2)
+	waitClusterSize(t, ps[2], 2)
+	require.Eventually(t, func() bool { // the rest of each limit, on the new owners once their takeover wait ends
+		q.round(ctx, c0)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		for _, k := range q.keys {
+			if q.admitted[k] < handoffLimit {
+				return false
+			}
+		}
+		return true
+	}, deadline, 50*time.Millisecond, "the new owners serve the rest of each limit")
+	require.Zero(t, q.over())
+	queued := make(chan struct{})
+	go func() { // waits in p1's socket until SIGCONT
+		defer close(queued)
+		q.round(ctx, c1)
+	}()
+	time.Sleep(time.Until(paused.Add(5 * time.Second))) // the pause's length is the test's subject, not an ordering
+	require.NoError(t, ps[1].Cmd.Process.Signal(syscall.SIGCONT))
+	<-queued
+	for _, p := range ps {
+		waitClusterSize(t, p, 3)
+		waitHandedOver(t, p)
+	}
+	for range 3 {
+		q.round(ctx, c0)
+		q.round(ctx, c1)
+	}
+	t.Logf("%d requests; %d admitted above the limit; %d errors", q.sent, q.over(), len(q.errs))
+	assert.Zero(t, q.over(), "admissions above the limit: the resumed owner answered from its state of before the pause")
 }
