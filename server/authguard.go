@@ -82,6 +82,24 @@ func (g *authGuard) admit(addr, user string, now time.Time) (delay, wait time.Du
 	return g.delay(g.user.Limit - d.Remaining - 1), 0
 }
 
+// blocked returns how long addr must wait before it may try user, or 0,
+// counting nothing: for a handshake's first step, which checks no secret.
+func (g *authGuard) blocked(addr, user string, now time.Time) time.Duration {
+	if g == nil {
+		return 0
+	}
+	ns := now.UnixNano()
+	for _, k := range []struct {
+		key []byte
+		p   window.Params
+	}{{g.key(addr, ""), g.addr}, {g.key(addr, user), g.user}} {
+		if d, err := g.store.Decide(k.key, k.p, ns, 1, true); err == nil && !d.Allowed {
+			return max(d.Wait, time.Millisecond)
+		}
+	}
+	return 0
+}
+
 // delay is the hold on a check that follows failed failures.
 func (g *authGuard) delay(failed int64) time.Duration {
 	past := failed - g.user.Limit/2 + 1

@@ -26,12 +26,7 @@ func (s *Server) peerHello(c *client, args [][]byte) {
 		return
 	}
 	now := s.cfg.Clock()
-	// Not held like AUTH: nodes dial several connections at once, each
-	// with --cluster-timeout to finish, and a try's count is taken back
-	// only when it succeeds. One try per connection, and the limit, bound
-	// guessing.
-	_, wait := s.guard.admit(c.addr, peerUser, now)
-	if wait > 0 {
+	if wait := s.guard.blocked(c.addr, peerUser, now); wait > 0 {
 		s.authFailures.Add(1)
 		c.conn.WriteError(errAuthBlocked(wait))
 		s.closeAfterReply(c)
@@ -55,12 +50,22 @@ func (s *Server) peerHello(c *client, args [][]byte) {
 // own and makes the connection a peer's.
 func (s *Server) peerAuth(c *client, args [][]byte) {
 	ch := c.shake
+	now := s.cfg.Clock()
+	// The try is counted here, where a secret is checked, not at HELLO: a
+	// node whose dials time out against a stopped peer leaves HELLOs
+	// behind that are no guesses. It is not held like AUTH (a node dials
+	// with --cluster-timeout to finish): one try per connection, and the
+	// limit, bound guessing.
+	if _, wait := s.guard.admit(c.addr, peerUser, now); wait > 0 {
+		s.peerRefused(c, errAuthBlocked(wait))
+		return
+	}
 	var key []byte
 	if ch != nil && len(args) == 3 {
 		key = ch.Verify(s.cl.keys, args[2])
 	}
 	if key == nil {
-		s.guard.failed(c.addr, s.cfg.Clock())
+		s.guard.failed(c.addr, now)
 		s.peerRefused(c, errPeerAuth)
 		return
 	}
