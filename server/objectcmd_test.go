@@ -29,7 +29,7 @@ func TestMemoryObjectWatchAndMaxmemory(t *testing.T) {
 		assert.EqualError(t, c.Do(ctx, "OBJECT", "IDLETIME", "k").Err(), errNoIdle)
 		assert.EqualValues(t, 1, c.Do(ctx, "OBJECT", "REFCOUNT", "k").Val())
 
-		assert.Equal(t, map[string]string{"maxmemory": "1048576", "maxmemory-policy": "noeviction"},
+		assert.Equal(t, map[string]string{"maxmemory": "1048576", "maxmemory-clients": "268435456", "maxmemory-policy": "noeviction"},
 			c.ConfigGet(ctx, "maxmemory*").Val())
 
 		assert.EqualError(t, c.Do(ctx, "WATCH", "k").Err(), errNoWatch)
