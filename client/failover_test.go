@@ -108,7 +108,7 @@ func TestClusterClientAfterKill(t *testing.T) {
 	if len(errs) > 0 {
 		last := errs[len(errs)-1]
 		t.Logf("errors from %v to %v after the kill", errs[0].Sub(killed).Round(time.Millisecond), last.Sub(killed).Round(time.Millisecond))
-		assert.WithinDuration(t, detected, last, time.Second, "the last error, %v after detection", last.Sub(detected))
+		assert.WithinDuration(t, detected, last, time.Second+takeoverWait, "the last error, %v after detection", last.Sub(detected))
 	}
 }
 
@@ -128,3 +128,9 @@ func TestClusterClientAfterLeave(t *testing.T) {
 	t.Logf("%d decisions across the leave; %d failed %v", sent, len(errs), sample)
 	assert.Zero(t, len(errs), "errors while a node left gracefully")
 }
+
+// takeoverWait is how long the survivors wait, after they declare a member
+// dead, before they serve its slots (cluster.Lease.TakeoverWait: 1.25 lease
+// terms of 1 s; docs/cluster.md, Safety). Clients can only find a new owner
+// once it serves, so the error window is detection, this wait and 1 s.
+const takeoverWait = 1250 * time.Millisecond
