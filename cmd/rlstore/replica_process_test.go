@@ -286,7 +286,7 @@ func TestClusterProcessReplicaStoppedBackup(t *testing.T) {
 		len(keys), running, during, float64(during)/float64(running))
 	assert.GreaterOrEqual(t, float64(during), 0.5*float64(running), "a stopped backup does not slow its primary's decisions")
 
-	online := regexp.MustCompile(`slave\d:name=p2,[^\r]*state=online,[^\r]*full_syncs=([2-9]|\d\d+),[^\r]*failures=[1-9]`)
+	online := regexp.MustCompile(`rl_backup\d:name=p2,[^\r]*state=online,[^\r]*full_syncs=([2-9]|\d\d+),[^\r]*failures=[1-9]`)
 	require.Eventually(t, func() bool {
 		info, err := c0.Info(ctx, "replication").Result()
 		return err == nil && online.MatchString(info)
