@@ -263,6 +263,12 @@ func (s *Server) forwardNow(c *client, cm *command, args [][]byte, r route) {
 func (s *Server) unreachable(c *client, cm *command, args [][]byte, owner cluster.Node, err error) {
 	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
 	s.cl.unreachable.Add(1)
+	s.answerUnserved(c, cm, args, errOwnerUnreach+owner.Name)
+}
+
+// answerUnserved answers a keyed command no node can decide now, as
+// --owner-unreachable says; errText is the reply of the error mode.
+func (s *Server) answerUnserved(c *client, cm *command, args [][]byte, errText string) {
 	mode := s.cl.cfg.OwnerUnreachable
 	switch {
 	case mode == UnreachableLocal:
@@ -270,7 +276,7 @@ func (s *Server) unreachable(c *client, cm *command, args [][]byte, owner cluste
 	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.flags&flagWrite != 0 && cm.name != "del":
 		writeBlind(c, cm, mode == UnreachableAllow)
 	default:
-		c.conn.WriteError(errOwnerUnreach + owner.Name)
+		c.conn.WriteError(errText)
 	}
 }
 

@@ -45,15 +45,7 @@ func (cn *clusterNode) serving() bool { return cn.lease == nil || cn.lease.Serve
 // trades the bound for availability: see docs/cluster.md).
 func (s *Server) down(c *client, cm *command, args [][]byte) {
 	s.cl.downs.Add(1)
-	mode := s.cl.cfg.OwnerUnreachable
-	switch {
-	case mode == UnreachableLocal:
-		s.run(c, cm, args)
-	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.flags&flagWrite != 0 && cm.name != "del":
-		writeBlind(c, cm, mode == UnreachableAllow)
-	default:
-		c.conn.WriteError(errClusterDown)
-	}
+	s.answerUnserved(c, cm, args, errClusterDown)
 }
 
 // noteTakeovers marks the slots nv gives this node that old gave to a
