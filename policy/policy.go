@@ -101,7 +101,7 @@ func (p *Policy) parseWord(word string, args []string) (int, error) {
 // errNoRules lists every rule a policy may hold, as window names the algorithms.
 func errNoRules() Error {
 	var rules []string
-	for k := window.Kind(1); k.String() != window.KindNone.String(); k++ {
+	for k := window.Kind(1); k.Native(); k++ {
 		params := " limit window"
 		if k.Rated() {
 			params = " capacity rate period"
@@ -113,7 +113,7 @@ func errNoRules() Error {
 
 // kindNamed returns the algorithm whose name, upper-cased, is word.
 func kindNamed(word string) (window.Kind, bool) {
-	for k := window.Kind(1); k.String() != window.KindNone.String(); k++ {
+	for k := window.Kind(1); k.Native(); k++ {
 		if strings.ToUpper(k.String()) == word {
 			return k, true
 		}

@@ -16,6 +16,7 @@ const (
 	KindFixed Kind = 3
 	KindLog   Kind = 4
 	KindLeaky Kind = 5
+	KindLease Kind = 6 // RL.ACQUIRE's leases: a concurrency limit, not a rate
 )
 
 // String returns the name TYPE replies with; its upper case after "RL." is
@@ -32,15 +33,28 @@ func (k Kind) String() string {
 		return "log"
 	case KindLeaky:
 		return "leaky"
+	case KindLease:
+		return "lease"
 	}
 	return "none"
 }
+
+// Native reports whether kind k decides requests through Params.Decide, so
+// that it has an RL.<KIND> command and may be a policy's rule. A Lease is
+// taken and given back by its own commands instead.
+func (k Kind) Native() bool { return k >= KindSlide && k <= KindLeaky }
+
+// Stamped reports whether kind k's counters are Counter words (a stamp
+// above a count), ascending, that only ever grow at their end and shrink
+// at their front, as a store's deltas and codecs may assume. A Lease's
+// words are pairs in the order their leases end, which a renewal changes.
+func (k Kind) Stamped() bool { return k == KindSlide || k == KindLog }
 
 // Counters reports whether keys of kind k keep a []uint64 of counters (Slide)
 // or log entries (Log) that grows and shrinks, rather than a fixed-size State.
 // A store keeps them for it; none is ever 0 or all ones, so a store may use
 // those words as markers.
-func (k Kind) Counters() bool { return k == KindSlide || k == KindLog }
+func (k Kind) Counters() bool { return k == KindSlide || k == KindLog || k == KindLease }
 
 // Rated reports whether kind k takes a capacity, a rate and a period
 // (Token, Leaky), rather than a limit and a window.
@@ -54,6 +68,8 @@ func (k Kind) CountName() string {
 		return "tokens"
 	case KindLeaky:
 		return "queued"
+	case KindLease:
+		return "in_flight"
 	}
 	return "count"
 }
@@ -88,6 +104,9 @@ func (p Params) Fixed() Fixed { return Fixed{Limit: p.Limit, Window: p.Period} }
 // Log returns p as Log parameters.
 func (p Params) Log() Log { return Log{Limit: p.Limit, Window: p.Period} }
 
+// Lease returns p as Lease parameters.
+func (p Params) Lease() Lease { return Lease{Limit: p.Limit} }
+
 // Leaky returns p as Leaky parameters.
 func (p Params) Leaky() Leaky { return Leaky{Capacity: p.Limit, Rate: p.Rate, Period: p.Period} }
 
@@ -104,6 +123,11 @@ func (p Params) Validate() error {
 		return p.Log().Validate()
 	case KindLeaky:
 		return p.Leaky().Validate()
+	case KindLease:
+		if p.Rate != 0 || p.Period != 0 {
+			return ErrKind
+		}
+		return p.Lease().Validate()
 	}
 	return ErrKind
 }
@@ -125,6 +149,8 @@ func (p Params) Decide(s *State, b []uint64, now, cost int64, peek bool) (Decisi
 		return p.Fixed().Decide(s, now, cost, peek), nil
 	case KindLeaky:
 		return p.Leaky().Decide(s, now, cost, peek), nil
+	case KindLease: // no lease without an id: says whether cost would fit, as a peek
+		return p.leaseDecide(b, now, cost), b
 	}
 	panic("window: Decide with unvalidated params") // Validate rejects every other kind
 }
@@ -143,6 +169,8 @@ func (p Params) Expiry(s State, b []uint64) int64 {
 		return p.Fixed().Expiry(s)
 	case KindLeaky:
 		return p.Leaky().Expiry(s)
+	case KindLease:
+		return p.Lease().Expiry(b)
 	}
 	return 0
 }
@@ -160,6 +188,8 @@ func (p Params) Count(s State, b []uint64, now int64) int64 {
 		return p.Fixed().Count(s, now)
 	case KindLeaky:
 		return p.Leaky().Queued(s, now)
+	case KindLease:
+		return p.Lease().InFlight(b, now)
 	}
 	return 0
 }
@@ -178,8 +208,26 @@ func (p Params) CheckState(s State, b []uint64) error {
 		return ErrState
 	case p.Kind == KindLog:
 		return checkLog(b)
+	case p.Kind == KindLease:
+		return checkLease(b)
 	}
 	return checkSlide(b)
+}
+
+// leaseDecide is Decide for a Lease: what an acquire of cost would get at
+// now, changing nothing.
+func (p Params) leaseDecide(b []uint64, now, cost int64) Decision {
+	l := p.Lease()
+	now = max(now, 0)
+	live := b[2*leaseFirstLive(b, now):]
+	sum := leaseSum(live)
+	d := Decision{Limit: l.Limit, Remaining: max(0, l.Limit-sum), Reset: time.Duration(max(0, l.Expiry(live)-now))}
+	if cost <= l.Limit-sum && len(live) < 2*MaxLeases {
+		d.Allowed, d.Remaining = true, l.Limit-sum-cost
+		return d
+	}
+	d.Wait = l.waitToFit(live, sum, cost, now)
+	return d
 }
 
 // checkSlide reports whether b could be a Slide key's counters: ascending
