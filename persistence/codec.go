@@ -117,6 +117,9 @@ func appendEntry(buf []byte, e *shard.Entry, base int64, pt *paramTable, delta b
 // every one is, is written as its one byte.
 func appendCounters(buf []byte, k window.Kind, b []uint64, base int64) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(b)))
+	if !k.Stamped() {
+		return appendPairs(buf, b)
+	}
 	if len(b) == 0 {
 		return buf
 	}
@@ -348,6 +351,9 @@ func (eb *entryBlock) counterList(e *shard.Entry) string {
 	if n > uint64(len(eb.d.b))/2 || kept+n > shard.MaxEntryCounters || (kept > 0 && n == 0) {
 		return "counter count out of range"
 	}
+	if !k.Stamped() {
+		return eb.pairs(e, n)
+	}
 	start := len(eb.counters)
 	eb.counters = slices.Grow(eb.counters, int(kept+n))[:start+int(kept+n)]
 	clear(eb.counters[start : start+int(kept)]) // the delta's completion fills these in
@@ -437,4 +443,39 @@ func importBlock(br *blockReader, payload []byte, m *shard.Map, now int64, tombs
 		return n, br.corrupt(at(eb.pos()), "trailing bytes after the last entry")
 	}
 	return n, nil
+}
+
+// appendPairs appends the words of a kind whose counters are not stamped
+// (a Lease's pairs of an ordered word and an id): each first word as its
+// gap from the one before (the first whole), each second word whole, 8
+// bytes little-endian. Whether they could be the kind's state is Import's
+// to check.
+func appendPairs(buf []byte, b []uint64) []byte {
+	prev := uint64(0)
+	for i := 0; i+1 < len(b); i += 2 {
+		buf = binary.AppendUvarint(buf, b[i]-prev)
+		buf = binary.LittleEndian.AppendUint64(buf, b[i+1])
+		prev = b[i]
+	}
+	return buf
+}
+
+// pairs reads the n words appendPairs wrote.
+func (eb *entryBlock) pairs(e *shard.Entry, n uint64) string {
+	if n%2 != 0 || n > 2*uint64(len(eb.d.b))/9 || e.Kept != 0 {
+		return "counter count out of range"
+	}
+	start := len(eb.counters)
+	eb.counters = slices.Grow(eb.counters, int(n))
+	prev := uint64(0)
+	for range n / 2 {
+		prev += eb.d.uvarint()
+		id := eb.d.bytes(8)
+		if eb.d.bad || id == nil {
+			return "malformed entry"
+		}
+		eb.counters = append(eb.counters, prev, binary.LittleEndian.Uint64(id))
+	}
+	e.Counters = eb.counters[start:len(eb.counters):len(eb.counters)]
+	return ""
 }

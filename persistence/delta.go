@@ -18,7 +18,7 @@ import (
 func Cut(e *shard.Entry, since int64) {
 	e.Kept, e.Digest = 0, 0
 	k := e.Params.Kind
-	if !k.Counters() || since <= 0 || len(e.Counters) < 2 {
+	if !k.Stamped() || since <= 0 || len(e.Counters) < 2 {
 		return
 	}
 	unit := since / int64(k.Unit())

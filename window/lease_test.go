@@ -106,12 +106,10 @@ func (m *leaseModel) release(now int64, id uint64) bool {
 // they agree, that b is a state CheckState accepts, and that the live
 // leases never hold more than the limit.
 type leaseTrace struct {
-	t     testing.TB
-	p     Lease
-	m     *leaseModel
-	b     []uint64
-	acq   int // admitted acquires of new ids, released ones and ones that expired
-	freed int
+	t testing.TB
+	p Lease
+	m *leaseModel
+	b []uint64
 }
 
 func newLeaseTrace(t testing.TB, limit int64) *leaseTrace {

@@ -1,0 +1,142 @@
+package shard
+
+import (
+	"time"
+
+	"github.com/rlstore/rlstore/window"
+)
+
+// LeaseOp says what a LeaseRequest does.
+type LeaseOp uint8
+
+// The lease operations: RL.ACQUIRE, RL.RENEW, RL.RELEASE.
+const (
+	LeaseAcquire LeaseOp = iota
+	LeaseRenew
+	LeaseRelease
+)
+
+// LeaseRequest is one operation on a key's leases.
+type LeaseRequest struct {
+	Op    LeaseOp
+	Limit int64         // Acquire: the key's limit, which it then keeps
+	ID    uint64        // window.LeaseID of the lease's id
+	TTL   time.Duration // Acquire, Renew: how long the lease lives from now
+	Cost  int64         // Acquire: its units
+}
+
+// LeaseResult is the outcome of a LeaseRequest: for Acquire its decision;
+// for Renew and Release whether the lease was live (Decision.Allowed),
+// with the units still in flight.
+type LeaseResult = window.LeaseDecision
+
+// Lease applies r to key's leases at now (unix nanoseconds). An acquire
+// creates the key when it is admitted; renew and release never create one,
+// and a key whose last lease ends is dropped at once. A key that holds
+// another algorithm's state gets ErrWrongType.
+func (m *Map) Lease(key []byte, r LeaseRequest, now int64) (LeaseResult, error) {
+	if r.Op == LeaseAcquire {
+		if err := (window.Lease{Limit: r.Limit}).Validate(); err != nil {
+			return LeaseResult{}, err
+		}
+		if r.Cost < 1 || r.Cost > window.MaxLeaseCost {
+			return LeaseResult{}, window.ErrCost
+		}
+	}
+	if r.Op != LeaseRelease && (r.TTL < time.Millisecond || r.TTL > window.MaxLeaseTTL) {
+		return LeaseResult{}, window.ErrWindow
+	}
+	now = max(now, 0)
+	h := m.hash(key)
+	s := m.shardFor(h)
+	s.mu.Lock()
+	res, err := m.leaseLocked(s, key, h, &r, now)
+	s.mu.Unlock()
+	s.stats.count(res.Allowed, false, false, err)
+	return res, err
+}
+
+func (m *Map) leaseLocked(s *shard, key []byte, h uint64, r *LeaseRequest, now int64) (LeaseResult, error) {
+	i, found := s.findLocked(key, h)
+	live := found && !s.expiredLocked(s.slots.at(i), now)
+	if live && s.params.get(s.slots.at(i).param()).Kind != window.KindLease {
+		return LeaseResult{}, ErrWrongType
+	}
+	if !live {
+		return m.leaseCreateLocked(s, key, h, r, now, i, found)
+	}
+	sl := s.slots.at(i)
+	p := s.params.get(sl.param())
+	if r.Op == LeaseAcquire {
+		p.Limit = r.Limit
+		if s.setParamLocked(sl, p) { // an acquire applies its limit, as a decision its parameters
+			s.markDirtyLocked(i)
+		}
+	}
+	b := s.peekCountersLocked(sl)
+	if r.Op == LeaseAcquire {
+		b = s.leaseRoomLocked(sl)
+	}
+	before := len(b)
+	res, b := applyLease(p.Lease(), b, r, now)
+	if len(b) == 0 {
+		s.markGoneLocked(key)
+		s.removeLocked(i, h)
+		m.keys.Add(-1)
+		m.accountLocked(s)
+		return res, nil
+	}
+	s.storeCountersLocked(sl, b)
+	if res.Allowed || len(b) != before {
+		s.markDirtyLocked(i)
+	}
+	m.accountLocked(s)
+	return res, nil
+}
+
+// leaseCreateLocked applies r to a key with no live leases: only an
+// admitted acquire keeps anything. found says the key is still in slot i,
+// expired but not yet swept.
+func (m *Map) leaseCreateLocked(s *shard, key []byte, h uint64, r *LeaseRequest, now int64, i uint32, found bool) (LeaseResult, error) {
+	var buf [2]uint64
+	p := window.Params{Kind: window.KindLease, Limit: r.Limit}
+	res, b := applyLease(p.Lease(), buf[:0], r, now)
+	if r.Op != LeaseAcquire || !res.Allowed {
+		return res, nil
+	}
+	if !found {
+		var ok bool
+		if i, ok = m.insertLocked(s, key, h); !ok {
+			return LeaseResult{}, ErrFull
+		}
+	}
+	sl := s.slots.at(i)
+	s.resetSlotLocked(sl, p)
+	sl.state = window.State{b[0], b[1]}
+	s.markDirtyLocked(i)
+	m.accountLocked(s)
+	return res, nil
+}
+
+// applyLease runs r on leases b.
+func applyLease(l window.Lease, b []uint64, r *LeaseRequest, now int64) (LeaseResult, []uint64) {
+	switch r.Op {
+	case LeaseAcquire:
+		return l.Acquire(b, now, r.ID, r.TTL, r.Cost)
+	case LeaseRenew:
+		ok, b := l.Renew(b, now, r.ID, r.TTL)
+		return LeaseResult{Allowed: ok, Limit: l.Limit, InFlight: l.InFlight(b, now)}, b
+	}
+	ok, b := l.Release(b, now, r.ID)
+	return LeaseResult{Allowed: ok, Limit: l.Limit, InFlight: l.InFlight(b, now)}, b
+}
+
+// leaseRoomLocked returns a Lease slot's leases with room for one more
+// (two words), growing their storage if needed.
+func (s *shard) leaseRoomLocked(sl *slot) []uint64 {
+	b := s.peekCountersLocked(sl)
+	if cap(b)-len(b) >= 2 {
+		return b
+	}
+	return s.moveCountersLocked(sl, b, len(b)+2)
+}
