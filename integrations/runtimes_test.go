@@ -59,6 +59,28 @@ func TestNode(t *testing.T) {
 	run(t, dir, node, "--test", "test/")
 }
 
+// TestNodeFlexibleSuite runs rate-limiter-flexible's own RateLimiterRedis
+// tests (a copy in node/suites) with RateLimiterRlstore substituted; every
+// test passes except those node/suites/flexible-expected.js lists with why.
+func TestNodeFlexibleSuite(t *testing.T) { nodeSuite(t, "mocha", "suites/flexible.js") }
+
+// TestNodeExpressSuite runs express-rate-limit's external-store test (a copy
+// in node/suites) with RlstoreStore.
+func TestNodeExpressSuite(t *testing.T) { nodeSuite(t, "express", "suites/express.js") }
+
+// nodeSuite runs script with node in integrations/node against a fresh
+// rlstore, after checking that npm ci installed module there.
+func nodeSuite(t *testing.T, module, script string) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing(t, "node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join("node", "node_modules", module)); err != nil {
+		missing(t, "integrations/node has no node_modules/"+module+": run npm ci there")
+	}
+	run(t, "node", node, script)
+}
+
 // python is Debian's interpreter, which sees Debian's python3-limits; a
 // pyenv python3 earlier on PATH would not.
 const python = "/usr/bin/python3"

@@ -47,14 +47,21 @@ export class RateLimiterRes {
 export interface RateLimiterRlstoreOptions {
   storeClient?: RedisLikeClient;
   sendCommand?: SendCommandFn;
-  /** Default 4. */
+  /** Default 4; 0 or less rejects every consume. */
   points?: number;
-  /** Whole seconds, at least 1; default 1. */
+  /** Seconds (ms precision); 0: never expires; default 1. */
   duration?: number;
   /** Default 'rlflx'. */
   keyPrefix?: string;
   /** Seconds to block a key after it goes over; default 0. */
   blockDuration?: number;
+  /** rate-limiter-flexible's own options, handled by its RateLimiterStoreAbstract. */
+  blockOnConsumed?: number;
+  execEvenly?: boolean;
+  execEvenlyMinDelayMs?: number;
+  inMemoryBlockOnConsumed?: number;
+  inMemoryBlockDuration?: number;
+  insuranceLimiter?: unknown;
   /** 'slide' (default: a sliding window) or 'token' (RL.TOKEN; reward needs it). */
   algorithm?: 'slide' | 'token';
   /** Reject with an Error while the client says it is not connected (ioredis status, node-redis isReady). */
@@ -63,7 +70,12 @@ export interface RateLimiterRlstoreOptions {
   timeout?: number;
 }
 
-/** rate-limiter-flexible's interface over rlstore. */
+export interface RateLimiterOptions {
+  /** Seconds this call's window lasts instead of duration (0: never expires). */
+  customDuration?: number;
+}
+
+/** rate-limiter-flexible's interface over rlstore (a RateLimiterStoreAbstract, as RateLimiterRedis is). */
 export class RateLimiterRlstore {
   constructor(options: RateLimiterRlstoreOptions);
   points: number;
@@ -71,10 +83,11 @@ export class RateLimiterRlstore {
   keyPrefix: string;
   blockDuration: number;
   getKey(key: string | number): string;
-  consume(key: string | number, pointsToConsume?: number): Promise<RateLimiterRes>;
-  get(key: string | number): Promise<RateLimiterRes | null>;
-  penalty(key: string | number, points?: number): Promise<RateLimiterRes>;
-  reward(key: string | number, points?: number): Promise<RateLimiterRes>;
-  block(key: string | number, secDuration: number): Promise<RateLimiterRes>;
-  delete(key: string | number): Promise<boolean>;
+  consume(key: string | number, pointsToConsume?: number | string, options?: RateLimiterOptions): Promise<RateLimiterRes>;
+  get(key: string | number, options?: RateLimiterOptions): Promise<RateLimiterRes | null>;
+  set(key: string | number, points: number, secDuration?: number, options?: RateLimiterOptions): Promise<RateLimiterRes>;
+  penalty(key: string | number, points?: number, options?: RateLimiterOptions): Promise<RateLimiterRes>;
+  reward(key: string | number, points?: number, options?: RateLimiterOptions): Promise<RateLimiterRes>;
+  block(key: string | number, secDuration: number, options?: RateLimiterOptions): Promise<RateLimiterRes>;
+  delete(key: string | number, options?: RateLimiterOptions): Promise<boolean>;
 }

@@ -47,7 +47,14 @@ function rawSender(opts, clientField) {
   if (typeof client.sendCommand === 'function') { // node-redis 4 and 5
     return (...args) => client.sendCommand(args.map(String));
   }
-  throw new TypeError(`rlstore: ${clientField} has neither call (ioredis) nor sendCommand (node-redis)`);
+  const unusable = `rlstore: ${clientField} has neither call (ioredis) nor sendCommand (node-redis)`;
+  // An object that only reports its state (ioredis's status, node-redis's
+  // isReady) is taken, so that rejectIfRedisNotReady can answer for it; a
+  // command sent through it fails.
+  if (client.status !== undefined || client.isReady !== undefined) {
+    return async () => { throw new TypeError(unusable); };
+  }
+  throw new TypeError(unusable);
 }
 
 // decision reads [allowed, limit, remaining, wait_ms, reset_ms] (and RL.CHECK's
@@ -82,7 +89,10 @@ function slidingArgs(key, limit, windowMs) {
   if (limit <= MAX_LOG_LIMIT) {
     return ['RL.LOG', key, limit, `${windowMs}ms`];
   }
-  return ['RL.SLIDE', key, limit, Math.ceil(windowMs / 1000) + 1];
+  return ['RL.SLIDE', key, limit, Math.min(Math.ceil(windowMs / 1000) + 1, MAX_WINDOW_S)];
 }
+
+// MAX_WINDOW_S is the longest window rlstore keeps, 3650 days.
+const MAX_WINDOW_S = 3650 * 24 * 3600;
 
 module.exports = { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT, DEFAULT_TIMEOUT_MS };

@@ -1,250 +1,250 @@
 'use strict';
 
-const { toSender, decision, available, slidingArgs } = require('./command');
+const path = require('node:path');
+const { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT } = require('./command');
 const { peer } = require('./peer');
 
 // rate-limiter-flexible as the application installed it (see peer), so that
-// `instanceof RateLimiterRes` holds and RateLimiterUnion takes the limiter
-// (it wants an instance of RateLimiterCompatibleAbstract, which versions 5.x
-// and later export); without it, classes of the same shape.
+// `instanceof RateLimiterRes` holds and RateLimiterUnion, RateLimiterQueue
+// and insuranceLimiter take the limiter: it extends the app's own
+// RateLimiterStoreAbstract, as RateLimiterRedis does, which also brings
+// execEvenly, the in-memory block, blockOnConsumed, insuranceLimiter and
+// customDuration unchanged.
 const flexible = peer('rate-limiter-flexible');
-const RateLimiterRes = (flexible && flexible.RateLimiterRes) || require('./res');
-const Base = (flexible && flexible.RateLimiterCompatibleAbstract) || class {};
+const RateLimiterRes = flexible ? flexible.mod.RateLimiterRes : require('./res');
+const StoreAbstract = flexible
+  ? require(path.join(flexible.dir, 'lib', 'RateLimiterStoreAbstract'))
+  : class {
+    constructor() {
+      throw new Error('rlstore: RateLimiterRlstore needs rate-limiter-flexible (npm install rate-limiter-flexible)');
+    }
+  };
 
-// RateLimiterRlstore has rate-limiter-flexible's interface (consume, get,
-// penalty, reward, delete, block) over rlstore. consume is one atomic
-// sliding-window (RL.LOG, or RL.SLIDE above 4000; see slidingArgs) or
-// RL.TOKEN decision; a rejected consume charges nothing and
-// rejects with a RateLimiterRes, a store failure with an Error.
-class RateLimiterRlstore extends Base {
-  // options: storeClient (ioredis or node-redis) or sendCommand; points
-  // (default 4); duration in whole seconds (default 1); keyPrefix (default
-  // 'rlflx'); blockDuration in seconds (default 0); algorithm 'slide'
+// FOREVER_MS stands for "never expires" (duration 0, block(key, 0),
+// set(key, n, 0)): the longest window rlstore keeps, 3650 days. A time
+// longer than FOREVER_MS less a year is reported as -1, as RateLimiterRedis
+// reports a key without expiry.
+const FOREVER_MS = 3650 * 24 * 3600 * 1000;
+const YEAR_MS = 365 * 24 * 3600 * 1000;
+
+// RateLimiterRlstore is rate-limiter-flexible's RateLimiterRedis over
+// rlstore. A consume is one atomic sliding-window (RL.LOG, or RL.SLIDE above
+// 4000; see slidingArgs) or RL.TOKEN decision: a rejected consume charges
+// nothing. What set() and block() store (any count, for any time) lives in a
+// second key, the override, read in the same round trip as the decision.
+class RateLimiterRlstore extends StoreAbstract {
+  // options: those of RateLimiterRedis (points, default 4; duration in
+  // seconds, default 1, 0 for never; keyPrefix; blockDuration; execEvenly;
+  // inMemoryBlockOnConsumed; insuranceLimiter; rejectIfRedisNotReady), with
+  // storeClient (ioredis or node-redis) or sendCommand; algorithm 'slide'
   // (default) or 'token' (a token bucket, which reward needs); timeout, ms to
   // wait for each command (default 250; 0: none), after which the call
-  // rejects with an Error.
+  // rejects with an Error (or asks the insuranceLimiter).
   constructor(opts = {}) {
-    const points = opts.points ?? 4;
-    const duration = opts.duration ?? 1;
-    const keyPrefix = opts.keyPrefix ?? 'rlflx';
-    const blockDuration = opts.blockDuration ?? 0;
-    validate({ points, duration }, opts);
-    super();
+    super({ ...opts, points: opts.points ?? 4, duration: opts.duration ?? 1 });
+    if (!Number.isInteger(this.points)) {
+      throw new TypeError('rlstore: points must be a whole number (0 or less rejects every consume)');
+    }
     this.send = toSender(opts, 'storeClient');
-    this.storeClient = opts.storeClient;
-    this.rejectIfRedisNotReady = Boolean(opts.rejectIfRedisNotReady);
-    this.points = points;
-    this.duration = duration;
-    this.keyPrefix = keyPrefix;
-    this.blockDuration = blockDuration;
+    this._client = opts.storeClient; // sendCommand alone has no client
+    this._rejectIfRedisNotReady = Boolean(opts.rejectIfRedisNotReady);
     this.algorithm = (opts.algorithm ?? 'slide').toLowerCase();
-    validateAlgorithm(this.algorithm);
+    if (!['slide', 'token'].includes(this.algorithm)) {
+      throw new TypeError("rlstore: algorithm must be 'slide' or 'token'");
+    }
   }
 
-  // RateLimiterCompatibleAbstract declares these accessors and throws until
-  // a subclass defines them.
-  get keyPrefix() { return this._keyPrefix; }
-
-  set keyPrefix(v) {
-    if (typeof v !== 'string') throw new TypeError('rlstore: keyPrefix must be a string');
-    this._keyPrefix = v;
+  // overrideKey holds what set() and block() wrote for a key; '!' keeps it
+  // apart from every getKey result.
+  overrideKey(rlKey) {
+    return `${this.keyPrefix}!block:${this.parseKey(rlKey)}`;
   }
 
-  get blockDuration() { return this._blockDuration; }
-
-  set blockDuration(v) { this._blockDuration = v; }
-
-  get execEvenly() { return false; }
-
-  set execEvenly(v) {
-    if (v) throw new TypeError('rlstore: option execEvenly is not supported (see docs/integrations.md)');
-  }
-
-  get msDuration() {
-    return this.duration * 1000;
-  }
-
-  getKey(key) {
-    return this.keyPrefix.length > 0 ? `${this.keyPrefix}:${key}` : key;
-  }
-
-  // blockKey holds a block; '!' keeps it apart from every getKey result.
-  blockKey(key) {
-    return `${this.keyPrefix}!block:${key}`;
-  }
-
-  args(key, extra) {
-    const k = this.getKey(key);
+  args(rlKey, ms, extra) {
+    const w = windowOf(ms);
     const base = this.algorithm === 'slide'
-      ? slidingArgs(k, this.points, this.msDuration)
-      : ['RL.TOKEN', k, this.points, this.points, this.duration];
+      ? slidingArgs(rlKey, this.points, w)
+      : ['RL.TOKEN', rlKey, this.points, this.points, `${w}ms`];
     return base.concat(extra);
-  }
-
-  async blockedMs(key) {
-    return Math.max(Number(await this.send('PTTL', this.blockKey(key))), 0);
   }
 
   // ready throws, with rejectIfRedisNotReady, when the client says it is
   // not connected, instead of queueing or sending the command.
   ready() {
-    if (this.rejectIfRedisNotReady && notReady(this.storeClient)) {
+    if (this._rejectIfRedisNotReady && notReady(this._client)) {
       throw new Error('Redis connection is not ready');
     }
   }
 
-  // blockRes is the result of a key blocked for ms more.
-  blockRes(ms, consumed) {
-    return new RateLimiterRes(0, ms > FOREVER_MS - 365 * 24 * 3600 * 1000 ? -1 : ms, consumed, false);
+  // _upsert is RateLimiterStoreAbstract's one write: a consume (decide and
+  // charge), or with forceExpire a set or block (write the override).
+  async _upsert(rlKey, points, msDuration, forceExpire = false) {
+    const n = pointsOf(points);
+    this.ready();
+    if (forceExpire) return this.writeOverride(rlKey, n, msDuration);
+    if (n < 1) throw new TypeError(`rlstore: points to consume must be at least 1, got ${n}`);
+    return this.decide(rlKey, n, msDuration);
   }
 
-  async consume(key, pointsToConsume = 1) {
-    const n = positive(pointsToConsume);
-    this.ready();
-    if (this.points === 0) {
-      throw new RateLimiterRes(0, this.msDuration, n, false);
-    }
-    // One round trip: the block and the decision are asked together. A
-    // consume during a block is therefore charged, as RateLimiterRedis
-    // charges it (its block is the counter itself, kept over the limit).
-    const [blocked, reply] = await Promise.all([
-      this.blockedMs(key),
-      this.send(...this.args(key, ['COST', n])),
+  // decide asks the override and the decision together (one round trip). A
+  // consume while an override holds the key over its points is therefore
+  // charged to the window, as RateLimiterRedis charges it.
+  async decide(rlKey, n, ms) {
+    if (this.points <= 0) return { consumed: n, ms: reported(windowOf(ms)), first: false };
+    const [ov, reply] = await Promise.all([
+      this.override(rlKey),
+      this.send(...this.args(rlKey, ms, ['COST', n])),
     ]);
-    if (blocked > 0) {
-      throw this.blockRes(blocked, this.points + n);
-    }
     const d = decision(reply);
-    const consumed = this.points - d.remaining;
-    if (d.allowed) {
-      return new RateLimiterRes(d.remaining, d.resetMs, consumed, consumed === n);
+    let consumed = this.points - d.remaining + (d.allowed ? 0 : n);
+    let wait = d.allowed ? d.resetMs : (d.waitMs >= 0 ? d.waitMs : windowOf(ms));
+    let first = d.allowed && consumed === n;
+    if (ov) {
+      consumed += ov.count;
+      first = false;
+      // Held over its points by the override alone, the key is free again
+      // when the override expires.
+      wait = d.allowed && consumed > this.points ? ov.ttl : Math.max(wait, ov.ttl);
     }
-    if (this.blockDuration > 0) {
-      await this.setBlock(key, this.blockDuration * 1000);
-      throw new RateLimiterRes(0, this.blockDuration * 1000, consumed + n, false);
-    }
-    const wait = d.waitMs >= 0 ? d.waitMs : this.msDuration;
-    throw new RateLimiterRes(0, wait, consumed + n, false);
+    return { consumed, ms: reported(wait), first };
   }
 
-  // get resolves the key's state, or null if it holds nothing.
-  async get(key) {
+  // writeOverride makes n the key's consumed points for ms (0: forever):
+  // the window is cleared and n is kept in the override key, RL.LOG for up
+  // to 4000 (exact to the millisecond), RL.SLIDE above (whole seconds).
+  async writeOverride(rlKey, n, ms) {
+    const key = this.overrideKey(rlKey);
+    await Promise.all([this.send('DEL', rlKey), this.send('DEL', key)]);
+    if (n > 0) await this.send(...overrideArgs(key, n, windowOf(ms)));
+    return { consumed: n, ms: ms > 0 ? ms : -1, first: false };
+  }
+
+  // override reads the override key: { count, ttl } or null.
+  async override(rlKey) {
+    const info = fields(await this.send('RL.INFO', this.overrideKey(rlKey)));
+    const count = Number(info.count);
+    if (!(count > 0)) return null;
+    return { count, ttl: Math.max(Number(info.ttl_ms), 0) };
+  }
+
+  async _get(rlKey) {
     this.ready();
-    if (this.points === 0) return null;
-    const [blocked, peek, pttl] = await Promise.all([
-      this.blockedMs(key),
-      this.send(...this.args(key, ['PEEK'])),
-      this.send('PTTL', this.getKey(key)),
+    const live = this.points > 0;
+    const [ov, peek, pttl] = await Promise.all([
+      this.override(rlKey),
+      live ? this.send(...this.args(rlKey, this.msDuration, ['PEEK'])) : null,
+      live ? this.send('PTTL', rlKey) : -2,
     ]);
-    if (blocked > 0) {
-      return this.blockRes(blocked, this.points + 1);
-    }
-    const left = available(decision(peek));
-    const consumed = this.points - left;
-    if (consumed <= 0) return null;
-    return new RateLimiterRes(left, Math.max(Number(pttl), 0), consumed, false);
+    const used = peek ? this.points - available(decision(peek)) : 0;
+    if (!ov && used <= 0) return null;
+    const ms = Math.max(Number(pttl), 0, ov ? ov.ttl : 0);
+    return { consumed: used + (ov ? ov.count : 0), ms: reported(ms), first: false };
   }
 
-  // penalty charges points without a limit check. rlstore never counts past
+  async _delete(rlKey) {
+    this.ready();
+    const n = await Promise.all([this.send('DEL', rlKey), this.send('DEL', this.overrideKey(rlKey))]);
+    return n.reduce((a, b) => a + Number(b), 0) > 0;
+  }
+
+  _getRateLimiterRes(rlKey, changedPoints, r) {
+    return new RateLimiterRes(Math.max(this.points - r.consumed, 0), r.ms, r.consumed, r.first);
+  }
+
+  // _penalty charges points without a limit check. rlstore never counts past
   // the limit, so it charges what is left, at most points: the key is then
   // exhausted for as long as a Redis store would keep it over the limit or less.
-  async penalty(key, points = 1) {
-    const n = positive(points);
-    if (this.points === 0) return new RateLimiterRes(0, 0, 0, false);
-    const left = available(decision(await this.send(...this.args(key, ['PEEK']))));
+  async _penalty(key, points = 1, options = {}) {
+    const n = pointsOf(points);
+    this.ready();
+    if (this.points <= 0 || n < 1) return new RateLimiterRes(0, 0, 0, false);
+    const rlKey = this.getKey(key);
+    const ms = secondsOf(this, options) * 1000;
+    const left = available(decision(await this.send(...this.args(rlKey, ms, ['PEEK']))));
     const charge = Math.min(n, left);
     if (charge === 0) {
-      const pttl = Number(await this.send('PTTL', this.getKey(key)));
-      return new RateLimiterRes(0, Math.max(pttl, 0), this.points, false);
+      const pttl = Number(await this.send('PTTL', rlKey));
+      return new RateLimiterRes(0, reported(Math.max(pttl, 0)), this.points, false);
     }
-    const d = decision(await this.send(...this.args(key, ['COST', charge])));
-    return new RateLimiterRes(d.remaining, d.resetMs, this.points - d.remaining, false);
+    const d = decision(await this.send(...this.args(rlKey, ms, ['COST', charge])));
+    return new RateLimiterRes(d.remaining, reported(d.resetMs), this.points - d.remaining, false);
   }
 
-  // reward refunds points. Only a token bucket can refund (CL.THROTTLE with a
-  // negative quantity, on the same state as RL.TOKEN).
-  async reward(key, points = 1) {
-    const n = positive(points);
-    if (this.points === 0) return new RateLimiterRes(0, 0, 0, false);
+  // _reward refunds points. Only a token bucket can refund (CL.THROTTLE with
+  // a negative quantity, on the same state as RL.TOKEN).
+  async _reward(key, points = 1) {
+    const n = pointsOf(points);
+    this.ready();
+    if (this.points <= 0 || n < 1) return new RateLimiterRes(0, 0, 0, false);
     if (this.algorithm !== 'token') {
-      throw new Error("rlstore: reward needs algorithm 'token'; RL.SLIDE windows cannot refund");
+      throw new Error("rlstore: reward needs algorithm 'token'; sliding windows cannot refund");
     }
-    await this.send('CL.THROTTLE', this.getKey(key), this.points - 1, this.points, this.duration, -n);
-    const peek = decision(await this.send(...this.args(key, ['PEEK'])));
+    const rlKey = this.getKey(key);
+    const period = Math.max(Math.ceil(windowOf(this.msDuration) / 1000), 1);
+    await this.send('CL.THROTTLE', rlKey, this.points - 1, this.points, period, -n);
+    const peek = decision(await this.send(...this.args(rlKey, this.msDuration, ['PEEK'])));
     const left = available(peek);
-    return new RateLimiterRes(left, peek.resetMs, this.points - left, false);
-  }
-
-  // block denies the key for secDuration seconds, replacing any block.
-  // block denies the key for secDuration seconds (0: forever, that is
-  // 3650 days), replacing any block.
-  async block(key, secDuration) {
-    const ms = secDuration > 0 ? Math.ceil(secDuration * 1000) : FOREVER_MS;
-    await this.setBlock(key, ms);
-    return this.blockRes(ms, this.points + 1);
-  }
-
-  async setBlock(key, ms) {
-    await this.send('DEL', this.blockKey(key));
-    await this.send('RL.LOG', this.blockKey(key), 1, `${ms}ms`);
-  }
-
-  // delete removes the key and any block, resolving whether there was one.
-  async delete(key) {
-    return Number(await this.send('DEL', this.getKey(key), this.blockKey(key))) > 0;
+    return new RateLimiterRes(left, reported(peek.resetMs), this.points - left, false);
   }
 }
 
-// positive reads points to consume as rate-limiter-flexible does: an
-// integer, or a string of one; decimals are refused with its wording.
-function positive(n) {
+// pointsOf reads points as RateLimiterRedis does, with its wording: an
+// integer, or a string of one.
+function pointsOf(n) {
   if (typeof n === 'string') {
-    if (!/^\d+$/.test(n)) {
+    if (!/^[1-9][0-9]*$/.test(n)) {
       throw new Error('Consuming string different than integer values is not supported by this package');
     }
-    n = Number(n);
+    return Number(n);
   }
-  if (typeof n === 'number' && Number.isFinite(n) && !Number.isInteger(n)) {
+  if (!Number.isInteger(n)) {
     throw new Error('Consuming decimal number of points is not supported by this package');
   }
-  if (!Number.isInteger(n) || n < 1) {
-    throw new TypeError(`rlstore: points must be a positive integer, got ${n}`);
-  }
+  if (n < 0) throw new TypeError(`rlstore: points must not be negative, got ${n}`);
   return n;
 }
 
-// FOREVER_MS is a block of "forever" (block(key, 0)): the longest window
-// rlstore keeps, 3650 days. get reports its msBeforeNext as -1, as
-// RateLimiterRedis reports a key without expiry.
-const FOREVER_MS = 3650 * 24 * 3600 * 1000;
+// windowOf is the window sent for ms: whole milliseconds, 0 (never
+// expires) and anything longer as FOREVER_MS.
+function windowOf(ms) {
+  return ms > 0 ? Math.min(Math.ceil(ms), FOREVER_MS) : FOREVER_MS;
+}
 
-// notReady reports a client that says it is not connected: ioredis's status,
-// node-redis's isReady.
+function reported(ms) {
+  return ms > FOREVER_MS - YEAR_MS ? -1 : ms;
+}
+
+function secondsOf(limiter, options) {
+  return options && options.customDuration >= 0 ? options.customDuration : limiter.duration;
+}
+
+// MAX_COUNT is the largest count RL.SLIDE keeps.
+const MAX_COUNT = 4294967295;
+
+function overrideArgs(key, n, w) {
+  if (n <= MAX_LOG_LIMIT) return ['RL.LOG', key, MAX_LOG_LIMIT, `${w}ms`, 'COST', n];
+  const seconds = Math.min(Math.ceil(w / 1000), FOREVER_MS / 1000);
+  return ['RL.SLIDE', key, MAX_COUNT, seconds, 'COST', Math.min(n, MAX_COUNT)];
+}
+
+// fields reads RL.INFO's reply (field, value, … in RESP2; a map in RESP3;
+// null for no key) into an object.
+function fields(reply) {
+  if (reply instanceof Map) return Object.fromEntries(reply);
+  if (!Array.isArray(reply)) return reply && typeof reply === 'object' ? reply : {};
+  const out = {};
+  for (let i = 0; i + 1 < reply.length; i += 2) out[String(reply[i])] = reply[i + 1];
+  return out;
+}
+
+// notReady reports a client that says it is not connected: ioredis's
+// status, node-redis 4+'s isReady, node-redis 3's isReady().
 function notReady(client) {
   if (!client) return false;
   if (typeof client.status === 'string') return client.status !== 'ready';
+  if (typeof client.isReady === 'function') return !client.isReady();
   if (typeof client.isReady === 'boolean') return !client.isReady;
   return false;
 }
 
-function validate(l, opts) {
-  if (!Number.isInteger(l.points) || l.points < 0) {
-    throw new TypeError('rlstore: points must be a whole number, at least 0 (0 rejects every consume)');
-  }
-  if (!Number.isInteger(l.duration) || l.duration < 1) {
-    throw new TypeError('rlstore: duration must be a whole number of seconds, at least 1 (0, "never expires", is not supported)');
-  }
-  for (const o of ['insuranceLimiter', 'execEvenly', 'inMemoryBlockOnConsumed']) {
-    if (opts[o]) {
-      throw new TypeError(`rlstore: option ${o} is not supported (see docs/integrations.md)`);
-    }
-  }
-}
-
-function validateAlgorithm(a) {
-  if (!['slide', 'token'].includes(a)) {
-    throw new TypeError("rlstore: algorithm must be 'slide' or 'token'");
-  }
-}
-
-module.exports = { RateLimiterRlstore, RateLimiterRes };
+module.exports = { RateLimiterRlstore, RateLimiterRes, FOREVER_MS };

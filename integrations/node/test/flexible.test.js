@@ -102,14 +102,15 @@ test('a store failure rejects with an Error, not a RateLimiterRes', { skip }, as
 
 test('options it cannot honour are refused', () => {
   const sendCommand = async () => [1, 1, 0, 0, 0];
-  assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1, duration: 0 }), /duration/);
-  assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1, duration: 1.5 }), /duration/);
-  assert.throws(() => new RateLimiterRlstore({ sendCommand, insuranceLimiter: {} }), /insuranceLimiter/);
+  assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1.5, duration: 1 }), /points/);
+  assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1, algorithm: 'fixed' }), /algorithm/);
   assert.throws(() => new RateLimiterRlstore({}), /storeClient/);
+  assert.throws(() => new RateLimiterRlstore({ storeClient: {} }), /storeClient/);
 });
 
-// consume is one round trip: both of its commands are sent before either
-// reply is awaited (ioredis and node-redis pipeline them on one connection).
+// consume is one round trip: both of its commands (the override set() and
+// block() write, and the decision) are sent before either reply is awaited
+// (ioredis and node-redis pipeline them on one connection).
 test('consume sends its commands in one round trip', async () => {
   const sent = [];
   let release;
@@ -117,12 +118,12 @@ test('consume sends its commands in one round trip', async () => {
   const sendCommand = async (...args) => {
     sent.push(args[0]);
     await gate;
-    return args[0] === 'PTTL' ? -2 : [1, 5, 4, 0, 1000];
+    return args[0] === 'RL.INFO' ? null : [1, 5, 4, 0, 1000];
   };
   const rl = new RateLimiterRlstore({ sendCommand, points: 5, duration: 1 });
   const pending = rl.consume('k');
   await new Promise((r) => setImmediate(r));
-  assert.deepEqual(sent.sort(), ['PTTL', 'RL.LOG'], 'both sent before any reply');
+  assert.deepEqual(sent.sort(), ['RL.INFO', 'RL.LOG'], 'both sent before any reply');
   release();
   assert.equal((await pending).remainingPoints, 4);
 });
@@ -155,4 +156,54 @@ test('points 0, string and decimal points, block forever, rejectIfRedisNotReady'
   const strict = new RateLimiterRlstore({ storeClient: down, points: 1, duration: 1, rejectIfRedisNotReady: true });
   await assert.rejects(strict.consume('k'), /^Error: Redis connection is not ready$/);
   down.disconnect();
+});
+
+// What RateLimiterRedis's own suite checks beyond a consume: set() of any
+// count (above points too) for a time or forever, duration 0 (never
+// expires), customDuration, and the library's own machinery around a store
+// (insuranceLimiter, RateLimiterUnion), which RateLimiterStoreAbstract brings.
+test('set, duration 0, customDuration, insuranceLimiter and RateLimiterUnion', { skip }, async () => {
+  const flexible = require('rate-limiter-flexible');
+  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 5, duration: 60, keyPrefix: unique('rlf') });
+  assert.ok(rl instanceof require('rate-limiter-flexible/lib/RateLimiterAbstract'));
+
+  const set = await rl.set('s', 12, 30);
+  assert.deepEqual([set.consumedPoints, set.msBeforeNext], [12, 30_000]);
+  let got = await rl.get('s');
+  assert.equal(got.consumedPoints, 12);
+  assert.ok(got.msBeforeNext > 29_000 && got.msBeforeNext <= 30_000, `${got.msBeforeNext}`);
+  const rej = await rejection(rl.consume('s'));
+  assert.ok(rej instanceof RateLimiterRes && rej.msBeforeNext <= 30_000 && rej.msBeforeNext > 29_000, `${rej.msBeforeNext}`);
+  await rl.set('s', 0);
+  assert.equal((await rl.consume('s')).consumedPoints, 1, 'set 0 clears the key');
+  await rl.set('big', 9000, 0);
+  got = await rl.get('big');
+  assert.deepEqual([got.consumedPoints, got.msBeforeNext], [9000, -1], 'above 4000 and forever');
+
+  const never = new RateLimiterRlstore({ storeClient: c.nodeRedis, points: 2, duration: 0, keyPrefix: unique('rlf') });
+  await never.consume('n');
+  await never.consume('n');
+  got = await never.get('n');
+  assert.deepEqual([got.consumedPoints, got.msBeforeNext], [2, -1]);
+  assert.equal((await rejection(never.consume('n'))).msBeforeNext, -1);
+
+  const custom = await rl.consume('c', 1, { customDuration: 1 });
+  assert.ok(custom.msBeforeNext <= 1000, `${custom.msBeforeNext}`);
+
+  const down = new RateLimiterRlstore({
+    sendCommand: async () => { throw new Error('connection refused'); },
+    points: 1,
+    duration: 1,
+    insuranceLimiter: new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 2, keyPrefix: unique('rlf') }),
+  });
+  const insured = await down.consume('i');
+  assert.equal(insured.remainingPoints, 1, 'the insurance limiter answered');
+
+  const union = new flexible.RateLimiterUnion(
+    new RateLimiterRlstore({ storeClient: c.ioredis, points: 1, duration: 10, keyPrefix: unique('u1') }),
+    new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 10, keyPrefix: unique('u2') }),
+  );
+  await union.consume('k');
+  const both = await rejection(union.consume('k'));
+  assert.equal(Object.keys(both).length, 1, 'the 1-point limiter rejects');
 });

@@ -1,0 +1,68 @@
+'use strict';
+
+// Runs rate-limiter-flexible's own RateLimiterRedis tests
+// (rate-limiter-flexible/RateLimiterRedis.ioredis.test.js, copied unchanged
+// from its repository at 11.1.0) with RateLimiterRlstore substituted, against
+// the rlstore at RLSTORE_ADDR, and compares the outcome with
+// flexible-expected.js: every test passes except those listed there, each
+// with why. A listed test that passes fails the run too, so the list stays
+// true. integrations/TestNodeFlexibleSuite runs it; by hand:
+//
+//   RLSTORE_ADDR=127.0.0.1:6379 node suites/flexible.js
+//
+// The suite flushes the database after every test: use a scratch rlstore.
+const fs = require('node:fs');
+const path = require('node:path');
+const Mocha = require('mocha');
+const expected = require('./flexible-expected');
+
+const addr = process.env.RLSTORE_ADDR;
+if (!addr) {
+  console.error('RLSTORE_ADDR is not set: start rlstore and set it to host:port');
+  process.exit(2);
+}
+const [host, port] = addr.split(':');
+
+const upstream = path.join(__dirname, 'rate-limiter-flexible', 'RateLimiterRedis.ioredis.test.js');
+const src = fs.readFileSync(upstream, 'utf8');
+const substitutions = [
+  ["const RateLimiterRedis = require('../lib/RateLimiterRedis');",
+    "const { RateLimiterRlstore: RateLimiterRedis } = require('../../');"],
+  ['port: 6379', `port: ${Number(port)}`],
+  ["host: '127.0.0.1'", `host: '${host}'`],
+];
+let test = src;
+for (const [from, to] of substitutions) {
+  if (!test.includes(from)) throw new Error(`${upstream} no longer has ${from}`);
+  test = test.split(from).join(to);
+}
+const dir = path.join(__dirname, '.run');
+fs.mkdirSync(dir, { recursive: true });
+const file = path.join(dir, 'flexible-redis.test.js');
+fs.writeFileSync(file, test);
+
+const mocha = new Mocha({ reporter: 'dot' });
+mocha.addFile(file);
+const passed = [];
+const failed = new Map();
+const runner = mocha.run(() => {
+  const problems = [];
+  for (const [title, err] of failed) {
+    if (!(title in expected)) problems.push(`FAILED (not expected): ${title}\n    ${err}`);
+  }
+  for (const title of passed) {
+    if (title in expected) problems.push(`PASSED but listed as failing in flexible-expected.js: ${title}`);
+  }
+  for (const title of Object.keys(expected)) {
+    if (!passed.includes(title) && !failed.has(title)) problems.push(`listed but not run: ${title}`);
+  }
+  const total = passed.length + failed.size;
+  console.log(`\nrate-limiter-flexible RateLimiterRedis suite with RateLimiterRlstore: ${passed.length} of ${total} pass`);
+  for (const [title, err] of failed) {
+    console.log(`  failing: ${title}: ${expected[title] ?? err}`);
+  }
+  for (const p of problems) console.log(p);
+  process.exit(problems.length > 0 ? 1 : 0);
+});
+runner.on('pass', (t) => passed.push(t.fullTitle()));
+runner.on('fail', (t, err) => failed.set(t.fullTitle(), String(err && err.message).split('\n')[0]));
