@@ -28,6 +28,7 @@ var rules = []rule{
 	{pkg: "window", allowed: []string{"window"}},
 	{pkg: "shard", allowed: []string{"shard", "window"}},
 	{pkg: "policy", allowed: []string{"policy", "window"}},
+	{pkg: "region", allowed: []string{"region", "window"}}, // the cross-region escrow model: pure, like window
 	{pkg: "persistence", allowed: []string{"persistence", "shard", "window", "policy"}},
 	{pkg: "cluster", denied: []string{"server", "cmd", "loadtest"}},
 	{pkg: "loadtest", allowed: []string{"loadtest", "internal"}},

@@ -1,0 +1,2 @@
+// Package region decides one limit across regions locally, with a bounded over-admission.
+package region

@@ -1,0 +1,316 @@
+package region
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlstore/rlstore/window"
+)
+
+// The deterministic simulation: R regions, each a Store with its own
+// skewed clock, exchanging batches over a scripted network (delays, loss,
+// partitions of one region and of all) while skewed traffic hits two global
+// keys, a sliding and a fixed window. After every window that all clocks
+// have passed, the units all regions admitted in it must stay within
+// Config.Bound, L + (R−1)·e ≤ (1+α)·L. At the end the network heals, and
+// every region's own measurement of each window (Stats) must match the
+// truth.
+
+const simTick = 10 * time.Millisecond
+
+type simMsg struct {
+	at       int64 // true time of delivery
+	from, to int
+	batch    *Batch
+	ack      *Ack
+}
+
+type simCut struct {
+	from, to int64 // true times
+	region   int   // -1: every region is cut off from every other
+}
+
+type simSchedule struct {
+	seed     uint64
+	regions  int
+	escrow   float64
+	reserve  float64
+	skew     []int64 // per region clock offset
+	delay    int64   // the most a message takes
+	loss     float64
+	cuts     []simCut
+	pattern  int // 0 one hot, 1 all hot, 2 alternating, 3 bursts
+	limits   []Limit
+	duration int64
+}
+
+func newSchedule(seed uint64) simSchedule {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	sc := simSchedule{seed: seed, regions: 2 + rng.IntN(4)}
+	sc.escrow = []float64{0.05, 0.1, 0.2, 0.5}[rng.IntN(4)]
+	sc.reserve = []float64{0, 0, 0.25, 0.5, 1}[rng.IntN(5)]
+	maxSkew := int64(time.Second)
+	for range sc.regions {
+		sc.skew = append(sc.skew, rng.Int64N(maxSkew+1)-maxSkew/2) // any two within maxSkew
+	}
+	sc.delay = []int64{0, int64(20 * time.Millisecond), int64(100 * time.Millisecond), int64(500 * time.Millisecond)}[rng.IntN(4)]
+	sc.loss = []float64{0, 0, 0.05, 0.3}[rng.IntN(4)]
+	sc.duration = int64(20 * time.Second)
+	for range rng.IntN(3) {
+		from := rng.Int64N(sc.duration)
+		cut := simCut{from: from, to: from + rng.Int64N(int64(10*time.Second)), region: rng.IntN(sc.regions+1) - 1}
+		sc.cuts = append(sc.cuts, cut)
+	}
+	sc.pattern = rng.IntN(4)
+	sc.limits = []Limit{
+		{Kind: window.KindSlide, Limit: 10 + rng.Int64N(2000), Window: time.Duration(1+rng.Int64N(8)) * time.Second},
+		{Kind: window.KindFixed, Limit: 10 + rng.Int64N(2000), Window: time.Duration(200+rng.Int64N(3000)) * time.Millisecond},
+	}
+	return sc
+}
+
+func (sc simSchedule) String() string {
+	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v",
+		sc.seed, sc.regions, sc.escrow, sc.reserve, time.Duration(sc.delay), sc.loss, sc.cuts, sc.pattern, sc.limits, sc.skew)
+}
+
+// cut reports whether a message from a to b is lost to a partition at t.
+func (sc simSchedule) cut(a, b int, t int64) bool {
+	for _, c := range sc.cuts {
+		if t >= c.from && t < c.to && (c.region < 0 || c.region == a || c.region == b) {
+			return true
+		}
+	}
+	return false
+}
+
+// hot reports how busy region r is at t: the chance it sends a request in a tick.
+func (sc simSchedule) hot(r int, t int64) float64 {
+	switch sc.pattern {
+	case 0:
+		if r == 0 {
+			return 0.9
+		}
+		return 0.05
+	case 1:
+		return 0.8
+	case 2:
+		if int(t/int64(3*time.Second))%sc.regions == r {
+			return 0.9
+		}
+		return 0.02
+	}
+	if (t/int64(700*time.Millisecond)+int64(r))%4 == 0 {
+		return 1
+	}
+	return 0.01
+}
+
+type simResult struct {
+	worst    float64 // the largest total/L of any window
+	ofBound  float64 // the largest total/Bound of any window
+	worstBig float64 // the largest total/L of a window whose α·L/R ≥ 1
+	windows  int
+	used     float64 // mean total/L over windows with traffic
+}
+
+type simTruth struct {
+	lim    Limit
+	counts counts // all regions' units by bucket
+}
+
+// runSchedule runs one schedule and returns the worst ratio; it fails t on
+// any window over the bound.
+func runSchedule(t testing.TB, sc simSchedule) simResult {
+	rng := rand.New(rand.NewPCG(sc.seed, 0xfeed))
+	stores := make([]*Store, sc.regions)
+	for r := range stores {
+		cfg := Defaults(r, sc.regions)
+		cfg.Escrow, cfg.Reserve = sc.escrow, sc.reserve
+		st, err := New(cfg)
+		require.NoError(t, err)
+		stores[r] = st
+	}
+	cfg := stores[0].Config()
+	truth := make([]simTruth, len(sc.limits))
+	for i, l := range sc.limits {
+		truth[i].lim = l
+	}
+	base := int64(1_800_000_000) * int64(time.Second)
+	var flight []simMsg
+	send := func(m simMsg, now int64) {
+		if now < sc.duration && (sc.cut(m.from, m.to, now) || rng.Float64() < sc.loss) {
+			return
+		}
+		m.at = now + rng.Int64N(sc.delay+1)
+		flight = append(flight, m)
+	}
+	var res simResult
+	checked := make([]int64, len(truth))
+	for i := range checked {
+		checked[i] = -1
+	}
+	check := func(now int64, all bool) {
+		for i := range truth {
+			tr := &truth[i]
+			for _, b := range tr.counts {
+				end := tr.lim.start(b.id + 1)
+				if b.id <= checked[i] || !all && end+int64(time.Second) > now {
+					continue
+				}
+				total := tr.counts.sum(tr.lim.firstOf(b.id), b.id)
+				ratio := float64(total) / float64(tr.lim.Limit)
+				res.worst = max(res.worst, ratio)
+				res.ofBound = max(res.ofBound, float64(total)/float64(cfg.Bound(tr.lim.Limit)))
+				res.windows++
+				res.used += ratio
+				big := sc.escrow*float64(tr.lim.Limit)/float64(sc.regions) >= 1
+				if big {
+					res.worstBig = max(res.worstBig, ratio)
+				}
+				if total > cfg.Bound(tr.lim.Limit) || big && ratio > 1+sc.escrow {
+					t.Fatalf("%v\nwindow ending %d of %v: %d admitted, bound %d (ratio %.3f)",
+						sc, b.id, tr.lim, total, cfg.Bound(tr.lim.Limit), ratio)
+				}
+				checked[i] = b.id
+			}
+		}
+	}
+	end := sc.duration + int64(8*time.Second) // then quiet and healed, so every window is measured
+	for now := int64(0); now < end; now += int64(simTick) {
+		busy, healed := now < sc.duration, now >= sc.duration
+		var keep, acks []simMsg
+		for _, m := range flight {
+			switch {
+			case m.at > now:
+				keep = append(keep, m)
+			case !healed && sc.cut(m.from, m.to, now):
+			case m.batch != nil:
+				if a := stores[m.to].Receive(m.batch, base+now+sc.skew[m.to]); a != nil {
+					acks = append(acks, simMsg{from: m.to, to: m.from, ack: a})
+				}
+			default:
+				stores[m.to].Acked(m.ack, base+now+sc.skew[m.to])
+			}
+		}
+		flight = keep
+		for _, m := range acks {
+			send(m, now)
+		}
+		for r, st := range stores {
+			clock := base + now + sc.skew[r]
+			if busy {
+				for i := range truth {
+					if rng.Float64() >= sc.hot(r, now) {
+						continue
+					}
+					l := truth[i].lim
+					cost := 1 + rng.Int64N(max(1, l.Limit/40))
+					if d := st.Decide(fmt.Sprint("k", i), l, clock, cost, false); d.Allowed {
+						cur, _ := l.span(clock)
+						truth[i].counts.add(cur, cost)
+					}
+				}
+			}
+			if (now/int64(simTick))%10 == int64(r)%10 || st.Urgent() {
+				for p, b := range st.Sync(clock) {
+					if b != nil {
+						send(simMsg{from: r, to: p, batch: b}, now)
+					}
+				}
+				st.Sweep(clock, 100)
+			}
+		}
+		check(now, false)
+	}
+	check(end, true)
+	if res.windows > 0 {
+		res.used /= float64(res.windows)
+	}
+	verifyMeasured(t, sc, stores, truth)
+	return res
+}
+
+// verifyMeasured checks that each region measured every window, as the truth has it.
+func verifyMeasured(t testing.TB, sc simSchedule, stores []*Store, truth []simTruth) {
+	var windows, overWindows, overUnits int64
+	for _, tr := range truth {
+		for _, b := range tr.counts {
+			total := tr.counts.sum(tr.lim.firstOf(b.id), b.id)
+			windows++
+			if total > tr.lim.Limit {
+				overWindows++
+				overUnits += total - tr.lim.Limit
+			}
+		}
+	}
+	for r, st := range stores {
+		s := st.Stats(0)
+		got := [3]int64{s.WindowsMeasured + s.WindowsUnmeasured, s.OvershootWindows, s.OvershootUnits}
+		require.Equal(t, [3]int64{windows, overWindows, overUnits}, got, "%v\nregion %d's measurement (windows, with overshoot, units)", sc, r)
+	}
+}
+
+// TestSimulationBound runs thousands of random schedules (RL_SIM_SCHEDULES,
+// default 2000; 200 with -short or -race) and the seeds in testdata/sim_seeds.
+func TestSimulationBound(t *testing.T) {
+	n := 2000
+	if testing.Short() || underRace {
+		n = 200
+	}
+	if v, err := strconv.Atoi(os.Getenv("RL_SIM_SCHEDULES")); err == nil {
+		n = v
+	}
+	seeds := readSeeds(t)
+	for i := range n {
+		seeds = append(seeds, uint64(i))
+	}
+	var worst simResult
+	worstSeed, ofBound := uint64(0), 0.0
+	byEscrow := map[float64]float64{}
+	for _, seed := range seeds {
+		sc := newSchedule(seed)
+		var res simResult
+		ok := t.Run("", func(t *testing.T) { res = runSchedule(t, sc) })
+		if !ok {
+			t.Logf("add to region/testdata/sim_seeds: %d", seed)
+			return
+		}
+		ofBound = max(ofBound, res.ofBound)
+		byEscrow[sc.escrow] = max(byEscrow[sc.escrow], res.worstBig)
+		if res.worst > worst.worst {
+			worst, worstSeed = res, seed
+		}
+	}
+	t.Logf("%d schedules: worst total/L %.4f (%v); worst total/bound %.4f", len(seeds), worst.worst, newSchedule(worstSeed), ofBound)
+	t.Logf("worst total/L by α, limits with α·L/R ≥ 1: %v", byEscrow)
+}
+
+func readSeeds(t *testing.T) []uint64 {
+	f, err := os.Open("testdata/sim_seeds")
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	var out []uint64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseUint(strings.Fields(line)[0], 10, 64)
+		require.NoError(t, err, "testdata/sim_seeds: %q", line)
+		out = append(out, v)
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package region
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/rlstore/rlstore/window"
+)
+
+// Config is one region's view of the deployment. Every default is in
+// Defaults.
+type Config struct {
+	Self    int           // this region's index, 0 … Regions-1
+	Regions int           // R, the number of regions sharing each limit
+	Escrow  float64       // α: a region's unacknowledged admissions stay within α·L/R
+	Reserve float64       // β: a region may admit up to β·L/R of a window without acknowledgements; 0 denies instead
+	MaxSkew time.Duration // the assumed bound on clock skew between any two regions
+	Retry   time.Duration // resend counts a peer has not acknowledged after this long
+	Hold    time.Duration // keep counts not yet measured (or acknowledged) this long past their window
+	Sync    time.Duration // the sync interval: only a hint for a denied request's wait
+}
+
+// Defaults returns the defaults: α 0.1, β 0.5, 1 s of skew, retry after
+// 1 s, hold 2 min, sync every 100 ms.
+func Defaults(self, regions int) Config {
+	return Config{Self: self, Regions: regions, Escrow: 0.1, Reserve: 0.5,
+		MaxSkew: time.Second, Retry: time.Second, Hold: 2 * time.Minute, Sync: 100 * time.Millisecond}
+}
+
+// Sentinel errors of New.
+var (
+	ErrConfig = errors.New("region: invalid configuration")
+)
+
+// Validate reports whether c can be honoured.
+func (c Config) Validate() error {
+	switch {
+	case c.Regions < 1 || c.Regions > MaxRegions || c.Self < 0 || c.Self >= c.Regions:
+		return errors.Join(ErrConfig, errors.New("region: self must name one of 1-64 regions"))
+	case !(c.Escrow > 0 && c.Escrow <= 1):
+		return errors.Join(ErrConfig, errors.New("region: escrow must be in (0, 1]"))
+	case !(c.Reserve >= 0 && c.Reserve <= 1):
+		return errors.Join(ErrConfig, errors.New("region: reserve must be in [0, 1]"))
+	case c.MaxSkew < 0 || c.Retry <= 0 || c.Hold < 0 || c.Sync <= 0:
+		return errors.Join(ErrConfig, errors.New("region: durations must be positive"))
+	}
+	return nil
+}
+
+// MaxRegions bounds R.
+const MaxRegions = 64
+
+// Mode says how a decision went.
+type Mode uint8
+
+// The modes of a decision.
+const (
+	Escrowed     Mode = iota + 1 // admitted; within the escrow of unacknowledged units
+	Reserved                     // admitted from the region's reserve (acknowledgements are late)
+	DeniedLimit                  // denied: the view (with reserves) has no room
+	DeniedEscrow                 // denied: room in the view, but escrow and reserve are spent
+)
+
+// Decision is a global key's decision: the window's answer, how it went,
+// and the units the region counted in the window (its own and the others').
+type Decision struct {
+	window.Decision
+	Mode   Mode
+	Own    int64 // this region's units in the window
+	Others int64 // the other regions' units in the window, as last received
+}
+
+// Budgets returns a key's escrow e (at least 1, so that a region can
+// admit at all) and reserve φ for limit L.
+func (c Config) Budgets(l int64) (e, phi int64) {
+	r := float64(c.Regions)
+	e = max(1, int64(math.Floor(c.Escrow*float64(l)/r)))
+	phi = int64(math.Floor(c.Reserve * float64(l) / r))
+	return e, phi
+}
+
+// Bound returns the most units all regions together can admit in one
+// window of limit L: L + (R−1)·e. It is at most (1+α)·L when α·L/R ≥ 1.
+func (c Config) Bound(l int64) int64 {
+	e, _ := c.Budgets(l)
+	return l + int64(c.Regions-1)*e
+}
+
+// key is one global key's state in this region.
+type key struct {
+	lim      Limit
+	stamp    int64    // the latest time a decision charged at: a clock that steps back is clamped
+	own      counts   // units this region admitted
+	seen     []counts // by region: the units it admitted, as last received
+	acked    []counts // by region: this region's units it acknowledged
+	sent     []counts // by region: this region's units last sent to it
+	measured int64    // the last bucket whose window was measured, or -1
+}
+
+// Store is one region's state of its global keys: what it admitted, what
+// it received from every other region and what they acknowledged. Decide
+// decides locally; Sync, Receive and Acked are the exchange, which the
+// caller carries between regions. Every method takes the time as unix
+// nanoseconds. A Store is not safe for concurrent use.
+type Store struct {
+	cfg     Config
+	keys    map[string]*key
+	dirty   map[string]struct{} // keys whose own units changed since the last Sync
+	measure map[string]struct{} // keys with windows not yet measured
+	peers   []peer              // by region; this region's entry is unused
+	stats   Stats
+	scratch counts
+	urgent  bool // some key's unacknowledged units passed half its escrow since the last Sync
+}
+
+// New returns an empty Store for region cfg.Self.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, keys: map[string]*key{}, dirty: map[string]struct{}{},
+		measure: map[string]struct{}{}, peers: make([]peer, cfg.Regions)}
+	for i := range s.peers {
+		s.peers[i].unacked = map[string]struct{}{}
+	}
+	return s, nil
+}
+
+// Config returns the store's configuration.
+func (s *Store) Config() Config { return s.cfg }
+
+// Keys returns the number of global keys held.
+func (s *Store) Keys() int { return len(s.keys) }
+
+func (s *Store) newKey(lim Limit) *key {
+	r := s.cfg.Regions
+	return &key{lim: lim, seen: make([]counts, r), acked: make([]counts, r), sent: make([]counts, r), measured: -1}
+}
+
+// lookup returns key name's state under lim, making it if make is set.
+// Counts kept under other buckets are dropped.
+func (s *Store) lookup(name string, lim Limit, mk bool) *key {
+	k := s.keys[name]
+	switch {
+	case k == nil && !mk:
+		return nil
+	case k == nil:
+		k = s.newKey(lim)
+		s.keys[name] = k
+	case !k.lim.sameBuckets(lim):
+		*k = *s.newKey(lim)
+	}
+	k.lim = lim
+	return k
+}
+
+// Decide decides a request of cost units on global key name under lim at
+// now. It admits when (1) the region's own units, plus each other
+// region's units as last received or its reserve φ if that is more, plus
+// cost fit in L; and (2) either its own units no other region has yet
+// acknowledged, plus cost, stay within the escrow e, or its own units in
+// the window, plus cost, stay within φ. Unless denied or peek, it charges
+// the key. Denied requests never consume.
+func (s *Store) Decide(name string, lim Limit, now, cost int64, peek bool) Decision {
+	k := s.lookup(name, lim, !peek)
+	if k == nil {
+		k = s.newKey(lim)
+	}
+	now = max(now, k.stamp)
+	cur, lo := lim.span(now)
+	e, phi := s.cfg.Budgets(lim.Limit)
+	guard := lo - lim.skewBuckets(s.cfg.MaxSkew)
+	d := Decision{Own: k.own.sum(lo, lim.viewHi(cur))}
+	held := d.Own
+	for p := range s.peers {
+		if p != s.cfg.Self {
+			n := k.seen[p].sum(lo, lim.viewHi(cur))
+			d.Others += n
+			held += max(n, phi)
+		}
+	}
+	fits := cost <= lim.Limit && held+cost <= lim.Limit
+	unacked := s.unacked(k, guard)
+	escrow := unacked+cost <= e
+	reserve := k.own.sum(guard, math.MaxInt64)+cost <= phi
+	d.Decision = window.Decision{Limit: lim.Limit, Allowed: fits && (escrow || reserve)}
+	switch {
+	case d.Allowed && escrow:
+		d.Mode = Escrowed
+	case d.Allowed:
+		d.Mode = Reserved
+	case fits:
+		d.Mode = DeniedEscrow
+	default:
+		d.Mode = DeniedLimit
+	}
+	s.fill(&d, k, lim, now, cur, lo, held, cost)
+	if d.Allowed && !peek {
+		s.charge(name, k, now, cur, cost)
+		d.Own += cost
+		s.urgent = s.urgent || 2*(unacked+cost) >= e
+	}
+	return d
+}
+
+// Urgent reports whether some key has used half its escrow since the last
+// Sync: syncing now, rather than at the next interval, brings the
+// acknowledgements that let it admit more.
+func (s *Store) Urgent() bool { return s.urgent }
+
+// charge adds cost admitted units to k in bucket cur.
+func (s *Store) charge(name string, k *key, now, cur, cost int64) {
+	k.stamp = now
+	k.own.add(cur, cost)
+	s.dirty[name] = struct{}{}
+	s.measure[name] = struct{}{}
+	for p := range s.peers {
+		if p != s.cfg.Self {
+			s.peers[p].unacked[name] = struct{}{}
+		}
+	}
+	s.stats.Admitted += cost
+}
+
+// unacked returns k's own units from bucket guard on that some other
+// region has not acknowledged.
+func (s *Store) unacked(k *key, guard int64) int64 {
+	var u int64
+	for i := len(k.own) - 1; i >= 0 && k.own[i].id >= guard; i-- {
+		b := k.own[i]
+		low := b.n
+		for p := range s.peers {
+			if p != s.cfg.Self {
+				low = min(low, k.acked[p].get(b.id))
+			}
+		}
+		u += b.n - low
+	}
+	return u
+}

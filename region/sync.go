@@ -1,0 +1,207 @@
+package region
+
+// Entry is one bucket of one key in a Batch: the sender's own units in it,
+// as a total (not a difference), so that a repeated or late entry changes
+// nothing.
+type Entry struct {
+	Key    string
+	Limit  Limit
+	Bucket int64
+	Count  int64
+}
+
+// Batch is what one region sends another every sync interval: its own
+// units that changed since the last batch (and, every Retry, those the
+// receiver has not acknowledged), its clock, and Final, a time before
+// which every unit it admitted has been acknowledged by the receiver.
+type Batch struct {
+	From    int
+	Seq     uint64
+	SentAt  int64 // the sender's clock
+	Final   int64 // the sender's clock: units admitted before it are all acknowledged
+	Entries []Entry
+}
+
+// Ack acknowledges a Batch: the receiver now counts its entries. It echoes
+// the batch's SentAt and adds its own clock at receipt, so the sender
+// measures the round trip and the clock offset.
+type Ack struct {
+	From   int
+	Seq    uint64
+	SentAt int64 // the batch's
+	RecvAt int64 // the receiver's clock
+}
+
+// ring is how many batches a region remembers per peer, to credit their
+// acknowledgements. An acknowledgement of an older batch credits nothing;
+// its units are resent after Retry.
+const ring = 64
+
+type sentBatch struct {
+	seq     uint64
+	sentAt  int64
+	entries []Entry
+}
+
+// peer is what a region knows of another.
+type peer struct {
+	seq     uint64
+	sent    [ring]sentBatch
+	retryAt int64
+	unacked map[string]struct{} // keys with own units this peer has not acknowledged
+
+	final     int64 // the newest Final received from it
+	heardAt   int64 // this region's clock when its last batch arrived
+	ackedAt   int64 // SentAt of the newest batch it acknowledged
+	offset    int64 // its clock minus ours, from the last acknowledgement
+	rtt       int64
+	skewKnown bool
+}
+
+// Sync returns this region's batch for each other region (nil at Self's
+// index) and records what it sent. Call it every sync interval; a batch
+// with no entries still carries the clock and Final.
+func (s *Store) Sync(now int64) []*Batch {
+	out := make([]*Batch, s.cfg.Regions)
+	for p := range s.peers {
+		if p != s.cfg.Self {
+			out[p] = s.batchFor(p, now)
+		}
+	}
+	clear(s.dirty)
+	s.urgent = false
+	s.measureAll(now)
+	return out
+}
+
+func (s *Store) batchFor(p int, now int64) *Batch {
+	pr := &s.peers[p]
+	retry := now >= pr.retryAt
+	if retry {
+		pr.retryAt = now + int64(s.cfg.Retry)
+	}
+	pr.seq++
+	slot := &pr.sent[pr.seq%ring]
+	var es []Entry // not slot's old entries: the caller may still hold that batch
+	for name := range s.dirty {
+		es = s.entriesFor(es, name, p, false)
+	}
+	if retry {
+		for name := range pr.unacked {
+			if _, ok := s.dirty[name]; !ok {
+				es = s.entriesFor(es, name, p, true)
+			}
+		}
+	}
+	*slot = sentBatch{seq: pr.seq, sentAt: now, entries: es}
+	return &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es}
+}
+
+// entriesFor appends name's own buckets that peer p has not been sent
+// (or, with again, has not acknowledged).
+func (s *Store) entriesFor(es []Entry, name string, p int, again bool) []Entry {
+	k := s.keys[name]
+	if k == nil {
+		return es
+	}
+	for _, b := range k.own {
+		if b.n > k.sent[p].get(b.id) || again && b.n > k.acked[p].get(b.id) {
+			k.sent[p].raise(b.id, b.n)
+			es = append(es, Entry{Key: name, Limit: k.lim, Bucket: b.id, Count: b.n})
+		}
+	}
+	return es
+}
+
+// final returns the time before which peer p has acknowledged every unit
+// this region admitted: now, or the start of the oldest bucket it has not.
+func (s *Store) final(p int, now int64) int64 {
+	f := now
+	for name := range s.peers[p].unacked {
+		k := s.keys[name]
+		for _, b := range k.own {
+			if b.n > k.acked[p].get(b.id) {
+				f = min(f, k.lim.start(b.id))
+				break
+			}
+		}
+	}
+	return f
+}
+
+// Receive counts a batch from another region and returns its
+// acknowledgement. A batch from an unknown region is ignored (nil).
+func (s *Store) Receive(b *Batch, now int64) *Ack {
+	if b.From < 0 || b.From >= s.cfg.Regions || b.From == s.cfg.Self {
+		return nil
+	}
+	pr := &s.peers[b.From]
+	pr.final = max(pr.final, b.Final)
+	pr.heardAt = now
+	for _, e := range b.Entries {
+		if e.Limit.Validate() != nil || e.Count < 0 {
+			s.stats.Refused++
+			continue
+		}
+		k := s.keys[e.Key]
+		if k != nil && !k.lim.sameBuckets(e.Limit) {
+			s.stats.Refused++ // the regions disagree on the key's window: keep ours
+			continue
+		}
+		if k == nil {
+			k = s.lookup(e.Key, e.Limit, true)
+		}
+		if k.seen[b.From].raise(e.Bucket, e.Count) {
+			s.measure[e.Key] = struct{}{}
+		}
+	}
+	return &Ack{From: s.cfg.Self, Seq: b.Seq, SentAt: b.SentAt, RecvAt: now}
+}
+
+// Acked credits an acknowledgement: the peer counts what the batch carried.
+func (s *Store) Acked(a *Ack, now int64) {
+	if a.From < 0 || a.From >= s.cfg.Regions || a.From == s.cfg.Self {
+		return
+	}
+	pr := &s.peers[a.From]
+	pr.rtt = max(0, now-a.SentAt)
+	pr.offset = a.RecvAt - (a.SentAt+now)/2 // assumes the two legs take as long
+	pr.skewKnown = true
+	sb := &pr.sent[a.Seq%ring]
+	if sb.seq != a.Seq {
+		return
+	}
+	pr.ackedAt = max(pr.ackedAt, sb.sentAt)
+	for _, e := range sb.entries {
+		k := s.keys[e.Key]
+		if k == nil || !k.lim.sameBuckets(e.Limit) {
+			continue
+		}
+		k.acked[a.From].raise(e.Bucket, e.Count)
+		if s.ackedAll(k, a.From) {
+			delete(pr.unacked, e.Key)
+		}
+	}
+}
+
+// ackedAll reports whether peer p acknowledged all of k's own units.
+func (s *Store) ackedAll(k *key, p int) bool {
+	for _, b := range k.own {
+		if b.n > k.acked[p].get(b.id) {
+			return false
+		}
+	}
+	return true
+}
+
+// settled returns the time before which every region's units are known
+// here: the oldest Final received, or now if that is later.
+func (s *Store) settled(now int64) int64 {
+	t := now
+	for p := range s.peers {
+		if p != s.cfg.Self {
+			t = min(t, s.peers[p].final)
+		}
+	}
+	return t
+}
