@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlstore/rlstore/internal/rlstoretest"
 )
 
 // runLimit bounds each language's suite; together they take seconds.
@@ -27,12 +29,18 @@ func missing(t *testing.T, why string) {
 // with the output if it fails.
 func run(t *testing.T, dir, name string, args ...string) {
 	t.Helper()
+	runEnv(t, nil, dir, name, args...)
+}
+
+// runEnv is run with env added to the command's environment.
+func runEnv(t *testing.T, env []string, dir, name string, args ...string) {
+	t.Helper()
 	addr := startRlstore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "RLSTORE_ADDR="+addr)
+	cmd.Env = append(append(os.Environ(), "RLSTORE_ADDR="+addr), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
@@ -97,4 +105,20 @@ func TestPython(t *testing.T) {
 	}
 	dir := "python"
 	run(t, dir, python, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py", "-t", ".")
+}
+
+// TestPythonLimitsSuite runs limits 2.8's own Redis storage and strategy
+// tests (a copy in python/suites) with RlstoreStorage, against one rlstore
+// and one started with --requirepass sekret (limits' authenticated Redis);
+// every test passes except those python/suites/run.py lists with why.
+func TestPythonLimitsSuite(t *testing.T) {
+	if _, err := os.Stat(python); err != nil {
+		missing(t, python+" is not installed")
+	}
+	probe := exec.Command(python, "-c", "import limits, redis, pytest, pytest_mock, pytest_lazyfixture")
+	if out, err := probe.CombinedOutput(); err != nil {
+		missing(t, "python3-pytest, python3-pytest-mock or python3-pytest-lazy-fixture is missing: "+strings.TrimSpace(string(out)))
+	}
+	auth := rlstoretest.Start(t, rlstoreBin, nil, "--port", "0", "--requirepass", "sekret").Addr(t)
+	runEnv(t, []string{"RLSTORE_AUTH_ADDR=" + auth}, "python", python, "suites/run.py")
 }

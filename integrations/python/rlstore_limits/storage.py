@@ -79,7 +79,8 @@ class RlstoreStorage(Storage, MovingWindowSupport):
         options.setdefault("socket_connect_timeout", self.DEFAULT_TIMEOUT)
         parsed = urllib.parse.urlparse(uri)
         scheme = "rediss" if parsed.scheme == "rlstores" else "redis"
-        self.storage = redis.Redis.from_url(parsed._replace(scheme=scheme).geturl(), **options)
+        # redis.from_url, as limits' RedisStorage calls it (its tests spy on it)
+        self.storage = redis.from_url(parsed._replace(scheme=scheme).geturl(), **options)
         _check_options(self.storage)
 
     @property
