@@ -65,6 +65,7 @@ type config struct {
 	ConfigFile      string
 	Cluster         clusterFlags
 	Replicas        replicaFlags
+	Gateway         gatewayFlags
 }
 
 // envPrefix starts the environment variable of each flag: --max-keys is RLSTORE_MAX_KEYS.
@@ -101,6 +102,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "`host:port` serving Go's CPU, heap and goroutine profiles at /debug/pprof/ (use a loopback address, e.g. 127.0.0.1:6060); empty: off")
 	c.Cluster.define(fs)
 	c.Replicas.define(fs)
+	c.Gateway.define(fs)
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "`host:port` serving Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (e.g. 127.0.0.1:9121); empty: off")
 	fs.Int64Var(&c.SlowlogSlower, "slowlog-log-slower-than", server.DefaultSlowlogSlowerThan.Microseconds(), "SLOWLOG records commands that take at least this many `microseconds`; -1: none, 0: every command")
 	fs.Int64Var(&c.SlowlogMaxLen, "slowlog-max-len", server.DefaultSlowlogMaxLen, "most `number` of entries SLOWLOG keeps")
@@ -254,6 +256,9 @@ func (c config) validate() error {
 		return err
 	}
 	if err := c.Replicas.validate(); err != nil {
+		return err
+	}
+	if err := c.Gateway.validate(); err != nil {
 		return err
 	}
 	if err := c.checkClusterTrust(); err != nil {

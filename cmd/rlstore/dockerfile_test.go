@@ -152,6 +152,10 @@ func TestDockerfileStages(t *testing.T) {
 
 // portFlags are the flags that open a listening port, and the port each
 // opens in the image: env is the image's ENV.
+// dockerGRPCPort is the port docs/gateway.md gives --grpc-port in the image:
+// envoyproxy/ratelimit's, so that an Envoy config pointing at it works as is.
+const dockerGRPCPort = "8081"
+
 func portFlags(env map[string]string) map[string][]string {
 	_, gossip, _ := net.SplitHostPort(cluster.DefaultBindAddr)
 	_, metrics, _ := net.SplitHostPort(env[envName("metrics-addr")])
@@ -161,6 +165,7 @@ func portFlags(env map[string]string) map[string][]string {
 		"cluster-addr": {gossip + "/tcp", gossip + "/udp"},
 		"metrics-addr": {metrics + "/tcp"},
 		"pprof-addr":   nil, // loopback only: --metrics-addr serves the same profiles
+		"grpc-port":    {dockerGRPCPort + "/tcp"},
 	}
 }
 

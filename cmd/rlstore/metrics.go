@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"log/slog"
 	"net/http"
 
@@ -12,12 +13,16 @@ import (
 // answers 200 while the process runs; /readyz, which answers 200 only while
 // the server is loaded, accepting clients and (in a cluster) a member, and
 // 503 with the reason otherwise; and Go's profiles under /debug/pprof/.
-func startMetrics(addr string, srv *server.Server, log *slog.Logger) (stop func(), err error) {
+// more, if not nil, writes more metrics after the server's (the gateway's).
+func startMetrics(addr string, srv *server.Server, more func(io.Writer), log *slog.Logger) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		bw := bufio.NewWriterSize(w, 64<<10)
 		srv.WriteMetrics(bw)
+		if more != nil {
+			more(bw)
+		}
 		_ = bw.Flush()
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -127,8 +127,19 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		stop = clusterStopper{srv: srv, cn: cn}
 		defer cn.close() // after a SHUTDOWN command too: leave gossip rather than look dead
 	}
+	var gw *gatewayRun
+	if cfg.Gateway.Port != -1 {
+		if gw, err = startGateway(cfg, srv, cs, log); err != nil {
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), gatewayStopTimeout)
+			defer cancel()
+			gw.stop(ctx)
+		}()
+	}
 	if cfg.MetricsAddr != "" {
-		stopMetrics, err := startMetrics(cfg.MetricsAddr, srv, log)
+		stopMetrics, err := startMetrics(cfg.MetricsAddr, srv, gw.metrics(), log)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,9 @@ type rule struct {
 	pkg     string
 	allowed []string // prefixes it may import; nil with denied set means "all but denied"
 	denied  []string
+	// deniedExact are packages it may not import, though their
+	// subpackages may be allowed.
+	deniedExact []string
 }
 
 // rules is the dependency table of the house style: window <- shard, policy
@@ -32,9 +35,11 @@ var rules = []rule{
 	{pkg: "persistence", allowed: []string{"persistence", "shard", "window", "policy"}},
 	{pkg: "cluster", denied: []string{"server", "cmd", "loadtest"}},
 	{pkg: "loadtest", allowed: []string{"loadtest", "internal"}},
-	{pkg: "client", allowed: []string{"client"}},                                   // users' client library: speaks RESP like any client
-	{pkg: "integrations", allowed: []string{"integrations", "client", "internal"}}, // other languages' clients, from outside
-	{pkg: "server", denied: []string{"cmd", "loadtest"}},
+	{pkg: "client", allowed: []string{"client"}},                                                                // users' client library: speaks RESP like any client
+	{pkg: "integrations", allowed: []string{"integrations", "client", "internal"}},                              // other languages' clients, from outside
+	{pkg: "gateway/batch", allowed: []string{"gateway/batch"}},                                                  // the seam's types: the server implements it, the gateway asks it
+	{pkg: "gateway", allowed: []string{"gateway"}},                                                              // Envoy's rate limit service: decides only through gateway/batch
+	{pkg: "server", denied: []string{"cmd", "loadtest", "gateway/rlsconfig"}, deniedExact: []string{"gateway"}}, // it implements gateway/batch, and knows nothing else of the gateway
 	{pkg: "internal", denied: []string{"cmd", "loadtest"}},
 	{pkg: "cmd", denied: []string{"loadtest"}},
 }
@@ -86,6 +91,11 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"windowx", "window", false}, // prefixes match whole path elements
 		{"client/httplimit", "client", true},
 		{"client", "server", false},
+		{"server", "gateway/batch", true},
+		{"server", "gateway", false},
+		{"server", "gateway/rlsconfig", false},
+		{"gateway", "server", false},
+		{"gateway/batch", "gateway", false},
 	}
 	for _, c := range cases {
 		r, ok := ruleFor(c.pkg)
@@ -116,6 +126,11 @@ func ruleFor(pkg string) (rule, bool) {
 }
 
 func (r rule) permits(dep string) bool {
+	for _, p := range r.deniedExact {
+		if dep == p {
+			return false
+		}
+	}
 	if r.allowed != nil {
 		return anyUnder(dep, r.allowed)
 	}

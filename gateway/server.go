@@ -1,0 +1,131 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultMaxRecvBytes bounds one gRPC request, so that nothing a request
+// makes the server allocate is unbounded: a descriptor list that large is
+// far beyond any gateway's.
+const DefaultMaxRecvBytes = 1 << 20
+
+// ServerConfig configures the gRPC server.
+type ServerConfig struct {
+	Service      *Service
+	TLS          *tls.Config  // nil: plain text
+	Ready        func() error // nil error: SERVING on grpc.health.v1; default always ready
+	MaxRecvBytes int          // default DefaultMaxRecvBytes
+	Logger       *slog.Logger
+}
+
+// Server is the gRPC server of the rate limit service, grpc.health.v1
+// and server reflection.
+type Server struct {
+	g *grpc.Server
+}
+
+// NewServer builds the gRPC server; Serve serves it on a listener.
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.MaxRecvBytes == 0 {
+		cfg.MaxRecvBytes = DefaultMaxRecvBytes
+	}
+	if cfg.Ready == nil {
+		cfg.Ready = func() error { return nil }
+	}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
+		// Envoy keeps its connection to the service open; as
+		// envoyproxy/ratelimit does, age it out so that a new node of a
+		// cluster behind a load balancer gets connections too.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 24 * time.Hour, MaxConnectionAgeGrace: time.Hour}),
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
+	g := grpc.NewServer(opts...)
+	pb.RegisterRateLimitServiceServer(g, cfg.Service)
+	healthpb.RegisterHealthServer(g, &health{ready: cfg.Ready})
+	reflection.Register(g)
+	return &Server{g: g}
+}
+
+// Serve serves ln until Stop or GracefulStop.
+func (s *Server) Serve(ln net.Listener) error { return s.g.Serve(ln) }
+
+// GracefulStop stops accepting and waits for the calls under way, until ctx ends; then it stops them.
+func (s *Server) GracefulStop(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { s.g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.g.Stop()
+		<-done
+	}
+}
+
+// Stop closes every connection at once.
+func (s *Server) Stop() { s.g.Stop() }
+
+// health is grpc.health.v1: SERVING exactly when ready says so (rlstore's
+// /readyz), for the whole server ("") and the rate limit service.
+type health struct {
+	healthpb.UnimplementedHealthServer
+	ready func() error
+}
+
+// healthPoll is how often Watch looks at readiness.
+const healthPoll = 250 * time.Millisecond
+
+func (h *health) status(service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
+	switch service {
+	case "", pb.RateLimitService_ServiceDesc.ServiceName:
+	default:
+		return healthpb.HealthCheckResponse_SERVICE_UNKNOWN, status.Error(codes.NotFound, "unknown service")
+	}
+	if h.ready() != nil {
+		return healthpb.HealthCheckResponse_NOT_SERVING, nil
+	}
+	return healthpb.HealthCheckResponse_SERVING, nil
+}
+
+func (h *health) Check(_ context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	st, err := h.status(req.GetService())
+	if err != nil {
+		return nil, err
+	}
+	return &healthpb.HealthCheckResponse{Status: st}, nil
+}
+
+func (h *health) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	last := healthpb.HealthCheckResponse_ServingStatus(-1)
+	t := time.NewTicker(healthPoll)
+	defer t.Stop()
+	for {
+		st, _ := h.status(req.GetService())
+		if st != last {
+			if err := stream.Send(&healthpb.HealthCheckResponse{Status: st}); err != nil {
+				return err
+			}
+			last = st
+		}
+		select {
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		case <-t.C:
+		}
+	}
+}
