@@ -93,8 +93,22 @@ func waitSize(t *testing.T, addrs []string, n int) time.Time {
 // (the client dials the dead address); with go-redis's defaults they
 // failed for a minute after it (issue 27: 4,072 errors in 60 s).
 func TestClusterClientAfterKill(t *testing.T) {
+	clusterClientAfterKill(t, client.ClusterOptions)
+}
+
+// TestClusterClientDefaultsAfterKill: at go-redis's defaults (a reload
+// every 60 s) too, since the survivors answer each routed connection's
+// first command after the table changes with -MOVED, which makes the
+// client reload its map (docs/clients.md).
+func TestClusterClientDefaultsAfterKill(t *testing.T) {
+	clusterClientAfterKill(t, func(addrs ...string) *redis.ClusterOptions {
+		return &redis.ClusterOptions{Addrs: addrs}
+	})
+}
+
+func clusterClientAfterKill(t *testing.T, options func(...string) *redis.ClusterOptions) {
 	procs, addrs := startClusterProcs(t, 3)
-	rdb := redis.NewClusterClient(client.ClusterOptions(addrs...))
+	rdb := redis.NewClusterClient(options(addrs...))
 	t.Cleanup(func() { _ = rdb.Close() })
 	l := startLoad(client.New(rdb))
 	l.waitSent(t, 600)
@@ -102,7 +116,8 @@ func TestClusterClientAfterKill(t *testing.T) {
 	killed := time.Now()
 	detected := waitSize(t, []string{addrs[0], addrs[2]}, 2)
 	l.waitSent(t, 600)
-	require.Eventually(t, func() bool { return time.Since(detected) > 2*time.Second }, rlstoretest.Deadline, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return time.Since(detected) > 2*time.Second+takeoverWait }, rlstoretest.Deadline, 10*time.Millisecond)
+	l.waitSent(t, 600)
 	sent, errs, sample := l.end()
 	t.Logf("%d decisions; detection took %v; %d failed %v", sent, detected.Sub(killed).Round(time.Millisecond), len(errs), sample)
 	if len(errs) > 0 {
@@ -116,8 +131,20 @@ func TestClusterClientAfterKill(t *testing.T) {
 // fails no request of a go-redis ClusterClient with ClusterOptions'
 // settings: the leaver serves on until the client has moved away.
 func TestClusterClientAfterLeave(t *testing.T) {
+	clusterClientAfterLeave(t, client.ClusterOptions)
+}
+
+// TestClusterClientDefaultsAfterLeave: nor at go-redis's defaults, where
+// the leaver's -MOVED makes the client reload (it failed 193 before).
+func TestClusterClientDefaultsAfterLeave(t *testing.T) {
+	clusterClientAfterLeave(t, func(addrs ...string) *redis.ClusterOptions {
+		return &redis.ClusterOptions{Addrs: addrs}
+	})
+}
+
+func clusterClientAfterLeave(t *testing.T, options func(...string) *redis.ClusterOptions) {
 	procs, addrs := startClusterProcs(t, 3)
-	rdb := redis.NewClusterClient(client.ClusterOptions(addrs...))
+	rdb := redis.NewClusterClient(options(addrs...))
 	t.Cleanup(func() { _ = rdb.Close() })
 	l := startLoad(client.New(rdb))
 	l.waitSent(t, 600)

@@ -190,6 +190,11 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 	for {
 		ticket := s.cl.ho.running.enter(c.id)
 		r := s.routeOf(c, cm, args)
+		if moved := s.cl.nudge(c, r, waits+crossed); moved != "" {
+			s.cl.ho.running.leave(c.id, ticket)
+			c.conn.WriteError(moved)
+			return false
+		}
 		if r.down {
 			s.cl.ho.running.leave(c.id, ticket)
 			s.down(c, cm, args)

@@ -10,7 +10,7 @@ import (
 )
 
 // Cluster-aware clients of other languages, against 3 in-process nodes.
-// The scripts live in testdata/cluster-clients; ioredis comes from
+// The scripts live in testdata/cluster-clients; ioredis and node-redis come from
 // testdata/clients' lockfile (which .ci/run installs), redis-py 4.3.4 from
 // Debian's python3-redis. They skip like the other script tests.
 
@@ -38,6 +38,10 @@ func runClusterScript(t *testing.T, name string, args ...string) {
 
 func TestIoredisCluster(t *testing.T) {
 	runClusterScript(t, needNode(t), "ioredis_cluster.cjs")
+}
+
+func TestNodeRedisCluster(t *testing.T) {
+	runClusterScript(t, needNode(t), "noderedis_cluster.cjs")
 }
 
 func TestRedisPyCluster(t *testing.T) {

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// A cluster-aware client reads the slot map once and then sends each key
+// to the owner it names. Some (node-redis createCluster at any setting,
+// go-redis ClusterClient at its defaults) read the map again only when a
+// node answers -MOVED or -ASK. After a node dies they keep sending its
+// slots to its address, where nothing answers, and a survivor never sees
+// a key it does not own, so it cannot redirect them: they fail those
+// slots until some MOVED comes, which may be never (node-redis has no
+// periodic reload). So when the table changes, a survivor answers the
+// first keyed command of each such connection with -MOVED to the key's
+// owner under the new table, often itself: the client reloads its map,
+// which names the new owners, and sends the command again. A leaving node
+// does the same once its table no longer names it.
+//
+// Redis never answers MOVED to the node that owns the slot, and not every
+// client takes one: redis-py (4.3 to 5) marks the node it asked a replica
+// of itself, and once every node is so marked its next reload fails with
+// an IndexError. So only the libraries that were tried and reload on it
+// get one (nudgedLibs: node-redis and go-redis, as CLIENT SETINFO names
+// them), and only connections that route by slot: a plain client of the
+// same library must never see -MOVED, as it does not follow it. A node
+// cannot ask a connection which it is, so it judges by what it sent: one
+// that sent keys of at least routedSlotBits distinct slot classes (slot
+// mod 64) while other nodes owned slots too, all but a 1/routedRatio
+// share of them keys this node owned, routes by slot. A plain client
+// sends each node about 1/N of its keys as its own, so one is taken for
+// routed only if its first 16 or more keys of different slots all fell
+// here by chance: (1/N)^16, under 2·10^-5 at two nodes.
+
+// routing is what one client connection's keyed commands said about it;
+// only its goroutine touches it.
+type routing struct {
+	slots  uint64 // bit slot%64 of the local keys it sent
+	local  uint32 // keyed commands run here
+	remote uint32 // keyed commands forwarded
+	epoch  uint64 // the table epoch of its last keyed command; 0: none yet
+}
+
+const (
+	routedSlotBits = 16 // distinct slot classes of local keys before a connection counts as routed
+	routedRatio    = 16 // and at most one forwarded keyed command per this many local ones
+)
+
+// routed reports whether the connection sends each key to its owner.
+func (rt *routing) routed() bool {
+	return bits.OnesCount64(rt.slots) >= routedSlotBits && uint64(rt.remote)*routedRatio <= uint64(rt.local)
+}
+
+// nudgedLibs are the CLIENT SETINFO library names (prefixes) whose
+// cluster clients reload their slot map on a -MOVED to the node they
+// asked; see routing.
+var nudgedLibs = [...]string{"node-redis", "go-redis"}
+
+// nudge returns the -MOVED that c's keyed command, routed as r, gets
+// instead of running (see routing), or "". tries counts the times
+// routeOne has routed the command already; only its first route counts.
+func (cn *clusterNode) nudge(c *client, r route, tries int) string {
+	if c.hop != hopClient || tries > 0 {
+		return ""
+	}
+	v := cn.cur.Load()
+	if v == nil || v.Waiting {
+		return ""
+	}
+	rt := &c.routing
+	if epoch := v.Table.Epoch(); rt.epoch != epoch {
+		seen := rt.epoch
+		rt.epoch = epoch
+		if seen != 0 && rt.routed() && c.takesMoved() {
+			return movedTo(v.Table, r)
+		}
+	}
+	rt.note(v.Table, r)
+	return ""
+}
+
+// note counts one keyed command routed as r under table t.
+func (rt *routing) note(t *cluster.Table, r route) {
+	if len(t.Nodes()) < 2 {
+		return // a node that owns every slot learns nothing from a key
+	}
+	switch {
+	case r.local:
+		rt.slots |= 1 << (r.slot & 63)
+		rt.local++
+	case r.owner.Name != "":
+		rt.remote++
+	}
+	if rt.local >= 1<<31 || rt.remote >= 1<<31 {
+		rt.local, rt.remote = rt.local/2, rt.remote/2
+	}
+}
+
+// takesMoved reports whether c's library (CLIENT SETINFO LIB-NAME) is one
+// of nudgedLibs.
+func (c *client) takesMoved() bool {
+	lib := strings.ToLower(c.getMeta().libName)
+	for _, p := range nudgedLibs {
+		if strings.HasPrefix(lib, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// movedTo is the -MOVED for r's slot to its owner in t, or "" for a
+// command that is not routed to one owner (a gated slot, an error).
+func movedTo(t *cluster.Table, r route) string {
+	if r.reply != "" || r.gate != nil {
+		return ""
+	}
+	owner := t.Owner(r.slot)
+	if owner.Addr == "" {
+		return ""
+	}
+	return "MOVED " + strconv.Itoa(r.slot) + " " + owner.Addr
+}

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func nudgeTable(t *testing.T, epoch uint64, names ...string) *cluster.Table {
+	t.Helper()
+	var ns []cluster.Node
+	for _, n := range names {
+		ns = append(ns, cluster.Node{Name: n, Addr: n + ":6379"})
+	}
+	tb, err := cluster.NewTable(epoch, ns)
+	require.NoError(t, err)
+	return tb
+}
+
+// routeFor is how routeOf routes slot on a node called self under tb.
+func routeFor(tb *cluster.Table, self string, slot int) route {
+	if o := tb.Owner(slot); o.Name != self {
+		return route{slot: slot, owner: o, level: hopForward}
+	}
+	return route{local: true, slot: slot}
+}
+
+// TestRoutingJudgesConnections: a connection counts as routing by slot
+// only once it sent keys of 16 slot classes here and almost nothing to
+// forward; a plain client's random keys never make it so.
+func TestRoutingJudgesConnections(t *testing.T) {
+	tb := nudgeTable(t, 1, "a", "b", "c")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 1000; n++ { // plain clients: every key, whoever owns it
+		var rt routing
+		for range 1 + n%200 {
+			rt.note(tb, routeFor(tb, "a", rng.IntN(16384)))
+		}
+		require.False(t, rt.routed(), "a plain client of %d keys taken for routed", 1+n%200)
+	}
+	var rt routing // a cluster-aware client: only a's keys
+	sent := 0
+	for !rt.routed() {
+		s := rng.IntN(16384)
+		if tb.Owner(s).Name == "a" {
+			rt.note(tb, routeFor(tb, "a", s))
+			sent++
+		}
+		require.Less(t, sent, 200, "a routed client not taken for one")
+	}
+	t.Logf("routed after %d keys", sent)
+	for range sent / routedRatio { // a few stale keys forwarded during a change
+		rt.note(tb, routeFor(tb, "a", ownedBy(tb, "b")))
+	}
+	assert.True(t, rt.routed(), "a few forwards")
+
+	var alone routing // one node owns every slot: nothing to learn
+	one := nudgeTable(t, 1, "a")
+	for s := range 1000 {
+		alone.note(one, routeFor(one, "a", s))
+	}
+	assert.False(t, alone.routed())
+}
+
+func ownedBy(tb *cluster.Table, name string) int {
+	for s := range cluster.Slots {
+		if tb.Owner(s).Name == name {
+			return s
+		}
+	}
+	return -1
+}
+
+// TestNudgeAfterTableChange: a routed connection of a library that takes
+// it gets -MOVED to the key's owner at its first keyed command after the
+// table changes, once; a plain one, or redis-py's, never does.
+func TestNudgeAfterTableChange(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
+	n0 := nodes[0]
+	ctx := context.Background()
+	dial := func(lib string) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: n0.addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
+		t.Cleanup(func() { _ = c.Close() })
+		if lib != "" {
+			require.NoError(t, c.Do(ctx, "CLIENT", "SETINFO", "LIB-NAME", lib).Err())
+		}
+		return c
+	}
+	routed, pyRouted, plain := dial("node-redis"), dial("redis-py"), dial("go-redis(,go1)")
+	var own []string // keys node 0 owns, over many slots
+	for i := 0; len(own) < 64; i++ {
+		if k := fmt.Sprint("nudge:", i); ownerOf(nodes, k) == n0 {
+			own = append(own, k)
+		}
+	}
+	for i, k := range own {
+		require.NoError(t, routed.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
+		require.NoError(t, pyRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
+		require.NoError(t, plain.Do(ctx, "RL.SLIDE", fmt.Sprint("plain:", i), 100, 60).Err())
+	}
+
+	joined := startTestNode(t, "n3", []string{n0.ml.GossipAddr()}, clusterOpts{secret: []byte("k")})
+	waitOwners(t, append(nodes, joined), 4)
+	waitSettled(t, append(nodes, joined))
+
+	err := routed.Do(ctx, "RL.SLIDE", own[0], 100, 60).Err()
+	require.Error(t, err, "the first command after the join")
+	slot := cluster.Slot([]byte(own[0]))
+	owner := n0.ml.View().Table.Owner(slot)
+	assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, owner.Addr), err.Error())
+	for _, k := range own {
+		err := routed.Do(ctx, "RL.SLIDE", k, 100, 60).Err()
+		if err != nil {
+			assert.True(t, strings.HasPrefix(err.Error(), "MOVED ") && ownerOf(nodes, k) != n0, "%s: %v", k, err)
+		}
+	}
+	for i, k := range own {
+		assert.NoError(t, pyRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err(), "redis-py's connection")
+		assert.NoError(t, plain.Do(ctx, "RL.SLIDE", fmt.Sprint("plain:", i), 100, 60).Err(), "a plain client")
+	}
+}
+
+// TestPlainClientNotMovedAfterDeath: a plain go-redis client of one node,
+// sending keys of every owner, sees no -MOVED when a member dies.
+func TestPlainClientNotMovedAfterDeath(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
+	rdb := redis.NewClient(&redis.Options{Addr: nodes[0].addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	send := func() {
+		for i := range 300 {
+			err := rdb.Do(ctx, "RL.SLIDE", fmt.Sprint("plain:", i), 1000000, 3600).Err()
+			if err != nil {
+				require.NotContains(t, err.Error(), "MOVED")
+			}
+		}
+	}
+	send()
+	nodes[1].ml.Kill()
+	_ = nodes[1].srv.Close()
+	waitOwners(t, []*testNode{nodes[0], nodes[2]}, 2)
+	deadlineAt := time.Now().Add(nodes[0].ml.Lease().TakeoverWait() + time.Second)
+	for time.Now().Before(deadlineAt) {
+		send()
+	}
+}

@@ -1,0 +1,40 @@
+// node-redis 5's createCluster through a node's death or leave, for
+// server/cluster_failover_test.go: node noderedis_failover.cjs host:port...
+// It sends decisions on keys over every node, one at a time, prints "ready"
+// once it has sent 300, "err <unix ms> <error>" for each that fails,
+// "clean <unix ms>" each time 300 in a row (every key once) succeeded, and
+// "done <sent>" once a line "stop" arrives on stdin. The cluster has the
+// settings docs/clients.md gives node-redis.
+'use strict';
+const { createCluster } = require('redis5');
+
+async function main() {
+  const cluster = createCluster({
+    rootNodes: process.argv.slice(2).map((a) => ({ url: `redis://${a}` })),
+    commandOptions: { timeout: 1000 },
+  });
+  cluster.on('error', () => {}); // each failed command reports its own
+  await cluster.connect();
+  let stop = false;
+  process.stdin.on('data', () => { stop = true; });
+  let sent = 0;
+  let clean = 0;
+  while (!stop) {
+    const key = `failover:${sent % 300}`;
+    try {
+      await cluster.sendCommand(key, false, ['RL.SLIDE', key, '1000000', '3600']);
+      clean++;
+      if (clean % 300 === 0) console.log(`clean ${Date.now()}`);
+    } catch (e) {
+      clean = 0;
+      console.log(`err ${Date.now()} ${e.name}: ${e.message}`);
+    }
+    sent++;
+    if (sent === 300) console.log('ready');
+  }
+  console.log(`done ${sent}`);
+  cluster.destroy();
+  process.exit(0);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
