@@ -47,6 +47,8 @@ func everyCommand() []callCase {
 		ok("RL.TOKEN", "every:token", "10", "1", "1s"), ok("RL.FIXED", "every:fixed", "10", "1m"),
 		ok("RL.LOG", "every:log", "10", "60"), ok("RL.LEAKY", "every:leaky", "10", "1", "1s"),
 		ok("CL.THROTTLE", "every:gcra", "15", "30", "60"),
+		ok("RL.ACQUIRE", "every:lease", "2", "10s", "ID", "a"), ok("RL.RENEW", "every:lease", "a", "20s"),
+		ok("RL.RELEASE", "every:lease", "a"),
 		ok("RL.POLICY", "SET", "every", "SLIDE", "10", "60", "TOKEN", "5", "1", "1s"),
 		ok("RL.POLICY", "GET", "every"), ok("RL.POLICY", "LIST"), ok("RL.CHECK", "every", "every:user"),
 		ok("RL.POLICY", "DEL", "every"), ok("RL.POLICY", "HELP"), ok("RL.INFO", "every:slide"),

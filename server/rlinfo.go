@@ -35,10 +35,13 @@ func cmdRLInfo(s *Server, c *client, args [][]byte) {
 func infoPairs(inf shard.Info, now int64) []pair {
 	p := inf.Params
 	ps := []pair{{"algorithm", p.Kind.String()}}
-	if p.Kind.Rated() {
+	switch {
+	case p.Kind.Rated():
 		ps = append(ps, pair{"capacity", p.Limit}, pair{"rate", p.Rate}, pair{"period_ms", ceilMs(p.Period)})
-	} else {
+	case p.Kind.Native():
 		ps = append(ps, pair{"limit", p.Limit}, pair{"window_ms", ceilMs(p.Period)})
+	default: // a lease has no window: each lease its own ttl
+		ps = append(ps, pair{"limit", p.Limit})
 	}
 	return append(ps, pair{p.Kind.CountName(), inf.Count}, pair{"ttl_ms", ceilMs(time.Duration(inf.Expiry - now))})
 }

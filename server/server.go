@@ -210,6 +210,7 @@ func New(cfg Config) (*Server, error) {
 	s.register(objectCommands())
 	s.register(transactionCommands())
 	s.register(decisionCommands())
+	s.register(leaseCommands())
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
 	if err := s.attachCluster(); err != nil {

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
+	"github.com/tidwall/redcon"
+)
+
+// The lease commands' argument errors (docs/commands.md, Leases).
+const (
+	errArgLeaseLimit argError = "ERR limit must be between 1 and 1048575"
+	errArgLeaseCost  argError = "ERR cost must be between 1 and 1048575"
+	errArgLeaseTTL   argError = "ERR ttl is not a duration or out of range"
+	errArgLeaseTTLIn argError = "ERR ttl must be between 1ms and 1d"
+	errArgLeaseID    argError = "ERR the lease id must be 1 to 256 bytes"
+)
+
+// maxLeaseID bounds a lease id's bytes: ids are kept as a hash, so this
+// only keeps replies and the log's copies of commands small.
+const maxLeaseID = 256
+
+// leaseCommands are the concurrency-limit commands (docs/commands.md,
+// Leases). Each is one read-modify-write of the key's leases in the store.
+func leaseCommands() []command {
+	return []command{
+		{name: "rl.acquire", arity: -4, flags: flagWrite, run: cmdAcquire, group: "rl",
+			summary: "Takes a lease of cost units under a concurrency limit: replies allowed, id, limit, in_flight, wait_ms, reset_ms"},
+		{name: "rl.renew", arity: 4, flags: flagWrite, run: cmdRenew, group: "rl",
+			summary: "Extends a live lease to ttl from now: 1, or 0 if it had ended"},
+		{name: "rl.release", arity: 3, flags: flagWrite, run: cmdRelease, group: "rl",
+			summary: "Ends a lease: 1 if it was live, 0 if it had expired, was released or never existed"},
+	}
+}
+
+// acquireArgs is one parsed RL.ACQUIRE key limit ttl [ID id] [COST n].
+type acquireArgs struct {
+	req shard.LeaseRequest
+	id  []byte // nil: the server makes one
+}
+
+func parseAcquire(args [][]byte) (acquireArgs, error) {
+	a := acquireArgs{req: shard.LeaseRequest{Op: shard.LeaseAcquire, Cost: 1}}
+	limit, ok := parseInt(args[2])
+	switch {
+	case !ok:
+		return a, errArgNotInt
+	case limit < 1 || limit > window.MaxLeaseCost:
+		return a, errArgLeaseLimit
+	}
+	a.req.Limit = limit
+	var err error
+	if a.req.TTL, err = parseLeaseTTL(args[3]); err != nil {
+		return a, err
+	}
+	for i := 4; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			return a, errArgSyntax
+		}
+		switch v := args[i+1]; {
+		case equalFoldASCII(args[i], "id"):
+			if len(v) < 1 || len(v) > maxLeaseID {
+				return a, errArgLeaseID
+			}
+			a.id = v
+		case equalFoldASCII(args[i], "cost"):
+			if a.req.Cost, ok = parseInt(v); !ok {
+				return a, errArgNotInt
+			}
+		default:
+			return a, errArgSyntax
+		}
+	}
+	if a.req.Cost < 1 || a.req.Cost > window.MaxLeaseCost {
+		return a, errArgLeaseCost
+	}
+	return a, nil
+}
+
+func parseLeaseTTL(b []byte) (time.Duration, error) {
+	d, ok := parseDuration(b)
+	switch {
+	case !ok:
+		return 0, errArgLeaseTTL
+	case d < time.Millisecond || d > window.MaxLeaseTTL:
+		return 0, errArgLeaseTTLIn
+	}
+	return d, nil
+}
+
+func parseLeaseID(b []byte) ([]byte, error) {
+	if len(b) < 1 || len(b) > maxLeaseID {
+		return nil, errArgLeaseID
+	}
+	return b, nil
+}
+
+// newLeaseID makes an id for a lease its client did not name: 96 random
+// bits in hex, so that ids from any node, before or after a restart, do
+// not meet. The runtime's generator (ChaCha8, seeded per process) is
+// unpredictable enough for ids that are no secret, and allocates nothing.
+func newLeaseID(buf *[24]byte) []byte {
+	var raw [12]byte
+	binary.LittleEndian.PutUint64(raw[:8], rand.Uint64())
+	binary.LittleEndian.PutUint32(raw[8:], rand.Uint32())
+	hex.Encode(buf[:], raw[:])
+	return buf[:]
+}
+
+func cmdAcquire(s *Server, c *client, args [][]byte) {
+	a, err := parseAcquire(args)
+	if err != nil {
+		c.conn.WriteError(err.Error())
+		return
+	}
+	var idBuf [24]byte
+	if a.id == nil {
+		a.id = newLeaseID(&idBuf)
+	}
+	a.req.ID = window.LeaseID(a.id)
+	res, ok := s.lease(c, args[1], &a.req)
+	if !ok {
+		return
+	}
+	c.scratch = appendAcquire(c.scratch[:0], res, a.id)
+	c.conn.WriteRaw(c.scratch)
+}
+
+// appendAcquire appends RL.ACQUIRE's reply: allowed, id, limit, in_flight,
+// wait_ms (-1: never), reset_ms.
+func appendAcquire(b []byte, r shard.LeaseResult, id []byte) []byte {
+	allowed, wait := int64(0), int64(0)
+	if r.Allowed {
+		allowed = 1
+	} else {
+		wait = waitMs(r.Wait)
+	}
+	b = redcon.AppendArray(b, 6)
+	b = redcon.AppendInt(b, allowed)
+	b = redcon.AppendBulk(b, id)
+	b = redcon.AppendInt(b, r.Limit)
+	b = redcon.AppendInt(b, r.InFlight)
+	b = redcon.AppendInt(b, wait)
+	return redcon.AppendInt(b, ceilMs(r.Reset))
+}
+
+func cmdRenew(s *Server, c *client, args [][]byte) {
+	id, err := parseLeaseID(args[2])
+	if err == nil {
+		var ttl time.Duration
+		if ttl, err = parseLeaseTTL(args[3]); err == nil {
+			leaseBool(s, c, args[1], &shard.LeaseRequest{Op: shard.LeaseRenew, ID: window.LeaseID(id), TTL: ttl})
+			return
+		}
+	}
+	c.conn.WriteError(err.Error())
+}
+
+func cmdRelease(s *Server, c *client, args [][]byte) {
+	id, err := parseLeaseID(args[2])
+	if err != nil {
+		c.conn.WriteError(err.Error())
+		return
+	}
+	leaseBool(s, c, args[1], &shard.LeaseRequest{Op: shard.LeaseRelease, ID: window.LeaseID(id)})
+}
+
+// leaseBool runs a renew or release and replies 1 if the lease was live.
+func leaseBool(s *Server, c *client, key []byte, r *shard.LeaseRequest) {
+	res, ok := s.lease(c, key, r)
+	if !ok {
+		return
+	}
+	if res.Allowed {
+		c.conn.WriteInt(1)
+	} else {
+		c.conn.WriteInt(0)
+	}
+}
+
+// lease applies r to key's leases at the command's time, telling clients
+// that track the key once it changed. On an error it replies and returns false.
+func (s *Server) lease(c *client, key []byte, r *shard.LeaseRequest) (shard.LeaseResult, bool) {
+	if policy.Reserved(key) {
+		c.conn.WriteError(string(errArgReserved))
+		return shard.LeaseResult{}, false
+	}
+	res, err := s.cfg.Store.Lease(key, *r, s.commandNow(c))
+	if err != nil {
+		c.conn.WriteError(leaseError(err))
+		return res, false
+	}
+	if s.obs.active.Load() != 0 && (res.Allowed || r.Op != shard.LeaseAcquire) {
+		s.invalidate(c, key)
+	}
+	return res, true
+}
+
+// leaseError words a store error; the arguments were checked already.
+func leaseError(err error) string {
+	if errors.Is(err, window.ErrCost) {
+		return string(errArgLeaseCost)
+	}
+	return decideError(err)
+}
