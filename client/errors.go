@@ -19,17 +19,23 @@ var (
 	// ErrBadArgs: rlstore refused the command's arguments (a limit out of
 	// range, Cost(0), an unknown command).
 	ErrBadArgs = errors.New("client: arguments refused")
+	// ErrAuth: rlstore refused the client's credentials or their rights
+	// (NOAUTH, WRONGPASS, NOPERM): a wrong or missing password or user.
+	ErrAuth = errors.New("client: credentials refused")
 )
 
-// IsConfigError reports whether err is ErrWrongType, ErrBadArgs or
-// ErrNoPolicy: a mistake in the caller's configuration, not an outage.
+// IsConfigError reports whether err is ErrWrongType, ErrBadArgs,
+// ErrNoPolicy or ErrAuth: a mistake in the caller's configuration, not an
+// outage.
 func IsConfigError(err error) bool {
-	return errors.Is(err, ErrWrongType) || errors.Is(err, ErrBadArgs) || errors.Is(err, ErrNoPolicy)
+	return errors.Is(err, ErrWrongType) || errors.Is(err, ErrBadArgs) ||
+		errors.Is(err, ErrNoPolicy) || errors.Is(err, ErrAuth)
 }
 
 // typed wraps an error reply to a decision command in its class. Every ERR
 // reply a decision command can get names a bad argument or, for RL.CHECK, an
-// unknown policy; other prefixes (NOAUTH, OOM, LOADING, TRYAGAIN, ...) and
+// unknown policy; NOAUTH, WRONGPASS and NOPERM (also from the connection's
+// AUTH) are credentials; other prefixes (OOM, LOADING, TRYAGAIN, ...) and
 // network errors are left as they are.
 func typed(err error) error {
 	var re redis.Error
@@ -38,6 +44,8 @@ func typed(err error) error {
 	}
 	msg := re.Error()
 	switch {
+	case isAuth(msg):
+		return fmt.Errorf("%w: %w", ErrAuth, err)
 	case strings.HasPrefix(msg, "WRONGTYPE"):
 		return fmt.Errorf("%w: %w", ErrWrongType, err)
 	case strings.HasPrefix(msg, "ERR no such policy"):
@@ -46,4 +54,13 @@ func typed(err error) error {
 		return fmt.Errorf("%w: %w", ErrBadArgs, err)
 	}
 	return err
+}
+
+func isAuth(msg string) bool {
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -64,7 +64,9 @@ func TestNode(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "express-rate-limit")); err != nil {
 		missing(t, "integrations/node has no node_modules: run npm ci there")
 	}
-	run(t, dir, node, "--test", "test/")
+	// test/auth.test.js needs an rlstore with a password.
+	auth := rlstoretest.Start(t, rlstoreBin, nil, "--port", "0", "--requirepass", "sekret").Addr(t)
+	runEnv(t, []string{"RLSTORE_AUTH_ADDR=" + auth}, dir, node, "--test", "test/")
 }
 
 // TestNodeFlexibleSuite runs rate-limiter-flexible's own RateLimiterRedis
@@ -103,8 +105,9 @@ func TestPython(t *testing.T) {
 	if out, err := probe.CombinedOutput(); err != nil {
 		missing(t, "python3-limits, python3-flask-limiter or python3-redis is missing: "+strings.TrimSpace(string(out)))
 	}
-	dir := "python"
-	run(t, dir, python, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py", "-t", ".")
+	// tests/test_auth.py needs an rlstore with a password.
+	auth := rlstoretest.Start(t, rlstoreBin, nil, "--port", "0", "--requirepass", "sekret").Addr(t)
+	runEnv(t, []string{"RLSTORE_AUTH_ADDR=" + auth}, "python", python, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py", "-t", ".")
 }
 
 // TestPythonLimitsSuite runs limits 2.8's own Redis storage and strategy

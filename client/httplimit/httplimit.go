@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"expvar"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -138,7 +139,38 @@ func New(cfg Config) (*Limiter, error) {
 	if l.cfg.KeyPrefix == "" {
 		l.cfg.KeyPrefix = defaultPrefix(cfg)
 	}
+	if err := l.verify(); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// verifyTimeout bounds New's check when Config.Timeout is negative (none).
+const verifyTimeout = time.Second
+
+// verify asks rlstore, once at New, whether it takes the client's
+// credentials: a refusal (client.ErrAuth) is a configuration error and New
+// fails with it, instead of every request failing later; no answer is an
+// outage, which is logged, and New goes on (FailOpen decides per request).
+func (l *Limiter) verify() error {
+	if l.cfg.Client == nil {
+		return nil
+	}
+	d := l.timeout
+	if d < 0 {
+		d = verifyTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	err := l.cfg.Client.Verify(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case client.IsConfigError(err):
+		return fmt.Errorf("httplimit: rlstore refused the client's credentials: %w", err)
+	}
+	l.cfg.Logger.Warn("httplimit: rlstore did not answer at start; each request fails open or closed as FailOpen says until it does", "err", err)
+	return nil
 }
 
 // setDecider checks that the config names one way to decide and builds it.

@@ -34,6 +34,8 @@ export class RlstoreStore {
   increment(key: string): Promise<ClientRateLimitInfo>;
   decrement(key: string): Promise<void>;
   resetKey(key: string): Promise<void>;
+  /** Rejects if rlstore did not answer the PING sent when the store was made; err.code 'RLSTORE_AUTH': wrong or missing password. */
+  verify(): Promise<void>;
 }
 
 export class RateLimiterRes {
@@ -90,4 +92,6 @@ export class RateLimiterRlstore {
   reward(key: string | number, points?: number, options?: RateLimiterOptions): Promise<RateLimiterRes>;
   block(key: string | number, secDuration: number, options?: RateLimiterOptions): Promise<RateLimiterRes>;
   delete(key: string | number, options?: RateLimiterOptions): Promise<boolean>;
+  /** Rejects if rlstore did not answer the PING sent when the limiter was made; err.code 'RLSTORE_AUTH': wrong or missing password. */
+  verify(): Promise<void>;
 }

@@ -4,7 +4,35 @@
 // send(command, ...args) -> Promise<reply>, for ioredis, node-redis or a
 // caller's own sendCommand (rate-limit-redis's convention).
 function toSender(opts, clientField) {
-  return withTimeout(rawSender(opts, clientField), timeoutOf(opts));
+  return credentials(withTimeout(rawSender(opts, clientField), timeoutOf(opts)));
+}
+
+// AUTH_REPLY is how rlstore (as Redis) refuses a client's credentials.
+const AUTH_REPLY = /^(NOAUTH|WRONGPASS|NOPERM)\b/;
+
+// credentials turns a refusal of the client's credentials into an Error that
+// says so: a configuration error, not an outage.
+function credentials(send) {
+  return (...args) => send(...args).catch((e) => {
+    if (e && AUTH_REPLY.test(String(e.message))) {
+      const err = new Error(`rlstore: the server refused the client's credentials (check the password or user): ${e.message}`);
+      err.code = 'RLSTORE_AUTH';
+      err.cause = e;
+      throw err;
+    }
+    throw e;
+  });
+}
+
+// startupCheck sends PING once, when a store is made, so that a wrong or
+// missing password shows at startup: logged with console.error at once,
+// and thrown by verify(). It never rejects (no unhandled rejection); it
+// resolves to the error, or null.
+function startupCheck(send) {
+  return send('PING').then(() => null, (e) => {
+    if (e.code === 'RLSTORE_AUTH') console.error(e.message);
+    return e;
+  });
 }
 
 // DEFAULT_TIMEOUT_MS bounds one command when the options give no timeout.
@@ -95,4 +123,4 @@ function slidingArgs(key, limit, windowMs) {
 // MAX_WINDOW_S is the longest window rlstore keeps, 3650 days.
 const MAX_WINDOW_S = 3650 * 24 * 3600;
 
-module.exports = { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT, DEFAULT_TIMEOUT_MS };
+module.exports = { toSender, startupCheck, decision, available, slidingArgs, MAX_LOG_LIMIT, DEFAULT_TIMEOUT_MS };

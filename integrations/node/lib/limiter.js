@@ -1,7 +1,7 @@
 'use strict';
 
 const path = require('node:path');
-const { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT } = require('./command');
+const { toSender, startupCheck, decision, available, slidingArgs, MAX_LOG_LIMIT } = require('./command');
 const { peer } = require('./peer');
 
 // rate-limiter-flexible as the application installed it (see peer), so that
@@ -52,6 +52,17 @@ class RateLimiterRlstore extends StoreAbstract {
     if (!['slide', 'token'].includes(this.algorithm)) {
       throw new TypeError("rlstore: algorithm must be 'slide' or 'token'");
     }
+    this._startup = startupCheck(this.send);
+  }
+
+  // verify resolves once rlstore has answered the PING sent when this was
+  // made, and rejects otherwise: with an Error whose code is 'RLSTORE_AUTH'
+  // when the server refused the client's credentials (a configuration
+  // error, also logged with console.error as soon as it is known), with the
+  // outage's error when there was no answer. Await it at startup.
+  async verify() {
+    const err = await this._startup;
+    if (err) throw err;
   }
 
   // overrideKey holds what set() and block() wrote for a key; '!' keeps it

@@ -1,6 +1,6 @@
 'use strict';
 
-const { toSender, decision, available, slidingArgs, MAX_LOG_LIMIT } = require('./command');
+const { toSender, startupCheck, decision, available, slidingArgs, MAX_LOG_LIMIT } = require('./command');
 
 const ALGORITHMS = ['slide', 'fixed', 'log', 'token'];
 
@@ -27,6 +27,17 @@ class RlstoreStore {
       throw new TypeError(`rlstore: algorithm must be one of ${ALGORITHMS.join(', ')}`);
     }
     this.localKeys = false;
+    this._startup = startupCheck(this.send);
+  }
+
+  // verify resolves once rlstore has answered the PING sent when this was
+  // made, and rejects otherwise: with an Error whose code is 'RLSTORE_AUTH'
+  // when the server refused the client's credentials (a configuration
+  // error, also logged with console.error as soon as it is known), with the
+  // outage's error when there was no answer. Await it at startup.
+  async verify() {
+    const err = await this._startup;
+    if (err) throw err;
   }
 
   // init receives express-rate-limit's options: windowMs and limit. A

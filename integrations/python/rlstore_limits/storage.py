@@ -1,11 +1,15 @@
 """The rlstore:// storage class for limits 2.8 (Debian's python3-limits)."""
 
+import logging
 import threading
 import time
 import urllib.parse
 
 import redis
+from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage
+
+log = logging.getLogger(__name__)
 
 # RL.LOG, exact to the millisecond, takes limits up to 4000 (one entry per
 # busy millisecond); above it a moving window is RL.SLIDE over the window
@@ -74,14 +78,32 @@ class RlstoreStorage(Storage, MovingWindowSupport):
         options.pop("wrap_exceptions", None)
         if pool is not None:
             self.storage = redis.Redis(connection_pool=pool)
-            return
-        options.setdefault("socket_timeout", self.DEFAULT_TIMEOUT)
-        options.setdefault("socket_connect_timeout", self.DEFAULT_TIMEOUT)
-        parsed = urllib.parse.urlparse(uri)
-        scheme = "rediss" if parsed.scheme == "rlstores" else "redis"
-        # redis.from_url, as limits' RedisStorage calls it (its tests spy on it)
-        self.storage = redis.from_url(parsed._replace(scheme=scheme).geturl(), **options)
-        _check_options(self.storage)
+        else:
+            options.setdefault("socket_timeout", self.DEFAULT_TIMEOUT)
+            options.setdefault("socket_connect_timeout", self.DEFAULT_TIMEOUT)
+            parsed = urllib.parse.urlparse(uri)
+            scheme = "rediss" if parsed.scheme == "rlstores" else "redis"
+            # redis.from_url, as limits' RedisStorage calls it (its tests spy on it)
+            self.storage = redis.from_url(parsed._replace(scheme=scheme).geturl(), **options)
+            _check_options(self.storage)
+        self._verify()
+
+    def _verify(self):
+        """Asks rlstore, once, whether it takes the credentials, so that a
+        wrong or missing password fails when the storage is made (at
+        startup) with ConfigurationError, not at every request. No answer
+        is an outage, not a configuration error: it is logged, and each
+        request then fails as the library's error handling says."""
+        try:
+            self.storage.ping()
+        except (redis.exceptions.AuthenticationError, redis.exceptions.NoPermissionError) as e:
+            raise ConfigurationError("rlstore refused the storage's credentials (check the password in the URI or options): %s" % e) from e
+        except redis.exceptions.ResponseError as e:
+            if str(e).startswith(("NOAUTH", "WRONGPASS", "NOPERM")):
+                raise ConfigurationError("rlstore refused the storage's credentials (check the password in the URI or options): %s" % e) from e
+            raise
+        except redis.exceptions.RedisError as e:
+            log.warning("rlstore did not answer when the storage was made; requests fail until it does: %s", e)
 
     @property
     def base_exceptions(self):
