@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,6 +55,7 @@ type gatewayRun struct {
 	decider *server.Gateway
 	cancel  context.CancelFunc
 	stopHup func()
+	once    sync.Once
 }
 
 // startGateway serves --grpc-port. cs are --tls-port's certificates, or nil.
@@ -136,13 +138,38 @@ func gatewayTLS(ctx context.Context, c config, cs *certs, log *slog.Logger) (*tl
 
 // stop ends the calls under way (within ctx), then the watcher and the
 // gateway's connections to the server.
+// It may be called more than once.
 func (g *gatewayRun) stop(ctx context.Context) {
-	if g.srv != nil {
-		g.srv.GracefulStop(ctx)
-	}
-	g.stopHup()
-	g.cancel()
-	_ = g.decider.Close()
+	g.once.Do(func() {
+		if g.srv != nil {
+			g.srv.GracefulStop(ctx)
+		}
+		g.stopHup()
+		g.cancel()
+		_ = g.decider.Close()
+	})
+}
+
+// gatewayStopper stops the gateway before the server it decides through:
+// its calls under way finish while the server still answers them, and
+// Envoy, told to go away, reconnects to another node.
+type gatewayStopper struct {
+	stopper
+	gw *gatewayRun
+}
+
+func (s gatewayStopper) Shutdown(ctx context.Context) error {
+	gctx, cancel := context.WithTimeout(ctx, gatewayStopTimeout)
+	defer cancel()
+	s.gw.stop(gctx)
+	return s.stopper.Shutdown(ctx)
+}
+
+func (s gatewayStopper) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.gw.stop(ctx)
+	return s.stopper.Close()
 }
 
 // gatewayStopTimeout bounds the wait for gRPC calls under way at shutdown.

@@ -132,11 +132,12 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		if gw, err = startGateway(cfg, srv, cs, log); err != nil {
 			return err
 		}
-		defer func() {
+		defer func() { // after a SHUTDOWN command; after a signal, stop has stopped it first
 			ctx, cancel := context.WithTimeout(context.Background(), gatewayStopTimeout)
 			defer cancel()
 			gw.stop(ctx)
 		}()
+		stop = gatewayStopper{stopper: stop, gw: gw}
 	}
 	if cfg.MetricsAddr != "" {
 		stopMetrics, err := startMetrics(cfg.MetricsAddr, srv, gw.metrics(), log)

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	pbstruct "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+const gatewayYAML = `domain: api
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: hour, requests_per_unit: 3}
+`
+
+// grpcLine matches the line that announces --grpc-port's address.
+var grpcLine = regexp.MustCompile(`msg="gRPC rate limit service listening" addr=(\S+)`)
+
+// metricsLine matches the line that announces --metrics-addr's address.
+var metricsLine = regexp.MustCompile(`msg="metrics endpoint listening" addr=(\S+)`)
+
+// TestProcessGateway runs rlstore with --grpc-port 0 and --rls-config:
+// ShouldRateLimit decides through the store (the key shows over RESP, the
+// gateway's client in CLIENT LIST), health is SERVING, /metrics has the
+// descriptor's counters, a bad file on SIGHUP keeps the configuration and
+// is logged, and SIGTERM stops it cleanly.
+func TestProcessGateway(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "api.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(gatewayYAML), 0o644))
+	p := startProc(t, nil, "--port", "0", "--grpc-port", "0", "--rls-config", dir, "--metrics-addr", "127.0.0.1:0")
+	addr := p.Addr(t)
+	gaddr := p.WaitLog(t, grpcLine)[1]
+	maddr := p.WaitLog(t, metricsLine)[1]
+	conn, err := grpc.NewClient(gaddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	hr, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, healthpb.HealthCheckResponse_SERVING, hr.Status)
+
+	rls := pb.NewRateLimitServiceClient(conn)
+	req := &pb.RateLimitRequest{Domain: "api", Descriptors: []*pbstruct.RateLimitDescriptor{
+		{Entries: []*pbstruct.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "10.1.2.3"}}}}}
+	var codes []string
+	for i := 0; i < 4; i++ {
+		resp, err := rls.ShouldRateLimit(ctx, req)
+		require.NoError(t, err)
+		codes = append(codes, resp.OverallCode.String())
+	}
+	assert.Equal(t, []string{"OK", "OK", "OK", "OVER_LIMIT"}, codes)
+
+	c := newClient(t, addr)
+	keys, err := c.Keys(ctx, "rls:*").Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"rls:api:remote_address=10.1.2.3|c3600"}, keys)
+	list, err := c.ClientList(ctx).Result()
+	require.NoError(t, err)
+	assert.Contains(t, list, "name=gateway")
+
+	metrics := metricsText(t, "http://"+maddr+"/metrics")
+	assert.Contains(t, metrics, `rlstore_gateway_rate_limit_total_hits_total{domain="api",descriptor="remote_address"} 4`)
+	assert.Contains(t, metrics, `rlstore_gateway_rate_limit_over_limit_total{domain="api",descriptor="remote_address"} 1`)
+
+	require.NoError(t, os.WriteFile(file, []byte("domain: api\ndescriptors:\n  - key: a\n    rate_limt: {}\n"), 0o644))
+	p.Signal(t, syscall.SIGHUP)
+	p.WaitLog(t, regexp.MustCompile(`rate limit configuration not reloaded; keeping the one in force" reason=SIGHUP err=".*api.yaml:4: config error, unknown key 'rate_limt'`))
+	resp, err := rls.ShouldRateLimit(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "OVER_LIMIT", resp.OverallCode.String(), "the configuration in force is kept")
+	require.Eventually(t, func() bool {
+		return loadErrors.MatchString(metricsText(t, "http://"+maddr+"/metrics"))
+	}, deadline, 10*time.Millisecond, "the failed reloads (file change and SIGHUP) are counted")
+
+	p.Signal(t, syscall.SIGTERM)
+	assert.Equal(t, 0, p.ExitCode(t))
+	assert.Contains(t, p.Log.String(), `msg="shutdown complete"`)
+}
+
+// loadErrors matches the failed-load counter once the file change and the
+// SIGHUP have both been counted (a slow write can make the change two).
+var loadErrors = regexp.MustCompile(`(?m)^rlstore_gateway_config_load_error_total ([2-9]|\d\d+)$`)
+
+func metricsText(t *testing.T, url string) string {
+	t.Helper()
+	_, body := httpGet(t, url)
+	return body
+}
