@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/internal/rlstoretest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The --owner-unreachable tests measure what each mode admits through a
+// partition, under issue 27's load: 200 keys of RL.SLIDE k 50 3600, every
+// node asked about every key each round; "factor" is the most admissions
+// of one key divided by the limit. Nodes run in network namespaces rlo0,
+// rlo1, ... whose veths hang on a bridge rlobr in this test's namespace,
+// on 10.231.29.0/24 (the bridge is .254, node i is .i+1): the clients
+// reach every node, while iptables DROP inside the namespaces cuts the
+// nodes from each other. Root only; everything is removed afterwards.
+const (
+	unreachNet      = "10.231.29."
+	unreachBridge   = "rlobr"
+	unreachPassword = "rlo-test-password"
+	unreachKey      = "cmxvLXRlc3Qta2V5LTAxMjM0NTY3ODlhYmNkZWYwMTI=" // 32 bytes
+	unreachLimit    = 50
+	unreachKeys     = 200
+	unreachRound    = 100 * time.Millisecond
+	unreachHold     = 10 * time.Second // the cut: detection (2.5-3 s), the takeover's wait (1.25 s), then 50 rounds
+)
+
+func unreachCleanup(n int) {
+	for i := range n {
+		_ = exec.Command("ip", "netns", "del", fmt.Sprintf("rlo%d", i)).Run()
+		_ = exec.Command("ip", "link", "del", fmt.Sprintf("rlop%d", i)).Run() // gone with its namespace, unless a process kept that alive
+	}
+	_ = exec.Command("ip", "link", "del", unreachBridge).Run()
+}
+
+// setupUnreachNet makes the bridge and n namespaces, and returns the
+// nodes' addresses.
+func setupUnreachNet(t *testing.T, n int) []string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespace tests need root")
+	}
+	for _, tool := range []string{"ip", "iptables"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("network namespace tests need %s", tool)
+		}
+	}
+	unreachCleanup(8) // what a killed earlier run left
+	t.Cleanup(func() { unreachCleanup(n) })
+	netnsRun(t, "ip", "link", "add", unreachBridge, "type", "bridge")
+	netnsRun(t, "ip", "addr", "add", unreachNet+"254/24", "dev", unreachBridge)
+	netnsRun(t, "ip", "link", "set", unreachBridge, "up")
+	var ips []string
+	for i := range n {
+		ns, veth, port := fmt.Sprintf("rlo%d", i), fmt.Sprintf("rlov%d", i), fmt.Sprintf("rlop%d", i)
+		ip := fmt.Sprintf("%s%d", unreachNet, i+1)
+		netnsRun(t, "ip", "netns", "add", ns)
+		netnsRun(t, "ip", "link", "add", "name", veth, "netns", ns, "type", "veth", "peer", "name", port)
+		netnsRun(t, "ip", "link", "set", port, "master", unreachBridge, "up")
+		netnsRun(t, "ip", "-n", ns, "addr", "add", ip+"/24", "dev", veth)
+		netnsRun(t, "ip", "-n", ns, "link", "set", veth, "up")
+		netnsRun(t, "ip", "-n", ns, "link", "set", "lo", "up")
+		ips = append(ips, ip)
+	}
+	return ips
+}
+
+// startUnreachNodes starts a node in each namespace with mode, every one
+// joining all, and waits until each holds its lease.
+func startUnreachNodes(t *testing.T, ips []string, mode string) []*redis.Client {
+	t.Helper()
+	seeds := ""
+	for i, ip := range ips {
+		if i > 0 {
+			seeds += ","
+		}
+		seeds += ip + ":7946"
+	}
+	var cs []*redis.Client
+	for i, ip := range ips {
+		p := rlstoretest.Start(t, "ip", []string{"RLSTORE_REQUIREPASS=" + unreachPassword},
+			"netns", "exec", fmt.Sprintf("rlo%d", i), rlstoreBin, "--bind", ip, "--port", "6379",
+			"--node-name", fmt.Sprintf("o%d-%s-%d", len(ips), mode, i), "--cluster-addr", ip+":7946", "--join", seeds,
+			"--cluster-key", unreachKey, "--owner-unreachable", mode)
+		p.Addr(t)
+		c := redis.NewClient(&redis.Options{Addr: ip + ":6379", Password: unreachPassword, Protocol: 2,
+			MaxRetries: -1, ReadTimeout: 3 * time.Second, PoolSize: 1})
+		t.Cleanup(func() { _ = c.Close() })
+		cs = append(cs, c)
+	}
+	want := fmt.Sprintf("cluster_size:%d\r\n", len(ips))
+	for _, c := range cs {
+		require.Eventually(t, func() bool {
+			info, err := c.ClusterInfo(context.Background()).Result()
+			return err == nil && contains(info, want) && contains(info, "cluster_state:ok")
+		}, 30*time.Second, 100*time.Millisecond, "every node sees the others and holds its lease")
+	}
+	return cs
+}
+
+// unreachCut drops, inside each namespace, every packet to or from the
+// nodes on the other side: the clients on the bridge still reach all.
+func unreachCut(t *testing.T, ips []string, side map[int]bool, on bool) {
+	t.Helper()
+	op := map[bool]string{true: "-A", false: "-D"}[on]
+	for a := range ips {
+		for b := range ips {
+			if side[a] != side[b] {
+				ns := fmt.Sprintf("rlo%d", a)
+				netnsRun(t, "ip", "netns", "exec", ns, "iptables", op, "INPUT", "-s", ips[b], "-j", "DROP")
+				netnsRun(t, "ip", "netns", "exec", ns, "iptables", op, "OUTPUT", "-d", ips[b], "-j", "DROP")
+			}
+		}
+	}
+}
+
+// unreachLoad asks every node about every key each round, one pipeline
+// per node, and counts admissions per key and phase, and replies by kind.
+type unreachLoad struct {
+	mu       sync.Mutex // guards the fields below
+	phase    int        // 0 before the cut, 1 during it, 2 after the heal
+	admitted [3]map[string]int
+	replies  [3]map[string]int
+}
+
+func newUnreachLoad() *unreachLoad {
+	l := &unreachLoad{}
+	for i := range l.admitted {
+		l.admitted[i], l.replies[i] = map[string]int{}, map[string]int{}
+	}
+	return l
+}
+
+func (l *unreachLoad) setPhase(p int) {
+	l.mu.Lock()
+	l.phase = p
+	l.mu.Unlock()
+}
+
+func (l *unreachLoad) run(cs []*redis.Client, keys []string, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(unreachRound)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				cmds, _ := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+					for _, k := range keys {
+						p.Do(ctx, "RL.SLIDE", k, unreachLimit, 3600)
+					}
+					return nil
+				})
+				l.count(keys, cmds)
+			}
+		}()
+	}
+	return &wg
+}
+
+func (l *unreachLoad) count(keys []string, cmds []redis.Cmder) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, cmd := range cmds {
+		rep, err := cmd.(*redis.Cmd).Int64Slice()
+		switch {
+		case err != nil:
+			l.replies[l.phase][firstWord(err.Error())]++
+		case rep[0] == 1:
+			l.admitted[l.phase][keys[i]]++
+			l.replies[l.phase]["admitted"]++
+		default:
+			l.replies[l.phase]["denied"]++
+		}
+	}
+}
+
+// factors are the most admissions of one key divided by the limit, up to
+// the heal and over the whole run.
+func (l *unreachLoad) factors(keys []string) (cut, all float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	mostCut, mostAll := 0, 0
+	for _, k := range keys {
+		upToHeal := l.admitted[0][k] + l.admitted[1][k]
+		mostCut = max(mostCut, upToHeal)
+		mostAll = max(mostAll, upToHeal+l.admitted[2][k])
+	}
+	return float64(mostCut) / unreachLimit, float64(mostAll) / unreachLimit
+}
+
+// unreachRun starts len(ips) nodes with mode, uses every key up, cuts
+// side from the rest for unreachHold, heals, and runs on for 6 s.
+func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, all float64, during map[string]int) {
+	ips := setupUnreachNet(t, nodes)
+	cs := startUnreachNodes(t, ips, mode)
+	var keys []string
+	for i := range unreachKeys {
+		keys = append(keys, fmt.Sprint("unreach:", i))
+	}
+	l := newUnreachLoad()
+	stop := make(chan struct{})
+	wg := l.run(cs, keys, stop)
+	used := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return !slices.ContainsFunc(keys, func(k string) bool { return l.admitted[0][k] < unreachLimit })
+	}
+	require.Eventually(t, used, 30*time.Second, 50*time.Millisecond, "every key used up before the cut")
+	unreachCut(t, ips, side, true)
+	l.setPhase(1)
+	cutAt := time.Now()
+	require.Eventually(t, func() bool { return time.Since(cutAt) >= unreachHold }, 2*unreachHold, 50*time.Millisecond)
+	unreachCut(t, ips, side, false)
+	l.setPhase(2)
+	healAt := time.Now()
+	require.Eventually(t, func() bool { return time.Since(healAt) >= 6*time.Second }, 12*time.Second, 50*time.Millisecond)
+	close(stop)
+	wg.Wait()
+	cut, all = l.factors(keys)
+	t.Logf("--owner-unreachable %s, %d nodes, %v cut off for %v: factor %.2f up to the heal, %.2f with 6 s after it; replies during the cut %v, after %v",
+		mode, nodes, side, unreachHold, cut, all, l.replies[1], l.replies[2])
+	return cut, all, l.replies[1]
+}
+
+// TestOwnerUnreachableFactors measures each --owner-unreachable mode
+// through a 1/3 and a 2/2 cut (docs/cluster.md, "--owner-unreachable when
+// a node may not serve"), and holds each to its documented bound up to
+// the heal: error and deny never above the limit; local at most one limit
+// per node, each deciding from its own state; allow none (it fails open).
+// The whole run's factor, heal included, is logged, not asserted: a 2/2
+// heal still over-admits now and then (TestSplitTwoOfFour, RL_SPLIT_HEAL).
+func TestOwnerUnreachableFactors(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("network namespace tests need root")
+	}
+	cuts := []struct {
+		name  string
+		nodes int
+		side  map[int]bool
+	}{
+		{"1of3", 3, map[int]bool{2: true}},
+		{"2of4", 4, map[int]bool{2: true, 3: true}},
+	}
+	for _, c := range cuts {
+		for _, mode := range []string{"error", "deny", "local", "allow"} {
+			t.Run(c.name+"/"+mode, func(t *testing.T) {
+				cut, _, during := unreachRun(t, c.nodes, c.side, mode)
+				switch mode {
+				case "error":
+					assert.LessOrEqual(t, cut, 1.0, "a key admitted above its limit")
+					assert.Positive(t, during["CLUSTERDOWN"], "nodes without a lease answer CLUSTERDOWN")
+				case "deny":
+					assert.LessOrEqual(t, cut, 1.0, "a key admitted above its limit")
+				case "local":
+					assert.LessOrEqual(t, cut, float64(c.nodes), "local: more than one limit per node")
+				}
+			})
+		}
+	}
+}
