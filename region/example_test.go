@@ -14,15 +14,15 @@ func Example() {
 	eu, _ := region.New(region.Defaults(0, 2))
 	us, _ := region.New(region.Defaults(1, 2))
 	now := int64(1_800_000_000) * int64(time.Second)
-	fmt.Println(eu.Decide("api:42", lim, now, 5, false).Mode == region.Escrowed)
-	fmt.Println(eu.Decide("api:42", lim, now, 1, false).Mode == region.Reserved) // no acknowledgement yet
-	fmt.Println(eu.Decide("api:42", lim, now, 20, false).Mode == region.DeniedEscrow)
+	fmt.Println(eu.Decide([]byte("api:42"), lim, now, 5, false).Mode == region.Escrowed)
+	fmt.Println(eu.Decide([]byte("api:42"), lim, now, 1, false).Mode == region.Reserved) // no acknowledgement yet
+	fmt.Println(eu.Decide([]byte("api:42"), lim, now, 20, false).Mode == region.DeniedEscrow)
 	for _, b := range eu.Sync(now) { // the exchange, every --region-sync
 		if b != nil {
 			eu.Acked(us.Receive(b, now), now)
 		}
 	}
-	d := us.Decide("api:42", lim, now, 1, false)
+	d := us.Decide([]byte("api:42"), lim, now, 1, false)
 	fmt.Println(d.Allowed, d.Own, d.Others)
 	// Output:
 	// true

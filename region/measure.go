@@ -57,8 +57,8 @@ func (s *Store) Stats(now int64) Stats {
 
 // Split returns key name's units in the window at now: this region's and
 // each other region's as last received (Self's entry is the own units).
-func (s *Store) Split(name string, now int64) (Limit, []int64, bool) {
-	k := s.keys[name]
+func (s *Store) Split(name []byte, now int64) (Limit, []int64, bool) {
+	k := s.keys[string(name)]
 	if k == nil {
 		return Limit{}, nil, false
 	}

@@ -214,7 +214,7 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 					}
 					l := truth[i].lim
 					cost := 1 + rng.Int64N(max(1, l.Limit/40))
-					if d := st.Decide(fmt.Sprint("k", i), l, clock, cost, false); d.Allowed {
+					if d := st.Decide([]byte(fmt.Sprint("k", i)), l, clock, cost, false); d.Allowed {
 						cur, _ := l.span(clock)
 						truth[i].counts.add(cur, cost)
 					}

@@ -89,6 +89,7 @@ func (c Config) Bound(l int64) int64 {
 
 // key is one global key's state in this region.
 type key struct {
+	name     string // the key, as the maps hold it
 	lim      Limit
 	stamp    int64    // the latest time a decision charged at: a clock that steps back is clamped
 	own      counts   // units this region admitted
@@ -138,18 +139,21 @@ func (s *Store) newKey(lim Limit) *key {
 	return &key{lim: lim, seen: make([]counts, r), acked: make([]counts, r), sent: make([]counts, r), measured: -1}
 }
 
-// lookup returns key name's state under lim, making it if make is set.
+// lookup returns key name's state under lim, making it if mk is set.
 // Counts kept under other buckets are dropped.
-func (s *Store) lookup(name string, lim Limit, mk bool) *key {
-	k := s.keys[name]
+func (s *Store) lookup(name []byte, lim Limit, mk bool) *key {
+	k := s.keys[string(name)]
 	switch {
 	case k == nil && !mk:
 		return nil
 	case k == nil:
 		k = s.newKey(lim)
-		s.keys[name] = k
+		k.name = string(name)
+		s.keys[k.name] = k
 	case !k.lim.sameBuckets(lim):
+		name := k.name
 		*k = *s.newKey(lim)
+		k.name = name
 	}
 	k.lim = lim
 	return k
@@ -162,7 +166,7 @@ func (s *Store) lookup(name string, lim Limit, mk bool) *key {
 // acknowledged, plus cost, stay within the escrow e, or its own units in
 // the window, plus cost, stay within φ. Unless denied or peek, it charges
 // the key. Denied requests never consume.
-func (s *Store) Decide(name string, lim Limit, now, cost int64, peek bool) Decision {
+func (s *Store) Decide(name []byte, lim Limit, now, cost int64, peek bool) Decision {
 	k := s.lookup(name, lim, !peek)
 	if k == nil {
 		k = s.newKey(lim)
@@ -197,7 +201,7 @@ func (s *Store) Decide(name string, lim Limit, now, cost int64, peek bool) Decis
 	}
 	s.fill(&d, k, lim, now, cur, lo, held, cost)
 	if d.Allowed && !peek {
-		s.charge(name, k, now, cur, cost)
+		s.charge(k, now, cur, cost)
 		d.Own += cost
 		s.urgent = s.urgent || 2*(unacked+cost) >= e
 	}
@@ -210,7 +214,8 @@ func (s *Store) Decide(name string, lim Limit, now, cost int64, peek bool) Decis
 func (s *Store) Urgent() bool { return s.urgent }
 
 // charge adds cost admitted units to k in bucket cur.
-func (s *Store) charge(name string, k *key, now, cur, cost int64) {
+func (s *Store) charge(k *key, now, cur, cost int64) {
+	name := k.name
 	k.stamp = now
 	k.own.add(cur, cost)
 	s.dirty[name] = struct{}{}

@@ -55,8 +55,8 @@ func TestDecideWalk(t *testing.T) {
 		{0, 0, 3, false, Escrowed, 97},
 		{0, time.Second, 2, false, Escrowed, 95},
 		{0, 2 * time.Second, 1, false, DeniedEscrow, 95}, // 5 unacknowledged: the escrow is spent
-		{0, 3 * time.Second, 1, true, Escrowed, 94},       // acknowledged
-		{1, 4 * time.Second, 90, true, DeniedEscrow, 94},  // 90 > e
+		{0, 3 * time.Second, 1, true, Escrowed, 94},      // acknowledged
+		{1, 4 * time.Second, 90, true, DeniedEscrow, 94}, // 90 > e
 		{1, 5 * time.Second, 5, false, Escrowed, 89},
 		{0, 6 * time.Second, 5, true, Escrowed, 84},
 		{0, 7 * time.Second, 85, true, DeniedLimit, 84},
@@ -67,7 +67,7 @@ func TestDecideWalk(t *testing.T) {
 		if s.sync {
 			exchange(st, now)
 		}
-		d := st[s.region].Decide("k", lim, now, s.cost, false)
+		d := st[s.region].Decide([]byte("k"), lim, now, s.cost, false)
 		assert.Equal(t, s.wantMode, d.Mode, "step %d: region %d Decide(%v, cost %d)", i, s.region, s.at, s.cost)
 		assert.Equal(t, s.wantRemain, d.Remaining, "step %d: remaining", i)
 	}
@@ -84,7 +84,7 @@ func TestReserveAfterBorrowing(t *testing.T) {
 	now := t0
 	for range 100 { // region 1 takes what it can, acknowledged as it goes
 		now += int64(10 * time.Millisecond)
-		if st[1].Decide("k", lim, now, 1, false).Allowed {
+		if st[1].Decide([]byte("k"), lim, now, 1, false).Allowed {
 			total++
 		}
 		exchange(st, now)
@@ -93,7 +93,7 @@ func TestReserveAfterBorrowing(t *testing.T) {
 	for range 100 { // region 0 is cut off; everyone keeps asking
 		now += int64(10 * time.Millisecond)
 		for r := range st {
-			if st[r].Decide("k", lim, now, 1, false).Allowed {
+			if st[r].Decide([]byte("k"), lim, now, 1, false).Allowed {
 				total++
 			}
 		}
@@ -147,11 +147,11 @@ func TestClockBackwards(t *testing.T) {
 	lim := Limit{Kind: window.KindSlide, Limit: 10, Window: 10 * time.Second}
 	s := newStores(t, 1, 1, 0)[0] // one region: everything is acknowledged at once
 	for i := range 10 {
-		require.True(t, s.Decide("k", lim, t0+int64(i)*int64(time.Second), 1, false).Allowed)
+		require.True(t, s.Decide([]byte("k"), lim, t0+int64(i)*int64(time.Second), 1, false).Allowed)
 	}
-	d := s.Decide("k", lim, t0-int64(time.Hour), 1, false)
+	d := s.Decide([]byte("k"), lim, t0-int64(time.Hour), 1, false)
 	assert.False(t, d.Allowed, "an hour back is clamped to the newest charge, not a fresh window")
-	assert.True(t, s.Decide("k", lim, t0+int64(10*time.Second), 1, false).Allowed)
+	assert.True(t, s.Decide([]byte("k"), lim, t0+int64(10*time.Second), 1, false).Allowed)
 }
 
 func TestSlideCountsClockAhead(t *testing.T) {
@@ -159,10 +159,10 @@ func TestSlideCountsClockAhead(t *testing.T) {
 	st := newStores(t, 2, 1, 0) // e = 5
 	ahead := t0 + int64(time.Second)
 	for range 5 {
-		require.True(t, st[1].Decide("k", lim, ahead, 1, false).Allowed)
+		require.True(t, st[1].Decide([]byte("k"), lim, ahead, 1, false).Allowed)
 	}
 	exchange(st, t0)
-	d := st[0].Decide("k", lim, t0, 1, true)
+	d := st[0].Decide([]byte("k"), lim, t0, 1, true)
 	assert.Equal(t, int64(5), d.Others, "a bucket charged by a clock ahead counts in the window now")
 }
 
@@ -181,7 +181,7 @@ func TestValidate(t *testing.T) {
 func TestSweepDropsIdleKeys(t *testing.T) {
 	lim := Limit{Kind: window.KindFixed, Limit: 10, Window: time.Second}
 	st := newStores(t, 2, 1, 0)
-	st[0].Decide("k", lim, t0, 1, false)
+	st[0].Decide([]byte("k"), lim, t0, 1, false)
 	exchange(st, t0)
 	later := t0 + int64(10*time.Second)
 	exchange(st, later)

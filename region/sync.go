@@ -149,7 +149,7 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 			continue
 		}
 		if k == nil {
-			k = s.lookup(e.Key, e.Limit, true)
+			k = s.lookup([]byte(e.Key), e.Limit, true)
 		}
 		if k.seen[b.From].raise(e.Bucket, e.Count) {
 			s.measure[e.Key] = struct{}{}

@@ -160,7 +160,7 @@ func peerCommands() []command {
 // predates a subcommand answers, which its callers recognise.
 func cmdPeer(s *Server, c *client, args [][]byte) {
 	switch {
-	case s.cl == nil:
+	case s.cl == nil && s.reg == nil:
 		c.conn.WriteError(errNoCluster)
 	case !c.peer && equalFoldASCII(args[1], "hello"):
 		s.peerHello(c, args)
@@ -168,6 +168,10 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		s.peerAuth(c, args)
 	case !c.peer:
 		c.conn.WriteError(errNotPeer)
+	case s.reg != nil && equalFoldASCII(args[1], "region") && len(args) == 3:
+		s.reg.peerRegion(c, args[2]) // region_link.go
+	case s.cl == nil:
+		c.conn.WriteError(errPeerAuth)
 	case s.cl.repl != nil && equalFoldASCII(args[1], "copy") && len(args) == 3:
 		s.cl.repl.peerCopy(c, args[2])
 	case s.cl.repl != nil && equalFoldASCII(args[1], "delta") && len(args) == 3:

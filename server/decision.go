@@ -93,6 +93,14 @@ func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 	if policy.Reserved(key) {
 		return outcome{}, errArgReserved
 	}
+	if s.reg != nil && s.reg.global(key) { // region.go
+		if o, ok, err := s.reg.decide(key, r); ok {
+			if err == nil {
+				s.countDecision(r, &o, false)
+			}
+			return o, err
+		}
+	}
 	switch r.op {
 	case opThrottle:
 		o.throttle, err = s.cfg.Store.Throttle(key, r.throttle, r.now, r.cost)

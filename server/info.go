@@ -32,13 +32,16 @@ func infoSections() []infoSection {
 		{"errorstats", (*Server).infoErrorStats},
 		{"latencystats", (*Server).infoLatencyStats},
 		{"cluster", (*Server).infoCluster},
+		{"regions", (*Server).infoRegions},
 		{"keyspace", (*Server).infoKeyspace},
 	}
 }
 
 // notDefault are the sections INFO shows only when asked by name, or for
 // "all" or "everything", as Redis does.
-func notDefault(name string) bool { return name == "commandstats" || name == "latencystats" }
+func notDefault(name string) bool {
+	return name == "commandstats" || name == "latencystats" || byNameOnly(name)
+}
 
 // sectionTitle is a section's heading as Redis writes it.
 func sectionTitle(name string) string {
@@ -71,8 +74,8 @@ func infoWanted(name string, asked [][]byte) bool {
 		return !notDefault(name)
 	}
 	for _, a := range asked {
-		if equalFoldASCII(a, name) || equalFoldASCII(a, "all") || equalFoldASCII(a, "everything") ||
-			(equalFoldASCII(a, "default") && !notDefault(name)) {
+		if equalFoldASCII(a, name) || !byNameOnly(name) && (equalFoldASCII(a, "all") || equalFoldASCII(a, "everything") ||
+			(equalFoldASCII(a, "default") && !notDefault(name))) {
 			return true
 		}
 	}

@@ -62,7 +62,7 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	}
 	var key []byte
 	if ch != nil && len(args) == 3 {
-		key = ch.Verify(s.cl.keys, args[2])
+		key = ch.Verify(s.peerKeys(), args[2])
 	}
 	if key == nil {
 		s.guard.failed(c.addr, now)

@@ -16,6 +16,12 @@ func rlInfoCommands() []command {
 // for a key that does not exist (or whose state has expired).
 func cmdRLInfo(s *Server, c *client, args [][]byte) {
 	now := s.unixNano()
+	if s.reg != nil && s.reg.global(args[1]) { // region_info.go
+		if ps := s.reg.infoSplit(args[1]); ps != nil {
+			writeMap(c, ps)
+			return
+		}
+	}
 	inf, ok := s.cfg.Store.Get(args[1], now)
 	if !ok || inf.Expiry <= now || policy.Reserved(args[1]) {
 		s.info.misses.Add(1)

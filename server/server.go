@@ -85,6 +85,9 @@ type Config struct {
 	// Cluster, if set, makes the server a node of a cluster: it routes
 	// keyed commands to their owners and answers CLUSTER. nil: one node.
 	Cluster *ClusterConfig
+	// Region, if set, makes the server one region of several sharing
+	// global limits (docs/regions.md). nil: every limit is this server's.
+	Region *RegionConfig
 
 	// SlowlogSlowerThan is the shortest run SLOWLOG records. Default
 	// DefaultSlowlogSlowerThan; negative: none. Redis's 0, every command, is 1ns here.
@@ -127,6 +130,7 @@ type Server struct {
 	started  time.Time
 	pol      policies
 	cl       *clusterNode // nil without a cluster
+	reg      *regionNode  // nil without regions
 	info     infoExtra    // behind INFO's Redis fields (inforedis.go)
 
 	wallClock bool     // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
@@ -214,6 +218,9 @@ func New(cfg Config) (*Server, error) {
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
 	if err := s.attachCluster(); err != nil {
+		return nil, err
+	}
+	if err := s.attachRegion(); err != nil {
 		return nil, err
 	}
 	if err := s.loadPolicies(); err != nil {

@@ -66,6 +66,7 @@ type config struct {
 	Cluster         clusterFlags
 	Replicas        replicaFlags
 	Gateway         gatewayFlags
+	Region          regionFlags // regions.go
 }
 
 // envPrefix starts the environment variable of each flag: --max-keys is RLSTORE_MAX_KEYS.
@@ -103,6 +104,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	c.Cluster.define(fs)
 	c.Replicas.define(fs)
 	c.Gateway.define(fs)
+	c.Region.define(fs)
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "`host:port` serving Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (e.g. 127.0.0.1:9121); empty: off")
 	fs.Int64Var(&c.SlowlogSlower, "slowlog-log-slower-than", server.DefaultSlowlogSlowerThan.Microseconds(), "SLOWLOG records commands that take at least this many `microseconds`; -1: none, 0: every command")
 	fs.Int64Var(&c.SlowlogMaxLen, "slowlog-max-len", server.DefaultSlowlogMaxLen, "most `number` of entries SLOWLOG keeps")
@@ -252,13 +254,16 @@ func (c config) validate() error {
 	if err := c.checkDataDir(); err != nil {
 		return err
 	}
-	if err := c.Cluster.validate(); err != nil {
+	if err := c.Cluster.validate(); err != nil && !c.Region.takesSecrets(c.Cluster) {
 		return err
 	}
 	if err := c.Replicas.validate(); err != nil {
 		return err
 	}
 	if err := c.Gateway.validate(); err != nil {
+		return err
+	}
+	if err := c.Region.validate(); err != nil {
 		return err
 	}
 	if err := c.checkClusterTrust(); err != nil {

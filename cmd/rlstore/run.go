@@ -112,6 +112,15 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 			return err
 		}
 	}
+	var closeRegions func()
+	if scfg.Region, closeRegions, err = regionConfig(cfg, log); err != nil { // regions.go
+		closeListener(tlsLn)
+		if cn != nil {
+			cn.close()
+		}
+		return err
+	}
+	defer closeRegions()
 	srv, err := server.New(scfg)
 	if err != nil {
 		if cn != nil {

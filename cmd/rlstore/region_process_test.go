@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// regionWindow is one key's window, by the unix second it ends at.
+type regionWindow struct {
+	key string
+	end int64
+}
+
+// regionCounts are the admissions the clients saw, per window and region.
+type regionCounts struct {
+	mu sync.Mutex
+	n  map[regionWindow][]int
+}
+
+func (c *regionCounts) add(key string, end int64, region int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := regionWindow{key, end}
+	if c.n[w] == nil {
+		c.n[w] = make([]int, 3)
+	}
+	c.n[w][region]++
+}
+
+// TestRegionProcessesPartition: three single-node regions on loopback,
+// skewed load with real clients (eu hot, us and ap light) on ten keys of
+// RL.FIXED 200 per 2 s; then ap is stopped (SIGSTOP: it neither answers
+// nor sends) for 10 s, then resumes. Every window's total, as the clients
+// count it, stays within L + (R−1)·e = 200 + 2·6; while all three are
+// up, windows with traffic in every region come within a few percent of L.
+func TestRegionProcessesPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s of load across three processes: not in -short")
+	}
+	names := []string{"eu", "us", "ap"}
+	ports := []string{freePort(t), freePort(t), freePort(t)}
+	procs := make([]*proc, 3)
+	clients := make([]*redis.Client, 3)
+	for i, name := range names {
+		var peers []string
+		for j, other := range names {
+			if j != i {
+				peers = append(peers, other+"=127.0.0.1:"+ports[j])
+			}
+		}
+		procs[i] = startProc(t, nil, "--port", ports[i], "--region", name, "--region-peers", strings.Join(peers, ","),
+			"--cluster-secret", "region process test", "--region-sync", "50ms")
+		clients[i] = newClient(t, procs[i].Addr(t))
+	}
+	for _, p := range procs {
+		p.WaitLog(t, regexp.MustCompile(`region sync up.*region=`))
+	}
+	counts := &regionCounts{n: map[regionWindow][]int{}}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	load := func(region, conns int, pause time.Duration) {
+		for c := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := c; ctx.Err() == nil; i++ {
+					key := "k" + strconv.Itoa(i%10)
+					v, err := clients[region].Do(ctx, "RL.FIXED", key, 200, 2).Int64Slice()
+					if err == nil && v[0] == 1 {
+						end := (time.Now().UnixMilli() + v[4] + 500) / 1000 // the window's end, to the second
+						counts.add(key, end, region)
+					}
+					if pause > 0 {
+						time.Sleep(pause) // the light regions' pace, not an ordering
+					}
+				}
+			}()
+		}
+	}
+	load(0, 4, 0)
+	load(1, 1, 2*time.Millisecond)
+	load(2, 1, 2*time.Millisecond)
+	phase := func(d time.Duration) (from, to int64) {
+		from = time.Now().Unix() + 2
+		<-time.After(d)
+		return from, time.Now().Unix() - 1
+	}
+	connected, _ := phase(6 * time.Second)
+	connectedEnd := time.Now().Unix() - 1
+	require.NoError(t, procs[2].Cmd.Process.Signal(syscall.SIGSTOP))
+	cutFrom, cutTo := phase(10 * time.Second)
+	require.NoError(t, procs[2].Cmd.Process.Signal(syscall.SIGCONT))
+	phase(4 * time.Second)
+	stop()
+	wg.Wait()
+
+	const limit, bound = 200, 212
+	worst, near, full := 0.0, 0, 0
+	counts.mu.Lock()
+	defer counts.mu.Unlock()
+	for w, by := range counts.n {
+		total := by[0] + by[1] + by[2]
+		worst = max(worst, float64(total)/limit)
+		assert.LessOrEqual(t, total, bound, "%s, window ending %d: %v", w.key, w.end, by)
+		if w.end >= connected && w.end <= connectedEnd && by[1] > 0 && by[2] > 0 {
+			full++
+			if total >= limit*95/100 {
+				near++
+			}
+		}
+		if w.end >= cutFrom && w.end <= cutTo {
+			assert.Zero(t, by[2], "ap is stopped")
+		}
+	}
+	t.Logf("%d windows: worst total/L %.3f; connected windows with all regions busy: %d of %d at 95%% of L or more",
+		len(counts.n), worst, near, full)
+	require.Positive(t, full)
+	assert.GreaterOrEqual(t, near*10, full*9, "connected, the budget is used")
+	info, err := clients[0].Info(context.Background(), "regions").Result()
+	require.NoError(t, err)
+	t.Logf("eu's INFO regions:\n%s", info)
+	assert.Regexp(t, `rl_region_windows_measured:[1-9]`, info)
+	assert.Contains(t, info, fmt.Sprint("name=ap,addr=127.0.0.1:", ports[2]))
+}

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/rlstore/rlstore/region"
+)
+
+// carry sends l's batches, one exchange at a time, and credits their
+// acknowledgements, until the server stops. A failed exchange loses that
+// batch only: the model sends what was not acknowledged again after Retry.
+func (rn *regionNode) carry(l *regionLink) {
+	hdr := rn.rc.Header(rn.cfg.Name)
+	var buf []byte
+	for {
+		var b *region.Batch
+		select {
+		case <-rn.s.done:
+			return
+		case b = <-l.out:
+		}
+		buf = region.AppendBatch(buf[:0], hdr, b)
+		ack, err := rn.exchange(l, buf)
+		if err != nil {
+			l.fails.Add(1)
+			msg := err.Error()
+			if l.up.Swap(false) || l.lastErr.Load() == nil || *l.lastErr.Load() != msg {
+				rn.s.log.Warn("region sync failed", "region", l.name, "addr", l.addr, "err", msg)
+			}
+			l.lastErr.Store(&msg)
+			continue
+		}
+		if !l.up.Swap(true) {
+			rn.s.log.Info("region sync up", "region", l.name, "addr", l.addr)
+		}
+		l.sent.Add(1)
+		l.sentBytes.Add(int64(len(buf)))
+		now := rn.s.cfg.Clock().UnixNano()
+		rn.mu.Lock()
+		rn.st.Acked(ack, now)
+		rn.mu.Unlock()
+	}
+}
+
+// exchange sends one batch as RL.PEER REGION and reads the acknowledgement.
+func (rn *regionNode) exchange(l *regionLink, payload []byte) (*region.Ack, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), rn.cfg.Timeout)
+	defer cancel()
+	reps, err := rn.cfg.Forwarder.Forward(ctx, l.addr, [][][]byte{{[]byte("RL.PEER"), []byte("REGION"), payload}})
+	if err != nil {
+		return nil, err
+	}
+	body, err := bulkReply(reps[0])
+	if err != nil {
+		return nil, err
+	}
+	name, ack, err := region.ReadAck(body)
+	switch {
+	case err != nil:
+		return nil, err
+	case name != l.name:
+		return nil, errors.New("the region at " + l.addr + " is named " + strconv.Quote(name) + ", not " + strconv.Quote(l.name))
+	}
+	ack.From = rn.index[name]
+	return ack, nil
+}
+
+// bulkReply returns a raw RESP reply's bulk string, or its error.
+func bulkReply(raw []byte) ([]byte, error) {
+	if len(raw) > 0 && raw[0] == '-' {
+		return nil, errors.New(string(bytes.TrimRight(raw[1:], "\r\n")))
+	}
+	i := bytes.Index(raw, []byte("\r\n"))
+	if len(raw) == 0 || raw[0] != '$' || i < 0 {
+		return nil, errors.New("region sync: unexpected reply")
+	}
+	n, err := strconv.Atoi(string(raw[1:i]))
+	if err != nil || n < 0 || len(raw) < i+2+n {
+		return nil, errors.New("region sync: unexpected reply")
+	}
+	return raw[i+2 : i+2+n], nil
+}
+
+// peerRegion is RL.PEER REGION payload, on a peer's connection: count the
+// batch and answer its acknowledgement. A batch from a region this one does
+// not know, or that decides under another bound, is refused with an error
+// that the sender logs.
+func (rn *regionNode) peerRegion(c *client, payload []byte) {
+	h, b, err := region.ReadBatch(payload)
+	if err == nil {
+		err = rn.rc.Agrees(h)
+	}
+	idx, known := rn.index[h.Region]
+	if err == nil && (!known || h.Region == rn.cfg.Name) {
+		err = errors.New("unknown region " + strconv.Quote(h.Region))
+	}
+	if err != nil {
+		rn.refused.Add(1)
+		msg := err.Error()
+		rn.lastRefusal.Store(&msg)
+		c.conn.WriteError("ERR region sync refused: " + msg)
+		return
+	}
+	b.From = idx
+	rn.received.Add(1)
+	rn.receivedBytes.Add(int64(len(payload)))
+	now := rn.s.cfg.Clock().UnixNano()
+	rn.mu.Lock()
+	ack := rn.st.Receive(b, now)
+	rn.mu.Unlock()
+	c.conn.WriteBulk(region.AppendAck(nil, rn.cfg.Name, ack))
+}
+
+// since returns d in seconds for metrics, or -1 when never.
+func since(d time.Duration, never bool) float64 {
+	if never {
+		return -1
+	}
+	return d.Seconds()
+}
