@@ -91,8 +91,10 @@ func TestRegionProcessesPartition(t *testing.T) {
 	load(0, 4, 0)
 	load(1, 1, 2*time.Millisecond)
 	load(2, 1, 2*time.Millisecond)
+	// phase runs d and returns the first and last window ends (2 s windows)
+	// of windows that lie wholly inside it.
 	phase := func(d time.Duration) (from, to int64) {
-		from = time.Now().Unix() + 2
+		from = time.Now().Unix() + 3
 		<-time.After(d)
 		return from, time.Now().Unix() - 1
 	}
