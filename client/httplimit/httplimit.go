@@ -145,7 +145,9 @@ func New(cfg Config) (*Limiter, error) {
 	return l, nil
 }
 
-// verifyTimeout bounds New's check when Config.Timeout is negative (none).
+// verifyTimeout is the least time New's check waits (more if Config.Timeout
+// is longer): a start is not a request, and a busy server's late answer
+// must not be taken for an outage and let a wrong password through.
 const verifyTimeout = time.Second
 
 // verify asks rlstore, once at New, whether it takes the client's
@@ -156,11 +158,7 @@ func (l *Limiter) verify() error {
 	if l.cfg.Client == nil {
 		return nil
 	}
-	d := l.timeout
-	if d < 0 {
-		d = verifyTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.timeout, verifyTimeout))
 	defer cancel()
 	err := l.cfg.Client.Verify(ctx)
 	switch {

@@ -24,6 +24,7 @@ import (
 func TestWrongPasswordAtStartup(t *testing.T) {
 	addr := rlstoretest.Start(t, rlstoreBin, nil, "--port", "0", "--requirepass", "sekret").Addr(t)
 	rule := client.Rule{Algorithm: "SLIDE", Limit: 5, Window: time.Minute}
+	const timeout = 10 * time.Second // a busy host's answer is late, not missing
 	with := func(addr, password string) *client.Client {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1,
 			DialTimeout: time.Second, ContextTimeoutEnabled: true})
@@ -31,7 +32,7 @@ func TestWrongPasswordAtStartup(t *testing.T) {
 		return client.New(rdb)
 	}
 
-	_, err := httplimit.New(httplimit.Config{Client: with(addr, "wrong"), Rule: rule, FailOpen: true})
+	_, err := httplimit.New(httplimit.Config{Client: with(addr, "wrong"), Rule: rule, FailOpen: true, Timeout: timeout})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, client.ErrAuth)
 	assert.Contains(t, err.Error(), "WRONGPASS")
@@ -47,7 +48,7 @@ func TestWrongPasswordAtStartup(t *testing.T) {
 	assert.Contains(t, logs.String(), "did not answer at start")
 
 	c := with(addr, "sekret")
-	l, err := httplimit.New(httplimit.Config{Client: c, Rule: rule, FailOpen: true,
+	l, err := httplimit.New(httplimit.Config{Client: c, Rule: rule, FailOpen: true, Timeout: timeout,
 		Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))})
 	require.NoError(t, err)
 	h := l.Handler(ok)

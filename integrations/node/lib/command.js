@@ -28,7 +28,10 @@ function credentials(send) {
 // missing password shows at startup: logged with console.error at once,
 // and thrown by verify(). It never rejects (no unhandled rejection); it
 // resolves to the error, or null.
-function startupCheck(send) {
+function startupCheck(opts, clientField) {
+  // At least a second: a busy server's late answer must not pass for an outage.
+  const t = timeoutOf(opts);
+  const send = credentials(withTimeout(rawSender(opts, clientField), t === 0 ? 0 : Math.max(t, 1000)));
   return send('PING').then(() => null, (e) => {
     if (e.code === 'RLSTORE_AUTH') console.error(e.message);
     return e;

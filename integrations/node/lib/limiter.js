@@ -52,7 +52,7 @@ class RateLimiterRlstore extends StoreAbstract {
     if (!['slide', 'token'].includes(this.algorithm)) {
       throw new TypeError("rlstore: algorithm must be 'slide' or 'token'");
     }
-    this._startup = startupCheck(this.send);
+    this._startup = startupCheck(opts, 'storeClient');
   }
 
   // verify resolves once rlstore has answered the PING sent when this was

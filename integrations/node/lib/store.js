@@ -27,7 +27,7 @@ class RlstoreStore {
       throw new TypeError(`rlstore: algorithm must be one of ${ALGORITHMS.join(', ')}`);
     }
     this.localKeys = false;
-    this._startup = startupCheck(this.send);
+    this._startup = startupCheck(options, 'client');
   }
 
   // verify resolves once rlstore has answered the PING sent when this was

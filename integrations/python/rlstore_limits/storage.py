@@ -95,7 +95,7 @@ class RlstoreStorage(Storage, MovingWindowSupport):
         is an outage, not a configuration error: it is logged, and each
         request then fails as the library's error handling says."""
         try:
-            self.storage.ping()
+            _ping(self.storage.connection_pool)
         except (redis.exceptions.AuthenticationError, redis.exceptions.NoPermissionError) as e:
             raise ConfigurationError("rlstore refused the storage's credentials (check the password in the URI or options): %s" % e) from e
         except redis.exceptions.ResponseError as e:
@@ -274,3 +274,20 @@ def _check_options(client):
     startup, not on the first request."""
     pool = client.connection_pool
     pool.connection_class(**pool.connection_kwargs)
+
+
+def _ping(pool, least=1.0):
+    """PING on a connection of its own that waits at least `least` seconds
+    to connect and for the reply (a busy server's late answer must not pass
+    for an outage), with the pool's other settings."""
+    kwargs = dict(pool.connection_kwargs)
+    for k in ("socket_timeout", "socket_connect_timeout"):
+        if kwargs.get(k) is not None:
+            kwargs[k] = max(kwargs[k], least)
+    conn = pool.connection_class(**kwargs)
+    try:
+        conn.connect()
+        conn.send_command("PING")
+        conn.read_response()
+    finally:
+        conn.disconnect()
