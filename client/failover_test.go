@@ -96,16 +96,6 @@ func TestClusterClientAfterKill(t *testing.T) {
 	clusterClientAfterKill(t, client.ClusterOptions)
 }
 
-// TestClusterClientDefaultsAfterKill: at go-redis's defaults (a reload
-// every 60 s) too, since the survivors answer each routed connection's
-// first command after the table changes with -MOVED, which makes the
-// client reload its map (docs/clients.md).
-func TestClusterClientDefaultsAfterKill(t *testing.T) {
-	clusterClientAfterKill(t, func(addrs ...string) *redis.ClusterOptions {
-		return &redis.ClusterOptions{Addrs: addrs}
-	})
-}
-
 func clusterClientAfterKill(t *testing.T, options func(...string) *redis.ClusterOptions) {
 	procs, addrs := startClusterProcs(t, 3)
 	rdb := redis.NewClusterClient(options(addrs...))
@@ -132,14 +122,6 @@ func clusterClientAfterKill(t *testing.T, options func(...string) *redis.Cluster
 // settings: the leaver serves on until the client has moved away.
 func TestClusterClientAfterLeave(t *testing.T) {
 	clusterClientAfterLeave(t, client.ClusterOptions)
-}
-
-// TestClusterClientDefaultsAfterLeave: nor at go-redis's defaults, where
-// the leaver's -MOVED makes the client reload (it failed 193 before).
-func TestClusterClientDefaultsAfterLeave(t *testing.T) {
-	clusterClientAfterLeave(t, func(addrs ...string) *redis.ClusterOptions {
-		return &redis.ClusterOptions{Addrs: addrs}
-	})
 }
 
 func clusterClientAfterLeave(t *testing.T, options func(...string) *redis.ClusterOptions) {

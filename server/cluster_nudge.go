@@ -9,32 +9,36 @@ import (
 )
 
 // A cluster-aware client reads the slot map once and then sends each key
-// to the owner it names. Some (node-redis createCluster at any setting,
-// go-redis ClusterClient at its defaults) read the map again only when a
-// node answers -MOVED or -ASK. After a node dies they keep sending its
-// slots to its address, where nothing answers, and a survivor never sees
-// a key it does not own, so it cannot redirect them: they fail those
-// slots until some MOVED comes, which may be never (node-redis has no
-// periodic reload). So when the table changes, a survivor answers the
-// first keyed command of each such connection with -MOVED to the key's
-// owner under the new table, often itself: the client reloads its map,
-// which names the new owners, and sends the command again. A leaving node
-// does the same once its table no longer names it.
+// to the owner it names. node-redis's createCluster reads it again only
+// when a node answers -MOVED or -ASK, never on its own (node-redis#2806).
+// After a node dies it keeps sending the dead node's slots to its address,
+// where nothing answers, and a survivor never sees a key it does not own,
+// so it cannot redirect them: they fail for as long as the client runs.
+// So when the table changes, a node answers the first keyed command of
+// each such connection with -MOVED to the key's owner under the new table,
+// often itself: the client reloads its map, which names the new owners,
+// and sends the command again. A leaving node does the same once its
+// table no longer names it.
 //
 // Redis never answers MOVED to the node that owns the slot, and not every
-// client takes one: redis-py (4.3 to 5) marks the node it asked a replica
-// of itself, and once every node is so marked its next reload fails with
-// an IndexError. So only the libraries that were tried and reload on it
-// get one (nudgedLibs: node-redis and go-redis, as CLIENT SETINFO names
-// them), and only connections that route by slot: a plain client of the
-// same library must never see -MOVED, as it does not follow it. A node
-// cannot ask a connection which it is, so it judges by what it sent: one
-// that sent keys of at least routedSlotBits distinct slot classes (slot
-// mod 64) while other nodes owned slots too, all but a 1/routedRatio
-// share of them keys this node owned, routes by slot. A plain client
-// sends each node about 1/N of its keys as its own, so one is taken for
-// routed only if its first 16 or more keys of different slots all fell
-// here by chance: (1/N)^16, under 2·10^-5 at two nodes.
+// client takes one well, so only node-redis gets it (nudgedLibs, as CLIENT
+// SETINFO names it), which has one connection per node for commands:
+//   - redis-py (4.3 to 5) marks the node it asked a replica of itself, and
+//     once every node is so marked its next reload fails with an IndexError;
+//   - go-redis retries a MOVED at once on any connection of its pool, which
+//     may be one that gets a MOVED of its own: with 48 goroutines, 3 of
+//     60,000 requests failed after four (go-redis reloads every
+//     ClusterStateReloadInterval instead, docs/clients.md).
+//
+// And only to connections that route by slot: a plain client of the same
+// library must never see -MOVED, as it does not follow it. A node cannot
+// ask a connection which it is, so it judges by what it sent: one that
+// sent keys of at least routedSlotBits distinct slot classes (slot mod
+// 64) while other nodes owned slots too, all but a 1/routedRatio share of
+// them keys this node owned, routes by slot. A plain client sends each
+// node about 1/N of its keys as its own, so one is taken for routed only
+// if its first 16 or more keys of different slots all fell here by
+// chance: (1/N)^16, under 2·10^-5 at two nodes.
 
 // routing is what one client connection's keyed commands said about it;
 // only its goroutine touches it.
@@ -56,9 +60,8 @@ func (rt *routing) routed() bool {
 }
 
 // nudgedLibs are the CLIENT SETINFO library names (prefixes) whose
-// cluster clients reload their slot map on a -MOVED to the node they
-// asked; see routing.
-var nudgedLibs = [...]string{"node-redis", "go-redis"}
+// cluster clients get a -MOVED after a table change; see routing.
+var nudgedLibs = [...]string{"node-redis"}
 
 // nudge returns the -MOVED that c's keyed command, routed as r, gets
 // instead of running (see routing), or "". tries counts the times

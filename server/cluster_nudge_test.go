@@ -79,9 +79,9 @@ func ownedBy(tb *cluster.Table, name string) int {
 	return -1
 }
 
-// TestNudgeAfterTableChange: a routed connection of a library that takes
-// it gets -MOVED to the key's owner at its first keyed command after the
-// table changes, once; a plain one, or redis-py's, never does.
+// TestNudgeAfterTableChange: a routed node-redis connection gets -MOVED
+// to the key's owner at its first keyed command after the table changes,
+// once; a plain one, or one of another library, never does.
 func TestNudgeAfterTableChange(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
 	n0 := nodes[0]
@@ -94,7 +94,7 @@ func TestNudgeAfterTableChange(t *testing.T) {
 		}
 		return c
 	}
-	routed, pyRouted, plain := dial("node-redis"), dial("redis-py"), dial("go-redis(,go1)")
+	routed, pyRouted, goRouted, plain := dial("node-redis"), dial("redis-py"), dial("go-redis(,go1.26)"), dial("node-redis")
 	var own []string // keys node 0 owns, over many slots
 	for i := 0; len(own) < 64; i++ {
 		if k := fmt.Sprint("nudge:", i); ownerOf(nodes, k) == n0 {
@@ -104,6 +104,7 @@ func TestNudgeAfterTableChange(t *testing.T) {
 	for i, k := range own {
 		require.NoError(t, routed.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
 		require.NoError(t, pyRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
+		require.NoError(t, goRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
 		require.NoError(t, plain.Do(ctx, "RL.SLIDE", fmt.Sprint("plain:", i), 100, 60).Err())
 	}
 
@@ -124,17 +125,20 @@ func TestNudgeAfterTableChange(t *testing.T) {
 	}
 	for i, k := range own {
 		assert.NoError(t, pyRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err(), "redis-py's connection")
+		assert.NoError(t, goRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err(), "go-redis's connection")
 		assert.NoError(t, plain.Do(ctx, "RL.SLIDE", fmt.Sprint("plain:", i), 100, 60).Err(), "a plain client")
 	}
 }
 
-// TestPlainClientNotMovedAfterDeath: a plain go-redis client of one node,
-// sending keys of every owner, sees no -MOVED when a member dies.
+// TestPlainClientNotMovedAfterDeath: a plain client of one node, even one
+// that says it is node-redis, sending keys of every owner, sees no -MOVED
+// when a member dies.
 func TestPlainClientNotMovedAfterDeath(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
-	rdb := redis.NewClient(&redis.Options{Addr: nodes[0].addr})
+	rdb := redis.NewClient(&redis.Options{Addr: nodes[0].addr, PoolSize: 1, DisableIdentity: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
+	require.NoError(t, rdb.Do(ctx, "CLIENT", "SETINFO", "LIB-NAME", "node-redis").Err())
 	send := func() {
 		for i := range 300 {
 			err := rdb.Do(ctx, "RL.SLIDE", fmt.Sprint("plain:", i), 1000000, 3600).Err()
