@@ -38,7 +38,9 @@
 # NODEPROCS (GOMAXPROCS of each cluster node, e.g. 1, as for three nodes
 # sharing this host's two cores; one node alone keeps Go's default),
 # BEFORE (another rlstore binary: a second cluster of it adds the rows
-# "forwarded before" and "aware before", to compare two builds in one run).
+# "forwarded before" and "aware before", to compare two builds in one run),
+# ROWS (systems to run, e.g. "aware" or "single,aware": with BEFORE, each
+# row then runs next to its "before" row, so a busy host moves both alike).
 import json, os, re, resource, shutil, signal, socket, subprocess, sys, time
 
 RLSTORE = os.environ.get("RLSTORE", "rlstore")
@@ -295,6 +297,9 @@ def throughput():
         if (RB_ROWS, "single") in systems:
             systems[(RB_ROWS, "forwarded before")] = (bprocs, before[0][1], "plain")
             systems[(RB_ROWS, "aware before")] = (bprocs, before[0][1], "aware")
+    if os.environ.get("ROWS"):
+        keep = set(os.environ["ROWS"].split(","))
+        systems = {row: v for row, v in systems.items() if row[1].removesuffix(" before") in keep}
     res = {}
     try:
         for rnd in range(rounds):
