@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/assert"
@@ -103,4 +104,33 @@ func TestLeasePairsCutShort(t *testing.T) {
 	var e shard.Entry
 	require.Empty(t, eb.pairs(&e, eb.d.uvarint()))
 	assert.Equal(t, b, e.Counters)
+}
+
+// TestReservationsRoundTrip: a reservation's ledger comes back from the log
+// in its key's shard, so a commit after the reload finds it.
+func TestReservationsRoundTrip(t *testing.T) {
+	dir, c := t.TempDir(), newClock()
+	st, _, _ := openStore(t, dir, c.opts(FsyncEverysec))
+	p := window.Params{Kind: window.KindFixed, Limit: 100, Period: time.Hour}
+	for i := range 20 {
+		key := fmt.Appendf(nil, "budget:%d", i)
+		r := shard.ReserveRequest{Op: shard.ReserveNew, Params: p, ID: window.LeaseID([]byte("r")), TTL: time.Hour, Units: 40}
+		res, err := st.m.Reserve(key, policy.AppendLedgerKey(nil, key), r, c.nano())
+		require.NoError(t, err)
+		require.True(t, res.Decision.Allowed)
+	}
+	flushLog(t, st)
+	require.NoError(t, st.Close())
+	st2, m2, _ := openStore(t, dir, c.opts(FsyncEverysec))
+	defer st2.Close()
+	for i := range 20 {
+		key := fmt.Appendf(nil, "budget:%d", i)
+		r := shard.ReserveRequest{Op: shard.ReserveCommit, ID: window.LeaseID([]byte("r")), Units: 10}
+		res, err := m2.Reserve(key, policy.AppendLedgerKey(nil, key), r, c.nano())
+		require.NoError(t, err)
+		assert.True(t, res.Done, "%s: the reservation came back", key)
+		info, ok := m2.Get(key, c.nano())
+		require.True(t, ok)
+		assert.EqualValues(t, 10, info.Count, "%s: the actual cost replaced the estimate", key)
+	}
 }

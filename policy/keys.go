@@ -13,6 +13,7 @@ import "encoding/binary"
 const (
 	reservedPrefix = "\xffp"
 	penaltyRule    = 0xff // the rule byte of a policy's penalty state
+	ledgerRule     = 0xfe // with no policy name, which no policy has: a key's RL.RESERVE ledger
 )
 
 // Reserved reports whether key is one of the internal keys policies keep their state under.
@@ -51,3 +52,8 @@ func Route(key []byte) []byte {
 	}
 	return key[2+k+int(n)+1:]
 }
+
+// AppendLedgerKey appends the internal key of key's reservation ledger
+// (RL.RESERVE) to dst: a policy key with no policy name, which no policy
+// can have, so Route finds key in it.
+func AppendLedgerKey(dst, key []byte) []byte { return appendKey(dst, "", ledgerRule, key) }

@@ -215,6 +215,7 @@ func New(cfg Config) (*Server, error) {
 	s.register(transactionCommands())
 	s.register(decisionCommands())
 	s.register(leaseCommands())
+	s.register(reserveCommands())
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
 	if err := s.attachCluster(); err != nil {

@@ -48,7 +48,7 @@ func (k Kind) Unit() time.Duration {
 	switch k {
 	case KindSlide:
 		return time.Second
-	case KindLog, KindLease:
+	case KindLog, KindLease, KindReserve:
 		return time.Millisecond
 	}
 	return 0

@@ -325,3 +325,31 @@ func FuzzLease(f *testing.F) {
 		}
 	})
 }
+
+func TestReservationsLedger(t *testing.T) {
+	var r Reservations
+	b := make([]uint64, 0, 8)
+	a, c := LeaseID([]byte("a")), LeaseID([]byte("c"))
+	b = r.Add(b, t0, a, time.Second, 500)
+	b = r.Add(b, t0, c, 2*time.Second, 7)
+	est, ok := r.Find(b, t0, a)
+	assert.True(t, ok)
+	assert.EqualValues(t, 500, est)
+	p := Params{Kind: KindReserve}
+	require.NoError(t, p.Validate())
+	require.NoError(t, p.CheckState(State{}, b))
+	assert.EqualValues(t, 507, p.Count(State{}, b, t0))
+	assert.Equal(t, t0+int64(2*time.Second), p.Expiry(State{}, b))
+	est, ok, b = r.Take(b, t0+int64(time.Second), a)
+	assert.False(t, ok, "an expired reservation is not outstanding")
+	assert.Zero(t, est)
+	est, ok, b = r.Take(b, t0+int64(time.Second), c)
+	assert.True(t, ok)
+	assert.EqualValues(t, 7, est)
+	_, ok, _ = r.Take(b, t0+int64(time.Second), c)
+	assert.False(t, ok, "a second take")
+	full, _ := r.Full(b, t0)
+	assert.False(t, full)
+	assert.False(t, KindReserve.Native())
+	assert.Error(t, Params{Kind: KindReserve, Limit: 1}.Validate())
+}

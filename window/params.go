@@ -10,13 +10,14 @@ type Kind uint8
 
 // The algorithms. KindNone marks a free slot.
 const (
-	KindNone  Kind = 0
-	KindSlide Kind = 1
-	KindToken Kind = 2 // GCRA; shared by RL.TOKEN and CL.THROTTLE
-	KindFixed Kind = 3
-	KindLog   Kind = 4
-	KindLeaky Kind = 5
-	KindLease Kind = 6 // RL.ACQUIRE's leases: a concurrency limit, not a rate
+	KindNone    Kind = 0
+	KindSlide   Kind = 1
+	KindToken   Kind = 2 // GCRA; shared by RL.TOKEN and CL.THROTTLE
+	KindFixed   Kind = 3
+	KindLog     Kind = 4
+	KindLeaky   Kind = 5
+	KindLease   Kind = 6 // RL.ACQUIRE's leases: a concurrency limit, not a rate
+	KindReserve Kind = 7 // a key's outstanding RL.RESERVE reservations, under a hidden key
 )
 
 // String returns the name TYPE replies with; its upper case after "RL." is
@@ -35,6 +36,8 @@ func (k Kind) String() string {
 		return "leaky"
 	case KindLease:
 		return "lease"
+	case KindReserve:
+		return "reservations"
 	}
 	return "none"
 }
@@ -54,7 +57,9 @@ func (k Kind) Stamped() bool { return k == KindSlide || k == KindLog }
 // or log entries (Log) that grows and shrinks, rather than a fixed-size State.
 // A store keeps them for it; none is ever 0 or all ones, so a store may use
 // those words as markers.
-func (k Kind) Counters() bool { return k == KindSlide || k == KindLog || k == KindLease }
+func (k Kind) Counters() bool {
+	return k == KindSlide || k == KindLog || k == KindLease || k == KindReserve
+}
 
 // Rated reports whether kind k takes a capacity, a rate and a period
 // (Token, Leaky), rather than a limit and a window.
@@ -70,6 +75,8 @@ func (k Kind) CountName() string {
 		return "queued"
 	case KindLease:
 		return "in_flight"
+	case KindReserve:
+		return "reserved"
 	}
 	return "count"
 }
@@ -128,6 +135,11 @@ func (p Params) Validate() error {
 			return ErrKind
 		}
 		return p.Lease().Validate()
+	case KindReserve:
+		if p != (Params{Kind: KindReserve}) {
+			return ErrKind
+		}
+		return nil
 	}
 	return ErrKind
 }
@@ -151,6 +163,8 @@ func (p Params) Decide(s *State, b []uint64, now, cost int64, peek bool) (Decisi
 		return p.Leaky().Decide(s, now, cost, peek), nil
 	case KindLease: // no lease without an id: says whether cost would fit, as a peek
 		return p.leaseDecide(b, now, cost), b
+	case KindReserve: // a ledger admits nothing by itself
+		return Decision{Wait: Never}, b
 	}
 	panic("window: Decide with unvalidated params") // Validate rejects every other kind
 }
@@ -169,7 +183,7 @@ func (p Params) Expiry(s State, b []uint64) int64 {
 		return p.Fixed().Expiry(s)
 	case KindLeaky:
 		return p.Leaky().Expiry(s)
-	case KindLease:
+	case KindLease, KindReserve:
 		return p.Lease().Expiry(b)
 	}
 	return 0
@@ -188,7 +202,7 @@ func (p Params) Count(s State, b []uint64, now int64) int64 {
 		return p.Fixed().Count(s, now)
 	case KindLeaky:
 		return p.Leaky().Queued(s, now)
-	case KindLease:
+	case KindLease, KindReserve:
 		return p.Lease().InFlight(b, now)
 	}
 	return 0
@@ -208,7 +222,7 @@ func (p Params) CheckState(s State, b []uint64) error {
 		return ErrState
 	case p.Kind == KindLog:
 		return checkLog(b)
-	case p.Kind == KindLease:
+	case p.Kind == KindLease || p.Kind == KindReserve:
 		return checkLease(b)
 	}
 	return checkSlide(b)

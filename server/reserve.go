@@ -1,0 +1,191 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
+	"github.com/tidwall/redcon"
+)
+
+// The reservation commands' argument errors (docs/commands.md, Reservations).
+const (
+	errArgReserveRule   argError = "ERR the rule must be SLIDE, FIXED or TOKEN"
+	errArgReserveTTL    argError = "ERR RL.RESERVE needs TTL ttl"
+	errArgReserveActual argError = "ERR actual must be at least 0"
+)
+
+// reserveCommands are the commands of budgets whose cost is known only
+// afterwards (docs/commands.md, Reservations).
+func reserveCommands() []command {
+	return []command{
+		{name: "rl.reserve", arity: -5, flags: flagWrite, run: cmdReserve, group: "rl",
+			summary: "Charges an estimate now, to be replaced by the actual cost: replies allowed, id, limit, remaining, wait_ms, reset_ms"},
+		{name: "rl.commit", arity: 5, flags: flagWrite, run: cmdCommit, group: "rl",
+			summary: "Replaces a reservation's estimate by its actual cost: 1, or 0 if it is not outstanding"},
+		{name: "rl.cancel", arity: 3, flags: flagWrite, run: cmdCancel, group: "rl",
+			summary: "Gives a reservation's estimate back: 1, or 0 if it is not outstanding"},
+		{name: "rl.refund", arity: 4, flags: flagWrite, run: cmdRefund, group: "rl",
+			summary: "Gives units back to a SLIDE, FIXED or TOKEN key, never beyond its full limit: 1 if any came back"},
+	}
+}
+
+// parseReserve parses RL.RESERVE key rule params… [COST n] TTL t [ID id].
+func parseReserve(args [][]byte) (shard.ReserveRequest, []byte, error) {
+	r := shard.ReserveRequest{Op: shard.ReserveNew, Units: 1}
+	var kind window.Kind
+	for _, k := range []window.Kind{window.KindSlide, window.KindFixed, window.KindToken} {
+		if equalFoldASCII(args[2], k.String()) {
+			kind = k
+		}
+	}
+	if kind == window.KindNone {
+		return r, nil, errArgReserveRule
+	}
+	n := 3 + policy.Arity(kind)
+	if len(args) < n {
+		return r, nil, argError(arityError("rl.reserve"))
+	}
+	var err error
+	if r.Params, err = policy.ParseParams(kind, args[3:n]); err != nil {
+		return r, nil, err
+	}
+	var id []byte
+	for i := n; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			return r, nil, errArgSyntax
+		}
+		v := args[i+1]
+		switch {
+		case equalFoldASCII(args[i], "cost"):
+			var ok bool
+			if r.Units, ok = parseInt(v); !ok {
+				return r, nil, errArgNotInt
+			}
+		case equalFoldASCII(args[i], "ttl"):
+			if r.TTL, err = parseLeaseTTL(v); err != nil {
+				return r, nil, err
+			}
+		case equalFoldASCII(args[i], "id"):
+			if id, err = parseLeaseID(v); err != nil {
+				return r, nil, err
+			}
+		default:
+			return r, nil, errArgSyntax
+		}
+	}
+	switch {
+	case r.Units < 1 || r.Units > window.MaxLeaseCost:
+		return r, nil, errArgLeaseCost
+	case r.TTL == 0:
+		return r, nil, errArgReserveTTL
+	}
+	return r, id, nil
+}
+
+func cmdReserve(s *Server, c *client, args [][]byte) {
+	r, id, err := parseReserve(args)
+	if err != nil {
+		c.conn.WriteError(err.Error())
+		return
+	}
+	var idBuf [24]byte
+	if id == nil {
+		id = newLeaseID(&idBuf)
+	}
+	r.ID = window.LeaseID(id)
+	res, ok := s.reserve(c, args[1], &r)
+	if !ok {
+		return
+	}
+	d := decisionFields(res.Decision)
+	b := redcon.AppendArray(c.scratch[:0], 6)
+	b = redcon.AppendInt(b, d[0])
+	b = redcon.AppendBulk(b, id)
+	for _, v := range d[1:] {
+		b = redcon.AppendInt(b, v)
+	}
+	c.scratch = b
+	c.conn.WriteRaw(b)
+}
+
+func cmdCommit(s *Server, c *client, args [][]byte) {
+	id, err := parseLeaseID(args[2])
+	if err == nil && !equalFoldASCII(args[3], "actual") {
+		err = errArgSyntax
+	}
+	actual, ok := parseInt(args[4])
+	switch {
+	case err != nil:
+	case !ok:
+		err = errArgNotInt
+	case actual < 0:
+		err = errArgReserveActual
+	}
+	if err != nil {
+		c.conn.WriteError(err.Error())
+		return
+	}
+	reserveBool(s, c, args[1], &shard.ReserveRequest{Op: shard.ReserveCommit, ID: window.LeaseID(id), Units: actual})
+}
+
+func cmdCancel(s *Server, c *client, args [][]byte) {
+	id, err := parseLeaseID(args[2])
+	if err != nil {
+		c.conn.WriteError(err.Error())
+		return
+	}
+	reserveBool(s, c, args[1], &shard.ReserveRequest{Op: shard.ReserveCancel, ID: window.LeaseID(id)})
+}
+
+// cmdRefund runs RL.REFUND key COST n.
+func cmdRefund(s *Server, c *client, args [][]byte) {
+	n, ok := parseInt(args[3])
+	switch {
+	case !equalFoldASCII(args[2], "cost"):
+		c.conn.WriteError(string(errArgSyntax))
+	case !ok:
+		c.conn.WriteError(string(errArgNotInt))
+	case n < 1:
+		c.conn.WriteError(string(errArgCost))
+	default:
+		reserveBool(s, c, args[1], &shard.ReserveRequest{Op: shard.Refund, Units: n})
+	}
+}
+
+func reserveBool(s *Server, c *client, key []byte, r *shard.ReserveRequest) {
+	res, ok := s.reserve(c, key, r)
+	if !ok {
+		return
+	}
+	if res.Done {
+		c.conn.WriteInt(1)
+	} else {
+		c.conn.WriteInt(0)
+	}
+}
+
+// reserve applies r to key and its ledger at the command's time, telling
+// clients that track the key. On an error it replies and returns false.
+func (s *Server) reserve(c *client, key []byte, r *shard.ReserveRequest) (shard.ReserveResult, bool) {
+	if policy.Reserved(key) {
+		c.conn.WriteError(string(errArgReserved))
+		return shard.ReserveResult{}, false
+	}
+	var buf [320]byte // the ledger's key, on the stack unless key is long
+	ledger := policy.AppendLedgerKey(buf[:0], key)
+	res, err := s.cfg.Store.Reserve(key, ledger, *r, s.commandNow(c))
+	if err != nil {
+		if errors.Is(err, window.ErrCost) {
+			c.conn.WriteError(string(errArgLeaseCost))
+		} else {
+			c.conn.WriteError(decideError(err))
+		}
+		return res, false
+	}
+	if s.obs.active.Load() != 0 {
+		s.invalidate(c, key)
+	}
+	return res, true
+}

@@ -1,0 +1,192 @@
+package shard
+
+import (
+	"time"
+
+	"github.com/rlstore/rlstore/window"
+)
+
+// ReserveOp says what a ReserveRequest does.
+type ReserveOp uint8
+
+// The reservation operations: RL.RESERVE, RL.COMMIT, RL.CANCEL, RL.REFUND.
+const (
+	ReserveNew ReserveOp = iota
+	ReserveCommit
+	ReserveCancel
+	Refund
+)
+
+// ReserveRequest is one operation on a key's units and its ledger of
+// outstanding reservations.
+type ReserveRequest struct {
+	Op     ReserveOp
+	Params window.Params // ReserveNew: the key's rule (Slide, Fixed or Token)
+	ID     uint64        // window.LeaseID of the reservation's id
+	TTL    time.Duration // ReserveNew: how long the estimate waits for its actual cost
+	Units  int64         // ReserveNew: the estimate; ReserveCommit: the actual cost; Refund: the units given back
+}
+
+// ReserveResult is the outcome of a ReserveRequest. For ReserveNew,
+// Decision is the key's decision of the estimate (Allowed: reserved), and
+// Done that the id was outstanding already, so nothing was charged again.
+// For the others Done says whether the reservation was outstanding
+// (Refund: whether the key held units to give back).
+type ReserveResult struct {
+	Decision window.Decision
+	Done     bool
+}
+
+// Reserve applies r to key and its ledger, the internal key ledger (see
+// policy.AppendLedgerKey), which lives in key's shard: both change under
+// one lock. A new reservation charges its estimate to key at once, as a
+// decision of that cost does, and is recorded in the ledger unless denied;
+// a commit charges or gives back the difference between the actual cost
+// and the estimate (window.Params.Adjust); a cancel gives the estimate
+// back. A key that is not a Slide, Fixed or Token gets ErrWrongType.
+func (m *Map) Reserve(key, ledger []byte, r ReserveRequest, now int64) (ReserveResult, error) {
+	if err := r.check(); err != nil {
+		return ReserveResult{}, err
+	}
+	now = max(now, 0)
+	h := m.hash(key)
+	s := m.shardFor(h)
+	s.mu.Lock()
+	res, err := m.reserveLocked(s, key, h, ledger, m.hash(ledger), &r, now)
+	s.mu.Unlock()
+	s.stats.count(res.Decision.Allowed || r.Op != ReserveNew, false, false, err)
+	return res, err
+}
+
+func (r *ReserveRequest) check() error {
+	if r.Op == ReserveNew {
+		if !r.Params.Kind.Adjustable() {
+			return ErrWrongType
+		}
+		if err := check(r.Params, r.Units); err != nil {
+			return err
+		}
+		if r.Units > window.MaxLeaseCost {
+			return window.ErrCost
+		}
+		if r.TTL < time.Millisecond || r.TTL > window.MaxLeaseTTL {
+			return window.ErrWindow
+		}
+	}
+	if r.Units < 0 || (r.Op == Refund && r.Units < 1) {
+		return window.ErrCost
+	}
+	return nil
+}
+
+func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
+	if i, ok := s.findLocked(key, h); ok && !s.expiredLocked(s.slots.at(i), now) && !s.params.get(s.slots.at(i).param()).Kind.Adjustable() {
+		return ReserveResult{}, ErrWrongType
+	}
+	switch r.Op {
+	case Refund:
+		return ReserveResult{Done: m.adjustLocked(s, key, h, now, -r.Units)}, nil
+	case ReserveNew:
+		return m.reserveNewLocked(s, key, h, ledger, hl, r, now)
+	}
+	est, ok := m.ledgerTakeLocked(s, ledger, hl, r.ID, now)
+	if !ok {
+		return ReserveResult{}, nil
+	}
+	delta := -est // a cancel gives the estimate back
+	if r.Op == ReserveCommit {
+		delta = r.Units - est
+	}
+	if delta != 0 {
+		m.adjustLocked(s, key, h, now, delta)
+	}
+	return ReserveResult{Done: true}, nil
+}
+
+func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
+	var rs window.Reservations
+	j, found := s.findLocked(ledger, hl)
+	live := found && !s.expiredLocked(s.slots.at(j), now)
+	if live {
+		b := s.peekCountersLocked(s.slots.at(j))
+		if _, dup := rs.Find(b, now, r.ID); dup { // a retry: charge nothing twice
+			d, err := m.decideLocked(s, key, h, r.Params, now, 1, true)
+			d.Allowed, d.Wait = true, 0
+			return ReserveResult{Decision: d, Done: true}, err
+		}
+		if full, wait := rs.Full(b, now); full {
+			d, err := m.decideLocked(s, key, h, r.Params, now, r.Units, true)
+			d.Allowed, d.Wait = false, max(d.Wait, wait)
+			return ReserveResult{Decision: d}, err
+		}
+	}
+	d, err := m.decideLocked(s, key, h, r.Params, now, r.Units, false)
+	if err != nil || !d.Allowed {
+		return ReserveResult{Decision: d}, err
+	}
+	if !live {
+		if !found {
+			var ok bool
+			if j, ok = m.insertLocked(s, ledger, hl); !ok {
+				m.adjustLocked(s, key, h, now, -r.Units) // no room to record it: take the charge back
+				return ReserveResult{}, ErrFull
+			}
+		}
+		s.resetSlotLocked(s.slots.at(j), window.Params{Kind: window.KindReserve})
+	}
+	sl := s.slots.at(j)
+	s.storeCountersLocked(sl, rs.Add(s.leaseRoomLocked(sl), now, r.ID, r.TTL, r.Units))
+	s.markDirtyLocked(j)
+	m.accountLocked(s)
+	return ReserveResult{Decision: d}, nil
+}
+
+// ledgerTakeLocked removes reservation id from the ledger and returns its
+// estimate, or false if it is not outstanding.
+func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, id uint64, now int64) (int64, bool) {
+	j, found := s.findLocked(ledger, hl)
+	if !found || s.expiredLocked(s.slots.at(j), now) {
+		return 0, false
+	}
+	sl := s.slots.at(j)
+	est, ok, b := window.Reservations{}.Take(s.peekCountersLocked(sl), now, id)
+	if !ok {
+		return 0, false
+	}
+	if len(b) == 0 {
+		s.markGoneLocked(ledger)
+		s.removeLocked(j, hl)
+		m.keys.Add(-1)
+	} else {
+		s.storeCountersLocked(sl, b)
+		s.markDirtyLocked(j)
+	}
+	m.accountLocked(s)
+	return est, true
+}
+
+// adjustLocked changes key's units by n (window.Params.Adjust) if it holds
+// live state, and reports whether that changed it. An absent or expired
+// key is left alone: a refund would find it full already, and a charge
+// would count in a window that is over.
+func (m *Map) adjustLocked(s *shard, key []byte, h uint64, now, n int64) bool {
+	i, ok := s.findLocked(key, h)
+	if !ok || s.expiredLocked(s.slots.at(i), now) {
+		return false
+	}
+	sl := s.slots.at(i)
+	p := s.params.get(sl.param())
+	var b []uint64
+	if hasCounters(p.Kind) {
+		b = s.countersLocked(sl)
+	}
+	b, changed := p.Adjust(&sl.state, b, now, n)
+	if hasCounters(p.Kind) {
+		s.storeCountersLocked(sl, b)
+	}
+	if changed {
+		s.markDirtyLocked(i)
+	}
+	m.accountLocked(s)
+	return changed
+}

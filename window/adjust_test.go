@@ -1,0 +1,115 @@
+package window
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var adjustParams = []Params{
+	{Kind: KindToken, Limit: 10, Rate: 1, Period: time.Second},
+	{Kind: KindFixed, Limit: 10, Period: time.Minute},
+	{Kind: KindSlide, Limit: 10, Period: time.Minute},
+}
+
+// TestAdjustGivesBack: a refund right after a charge gives back exactly
+// what the charge took, and never more than full.
+func TestAdjustGivesBack(t *testing.T) {
+	for _, p := range adjustParams {
+		t.Run(p.Kind.String(), func(t *testing.T) {
+			var s State
+			b := make([]uint64, 0, 8)
+			d, b := p.Decide(&s, b, t0, 4, false)
+			require.True(t, d.Allowed)
+			assert.EqualValues(t, 6, p.afterPeek(&s, b, t0))
+			b, ok := p.Adjust(&s, b, t0, -3)
+			assert.True(t, ok)
+			assert.EqualValues(t, 9, p.afterPeek(&s, b, t0), "Adjust(-3) after a charge of 4")
+			b, _ = p.Adjust(&s, b, t0, -100)
+			assert.EqualValues(t, 10, p.afterPeek(&s, b, t0), "a refund stops at full")
+			b, ok = p.Adjust(&s, b, t0, -1)
+			assert.False(t, ok, "a refund of a full key changes nothing")
+			b, ok = p.Adjust(&s, b, t0, 25)
+			assert.True(t, ok)
+			d, _ = p.Decide(&s, b, t0, 1, true)
+			assert.False(t, d.Allowed, "a charge past the limit: the next request waits")
+			assert.Positive(t, d.Wait)
+			if p.Kind != KindToken {
+				assert.EqualValues(t, 20, p.Count(s, b, t0), "the debt stops at one limit past")
+			}
+		})
+	}
+	_, ok := Params{Kind: KindLog, Limit: 5, Period: time.Second}.Adjust(&State{}, nil, t0, -1)
+	assert.False(t, ok, "a Log is not adjustable")
+}
+
+// afterPeek returns the units a request could take now.
+func (p Params) afterPeek(s *State, b []uint64, now int64) int64 {
+	d, _ := p.Decide(s, b, now, 1, true)
+	if !d.Allowed {
+		return d.Remaining
+	}
+	return d.Remaining + 1
+}
+
+// TestAdjustTraces mixes decisions, charges and refunds with a clock that
+// sometimes steps back: the state stays one CheckState accepts, a key is
+// never fuller than full nor more than one limit past empty, and the
+// decisions keep their promises.
+func TestAdjustTraces(t *testing.T) {
+	for _, p := range adjustParams {
+		for seed := range uint64(10) {
+			t.Run(fmt.Sprint(p.Kind, "/", seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				var s State
+				b := make([]uint64, 0, 64)
+				now := t0
+				for range 3000 {
+					now += rng.Int64N(int64(3*time.Second)) - int64(300*time.Millisecond)
+					switch rng.IntN(3) {
+					case 0:
+						b = b[:len(b):max(cap(b), len(b)+1)]
+						_, b = p.Decide(&s, b, now, 1+rng.Int64N(4), false)
+					case 1:
+						b, _ = p.Adjust(&s, b, now, 1+rng.Int64N(15))
+					default:
+						b, _ = p.Adjust(&s, b, now, -1-rng.Int64N(15))
+					}
+					require.NoError(t, p.CheckState(s, b))
+					d, _ := p.Decide(&s, b, now, 1, true)
+					require.LessOrEqual(t, d.Remaining, p.Limit)
+					switch p.Kind {
+					case KindToken:
+						require.LessOrEqual(t, int64(s[0])-max(now, int64(s[1])), 2*p.Token().tau())
+					default:
+						require.LessOrEqual(t, p.Count(s, b, now), 2*p.Limit)
+						require.GreaterOrEqual(t, p.Count(s, b, now), int64(0))
+					}
+					if cap(b)-len(b) < 2 {
+						b = append(make([]uint64, 0, 2*cap(b)+2), b...)
+					}
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkAdjust(b *testing.B) {
+	for _, p := range adjustParams {
+		b.Run(p.Kind.String(), func(b *testing.B) {
+			var s State
+			buf := make([]uint64, 0, 8)
+			now := t0
+			b.ReportAllocs()
+			for b.Loop() {
+				now += int64(time.Millisecond)
+				buf, _ = p.Adjust(&s, buf, now, 3)
+				buf, _ = p.Adjust(&s, buf, now, -3)
+			}
+		})
+	}
+}
