@@ -35,4 +35,9 @@ async function clients() {
   };
 }
 
-module.exports = { skip, unique, clients };
+// PATIENCE is the store timeout of tests that are not about timeouts: the
+// default 250 ms is for production, and a busy CI host (with -race
+// builds beside it) can answer later than that.
+const PATIENCE = 10_000;
+
+module.exports = { skip, unique, clients, PATIENCE };

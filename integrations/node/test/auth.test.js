@@ -45,11 +45,11 @@ test('a missing password (ioredis, node-redis) is found when the store is made',
   await nr.connect(); // no AUTH is sent without a password: commands get NOAUTH
   try {
     const lines = await logged(async () => {
-      const store = new RlstoreStore({ client: io });
+      const store = new RlstoreStore({ client: io, timeout: 10_000 });
       await assert.rejects(store.verify(), refused);
       store.init({ windowMs: 1000, limit: 3 });
       await assert.rejects(store.increment('k'), refused);
-      const rl = new RateLimiterRlstore({ storeClient: nr, points: 3, duration: 1 });
+      const rl = new RateLimiterRlstore({ storeClient: nr, points: 3, duration: 1, timeout: 10_000 });
       await assert.rejects(rl.verify(), refused);
       await assert.rejects(rl.consume('k'), (e) => refused(e) && !(e instanceof RateLimiterRes));
     });
@@ -61,7 +61,7 @@ test('a missing password (ioredis, node-redis) is found when the store is made',
 
   const good = new Redis({ host, port: Number(port), password: 'sekret' });
   try {
-    await new RlstoreStore({ client: good }).verify();
+    await new RlstoreStore({ client: good, timeout: 10_000 }).verify();
   } finally {
     good.disconnect();
   }

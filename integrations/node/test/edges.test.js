@@ -13,7 +13,7 @@ const assert = require('node:assert/strict');
 const express = require('express');
 const { rateLimit } = require('express-rate-limit');
 const { RlstoreStore, RateLimiterRlstore } = require('..');
-const { skip, unique, clients } = require('../test-support/helpers');
+const { skip, unique, clients, PATIENCE } = require('../test-support/helpers');
 
 let c;
 before(async () => { if (!skip) c = await clients(); });
@@ -122,13 +122,13 @@ test('window edges, 1 s, 10 s and 60 s: express-rate-limit store and rate-limite
   const runs = [];
   for (const seconds of [1, 10, 60]) {
     runs.push(retried(async () => {
-      const store = new RlstoreStore({ client: c.ioredis, prefix: unique('edge') });
+      const store = new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('edge') });
       store.init({ windowMs: seconds * 1000, limit: 5 });
       await checkEdges(expressHit(store), seconds * 1000, 5, 5, `express 5/${seconds}s`);
     }));
     for (const points of [5, 5000]) { // 5000: above RL.LOG's 4000 entries
       runs.push(retried(async () => {
-        const rl = new RateLimiterRlstore({ storeClient: c.nodeRedis, points, duration: seconds, keyPrefix: unique('edge') });
+        const rl = new RateLimiterRlstore({ storeClient: c.nodeRedis, points, duration: seconds, timeout: PATIENCE, keyPrefix: unique('edge') });
         await checkEdges(flexibleHit(rl), seconds * 1000, points, 5, `flexible ${points}/${seconds}s`);
       }));
     }
@@ -138,7 +138,7 @@ test('window edges, 1 s, 10 s and 60 s: express-rate-limit store and rate-limite
 
 test('express app, windowMs 1000, limit 5: 5 of 10 across a second edge', { skip }, async () => {
   const app = express();
-  app.use(rateLimit({ windowMs: 1000, limit: 5, standardHeaders: 'draft-8', store: new RlstoreStore({ client: c.ioredis, prefix: unique('edge') }) }));
+  app.use(rateLimit({ windowMs: 1000, limit: 5, standardHeaders: 'draft-8', store: new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('edge') }) }));
   app.get('/', (req, res) => res.send('ok'));
   const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
   const url = `http://127.0.0.1:${server.address().port}/`;

@@ -5,7 +5,7 @@ const assert = require('node:assert/strict');
 const express = require('express');
 const { rateLimit } = require('express-rate-limit');
 const { RlstoreStore } = require('..');
-const { skip, unique, clients } = require('../test-support/helpers');
+const { skip, unique, clients, PATIENCE } = require('../test-support/helpers');
 
 let c;
 before(async () => { if (!skip) c = await clients(); });
@@ -22,11 +22,11 @@ async function serve(store, extra = {}) {
 }
 
 const stores = {
-  'ioredis client': () => new RlstoreStore({ client: c.ioredis, prefix: unique('erl') }),
-  'node-redis client': () => new RlstoreStore({ client: c.nodeRedis, prefix: unique('erl') }),
-  'node-redis 5 client': () => new RlstoreStore({ client: c.nodeRedis5, prefix: unique('erl') }),
-  'node-redis sendCommand': () => new RlstoreStore({ sendCommand: (...args) => c.nodeRedis.sendCommand(args), prefix: unique('erl') }),
-  'ioredis sendCommand': () => new RlstoreStore({ sendCommand: (cmd, ...args) => c.ioredis.call(cmd, ...args), prefix: unique('erl') }),
+  'ioredis client': () => new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('erl') }),
+  'node-redis client': () => new RlstoreStore({ client: c.nodeRedis, timeout: PATIENCE, prefix: unique('erl') }),
+  'node-redis 5 client': () => new RlstoreStore({ client: c.nodeRedis5, timeout: PATIENCE, prefix: unique('erl') }),
+  'node-redis sendCommand': () => new RlstoreStore({ sendCommand: (...args) => c.nodeRedis.sendCommand(args), timeout: PATIENCE, prefix: unique('erl') }),
+  'ioredis sendCommand': () => new RlstoreStore({ sendCommand: (cmd, ...args) => c.ioredis.call(cmd, ...args), timeout: PATIENCE, prefix: unique('erl') }),
 };
 
 for (const [name, makeStore] of Object.entries(stores)) {
@@ -57,7 +57,7 @@ for (const [name, makeStore] of Object.entries(stores)) {
 }
 
 test('denied requests are not counted; get and resetKey', { skip }, async () => {
-  const store = new RlstoreStore({ client: c.ioredis, prefix: unique('erl') });
+  const store = new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('erl') });
   store.init({ windowMs: 10_000, limit: 3 });
   assert.equal(await store.get('a'), undefined);
   for (let i = 1; i <= 3; i++) assert.equal((await store.increment('a')).totalHits, i);
@@ -73,13 +73,13 @@ test('denied requests are not counted; get and resetKey', { skip }, async () => 
 
 test('algorithms and option checks', { skip }, async () => {
   for (const algorithm of ['fixed', 'log', 'token']) {
-    const store = new RlstoreStore({ client: c.nodeRedis, prefix: unique('erl'), algorithm });
+    const store = new RlstoreStore({ client: c.nodeRedis, timeout: PATIENCE, prefix: unique('erl'), algorithm });
     store.init({ windowMs: 1500, limit: 2 });
     assert.equal((await store.increment('k')).totalHits, 1, algorithm);
     assert.equal((await store.increment('k')).totalHits, 2, algorithm);
     assert.equal((await store.increment('k')).totalHits, 3, algorithm);
   }
-  const slide = new RlstoreStore({ client: c.ioredis, prefix: unique('erl') });
+  const slide = new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('erl') });
   slide.init({ windowMs: 1500, limit: 2 });
   assert.equal((await slide.increment('k')).totalHits, 1, 'a sliding window of milliseconds');
   assert.throws(() => slide.init({ windowMs: 0, limit: 2 }), /windowMs/);
@@ -110,7 +110,7 @@ test('a store error answers 500, or passes with passOnStoreError', { skip }, asy
 // request's limit.
 test('a limit function: each tier gets its own limit, counted as rate-limit-redis counts', { skip }, async () => {
   for (const storeOpts of [{}, { limit: 3 }]) { // { limit: 3 }: what the docs used to say
-    const store = new RlstoreStore({ client: c.ioredis, prefix: unique('erl'), ...storeOpts });
+    const store = new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('erl'), ...storeOpts });
     const app = await serve(store, {
       limit: (req) => (req.query.tier === 'premium' ? 8 : 3),
       keyGenerator: (req) => req.query.tier,

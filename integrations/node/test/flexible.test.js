@@ -4,7 +4,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { RateLimiterRes: FlexibleRes } = require('rate-limiter-flexible');
 const { RateLimiterRlstore, RateLimiterRes } = require('..');
-const { skip, unique, clients } = require('../test-support/helpers');
+const { skip, unique, clients, PATIENCE } = require('../test-support/helpers');
 
 let c;
 before(async () => { if (!skip) c = await clients(); });
@@ -23,7 +23,7 @@ async function rejection(promise) {
 
 for (const kind of kinds) {
   test(`${kind}: 3 per 10 s consumes 3, then rejects with a RateLimiterRes`, { skip }, async () => {
-    const rl = new RateLimiterRlstore({ storeClient: c[kind], points: 3, duration: 10, keyPrefix: unique('rlf') });
+    const rl = new RateLimiterRlstore({ storeClient: c[kind], points: 3, duration: 10, timeout: PATIENCE, keyPrefix: unique('rlf') });
     for (let i = 1; i <= 3; i++) {
       const res = await rl.consume('u');
       assert.ok(res instanceof FlexibleRes, 'the library\'s own class');
@@ -51,7 +51,7 @@ for (const kind of kinds) {
 }
 
 test('consume more than points rejects with a wait of one duration', { skip }, async () => {
-  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 5, keyPrefix: unique('rlf') });
+  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 5, timeout: PATIENCE, keyPrefix: unique('rlf') });
   const rej = await rejection(rl.consume('u', 3));
   assert.ok(rej instanceof RateLimiterRes);
   assert.equal(rej.msBeforeNext, 5000);
@@ -59,7 +59,7 @@ test('consume more than points rejects with a wait of one duration', { skip }, a
 });
 
 test('penalty, block and blockDuration', { skip }, async () => {
-  const rl = new RateLimiterRlstore({ storeClient: c.nodeRedis, points: 5, duration: 60, keyPrefix: unique('rlf') });
+  const rl = new RateLimiterRlstore({ storeClient: c.nodeRedis, points: 5, duration: 60, timeout: PATIENCE, keyPrefix: unique('rlf') });
   assert.equal((await rl.penalty('p', 2)).consumedPoints, 2);
   assert.equal((await rl.penalty('p', 10)).consumedPoints, 5, 'charged up to the limit');
   await rejection(rl.consume('p'));
@@ -73,7 +73,7 @@ test('penalty, block and blockDuration', { skip }, async () => {
   assert.equal(await rl.delete('b'), true);
   assert.equal((await rl.consume('b')).remainingPoints, 4, 'delete lifts the block');
 
-  const bd = new RateLimiterRlstore({ storeClient: c.ioredis, points: 1, duration: 1, blockDuration: 20, keyPrefix: unique('rlf') });
+  const bd = new RateLimiterRlstore({ storeClient: c.ioredis, points: 1, duration: 1, blockDuration: 20, timeout: PATIENCE, keyPrefix: unique('rlf') });
   await bd.consume('x');
   const first = await rejection(bd.consume('x'));
   assert.equal(first.msBeforeNext, 20_000, 'the denial that crosses the limit starts the block');
@@ -82,14 +82,14 @@ test('penalty, block and blockDuration', { skip }, async () => {
 });
 
 test('reward refunds with the token algorithm only', { skip }, async () => {
-  const tok = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, keyPrefix: unique('rlf'), algorithm: 'token' });
+  const tok = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf'), algorithm: 'token' });
   await tok.consume('r', 3);
   await rejection(tok.consume('r'));
   const res = await tok.reward('r', 2);
   assert.equal(res.remainingPoints, 2);
   assert.equal((await tok.consume('r')).remainingPoints, 1);
 
-  const slide = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, keyPrefix: unique('rlf') });
+  const slide = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf') });
   await assert.rejects(slide.reward('r', 1), /reward needs algorithm 'token'/);
 });
 
@@ -134,12 +134,12 @@ test('consume sends its commands in one round trip', async () => {
 // library's wording, integer strings taken; block(key, 0) blocks forever
 // (msBeforeNext -1); rejectIfRedisNotReady rejects while the client is down.
 test('points 0, string and decimal points, block forever, rejectIfRedisNotReady', { skip }, async () => {
-  const zero = new RateLimiterRlstore({ storeClient: c.ioredis, points: 0, duration: 5, keyPrefix: unique('rlf') });
+  const zero = new RateLimiterRlstore({ storeClient: c.ioredis, points: 0, duration: 5, timeout: PATIENCE, keyPrefix: unique('rlf') });
   const rej = await rejection(zero.consume('z'));
   assert.ok(rej instanceof RateLimiterRes && rej.msBeforeNext >= 0);
   assert.equal(await zero.get('z'), null);
 
-  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 5, keyPrefix: unique('rlf') });
+  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 5, timeout: PATIENCE, keyPrefix: unique('rlf') });
   assert.equal((await rl.consume('s', '2')).consumedPoints, 2);
   await assert.rejects(rl.consume('s', 1.1), /^Error: Consuming decimal number of points is not supported by this package$/);
   await assert.rejects(rl.consume('s', '2.0'), /^Error: Consuming string different than integer values is not supported by this package$/);
@@ -165,7 +165,7 @@ test('points 0, string and decimal points, block forever, rejectIfRedisNotReady'
 // (insuranceLimiter, RateLimiterUnion), which RateLimiterStoreAbstract brings.
 test('set, duration 0, customDuration, insuranceLimiter and RateLimiterUnion', { skip }, async () => {
   const flexible = require('rate-limiter-flexible');
-  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 5, duration: 60, keyPrefix: unique('rlf') });
+  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 5, duration: 60, timeout: PATIENCE, keyPrefix: unique('rlf') });
   assert.ok(rl instanceof require('rate-limiter-flexible/lib/RateLimiterAbstract'));
 
   const set = await rl.set('s', 12, 30);
@@ -181,7 +181,7 @@ test('set, duration 0, customDuration, insuranceLimiter and RateLimiterUnion', {
   got = await rl.get('big');
   assert.deepEqual([got.consumedPoints, got.msBeforeNext], [9000, -1], 'above 4000 and forever');
 
-  const never = new RateLimiterRlstore({ storeClient: c.nodeRedis, points: 2, duration: 0, keyPrefix: unique('rlf') });
+  const never = new RateLimiterRlstore({ storeClient: c.nodeRedis, points: 2, duration: 0, timeout: PATIENCE, keyPrefix: unique('rlf') });
   await never.consume('n');
   await never.consume('n');
   got = await never.get('n');
@@ -195,14 +195,14 @@ test('set, duration 0, customDuration, insuranceLimiter and RateLimiterUnion', {
     sendCommand: async () => { throw new Error('connection refused'); },
     points: 1,
     duration: 1,
-    insuranceLimiter: new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 2, keyPrefix: unique('rlf') }),
+    insuranceLimiter: new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 2, timeout: PATIENCE, keyPrefix: unique('rlf') }),
   });
   const insured = await down.consume('i');
   assert.equal(insured.remainingPoints, 1, 'the insurance limiter answered');
 
   const union = new flexible.RateLimiterUnion(
-    new RateLimiterRlstore({ storeClient: c.ioredis, points: 1, duration: 10, keyPrefix: unique('u1') }),
-    new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 10, keyPrefix: unique('u2') }),
+    new RateLimiterRlstore({ storeClient: c.ioredis, points: 1, duration: 10, timeout: PATIENCE, keyPrefix: unique('u1') }),
+    new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 10, timeout: PATIENCE, keyPrefix: unique('u2') }),
   );
   await union.consume('k');
   const both = await rejection(union.consume('k'));
