@@ -1,0 +1,288 @@
+// Command leasepairs measures concurrency-limit pairs (take, then give back)
+// per second against rlstore's native commands or Redis running the
+// equivalent Lua, a sorted set of lease ids scored by expiry as Redisson's
+// semaphore keeps them. It speaks RESP over TCP like any client.
+//
+//	leasepairs -addr 127.0.0.1:6379 -mode lua|native|reserve -conns 50 -P 16 -duration 10s
+//	leasepairs -addr … -mode lua|native -fill 100000 -held 4     (memory: bytes per live lease)
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const acquireLua = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, ttl, id = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], id) then
+  redis.call('ZADD', KEYS[1], now + ttl, id)
+  return {1, redis.call('ZCARD', KEYS[1]), 0}
+end
+local n = redis.call('ZCARD', KEYS[1])
+if n >= limit then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, n, tonumber(first[2]) - now}
+end
+redis.call('ZADD', KEYS[1], now + ttl, id)
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return {1, n + 1, 0}`
+
+const releaseLua = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZREM', KEYS[1], ARGV[1])`
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:6379", "server address")
+	mode := flag.String("mode", "native", "native (RL.ACQUIRE/RL.RELEASE), reserve (RL.RESERVE/RL.COMMIT) or lua (EVALSHA of a sorted-set semaphore)")
+	conns := flag.Int("conns", 50, "connections")
+	depth := flag.Int("P", 16, "commands in flight per connection (a pair is two)")
+	dur := flag.Duration("duration", 10*time.Second, "how long to run")
+	keys := flag.Int("keys", 10000, "keys the pairs spread over")
+	fill := flag.Int("fill", 0, "instead of a run: leave -held leases on each of this many keys and print the server's used_memory before and after")
+	held := flag.Int("held", 4, "leases a key holds in -fill")
+	flag.Parse()
+	if err := run(*addr, *mode, *conns, *depth, *dur, *keys, *fill, *held); err != nil {
+		fmt.Fprintln(os.Stderr, "leasepairs:", err)
+		os.Exit(1)
+	}
+}
+
+type conn struct {
+	c net.Conn
+	r *bufio.Reader
+	w *bufio.Writer
+}
+
+func dial(addr string) (*conn, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10)}, nil
+}
+
+func (c *conn) send(args ...string) {
+	fmt.Fprintf(c.w, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(c.w, "$%d\r\n%s\r\n", len(a), a)
+	}
+}
+
+// reply reads one reply, returning its first line (an array's first element's
+// line), and an error for an error reply.
+func (c *conn) reply() (string, error) {
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	switch line[0] {
+	case '-':
+		return "", fmt.Errorf("%s", line[1:len(line)-2])
+	case '$':
+		n, _ := strconv.Atoi(line[1 : len(line)-2])
+		if n < 0 {
+			return "", nil
+		}
+		buf := make([]byte, n+2)
+		_, err := ioReadFull(c.r, buf)
+		return string(buf[:n]), err
+	case '*':
+		n, _ := strconv.Atoi(line[1 : len(line)-2])
+		first := ""
+		for i := range n {
+			s, err := c.reply()
+			if err != nil {
+				return "", err
+			}
+			if i == 0 {
+				first = s
+			}
+		}
+		return first, nil
+	}
+	return line[1 : len(line)-2], nil
+}
+
+func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (c *conn) call(args ...string) (string, error) {
+	c.send(args...)
+	if err := c.w.Flush(); err != nil {
+		return "", err
+	}
+	return c.reply()
+}
+
+// pair returns the two commands of one pair for key and id.
+func pair(mode, accSHA, relSHA, key, id string) ([]string, []string) {
+	switch mode {
+	case "lua":
+		return []string{"EVALSHA", accSHA, "1", key, "100", "30000", id}, []string{"EVALSHA", relSHA, "1", key, id}
+	case "reserve":
+		return []string{"RL.RESERVE", key, "TOKEN", "100000", "100000", "60", "COST", "10", "TTL", "30s", "ID", id},
+			[]string{"RL.COMMIT", key, id, "ACTUAL", "7"}
+	}
+	return []string{"RL.ACQUIRE", key, "100", "30s", "ID", id}, []string{"RL.RELEASE", key, id}
+}
+
+func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, held int) error {
+	c0, err := dial(addr)
+	if err != nil {
+		return err
+	}
+	var accSHA, relSHA string
+	if mode == "lua" {
+		if accSHA, err = c0.call("SCRIPT", "LOAD", acquireLua); err != nil {
+			return err
+		}
+		if relSHA, err = c0.call("SCRIPT", "LOAD", releaseLua); err != nil {
+			return err
+		}
+	}
+	if fill > 0 {
+		return fillLeases(c0, mode, accSHA, fill, held)
+	}
+	var pairs atomic.Int64
+	var failed atomic.Value
+	stop := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	for w := range conns {
+		c, err := dial(addr)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			defer c.c.Close()
+			n := 0
+			for time.Now().Before(stop) {
+				for range depth / 2 {
+					key := "lp:" + strconv.Itoa((w*7919+n)%keys)
+					id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
+					a, r := pair(mode, accSHA, relSHA, key, id)
+					c.send(a...)
+					c.send(r...)
+					n++
+				}
+				if err := c.w.Flush(); err != nil {
+					failed.Store(err)
+					return
+				}
+				for i := range depth / 2 * 2 {
+					first, err := c.reply()
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+					if i%2 == 0 && first != "1" {
+						failed.Store(fmt.Errorf("a %s pair was denied: %q", mode, first))
+						return
+					}
+				}
+				pairs.Add(int64(depth / 2))
+			}
+		})
+	}
+	start := time.Now()
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return err
+	}
+	el := time.Since(start)
+	fmt.Printf("mode=%s conns=%d P=%d keys=%d: %d pairs in %.2fs = %.0f pairs/s\n", mode, conns, depth, keys, pairs.Load(), el.Seconds(), float64(pairs.Load())/el.Seconds())
+	return nil
+}
+
+// fillLeases leaves held live leases on each of keys keys and prints the
+// server's used_memory before and after.
+func fillLeases(c *conn, mode, accSHA string, keys, held int) error {
+	before, err := usedMemory(c)
+	if err != nil {
+		return err
+	}
+	for k := range keys {
+		for h := range held {
+			key, id := "fill:"+strconv.Itoa(k), "lease-"+strconv.Itoa(h)
+			if mode == "lua" {
+				c.send("EVALSHA", accSHA, "1", key, "1000", "3600000", id)
+			} else {
+				c.send("RL.ACQUIRE", key, "1000", "1h", "ID", id)
+			}
+		}
+		if k%64 == 63 || k == keys-1 {
+			if err := c.w.Flush(); err != nil {
+				return err
+			}
+			for range held * (k%64 + 1) {
+				if _, err := c.reply(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	after, err := usedMemory(c)
+	if err != nil {
+		return err
+	}
+	n := keys * held
+	fmt.Printf("mode=%s keys=%d held=%d: used_memory %d -> %d: %.1f B per live lease (key included)\n", mode, keys, held, before, after, float64(after-before)/float64(n))
+	return nil
+}
+
+func usedMemory(c *conn) (int64, error) {
+	s, err := c.call("INFO", "memory")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range splitLines(s) {
+		if v, ok := cutPrefix(line, "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no used_memory in INFO memory")
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := range len(s) {
+		if s[i] == '\n' {
+			out = append(out, trimCR(s[start:i]))
+			start = i + 1
+		}
+	}
+	return append(out, trimCR(s[start:]))
+}
+
+func trimCR(s string) string {
+	if len(s) > 0 && s[len(s)-1] == '\r' {
+		return s[:len(s)-1]
+	}
+	return s
+}
+
+func cutPrefix(s, p string) (string, bool) {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):], true
+	}
+	return "", false
+}
