@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -98,4 +101,54 @@ func metricsText(t *testing.T, url string) string {
 	t.Helper()
 	_, body := httpGet(t, url)
 	return body
+}
+
+// TestProcessGatewayTLS checks --grpc-port with the --tls-* files: mutual
+// TLS beside --tls-port, where a client without a certificate is refused,
+// and TLS without --tls-port.
+func TestProcessGatewayTLS(t *testing.T) {
+	ca := newTestCA(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	c, k := ca.issue(t, 9, true)
+	clientCert, err := tls.X509KeyPair(c, k)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		args []string
+		auth string
+	}{
+		{"mutual TLS beside --tls-port", []string{"--tls-port", freePort(t)}, "yes"},
+		{"TLS without --tls-port", nil, "no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(gatewayYAML), 0o644))
+			certFile, keyFile, caFile := tlsFiles(t, dir, ca, 2)
+			args := append([]string{"--port", "0", "--grpc-port", "0", "--rls-config", dir, "--tls-cert-file", certFile,
+				"--tls-key-file", keyFile, "--tls-ca-cert-file", caFile, "--tls-auth-clients", tc.auth}, tc.args...)
+			p := startProc(t, nil, args...)
+			gaddr := p.WaitLog(t, regexp.MustCompile(`msg="gRPC rate limit service listening" addr=(\S+) tls=true`))[1]
+			call := func(cert *tls.Certificate) error {
+				cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+				if cert != nil {
+					cfg.Certificates = []tls.Certificate{*cert}
+				}
+				conn, err := grpc.NewClient(gaddr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+				require.NoError(t, err)
+				defer conn.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				_, err = pb.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api",
+					Descriptors: []*pbstruct.RateLimitDescriptor{{Entries: []*pbstruct.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "a"}}}}})
+				return err
+			}
+			assert.NoError(t, call(&clientCert))
+			if tc.auth == "yes" {
+				assert.Error(t, call(nil), "no client certificate")
+			} else {
+				assert.NoError(t, call(nil))
+			}
+		})
+	}
 }
