@@ -16,6 +16,7 @@ type Stats struct {
 	Worst             float64 // the largest total/L measured (0 before any)
 	Unacked           int64   // own units some region has not acknowledged, in windows still counted
 	Keys              int
+	Echoed            int         // other regions that sent back this one's units since it started
 	Peers             []PeerStats // by region; Self's entry is zero
 }
 
@@ -33,7 +34,7 @@ type PeerStats struct {
 // unacknowledged units.
 func (s *Store) Stats(now int64) Stats {
 	st := s.stats
-	st.Keys = len(s.keys)
+	st.Keys, st.Echoed = len(s.keys), s.echoed
 	st.Peers = make([]PeerStats, len(s.peers))
 	seen := map[string]struct{}{}
 	for p := range s.peers {

@@ -39,17 +39,19 @@ type simCut struct {
 }
 
 type simSchedule struct {
-	seed     uint64
-	regions  int
-	escrow   float64
-	reserve  float64
-	skew     []int64 // per region clock offset
-	delay    int64   // the most a message takes
-	loss     float64
-	cuts     []simCut
-	pattern  int // 0 one hot, 1 all hot, 2 alternating, 3 bursts
-	limits   []Limit
-	duration int64
+	seed      uint64
+	regions   int
+	escrow    float64
+	reserve   float64
+	skew      []int64 // per region clock offset
+	delay     int64   // the most a message takes
+	loss      float64
+	cuts      []simCut
+	pattern   int // 0 one hot, 1 all hot, 2 alternating, 3 bursts
+	limits    []Limit
+	duration  int64
+	restart   int // region that restarts (loses its state) at restartAt, or -1
+	restartAt int64
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -70,6 +72,10 @@ func newSchedule(seed uint64) simSchedule {
 		sc.cuts = append(sc.cuts, cut)
 	}
 	sc.pattern = rng.IntN(4)
+	sc.restart = -1
+	if rng.IntN(3) == 0 {
+		sc.restart, sc.restartAt = rng.IntN(sc.regions), rng.Int64N(sc.duration)
+	}
 	sc.limits = []Limit{
 		{Kind: window.KindSlide, Limit: 10 + rng.Int64N(2000), Window: time.Duration(1+rng.Int64N(8)) * time.Second},
 		{Kind: window.KindFixed, Limit: 10 + rng.Int64N(2000), Window: time.Duration(200+rng.Int64N(3000)) * time.Millisecond},
@@ -78,8 +84,9 @@ func newSchedule(seed uint64) simSchedule {
 }
 
 func (sc simSchedule) String() string {
-	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v",
-		sc.seed, sc.regions, sc.escrow, sc.reserve, time.Duration(sc.delay), sc.loss, sc.cuts, sc.pattern, sc.limits, sc.skew)
+	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v",
+		sc.seed, sc.regions, sc.escrow, sc.reserve, time.Duration(sc.delay), sc.loss, sc.cuts, sc.pattern, sc.limits, sc.skew,
+		sc.restart, time.Duration(sc.restartAt))
 }
 
 // cut reports whether a message from a to b is lost to a partition at t.
@@ -132,12 +139,15 @@ type simTruth struct {
 func runSchedule(t testing.TB, sc simSchedule) simResult {
 	rng := rand.New(rand.NewPCG(sc.seed, 0xfeed))
 	stores := make([]*Store, sc.regions)
-	for r := range stores {
+	newStore := func(r int, epoch int64) *Store {
 		cfg := Defaults(r, sc.regions)
-		cfg.Escrow, cfg.Reserve = sc.escrow, sc.reserve
+		cfg.Escrow, cfg.Reserve, cfg.Epoch = sc.escrow, sc.reserve, epoch
 		st, err := New(cfg)
 		require.NoError(t, err)
-		stores[r] = st
+		return st
+	}
+	for r := range stores {
+		stores[r] = newStore(r, 0)
 	}
 	cfg := stores[0].Config()
 	truth := make([]simTruth, len(sc.limits))
@@ -176,9 +186,15 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 				if big {
 					res.worstBig = max(res.worstBig, ratio)
 				}
-				if total > cfg.Bound(tr.lim.Limit) || big && ratio > 1+sc.escrow {
+				bound, most := cfg.Bound(tr.lim.Limit), 1+sc.escrow
+				if sc.restart >= 0 { // what no other region had received is lost: at most max(e, φ)
+					e, phi := cfg.Budgets(tr.lim.Limit)
+					bound += max(e, phi)
+					most += float64(max(e, phi)) / float64(tr.lim.Limit)
+				}
+				if total > bound || big && ratio > most {
 					t.Fatalf("%v\nwindow ending %d of %v: %d admitted, bound %d (ratio %.3f)",
-						sc, b.id, tr.lim, total, cfg.Bound(tr.lim.Limit), ratio)
+						sc, b.id, tr.lim, total, bound, ratio)
 				}
 				checked[i] = b.id
 			}
@@ -202,6 +218,9 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 			}
 		}
 		flight = keep
+		if now == sc.restartAt/int64(simTick)*int64(simTick) && sc.restart >= 0 {
+			stores[sc.restart] = newStore(sc.restart, base+now+sc.skew[sc.restart])
+		}
 		for _, m := range acks {
 			send(m, now)
 		}
@@ -235,7 +254,9 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 	if res.windows > 0 {
 		res.used /= float64(res.windows)
 	}
-	verifyMeasured(t, sc, stores, truth)
+	if sc.restart < 0 { // a restart loses the region's measurements, and units no one received
+		verifyMeasured(t, sc, stores, truth)
+	}
 	return res
 }
 
@@ -276,6 +297,7 @@ func TestSimulationBound(t *testing.T) {
 	var worst simResult
 	worstSeed, ofBound := uint64(0), 0.0
 	byEscrow := map[float64]float64{}
+	restarts := 0.0 // the largest total/Bound where a region restarted (Bound, not Bound + max(e, φ))
 	for _, seed := range seeds {
 		sc := newSchedule(seed)
 		var res simResult
@@ -284,14 +306,19 @@ func TestSimulationBound(t *testing.T) {
 			t.Logf("add to region/testdata/sim_seeds: %d", seed)
 			return
 		}
-		ofBound = max(ofBound, res.ofBound)
-		byEscrow[sc.escrow] = max(byEscrow[sc.escrow], res.worstBig)
+		if sc.restart < 0 {
+			byEscrow[sc.escrow] = max(byEscrow[sc.escrow], res.worstBig)
+			ofBound = max(ofBound, res.ofBound)
+		} else {
+			restarts = max(restarts, res.ofBound)
+		}
 		if res.worst > worst.worst {
 			worst, worstSeed = res, seed
 		}
 	}
 	t.Logf("%d schedules: worst total/L %.4f (%v); worst total/bound %.4f", len(seeds), worst.worst, newSchedule(worstSeed), ofBound)
-	t.Logf("worst total/L by α, limits with α·L/R ≥ 1: %v", byEscrow)
+	t.Logf("no restart: worst total/L by α, limits with α·L/R ≥ 1: %v", byEscrow)
+	t.Logf("with a restart: worst total/Bound %.4f (allowed: 1 + max(e, φ)/Bound)", restarts)
 }
 
 func readSeeds(t *testing.T) []uint64 {

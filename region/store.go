@@ -19,6 +19,10 @@ type Config struct {
 	Retry   time.Duration // resend counts a peer has not acknowledged after this long
 	Hold    time.Duration // keep counts not yet measured (or acknowledged) this long past their window
 	Sync    time.Duration // the sync interval: only a hint for a denied request's wait
+	// Epoch is when this store started (unix nanoseconds): a region that
+	// restarts has a new one, which tells the others to send back what
+	// they counted of it (see Recovering).
+	Epoch int64
 }
 
 // Defaults returns the defaults: α 0.1, β 0.5, 1 s of skew, retry after
@@ -56,10 +60,11 @@ type Mode uint8
 
 // The modes of a decision.
 const (
-	Escrowed     Mode = iota + 1 // admitted; within the escrow of unacknowledged units
-	Reserved                     // admitted from the region's reserve (acknowledgements are late)
-	DeniedLimit                  // denied: the view (with reserves) has no room
-	DeniedEscrow                 // denied: room in the view, but escrow and reserve are spent
+	Escrowed         Mode = iota + 1 // admitted; within the escrow of unacknowledged units
+	Reserved                         // admitted from the region's reserve (acknowledgements are late)
+	DeniedLimit                      // denied: the view (with reserves) has no room
+	DeniedEscrow                     // denied: room in the view, but escrow and reserve are spent
+	DeniedRecovering                 // denied: restarted, this region does not yet know what it admitted before
 )
 
 // Decision is a global key's decision: the window's answer, how it went,
@@ -113,6 +118,7 @@ type Store struct {
 	stats   Stats
 	scratch counts
 	urgent  bool // some key's unacknowledged units passed half its escrow since the last Sync
+	echoed  int  // how many other regions have sent back what they counted of this one
 }
 
 // New returns an empty Store for region cfg.Self.
@@ -172,6 +178,9 @@ func (s *Store) Decide(name []byte, lim Limit, now, cost int64, peek bool) Decis
 		k = s.newKey(lim)
 	}
 	now = max(now, k.stamp)
+	if s.Recovering(lim, now) {
+		return Decision{Decision: window.Decision{Limit: lim.Limit, Wait: s.cfg.Sync}, Mode: DeniedRecovering}
+	}
 	cur, lo := lim.span(now)
 	e, phi := s.cfg.Budgets(lim.Limit)
 	guard := lo - lim.skewBuckets(s.cfg.MaxSkew)
@@ -206,6 +215,14 @@ func (s *Store) Decide(name []byte, lim Limit, now, cost int64, peek bool) Decis
 		s.urgent = s.urgent || 2*(unacked+cost) >= e
 	}
 	return d
+}
+
+// Recovering reports whether a decision under lim at now must wait: the
+// store started (Config.Epoch) less than a window and the skew ago, and
+// not every other region has yet sent back what it counted of this one.
+// Until then its own past admissions in the window may be unknown to it.
+func (s *Store) Recovering(lim Limit, now int64) bool {
+	return s.echoed < s.cfg.Regions-1 && now < s.cfg.Epoch+int64(lim.Window)+lim.width()+int64(s.cfg.MaxSkew)
 }
 
 // Urgent reports whether some key has used half its escrow since the last

@@ -194,3 +194,57 @@ func TestSweepDropsIdleKeys(t *testing.T) {
 		assert.Equal(t, int64(1), s.Stats(later).WindowsMeasured)
 	}
 }
+
+// TestRestartRecoversOwnUnits: a region that restarts has lost its own
+// counts. Until every other region has sent them back it decides nothing;
+// then it knows them, and the limit holds across the restart.
+func TestRestartRecoversOwnUnits(t *testing.T) {
+	lim := Limit{Kind: window.KindFixed, Limit: 100, Window: time.Minute}
+	st := newStores(t, 2, 0.1, 0) // e = 5
+	now := t0
+	total := 0
+	for range 30 {
+		now += int64(10 * time.Millisecond)
+		for range 5 {
+			if st[0].Decide([]byte("k"), lim, now, 1, false).Allowed {
+				total++
+			}
+		}
+		exchange(st, now)
+	}
+	require.Equal(t, 100, total)
+	cfg := st[0].Config()
+	cfg.Epoch = now
+	fresh, err := New(cfg)
+	require.NoError(t, err)
+	st[0] = fresh
+	d := st[0].Decide([]byte("k"), lim, now, 1, false)
+	assert.Equal(t, DeniedRecovering, d.Mode, "before region 1 has sent back region 0's units")
+	exchange(st, now) // region 0 announces its epoch; region 1 answers with the echo
+	exchange(st, now)
+	d = st[0].Decide([]byte("k"), lim, now, 1, true)
+	assert.Equal(t, DeniedLimit, d.Mode)
+	assert.Equal(t, int64(100), d.Own, "region 0's units, recovered from region 1")
+	assert.True(t, st[0].Decide([]byte("other"), lim, now, 1, false).Allowed, "other keys are decided again")
+}
+
+// TestStaleEpochIgnored: a batch or an acknowledgement of a store that has
+// since restarted credits nothing.
+func TestStaleEpochIgnored(t *testing.T) {
+	lim := Limit{Kind: window.KindFixed, Limit: 100, Window: time.Minute}
+	st := newStores(t, 2, 0.1, 0)
+	st[0].Decide([]byte("k"), lim, t0, 5, false)
+	old := st[0].Sync(t0)[1]
+	ack := st[1].Receive(old, t0)
+	cfg := st[0].Config()
+	cfg.Epoch = t0 + 1
+	st[0], _ = New(cfg)
+	later := t0 + int64(3*time.Minute) // past the recovery window
+	require.True(t, st[0].Decide([]byte("x"), lim, later, 5, false).Allowed)
+	newer := st[0].Sync(later)[1] // the new store's seq 1
+	st[0].Acked(ack, later)       // the old store's seq 1
+	assert.Equal(t, DeniedEscrow, st[0].Decide([]byte("x"), lim, later, 1, false).Mode,
+		"the old store's acknowledgement of seq 1 must not credit the new store's seq 1")
+	require.NotNil(t, st[1].Receive(newer, t0))
+	assert.Nil(t, st[1].Receive(old, t0), "a batch of the old store, late, after the new one's")
+}

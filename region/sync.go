@@ -20,6 +20,12 @@ type Batch struct {
 	SentAt  int64 // the sender's clock
 	Final   int64 // the sender's clock: units admitted before it are all acknowledged
 	Entries []Entry
+	// Epoch is the sender's Config.Epoch. EchoFor, when not 0, is the
+	// receiver's epoch, and Echo all the receiver's units the sender
+	// counts: what a restarted region recovers its own counts from.
+	Epoch   int64
+	EchoFor int64
+	Echo    []Entry
 }
 
 // Ack acknowledges a Batch: the receiver now counts its entries. It echoes
@@ -30,6 +36,7 @@ type Ack struct {
 	Seq    uint64
 	SentAt int64 // the batch's
 	RecvAt int64 // the receiver's clock
+	Epoch  int64 // the batch's: an acknowledgement to a store that restarted since credits nothing
 }
 
 // ring is how many batches a region remembers per peer, to credit their
@@ -41,6 +48,7 @@ type sentBatch struct {
 	seq     uint64
 	sentAt  int64
 	entries []Entry
+	echo    bool
 }
 
 // peer is what a region knows of another.
@@ -49,6 +57,9 @@ type peer struct {
 	sent    [ring]sentBatch
 	retryAt int64
 	unacked map[string]struct{} // keys with own units this peer has not acknowledged
+	epoch   int64               // its Config.Epoch, from its batches
+	echoDue bool                // it (re)started: send it back its units until it acknowledges them
+	echoed  bool                // it sent back this region's units
 
 	final     int64 // the newest Final received from it
 	heardAt   int64 // this region's clock when its last batch arrived
@@ -93,8 +104,12 @@ func (s *Store) batchFor(p int, now int64) *Batch {
 			}
 		}
 	}
-	*slot = sentBatch{seq: pr.seq, sentAt: now, entries: es}
-	return &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es}
+	b := &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es, Epoch: s.cfg.Epoch}
+	if pr.echoDue && retry {
+		b.EchoFor, b.Echo = pr.epoch, s.echoFor(p)
+	}
+	*slot = sentBatch{seq: pr.seq, sentAt: now, entries: es, echo: b.EchoFor != 0}
+	return b
 }
 
 // entriesFor appends name's own buckets that peer p has not been sent
@@ -136,6 +151,15 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 		return nil
 	}
 	pr := &s.peers[b.From]
+	switch {
+	case b.Epoch < pr.epoch:
+		return nil // from a store of that region that has since restarted
+	case b.Epoch > pr.epoch:
+		s.restarted(b.From, b.Epoch, now)
+	}
+	if b.EchoFor != 0 && b.EchoFor == s.cfg.Epoch {
+		s.recover(b.From, b.Echo)
+	}
 	pr.final = max(pr.final, b.Final)
 	pr.heardAt = now
 	for _, e := range b.Entries {
@@ -155,12 +179,12 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 			s.measure[e.Key] = struct{}{}
 		}
 	}
-	return &Ack{From: s.cfg.Self, Seq: b.Seq, SentAt: b.SentAt, RecvAt: now}
+	return &Ack{From: s.cfg.Self, Seq: b.Seq, SentAt: b.SentAt, RecvAt: now, Epoch: b.Epoch}
 }
 
 // Acked credits an acknowledgement: the peer counts what the batch carried.
 func (s *Store) Acked(a *Ack, now int64) {
-	if a.From < 0 || a.From >= s.cfg.Regions || a.From == s.cfg.Self {
+	if a.From < 0 || a.From >= s.cfg.Regions || a.From == s.cfg.Self || a.Epoch != s.cfg.Epoch {
 		return
 	}
 	pr := &s.peers[a.From]
@@ -172,6 +196,9 @@ func (s *Store) Acked(a *Ack, now int64) {
 		return
 	}
 	pr.ackedAt = max(pr.ackedAt, sb.sentAt)
+	if sb.echo {
+		pr.echoDue = false
+	}
 	for _, e := range sb.entries {
 		k := s.keys[e.Key]
 		if k == nil || !k.lim.sameBuckets(e.Limit) {

@@ -12,7 +12,7 @@ import (
 
 // WireVersion is the version of the batch and acknowledgement encoding. A
 // region refuses a batch of another version, so versions can be added.
-const WireVersion = 1
+const WireVersion = 2
 
 // Wire errors.
 var (
@@ -56,24 +56,58 @@ func AppendBatch(dst []byte, h Header, b *Batch) []byte {
 	dst = binary.AppendUvarint(dst, b.Seq)
 	dst = binary.AppendVarint(dst, b.SentAt)
 	dst = binary.AppendVarint(dst, b.Final)
-	for i := 0; i < len(b.Entries); {
+	dst = binary.AppendVarint(dst, b.Epoch)
+	dst = binary.AppendVarint(dst, b.EchoFor)
+	dst = appendEntries(dst, b.Entries)
+	return appendEntries(dst, b.Echo)
+}
+
+// appendEntries appends how many runs of one key follow, then each run:
+// the key, its limit, how many buckets, and each bucket and count.
+func appendEntries(dst []byte, es []Entry) []byte {
+	runs := 0
+	for i := range es {
+		if i == 0 || es[i].Key != es[i-1].Key || es[i].Limit != es[i-1].Limit {
+			runs++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(runs))
+	for i := 0; i < len(es); {
 		j := i + 1
-		for j < len(b.Entries) && b.Entries[j].Key == b.Entries[i].Key && b.Entries[j].Limit == b.Entries[i].Limit {
+		for j < len(es) && es[j].Key == es[i].Key && es[j].Limit == es[i].Limit {
 			j++
 		}
-		e := b.Entries[i]
+		e := es[i]
 		dst = appendString(dst, e.Key)
 		dst = append(dst, byte(e.Limit.Kind))
 		dst = binary.AppendUvarint(dst, uint64(e.Limit.Limit))
 		dst = binary.AppendVarint(dst, int64(e.Limit.Window))
 		dst = binary.AppendUvarint(dst, uint64(j-i))
-		for _, e := range b.Entries[i:j] {
+		for _, e := range es[i:j] {
 			dst = binary.AppendVarint(dst, e.Bucket)
 			dst = binary.AppendVarint(dst, e.Count)
 		}
 		i = j
 	}
 	return dst
+}
+
+// readEntries reads what appendEntries wrote.
+func (r *reader) entries() []Entry {
+	var es []Entry
+	runs := r.uvarint()
+	for range min(runs, uint64(len(r.p))) {
+		key := r.string()
+		lim := Limit{Kind: window.Kind(r.byte()), Limit: int64(r.uvarint()), Window: time.Duration(r.varint())}
+		n := r.uvarint()
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			es = append(es, Entry{Key: key, Limit: lim, Bucket: r.varint(), Count: r.varint()})
+		}
+	}
+	if runs > uint64(len(r.p))+uint64(len(es)) && r.err == nil {
+		r.fail()
+	}
+	return es
 }
 
 // ReadBatch decodes a batch. Its From is left for the caller, which knows
@@ -89,14 +123,11 @@ func ReadBatch(p []byte) (Header, *Batch, error) {
 	h.Escrow = math.Float64frombits(r.uint64())
 	h.Reserve = math.Float64frombits(r.uint64())
 	h.MaxSkew = time.Duration(r.varint())
-	b := &Batch{Seq: r.uvarint(), SentAt: r.varint(), Final: r.varint()}
-	for r.err == nil && len(r.p) > 0 {
-		key := r.string()
-		lim := Limit{Kind: window.Kind(r.byte()), Limit: int64(r.uvarint()), Window: time.Duration(r.varint())}
-		n := r.uvarint()
-		for i := uint64(0); i < n && r.err == nil; i++ {
-			b.Entries = append(b.Entries, Entry{Key: key, Limit: lim, Bucket: r.varint(), Count: r.varint()})
-		}
+	b := &Batch{Seq: r.uvarint(), SentAt: r.varint(), Final: r.varint(), Epoch: r.varint(), EchoFor: r.varint()}
+	b.Entries = r.entries()
+	b.Echo = r.entries()
+	if r.err == nil && len(r.p) > 0 {
+		r.err = ErrWire
 	}
 	if r.err != nil {
 		return h, nil, r.err
@@ -110,7 +141,8 @@ func AppendAck(dst []byte, name string, a *Ack) []byte {
 	dst = appendString(dst, name)
 	dst = binary.AppendUvarint(dst, a.Seq)
 	dst = binary.AppendVarint(dst, a.SentAt)
-	return binary.AppendVarint(dst, a.RecvAt)
+	dst = binary.AppendVarint(dst, a.RecvAt)
+	return binary.AppendVarint(dst, a.Epoch)
 }
 
 // ReadAck decodes an acknowledgement and the name of the region that sent it.
@@ -120,7 +152,7 @@ func ReadAck(p []byte) (string, *Ack, error) {
 		return "", nil, fmt.Errorf("%w %d (this region speaks %d)", ErrWireVersion, v, WireVersion)
 	}
 	name := r.string()
-	a := &Ack{Seq: r.uvarint(), SentAt: r.varint(), RecvAt: r.varint()}
+	a := &Ack{Seq: r.uvarint(), SentAt: r.varint(), RecvAt: r.varint(), Epoch: r.varint()}
 	if r.err == nil && len(r.p) > 0 {
 		r.err = ErrWire
 	}

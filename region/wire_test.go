@@ -13,22 +13,22 @@ import (
 func TestWireRoundTrip(t *testing.T) {
 	slide := Limit{Kind: window.KindSlide, Limit: 100, Window: time.Minute}
 	fixed := Limit{Kind: window.KindFixed, Limit: 5, Window: 500 * time.Millisecond}
-	b := &Batch{Seq: 7, SentAt: t0, Final: t0 - 5, Entries: []Entry{
+	b := &Batch{Seq: 7, SentAt: t0, Final: t0 - 5, Epoch: t0 - 9, EchoFor: 3, Entries: []Entry{
 		{"a", slide, 10, 3}, {"a", slide, 11, 4}, {"b", fixed, 99, 1},
-	}}
+	}, Echo: []Entry{{"c", slide, 1, 1}}}
 	h := Defaults(0, 3).Header("eu")
 	gh, got, err := ReadBatch(AppendBatch(nil, h, b))
 	require.NoError(t, err)
 	assert.Equal(t, h, gh)
 	assert.Equal(t, b, got)
-	name, a, err := ReadAck(AppendAck(nil, "us", &Ack{Seq: 7, SentAt: t0, RecvAt: t0 + 1}))
+	name, a, err := ReadAck(AppendAck(nil, "us", &Ack{Seq: 7, SentAt: t0, RecvAt: t0 + 1, Epoch: 2}))
 	require.NoError(t, err)
 	assert.Equal(t, "us", name)
-	assert.Equal(t, &Ack{Seq: 7, SentAt: t0, RecvAt: t0 + 1}, a)
+	assert.Equal(t, &Ack{Seq: 7, SentAt: t0, RecvAt: t0 + 1, Epoch: 2}, a)
 
-	_, _, err = ReadBatch([]byte{2, 0})
+	_, _, err = ReadBatch([]byte{3, 0})
 	assert.ErrorIs(t, err, ErrWireVersion)
-	assert.ErrorContains(t, err, "version 2 (this region speaks 1)")
+	assert.ErrorContains(t, err, "version 3 (this region speaks 2)")
 	_, _, err = ReadBatch(AppendBatch(nil, h, b)[:20])
 	assert.ErrorIs(t, err, ErrWire)
 	assert.Error(t, Defaults(0, 3).Agrees(Defaults(0, 2).Header("x")))

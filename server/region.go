@@ -103,6 +103,7 @@ func newRegionNode(s *Server, cfg RegionConfig) (*regionNode, error) {
 	}
 	rc := region.Defaults(rn.index[cfg.Name], len(names))
 	rc.Sync = cfg.Sync
+	rc.Epoch = s.cfg.Clock().UnixNano() // a restart is a new epoch: the others send back what they counted of this region
 	if cfg.Escrow != 0 {
 		rc.Escrow = cfg.Escrow
 	}

@@ -31,7 +31,7 @@ func (s *Server) infoRegions() []pair {
 	ps := []pair{{"rl_regions", len(rn.names)}, {"rl_region", rn.cfg.Name},
 		{"rl_region_sync_ms", rn.cfg.Sync.Milliseconds()}, {"rl_region_escrow", fmtFloat(rn.rc.Escrow)},
 		{"rl_region_reserve", fmtFloat(rn.rc.Reserve)}, {"rl_region_max_skew_ms", rn.rc.MaxSkew.Milliseconds()},
-		{"rl_region_keys", st.Keys}, {"rl_region_admitted", st.Admitted}, {"rl_region_unacked_units", st.Unacked},
+		{"rl_region_recovered", boolInt(st.Echoed == len(rn.names)-1)}, {"rl_region_keys", st.Keys}, {"rl_region_admitted", st.Admitted}, {"rl_region_unacked_units", st.Unacked},
 		{"rl_region_windows_measured", st.WindowsMeasured}, {"rl_region_windows_overshoot", st.OvershootWindows},
 		{"rl_region_overshoot_units", st.OvershootUnits}, {"rl_region_windows_unmeasured", st.WindowsUnmeasured},
 		{"rl_region_worst_ratio", fmtFloat(st.Worst)}, {"rl_region_refused", rn.refused.Load()},
