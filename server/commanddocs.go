@@ -49,6 +49,8 @@ func commandDocTable() map[string]cmdDoc {
 		"rl.commit":               {since: rlSince, args: []string{"key:key", "id", "ACTUAL actual:integer"}},
 		"rl.cancel":               {since: rlSince, args: []string{"key:key", "id"}},
 		"rl.refund":               {since: rlSince, args: []string{"key:key", "COST cost:integer"}},
+		"gcra":                    {since: rlSince, args: []string{"key:key", "max_burst:integer", "tokens_per_period:integer", "period:double", "?TOKENS tokens:integer"}},
+		"throttle":                {since: rlSince, args: []string{"key:key", "max_burst:integer", "count_per_period:integer", "period:integer", "?quantity:integer"}},
 		"rl.check":                {since: rlSince, args: []string{"policy", "key:key", "?COST cost:integer", "?PEEK"}},
 		"rl.info":                 {since: rlSince, args: []string{"key:key"}},
 		"rl.policy":               {since: rlSince},

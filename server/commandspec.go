@@ -180,6 +180,7 @@ func commandSpecs() map[string]cmdSpec {
 		"rl.reserve": decision, "rl.commit": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
 		"rl.cancel": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
 		"rl.refund": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
+		"gcra":      {flags: decision.flags, keys: decision.keys}, "throttle": {flags: decision.flags, keys: decision.keys}, // other servers' names: not @rl
 		"rl.check":  {flags: flagWrite | flagDenyOOM | flagFast, acl: catRL, keys: one(keyRW|keyAccess|keyUpdate, 2)},
 		"rl.info":   {flags: flagReadonly | flagFast, acl: catKeyspace | catRL, keys: one(keyRO|keyAccess, 1)},
 		"rl.policy": {acl: catRL}, "rl.policy|set": {flags: flagDenyOOM, acl: catRL},

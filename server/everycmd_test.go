@@ -52,6 +52,7 @@ func everyCommand() []callCase {
 		ok("RL.RESERVE", "every:budget", "TOKEN", "1000", "100", "1m", "COST", "50", "TTL", "1m", "ID", "r"),
 		ok("RL.COMMIT", "every:budget", "r", "ACTUAL", "20"), ok("RL.CANCEL", "every:budget", "r"),
 		ok("RL.REFUND", "every:budget", "COST", "5"),
+		ok("GCRA", "every:gcra", "15", "30", "60"), ok("THROTTLE", "every:gcra", "16", "30", "60", "2"),
 		ok("RL.POLICY", "SET", "every", "SLIDE", "10", "60", "TOKEN", "5", "1", "1s"),
 		ok("RL.POLICY", "GET", "every"), ok("RL.POLICY", "LIST"), ok("RL.CHECK", "every", "every:user"),
 		ok("RL.POLICY", "DEL", "every"), ok("RL.POLICY", "HELP"), ok("RL.INFO", "every:slide"),

@@ -16,7 +16,7 @@ var keyPositions = map[string][3]int8{
 	"rl.log": {1, 1, 1}, "rl.leaky": {1, 1, 1}, "cl.throttle": {1, 1, 1},
 	"rl.check": {2, 2, 1}, "rl.info": {1, 1, 1},
 	"rl.acquire": {1, 1, 1}, "rl.renew": {1, 1, 1}, "rl.release": {1, 1, 1},
-	"rl.reserve": {1, 1, 1}, "rl.commit": {1, 1, 1}, "rl.cancel": {1, 1, 1}, "rl.refund": {1, 1, 1},
+	"gcra": {1, 1, 1}, "throttle": {1, 1, 1}, "rl.reserve": {1, 1, 1}, "rl.commit": {1, 1, 1}, "rl.cancel": {1, 1, 1}, "rl.refund": {1, 1, 1},
 	"del": {1, -1, 1}, "exists": {1, -1, 1}, "type": {1, 1, 1}, "pttl": {1, 1, 1}, "ttl": {1, 1, 1},
 
 	"rl.policy": {}, "scan": {}, "keys": {}, "dbsize": {}, "flushall": {}, "flushdb": {}, "swapdb": {}, "move": {1, 1, 1},

@@ -216,6 +216,7 @@ func New(cfg Config) (*Server, error) {
 	s.register(decisionCommands())
 	s.register(leaseCommands())
 	s.register(reserveCommands())
+	s.register(aliasCommands())
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
 	if err := s.attachCluster(); err != nil {
