@@ -80,11 +80,25 @@ func startGateway(c config, srv *server.Server, cs *certs, log *slog.Logger) (*g
 		g.stop(context.Background())
 		return nil, fmt.Errorf("--grpc-port %d: %w", f.Port, err)
 	}
+	warnOpenGateway(c, tc != nil, log)
 	g.srv = gateway.NewServer(gateway.ServerConfig{Service: svc, TLS: tc, Ready: srv.Ready, Logger: log})
 	go func() { _ = g.srv.Serve(ln) }()
 	// Tests and scripts read the address from this line: keep it stable.
 	log.Info("gRPC rate limit service listening", "addr", ln.Addr().String(), "tls", tc != nil, "rls_config", f.ConfigDir)
 	return g, nil
+}
+
+// warnOpenGateway warns when the gRPC port is reachable from other hosts
+// without mutual TLS: Envoy's protocol has no password, so whoever reaches
+// it can spend (or probe) any quota. --requirepass does not guard it.
+func warnOpenGateway(c config, tlsOn bool, log *slog.Logger) {
+	ip, err := c.bindAddr()
+	if err != nil || ip.IsLoopback() || (tlsOn && c.TLSAuthClients == "yes") {
+		return
+	}
+	log.Warn("--grpc-port is reachable from other hosts without mutual TLS; Envoy's rate limit protocol has no password, "+
+		"so any client that reaches it can spend any quota: set --tls-cert-file, --tls-ca-cert-file and --tls-auth-clients yes, "+
+		"or keep the port on a network only the gateways reach", "bind", c.Bind)
 }
 
 // loadConfig loads --rls-config and watches it; a bad file at start is an error.
