@@ -88,8 +88,8 @@ func Cost(n int64) Option { return Option{cost: n, hasCost: true} }
 func Peek() Option { return Option{peek: true} }
 
 // maxArgs is the longest command a typed call sends:
-// RL.TOKEN key capacity rate period COST n PEEK.
-const maxArgs = 8
+// RL.RESERVE key TOKEN capacity rate period COST n TTL t ID id.
+const maxArgs = 12
 
 // args is a command under construction; it lives on the caller's stack until
 // go-redis takes the slice.
