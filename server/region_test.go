@@ -171,3 +171,28 @@ func TestRegionsRefuseAnotherSecret(t *testing.T) {
 	assert.Equal(t, 0, regionAdmits(t, rs[0], "k", 50), "eu has not heard from us, which may hold its units of this window from before a restart")
 	assert.Contains(t, regionInfo(t, rs[0]), "rl_region_recovered:0")
 }
+
+// TestRegionsShareOneSlideLimit: the same through RL.SLIDE, a sliding
+// window over per-second buckets.
+func TestRegionsShareOneSlideLimit(t *testing.T) {
+	rs := startRegions(t, []string{"ap", "eu", "us"}, nil)
+	ctx := context.Background()
+	slide := func(r *testRegion, n int) int {
+		got := 0
+		for range n {
+			v, err := r.rdb.Do(ctx, "RL.SLIDE", "api:s", 100, 60).Slice()
+			require.NoError(t, err)
+			if v[0].(int64) == 1 {
+				got++
+			}
+		}
+		return got
+	}
+	total := 0
+	eventually(t, "the three regions to share the limit", func() bool {
+		total += slide(rs[1], 10) + slide(rs[0], 2) + slide(rs[2], 2)
+		return total >= 100
+	})
+	total += slide(rs[0], 5) + slide(rs[1], 5) + slide(rs[2], 5)
+	assert.LessOrEqual(t, total, 106, "L + (R−1)·e: units in flight between regions may pass L by the escrows")
+}
