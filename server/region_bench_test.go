@@ -65,4 +65,3 @@ func BenchmarkRegionDecide(b *testing.B) {
 		}
 	}
 }
-
