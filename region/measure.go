@@ -56,6 +56,15 @@ func (s *Store) Stats(now int64) Stats {
 	return st
 }
 
+// Skew returns region p's clock minus this one's, as the last
+// acknowledgement measured it, and whether one has.
+func (s *Store) Skew(p int) (time.Duration, bool) {
+	if p < 0 || p >= len(s.peers) || p == s.cfg.Self {
+		return 0, false
+	}
+	return time.Duration(s.peers[p].offset), s.peers[p].skewKnown
+}
+
 // Split returns key name's units in the window at now: this region's and
 // each other region's as last received (Self's entry is the own units).
 func (s *Store) Split(name []byte, now int64) (Limit, []int64, bool) {

@@ -81,6 +81,7 @@ type regionLink struct {
 	dropped    atomic.Int64 // batches not sent: the link was busy (the units go again after Retry)
 	up         atomic.Bool
 	lastErr    atomic.Pointer[string]
+	skewed     bool // its measured clock skew is past --region-max-skew (carry's only)
 }
 
 func newRegionNode(s *Server, cfg RegionConfig) (*regionNode, error) {

@@ -42,8 +42,24 @@ func (rn *regionNode) carry(l *regionLink) {
 		now := rn.s.cfg.Clock().UnixNano()
 		rn.mu.Lock()
 		rn.st.Acked(ack, now)
+		skew, _ := rn.st.Skew(ack.From)
 		rn.mu.Unlock()
+		rn.checkSkew(l, skew)
 	}
+}
+
+// checkSkew logs when a region's measured clock skew passes the bound's
+// assumption (--region-max-skew), and when it is back within it: past it,
+// a sliding window's guard span may be too short for the bound to hold.
+func (rn *regionNode) checkSkew(l *regionLink, skew time.Duration) {
+	over := skew > rn.rc.MaxSkew || -skew > rn.rc.MaxSkew
+	switch {
+	case over && !l.skewed:
+		rn.s.log.Warn("region clock skew past --region-max-skew: the bound assumes it", "region", l.name, "skew", skew, "max", rn.rc.MaxSkew)
+	case !over && l.skewed:
+		rn.s.log.Info("region clock skew within --region-max-skew again", "region", l.name, "skew", skew)
+	}
+	l.skewed = over
 }
 
 // exchange sends one batch as RL.PEER REGION and reads the acknowledgement.
