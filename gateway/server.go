@@ -56,7 +56,6 @@ func NewServer(cfg ServerConfig) *Server {
 		// whose stack would grow again on every call (measured: stack
 		// growth was 7% of the server's CPU under load without it).
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
-		grpc.SharedWriteBuffer(true),
 	}
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))

@@ -187,9 +187,10 @@ func (s *Service) lookup(cfg *rlsconfig.Config, domain string, d *pbstruct.RateL
 		key := overrideKey(domain, d)
 		return &rlsconfig.RateLimit{FullKey: key, RequestsPerUnit: o.GetRequestsPerUnit(), Unit: rlsconfig.Unit(o.GetUnit())}, key, nil
 	}
-	entries := make([]rlsconfig.Entry, len(d.GetEntries()))
-	for i, e := range d.GetEntries() {
-		entries[i] = rlsconfig.Entry{Key: e.GetKey(), Value: e.GetValue()}
+	var buf [8]rlsconfig.Entry // on the stack for the usual descriptor
+	entries := buf[:0]
+	for _, e := range d.GetEntries() {
+		entries = append(entries, rlsconfig.Entry{Key: e.GetKey(), Value: e.GetValue()})
 	}
 	m, _ := cfg.Lookup(domain, entries)
 	if m.Limit == nil {

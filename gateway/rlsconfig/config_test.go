@@ -75,6 +75,7 @@ descriptors:
 		{[]Entry{{"k", "other"}}, 4, "d.k", nil},
 		{[]Entry{{"s", "x1"}}, 5, "d.s_x*", []string{"x*"}},
 		{[]Entry{{"det", "v"}}, 6, "d.det_v", nil},
+		{[]Entry{{"det", ""}}, 6, "d.det_", nil}, // detailed keys keep the '_' of an empty value, as the reference's do
 		{[]Entry{{"none", "v"}}, 0, "", nil},
 	}
 	for _, tc := range cases {

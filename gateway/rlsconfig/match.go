@@ -12,24 +12,17 @@ func (c *Config) Lookup(domain string, entries []Entry) (m Match, known bool) {
 	if root == nil {
 		return Match{}, false
 	}
-	var detailed, byValue strings.Builder
-	detailed.WriteString(domain)
-	byValue.WriteString(domain)
 	var share []string
+	byValueDiffers := false // the stats key shows a request value (value_to_metric, share_threshold)
 	children, prev := root.children, root
+	var buf [128]byte
 	for i, e := range entries {
-		name := e.Key + "_" + e.Value
-		detailed.WriteString(".")
-		detailed.WriteString(name)
-		next := children[name]
+		name := append(append(append(buf[:0], e.Key...), '_'), e.Value...)
+		next := children[string(name)] // no copy: a map index by string(bytes)
 		wild := ""
-		if next == nil {
-			for _, w := range prev.wild {
-				if wildcardMatch(w.parts, name) {
-					next, wild = children[w.key], w.key
-					break
-				}
-			}
+		if next == nil && len(prev.wild) > 0 {
+			wild = prev.matchWild(string(name))
+			next = children[wild]
 		}
 		byVal := next != nil
 		if next == nil {
@@ -41,11 +34,8 @@ func (c *Config) Lookup(domain string, entries []Entry) (m Match, known bool) {
 			}
 			share[i] = strings.TrimPrefix(next.wildcardPattern, e.Key+"_")
 		}
-		byValue.WriteString(".")
-		byValue.WriteString(e.Key)
-		if v := metricValue(next, e, wild, byVal, share, i); v != "" {
-			byValue.WriteString("_")
-			byValue.WriteString(v)
+		if next != nil && next.valueToMetric && (wild != "" || !byVal) || share != nil && share[i] != "" {
+			byValueDiffers = true
 		}
 		if next != nil && next.limit != nil && i == len(entries)-1 {
 			m.Limit = next.limit
@@ -64,11 +54,71 @@ func (c *Config) Lookup(domain string, entries []Entry) (m Match, known bool) {
 	case m.Limit.DetailedMetric && share != nil:
 		m.MetricKey = shareMetricKey(domain, entries, share)
 	case m.Limit.DetailedMetric:
-		m.MetricKey = detailed.String()
-	default:
-		m.MetricKey = byValue.String()
+		m.MetricKey = detailedKey(domain, entries)
+	case byValueDiffers:
+		m.MetricKey = c.byValueKey(domain, entries, share)
 	}
 	return m, true
+}
+
+// byValueKey is the stats key with value_to_metric's and share_threshold's
+// values: the walk of Lookup again, building the key this time. Only a
+// limit under such a descriptor pays for it.
+// matchWild returns the first of n's wildcard children that name fits, or "".
+func (n *node) matchWild(name string) string {
+	for _, w := range n.wild {
+		if wildcardMatch(w.parts, name) {
+			return w.key
+		}
+	}
+	return ""
+}
+
+// detailedKey is detailed_metric's stats key: every entry's key and value.
+func detailedKey(domain string, entries []Entry) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	for _, e := range entries {
+		b.WriteString(".")
+		b.WriteString(e.Key)
+		b.WriteString("_")
+		b.WriteString(e.Value)
+	}
+	return b.String()
+}
+
+func (c *Config) byValueKey(domain string, entries []Entry, share []string) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	children, prev := c.domains[domain].children, c.domains[domain]
+	for i, e := range entries {
+		name := e.Key + "_" + e.Value
+		next := children[name]
+		wild := ""
+		if next == nil {
+			for _, w := range prev.wild {
+				if wildcardMatch(w.parts, name) {
+					next, wild = children[w.key], w.key
+					break
+				}
+			}
+		}
+		byVal := next != nil
+		if next == nil {
+			next = children[e.Key]
+		}
+		b.WriteString(".")
+		b.WriteString(e.Key)
+		if v := metricValue(next, e, wild, byVal, share, i); v != "" {
+			b.WriteString("_")
+			b.WriteString(v)
+		}
+		if next == nil || len(next.children) == 0 {
+			break
+		}
+		children, prev = next.children, next
+	}
+	return b.String()
 }
 
 // metricValue is the value an entry shows in its stats key (value_to_metric).
