@@ -219,6 +219,19 @@ func NextTakeover(prev *Takeover, old, nv *View, now int64, wait time.Duration) 
 	return tk
 }
 
+// With returns the takeover with slots waiting too, until now + wait,
+// with those of t still waiting.
+func (t *Takeover) With(slots []int, now int64, wait time.Duration) *Takeover {
+	tk := &Takeover{at: max(now+int64(wait), 0)}
+	if t != nil && now < t.at {
+		tk.slots, tk.at = t.slots, max(tk.at, t.at)
+	}
+	for _, slot := range slots {
+		tk.slots[slot/64] |= 1 << (slot % 64)
+	}
+	return tk
+}
+
 // Waits reports whether slot must not be served yet at now.
 func (t *Takeover) Waits(slot int, now int64) bool {
 	return t != nil && now < t.at && t.slots[slot/64]&(1<<(slot%64)) != 0

@@ -154,7 +154,7 @@ func peerCommands() []command {
 // cmdPeer is the handshake, RL.PEER HELLO and AUTH (peerauth.go), and,
 // on a peer's connection only, the replicas' COPY, DELTA and SYNC
 // (replica_copies.go) and the handoff's IMPORT, DONE and PULL
-// (handoff_peer.go). On a client's connection every other subcommand is
+// (handoff_peer.go), and RELEASED (handoff_release.go). On a client's connection every other subcommand is
 // refused before any of its arguments is read. On a peer's, one this node
 // does not know gets NOPERM bad cluster credentials: what a node that
 // predates a subcommand answers, which its callers recognise.
@@ -184,6 +184,8 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		s.peerDone(c, args)
 	case equalFoldASCII(args[1], "pull") && len(args) == 4:
 		s.peerPull(c, args)
+	case equalFoldASCII(args[1], "released") && len(args) == 4:
+		s.peerReleased(c, args)
 	default:
 		c.conn.WriteError(errPeerAuth)
 	}

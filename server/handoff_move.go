@@ -18,8 +18,9 @@ import (
 // Bounds of the handoff.
 const (
 	// importWait is how long a new owner sends a slot's requests back to
-	// its old owner, waiting for it to say done, before it serves the slot
-	// from what it has. A move takes milliseconds per thousand keys.
+	// its old owner, waiting for it to say done, before it asks the old
+	// owner whether it released the slot (see handoff_release.go). A move
+	// takes milliseconds per thousand keys.
 	importWait = 5 * time.Second
 	// migrateWait is how long an old owner retries a cut the new owner
 	// refuses or does not answer before it lets the slot go as it is.
@@ -124,6 +125,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 	h.noteDeaths(old, nv, s.cl.lease)
 	h.noteReturns(old, nv)
 	s.cl.noteTakeovers(old, nv)
+	s.cl.waitImportsFromDead(nv)
 	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
 	for slot := range cluster.Slots {
@@ -144,24 +146,6 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 	h.notify()
 	if in, _ := h.moving(); in > 0 {
 		time.AfterFunc(time.Until(until)+time.Millisecond, s.expireImports)
-	}
-}
-
-// expireImports gives up the imports that have waited importWait.
-func (s *Server) expireImports() {
-	h := &s.cl.ho
-	now := time.Now()
-	n := 0
-	for slot := range h.slots {
-		if st := h.slots[slot].Load(); st != nil && st.mode == modeImporting && now.After(st.until) && h.swap(slot, st, nil) {
-			n++
-		}
-	}
-	if n > 0 {
-		h.notify()
-		h.stats.importTimeouts.Add(int64(n))
-		s.log.Warn("cluster: gave up waiting for slots' old owners to hand them over; serving them from what came",
-			"slots", n, "waited", importWait)
 	}
 }
 
@@ -230,17 +214,6 @@ func (h *handoff) heir(v *cluster.View, slot int) cluster.Node {
 		}
 	}
 	return owner
-}
-
-// importTimedOut gives up a slot's import that has waited importWait: the
-// slot is served from what came. It reports true.
-func (h *handoff) importTimedOut(s *Server, slot int, st *slotState) bool {
-	if h.swap(slot, st, nil) {
-		h.stats.importTimeouts.Add(1)
-		s.log.Warn("cluster: gave up waiting for a slot's old owner to hand it over; serving it from what came",
-			"slot", slot, "from", st.peer.Name, "waited", importWait)
-	}
-	return true
 }
 
 // startMigration starts moving slots to node to. The caller holds switchMu.

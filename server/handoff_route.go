@@ -29,7 +29,7 @@ const (
 func (s *Server) routeMoving(c *client, slot int, st *slotState) route {
 	switch st.now() {
 	case modeImporting:
-		if c.hop == hopHandoff || time.Now().After(st.until) && s.cl.ho.importTimedOut(s, slot, st) {
+		if c.hop == hopHandoff {
 			return route{local: true, slot: slot}
 		}
 		return route{slot: slot, owner: st.peer, level: hopHandoff, importing: st}

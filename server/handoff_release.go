@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// An import ends when its old owner says DONE, when the old owner leaves
+// the view (left: at once; declared dead: after the takeover's wait, see
+// noteTakeovers), or when the old owner says it has released the slots:
+// never on a timer alone. A node that gave up waiting and served a slot
+// "from what came" while its old owner still served it (stuck in a copy to
+// a third node, or holding the slot by a table of its own for a moment at
+// a partition's heal) served it twice, and from a fresh quota
+// (TestImportWaitsForAnOwnerThatHolds; docs/cluster.md, "Safety").
+//
+// So an import that has waited importWait asks its old owner, with
+// RL.PEER RELEASED from slots, which of the slots it has released to this
+// node: those whose owner its own table says is this node and that it is
+// not handing over now. Those are served here from what came (the
+// importer's keys, or a restarted node's data dir); for the others, and
+// when the old owner does not answer, the import waits on and asks again
+// every releaseRetry. A node that predates the question answers NOPERM,
+// and its slots are served from what came, as before.
+
+// releaseRetry is how often an import that has waited importWait asks
+// its old owner again.
+const releaseRetry = time.Second
+
+// releaseNone is RL.PEER RELEASED's answer when no slot is released.
+const releaseNone = "NONE"
+
+// expireImports asks the old owners of the imports that have waited
+// importWait which of their slots they have released to this node.
+func (s *Server) expireImports() {
+	h := &s.cl.ho
+	now := time.Now()
+	asks := map[*slotState][]int{}
+	ext := map[*slotState]*slotState{}
+	for slot := range h.slots {
+		st := h.slots[slot].Load()
+		if st == nil || st.mode != modeImporting || !now.After(st.until) {
+			continue
+		}
+		next := ext[st]
+		if next == nil {
+			next = &slotState{mode: modeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep}
+			ext[st] = next
+		}
+		if h.swap(slot, st, next) { // the next ask waits releaseRetry, whatever this one hears
+			asks[next] = append(asks[next], slot)
+		}
+	}
+	for st, slots := range asks {
+		go s.askReleased(st, slots)
+	}
+	if len(asks) > 0 {
+		time.AfterFunc(releaseRetry+time.Millisecond, s.expireImports)
+	}
+}
+
+// askReleased asks st.peer which of slots, imported from it in state st,
+// it has released, and serves those from what came.
+func (s *Server) askReleased(st *slotState, slots []int) {
+	h := &s.cl.ho
+	released, err := s.released(st.peer, slots)
+	if err != nil {
+		s.log.Debug("cluster: an import's old owner did not say whether it released the slots; waiting on",
+			"from", st.peer.Name, "slots", len(slots), "err", err)
+		return
+	}
+	n := 0
+	for _, slot := range released {
+		if h.swap(slot, st, nil) {
+			n++
+		}
+	}
+	if n > 0 {
+		h.notify()
+		h.stats.importTimeouts.Add(int64(n))
+		s.log.Warn("cluster: an import's old owner released slots without handing them over; serving them from what came",
+			"from", st.peer.Name, "slots", n, "waited", importWait)
+	}
+	if n < len(slots) {
+		s.log.Info("cluster: an import's old owner still holds slots; waiting for its handoff",
+			"from", st.peer.Name, "slots", len(slots)-n)
+	}
+}
+
+// released asks to for the slots of slots it has released to this node.
+func (s *Server) released(to cluster.Node, slots []int) ([]int, error) {
+	fw := s.cl.cfg.Mover
+	if fw == nil {
+		fw = s.cl.cfg.Forwarder
+	}
+	self := s.cl.cur.Load().Self
+	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{{[]byte("RL.PEER"), []byte("RELEASED"), []byte(self), []byte(formatSlots(slots))}})
+	if err != nil {
+		return nil, err
+	}
+	rep := strings.TrimSpace(string(reps[0]))
+	switch {
+	case strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
+		return slots, nil // a node that predates the question: as before it, served from what came
+	case strings.HasPrefix(rep, "-"):
+		return nil, errors.New(rep[1:])
+	case rep == "+"+releaseNone:
+		return nil, nil
+	}
+	out, ok := parseSlots(strings.TrimPrefix(rep, "+"))
+	if !ok {
+		return nil, errors.New("bad RL.PEER RELEASED answer: " + rep)
+	}
+	return out, nil
+}
+
+// peerReleased is RL.PEER RELEASED from slots: the slots of slots that
+// this node has released to from, which imports them: its table names
+// from their owner, and it is not handing them over (a copy under way, or
+// gated). It answers their ranges, or NONE.
+func (s *Server) peerReleased(c *client, args [][]byte) {
+	slots, ok := parseSlots(string(args[3]))
+	if !ok {
+		c.conn.WriteError(errSyntax)
+		return
+	}
+	from := string(args[2])
+	cn := s.cl
+	v := cn.view()
+	var out []int
+	for _, slot := range slots {
+		if v.Table.Owner(slot).Name != from {
+			continue // this node would not have from serve it
+		}
+		if st := cn.ho.state(slot); st != nil {
+			if m := st.now(); m == modeCopying || m == modeGated || m == modeAdopted {
+				continue // served here until its cut: DONE follows
+			}
+		}
+		out = append(out, slot)
+	}
+	if len(out) == 0 {
+		c.conn.WriteString(releaseNone)
+		return
+	}
+	c.conn.WriteString(formatSlots(out))
+}
+
+// waitImportsFromDead makes the slots this node imports from a member nv
+// says died wait TakeoverWait, as slots taken from a dead owner do: the
+// old owner served them until it was cut off, and its lease may hold a
+// moment longer. The caller holds switchMu, before the hook's slotChange
+// clears their import.
+func (cn *clusterNode) waitImportsFromDead(nv *cluster.View) {
+	if cn.lease == nil {
+		return
+	}
+	dead := map[string]bool{}
+	for _, m := range nv.Gone {
+		if m.State == cluster.StateDead {
+			dead[m.Name] = true
+		}
+	}
+	if len(dead) == 0 {
+		return
+	}
+	var slots []int
+	for slot := range cluster.Slots {
+		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && dead[st.peer.Name] && nv.Table.Owner(slot).Name == nv.Self {
+			slots = append(slots, slot)
+		}
+	}
+	if len(slots) > 0 {
+		cn.takeover.Store(cn.takeover.Load().With(slots, cn.lease.Now(), cn.lease.TakeoverWait()))
+	}
+}
