@@ -146,7 +146,7 @@ func peerCommands() []command {
 	return []command{
 		{name: "rl.peer", arity: -3, flags: flagNoAuth | flagNoQueue | flagNoTx, run: cmdPeer, group: "cluster",
 			summary: "Node-to-node handshake: HELLO name, then AUTH name mac"},
-		{name: "rl.hop", arity: -4, flags: flagNoQueue, run: cmdHop, group: "cluster",
+		{name: "rl.hop", arity: -4, flags: flagNoQueue, run: cmdHop, wraps: 3, group: "cluster",
 			summary: "A request forwarded by another node: RL.HOP level resp command [arg ...]"},
 	}
 }
@@ -212,8 +212,13 @@ func cmdHop(s *Server, c *client, args [][]byte) {
 
 // attachCluster sets up the cluster part of a new server, if configured.
 func (s *Server) attachCluster() error {
-	s.register(peerCommands())
-	s.hop = s.commands["rl.hop"]
+	peers := peerCommands()
+	s.register(peers)
+	for i := range peers {
+		if peers[i].wraps > 0 { // RL.HOP: resolveFor tries it first for a peer
+			s.hop = &peers[i]
+		}
+	}
 	s.register(clusterCommands())
 	if s.cfg.Cluster == nil {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ type clusterOpts struct {
 	wrapShip   func(cluster.Forwarder) cluster.Forwarder // the same for the replicas' shipments
 	maxRequest int64                                     // Config.MaxRequestBytes; 0 for the default
 	config     func(*Config)                             // if set, changes each node's Config last
+	extra      []command                                 // test-only commands each node's table gets
 }
 
 // startTestCluster starts n nodes joined through the first, one at a
@@ -149,6 +151,7 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		o.config(&scfg)
 	}
 	s := newTestServer(t, scfg)
+	s.register(slices.Clone(o.extra)) // each node its own entries: register fills them in
 	state.Set(s)
 	srv.Store(s)
 	tn.srv, tn.addr = s, serveTest(t, s)

@@ -169,18 +169,18 @@ func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) 
 // the command was forwarded.
 func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 	switch {
-	case cm.firstKey == 0 && cm.name == "exec":
+	case cm.firstKey == 0 && cm.flags&flagBarrier != 0:
 		// A transaction's commands run here under the barrier too.
 		s.runEntered(c, cm, args, s.cl.ho.running.enter(c.id))
 		return false
-	case cm.firstKey == 0 && cm.name == "rl.hop":
+	case cm.firstKey == 0 && cm.wraps > 0:
 		// Not under the barrier: RL.HOP's command enters it itself, and may
 		// wait for a gate that opens only once the barrier is clear. Nor
 		// counted as a command of its own (INFO commandstats, SLOWLOG): the
 		// command it wraps is. Timing both, and switching the connection's
 		// pending counts between the two at every request, cost the owner
 		// more than the decision.
-		cmdHop(s, c, args)
+		cm.run(s, c, args)
 		return false
 	case cm.firstKey == 0:
 		s.run(c, cm, args)
@@ -278,40 +278,19 @@ func (s *Server) answerUnserved(c *client, cm *command, args [][]byte, errText s
 	switch {
 	case mode == UnreachableLocal:
 		s.run(c, cm, args)
-	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.flags&flagWrite != 0 && cm.name != "del":
-		writeBlind(c, cm, mode == UnreachableAllow)
+	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.blind != nil:
+		writeBlind(c, cm.blind(mode == UnreachableAllow))
 	default:
 		c.conn.WriteError(errText)
 	}
 }
 
-// writeBlind writes a decision made without the key's state.
-func writeBlind(c *client, cm *command, allow bool) {
-	f := blindFields(cm, allow)
+// writeBlind writes a decision made without the key's state (see blindFunc).
+func writeBlind(c *client, f []int64) {
 	c.conn.WriteArray(len(f))
 	for _, v := range f {
 		c.conn.WriteInt64(v)
 	}
-}
-
-// blindFields is a decision made without the key's state: admitted with
-// nothing known, or denied with a wait of one second to retry after.
-func blindFields(cm *command, allow bool) []int64 {
-	var f []int64
-	switch {
-	case cm.name == "cl.throttle" && allow:
-		f = []int64{0, 0, 0, -1, 0}
-	case cm.name == "cl.throttle":
-		f = []int64{1, 0, 0, 1, 0}
-	case allow:
-		f = []int64{1, 0, 0, 0, 0}
-	default:
-		f = []int64{0, 0, 0, 1000, 0}
-	}
-	if cm.name == "rl.check" {
-		f = append(f, 0)
-	}
-	return f
 }
 
 // execElsewhere runs EXEC for a transaction that is not all this node's:
@@ -388,8 +367,8 @@ func (s *Server) unreachableReply(cm *command, owner cluster.Node, err error) []
 	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
 	s.cl.unreachable.Add(1)
 	mode := s.cl.cfg.OwnerUnreachable
-	if (mode == UnreachableAllow || mode == UnreachableDeny) && cm.flags&flagWrite != 0 && cm.name != "del" {
-		f := blindFields(cm, mode == UnreachableAllow)
+	if (mode == UnreachableAllow || mode == UnreachableDeny) && cm.blind != nil {
+		f := cm.blind(mode == UnreachableAllow)
 		b := redcon.AppendArray(nil, len(f))
 		for _, v := range f {
 			b = redcon.AppendInt(b, v)

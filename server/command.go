@@ -27,6 +27,14 @@ type command struct {
 	// it has none of its own: renaming that command disables this one.
 	follows string
 
+	// What the concerns around a command must know of it beyond its flags
+	// and key specs, declared here so that none of them switches on its
+	// name (as Redis's struct redisCommand carries its getkeys_proc).
+	peek    peekFunc    // the command made a peek, for runRefused; nil: it has none
+	changes changesFunc // the keys a write may change, for recordChanges; nil: not taken back key by key
+	blind   blindFunc   // its reply when no node can know the key's state (--owner-unreachable allow|deny); nil: the error
+	wraps   int         // the argument naming the command this one runs for a peer (RL.HOP: 3); 0: none
+
 	stats *cmdStats // INFO commandstats; set by register, shared by a renamed command
 }
 
@@ -52,9 +60,27 @@ const (
 	flagAllowBusy                           // Redis's: runs while a script is busy
 	redisFlagCount              = iota
 
-	flagNoQueue cmdFlags = 1 << (iota - 1) // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT, WATCH)
-	flagAllKeys                            // changes every key (FLUSHALL, FLUSHDB)
+	flagNoQueue      cmdFlags = 1 << (iota - 1) // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT, WATCH)
+	flagAllKeys                                 // changes every key (FLUSHALL, FLUSHDB)
+	flagBarrier                                 // runs keyed commands it does not name (EXEC's queue): under the handoff's barrier, and tracking reads its queue
+	flagCacheable                               // a read whose every argument is a key: a tracking client may cache its reply
+	flagPrefetch                                // its first key is prefetched when it comes pipelined (a decision on the store's key)
+	flagAnnounces                               // announces the keys it changed to CLIENT TRACKING itself (the decision seam), so afterRun does not
+	flagKeepsCaching                            // leaves CLIENT CACHING's yes or no for the next command (CLIENT CACHING, MULTI)
 )
+
+// peekFunc returns a decision command's arguments made into a peek, and
+// whether the client asked for a peek itself; nil if it cannot peek with
+// these arguments (CL.THROTTLE peeks only with quantity 0).
+type peekFunc func(args [][]byte) (peek [][]byte, asked bool)
+
+// changesFunc returns the keys a call of a write command may change, and
+// the route they share if it is not each key itself (see recordChanges).
+type changesFunc func(s *Server, args [][]byte) (keys [][]byte, route []byte)
+
+// blindFunc is a decision made without the key's state: admitted with
+// nothing known, or denied with a wait to retry after.
+type blindFunc func(allow bool) []int64
 
 // names returns the Redis flags among f, as COMMAND INFO lists them.
 func (f cmdFlags) names() flagSet {

@@ -13,19 +13,25 @@ type cmdSpec struct {
 	keys  []keySpec
 }
 
-// declare adds sp to cm's entry. Key positions written in the entry must
-// agree with the key specs: two that differ are a programmer error.
+// declare adds sp to cm's entry; an entry may declare its categories and
+// key specs itself instead (a decision's does, so that one entry is all a
+// new one needs). Key positions written in the entry must agree with the
+// key specs: two that differ are a programmer error.
 func (cm *command) declare(sp cmdSpec) {
 	cm.flags |= sp.flags
-	cm.acl = impliedCategories(cm.flags, sp.acl)
-	if sp.keys == nil {
+	cm.acl = impliedCategories(cm.flags, cm.acl|sp.acl)
+	keys := sp.keys
+	if keys == nil {
+		keys = cm.keys
+	}
+	if keys == nil {
 		return
 	}
-	first, last, step := legacyRange(sp.keys)
+	first, last, step := legacyRange(keys)
 	if cm.firstKey != 0 && (cm.firstKey != first || cm.lastKey != last || cm.keyStep != step) {
 		panic("server: " + cm.name + "'s key positions differ from its key specs")
 	}
-	cm.keys, cm.firstKey, cm.lastKey, cm.keyStep = sp.keys, first, last, step
+	cm.keys, cm.firstKey, cm.lastKey, cm.keyStep = keys, first, last, step
 }
 
 // aclCats is a set of ACL categories, in the order Redis lists them.
@@ -172,16 +178,13 @@ func commandSpecs() map[string]cmdSpec {
 		conn  = catConnection
 	)
 	decision := cmdSpec{flags: flagWrite | flagDenyOOM | flagFast, acl: catRL, keys: one(keyRW|keyAccess|keyUpdate, 1)}
-	specs := map[string]cmdSpec{
-		"rl.slide": decision, "rl.token": decision, "rl.fixed": decision, "rl.log": decision, "rl.leaky": decision,
-		"cl.throttle": decision,
-		"rl.acquire":  decision, "rl.renew": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
+	specs := map[string]cmdSpec{ // the decisions declare theirs in their entries (decisionEntry)
+		"rl.acquire": decision, "rl.renew": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
 		"rl.release": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
 		"rl.reserve": decision, "rl.commit": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
 		"rl.cancel": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
 		"rl.refund": {flags: flagWrite | flagFast, acl: catRL, keys: one(keyRW|keyUpdate, 1)},
 		"gcra":      {flags: decision.flags, keys: decision.keys}, "throttle": {flags: decision.flags, keys: decision.keys}, // other servers' names: not @rl
-		"rl.check":  {flags: flagWrite | flagDenyOOM | flagFast, acl: catRL, keys: one(keyRW|keyAccess|keyUpdate, 2)},
 		"rl.info":   {flags: flagReadonly | flagFast, acl: catKeyspace | catRL, keys: one(keyRO|keyAccess, 1)},
 		"rl.policy": {acl: catRL}, "rl.policy|set": {flags: flagDenyOOM, acl: catRL},
 		"rl.policy|get": {flags: flagReadonly | flagFast, acl: catRL}, "rl.policy|del": {acl: catRL},

@@ -108,6 +108,9 @@ func TestCommandGetKeysOfRLCommands(t *testing.T) {
 func TestCommandTableIsConsistent(t *testing.T) {
 	s := newTestServer(t, Config{})
 	specs := commandSpecs()
+	for _, cm := range decisionCommands() {
+		specs[cm.name] = cmdSpec{} // a decision's entry declares its own (decisionEntry)
+	}
 	check := func(cm *command) {
 		_, declared := specs[cm.name]
 		assert.Truef(t, declared, "%s is not in commandSpecs", cm.name)
@@ -121,6 +124,12 @@ func TestCommandTableIsConsistent(t *testing.T) {
 		own := strings.HasPrefix(cm.name, "rl.") || strings.HasPrefix(cm.name, "cl.")
 		assert.Equalf(t, own, cm.acl&catRL != 0, "%s: @rl", cm.name)
 		assert.Equalf(t, cm.firstKey > 0, len(cm.keys) > 0, "%s: key specs for its keys", cm.name)
+		writes := cm.flags&flagWrite != 0
+		assert.Falsef(t, !writes && (cm.peek != nil || cm.changes != nil || cm.blind != nil || cm.flags&flagAnnounces != 0),
+			"%s: only a write has a peek form, changes, a blind decision or announces its changes", cm.name)
+		assert.Falsef(t, cm.flags&flagCacheable != 0 && (cm.flags&flagReadonly == 0 || cm.firstKey != 1 || cm.keyStep != 1),
+			"%s: a cacheable read reads every argument as a key", cm.name)
+		assert.Falsef(t, cm.flags&flagPrefetch != 0 && cm.firstKey == 0, "%s: prefetched by its key", cm.name)
 		for _, k := range cm.keys {
 			if cm.flags&flagWrite != 0 {
 				assert.NotZerof(t, k.flags&(keyRW|keyOW|keyRM), "%s writes its keys", cm.name)

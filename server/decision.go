@@ -17,25 +17,45 @@ const (
 
 // decisionCommands are every decision command: the native ones (docs/commands.md, Decision commands),
 // one line each, CL.THROTTLE and RL.CHECK. Each parses its arguments into a
-// request and hands it to decide.
+// request and hands it to decide; its entry (decisionEntry) declares all
+// that the server does around a decision.
 func decisionCommands() []command {
+	throttle := decisionEntry("cl.throttle", -5, parseThrottleReq, 1)
+	throttle.peek, throttle.blind = peekThrottle, blindThrottle
+	check := decisionEntry("rl.check", -3, parseCheckReq, 2)
+	check.peek, check.changes, check.blind = peekFrom(3), changesCheck, blindCheck
+	check.flags &^= flagPrefetch // its key routes; the store's keys are its policy's rule keys
+	check.summary = "Decides a request against every rule of a policy, all or nothing"
 	return []command{
 		nativeCommand(window.KindSlide),
 		nativeCommand(window.KindToken),
 		nativeCommand(window.KindFixed),
 		nativeCommand(window.KindLog),
 		nativeCommand(window.KindLeaky),
-		{name: "cl.throttle", arity: -5, flags: flagWrite, run: decisionRun(parseThrottleReq), firstKey: 1, lastKey: 1, keyStep: 1, group: "rl"},
-		{name: "rl.check", arity: -3, flags: flagWrite, run: decisionRun(parseCheckReq), firstKey: 2, lastKey: 2, keyStep: 1,
-			group: "rl", summary: "Decides a request against every rule of a policy, all or nothing"},
+		throttle,
+		check,
 	}
 }
 
 // nativeCommand is the table entry of RL.<KIND> key params… [COST n] [PEEK],
 // the command that runs kind's algorithm; window says what params it takes.
 func nativeCommand(kind window.Kind) command {
-	return command{name: strings.ToLower(nativeName(kind)), arity: -(2 + policy.Arity(kind)), flags: flagWrite,
-		run: decisionRun(nativeParser(kind)), firstKey: 1, lastKey: 1, keyStep: 1, group: "rl"}
+	cm := decisionEntry(strings.ToLower(nativeName(kind)), -(2 + policy.Arity(kind)), nativeParser(kind), 1)
+	cm.peek = peekFrom(2)
+	return cm
+}
+
+// decisionEntry is the table entry of a decision command whose key is
+// argument key: a write that may add a key (denyoom) in O(1) (fast), as
+// Redis would flag it, like INCR; its key is routed, prefetched when
+// pipelined, and taken back if its commit fails; it announces its own
+// changes to CLIENT TRACKING (decide does); and with no node to decide it,
+// --owner-unreachable allow|deny answers blindNative. Every guarantee the
+// server gives a decision comes from this entry (TestOneEntryDecision).
+func decisionEntry(name string, arity int, parse parseFunc, key int) command {
+	return command{name: name, arity: arity, flags: flagWrite | flagDenyOOM | flagFast | flagPrefetch | flagAnnounces,
+		acl: catRL, keys: one(keyRW|keyAccess|keyUpdate, key), run: decisionRun(parse), group: "rl",
+		changes: changesKey, blind: blindNative}
 }
 
 // nativeParser returns the parser of kind's native command.

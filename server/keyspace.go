@@ -15,11 +15,11 @@ import (
 // still counts it until it is freed.
 func keyspaceCommands() []command {
 	cmds := []command{
-		{name: "del", arity: -2, flags: flagWrite, run: cmdDel, firstKey: 1, lastKey: -1, keyStep: 1},
-		{name: "exists", arity: -2, run: cmdExists, firstKey: 1, lastKey: -1, keyStep: 1},
-		{name: "type", arity: 2, run: cmdType, firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "pttl", arity: 2, run: cmdPTTL, firstKey: 1, lastKey: 1, keyStep: 1},
-		{name: "ttl", arity: 2, run: cmdTTL, firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "del", arity: -2, flags: flagWrite, run: cmdDel, changes: changesArgs, firstKey: 1, lastKey: -1, keyStep: 1},
+		{name: "exists", arity: -2, flags: flagCacheable, run: cmdExists, firstKey: 1, lastKey: -1, keyStep: 1},
+		{name: "type", arity: 2, flags: flagCacheable, run: cmdType, firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "pttl", arity: 2, flags: flagCacheable, run: cmdPTTL, firstKey: 1, lastKey: 1, keyStep: 1},
+		{name: "ttl", arity: 2, flags: flagCacheable, run: cmdTTL, firstKey: 1, lastKey: 1, keyStep: 1},
 		{name: "scan", arity: -2, run: cmdScan},
 		{name: "keys", arity: 2, run: cmdKeys},
 		{name: "dbsize", arity: 1, run: cmdDBSize},

@@ -19,8 +19,8 @@ const (
 
 func transactionCommands() []command {
 	return []command{
-		{name: "multi", arity: 1, flags: flagNoQueue, run: cmdMulti, group: "transactions", summary: "Starts queueing commands for EXEC"},
-		{name: "exec", arity: 1, flags: flagNoQueue, run: cmdExec, group: "transactions", summary: "Runs the queued commands in order"},
+		{name: "multi", arity: 1, flags: flagNoQueue | flagKeepsCaching, run: cmdMulti, group: "transactions", summary: "Starts queueing commands for EXEC"},
+		{name: "exec", arity: 1, flags: flagNoQueue | flagBarrier, run: cmdExec, group: "transactions", summary: "Runs the queued commands in order"},
 		{name: "discard", arity: 1, flags: flagNoQueue, run: cmdDiscard, group: "transactions", summary: "Drops the queued commands"},
 	}
 }

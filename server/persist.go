@@ -64,7 +64,11 @@ func (s *Server) runWrite(c *client, cm *command, args [][]byte) {
 // gets refuse, as Redis answers every write then.
 func (s *Server) runRefused(c *client, cm *command, args [][]byte, refuse string) {
 	s.refused.Add(1)
-	peekArgs, asked := peekForm(cm.name, args)
+	var peekArgs [][]byte
+	var asked bool
+	if cm.peek != nil {
+		peekArgs, asked = cm.peek(args)
+	}
 	if peekArgs == nil || c.hold == nil {
 		reject(c, refuse)
 		return
@@ -79,30 +83,6 @@ func (s *Server) runRefused(c *client, cm *command, args [][]byte, refuse string
 	if !held {
 		c.hold.release("")
 	}
-}
-
-// peekForm returns a decision command's arguments made into a peek, and
-// whether the client asked for a peek itself; nil if the command is not a
-// decision or cannot peek with its cost (CL.THROTTLE peeks only with quantity 0).
-func peekForm(name string, args [][]byte) ([][]byte, bool) {
-	switch name {
-	case "rl.slide", "rl.token", "rl.fixed", "rl.log", "rl.leaky", "rl.check":
-		first := 2
-		if name == "rl.check" {
-			first = 3
-		}
-		for _, a := range args[min(first, len(args)):] {
-			if equalFoldASCII(a, "peek") {
-				return args, true
-			}
-		}
-		return append(args[:len(args):len(args)], []byte("PEEK")), false
-	case "cl.throttle":
-		if len(args) == 6 && string(args[5]) == "0" {
-			return args, true
-		}
-	}
-	return nil, false
 }
 
 // admitted reports whether reply is a decision that admitted the request:

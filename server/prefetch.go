@@ -35,9 +35,10 @@ func (s *Server) prefetchBatch(c *client) {
 	}
 	rc.parseAhead(prefetchMax)
 	var keys [prefetchMax][]byte // on the stack: the store keeps none of them
+	var last *command
 	n := 0
 	for i := range rc.ahead {
-		if key, arg := rc.aheadKey(i); arg > 0 {
+		if key, arg := s.aheadKey(rc, i, &last); arg > 0 {
 			keys[n], bk.at[n], bk.arg[i] = key, uint8(i), uint8(arg)
 			n++
 		}
@@ -64,23 +65,48 @@ func (s *Server) prefetchNext(c *client) {
 	}
 }
 
-// aheadKey returns the key of the request ahead[i] and which argument it is,
-// if it is a keyed decision, or 0 for that argument. Of a request another
-// node forwarded (RL.HOP level resp command key ...), it looks at the
-// command it wraps.
-func (rc *respConn) aheadKey(i int) ([]byte, int) {
+// aheadKey returns the key of the request ahead[i] and which argument it
+// is, if its command's entry says to prefetch it (flagPrefetch), or 0 for
+// that argument. Of a command that wraps another for a peer (RL.HOP level
+// resp command key ...), it looks at the command wrapped. last is the
+// command an earlier request named, tried before the table: a pipeline
+// mostly repeats one command, and comparing its name costs less than the
+// lookup (as in resolveFor).
+func (s *Server) aheadKey(rc *respConn, i int, last **command) ([]byte, int) {
 	n := rc.ahead[i].args
 	if n < 2 {
 		return nil, 0
 	}
-	name, arg := rc.aheadArg(i, 0), 1
-	if n >= 5 && equalFoldASCII(name, "rl.hop") {
-		name, arg = rc.aheadArg(i, 3), 4
+	cm, base := s.aheadCommand(rc.aheadArg(i, 0), last), 0
+	if cm != nil && cm.wraps > 0 && n > cm.wraps+1 {
+		base = cm.wraps
+		cm = s.aheadCommand(rc.aheadArg(i, base), last)
 	}
-	if !keyedDecision(name) {
+	if cm == nil || cm.flags&flagPrefetch == 0 || base+cm.firstKey >= n {
 		return nil, 0
 	}
+	arg := base + cm.firstKey
 	return rc.aheadArg(i, arg), arg
+}
+
+// aheadCommand is the command name calls, trying *last and the command
+// that wraps a peer's requests before the table, and remembers in *last the
+// last command it found that wraps none. Renamed commands are served only
+// under their new names, so then every name goes to the table.
+func (s *Server) aheadCommand(name []byte, last **command) *command {
+	if !s.renamed {
+		if cm := *last; cm != nil && equalFoldASCII(name, cm.name) {
+			return cm
+		}
+		if cm := s.hop; cm != nil && equalFoldASCII(name, cm.name) {
+			return cm
+		}
+	}
+	cm := s.findCommand(name)
+	if cm != nil && cm.wraps == 0 {
+		*last = cm
+	}
+	return cm
 }
 
 // keyHash returns the hash prefetchBatch found for key, if key is the very
@@ -100,19 +126,4 @@ func (c *client) keyHash(key []byte) (uint64, bool) {
 		return 0, false
 	}
 	return bk.hashes[i], true
-}
-
-// keyedDecision reports whether name is a decision command whose key is its
-// first argument: a native RL.<KIND> command or CL.THROTTLE.
-func keyedDecision(name []byte) bool {
-	switch len(name) {
-	case 6:
-		return equalFoldASCII(name, "rl.log")
-	case 8:
-		return equalFoldASCII(name, "rl.slide") || equalFoldASCII(name, "rl.token") ||
-			equalFoldASCII(name, "rl.fixed") || equalFoldASCII(name, "rl.leaky")
-	case 11:
-		return equalFoldASCII(name, "cl.throttle")
-	}
-	return false
 }

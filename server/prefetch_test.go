@@ -77,6 +77,8 @@ func runStream(chunks []string, ahead int) []string {
 // A request another node forwarded is prefetched by the key of the
 // command it wraps.
 func TestAheadKeyOfForwardedRequest(t *testing.T) {
+	s := newTestServer(t, Config{})
+	var last *command
 	rc := newRespConn(&guardConn{}, DefaultMaxRequestBytes, 0)
 	for _, r := range []string{resp("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60"), resp("rl.hop", "1", "2", "PING"),
 		resp("RL.SLIDE", "user:2", "1", "1"), resp("PING", "x")} {
@@ -88,18 +90,25 @@ func TestAheadKeyOfForwardedRequest(t *testing.T) {
 		key string
 		arg int
 	}{{"user:1", 4}, {"", 0}, {"user:2", 1}, {"", 0}} {
-		key, arg := rc.aheadKey(i)
+		key, arg := s.aheadKey(rc, i, &last)
 		assert.Equal(t, want.key, string(key), "request %d", i)
 		assert.Equal(t, want.arg, arg, "request %d", i)
 	}
 }
 
-func TestKeyedDecision(t *testing.T) {
+// The decisions whose key is their first argument are the commands whose
+// key is prefetched, under any case of their names.
+func TestPrefetchedCommands(t *testing.T) {
+	s := newTestServer(t, Config{})
 	for _, name := range []string{"RL.SLIDE", "rl.token", "Rl.Fixed", "RL.LOG", "rl.leaky", "CL.THROTTLE"} {
-		assert.True(t, keyedDecision([]byte(name)), name)
+		cm := s.findCommand([]byte(name))
+		require.NotNil(t, cm, name)
+		assert.NotZero(t, cm.flags&flagPrefetch, name)
+		assert.Equal(t, 1, cm.firstKey, name)
 	}
-	for _, name := range []string{"RL.CHECK", "RL.POLICY", "PING", "GET", "rl.slid", "cl.throttlex"} {
-		assert.False(t, keyedDecision([]byte(name)), name)
+	for _, name := range []string{"RL.CHECK", "RL.POLICY", "PING", "DEL", "rl.slid", "cl.throttlex"} {
+		cm := s.findCommand([]byte(name))
+		assert.True(t, cm == nil || cm.flags&flagPrefetch == 0, name)
 	}
 }
 

@@ -51,26 +51,6 @@ type writeHooks struct {
 	keyBusy func() // a revert waits for a key another write command is changing
 }
 
-// changeKeys returns the keys a write command may change, and the route
-// they share if it is not each key itself, or nil if its changes are not
-// taken back this way (FLUSHALL and RL.POLICY make their own writes durable
-// before they reply).
-func (s *Server) changeKeys(name string, args [][]byte) (keys [][]byte, route []byte) {
-	switch name {
-	case "rl.slide", "rl.token", "rl.fixed", "rl.log", "rl.leaky", "cl.throttle":
-		return args[1:2], nil
-	case "del":
-		return args[1:], nil
-	case "rl.check":
-		p := s.policy(args[1])
-		if p == nil || len(args) < 3 {
-			return nil, nil
-		}
-		return ruleKeys(p, args[2]), args[2]
-	}
-	return nil, nil
-}
-
 // entries returns keys' current states.
 func (s *Server) entries(keys [][]byte, route []byte, dst []state) []state {
 	for _, k := range keys {
@@ -85,8 +65,15 @@ func (s *Server) entries(keys [][]byte, route []byte, dst []state) []state {
 // not, and a batch of those needs no commit. Its keys are locked from the
 // lookup before the command to the lookup after (see keyLocks), so that the
 // two tell exactly what the command changed.
+//
+// The keys are those cm.changes names; a write without them (FLUSHALL and
+// RL.POLICY make their own writes durable before they reply) just runs.
 func (s *Server) recordChanges(c *client, cm *command, args [][]byte) bool {
-	keys, route := s.changeKeys(cm.name, args)
+	var keys [][]byte
+	var route []byte
+	if cm.changes != nil {
+		keys, route = cm.changes(s, args)
+	}
 	if keys == nil {
 		if cm.flags&flagAllKeys != 0 { // no write command may run between another's lookups and find its key emptied
 			c.stripes = s.keyLocks.lockAll(c.stripes[:0])

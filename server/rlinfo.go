@@ -8,7 +8,7 @@ import (
 )
 
 func rlInfoCommands() []command {
-	return []command{{name: "rl.info", arity: 2, run: cmdRLInfo, firstKey: 1, lastKey: 1, keyStep: 1,
+	return []command{{name: "rl.info", arity: 2, flags: flagCacheable, run: cmdRLInfo, firstKey: 1, lastKey: 1, keyStep: 1,
 		group: "rl", summary: "Shows a key's algorithm, parameters, count or tokens and ms to expiry"}}
 }
 

@@ -62,10 +62,10 @@ type clientTrack struct {
 // causes wait until the reply is out.
 func (s *Server) beforeRun(c *client, cm *command, args [][]byte) {
 	conf := c.trackConf.Load()
-	if conf != nil && cm.name == "exec" && s.cl != nil {
+	if conf != nil && cm.flags&flagBarrier != 0 && s.cl != nil {
 		c.track.execReads = queuedReads(c.queue)
 	}
-	if conf == nil || !cacheableRead(cm.name) {
+	if conf == nil || cm.flags&flagCacheable == 0 {
 		return
 	}
 	c.holdPushes()
@@ -83,7 +83,7 @@ func (s *Server) beforeRun(c *client, cm *command, args [][]byte) {
 // afterRun is the hook after a command ran: it announces the keys the
 // command changed, feeds MONITOR, and lets waiting pushes out.
 func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
-	if cm.flags&flagWrite != 0 {
+	if cm.flags&(flagWrite|flagAnnounces) == flagWrite {
 		s.invalidateWritten(c, cm, args)
 	}
 	if cm.flags&flagAdmin == 0 { // as in Redis 7, administrative commands are not shown
@@ -92,7 +92,7 @@ func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
 	if c.track.inExec {
 		return // the caching flag lasts the whole EXEC, and pushes wait for its reply's end
 	}
-	if cm.name != "client|caching" && cm.name != "multi" {
+	if cm.flags&flagKeepsCaching == 0 {
 		c.track.caching = 0
 	}
 	if c.track.execReads != nil {
@@ -105,26 +105,21 @@ func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
 	}
 }
 
-// cacheableRead reports whether a tracking client's cache may hold the reply
-// of the command called name: a read whose every argument is a key.
-func cacheableRead(name string) bool {
-	switch name {
-	case "rl.info", "pttl", "ttl", "type", "exists":
-		return true
-	}
-	return false
-}
-
-// invalidateWritten announces the keys DEL, FLUSHALL and FLUSHDB changed. Decisions
-// announce theirs in the decision seam (decide).
+// invalidateWritten announces the keys a write command changed: every
+// key for FLUSHALL and FLUSHDB, else the keys its entry says it may change
+// (DEL's). Decisions announce theirs in the decision seam (decide), and
+// only when they changed them.
 func (s *Server) invalidateWritten(c *client, cm *command, args [][]byte) {
-	switch {
-	case cm.name == "del":
-		for _, k := range args[1:] {
-			s.invalidate(c, k)
-		}
-	case cm.flags&flagAllKeys != 0:
+	if cm.flags&flagAllKeys != 0 {
 		s.invalidateAll()
+		return
+	}
+	if cm.changes == nil {
+		return
+	}
+	keys, _ := cm.changes(s, args)
+	for _, k := range keys {
+		s.invalidate(c, k)
 	}
 }
 
@@ -306,7 +301,7 @@ func (s *Server) afterForward(c *client, cm *command, args [][]byte) {
 	if cm.flags&flagAdmin == 0 {
 		s.feedMonitors(c, args)
 	}
-	if c.trackConf.Load() != nil && cacheableRead(cm.name) {
+	if c.trackConf.Load() != nil && cm.flags&flagCacheable != 0 {
 		s.invalidateUnseen(c, args[1:])
 	}
 }
@@ -315,7 +310,7 @@ func (s *Server) afterForward(c *client, cm *command, args [][]byte) {
 func queuedReads(q []queued) [][]byte {
 	var keys [][]byte
 	for _, e := range q {
-		if cacheableRead(e.cmd.name) {
+		if e.cmd.flags&flagCacheable != 0 {
 			for _, k := range e.args[1:] {
 				keys = append(keys, bytes.Clone(k))
 			}

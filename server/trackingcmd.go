@@ -25,7 +25,7 @@ const (
 func trackingSubcommands() []command {
 	return []command{
 		{name: "tracking", arity: -3, run: cmdClientTracking, summary: "Turns client-side caching invalidations on or off"},
-		{name: "caching", arity: 3, run: cmdClientCaching, summary: "Says whether the next command's keys are tracked (OPTIN/OPTOUT)"},
+		{name: "caching", arity: 3, flags: flagKeepsCaching, run: cmdClientCaching, summary: "Says whether the next command's keys are tracked (OPTIN/OPTOUT)"},
 		{name: "getredir", arity: 2, run: cmdClientGetRedir, summary: "Returns the client id invalidations are redirected to"},
 		{name: "trackinginfo", arity: 2, run: cmdClientTrackingInfo, summary: "Describes this connection's tracking"},
 	}
