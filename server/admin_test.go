@@ -103,7 +103,7 @@ func TestShutdownCommandStopsTheServer(t *testing.T) {
 		var saves atomic.Int32
 		_, addr, done := startStoppable(t, Config{Durability: &fakeDurability{save: func() error { saves.Add(1); return nil }}})
 		c := dialRaw(t, addr)
-		c.send(t, resp(tt.args...)+resp("PING"))
+		c.send(t, respCmd(tt.args...)+respCmd("PING"))
 		assert.True(t, c.closedByServer(t), "%v closes without a reply", tt.args)
 		require.NoError(t, waitServe(t, done), "%v", tt.args)
 		assert.Equal(t, tt.wantSaves, saves.Load(), "%v", tt.args)
@@ -140,6 +140,6 @@ func TestShutdownSaveAndNoSaveIsASyntaxError(t *testing.T) {
 func TestServeReturnsTheSaveError(t *testing.T) {
 	_, addr, done := startStoppable(t, Config{Durability: &fakeDurability{save: func() error { return errors.New("disk full") }}})
 	c := dialRaw(t, addr)
-	c.send(t, resp("SHUTDOWN"))
+	c.send(t, respCmd("SHUTDOWN"))
 	assert.ErrorContains(t, waitServe(t, done), "disk full")
 }

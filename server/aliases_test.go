@@ -70,7 +70,7 @@ func TestAliasAllocs(t *testing.T) {
 	rc := newBenchConn()
 	c := &client{rc: rc, authed: true, resp: 2}
 	c.conn = errCounter{clientConn: rc, c: c}
-	batch := []byte(resp("GCRA", "g", "1000000", "1000000", "1.5", "TOKENS", "2") + resp("THROTTLE", "t", "1000000", "1000000", "60"))
+	batch := []byte(respCmd("GCRA", "g", "1000000", "1000000", "1.5", "TOKENS", "2") + respCmd("THROTTLE", "t", "1000000", "1000000", "60"))
 	runBatch(s, c, rc, batch)
 	assert.Zero(t, testing.AllocsPerRun(200, func() { runBatch(s, c, rc, batch) }))
 }

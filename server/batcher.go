@@ -1,6 +1,6 @@
 package server
 
-// batcher runs a connection's batches for rawReader.stay, which reads them
+// batcher runs a connection's batches for resp.RawReader.Stay, which reads them
 // without leaving its wait for the socket between one batch and the next.
 type batcher struct {
 	s    *Server
@@ -13,22 +13,22 @@ type batcher struct {
 // run runs the batch the buffer holds.
 func (b *batcher) run() { b.done, b.err = b.s.batch(b.c, b.rc) }
 
-// room is where the next read goes.
-func (b *batcher) room() []byte {
+// Room is where the next read goes.
+func (b *batcher) Room() []byte {
 	b.rc.makeRoom()
 	return b.rc.buf[b.rc.w:]
 }
 
-// got runs what a read of n bytes into room brought in, and reports
+// Got runs what a read of n bytes into Room brought in, and reports
 // whether the connection goes on.
-func (b *batcher) got(n int) bool {
+func (b *batcher) Got(n int) bool {
 	b.rc.w += n
 	b.run()
 	return !b.done
 }
 
-// next reports whether stay may go on reading: not while the server
+// Next reports whether Stay may go on reading: not while the server
 // drains and the connection stands between requests, which loop's read
 // handles (see guardConn.read1), even for a client whose requests always
 // fill the buffer.
-func (b *batcher) next() bool { return !b.rc.g.prepareRead(b.rc.idle()) }
+func (b *batcher) Next() bool { return !b.rc.g.prepareRead(b.rc.idle()) }

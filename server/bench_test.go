@@ -19,7 +19,7 @@ func BenchmarkPipelinedPing(b *testing.B) {
 	}
 	defer conn.Close()
 	const batch = 100
-	req := []byte(strings.Repeat(resp("PING"), batch))
+	req := []byte(strings.Repeat(respCmd("PING"), batch))
 	r := bufio.NewReaderSize(conn, 64<<10)
 	reply := make([]byte, len("+PONG\r\n")*batch)
 	b.ReportAllocs()

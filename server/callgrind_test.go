@@ -30,7 +30,7 @@ func TestCallgrindBatch(t *testing.T) {
 	c.conn = errCounter{clientConn: rc, c: c}
 	batches := cgBatches(keys, 256)
 	for k := range keys {
-		runBatch(s, c, rc, []byte(resp("RL.SLIDE", cgKey(k), "100", "60")))
+		runBatch(s, c, rc, []byte(respCmd("RL.SLIDE", cgKey(k), "100", "60")))
 	}
 	cgLoop(s, c, rc, batches, n)
 }
@@ -56,7 +56,7 @@ func cgBatches(keys, n int) [][]byte {
 		var b []byte
 		for range 16 {
 			x = x*6364136223846793005 + 1442695040888963407
-			b = append(b, resp("RL.SLIDE", cgKey(int((x>>33)%uint64(keys))), "100", "60")...)
+			b = append(b, respCmd("RL.SLIDE", cgKey(int((x>>33)%uint64(keys))), "100", "60")...)
 		}
 		out[i] = b
 	}

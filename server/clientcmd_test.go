@@ -75,13 +75,13 @@ func TestClientList(t *testing.T) {
 func TestClientListShowsMulti(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)
-	c.send(t, resp("CLIENT", "SETNAME", "tx")+resp("MULTI")+resp("PING"))
+	c.send(t, respCmd("CLIENT", "SETNAME", "tx")+respCmd("MULTI")+respCmd("PING"))
 	for _, want := range []string{"+OK", "+OK", "+QUEUED"} {
 		require.Equal(t, want, c.line(t))
 	}
 	list := newClient(t, addr, 3).ClientList(ctxT(t)).Val()
 	assert.Regexp(t, ` name=tx .* flags=x .* multi=1 `, list)
-	c.send(t, resp("EXEC"))
+	c.send(t, respCmd("EXEC"))
 	assert.Equal(t, "*1", c.line(t))
 	assert.Equal(t, "+PONG", c.line(t))
 	list = newClient(t, addr, 3).ClientList(ctxT(t)).Val()
@@ -95,13 +95,13 @@ func TestClientKill(t *testing.T) {
 	require.NoError(t, admin.Ping(ctx).Err())
 
 	victim := dialRaw(t, addr)
-	victim.send(t, resp("CLIENT", "ID"))
+	victim.send(t, respCmd("CLIENT", "ID"))
 	id := strings.TrimPrefix(victim.line(t), ":")
 	assert.EqualValues(t, 1, admin.Do(ctx, "CLIENT", "KILL", "ID", id).Val())
 	assert.True(t, victim.closedByServer(t), "killed by ID")
 
 	victim = dialRaw(t, addr)
-	victim.send(t, resp("PING"))
+	victim.send(t, respCmd("PING"))
 	require.Equal(t, "+PONG", victim.line(t))
 	assert.Equal(t, "OK", admin.Do(ctx, "CLIENT", "KILL", victim.LocalAddr().String()).Val())
 	assert.True(t, victim.closedByServer(t), "killed by address, the old form")
@@ -116,7 +116,7 @@ func TestClientKill(t *testing.T) {
 func TestClientKillSelf(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)
-	c.send(t, resp("CLIENT", "KILL", "USER", "default", "SKIPME", "no")+resp("PING"))
+	c.send(t, respCmd("CLIENT", "KILL", "USER", "default", "SKIPME", "no")+respCmd("PING"))
 	assert.Equal(t, ":1", c.line(t), "the reply goes out before the close")
 	assert.True(t, c.closedByServer(t))
 }

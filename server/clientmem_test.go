@@ -44,11 +44,11 @@ func TestMaxMemoryClientsClosesLargestFirst(t *testing.T) {
 	s, addr := startServer(t, Config{Store: store, MaxMemoryClients: 8 << 20})
 	keysReply := 40000 * (len("a-rather-long-key-name-for-keys-00000000") + 8) // about 1.9 MB
 	big := dialRaw(t, addr)                                                    // never reads
-	big.send(t, strings.Repeat(resp("KEYS", "*"), 3))
+	big.send(t, strings.Repeat(respCmd("KEYS", "*"), 3))
 	eventually(t, "the big reader holds its replies", func() bool { return s.mem.held.Load() >= int64(2*keysReply) })
 
 	small := dialRaw(t, addr)
-	small.send(t, strings.Repeat(resp("KEYS", "*"), 2)+resp("PING"))
+	small.send(t, strings.Repeat(respCmd("KEYS", "*"), 2)+respCmd("PING"))
 	for range 2 {
 		h := small.line(t)
 		require.True(t, strings.HasPrefix(h, "*40000"), "the smaller client gets its replies: %q", h[:min(len(h), 20)])

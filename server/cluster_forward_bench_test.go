@@ -43,7 +43,7 @@ func benchForward(b *testing.B, remote int) {
 			if i < remote {
 				key = theirs[(round+i)%len(theirs)]
 			}
-			sb.WriteString(resp("RL.SLIDE", key, "1000000000", "60"))
+			sb.WriteString(respCmd("RL.SLIDE", key, "1000000000", "60"))
 		}
 		reqs = append(reqs, sb.String())
 	}

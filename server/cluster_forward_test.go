@@ -19,7 +19,7 @@ func TestForwardedBatchesRunInOrder(t *testing.T) {
 	c := dialRaw(t, nodes[0].addr)
 	for _, key := range theirs {
 		for range 2 { // two writes: usually two read batches, so two forwarded batches
-			c.send(t, resp("RL.SLIDE", key, "1", "60"))
+			c.send(t, respCmd("RL.SLIDE", key, "1", "60"))
 		}
 	}
 	for _, key := range theirs {

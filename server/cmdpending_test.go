@@ -17,9 +17,9 @@ func TestPipelinedCountsShow(t *testing.T) {
 	c := dialRaw(t, addr)
 	var batch strings.Builder
 	for range 5 {
-		batch.WriteString(resp("RL.SLIDE", "pend:k", "3", "60"))
+		batch.WriteString(respCmd("RL.SLIDE", "pend:k", "3", "60"))
 	}
-	batch.WriteString(resp("INFO", "commandstats"))
+	batch.WriteString(respCmd("INFO", "commandstats"))
 	c.send(t, batch.String())
 	for range 5 {
 		require.Equal(t, "*5", c.line(t))
@@ -40,7 +40,7 @@ func TestPipelinedCountsShow(t *testing.T) {
 func TestClosedClientCountsShow(t *testing.T) {
 	s, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)
-	c.send(t, resp("RL.SLIDE", "pend:gone", "3", "60")+resp("RL.SLIDE", "pend:gone", "3", "60")+"*1\r\n$x\r\n")
+	c.send(t, respCmd("RL.SLIDE", "pend:gone", "3", "60")+respCmd("RL.SLIDE", "pend:gone", "3", "60")+"*1\r\n$x\r\n")
 	for range 2 {
 		require.Equal(t, "*5", c.line(t))
 		for range 5 {

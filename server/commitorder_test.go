@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,13 +26,13 @@ func TestQuitCommitsBeforeReplies(t *testing.T) {
 	d := &blockingCommit{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	_, addr := startServer(t, Config{Durability: d})
 	c := dialRaw(t, addr)
-	c.send(t, resp("RL.SLIDE", "k", "10", "60")+resp("QUIT"))
+	c.send(t, respCmd("RL.SLIDE", "k", "10", "60")+respCmd("QUIT"))
 	<-d.entered
 	// Commit is under way: nothing of the batch may have been sent yet. The
 	// server writes to the socket synchronously, so bytes flushed before
 	// Commit are already in c's receive buffer.
 	var buf [64]byte
-	n, _ := readNow(c.Conn, buf[:])
+	n, _ := resp.ReadNow(c.Conn, buf[:])
 	close(d.release)
 	require.Zero(t, n, "replies sent before their commit: %q", buf[:n])
 	require.Equal(t, "*5", c.line(t))

@@ -40,10 +40,10 @@ func asStrings(t *testing.T, v any) map[string]string {
 func TestConfigGetIsAMapInRESP3(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)
-	c.send(t, resp("HELLO", "3"))
+	c.send(t, respCmd("HELLO", "3"))
 	c.line(t)
 	readFlat(t, c, 16)
-	c.send(t, resp("CONFIG", "GET", "maxclients"))
+	c.send(t, respCmd("CONFIG", "GET", "maxclients"))
 	assert.Equal(t, "%1", c.line(t))
 }
 
@@ -77,15 +77,15 @@ func TestConfigSet(t *testing.T) {
 func TestConfigSetRequirePass(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)
-	c.send(t, resp("CONFIG", "SET", "requirepass", "s3"))
+	c.send(t, respCmd("CONFIG", "SET", "requirepass", "s3"))
 	require.Equal(t, "+OK", c.line(t))
-	c.send(t, resp("PING"))
+	c.send(t, respCmd("PING"))
 	assert.Equal(t, "+PONG", c.line(t), "a connection already in stays authenticated")
 
 	n := dialRaw(t, addr)
-	n.send(t, resp("PING"))
+	n.send(t, respCmd("PING"))
 	assert.Equal(t, "-NOAUTH Authentication required.", n.line(t))
-	n.send(t, resp("AUTH", "s3")+resp("PING"))
+	n.send(t, respCmd("AUTH", "s3")+respCmd("PING"))
 	assert.Equal(t, "+OK", n.line(t))
 	assert.Equal(t, "+PONG", n.line(t))
 }

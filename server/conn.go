@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
 // aLongTimeAgo is a read deadline that has passed: a Read given it returns at once.
@@ -21,9 +23,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 // end for a client under steady load.
 type guardConn struct {
 	net.Conn
-	raw  *rawReader    // reads requests from the socket; nil: through Conn
-	last atomic.Int64  // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=; serve sets it
-	done chan struct{} // closed by Close
+	raw  *resp.RawReader // reads requests from the socket; nil: through Conn
+	last atomic.Int64    // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=; serve sets it
+	done chan struct{}   // closed by Close
 
 	mu       sync.Mutex // guards the fields below, and read deadlines once draining
 	idle     bool       // in a read between requests, or about to be
@@ -33,7 +35,7 @@ type guardConn struct {
 }
 
 func newGuardConn(c net.Conn) *guardConn {
-	g := &guardConn{Conn: c, done: make(chan struct{}), raw: newRawReader(c)}
+	g := &guardConn{Conn: c, done: make(chan struct{}), raw: resp.NewRawReader(c)}
 	g.last.Store(time.Now().UnixNano())
 	return g
 }
@@ -75,7 +77,7 @@ func (g *guardConn) read1(p []byte, idle bool) (int, error) {
 // readSocket reads what the client has sent, waiting for it.
 func (g *guardConn) readSocket(p []byte) (int, error) {
 	if g.raw != nil {
-		return g.raw.read(p)
+		return g.raw.Read(p)
 	}
 	return g.Conn.Read(p)
 }
@@ -90,7 +92,7 @@ func (g *guardConn) readDraining(p []byte) (int, error) {
 	g.mu.Lock()
 	_ = g.Conn.SetReadDeadline(time.Time{})
 	g.mu.Unlock()
-	return readNow(g.Conn, p)
+	return resp.ReadNow(g.Conn, p)
 }
 
 // pastDrainEnd reports whether the drain has stopped taking new requests.
@@ -149,7 +151,7 @@ func (g *guardConn) isDraining() bool {
 // Close closes the connection once; its own goroutine, CLIENT KILL and a
 // forced stop may all call it, from any goroutine, and it never waits. The
 // socket's reads and writes end at once, but closing the socket itself
-// waits until its goroutine leaves rawReader.stay, which may be running
+// waits until its goroutine leaves resp.RawReader.Stay, which may be running
 // the very command that called Close: so that happens on a goroutine of
 // its own.
 func (g *guardConn) Close() error {
@@ -164,7 +166,3 @@ func (g *guardConn) Close() error {
 	go func() { _ = g.Conn.Close() }()
 	return nil
 }
-
-// readNowFallback is readNow for connections without a file descriptor:
-// it cannot look without waiting, so it reports nothing more to read.
-func readNowFallback() (int, error) { return 0, io.EOF }

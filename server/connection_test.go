@@ -26,7 +26,7 @@ func TestPingEchoSelect(t *testing.T) {
 func TestQuitDropsTheRestOfThePipeline(t *testing.T) {
 	s, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)
-	c.send(t, resp("PING")+resp("QUIT")+resp("RL.SLIDE", "k", "10", "60"))
+	c.send(t, respCmd("PING")+respCmd("QUIT")+respCmd("RL.SLIDE", "k", "10", "60"))
 	assert.Equal(t, "+PONG", c.line(t))
 	assert.Equal(t, "+OK", c.line(t))
 	assert.True(t, c.closedByServer(t))
@@ -36,7 +36,7 @@ func TestQuitDropsTheRestOfThePipeline(t *testing.T) {
 func TestHelloRepliesWithAMapInTheProtocolChosen(t *testing.T) {
 	_, addr := startServer(t, Config{Version: "1.2.3"})
 	c := dialRaw(t, addr)
-	c.send(t, resp("HELLO", "3"))
+	c.send(t, respCmd("HELLO", "3"))
 	assert.Equal(t, "%8", c.line(t), "HELLO 3 answers with a RESP3 map")
 	got := readFlat(t, c, 16)
 	assert.Equal(t, "redis", got["server"])
@@ -47,7 +47,7 @@ func TestHelloRepliesWithAMapInTheProtocolChosen(t *testing.T) {
 	assert.Equal(t, "*0", got["modules"])
 	assert.Equal(t, "1.2.3", got["rlstore_version"])
 
-	c.send(t, resp("HELLO", "2"))
+	c.send(t, respCmd("HELLO", "2"))
 	assert.Equal(t, "*16", c.line(t), "HELLO 2 answers with a flat array")
 	assert.Equal(t, ":2", readFlat(t, c, 16)["proto"])
 }
@@ -131,19 +131,19 @@ func TestAuth(t *testing.T) {
 	_, addr := startServer(t, Config{RequirePass: "sekret"})
 	c := dialRaw(t, addr)
 	steps := []struct{ send, want string }{
-		{resp("PING"), "-NOAUTH Authentication required."},
-		{resp("RL.SLIDE", "k", "1", "1"), "-NOAUTH Authentication required."},
-		{resp("NOSUCH"), "-ERR unknown command 'NOSUCH', with args beginning with: "},
-		{resp("ECHO"), "-ERR wrong number of arguments for 'echo' command"},
-		{resp("HELLO", "3"), "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"},
-		{resp("AUTH", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled."},
-		{resp("AUTH", "bob", "sekret"), "-WRONGPASS invalid username-password pair or user is disabled."},
-		{resp("HELLO", "2", "AUTH", "default", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled."},
-		{resp("AUTH", "a", "b", "c"), "-ERR syntax error"},
-		{resp("AUTH", "sekret"), "+OK"},
-		{resp("PING"), "+PONG"},
-		{resp("AUTH", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled."},
-		{resp("PING"), "+PONG"}, // a failed AUTH does not undo an earlier one
+		{respCmd("PING"), "-NOAUTH Authentication required."},
+		{respCmd("RL.SLIDE", "k", "1", "1"), "-NOAUTH Authentication required."},
+		{respCmd("NOSUCH"), "-ERR unknown command 'NOSUCH', with args beginning with: "},
+		{respCmd("ECHO"), "-ERR wrong number of arguments for 'echo' command"},
+		{respCmd("HELLO", "3"), "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"},
+		{respCmd("AUTH", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled."},
+		{respCmd("AUTH", "bob", "sekret"), "-WRONGPASS invalid username-password pair or user is disabled."},
+		{respCmd("HELLO", "2", "AUTH", "default", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled."},
+		{respCmd("AUTH", "a", "b", "c"), "-ERR syntax error"},
+		{respCmd("AUTH", "sekret"), "+OK"},
+		{respCmd("PING"), "+PONG"},
+		{respCmd("AUTH", "wrong"), "-WRONGPASS invalid username-password pair or user is disabled."},
+		{respCmd("PING"), "+PONG"}, // a failed AUTH does not undo an earlier one
 	}
 	for _, st := range steps {
 		c.send(t, st.send)
@@ -151,7 +151,7 @@ func TestAuth(t *testing.T) {
 	}
 
 	q := dialRaw(t, addr)
-	q.send(t, resp("QUIT"))
+	q.send(t, respCmd("QUIT"))
 	assert.Equal(t, "+OK", q.line(t), "QUIT needs no AUTH")
 }
 

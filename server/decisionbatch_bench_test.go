@@ -24,7 +24,7 @@ func BenchmarkDecisionBatch(b *testing.B) {
 			c.conn = errCounter{clientConn: rc, c: c}
 			batches := decisionBatches(keys, 2048)
 			for k := range keys { // every key exists: measure decisions, not insertions
-				runBatch(s, c, rc, []byte(resp("RL.SLIDE", benchKey(k), "1000000000", "60")))
+				runBatch(s, c, rc, []byte(respCmd("RL.SLIDE", benchKey(k), "1000000000", "60")))
 			}
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -68,7 +68,7 @@ func decisionBatches(keys, n int) [][]byte {
 	for i := range out {
 		var b []byte
 		for range 16 {
-			b = append(b, resp("RL.SLIDE", benchKey(rng.IntN(keys)), "1000000000", "60")...)
+			b = append(b, respCmd("RL.SLIDE", benchKey(rng.IntN(keys)), "1000000000", "60")...)
 		}
 		out[i] = b
 	}

@@ -4,6 +4,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
 // maxCommandName bounds the command names dispatch looks up; longer ones are
@@ -215,7 +217,7 @@ func quoteArg(a []byte, n int) string {
 func (s *Server) enqueue(c *client, cm *command, args [][]byte) {
 	size := int64(0)
 	for _, a := range args {
-		size += minBulk + int64(len(a))
+		size += resp.MinBulk + int64(len(a))
 	}
 	switch {
 	case cm.flags&flagNoTx != 0:

@@ -14,7 +14,7 @@ func TestCommandNamesIgnoreCase(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)
 	for _, name := range []string{"PING", "ping", "PiNg"} {
-		c.send(t, resp(name))
+		c.send(t, respCmd(name))
 		assert.Equal(t, "+PONG", c.line(t), name)
 	}
 }
@@ -34,7 +34,7 @@ func TestUnknownCommandIsWordedAsRedis7(t *testing.T) {
 	}
 	c := dialRaw(t, addr)
 	for _, tt := range tests {
-		c.send(t, resp(tt.args...))
+		c.send(t, respCmd(tt.args...))
 		assert.Equal(t, tt.want, c.line(t))
 	}
 }
@@ -75,16 +75,16 @@ func TestPanicIsRecoveredPerCommand(t *testing.T) {
 	}}
 	_, addr := startServerCmds(t, Config{}, boom)
 	other := dialRaw(t, addr)
-	other.send(t, resp("PING"))
+	other.send(t, respCmd("PING"))
 	require.Equal(t, "+PONG", other.line(t))
 
 	c := dialRaw(t, addr)
-	c.send(t, resp("TEST.PANIC")+resp("PING"))
+	c.send(t, respCmd("TEST.PANIC")+respCmd("PING"))
 	assert.Equal(t, "*2", c.line(t))
 	assert.Equal(t, "-ERR internal error running 'TEST.PANIC', closing the connection; see the server log", c.line(t))
 	assert.True(t, c.closedByServer(t), "the panicking client's connection is closed")
 
-	other.send(t, resp("ECHO", "still here"))
+	other.send(t, respCmd("ECHO", "still here"))
 	assert.Equal(t, "$10", other.line(t))
 	assert.Equal(t, "still here", other.line(t))
 	require.NoError(t, newClient(t, addr, 3).Ping(ctxT(t)).Err(), "new clients are served")

@@ -3,7 +3,7 @@
 // # Transport
 //
 // Each connection has one goroutine (serve.go). It reads what the client has
-// sent, parses each request once (framing.go: the size caps are checked as
+// sent, parses each request once (internal/resp/parser.go: the size caps are checked as
 // the parse goes, before anything is sized for a length), runs every whole
 // request in order, appending replies to one buffer, commits the batch when
 // it changed state (appendfsync always: the replies wait for the fsync), and

@@ -188,7 +188,7 @@ func TestClientsDocRedisCLI(t *testing.T) {
 	dir := t.TempDir()
 	var load strings.Builder
 	for i := range 1000 {
-		load.WriteString(resp("RL.SLIDE", "load:"+strconv.Itoa(i), "5", "60"))
+		load.WriteString(respCmd("RL.SLIDE", "load:"+strconv.Itoa(i), "5", "60"))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "commands.resp"), []byte(load.String()), 0o644))
 	for _, line := range lines {

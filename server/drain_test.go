@@ -81,7 +81,7 @@ func TestShutdownDeliversEveryPipelinedReply(t *testing.T) {
 	defer conn.Close()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(deadline)))
 
-	go func() { _, _ = conn.Write([]byte(resp("TEST.BLOCK") + pingPipeline(n))) }()
+	go func() { _, _ = conn.Write([]byte(respCmd("TEST.BLOCK") + pingPipeline(n))) }()
 	replies := make(chan error, 1)
 	go func() { replies <- readPipelineReplies(conn, n) }()
 	b.waitEntered(t)
@@ -131,12 +131,12 @@ func TestShutdownClosesIdleClientsAndRefusesNewOnes(t *testing.T) {
 	b := newBlocker(t)
 	s, addr, served := startStoppable(t, Config{}, b.command())
 	idle := dialRaw(t, addr)
-	idle.send(t, resp("PING"))
+	idle.send(t, respCmd("PING"))
 	require.Equal(t, "+PONG", idle.line(t))
 	pooled := newClient(t, addr, 3)
 	require.NoError(t, pooled.Ping(ctxT(t)).Err())
 	busy := dialRaw(t, addr)
-	busy.send(t, resp("TEST.BLOCK"))
+	busy.send(t, respCmd("TEST.BLOCK"))
 	b.waitEntered(t)
 
 	stopped := shutdownAsync(s, deadline)
@@ -165,7 +165,7 @@ func TestShutdownClosesIdleClientsAndRefusesNewOnes(t *testing.T) {
 func TestShutdownFinishesARequestUnderWay(t *testing.T) {
 	s, addr, served := startStoppable(t, Config{})
 	c := dialRaw(t, addr)
-	c.send(t, resp("PING"))
+	c.send(t, respCmd("PING"))
 	require.Equal(t, "+PONG", c.line(t))
 	c.send(t, "*2\r\n$4\r\nECHO\r\n$5\r\nhe")
 	g := onlyGuard(t, s)
@@ -206,7 +206,7 @@ func TestShutdownForcesWhenTheContextEnds(t *testing.T) {
 	b := newBlocker(t)
 	s, addr, served := startStoppable(t, Config{}, b.command())
 	stuck := dialRaw(t, addr)
-	stuck.send(t, resp("TEST.BLOCK"))
+	stuck.send(t, respCmd("TEST.BLOCK"))
 	b.waitEntered(t)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -47,7 +47,7 @@ func ping(t *testing.T, addr string) string {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(deadline))
-	if _, err := c.Write([]byte(resp("PING"))); err != nil {
+	if _, err := c.Write([]byte(respCmd("PING"))); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 64)

@@ -142,8 +142,8 @@ func (c *rawConn) closedByServer(t *testing.T) bool {
 	return err != nil
 }
 
-// resp encodes args as a RESP array of bulk strings, as clients send commands.
-func resp(args ...string) string {
+// respCmd encodes args as a RESP array of bulk strings, as clients send commands.
+func respCmd(args ...string) string {
 	var b strings.Builder
 	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
 	for _, a := range args {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,14 +24,14 @@ func TestBadFramingIsRefusedAndClosed(t *testing.T) {
 		{"a request over the cap", "*3\r\n$4\r\nECHO\r\n$1000\r\n", "-ERR Protocol error: request is larger than max-request-bytes"},
 		{"a bulk that is not one", "*1\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'"},
 		{"a bulk longer than it said", "*1\r\n$4\r\nPINGPONG\r\n", "-ERR Protocol error: invalid bulk length"},
-		{"an inline line that never ends", strings.Repeat("A", maxInline+1), "-ERR Protocol error: too big inline request"},
+		{"an inline line that never ends", strings.Repeat("A", resp.MaxInline+1), "-ERR Protocol error: too big inline request"},
 		{"binary after a star", "*\xff\xfe\x00\r\n", "-ERR Protocol error: invalid multibulk length"},
 	}
 	_, addr := startServer(t, Config{MaxRequestBytes: 1024})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dialRaw(t, addr)
-			c.send(t, resp("ECHO", "before")+tt.in)
+			c.send(t, respCmd("ECHO", "before")+tt.in)
 			assert.Equal(t, "$6", c.line(t))
 			assert.Equal(t, "before", c.line(t), "requests before the bad one are answered")
 			assert.Equal(t, tt.want, c.line(t))
@@ -44,7 +45,7 @@ func TestBadFramingIsRefusedAndClosed(t *testing.T) {
 func assertServing(t *testing.T, addr string) {
 	t.Helper()
 	c := dialRaw(t, addr)
-	c.send(t, resp("PING"))
+	c.send(t, respCmd("PING"))
 	assert.Equal(t, "+PONG", c.line(t), "the server still serves")
 }
 
@@ -95,7 +96,7 @@ func TestRequestCapAllowsUpToIt(t *testing.T) {
 	c := newClient(t, addr, 3)
 	ctx := ctxT(t)
 	fits := strings.Repeat("x", 2025) // 19 bytes of framing and "2025": 2048 in all
-	require.Len(t, resp("ECHO", fits), 2048)
+	require.Len(t, respCmd("ECHO", fits), 2048)
 	assert.Equal(t, fits, c.Echo(ctx, fits).Val())
 	assert.ErrorContains(t, c.Echo(ctx, strings.Repeat("x", 4096)).Err(), "Protocol error: invalid bulk length")
 }

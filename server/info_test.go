@@ -82,7 +82,7 @@ func TestInfoCountsWhatHappens(t *testing.T) {
 func TestInfoCountsCommandsOfClientsGone(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	gone := dialRaw(t, addr)
-	gone.send(t, resp("PING")+resp("PING")+resp("QUIT"))
+	gone.send(t, respCmd("PING")+respCmd("PING")+respCmd("QUIT"))
 	for range 3 {
 		gone.line(t)
 	}

@@ -127,7 +127,7 @@ func (rc *respConn) writeSoon() {
 	rest := rc.takeReady()
 	if rc.raw != nil { // else TLS: only a write that may wait will do
 		var err error
-		if rest, err = rc.raw.writeNow(rest); err != nil {
+		if rest, err = rc.raw.WriteNow(rest); err != nil {
 			_ = rc.g.Close() // the connection's goroutine finds it closed
 			rc.wrote()
 			return
@@ -335,16 +335,4 @@ func (b *outbox) readyNow() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.readyLocked()
-}
-
-// consume drops the first n bytes of bufs.
-func consume(bufs net.Buffers, n int64) net.Buffers {
-	for len(bufs) > 0 && n >= int64(len(bufs[0])) {
-		n -= int64(len(bufs[0]))
-		bufs = bufs[1:]
-	}
-	if len(bufs) > 0 && n > 0 {
-		bufs[0] = bufs[0][n:]
-	}
-	return bufs
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ func TestLaterKeepsRepliesInOrder(t *testing.T) {
 	taken := make(chan *Later, 2)
 	s, addr := startServerCmds(t, Config{}, laterCmd(taken))
 	c := dialRaw(t, addr)
-	c.send(t, resp("TEST.LATER")+resp("ECHO", "after")+resp("TEST.LATER")+resp("ECHO", "last"))
+	c.send(t, respCmd("TEST.LATER")+respCmd("ECHO", "after")+respCmd("TEST.LATER")+respCmd("ECHO", "last"))
 	first, second := <-taken, <-taken
 	eventually(t, "the commands after the Laters to run", func() bool {
 		return s.clientList()[0].cmds.Load() == 4
@@ -47,7 +46,7 @@ func TestLaterHoldsTheClose(t *testing.T) {
 	taken := make(chan *Later, 1)
 	_, addr := startServerCmds(t, Config{}, laterCmd(taken))
 	c := dialRaw(t, addr)
-	c.send(t, resp("TEST.LATER")+resp("QUIT"))
+	c.send(t, respCmd("TEST.LATER")+respCmd("QUIT"))
 	l := <-taken
 	l.Finish([]byte(":7\r\n"))
 	assert.Equal(t, ":7", c.line(t))
@@ -64,7 +63,7 @@ func TestLaterReusedKeepsOrder(t *testing.T) {
 	seen := map[*Later]bool{}
 	reused := false
 	for i := range 20 {
-		c.send(t, resp("TEST.LATER")+resp("ECHO", "mid")+resp("TEST.LATER"))
+		c.send(t, respCmd("TEST.LATER")+respCmd("ECHO", "mid")+respCmd("TEST.LATER"))
 		first, second := <-taken, <-taken
 		for _, l := range []*Later{first, second} {
 			reused = reused || seen[l]
@@ -87,7 +86,7 @@ func TestLaterLargeReplyNeverWaits(t *testing.T) {
 	taken := make(chan *Later, 1)
 	_, addr := startServerCmds(t, Config{}, laterCmd(taken))
 	c := dialRaw(t, addr)
-	c.send(t, resp("TEST.LATER")+resp("ECHO", "after"))
+	c.send(t, respCmd("TEST.LATER")+respCmd("ECHO", "after"))
 	l := <-taken
 	big := strings.Repeat("x", 16<<20)
 	finished := make(chan struct{})
@@ -103,13 +102,4 @@ func TestLaterLargeReplyNeverWaits(t *testing.T) {
 	assert.True(t, c.bulk(t) == big, "the large reply arrived whole")
 	assert.Equal(t, "after", c.bulk(t))
 	assertServing(t, addr)
-}
-
-func TestConsume(t *testing.T) {
-	bufs := func() net.Buffers { return net.Buffers{[]byte("ab"), []byte("cde"), []byte("f")} }
-	assert.Equal(t, net.Buffers{[]byte("ab"), []byte("cde"), []byte("f")}, consume(bufs(), 0))
-	assert.Equal(t, net.Buffers{[]byte("b"), []byte("cde"), []byte("f")}, consume(bufs(), 1))
-	assert.Equal(t, net.Buffers{[]byte("cde"), []byte("f")}, consume(bufs(), 2))
-	assert.Equal(t, net.Buffers{[]byte("e"), []byte("f")}, consume(bufs(), 4))
-	assert.Empty(t, consume(bufs(), 6))
 }

@@ -137,8 +137,8 @@ func TestLeaseAllocs(t *testing.T) {
 	rc := newBenchConn()
 	c := &client{rc: rc, authed: true, resp: 2}
 	c.conn = errCounter{clientConn: rc, c: c}
-	batch := []byte(resp("RL.ACQUIRE", "pool", "10", "1m", "ID", "w1") + resp("RL.RELEASE", "pool", "w1") +
-		resp("RL.ACQUIRE", "pool2", "1000000", "1m") + resp("RL.RENEW", "pool", "w1", "1s"))
+	batch := []byte(respCmd("RL.ACQUIRE", "pool", "10", "1m", "ID", "w1") + respCmd("RL.RELEASE", "pool", "w1") +
+		respCmd("RL.ACQUIRE", "pool2", "1000000", "1m") + respCmd("RL.RENEW", "pool", "w1", "1s"))
 	runBatch(s, c, rc, batch)
 	assert.Zero(t, testing.AllocsPerRun(200, func() { runBatch(s, c, rc, batch) }))
 }
@@ -155,14 +155,14 @@ func BenchmarkLeasePairs(b *testing.B) {
 	for k := range 1000 {
 		key := benchKey(k)
 		for h := range 4 {
-			runBatch(s, c, rc, []byte(resp("RL.ACQUIRE", key, "100", "1h", "ID", "held"+strconv.Itoa(h))))
+			runBatch(s, c, rc, []byte(respCmd("RL.ACQUIRE", key, "100", "1h", "ID", "held"+strconv.Itoa(h))))
 		}
 	}
 	for n := range 256 {
 		var batch string
 		for p := range 8 {
 			key, id := benchKey((n*8+p)*7919%1000), "w"+strconv.Itoa(p)
-			batch += resp("RL.ACQUIRE", key, "100", "30s", "ID", id) + resp("RL.RELEASE", key, id)
+			batch += respCmd("RL.ACQUIRE", key, "100", "30s", "ID", id) + respCmd("RL.RELEASE", key, id)
 		}
 		batches = append(batches, []byte(batch))
 	}

@@ -19,7 +19,7 @@ func TestMaxClients(t *testing.T) {
 	_, addr := startServer(t, Config{MaxClients: 2})
 	a, b := dialRaw(t, addr), dialRaw(t, addr)
 	for _, c := range []*rawConn{a, b} {
-		c.send(t, resp("PING"))
+		c.send(t, respCmd("PING"))
 		require.Equal(t, "+PONG", c.line(t))
 	}
 	extra := dialRaw(t, addr)
@@ -29,11 +29,11 @@ func TestMaxClients(t *testing.T) {
 	require.NoError(t, a.Close())
 	eventually(t, "a place to free up", func() bool {
 		c := dialRaw(t, addr)
-		c.send(t, resp("PING"))
+		c.send(t, respCmd("PING"))
 		l, err := c.r.ReadString('\n')
 		return err == nil && l == "+PONG\r\n"
 	})
-	b.send(t, resp("INFO", "stats"))
+	b.send(t, respCmd("INFO", "stats"))
 	assert.GreaterOrEqual(t, atoi(t, infoField(b.bulk(t), "rejected_connections")), 1, "polling may have been refused too")
 }
 
@@ -72,7 +72,7 @@ func TestAcceptErrorsBackOffAndRecover(t *testing.T) {
 	var logs syncBuffer
 	_, addr := startServer(t, Config{Listener: flaky, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c := dialRaw(t, addr)
-	c.send(t, resp("PING"))
+	c.send(t, respCmd("PING"))
 	assert.Equal(t, "+PONG", c.line(t), "served once the errors stop")
 	calls := flaky.calls.Load()
 	assert.True(t, calls == 4 || calls == 5, "three failures, one retry each, the connection, and maybe the next wait: %d calls", calls)

@@ -32,19 +32,19 @@ func TestMultiExecDiscard(t *testing.T) {
 	s, addr := startServer(t, Config{})
 	c := dialRaw(t, addr)
 	steps := []struct{ send, want string }{
-		{resp("EXEC"), "-ERR EXEC without MULTI"},
-		{resp("DISCARD"), "-ERR DISCARD without MULTI"},
-		{resp("MULTI"), "+OK"},
-		{resp("MULTI"), "-ERR MULTI calls can not be nested"},
-		{resp("RL.SLIDE", "k", "5", "60"), "+QUEUED"},
-		{resp("DISCARD"), "+OK"},
-		{resp("MULTI"), "+OK"},
-		{resp("PING"), "+QUEUED"},
-		{resp("SELECT", "1"), "+QUEUED"},
-		{resp("EXEC"), "*2"},
+		{respCmd("EXEC"), "-ERR EXEC without MULTI"},
+		{respCmd("DISCARD"), "-ERR DISCARD without MULTI"},
+		{respCmd("MULTI"), "+OK"},
+		{respCmd("MULTI"), "-ERR MULTI calls can not be nested"},
+		{respCmd("RL.SLIDE", "k", "5", "60"), "+QUEUED"},
+		{respCmd("DISCARD"), "+OK"},
+		{respCmd("MULTI"), "+OK"},
+		{respCmd("PING"), "+QUEUED"},
+		{respCmd("SELECT", "1"), "+QUEUED"},
+		{respCmd("EXEC"), "*2"},
 		{"", "+PONG"},
 		{"", "-ERR DB index is out of range"}, // an error at EXEC time is one reply; the rest run
-		{resp("PING"), "+PONG"},
+		{respCmd("PING"), "+PONG"},
 	}
 	for _, st := range steps {
 		if st.send != "" {
@@ -61,16 +61,16 @@ func TestExecAbort(t *testing.T) {
 	tests := []struct {
 		name, bad, reply string
 	}{
-		{"unknown command", resp("NOSUCH", "a"), "-ERR unknown command 'NOSUCH', with args beginning with: 'a' "},
-		{"wrong arity", resp("ECHO"), "-ERR wrong number of arguments for 'echo' command"},
-		{"not allowed in MULTI", resp("SHUTDOWN"), "-ERR Command not allowed inside a transaction"},
-		{"not allowed in MULTI", resp("SAVE"), "-ERR Command not allowed inside a transaction"},
+		{"unknown command", respCmd("NOSUCH", "a"), "-ERR unknown command 'NOSUCH', with args beginning with: 'a' "},
+		{"wrong arity", respCmd("ECHO"), "-ERR wrong number of arguments for 'echo' command"},
+		{"not allowed in MULTI", respCmd("SHUTDOWN"), "-ERR Command not allowed inside a transaction"},
+		{"not allowed in MULTI", respCmd("SAVE"), "-ERR Command not allowed inside a transaction"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, addr := startServer(t, Config{})
 			c := dialRaw(t, addr)
-			c.send(t, resp("MULTI")+resp("RL.SLIDE", "k", "5", "60")+tt.bad+resp("PING")+resp("EXEC")+resp("PING"))
+			c.send(t, respCmd("MULTI")+respCmd("RL.SLIDE", "k", "5", "60")+tt.bad+respCmd("PING")+respCmd("EXEC")+respCmd("PING"))
 			for _, want := range []string{"+OK", "+QUEUED", tt.reply, "+QUEUED",
 				"-EXECABORT Transaction discarded because of previous errors.", "+PONG"} {
 				assert.Equal(t, want, c.line(t))
@@ -83,10 +83,10 @@ func TestExecAbort(t *testing.T) {
 func TestMultiQueueIsCapped(t *testing.T) {
 	_, addr := startServer(t, Config{MaxRequestBytes: 2048})
 	c := dialRaw(t, addr)
-	c.send(t, resp("MULTI"))
+	c.send(t, respCmd("MULTI"))
 	require.Equal(t, "+OK", c.line(t))
 	arg := strings.Repeat("x", 1000)
-	c.send(t, resp("ECHO", arg)+resp("ECHO", arg)+resp("ECHO", arg)+resp("EXEC"))
+	c.send(t, respCmd("ECHO", arg)+respCmd("ECHO", arg)+respCmd("ECHO", arg)+respCmd("EXEC"))
 	assert.Equal(t, "+QUEUED", c.line(t))
 	assert.Equal(t, "+QUEUED", c.line(t))
 	assert.Equal(t, "-ERR MULTI queue is larger than max-request-bytes", c.line(t))
@@ -96,9 +96,9 @@ func TestMultiQueueIsCapped(t *testing.T) {
 func TestMultiNoAuth(t *testing.T) {
 	_, addr := startServer(t, Config{RequirePass: "pw"})
 	c := dialRaw(t, addr)
-	c.send(t, resp("MULTI"))
+	c.send(t, respCmd("MULTI"))
 	assert.Equal(t, "-NOAUTH Authentication required.", c.line(t))
-	c.send(t, resp("EXEC"))
+	c.send(t, respCmd("EXEC"))
 	assert.Equal(t, "-NOAUTH Authentication required.", c.line(t))
 }
 
@@ -108,10 +108,10 @@ func TestMultiNoAuth(t *testing.T) {
 func TestMultiQueueCountsEmptyArgs(t *testing.T) {
 	_, addr := startServer(t, Config{MaxRequestBytes: 2048})
 	c := dialRaw(t, addr)
-	c.send(t, resp("MULTI"))
+	c.send(t, respCmd("MULTI"))
 	require.Equal(t, "+OK", c.line(t))
 	args := append([]string{"DEL"}, make([]string, 300)...) // about 1.8 KB on the wire
-	c.send(t, resp(args...)+resp(args...)+resp("DISCARD"))
+	c.send(t, respCmd(args...)+respCmd(args...)+respCmd("DISCARD"))
 	assert.Equal(t, "+QUEUED", c.line(t))
 	assert.Equal(t, "-ERR MULTI queue is larger than max-request-bytes", c.line(t))
 	assert.Equal(t, "+OK", c.line(t))

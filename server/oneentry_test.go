@@ -93,7 +93,7 @@ func testOneEntryPrefetch(t *testing.T) {
 	s := newTestServer(t, Config{})
 	s.register([]command{throwaway()})
 	rc := newRespConn(&guardConn{}, DefaultMaxRequestBytes, 0)
-	for _, r := range []string{resp("RL.THROWAWAY", "user:1", "100", "60"), resp("RL.HOP", "1", "2", "rl.throwaway", "user:2", "100", "60")} {
+	for _, r := range []string{respCmd("RL.THROWAWAY", "user:1", "100", "60"), respCmd("RL.HOP", "1", "2", "rl.throwaway", "user:2", "100", "60")} {
 		rc.w += copy(rc.buf[rc.w:], r)
 	}
 	rc.parseAhead(prefetchMax)

@@ -31,12 +31,12 @@ func bigReply() command {
 func TestOutputLimitDisconnects(t *testing.T) {
 	s, addr := startServerCmds(t, Config{ClientOutputLimit: 1 << 20}, bigReply())
 	c := dialRaw(t, addr)
-	c.send(t, resp("TEST.BIG", strconv.Itoa(512<<10)))
+	c.send(t, respCmd("TEST.BIG", strconv.Itoa(512<<10)))
 	assert.Equal(t, "*8", c.line(t), "a reply under the limit goes out")
 	for range 8 {
 		assert.Len(t, c.bulk(t), 64<<10)
 	}
-	c.send(t, resp("TEST.BIG", strconv.Itoa(4<<20)))
+	c.send(t, respCmd("TEST.BIG", strconv.Itoa(4<<20)))
 	assert.True(t, c.closedByServer(t), "a reply over the limit closes the client")
 	// forget closes the socket before it counts, so the count may trail the close by a moment.
 	assert.Eventually(t, func() bool { return s.outputLimitClosed.Load() == 1 }, deadline, time.Millisecond)
@@ -44,7 +44,7 @@ func TestOutputLimitDisconnects(t *testing.T) {
 
 	_, addr = startServerCmds(t, Config{ClientOutputLimit: -1}, bigReply())
 	c = dialRaw(t, addr)
-	c.send(t, resp("TEST.BIG", strconv.Itoa(4<<20)))
+	c.send(t, respCmd("TEST.BIG", strconv.Itoa(4<<20)))
 	assert.Equal(t, "*64", c.line(t), "no limit")
 }
 
@@ -61,7 +61,7 @@ func TestUnreadPipelineStaysBounded(t *testing.T) {
 	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(64<<10))
 
 	heapBefore := heapInUse()
-	req := []byte(resp("ECHO", strings.Repeat("e", 1<<10)))
+	req := []byte(respCmd("ECHO", strings.Repeat("e", 1<<10)))
 	batch := bytes.Repeat(req, 1000)
 	sent := 0
 	// Writes stop making progress once the server stops reading: a write

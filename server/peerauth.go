@@ -75,7 +75,7 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	// client's rights already (TestACLOverForwarding).
 	c.peer, c.authed, c.user = true, true, nil
 	c.rc.keep = peerReadBuf
-	c.rc.p.max = max(c.rc.p.max, peerMaxRequest)
+	c.rc.p.Max = max(c.rc.p.Max, peerMaxRequest)
 	c.conn.WriteBulkString(ch.ServerMAC(key))
 }
 

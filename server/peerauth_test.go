@@ -15,7 +15,7 @@ import (
 // challenge as the dialling node knows it, or the error line.
 func peerHello(t *testing.T, c *rawConn, name, nonce string) (cluster.Challenge, string) {
 	t.Helper()
-	c.send(t, resp("RL.PEER", "HELLO", cluster.HandshakeVersion, name, nonce))
+	c.send(t, respCmd("RL.PEER", "HELLO", cluster.HandshakeVersion, name, nonce))
 	ch := cluster.Challenge{Name: name, DialerNonce: nonce}
 	h := c.line(t)
 	if !strings.HasPrefix(h, "$") {
@@ -48,9 +48,9 @@ func TestPeerHandshake(t *testing.T) {
 		{"right secret", func(t *testing.T, addr string) (*rawConn, string) {
 			c := dialRaw(t, addr)
 			ch, _ := peerHello(t, c, "a", cluster.NewNonce())
-			c.send(t, resp("RL.PEER", "AUTH", ch.DialerMAC(right)))
+			c.send(t, respCmd("RL.PEER", "AUTH", ch.DialerMAC(right)))
 			assert.Equal(t, ch.ServerMAC(right), c.bulk(t), "the node proves the secret back")
-			c.send(t, resp("RL.HOP", "1", "2", "PING"))
+			c.send(t, respCmd("RL.HOP", "1", "2", "PING"))
 			return c, c.line(t)
 		}, "+PONG"},
 		{"wrong secret", authWith(wrong, "a"), "-NOPERM bad cluster credentials"},
@@ -61,18 +61,18 @@ func TestPeerHandshake(t *testing.T) {
 			nonce := cluster.NewNonce()
 			ch, _ := peerHello(t, first, "a", nonce)
 			mac := ch.DialerMAC(right)
-			first.send(t, resp("RL.PEER", "AUTH", mac))
+			first.send(t, respCmd("RL.PEER", "AUTH", mac))
 			first.bulk(t)
 			c := dialRaw(t, addr)
 			_, e := peerHello(t, c, "a", nonce)
 			require.Empty(t, e)
-			c.send(t, resp("RL.PEER", "AUTH", mac))
+			c.send(t, respCmd("RL.PEER", "AUTH", mac))
 			return c, c.line(t)
 		}, "-NOPERM bad cluster credentials"},
 		{"second attempt on the connection", func(t *testing.T, addr string) (*rawConn, string) {
 			c := dialRaw(t, addr)
 			ch, _ := peerHello(t, c, "a", cluster.NewNonce())
-			c.send(t, resp("RL.PEER", "AUTH", ch.DialerMAC(wrong))+resp("RL.PEER", "AUTH", ch.DialerMAC(right)))
+			c.send(t, respCmd("RL.PEER", "AUTH", ch.DialerMAC(wrong))+respCmd("RL.PEER", "AUTH", ch.DialerMAC(right)))
 			return c, c.line(t) // the first, and then the connection ends
 		}, "-NOPERM bad cluster credentials"},
 		{"second HELLO on the connection", func(t *testing.T, addr string) (*rawConn, string) {
@@ -83,18 +83,18 @@ func TestPeerHandshake(t *testing.T) {
 		}, "-NOPERM bad cluster credentials"},
 		{"AUTH without HELLO", func(t *testing.T, addr string) (*rawConn, string) {
 			c := dialRaw(t, addr)
-			c.send(t, resp("RL.PEER", "AUTH", strings.Repeat("0", 64)))
+			c.send(t, respCmd("RL.PEER", "AUTH", strings.Repeat("0", 64)))
 			return c, c.line(t)
 		}, "-NOPERM bad cluster credentials"},
 		{"version 1", func(t *testing.T, addr string) (*rawConn, string) {
 			c := dialRaw(t, addr)
-			c.send(t, resp("RL.PEER", "HELLO", "a"))
+			c.send(t, respCmd("RL.PEER", "HELLO", "a"))
 			return c, c.line(t)
 		}, "-NOPERM unsupported peer handshake version"},
 		{"locked-out address", func(t *testing.T, addr string) (*rawConn, string) {
 			for i := range 6 { // wrong passwords for 6 users: the address's whole allowance
 				c := dialRaw(t, addr)
-				c.send(t, resp("AUTH", fmt.Sprint("user", i), "guess"))
+				c.send(t, respCmd("AUTH", fmt.Sprint("user", i), "guess"))
 				require.Equal(t, "-"+errWrongPass, c.line(t))
 			}
 			c := dialRaw(t, addr)
@@ -123,7 +123,7 @@ func authWith(key []byte, macName string) func(t *testing.T, addr string) (*rawC
 		ch, e := peerHello(t, c, "a", cluster.NewNonce())
 		require.Empty(t, e)
 		ch.Name = macName
-		c.send(t, resp("RL.PEER", "AUTH", ch.DialerMAC(key)))
+		c.send(t, respCmd("RL.PEER", "AUTH", ch.DialerMAC(key)))
 		return c, c.line(t)
 	}
 }
@@ -138,7 +138,7 @@ func TestPeerHandshakeGuard(t *testing.T) {
 		c := dialRaw(t, n.addr)
 		ch, e := peerHello(t, c, "a", cluster.NewNonce())
 		require.Empty(t, e)
-		c.send(t, resp("RL.PEER", "AUTH", ch.DialerMAC(wrong)))
+		c.send(t, respCmd("RL.PEER", "AUTH", ch.DialerMAC(wrong)))
 		require.Equal(t, "-"+errPeerAuth, c.line(t))
 	}
 	c := dialRaw(t, n.addr)

@@ -17,15 +17,15 @@ import (
 // inline, malformed and oversized requests, cut into two reads at every byte.
 func TestParseAheadAgreesWithParser(t *testing.T) {
 	streams := []string{
-		resp("RL.SLIDE", "user:1", "100", "60") + resp("rl.token", "", "10", "1", "1s", "COST", "2") +
-			resp("PEEK") + resp("CL.THROTTLE", "k\r\nx", "15", "1", "60") + resp("READ") + resp("PING", "x") + resp("PING"),
-		resp("PING") + "PING x\r\n" + resp("RL.SLIDE", "a", "1", "1") + "\r\n" + resp("PEEK") + resp("ECHO", "e"),
-		resp("RL.SLIDE", "a", "1", "1") + resp("RL.SLIDE", "b", "1", "1") + "*2\r\n$-1\r\n" + resp("PING"),
-		resp("RL.SLIDE", "a", "1", "1") + "*0\r\n" + resp("PING"),
-		resp("RL.SLIDE", "a", "1", "1") + "*2\r\n$3\r\nabc\r\n$2\r\nxyz\r\n" + resp("PING"),
-		resp("PING") + resp("ECHO", strings.Repeat("x", 300)) + resp("PEEK") + resp("PING") + "*99999999999\r\n",
-		resp("PING") + resp(append([]string{"ECHO"}, strings.Split(strings.Repeat("a ", maxAheadArgs), " ")...)...) +
-			resp("PEEK") + resp("PING"),
+		respCmd("RL.SLIDE", "user:1", "100", "60") + respCmd("rl.token", "", "10", "1", "1s", "COST", "2") +
+			respCmd("PEEK") + respCmd("CL.THROTTLE", "k\r\nx", "15", "1", "60") + respCmd("READ") + respCmd("PING", "x") + respCmd("PING"),
+		respCmd("PING") + "PING x\r\n" + respCmd("RL.SLIDE", "a", "1", "1") + "\r\n" + respCmd("PEEK") + respCmd("ECHO", "e"),
+		respCmd("RL.SLIDE", "a", "1", "1") + respCmd("RL.SLIDE", "b", "1", "1") + "*2\r\n$-1\r\n" + respCmd("PING"),
+		respCmd("RL.SLIDE", "a", "1", "1") + "*0\r\n" + respCmd("PING"),
+		respCmd("RL.SLIDE", "a", "1", "1") + "*2\r\n$3\r\nabc\r\n$2\r\nxyz\r\n" + respCmd("PING"),
+		respCmd("PING") + respCmd("ECHO", strings.Repeat("x", 300)) + respCmd("PEEK") + respCmd("PING") + "*99999999999\r\n",
+		respCmd("PING") + respCmd(append([]string{"ECHO"}, strings.Split(strings.Repeat("a ", maxAheadArgs), " ")...)...) +
+			respCmd("PEEK") + respCmd("PING"),
 	}
 	for _, st := range streams {
 		for cut := 0; cut <= len(st); cut++ {
@@ -80,8 +80,8 @@ func TestAheadKeyOfForwardedRequest(t *testing.T) {
 	s := newTestServer(t, Config{})
 	var last *command
 	rc := newRespConn(&guardConn{}, DefaultMaxRequestBytes, 0)
-	for _, r := range []string{resp("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60"), resp("rl.hop", "1", "2", "PING"),
-		resp("RL.SLIDE", "user:2", "1", "1"), resp("PING", "x")} {
+	for _, r := range []string{respCmd("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60"), respCmd("rl.hop", "1", "2", "PING"),
+		respCmd("RL.SLIDE", "user:2", "1", "1"), respCmd("PING", "x")} {
 		rc.w += copy(rc.buf[rc.w:], r)
 	}
 	rc.parseAhead(prefetchMax)
@@ -119,7 +119,7 @@ func TestPipelinedDecisionsWithPrefetch(t *testing.T) {
 	c := dialRaw(t, addr)
 	var b strings.Builder
 	for i := range 40 {
-		b.WriteString(resp("RL.SLIDE", "pf:"+strings.Repeat("k", i%5), "3", "60"))
+		b.WriteString(respCmd("RL.SLIDE", "pf:"+strings.Repeat("k", i%5), "3", "60"))
 	}
 	all := b.String()
 	c.send(t, all[:len(all)/3])
@@ -141,20 +141,20 @@ func TestPipelinedDecisionsWithPrefetch(t *testing.T) {
 func TestPrefetchedBatchRepliesAsUnbatched(t *testing.T) {
 	var reqs []string
 	for i := range 24 {
-		reqs = append(reqs, resp("RL.SLIDE", "pb:"+strconv.Itoa(i%5), "3", "60"))
+		reqs = append(reqs, respCmd("RL.SLIDE", "pb:"+strconv.Itoa(i%5), "3", "60"))
 	}
 	reqs = append(reqs,
-		resp("RL.TOKEN", "pb:t", "5", "1", "1s"), resp("RL.SLIDE", "pb:t", "3", "60"),
-		resp("CL.THROTTLE", "pb:c", "2", "1", "60"), resp("MULTI"), resp("RL.SLIDE", "pb:1", "3", "60"),
-		resp("RL.SLIDE", "pb:m", "3", "60", "COST", "2"), resp("EXEC"), resp("RL.SLIDE", "", "3", "60"),
-		resp("RL.SLIDE", "pb:2", "3", "60", "PEEK"), resp("PING"), resp("RL.SLIDE", "pb:m", "3", "60"),
-		resp("rl.slide", "pb:3", "3", "60", "COST", "1"), resp("RL.FIXED", "pb:f", "3", "60"))
+		respCmd("RL.TOKEN", "pb:t", "5", "1", "1s"), respCmd("RL.SLIDE", "pb:t", "3", "60"),
+		respCmd("CL.THROTTLE", "pb:c", "2", "1", "60"), respCmd("MULTI"), respCmd("RL.SLIDE", "pb:1", "3", "60"),
+		respCmd("RL.SLIDE", "pb:m", "3", "60", "COST", "2"), respCmd("EXEC"), respCmd("RL.SLIDE", "", "3", "60"),
+		respCmd("RL.SLIDE", "pb:2", "3", "60", "PEEK"), respCmd("PING"), respCmd("RL.SLIDE", "pb:m", "3", "60"),
+		respCmd("rl.slide", "pb:3", "3", "60", "COST", "1"), respCmd("RL.FIXED", "pb:f", "3", "60"))
 	at := time.Unix(1700000000, 0)
 	_, batched := startServer(t, Config{Clock: newFakeClock(at).Now})
 	_, single := startServer(t, Config{Clock: newFakeClock(at).Now})
 
 	b := dialRaw(t, batched)
-	b.send(t, strings.Join(reqs, "")+resp("ECHO", "end"))
+	b.send(t, strings.Join(reqs, "")+respCmd("ECHO", "end"))
 	var got []string
 	for l := b.line(t); l != "end"; l = b.line(t) {
 		got = append(got, l)
@@ -165,14 +165,14 @@ func TestPrefetchedBatchRepliesAsUnbatched(t *testing.T) {
 	var want []string
 	multi := false
 	for i, r := range reqs {
-		multi = multi && r != resp("EXEC") || r == resp("MULTI")
+		multi = multi && r != respCmd("EXEC") || r == respCmd("MULTI")
 		if multi { // one line, +OK or +QUEUED; a marker would be queued too
 			s.send(t, r)
 			want = append(want, s.line(t))
 			continue
 		}
 		mark := "m" + strconv.Itoa(i)
-		s.send(t, r+resp("ECHO", mark))
+		s.send(t, r+respCmd("ECHO", mark))
 		for l := s.line(t); l != mark; l = s.line(t) {
 			want = append(want, l)
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,9 +17,9 @@ func TestInvalidationWaitsForTheBatchReplies(t *testing.T) {
 	reader, writer := dialRaw(t, addr), dialRaw(t, addr)
 	hello3(t, reader)
 	require.Equal(t, "OK", reader.call(t, "CLIENT", "TRACKING", "ON"))
-	reader.send(t, resp("EXISTS", "k")+resp("RL.SLIDE", "other", "10", "60"))
+	reader.send(t, respCmd("EXISTS", "k")+respCmd("RL.SLIDE", "other", "10", "60"))
 	<-d.entered // the reader's batch ran; its replies wait for the commit
-	writer.send(t, resp("RL.SLIDE", "k", "10", "60"))
+	writer.send(t, respCmd("RL.SLIDE", "k", "10", "60"))
 	<-d.entered // the writer's decision ran and invalidated k for the reader
 
 	rc := trackingClient(t, s)
@@ -29,7 +30,7 @@ func TestInvalidationWaitsForTheBatchReplies(t *testing.T) {
 		held := len(rc.pushes.buf) > 0 && !rc.pushes.writing
 		rc.pushes.mu.Unlock()
 		if !held {
-			m, _ := readNow(reader.Conn, buf[n:])
+			m, _ := resp.ReadNow(reader.Conn, buf[n:])
 			n += m
 		}
 		return held || n > 0
@@ -50,14 +51,14 @@ func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
 	reader, writer := dialRaw(t, addr), dialRaw(t, addr)
 	hello3(t, reader)
 	require.Equal(t, "OK", reader.call(t, "CLIENT", "TRACKING", "ON"))
-	reader.send(t, resp("TEST.LATER")+resp("EXISTS", "k"))
+	reader.send(t, respCmd("TEST.LATER")+respCmd("EXISTS", "k"))
 	l := <-taken
 	rc := trackingClient(t, s)
 	eventually(t, "the batch to end, EXISTS's reply behind the Later", func() bool {
 		n, _ := rc.rc.box.held()
 		return n == 2 && rc.cmds.Load() == 4
 	})
-	writer.send(t, resp("RL.SLIDE", "k", "10", "60"))
+	writer.send(t, respCmd("RL.SLIDE", "k", "10", "60"))
 	readFrame(t, writer) // the decision ran and invalidated k for the reader
 
 	var buf [256]byte
@@ -67,7 +68,7 @@ func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
 		held := len(rc.pushes.buf) > 0 && !rc.pushes.writing
 		rc.pushes.mu.Unlock()
 		if !held {
-			m, _ := readNow(reader.Conn, buf[n:])
+			m, _ := resp.ReadNow(reader.Conn, buf[n:])
 			n += m
 		}
 		return held || n > 0

@@ -58,7 +58,7 @@ func TestRedisCLIPipe(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	var in strings.Builder
 	for range 1000 {
-		in.WriteString(resp("PING"))
+		in.WriteString(respCmd("PING"))
 	}
 	out := redisCLI(t, addr, in.String(), "--pipe")
 	assert.Contains(t, out, "errors: 0, replies: 1000")

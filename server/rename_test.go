@@ -38,7 +38,7 @@ func TestRenameCommandRefusesBadNames(t *testing.T) {
 func TestRenamedCommandNotUnderOldNameInPipeline(t *testing.T) {
 	_, addr := startServer(t, Config{RenameCommands: map[string]string{"rl.slide": "slide-9c"}})
 	c := dialRaw(t, addr)
-	c.send(t, resp("SLIDE-9C", "k", "5", "60")+resp("RL.SLIDE", "k", "5", "60"))
+	c.send(t, respCmd("SLIDE-9C", "k", "5", "60")+respCmd("RL.SLIDE", "k", "5", "60"))
 	require.Equal(t, "*5", c.line(t))
 	for range 5 {
 		c.line(t)

@@ -83,9 +83,9 @@ func TestReserveAllocs(t *testing.T) {
 	rc := newBenchConn()
 	c := &client{rc: rc, authed: true, resp: 2}
 	c.conn = errCounter{clientConn: rc, c: c}
-	batch := []byte(resp("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m", "ID", "r") +
-		resp("RL.COMMIT", "b", "r", "ACTUAL", "7") + resp("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m") +
-		resp("RL.REFUND", "b", "COST", "1"))
+	batch := []byte(respCmd("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m", "ID", "r") +
+		respCmd("RL.COMMIT", "b", "r", "ACTUAL", "7") + respCmd("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m") +
+		respCmd("RL.REFUND", "b", "COST", "1"))
 	runBatch(s, c, rc, batch)
 	assert.Zero(t, testing.AllocsPerRun(200, func() { runBatch(s, c, rc, batch) }))
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/tidwall/redcon"
 )
 
@@ -23,7 +24,7 @@ const (
 // connection's own goroutine.
 type respConn struct {
 	g    *guardConn
-	p    parser
+	p    resp.Parser
 	buf  []byte   // read buffer; buf[r:w] holds bytes read and not yet run
 	r, w int      //
 	args [][]byte // the arguments of the command being run, reused
@@ -56,7 +57,7 @@ type respConn struct {
 
 	drained func() // called with wmu held once no reply waits in box; may be nil
 
-	raw *rawWriter // writes a batch's replies to the socket; nil: through g.Conn
+	raw *resp.RawWriter // writes a batch's replies to the socket; nil: through g.Conn
 
 	netIn, netOut atomic.Int64 // bytes read and replies written, for INFO's total_net_*_bytes
 }
@@ -67,8 +68,8 @@ func newRespConn(g *guardConn, maxRequest, outLimit int64) *respConn {
 
 // newRespConnMem is newRespConn counting its replies toward mem's budget.
 func newRespConnMem(g *guardConn, maxRequest, outLimit int64, mem *clientMem) *respConn {
-	rc := &respConn{g: g, p: parser{max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit, cur: -1,
-		raw: newRawWriter(g.Conn), mem: mem}
+	rc := &respConn{g: g, p: resp.Parser{Max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit, cur: -1,
+		raw: resp.NewRawWriter(g.Conn), mem: mem}
 	rc.mark = mem.mark(rc)
 	rc.box.wake = make(chan struct{}, 1)
 	return rc
@@ -95,24 +96,23 @@ type aheadReq struct {
 func (rc *respConn) parseAhead(max int) {
 	rc.ahead, rc.aheadOffs, rc.next = rc.ahead[:0], rc.aheadOffs[:0], 0
 	for i := rc.r; i < rc.w && len(rc.ahead) < max; {
-		if rc.p.n == 0 && rc.buf[i] != '*' { // inline, perhaps partly read already
+		if !rc.p.InArray() && rc.buf[i] != '*' { // inline, perhaps partly read already
 			return
 		}
-		n, err := rc.p.next(rc.buf[i:rc.w])
+		n, err := rc.p.Next(rc.buf[i:rc.w])
 		if err != nil {
-			rc.p.restart()
+			rc.p.Restart()
 			return
 		}
 		if n == 0 {
 			return
 		}
-		if len(rc.p.offs) > 2*maxAheadArgs { // left to command, so that aheadOffs stays small
-			rc.p.restart()
+		if rc.p.NumArgs() > maxAheadArgs { // left to command, so that aheadOffs stays small
+			rc.p.Restart()
 			return
 		}
-		rc.ahead = append(rc.ahead, aheadReq{at: i, n: n, offs: len(rc.aheadOffs), args: len(rc.p.offs) / 2})
-		rc.aheadOffs = append(rc.aheadOffs, rc.p.offs...)
-		rc.p.offs = rc.p.offs[:0]
+		rc.ahead = append(rc.ahead, aheadReq{at: i, n: n, offs: len(rc.aheadOffs), args: rc.p.NumArgs()})
+		rc.aheadOffs = rc.p.TakeOffsets(rc.aheadOffs)
 		i += n
 	}
 }
@@ -146,13 +146,13 @@ func (rc *respConn) command() ([][]byte, error) {
 	}
 	rc.cur = -1
 	for rc.r < rc.w {
-		n, err := rc.p.next(rc.buf[rc.r:rc.w])
+		n, err := rc.p.Next(rc.buf[rc.r:rc.w])
 		if err != nil || n == 0 {
 			return nil, err
 		}
 		req := rc.buf[rc.r : rc.r+n]
 		rc.r += n
-		if rc.args = rc.p.args(req, rc.args[:0]); len(rc.args) > 0 {
+		if rc.args = rc.p.Args(req, rc.args[:0]); len(rc.args) > 0 {
 			return rc.args, nil
 		}
 	}
@@ -160,7 +160,7 @@ func (rc *respConn) command() ([][]byte, error) {
 }
 
 // idle reports whether the connection stands between requests.
-func (rc *respConn) idle() bool { return rc.r == rc.w && rc.p.idle() }
+func (rc *respConn) idle() bool { return rc.r == rc.w && rc.p.Idle() }
 
 // fill reads more of the client's requests, waiting for them.
 func (rc *respConn) fill() error {
@@ -197,23 +197,23 @@ func (rc *respConn) makeRoom() {
 func (rc *respConn) dropPipeline() {
 	rc.dropAhead()
 	rc.r, rc.w = 0, 0
-	rc.p = parser{max: rc.p.max, preAuth: rc.p.preAuth}
+	rc.p = resp.Parser{Max: rc.p.Max, PreAuth: rc.p.PreAuth}
 }
 
 // PeekPipeline returns the whole requests read after the command being
 // run, which the same batch will run. It does not consume them.
 func (rc *respConn) PeekPipeline() [][]byte {
-	if rc.batchEnd || rc.next == len(rc.ahead) && !rc.p.idle() {
+	if rc.batchEnd || rc.next == len(rc.ahead) && !rc.p.Idle() {
 		return nil // the next request is partial, so nothing after it is whole either
 	}
 	var reqs [][]byte
-	scratch := parser{max: rc.p.max}
+	scratch := resp.Parser{Max: rc.p.Max}
 	for i := rc.r; i < rc.w; {
-		n, err := scratch.next(rc.buf[i:rc.w])
+		n, err := scratch.Next(rc.buf[i:rc.w])
 		if err != nil || n == 0 {
 			break
 		}
-		scratch.offs, scratch.inline = scratch.offs[:0], nil
+		scratch.Skip()
 		reqs = append(reqs, rc.buf[i:i+n])
 		i += n
 	}
@@ -348,7 +348,7 @@ func (rc *respConn) writeOut() error {
 	var err error
 	rc.netOut.Add(int64(len(rc.out)))
 	if rc.raw != nil {
-		err = rc.raw.write(rc.out)
+		err = rc.raw.Write(rc.out)
 	} else {
 		_, err = rc.g.Conn.Write(rc.out)
 	}

@@ -154,7 +154,7 @@ func (n respNode) format(b *strings.Builder) {
 // returns the reply's bytes as they came.
 func rawCall(t testing.TB, conn net.Conn, args ...string) []byte {
 	t.Helper()
-	_, err := conn.Write([]byte(resp(args...)))
+	_, err := conn.Write([]byte(respCmd(args...)))
 	require.NoError(t, err)
 	var got bytes.Buffer
 	r := bufio.NewReader(io.TeeReader(conn, &got))

@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
 // errOutputLimit ends a connection whose replies passed the output limit.
@@ -49,7 +51,7 @@ func (s *Server) loop(c *client, rc *respConn) error {
 		if rc.g.raw == nil {
 			continue
 		}
-		err := rc.g.raw.stay(b)
+		err := rc.g.raw.Stay(b)
 		switch {
 		case b.done:
 			return b.err
@@ -63,11 +65,11 @@ func (s *Server) loop(c *client, rc *respConn) error {
 // done says the connection ends, with err as the reason (nil: it closed
 // cleanly); a partial request is left for the next read.
 func (s *Server) batch(c *client, rc *respConn) (done bool, err error) {
-	rc.p.preAuth = !c.authed // before prefetchBatch parses ahead
+	rc.p.PreAuth = !c.authed // before prefetchBatch parses ahead
 	s.readAt(c)
 	s.prefetchBatch(c)
 	for {
-		rc.p.preAuth = !c.authed
+		rc.p.PreAuth = !c.authed
 		args, err := rc.command()
 		switch {
 		case err != nil:
@@ -176,7 +178,7 @@ func (s *Server) forget(c *client, err error) {
 	s.info.netIn.Add(c.rc.netIn.Load())
 	s.info.netOut.Add(c.rc.netOut.Load())
 	s.forgetObserver(c)
-	var perr protocolError
+	var perr resp.ProtocolError
 	switch {
 	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log
 		s.protoErrors.Add(1)

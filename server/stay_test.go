@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,9 +27,9 @@ type echoStayer struct {
 	leave bool // next says stop: a drain began
 }
 
-func (e *echoStayer) room() []byte { e.reads++; return e.buf }
+func (e *echoStayer) Room() []byte { e.reads++; return e.buf }
 
-func (e *echoStayer) got(n int) bool {
+func (e *echoStayer) Got(n int) bool {
 	_, err := e.conn.Write(e.buf[:n])
 	require.NoError(e.t, err)
 	if e.close != nil {
@@ -37,7 +38,7 @@ func (e *echoStayer) got(n int) bool {
 	return string(e.buf[:n]) != e.stop
 }
 
-func (e *echoStayer) next() bool { e.nexts++; return !e.leave }
+func (e *echoStayer) Next() bool { e.nexts++; return !e.leave }
 
 // TestStayReadsOncePerRequest checks that stay, between one request and
 // the next, waits for the socket without a read that finds nothing: a
@@ -46,10 +47,10 @@ func (e *echoStayer) next() bool { e.nexts++; return !e.leave }
 // poller reports late for bytes a read already took.
 func TestStayReadsOncePerRequest(t *testing.T) {
 	server, client := tcpPair(t)
-	r := newRawReader(server)
+	r := resp.NewRawReader(server)
 	e := &echoStayer{t: t, conn: server, buf: make([]byte, 64), stop: "stop"}
 	done := make(chan error, 1)
-	go func() { done <- r.stay(e) }()
+	go func() { done <- r.Stay(e) }()
 
 	const requests = 200
 	reply := make([]byte, 64)
@@ -71,11 +72,11 @@ func TestStayReadsOncePerRequest(t *testing.T) {
 // readiness to wait for.
 func TestStayReadsAFullBufferAgain(t *testing.T) {
 	server, client := tcpPair(t)
-	r := newRawReader(server)
+	r := resp.NewRawReader(server)
 	e := &echoStayer{t: t, conn: server, buf: make([]byte, 4), stop: "stop"}
 	_, err := client.Write([]byte("abcdefghstop")) // three full reads, the last of which stops
 	require.NoError(t, err)
-	require.NoError(t, r.stay(e))
+	require.NoError(t, r.Stay(e))
 	assert.Equal(t, 3, e.reads)
 	got := make([]byte, 12)
 	_, err = io.ReadFull(client, got)
@@ -91,7 +92,7 @@ func TestStayLeavesForADrain(t *testing.T) {
 	e := &echoStayer{t: t, conn: server, buf: make([]byte, 4), leave: true}
 	_, err := client.Write([]byte("abcdefgh"))
 	require.NoError(t, err)
-	require.NoError(t, newRawReader(server).stay(e))
+	require.NoError(t, resp.NewRawReader(server).Stay(e))
 	assert.Equal(t, 1, e.reads)
 }
 
@@ -102,18 +103,32 @@ func TestStayEnds(t *testing.T) {
 	server, client := tcpPair(t)
 	e := &echoStayer{t: t, conn: server, buf: make([]byte, 64)}
 	require.NoError(t, client.Close())
-	assert.ErrorIs(t, newRawReader(server).stay(e), io.EOF)
+	assert.ErrorIs(t, resp.NewRawReader(server).Stay(e), io.EOF)
 
 	server, _ = tcpPair(t)
 	e = &echoStayer{t: t, conn: server, buf: make([]byte, 64)}
 	require.NoError(t, server.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
-	assert.ErrorIs(t, newRawReader(server).stay(e), os.ErrDeadlineExceeded)
+	assert.ErrorIs(t, resp.NewRawReader(server).Stay(e), os.ErrDeadlineExceeded)
 
 	server, client = tcpPair(t)
 	e = &echoStayer{t: t, conn: server, buf: make([]byte, 64)}
 	e.close = &guardConn{Conn: server, done: make(chan struct{})}
 	_, err := client.Write([]byte("quit"))
 	require.NoError(t, err)
-	assert.ErrorIs(t, newRawReader(server).stay(e), net.ErrClosed,
+	assert.ErrorIs(t, resp.NewRawReader(server).Stay(e), net.ErrClosed,
 		"a close from inside stay does not wait for stay, and ends it")
+}
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	server, err = ln.Accept()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
+	return server, client
 }

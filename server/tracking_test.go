@@ -14,7 +14,7 @@ import (
 // hello3 switches a raw connection to RESP3 and reads HELLO's map away.
 func hello3(t *testing.T, c *rawConn) {
 	t.Helper()
-	c.send(t, resp("HELLO", "3"))
+	c.send(t, respCmd("HELLO", "3"))
 	h := c.line(t)
 	require.Equal(t, "%8", h)
 	for range 16 {
@@ -78,7 +78,7 @@ func (c *rawConn) bulkAfter(t *testing.T, h string) string {
 // call sends args and returns the next frame.
 func (c *rawConn) call(t *testing.T, args ...string) string {
 	t.Helper()
-	c.send(t, resp(args...))
+	c.send(t, respCmd(args...))
 	return readFrame(t, c)
 }
 

@@ -37,7 +37,7 @@ func newBenchConn() *respConn {
 // a decision at -P 16.
 func BenchmarkTransportBatch(b *testing.B) {
 	rc := newBenchConn()
-	batch := []byte(strings.Repeat(resp("RL.SLIDE", "user:0000001:api", "100", "60"), 16))
+	batch := []byte(strings.Repeat(respCmd("RL.SLIDE", "user:0000001:api", "100", "60"), 16))
 	parseAndReply(rc, batch) // warm the reply buffer
 	b.ReportAllocs()
 	b.SetBytes(int64(len(batch)))
@@ -51,7 +51,7 @@ func BenchmarkTransportBatch(b *testing.B) {
 // and writing its replies allocate nothing once the buffers are warm.
 func TestTransportBatchAllocs(t *testing.T) {
 	rc := newBenchConn()
-	batch := []byte(strings.Repeat(resp("RL.SLIDE", "user:0000001:api", "100", "60"), 16))
+	batch := []byte(strings.Repeat(respCmd("RL.SLIDE", "user:0000001:api", "100", "60"), 16))
 	assert.Equal(t, 16, parseAndReply(rc, batch))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { parseAndReply(rc, batch) }))
 }
@@ -63,7 +63,7 @@ func TestTransportBatchAllocs(t *testing.T) {
 // compare builds side by side. The server's allocations show in allocs/op.
 func BenchmarkUnpipelined(b *testing.B) {
 	_, addr := startServerCmds(b, Config{})
-	req, want := []byte(resp("PING")), len("+PONG\r\n")
+	req, want := []byte(respCmd("PING")), len("+PONG\r\n")
 	b.ReportAllocs()
 	b.SetParallelism(25) // 50 connections on 2 cores
 	b.RunParallel(func(pb *testing.PB) {

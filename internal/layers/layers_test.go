@@ -35,13 +35,39 @@ var rules = []rule{
 	{pkg: "persistence", allowed: []string{"persistence", "shard", "window", "policy"}},
 	{pkg: "cluster", denied: []string{"server", "cmd", "loadtest"}},
 	{pkg: "loadtest", allowed: []string{"loadtest", "internal"}},
-	{pkg: "client", allowed: []string{"client"}},                                                                // users' client library: speaks RESP like any client
-	{pkg: "integrations", allowed: []string{"integrations", "client", "internal"}},                              // other languages' clients, from outside
-	{pkg: "gateway/batch", allowed: []string{"gateway/batch"}},                                                  // the seam's types: the server implements it, the gateway asks it
-	{pkg: "gateway", allowed: []string{"gateway"}},                                                              // Envoy's rate limit service: decides only through gateway/batch
+	{pkg: "client", allowed: []string{"client"}},                                   // users' client library: speaks RESP like any client
+	{pkg: "integrations", allowed: []string{"integrations", "client", "internal"}}, // other languages' clients, from outside
+	{pkg: "gateway/batch", allowed: []string{"gateway/batch"}},                     // the seam's types: the server implements it, the gateway asks it
+	{pkg: "gateway", allowed: []string{"gateway"}},                                 // Envoy's rate limit service: decides only through gateway/batch
+	// server/ is a thin front over packages of one concern each under
+	// server/internal (see docs/internals.md); each row lists what its
+	// package may import, directly or through another. The transport knows
+	// no command; core (the table, session and pipeline) knows no family;
+	// the families know core but not each other; the cluster stack is
+	// replica < handoff < route.
+	{pkg: "server/internal/resp", allowed: []string{"server/internal/resp"}},
+	{pkg: "server/internal/core", allowed: []string{"server/internal/core", "server/internal/resp", "policy", "window"}},
+	{pkg: "server/internal/decide", allowed: []string{"server/internal/decide", "server/internal/core", "server/internal/resp", "shard", "window", "policy", "persistence"}},
+	{pkg: "server/internal/keyspace", allowed: []string{"server/internal/keyspace", "server/internal/core", "server/internal/resp", "shard", "policy", "window"}},
+	{pkg: "server/internal/auth", allowed: []string{"server/internal/auth", "server/internal/core", "server/internal/resp", "shard", "window", "policy"}},
+	{pkg: "server/internal/observe", allowed: []string{"server/internal/observe", "server/internal/core", "server/internal/resp", "policy", "window"}},
+	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "shard", "persistence", "policy", "window"}},
+	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
+	{pkg: "server/internal/handoff", allowed: clusterStack("handoff", "replica")},
+	{pkg: "server/internal/route", allowed: clusterStack("route", "handoff", "replica")},
 	{pkg: "server", denied: []string{"cmd", "loadtest", "gateway/rlsconfig"}, deniedExact: []string{"gateway"}}, // it implements gateway/batch, and knows nothing else of the gateway
 	{pkg: "internal", denied: []string{"cmd", "loadtest"}},
 	{pkg: "cmd", denied: []string{"loadtest"}},
+}
+
+// clusterStack is what a package of the cluster stack may import: the
+// packages of ours the cluster code needs, and those of the stack below it.
+func clusterStack(stack ...string) []string {
+	allowed := []string{"server/internal/core", "server/internal/resp", "shard", "persistence", "cluster", "policy", "window"}
+	for _, p := range stack {
+		allowed = append(allowed, "server/internal/"+p)
+	}
+	return allowed
 }
 
 // TestLayering checks every package of the module against rules, over the
@@ -50,22 +76,56 @@ var rules = []rule{
 func TestLayering(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", module+"/...").Output()
 	require.NoError(t, err, "go list: %s", stderrOf(err))
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	require.NotEmpty(t, lines)
-	for _, line := range lines {
+	require.NotEmpty(t, strings.TrimSpace(string(out)))
+	for _, v := range violations(string(out), t.Logf) {
+		t.Error(v)
+	}
+}
+
+// violations returns the dependencies that out, lines of a package and the
+// packages it depends on as `go list -deps` prints them, has against rules.
+func violations(out string, logf func(string, ...any)) []string {
+	var found []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		fields := strings.Fields(line)
 		pkg := ours(fields[0])
 		r, ok := ruleFor(pkg)
 		if !ok {
-			t.Logf("package %s has no layering rule of its own; add it to rules", pkg)
+			logf("package %s has no layering rule of its own; add it to rules", pkg)
 			r = defaultRule
 		}
 		for _, dep := range fields[1:] {
 			if d, mine := strings.CutPrefix(dep, module+"/"); mine && !r.permits(d) {
-				t.Errorf("%s depends on %s, which its layer may not import", pkg, d)
+				found = append(found, pkg+" depends on "+d+", which its layer may not import")
 			}
 		}
 	}
+	return found
+}
+
+// TestLayeringCatchesAViolation feeds the check what `go list -deps` would
+// print for a server/internal package that imports what its row forbids,
+// directly or through another of ours, and for one that keeps to its row.
+func TestLayeringCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	bad := []string{
+		m + "server/internal/resp " + m + "server/internal/core",                                     // the transport naming the table
+		m + "server/internal/resp strings " + m + "window",                                           // nothing of ours at all
+		m + "server/internal/keyspace " + m + "server/internal/decide",                               // one family importing another
+		m + "server/internal/replica " + m + "server/internal/route",                                 // the stack upside down
+		m + "server/internal/core " + m + "server/internal/core " + m + "persistence " + m + "shard", // through persistence
+	}
+	got := violations(strings.Join(bad, "\n"), t.Logf)
+	assert.Equal(t, []string{
+		"server/internal/resp depends on server/internal/core, which its layer may not import",
+		"server/internal/resp depends on window, which its layer may not import",
+		"server/internal/keyspace depends on server/internal/decide, which its layer may not import",
+		"server/internal/replica depends on server/internal/route, which its layer may not import",
+		"server/internal/core depends on persistence, which its layer may not import",
+		"server/internal/core depends on shard, which its layer may not import",
+	}, got)
+	good := m + "server/internal/route " + m + "server/internal/handoff " + m + "server/internal/replica " + m + "cluster " + m + "server/internal/resp"
+	assert.Empty(t, violations(good, t.Logf))
 }
 
 // TestRulesCatchAViolation keeps the checker honest: a rule must refuse what
@@ -96,6 +156,30 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server", "gateway/rlsconfig", false},
 		{"gateway", "server", false},
 		{"gateway/batch", "gateway", false},
+		{"server/internal/resp", "server/internal/resp", true},
+		{"server/internal/resp", "server/internal/core", false},
+		{"server/internal/resp", "window", false},
+		{"server/internal/core", "server/internal/resp", true},
+		{"server/internal/core", "policy", true},
+		{"server/internal/core", "shard", false},
+		{"server/internal/core", "server/internal/decide", false},
+		{"server/internal/decide", "persistence", true},
+		{"server/internal/decide", "server/internal/keyspace", false},
+		{"server/internal/keyspace", "shard", true},
+		{"server/internal/keyspace", "persistence", false},
+		{"server/internal/auth", "shard", true},
+		{"server/internal/auth", "persistence", false},
+		{"server/internal/observe", "server/internal/core", true},
+		{"server/internal/observe", "shard", false},
+		{"server/internal/durable", "persistence", true},
+		{"server/internal/durable", "cluster", false},
+		{"server/internal/replica", "cluster", true},
+		{"server/internal/replica", "server/internal/handoff", false},
+		{"server/internal/handoff", "server/internal/replica", true},
+		{"server/internal/handoff", "server/internal/route", false},
+		{"server/internal/route", "server/internal/handoff", true},
+		{"server/internal/route", "server", false},
+		{"server", "server/internal/route", true},
 	}
 	for _, c := range cases {
 		r, ok := ruleFor(c.pkg)

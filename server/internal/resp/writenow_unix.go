@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package resp
 
 import (
 	"net"
@@ -9,7 +9,7 @@ import (
 	"unsafe"
 )
 
-// vecWrite is a rawWriter's state for writeNow, kept so that a writeNow
+// vecWrite is a RawWriter's state for writeNow, kept so that a writeNow
 // allocates nothing.
 type vecWrite struct {
 	iov   [writeNowIovecs]syscall.Iovec
@@ -25,7 +25,7 @@ const writeNowIovecs = 64
 
 // writeNow writes as much of bufs as the socket takes at once, with one
 // writev that never waits, and returns what it did not write.
-func (w *rawWriter) writeNow(bufs net.Buffers) (net.Buffers, error) {
+func (w *RawWriter) WriteNow(bufs net.Buffers) (net.Buffers, error) {
 	v := &w.vec
 	v.n, v.wrote, v.err = 0, 0, nil
 	for _, b := range bufs {
@@ -49,12 +49,12 @@ func (w *rawWriter) writeNow(bufs net.Buffers) (net.Buffers, error) {
 	case v.err != nil:
 		return bufs, v.err
 	}
-	return consume(bufs, int64(v.wrote)), nil
+	return Consume(bufs, int64(v.wrote)), nil
 }
 
 // tryVec makes writeNow's one writev. It is raw, as try's write is: a
 // non-blocking writev never waits in the kernel.
-func (w *rawWriter) tryVec(fd uintptr) bool {
+func (w *RawWriter) tryVec(fd uintptr) bool {
 	v := &w.vec
 	n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&v.iov[0])), uintptr(v.n))
 	switch e {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package resp
 
 import (
 	"io"
@@ -10,15 +10,15 @@ import (
 	"unsafe"
 )
 
-// rawReader reads a connection's requests with a raw read(2) on its
+// RawReader reads a connection's requests with a raw read(2) on its
 // non-blocking socket, waiting for bytes through the runtime's poller as
-// net.Conn.Read does, for the reason rawWriter writes that way: a read
+// net.Conn.Read does, for the reason RawWriter writes that way: a read
 // does not mark its P as in a syscall, so a read the host holds up does
 // not have its P handed to another thread. A read (read) first reads,
 // and waits only if it found nothing: the poller forgets, as each wait
 // begins, what it reported before. Between batches a connection waits in
 // stay instead, which needs no read that finds nothing.
-type rawReader struct {
+type RawReader struct {
 	rc  syscall.RawConn
 	buf []byte
 	n   int
@@ -26,14 +26,14 @@ type rawReader struct {
 	fn  func(fd uintptr) bool // r.try, bound once: a method value made per read would allocate
 }
 
-// newRawReader returns a rawReader for c, or nil if c has no socket of its
+// NewRawReader returns a RawReader for c, or nil if c has no socket of its
 // own (TLS, a test's pipe): such a connection reads through c.Read.
-func newRawReader(c net.Conn) *rawReader {
+func NewRawReader(c net.Conn) *RawReader {
 	rc := rawConnOf(c)
 	if rc == nil {
 		return nil
 	}
-	r := &rawReader{rc: rc}
+	r := &RawReader{rc: rc}
 	r.fn = r.try
 	return r
 }
@@ -41,7 +41,7 @@ func newRawReader(c net.Conn) *rawReader {
 // read reads into p what the client has sent, waiting until it has sent
 // something, the connection's read deadline passes or it closes. It
 // returns io.EOF once the client has closed its side, as net.Conn.Read does.
-func (r *rawReader) read(p []byte) (int, error) {
+func (r *RawReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -56,7 +56,7 @@ func (r *rawReader) read(p []byte) (int, error) {
 
 // try reads once what the socket holds into r.buf, and reports false to
 // wait for bytes if it holds none.
-func (r *rawReader) try(fd uintptr) bool {
+func (r *RawReader) try(fd uintptr) bool {
 	for {
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)))
 		switch e {
@@ -76,11 +76,11 @@ func (r *rawReader) try(fd uintptr) bool {
 	}
 }
 
-// stayer is what stay reads for: the connection's batches (batcher).
-type stayer interface {
-	room() []byte   // where the next read goes; never empty
-	got(n int) bool // runs the n bytes read into room; false: stay returns
-	next() bool     // before each further read or wait; false: stay returns instead
+// Stayer is what stay reads for: the connection's batches (batcher).
+type Stayer interface {
+	Room() []byte   // where the next read goes; never empty
+	Got(n int) bool // runs the n bytes read into room; false: stay returns
+	Next() bool     // before each further read or wait; false: stay returns instead
 }
 
 // stay reads the connection's requests and hands each read to st, for as
@@ -95,18 +95,18 @@ type stayer interface {
 // stay returns nil once st has asked it to; otherwise why it ended: the
 // client closed its side (io.EOF), a read failed, or the wait did (the
 // socket was closed, or its read deadline passed).
-func (r *rawReader) stay(st stayer) error {
+func (r *RawReader) Stay(st Stayer) error {
 	var err error
 	werr := r.rc.Read(func(fd uintptr) bool {
 		for {
-			p := st.room()
+			p := st.Room()
 			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 			switch e {
 			case 0:
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
-				return !st.next()
+				return !st.Next()
 			default:
 				err = os.NewSyscallError("read", e)
 				return true
@@ -115,7 +115,7 @@ func (r *rawReader) stay(st stayer) error {
 				err = io.EOF
 				return true
 			}
-			if !st.got(int(n)) || !st.next() {
+			if !st.Got(int(n)) || !st.Next() {
 				return true
 			}
 			if int(n) < len(p) {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package resp
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func TestWriteNowNeverWaits(t *testing.T) {
 	r := <-accepted
 	require.NotNil(t, r)
 	defer r.Close()
-	raw := newRawWriter(w)
+	raw := NewRawWriter(w)
 	require.NotNil(t, raw, "a TCP connection has a socket of its own")
 
 	var want bytes.Buffer
@@ -43,7 +43,7 @@ func TestWriteNowNeverWaits(t *testing.T) {
 		bufs = append(bufs, b)
 		want.Write(b)
 	}
-	rest, err := raw.writeNow(bufs)
+	rest, err := raw.WriteNow(bufs)
 	require.NoError(t, err)
 	left := 0
 	for _, b := range rest {
@@ -66,11 +66,11 @@ func TestWriteNowNeverWaits(t *testing.T) {
 // replies owners sent back.
 func TestWriteNowAllocatesNothing(t *testing.T) {
 	server, client := tcpPair(t)
-	raw := newRawWriter(server)
+	raw := NewRawWriter(server)
 	bufs := net.Buffers{[]byte("+OK\r\n"), []byte(":1\r\n")}
 	got := make([]byte, 9)
 	allocs := testing.AllocsPerRun(100, func() {
-		rest, err := raw.writeNow(bufs) // whole each time: consume changes nothing then
+		rest, err := raw.WriteNow(bufs) // whole each time: consume changes nothing then
 		if err != nil || len(rest) > 0 {
 			panic("short write")
 		}

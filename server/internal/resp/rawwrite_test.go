@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package resp
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func tcpPair(t *testing.T) (server, client net.Conn) {
 // reads, rather than returning short.
 func TestRawWriterWritesAll(t *testing.T) {
 	server, client := tcpPair(t)
-	w := newRawWriter(server)
+	w := NewRawWriter(server)
 	require.NotNil(t, w, "a TCP connection has a socket of its own")
 	big := make([]byte, 16<<20) // past any loopback socket buffer
 	for i := range big {
@@ -44,7 +44,7 @@ func TestRawWriterWritesAll(t *testing.T) {
 		b, _ := io.ReadAll(io.LimitReader(client, int64(len(big))))
 		got <- b
 	}()
-	require.NoError(t, w.write(big))
+	require.NoError(t, w.Write(big))
 	assert.True(t, bytes.Equal(big, <-got), "every byte, in order")
 }
 
@@ -52,13 +52,13 @@ func TestRawWriterWritesAll(t *testing.T) {
 // reset, or that was closed, fails rather than reporting success.
 func TestRawWriterReportsErrors(t *testing.T) {
 	server, client := tcpPair(t)
-	w := newRawWriter(server)
+	w := NewRawWriter(server)
 	require.NoError(t, client.(*net.TCPConn).SetLinger(0)) // close with a reset
 	require.NoError(t, client.Close())
-	require.Eventually(t, func() bool { return w.write([]byte("+OK\r\n")) != nil }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return w.Write([]byte("+OK\r\n")) != nil }, 5*time.Second, time.Millisecond,
 		"a write to a reset connection fails")
 	require.NoError(t, server.Close())
-	assert.ErrorIs(t, w.write([]byte("+OK\r\n")), net.ErrClosed)
+	assert.ErrorIs(t, w.Write([]byte("+OK\r\n")), net.ErrClosed)
 }
 
 // TestRawWriterDeadline checks that a write waiting for room ends at the
@@ -66,9 +66,9 @@ func TestRawWriterReportsErrors(t *testing.T) {
 // KILL rely on deadlines to end a write to a client that does not read.
 func TestRawWriterDeadline(t *testing.T) {
 	server, _ := tcpPair(t) // the client never reads
-	w := newRawWriter(server)
+	w := NewRawWriter(server)
 	require.NoError(t, server.SetWriteDeadline(time.Now().Add(50*time.Millisecond)))
-	err := w.write(make([]byte, 64<<20))
+	err := w.Write(make([]byte, 64<<20))
 	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
 }
 
@@ -76,11 +76,11 @@ func TestRawWriterDeadline(t *testing.T) {
 // runs once per batch of replies.
 func TestRawWriterAllocatesNothing(t *testing.T) {
 	server, client := tcpPair(t)
-	w := newRawWriter(server)
+	w := NewRawWriter(server)
 	reply := []byte(":1\r\n")
 	buf := make([]byte, 64)
 	allocs := testing.AllocsPerRun(100, func() {
-		if err := w.write(reply); err != nil {
+		if err := w.Write(reply); err != nil {
 			panic(err)
 		}
 		if _, err := io.ReadFull(client, buf[:len(reply)]); err != nil {
@@ -91,11 +91,11 @@ func TestRawWriterAllocatesNothing(t *testing.T) {
 }
 
 // TestRawWriterNeedsASocket checks that a connection with no socket of its
-// own (a pipe here; TLS in production) gets no rawWriter, so respConn
+// own (a pipe here; TLS in production) gets no RawWriter, so respConn
 // writes through net.Conn.
 func TestRawWriterNeedsASocket(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	assert.Nil(t, newRawWriter(a))
+	assert.Nil(t, NewRawWriter(a))
 }

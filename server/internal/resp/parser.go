@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"bytes"
@@ -7,29 +7,29 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// protocolError is a malformed or oversized request. The client gets
+// ProtocolError is a malformed or oversized request. The client gets
 // "-ERR Protocol error: …" and is disconnected, as Redis does.
-type protocolError string
+type ProtocolError string
 
-func (e protocolError) Error() string { return "Protocol error: " + string(e) }
+func (e ProtocolError) Error() string { return "Protocol error: " + string(e) }
 
 // The protocol errors, in Redis's words where Redis has them.
 const (
-	errProtoMultibulk   protocolError = "invalid multibulk length"
-	errProtoBulk        protocolError = "invalid bulk length"
-	errProtoInline      protocolError = "too big inline request"
-	errProtoTooBig      protocolError = "request is larger than max-request-bytes"
-	errProtoUnauthCount protocolError = "unauthenticated multibulk length"
-	errProtoUnauthBulk  protocolError = "unauthenticated bulk length"
+	ErrProtoMultibulk   ProtocolError = "invalid multibulk length"
+	ErrProtoBulk        ProtocolError = "invalid bulk length"
+	ErrProtoInline      ProtocolError = "too big inline request"
+	ErrProtoTooBig      ProtocolError = "request is larger than max-request-bytes"
+	ErrProtoUnauthCount ProtocolError = "unauthenticated multibulk length"
+	ErrProtoUnauthBulk  ProtocolError = "unauthenticated bulk length"
 )
 
-// maxInline caps an inline (telnet-style) request line. redcon, which splits
+// MaxInline caps an inline (telnet-style) request line. redcon, which splits
 // such lines, makes one allocation per word as long as the rest of the line;
 // the cap keeps that cheap. RESP clients never send inline.
-const maxInline = 4 << 10
+const MaxInline = 4 << 10
 
-// minBulk is the size of the smallest bulk string, "$0\r\n\r\n".
-const minBulk = 6
+// MinBulk is the size of the smallest bulk string, "$0\r\n\r\n".
+const MinBulk = 6
 
 // What a client that has not authenticated may send, as in Redis: an array
 // of at most 10 bulk strings, none longer than 16 KiB.
@@ -38,18 +38,17 @@ const (
 	preAuthMaxBulk = 16 << 10
 )
 
-// parser reads one client's requests out of its read buffer: the one parse
+// Parser reads one client's requests out of its read buffer: the one parse
 // each request gets. It checks the framing as it goes, so an oversized length
-// is refused before anything is sized for it and no request grows past max:
-// each header is checked against what is left of max before a byte of what
+// is refused before anything is sized for it and no request grows past Max: // each header is checked against what is left of max before a byte of what
 // it announces is awaited. It is stricter than Redis (digits only, no "*0").
 //
 // A request may arrive in many reads. The parser keeps its place between
 // them, as offsets from the request's first byte, so the buffer may move,
 // and a request trickled in is not parsed again from its start each time.
-type parser struct {
-	max     int64 // the largest request, in bytes
-	preAuth bool  // the client has not authenticated: Redis's tighter caps apply
+type Parser struct {
+	Max     int64 // the largest request, in bytes
+	PreAuth bool  // the client has not authenticated: Redis's tighter caps apply
 
 	n      int      // bulk strings the array announced; 0 until its header is read
 	pos    int      // bytes of the request parsed: through the last whole header or bulk string
@@ -59,17 +58,17 @@ type parser struct {
 }
 
 // restart forgets the request under way, to parse it again from its start.
-func (p *parser) restart() {
+func (p *Parser) Restart() {
 	p.n, p.pos, p.need, p.offs, p.inline = 0, 0, 0, p.offs[:0], nil
 }
 
 // idle reports whether the parser stands between requests.
-func (p *parser) idle() bool { return p.n == 0 && p.need == 0 }
+func (p *Parser) Idle() bool { return p.n == 0 && p.need == 0 }
 
 // next parses the request at the start of b. It returns the request's
 // length once it is whole, after which args returns its arguments; 0 if b
 // does not hold all of it yet; or the protocol error that ends the stream.
-func (p *parser) next(b []byte) (int, error) {
+func (p *Parser) Next(b []byte) (int, error) {
 	if len(b) < p.need || len(b) == 0 {
 		return 0, nil
 	}
@@ -93,7 +92,7 @@ func (p *parser) next(b []byte) (int, error) {
 
 // args appends the arguments of the request req, which next has just
 // delimited, to dst. They point into req.
-func (p *parser) args(req []byte, dst [][]byte) [][]byte {
+func (p *Parser) Args(req []byte, dst [][]byte) [][]byte {
 	if p.inline != nil {
 		dst = append(dst, p.inline...)
 		p.inline = nil
@@ -108,12 +107,12 @@ func (p *parser) args(req []byte, dst [][]byte) [][]byte {
 
 // header reads the array header "*<count>\r\n". It leaves p.n at 0 while
 // the header is incomplete.
-func (p *parser) header(b []byte) error {
-	limit, errLimit := p.max/minBulk, errProtoMultibulk
-	if p.preAuth {
-		limit, errLimit = min(limit, preAuthMaxArgs), errProtoUnauthCount
+func (p *Parser) header(b []byte) error {
+	limit, errLimit := p.Max/MinBulk, ErrProtoMultibulk
+	if p.PreAuth {
+		limit, errLimit = min(limit, preAuthMaxArgs), ErrProtoUnauthCount
 	}
-	n, end, err := number(b, 1, limit, errProtoMultibulk, errLimit)
+	n, end, err := number(b, 1, limit, ErrProtoMultibulk, errLimit)
 	switch {
 	case err != nil:
 		return err
@@ -121,7 +120,7 @@ func (p *parser) header(b []byte) error {
 		p.need = len(b) + 1
 		return nil
 	case n == 0:
-		return errProtoMultibulk
+		return ErrProtoMultibulk
 	}
 	p.n, p.pos, p.need, p.offs = int(n), end, 0, p.offs[:0]
 	return nil
@@ -129,7 +128,7 @@ func (p *parser) header(b []byte) error {
 
 // bulk reads the next bulk string, or as much of it as b holds; p.need is
 // then set to the bytes it waits for.
-func (p *parser) bulk(b []byte) error {
+func (p *Parser) bulk(b []byte) error {
 	i := p.pos
 	if i >= len(b) {
 		p.need = i + 1
@@ -138,11 +137,11 @@ func (p *parser) bulk(b []byte) error {
 	if b[i] != '$' {
 		return errExpectedDollar(b[i])
 	}
-	limit, errLimit := p.max, errProtoBulk
-	if p.preAuth {
-		limit, errLimit = min(limit, preAuthMaxBulk), errProtoUnauthBulk
+	limit, errLimit := p.Max, ErrProtoBulk
+	if p.PreAuth {
+		limit, errLimit = min(limit, preAuthMaxBulk), ErrProtoUnauthBulk
 	}
-	size, end, err := number(b, i+1, limit, errProtoBulk, errLimit)
+	size, end, err := number(b, i+1, limit, ErrProtoBulk, errLimit)
 	if err != nil {
 		return err
 	}
@@ -153,8 +152,8 @@ func (p *parser) bulk(b []byte) error {
 	// The bytes through the digits, "\r\n", the data, "\r\n", and the bulk
 	// strings still due at their smallest.
 	rest := int64(p.n - len(p.offs)/2 - 1)
-	if int64(end)+size+2+rest*minBulk > p.max {
-		return errProtoTooBig
+	if int64(end)+size+2+rest*MinBulk > p.Max {
+		return ErrProtoTooBig
 	}
 	stop := end + int(size)
 	if len(b) < stop+2 {
@@ -162,7 +161,7 @@ func (p *parser) bulk(b []byte) error {
 		return nil
 	}
 	if b[stop] != '\r' || b[stop+1] != '\n' {
-		return errProtoBulk
+		return ErrProtoBulk
 	}
 	p.offs = append(p.offs, end, stop)
 	p.pos, p.need = stop+2, 0
@@ -173,7 +172,7 @@ func (p *parser) bulk(b []byte) error {
 // refusing a number above limit with errLimit and any other malformation
 // with errBad. end is the index after "\r\n", or 0 if the header has not all
 // arrived. A leading zero is refused, as Redis's string2ll refuses it.
-func number(b []byte, i int, limit int64, errBad, errLimit protocolError) (n int64, end int, err error) {
+func number(b []byte, i int, limit int64, errBad, errLimit ProtocolError) (n int64, end int, err error) {
 	if i+3 < len(b) && '1' <= b[i] && b[i] <= '9' { // one or two digits, as most lengths are
 		d := int64(b[i] - '0')
 		switch {
@@ -214,19 +213,19 @@ func number(b []byte, i int, limit int64, errBad, errLimit protocolError) (n int
 // inlineLine reads an inline (telnet-style) request line, which redcon
 // splits into arguments with its quoting rules. An empty line is a request
 // with no arguments, which the caller skips.
-func (p *parser) inlineLine(b []byte) (int, error) {
-	limit := int(min(maxInline, p.max))
+func (p *Parser) inlineLine(b []byte) (int, error) {
+	limit := int(min(MaxInline, p.Max))
 	k := bytes.IndexByte(b, '\n')
 	if k < 0 {
 		if len(b) > limit {
-			return 0, errProtoInline
+			return 0, ErrProtoInline
 		}
 		p.need = len(b) + 1
 		return 0, nil
 	}
 	p.need = 0
 	if k+1 > limit {
-		return 0, errProtoInline
+		return 0, ErrProtoInline
 	}
 	line := b[:k+1]
 	if len(bytes.TrimSpace(line)) == 0 {
@@ -235,7 +234,7 @@ func (p *parser) inlineLine(b []byte) (int, error) {
 	}
 	cmd, err := redcon.Parse(line)
 	if err != nil {
-		return 0, protocolErrorOf(err)
+		return 0, ProtocolErrorOf(err)
 	}
 	p.inline = cmd.Args
 	if p.inline == nil {
@@ -244,23 +243,44 @@ func (p *parser) inlineLine(b []byte) (int, error) {
 	return k + 1, nil
 }
 
-// protocolErrorOf words redcon's error about an inline line as ours.
-func protocolErrorOf(err error) protocolError {
+// ProtocolErrorOf words redcon's error about an inline line as ours.
+func ProtocolErrorOf(err error) ProtocolError {
 	const prefix = "Protocol error: "
 	msg := err.Error()
 	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-		return protocolError(msg[len(prefix):])
+		return ProtocolError(msg[len(prefix):])
 	}
-	var perr protocolError
+	var perr ProtocolError
 	if errors.As(err, &perr) {
 		return perr
 	}
-	return protocolError(msg)
+	return ProtocolError(msg)
 }
 
-func errExpectedDollar(c byte) protocolError {
+func errExpectedDollar(c byte) ProtocolError {
 	if c < ' ' || c > '~' {
 		c = ' ' // a raw byte could break the error line itself
 	}
-	return protocolError("expected '$', got '" + string(rune(c)) + "'")
+	return ProtocolError("expected '$', got '" + string(rune(c)) + "'")
 }
+
+// InArray reports whether the parser has read an array's header and awaits
+// its bulk strings: a byte that starts a request is not what follows.
+func (p *Parser) InArray() bool { return p.n != 0 }
+
+// NumArgs is the number of arguments of the request Next has just
+// delimited, before Args or TakeOffsets takes them.
+func (p *Parser) NumArgs() int { return len(p.offs) / 2 }
+
+// TakeOffsets appends to dst the start and end of each argument of the
+// request Next has just delimited, relative to its first byte, and forgets
+// them, as Args does: a caller that parses ahead keeps them for later.
+func (p *Parser) TakeOffsets(dst []int) []int {
+	dst = append(dst, p.offs...)
+	p.offs = p.offs[:0]
+	return dst
+}
+
+// Skip forgets the arguments of the request Next has just delimited, for a
+// caller that wants only where it ends.
+func (p *Parser) Skip() { p.offs, p.inline = p.offs[:0], nil }

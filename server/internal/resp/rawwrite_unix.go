@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package resp
 
 import (
 	"net"
@@ -9,7 +9,7 @@ import (
 	"unsafe"
 )
 
-// rawWriter writes a connection's replies with a raw write(2) on its
+// RawWriter writes a connection's replies with a raw write(2) on its
 // non-blocking socket, waiting for room through the runtime's poller as
 // net.Conn.Write does. What it saves is the runtime's syscall bookkeeping:
 // a write marks its P as in a syscall, and one the host keeps from
@@ -18,7 +18,7 @@ import (
 // core while the goroutines queued on that P wait with it. A write to a
 // non-blocking socket never blocks in the kernel, so it need not give its
 // P up.
-type rawWriter struct {
+type RawWriter struct {
 	rc  syscall.RawConn
 	buf []byte
 	err error
@@ -26,14 +26,14 @@ type rawWriter struct {
 	vec vecWrite              // writeNow's state (writenow_unix.go)
 }
 
-// newRawWriter returns a rawWriter for c, or nil if c has no socket of its
+// NewRawWriter returns a RawWriter for c, or nil if c has no socket of its
 // own (TLS, a test's pipe): such a connection writes through c.Write.
-func newRawWriter(c net.Conn) *rawWriter {
+func NewRawWriter(c net.Conn) *RawWriter {
 	rc := rawConnOf(c)
 	if rc == nil {
 		return nil
 	}
-	w := &rawWriter{rc: rc}
+	w := &RawWriter{rc: rc}
 	w.fn, w.vec.fn = w.try, w.tryVec
 	return w
 }
@@ -53,7 +53,7 @@ func rawConnOf(c net.Conn) syscall.RawConn {
 }
 
 // write writes all of p, waiting while the socket is full.
-func (w *rawWriter) write(p []byte) error {
+func (w *RawWriter) Write(p []byte) error {
 	w.buf, w.err = p, nil
 	err := w.rc.Write(w.fn)
 	w.buf = nil
@@ -65,7 +65,7 @@ func (w *rawWriter) write(p []byte) error {
 
 // try writes what the socket takes of w.buf, and reports false to wait
 // for room if it took less than all of it.
-func (w *rawWriter) try(fd uintptr) bool {
+func (w *RawWriter) try(fd uintptr) bool {
 	for len(w.buf) > 0 {
 		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.buf[0])), uintptr(len(w.buf)))
 		switch e {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package resp
 
 import (
 	"io"
@@ -17,12 +17,12 @@ import (
 // returns what arrived, and io.EOF once the client closes.
 func TestRawReaderReads(t *testing.T) {
 	server, client := tcpPair(t)
-	r := newRawReader(server)
+	r := NewRawReader(server)
 	require.NotNil(t, r, "a TCP connection has a socket of its own")
 	got := make(chan string, 1)
 	go func() {
 		p := make([]byte, 64)
-		n, err := r.read(p)
+		n, err := r.Read(p)
 		if err != nil {
 			got <- err.Error()
 			return
@@ -33,7 +33,7 @@ func TestRawReaderReads(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "*1\r\n$4\r\nPING\r\n", <-got)
 	require.NoError(t, client.Close())
-	n, err := r.read(make([]byte, 64))
+	n, err := r.Read(make([]byte, 64))
 	assert.Zero(t, n)
 	assert.ErrorIs(t, err, io.EOF)
 }
@@ -43,12 +43,12 @@ func TestRawReaderReads(t *testing.T) {
 // read of a closed connection fails as net.Conn.Read does.
 func TestRawReaderDeadlineAndClose(t *testing.T) {
 	server, _ := tcpPair(t) // the client sends nothing
-	r := newRawReader(server)
+	r := NewRawReader(server)
 	require.NoError(t, server.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
-	_, err := r.read(make([]byte, 64))
+	_, err := r.Read(make([]byte, 64))
 	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	require.NoError(t, server.Close())
-	_, err = r.read(make([]byte, 64))
+	_, err = r.Read(make([]byte, 64))
 	assert.ErrorIs(t, err, net.ErrClosed)
 }
 
@@ -56,13 +56,13 @@ func TestRawReaderDeadlineAndClose(t *testing.T) {
 // batch of requests takes two.
 func TestRawReaderAllocatesNothing(t *testing.T) {
 	server, client := tcpPair(t)
-	r := newRawReader(server)
+	r := NewRawReader(server)
 	req, buf := []byte("*1\r\n$4\r\nPING\r\n"), make([]byte, 64)
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := client.Write(req); err != nil {
 			panic(err)
 		}
-		if _, err := r.read(buf); err != nil {
+		if _, err := r.Read(buf); err != nil {
 			panic(err)
 		}
 	})
@@ -70,10 +70,10 @@ func TestRawReaderAllocatesNothing(t *testing.T) {
 }
 
 // TestRawReaderNeedsASocket checks that a connection with no socket of
-// its own gets no rawReader, so guardConn reads through net.Conn.
+// its own gets no RawReader, so guardConn reads through net.Conn.
 func TestRawReaderNeedsASocket(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	assert.Nil(t, newRawReader(a))
+	assert.Nil(t, NewRawReader(a))
 }

@@ -1,6 +1,7 @@
-package server
+package resp
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 
 // parseAll feeds b to a parser step bytes at a time (all at once if step is
 // 0), as reads would bring it in, and returns every request's arguments.
-func parseAll(p *parser, b string, step int) (cmds [][]string, idle bool, err error) {
+func parseAll(p *Parser, b string, step int) (cmds [][]string, idle bool, err error) {
 	if step == 0 {
 		step = max(len(b), 1)
 	}
@@ -20,7 +21,7 @@ func parseAll(p *parser, b string, step int) (cmds [][]string, idle bool, err er
 		k := min(step, len(b)-fed)
 		buf = append(buf, b[fed:fed+k]...)
 		fed += k
-		n, err := p.next(buf)
+		n, err := p.Next(buf)
 		if err != nil {
 			return cmds, false, err
 		}
@@ -31,7 +32,7 @@ func parseAll(p *parser, b string, step int) (cmds [][]string, idle bool, err er
 			continue
 		}
 		var args []string
-		for _, a := range p.args(buf[:n], nil) {
+		for _, a := range p.Args(buf[:n], nil) {
 			args = append(args, string(a))
 		}
 		if len(args) > 0 {
@@ -39,7 +40,7 @@ func parseAll(p *parser, b string, step int) (cmds [][]string, idle bool, err er
 		}
 		buf = append([]byte{}, buf[n:]...) // the buffer moves, as the connection's may
 	}
-	return cmds, p.idle() && len(buf) == 0, nil
+	return cmds, p.Idle() && len(buf) == 0, nil
 }
 
 func TestParserAcceptsWellFramedRequests(t *testing.T) {
@@ -49,24 +50,24 @@ func TestParserAcceptsWellFramedRequests(t *testing.T) {
 		want [][]string
 		idle bool
 	}{
-		{"one command", resp("PING"), [][]string{{"PING"}}, true},
-		{"a pipeline", resp("PING") + resp("ECHO", "hi") + resp("RL.SLIDE", "k", "10", "60"),
+		{"one command", respCmd("PING"), [][]string{{"PING"}}, true},
+		{"a pipeline", respCmd("PING") + respCmd("ECHO", "hi") + respCmd("RL.SLIDE", "k", "10", "60"),
 			[][]string{{"PING"}, {"ECHO", "hi"}, {"RL.SLIDE", "k", "10", "60"}}, true},
-		{"an empty bulk string", resp("ECHO", ""), [][]string{{"ECHO", ""}}, true},
-		{"binary in a bulk string", resp("ECHO", "\r\n*$\x00\xff"), [][]string{{"ECHO", "\r\n*$\x00\xff"}}, true},
-		{"a partial command", resp("PING") + "*2\r\n$4\r\nECHO\r\n$5\r\nhe", [][]string{{"PING"}}, false},
+		{"an empty bulk string", respCmd("ECHO", ""), [][]string{{"ECHO", ""}}, true},
+		{"binary in a bulk string", respCmd("ECHO", "\r\n*$\x00\xff"), [][]string{{"ECHO", "\r\n*$\x00\xff"}}, true},
+		{"a partial command", respCmd("PING") + "*2\r\n$4\r\nECHO\r\n$5\r\nhe", [][]string{{"PING"}}, false},
 		{"an inline command", "PING\r\n", [][]string{{"PING"}}, true},
 		{"an inline command with LF only", "PING\n", [][]string{{"PING"}}, true},
 		{"an empty inline line", "\r\n", nil, true},
 		{"inline with quotes", "ECHO \"x\\ty\" 'a b'\r\n", [][]string{{"ECHO", "x\ty", "a b"}}, true},
-		{"inline then RESP", "PING\r\n" + resp("PING"), [][]string{{"PING"}, {"PING"}}, true},
-		{"a request of exactly max bytes", resp("ECHO", strings.Repeat("x", 978)), [][]string{{"ECHO", strings.Repeat("x", 978)}}, true},
+		{"inline then RESP", "PING\r\n" + respCmd("PING"), [][]string{{"PING"}, {"PING"}}, true},
+		{"a request of exactly max bytes", respCmd("ECHO", strings.Repeat("x", 978)), [][]string{{"ECHO", strings.Repeat("x", 978)}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.LessOrEqual(t, len(tt.in), 1000)
 			for _, step := range []int{0, 1, 3} {
-				got, idle, err := parseAll(&parser{max: 1000}, tt.in, step)
+				got, idle, err := parseAll(&Parser{Max: 1000}, tt.in, step)
 				require.NoError(t, err, "step %d", step)
 				assert.Equal(t, tt.want, got, "step %d", step)
 				assert.Equal(t, tt.idle, idle, "idle after it, step %d", step)
@@ -91,14 +92,14 @@ func TestParserRefusesBadFraming(t *testing.T) {
 		{"a simple string for a bulk", "*1\r\n+PING\r\n", "expected '$', got '+'"},
 		{"a control byte for a bulk", "*1\r\n\x01", "expected '$', got ' '"},
 		{"a bulk longer than it said", "*1\r\n$4\r\nPINGG\r\n", "invalid bulk length"},
-		{"an inline line too long", strings.Repeat("a", maxInline+1), "too big inline request"},
+		{"an inline line too long", strings.Repeat("a", MaxInline+1), "too big inline request"},
 		{"unbalanced quotes inline", "ECHO \"abc\r\n", "unbalanced quotes in request"},
-		{"garbage after a command", resp("PING") + "*1\r\n$x", "invalid bulk length"},
+		{"garbage after a command", respCmd("PING") + "*1\r\n$x", "invalid bulk length"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, step := range []int{0, 1} {
-				_, _, err := parseAll(&parser{max: 1000}, tt.in, step)
+				_, _, err := parseAll(&Parser{Max: 1000}, tt.in, step)
 				require.Error(t, err, "step %d", step)
 				assert.Equal(t, "Protocol error: "+tt.err, err.Error(), "step %d", step)
 			}
@@ -114,18 +115,18 @@ func TestParserCapsBeforeAuth(t *testing.T) {
 		eleven[i] = "a"
 	}
 	tests := []struct{ name, in, err string }{
-		{"eleven arguments", resp(eleven...), "Protocol error: unauthenticated multibulk length"},
-		{"a bulk over 16 KiB", resp("AUTH", strings.Repeat("p", 16<<10+1)), "Protocol error: unauthenticated bulk length"},
+		{"eleven arguments", respCmd(eleven...), "Protocol error: unauthenticated multibulk length"},
+		{"a bulk over 16 KiB", respCmd("AUTH", strings.Repeat("p", 16<<10+1)), "Protocol error: unauthenticated bulk length"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := parseAll(&parser{max: 1 << 20, preAuth: true}, tt.in, 0)
+			_, _, err := parseAll(&Parser{Max: 1 << 20, PreAuth: true}, tt.in, 0)
 			assert.EqualError(t, err, tt.err)
-			_, _, err = parseAll(&parser{max: 1 << 20}, tt.in, 0)
+			_, _, err = parseAll(&Parser{Max: 1 << 20}, tt.in, 0)
 			assert.NoError(t, err, "allowed once authenticated")
 		})
 	}
-	_, _, err := parseAll(&parser{max: 1 << 20, preAuth: true}, resp(eleven[:10]...)+resp("AUTH", strings.Repeat("p", 16<<10)), 0)
+	_, _, err := parseAll(&Parser{Max: 1 << 20, PreAuth: true}, respCmd(eleven[:10]...)+respCmd("AUTH", strings.Repeat("p", 16<<10)), 0)
 	assert.NoError(t, err, "10 arguments and 16 KiB are allowed")
 }
 
@@ -137,11 +138,11 @@ func TestParserCapsEveryRequest(t *testing.T) {
 	for i := range big {
 		big[i] = strings.Repeat("v", 50)
 	}
-	req := resp(big...)
+	req := respCmd(big...)
 	require.Greater(t, len(req), max)
-	_, _, err := parseAll(&parser{max: max}, req, 7)
+	_, _, err := parseAll(&Parser{Max: max}, req, 7)
 	require.Error(t, err)
-	got, _, err := parseAll(&parser{max: int64(len(req))}, req, 7)
+	got, _, err := parseAll(&Parser{Max: int64(len(req))}, req, 7)
 	assert.NoError(t, err, "a request of exactly max bytes")
 	assert.Len(t, got, 1)
 }
@@ -150,14 +151,14 @@ func TestParserCapsEveryRequest(t *testing.T) {
 // delimits and accepts, fed a byte at a time, redcon parses as the same
 // arguments with nothing left over.
 func FuzzFraming(f *testing.F) {
-	for _, s := range []string{resp("PING"), resp("ECHO", "a\r\nb"), "PING a b\r\n", "*1\r\n$0\r\n\r\n", "\n\n", "*2\r\n$1\r\na\r\n"} {
+	for _, s := range []string{respCmd("PING"), respCmd("ECHO", "a\r\nb"), "PING a b\r\n", "*1\r\n$0\r\n\r\n", "\n\n", "*2\r\n$1\r\na\r\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p := parser{max: 1 << 20}
+		p := Parser{Max: 1 << 20}
 		start := 0
 		for i := range b {
-			n, err := p.next(b[start : i+1])
+			n, err := p.Next(b[start : i+1])
 			if err != nil {
 				return
 			}
@@ -166,7 +167,7 @@ func FuzzFraming(f *testing.F) {
 			}
 			require.Equal(t, i+1-start, n, "a request ends where its last byte arrived")
 			req := b[start : i+1]
-			checkRedconAgrees(t, req, p.args(req, nil))
+			checkRedconAgrees(t, req, p.Args(req, nil))
 			start = i + 1
 		}
 		checkStepsAgree(t, string(b))
@@ -180,9 +181,9 @@ func FuzzFraming(f *testing.F) {
 func checkStepsAgree(t *testing.T, b string) {
 	for _, max := range []int64{40, 1 << 20} {
 		for _, preAuth := range []bool{false, true} {
-			want, _, wantErr := parseAll(&parser{max: max, preAuth: preAuth}, b, 0)
+			want, _, wantErr := parseAll(&Parser{Max: max, PreAuth: preAuth}, b, 0)
 			for _, step := range []int{1, 3, 7} {
-				got, _, err := parseAll(&parser{max: max, preAuth: preAuth}, b, step)
+				got, _, err := parseAll(&Parser{Max: max, PreAuth: preAuth}, b, step)
 				require.Equal(t, want, got, "%q by %d, max %d", b, step, max)
 				require.Equal(t, wantErr, err, "%q by %d, max %d", b, step, max)
 			}
@@ -201,4 +202,13 @@ func checkRedconAgrees(t *testing.T, req []byte, args [][]byte) {
 	for i := range args {
 		assert.Equal(t, string(cmd.Args[i]), string(args[i]), "argument %d of %q", i, req)
 	}
+}
+
+// respCmd is the RESP array of bulk strings a client sends for args.
+func respCmd(args ...string) string {
+	b := "*" + strconv.Itoa(len(args)) + "\r\n"
+	for _, a := range args {
+		b += "$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n"
+	}
+	return b
 }

@@ -1,16 +1,16 @@
 //go:build unix
 
-package server
+package resp
 
 import (
 	"net"
 	"syscall"
 )
 
-// readNow reads what c's socket already holds without waiting, or reports
+// ReadNow reads what c's socket already holds without waiting, or reports
 // io.EOF if it holds nothing. A drain uses it to take a request that arrived
 // just as its deadline passed.
-func readNow(c net.Conn, p []byte) (int, error) {
+func ReadNow(c net.Conn, p []byte) (int, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return readNowFallback()
