@@ -1,5 +1,7 @@
 package server
 
+import "github.com/rlstore/rlstore/policy"
+
 // The attributes a decision's table entry declares (see decisionEntry):
 // how it peeks, which keys it changes, and what it answers with no node to
 // decide it. Each concern asks the entry, so a new decision gets them all.
@@ -28,6 +30,13 @@ func peekThrottle(args [][]byte) ([][]byte, bool) {
 
 // changesKey is the key of a command whose only key is its first argument.
 func changesKey(_ *Server, args [][]byte) ([][]byte, []byte) { return args[1:2], nil }
+
+// changesReserve are the keys RL.RESERVE, RL.COMMIT, RL.CANCEL and
+// RL.REFUND change: the key and its reservation ledger, which lives in the
+// key's shard (policy.AppendLedgerKey), so the key routes both.
+func changesReserve(_ *Server, args [][]byte) ([][]byte, []byte) {
+	return [][]byte{args[1], policy.AppendLedgerKey(nil, args[1])}, args[1]
+}
 
 // changesArgs are the keys of a command whose every argument is a key (DEL).
 func changesArgs(_ *Server, args [][]byte) ([][]byte, []byte) { return args[1:], nil }
