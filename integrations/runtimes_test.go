@@ -70,17 +70,18 @@ func TestNode(t *testing.T) {
 }
 
 // TestNodeFlexibleSuite runs rate-limiter-flexible's own RateLimiterRedis
-// tests (a copy in node/suites) with RateLimiterRlstore substituted; every
+// tests (from $RLSTORE_SUITES, see upstreamSuites) with RateLimiterRlstore substituted; every
 // test passes except those node/suites/flexible-expected.js lists with why.
 func TestNodeFlexibleSuite(t *testing.T) { nodeSuite(t, "mocha", "suites/flexible.js") }
 
-// TestNodeExpressSuite runs express-rate-limit's external-store test (a copy
-// in node/suites) with RlstoreStore.
+// TestNodeExpressSuite runs express-rate-limit's external-store test (from
+// $RLSTORE_SUITES, see upstreamSuites) with RlstoreStore.
 func TestNodeExpressSuite(t *testing.T) { nodeSuite(t, "express", "suites/express.js") }
 
 // nodeSuite runs script with node in integrations/node against a fresh
 // rlstore, after checking that npm ci installed module there.
 func nodeSuite(t *testing.T, module, script string) {
+	upstreamSuites(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		missing(t, "node is not installed")
@@ -89,6 +90,18 @@ func nodeSuite(t *testing.T, module, script string) {
 		missing(t, "integrations/node has no node_modules/"+module+": run npm ci there")
 	}
 	run(t, "node", node, script)
+}
+
+// upstreamSuites skips a test of a library's own suite unless
+// RLSTORE_SUITES names the folder node/suites/suites.sh fills: their code
+// is theirs, so this repository does not keep it, and CI cannot fetch it.
+// The outcomes they gave (docs/integrations.md) are recorded in the
+// harnesses' lists of expected failures.
+func upstreamSuites(t *testing.T) {
+	t.Helper()
+	if os.Getenv("RLSTORE_SUITES") == "" {
+		t.Skip("RLSTORE_SUITES is not set: the libraries' own test suites are not part of this repository; integrations/node/suites/suites.sh fetches them")
+	}
 }
 
 // python is Debian's interpreter, which sees Debian's python3-limits; a
@@ -111,10 +124,11 @@ func TestPython(t *testing.T) {
 }
 
 // TestPythonLimitsSuite runs limits 2.8's own Redis storage and strategy
-// tests (a copy in python/suites) with RlstoreStorage, against one rlstore
+// tests (from $RLSTORE_SUITES, see upstreamSuites) with RlstoreStorage, against one rlstore
 // and one started with --requirepass sekret (limits' authenticated Redis);
 // every test passes except those python/suites/run.py lists with why.
 func TestPythonLimitsSuite(t *testing.T) {
+	upstreamSuites(t)
 	if _, err := os.Stat(python); err != nil {
 		missing(t, python+" is not installed")
 	}

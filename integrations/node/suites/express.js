@@ -1,9 +1,10 @@
 'use strict';
 
 // Runs express-rate-limit's external-store test
-// (express-rate-limit/stores-test.ts, with the app it tests for Redis,
-// express-rate-limit/redis-store.ts, both copied unchanged from its
-// repository) with RlstoreStore in place of rate-limit-redis's RedisStore,
+// (test/external/stores/test/stores-test.ts, with the app it tests for
+// Redis, test/external/stores/source/redis-store.ts, of its repository in
+// $RLSTORE_SUITES/express-rate-limit: see suites.sh; their code is not part
+// of this repository) with RlstoreStore in place of rate-limit-redis's RedisStore,
 // against the rlstore at RLSTORE_ADDR. The test is jest + supertest in
 // TypeScript; this harness reads from the copies what they check (the
 // status of each request in order) and how the app is made (its limit and
@@ -11,7 +12,7 @@
 // sendCommand as the upstream app does and once with an ioredis client,
 // and checks the same. integrations/TestNodeExpressSuite runs it; by hand:
 //
-//   RLSTORE_ADDR=127.0.0.1:6379 node suites/express.js
+//   RLSTORE_SUITES=/tmp/suites RLSTORE_ADDR=127.0.0.1:6379 node suites/express.js
 const fs = require('node:fs');
 const path = require('node:path');
 const express = require('express');
@@ -25,9 +26,14 @@ if (!addr) {
 }
 const [host, port] = addr.split(':');
 
-const read = (f) => fs.readFileSync(path.join(__dirname, 'express-rate-limit', f), 'utf8');
-const testSrc = read('stores-test.ts');
-const appSrc = read('redis-store.ts');
+const suites = process.env.RLSTORE_SUITES;
+if (!suites) {
+  console.error('RLSTORE_SUITES is not set: run suites/suites.sh and set it to the folder it made');
+  process.exit(2);
+}
+const read = (f) => fs.readFileSync(path.join(suites, 'express-rate-limit', 'test', 'external', 'stores', f), 'utf8');
+const testSrc = read('test/stores-test.ts');
+const appSrc = read('source/redis-store.ts');
 const statuses = [...testSrc.matchAll(/\.get\('\/'\)\.expect\((\d+)\)/g)].map((m) => Number(m[1]));
 const limit = Number(/limit: (\d+),/.exec(appSrc)?.[1]);
 const message = /message: '([^']*)'/.exec(appSrc)?.[1];

@@ -1,14 +1,15 @@
 'use strict';
 
 // Runs rate-limiter-flexible's own RateLimiterRedis tests
-// (rate-limiter-flexible/RateLimiterRedis.ioredis.test.js, copied unchanged
-// from its repository at 11.1.0) with RateLimiterRlstore substituted, against
+// (test/RateLimiterRedis.ioredis.test.js of its repository at 11.1.0, in
+// $RLSTORE_SUITES/rate-limiter-flexible: see suites.sh; their code is not
+// part of this repository) with RateLimiterRlstore substituted, against
 // the rlstore at RLSTORE_ADDR, and compares the outcome with
 // flexible-expected.js: every test passes except those listed there, each
 // with why. A listed test that passes fails the run too, so the list stays
 // true. integrations/TestNodeFlexibleSuite runs it; by hand:
 //
-//   RLSTORE_ADDR=127.0.0.1:6379 node suites/flexible.js
+//   RLSTORE_SUITES=/tmp/suites RLSTORE_ADDR=127.0.0.1:6379 node suites/flexible.js
 //
 // The suite flushes the database after every test: use a scratch rlstore.
 const fs = require('node:fs');
@@ -23,7 +24,12 @@ if (!addr) {
 }
 const [host, port] = addr.split(':');
 
-const upstream = path.join(__dirname, 'rate-limiter-flexible', 'RateLimiterRedis.ioredis.test.js');
+const suites = process.env.RLSTORE_SUITES;
+if (!suites) {
+  console.error('RLSTORE_SUITES is not set: run suites/suites.sh and set it to the folder it made');
+  process.exit(2);
+}
+const upstream = path.join(suites, 'rate-limiter-flexible', 'test', 'RateLimiterRedis.ioredis.test.js');
 const src = fs.readFileSync(upstream, 'utf8');
 const substitutions = [
   ["const RateLimiterRedis = require('../lib/RateLimiterRedis');",

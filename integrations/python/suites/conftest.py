@@ -1,4 +1,5 @@
-"""Fixtures for limits 2.8's own tests (copied unchanged into limits-2.8.0/)
+"""Fixtures for limits 2.8's own tests (fetched into $RLSTORE_SUITES/limits by
+integrations/node/suites/suites.sh; run.py rewrites them into a temporary folder),
 in place of its conftest, which starts Redis, Memcached and MongoDB in
 Docker: redis_basic is the rlstore at RLSTORE_ADDR, redis_auth the one at
 RLSTORE_AUTH_ADDR (started with --requirepass sekret, as limits' redis-auth

@@ -1,17 +1,19 @@
-"""Runs limits 2.8's own Redis storage and strategy tests (copied unchanged
-from limits' repository at 2.8.0 into limits-2.8.0/) against rlstore with
+"""Runs limits 2.8's own Redis storage and strategy tests (tests/ of limits'
+repository at 2.8.0, in $RLSTORE_SUITES/limits: see
+integrations/node/suites/suites.sh; their code is not part of this
+repository) against rlstore with
 RlstoreStorage, and compares the outcome with EXPECTED_FAILURES: every test
 passes except those listed, each with why; a listed test that passes fails
 the run too. integrations/TestPythonLimitsSuite runs it; by hand:
 
-    RLSTORE_ADDR=127.0.0.1:6379 RLSTORE_AUTH_ADDR=127.0.0.1:6380 \\
+    RLSTORE_SUITES=/tmp/suites RLSTORE_ADDR=127.0.0.1:6379 RLSTORE_AUTH_ADDR=127.0.0.1:6380 \\
         /usr/bin/python3 suites/run.py
 
 (the second rlstore started with --requirepass sekret). It needs Debian's
 python3-pytest, python3-pytest-mock and python3-pytest-lazy-fixture, and
 flushes both rlstores.
 
-The copies are rewritten only where they name Redis: its URLs become the
+The tests are rewritten, in a temporary folder, only where they name Redis: its URLs become the
 rlstores' rlstore:// URLs, RedisStorage becomes RlstoreStorage, and the
 connection-pool test builds its redis-py pool from the same address with
 redis:// (redis-py does not know rlstore://). Of the parametrized strategy
@@ -27,7 +29,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(HERE, "limits-2.8.0")
+SRC = os.path.join(os.environ.get("RLSTORE_SUITES", ""), "limits")
 
 FIXED_EPOCH = (
     "RL.FIXED's windows are aligned to the Unix epoch (a 2 s window starts at an even second), "

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Fetches the libraries' own test suites that integrations' TestNodeFlexibleSuite,
+# TestNodeExpressSuite and TestPythonLimitsSuite run against rlstore, at the
+# versions their expected outcomes were recorded with, into the folder given
+# (default /tmp/rlstore-suites). Their code is theirs, so this repository does
+# not keep it; those tests run when RLSTORE_SUITES names the folder:
+#
+#   integrations/node/suites/suites.sh /tmp/rlstore-suites
+#   RLSTORE_SUITES=/tmp/rlstore-suites go test -run Suite ./integrations/
+set -euo pipefail
+dir=${1:-/tmp/rlstore-suites}
+mkdir -p "$dir"
+get() { # folder, repository, commit
+  [ -d "$dir/$1/.git" ] || git clone -q "$2" "$dir/$1"
+  git -C "$dir/$1" checkout -q "$3"
+}
+get rate-limiter-flexible https://github.com/animir/node-rate-limiter-flexible 3c9c826   # 11.1.0
+get express-rate-limit https://github.com/express-rate-limit/express-rate-limit 0b5b5244ef0758623c4fc799071b289983e35242
+get limits https://github.com/alisaifee/limits 2.8.0
+echo "RLSTORE_SUITES=$dir"
