@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,12 @@ func TestWrongPasswordAtStartup(t *testing.T) {
 	require.NoError(t, admin.ConfigSet(ctx, "requirepass", "rotated").Err())
 	// The limiter's connections reconnect with the old password.
 	require.NoError(t, admin.Do(ctx, "CLIENT", "KILL", "USER", "default", "SKIPME", "yes").Err())
+	// A kill closes a connection from its own goroutine: until it has, the
+	// pool may hand out the old one, whose reset is an outage, not a refusal.
+	require.Eventually(t, func() bool {
+		list, err := admin.ClientList(ctx).Result()
+		return err == nil && strings.Count(strings.TrimSpace(list), "\n") == 0
+	}, 10*time.Second, 10*time.Millisecond, "only the admin's connection is left")
 	assert.Equal(t, http.StatusInternalServerError, get(h, "203.0.113.9:1").Code, "never fails open")
 	assert.Equal(t, uint64(1), l.Stats().Misconfigured)
 }
