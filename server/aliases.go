@@ -27,9 +27,9 @@ const (
 // decision seam with its own reply.
 func aliasCommands() []command {
 	return []command{
-		{name: "gcra", arity: -5, flags: flagWrite, run: cmdGCRA, changes: changesKey, group: "rl",
+		{name: "gcra", arity: -5, flags: flagWrite | flagAnnounces, run: cmdGCRA, changes: changesKey, group: "rl",
 			summary: "GCRA as Redis 8.8's shelved command: replies limited, max_burst+1, remaining, retry_after_s, reset_after_s"},
-		{name: "throttle", arity: -5, flags: flagWrite, run: cmdThrottle, changes: changesKey, group: "rl",
+		{name: "throttle", arity: -5, flags: flagWrite | flagAnnounces, run: cmdThrottle, changes: changesKey, group: "rl",
 			summary: "GCRA as throttlecrab's THROTTLE: replies allowed, max_burst, remaining, reset_after_s, retry_after_s"},
 	}
 }

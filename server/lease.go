@@ -30,11 +30,11 @@ const maxLeaseID = 256
 // Leases). Each is one read-modify-write of the key's leases in the store.
 func leaseCommands() []command {
 	return []command{
-		{name: "rl.acquire", arity: -4, flags: flagWrite, run: cmdAcquire, changes: changesKey, group: "rl",
+		{name: "rl.acquire", arity: -4, flags: flagWrite | flagAnnounces, run: cmdAcquire, changes: changesKey, group: "rl",
 			summary: "Takes a lease of cost units under a concurrency limit: replies allowed, id, limit, in_flight, wait_ms, reset_ms"},
-		{name: "rl.renew", arity: 4, flags: flagWrite, run: cmdRenew, changes: changesKey, group: "rl",
+		{name: "rl.renew", arity: 4, flags: flagWrite | flagAnnounces, run: cmdRenew, changes: changesKey, group: "rl",
 			summary: "Extends a live lease to ttl from now: 1, or 0 if it had ended"},
-		{name: "rl.release", arity: 3, flags: flagWrite, run: cmdRelease, changes: changesKey, group: "rl",
+		{name: "rl.release", arity: 3, flags: flagWrite | flagAnnounces, run: cmdRelease, changes: changesKey, group: "rl",
 			summary: "Ends a lease: 1 if it was live, 0 if it had expired, was released or never existed"},
 	}
 }

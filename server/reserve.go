@@ -20,13 +20,13 @@ const (
 // afterwards (docs/commands.md, Reservations).
 func reserveCommands() []command {
 	return []command{
-		{name: "rl.reserve", arity: -5, flags: flagWrite, run: cmdReserve, changes: changesReserve, group: "rl",
+		{name: "rl.reserve", arity: -5, flags: flagWrite | flagAnnounces, run: cmdReserve, changes: changesReserve, group: "rl",
 			summary: "Charges an estimate now, to be replaced by the actual cost: replies allowed, id, limit, remaining, wait_ms, reset_ms"},
-		{name: "rl.commit", arity: 5, flags: flagWrite, run: cmdCommit, changes: changesReserve, group: "rl",
+		{name: "rl.commit", arity: 5, flags: flagWrite | flagAnnounces, run: cmdCommit, changes: changesReserve, group: "rl",
 			summary: "Replaces a reservation's estimate by its actual cost: 1, or 0 if it is not outstanding"},
-		{name: "rl.cancel", arity: 3, flags: flagWrite, run: cmdCancel, changes: changesReserve, group: "rl",
+		{name: "rl.cancel", arity: 3, flags: flagWrite | flagAnnounces, run: cmdCancel, changes: changesReserve, group: "rl",
 			summary: "Gives a reservation's estimate back: 1, or 0 if it is not outstanding"},
-		{name: "rl.refund", arity: 4, flags: flagWrite, run: cmdRefund, changes: changesReserve, group: "rl",
+		{name: "rl.refund", arity: 4, flags: flagWrite | flagAnnounces, run: cmdRefund, changes: changesReserve, group: "rl",
 			summary: "Gives units back to a SLIDE, FIXED or TOKEN key, never beyond its full limit: 1 if any came back"},
 	}
 }
