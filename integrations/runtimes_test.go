@@ -70,8 +70,9 @@ func TestNode(t *testing.T) {
 }
 
 // TestNodeFlexibleSuite runs rate-limiter-flexible's own RateLimiterRedis
-// tests (from $RLSTORE_SUITES, see upstreamSuites) with RateLimiterRlstore substituted; every
-// test passes except those node/suites/flexible-expected.js lists with why.
+// tests (from $RLSTORE_SUITES, see upstreamSuites) with RateLimiterRlstore
+// substituted; every test passes except those
+// node/suites/flexible-expected.js lists with why.
 func TestNodeFlexibleSuite(t *testing.T) { nodeSuite(t, "mocha", "suites/flexible.js") }
 
 // TestNodeExpressSuite runs express-rate-limit's external-store test (from
@@ -124,8 +125,9 @@ func TestPython(t *testing.T) {
 }
 
 // TestPythonLimitsSuite runs limits 2.8's own Redis storage and strategy
-// tests (from $RLSTORE_SUITES, see upstreamSuites) with RlstoreStorage, against one rlstore
-// and one started with --requirepass sekret (limits' authenticated Redis);
+// tests (from $RLSTORE_SUITES, see upstreamSuites) with RlstoreStorage,
+// against one rlstore and one started with --requirepass sekret (limits'
+// authenticated Redis);
 // every test passes except those python/suites/run.py lists with why.
 func TestPythonLimitsSuite(t *testing.T) {
 	upstreamSuites(t)
