@@ -25,6 +25,15 @@ type Config struct {
 	MaxMemory int64               // bytes of key state; 0: no limit
 	Grace     time.Duration       // how long past expiry Sweep keeps a key; default 2s
 	Hash      func([]byte) uint64 // default xxhash.Sum64; tests force collisions with it
+
+	// CancelExpired gives an expired reservation's estimate back to its
+	// key (--reserve-expiry cancel) instead of keeping it charged; see Reserve.
+	CancelExpired bool
+	// Route returns the key an internal key's state belongs to
+	// (policy.Route): how Sweep finds a ledger's key to give estimates
+	// back to. Nil: such a ledger's expired reservations are dropped by
+	// Sweep without a refund, and settled only by Reserve.
+	Route func([]byte) []byte
 }
 
 // Defaults.

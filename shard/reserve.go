@@ -89,7 +89,7 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 	case ReserveNew:
 		return m.reserveNewLocked(s, key, h, ledger, hl, r, now)
 	}
-	est, ok := m.ledgerTakeLocked(s, ledger, hl, r.ID, now)
+	est, ok := m.ledgerTakeLocked(s, key, h, ledger, hl, r.ID, now)
 	if !ok {
 		return ReserveResult{}, nil
 	}
@@ -105,7 +105,7 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 
 func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
 	var rs window.Reservations
-	j, found := s.findLocked(ledger, hl)
+	j, found := m.findLedgerLocked(s, key, h, ledger, hl, now)
 	live := found && !s.expiredLocked(s.slots.at(j), now)
 	if live {
 		b := s.peekCountersLocked(s.slots.at(j))
@@ -132,19 +132,20 @@ func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl
 				return ReserveResult{}, ErrFull
 			}
 		}
-		s.resetSlotLocked(s.slots.at(j), window.Params{Kind: window.KindReserve})
+		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(m.cfg.CancelExpired))
 	}
 	sl := s.slots.at(j)
+	s.setParamLocked(sl, window.LedgerParams(m.cfg.CancelExpired)) // the latest reservation's mode is the ledger's
 	s.storeCountersLocked(sl, rs.Add(s.leaseRoomLocked(sl), now, r.ID, r.TTL, r.Units))
 	s.markDirtyLocked(j)
 	m.accountLocked(s)
 	return ReserveResult{Decision: d}, nil
 }
 
-// ledgerTakeLocked removes reservation id from the ledger and returns its
+// ledgerTakeLocked removes reservation id from key's ledger and returns its
 // estimate, or false if it is not outstanding.
-func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, id uint64, now int64) (int64, bool) {
-	j, found := s.findLocked(ledger, hl)
+func (m *Map) ledgerTakeLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, id uint64, now int64) (int64, bool) {
+	j, found := m.findLedgerLocked(s, key, h, ledger, hl, now)
 	if !found || s.expiredLocked(s.slots.at(j), now) {
 		return 0, false
 	}
@@ -189,4 +190,16 @@ func (m *Map) adjustLocked(s *shard, key []byte, h uint64, now, n int64) bool {
 	}
 	m.accountLocked(s)
 	return changed
+}
+
+// findLedgerLocked finds key's ledger after settling it (settleLocked), so
+// that an expired reservation's estimate is given back before anything else
+// reads the ledger.
+func (m *Map) findLedgerLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, now int64) (uint32, bool) {
+	j, found := s.findLocked(ledger, hl)
+	if found && !m.settleLocked(s, j, ledger, hl, key, h, now) {
+		m.keys.Add(-1)
+		return 0, false
+	}
+	return j, found
 }

@@ -123,3 +123,98 @@ func TestHammerReservations(t *testing.T) {
 	assert.Equal(t, committed, info.Count, "every unit charged is a committed one")
 	assert.LessOrEqual(t, info.Count, int64(limit))
 }
+
+// TestReserveExpiryCancels: with CancelExpired an expired reservation's
+// estimate comes back to its key, by Sweep or before the key's next
+// reservation command, once; until then it stays charged. The ledger
+// outlives its expired reservations until they are settled, and then goes.
+func TestReserveExpiryCancels(t *testing.T) {
+	m := newMap(t, Config{CancelExpired: true, Route: policy.Route})
+	p := tokenP(100, 1, time.Hour)
+	key := []byte("k")
+	ledger := policy.AppendLedgerKey(nil, key)
+	left := func(now int64) int64 {
+		d, err := m.Decide(key, p, now, 1, true)
+		require.NoError(t, err)
+		return d.Remaining + 1
+	}
+	reserve := func(id string, units int64, ttl time.Duration, now int64) ReserveResult {
+		r := reserveOp(ReserveNew, p, id, units)
+		r.TTL = ttl
+		res, err := m.Reserve(key, ledger, r, now)
+		require.NoError(t, err)
+		return res
+	}
+	require.True(t, reserve("r1", 30, time.Minute, t0).Decision.Allowed)
+	require.True(t, reserve("r2", 20, 5*time.Minute, t0).Decision.Allowed)
+	at := func(d time.Duration) int64 { return t0 + int64(d) }
+
+	assert.EqualValues(t, 50, left(at(2*time.Minute)), "r1 expired, its estimate still charged until settled")
+	m.Sweep(at(2*time.Minute), 1<<20)
+	assert.EqualValues(t, 80, left(at(2*time.Minute)), "Sweep gave r1's 30 back")
+	m.Sweep(at(2*time.Minute), 1<<20)
+	assert.EqualValues(t, 80, left(at(2*time.Minute)), "once")
+	res, err := m.Reserve(key, ledger, reserveOp(ReserveCancel, p, "r1", 0), at(2*time.Minute))
+	require.NoError(t, err)
+	assert.False(t, res.Done, "an expired reservation is not outstanding")
+	assert.EqualValues(t, 2, m.Len(), "the key and its ledger, with r2")
+
+	assert.True(t, reserve("r3", 100, time.Minute, at(10*time.Minute)).Decision.Allowed,
+		"r2's 20 came back before the reservation was decided")
+	d, _ := m.Decide(key, p, at(10*time.Minute), 1, true)
+	assert.False(t, d.Allowed, "r3 holds all 100")
+	m.Sweep(at(time.Hour), 1<<20)
+	assert.EqualValues(t, 1, m.Len(), "the ledger goes once its last reservation is settled")
+	assert.EqualValues(t, 100, left(at(time.Hour)), "r3's 100 came back")
+	m.Sweep(at(30*time.Minute), 1<<20) // the clock steps back
+	assert.EqualValues(t, 100, left(at(time.Hour)))
+}
+
+// TestReserveExpiryModeFollowsLatest: a key's latest reservation puts its
+// ledger in the Map's mode: a ledger made under commit that a Map with
+// CancelExpired reserves on gives back the estimates that expire after.
+func TestReserveExpiryModeFollowsLatest(t *testing.T) {
+	commit := newMap(t, Config{})
+	p := tokenP(100, 1, time.Hour)
+	key := []byte("k")
+	ledger := policy.AppendLedgerKey(nil, key)
+	_, err := commit.Reserve(key, ledger, reserveOp(ReserveNew, p, "r1", 30), t0)
+	require.NoError(t, err)
+	cancel := newMap(t, Config{CancelExpired: true, Route: policy.Route})
+	for _, e := range exportAll(commit) {
+		e.Route = policy.Route(e.Key)
+		require.NoError(t, cancel.Import(e, t0))
+	}
+	later := t0 + int64(2*time.Minute)
+	cancel.Sweep(later, 1<<20)
+	d, _ := cancel.Decide(key, p, later, 71, true)
+	assert.False(t, d.Allowed, "r1 was made under commit: it stays charged")
+	_, err = cancel.Reserve(key, ledger, reserveOp(ReserveNew, p, "r2", 20), later)
+	require.NoError(t, err)
+	cancel.Sweep(later+int64(2*time.Minute), 1<<20)
+	d, _ = cancel.Decide(key, p, later+int64(2*time.Minute), 51, true)
+	assert.True(t, d.Allowed, "r2 was made under cancel: its 20 came back")
+}
+
+// TestReserveExpiryCancelTravels: a ledger whose reservations all expired
+// before it was settled still travels (export and import, as snapshots,
+// replicas and handoff move keys), and the Map it lands in gives the
+// estimate back.
+func TestReserveExpiryCancelTravels(t *testing.T) {
+	from := newMap(t, Config{CancelExpired: true, Route: policy.Route})
+	p := tokenP(100, 1, time.Hour)
+	key := []byte("k")
+	_, err := from.Reserve(key, policy.AppendLedgerKey(nil, key), reserveOp(ReserveNew, p, "r1", 30), t0)
+	require.NoError(t, err)
+	later := t0 + int64(2*time.Minute) // r1 expired a minute ago, unsettled
+	to := newMap(t, Config{CancelExpired: true, Route: policy.Route})
+	for _, e := range exportAll(from) {
+		e.Route = policy.Route(e.Key)
+		require.NoError(t, to.Import(e, later))
+	}
+	require.EqualValues(t, 2, to.Len(), "the key and its unsettled ledger")
+	to.Sweep(later, 1<<20)
+	assert.EqualValues(t, 1, to.Len(), "settled, the ledger goes")
+	d, _ := to.Decide(key, p, later, 100, true)
+	assert.True(t, d.Allowed, "r1's 30 came back")
+}

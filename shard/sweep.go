@@ -10,7 +10,7 @@ func (m *Map) Sweep(now int64, budget int) int {
 	cutoff := now - int64(m.cfg.Grace)
 	freed := 0
 	for tries := 0; budget > 0 && tries < len(m.shards); tries++ {
-		n, visited := m.sweepShard(m.shards[m.next.Add(1)&m.mask], cutoff, budget)
+		n, visited := m.sweepShard(m.shards[m.next.Add(1)&m.mask], now, cutoff, budget)
 		freed += n
 		budget -= max(visited, 1)
 	}
@@ -22,11 +22,11 @@ const sweepChunk = 256
 
 // sweepShard visits up to budget of s's slots, each at most once, taking the
 // lock for sweepChunk slots at a time, then rebuilds s if it is mostly dead.
-func (m *Map) sweepShard(s *shard, cutoff int64, budget int) (freed, visited int) {
+func (m *Map) sweepShard(s *shard, now, cutoff int64, budget int) (freed, visited int) {
 	s.mu.Lock()
 	left := min(budget, int(s.slots.next))
 	for {
-		n, v := s.sweepLocked(cutoff, min(left, sweepChunk))
+		n, v := m.sweepLocked(s, now, cutoff, min(left, sweepChunk))
 		m.keys.Add(int64(-n))
 		freed, visited, left = freed+n, visited+v, left-v
 		if left <= 0 || v == 0 {
@@ -46,9 +46,10 @@ func (m *Map) sweepShard(s *shard, cutoff int64, budget int) (freed, visited int
 	return freed, visited
 }
 
-// sweepLocked visits up to budget slots from s.cursor and frees those expired
-// before cutoff. It returns the keys freed and the slots visited.
-func (s *shard) sweepLocked(cutoff int64, budget int) (freed, visited int) {
+// sweepLocked visits up to budget slots from s.cursor, settles the ledgers
+// of reservations that expired by now, and frees the keys expired before
+// cutoff. It returns the keys freed and the slots visited.
+func (m *Map) sweepLocked(s *shard, now, cutoff int64, budget int) (freed, visited int) {
 	for ; visited < budget && visited < int(s.slots.next); visited++ {
 		if s.cursor >= s.slots.next {
 			s.cursor = 0
@@ -56,7 +57,9 @@ func (s *shard) sweepLocked(cutoff int64, budget int) (freed, visited int) {
 		i := s.cursor
 		s.cursor++
 		sl := s.slots.at(i)
-		if sl.key != 0 && s.expiryLocked(sl) < cutoff {
+		if sl.key != 0 && !m.sweepSettleLocked(s, i, now) {
+			freed++
+		} else if sl.key != 0 && s.expiryLocked(sl) < cutoff {
 			s.removeLocked(i, s.hash(s.keys.get(sl.key, sl.keyLen())))
 			freed++
 		}

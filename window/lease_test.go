@@ -351,5 +351,6 @@ func TestReservationsLedger(t *testing.T) {
 	full, _ := r.Full(b, t0)
 	assert.False(t, full)
 	assert.False(t, KindReserve.Native())
-	assert.Error(t, Params{Kind: KindReserve, Limit: 1}.Validate())
+	assert.NoError(t, Params{Kind: KindReserve, Limit: 1}.Validate(), "a ledger that cancels on expiry")
+	assert.Error(t, Params{Kind: KindReserve, Limit: 2}.Validate())
 }

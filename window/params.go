@@ -136,7 +136,7 @@ func (p Params) Validate() error {
 		}
 		return p.Lease().Validate()
 	case KindReserve:
-		if p != (Params{Kind: KindReserve}) {
+		if p != LedgerParams(false) && p != LedgerParams(true) {
 			return ErrKind
 		}
 		return nil
@@ -183,8 +183,10 @@ func (p Params) Expiry(s State, b []uint64) int64 {
 		return p.Fixed().Expiry(s)
 	case KindLeaky:
 		return p.Leaky().Expiry(s)
-	case KindLease, KindReserve:
+	case KindLease:
 		return p.Lease().Expiry(b)
+	case KindReserve:
+		return Reservations{}.expiry(p, b)
 	}
 	return 0
 }

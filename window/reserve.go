@@ -1,6 +1,9 @@
 package window
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // MaxReservations is the most outstanding reservations one key holds.
 const MaxReservations = MaxLeases
@@ -54,4 +57,52 @@ func (Reservations) Full(b []uint64, now int64) (bool, time.Duration) {
 		return false, 0
 	}
 	return true, time.Duration(leaseEndNs(live[0]) - now)
+}
+
+// ledgerCancels is the Limit of a ledger's Params whose expired
+// reservations are given back (LedgerParams).
+const ledgerCancels = 1
+
+// LedgerParams returns the parameters of a ledger of reservations: what
+// happens to one whose TTL runs out is in them, so that it travels with
+// the ledger (snapshots, replicas, handoff). With cancel unset, its
+// estimate stays charged and the ledger ends with its last reservation.
+// With cancel set, its estimate is to be given back: the ledger never
+// expires by itself while it holds any, and the store settles it (Settle).
+func LedgerParams(cancel bool) Params {
+	if cancel {
+		return Params{Kind: KindReserve, Limit: ledgerCancels}
+	}
+	return Params{Kind: KindReserve}
+}
+
+// Cancels reports whether p are the parameters of a ledger whose expired
+// reservations are given back.
+func (p Params) Cancels() bool { return p == LedgerParams(true) }
+
+// Settle removes the reservations of b that expired by now and returns the
+// sum of their estimates, for a store to give back to the ledger's key,
+// and the ledger left.
+func (Reservations) Settle(b []uint64, now int64) (int64, []uint64) {
+	n := leaseFirstLive(b, max(now, 0))
+	if n == 0 {
+		return 0, b
+	}
+	return leaseSum(b[:2*n]), b[:copy(b, b[2*n:])]
+}
+
+// Due reports whether a ledger of parameters p holds a reservation that
+// expired by now and is still to be settled.
+func (Reservations) Due(p Params, b []uint64, now int64) bool {
+	return p.Cancels() && len(b) >= 2 && leaseEndNs(b[0]) <= now
+}
+
+// expiry is Params.Expiry of a ledger: its last reservation's end, or,
+// for one whose expired reservations are given back, never while it holds
+// any, so that no store drops it before it is settled.
+func (Reservations) expiry(p Params, b []uint64) int64 {
+	if p.Cancels() && len(b) > 0 {
+		return math.MaxInt64
+	}
+	return Lease{}.Expiry(b)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server"
 	"github.com/rlstore/rlstore/shard"
 )
@@ -38,8 +39,9 @@ type config struct {
 	MaxRequestBytes int64
 	MaxKeyBytes     int64 // longest key a command may name; 0: no limit
 	MaxPolicies     int
-	ClientOutput    int64 // most bytes of replies held for one client; 0: no limit
-	ClientsMemory   int64 // most bytes of replies held for all clients; 0: no limit
+	ReserveExpiry   string // commit|cancel: what an expired RL.RESERVE reservation does
+	ClientOutput    int64  // most bytes of replies held for one client; 0: no limit
+	ClientsMemory   int64  // most bytes of replies held for all clients; 0: no limit
 	Shards          int
 	Hz              int // key-store sweeps per second
 	SweepBudget     int // slots one sweep may visit
@@ -90,6 +92,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Var(newSize(&c.ClientOutput, server.DefaultClientOutputLimit), "client-output-limit", "most bytes of replies held for one client, a `size` (64mb), like redis.conf's client-output-buffer-limit: a client whose replies pass it (a huge KEYS it does not read) is disconnected; 0: no limit")
 	fs.Var(newSize(&c.MaxKeyBytes, 0), "max-key-bytes", "longest key a command may name, a `size` (512, 1kb); a longer one gets an error; 0: no limit")
 	fs.IntVar(&c.MaxPolicies, "max-policies", server.DefaultMaxPolicies, "most `number` of policies RL.POLICY SET may define; their bytes also count in --maxmemory")
+	fs.Var(newOneOf(&c.ReserveExpiry, "commit", "commit", "cancel"), "reserve-expiry", "`commit|cancel`: what an RL.RESERVE reservation whose TTL runs out does: commit keeps its estimate charged; cancel gives it back, within about a second (the sweep) or at the key's next reservation command")
 	fs.IntVar(&c.Shards, "shards", shard.DefaultShards, "`number` of lock stripes of the key store, a power of two")
 	fs.IntVar(&c.Hz, "hz", int(time.Second/server.DefaultSweepInterval), "`number` of times per second the background sweep frees expired keys, 1-500")
 	fs.IntVar(&c.SweepBudget, "sweep-budget", server.DefaultSweepBudget, "most key slots one background sweep visits, which bounds its cost; while sweeps find little to free, each visits a second's share of the keys")
@@ -328,7 +331,8 @@ func (c config) checkDataDir() error {
 func (c config) addr() string { return net.JoinHostPort(c.Bind, strconv.Itoa(c.Port)) }
 
 func (c config) shardConfig() shard.Config {
-	return shard.Config{Shards: c.Shards, MaxKeys: c.MaxKeys, MaxMemory: c.MaxMemory}
+	return shard.Config{Shards: c.Shards, MaxKeys: c.MaxKeys, MaxMemory: c.MaxMemory,
+		CancelExpired: c.ReserveExpiry == "cancel", Route: policy.Route}
 }
 
 func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.Logger) server.Config {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +38,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, defaultConfig(), c)
 	assert.Equal(t, config{
 		Bind: "127.0.0.1", Port: 6379, ProtectedMode: true, MaxClients: 10000,
-		MaxRequestBytes: 1 << 20, MaxPolicies: 10000, ClientOutput: 64 << 20, ClientsMemory: 256 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
+		MaxRequestBytes: 1 << 20, MaxPolicies: 10000, ReserveExpiry: "commit", ClientOutput: 64 << 20, ClientsMemory: 256 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
 		SaveInterval: 5 * time.Minute, LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
 		SlowlogSlower: 10000, SlowlogMaxLen: 128, AuthFailLimit: 10, AuthFailWindow: time.Minute, TLSAuthClients: "yes",
 		Cluster:  clusterFlags{Unreachable: "error", Timeout: time.Second, Timing: "lan", LeaveTimeout: 10 * time.Second},
@@ -80,6 +81,22 @@ func TestPrecedence(t *testing.T) {
 			assert.Equal(t, tt.wantKeys, c.MaxKeys, "max-keys")
 		})
 	}
+}
+
+// TestReserveExpiryReachesTheStore: --reserve-expiry cancel makes the
+// store (and the replicas' copies, made alike) give expired reservations
+// back, with the route to find a ledger's key; commit, the default, keeps
+// them charged.
+func TestReserveExpiryReachesTheStore(t *testing.T) {
+	c, err := load(t, nil, nil)
+	require.NoError(t, err)
+	assert.False(t, c.shardConfig().CancelExpired)
+	c, err = load(t, []string{"--reserve-expiry", "cancel"}, nil)
+	require.NoError(t, err)
+	sc := c.shardConfig()
+	assert.True(t, sc.CancelExpired)
+	require.NotNil(t, sc.Route)
+	assert.Equal(t, []byte("k"), sc.Route(policy.AppendLedgerKey(nil, []byte("k"))))
 }
 
 func TestEnvNames(t *testing.T) {
@@ -184,6 +201,7 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"--protected-mode", "maybe"}, nil, `"maybe" is not yes or no`},
 		{[]string{"--appendfsync", "sometimes"}, nil, "not one of always, everysec, no"},
 		{[]string{"--log-format", "xml"}, nil, "not one of text, json"},
+		{[]string{"--reserve-expiry", "later"}, nil, "not one of commit, cancel"},
 		{[]string{"--log-level", "trace"}, nil, "not one of debug, info, warn, error"},
 		{[]string{"--hz", "0"}, nil, "--hz must be between 1 and 500"},
 		{[]string{"--hz", "501"}, nil, "--hz must be between 1 and 500"},
