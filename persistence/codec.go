@@ -16,7 +16,8 @@ import (
 // An entries block's payload, after its kind byte:
 //
 //	base      varint: unix nanoseconds the block's times are relative to
-//	nparams   uvarint, then each: kind byte, limit, rate, period (uvarints; period in ns)
+//	nparams   uvarint, then each: kind byte, limit, rate, period (uvarints; period in ns);
+//	          the kind byte's top bit (paramFirstHit) is Params.FirstHit
 //	nentries  uvarint, then each entry:
 //	  key       uvarint length, bytes
 //	  param     uvarint: 0 for a tombstone, else 1 + an index into the params
@@ -37,6 +38,20 @@ import (
 //
 // Times are absolute: base is written in the block, so nothing depends on when
 // the file is read. Deltas only make the common case small.
+
+// paramFirstHit is the bit of a parameter's kind byte that says FirstHit (a
+// Fixed window started by its first admission). Kinds stay below it; a
+// reader that does not know the bit reads an unknown kind and refuses the
+// entry rather than misread it as an aligned window.
+const paramFirstHit = 0x80
+
+// paramKindByte returns p's kind byte.
+func paramKindByte(p window.Params) byte {
+	if p.FirstHit {
+		return byte(p.Kind) | paramFirstHit
+	}
+	return byte(p.Kind)
+}
 
 // blockBytes is the size past which an entries block is cut, so a torn tail
 // costs little and a reader's buffer stays small.
@@ -74,7 +89,7 @@ func appendEntryBlock(buf []byte, es []shard.Entry, base int64, pt *paramTable, 
 	buf = binary.AppendVarint(buf, base)
 	buf = binary.AppendUvarint(buf, uint64(len(pt.list())))
 	for _, p := range pt.list() {
-		buf = append(buf, byte(p.Kind))
+		buf = append(buf, paramKindByte(p))
 		buf = binary.AppendUvarint(buf, uint64(p.Limit))
 		buf = binary.AppendUvarint(buf, uint64(p.Rate))
 		buf = binary.AppendUvarint(buf, uint64(p.Period))
@@ -285,7 +300,9 @@ func (eb *entryBlock) parse(payload []byte) string {
 	}
 	eb.params = eb.params[:0]
 	for range np {
-		p := window.Params{Kind: window.Kind(eb.d.byte()), Limit: eb.d.int(), Rate: eb.d.int(), Period: time.Duration(eb.d.int())}
+		kb := eb.d.byte()
+		p := window.Params{Kind: window.Kind(kb &^ paramFirstHit), FirstHit: kb&paramFirstHit != 0,
+			Limit: eb.d.int(), Rate: eb.d.int(), Period: time.Duration(eb.d.int())}
 		eb.params = append(eb.params, p)
 	}
 	eb.left = eb.d.uvarint()

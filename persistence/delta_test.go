@@ -42,6 +42,7 @@ var modelParams = []window.Params{
 	{Kind: window.KindSlide, Limit: 5000, Period: 3 * time.Hour}, // counters 3 s wide
 	{Kind: window.KindLog, Limit: 60, Period: 3 * time.Second},
 	{Kind: window.KindToken, Limit: 100, Rate: 10, Period: time.Minute},
+	{Kind: window.KindFixed, Limit: 50, Period: 20 * time.Second, FirstHit: true},
 }
 
 func newDeltaModel(t *testing.T, seed uint64) *deltaModel {

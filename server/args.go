@@ -49,13 +49,19 @@ func parseNative(kind window.Kind, args [][]byte, pc *paramCache) (decisionArgs,
 	return a, parseOptions(args[n:], &a)
 }
 
-// parseOptions reads COST n and PEEK, in any order; a repeated option's last value wins.
+// parseOptions reads COST n, PEEK and (RL.FIXED) ANCHOR FIRST|EPOCH, in
+// any order; a repeated option's last value wins.
 func parseOptions(opts [][]byte, a *decisionArgs) error {
 	a.cost = 1
 	for i := 0; i < len(opts); i++ {
 		switch {
 		case equalFoldASCII(opts[i], "peek"):
 			a.peek = true
+		case equalFoldASCII(opts[i], "anchor") && i+1 < len(opts): // anchor.go
+			if err := parseAnchor(opts[i+1], &a.params); err != nil {
+				return err
+			}
+			i++
 		case equalFoldASCII(opts[i], "cost") && i+1 < len(opts):
 			n, ok := parseInt(opts[i+1])
 			if !ok {

@@ -37,7 +37,8 @@ func commandDocTable() map[string]cmdDoc {
 	docs := map[string]cmdDoc{
 		"rl.slide": decision("Sliding window over per-second counters: admits if the last window seconds hold at most limit units", "limit", "window"),
 		"rl.token": {since: rlSince, summary: "Token bucket: holds up to capacity tokens, refilled at rate per period", args: []string{"key:key", "capacity:integer", "rate:integer", "period", "?COST cost:integer", "?PEEK"}},
-		"rl.fixed": decision("Fixed window counter, windows aligned to the epoch", "limit", "window"),
+		"rl.fixed": {since: rlSince, summary: "Fixed window counter, windows aligned to the epoch or (ANCHOR FIRST) started by their first hit",
+			args: []string{"key:key", "limit:integer", "window", "?COST cost:integer", "?PEEK", "?ANCHOR anchor"}},
 		"rl.log":   decision("Sliding log: exact, records every admitted unit's time", "limit", "window"),
 		"rl.leaky": {since: rlSince, summary: "Leaky bucket as a queue: admits with the delay before the request's turn", args: []string{"key:key", "capacity:integer", "rate:integer", "period", "?COST cost:integer", "?PEEK"}},
 		"cl.throttle": {since: rlSince, summary: "GCRA, compatible with redis-cell: replies limited, limit, remaining, retry_after, reset_after",

@@ -174,6 +174,9 @@ func (r *request) appendCommand(dst [][]byte, key []byte) [][]byte {
 			dst = append(dst, num(p.Rate))
 		}
 		dst = append(dst, append(num(int64(p.Period/time.Millisecond)), "ms"...))
+		if p.FirstHit {
+			dst = append(dst, []byte("ANCHOR"), []byte("FIRST"))
+		}
 	}
 	dst = append(dst, []byte("COST"), num(r.cost))
 	if r.peek {

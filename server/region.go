@@ -195,6 +195,8 @@ func (rn *regionNode) decide(key []byte, r *request) (o outcome, ok bool, err er
 		return o, true, errNotGlobal(window.KindToken)
 	case r.params.Kind != window.KindSlide && r.params.Kind != window.KindFixed:
 		return o, true, errNotGlobal(r.params.Kind)
+	case r.params.FirstHit:
+		return o, true, errAnchorNotGlobal // anchor.go
 	}
 	lim := region.Limit{Kind: r.params.Kind, Limit: r.params.Limit, Window: r.params.Period}
 	rn.mu.Lock()

@@ -46,6 +46,9 @@ func infoPairs(inf shard.Info, now int64) []pair {
 		ps = append(ps, pair{"capacity", p.Limit}, pair{"rate", p.Rate}, pair{"period_ms", ceilMs(p.Period)})
 	case p.Kind.Native():
 		ps = append(ps, pair{"limit", p.Limit}, pair{"window_ms", ceilMs(p.Period)})
+		if p.FirstHit {
+			ps = append(ps, pair{"anchor", "first"})
+		}
 	default: // a lease has no window: each lease its own ttl
 		ps = append(ps, pair{"limit", p.Limit})
 	}

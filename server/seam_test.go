@@ -23,6 +23,7 @@ func seamCommands() []struct {
 		{nativeParser(window.KindSlide), byteArgs("RL.SLIDE", "s", "1000000", "60", "COST", "2")},
 		{nativeParser(window.KindToken), byteArgs("RL.TOKEN", "t", "1000000", "10", "1s", "PEEK")},
 		{nativeParser(window.KindFixed), byteArgs("RL.FIXED", "f", "1000000", "500ms")},
+		{nativeParser(window.KindFixed), byteArgs("RL.FIXED", "ff", "1000000", "500ms", "ANCHOR", "FIRST")},
 		{nativeParser(window.KindLog), byteArgs("RL.LOG", "l", "4000", "1m", "COST", "1")},
 		{nativeParser(window.KindLeaky), byteArgs("RL.LEAKY", "q", "1000000", "1000000", "1s")},
 		{parseThrottleReq, byteArgs("CL.THROTTLE", "c", "1000000", "1000000", "60", "1")},

@@ -60,7 +60,7 @@ func (p Fixed) adjust(s *State, now, n int64) bool {
 	if next == count {
 		return false
 	}
-	s[0], s[1] = uint64(now), uint64(next)
+	p.charge(s, count, now, next)
 	return true
 }
 

@@ -13,6 +13,7 @@ import (
 var adjustParams = []Params{
 	{Kind: KindToken, Limit: 10, Rate: 1, Period: time.Second},
 	{Kind: KindFixed, Limit: 10, Period: time.Minute},
+	{Kind: KindFixed, Limit: 10, Period: time.Minute, FirstHit: true},
 	{Kind: KindSlide, Limit: 10, Period: time.Minute},
 }
 
@@ -20,7 +21,7 @@ var adjustParams = []Params{
 // what the charge took, and never more than full.
 func TestAdjustGivesBack(t *testing.T) {
 	for _, p := range adjustParams {
-		t.Run(p.Kind.String(), func(t *testing.T) {
+		t.Run(fmt.Sprint(p.Kind, p.FirstHit), func(t *testing.T) {
 			var s State
 			b := make([]uint64, 0, 8)
 			d, b := p.Decide(&s, b, t0, 4, false)
@@ -63,7 +64,7 @@ func (p Params) afterPeek(s *State, b []uint64, now int64) int64 {
 func TestAdjustTraces(t *testing.T) {
 	for _, p := range adjustParams {
 		for seed := range uint64(10) {
-			t.Run(fmt.Sprint(p.Kind, "/", seed), func(t *testing.T) {
+			t.Run(fmt.Sprint(p.Kind, p.FirstHit, "/", seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 7))
 				var s State
 				b := make([]uint64, 0, 64)

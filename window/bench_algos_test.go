@@ -8,15 +8,21 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// BenchmarkFixedDecide offers twice the limit, so half the requests are denied.
+// BenchmarkFixedDecide offers twice the limit, so half the requests are
+// denied, in windows aligned to the epoch and in windows started by their
+// first hit side by side.
 func BenchmarkFixedDecide(b *testing.B) {
-	p := Fixed{Limit: 100, Window: time.Second}
-	var s State
-	now := t0
-	b.ReportAllocs()
-	for b.Loop() {
-		now += int64(5 * time.Millisecond)
-		p.Decide(&s, now, 1, false)
+	for _, first := range []bool{false, true} {
+		b.Run(fmt.Sprint("firsthit=", first), func(b *testing.B) {
+			p := Fixed{Limit: 100, Window: time.Second, FirstHit: first}
+			var s State
+			now := t0
+			b.ReportAllocs()
+			for b.Loop() {
+				now += int64(5 * time.Millisecond)
+				p.Decide(&s, now, 1, false)
+			}
+		})
 	}
 }
 
@@ -69,16 +75,19 @@ func BenchmarkThrottleDecide(b *testing.B) {
 // outside benchmarks too, admitted, denied and peeking.
 func TestAlgosAllocs(t *testing.T) {
 	fp := Fixed{Limit: 10, Window: time.Second}
+	ffp := Fixed{Limit: 10, Window: time.Second, FirstHit: true}
 	lp := Log{Limit: 100, Window: time.Second}
 	kp := Leaky{Capacity: 10, Rate: 10, Period: time.Second}
 	tp := Throttle{MaxBurst: 9, Count: 10, Period: 1}
-	var fs, ks, ts State
+	var fs, ffs, ks, ts State
 	log := make([]uint64, 0, lp.Limit+1)
 	now := t0
 	allocs := testing.AllocsPerRun(1000, func() {
 		now += int64(7 * time.Millisecond)
 		fp.Decide(&fs, now, 1, false)
 		fp.Decide(&fs, now, 1, true)
+		ffp.Decide(&ffs, now, 1, false)
+		ffp.Decide(&ffs, now, 1, true)
 		_, log = lp.Decide(log, now, 1, false)
 		lp.Decide(log, now, 1, true)
 		kp.Decide(&ks, now, 1, false)

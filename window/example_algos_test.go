@@ -24,6 +24,21 @@ func ExampleFixed() {
 	// 12:01:00 allowed=true remaining=1 wait=0s reset=1m0s
 }
 
+// A window starts at its first admission, 12:00:50, and ends a minute later.
+func ExampleFixed_firstHit() {
+	p := window.Fixed{Limit: 2, Window: time.Minute, FirstHit: true}
+	var s window.State
+	for _, at := range []time.Duration{50 * time.Second, 55 * time.Second, 60 * time.Second, 110 * time.Second} {
+		d := p.Decide(&s, noon.Add(at).UnixNano(), 1, false)
+		fmt.Printf("%s allowed=%v remaining=%d wait=%v reset=%v\n", noon.Add(at).Format("15:04:05"), d.Allowed, d.Remaining, d.Wait, d.Reset)
+	}
+	// Output:
+	// 12:00:50 allowed=true remaining=1 wait=0s reset=1m0s
+	// 12:00:55 allowed=true remaining=0 wait=0s reset=55s
+	// 12:01:00 allowed=false remaining=0 wait=50s reset=50s
+	// 12:01:50 allowed=true remaining=1 wait=0s reset=1m0s
+}
+
 func ExampleLog() {
 	p := window.Log{Limit: 2, Window: time.Second}
 	b := make([]uint64, 0, p.Limit+1) // the key's log, with room for one more entry

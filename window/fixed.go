@@ -4,17 +4,21 @@ import "time"
 
 // Fixed is a fixed window counter (the INCR+EXPIRE limiter). Windows are aligned
 // to multiples of Window since the Unix epoch, so a 60 s window resets at each
-// whole minute and a 500 ms window at each whole half second. A request is
-// admitted if the units already counted in the current window plus its cost fit
-// in Limit. It is cheap but lets up to 2·Limit through across a window edge.
+// whole minute and a 500 ms window at each whole half second; with FirstHit a
+// window starts instead at the first request it admits and lasts Window, as an
+// INCR+EXPIRE counter's key does. A request is admitted if the units already
+// counted in the current window plus its cost fit in Limit. It is cheap but
+// lets up to 2·Limit through across a window edge.
 //
 // State layout: [0] the unix time in nanoseconds of the latest admission, which
 // also names the window its count belongs to and clamps a clock that steps
-// back; [1] the units admitted in that window. The zero State is an empty
-// window. Fixed itself holds no state and is safe for concurrent use.
+// back (with FirstHit: of the window's first admission, its start); [1] the
+// units admitted in that window. The zero State is an empty window. Fixed
+// itself holds no state and is safe for concurrent use.
 type Fixed struct {
-	Limit  int64
-	Window time.Duration // whole milliseconds
+	Limit    int64
+	Window   time.Duration // whole milliseconds
+	FirstHit bool          // a window starts at its first admission, not at a multiple of Window
 }
 
 // Validate reports whether the parameters can be honoured.
@@ -33,12 +37,13 @@ func (p Fixed) Validate() error {
 // consume.
 func (p Fixed) Decide(s *State, now, cost int64, peek bool) Decision {
 	now = max(now, int64(s[0]))
-	count, end := p.count(*s, now), p.end(now)
+	count := p.count(*s, now)
+	end := p.endOf(*s, count, now)
 	d := Decision{Limit: p.Limit}
 	if cost <= p.Limit-count {
 		d.Allowed, d.Remaining, d.Reset = true, p.Limit-count-cost, time.Duration(end-now)
 		if !peek {
-			s[0], s[1] = uint64(now), uint64(count+cost)
+			p.charge(s, count, now, count+cost)
 		}
 		return d
 	}
@@ -64,17 +69,43 @@ func (p Fixed) Expiry(s State) int64 {
 	if s[1] == 0 {
 		return 0
 	}
+	if p.FirstHit {
+		return int64(s[0]) + int64(p.Window)
+	}
 	return p.end(int64(s[0]))
 }
 
 // count returns the units in the window holding now, which must not precede s[0].
 // The units counted in s were admitted between the start of s[0]'s window and
 // s[0], so after a change of Window they still count if s[0] falls in now's window.
+// With FirstHit the units count until Window after the window's start.
 func (p Fixed) count(s State, now int64) int64 {
-	if int64(s[0]) < p.start(now) {
+	if p.FirstHit && now-int64(s[0]) >= int64(p.Window) || !p.FirstHit && int64(s[0]) < p.start(now) {
 		return 0
 	}
 	return int64(s[1])
+}
+
+// endOf returns the end of the window holding now, in which s counts count
+// units: with FirstHit, Window after its start, or after now if it is empty
+// (the next admission starts it).
+func (p Fixed) endOf(s State, count, now int64) int64 {
+	switch {
+	case !p.FirstHit:
+		return p.end(now)
+	case count == 0:
+		return now + int64(p.Window)
+	}
+	return int64(s[0]) + int64(p.Window)
+}
+
+// charge makes next the count of the window holding now, in which s counts
+// count units: the window starts at now if it was empty under FirstHit.
+func (p Fixed) charge(s *State, count, now, next int64) {
+	if !p.FirstHit || count == 0 {
+		s[0] = uint64(now)
+	}
+	s[1] = uint64(next)
 }
 
 // start returns the start of the window holding t (t >= 0).

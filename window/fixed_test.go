@@ -161,20 +161,47 @@ func TestFixedValidate(t *testing.T) {
 
 // fixedModel is the brute-force reference for Fixed: every admitted request
 // with its (clamped) time; a request fits if the requests admitted in the same
-// aligned window, plus its cost, fit in the limit.
+// window, plus its cost, fit in the limit. Windows are aligned, or with first
+// start at an admission Window or more after the previous window's start.
 type fixedModel struct {
 	limit, win int64
+	first      bool
 	admits     []fixedAdmit
-	last       int64 // the latest admission: the clock never runs behind it
+	last       int64 // the latest admission (first: window start): the clock never runs behind it
 }
 
 type fixedAdmit struct{ at, cost int64 }
 
-func (m *fixedModel) clock(now int64) int64 { return max(now, m.last, 0) }
+func (m *fixedModel) clock(now int64) int64 {
+	if m.first {
+		start, _ := m.window()
+		return max(now, start, m.last, 0)
+	}
+	return max(now, m.last, 0)
+}
+
+// window returns the start of the latest first-hit window and the units
+// admitted in it, found by walking every admission from the first.
+func (m *fixedModel) window() (start, units int64) {
+	for i, a := range m.admits {
+		if i == 0 || a.at-start >= m.win {
+			start, units = a.at, 0
+		}
+		units += a.cost
+	}
+	return start, units
+}
 
 // count returns the units admitted in the window holding now (clamped).
-// Admits are in time order because the clock is clamped.
+// Aligned admits are in time order because the clock is clamped.
 func (m *fixedModel) count(now int64) int64 {
+	if m.first {
+		start, units := m.window()
+		if len(m.admits) == 0 || now-start >= m.win {
+			return 0
+		}
+		return units
+	}
 	var n int64
 	for i := len(m.admits) - 1; i >= 0 && m.admits[i].at/m.win == now/m.win; i-- {
 		n += m.admits[i].cost
@@ -182,15 +209,31 @@ func (m *fixedModel) count(now int64) int64 {
 	return n
 }
 
+// end returns the end of the window holding now, which counts count units.
+func (m *fixedModel) end(now, count int64) int64 {
+	switch {
+	case !m.first:
+		return (now/m.win + 1) * m.win
+	case count == 0:
+		return now + m.win
+	}
+	start, _ := m.window()
+	return start + m.win
+}
+
 // decide returns the reply the spec asks for at now, charging the model if admitted.
 func (m *fixedModel) decide(now, cost int64, peek bool) Decision {
 	now = m.clock(now)
-	count, end := m.count(now), (now/m.win+1)*m.win
+	count := m.count(now)
+	end := m.end(now, count)
 	d := Decision{Limit: m.limit, Remaining: max(0, m.limit-count), Wait: Never}
 	if count+cost <= m.limit {
 		d = Decision{Allowed: true, Limit: m.limit, Remaining: m.limit - count - cost, Reset: time.Duration(end - now)}
 		if !peek {
-			m.admits, m.last = append(m.admits, fixedAdmit{now, cost}), now
+			m.admits = append(m.admits, fixedAdmit{now, cost})
+			if !m.first {
+				m.last = now
+			}
 		}
 		return d
 	}
@@ -203,11 +246,21 @@ func (m *fixedModel) decide(now, cost int64, peek bool) Decision {
 	return d
 }
 
-// busiest returns the most units admitted in one aligned window since admit from.
+// busiest returns the most units admitted in one window since admit from.
 func (m *fixedModel) busiest(from int) int64 {
 	per := map[int64]int64{}
-	for _, a := range m.admits[from:] {
-		per[a.at/m.win] += a.cost
+	var start int64
+	for i, a := range m.admits { // every admission, so first-hit windows start where they did
+		id := a.at / m.win
+		if m.first {
+			if i == 0 || a.at-start >= m.win {
+				start = a.at
+			}
+			id = start
+		}
+		if i >= from {
+			per[id] += a.cost
+		}
 	}
 	var most int64
 	for _, n := range per {
@@ -228,7 +281,7 @@ type fixedRun struct {
 
 func newFixedRun(t *testing.T, p Fixed) *fixedRun {
 	require.NoError(t, p.Validate())
-	return &fixedRun{t: t, x: &fixedSubject{p: p}, m: &fixedModel{limit: p.Limit, win: int64(p.Window)}}
+	return &fixedRun{t: t, x: &fixedSubject{p: p}, m: &fixedModel{limit: p.Limit, win: int64(p.Window), first: p.FirstHit}}
 }
 
 // setParams re-parameterises the key and reseeds the model from its state.
@@ -236,7 +289,7 @@ func (r *fixedRun) setParams(p Fixed) {
 	require.NoError(r.t, p.Validate())
 	r.check()
 	r.x.p = p
-	r.m = &fixedModel{limit: p.Limit, win: int64(p.Window), last: int64(r.x.s[0])}
+	r.m = &fixedModel{limit: p.Limit, win: int64(p.Window), first: p.FirstHit, last: int64(r.x.s[0])}
 	if r.x.s[1] > 0 {
 		r.m.admits = []fixedAdmit{{int64(r.x.s[0]), int64(r.x.s[1])}}
 	}
@@ -263,7 +316,7 @@ func TestFixedModel(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 0xf1ed))
-			p := Fixed{Limit: 1 + rng.Int64N(40), Window: traceMs(rng)}
+			p := Fixed{Limit: 1 + rng.Int64N(40), Window: traceMs(rng), FirstHit: seed%2 == 1}
 			r := newFixedRun(t, p)
 			now := t0 + rng.Int64N(int64(time.Second))
 			for range traceOps(t) {

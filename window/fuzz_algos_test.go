@@ -90,7 +90,7 @@ func algoFuzzWindow(b, c byte) time.Duration {
 }
 
 func fuzzFixed(a, b, c byte) Fixed {
-	p := Fixed{Limit: 1 + int64(a%32), Window: algoFuzzWindow(b, c)}
+	p := Fixed{Limit: 1 + int64(a%32), Window: algoFuzzWindow(b, c), FirstHit: a/32%2 == 1}
 	if a >= 252 {
 		p.Limit = 1<<61 - int64(255-a)
 	}

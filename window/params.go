@@ -94,6 +94,9 @@ type Params struct {
 	Limit  int64         // limit (Slide, Fixed, Log) or capacity (Token, Leaky)
 	Rate   int64         // units per Period (Token, Leaky); unused by the others
 	Period time.Duration // window (Slide, Fixed, Log) or refill/drain period (Token, Leaky)
+	// FirstHit (Fixed only) starts each window at its first admission
+	// instead of at a multiple of Period since the Unix epoch.
+	FirstHit bool
 }
 
 // ceilDiv returns ceil(a/b) for a >= 0, b > 0.
@@ -106,7 +109,7 @@ func (p Params) Slide() Slide { return Slide{Limit: p.Limit, Window: p.Period} }
 func (p Params) Token() Token { return Token{Capacity: p.Limit, Rate: p.Rate, Period: p.Period} }
 
 // Fixed returns p as Fixed parameters.
-func (p Params) Fixed() Fixed { return Fixed{Limit: p.Limit, Window: p.Period} }
+func (p Params) Fixed() Fixed { return Fixed{Limit: p.Limit, Window: p.Period, FirstHit: p.FirstHit} }
 
 // Log returns p as Log parameters.
 func (p Params) Log() Log { return Log{Limit: p.Limit, Window: p.Period} }
@@ -119,6 +122,9 @@ func (p Params) Leaky() Leaky { return Leaky{Capacity: p.Limit, Rate: p.Rate, Pe
 
 // Validate reports whether p names an algorithm and its parameters can be honoured.
 func (p Params) Validate() error {
+	if p.FirstHit && p.Kind != KindFixed {
+		return ErrKind
+	}
 	switch p.Kind {
 	case KindSlide:
 		return p.Slide().Validate()
