@@ -82,3 +82,12 @@ func (c counts) last(lo int64) int64 {
 	}
 	return max(lo, c[len(c)-1].id)
 }
+
+// from returns the index of the first bucket at or after lo.
+func (c counts) from(lo int64) int {
+	i := len(c)
+	for i > 0 && c[i-1].id >= lo {
+		i--
+	}
+	return i
+}

@@ -55,6 +55,7 @@ func (s *Store) recover(p int, echo []Entry) {
 		k.sent[p].raise(e.Bucket, e.Count)
 		s.dirty[k.name] = struct{}{}
 		s.measure[k.name] = struct{}{}
+		s.mirror[k.name] = struct{}{}
 		for q := range s.peers {
 			if q != s.cfg.Self && q != p {
 				s.peers[q].unacked[k.name] = struct{}{}

@@ -114,6 +114,7 @@ type Store struct {
 	keys    map[string]*key
 	dirty   map[string]struct{} // keys whose own units changed since the last Sync
 	measure map[string]struct{} // keys with windows not yet measured
+	mirror  map[string]struct{} // keys whose own units changed since the last DrainOwn
 	peers   []peer              // by region; this region's entry is unused
 	stats   Stats
 	scratch counts
@@ -127,7 +128,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, keys: map[string]*key{}, dirty: map[string]struct{}{},
-		measure: map[string]struct{}{}, peers: make([]peer, cfg.Regions)}
+		measure: map[string]struct{}{}, mirror: map[string]struct{}{}, peers: make([]peer, cfg.Regions)}
 	for i := range s.peers {
 		s.peers[i].unacked = map[string]struct{}{}
 	}
@@ -235,13 +236,7 @@ func (s *Store) charge(k *key, now, cur, cost int64) {
 	name := k.name
 	k.stamp = now
 	k.own.add(cur, cost)
-	s.dirty[name] = struct{}{}
-	s.measure[name] = struct{}{}
-	for p := range s.peers {
-		if p != s.cfg.Self {
-			s.peers[p].unacked[name] = struct{}{}
-		}
-	}
+	s.changed(name)
 	s.stats.Admitted += cost
 }
 

@@ -49,6 +49,9 @@ func cmdDel(s *Server, c *client, args [][]byte) {
 	now, n := s.unixNano(), int64(0)
 	for _, key := range args[1:] {
 		_, _, live := s.lookup(key, now)
+		if s.reg != nil {
+			s.reg.forget(key) // region_keys.go
+		}
 		if !policy.Reserved(key) && s.cfg.Store.Delete(key) && live {
 			n++
 		}
@@ -105,6 +108,9 @@ func cmdFlushAll(s *Server, c *client, args [][]byte) {
 	if len(args) > 2 || (len(args) == 2 && !equalFoldASCII(args[1], "async") && !equalFoldASCII(args[1], "sync")) {
 		c.conn.WriteError(string(errArgSyntax))
 		return
+	}
+	if s.reg != nil {
+		s.reg.forgetAll() // region_keys.go
 	}
 	if err := s.flushAll(); err != nil {
 		c.conn.WriteError("ERR " + err.Error())

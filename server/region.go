@@ -61,8 +61,12 @@ type regionNode struct {
 	keys  [][]byte       // the peer keys a handshake may prove
 	local [][]byte
 
-	mu sync.Mutex // guards st
-	st *region.Store
+	mu  sync.Mutex // guards st and own
+	st  *region.Store
+	own []region.Own // mirrorLocked's buffer
+
+	synced       atomic.Int64 // syncs done
+	mirrorFailed atomic.Int64 // own units the key store had no room to copy (region_keys.go)
 
 	wake  chan struct{}
 	links []*regionLink // by index; nil at Self
@@ -149,6 +153,9 @@ func (s *Server) attachRegion() error {
 		return err
 	}
 	s.reg = rn
+	if n := rn.restore(); n > 0 {
+		s.log.Info("regions: took back this region's units of global keys from the data directory", "keys", n)
+	}
 	s.AddMetrics(rn.writeMetrics)
 	go rn.run()
 	for _, l := range rn.links {
@@ -200,9 +207,16 @@ func (rn *regionNode) decide(key []byte, r *request) (o outcome, ok bool, err er
 	}
 	lim := region.Limit{Kind: r.params.Kind, Limit: r.params.Limit, Window: r.params.Period}
 	rn.mu.Lock()
+	fresh := !r.peek && !rn.st.Has(key)
 	d := rn.st.Decide(key, lim, r.now, r.cost, r.peek)
+	if fresh {
+		err = rn.keepFreshLocked(key, lim, d.Allowed, r.now) // region_keys.go
+	}
 	urgent := rn.st.Urgent()
 	rn.mu.Unlock()
+	if err != nil {
+		return o, true, err
+	}
 	if urgent {
 		select {
 		case rn.wake <- struct{}{}:
@@ -242,7 +256,9 @@ func (rn *regionNode) syncOnce() {
 	rn.mu.Lock()
 	bs := rn.st.Sync(now)
 	rn.st.Sweep(now, 4096)
+	rn.mirrorLocked(now)
 	rn.mu.Unlock()
+	rn.synced.Add(1)
 	for i, b := range bs {
 		if l := rn.links[i]; b != nil && l != nil {
 			select {

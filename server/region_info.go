@@ -35,6 +35,7 @@ func (s *Server) infoRegions() []pair {
 		{"rl_region_windows_measured", st.WindowsMeasured}, {"rl_region_windows_overshoot", st.OvershootWindows},
 		{"rl_region_overshoot_units", st.OvershootUnits}, {"rl_region_windows_unmeasured", st.WindowsUnmeasured},
 		{"rl_region_worst_ratio", fmtFloat(st.Worst)}, {"rl_region_refused", rn.refused.Load()},
+		{"rl_region_keyspace_refused", rn.mirrorFailed.Load()},
 		{"rl_region_received", rn.received.Load()}, {"rl_region_received_bytes", rn.receivedBytes.Load()}}
 	n := 0
 	for i, l := range rn.links {

@@ -26,6 +26,12 @@ type testRegion struct {
 // knowing all the others. tweak may change each one's RegionConfig.
 func startRegions(t *testing.T, names []string, tweak func(name string, rc *RegionConfig)) []*testRegion {
 	t.Helper()
+	return startRegionsWith(t, names, tweak, nil)
+}
+
+// startRegionsWith is startRegions with each server's Config made by cfg.
+func startRegionsWith(t *testing.T, names []string, tweak func(name string, rc *RegionConfig), cfg func(name string) Config) []*testRegion {
+	t.Helper()
 	lns := make([]net.Listener, len(names))
 	for i := range names {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -46,7 +52,12 @@ func startRegions(t *testing.T, names []string, tweak func(name string, rc *Regi
 		fw := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: rc.Secret, Conns: 1, Timeout: rc.Timeout})
 		t.Cleanup(fw.Close)
 		rc.Forwarder = fw
-		s := newTestServer(t, Config{Listener: lns[i], Region: rc})
+		var c Config
+		if cfg != nil {
+			c = cfg(name)
+		}
+		c.Listener, c.Region = lns[i], rc
+		s := newTestServer(t, c)
 		addr := serveTest(t, s)
 		rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
 		t.Cleanup(func() { _ = rdb.Close() })

@@ -56,7 +56,7 @@ func startRegionProcs(t *testing.T) ([]string, []*proc, []*redis.Client) {
 	return ports, procs, clients
 }
 
-func startRegionProc(t *testing.T, i int, ports []string) *proc {
+func startRegionProc(t *testing.T, i int, ports []string, extra ...string) *proc {
 	t.Helper()
 	var peers []string
 	for j, other := range regionNames {
@@ -64,8 +64,9 @@ func startRegionProc(t *testing.T, i int, ports []string) *proc {
 			peers = append(peers, other+"=127.0.0.1:"+ports[j])
 		}
 	}
-	return startProc(t, nil, "--port", ports[i], "--region", regionNames[i], "--region-peers", strings.Join(peers, ","),
-		"--cluster-secret", "region process test", "--region-sync", "50ms")
+	args := []string{"--port", ports[i], "--region", regionNames[i], "--region-peers", strings.Join(peers, ","),
+		"--cluster-secret", "region process test", "--region-sync", "50ms"}
+	return startProc(t, nil, append(args, extra...)...)
 }
 
 // TestRegionProcessRestart: eu takes its part of a one-minute limit, is
