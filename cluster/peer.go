@@ -93,7 +93,7 @@ func NewPeers(cfg PeersConfig) *Peers {
 // whole, with an error wrapping ErrUnreachable, and the connection it used
 // is dropped: its later replies could no longer be matched.
 func (p *Peers) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
-	var payload []byte
+	payload := make([]byte, 0, commandsSize(cmds))
 	for _, args := range cmds {
 		payload = appendCommand(payload, args)
 	}

@@ -15,6 +15,21 @@ const maxReplyDepth = 16
 // errBadReply is a peer's reply that is not RESP.
 var errBadReply = errors.New("cluster: malformed reply from peer")
 
+// commandsSize is at least the bytes appendCommand takes for every
+// command of cmds: a buffer of it is allocated once, where growing one by
+// appends copies a large payload (a handoff's chunk, a full sync) many
+// times over.
+func commandsSize(cmds [][][]byte) int {
+	n := 0
+	for _, args := range cmds {
+		n += 16 // *<count>\r\n
+		for _, a := range args {
+			n += len(a) + 16 // $<len>\r\n<a>\r\n
+		}
+	}
+	return n
+}
+
 // appendCommand appends args as a RESP array of bulk strings.
 func appendCommand(b []byte, args [][]byte) []byte {
 	b = redcon.AppendArray(b, len(args))
