@@ -102,13 +102,7 @@ func (c *Client) Reserve(ctx context.Context, key string, rule Rule, estimate in
 	b := args{c: c}
 	b.add("RL.RESERVE")
 	b.add(key)
-	alg := strings.ToUpper(rule.Algorithm)
-	b.add(alg)
-	b.int(rule.Limit)
-	if alg == "TOKEN" {
-		b.int(rule.Rate)
-	}
-	b.duration(rule.Window)
+	b.rule(rule)
 	b.add("COST")
 	b.int(estimate)
 	b.add("TTL")
@@ -157,6 +151,30 @@ func (c *Client) Refund(ctx context.Context, key string, n int64) (bool, error) 
 	b.add("COST")
 	b.int(n)
 	return c.bool(ctx, &b)
+}
+
+// RefundRule calls RL.REFUND key rule… COST n: n units back to key, which
+// must be of rule's algorithm (SLIDE, FIXED or TOKEN) and takes its
+// parameters, never beyond rule's full limit. It reports whether any came back.
+func (c *Client) RefundRule(ctx context.Context, key string, rule Rule, n int64) (bool, error) {
+	b := args{c: c}
+	b.add("RL.REFUND")
+	b.add(key)
+	b.rule(rule)
+	b.add("COST")
+	b.int(n)
+	return c.bool(ctx, &b)
+}
+
+// rule adds rule's algorithm and parameters, as RL.RESERVE and RL.REFUND take them.
+func (b *args) rule(rule Rule) {
+	alg := strings.ToUpper(rule.Algorithm)
+	b.add(alg)
+	b.int(rule.Limit)
+	if alg == "TOKEN" {
+		b.int(rule.Rate)
+	}
+	b.duration(rule.Window)
 }
 
 // SetHeaders sets the IETF RateLimit-Policy and RateLimit fields of a

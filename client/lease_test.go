@@ -65,4 +65,12 @@ func TestReservations(t *testing.T) {
 	ok, err = c.Refund(ctx, "llm", 10)
 	require.NoError(t, err)
 	assert.True(t, ok)
+	ok, err = c.RefundRule(ctx, "llm", rule, 1000)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	r, err = c.Reserve(ctx, "llm", rule, 1000, time.Minute, "")
+	require.NoError(t, err)
+	assert.True(t, r.Allowed, "full again")
+	_, err = c.RefundRule(ctx, "llm", client.Rule{Algorithm: "FIXED", Limit: 10, Window: time.Minute}, 1)
+	assert.Error(t, err, "a TOKEN key refunded as FIXED: WRONGTYPE")
 }

@@ -49,7 +49,7 @@ func commandDocTable() map[string]cmdDoc {
 		"rl.reserve":              {since: rlSince, args: []string{"key:key", "SLIDE|FIXED|TOKEN", "*param", "?COST cost:integer", "TTL ttl", "?ID id"}},
 		"rl.commit":               {since: rlSince, args: []string{"key:key", "id", "ACTUAL actual:integer"}},
 		"rl.cancel":               {since: rlSince, args: []string{"key:key", "id"}},
-		"rl.refund":               {since: rlSince, args: []string{"key:key", "COST cost:integer"}},
+		"rl.refund":               {since: rlSince, args: []string{"key:key", "?SLIDE|FIXED|TOKEN", "*param", "COST cost:integer"}},
 		"gcra":                    {since: rlSince, args: []string{"key:key", "max_burst:integer", "tokens_per_period:integer", "period:double", "?TOKENS tokens:integer"}},
 		"throttle":                {since: rlSince, args: []string{"key:key", "max_burst:integer", "count_per_period:integer", "period:integer", "?quantity:integer"}},
 		"rl.check":                {since: rlSince, args: []string{"policy", "key:key", "?COST cost:integer", "?PEEK"}},

@@ -26,29 +26,17 @@ func reserveCommands() []command {
 			summary: "Replaces a reservation's estimate by its actual cost: 1, or 0 if it is not outstanding"},
 		{name: "rl.cancel", arity: 3, flags: flagWrite | flagAnnounces, run: cmdCancel, changes: changesReserve, group: "rl",
 			summary: "Gives a reservation's estimate back: 1, or 0 if it is not outstanding"},
-		{name: "rl.refund", arity: 4, flags: flagWrite | flagAnnounces, run: cmdRefund, changes: changesReserve, group: "rl",
-			summary: "Gives units back to a SLIDE, FIXED or TOKEN key, never beyond its full limit: 1 if any came back"},
+		{name: "rl.refund", arity: -4, flags: flagWrite | flagAnnounces, run: cmdRefund, changes: changesReserve, group: "rl",
+			summary: "Gives units back to a SLIDE, FIXED or TOKEN key, never beyond its full limit (the rule's, if named): 1 if any came back"},
 	}
 }
 
 // parseReserve parses RL.RESERVE key rule params… [COST n] TTL t [ID id].
 func parseReserve(args [][]byte) (shard.ReserveRequest, []byte, error) {
 	r := shard.ReserveRequest{Op: shard.ReserveNew, Units: 1}
-	var kind window.Kind
-	for _, k := range []window.Kind{window.KindSlide, window.KindFixed, window.KindToken} {
-		if equalFoldASCII(args[2], k.String()) {
-			kind = k
-		}
-	}
-	if kind == window.KindNone {
-		return r, nil, errArgReserveRule
-	}
-	n := 3 + policy.Arity(kind)
-	if len(args) < n {
-		return r, nil, argError(arityError("rl.reserve"))
-	}
+	var n int
 	var err error
-	if r.Params, err = policy.ParseParams(kind, args[3:n]); err != nil {
+	if r.Params, n, err = parseAdjustRule("rl.reserve", args); err != nil {
 		return r, nil, err
 	}
 	var id []byte
@@ -137,21 +125,6 @@ func cmdCancel(s *Server, c *client, args [][]byte) {
 		return
 	}
 	reserveBool(s, c, args[1], &shard.ReserveRequest{Op: shard.ReserveCancel, ID: window.LeaseID(id)})
-}
-
-// cmdRefund runs RL.REFUND key COST n.
-func cmdRefund(s *Server, c *client, args [][]byte) {
-	n, ok := parseInt(args[3])
-	switch {
-	case !equalFoldASCII(args[2], "cost"):
-		c.conn.WriteError(string(errArgSyntax))
-	case !ok:
-		c.conn.WriteError(string(errArgNotInt))
-	case n < 1:
-		c.conn.WriteError(string(errArgCost))
-	default:
-		reserveBool(s, c, args[1], &shard.ReserveRequest{Op: shard.Refund, Units: n})
-	}
 }
 
 func reserveBool(s *Server, c *client, key []byte, r *shard.ReserveRequest) {

@@ -85,7 +85,7 @@ func TestReserveAllocs(t *testing.T) {
 	c.conn = errCounter{clientConn: rc, c: c}
 	batch := []byte(respCmd("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m", "ID", "r") +
 		respCmd("RL.COMMIT", "b", "r", "ACTUAL", "7") + respCmd("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m") +
-		respCmd("RL.REFUND", "b", "COST", "1"))
+		respCmd("RL.REFUND", "b", "COST", "1") + respCmd("RL.REFUND", "b", "SLIDE", "1000000", "60", "COST", "1"))
 	runBatch(s, c, rc, batch)
 	assert.Zero(t, quietAllocsPerRun(200, func() { runBatch(s, c, rc, batch) }))
 }

@@ -21,7 +21,7 @@ const (
 // outstanding reservations.
 type ReserveRequest struct {
 	Op     ReserveOp
-	Params window.Params // ReserveNew: the key's rule (Slide, Fixed or Token)
+	Params window.Params // ReserveNew: the key's rule (Slide, Fixed or Token); Refund: that too, or none for the key's own
 	ID     uint64        // window.LeaseID of the reservation's id
 	TTL    time.Duration // ReserveNew: how long the estimate waits for its actual cost
 	Units  int64         // ReserveNew: the estimate; ReserveCommit: the actual cost; Refund: the units given back
@@ -76,6 +76,12 @@ func (r *ReserveRequest) check() error {
 	if r.Units < 0 || (r.Op == Refund && r.Units < 1) {
 		return window.ErrCost
 	}
+	if r.Op == Refund && r.Params.Kind != window.KindNone {
+		if !r.Params.Kind.Adjustable() {
+			return ErrWrongType
+		}
+		return r.Params.Validate()
+	}
 	return nil
 }
 
@@ -85,7 +91,7 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 	}
 	switch r.Op {
 	case Refund:
-		return ReserveResult{Done: m.adjustLocked(s, key, h, now, -r.Units)}, nil
+		return m.refundLocked(s, key, h, r, now)
 	case ReserveNew:
 		return m.reserveNewLocked(s, key, h, ledger, hl, r, now)
 	}
