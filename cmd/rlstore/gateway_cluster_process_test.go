@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -146,7 +145,7 @@ func TestProcessGatewayCluster(t *testing.T) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); ld.run(stop) }()
 	require.Eventually(t, func() bool { return ld.roundsDone() >= 10 }, deadline, 10*time.Millisecond)
-	waitCopies(t, nodes, len(users)+len(counters))
+	waitCopies(t, len(users)+len(counters), nodes[0].clusterProc, nodes[1].clusterProc, nodes[2].clusterProc)
 	time.Sleep(3 * replicaIv) // the load runs for a few intervals: not an ordering, a duration of the scenario
 
 	survivors := []*gwNode{nodes[0], nodes[2]}
@@ -283,24 +282,6 @@ func (l *gwLoad) roundsDone() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rounds
-}
-
-// waitCopies waits until the nodes hold n copies together: each key has
-// its backup.
-func waitCopies(t *testing.T, nodes []*gwNode, n int) {
-	t.Helper()
-	copies := regexp.MustCompile(`rl_copies:(\d+)`)
-	require.Eventually(t, func() bool {
-		sum := 0
-		for _, p := range nodes {
-			info, err := newClient(t, p.addr).Info(context.Background(), "replication").Result()
-			if m := copies.FindStringSubmatch(info); err == nil && m != nil {
-				c, _ := strconv.Atoi(m[1])
-				sum += c
-			}
-		}
-		return sum >= n
-	}, deadline, 10*time.Millisecond, "every key has a copy on its backup")
 }
 
 // waitGatewayAnswers returns when one check-only call through n first
