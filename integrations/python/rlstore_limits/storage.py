@@ -16,6 +16,13 @@ log = logging.getLogger(__name__)
 # plus one second, which still holds any window-long span to the limit.
 MAX_LOG_LIMIT = 4000
 
+# A limit of 0 denies every hit, and limits' Redis storage still counts
+# each one in the key (INCR, then compare): the key exists, get() and
+# get_expiry() report it, reset() deletes it. rlstore refuses a limit of 0,
+# so such a key is counted at the largest limit RL.FIXED and RL.SLIDE take,
+# and the strategy, comparing the count with 0, denies.
+COUNT_CEILING = 4294967295
+
 # Seconds per granularity, as limits names them at the end of every key.
 _GRANULARITY = {
     "second": 1,
@@ -114,10 +121,13 @@ class RlstoreStorage(Storage, MovingWindowSupport):
         return self.storage.execute_command(*args)
 
     def _decide(self, command, key, window, amount=1, peek=False):
+        """A fixed-window decision: RL.FIXED with ANCHOR FIRST (a window
+        starts at its first hit and lasts the window, as the INCR + EXPIRE
+        key of limits' Redis storage does), or with elastic expiry RL.SLIDE."""
         limit, seconds = _limit_of(key)
-        if limit == 0:  # RL.* refuse a limit of 0; Redis stores deny it
-            return _Decision([0, 0, 0, -1, 0])
-        args = [command, key, limit, window if window is not None else seconds]
+        args = [command, key, limit or COUNT_CEILING, window if window is not None else seconds]
+        if command == "RL.FIXED":
+            args += ["ANCHOR", "FIRST"]
         if amount != 1:
             args += ["COST", amount]
         if peek:
@@ -129,7 +139,7 @@ class RlstoreStorage(Storage, MovingWindowSupport):
     def incr(self, key, expiry, elastic_expiry=False, amount=1):
         """Charges amount and returns the count after it. A denial counts
         nothing and returns limit + amount, which the strategy reads as
-        over the limit."""
+        over the limit. A limit of 0 counts every hit (COUNT_CEILING)."""
         command = "RL.SLIDE" if elastic_expiry else "RL.FIXED"
         d = self._decide(command, key, int(expiry), amount)
         self._remember(key, d)

@@ -31,24 +31,13 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.environ.get("RLSTORE_SUITES", ""), "limits")
 
-FIXED_EPOCH = (
-    "RL.FIXED's windows are aligned to the Unix epoch (a 2 s window starts at an even second), "
-    "not started by the first hit as Redis's keys are, so the window's end differs from start + window"
-)
-
+# Tests expected to fail, each with why. None today: RL.FIXED ANCHOR FIRST
+# gives test_fixed_window its first-hit window, and a limit of 0 counts its
+# hits in a key, so test_reset finds all ten.
 EXPECTED_FAILURES = {}
 
 # Tests that pass or fail by the clock: either outcome is accepted, and reported.
-EITHER = {
-    "tests.test_strategy.TestWindow::test_fixed_window[redis://localhost:7379-args1-redis_basic]": (
-        FIXED_EPOCH + ": it starts on a whole second and passes when that second is even"
-    ),
-}
-for cls in ("TestRedisStorage", "TestRedisAuthStorage"):
-    EXPECTED_FAILURES["tests.storage.test_redis.%s::test_reset" % cls] = (
-        "hits on RateLimitItemPerMinute(0) are denied without a command, so they make no key for "
-        "reset() to count (Redis's storage counts the denied hit in a key): 9 of 10"
-    )
+EITHER = {}
 
 
 def rewrite(text, addr, auth_addr):

@@ -29,12 +29,32 @@ class StrategiesTest(unittest.TestCase):
         return limiter, item, who, reset - time.time()
 
     def test_fixed_window_is_rl_fixed(self):
+        before = time.time()
         limiter, item, who, wait = self.three_per_ten("fixed-window")
-        self.assertEqual(self.storage.storage.type(item.key_for(who)), b"fixed")
-        # RL.FIXED windows are aligned to multiples of 10 s since the epoch
+        key = item.key_for(who)
+        self.assertEqual(self.storage.storage.type(key), b"fixed")
+        # RL.FIXED ANCHOR FIRST: the window ends 10 s after its first hit,
+        # as the key of limits' Redis storage expires, not at an aligned edge
+        info = self.storage.storage.execute_command("RL.INFO", key)
+        self.assertIn(b"anchor", info)
         self.assertLessEqual(wait, 10)
-        self.assertAlmostEqual(time.time() + wait, (int(time.time()) // 10 + 1) * 10, delta=1.01)
-        self.assertEqual(self.storage.get(item.key_for(who)), 3, "the two denials were not counted")
+        self.assertAlmostEqual(time.time() + wait, before + 10, delta=1.01)
+        self.assertEqual(self.storage.get(key), 3, "the two denials were not counted")
+
+    def test_limit_zero_counts_hits(self):
+        """A limit of 0 denies, and counts each hit in a key that get,
+        get_expiry and reset see, as limits' Redis storage does."""
+        limiter = strategies.FixedWindowRateLimiter(self.storage)
+        item, who = parse("0/minute"), unique("zero")
+        before = time.time()
+        self.assertFalse(limiter.hit(item, who))
+        self.assertFalse(limiter.hit(item, who))
+        key = item.key_for(who)
+        self.assertEqual(self.storage.get(key), 2)
+        self.assertAlmostEqual(self.storage.get_expiry(key), before + 60, delta=1.01)
+        self.assertEqual(limiter.get_window_stats(item, who)[1], 0)
+        self.assertGreaterEqual(self.storage.reset(), 1)
+        self.assertEqual(self.storage.get(key), 0)
 
     def test_moving_window_is_rl_log(self):
         limiter, item, who, wait = self.three_per_ten("moving-window")
@@ -58,7 +78,6 @@ class StrategiesTest(unittest.TestCase):
         limiter.clear(item, who)
         self.assertEqual(limiter.get_window_stats(item, who)[1], 5)
         fixed = strategies.FixedWindowRateLimiter(self.storage)
-        clear_of_window_edge(60)
         self.assertTrue(fixed.hit(item, who + "f", cost=5))
         self.assertFalse(fixed.hit(item, who + "f"))
 
