@@ -38,6 +38,9 @@ type RegionConfig struct {
 	Forwarder cluster.Forwarder
 	// Timeout bounds one exchange. Default DefaultRegionTimeout.
 	Timeout time.Duration
+	// TLS: the Forwarder dials other regions over TLS (--tls-cluster yes),
+	// and this region refuses batches that come over a plain connection.
+	TLS bool
 }
 
 // RegionPeer is another region: its name and the RESP address of a node of it.

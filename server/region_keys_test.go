@@ -116,3 +116,14 @@ func waitRecovered(t *testing.T, rs []*testRegion) {
 		eventually(t, r.name+" to recover", func() bool { return strings.Contains(regionInfo(t, r), "rl_region_recovered:1") })
 	}
 }
+
+// TestRegionsRefusePlainPeer: a region whose links are TLS (--tls-cluster
+// yes) refuses batches that come over a plain connection, even from a
+// region that proves the secret.
+func TestRegionsRefusePlainPeer(t *testing.T) {
+	rs := startRegions(t, []string{"eu", "us"}, func(name string, rc *RegionConfig) { rc.TLS = name == "eu" })
+	eventually(t, "eu to refuse us's batches", func() bool { return !strings.Contains(regionInfo(t, rs[0]), "rl_region_refused:0") })
+	assert.Contains(t, regionInfo(t, rs[1]), "rl_region_refused:0", "us takes eu's (plain: us does not ask for TLS)")
+	assert.Contains(t, regionInfo(t, rs[0]), "rl_region_recovered:0", "eu never hears from us")
+	assert.Contains(t, regionInfo(t, rs[1]), "name=eu,addr="+rs[0].addr+",state=down")
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"strconv"
 	"time"
@@ -101,12 +102,18 @@ func bulkReply(raw []byte) ([]byte, error) {
 	return raw[i+2 : i+2+n], nil
 }
 
+// errPlainRegion refuses a batch on a plain connection when region links are TLS.
+var errPlainRegion = errors.New("a plain-text connection: this region takes batches over TLS only (--tls-cluster yes)")
+
 // peerRegion is RL.PEER REGION payload, on a peer's connection: count the
 // batch and answer its acknowledgement. A batch from a region this one does
 // not know, or that decides under another bound, is refused with an error
 // that the sender logs.
 func (rn *regionNode) peerRegion(c *client, payload []byte) {
 	h, b, err := region.ReadBatch(payload)
+	if _, isTLS := c.g.Conn.(*tls.Conn); err == nil && rn.cfg.TLS && !isTLS {
+		err = errPlainRegion
+	}
 	if err == nil {
 		err = rn.rc.Agrees(h)
 	}

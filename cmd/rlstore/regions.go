@@ -28,7 +28,7 @@ type regionFlags struct {
 func (f *regionFlags) define(fs *flag.FlagSet) {
 	d := region.Defaults(0, 1)
 	fs.StringVar(&f.Name, "region", "", "`name` of this region: with --region-peers, SLIDE and FIXED keys are global, one limit shared by every region and decided here with no cross-region round trip (docs/regions.md); empty: no regions")
-	fs.StringVar(&f.Peers, "region-peers", "", "every other region, `NAME=host:port,...`: the RESP address of each, reached with the node-to-node handshake (--cluster-key or --cluster-secret)")
+	fs.StringVar(&f.Peers, "region-peers", "", "every other region, `NAME=host:port,...`: the RESP address of each (its --tls-port with --tls-cluster yes), reached with the node-to-node handshake (--cluster-key or --cluster-secret)")
 	fs.Var(newSeconds(&f.Sync, server.DefaultRegionSync), "region-sync", "`duration` between exchanges with the other regions (100ms); a region also syncs early when a key has used half its escrow")
 	fs.Float64Var(&f.Escrow, "region-escrow", d.Escrow, "α, a `fraction` in (0, 1]: a region may have α·L/R admitted units no other region has acknowledged; all regions together admit at most L + (R−1)·max(1, ⌊α·L/R⌋) ≤ (1+α)·L in any window")
 	fs.Float64Var(&f.Reserve, "region-reserve", d.Reserve, "β, a `fraction` in [0, 1]: of each window a region may admit β·L/R with no acknowledgements (during a partition), and every other region counts that much as spent")
@@ -40,10 +40,11 @@ func (f *regionFlags) define(fs *flag.FlagSet) {
 func (f regionFlags) on() bool { return f.Name != "" || f.Peers != "" }
 
 // takesSecrets reports whether the cluster options given are only its
-// secrets and the regions use them: --cluster-key, --cluster-keyring,
-// --cluster-secret and --cluster-secret-file need no cluster then.
+// secrets and --tls-cluster, and the regions use them: --cluster-key,
+// --cluster-keyring, --cluster-secret, --cluster-secret-file and
+// --tls-cluster need no cluster then.
 func (f regionFlags) takesSecrets(c clusterFlags) bool {
-	if !f.on() || c.on() || c.NodeName != "" || c.Advertise != "" || c.TLS || c.Bootstrap {
+	if !f.on() || c.on() || c.NodeName != "" || c.Advertise != "" || c.Bootstrap {
 		return false
 	}
 	if c.Key != "" && c.Keyring != "" {
@@ -91,8 +92,10 @@ func (f regionFlags) validate() error {
 
 // regionConfig returns the server's region setup, nil without --region.
 // The exchanges go on connections of their own, proving the cluster's
-// secret as nodes do. The returned close ends them.
-func regionConfig(c config, log *slog.Logger) (*server.RegionConfig, func(), error) {
+// secret as nodes do, over mutual TLS with --tls-cluster yes (to the
+// --tls-port each --region-peers entry names; a region then takes other
+// regions' batches over TLS only). The returned close ends them.
+func regionConfig(c config, log *slog.Logger, cs *certs) (*server.RegionConfig, func(), error) {
 	f := c.Region
 	if !f.on() {
 		return nil, func() {}, nil
@@ -113,9 +116,13 @@ func regionConfig(c config, log *slog.Logger) (*server.RegionConfig, func(), err
 		return nil, nil, errors.New("--region-peers off loopback needs --cluster-key, --cluster-secret or --requirepass: regions prove it to each other")
 	}
 	secret, old := c.clusterSecrets(keys, log)
-	fw := cluster.NewPeers(cluster.PeersConfig{Name: f.Name, Secret: secret, Conns: 1, Timeout: time.Second})
+	pc := cluster.PeersConfig{Name: f.Name, Secret: secret, Conns: 1, Timeout: time.Second}
+	if c.Cluster.TLS { // validated: --tls-port and --tls-ca-cert-file are set, so cs is
+		pc.TLS, pc.TLSAddr = cs.peerConfig, func(addr string) (string, bool) { return addr, true }
+	}
+	fw := cluster.NewPeers(pc)
 	rc := &server.RegionConfig{Name: f.Name, Peers: peers, Sync: f.Sync, Escrow: f.Escrow, Reserve: f.Reserve,
-		Deny: f.Partition == "deny", MaxSkew: f.MaxSkew, Secret: secret, OldSecrets: old, Forwarder: fw}
+		Deny: f.Partition == "deny", MaxSkew: f.MaxSkew, Secret: secret, OldSecrets: old, Forwarder: fw, TLS: c.Cluster.TLS}
 	if rc.Reserve == 0 && !rc.Deny {
 		rc.Deny = true // a reserve of 0 is deny: the server reads 0 as its default
 	}
@@ -124,6 +131,6 @@ func regionConfig(c config, log *slog.Logger) (*server.RegionConfig, func(), err
 			rc.Local = append(rc.Local, p)
 		}
 	}
-	log.Info("regions", "region", f.Name, "peers", f.Peers, "escrow", f.Escrow, "reserve", rc.Reserve, "partition", f.Partition)
+	log.Info("regions", "region", f.Name, "peers", f.Peers, "escrow", f.Escrow, "reserve", rc.Reserve, "partition", f.Partition, "tls", rc.TLS)
 	return rc, fw.Close, nil
 }

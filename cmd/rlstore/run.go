@@ -113,7 +113,7 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		}
 	}
 	var closeRegions func()
-	if scfg.Region, closeRegions, err = regionConfig(cfg, log); err != nil { // regions.go
+	if scfg.Region, closeRegions, err = regionConfig(cfg, log, cs); err != nil { // regions.go
 		closeListener(tlsLn)
 		if cn != nil {
 			cn.close()
