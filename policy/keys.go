@@ -53,6 +53,13 @@ func Route(key []byte) []byte {
 	return key[2+k+int(n)+1:]
 }
 
+// AppendLedgerKey appends the internal key of the ledger of key's
+// reservations against p (RL.RESERVE key POLICY name), which Route finds
+// key in as it does p's rule keys.
+func (p *Policy) AppendLedgerKey(dst, key []byte) []byte {
+	return appendKey(dst, p.Name, ledgerRule, key)
+}
+
 // AppendLedgerKey appends the internal key of key's reservation ledger
 // (RL.RESERVE) to dst: a policy key with no policy name, which no policy
 // can have, so Route finds key in it.

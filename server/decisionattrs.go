@@ -34,7 +34,10 @@ func changesKey(_ *Server, args [][]byte) ([][]byte, []byte) { return args[1:2],
 // changesReserve are the keys RL.RESERVE, RL.COMMIT, RL.CANCEL and
 // RL.REFUND change: the key and its reservation ledger, which lives in the
 // key's shard (policy.AppendLedgerKey), so the key routes both.
-func changesReserve(_ *Server, args [][]byte) ([][]byte, []byte) {
+func changesReserve(s *Server, args [][]byte) ([][]byte, []byte) {
+	if keys, ok := changesReservePolicy(s, args); ok {
+		return keys, args[1]
+	}
 	return [][]byte{args[1], policy.AppendLedgerKey(nil, args[1])}, args[1]
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
-	"github.com/tidwall/redcon"
 )
 
 // The reservation commands' argument errors (docs/commands.md, Reservations).
@@ -22,9 +21,9 @@ func reserveCommands() []command {
 	return []command{
 		{name: "rl.reserve", arity: -5, flags: flagWrite | flagAnnounces, run: cmdReserve, changes: changesReserve, group: "rl",
 			summary: "Charges an estimate now, to be replaced by the actual cost: replies allowed, id, limit, remaining, wait_ms, reset_ms"},
-		{name: "rl.commit", arity: 5, flags: flagWrite | flagAnnounces, run: cmdCommit, changes: changesReserve, group: "rl",
-			summary: "Replaces a reservation's estimate by its actual cost: 1, or 0 if it is not outstanding"},
-		{name: "rl.cancel", arity: 3, flags: flagWrite | flagAnnounces, run: cmdCancel, changes: changesReserve, group: "rl",
+		{name: "rl.commit", arity: -5, flags: flagWrite | flagAnnounces, run: cmdCommit, changes: changesReserve, group: "rl",
+			summary: "Replaces a reservation's estimate by its actual cost (on every rule of a POLICY): 1, or 0 if it is not outstanding"},
+		{name: "rl.cancel", arity: -3, flags: flagWrite | flagAnnounces, run: cmdCancel, changes: changesReserve, group: "rl",
 			summary: "Gives a reservation's estimate back: 1, or 0 if it is not outstanding"},
 		{name: "rl.refund", arity: -4, flags: flagWrite | flagAnnounces, run: cmdRefund, changes: changesReserve, group: "rl",
 			summary: "Gives units back to a SLIDE, FIXED or TOKEN key, never beyond its full limit (the rule's, if named): 1 if any came back"},
@@ -39,40 +38,15 @@ func parseReserve(args [][]byte) (shard.ReserveRequest, []byte, error) {
 	if r.Params, n, err = parseAdjustRule("rl.reserve", args); err != nil {
 		return r, nil, err
 	}
-	var id []byte
-	for i := n; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			return r, nil, errArgSyntax
-		}
-		v := args[i+1]
-		switch {
-		case equalFoldASCII(args[i], "cost"):
-			var ok bool
-			if r.Units, ok = parseInt(v); !ok {
-				return r, nil, errArgNotInt
-			}
-		case equalFoldASCII(args[i], "ttl"):
-			if r.TTL, err = parseLeaseTTL(v); err != nil {
-				return r, nil, err
-			}
-		case equalFoldASCII(args[i], "id"):
-			if id, err = parseLeaseID(v); err != nil {
-				return r, nil, err
-			}
-		default:
-			return r, nil, errArgSyntax
-		}
-	}
-	switch {
-	case r.Units < 1 || r.Units > window.MaxLeaseCost:
-		return r, nil, errArgLeaseCost
-	case r.TTL == 0:
-		return r, nil, errArgReserveTTL
-	}
-	return r, id, nil
+	id, err := parseReserveOpts(args[n:], &r)
+	return r, id, err
 }
 
 func cmdReserve(s *Server, c *client, args [][]byte) {
+	if equalFoldASCII(args[2], "policy") {
+		cmdReservePolicy(s, c, args)
+		return
+	}
 	r, id, err := parseReserve(args)
 	if err != nil {
 		c.conn.WriteError(err.Error())
@@ -87,18 +61,14 @@ func cmdReserve(s *Server, c *client, args [][]byte) {
 	if !ok {
 		return
 	}
-	d := decisionFields(res.Decision)
-	b := redcon.AppendArray(c.scratch[:0], 6)
-	b = redcon.AppendInt(b, d[0])
-	b = redcon.AppendBulk(b, id)
-	for _, v := range d[1:] {
-		b = redcon.AppendInt(b, v)
-	}
-	c.scratch = b
-	c.conn.WriteRaw(b)
+	writeReserved(c, res.Decision, id)
 }
 
 func cmdCommit(s *Server, c *client, args [][]byte) {
+	if len(args) != 5 {
+		cmdSettlePolicy(s, c, args, 5)
+		return
+	}
 	id, err := parseLeaseID(args[2])
 	if err == nil && !equalFoldASCII(args[3], "actual") {
 		err = errArgSyntax
@@ -119,6 +89,10 @@ func cmdCommit(s *Server, c *client, args [][]byte) {
 }
 
 func cmdCancel(s *Server, c *client, args [][]byte) {
+	if len(args) != 3 {
+		cmdSettlePolicy(s, c, args, 3)
+		return
+	}
 	id, err := parseLeaseID(args[2])
 	if err != nil {
 		c.conn.WriteError(err.Error())

@@ -85,7 +85,9 @@ func TestReserveAllocs(t *testing.T) {
 	c.conn = errCounter{clientConn: rc, c: c}
 	batch := []byte(respCmd("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m", "ID", "r") +
 		respCmd("RL.COMMIT", "b", "r", "ACTUAL", "7") + respCmd("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m") +
-		respCmd("RL.REFUND", "b", "COST", "1") + respCmd("RL.REFUND", "b", "SLIDE", "1000000", "60", "COST", "1"))
+		respCmd("RL.REFUND", "b", "COST", "1") + respCmd("RL.REFUND", "b", "SLIDE", "1000000", "60", "COST", "1") +
+		respCmd("RL.RESERVE", "b", "POLICY", "p", "COST", "10", "TTL", "1m", "ID", "q") + respCmd("RL.COMMIT", "b", "q", "ACTUAL", "7", "POLICY", "p"))
+	runBatch(s, c, rc, []byte(respCmd("RL.POLICY", "SET", "p", "SLIDE", "1000000", "60", "TOKEN", "1000000", "1000000", "60")))
 	runBatch(s, c, rc, batch)
 	assert.Zero(t, quietAllocsPerRun(200, func() { runBatch(s, c, rc, batch) }))
 }

@@ -41,6 +41,10 @@ func TestEveryKeyedWriteDeclaresItsChanges(t *testing.T) {
 // too) holds exactly what it held before.
 func TestWritesTakenBackUnderAlways(t *testing.T) {
 	ledger := func(k string) string { return string(policy.AppendLedgerKey(nil, []byte(k))) }
+	polKeys := func(k string) []string { // policy p's two rule keys of k, and its ledger
+		p := &policy.Policy{Name: "p"}
+		return []string{k, string(p.AppendRuleKey(nil, 0, []byte(k))), string(p.AppendRuleKey(nil, 1, []byte(k))), string(p.AppendLedgerKey(nil, []byte(k)))}
+	}
 	for _, tc := range []struct {
 		name  string
 		setup [][]any
@@ -58,6 +62,10 @@ func TestWritesTakenBackUnderAlways(t *testing.T) {
 		{"cancel", [][]any{{"RL.RESERVE", "r", "SLIDE", 10, 60, "COST", 3, "TTL", 60, "ID", "a"}},
 			[]any{"RL.CANCEL", "r", "a"}, []string{"r", ledger("r")}},
 		{"refund", [][]any{{"RL.SLIDE", "r", 10, 60, "COST", 4}}, []any{"RL.REFUND", "r", "COST", 2}, []string{"r", ledger("r")}},
+		{"reserve-policy", [][]any{{"RL.POLICY", "SET", "p", "SLIDE", 10, 60, "FIXED", 10, 60}},
+			[]any{"RL.RESERVE", "r", "POLICY", "p", "COST", 2, "TTL", 60, "ID", "b"}, polKeys("r")},
+		{"commit-policy", [][]any{{"RL.POLICY", "SET", "p", "SLIDE", 10, 60, "FIXED", 10, 60}, {"RL.RESERVE", "r", "POLICY", "p", "COST", 2, "TTL", 60, "ID", "b"}},
+			[]any{"RL.COMMIT", "r", "b", "ACTUAL", 5, "POLICY", "p"}, polKeys("r")},
 		{"gcra", [][]any{{"GCRA", "g", 5, 1, 1}}, []any{"GCRA", "g", 5, 1, 1}, []string{"g"}},
 		{"throttle", [][]any{{"THROTTLE", "t", 5, 1, 1}}, []any{"THROTTLE", "t", 5, 1, 1}, []string{"t"}},
 	} {

@@ -1,0 +1,229 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
+	"github.com/tidwall/redcon"
+)
+
+// errArgReservePolicy refuses a policy RL.RESERVE cannot reserve against.
+const errArgReservePolicy argError = "ERR the policy's rules must all be SLIDE, FIXED or TOKEN, and it must not be SHADOW"
+
+// parseReserveOpts parses RL.RESERVE's options, [COST n] TTL t [ID id],
+// into r and returns the id given, nil if none.
+func parseReserveOpts(args [][]byte, r *shard.ReserveRequest) ([]byte, error) {
+	var id []byte
+	var err error
+	for i := 0; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			return nil, errArgSyntax
+		}
+		v := args[i+1]
+		switch {
+		case equalFoldASCII(args[i], "cost"):
+			var ok bool
+			if r.Units, ok = parseInt(v); !ok {
+				return nil, errArgNotInt
+			}
+		case equalFoldASCII(args[i], "ttl"):
+			if r.TTL, err = parseLeaseTTL(v); err != nil {
+				return nil, err
+			}
+		case equalFoldASCII(args[i], "id"):
+			if id, err = parseLeaseID(v); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, errArgSyntax
+		}
+	}
+	switch {
+	case r.Units < 1 || r.Units > window.MaxLeaseCost:
+		return nil, errArgLeaseCost
+	case r.TTL == 0:
+		return nil, errArgReserveTTL
+	}
+	return id, nil
+}
+
+// writeReserved writes RL.RESERVE's reply: the decision with the id second.
+func writeReserved(c *client, d window.Decision, id []byte) {
+	f := decisionFields(d)
+	b := redcon.AppendArray(c.scratch[:0], 6)
+	b = redcon.AppendInt(b, f[0])
+	b = redcon.AppendBulk(b, id)
+	for _, v := range f[1:] {
+		b = redcon.AppendInt(b, v)
+	}
+	c.scratch = b
+	c.conn.WriteRaw(b)
+}
+
+// reservePolicy returns the policy named name if a reservation can be made
+// against it, else the error to reply.
+func (s *Server) reservePolicy(key, name []byte) (*policy.Policy, error) {
+	if policy.Reserved(key) {
+		return nil, errArgReserved
+	}
+	p := s.policy(name)
+	if p == nil {
+		return nil, argError("ERR no such policy '" + quoteArg(name, 128) + "'")
+	}
+	if p.Shadow {
+		return nil, errArgReservePolicy
+	}
+	for _, r := range p.Rules {
+		if !r.Kind.Adjustable() {
+			return nil, errArgReservePolicy
+		}
+	}
+	return p, nil
+}
+
+// reserveAll runs r against every rule of p for key (Store.ReserveAll) at
+// the command's time and returns the binding rule's decision (a new
+// reservation) and whether the reservation was outstanding (a retry, a
+// commit or a cancel). The keys are built on the stack here, as check
+// builds them: given to a function through a pointer, they would escape.
+func (s *Server) reserveAll(c *client, key []byte, p *policy.Policy, r shard.ReserveRequest) (window.Decision, bool, error) {
+	var keyBuf [1024]byte
+	var keys [policy.MaxRules][]byte
+	kb := keyBuf[:0]
+	for i := range p.Rules {
+		start := len(kb)
+		kb = p.AppendRuleKey(kb, i, key)
+		keys[i] = kb[start:len(kb):len(kb)]
+	}
+	q := shard.Multi{Keys: keys[:len(p.Rules)], Params: p.Rules}
+	if p.Penalty > 0 {
+		start := len(kb)
+		kb = p.AppendPenaltyKey(kb, key)
+		q.Penalty, q.For = kb[start:len(kb):len(kb)], p.Penalty
+	}
+	ledger := p.AppendLedgerKey(kb[len(kb):], key)
+	var buf [policy.MaxRules]window.Decision
+	ds, left, res, err := s.cfg.Store.ReserveAll(key, ledger, &q, r, s.commandNow(c), buf[:0])
+	if err != nil || len(ds) == 0 {
+		return window.Decision{}, res.Done, err
+	}
+	d, _ := binding(ds, left)
+	return d, res.Done, nil
+}
+
+// cmdReservePolicy runs RL.RESERVE key POLICY name [COST n] TTL t [ID id]:
+// the estimate is charged to every rule of the policy, all or nothing, as
+// RL.CHECK decides; the reply is RL.RESERVE's, from the binding rule.
+func cmdReservePolicy(s *Server, c *client, args [][]byte) {
+	key := args[1]
+	p, err := s.reservePolicy(key, args[3])
+	r := shard.ReserveRequest{Op: shard.ReserveNew, Units: 1}
+	var id []byte
+	if err == nil {
+		id, err = parseReserveOpts(args[4:], &r)
+	}
+	if err != nil {
+		c.conn.WriteError(err.Error())
+		return
+	}
+	var idBuf [24]byte
+	if id == nil {
+		id = newLeaseID(&idBuf)
+	}
+	r.ID = window.LeaseID(id)
+	d, _, err := s.reserveAll(c, key, p, r)
+	if err != nil {
+		c.conn.WriteError(reserveError(err))
+		return
+	}
+	s.announceReserved(c, key)
+	writeReserved(c, d, id)
+}
+
+// cmdSettlePolicy runs RL.COMMIT key id ACTUAL n POLICY name and RL.CANCEL
+// key id POLICY name, whose plain forms have n arguments.
+func cmdSettlePolicy(s *Server, c *client, args [][]byte, n int) {
+	if len(args) != n+2 || !equalFoldASCII(args[n], "policy") {
+		c.conn.WriteError(string(errArgSyntax))
+		return
+	}
+	key := args[1]
+	p, err := s.reservePolicy(key, args[n+1])
+	var id []byte
+	if err == nil {
+		id, err = parseLeaseID(args[2])
+	}
+	r := shard.ReserveRequest{Op: shard.ReserveCancel}
+	if err == nil && n == 5 {
+		r.Op = shard.ReserveCommit
+		r.Units, err = parseActual(args[3], args[4])
+	}
+	if err != nil {
+		c.conn.WriteError(err.Error())
+		return
+	}
+	r.ID = window.LeaseID(id)
+	_, done, err := s.reserveAll(c, key, p, r)
+	if err != nil {
+		c.conn.WriteError(reserveError(err))
+		return
+	}
+	s.announceReserved(c, key)
+	if done {
+		c.conn.WriteInt(1)
+	} else {
+		c.conn.WriteInt(0)
+	}
+}
+
+// parseActual parses RL.COMMIT's ACTUAL n.
+func parseActual(word, v []byte) (int64, error) {
+	if !equalFoldASCII(word, "actual") {
+		return 0, errArgSyntax
+	}
+	n, ok := parseInt(v)
+	switch {
+	case !ok:
+		return 0, errArgNotInt
+	case n < 0:
+		return 0, errArgReserveActual
+	}
+	return n, nil
+}
+
+// reserveError words a store error of a reservation as a reply.
+func reserveError(err error) string {
+	if errors.Is(err, window.ErrCost) {
+		return string(errArgLeaseCost)
+	}
+	return decideError(err)
+}
+
+// announceReserved tells clients that track key that a reservation changed it.
+func (s *Server) announceReserved(c *client, key []byte) {
+	if s.obs.active.Load() != 0 {
+		s.invalidate(c, key)
+	}
+}
+
+// changesReservePolicy are the keys the POLICY forms of RL.RESERVE,
+// RL.COMMIT and RL.CANCEL change: the policy's rule keys, its penalty's
+// and its ledger of the key. It reports false for another form.
+func changesReservePolicy(s *Server, args [][]byte) ([][]byte, bool) {
+	var name []byte
+	switch {
+	case len(args) >= 6 && equalFoldASCII(args[2], "policy"): // RL.RESERVE key POLICY name … TTL t
+		name = args[3]
+	case len(args) >= 5 && equalFoldASCII(args[len(args)-2], "policy"): // RL.COMMIT and RL.CANCEL … POLICY name
+		name = args[len(args)-1]
+	default:
+		return nil, false
+	}
+	p := s.policy(name)
+	if p == nil {
+		return nil, true
+	}
+	return append(ruleKeys(p, args[1]), p.AppendLedgerKey(nil, args[1])), true
+}
