@@ -71,9 +71,14 @@ func TestNode(t *testing.T) {
 
 // TestNodeFlexibleSuite runs rate-limiter-flexible's own RateLimiterRedis
 // tests (from $RLSTORE_SUITES, see upstreamSuites) with RateLimiterRlstore
-// substituted; every test passes except those
-// node/suites/flexible-expected.js lists with why.
-func TestNodeFlexibleSuite(t *testing.T) { nodeSuite(t, "mocha", "suites/flexible.js") }
+// substituted, once with its default sliding window and once with
+// algorithm 'fixed' (RateLimiterRedis's own window); every test passes
+// except those node/suites/flexible-expected.js lists with why.
+func TestNodeFlexibleSuite(t *testing.T) {
+	for _, algorithm := range []string{"slide", "fixed"} {
+		t.Run(algorithm, func(t *testing.T) { nodeSuite(t, "mocha", "suites/flexible.js", algorithm) })
+	}
+}
 
 // TestNodeExpressSuite runs express-rate-limit's external-store test (from
 // $RLSTORE_SUITES, see upstreamSuites) with RlstoreStore.
@@ -81,7 +86,7 @@ func TestNodeExpressSuite(t *testing.T) { nodeSuite(t, "express", "suites/expres
 
 // nodeSuite runs script with node in integrations/node against a fresh
 // rlstore, after checking that npm ci installed module there.
-func nodeSuite(t *testing.T, module, script string) {
+func nodeSuite(t *testing.T, module, script string, args ...string) {
 	upstreamSuites(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -90,7 +95,7 @@ func nodeSuite(t *testing.T, module, script string) {
 	if _, err := os.Stat(filepath.Join("node", "node_modules", module)); err != nil {
 		missing(t, "integrations/node has no node_modules/"+module+": run npm ci there")
 	}
-	run(t, "node", node, script)
+	run(t, "node", node, append([]string{script}, args...)...)
 }
 
 // upstreamSuites skips a test of a library's own suite unless

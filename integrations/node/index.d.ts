@@ -11,7 +11,7 @@ export interface RlstoreStoreOptions {
   sendCommand?: SendCommandFn;
   /** Put before every key; default 'rl:'. */
   prefix?: string;
-  /** 'slide' (default: a sliding window, RL.LOG or RL.SLIDE), 'fixed', 'log' or 'token'. */
+  /** 'slide' (default: a sliding window, RL.LOG or RL.SLIDE), 'fixed' (from the first hit: RL.FIXED ANCHOR FIRST), 'log' or 'token'. */
   algorithm?: 'slide' | 'fixed' | 'log' | 'token';
   /** Milliseconds to wait for a decision (default 250; 0: none); then express-rate-limit's passOnStoreError decides. */
   timeout?: number;
@@ -64,8 +64,8 @@ export interface RateLimiterRlstoreOptions {
   inMemoryBlockOnConsumed?: number;
   inMemoryBlockDuration?: number;
   insuranceLimiter?: unknown;
-  /** 'slide' (default: a sliding window) or 'token' (RL.TOKEN; reward needs it). */
-  algorithm?: 'slide' | 'token';
+  /** 'slide' (default: a sliding window), 'fixed' (RateLimiterRedis's window from the first consume: RL.FIXED ANCHOR FIRST) or 'token' (RL.TOKEN); reward needs 'fixed' or 'token'. */
+  algorithm?: 'slide' | 'fixed' | 'token';
   /** Reject with an Error while the client says it is not connected (ioredis status, node-redis isReady). */
   rejectIfRedisNotReady?: boolean;
   /** Milliseconds to wait for each command (default 250; 0: none); then the call rejects with an Error. */

@@ -123,7 +123,17 @@ function slidingArgs(key, limit, windowMs) {
   return ['RL.SLIDE', key, limit, Math.min(Math.ceil(windowMs / 1000) + 1, MAX_WINDOW_S)];
 }
 
+// fixedArgs returns the command for a fixed window that starts at its first
+// hit and lasts windowMs, as the fixed windows of express-rate-limit's
+// MemoryStore, rate-limit-redis and RateLimiterRedis do (a key's INCR and
+// its PEXPIRE): RL.FIXED with ANCHOR FIRST. Without it RL.FIXED's windows
+// are aligned to multiples of windowMs since the epoch, so the first window
+// could end at once. Every command on the key (PEEK too) sends the anchor.
+function fixedArgs(key, limit, windowMs) {
+  return ['RL.FIXED', key, limit, `${windowMs}ms`, 'ANCHOR', 'FIRST'];
+}
+
 // MAX_WINDOW_S is the longest window rlstore keeps, 3650 days.
 const MAX_WINDOW_S = 3650 * 24 * 3600;
 
-module.exports = { toSender, startupCheck, decision, available, slidingArgs, MAX_LOG_LIMIT, DEFAULT_TIMEOUT_MS };
+module.exports = { toSender, startupCheck, decision, available, slidingArgs, fixedArgs, MAX_LOG_LIMIT, DEFAULT_TIMEOUT_MS };

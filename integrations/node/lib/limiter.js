@@ -1,7 +1,7 @@
 'use strict';
 
 const path = require('node:path');
-const { toSender, startupCheck, decision, available, slidingArgs, MAX_LOG_LIMIT } = require('./command');
+const { toSender, startupCheck, decision, available, slidingArgs, fixedArgs, MAX_LOG_LIMIT } = require('./command');
 const { peer } = require('./peer');
 
 // rate-limiter-flexible as the application installed it (see peer), so that
@@ -29,15 +29,18 @@ const YEAR_MS = 365 * 24 * 3600 * 1000;
 
 // RateLimiterRlstore is rate-limiter-flexible's RateLimiterRedis over
 // rlstore. A consume is one atomic sliding-window (RL.LOG, or RL.SLIDE above
-// 4000; see slidingArgs) or RL.TOKEN decision: a rejected consume charges
-// nothing. What set() and block() store (any count, for any time) lives in a
+// 4000; see slidingArgs), fixed-window (RL.FIXED from the first consume, as
+// RateLimiterRedis's key; see fixedArgs) or RL.TOKEN decision: a rejected
+// consume charges nothing. What set() and block() store (any count, for any time) lives in a
 // second key, the override, read in the same round trip as the decision.
 class RateLimiterRlstore extends StoreAbstract {
   // options: those of RateLimiterRedis (points, default 4; duration in
   // seconds, default 1, 0 for never; keyPrefix; blockDuration; execEvenly;
   // inMemoryBlockOnConsumed; insuranceLimiter; rejectIfRedisNotReady), with
   // storeClient (ioredis or node-redis) or sendCommand; algorithm 'slide'
-  // (default) or 'token' (a token bucket, which reward needs); timeout, ms to
+  // (default), 'fixed' (RateLimiterRedis's window: from the first consume
+  // for duration) or 'token' (a token bucket); reward needs 'fixed' or
+  // 'token'; timeout, ms to
   // wait for each command (default 250; 0: none), after which the call
   // rejects with an Error (or asks the insuranceLimiter).
   constructor(opts = {}) {
@@ -49,8 +52,8 @@ class RateLimiterRlstore extends StoreAbstract {
     this._client = opts.storeClient; // sendCommand alone has no client
     this._rejectIfRedisNotReady = Boolean(opts.rejectIfRedisNotReady);
     this.algorithm = (opts.algorithm ?? 'slide').toLowerCase();
-    if (!['slide', 'token'].includes(this.algorithm)) {
-      throw new TypeError("rlstore: algorithm must be 'slide' or 'token'");
+    if (!['slide', 'fixed', 'token'].includes(this.algorithm)) {
+      throw new TypeError("rlstore: algorithm must be 'slide', 'fixed' or 'token'");
     }
     this._startup = startupCheck(opts, 'storeClient');
   }
@@ -73,10 +76,11 @@ class RateLimiterRlstore extends StoreAbstract {
 
   args(rlKey, ms, extra) {
     const w = windowOf(ms);
-    const base = this.algorithm === 'slide'
-      ? slidingArgs(rlKey, this.points, w)
-      : ['RL.TOKEN', rlKey, this.points, this.points, `${w}ms`];
-    return base.concat(extra);
+    switch (this.algorithm) {
+      case 'slide': return slidingArgs(rlKey, this.points, w).concat(extra);
+      case 'fixed': return fixedArgs(rlKey, this.points, w).concat(extra);
+      default: return ['RL.TOKEN', rlKey, this.points, this.points, `${w}ms`].concat(extra);
+    }
   }
 
   // ready throws, with rejectIfRedisNotReady, when the client says it is
@@ -181,18 +185,24 @@ class RateLimiterRlstore extends StoreAbstract {
     return new RateLimiterRes(d.remaining, reported(d.resetMs), this.points - d.remaining, false);
   }
 
-  // _reward refunds points. Only a token bucket can refund (CL.THROTTLE with
-  // a negative quantity, on the same state as RL.TOKEN).
+  // _reward refunds points: RL.REFUND on a fixed window, CL.THROTTLE with a
+  // negative quantity on a token bucket (the same state as RL.TOKEN). A
+  // sliding window (RL.LOG) cannot refund. A key refunded to nothing is
+  // gone: rlstore keeps no state that restricts nothing.
   async _reward(key, points = 1) {
     const n = pointsOf(points);
     this.ready();
     if (this.points <= 0 || n < 1) return new RateLimiterRes(0, 0, 0, false);
-    if (this.algorithm !== 'token') {
-      throw new Error("rlstore: reward needs algorithm 'token'; sliding windows cannot refund");
+    if (this.algorithm === 'slide') {
+      throw new Error("rlstore: reward needs algorithm 'fixed' or 'token'; sliding windows cannot refund");
     }
     const rlKey = this.getKey(key);
-    const period = Math.max(Math.ceil(windowOf(this.msDuration) / 1000), 1);
-    await this.send('CL.THROTTLE', rlKey, this.points - 1, this.points, period, -n);
+    if (this.algorithm === 'fixed') {
+      await this.send('RL.REFUND', rlKey, 'COST', n);
+    } else {
+      const period = Math.max(Math.ceil(windowOf(this.msDuration) / 1000), 1);
+      await this.send('CL.THROTTLE', rlKey, this.points - 1, this.points, period, -n);
+    }
     const peek = decision(await this.send(...this.args(rlKey, this.msDuration, ['PEEK'])));
     const left = available(peek);
     return new RateLimiterRes(left, reported(peek.resetMs), this.points - left, false);

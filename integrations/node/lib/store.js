@@ -1,6 +1,6 @@
 'use strict';
 
-const { toSender, startupCheck, decision, available, slidingArgs, MAX_LOG_LIMIT } = require('./command');
+const { toSender, startupCheck, decision, available, slidingArgs, fixedArgs, MAX_LOG_LIMIT } = require('./command');
 
 const ALGORITHMS = ['slide', 'fixed', 'log', 'token'];
 
@@ -12,7 +12,9 @@ const COUNT_CEILING = { slide: MAX_LOG_LIMIT, fixed: 4294967295, log: MAX_LOG_LI
 // RlstoreStore is an express-rate-limit 8 Store backed by rlstore: each
 // increment is one command, which decides and counts atomically: a sliding
 // window (RL.LOG, or RL.SLIDE above 4000; see slidingArgs) by default, or
-// RL.FIXED, RL.LOG, RL.TOKEN. A denied request is not counted.
+// RL.FIXED (a window from the first hit, as express-rate-limit's MemoryStore
+// and rate-limit-redis keep it; see fixedArgs), RL.LOG, RL.TOKEN. A denied
+// request is not counted.
 class RlstoreStore {
   // options: client (ioredis or node-redis) or sendCommand(command, ...args);
   // prefix (default 'rl:'); algorithm 'slide' (default), 'fixed', 'log' or
@@ -69,7 +71,7 @@ class RlstoreStore {
     const k = this.prefixKey(key);
     switch (this.algorithm) {
       case 'slide': return slidingArgs(k, this.limit, this.windowMs);
-      case 'fixed': return ['RL.FIXED', k, this.limit, `${this.windowMs}ms`];
+      case 'fixed': return fixedArgs(k, this.limit, this.windowMs);
       case 'log': return ['RL.LOG', k, this.limit, `${this.windowMs}ms`];
       default: return ['RL.TOKEN', k, this.limit, this.limit, `${this.windowMs}ms`];
     }

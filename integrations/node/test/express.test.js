@@ -71,6 +71,28 @@ test('denied requests are not counted; get and resetKey', { skip }, async () => 
   assert.equal((await store.increment('a')).totalHits, 1);
 });
 
+// algorithm 'fixed' keeps express-rate-limit's fixed window (MemoryStore's,
+// rate-limit-redis's): it starts at the first hit and lasts windowMs
+// (RL.FIXED ANCHOR FIRST), so resetTime is first hit + windowMs, and the
+// key's own PTTL says the same.
+test('fixed: the window starts at the first hit', { skip }, async () => {
+  const store = new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('erl'), algorithm: 'fixed' });
+  store.init({ windowMs: 10_000, limit: 2 });
+  const t = Date.now();
+  const first = await store.increment('f');
+  const firstEnd = first.resetTime.getTime();
+  assert.ok(firstEnd - t > 9000 && firstEnd - t <= 10_050, `resetTime in ${firstEnd - t} ms`);
+  await store.increment('f');
+  const denied = await store.increment('f');
+  assert.equal(denied.totalHits, 3);
+  assert.ok(Math.abs(denied.resetTime.getTime() - firstEnd) < 100, 'the same window end');
+  const got = await store.get('f');
+  assert.equal(got.totalHits, 2);
+  assert.ok(Math.abs(got.resetTime.getTime() - firstEnd) < 100);
+  const info = await c.ioredis.call('RL.INFO', store.prefixKey('f'));
+  assert.ok(info.includes('anchor'), `RL.INFO ${info}`);
+});
+
 test('algorithms and option checks', { skip }, async () => {
   for (const algorithm of ['fixed', 'log', 'token']) {
     const store = new RlstoreStore({ client: c.nodeRedis, timeout: PATIENCE, prefix: unique('erl'), algorithm });

@@ -81,7 +81,7 @@ test('penalty, block and blockDuration', { skip }, async () => {
   assert.ok(again.msBeforeNext > 19_000 && again.msBeforeNext <= 20_000);
 });
 
-test('reward refunds with the token algorithm only', { skip }, async () => {
+test('reward refunds with the fixed and token algorithms, not the sliding window', { skip }, async () => {
   const tok = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf'), algorithm: 'token' });
   await tok.consume('r', 3);
   await rejection(tok.consume('r'));
@@ -89,8 +89,32 @@ test('reward refunds with the token algorithm only', { skip }, async () => {
   assert.equal(res.remainingPoints, 2);
   assert.equal((await tok.consume('r')).remainingPoints, 1);
 
+  const fixed = new RateLimiterRlstore({ storeClient: c.nodeRedis, points: 3, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf'), algorithm: 'fixed' });
+  await fixed.consume('r', 3);
+  await rejection(fixed.consume('r'));
+  assert.equal((await fixed.reward('r', 2)).remainingPoints, 2, 'RL.REFUND gave 2 back');
+  assert.equal((await fixed.consume('r')).remainingPoints, 1);
+
   const slide = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf') });
-  await assert.rejects(slide.reward('r', 1), /reward needs algorithm 'token'/);
+  await assert.rejects(slide.reward('r', 1), /reward needs algorithm 'fixed' or 'token'/);
+});
+
+// algorithm 'fixed' is RateLimiterRedis's window: it starts at the first
+// consume and lasts duration, wherever that falls (RL.FIXED ANCHOR FIRST);
+// aligned to the epoch, a 2 s window could end within milliseconds.
+test('fixed: the window starts at the first consume, as RateLimiterRedis\'s', { skip }, async () => {
+  const rl = new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 2, timeout: PATIENCE, keyPrefix: unique('rlf'), algorithm: 'fixed' });
+  // Start just past an odd second: an aligned 2 s window would end within a second.
+  await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + (Math.floor(Date.now() / 1000) % 2 === 0 ? 1000 : 0) + 5));
+  const first = await rl.consume('w');
+  assert.ok(first.isFirstInDuration);
+  assert.ok(first.msBeforeNext > 1900 && first.msBeforeNext <= 2000, `msBeforeNext ${first.msBeforeNext}`);
+  await rl.consume('w');
+  const rej = await rejection(rl.consume('w'));
+  assert.ok(rej.msBeforeNext > 1000, `the window ends 2 s after its first consume, not at the even second: ${rej.msBeforeNext}`);
+  const got = await rl.get('w');
+  assert.equal(got.consumedPoints, 2);
+  assert.ok(got.msBeforeNext > 1000 && got.msBeforeNext <= 2000);
 });
 
 test('a store failure rejects with an Error, not a RateLimiterRes', { skip }, async () => {
@@ -103,7 +127,7 @@ test('a store failure rejects with an Error, not a RateLimiterRes', { skip }, as
 test('options it cannot honour are refused', () => {
   const sendCommand = async () => [1, 1, 0, 0, 0];
   assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1.5, duration: 1 }), /points/);
-  assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1, algorithm: 'fixed' }), /algorithm/);
+  assert.throws(() => new RateLimiterRlstore({ sendCommand, points: 1, algorithm: 'log' }), /algorithm/);
   assert.throws(() => new RateLimiterRlstore({}), /storeClient/);
   assert.throws(() => new RateLimiterRlstore({ storeClient: {} }), /storeClient/);
 });
