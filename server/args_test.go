@@ -1,11 +1,12 @@
 package server
 
 import (
-	"github.com/tidwall/redcon"
 	"math"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tidwall/redcon"
 
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
 // TestCallgrindBatch is a harness for counting the instructions of the
@@ -38,7 +40,7 @@ func TestCallgrindBatch(t *testing.T) {
 // cgLoop runs n of batches through the connection's path.
 //
 //go:noinline
-func cgLoop(s *Server, c *client, rc *respConn, batches [][]byte, n int) {
+func cgLoop(s *Server, c *client, rc *resp.Conn, batches [][]byte, n int) {
 	for i := range n {
 		runBatch(s, c, rc, batches[i%len(batches)])
 	}

@@ -123,7 +123,7 @@ func (s *Server) clientList() []*client {
 	s.mu.Lock()
 	list := make([]*client, 0, len(s.clients))
 	for _, o := range s.clients {
-		if !o.g.isClosed() { // killed: gone for CLIENT LIST and KILL at once, as in Redis, though its goroutine may not have ended
+		if !o.g.Closed() { // killed: gone for CLIENT LIST and KILL at once, as in Redis, though its goroutine may not have ended
 			list = append(list, o)
 		}
 	}

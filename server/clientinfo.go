@@ -27,7 +27,7 @@ func (c *client) describe(now time.Time, args [][]byte) string {
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	return "id=" + i64(c.id) + " addr=" + c.addr + " laddr=" + c.laddr + " fd=" + i64(fdOf(c)) +
 		" name=" + m.name + " age=" + seconds(now.Sub(c.created)) +
-		" idle=" + seconds(now.Sub(time.Unix(0, c.g.last.Load()))) +
+		" idle=" + seconds(now.Sub(time.Unix(0, c.g.Last.Load()))) +
 		" flags=" + c.flags() + " db=0 sub=" + i64(c.subCount.Load()) + " psub=0 ssub=0 multi=" + strconv.Itoa(int(c.qlen.Load())) +
 		" qbuf=0 qbuf-free=0 argv-mem=" + i64(argv) + " multi-mem=" + i64(multiMem) +
 		" rbs=0 rbp=0 obl=0 oll=0 omem=" + i64(omem) + " tot-mem=" + i64(argv+multiMem+omem) +
@@ -99,7 +99,5 @@ func fdOf(c *client) int64 {
 
 // pendingPushBytes is the bytes of frames waiting for c.
 func (c *client) pendingPushBytes() int64 {
-	c.pushes.mu.Lock()
-	defer c.pushes.mu.Unlock()
-	return int64(len(c.pushes.buf))
+	return c.rc.PushesHeld()
 }

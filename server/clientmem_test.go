@@ -45,7 +45,7 @@ func TestMaxMemoryClientsClosesLargestFirst(t *testing.T) {
 	keysReply := 40000 * (len("a-rather-long-key-name-for-keys-00000000") + 8) // about 1.9 MB
 	big := dialRaw(t, addr)                                                    // never reads
 	big.send(t, strings.Repeat(respCmd("KEYS", "*"), 3))
-	eventually(t, "the big reader holds its replies", func() bool { return s.mem.held.Load() >= int64(2*keysReply) })
+	eventually(t, "the big reader holds its replies", func() bool { return s.mem.Held() >= int64(2*keysReply) })
 
 	small := dialRaw(t, addr)
 	small.send(t, strings.Repeat(respCmd("KEYS", "*"), 2)+respCmd("PING"))
@@ -58,13 +58,13 @@ func TestMaxMemoryClientsClosesLargestFirst(t *testing.T) {
 	}
 	assert.Equal(t, "+PONG", small.line(t))
 	assert.True(t, big.closedByServerAfterDrain(t), "the client holding the most was closed")
-	assert.Equal(t, int64(1), s.mem.evicted.Load())
+	assert.Equal(t, int64(1), s.mem.Evicted())
 	cfg, err := newClient(t, addr, 2).ConfigGet(ctxT(t), "maxmemory-clients").Result()
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"maxmemory-clients": "8388608"}, cfg)
 	other := newClient(t, addr, 2)
 	require.NoError(t, other.Ping(ctxT(t)).Err())
-	eventually(t, "the budget is given back", func() bool { return s.mem.held.Load() == 0 })
+	eventually(t, "the budget is given back", func() bool { return s.mem.Held() == 0 })
 }
 
 // closedByServerAfterDrain reads whatever c was sent, and reports whether

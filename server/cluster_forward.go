@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/tidwall/redcon"
 )
 
@@ -18,7 +19,7 @@ type remoteBatch struct {
 	owner  cluster.Node
 	buf    []byte // the requests, each wrapped in RL.HOP
 	items  []fwdItem
-	laters []*Later // the places of their replies, by item
+	laters []*resp.Later // the places of their replies, by item
 }
 
 // fwdItem is one forwarded request of a batch.
@@ -97,7 +98,7 @@ func (b *remoteBatch) Replies(replies [][]byte, err error) {
 		go b.retry(err)
 		return
 	}
-	finishAll(b.laters, replies)
+	resp.FinishAll(b.laters, replies)
 	b.s.cl.freeBatch(b)
 }
 
@@ -117,7 +118,7 @@ func (cn *clusterNode) newBatch(s *Server, owner cluster.Node) *remoteBatch {
 		b.s, b.owner = s, owner
 		return b
 	}
-	return &remoteBatch{s: s, owner: owner, buf: make([]byte, 0, 512), items: make([]fwdItem, 0, 16), laters: make([]*Later, 0, 16)}
+	return &remoteBatch{s: s, owner: owner, buf: make([]byte, 0, 512), items: make([]fwdItem, 0, 16), laters: make([]*resp.Later, 0, 16)}
 }
 
 // freeBatch returns a batch whose replies are all finished to the pool.

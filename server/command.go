@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
 // command is one entry of the command table.
@@ -129,10 +130,10 @@ func lowerASCII(c byte) byte {
 // client is one connection's state. The fields above mu are touched only by
 // the connection's goroutine; CLIENT LIST and INFO read the rest from others.
 type client struct {
-	conn      clientConn // rc, or hold wrapping it when persistence is on
-	rc        *respConn  // the connection
-	hold      *holdConn  // conn, when persistence is on; see runWrite
-	g         *guardConn // the socket; CLIENT KILL closes it from other goroutines
+	conn      clientConn  // rc, or hold wrapping it when persistence is on
+	rc        *resp.Conn  // the connection
+	hold      *holdConn   // conn, when persistence is on; see runWrite
+	g         *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
 	id        int64
 	resp      int // protocol version: 2 or 3
 	authed    bool
@@ -178,7 +179,7 @@ type client struct {
 	mu   sync.Mutex // guards meta
 	meta clientMeta
 
-	// Client-side caching and MONITOR (tracking.go, push.go).
+	// Client-side caching and MONITOR (tracking.go; their frames go out through resp.Conn.Push).
 	track                clientTrack               // only this client's goroutine touches it
 	channels             map[string]bool           // SUBSCRIBEd channels; only this client's goroutine
 	trackConf            atomic.Pointer[trackConf] // nil while tracking is off
@@ -186,7 +187,6 @@ type client struct {
 	subscribedInvalidate atomic.Bool               // subscribed to __redis__:invalidate
 	subCount             atomic.Int64              // channels subscribed, for CLIENT LIST
 	monitoring           atomic.Bool               // said MONITOR, for CLIENT LIST
-	pushes               pusher                    // frames other goroutines send it
 }
 
 // clientMeta is what a client says about itself, for CLIENT LIST.
@@ -230,6 +230,17 @@ func (s *Server) closeAfterReply(c *client) {
 	}
 	_ = c.conn.Close()
 }
+
+// clientConn is what commands write replies through: the connection
+// itself, or a holdConn wrapping it.
+type clientConn interface {
+	resp.Writer
+	Close() error
+	PeekPipeline() [][]byte
+	ReadPipeline() [][]byte
+}
+
+var _ clientConn = (*resp.Conn)(nil)
 
 // errCounter is a client's connection as commands write to it: it counts
 // the error replies, so that INFO commandstats can tell failed calls.

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
 // BenchmarkDecisionBatch runs pipelined RL.SLIDE commands through the
@@ -43,11 +45,11 @@ func BenchmarkDecisionBatch(b *testing.B) {
 
 // runBatch parses and runs every command of batch as the connection's loop
 // does, and drops the replies.
-func runBatch(s *Server, c *client, rc *respConn, batch []byte) {
-	rc.r, rc.w = 0, copy(rc.buf, batch)
+func runBatch(s *Server, c *client, rc *resp.Conn, batch []byte) {
+	rc.Feed(batch)
 	s.prefetchBatch(c) // as the connection's loop does once a batch is read
 	for {
-		args, err := rc.command()
+		args, err := rc.Command()
 		if err != nil {
 			panic(err)
 		}
@@ -58,7 +60,7 @@ func runBatch(s *Server, c *client, rc *respConn, batch []byte) {
 	}
 	c.pend.flush(s)
 	c.mark = 0
-	rc.out = rc.out[:0]
+	rc.Discard()
 }
 
 // decisionBatches returns n batches of 16 RL.SLIDE commands on random keys of keys.

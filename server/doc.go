@@ -2,7 +2,8 @@
 //
 // # Transport
 //
-// Each connection has one goroutine (serve.go). It reads what the client has
+// The transport is internal/resp: it knows no command. Each connection has
+// one goroutine (serve.go) over a resp.Conn. It reads what the client has
 // sent, parses each request once (internal/resp/parser.go: the size caps are checked as
 // the parse goes, before anything is sized for a length), runs every whole
 // request in order, appending replies to one buffer, commits the batch when
@@ -19,15 +20,15 @@
 //
 // A command whose reply another goroutine completes (a request forwarded to
 // the key's owner, say) calls s.later(c) instead of writing, hands the
-// *Later to that goroutine and returns. The connection goes on running the
+// *resp.Later to that goroutine and returns. The connection goes on running the
 // client's next requests; their replies are held until the Later's Finish is
 // called with the reply's RESP bytes, so the client gets every reply in the
 // order it sent the requests. Finish never waits for the client. Past
-// laterHoldReplies replies or laterHoldBytes bytes held, the connection stops
+// resp.HoldReplies replies or resp.HoldBytes bytes held, the connection stops
 // reading until they go out.
 //
 // A frame for a client from another goroutine (a RESP3 push: MONITOR,
-// CLIENT TRACKING invalidations) goes through client.push (push.go), which
+// CLIENT TRACKING invalidations) goes through resp.Conn.Push (internal/resp/push.go), which
 // writes it between two replies, never inside one, never ahead of a reply
 // it must follow (even one waiting behind a Later), and never waits for the
 // client. A batch whose replies pass Config.ClientOutputLimit disconnects

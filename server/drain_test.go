@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -50,12 +51,7 @@ func (b *blocker) waitEntered(t *testing.T) {
 }
 
 // draining reports whether s has begun to drain.
-func (s *Server) draining() bool {
-	ln := s.listener()
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	return ln.draining
-}
+func (s *Server) draining() bool { return s.listener().Draining() }
 
 // shutdownAsync calls Shutdown in the background and returns its result channel.
 func shutdownAsync(s *Server, timeout time.Duration) chan error {
@@ -169,7 +165,7 @@ func TestShutdownFinishesARequestUnderWay(t *testing.T) {
 	require.Equal(t, "+PONG", c.line(t))
 	c.send(t, "*2\r\n$4\r\nECHO\r\n$5\r\nhe")
 	g := onlyGuard(t, s)
-	eventually(t, "the half request to be read", func() bool { return !g.isIdle() })
+	eventually(t, "the half request to be read", func() bool { return !g.Idle() })
 
 	stopped := shutdownAsync(s, deadline)
 	eventually(t, "the drain to start", s.draining)
@@ -181,23 +177,12 @@ func TestShutdownFinishesARequestUnderWay(t *testing.T) {
 	assert.NoError(t, waitServe(t, served))
 }
 
-func (g *guardConn) isIdle() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.idle
-}
-
 // onlyGuard returns the one connection s has.
-func onlyGuard(t *testing.T, s *Server) *guardConn {
+func onlyGuard(t *testing.T, s *Server) *resp.Guard {
 	t.Helper()
-	ln := s.listener()
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	require.Len(t, ln.conns, 1)
-	for g := range ln.conns {
-		return g
-	}
-	return nil
+	conns := s.listener().Conns()
+	require.Len(t, conns, 1)
+	return conns[0]
 }
 
 // TestShutdownForcesWhenTheContextEnds checks a client that will not finish

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/gateway/batch"
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/tidwall/redcon"
 )
 
@@ -101,8 +102,8 @@ func (g *Gateway) get(ctx context.Context) (*gatewayConn, error) {
 // open starts a client of the server on an in-memory connection.
 func (g *Gateway) open() (*gatewayConn, error) {
 	mine, theirs := net.Pipe()
-	gc := newGuardConn(theirs)
-	rc := newRespConnMem(gc, g.s.cfg.MaxRequestBytes, g.s.cfg.ClientOutputLimit, g.s.mem)
+	gc := resp.NewGuard(theirs)
+	rc := resp.NewConn(gc, g.s.cfg.MaxRequestBytes, g.s.cfg.ClientOutputLimit, g.s.mem)
 	c := g.s.newClient(rc, gc)
 	c.authed, c.user = true, nil
 	c.meta.name = "gateway"

@@ -3,6 +3,7 @@ package server
 import (
 	"io"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/tidwall/redcon"
 )
 
@@ -72,7 +73,7 @@ func (h *holdConn) release(refuse string) {
 }
 
 // out is where a reply goes: the held bytes while holding, else the client.
-func (h *holdConn) out() replyWriter {
+func (h *holdConn) out() resp.Writer {
 	if h.holding {
 		return h.w
 	}
@@ -90,3 +91,16 @@ func (h *holdConn) WriteArray(count int)        { h.out().WriteArray(count) }
 func (h *holdConn) WriteNull()                  { h.out().WriteNull() }
 func (h *holdConn) WriteRaw(data []byte)        { h.out().WriteRaw(data) }
 func (h *holdConn) WriteAny(v any)              { h.out().WriteAny(v) }
+
+// later reserves the place of the reply to the command c is running; see
+// resp.Later. Under appendfsync always the replies before it may be held
+// until the batch's commit (see runWrite): the batch so far is committed
+// first, so that they go out ahead of the Later's.
+func (s *Server) later(c *client) *resp.Later {
+	if c.hold != nil && c.hold.holding {
+		c.rc.SetBatchEnd(true) // commitBatch commits only at a batch's end
+		s.commitBatch(c)
+		c.rc.SetBatchEnd(false)
+	}
+	return c.rc.Later()
+}

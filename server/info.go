@@ -143,7 +143,7 @@ func (s *Server) infoStats() []pair {
 	st := s.cfg.Store.Stats()
 	var accepted, rejected int64
 	if ln := s.listener(); ln != nil {
-		accepted, rejected = ln.accepted.Load(), ln.rejected.Load()
+		accepted, rejected = ln.Accepted.Load(), ln.Rejected.Load()
 	}
 	in, out := s.netBytes()
 	_, errs := s.info.errorStats()
@@ -155,7 +155,7 @@ func (s *Server) infoStats() []pair {
 		{"total_net_output_bytes", out},
 		{"rejected_connections", rejected},
 		{"client_output_buffer_limit_disconnections", s.outputLimitClosed.Load()}, // Redis 7.2's
-		{"evicted_clients", s.mem.evicted.Load()},
+		{"evicted_clients", s.mem.Evicted()},
 		{"expired_keys", st.Swept},
 		{"evicted_keys", 0}, // a full store refuses new keys (maxmemory_policy noeviction)
 		{"keyspace_hits", s.info.hits.Load()},

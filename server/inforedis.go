@@ -115,8 +115,8 @@ func (s *Server) netBytes() (in, out int64) {
 	in, out = s.info.netIn.Load(), s.info.netOut.Load()
 	s.mu.Lock()
 	for _, c := range s.clients {
-		in += c.rc.netIn.Load()
-		out += c.rc.netOut.Load()
+		in += c.rc.NetIn()
+		out += c.rc.NetOut()
 	}
 	s.mu.Unlock()
 	return in, out

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // laterCmd is a test command whose reply another goroutine completes: it
 // sends its Later on taken, and the test finishes it.
-func laterCmd(taken chan *Later) command {
+func laterCmd(taken chan *resp.Later) command {
 	return command{name: "test.later", arity: 1, run: func(s *Server, c *client, args [][]byte) {
 		taken <- s.later(c)
 	}}
@@ -22,7 +23,7 @@ func laterCmd(taken chan *Later) command {
 // goroutine goes out in its place: the commands after it run at once, their
 // replies wait for it, and other clients are served meanwhile.
 func TestLaterKeepsRepliesInOrder(t *testing.T) {
-	taken := make(chan *Later, 2)
+	taken := make(chan *resp.Later, 2)
 	s, addr := startServerCmds(t, Config{}, laterCmd(taken))
 	c := dialRaw(t, addr)
 	c.send(t, respCmd("TEST.LATER")+respCmd("ECHO", "after")+respCmd("TEST.LATER")+respCmd("ECHO", "last"))
@@ -43,7 +44,7 @@ func TestLaterKeepsRepliesInOrder(t *testing.T) {
 // TestLaterHoldsTheClose checks QUIT after an unfinished Later closes only
 // once the Later's reply is out.
 func TestLaterHoldsTheClose(t *testing.T) {
-	taken := make(chan *Later, 1)
+	taken := make(chan *resp.Later, 1)
 	_, addr := startServerCmds(t, Config{}, laterCmd(taken))
 	c := dialRaw(t, addr)
 	c.send(t, respCmd("TEST.LATER")+respCmd("QUIT"))
@@ -57,15 +58,15 @@ func TestLaterHoldsTheClose(t *testing.T) {
 // TestLaterReusedKeepsOrder: a connection reuses the Laters it has written
 // out, and replies keep their order round after round of reuse.
 func TestLaterReusedKeepsOrder(t *testing.T) {
-	taken := make(chan *Later, 2)
+	taken := make(chan *resp.Later, 2)
 	_, addr := startServerCmds(t, Config{}, laterCmd(taken))
 	c := dialRaw(t, addr)
-	seen := map[*Later]bool{}
+	seen := map[*resp.Later]bool{}
 	reused := false
 	for i := range 20 {
 		c.send(t, respCmd("TEST.LATER")+respCmd("ECHO", "mid")+respCmd("TEST.LATER"))
 		first, second := <-taken, <-taken
-		for _, l := range []*Later{first, second} {
+		for _, l := range []*resp.Later{first, second} {
 			reused = reused || seen[l]
 			seen[l] = true
 		}
@@ -83,7 +84,7 @@ func TestLaterReusedKeepsOrder(t *testing.T) {
 // socket takes what it can, a goroutine writes the rest), and the client
 // then gets every byte, in order, and the replies after it.
 func TestLaterLargeReplyNeverWaits(t *testing.T) {
-	taken := make(chan *Later, 1)
+	taken := make(chan *resp.Later, 1)
 	_, addr := startServerCmds(t, Config{}, laterCmd(taken))
 	c := dialRaw(t, addr)
 	c.send(t, respCmd("TEST.LATER")+respCmd("ECHO", "after"))

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,17 +34,6 @@ func TestMaxClients(t *testing.T) {
 	})
 	b.send(t, respCmd("INFO", "stats"))
 	assert.GreaterOrEqual(t, atoi(t, infoField(b.bulk(t), "rejected_connections")), 1, "polling may have been refused too")
-}
-
-func TestNextBackoffDoublesWithinBounds(t *testing.T) {
-	var got []time.Duration
-	d := time.Duration(0)
-	for range 10 {
-		d = nextBackoff(d)
-		got = append(got, d)
-	}
-	ms := time.Millisecond
-	assert.Equal(t, []time.Duration{5 * ms, 10 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 640 * ms, time.Second, time.Second}, got)
 }
 
 // flakyListener fails its first Accepts with EMFILE, as a process out of file descriptors does.

@@ -119,7 +119,7 @@ func (s *Server) writeConnMetrics(w io.Writer) {
 	gauge(w, "rlstore_maxclients", float64(s.maxClients.Load()))
 	var accepted, rejected int64
 	if ln := s.listener(); ln != nil {
-		accepted, rejected = ln.accepted.Load(), ln.rejected.Load()
+		accepted, rejected = ln.Accepted.Load(), ln.Rejected.Load()
 	}
 	counter(w, "rlstore_connections_total", accepted)
 	counter(w, "rlstore_connections_rejected_total", rejected)

@@ -21,7 +21,7 @@ func cmdMonitor(s *Server, c *client, args [][]byte) {
 	}
 	c.track.monitor = true
 	c.monitoring.Store(true)
-	c.holdPushes() // lines wait for the +OK
+	c.rc.HoldPushes() // lines wait for the +OK
 	c.track.held = true
 	o := &s.obs
 	o.mu.Lock()
@@ -47,7 +47,7 @@ func (s *Server) feedMonitors(c *client, args [][]byte) {
 	o.mu.Unlock()
 	line := monitorLine(time.Now(), c.addr, args)
 	for _, m := range mons {
-		m.push(line)
+		m.rc.Push(line)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/persistence/vfs"
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/assert"
@@ -92,12 +93,12 @@ func testOneEntryDurable(t *testing.T) {
 func testOneEntryPrefetch(t *testing.T) {
 	s := newTestServer(t, Config{})
 	s.register([]command{throwaway()})
-	rc := newRespConn(&guardConn{}, DefaultMaxRequestBytes, 0)
+	rc := resp.NewConn(&resp.Guard{}, DefaultMaxRequestBytes, 0, nil)
 	for _, r := range []string{respCmd("RL.THROWAWAY", "user:1", "100", "60"), respCmd("RL.HOP", "1", "2", "rl.throwaway", "user:2", "100", "60")} {
-		rc.w += copy(rc.buf[rc.w:], r)
+		rc.Feed([]byte(r))
 	}
-	rc.parseAhead(prefetchMax)
-	require.Len(t, rc.ahead, 2)
+	rc.ParseAhead(prefetchMax)
+	require.Equal(t, 2, rc.Ahead())
 	var last *command
 	for i, want := range []struct {
 		key string

@@ -74,8 +74,7 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	// No user: the node that accepted a forwarded request checked its
 	// client's rights already (TestACLOverForwarding).
 	c.peer, c.authed, c.user = true, true, nil
-	c.rc.keep = peerReadBuf
-	c.rc.p.Max = max(c.rc.p.Max, peerMaxRequest)
+	c.rc.Widen(peerReadBuf, peerMaxRequest)
 	c.conn.WriteBulkString(ch.ServerMAC(key))
 }
 

@@ -1,9 +1,11 @@
 package server
 
+import "github.com/rlstore/rlstore/server/internal/resp"
+
 // A pipelined batch of decisions is looked up faster when the store is
 // told its keys first (shard.Map.Prefetch): their lookups' memory misses
 // then overlap. When a batch has been read, prefetchBatch parses its first
-// requests (respConn.parseAhead, which is their one parse) and hands the
+// requests (resp.Conn.ParseAhead, which is their one parse) and hands the
 // keys of the decision commands among them to the store, which hashes them
 // once for both the prefetch and the decision (shard.Map.DecideHashed). A
 // batch longer than that (a peer's forwarded requests, say) is prefetched
@@ -30,14 +32,14 @@ type batchKeys struct {
 func (s *Server) prefetchBatch(c *client) {
 	rc, bk := c.rc, &c.batch
 	bk.hashed, bk.left = 0, 0
-	if rc.w-rc.r < minPrefetch || rc.batchEnd {
+	if rc.Unread() < minPrefetch || rc.BatchEnd() {
 		return
 	}
-	rc.parseAhead(prefetchMax)
+	rc.ParseAhead(prefetchMax)
 	var keys [prefetchMax][]byte // on the stack: the store keeps none of them
 	var last *command
 	n := 0
-	for i := range rc.ahead {
+	for i := range rc.Ahead() {
 		if key, arg := s.aheadKey(rc, i, &last); arg > 0 {
 			keys[n], bk.at[n], bk.arg[i] = key, uint8(i), uint8(arg)
 			n++
@@ -52,7 +54,7 @@ func (s *Server) prefetchBatch(c *client) {
 		bk.hashes[i] = bk.hashes[j]
 		bk.hashed |= 1 << i
 	}
-	bk.left = len(rc.ahead)
+	bk.left = rc.Ahead()
 }
 
 // prefetchNext counts a command run, and parses ahead and prefetches the
@@ -72,21 +74,21 @@ func (s *Server) prefetchNext(c *client) {
 // command an earlier request named, tried before the table: a pipeline
 // mostly repeats one command, and comparing its name costs less than the
 // lookup (as in resolveFor).
-func (s *Server) aheadKey(rc *respConn, i int, last **command) ([]byte, int) {
-	n := rc.ahead[i].args
+func (s *Server) aheadKey(rc *resp.Conn, i int, last **command) ([]byte, int) {
+	n := rc.AheadArgs(i)
 	if n < 2 {
 		return nil, 0
 	}
-	cm, base := s.aheadCommand(rc.aheadArg(i, 0), last), 0
+	cm, base := s.aheadCommand(rc.AheadArg(i, 0), last), 0
 	if cm != nil && cm.wraps > 0 && n > cm.wraps+1 {
 		base = cm.wraps
-		cm = s.aheadCommand(rc.aheadArg(i, base), last)
+		cm = s.aheadCommand(rc.AheadArg(i, base), last)
 	}
 	if cm == nil || cm.flags&flagPrefetch == 0 || base+cm.firstKey >= n {
 		return nil, 0
 	}
 	arg := base + cm.firstKey
-	return rc.aheadArg(i, arg), arg
+	return rc.AheadArg(i, arg), arg
 }
 
 // aheadCommand is the command name calls, trying *last and the command
@@ -114,15 +116,15 @@ func (s *Server) aheadCommand(name []byte, last **command) *command {
 // the read buffer, so that the hash cannot belong to another key.
 func (c *client) keyHash(key []byte) (uint64, bool) {
 	rc, bk := c.rc, &c.batch
-	i := rc.cur
+	i, args := rc.Current()
 	if i < 0 || bk.hashed&(1<<i) == 0 || len(key) == 0 {
 		return 0, false
 	}
 	arg := int(bk.arg[i])
-	if arg >= len(rc.args) {
+	if arg >= len(args) {
 		return 0, false
 	}
-	if k := rc.args[arg]; len(k) != len(key) || &k[0] != &key[0] {
+	if k := args[arg]; len(k) != len(key) || &k[0] != &key[0] {
 		return 0, false
 	}
 	return bk.hashes[i], true

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,7 +25,7 @@ func TestParseAheadAgreesWithParser(t *testing.T) {
 		respCmd("RL.SLIDE", "a", "1", "1") + "*0\r\n" + respCmd("PING"),
 		respCmd("RL.SLIDE", "a", "1", "1") + "*2\r\n$3\r\nabc\r\n$2\r\nxyz\r\n" + respCmd("PING"),
 		respCmd("PING") + respCmd("ECHO", strings.Repeat("x", 300)) + respCmd("PEEK") + respCmd("PING") + "*99999999999\r\n",
-		respCmd("PING") + respCmd(append([]string{"ECHO"}, strings.Split(strings.Repeat("a ", maxAheadArgs), " ")...)...) +
+		respCmd("PING") + respCmd(append([]string{"ECHO"}, strings.Split(strings.Repeat("a ", resp.MaxAheadArgs), " ")...)...) +
 			respCmd("PEEK") + respCmd("PING"),
 	}
 	for _, st := range streams {
@@ -43,18 +44,17 @@ func TestParseAheadAgreesWithParser(t *testing.T) {
 // runs: each command's arguments, what PEEK sees with PeekPipeline and READ
 // takes with ReadPipeline, and the protocol error that ends it.
 func runStream(chunks []string, ahead int) []string {
-	rc := newRespConn(&guardConn{}, 1<<10, 0)
+	rc := resp.NewConn(&resp.Guard{}, 1<<10, 0, nil)
 	var out []string
 	for _, ch := range chunks {
 		for len(ch) > 0 {
-			rc.makeRoom()
-			n := copy(rc.buf[rc.w:], ch)
-			rc.w, ch = rc.w+n, ch[n:]
+			n := rc.Feed([]byte(ch))
+			ch = ch[n:]
 			if ahead > 0 {
-				rc.parseAhead(ahead)
+				rc.ParseAhead(ahead)
 			}
 			for {
-				args, err := rc.command()
+				args, err := rc.Command()
 				if err != nil {
 					return append(out, "error "+err.Error())
 				}
@@ -79,13 +79,13 @@ func runStream(chunks []string, ahead int) []string {
 func TestAheadKeyOfForwardedRequest(t *testing.T) {
 	s := newTestServer(t, Config{})
 	var last *command
-	rc := newRespConn(&guardConn{}, DefaultMaxRequestBytes, 0)
+	rc := resp.NewConn(&resp.Guard{}, DefaultMaxRequestBytes, 0, nil)
 	for _, r := range []string{respCmd("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60"), respCmd("rl.hop", "1", "2", "PING"),
 		respCmd("RL.SLIDE", "user:2", "1", "1"), respCmd("PING", "x")} {
-		rc.w += copy(rc.buf[rc.w:], r)
+		rc.Feed([]byte(r))
 	}
-	rc.parseAhead(prefetchMax)
-	require.Len(t, rc.ahead, 4)
+	rc.ParseAhead(prefetchMax)
+	require.Equal(t, 4, rc.Ahead())
 	for i, want := range []struct {
 		key string
 		arg int

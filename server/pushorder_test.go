@@ -26,9 +26,7 @@ func TestInvalidationWaitsForTheBatchReplies(t *testing.T) {
 	var buf [256]byte
 	n := 0
 	eventually(t, "the invalidation, held or sent", func() bool {
-		rc.pushes.mu.Lock()
-		held := len(rc.pushes.buf) > 0 && !rc.pushes.writing
-		rc.pushes.mu.Unlock()
+		held := rc.rc.PushesWaiting()
 		if !held {
 			m, _ := resp.ReadNow(reader.Conn, buf[n:])
 			n += m
@@ -46,7 +44,7 @@ func TestInvalidationWaitsForTheBatchReplies(t *testing.T) {
 // behind an unfinished Later (a forwarded request in a cluster): the batch's
 // flush only moved that reply into the outbox.
 func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
-	taken := make(chan *Later, 1)
+	taken := make(chan *resp.Later, 1)
 	s, addr := startServerCmds(t, Config{}, laterCmd(taken))
 	reader, writer := dialRaw(t, addr), dialRaw(t, addr)
 	hello3(t, reader)
@@ -55,7 +53,7 @@ func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
 	l := <-taken
 	rc := trackingClient(t, s)
 	eventually(t, "the batch to end, EXISTS's reply behind the Later", func() bool {
-		n, _ := rc.rc.box.held()
+		n, _ := rc.rc.Boxed()
 		return n == 2 && rc.cmds.Load() == 4
 	})
 	writer.send(t, respCmd("RL.SLIDE", "k", "10", "60"))
@@ -64,9 +62,7 @@ func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
 	var buf [256]byte
 	n := 0
 	eventually(t, "the invalidation, held or sent", func() bool {
-		rc.pushes.mu.Lock()
-		held := len(rc.pushes.buf) > 0 && !rc.pushes.writing
-		rc.pushes.mu.Unlock()
+		held := rc.rc.PushesWaiting()
 		if !held {
 			m, _ := resp.ReadNow(reader.Conn, buf[n:])
 			n += m

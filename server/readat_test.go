@@ -24,7 +24,7 @@ func TestReadTimeMarksIdle(t *testing.T) {
 	before := time.Now().UnixNano()
 	require.NoError(t, c.Ping(ctx).Err())
 	after := time.Now().UnixNano()
-	last := cl.g.last.Load()
+	last := cl.g.Last.Load()
 	const slack = int64(time.Millisecond) // the wall and monotonic clocks may drift apart a little
 	assert.GreaterOrEqual(t, last, before-slack, "the PING's read moved last")
 	assert.LessOrEqual(t, last, after+slack)

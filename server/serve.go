@@ -14,19 +14,19 @@ var errOutputLimit = errors.New("server: client output limit reached")
 
 // acceptLoop serves each admitted connection on its own goroutine until the
 // listener is finished.
-func (s *Server) acceptLoop(ln *guardListener) {
+func (s *Server) acceptLoop(ln *resp.Listener) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		go s.serveConn(nc.(*guardConn))
+		go s.serveConn(nc.(*resp.Guard))
 	}
 }
 
 // serveConn serves one client until its connection ends.
-func (s *Server) serveConn(g *guardConn) {
-	rc := newRespConnMem(g, s.cfg.MaxRequestBytes, s.cfg.ClientOutputLimit, s.mem)
+func (s *Server) serveConn(g *resp.Guard) {
+	rc := resp.NewConn(g, s.cfg.MaxRequestBytes, s.cfg.ClientOutputLimit, s.mem)
 	c := s.newClient(rc, g)
 	err := s.loop(c, rc)
 	s.forget(c, err)
@@ -39,19 +39,19 @@ func (s *Server) serveConn(g *guardConn) {
 // that does not read its replies stops being read. Between batches a
 // socket's connection stays in one wait for its reads (see stay), and
 // comes back here for what that wait leaves to fill: a drain, a deadline.
-func (s *Server) loop(c *client, rc *respConn) error {
+func (s *Server) loop(c *client, rc *resp.Conn) error {
 	b := &batcher{s: s, c: c, rc: rc}
 	for {
-		if err := rc.fill(); err != nil {
+		if err := rc.Fill(); err != nil {
 			return err
 		}
 		if b.run(); b.done {
 			return b.err
 		}
-		if rc.g.raw == nil {
+		if rc.Guard().Raw() == nil {
 			continue
 		}
-		err := rc.g.raw.Stay(b)
+		err := rc.Guard().Raw().Stay(b)
 		switch {
 		case b.done:
 			return b.err
@@ -64,13 +64,13 @@ func (s *Server) loop(c *client, rc *respConn) error {
 // batch runs every whole request the buffer holds, then ends the batch.
 // done says the connection ends, with err as the reason (nil: it closed
 // cleanly); a partial request is left for the next read.
-func (s *Server) batch(c *client, rc *respConn) (done bool, err error) {
-	rc.p.PreAuth = !c.authed // before prefetchBatch parses ahead
+func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
+	rc.SetPreAuth(!c.authed) // before prefetchBatch parses ahead
 	s.readAt(c)
 	s.prefetchBatch(c)
 	for {
-		rc.p.PreAuth = !c.authed
-		args, err := rc.command()
+		rc.SetPreAuth(!c.authed)
+		args, err := rc.Command()
 		switch {
 		case err != nil:
 			return true, s.refuse(c, rc, err)
@@ -84,15 +84,15 @@ func (s *Server) batch(c *client, rc *respConn) (done bool, err error) {
 		s.handle(c, args)
 		s.prefetchNext(c)
 		switch {
-		case rc.over:
+		case rc.Over():
 			return true, errOutputLimit
-		case rc.closing:
-			rc.dropPipeline()
+		case rc.Closing():
+			rc.DropPipeline()
 			if err := s.endBatch(c, rc); err != nil {
 				return true, err
 			}
-			rc.waitBox(0, 0) // the replies a Later still owes go out before the close
-			rc.waitWrites()
+			rc.WaitBox(0, 0) // the replies a Later still owes go out before the close
+			rc.WaitWrites()
 			return true, nil
 		}
 	}
@@ -105,7 +105,7 @@ func (s *Server) batch(c *client, rc *respConn) (done bool, err error) {
 func (s *Server) readAt(c *client) {
 	now := s.monotonic()
 	c.mark = now
-	c.g.last.Store(s.started.UnixNano() + int64(now))
+	c.g.Last.Store(s.started.UnixNano() + int64(now))
 }
 
 // handle runs one command, recovering from its panic.
@@ -116,7 +116,7 @@ func (s *Server) handle(c *client, args [][]byte) {
 
 // endBatch commits the batch, writes its replies, and waits while too many
 // replies are held behind an unfinished Later.
-func (s *Server) endBatch(c *client, rc *respConn) error {
+func (s *Server) endBatch(c *client, rc *resp.Conn) error {
 	c.pend.flush(s) // before the replies: whoever sees one sees it counted
 	if s.cl != nil {
 		s.flushForwards(c)
@@ -124,13 +124,13 @@ func (s *Server) endBatch(c *client, rc *respConn) error {
 	if s.cfg.Durability != nil {
 		s.commitBatch(c)
 	}
-	err := rc.flushBatch()
-	rc.released()
+	err := rc.FlushBatch()
+	rc.Released()
 	if err != nil {
 		return err
 	}
-	c.pushesFlushed()
-	if !rc.waitBox(laterHoldReplies, laterHoldBytes) {
+	c.rc.PushesFlushed()
+	if !rc.WaitBox(resp.HoldReplies, resp.HoldBytes) {
 		return net.ErrClosed
 	}
 	return nil
@@ -138,23 +138,22 @@ func (s *Server) endBatch(c *client, rc *respConn) error {
 
 // refuse answers the requests before a malformed one, then replies to it
 // with the protocol error and ends the connection, as Redis does.
-func (s *Server) refuse(c *client, rc *respConn, perr error) error {
+func (s *Server) refuse(c *client, rc *resp.Conn, perr error) error {
 	if err := s.endBatch(c, rc); err != nil {
 		return err
 	}
 	rc.WriteError("ERR " + perr.Error())
-	_ = rc.flush()
+	_ = rc.Flush()
 	return perr
 }
 
 // newClient registers the client of a connection the listener admitted.
-func (s *Server) newClient(rc *respConn, g *guardConn) *client {
+func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	user, authed := s.defaultUser()
 	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1), resp: 2, authed: authed, user: user,
 		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
 	c.meta.resp = 2
 	c.qlen.Store(-1)
-	rc.drained = c.pushesDrained // pushes held behind replies in the box go out after them
 	if s.cfg.Durability != nil {
 		c.hold = newHoldConn(rc)
 		c.conn = c.hold
@@ -169,27 +168,27 @@ func (s *Server) newClient(rc *respConn, g *guardConn) *client {
 // forget closes a connection that has ended and forgets its client.
 func (s *Server) forget(c *client, err error) {
 	_ = c.g.Close()
-	c.rc.released()
+	c.rc.Released()
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()
 	c.pend.flush(s)
 	s.goneCmds.Add(c.cmds.Load())
-	s.info.netIn.Add(c.rc.netIn.Load())
-	s.info.netOut.Add(c.rc.netOut.Load())
+	s.info.netIn.Add(c.rc.NetIn())
+	s.info.netOut.Add(c.rc.NetOut())
 	s.forgetObserver(c)
 	var perr resp.ProtocolError
 	switch {
 	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log
 		s.protoErrors.Add(1)
 		s.log.Debug("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
-	case errors.Is(err, errOutputLimit) && c.rc.evicted.Load(): // clientMem logged it
+	case errors.Is(err, errOutputLimit) && c.rc.Evicted(): // evictLargest logged it
 	case errors.Is(err, errOutputLimit):
 		s.outputLimitClosed.Add(1)
 		s.log.Warn("client closed: its replies passed the output limit (--client-output-limit)",
 			"client", c.id, "addr", c.addr, "limit", s.cfg.ClientOutputLimit)
 	}
 	if ln := s.listener(); ln != nil {
-		ln.remove(c.g) // last: a drain is over once every client is forgotten
+		ln.Remove(c.g) // last: a drain is over once every client is forgotten
 	}
 }

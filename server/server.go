@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -140,7 +141,7 @@ type Server struct {
 	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
 	acl        atomic.Pointer[acl]    // the ACL file's users; nil without one
 	guard      *authGuard             // nil when off
-	mem        *clientMem             // the budget of all clients' replies
+	mem        *resp.Budget           // the budget of all clients' replies
 	maxClients atomic.Int64
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
@@ -166,7 +167,7 @@ type Server struct {
 	clients map[int64]*client
 
 	life     sync.Mutex // guards ln, stopping, sweepEnd, metricWriters and readyChecks
-	ln       *guardListener
+	ln       *resp.Listener
 	stopping bool
 	sweepEnd func() // stops the sweep loop and waits for it
 
@@ -193,7 +194,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.acl.Store(a)
 	}
-	s.mem = &clientMem{s: s, max: cfg.MaxMemoryClients}
+	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	var err error
 	if s.guard, err = newAuthGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
@@ -342,12 +343,12 @@ func (s *Server) attach(ln net.Listener) error {
 		_ = ln.Close()
 		return errors.New("server: already serving")
 	}
-	s.ln = newGuardListener(ln, &s.maxClients, s.log)
+	s.ln = resp.NewListener(ln, &s.maxClients, s.log)
 	s.sweepEnd = s.startReplicas(s.startSweep())
 	return nil
 }
 
-func (s *Server) listener() *guardListener {
+func (s *Server) listener() *resp.Listener {
 	s.life.Lock()
 	defer s.life.Unlock()
 	return s.ln

@@ -56,8 +56,8 @@ func (s *Server) shutdown(ctx context.Context, mode saveMode) error {
 func (s *Server) Close() error {
 	first := s.claimStop()
 	if ln := s.listener(); ln != nil {
-		ln.forceClose()
-		ln.finish()
+		ln.ForceClose()
+		ln.Finish()
 	}
 	if first {
 		s.stopSweep()
@@ -83,7 +83,7 @@ func (s *Server) waitStopped(ctx context.Context) error {
 		return s.stopErr
 	case <-ctx.Done():
 		if ln := s.listener(); ln != nil {
-			ln.forceClose()
+			ln.ForceClose()
 		}
 		return ctx.Err()
 	}
@@ -95,12 +95,12 @@ func (s *Server) drain(ctx context.Context) error {
 	if ln == nil {
 		return nil // never served
 	}
-	ln.drain(drainEnd(ctx))
+	ln.Drain(drainEnd(ctx))
 	select {
-	case <-ln.drained:
+	case <-ln.Drained():
 		return nil
 	case <-ctx.Done():
-		ln.forceClose()
+		ln.ForceClose()
 		return ctx.Err()
 	}
 }
@@ -130,7 +130,7 @@ func (s *Server) stopSweep() {
 func (s *Server) finishStop(err error) {
 	s.stopErr = err
 	if ln := s.listener(); ln != nil {
-		ln.finish()
+		ln.Finish()
 	}
 	close(s.done)
 }

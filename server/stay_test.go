@@ -21,8 +21,8 @@ type echoStayer struct {
 	conn  net.Conn
 	buf   []byte
 	reads int
-	stop  string     // got returns false once it reads this
-	close *guardConn // closed by got, as a command that closes its own connection does
+	stop  string      // got returns false once it reads this
+	close *resp.Guard // closed by got, as a command that closes its own connection does
 	nexts int
 	leave bool // next says stop: a drain began
 }
@@ -112,7 +112,7 @@ func TestStayEnds(t *testing.T) {
 
 	server, client = tcpPair(t)
 	e = &echoStayer{t: t, conn: server, buf: make([]byte, 64)}
-	e.close = &guardConn{Conn: server, done: make(chan struct{})}
+	e.close = resp.NewGuard(server)
 	_, err := client.Write([]byte("quit"))
 	require.NoError(t, err)
 	assert.ErrorIs(t, resp.NewRawReader(server).Stay(e), net.ErrClosed,

@@ -50,7 +50,7 @@ type trackConf struct {
 type clientTrack struct {
 	caching int8 // CLIENT CACHING: 1 yes, -1 no, for the next command (or EXEC)
 	inExec  bool // EXEC is running its queue: replies are inside its array
-	held    bool // hold was called and releasePushes is due
+	held    bool // hold was called and ReleasePushes is due
 	monitor bool // said MONITOR
 
 	execReads [][]byte // in a cluster, the keys EXEC's queue reads, which another node may answer
@@ -68,7 +68,7 @@ func (s *Server) beforeRun(c *client, cm *command, args [][]byte) {
 	if conf == nil || cm.flags&flagCacheable == 0 {
 		return
 	}
-	c.holdPushes()
+	c.rc.HoldPushes()
 	c.track.held = true
 	if conf.bcast || (conf.optin && c.track.caching != 1) || (conf.optout && c.track.caching == -1) {
 		return
@@ -101,7 +101,7 @@ func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
 	}
 	if c.track.held {
 		c.track.held = false
-		c.releasePushes()
+		c.rc.ReleasePushes(c.conn)
 	}
 }
 
@@ -250,9 +250,9 @@ func (s *Server) sendInvalidation(t *client, key []byte) {
 	}
 	switch {
 	case to.getMeta().resp == 3:
-		to.push(invalidateFrame(key))
+		to.rc.Push(invalidateFrame(key))
 	case to.subscribedInvalidate.Load():
-		to.push(invalidateMessage(key))
+		to.rc.Push(invalidateMessage(key))
 	}
 }
 
@@ -260,7 +260,7 @@ func (s *Server) sendInvalidation(t *client, key []byte) {
 func (s *Server) brokenRedirect(t *client, id int64) {
 	t.brokenRedir.Store(true)
 	if t.getMeta().resp == 3 {
-		t.push([]byte(">2\r\n$21\r\ntracking-redir-broken\r\n:" + strconv.FormatInt(id, 10) + "\r\n"))
+		t.rc.Push([]byte(">2\r\n$21\r\ntracking-redir-broken\r\n:" + strconv.FormatInt(id, 10) + "\r\n"))
 	}
 }
 

@@ -6,17 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 )
 
 // parseAndReply runs the transport's own work for a batch held in rc's
 // buffer: parse every request and write a decision-shaped reply to each.
-func parseAndReply(rc *respConn, batch []byte) int {
-	rc.r, rc.w = 0, copy(rc.buf, batch)
-	rc.out = rc.out[:0]
+func parseAndReply(rc *resp.Conn, batch []byte) int {
+	rc.Feed(batch)
+	rc.Discard()
 	n := 0
 	for {
-		args, err := rc.command()
+		args, err := rc.Command()
 		if err != nil || args == nil {
 			return n
 		}
@@ -28,8 +29,8 @@ func parseAndReply(rc *respConn, batch []byte) int {
 	}
 }
 
-func newBenchConn() *respConn {
-	return newRespConn(&guardConn{}, DefaultMaxRequestBytes, DefaultClientOutputLimit)
+func newBenchConn() *resp.Conn {
+	return resp.NewConn(&resp.Guard{}, DefaultMaxRequestBytes, DefaultClientOutputLimit, nil)
 }
 
 // BenchmarkTransportBatch measures parsing 16 pipelined RL.SLIDE requests

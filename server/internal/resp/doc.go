@@ -1,3 +1,5 @@
-// Package resp is the RESP transport beneath the server: it frames and
-// parses requests, and reads and writes sockets; it knows no command.
+// Package resp is the RESP transport beneath the server: the listener, the
+// connection's requests (framing, parsing, raw socket I/O) and replies
+// (batching, Laters, pushed frames, the budget of all clients' replies); it
+// knows no command.
 package resp

@@ -70,7 +70,7 @@ func TestRawReaderAllocatesNothing(t *testing.T) {
 }
 
 // TestRawReaderNeedsASocket checks that a connection with no socket of
-// its own gets no RawReader, so guardConn reads through net.Conn.
+// its own gets no RawReader, so Guard reads through net.Conn.
 func TestRawReaderNeedsASocket(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()

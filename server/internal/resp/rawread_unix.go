@@ -90,7 +90,7 @@ type Stayer interface {
 // arrive after it wake the wait, since the runtime's poller reports each
 // arrival and only a new wait (read's) forgets what it reported before.
 // The cost is that the socket is held, and closing it waits, while st
-// runs: guardConn.Close closes it without waiting.
+// runs: Guard.Close closes it without waiting.
 //
 // stay returns nil once st has asked it to; otherwise why it ended: the
 // client closed its side (io.EOF), a read failed, or the wait did (the

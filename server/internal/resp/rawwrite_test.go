@@ -91,7 +91,7 @@ func TestRawWriterAllocatesNothing(t *testing.T) {
 }
 
 // TestRawWriterNeedsASocket checks that a connection with no socket of its
-// own (a pipe here; TLS in production) gets no RawWriter, so respConn
+// own (a pipe here; TLS in production) gets no RawWriter, so Conn
 // writes through net.Conn.
 func TestRawWriterNeedsASocket(t *testing.T) {
 	a, b := net.Pipe()

@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"io"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,8 +21,8 @@ func TestAdmitAfterDrainIsOverRefuses(t *testing.T) {
 	require.NoError(t, err)
 	var maxc atomic.Int64
 	maxc.Store(10)
-	l := newGuardListener(inner, &maxc, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	l.drain(time.Time{})
+	l := NewListener(inner, &maxc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l.Drain(time.Time{})
 	select {
 	case <-l.drained:
 	default:
@@ -30,5 +31,16 @@ func TestAdmitAfterDrainIsOverRefuses(t *testing.T) {
 	srv, cli := net.Pipe()
 	defer cli.Close()
 	require.Nil(t, l.admit(srv), "admitted a connection after the drain was over")
-	require.Zero(t, l.count())
+	require.Zero(t, l.Count())
+}
+
+func TestNextBackoffDoublesWithinBounds(t *testing.T) {
+	var got []time.Duration
+	d := time.Duration(0)
+	for range 10 {
+		d = nextBackoff(d)
+		got = append(got, d)
+	}
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{5 * ms, 10 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 640 * ms, time.Second, time.Second}, got)
 }

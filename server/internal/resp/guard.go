@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"errors"
@@ -8,24 +8,22 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
 // aLongTimeAgo is a read deadline that has passed: a Read given it returns at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// guardConn is a client's socket. It takes the connection's part in a
+// Guard is a client's socket. It takes the connection's part in a
 // graceful drain: while the server drains, a read between requests takes
 // only what the socket already holds, without waiting, and reports io.EOF
 // once it holds nothing, so the connection closes as soon as every request
 // it has in hand is answered. Waiting for a quiet gap instead would never
 // end for a client under steady load.
-type guardConn struct {
+type Guard struct {
 	net.Conn
-	raw  *resp.RawReader // reads requests from the socket; nil: through Conn
-	last atomic.Int64    // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=; serve sets it
-	done chan struct{}   // closed by Close
+	raw  *RawReader    // reads requests from the socket; nil: through Conn
+	Last atomic.Int64  // unix nanoseconds of the last bytes read, for CLIENT LIST's idle=; the server sets it
+	done chan struct{} // closed by Close
 
 	mu       sync.Mutex // guards the fields below, and read deadlines once draining
 	idle     bool       // in a read between requests, or about to be
@@ -34,16 +32,17 @@ type guardConn struct {
 	closed   bool
 }
 
-func newGuardConn(c net.Conn) *guardConn {
-	g := &guardConn{Conn: c, done: make(chan struct{}), raw: resp.NewRawReader(c)}
-	g.last.Store(time.Now().UnixNano())
+// NewGuard returns the guard of c.
+func NewGuard(c net.Conn) *Guard {
+	g := &Guard{Conn: c, done: make(chan struct{}), raw: NewRawReader(c)}
+	g.Last.Store(time.Now().UnixNano())
 	return g
 }
 
 // readRequest reads what the client has sent into p, waiting for it. idle
 // says whether the connection stands between requests, which a drain needs
 // to know. It returns bytes or an error, never both.
-func (g *guardConn) readRequest(p []byte, idle bool) (int, error) {
+func (g *Guard) readRequest(p []byte, idle bool) (int, error) {
 	for {
 		n, err := g.read1(p, idle)
 		if n > 0 {
@@ -60,8 +59,8 @@ func (g *guardConn) readRequest(p []byte, idle bool) (int, error) {
 // end it reads as io.EOF at once, so that a client whose requests always
 // fill the socket is cut off too. A deadline that ends a wait inside a
 // request is cleared by the next call.
-func (g *guardConn) read1(p []byte, idle bool) (int, error) {
-	if g.prepareRead(idle) {
+func (g *Guard) read1(p []byte, idle bool) (int, error) {
+	if g.PrepareRead(idle) {
 		return g.readDraining(p)
 	}
 	n, err := g.readSocket(p)
@@ -75,7 +74,7 @@ func (g *guardConn) read1(p []byte, idle bool) (int, error) {
 }
 
 // readSocket reads what the client has sent, waiting for it.
-func (g *guardConn) readSocket(p []byte) (int, error) {
+func (g *Guard) readSocket(p []byte) (int, error) {
 	if g.raw != nil {
 		return g.raw.Read(p)
 	}
@@ -85,27 +84,27 @@ func (g *guardConn) readSocket(p []byte) (int, error) {
 // readDraining takes what the socket holds without waiting. The drain's
 // deadline, which woke a waiting read, is cleared first: a socket read
 // refuses to start once its deadline has passed, even one that would not wait.
-func (g *guardConn) readDraining(p []byte) (int, error) {
+func (g *Guard) readDraining(p []byte) (int, error) {
 	if g.pastDrainEnd() {
 		return 0, io.EOF
 	}
 	g.mu.Lock()
 	_ = g.Conn.SetReadDeadline(time.Time{})
 	g.mu.Unlock()
-	return resp.ReadNow(g.Conn, p)
+	return ReadNow(g.Conn, p)
 }
 
 // pastDrainEnd reports whether the drain has stopped taking new requests.
-func (g *guardConn) pastDrainEnd() bool {
+func (g *Guard) pastDrainEnd() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return !g.drainEnd.IsZero() && !time.Now().Before(g.drainEnd)
 }
 
-// prepareRead records whether the connection is between requests, and
+// PrepareRead records whether the connection is between requests, and
 // reports whether this read is a draining one between requests. While
 // draining, a read inside a request gets no deadline: it is left to finish.
-func (g *guardConn) prepareRead(idle bool) bool {
+func (g *Guard) PrepareRead(idle bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.idle = idle
@@ -118,16 +117,16 @@ func (g *guardConn) prepareRead(idle bool) bool {
 // deadlineLocked is the drain's read deadline: none inside a request, which
 // is left to finish, and one already passed between requests, so that the
 // read takes only what has arrived (see read1).
-func (g *guardConn) deadlineLocked() time.Time {
+func (g *Guard) deadlineLocked() time.Time {
 	if !g.idle {
 		return time.Time{}
 	}
 	return aLongTimeAgo
 }
 
-// drain starts the connection's drain. end, if not zero, is when it stops
+// Drain starts the connection's drain. end, if not zero, is when it stops
 // waiting for new requests even from a client that never pauses.
-func (g *guardConn) drain(end time.Time) {
+func (g *Guard) Drain(end time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.draining, g.drainEnd = true, end
@@ -136,13 +135,14 @@ func (g *guardConn) drain(end time.Time) {
 	}
 }
 
-func (g *guardConn) isClosed() bool {
+// Closed reports whether Close was called.
+func (g *Guard) Closed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closed
 }
 
-func (g *guardConn) isDraining() bool {
+func (g *Guard) isDraining() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.draining
@@ -151,10 +151,10 @@ func (g *guardConn) isDraining() bool {
 // Close closes the connection once; its own goroutine, CLIENT KILL and a
 // forced stop may all call it, from any goroutine, and it never waits. The
 // socket's reads and writes end at once, but closing the socket itself
-// waits until its goroutine leaves resp.RawReader.Stay, which may be running
+// waits until its goroutine leaves RawReader.Stay, which may be running
 // the very command that called Close: so that happens on a goroutine of
 // its own.
-func (g *guardConn) Close() error {
+func (g *Guard) Close() error {
 	g.mu.Lock()
 	closed := g.closed
 	g.closed = true
@@ -165,4 +165,15 @@ func (g *guardConn) Close() error {
 	close(g.done)
 	go func() { _ = g.Conn.Close() }()
 	return nil
+}
+
+// Raw returns the socket's raw reader; nil where reads go through Conn.
+func (g *Guard) Raw() *RawReader { return g.raw }
+
+// Idle reports whether the connection is in a read between requests, or
+// about to be.
+func (g *Guard) Idle() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.idle
 }

@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"net"
@@ -6,10 +6,10 @@ import (
 )
 
 // How many replies may wait behind an unfinished Later, and how many bytes,
-// before the connection stops reading requests until they go out.
+// before the connection stops reading requests until they go out (WaitBox).
 const (
-	laterHoldReplies = 1024
-	laterHoldBytes   = 1 << 20
+	HoldReplies = 1024
+	HoldBytes   = 1 << 20
 )
 
 // Later is the place of one reply that another goroutine completes: a
@@ -21,30 +21,18 @@ const (
 // exactly once; until it is, the connection does not close by itself
 // (a forced stop or CLIENT KILL still closes it).
 type Later struct {
-	rc   *respConn
-	seq  uint64 // the read batch it belongs to (respConn.seq)
+	rc   *Conn
+	seq  uint64 // the read batch it belongs to (Conn.seq)
 	pre  []byte // replies written before this one's place was taken: ready at once
 	data []byte
 	done bool
 }
 
-// later reserves the place of the reply to the command c is running; see
-// Later. Under appendfsync always the replies before it may be held until
-// the batch's commit (see runWrite): the batch so far is committed first, so
-// that they go out ahead of the Later's.
-func (s *Server) later(c *client) *Later {
-	if c.hold != nil && c.hold.holding {
-		c.rc.batchEnd = true // commitBatch commits only at a batch's end
-		s.commitBatch(c)
-		c.rc.batchEnd = false
-	}
-	return c.rc.Later()
-}
-
 // Later reserves the place of the reply to the command being run. The
-// command must not write a reply of its own. Commands call Server.later,
-// which keeps replies held for a commit in order.
-func (rc *respConn) Later() *Later {
+// command must not write a reply of its own. (The server's commands take
+// it through a method that first commits the replies a commit holds, so
+// that they stay in order.)
+func (rc *Conn) Later() *Later {
 	pre := rc.takeOut()
 	rc.box.mu.Lock()
 	l := rc.box.newLocked()
@@ -59,13 +47,13 @@ func (rc *respConn) Later() *Later {
 // reply goes out once the replies before it have, and the rest of its read
 // batch's are ready too: a batch's replies go out in one write.
 func (l *Later) Finish(reply []byte) {
-	finishAll([]*Later{l}, [][]byte{reply})
+	FinishAll([]*Later{l}, [][]byte{reply})
 }
 
-// finishAll finishes ls, Laters of one connection, with replies[i] for
+// FinishAll finishes ls, Laters of one connection, with replies[i] for
 // ls[i], as Finish would one by one, but under one lock and with at most
 // one write started.
-func finishAll(ls []*Later, replies [][]byte) {
+func FinishAll(ls []*Later, replies [][]byte) {
 	if len(ls) == 0 {
 		return
 	}
@@ -84,11 +72,11 @@ func finishAll(ls []*Later, replies [][]byte) {
 	}
 }
 
-// flushBatch writes a read batch's replies at its end, like flush, unless
+// FlushBatch writes a read batch's replies at its end, like Flush, unless
 // some wait behind an unfinished Later: then they all stay in the box, and
 // the last Finish writes them together, one write where flush would add
 // another.
-func (rc *respConn) flushBatch() error {
+func (rc *Conn) FlushBatch() error {
 	rc.box.mu.Lock()
 	wait := rc.box.unfinishedLocked()
 	if wait && len(rc.out) > 0 {
@@ -99,7 +87,7 @@ func (rc *respConn) flushBatch() error {
 	if wait {
 		return nil
 	}
-	return rc.flush()
+	return rc.Flush()
 }
 
 // unfinishedLocked reports whether a Later in the box is not finished.
@@ -112,14 +100,14 @@ func (b *outbox) unfinishedLocked() bool {
 	return false
 }
 
-// writeSoon writes what is ready in the box, for finishAll. When the
+// writeSoon writes what is ready in the box, for FinishAll. When the
 // client's socket takes it all at once, the usual case for a client that
 // reads its replies, it is written right here, on the goroutine that
 // finished the Later; what the socket does not take, a goroutine of its
 // own writes (writeRest), since Finish must never wait for the client.
 // Writing here spares each such batch a goroutine, and the thread woken
 // to run it.
-func (rc *respConn) writeSoon() {
+func (rc *Conn) writeSoon() {
 	if !rc.wmu.TryLock() {
 		go rc.writeAsync() // a write is under way: it waits for that one
 		return
@@ -142,7 +130,7 @@ func (rc *respConn) writeSoon() {
 
 // writeAsync writes what is ready in the box, waiting for the client, for
 // Finish, which must not wait for the client itself.
-func (rc *respConn) writeAsync() {
+func (rc *Conn) writeAsync() {
 	rc.wmu.Lock()
 	rc.writeRest(rc.takeReady())
 }
@@ -150,7 +138,7 @@ func (rc *respConn) writeAsync() {
 // takeReady takes from the box the replies ready to go out; wmu is held.
 // Their slices are kept in rc.iov's array for the next write, so they are
 // valid until wmu is released.
-func (rc *respConn) takeReady() net.Buffers {
+func (rc *Conn) takeReady() net.Buffers {
 	rc.box.mu.Lock()
 	rc.box.async = false
 	bufs := rc.box.takeLocked(rc.iov[:0])
@@ -166,7 +154,7 @@ func (rc *respConn) takeReady() net.Buffers {
 
 // writeRest writes rest, waiting for the client, while holding wmu, which
 // its caller took, and releases it.
-func (rc *respConn) writeRest(rest net.Buffers) {
+func (rc *Conn) writeRest(rest net.Buffers) {
 	if len(rest) > 0 {
 		if _, err := rest.WriteTo(rc.socket()); err != nil {
 			_ = rc.g.Close() // the connection's goroutine finds it closed
@@ -176,7 +164,7 @@ func (rc *respConn) writeRest(rest net.Buffers) {
 }
 
 // wrote ends a write made under wmu, and releases it.
-func (rc *respConn) wrote() {
+func (rc *Conn) wrote() {
 	rc.drainedLocked()
 	rc.wmu.Unlock()
 	rc.box.signal()
@@ -281,7 +269,7 @@ func (b *outbox) takeLocked(bufs net.Buffers) net.Buffers {
 // takeOut hands the replies in out to the box. The slice handed over is
 // capped, and out goes on in the rest of its buffer, so that the replies
 // after a Later seldom need a buffer of their own.
-func (rc *respConn) takeOut() []byte {
+func (rc *Conn) takeOut() []byte {
 	n := len(rc.out)
 	if n == 0 {
 		return nil
@@ -309,16 +297,16 @@ func (b *outbox) held() (int, int64) {
 	return len(b.segs), b.bytes
 }
 
-// waitBox waits, while the connection is open, until the box holds at most
+// WaitBox waits, while the connection is open, until the box holds at most
 // segs segments and bytes bytes: until Laters are finished and written.
-func (rc *respConn) waitBox(segs int, bytes int64) bool {
+func (rc *Conn) WaitBox(segs int, bytes int64) bool {
 	for {
 		n, b := rc.box.held()
 		if n <= segs && b <= bytes {
 			return true
 		}
 		if rc.box.readyNow() {
-			if rc.flush() != nil {
+			if rc.Flush() != nil {
 				return false
 			}
 			continue
@@ -336,3 +324,7 @@ func (b *outbox) readyNow() bool {
 	defer b.mu.Unlock()
 	return b.readyLocked()
 }
+
+// Boxed reports how many replies and Laters, and how many bytes, wait
+// behind an unfinished Later.
+func (rc *Conn) Boxed() (int, int64) { return rc.box.held() }

@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"errors"
@@ -19,20 +19,20 @@ const (
 // errMaxClients is written to a connection refused by maxclients.
 const errMaxClients = "-ERR max number of clients reached\r\n"
 
-// guardListener is the listener the server accepts from. It wraps each
-// connection in a guardConn, refuses those beyond maxclients, backs off on
+// Listener is the listener the server accepts from. It wraps each
+// connection in a Guard, refuses those beyond maxclients, backs off on
 // accept errors, and runs the drain: it closes the socket so new clients are
 // refused, drains every connection, and keeps the accept loop blocked until
 // the drain is over.
-type guardListener struct {
+type Listener struct {
 	net.Listener
 	maxClients *atomic.Int64 // CONFIG SET can change it
 	log        *slog.Logger
-	accepted   atomic.Int64 // connections admitted, for INFO
-	rejected   atomic.Int64 // connections refused by maxclients, for INFO
+	Accepted   atomic.Int64 // connections admitted, for INFO
+	Rejected   atomic.Int64 // connections refused by maxclients, for INFO
 
 	mu       sync.Mutex // guards conns, draining and end
-	conns    map[*guardConn]struct{}
+	conns    map[*Guard]struct{}
 	draining bool
 	over     bool          // the drain found no connection left: drained is closed
 	end      time.Time     // the drain's end, if any
@@ -42,16 +42,18 @@ type guardListener struct {
 	dOnce    sync.Once     // closes drained
 }
 
-func newGuardListener(ln net.Listener, maxClients *atomic.Int64, log *slog.Logger) *guardListener {
-	return &guardListener{
+// NewListener returns the listener of ln, which admits at most maxClients
+// connections at once and logs accept errors to log.
+func NewListener(ln net.Listener, maxClients *atomic.Int64, log *slog.Logger) *Listener {
+	return &Listener{
 		Listener: ln, maxClients: maxClients, log: log,
-		conns: map[*guardConn]struct{}{}, drained: make(chan struct{}), stop: make(chan struct{}),
+		conns: map[*Guard]struct{}{}, drained: make(chan struct{}), stop: make(chan struct{}),
 	}
 }
 
 // Accept returns the next admitted connection. Once the socket is closed it
 // blocks until finish, then reports net.ErrClosed.
-func (l *guardListener) Accept() (net.Conn, error) {
+func (l *Listener) Accept() (net.Conn, error) {
 	var delay time.Duration
 	for {
 		c, err := l.Listener.Accept()
@@ -79,7 +81,7 @@ func nextBackoff(d time.Duration) time.Duration {
 }
 
 // pause waits out an accept error's backoff. It reports false if serving ended meanwhile.
-func (l *guardListener) pause(err error, delay time.Duration) bool {
+func (l *Listener) pause(err error, delay time.Duration) bool {
 	l.log.Warn("accept failed; retrying", "err", err, "backoff", delay)
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -94,7 +96,7 @@ func (l *guardListener) pause(err error, delay time.Duration) bool {
 // admit wraps c, or refuses it with Redis's error when maxclients are connected.
 // A connection that arrives as a drain starts is admitted and drained; one
 // that arrives once the drain is over is closed, since the stop has moved on.
-func (l *guardListener) admit(c net.Conn) *guardConn {
+func (l *Listener) admit(c net.Conn) *Guard {
 	l.mu.Lock()
 	if l.over {
 		l.mu.Unlock()
@@ -102,62 +104,62 @@ func (l *guardListener) admit(c net.Conn) *guardConn {
 		return nil
 	}
 	full := int64(len(l.conns)) >= l.maxClients.Load()
-	var g *guardConn
+	var g *Guard
 	if !full {
-		g = newGuardConn(c)
+		g = NewGuard(c)
 		l.conns[g] = struct{}{}
 		if l.draining {
-			g.drain(l.end)
+			g.Drain(l.end)
 		}
 	}
 	l.mu.Unlock()
 	if full {
-		l.rejected.Add(1)
+		l.Rejected.Add(1)
 		_, _ = c.Write([]byte(errMaxClients)) // a fresh socket's buffer takes it at once
 		_ = c.Close()
 		return nil
 	}
-	l.accepted.Add(1)
+	l.Accepted.Add(1)
 	return g
 }
 
-// remove forgets g once its client is gone.
-func (l *guardListener) remove(g *guardConn) {
+// Remove forgets g once its client is gone.
+func (l *Listener) Remove(g *Guard) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.conns, g)
 	l.checkDrainedLocked()
 }
 
-func (l *guardListener) checkDrainedLocked() {
+func (l *Listener) checkDrainedLocked() {
 	if l.draining && len(l.conns) == 0 {
 		l.over = true
 		l.dOnce.Do(func() { close(l.drained) })
 	}
 }
 
-// count returns the connections admitted and not yet gone.
-func (l *guardListener) count() int {
+// Count returns the connections admitted and not yet gone.
+func (l *Listener) Count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.conns)
 }
 
-// drain closes the socket and starts every connection's drain. end, if not
+// Drain closes the socket and starts every connection's drain. end, if not
 // zero, is when connections stop waiting for new requests.
-func (l *guardListener) drain(end time.Time) {
+func (l *Listener) Drain(end time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.draining, l.end = true, end
 	_ = l.Listener.Close()
 	for g := range l.conns {
-		g.drain(end)
+		g.Drain(end)
 	}
 	l.checkDrainedLocked()
 }
 
-// forceClose closes every connection at once, whatever it is doing.
-func (l *guardListener) forceClose() {
+// ForceClose closes every connection at once, whatever it is doing.
+func (l *Listener) ForceClose() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for g := range l.conns {
@@ -165,14 +167,35 @@ func (l *guardListener) forceClose() {
 	}
 }
 
-// finish closes the socket and lets Accept return, which ends Serve's accept loop.
-func (l *guardListener) finish() {
+// Finish closes the socket and lets Accept return, which ends the server's accept loop.
+func (l *Listener) Finish() {
 	l.once.Do(func() { close(l.stop) })
 	_ = l.Listener.Close()
 }
 
-// Close is finish.
-func (l *guardListener) Close() error {
-	l.finish()
+// Close is Finish.
+func (l *Listener) Close() error {
+	l.Finish()
 	return nil
+}
+
+// Drained is closed once a drain finds no connection left.
+func (l *Listener) Drained() <-chan struct{} { return l.drained }
+
+// Draining reports whether Drain was called.
+func (l *Listener) Draining() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.draining
+}
+
+// Conns returns the connections admitted and not yet gone.
+func (l *Listener) Conns() []*Guard {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	gs := make([]*Guard, 0, len(l.conns))
+	for g := range l.conns {
+		gs = append(gs, g)
+	}
+	return gs
 }
