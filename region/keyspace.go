@@ -41,6 +41,7 @@ func (s *Store) Has(name []byte) bool { return s.keys[string(name)] != nil }
 // call, in the key store's form, and forgets that they changed. A key whose
 // own units no window counts any more is left out: its copy expires.
 func (s *Store) DrainOwn(dst []Own) []Own {
+	s.gen++
 	for name := range s.mirror {
 		delete(s.mirror, name)
 		if o, ok := s.OwnOf([]byte(name)); ok {
@@ -118,7 +119,7 @@ func (s *Store) Forget(name []byte) {
 	if k == nil {
 		return
 	}
-	k.own = k.own[:0]
+	k.own, k.marked = k.own[:0], 0
 	for p := range k.acked {
 		k.acked[p], k.sent[p] = k.acked[p][:0], k.sent[p][:0]
 		delete(s.peers[p].unacked, k.name)

@@ -104,3 +104,28 @@ func TestForgetKeepsOthersUnits(t *testing.T) {
 	assert.False(t, st[1].Has([]byte("new")))
 	assert.Equal(t, int64(30), st[1].Stats(t0).Admitted)
 }
+
+// TestRecoveringMakesNoKeys: a region that has just started denies every
+// key until the others echo (Recovering), and those denials leave no
+// state behind: a flood of new keys then costs nothing to hold or sweep.
+func TestRecoveringMakesNoKeys(t *testing.T) {
+	cfg := Defaults(0, 2)
+	cfg.Epoch = t0
+	s, err := New(cfg)
+	require.NoError(t, err)
+	lim := Limit{Kind: window.KindSlide, Limit: 100, Window: time.Minute}
+	for i := range 100 {
+		d := s.Decide([]byte{'k', byte(i)}, lim, t0+int64(time.Second), 1, false)
+		require.Equal(t, DeniedRecovering, d.Mode)
+	}
+	assert.Zero(t, s.Keys())
+
+	s.Receive(&Batch{From: 1, Epoch: 1, EchoFor: t0, Echo: []Entry{}}, t0)
+	d := s.Decide([]byte("k"), lim, t0+int64(time.Second), 1, false)
+	assert.True(t, d.Allowed && d.Made, "the first decision on a key makes it")
+	d = s.Decide([]byte("k"), lim, t0+int64(time.Second), 1, false)
+	assert.True(t, d.Allowed && !d.Made)
+	b := s.Sync(t0 + int64(time.Second))[1]
+	require.Len(t, b.Entries, 1, "a key charged twice between syncs is sent once")
+	assert.Equal(t, int64(2), b.Entries[0].Count)
+}

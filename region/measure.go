@@ -128,6 +128,7 @@ func (s *Store) record(limit, total int64) {
 // keys left with none, visiting at most budget keys. It returns how many
 // keys it dropped.
 func (s *Store) Sweep(now int64, budget int) int {
+	s.gen++
 	dropped := 0
 	for name, k := range s.keys {
 		if budget--; budget < 0 {

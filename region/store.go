@@ -74,6 +74,7 @@ type Decision struct {
 	Mode   Mode
 	Own    int64 // this region's units in the window
 	Others int64 // the other regions' units in the window, as last received
+	Made   bool  // the key had no state here before this decision
 }
 
 // Budgets returns a key's escrow e (at least 1, so that a region can
@@ -102,6 +103,10 @@ type key struct {
 	acked    []counts // by region: this region's units it acknowledged
 	sent     []counts // by region: this region's units last sent to it
 	measured int64    // the last bucket whose window was measured, or -1
+	// marked is the Store's gen when a charge last marked the key changed
+	// (changed): until a call other than Decide, which alone take keys out
+	// of those sets, another charge need not mark it again.
+	marked uint64
 }
 
 // Store is one region's state of its global keys: what it admitted, what
@@ -118,8 +123,9 @@ type Store struct {
 	peers   []peer              // by region; this region's entry is unused
 	stats   Stats
 	scratch counts
-	urgent  bool // some key's unacknowledged units passed half its escrow since the last Sync
-	echoed  int  // how many other regions have sent back what they counted of this one
+	urgent  bool   // some key's unacknowledged units passed half its escrow since the last Sync
+	gen     uint64 // moves on in every call but Decide: only they take keys out of dirty, measure, mirror or a peer's unacked (key.marked)
+	echoed  int    // how many other regions have sent back what they counted of this one
 }
 
 // New returns an empty Store for region cfg.Self.
@@ -128,7 +134,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, keys: map[string]*key{}, dirty: map[string]struct{}{},
-		measure: map[string]struct{}{}, mirror: map[string]struct{}{}, peers: make([]peer, cfg.Regions)}
+		measure: map[string]struct{}{}, mirror: map[string]struct{}{}, peers: make([]peer, cfg.Regions), gen: 1}
 	for i := range s.peers {
 		s.peers[i].unacked = map[string]struct{}{}
 	}
@@ -149,21 +155,29 @@ func (s *Store) newKey(lim Limit) *key {
 // lookup returns key name's state under lim, making it if mk is set.
 // Counts kept under other buckets are dropped.
 func (s *Store) lookup(name []byte, lim Limit, mk bool) *key {
+	k, _ := s.lookupMade(name, lim, mk)
+	return k
+}
+
+// lookupMade is lookup, and reports whether it made the key.
+func (s *Store) lookupMade(name []byte, lim Limit, mk bool) (*key, bool) {
 	k := s.keys[string(name)]
 	switch {
 	case k == nil && !mk:
-		return nil
+		return nil, false
 	case k == nil:
 		k = s.newKey(lim)
 		k.name = string(name)
 		s.keys[k.name] = k
+		k.lim = lim
+		return k, true
 	case !k.lim.sameBuckets(lim):
 		name := k.name
 		*k = *s.newKey(lim)
 		k.name = name
 	}
 	k.lim = lim
-	return k
+	return k, false
 }
 
 // Decide decides a request of cost units on global key name under lim at
@@ -174,18 +188,18 @@ func (s *Store) lookup(name []byte, lim Limit, mk bool) *key {
 // the window, plus cost, stay within φ. Unless denied or peek, it charges
 // the key. Denied requests never consume.
 func (s *Store) Decide(name []byte, lim Limit, now, cost int64, peek bool) Decision {
-	k := s.lookup(name, lim, !peek)
+	if s.Recovering(lim, now) { // before a key is made: a restarted region may deny every key for a window
+		return Decision{Decision: window.Decision{Limit: lim.Limit, Wait: s.cfg.Sync}, Mode: DeniedRecovering}
+	}
+	k, made := s.lookupMade(name, lim, !peek)
 	if k == nil {
 		k = s.newKey(lim)
 	}
 	now = max(now, k.stamp)
-	if s.Recovering(lim, now) {
-		return Decision{Decision: window.Decision{Limit: lim.Limit, Wait: s.cfg.Sync}, Mode: DeniedRecovering}
-	}
 	cur, lo := lim.span(now)
 	e, phi := s.cfg.Budgets(lim.Limit)
 	guard := lo - lim.skewBuckets(s.cfg.MaxSkew)
-	d := Decision{Own: k.own.sum(lo, lim.viewHi(cur))}
+	d := Decision{Own: k.own.sum(lo, lim.viewHi(cur)), Made: made}
 	held := d.Own
 	for p := range s.peers {
 		if p != s.cfg.Self {
@@ -236,7 +250,10 @@ func (s *Store) charge(k *key, now, cur, cost int64) {
 	name := k.name
 	k.stamp = now
 	k.own.add(cur, cost)
-	s.changed(name)
+	if k.marked != s.gen {
+		s.changed(name)
+		k.marked = s.gen
+	}
 	s.stats.Admitted += cost
 }
 

@@ -73,6 +73,7 @@ type peer struct {
 // index) and records what it sent. Call it every sync interval; a batch
 // with no entries still carries the clock and Final.
 func (s *Store) Sync(now int64) []*Batch {
+	s.gen++
 	out := make([]*Batch, s.cfg.Regions)
 	for p := range s.peers {
 		if p != s.cfg.Self {
@@ -147,6 +148,7 @@ func (s *Store) final(p int, now int64) int64 {
 // Receive counts a batch from another region and returns its
 // acknowledgement. A batch from an unknown region is ignored (nil).
 func (s *Store) Receive(b *Batch, now int64) *Ack {
+	s.gen++
 	if b.From < 0 || b.From >= s.cfg.Regions || b.From == s.cfg.Self {
 		return nil
 	}
@@ -184,6 +186,7 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 
 // Acked credits an acknowledgement: the peer counts what the batch carried.
 func (s *Store) Acked(a *Ack, now int64) {
+	s.gen++
 	if a.From < 0 || a.From >= s.cfg.Regions || a.From == s.cfg.Self || a.Epoch != s.cfg.Epoch {
 		return
 	}

@@ -210,9 +210,8 @@ func (rn *regionNode) decide(key []byte, r *request) (o outcome, ok bool, err er
 	}
 	lim := region.Limit{Kind: r.params.Kind, Limit: r.params.Limit, Window: r.params.Period}
 	rn.mu.Lock()
-	fresh := !r.peek && !rn.st.Has(key)
 	d := rn.st.Decide(key, lim, r.now, r.cost, r.peek)
-	if fresh {
+	if d.Made {
 		err = rn.keepFreshLocked(key, lim, d.Allowed, r.now) // region_keys.go
 	}
 	urgent := rn.st.Urgent()
