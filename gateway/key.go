@@ -6,15 +6,14 @@ import (
 	pbstruct "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 )
 
-// storeKey is the rlstore key of a descriptor's counter:
+// appendStoreKey appends the rlstore key of a descriptor's counter:
 // prefix domain:key=value:key=value|<algorithm><window seconds>. Each part
 // is escaped, so that no two descriptors share a key (envoyproxy/ratelimit
 // joins them with '_', so there "a_b"+"c" and "a"+"b_c" do), and braces are
 // escaped too, so that a value cannot pick a cluster slot with a hash tag.
 // Keys change with the window, as envoyproxy/ratelimit's change with the
 // unit, so a new unit starts a new count.
-func (s *Service) storeKey(domain string, d *pbstruct.RateLimitDescriptor, c *check) []byte {
-	b := make([]byte, 0, 64)
+func (s *Service) appendStoreKey(b []byte, domain string, d *pbstruct.RateLimitDescriptor, c *check) []byte {
 	b = append(b, s.opts.KeyPrefix...)
 	b = escape(b, domain)
 	for i, e := range d.GetEntries() {

@@ -23,6 +23,11 @@ import (
 // far beyond any gateway's.
 const DefaultMaxRecvBytes = 1 << 20
 
+// streamWorkers is the least number of goroutines that run calls: a
+// gateway fleet's calls in flight, each a goroutine with its grown stack
+// (a call past it runs on a goroutine of its own).
+const streamWorkers = 128
+
 // ServerConfig configures the gRPC server.
 type ServerConfig struct {
 	Service      *Service
@@ -54,8 +59,12 @@ func NewServer(cfg ServerConfig) *Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 24 * time.Hour, MaxConnectionAgeGrace: time.Hour}),
 		// Calls run on a pool of goroutines, not one new goroutine each,
 		// whose stack would grow again on every call (measured: stack
-		// growth was 7% of the server's CPU under load without it).
-		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		// growth was 7% of the server's CPU under load without it). A
+		// call waits on the store while it runs, so the pool is sized
+		// for the calls in flight, not for the cores: with one worker a
+		// core, most calls found every worker busy and got a new
+		// goroutine all the same.
+		grpc.NumStreamWorkers(uint32(max(streamWorkers, 16*runtime.GOMAXPROCS(0)))),
 	}
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))

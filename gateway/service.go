@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,7 @@ type Service struct {
 	decider batch.Decider
 	opts    Options
 	cfg     atomic.Pointer[rlsconfig.Config]
+	scratch sync.Pool // of *scratch
 	Stats   *Stats
 }
 
@@ -113,8 +115,10 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		return nil, status.Error(codes.Unknown, errNoConfig)
 	}
 	now := s.opts.Clock()
-	checks := s.match(cfg, req)
-	reqs := make([]batch.Request, 0, len(checks))
+	sc := s.getScratch()
+	defer s.putScratch(sc)
+	s.match(sc, cfg, req)
+	checks := sc.checks
 	for i := range checks {
 		c := &checks[i]
 		c.req = noRequest
@@ -126,10 +130,13 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			c.req = alwaysOver
 			continue
 		}
-		c.req = len(reqs)
-		reqs = append(reqs, s.request(req, i, c))
+		c.req = len(sc.reqs)
+		sc.reqs = append(sc.reqs, s.request(sc, req, i, c))
 	}
-	out := make([]batch.Result, len(reqs))
+	sc.setKeys()
+	reqs := sc.reqs
+	sc.out = append(sc.out[:0], make([]batch.Result, len(reqs))...)
+	out := sc.out
 	if len(reqs) > 0 {
 		if err := s.decider.Decide(ctx, reqs, out); err != nil {
 			return nil, status.Error(codes.Unavailable, "rlstore: "+err.Error())
@@ -145,9 +152,10 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 
 // match finds each descriptor's limit, then drops those another one
 // replaces, as envoyproxy/ratelimit's constructLimitsToCheck does.
-func (s *Service) match(cfg *rlsconfig.Config, req *pb.RateLimitRequest) []check {
+func (s *Service) match(sc *scratch, cfg *rlsconfig.Config, req *pb.RateLimitRequest) {
 	descs := req.GetDescriptors()
-	checks := make([]check, len(descs))
+	sc.checks = append(sc.checks[:0], make([]check, len(descs))...)
+	checks := sc.checks
 	var replacing map[string]bool
 	for i, d := range descs {
 		c := &checks[i]
@@ -173,7 +181,6 @@ func (s *Service) match(cfg *rlsconfig.Config, req *pb.RateLimitRequest) []check
 			checks[i].limit = nil
 		}
 	}
-	return checks
 }
 
 // lookup returns d's limit, stats key and share_threshold patterns: the override Envoy sent with it,
@@ -227,9 +234,10 @@ func overrideKey(domain string, d *pbstruct.RateLimitDescriptor) string {
 const maxHits = 1 << 40
 
 // request is the store request of descriptor i.
-func (s *Service) request(req *pb.RateLimitRequest, i int, c *check) batch.Request {
+func (s *Service) request(sc *scratch, req *pb.RateLimitRequest, i int, c *check) batch.Request {
+	sc.keys = s.appendStoreKey(sc.keys, req.GetDomain(), req.GetDescriptors()[i], c)
+	sc.keyEnds = append(sc.keyEnds, len(sc.keys))
 	return batch.Request{
-		Key:    s.storeKey(req.GetDomain(), req.GetDescriptors()[i], c),
 		Kind:   kindOf(c.limit.Algorithm),
 		Limit:  int64(c.limit.RequestsPerUnit),
 		Window: window(c.limit),
@@ -248,24 +256,25 @@ func kindOf(a rlsconfig.Algorithm) batch.Kind {
 
 // respond builds the answer from the store's results.
 func (s *Service) respond(checks []check, reqs []batch.Request, out []batch.Result, now time.Time) *pb.RateLimitResponse {
-	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(checks))}
+	resp, blocks := newResponse(len(checks))
 	minRemaining := uint32(math.MaxUint32)
 	var minStatus *pb.RateLimitResponse_DescriptorStatus
 	failedRate, failedQuota, totalQuota := 0, 0, 0
 	for i := range checks {
-		c := &checks[i]
+		c, b := &checks[i], &blocks[i]
+		st := &b.st
+		resp.Statuses[i] = st
+		st.Code = pb.RateLimitResponse_OK
 		if c.unlimited {
-			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+			st.LimitRemaining = math.MaxUint32
 			continue
 		}
-		st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
 		switch {
 		case c.req >= 0:
-			st = s.status(c, reqs[c.req], out[c.req], now)
+			s.status(b, c, reqs[c.req], out[c.req], now)
 		case c.req == alwaysOver:
-			st = s.status(c, batch.Request{Kind: kindOf(c.limit.Algorithm), Window: window(c.limit), Hits: int64(c.hits)}, batch.Result{}, now)
+			s.status(b, c, batch.Request{Kind: kindOf(c.limit.Algorithm), Window: window(c.limit), Hits: int64(c.hits)}, batch.Result{}, now)
 		}
-		resp.Statuses[i] = st
 		if s.opts.ResponseHeaders && st.CurrentLimit != nil && st.LimitRemaining < minRemaining {
 			minStatus, minRemaining = st, st.LimitRemaining
 		}
@@ -297,19 +306,18 @@ func (s *Service) respond(checks []check, reqs []batch.Request, out []batch.Resu
 	return resp
 }
 
-// status is one limited descriptor's answer, with its stats counted as
-// envoyproxy/ratelimit's base limiter counts them.
-func (s *Service) status(c *check, r batch.Request, res batch.Result, now time.Time) *pb.RateLimitResponse_DescriptorStatus {
+// status fills one limited descriptor's answer into b, with its stats
+// counted as envoyproxy/ratelimit's base limiter counts them.
+func (s *Service) status(b *statusBlock, c *check, r batch.Request, res batch.Result, now time.Time) {
 	l := c.limit
 	limit := uint64(l.RequestsPerUnit)
 	after, over := s.count(r, res)
 	before := after - min(after, c.hits)
 	near := uint64(math.Floor(float64(float32(limit) * s.opts.NearLimitRatio)))
-	st := &pb.RateLimitResponse_DescriptorStatus{
-		Code:               pb.RateLimitResponse_OK,
-		CurrentLimit:       &pb.RateLimitResponse_RateLimit{RequestsPerUnit: l.RequestsPerUnit, Unit: pb.RateLimitResponse_RateLimit_Unit(l.Unit), Name: l.Name},
-		DurationUntilReset: s.reset(r, res, now),
-	}
+	st := &b.st
+	b.lim.RequestsPerUnit, b.lim.Unit, b.lim.Name = l.RequestsPerUnit, pb.RateLimitResponse_RateLimit_Unit(l.Unit), l.Name
+	st.CurrentLimit = &b.lim
+	st.DurationUntilReset = s.reset(&b.dur, r, res, now)
 	m := c.metric
 	if over {
 		st.Code = pb.RateLimitResponse_OVER_LIMIT
@@ -327,7 +335,7 @@ func (s *Service) status(c *check, r batch.Request, res batch.Result, now time.T
 				m.shadowMode.Add(after - limit)
 			}
 		}
-		return st
+		return
 	}
 	st.LimitRemaining = uint32(min(limit-min(after, limit), math.MaxUint32))
 	if r.Kind != batch.Count {
@@ -341,7 +349,6 @@ func (s *Service) status(c *check, r batch.Request, res batch.Result, now time.T
 		}
 	}
 	m.withinLimit.Add(c.hits)
-	return st
 }
 
 // count is the units in the window after the request, and whether it is
@@ -363,12 +370,14 @@ func (s *Service) count(r batch.Request, res batch.Result) (uint64, bool) {
 // window the rest of the epoch-aligned window, to the second, as
 // envoyproxy/ratelimit computes it; for the other algorithms the time until
 // the key is back to its full limit.
-func (s *Service) reset(r batch.Request, res batch.Result, now time.Time) *durationpb.Duration {
+func (s *Service) reset(d *durationpb.Duration, r batch.Request, res batch.Result, now time.Time) *durationpb.Duration {
 	if r.Kind == batch.Count || r.Kind == batch.Fixed {
 		sec := int64(r.Window / time.Second)
-		return &durationpb.Duration{Seconds: sec - now.Unix()%sec}
+		d.Seconds = sec - now.Unix()%sec
+		return d
 	}
-	return durationpb.New(res.Reset)
+	d.Seconds, d.Nanos = int64(res.Reset/time.Second), int32(res.Reset%time.Second)
+	return d
 }
 
 // headers are the RateLimit-* headers of the descriptor nearest its limit.

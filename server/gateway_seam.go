@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -39,10 +39,14 @@ type Gateway struct {
 
 // gatewayConn is the gateway's end of one in-memory connection.
 type gatewayConn struct {
-	nc  net.Conn
-	r   *bufio.Reader
+	p   *memPipe
+	ctx context.Context // the call under way's, for Read
+	r   *bufio.Reader   // reads the replies through Read
 	buf []byte
 }
+
+// Read reads replies for r, waiting at most until the call's context ends.
+func (c *gatewayConn) Read(b []byte) (int, error) { return c.p.gatewayRead(c.ctx, b) }
 
 // errGatewayClosed is returned by a Gateway after Close.
 var errGatewayClosed = errors.New("server: gateway closed")
@@ -101,8 +105,8 @@ func (g *Gateway) get(ctx context.Context) (*gatewayConn, error) {
 
 // open starts a client of the server on an in-memory connection.
 func (g *Gateway) open() (*gatewayConn, error) {
-	mine, theirs := net.Pipe()
-	gc := resp.NewGuard(theirs)
+	p := newMemPipe()
+	gc := resp.NewGuard(&p.server)
 	rc := resp.NewConn(gc, g.s.cfg.MaxRequestBytes, g.s.cfg.ClientOutputLimit, g.s.mem)
 	c := g.s.newClient(rc, gc)
 	c.authed, c.user = true, nil
@@ -111,11 +115,12 @@ func (g *Gateway) open() (*gatewayConn, error) {
 		err := g.s.loop(c, rc)
 		g.s.forget(c, err)
 	}()
-	conn := &gatewayConn{nc: mine, r: bufio.NewReaderSize(mine, 4096), buf: make([]byte, 0, 1024)}
+	conn := &gatewayConn{p: p, buf: make([]byte, 0, 1024)}
+	conn.r = bufio.NewReaderSize(conn, 4096)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		_ = mine.Close()
+		p.close()
 		return nil, errGatewayClosed
 	}
 	g.all[conn] = struct{}{}
@@ -126,7 +131,7 @@ func (g *Gateway) put(c *gatewayConn) { g.free <- c } // never blocks: it has ro
 
 // drop closes a connection whose state is unknown (an error, a deadline).
 func (g *Gateway) drop(c *gatewayConn) {
-	_ = c.nc.Close()
+	c.p.close()
 	g.mu.Lock()
 	delete(g.all, c)
 	g.mu.Unlock()
@@ -139,7 +144,7 @@ func (g *Gateway) Close() error {
 	defer g.mu.Unlock()
 	g.closed = true
 	for c := range g.all {
-		_ = c.nc.Close()
+		c.p.close()
 	}
 	clear(g.all)
 	return nil
@@ -148,13 +153,13 @@ func (g *Gateway) Close() error {
 // roundTrip writes the batch as one pipeline, which the server reads as
 // one batch, and reads its replies.
 func (c *gatewayConn) roundTrip(ctx context.Context, reqs []batch.Request, out []batch.Result) error {
-	dl, _ := ctx.Deadline()
-	_ = c.nc.SetDeadline(dl)
+	c.ctx = ctx
+	defer func() { c.ctx = nil }()
 	c.buf = c.buf[:0]
 	for i := range reqs {
 		c.buf = appendGatewayCommand(c.buf, &reqs[i])
 	}
-	if _, err := c.nc.Write(c.buf); err != nil {
+	if _, err := c.p.gatewayWrite(c.buf); err != nil {
 		return err
 	}
 	for i := range reqs {
@@ -192,16 +197,22 @@ func appendGatewayCommand(b []byte, r *batch.Request) []byte {
 	b = redcon.AppendArray(b, n)
 	b = redcon.AppendBulkString(b, name)
 	b = redcon.AppendBulk(b, r.Key)
-	b = redcon.AppendBulkString(b, strconv.FormatInt(limit, 10))
+	b = appendBulkInt(b, limit)
 	if rate != 0 {
-		b = redcon.AppendBulkString(b, strconv.FormatInt(rate, 10))
+		b = appendBulkInt(b, rate)
 	}
-	b = redcon.AppendBulkString(b, strconv.FormatInt(int64(r.Window/time.Second), 10))
+	b = appendBulkInt(b, int64(r.Window/time.Second))
 	if r.Hits > 0 {
 		b = redcon.AppendBulkString(b, "COST")
-		return redcon.AppendBulkString(b, strconv.FormatInt(r.Hits, 10))
+		return appendBulkInt(b, r.Hits)
 	}
 	return redcon.AppendBulkString(b, "PEEK")
+}
+
+// appendBulkInt appends v as a bulk string, without allocating.
+func appendBulkInt(b []byte, v int64) []byte {
+	var num [20]byte
+	return redcon.AppendBulk(b, strconv.AppendInt(num[:0], v, 10))
 }
 
 // readReply reads one decision reply into res: the five integers, or the
@@ -227,8 +238,9 @@ func (c *gatewayConn) readReply(r *batch.Request, res *batch.Result) error {
 		if len(line) < 2 || line[0] != ':' {
 			return fmt.Errorf("server: gateway: unexpected reply element %q", line)
 		}
-		if v[i], err = strconv.ParseInt(string(line[1:]), 10, 64); err != nil {
-			return fmt.Errorf("server: gateway: %w", err)
+		var ok bool
+		if v[i], ok = parseReplyInt(line[1:]); !ok {
+			return fmt.Errorf("server: gateway: unexpected reply element %q", line)
 		}
 	}
 	res.Allowed, res.Remaining, res.Reset = v[0] == 1, v[2], time.Duration(v[4])*time.Millisecond
@@ -252,4 +264,27 @@ func (c *gatewayConn) line() ([]byte, error) {
 		return nil, fmt.Errorf("server: gateway: malformed reply %q", line)
 	}
 	return line[:len(line)-2], nil
+}
+
+// parseReplyInt parses a reply's decimal integer without allocating.
+func parseReplyInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v int64
+	for _, ch := range b {
+		d := int64(ch - '0')
+		if ch < '0' || ch > '9' || v > (math.MaxInt64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
