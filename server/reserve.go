@@ -1,8 +1,6 @@
 package server
 
 import (
-	"errors"
-
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
@@ -124,11 +122,7 @@ func (s *Server) reserve(c *client, key []byte, r *shard.ReserveRequest) (shard.
 	ledger := policy.AppendLedgerKey(buf[:0], key)
 	res, err := s.cfg.Store.Reserve(key, ledger, *r, s.commandNow(c))
 	if err != nil {
-		if errors.Is(err, window.ErrCost) {
-			c.conn.WriteError(string(errArgLeaseCost))
-		} else {
-			c.conn.WriteError(decideError(err))
-		}
+		c.conn.WriteError(reserveError(err))
 		return res, false
 	}
 	if s.obs.active.Load() != 0 {

@@ -9,8 +9,11 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// errArgReservePolicy refuses a policy RL.RESERVE cannot reserve against.
-const errArgReservePolicy argError = "ERR the policy's rules must all be SLIDE, FIXED or TOKEN, and it must not be SHADOW"
+// The errors of reservations' arguments (docs/commands.md, Reservations).
+const (
+	errArgReservePolicy argError = "ERR the policy's rules must all be SLIDE, FIXED or TOKEN, and it must not be SHADOW"
+	errArgEstimate      argError = "ERR cost must be between 1 and 2199023255551" // window.MaxEstimate
+)
 
 // parseReserveOpts parses RL.RESERVE's options, [COST n] TTL t [ID id],
 // into r and returns the id given, nil if none.
@@ -41,8 +44,8 @@ func parseReserveOpts(args [][]byte, r *shard.ReserveRequest) ([]byte, error) {
 		}
 	}
 	switch {
-	case r.Units < 1 || r.Units > window.MaxLeaseCost:
-		return nil, errArgLeaseCost
+	case r.Units < 1 || r.Units > window.MaxEstimate:
+		return nil, errArgEstimate
 	case r.TTL == 0:
 		return nil, errArgReserveTTL
 	}
@@ -196,7 +199,7 @@ func parseActual(word, v []byte) (int64, error) {
 // reserveError words a store error of a reservation as a reply.
 func reserveError(err error) string {
 	if errors.Is(err, window.ErrCost) {
-		return string(errArgLeaseCost)
+		return string(errArgEstimate)
 	}
 	return decideError(err)
 }

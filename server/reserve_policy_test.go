@@ -59,7 +59,7 @@ func TestReservePolicyErrors(t *testing.T) {
 		{string(errArgReservePolicy), []any{"RL.RESERVE", "k", "POLICY", "logs", "TTL", "1s"}},
 		{string(errArgReservePolicy), []any{"RL.RESERVE", "k", "POLICY", "try", "TTL", "1s"}},
 		{"ERR RL.RESERVE needs TTL ttl", []any{"RL.RESERVE", "k", "POLICY", "ok", "COST", 1}},
-		{"ERR cost must be between 1 and 1048575", []any{"RL.RESERVE", "k", "POLICY", "ok", "COST", 0, "TTL", "1s"}},
+		{"ERR cost must be between 1 and 2199023255551", []any{"RL.RESERVE", "k", "POLICY", "ok", "COST", 0, "TTL", "1s"}},
 		{"ERR syntax error", []any{"RL.RESERVE", "k", "POLICY", "ok", "TTL"}},
 		{"ERR syntax error", []any{"RL.COMMIT", "k", "r", "ACTUAL", 1, "POLICY"}},
 		{"ERR syntax error", []any{"RL.COMMIT", "k", "r", "ACTUAL", 1, "RULES", "ok"}},
@@ -70,4 +70,17 @@ func TestReservePolicyErrors(t *testing.T) {
 	} {
 		wantErrReply(t, c, tc.want, tc.args...)
 	}
+}
+
+// TestReserveLargeEstimates: an upload's bytes, above 2^20, reserve and
+// commit exactly, up to 2^41-1; beyond it the cost error says the range.
+func TestReserveLargeEstimates(t *testing.T) {
+	_, c := startWithClock(t, 3)
+	rep := wantReserve(t, c, "up:acme", "FIXED", 10_000_000_000, "1d", "COST", 6_000_000_000, "TTL", "1h", "ID", "u1")
+	assert.Equal(t, []any{int64(1), "u1", int64(10_000_000_000), int64(4_000_000_000), int64(0)}, rep[:5])
+	assert.Equal(t, int64(0), wantReserve(t, c, "up:acme", "FIXED", 10_000_000_000, "1d", "COST", 5_000_000_000, "TTL", "1h")[0])
+	assert.Equal(t, int64(1), wantInt(t, c, "RL.COMMIT", "up:acme", "u1", "ACTUAL", 1_500_000_123))
+	assert.Equal(t, int64(8_499_999_877), wantDecision(t, c, "RL.FIXED", "up:acme", 10_000_000_000, "1d", "PEEK")[2]+1)
+	assert.Equal(t, int64(0), wantReserve(t, c, "up:acme", "FIXED", 10_000_000_000, "1d", "COST", 2199023255551, "TTL", "1h")[0], "the largest estimate is a valid request")
+	wantErrReply(t, c, "ERR cost must be between 1 and 2199023255551", "RL.RESERVE", "up:acme", "FIXED", 10_000_000_000, "1d", "COST", 2199023255552, "TTL", "1h")
 }

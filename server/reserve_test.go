@@ -57,7 +57,7 @@ func TestReserveErrors(t *testing.T) {
 		{"ERR the rule must be SLIDE, FIXED or TOKEN", []any{"RL.RESERVE", "k", "LOG", 5, "1s", "TTL", "1s"}},
 		{"ERR wrong number of arguments for 'rl.reserve' command", []any{"RL.RESERVE", "k", "TOKEN", 5, 1}},
 		{"ERR RL.RESERVE needs TTL ttl", []any{"RL.RESERVE", "k", "FIXED", 5, "1m", "COST", 2}},
-		{"ERR cost must be between 1 and 1048575", []any{"RL.RESERVE", "k", "FIXED", 5, "1m", "COST", 0, "TTL", "1s"}},
+		{"ERR cost must be between 1 and 2199023255551", []any{"RL.RESERVE", "k", "FIXED", 5, "1m", "COST", 0, "TTL", "1s"}},
 		{"ERR syntax error", []any{"RL.RESERVE", "k", "FIXED", 5, "1m", "TTL"}},
 		{"ERR ttl must be between 1ms and 1d", []any{"RL.RESERVE", "k", "FIXED", 5, "1m", "TTL", "3d"}},
 		{"ERR syntax error", []any{"RL.COMMIT", "k", "r", "COST", 1}},

@@ -66,7 +66,7 @@ func (r *ReserveRequest) check() error {
 		if err := check(r.Params, r.Units); err != nil {
 			return err
 		}
-		if r.Units > window.MaxLeaseCost {
+		if r.Units > window.MaxEstimate {
 			return window.ErrCost
 		}
 		if r.TTL < time.Millisecond || r.TTL > window.MaxLeaseTTL {
@@ -110,11 +110,11 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 }
 
 func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
-	var rs window.Reservations
 	j, found := m.findLedgerLocked(s, key, h, ledger, hl, now)
 	live := found && !s.expiredLocked(s.slots.at(j), now)
 	if live {
 		b := s.peekCountersLocked(s.slots.at(j))
+		rs := s.params.get(s.slots.at(j).param()).Ledger()
 		if _, dup := rs.Find(b, now, r.ID); dup { // a retry: charge nothing twice
 			d, err := m.decideLocked(s, key, h, r.Params, now, 1, true)
 			d.Allowed, d.Wait = true, 0
@@ -140,12 +140,22 @@ func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl
 		}
 		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(m.cfg.CancelExpired))
 	}
+	m.ledgerAddLocked(s, j, window.LedgerParams(m.cfg.CancelExpired), r, now)
+	return ReserveResult{Decision: d}, nil
+}
+
+// ledgerAddLocked records reservation r in the ledger in slot j, which
+// takes parameters p first (the latest reservation's mode is the ledger's),
+// widening a ledger written before estimates grew.
+func (m *Map) ledgerAddLocked(s *shard, j uint32, p window.Params, r *ReserveRequest, now int64) {
 	sl := s.slots.at(j)
-	s.setParamLocked(sl, window.LedgerParams(m.cfg.CancelExpired)) // the latest reservation's mode is the ledger's
-	s.storeCountersLocked(sl, rs.Add(s.leaseRoomLocked(sl), now, r.ID, r.TTL, r.Units))
+	if !s.params.get(sl.param()).Ledger().Wide {
+		window.Reservations{}.Widen(s.peekCountersLocked(sl))
+	}
+	s.setParamLocked(sl, p)
+	s.storeCountersLocked(sl, p.Ledger().Add(s.leaseRoomLocked(sl), now, r.ID, r.TTL, r.Units))
 	s.markDirtyLocked(j)
 	m.accountLocked(s)
-	return ReserveResult{Decision: d}, nil
 }
 
 // ledgerTakeLocked removes reservation id from key's ledger and returns its
@@ -156,7 +166,7 @@ func (m *Map) ledgerTakeLocked(s *shard, key []byte, h uint64, ledger []byte, hl
 		return 0, false
 	}
 	sl := s.slots.at(j)
-	est, ok, b := window.Reservations{}.Take(s.peekCountersLocked(sl), now, id)
+	est, ok, b := s.params.get(sl.param()).Ledger().Take(s.peekCountersLocked(sl), now, id)
 	if !ok {
 		return 0, false
 	}

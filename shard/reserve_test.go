@@ -218,3 +218,35 @@ func TestReserveExpiryCancelTravels(t *testing.T) {
 	d, _ := to.Decide(key, p, later, 100, true)
 	assert.True(t, d.Allowed, "r1's 30 came back")
 }
+
+// TestReserveWidensNarrowLedger: a ledger written before estimates grew
+// (narrow, as a snapshot of then holds it) keeps its reservation when a new
+// one, above 2^20, widens it; both commit with their own estimates.
+func TestReserveWidensNarrowLedger(t *testing.T) {
+	m := newMap(t, Config{})
+	p := window.Params{Kind: window.KindFixed, Limit: 1 << 40, Period: time.Hour}
+	key := []byte("up")
+	ledger := policy.AppendLedgerKey(nil, key)
+	_, err := m.Reserve(key, ledger, reserveOp(ReserveNew, p, "old", 700), t0)
+	require.NoError(t, err)
+	narrow := window.Reservations{}.Add(make([]uint64, 0, 2), t0, window.LeaseID([]byte("old")), time.Minute, 700)
+	require.NoError(t, m.Import(Entry{Key: ledger, Route: key, Params: window.Params{Kind: window.KindReserve}, Counters: narrow}, t0))
+
+	res, err := m.Reserve(key, ledger, reserveOp(ReserveNew, p, "big", 5_000_000_000), t0)
+	require.NoError(t, err)
+	require.True(t, res.Decision.Allowed)
+	e, ok := m.Lookup(ledger, key)
+	require.True(t, ok)
+	assert.Equal(t, window.LedgerParams(false), e.Params, "widened")
+	for _, c := range []struct {
+		id     string
+		actual int64
+	}{{"old", 100}, {"big", 4_000_000_000}} {
+		res, err = m.Reserve(key, ledger, reserveOp(ReserveCommit, p, c.id, c.actual), t0)
+		require.NoError(t, err)
+		assert.True(t, res.Done, c.id)
+	}
+	info, ok := m.Get(key, t0)
+	require.True(t, ok)
+	assert.EqualValues(t, 4_000_000_100, info.Count, "each estimate replaced by its actual cost")
+}

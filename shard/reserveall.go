@@ -70,7 +70,7 @@ func (r *ReserveRequest) checkAll(q *Multi) error {
 		return ErrWrongType
 	case r.Op != ReserveNew:
 		return (&ReserveRequest{Op: r.Op, Units: r.Units}).check()
-	case r.Units < 1 || r.Units > window.MaxLeaseCost:
+	case r.Units < 1 || r.Units > window.MaxEstimate:
 		return window.ErrCost
 	case r.TTL < time.Millisecond || r.TTL > window.MaxLeaseTTL:
 		return window.ErrWindow
@@ -79,11 +79,11 @@ func (r *ReserveRequest) checkAll(q *Multi) error {
 }
 
 func (m *Map) reserveAllNewLocked(s *shard, q *Multi, hs []uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64, dst []window.Decision) ([]window.Decision, time.Duration, ReserveResult, error) {
-	var rs window.Reservations
 	j, found := s.findLocked(ledger, hl)
 	live := found && !s.expiredLocked(s.slots.at(j), now)
 	if live {
 		b := s.peekCountersLocked(s.slots.at(j))
+		rs := s.params.get(s.slots.at(j).param()).Ledger()
 		if _, dup := rs.Find(b, now, r.ID); dup { // a retry: charge nothing twice
 			start := len(dst)
 			dst, left, err := m.decideAllLocked(s, q, hs, now, 1, true, dst)
@@ -116,9 +116,6 @@ func (m *Map) reserveAllNewLocked(s *shard, q *Multi, hs []uint64, ledger []byte
 		}
 		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(false))
 	}
-	sl := s.slots.at(j)
-	s.storeCountersLocked(sl, rs.Add(s.leaseRoomLocked(sl), now, r.ID, r.TTL, r.Units))
-	s.markDirtyLocked(j)
-	m.accountLocked(s)
+	m.ledgerAddLocked(s, j, window.LedgerParams(false), r, now)
 	return dst, 0, ReserveResult{}, nil
 }

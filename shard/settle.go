@@ -19,10 +19,11 @@ import "github.com/rlstore/rlstore/window"
 func (m *Map) settleLocked(s *shard, j uint32, ledger []byte, hl uint64, key []byte, h uint64, now int64) bool {
 	sl := s.slots.at(j)
 	b := s.peekCountersLocked(sl)
-	if !(window.Reservations{}).Due(s.params.get(sl.param()), b, now) {
+	p := s.params.get(sl.param())
+	if !(window.Reservations{}).Due(p, b, now) {
 		return true
 	}
-	sum, b := window.Reservations{}.Settle(b, now)
+	sum, b := p.Ledger().Settle(b, now)
 	if len(b) > 0 {
 		s.storeCountersLocked(sl, b)
 		s.markDirtyLocked(j)

@@ -352,5 +352,5 @@ func TestReservationsLedger(t *testing.T) {
 	assert.False(t, full)
 	assert.False(t, KindReserve.Native())
 	assert.NoError(t, Params{Kind: KindReserve, Limit: 1}.Validate(), "a ledger that cancels on expiry")
-	assert.Error(t, Params{Kind: KindReserve, Limit: 2}.Validate())
+	assert.Error(t, Params{Kind: KindReserve, Limit: 4}.Validate())
 }

@@ -142,7 +142,7 @@ func (p Params) Validate() error {
 		}
 		return p.Lease().Validate()
 	case KindReserve:
-		if p != LedgerParams(false) && p != LedgerParams(true) {
+		if p.Limit < 0 || p.Limit > ledgerWide|ledgerCancels || p.Rate != 0 || p.Period != 0 {
 			return ErrKind
 		}
 		return nil
@@ -210,8 +210,10 @@ func (p Params) Count(s State, b []uint64, now int64) int64 {
 		return p.Fixed().Count(s, now)
 	case KindLeaky:
 		return p.Leaky().Queued(s, now)
-	case KindLease, KindReserve:
+	case KindLease:
 		return p.Lease().InFlight(b, now)
+	case KindReserve:
+		return p.Ledger().outstanding(b, now)
 	}
 	return 0
 }
@@ -230,8 +232,10 @@ func (p Params) CheckState(s State, b []uint64) error {
 		return ErrState
 	case p.Kind == KindLog:
 		return checkLog(b)
-	case p.Kind == KindLease || p.Kind == KindReserve:
+	case p.Kind == KindLease:
 		return checkLease(b)
+	case p.Kind == KindReserve:
+		return p.Ledger().check(b)
 	}
 	return checkSlide(b)
 }
