@@ -114,6 +114,9 @@ func newLeaseID(buf *[24]byte) []byte {
 }
 
 func cmdAcquire(s *Server, c *client, args [][]byte) {
+	if s.refusedGlobal(c, args[1], "RL.ACQUIRE") { // region_keys.go
+		return
+	}
 	a, err := parseAcquire(args)
 	if err != nil {
 		c.conn.WriteError(err.Error())

@@ -29,6 +29,9 @@ func parseAdjustRule(name string, args [][]byte) (window.Params, int, error) {
 
 // cmdRefund runs RL.REFUND key [SLIDE|FIXED|TOKEN params…] COST n.
 func cmdRefund(s *Server, c *client, args [][]byte) {
+	if s.refusedGlobal(c, args[1], "RL.REFUND") { // region_keys.go
+		return
+	}
 	r := shard.ReserveRequest{Op: shard.Refund}
 	n := 2
 	if len(args) > 4 && !equalFoldASCII(args[2], "cost") { // a rule first

@@ -96,3 +96,16 @@ func (rn *regionNode) forgetAll() {
 
 // syncs returns how many syncs have run.
 func (rn *regionNode) syncs() int64 { return rn.synced.Load() }
+
+// refusedGlobal refuses cmd on a global key, and reports whether it did.
+// RL.RESERVE, RL.REFUND and RL.ACQUIRE change a key's state in the key
+// store directly: on a global key that would admit units, or give them
+// back, behind the other regions' backs (and the next sync would overwrite
+// them). RL.RESERVE with a POLICY is the policy's, per region as RL.CHECK.
+func (s *Server) refusedGlobal(c *client, key []byte, cmd string) bool {
+	if s.reg == nil || policy.Reserved(key) || !s.reg.global(key) {
+		return false
+	}
+	c.conn.WriteError("ERR " + cmd + " cannot be global; use RL.SLIDE or RL.FIXED, or mark the key LOCAL")
+	return true
+}

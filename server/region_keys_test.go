@@ -127,3 +127,27 @@ func TestRegionsRefusePlainPeer(t *testing.T) {
 	assert.Contains(t, regionInfo(t, rs[0]), "rl_region_recovered:0", "eu never hears from us")
 	assert.Contains(t, regionInfo(t, rs[1]), "name=eu,addr="+rs[0].addr+",state=down")
 }
+
+// TestRegionsRefuseReserveUnlessLocal: RL.RESERVE, RL.REFUND and
+// RL.ACQUIRE would change a global key's units behind the other regions'
+// backs; they are refused unless the key is --region-local. A policy's
+// reservation stays the policy's, per region.
+func TestRegionsRefuseReserveUnlessLocal(t *testing.T) {
+	rs := startRegions(t, []string{"eu", "us"}, func(_ string, rc *RegionConfig) { rc.Local = []string{"local:*"} })
+	waitRecovered(t, rs)
+	ctx, eu := context.Background(), rs[0].rdb
+	for _, cmd := range [][]any{
+		{"RL.RESERVE", "api:1", "SLIDE", 10, 60, "TTL", 10},
+		{"RL.REFUND", "api:1", "COST", 1},
+		{"RL.REFUND", "api:1", "FIXED", 10, 60, "COST", 1},
+		{"RL.ACQUIRE", "api:1", 10, 10},
+	} {
+		err := eu.Do(ctx, cmd...).Err()
+		require.Error(t, err, "%v", cmd)
+		assert.Equal(t, "ERR "+cmd[0].(string)+" cannot be global; use RL.SLIDE or RL.FIXED, or mark the key LOCAL", err.Error())
+		cmd[1] = "local:1"
+		assert.NoError(t, eu.Do(ctx, cmd...).Err(), "%v", cmd)
+	}
+	require.NoError(t, eu.Do(ctx, "RL.POLICY", "SET", "p", "SLIDE", 10, 60).Err())
+	assert.NoError(t, eu.Do(ctx, "RL.RESERVE", "api:1", "POLICY", "p", "TTL", 10).Err())
+}

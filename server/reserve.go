@@ -45,6 +45,9 @@ func cmdReserve(s *Server, c *client, args [][]byte) {
 		cmdReservePolicy(s, c, args)
 		return
 	}
+	if s.refusedGlobal(c, args[1], "RL.RESERVE") { // region_keys.go
+		return
+	}
 	r, id, err := parseReserve(args)
 	if err != nil {
 		c.conn.WriteError(err.Error())

@@ -34,7 +34,7 @@ func (f *regionFlags) define(fs *flag.FlagSet) {
 	fs.Float64Var(&f.Reserve, "region-reserve", d.Reserve, "β, a `fraction` in [0, 1]: of each window a region may admit β·L/R with no acknowledgements (during a partition), and every other region counts that much as spent")
 	fs.Var(newOneOf(&f.Partition, "share", "share", "deny"), "region-partition", "`share|deny`: once a region's escrow is spent and acknowledgements are late, admit from its reserve (share), or deny (deny: as --region-reserve 0)")
 	fs.Var(newSeconds(&f.MaxSkew, d.MaxSkew), "region-max-skew", "the `duration` two regions' clocks may differ by at most: the bound assumes it (1s); the measured skew is in INFO regions")
-	fs.StringVar(&f.Local, "region-local", "", "glob `patterns`, comma-separated, of keys decided per region rather than globally (e.g. \"local:*,session:*\"); TOKEN, LEAKY, LOG and CL.THROTTLE keys must match one")
+	fs.StringVar(&f.Local, "region-local", "", "glob `patterns`, comma-separated, of keys decided per region rather than globally (e.g. \"local:*,session:*\"); TOKEN, LEAKY, LOG and CL.THROTTLE keys, and RL.RESERVE, RL.REFUND and RL.ACQUIRE, must match one")
 }
 
 func (f regionFlags) on() bool { return f.Name != "" || f.Peers != "" }
