@@ -146,3 +146,25 @@ func TestPythonLimitsSuite(t *testing.T) {
 	auth := rlstoretest.Start(t, rlstoreBin, nil, "--port", "0", "--requirepass", "sekret").Addr(t)
 	runEnv(t, []string{"RLSTORE_AUTH_ADDR=" + auth}, "python", python, "suites/run.py")
 }
+
+// TestPythonSlowAPI runs a Starlette app rate-limited by SlowAPI with
+// RlstoreStorage (python/suites/slowapi_app.py). SlowAPI is not in Debian
+// and PyPI is not reachable, so its source comes from $RLSTORE_SUITES/slowapi
+// (see upstreamSuites: suites.sh fetches v0.1.9); Starlette and httpx are
+// Debian's python3-starlette and python3-httpx.
+func TestPythonSlowAPI(t *testing.T) {
+	upstreamSuites(t)
+	if _, err := os.Stat(python); err != nil {
+		missing(t, python+" is not installed")
+	}
+	probe := exec.Command(python, "-c", "import limits, redis, starlette, httpx")
+	if out, err := probe.CombinedOutput(); err != nil {
+		missing(t, "python3-starlette or python3-httpx is missing: "+strings.TrimSpace(string(out)))
+	}
+	here, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := here + string(os.PathListSeparator) + filepath.Join(os.Getenv("RLSTORE_SUITES"), "slowapi")
+	runEnv(t, []string{"PYTHONPATH=" + path}, "python", python, "suites/slowapi_app.py")
+}

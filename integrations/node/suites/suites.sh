@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Fetches the libraries' own test suites that integrations' TestNodeFlexibleSuite,
-# TestNodeExpressSuite and TestPythonLimitsSuite run against rlstore, at the
+# TestNodeExpressSuite and TestPythonLimitsSuite run against rlstore (and
+# SlowAPI's source, which TestPythonSlowAPI imports), at the
 # versions their expected outcomes were recorded with, into the folder given
 # (default /tmp/rlstore-suites). Their code is theirs, so this repository does
 # not keep it; those tests run when RLSTORE_SUITES names the folder:
 #
 #   integrations/node/suites/suites.sh /tmp/rlstore-suites
-#   RLSTORE_SUITES=/tmp/rlstore-suites go test -run Suite ./integrations/
+#   RLSTORE_SUITES=/tmp/rlstore-suites go test -run 'Suite|SlowAPI' ./integrations/
 set -euo pipefail
 dir=${1:-/tmp/rlstore-suites}
 mkdir -p "$dir"
@@ -17,4 +18,5 @@ get() { # folder, repository, commit
 get rate-limiter-flexible https://github.com/animir/node-rate-limiter-flexible 3c9c826   # 11.1.0
 get express-rate-limit https://github.com/express-rate-limit/express-rate-limit 0b5b5244ef0758623c4fc799071b289983e35242
 get limits https://github.com/alisaifee/limits 2.8.0
+get slowapi https://github.com/laurentS/slowapi v0.1.9   # not in Debian; PyPI is not reachable
 echo "RLSTORE_SUITES=$dir"
