@@ -257,7 +257,7 @@ func (a *acl) names() []string {
 // aclCommands is ACL WHOAMI|LIST|USERS|LOAD|HELP.
 func aclCommands() []command {
 	return []command{
-		{name: "acl", arity: -2, group: "server", summary: "Users from the ACL file", subs: []command{
+		{name: "acl", arity: -2, secret: secretNone, group: "server", summary: "Users from the ACL file", subs: []command{
 			{name: "whoami", arity: 2, run: cmdACLWhoami, summary: "Returns the connection's user name"},
 			{name: "list", arity: 2, run: cmdACLList, summary: "Returns every user's rules, passwords as hashes"},
 			{name: "users", arity: 2, run: cmdACLUsers, summary: "Returns the users' names"},

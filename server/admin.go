@@ -14,7 +14,7 @@ func serverCommands() []command {
 		{name: "lastsave", arity: 1, run: cmdLastSave, group: "server", summary: "Returns the unix time of the last successful save, 0 if none"},
 		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoTx, run: cmdShutdown, group: "server", summary: "Drains clients, saves if configured, and stops the server"},
 		{name: "info", arity: -1, run: cmdInfo, group: "server", summary: "Describes the server"},
-		{name: "config", arity: -2, group: "server", summary: "Reads and changes the configuration", subs: configSubcommands()},
+		{name: "config", arity: -2, secret: secretNone, group: "server", summary: "Reads and changes the configuration", subs: configSubcommands()},
 	}
 }
 

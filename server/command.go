@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
@@ -35,6 +36,7 @@ type command struct {
 	changes changesFunc // the keys a write may change, for recordChanges; nil: not taken back key by key
 	blind   blindFunc   // its reply when no node can know the key's state (--owner-unreachable allow|deny); nil: the error
 	wraps   int         // the argument naming the command this one runs for a peer (RL.HOP: 3); 0: none
+	secret  secretFunc  // its arguments may be passwords or proofs: the slow log keeps its name only, and MONITOR hides what this returns; nil: none
 
 	stats *cmdStats // INFO commandstats; set by register, shared by a renamed command
 }
@@ -78,6 +80,10 @@ type peekFunc func(args [][]byte) (peek [][]byte, asked bool)
 // changesFunc returns the keys a call of a write command may change, and
 // the route they share if it is not each key itself (see recordChanges).
 type changesFunc func(s *Server, args [][]byte) (keys [][]byte, route []byte)
+
+// secretFunc returns the arguments of a call that MONITOR shows as
+// "(redacted)"; see secretArgs, secretHelloAuth and secretNone.
+type secretFunc func(args [][]byte) observe.Hidden
 
 // blindFunc is a decision made without the key's state: admitted with
 // nothing known, or denied with a wait to retry after.

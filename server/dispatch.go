@@ -80,7 +80,7 @@ func (s *Server) ran(c *client, cm *command, args [][]byte, start time.Duration,
 	if c.errs != errs {
 		cm.stats.failed.Add(1)
 	}
-	s.slow.record(c, args, d)
+	s.recordSlow(c, cm, args, d)
 }
 
 // refusedByACL refuses cm with -NOPERM, and says so, if c's user may not

@@ -1,8 +1,9 @@
 package server
 
 import (
-	"strconv"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/observe"
 )
 
 // monitorCommands is MONITOR, the stream of every command the server runs.
@@ -31,9 +32,9 @@ func cmdMonitor(s *Server, c *client, args [][]byte) {
 	o.active.Add(1)
 }
 
-// feedMonitors sends every monitor c's command as Redis words it:
-// +1700000000.123456 [0 127.0.0.1:5000] "rl.slide" "k" "10" "60"
-func (s *Server) feedMonitors(c *client, args [][]byte) {
+// feedMonitors sends every monitor c's call of cm as Redis words it
+// (observe.MonitorLine), hiding the arguments cm declares secret.
+func (s *Server) feedMonitors(c *client, cm *command, args [][]byte) {
 	o := &s.obs
 	o.mu.Lock()
 	if len(o.monitors) == 0 {
@@ -45,75 +46,31 @@ func (s *Server) feedMonitors(c *client, args [][]byte) {
 		mons = append(mons, m)
 	}
 	o.mu.Unlock()
-	line := monitorLine(time.Now(), c.addr, args)
+	var hide observe.Hidden
+	if cm.secret != nil {
+		hide = cm.secret(args)
+	}
+	line := observe.MonitorLine(time.Now(), c.addr, args, hide)
 	for _, m := range mons {
 		m.rc.Push(line)
 	}
 }
 
-// monitorLine formats one MONITOR line.
-func monitorLine(now time.Time, addr string, args [][]byte) []byte {
-	b := []byte{'+'}
-	b = strconv.AppendInt(b, now.Unix(), 10)
-	us := strconv.Itoa(now.Nanosecond()/1000 + 1000000)
-	b = append(append(b, '.'), us[1:]...)
-	b = append(append(append(b, " [0 "...), addr...), "] "...)
-	redact := redactFrom(args)
-	for i, a := range args {
-		if i > 0 {
-			b = append(b, ' ')
+// secretArgs hides every argument: AUTH's, and the node-to-node commands',
+// whose payloads are a handshake's proofs or whole slots' state.
+func secretArgs(args [][]byte) observe.Hidden { return observe.Hidden{From: 1, To: len(args)} }
+
+// secretHelloAuth hides the user and password of HELLO's AUTH, as Redis 7 does.
+func secretHelloAuth(args [][]byte) observe.Hidden {
+	for i := 2; i+2 < len(args); i++ {
+		if equalFoldASCII(args[i], "auth") {
+			return observe.Hidden{From: i + 1, To: i + 3}
 		}
-		if i >= redact.from && i < redact.to {
-			b = append(b, `"(redacted)"`...)
-			continue
-		}
-		b = appendRepr(b, a)
 	}
-	return append(b, '\r', '\n')
+	return observe.Hidden{}
 }
 
-// redactFrom returns the arguments that MONITOR hides, as Redis 7 does:
-// every argument of AUTH, and the user and password of HELLO's AUTH; and
-// every argument of the node-to-node commands, whose payloads are a
-// handshake's proofs or whole slots' state.
-func redactFrom(args [][]byte) struct{ from, to int } {
-	switch {
-	case equalFoldASCII(args[0], "auth") || isPeerCommand(args[0]):
-		return struct{ from, to int }{1, len(args)}
-	case equalFoldASCII(args[0], "hello"):
-		for i := 2; i+2 < len(args); i++ {
-			if equalFoldASCII(args[i], "auth") {
-				return struct{ from, to int }{i + 1, i + 3}
-			}
-		}
-	}
-	return struct{ from, to int }{0, 0}
-}
-
-// appendRepr quotes a as Redis's sdscatrepr does.
-func appendRepr(b, a []byte) []byte {
-	b = append(b, '"')
-	for _, ch := range a {
-		switch ch {
-		case '\\', '"':
-			b = append(b, '\\', ch)
-		case '\n':
-			b = append(b, `\n`...)
-		case '\r':
-			b = append(b, `\r`...)
-		case '\t':
-			b = append(b, `\t`...)
-		case '\a':
-			b = append(b, `\a`...)
-		case '\b':
-			b = append(b, `\b`...)
-		default:
-			if ch >= ' ' && ch <= '~' {
-				b = append(b, ch)
-			} else {
-				b = append(b, '\\', 'x', "0123456789abcdef"[ch>>4], "0123456789abcdef"[ch&15])
-			}
-		}
-	}
-	return append(b, '"')
-}
+// secretNone hides nothing from MONITOR, for a command only the slow log
+// keeps to its name (CONFIG, ACL: MONITOR does not show CONFIG SET, the
+// one that takes a password, as it is administrative).
+func secretNone([][]byte) observe.Hidden { return observe.Hidden{} }

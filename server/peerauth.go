@@ -85,9 +85,3 @@ func (s *Server) peerRefused(c *client, reply string) {
 	c.conn.WriteError(reply)
 	s.closeAfterReply(c)
 }
-
-// isPeerCommand reports whether name is RL.PEER or RL.HOP, which MONITOR
-// and SLOWLOG show only by name.
-func isPeerCommand(name []byte) bool {
-	return equalFoldASCII(name, "rl.peer") || equalFoldASCII(name, "rl.hop")
-}

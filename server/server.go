@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 )
@@ -147,7 +148,7 @@ type Server struct {
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
 	obs        observers    // CLIENT TRACKING and MONITOR
 	decisions  decisionStats
-	slow       slowlog
+	slow       observe.Slowlog
 
 	protoErrors  atomic.Int64 // connections closed for a protocol error
 	authFailures atomic.Int64 // AUTH and HELLO AUTH refused
@@ -200,9 +201,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.maxClients.Store(int64(cfg.MaxClients))
-	s.slow.slowerThan.Store(int64(cfg.SlowlogSlowerThan))
-	s.slow.maxLen.Store(cfg.SlowlogMaxLen)
-	s.slow.latencyMs.Store(cfg.LatencyMonitorThreshold.Milliseconds())
+	s.slow.SlowerThan.Store(int64(cfg.SlowlogSlowerThan))
+	s.slow.MaxLen.Store(cfg.SlowlogMaxLen)
+	s.slow.LatencyMs.Store(cfg.LatencyMonitorThreshold.Milliseconds())
 	s.holdCommits = cfg.Durability != nil && cfg.Durability.Stats().Fsync == persistence.FsyncAlways
 	s.register(connectionCommands())
 	s.register(clientCommands())
@@ -295,6 +296,9 @@ func (s *Server) register(cmds []command) {
 			cm.subs[j].name = cm.name + "|" + cm.subs[j].name
 			setDefault(&cm.subs[j].group, cm.group)
 			cm.subs[j].stats = new(cmdStats)
+			if cm.subs[j].secret == nil { // a subcommand's arguments are its parent's
+				cm.subs[j].secret = cm.secret
+			}
 			cm.subs[j].declare(specs[cm.subs[j].name])
 		}
 		s.commands[cm.name] = cm

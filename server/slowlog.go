@@ -3,8 +3,6 @@ package server
 import (
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -14,91 +12,14 @@ const (
 	DefaultSlowlogMaxLen     = 128
 )
 
-// Redis's bounds on what a slow-log entry keeps of a command.
-const (
-	slowlogMaxArgs    = 32
-	slowlogMaxArgSize = 128
-)
-
-// slowEntry is one SLOWLOG GET entry.
-type slowEntry struct {
-	id         int64
-	at         int64 // unix seconds
-	usec       int64
-	args       []string
-	addr, name string
-}
-
-// slowlog keeps the slowest commands' entries, newest first, and the
-// latency monitor's spikes. Only a command slower than the threshold takes
-// its lock, so the fast path is two atomic loads.
-type slowlog struct {
-	slowerThan atomic.Int64 // nanoseconds; < 0 disables the log, 0 logs every command
-	maxLen     atomic.Int64
-	latencyMs  atomic.Int64 // latency monitor threshold in ms; 0 disables it
-
-	mu      sync.Mutex  // guards the fields below
-	entries []slowEntry // newest first
-	nextID  int64
-	latest  latencyEvent
-}
-
-// latencyEvent is the latency monitor's one event, "command", as LATENCY LATEST shows it.
-type latencyEvent struct {
-	at, latestMs, maxMs int64
-}
-
-// record logs a command that took d, if it is slow enough.
-func (sl *slowlog) record(c *client, args [][]byte, d time.Duration) {
-	if t := sl.slowerThan.Load(); t >= 0 && int64(d) >= t {
-		sl.add(c, args, d.Microseconds())
+// recordSlow logs c's run of cm that took d in the slow log, if it was
+// slow enough, and as a spike for the latency monitor, if it was one. A
+// secret command (cm.secret) keeps only its name.
+func (s *Server) recordSlow(c *client, cm *command, args [][]byte, d time.Duration) {
+	if s.slow.Slow(d) {
+		s.slow.Add(args, cm.secret != nil, d, c.addr, c.getMeta().name)
 	}
-	if t := sl.latencyMs.Load(); t > 0 && d.Milliseconds() >= t {
-		sl.spike(d.Milliseconds())
-	}
-}
-
-func (sl *slowlog) add(c *client, args [][]byte, us int64) {
-	e := slowEntry{at: time.Now().Unix(), usec: us, args: slowArgs(args), addr: c.addr, name: c.getMeta().name}
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	e.id = sl.nextID
-	sl.nextID++
-	n := int(min(sl.maxLen.Load(), int64(1<<20)))
-	sl.entries = append([]slowEntry{e}, sl.entries[:min(len(sl.entries), max(n-1, 0))]...)
-	if n == 0 {
-		sl.entries = sl.entries[:0]
-	}
-}
-
-func (sl *slowlog) spike(ms int64) {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	sl.latest = latencyEvent{at: time.Now().Unix(), latestMs: ms, maxMs: max(sl.latest.maxMs, ms)}
-}
-
-// slowArgs copies what Redis keeps of a command: 32 arguments, each cut at
-// 128 bytes, with the rest summarised. AUTH, HELLO and CONFIG keep only
-// their name, since their arguments may be passwords.
-func slowArgs(args [][]byte) []string {
-	if equalFoldASCII(args[0], "auth") || equalFoldASCII(args[0], "hello") ||
-		equalFoldASCII(args[0], "config") || equalFoldASCII(args[0], "acl") || isPeerCommand(args[0]) {
-		return []string{string(args[0]), "(redacted)"}
-	}
-	n := min(len(args), slowlogMaxArgs)
-	out := make([]string, 0, n)
-	for i, a := range args[:n] {
-		if i == slowlogMaxArgs-1 && len(args) > slowlogMaxArgs {
-			out = append(out, "... ("+strconv.Itoa(len(args)-slowlogMaxArgs+1)+" more arguments)")
-			break
-		}
-		if len(a) > slowlogMaxArgSize {
-			out = append(out, string(a[:slowlogMaxArgSize])+"... ("+strconv.Itoa(len(a)-slowlogMaxArgSize)+" more bytes)")
-			continue
-		}
-		out = append(out, string(a))
-	}
-	return out
+	s.slow.Latency(d)
 }
 
 // slowlogCommands are SLOWLOG and LATENCY.
@@ -128,85 +49,65 @@ func cmdSlowlogGet(s *Server, c *client, args [][]byte) {
 		}
 		n = v
 	}
-	s.slow.mu.Lock()
-	es := s.slow.entries
-	if n >= 0 && int(n) < len(es) {
-		es = es[:n]
-	}
-	es = append([]slowEntry(nil), es...)
-	s.slow.mu.Unlock()
+	es := s.slow.Entries(n)
 	c.conn.WriteArray(len(es))
 	for _, e := range es {
 		c.conn.WriteArray(6)
-		c.conn.WriteInt64(e.id)
-		c.conn.WriteInt64(e.at)
-		c.conn.WriteInt64(e.usec)
-		c.conn.WriteArray(len(e.args))
-		for _, a := range e.args {
+		c.conn.WriteInt64(e.ID)
+		c.conn.WriteInt64(e.At)
+		c.conn.WriteInt64(e.Usec)
+		c.conn.WriteArray(len(e.Args))
+		for _, a := range e.Args {
 			c.conn.WriteBulkString(a)
 		}
-		c.conn.WriteBulkString(e.addr)
-		c.conn.WriteBulkString(e.name)
+		c.conn.WriteBulkString(e.Addr)
+		c.conn.WriteBulkString(e.Name)
 	}
 }
 
 func cmdSlowlogLen(s *Server, c *client, args [][]byte) {
-	s.slow.mu.Lock()
-	n := len(s.slow.entries)
-	s.slow.mu.Unlock()
-	c.conn.WriteInt(n)
+	c.conn.WriteInt(s.slow.Len())
 }
 
 func cmdSlowlogReset(s *Server, c *client, args [][]byte) {
-	s.slow.mu.Lock()
-	s.slow.entries = nil
-	s.slow.mu.Unlock()
+	s.slow.Reset()
 	c.conn.WriteString("OK")
 }
 
 // cmdLatencyLatest replies as Redis does: one entry per event that spiked,
 // [name, unix time, latest ms, max ms]. rlstore has one event, "command".
 func cmdLatencyLatest(s *Server, c *client, args [][]byte) {
-	s.slow.mu.Lock()
-	e := s.slow.latest
-	s.slow.mu.Unlock()
-	if e.at == 0 {
+	e := s.slow.Latest()
+	if e.At == 0 {
 		c.conn.WriteArray(0)
 		return
 	}
 	c.conn.WriteArray(1)
 	c.conn.WriteArray(4)
 	c.conn.WriteBulkString("command")
-	c.conn.WriteInt64(e.at)
-	c.conn.WriteInt64(e.latestMs)
-	c.conn.WriteInt64(e.maxMs)
+	c.conn.WriteInt64(e.At)
+	c.conn.WriteInt64(e.LatestMs)
+	c.conn.WriteInt64(e.MaxMs)
 }
 
 func cmdLatencyReset(s *Server, c *client, args [][]byte) {
-	s.slow.mu.Lock()
-	n := 0
-	if s.slow.latest.at != 0 {
-		n = 1
-	}
-	s.slow.latest = latencyEvent{}
-	s.slow.mu.Unlock()
-	c.conn.WriteInt(n)
+	c.conn.WriteInt(s.slow.ResetLatency())
 }
 
 // slowlogParams are the CONFIG parameters of the slow log and latency monitor.
 func slowlogParams() []configParam {
 	return []configParam{
 		{name: "slowlog-log-slower-than", get: getSlowerThan, check: checkIntAtLeast(-1), set: setSlowerThan},
-		{name: "slowlog-max-len", get: func(s *Server) string { return strconv.FormatInt(s.slow.maxLen.Load(), 10) },
-			check: checkIntAtLeast(0), set: func(s *Server, v []byte) { n, _ := parseInt(v); s.slow.maxLen.Store(n) }},
-		{name: "latency-monitor-threshold", get: func(s *Server) string { return strconv.FormatInt(s.slow.latencyMs.Load(), 10) },
-			check: checkIntAtLeast(0), set: func(s *Server, v []byte) { n, _ := parseInt(v); s.slow.latencyMs.Store(n) }},
+		{name: "slowlog-max-len", get: func(s *Server) string { return strconv.FormatInt(s.slow.MaxLen.Load(), 10) },
+			check: checkIntAtLeast(0), set: func(s *Server, v []byte) { n, _ := parseInt(v); s.slow.MaxLen.Store(n) }},
+		{name: "latency-monitor-threshold", get: func(s *Server) string { return strconv.FormatInt(s.slow.LatencyMs.Load(), 10) },
+			check: checkIntAtLeast(0), set: func(s *Server, v []byte) { n, _ := parseInt(v); s.slow.LatencyMs.Store(n) }},
 	}
 }
 
 // getSlowerThan shows the threshold in microseconds, as Redis does.
 func getSlowerThan(s *Server) string {
-	t := s.slow.slowerThan.Load()
+	t := s.slow.SlowerThan.Load()
 	if t < 0 {
 		return "-1"
 	}
@@ -215,7 +116,7 @@ func getSlowerThan(s *Server) string {
 
 func setSlowerThan(s *Server, v []byte) {
 	n, _ := parseInt(v)
-	s.slow.slowerThan.Store(max(n*int64(time.Microsecond), -1))
+	s.slow.SlowerThan.Store(max(n*int64(time.Microsecond), -1))
 }
 
 func checkIntAtLeast(lo int64) func(v []byte) string {

@@ -92,8 +92,8 @@ func dumpCommand(b *strings.Builder, cm *command) {
 	for _, k := range cm.keys {
 		fmt.Fprintf(b, " spec=%v@%d..%d/%d", k.flags.names(), k.index, k.lastKey, k.step)
 	}
-	fmt.Fprintf(b, " peek=%t changes=%t blind=%t wraps=%d subs=%d\n",
-		cm.peek != nil, cm.changes != nil, cm.blind != nil, cm.wraps, len(cm.subs))
+	fmt.Fprintf(b, " peek=%t changes=%t blind=%t wraps=%d secret=%t subs=%d\n",
+		cm.peek != nil, cm.changes != nil, cm.blind != nil, cm.wraps, cm.secret != nil, len(cm.subs))
 }
 
 // assertNoUnnamedFlags panics on a flag the dump has no name for: a new

@@ -87,7 +87,7 @@ func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
 		s.invalidateWritten(c, cm, args)
 	}
 	if cm.flags&flagAdmin == 0 { // as in Redis 7, administrative commands are not shown
-		s.feedMonitors(c, args)
+		s.feedMonitors(c, cm, args)
 	}
 	if c.track.inExec {
 		return // the caching flag lasts the whole EXEC, and pushes wait for its reply's end
@@ -299,7 +299,7 @@ func (s *Server) clientByID(id int64) *client {
 // after its reply: its cache never keeps what this node cannot vouch for.
 func (s *Server) afterForward(c *client, cm *command, args [][]byte) {
 	if cm.flags&flagAdmin == 0 {
-		s.feedMonitors(c, args)
+		s.feedMonitors(c, cm, args)
 	}
 	if c.trackConf.Load() != nil && cm.flags&flagCacheable != 0 {
 		s.invalidateUnseen(c, args[1:])
