@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +43,11 @@ func TestRecordDifferential(t *testing.T) {
 	if steps == 0 {
 		steps = 300
 	}
+	only := os.Getenv("RLS_SCENARIOS") // comma-separated names; empty: all
 	for _, sc := range diffScenarios() {
+		if only != "" && !slices.Contains(strings.Split(only, ","), sc.Name) {
+			continue
+		}
 		for _, seed := range []uint64{1, 2} {
 			require.NoError(t, rdb.FlushAll(context.Background()).Err())
 			client := startReference(t, bin, redisAddr, sc)

@@ -79,6 +79,8 @@ func diffScenarios() []diffScenario {
 		{Name: "default", Env: []string{"LIMIT_RESPONSE_HEADERS_ENABLED=true"}, Opts: gateway.Options{ResponseHeaders: true}},
 		{Name: "global_shadow", Env: []string{"LIMIT_RESPONSE_HEADERS_ENABLED=true", "SHADOW_MODE=true"}, Opts: gateway.Options{ResponseHeaders: true, GlobalShadowMode: true}},
 		{Name: "global_quota", Env: []string{"QUOTA_MODE=true"}, Opts: gateway.Options{GlobalQuotaMode: true}},
+		{Name: "stop_increment", Env: []string{"LIMIT_RESPONSE_HEADERS_ENABLED=true", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"},
+			Opts: gateway.Options{ResponseHeaders: true, StopIncrementWhenOverLimit: true}},
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/rlstore/rlstore/gateway"
 )
 
 const basicYAML = `
@@ -242,4 +244,30 @@ func TestResponseHeaders(t *testing.T) {
 		h[hv.Key] = hv.Value
 	}
 	assert.Equal(t, map[string]string{"RateLimit-Limit": "3", "RateLimit-Remaining": "2", "RateLimit-Reset": "50"}, h)
+}
+
+// TestStopIncrementWhenOverLimit checks envoyproxy/ratelimit's
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: a call that would take one of
+// its descriptors over the limit counts its hits on that one only, so a
+// client limited on /login keeps its per-address quota; the control
+// without the option counts every descriptor on every call.
+func TestStopIncrementWhenOverLimit(t *testing.T) {
+	for _, stop := range []bool{true, false} {
+		r := newRig(t, rigOpts{files: map[string]string{"api.yaml": basicYAML}, opts: gateway.Options{StopIncrementWhenOverLimit: stop}})
+		addr, login := []string{"remote_address", "10.0.0.1"}, []string{"path", "/login"}
+		resp := r.ask(t, "api", 0, addr, login)
+		require.Equal(t, []string{"OK", "OK", "OK"}, codesOf(resp))
+		require.Equal(t, []uint32{2, 0}, remaining(resp))
+		want := []uint32{2, 2} // the address's quota, after the second and third call
+		if !stop {
+			want = []uint32{1, 0}
+		}
+		for i, w := range want {
+			resp = r.ask(t, "api", 0, addr, login)
+			assert.Equal(t, []string{"OVER_LIMIT", "OK", "OVER_LIMIT"}, codesOf(resp), "stop %v, call %d", stop, i+2)
+			assert.Equal(t, []uint32{w, 0}, remaining(resp), "stop %v, call %d", stop, i+2)
+		}
+		resp = r.ask(t, "api", 0, addr)
+		assert.Equal(t, map[bool][]uint32{true: {1}, false: {0}}[stop], remaining(resp), "stop %v: a call under every limit counts", stop)
+	}
 }

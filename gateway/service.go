@@ -42,6 +42,11 @@ type Options struct {
 	KeyPrefix        string  // of the store keys; default DefaultKeyPrefix
 	MaxSeries        int     // most per-descriptor metric series; default DefaultMaxSeries
 	Clock            func() time.Time
+
+	// StopIncrementWhenOverLimit: a call that would take a fixed-window
+	// descriptor over its limit counts its hits on those descriptors
+	// only (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT).
+	StopIncrementWhenOverLimit bool
 }
 
 // Service is the rate limit service: ShouldRateLimit against the
@@ -137,17 +142,66 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	reqs := sc.reqs
 	sc.out = append(sc.out[:0], make([]batch.Result, len(reqs))...)
 	out := sc.out
-	if len(reqs) > 0 {
-		if err := s.decider.Decide(ctx, reqs, out); err != nil {
-			return nil, status.Error(codes.Unavailable, "rlstore: "+err.Error())
-		}
-		for _, r := range out {
-			if r.Err != nil {
-				return nil, status.Error(codes.Unavailable, "rlstore: "+r.Err.Error())
-			}
+	if s.opts.StopIncrementWhenOverLimit {
+		if err := s.stopIncrement(ctx, checks, reqs, out); err != nil {
+			return nil, err
 		}
 	}
+	if err := s.decide(ctx, reqs, out); err != nil {
+		return nil, err
+	}
 	return s.respond(checks, reqs, out, now), nil
+}
+
+// decide asks the store, and fails the call if any request failed.
+func (s *Service) decide(ctx context.Context, reqs []batch.Request, out []batch.Result) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	if err := s.decider.Decide(ctx, reqs, out); err != nil {
+		return status.Error(codes.Unavailable, "rlstore: "+err.Error())
+	}
+	for _, r := range out {
+		if r.Err != nil {
+			return status.Error(codes.Unavailable, "rlstore: "+r.Err.Error())
+		}
+	}
+	return nil
+}
+
+// stopIncrement is envoyproxy/ratelimit's
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: the fixed-window counts are
+// read first (a round trip of its own, as there); if the call would take
+// any over its limit, only those count its hits, and the call's other
+// fixed-window descriptors are asked without counting. rlstore's own
+// algorithms never count a denied request, and are left as they are.
+func (s *Service) stopIncrement(ctx context.Context, checks []check, reqs []batch.Request, out []batch.Result) error {
+	hits := make([]int64, len(reqs)) // the calls's own hits
+	for i := range reqs {
+		hits[i] = reqs[i].Hits
+		if reqs[i].Kind == batch.Count {
+			reqs[i].Hits = 0
+		}
+	}
+	if err := s.decide(ctx, reqs, out); err != nil {
+		return err
+	}
+	over := make([]bool, len(reqs))
+	anyOver := false
+	for i := range checks {
+		c := &checks[i]
+		if c.req < 0 || reqs[c.req].Kind != batch.Count {
+			continue
+		}
+		over[c.req] = uint64(out[c.req].Count)+c.hits > uint64(c.limit.RequestsPerUnit)
+		anyOver = anyOver || over[c.req]
+	}
+	for i := range reqs {
+		if reqs[i].Kind == batch.Count && (!anyOver || over[i]) {
+			reqs[i].Hits = hits[i]
+		}
+	}
+	return nil
 }
 
 // match finds each descriptor's limit, then drops those another one

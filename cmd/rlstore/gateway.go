@@ -28,6 +28,7 @@ type gatewayFlags struct {
 	Shadow    bool
 	Quota     bool
 	Headers   bool
+	StopOver  bool
 }
 
 func (f *gatewayFlags) define(fs *flag.FlagSet) {
@@ -36,6 +37,7 @@ func (f *gatewayFlags) define(fs *flag.FlagSet) {
 	fs.Var(newYesNo(&f.Shadow, false), "rls-shadow-mode", "`yes|no`: with yes every OVER_LIMIT answer of --grpc-port becomes OK (envoyproxy/ratelimit's SHADOW_MODE); metrics still count")
 	fs.Var(newYesNo(&f.Quota, false), "rls-quota-mode", "`yes|no`: with yes every descriptor is in quota mode (envoyproxy/ratelimit's global quota mode): a request is OVER_LIMIT only when all of them are")
 	fs.Var(newYesNo(&f.Headers, false), "rls-response-headers", "`yes|no`: with yes --grpc-port's answers add RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
+	fs.Var(newYesNo(&f.StopOver, false), "rls-stop-increment-when-overlimit", "`yes|no`: with yes a call that would take a descriptor over its limit counts its hits only on such descriptors (envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; a round trip more per call)")
 }
 
 func (f gatewayFlags) validate() error {
@@ -62,7 +64,8 @@ type gatewayRun struct {
 func startGateway(c config, srv *server.Server, cs *certs, log *slog.Logger) (*gatewayRun, error) {
 	f := c.Gateway
 	d := srv.Gateway(4 * runtime.GOMAXPROCS(0))
-	svc := gateway.NewService(d, gateway.Options{GlobalShadowMode: f.Shadow, GlobalQuotaMode: f.Quota, ResponseHeaders: f.Headers})
+	svc := gateway.NewService(d, gateway.Options{GlobalShadowMode: f.Shadow, GlobalQuotaMode: f.Quota, ResponseHeaders: f.Headers,
+		StopIncrementWhenOverLimit: f.StopOver})
 	g := &gatewayRun{svc: svc, decider: d, stopHup: func() {}}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
