@@ -64,3 +64,21 @@ func (p *Policy) AppendLedgerKey(dst, key []byte) []byte {
 // (RL.RESERVE) to dst: a policy key with no policy name, which no policy
 // can have, so Route finds key in it.
 func AppendLedgerKey(dst, key []byte) []byte { return appendKey(dst, "", ledgerRule, key) }
+
+// RuleOf returns the policy and the rule index an internal key holds the
+// state of, or false for any other key (a penalty's, a ledger's, or not
+// an internal key).
+func RuleOf(key []byte) (name []byte, rule int, ok bool) {
+	if !Reserved(key) {
+		return nil, 0, false
+	}
+	n, k := binary.Uvarint(key[2:])
+	if k <= 0 || n >= uint64(len(key)) || 2+k+int(n)+1 > len(key) {
+		return nil, 0, false
+	}
+	name, r := key[2+k:2+k+int(n)], key[2+k+int(n)]
+	if len(name) == 0 || r == penaltyRule || r == ledgerRule {
+		return nil, 0, false
+	}
+	return name, int(r), true
+}

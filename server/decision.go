@@ -98,6 +98,7 @@ type outcome struct {
 	d        window.Decision
 	throttle window.ThrottleReply
 	rule     int
+	shadowed bool // RL.CHECK of a global policy: its rules denied, its SHADOW admitted
 }
 
 // decide is the decision seam: every decision command (RL.SLIDE, RL.TOKEN,
@@ -116,7 +117,7 @@ func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 	if s.reg != nil && s.reg.global(key) { // region.go
 		if o, ok, err := s.reg.decide(key, r); ok {
 			if err == nil {
-				s.countDecision(r, &o, false)
+				s.countDecision(r, &o, !o.d.Allowed || o.shadowed)
 			}
 			return o, err
 		}

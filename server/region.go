@@ -156,17 +156,18 @@ func (s *Server) attachRegion() error {
 		return err
 	}
 	s.reg = rn
-	if n := rn.restore(); n > 0 {
-		s.log.Info("regions: took back this region's units of global keys from the data directory", "keys", n)
-	}
 	s.AddMetrics(rn.writeMetrics)
+	return nil // startRegion (region_keys.go) starts the exchanges, once it has restored the keys
+}
+
+// start starts the sync loop and a carrier per link.
+func (rn *regionNode) start() {
 	go rn.run()
 	for _, l := range rn.links {
 		if l != nil {
 			go rn.carry(l)
 		}
 	}
-	return nil
 }
 
 // peerKeys are the keys a peer handshake may prove: the cluster's, or the regions'.
@@ -196,11 +197,15 @@ func errNotGlobal(kind window.Kind) error {
 }
 
 // decide decides a global key. ok is false for a request the regions leave
-// to the local store (RL.CHECK's policies: not yet global).
+// to the local store: RL.CHECK of a policy that is not global.
 func (rn *regionNode) decide(key []byte, r *request) (o outcome, ok bool, err error) {
 	switch {
-	case r.op == opCheck:
+	case r.op == opCheck && !globalPolicy(r.policy):
 		return o, false, nil
+	case r.op == opCheck:
+		o, o.shadowed, err = rn.check(key, r) // region_policy.go
+		o.shadowed = o.shadowed && o.d.Allowed
+		return o, true, err
 	case r.op == opThrottle:
 		return o, true, errNotGlobal(window.KindToken)
 	case r.params.Kind != window.KindSlide && r.params.Kind != window.KindFixed:

@@ -38,7 +38,7 @@ func (rn *regionNode) keepFreshLocked(key []byte, lim region.Limit, allowed bool
 
 // ownEntry is o as the key store's entry of key.
 func ownEntry(key []byte, o *region.Own) shard.Entry {
-	return shard.Entry{Key: key, Params: o.Params, State: o.State, Counters: o.Counters}
+	return shard.Entry{Key: key, Params: o.Params, State: o.State, Counters: o.Counters, Route: policy.Route(key)}
 }
 
 // mirrorLocked copies the own units that changed since the last sync into
@@ -66,15 +66,34 @@ func (rn *regionNode) restore() int {
 		es = rn.s.cfg.Store.ExportShard(i, es[:0])
 		for _, e := range es {
 			k := e.Params.Kind
-			if (k != window.KindSlide && k != window.KindFixed) || policy.Reserved(e.Key) || !rn.global(e.Key) {
+			global := rn.global(e.Key)
+			if policy.Reserved(e.Key) {
+				global = rn.ruleGlobal(e.Key) // region_policy.go
+			}
+			if (k != window.KindSlide && k != window.KindFixed) || !global {
 				continue
 			}
+			rn.mu.Lock() // the sync loop runs already
 			if rn.st.Restore(region.Own{Key: string(e.Key), Params: e.Params, State: e.State, Counters: e.Counters}) {
 				n++
 			}
+			rn.mu.Unlock()
 		}
 	}
 	return n
+}
+
+// startRegion takes back this region's units of the global keys the key
+// store was loaded with, then starts the exchanges: before the server
+// serves, and after the policies load, whose rule keys may be global.
+func (s *Server) startRegion() {
+	if s.reg == nil {
+		return
+	}
+	if n := s.reg.restore(); n > 0 {
+		s.log.Info("regions: took back this region's units of global keys from the data directory", "keys", n)
+	}
+	s.reg.start()
 }
 
 // forget drops what this region admitted of key, if global, before DEL

@@ -130,8 +130,8 @@ func TestRegionsRefusePlainPeer(t *testing.T) {
 
 // TestRegionsRefuseReserveUnlessLocal: RL.RESERVE, RL.REFUND and
 // RL.ACQUIRE would change a global key's units behind the other regions'
-// backs; they are refused unless the key is --region-local. A policy's
-// reservation stays the policy's, per region.
+// backs; they are refused unless the key is --region-local. A reservation
+// against a policy is refused when the policy is global.
 func TestRegionsRefuseReserveUnlessLocal(t *testing.T) {
 	rs := startRegions(t, []string{"eu", "us"}, func(_ string, rc *RegionConfig) { rc.Local = []string{"local:*"} })
 	waitRecovered(t, rs)
@@ -148,6 +148,10 @@ func TestRegionsRefuseReserveUnlessLocal(t *testing.T) {
 		cmd[1] = "local:1"
 		assert.NoError(t, eu.Do(ctx, cmd...).Err(), "%v", cmd)
 	}
-	require.NoError(t, eu.Do(ctx, "RL.POLICY", "SET", "p", "SLIDE", 10, 60).Err())
-	assert.NoError(t, eu.Do(ctx, "RL.RESERVE", "api:1", "POLICY", "p", "TTL", 10).Err())
+	require.NoError(t, eu.Do(ctx, "RL.POLICY", "SET", "p", "SLIDE", 10, 60, "TOKEN", 10, 1, 1).Err())
+	assert.NoError(t, eu.Do(ctx, "RL.RESERVE", "api:1", "POLICY", "p", "TTL", 10).Err(), "a policy per region")
+	require.NoError(t, eu.Do(ctx, "RL.POLICY", "SET", "g", "SLIDE", 10, 60).Err())
+	err := eu.Do(ctx, "RL.RESERVE", "api:1", "POLICY", "g", "TTL", 10).Err()
+	require.Error(t, err, "a global policy's rules are global keys")
+	assert.Equal(t, "ERR RL.RESERVE cannot be global; use RL.CHECK, or a policy with a rule that is not SLIDE or FIXED, or mark the key LOCAL", err.Error())
 }

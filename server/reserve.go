@@ -42,6 +42,9 @@ func parseReserve(args [][]byte) (shard.ReserveRequest, []byte, error) {
 
 func cmdReserve(s *Server, c *client, args [][]byte) {
 	if equalFoldASCII(args[2], "policy") {
+		if len(args) > 3 && s.refusedGlobalPolicy(c, args[1], args[3]) { // region_policy.go
+			return
+		}
 		cmdReservePolicy(s, c, args)
 		return
 	}

@@ -230,6 +230,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}
+	s.startRegion() // region_keys.go: after the policies, whose rule keys may be global
 	s.register(keyspaceCommands())
 	if err := s.renameCommands(cfg.RenameCommands); err != nil {
 		return nil, err
