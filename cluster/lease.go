@@ -183,11 +183,14 @@ func (l *Lease) Deaths(name string) uint32 {
 }
 
 // Takeover is the slots a node gained from members declared dead, and the
-// time, on its lease's clock, from which it may serve them. It is
-// immutable; NextTakeover makes the next one at each view change.
+// time, on its lease's clock, from which it may serve them; and the slots
+// it owns but may not serve at all, their state being lost to every member
+// it sees (see WithLost). It is immutable; NextTakeover makes the next one
+// at each view change.
 type Takeover struct {
 	slots [Slots / 64]uint64
 	at    int64
+	lost  [Slots / 64]uint64
 }
 
 // NextTakeover returns the takeover after the view change from old to nv
@@ -208,8 +211,11 @@ func NextTakeover(prev *Takeover, old, nv *View, now int64, wait time.Duration) 
 		return prev
 	}
 	tk := &Takeover{at: now + int64(wait)}
-	if prev != nil && now < prev.at {
-		tk.slots = prev.slots
+	if prev != nil {
+		tk.lost = prev.lost
+		if now < prev.at {
+			tk.slots = prev.slots
+		}
 	}
 	for slot := range Slots {
 		if dead[old.Table.Owner(slot).Name] && nv.Table.Owner(slot).Name == nv.Self {
@@ -223,8 +229,11 @@ func NextTakeover(prev *Takeover, old, nv *View, now int64, wait time.Duration) 
 // with those of t still waiting.
 func (t *Takeover) With(slots []int, now int64, wait time.Duration) *Takeover {
 	tk := &Takeover{at: max(now+int64(wait), 0)}
-	if t != nil && now < t.at {
-		tk.slots, tk.at = t.slots, max(tk.at, t.at)
+	if t != nil {
+		tk.lost = t.lost
+		if now < t.at {
+			tk.slots, tk.at = t.slots, max(tk.at, t.at)
+		}
 	}
 	for _, slot := range slots {
 		tk.slots[slot/64] |= 1 << (slot % 64)
@@ -232,9 +241,42 @@ func (t *Takeover) With(slots []int, now int64, wait time.Duration) *Takeover {
 	return tk
 }
 
-// Waits reports whether slot must not be served yet at now.
+// Waits reports whether slot must not be served yet at now: it waits
+// for its takeover, or is lost.
 func (t *Takeover) Waits(slot int, now int64) bool {
-	return t != nil && now < t.at && t.slots[slot/64]&(1<<(slot%64)) != 0
+	bit := uint64(1) << (slot % 64)
+	return t != nil && (t.lost[slot/64]&bit != 0 || now < t.at && t.slots[slot/64]&bit != 0)
+}
+
+// WithLost returns the takeover with lost as its lost slots: slots whose
+// owner and every member holding a copy of their state were declared dead,
+// so that no member this node sees has it. A node serves none of them
+// until one of those members comes back (the table then gives the slot to
+// it) or an operator forgets them.
+func (t *Takeover) WithLost(lost *[Slots / 64]uint64) *Takeover {
+	tk := &Takeover{}
+	if t != nil {
+		*tk = *t
+	}
+	tk.lost = *lost
+	return tk
+}
+
+// Lost reports whether slot is lost (see WithLost).
+func (t *Takeover) Lost(slot int) bool {
+	return t != nil && t.lost[slot/64]&(1<<(slot%64)) != 0
+}
+
+// LostSlots counts the lost slots.
+func (t *Takeover) LostSlots() int {
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for _, w := range t.lost {
+		n += bits.OnesCount64(w)
+	}
+	return n
 }
 
 // Waiting counts the slots that wait at now.

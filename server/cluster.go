@@ -176,8 +176,8 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		s.cl.repl.peerCopy(c, args[2])
 	case s.cl.repl != nil && equalFoldASCII(args[1], "delta") && len(args) == 3:
 		s.cl.repl.peerDelta(c, args[2])
-	case s.cl.repl != nil && equalFoldASCII(args[1], "sync") && len(args) == 3:
-		s.cl.repl.peerSync(c, args[2])
+	case s.cl.repl != nil && equalFoldASCII(args[1], "sync") && (len(args) == 3 || len(args) == 4):
+		s.cl.repl.peerSync(c, args[2:])
 	case equalFoldASCII(args[1], "import") && len(args) == 6:
 		s.peerImport(c, args)
 	case equalFoldASCII(args[1], "done") && len(args) == 4:

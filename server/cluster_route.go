@@ -34,6 +34,7 @@ type clusterNode struct {
 	leaseOff int64                            // the lease's clock minus the server's monotonic one
 	takeover atomic.Pointer[cluster.Takeover] // slots gained from dead members, and when they may be served
 	downs    atomic.Int64                     // keyed commands answered as down: no lease, or a takeover's wait
+	down     downs                            // down replies by reason (quorum_down.go)
 	rejoins  atomic.Int64                     // times this node learned it had been declared dead while it could not serve
 }
 
@@ -99,6 +100,7 @@ func (s *Server) routeOf(c *client, cm *command, args [][]byte) route {
 	}
 	v := s.cl.view()
 	if v.Waiting {
+		s.noteDown(downWaiting, slot)
 		return route{slot: slot, reply: errClusterDown}
 	}
 	if st := s.cl.ho.state(slot); st != nil {
@@ -197,7 +199,7 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 		}
 		if r.down {
 			s.cl.ho.running.leave(c.id, ticket)
-			s.down(c, cm, args)
+			s.down(c, cm, args, r.slot)
 			return false
 		}
 		if r.local {

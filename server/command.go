@@ -174,9 +174,10 @@ type client struct {
 	hop   int                // the hop level of the forwarded request being run (hopClient if none)
 	// synced says RL.PEER SYNC has come on this connection: a primary's
 	// stream of shipments starts with a full sync (see peerShipment).
-	synced  bool
-	fwd     []*remoteBatch // this batch's requests for other nodes, one batch per owner, sent when it ends
-	routing routing        // whether it routes by slot, and the table it last saw (cluster_nudge.go)
+	synced   bool
+	peerName string         // the node that proved itself with RL.PEER AUTH
+	fwd      []*remoteBatch // this batch's requests for other nodes, one batch per owner, sent when it ends
+	routing  routing        // whether it routes by slot, and the table it last saw (cluster_nudge.go)
 
 	cmds    atomic.Int64            // commands run
 	lastCmd atomic.Pointer[command] // the last command run

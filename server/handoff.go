@@ -147,6 +147,12 @@ type handoff struct {
 	// this node does not answer the member's RL.PEER PULL for them from
 	// its copies (see backedUpFor).
 	returned map[string]*slotBits
+	// unlost are the slots the last change took from the lost ones;
+	// forgone, the slots lost here that another node owns now, whose
+	// RL.PEER RELEASED this node never answers released (see
+	// takeover_lost.go).
+	forgone slotBits
+	unlost  *slotBits
 }
 
 // state returns slot's handoff state, nil when it follows the table.

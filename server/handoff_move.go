@@ -126,6 +126,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 	h.noteReturns(old, nv)
 	s.cl.noteTakeovers(old, nv)
 	s.cl.waitImportsFromDead(nv)
+	s.noteLost(old, nv)
 	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
 	for slot := range cluster.Slots {
@@ -179,6 +180,8 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 	case mode == modeMoved:
 	case mode == modeAdopted && owner == st.peer.Name:
 		// Handed here by a node that leaves, which the table still names.
+	case had && h.unlost.has(slot):
+		// Lost here, so never served here: nothing to hand over.
 	case had || mode == modeAdopted:
 		return owner, true
 	}

@@ -21,10 +21,10 @@ import (
 // So an import that has waited importWait asks its old owner, with
 // RL.PEER RELEASED from slots, which of the slots it has released to this
 // node: those whose owner its own table says is this node and that it is
-// not handing over now. Those are served here from what came (the
-// importer's keys, or a restarted node's data dir); for the others, and
-// when the old owner does not answer, the import waits on and asks again
-// every releaseRetry. A node that predates the question answers NOPERM,
+// not handing over now, nor lost (takeover_lost.go). Those are served
+// here from what came (the importer's keys, or a restarted node's data
+// dir); for the others, and when the old owner does not answer, the
+// import waits on and asks again every releaseRetry. A node that predates the question answers NOPERM,
 // and its slots are served from what came, as before.
 
 // releaseRetry is how often an import that has waited importWait asks
@@ -133,8 +133,8 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 	v := cn.view()
 	var out []int
 	for _, slot := range slots {
-		if v.Table.Owner(slot).Name != from {
-			continue // this node would not have from serve it
+		if v.Table.Owner(slot).Name != from || cn.forgone(slot) {
+			continue // this node would not have from serve it, or lost it (see takeover_lost.go)
 		}
 		if st := cn.ho.state(slot); st != nil {
 			if m := st.now(); m == modeCopying || m == modeGated || m == modeAdopted {

@@ -73,7 +73,7 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	c.shake = &cluster.Challenge{} // spent: a second AUTH finds no nonce
 	// No user: the node that accepted a forwarded request checked its
 	// client's rights already (TestACLOverForwarding).
-	c.peer, c.authed, c.user = true, true, nil
+	c.peer, c.authed, c.user, c.peerName = true, true, nil, ch.Name
 	c.rc.Widen(peerReadBuf, peerMaxRequest)
 	c.conn.WriteBulkString(ch.ServerMAC(key))
 }

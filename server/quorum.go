@@ -43,8 +43,9 @@ func (cn *clusterNode) serving() bool { return cn.lease == nil || cn.lease.Serve
 // down answers a keyed command this node may not serve now: as
 // --owner-unreachable says, where local decides here all the same (it
 // trades the bound for availability: see docs/cluster.md).
-func (s *Server) down(c *client, cm *command, args [][]byte) {
+func (s *Server) down(c *client, cm *command, args [][]byte, slot int) {
 	s.cl.downs.Add(1)
+	s.noteDown(s.downReason(c, slot), slot)
 	s.answerUnserved(c, cm, args, errClusterDown)
 }
 
@@ -99,11 +100,12 @@ func (s *Server) quorumPairs() []pair {
 		return nil
 	}
 	left := max(0, time.Duration(cn.lease.Deadline()-cn.lease.Now()))
-	return []pair{
+	return append([]pair{
 		{"quorum", boolInt(cn.serving())}, {"lease_left_ms", left.Milliseconds()},
 		{"lease_lapses", int64(cn.lease.Lapses())}, {"down_replies", cn.downs.Load()},
 		{"rejoins", cn.rejoins.Load()}, {"takeover_slots_waiting", cn.takeover.Load().Waiting(cn.lease.Now())},
-	}
+		{"lost_slots", int64(cn.takeover.Load().LostSlots())},
+	}, cn.downPairs()...)
 }
 
 // cmdRLClusterForget is RL.CLUSTER FORGET node: the member will not come
@@ -120,10 +122,14 @@ func cmdRLClusterForget(s *Server, c *client, args [][]byte) {
 	case errors.Is(err, cluster.ErrForgetSelf):
 		c.conn.WriteError("ERR I tried hard but I can't forget myself...") // Redis's words
 	case errors.Is(err, cluster.ErrUnknownNode):
+		// Forgotten already, perhaps by another node's FORGET, which the
+		// known set's gossip brought: the operator's word stands here too.
+		s.cl.forgetLost()
 		c.conn.WriteError("ERR Unknown node " + string(args[2]))
 	case err != nil:
 		c.conn.WriteError("ERR " + err.Error())
 	default:
+		s.cl.forgetLost()
 		c.conn.WriteString("OK")
 	}
 }

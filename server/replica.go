@@ -58,6 +58,7 @@ type replicator struct {
 	cfg   ReplicaConfig
 	s     *Server
 	self  string
+	syncs syncs                // which owner's full sync brought each slot's copies (takeover_lost.go)
 	apply sync.Mutex           // one table change at a time
 	mu    sync.Mutex           // guards peers, table and scratch
 	peers map[string]*shipPeer // by node name: every node this node has been primary to

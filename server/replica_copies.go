@@ -82,14 +82,22 @@ func (r *replicator) importCopies(payload []byte, deltas bool) ([][]byte, error)
 	return missed, err
 }
 
-// peerSync is RL.PEER SYNC slots: drop every copy of the slots set in the
-// bitmap, before a full sync's keys arrive.
-func (r *replicator) peerSync(c *client, bitmap []byte) {
-	if len(bitmap) != cluster.Slots/8 {
+// peerSync is RL.PEER SYNC drop [backed]: drop every copy of the slots
+// set in the drop bitmap, before a full sync's keys arrive; those of the
+// backed bitmap follow (see noteSync). A node that predates backed sends
+// drop alone.
+func (r *replicator) peerSync(c *client, bitmaps [][]byte) {
+	bitmap := bitmaps[0]
+	var backed []byte
+	if len(bitmaps) == 2 {
+		backed = bitmaps[1]
+	}
+	if len(bitmap) != cluster.Slots/8 || backed != nil && len(backed) != cluster.Slots/8 {
 		c.conn.WriteError(errSyntax)
 		return
 	}
 	r.dropCopies(func(slot int) bool { return bitmap[slot/8]&(1<<(slot%8)) != 0 })
+	r.noteSync(c.peerName, bitmap, backed)
 	c.synced = true
 	c.conn.WriteString("OK")
 }
@@ -114,6 +122,7 @@ func (r *replicator) dropCopies(in func(slot int) bool) int {
 	cp := r.cfg.Copies
 	var es []shard.Entry
 	n := 0
+	r.forgetSyncs(in)
 	for i := range cp.Shards() {
 		es = cp.ExportShardFunc(i, func(k []byte) bool { return in(cluster.Slot(policy.Route(k))) }, es[:0])
 		for _, e := range es {
@@ -222,6 +231,7 @@ func (r *replicator) keepHanded(slots []int) {
 	if len(keep) == 0 {
 		return
 	}
+	r.noteKept(v.Table, keep)
 	in := slotSet(keep)
 	store, now := r.s.cfg.Store, r.s.unixNano()
 	var es []shard.Entry

@@ -322,7 +322,7 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 			drop[s/8] |= 1 << (s % 8)
 		}
 	}
-	if err := p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("SYNC"), drop}}); err != nil {
+	if err := p.sendSync(node, drop, slots); err != nil {
 		return err
 	}
 	keep := func(key []byte) bool {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/internal/rlstoretest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -104,20 +105,37 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // cut drops, inside each namespace of side, every packet to or from the
 // nodes not in side: the clients on the bridge still reach every node.
+// Every namespace's rules go in at once, one shell each, all namespaces
+// side by side: one command per rule took seconds on a loaded host, a
+// partition that is not clean for that long (outside docs/cluster.md's
+// assumptions).
 func cut(t *testing.T, ips []string, side map[int]bool, on bool) {
 	t.Helper()
 	op := "-A"
 	if !on {
 		op = "-D"
 	}
+	errs := make([]error, len(ips))
+	var wg sync.WaitGroup
 	for a := range ips {
+		var script []string
 		for b := range ips {
 			if side[a] != side[b] {
-				ns := fmt.Sprintf("rlq%d", a)
-				netnsRun(t, "ip", "netns", "exec", ns, "iptables", op, "INPUT", "-s", ips[b], "-j", "DROP")
-				netnsRun(t, "ip", "netns", "exec", ns, "iptables", op, "OUTPUT", "-d", ips[b], "-j", "DROP")
+				script = append(script, fmt.Sprintf("iptables %s INPUT -s %s -j DROP && iptables %s OUTPUT -d %s -j DROP", op, ips[b], op, ips[b]))
 			}
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := exec.Command("ip", "netns", "exec", fmt.Sprintf("rlq%d", a), "sh", "-c", strings.Join(script, " && ")).CombinedOutput()
+			if err != nil {
+				errs[a] = fmt.Errorf("%w: %s", err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
 	}
 }
 
@@ -127,11 +145,13 @@ type splitLoad struct {
 	mu       sync.Mutex
 	admitted map[string]int
 	replies  map[string]int
+	start    time.Time
+	when     map[string][]string // key → "node@seconds" of each admission, for a failure's log
 }
 
 func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
-	for _, c := range cs {
+	for i, c := range cs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -151,6 +171,7 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 						l.replies[firstWord(err.Error())]++
 					case rep[0] == 1:
 						l.admitted[k]++
+						l.when[k] = append(l.when[k], fmt.Sprintf("%d@%.2f", i, time.Since(l.start).Seconds()))
 						l.replies["admitted"]++
 					default:
 						l.replies["denied"]++
@@ -178,19 +199,25 @@ func splitRun(t *testing.T, nodes int, side map[int]bool, hold time.Duration) (i
 	for i := range 30 {
 		keys = append(keys, fmt.Sprint("split:", i))
 	}
-	l := &splitLoad{admitted: map[string]int{}, replies: map[string]int{}}
+	l := &splitLoad{admitted: map[string]int{}, replies: map[string]int{}, start: time.Now(), when: map[string][]string{}}
 	stop := make(chan struct{})
 	wg := l.run(context.Background(), cs, keys, stop)
 	time.Sleep(2 * time.Second) // load runs: every key is used up well before the split
 	cut(t, ips, side, true)
+	split := time.Since(l.start)
 	time.Sleep(hold) // the split lasts this long, under load
 	cut(t, ips, side, false)
+	healed := time.Since(l.start)
 	time.Sleep(6 * time.Second) // the heal: the nodes find each other again and hand slots back
 	close(stop)
 	wg.Wait()
 	most := 0
 	for _, k := range keys {
 		most = max(most, l.admitted[k])
+		if l.admitted[k] > splitLimit {
+			t.Logf("%s (slot %d) admitted %d times (split at %.2fs, heal at %.2fs), by client of node@seconds: %v",
+				k, cluster.Slot([]byte(k)), l.admitted[k], split.Seconds(), healed.Seconds(), l.when[k])
+		}
 	}
 	t.Logf("%d nodes, %v cut off for %v: most admissions of one key %d (limit %d); replies %v",
 		nodes, side, hold, most, splitLimit, l.replies)
@@ -207,27 +234,22 @@ func TestSplitOneOfThree(t *testing.T) {
 	assert.Positive(t, replies["CLUSTERDOWN"], "the node cut off stops serving")
 }
 
-// healOpen skips the 2/2 and 3/2 tests unless RL_SPLIT_HEAL=1: in about
-// one run in four, one key still admits its limit twice across the split
-// and its heal, a cause not yet found (docs/cluster.md, "Safety").
-func healOpen(t *testing.T) {
-	if os.Getenv("RL_SPLIT_HEAL") != "1" {
-		t.Skip("an open intermittent over-admission at heal (one key, about one run in four); RL_SPLIT_HEAL=1 runs it")
-	}
-}
-
 // TestSplitTwoOfFour: a 2/2 split has no majority: both sides stop, and
 // the heal resets nothing (finding 2).
 func TestSplitTwoOfFour(t *testing.T) {
-	healOpen(t)
 	most, _ := splitRun(t, 4, map[int]bool{2: true, 3: true}, 6*time.Second)
 	assert.LessOrEqual(t, most, splitLimit, "a key admitted above its limit through the split and its heal")
 }
 
 // TestSplitTwoOfFive: 3/2, with heal (finding 2: the minority used to hand
-// slots back in replace mode and reset the majority's keys).
+// slots back in replace mode and reset the majority's keys). Five of the
+// thirty keys have their owner and backup both in the minority: the
+// majority used to serve them from nothing after the takeover's wait (40
+// of 20 each, every run); now they are lost there until the heal
+// (takeover_lost.go). And an import that timed out into serving while its
+// old owner still served the slot admitted one key twice in about one
+// heal of four; now an import ends only with DONE, a death or RELEASED.
 func TestSplitTwoOfFive(t *testing.T) {
-	healOpen(t)
 	most, _ := splitRun(t, 5, map[int]bool{3: true, 4: true}, 6*time.Second)
 	assert.LessOrEqual(t, most, splitLimit, "a key admitted above its limit through the split and its heal")
 }

@@ -253,7 +253,7 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 // the heal: error and deny never above the limit; local at most one limit
 // per node, each deciding from its own state; allow none (it fails open).
 // The whole run's factor, heal included, is logged, not asserted: a 2/2
-// heal still over-admits now and then (TestSplitTwoOfFour, RL_SPLIT_HEAL).
+// heal over-admitted now and then (TestSplitTwoOfFour now asserts it does not).
 func TestOwnerUnreachableFactors(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespace tests need root")

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Why a keyed command was answered as down, counted apart in RL.CLUSTER
+// INFO (down_lease, down_takeover, down_lost, down_waiting) and logged at
+// most once a second each, so that an operator (and a test) can tell a
+// node that lost its quorum from one waiting out a dead owner's lease, one
+// whose slots' state is lost (takeover_lost.go), and one still joining.
+const (
+	downLease    = iota // no lease: this node cannot reach a majority
+	downTakeover        // a slot gained from a dead owner, within the takeover's wait
+	downLost            // a slot whose owner and backups were declared dead
+	downWaiting         // the view waits for this node's join
+	downReasons
+)
+
+var downNames = [downReasons]string{"lease", "takeover", "lost", "waiting"}
+
+// downs counts the keyed commands answered as down, by reason.
+type downs struct {
+	n      [downReasons]atomic.Int64
+	logged [downReasons]atomic.Int64 // unix ns of the last log line
+}
+
+// downReason says why this node may not serve slot for c now.
+func (s *Server) downReason(c *client, slot int) int {
+	cn := s.cl
+	now := s.leaseNow(c)
+	switch {
+	case !cn.lease.ServesAt(now):
+		return downLease
+	case cn.takeover.Load().Lost(slot):
+		return downLost
+	}
+	return downTakeover
+}
+
+// noteDown counts a down reply for why, and logs it if none of its kind
+// was logged within the last second.
+func (s *Server) noteDown(why, slot int) {
+	d := &s.cl.down
+	d.n[why].Add(1)
+	now := time.Now().UnixNano()
+	last := d.logged[why].Load()
+	if now-last < int64(time.Second) || !d.logged[why].CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("cluster: keyed commands answered as down", "reason", downNames[why], "slot", slot,
+		"total", d.n[why].Load())
+}
+
+// downPairs are RL.CLUSTER INFO's counts of down replies by reason.
+func (cn *clusterNode) downPairs() []pair {
+	ps := make([]pair, downReasons)
+	for i := range ps {
+		ps[i] = pair{"down_" + downNames[i], cn.down.n[i].Load()}
+	}
+	return ps
+}

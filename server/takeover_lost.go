@@ -1,0 +1,153 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// A slot's state lives on its owner and, with --replicas, on its backups:
+// the owners the slot would have without its owner. When the owner is
+// declared dead, its backup takes the slot over from its copies. When the
+// owner and the backup are both declared dead (both on the minority side
+// of a 3/2 split, say, or killed together), no member this node sees has
+// the slot's state, and the node the table now names would serve it from
+// nothing: every key of it admitted its limit again (the 3/2 split test:
+// five keys of thirty, 40 admissions of a limit of 20).
+//
+// So, as a Redis Cluster whose master and replicas are all gone leaves
+// their slots uncovered, a node serves a slot it gains from a dead owner
+// only if it holds the slot's copies from that owner: a full sync of the
+// owner's (RL.PEER SYNC, on a connection whose handshake named the owner)
+// named the slot among those it backs up, and nothing dropped them since. A process that restarted, or a backup the owner
+// never reached (it was cut off, paused, or named another backup in a
+// table of its own), holds none. Otherwise the slot is lost here:
+// keyed commands for it are answered as down (--owner-unreachable), until
+// the owner or its backup comes back (the table then gives the slot to it,
+// and this node hands nothing over: it never served the slot), or an
+// operator forgets them with RL.CLUSTER FORGET, which serves the slot from
+// what is left. Without replicas nothing holds a copy, and a dead owner's
+// slots are served from empty state, as docs/cluster.md says.
+//
+// A lost slot the table moves to another node (a member came back that
+// ranks above this node for it) is forgone here: this node hands nothing
+// over, and answers the new owner's RL.PEER RELEASED that it holds it, so
+// that the new owner does not serve it from nothing either; it waits for
+// the holder to come back, as this node did.
+
+// noteLost recomputes the lost slots for the view change from old to nv
+// (see cluster.NextLost). It runs after noteTakeovers; the caller holds
+// switchMu.
+func (s *Server) noteLost(old, nv *cluster.View) {
+	cn := s.cl
+	if cn.lease == nil {
+		return
+	}
+	var held func(int, string) bool
+	if cn.repl != nil {
+		held = cn.repl.heldBy
+	}
+	tk, unlost, fresh := cluster.NextLost(cn.takeover.Load(), old, nv, held)
+	cn.takeover.Store(tk)
+	cn.ho.unlost = (*slotBits)(unlost)
+	for slot := range cluster.Slots {
+		switch {
+		case cn.ho.unlost.has(slot):
+			cn.ho.forgone[slot/64] |= 1 << (slot % 64)
+		case nv.Table.Owner(slot).Name == nv.Self && !tk.Lost(slot):
+			cn.ho.forgone[slot/64] &^= 1 << (slot % 64)
+		}
+	}
+	if fresh > 0 {
+		s.log.Warn("cluster: slots whose owner and backup were both declared dead are not served: no member this node sees holds their state (they come back with either, or with RL.CLUSTER FORGET)",
+			"slots", fresh)
+	}
+}
+
+// forgetLost serves the lost slots from what this node has: an operator
+// said a member will not come back (RL.CLUSTER FORGET).
+func (cn *clusterNode) forgetLost() {
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	if tk := cn.takeover.Load(); tk.LostSlots() > 0 {
+		cn.takeover.Store(tk.WithLost(&[cluster.Slots / 64]uint64{}))
+	}
+	cn.ho.forgone = slotBits{}
+}
+
+// syncs records, on a backup, which owner's full sync last brought each
+// slot's copies: the precise answer to whether this node holds a slot's
+// state when its owner dies (see heldBy).
+type syncs struct {
+	mu   sync.Mutex
+	from [cluster.Slots]string // guarded by mu; "" for none
+}
+
+// noteSync records a full sync from owner: it dropped the copies of the
+// slots in drop, and brings those of the slots in backed, the ones the
+// owner's table makes this node back up (this node's table may lag
+// behind the owner's: a join the owner saw first). An owner that predates
+// backed says nothing of which: none counts as held.
+func (r *replicator) noteSync(owner string, drop, backed []byte) {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	for slot := range cluster.Slots {
+		bit := byte(1) << (slot % 8)
+		switch {
+		case backed != nil && backed[slot/8]&bit != 0 && owner != "":
+			r.syncs.from[slot] = owner
+		case drop[slot/8]&bit != 0:
+			r.syncs.from[slot] = ""
+		}
+	}
+}
+
+// noteKept records that the copies keepHanded kept of slots are their new
+// owner's state: what this node handed it. Without it a new owner that
+// died before its first full sync here left its slots lost on this node,
+// which holds their state (TestLostSlotsAfterJoin).
+func (r *replicator) noteKept(t *cluster.Table, slots []int) {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	for _, slot := range slots {
+		r.syncs.from[slot] = t.Owner(slot).Name
+	}
+}
+
+// sendSync sends RL.PEER SYNC drop backed, or drop alone to a node that
+// predates backed (it answers NOPERM to the longer form).
+func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte) error {
+	err := p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("SYNC"), drop, backed}})
+	var pe *peerError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.msg, errPeerAuth[:6]) {
+		err = p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("SYNC"), drop}})
+	}
+	return err
+}
+
+// forgetSyncs forgets the syncs of the slots whose copies go.
+func (r *replicator) forgetSyncs(in func(slot int) bool) {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	for slot := range cluster.Slots {
+		if r.syncs.from[slot] != "" && in(slot) {
+			r.syncs.from[slot] = ""
+		}
+	}
+}
+
+// heldBy reports whether this node holds slot's copies from owner's full sync.
+func (r *replicator) heldBy(slot int, owner string) bool {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	return r.syncs.from[slot] == owner
+}
+
+// forgone reports whether slot was lost here and is another node's now.
+func (cn *clusterNode) forgone(slot int) bool {
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	return cn.ho.forgone.has(slot)
+}
