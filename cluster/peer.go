@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -248,6 +249,10 @@ type peerConn struct {
 
 	raw      syscall.RawConn // nc's socket, for staleLocked; nil until dialled, or if it has none
 	lastSent time.Time       // the deadline of the last batch queued (see staleLocked)
+	// fairFrom is when the connection became ready plus half the timeout:
+	// a batch whose deadline comes before it had no fair chance of a reply
+	// (see ErrNoAnswerYet). Set before readLoop starts.
+	fairFrom time.Time
 }
 
 // call is one batch on a connection.
@@ -266,6 +271,15 @@ const maxSpare = 1 << 20
 // errNoReplyInTime is a batch whose replies did not all come by its deadline.
 var errNoReplyInTime = errors.New("no reply in time")
 
+// ErrNoAnswerYet wraps a timeout on a new connection the peer had not
+// answered in time: its handshake did not finish, or finished when less
+// than half of the first batch's time was left. A process that restarts
+// binds its port before it serves (it advertises the port), so a peer
+// that dials it meanwhile connects and waits, where a refusal would have
+// told it to try again; callers may treat this error as they treat a
+// refused connection.
+var ErrNoAnswerYet = errors.New("no answer yet on a new connection")
+
 func newPeerConn() *peerConn {
 	return &peerConn{pending: make(chan *call, maxPending), wake: make(chan struct{}, 1)}
 }
@@ -281,6 +295,9 @@ func (pc *peerConn) dial(addr string, cfg PeersConfig) {
 		if err = handshake(ctx, nc, cfg); err != nil {
 			_ = nc.Close()
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", ErrNoAnswerYet, err)
+		}
 	}
 	pc.mu.Lock()
 	switch {
@@ -290,6 +307,7 @@ func (pc *peerConn) dial(addr string, cfg PeersConfig) {
 		_ = nc.Close()
 	default:
 		pc.nc, pc.raw = nc, rawOf(nc)
+		pc.fairFrom = time.Now().Add(cfg.Timeout / 2)
 	}
 	pc.mu.Unlock()
 	if pc.nc == nil {

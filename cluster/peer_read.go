@@ -31,10 +31,14 @@ type replyReader struct {
 // Each call's replies must all have come by its deadline.
 func (pc *peerConn) readLoop(r *bufio.Reader) {
 	rr := &replyReader{r: r}
+	answered := false
 	for c := range pc.pending {
 		replies, err := rr.read(c.n, func() { _ = pc.nc.SetReadDeadline(c.deadline) })
 		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded) && !answered && c.deadline.Before(pc.fairFrom):
+				err = fmt.Errorf("%w: %w: %w", ErrNoAnswerYet, errNoReplyInTime, context.DeadlineExceeded)
+			case errors.Is(err, os.ErrDeadlineExceeded):
 				err = fmt.Errorf("%w: %w", errNoReplyInTime, context.DeadlineExceeded)
 			}
 			pc.close(err)
@@ -42,6 +46,7 @@ func (pc *peerConn) readLoop(r *bufio.Reader) {
 			pc.failAll()
 			return
 		}
+		answered = true
 		c.r.Replies(replies, nil)
 	}
 }

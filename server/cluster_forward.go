@@ -104,9 +104,9 @@ func (b *remoteBatch) Replies(replies [][]byte, err error) {
 
 // retry answers each request of a batch whose owner failed.
 func (b *remoteBatch) retry(err error) {
-	until := time.Now().Add(restartWait)
+	w := &restartWindow{until: time.Now().Add(restartWait)} // one for the batch: its requests are retried in turn
 	for i := range b.items {
-		b.laters[i].Finish(b.s.retryElsewhere(b, i, err, until))
+		b.laters[i].Finish(b.s.retryElsewhere(b, i, err, w))
 	}
 	b.s.cl.freeBatch(b)
 }
@@ -142,13 +142,14 @@ func (cn *clusterNode) freeBatch(b *remoteBatch) {
 //
 // An owner that refused the connection, or closed it, may be restarting
 // at once (kill -9 and a supervisor): while the table still names it, the
-// request goes to it again until until, restartWait after the failure,
-// so that a quick restart fails no request of the other nodes' clients.
-func (s *Server) retryElsewhere(b *remoteBatch, i int, err error, until time.Time) []byte {
+// request goes to it again within w (restartWait after the failure: see
+// restartWindow), so that a quick restart fails no request of the other
+// nodes' clients.
+func (s *Server) retryElsewhere(b *remoteBatch, i int, err error, w *restartWindow) []byte {
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
 		owner := s.cl.view().Table.Owner(b.items[i].slot)
 		same := owner.Name == b.owner.Name
-		if same && !(restarting(err) && time.Now().Add(pause).Before(until)) {
+		if same && !(restarting(err) && time.Now().Add(pause).Before(w.until)) {
 			break
 		}
 		if same {
@@ -162,8 +163,28 @@ func (s *Server) retryElsewhere(b *remoteBatch, i int, err error, until time.Tim
 			break
 		}
 		err = err2
+		w.note(err)
 	}
 	return s.unreachableReply(b.items[i].cm, b.owner, err)
+}
+
+// restartWindow is how long a request goes on asking an owner that looks
+// restarted: until, restartWait after the first failure. A try that found
+// the owner's port bound but the process not answering yet (a new
+// connection it answered nothing on: cluster.ErrNoAnswerYet) spent up to
+// --cluster-timeout waiting on a process that is there, so it opens the
+// window once more, from then: under -race on a loaded host a restarted
+// node took about a second from binding its port to serving, and the
+// request gave up in between.
+type restartWindow struct {
+	until    time.Time
+	extended bool
+}
+
+func (w *restartWindow) note(err error) {
+	if !w.extended && errors.Is(err, cluster.ErrNoAnswerYet) {
+		w.until, w.extended = time.Now().Add(restartWait), true
+	}
 }
 
 // restartWait bounds how long a request waits for an owner that refuses
@@ -173,10 +194,13 @@ func (s *Server) retryElsewhere(b *remoteBatch, i int, err error, until time.Tim
 const restartWait = time.Second
 
 // restarting reports whether err says the peer's process is not there
-// (refused, reset, closed), rather than slow: a timeout already waited.
+// (refused, reset, closed), or not serving yet (it answered nothing on a
+// new connection: a restarted process binds its port before it serves),
+// rather than slow: a timeout on a connection that answered already waited.
 func restarting(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, cluster.ErrNoAnswerYet)
 }
 
 // request is the i-th request's bytes.

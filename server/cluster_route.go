@@ -241,11 +241,12 @@ func (s *Server) runEntered(c *client, cm *command, args [][]byte, ticket uint32
 // forwardNow forwards one command and waits for its reply.
 func (s *Server) forwardNow(c *client, cm *command, args [][]byte, r route) {
 	reps, err := s.forward(r.owner, [][][]byte{hopArgs(c, args)})
-	until := time.Now().Add(restartWait) // an owner restarting at once: see retryElsewhere
-	for pause := 5 * time.Millisecond; err != nil && restarting(err) && time.Now().Add(pause).Before(until) &&
+	w := restartWindow{until: time.Now().Add(restartWait)} // an owner restarting at once: see retryElsewhere
+	for pause := 5 * time.Millisecond; err != nil && restarting(err) && time.Now().Add(pause).Before(w.until) &&
 		s.cl.view().Table.Owner(r.slot).Name == r.owner.Name; pause = min(2*pause, 100*time.Millisecond) {
 		time.Sleep(pause)
 		reps, err = s.forward(r.owner, [][][]byte{hopArgs(c, args)})
+		w.note(err)
 	}
 	if err != nil {
 		// The owner may have just left: if the slot has another owner now, go there once.
