@@ -36,12 +36,18 @@ func TestClusterProcessLeasesFailover(t *testing.T) {
 	}
 	f := &leaseFailover{
 		pools: keysWhere(20, "pool:", ofP1), swaps: keysWhere(20, "swap:", ofP1),
-		budgets: keysWhere(10, "llm:", ofP1), late: keysWhere(10, "late:", ofP1),
+		budgets: keysWhere(10, "llm:", ofP1), late: keysWhere(10, "late:", ofP1), policed: keysWhere(5, "pol:", ofP1),
 		load: &leaseLoad{keys: keysWhere(40, "c:", ofP1), admitted: map[string]int{}},
 	}
 	f.load.pools = f.pools
 	ctx := context.Background()
 	c0 := newClient(t, ps[0].addr)
+	require.NoError(t, c0.Do(ctx, "RL.POLICY", "SET", "up", "FIXED", 10_000_000, "1h", "TOKEN", 10_000_000, 10_000_000, "1h").Err())
+	for _, p := range ps {
+		c := newClient(t, p.addr)
+		require.Eventually(t, func() bool { return c.Do(ctx, "RL.POLICY", "GET", "up").Err() == nil }, deadline, 10*time.Millisecond,
+			"%s has the policy", p.name)
+	}
 	f.setUp(ctx, t, c0)
 	// A marker per backup, written last: once both backups hold them, they
 	// hold everything written before.
@@ -49,7 +55,8 @@ func TestClusterProcessLeasesFailover(t *testing.T) {
 	for _, k := range markers {
 		require.Equal(t, int64(1), must(c0.Do(ctx, "RL.ACQUIRE", k, 1, "1h").Slice())[0])
 	}
-	keys := len(f.pools) + len(f.swaps) + 2*len(f.budgets) + 2*len(f.late) + len(markers) // a budget and its ledger
+	keys := len(f.pools) + len(f.swaps) + 2*len(f.budgets) + 2*len(f.late) + len(markers) + // a budget and its ledger
+		3*len(f.policed) // two rules and the policy's ledger
 	waitCopies(t, keys, ps[0], ps[2])
 
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -65,6 +72,7 @@ func TestClusterProcessLeasesFailover(t *testing.T) {
 
 	f.checkPools(ctx, t, c0)
 	f.checkBudgets(ctx, t, c0)
+	f.checkPoliced(ctx, t, c0)
 	f.checkLoad(ctx, t, c0)
 }
 
@@ -75,6 +83,7 @@ func TestClusterProcessLeasesFailover(t *testing.T) {
 // commits just before the kill, and the load's keys.
 type leaseFailover struct {
 	pools, swaps, budgets, late []string
+	policed                     []string // a reservation u1 of 3,000,000 (above 2^20) against policy up
 	load                        *leaseLoad
 }
 
@@ -91,10 +100,27 @@ func (f *leaseFailover) setUp(ctx context.Context, t *testing.T, c *redis.Client
 			acq = append(acq, pipe.Do(ctx, "RL.RESERVE", k, "FIXED", 100, "1h", "COST", 30, "TTL", "1h", "ID", id))
 		}
 	}
+	for _, k := range f.policed {
+		acq = append(acq, pipe.Do(ctx, "RL.RESERVE", k, "POLICY", "up", "COST", 3_000_000, "TTL", "1h", "ID", "u1"))
+	}
 	_, err := pipe.Exec(ctx)
 	require.NoError(t, err)
 	for _, cmd := range acq {
 		require.Equal(t, int64(1), must(cmd.Slice())[0], "%v", cmd.Args())
+	}
+}
+
+// checkPoliced: a reservation against a policy's rules, of an estimate
+// above 2^20, is outstanding once on the new owner, and commits once on
+// every rule.
+func (f *leaseFailover) checkPoliced(ctx context.Context, t *testing.T, c *redis.Client) {
+	for _, k := range f.policed {
+		v := answer(t, c, "RL.RESERVE", k, "POLICY", "up", "COST", 3_000_000, "TTL", "1h", "ID", "u1").([]any)
+		assert.Equal(t, int64(1), v[0], "%s: u1 is outstanding, a retried reserve is admitted", k)
+		assert.Equal(t, int64(1), answer(t, c, "RL.COMMIT", k, "u1", "ACTUAL", 1_000_000, "POLICY", "up"), "%s u1 commits once", k)
+		assert.Equal(t, int64(0), answer(t, c, "RL.COMMIT", k, "u1", "ACTUAL", 1_000_000, "POLICY", "up"), "%s u1 not twice", k)
+		v = answer(t, c, "RL.CHECK", "up", k, "PEEK").([]any)
+		assert.Equal(t, int64(8_999_999), v[2], "%s: the binding rule was charged 1,000,000, once", k)
 	}
 }
 
