@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,4 +74,27 @@ func TestReservations(t *testing.T) {
 	assert.True(t, r.Allowed, "full again")
 	_, err = c.RefundRule(ctx, "llm", client.Rule{Algorithm: "FIXED", Limit: 10, Window: time.Minute}, 1)
 	assert.Error(t, err, "a TOKEN key refunded as FIXED: WRONGTYPE")
+}
+
+func TestPolicyReservations(t *testing.T) {
+	rdb, ctx := redis.NewClient(&redis.Options{Addr: startRlstore(t)}), context.Background()
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := client.New(rdb)
+	require.NoError(t, rdb.Do(ctx, "RL.POLICY", "SET", "up", "FIXED", 10_000_000_000, "1d", "TOKEN", 1000, 1000, "1m").Err())
+	r, err := c.ReservePolicy(ctx, "acme", "up", 600, time.Minute, "u1")
+	require.NoError(t, err)
+	assert.True(t, r.Allowed)
+	assert.Equal(t, "u1", r.ID)
+	assert.Equal(t, int64(400), r.Remaining, "the token rule binds")
+	ok, err := c.CommitPolicy(ctx, "acme", "up", "u1", 100)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = c.CommitPolicy(ctx, "acme", "up", "u1", 100)
+	require.NoError(t, err)
+	assert.False(t, ok, "a second commit")
+	r, err = c.ReservePolicy(ctx, "acme", "up", 50, time.Minute, "")
+	require.NoError(t, err)
+	ok, err = c.CancelPolicy(ctx, "acme", "up", r.ID)
+	require.NoError(t, err)
+	assert.True(t, ok)
 }
