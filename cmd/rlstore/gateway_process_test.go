@@ -152,3 +152,32 @@ func TestProcessGatewayTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessGatewayStopIncrement: with --rls-stop-increment-when-overlimit
+// yes, calls over the /login limit leave the address's quota alone.
+func TestProcessGatewayStopIncrement(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(gatewayYAML+`  - key: path
+    value: /login
+    rate_limit: {unit: hour, requests_per_unit: 1}
+`), 0o644))
+	p := startProc(t, nil, "--port", "0", "--grpc-port", "0", "--rls-config", dir, "--rls-stop-increment-when-overlimit", "yes")
+	conn, err := grpc.NewClient(p.WaitLog(t, grpcLine)[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	addr := &pbstruct.RateLimitDescriptor{Entries: []*pbstruct.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "10.1.2.3"}}}
+	login := &pbstruct.RateLimitDescriptor{Entries: []*pbstruct.RateLimitDescriptor_Entry{{Key: "path", Value: "/login"}}}
+	rls := pb.NewRateLimitServiceClient(conn)
+	var codes []string
+	for range 3 {
+		resp, err := rls.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api", Descriptors: []*pbstruct.RateLimitDescriptor{addr, login}})
+		require.NoError(t, err)
+		codes = append(codes, resp.OverallCode.String())
+	}
+	assert.Equal(t, []string{"OK", "OVER_LIMIT", "OVER_LIMIT"}, codes)
+	resp, err := rls.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api", Descriptors: []*pbstruct.RateLimitDescriptor{addr}})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(1), resp.Statuses[0].LimitRemaining, "only the first call counted on the address (limit 3)")
+}
