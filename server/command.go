@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
@@ -143,7 +144,7 @@ type client struct {
 	id        int64
 	resp      int // protocol version: 2 or 3
 	authed    bool
-	user      *aclUser      // the ACL file's user it authenticated as; nil: the default user without an ACL file
+	user      *auth.User    // the ACL file's user it authenticated as; nil: the default user without an ACL file
 	authFails int           // wrong passwords sent, for maxAuthFailures
 	errs      int64         // error replies written, for INFO commandstats' failed_calls
 	mark      time.Duration // when the batch's last command ended (Server.monotonic), or 0 between batches

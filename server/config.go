@@ -5,6 +5,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/glob"
 )
 
 // configParam is one parameter CONFIG GET shows. check and set are nil for
@@ -51,7 +53,7 @@ func cmdConfigGet(s *Server, c *client, args [][]byte) {
 	var pairs []pair
 	for _, p := range configParams() {
 		for _, pat := range args[2:] {
-			if globMatch(bytes.ToLower(pat), []byte(p.name)) {
+			if glob.Match(bytes.ToLower(pat), []byte(p.name)) {
 				pairs = append(pairs, pair{p.name, p.get(s)})
 				break
 			}

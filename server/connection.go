@@ -4,6 +4,8 @@ import (
 	"crypto/subtle"
 	"strings"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/auth"
 )
 
 // Replies of the connection commands, in Redis's words.
@@ -110,19 +112,19 @@ func (s *Server) login(c *client, cred [][]byte) bool {
 	if len(cred) == 2 {
 		user = string(cred[0])
 	}
-	delay, wait := s.guard.admit(c.addr, user, now)
+	delay, wait := s.guard.Admit(c.addr, user, now)
 	if wait > 0 {
-		s.refuseAuth(c, errAuthBlocked(wait))
+		s.refuseAuth(c, auth.BlockedReply(wait))
 		return false
 	}
 	time.Sleep(delay) // only this connection waits: its goroutine holds nothing
 	u, ok := s.authenticate(cred)
 	if !ok {
-		s.guard.failed(c.addr, now)
+		s.guard.Failed(c.addr, now)
 		s.wrongPass(c)
 		return false
 	}
-	s.guard.passed(c.addr, user)
+	s.guard.Passed(c.addr, user)
 	c.user, c.authed = u, true
 	return true
 }

@@ -86,7 +86,7 @@ func (s *Server) ran(c *client, cm *command, args [][]byte, start time.Duration,
 // refusedByACL refuses cm with -NOPERM, and says so, if c's user may not
 // run it on its keys.
 func (s *Server) refusedByACL(c *client, cm *command, args [][]byte) bool {
-	reply := c.user.may(cm, args)
+	reply := mayRun(c.user, cm, args)
 	if reply == "" {
 		return false
 	}

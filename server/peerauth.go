@@ -4,12 +4,13 @@ import (
 	"errors"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/auth"
 )
 
 // The node-to-node handshake's side on the node that is dialled (see
 // cluster.Challenge). A connection gets one HELLO and one AUTH: a failure
 // at either closes it. The brute-force guard counts the handshake as a
-// user of its own (peerUser) at the client's address: a handshake from an
+// user of its own (auth.PeerUser) at the client's address: a handshake from an
 // address that must wait is refused unchecked, as is one from an address
 // locked out for every user, and a wrong proof counts toward both.
 
@@ -26,15 +27,15 @@ func (s *Server) peerHello(c *client, args [][]byte) {
 		return
 	}
 	now := s.cfg.Clock()
-	if wait := s.guard.blocked(c.addr, peerUser, now); wait > 0 {
+	if wait := s.guard.Blocked(c.addr, auth.PeerUser, now); wait > 0 {
 		s.authFailures.Add(1)
-		c.conn.WriteError(errAuthBlocked(wait))
+		c.conn.WriteError(auth.BlockedReply(wait))
 		s.closeAfterReply(c)
 		return
 	}
 	ch, err := cluster.ParseHello(args[2:])
 	if err != nil {
-		s.guard.failed(c.addr, now)
+		s.guard.Failed(c.addr, now)
 		reply := errPeerFrame
 		if errors.Is(err, cluster.ErrHandshakeVersion) {
 			reply = errPeerVersion
@@ -56,8 +57,8 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	// behind that are no guesses. It is not held like AUTH (a node dials
 	// with --cluster-timeout to finish): one try per connection, and the
 	// limit, bound guessing.
-	if _, wait := s.guard.admit(c.addr, peerUser, now); wait > 0 {
-		s.peerRefused(c, errAuthBlocked(wait))
+	if _, wait := s.guard.Admit(c.addr, auth.PeerUser, now); wait > 0 {
+		s.peerRefused(c, auth.BlockedReply(wait))
 		return
 	}
 	var key []byte
@@ -65,11 +66,11 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 		key = ch.Verify(s.peerKeys(), args[2])
 	}
 	if key == nil {
-		s.guard.failed(c.addr, now)
+		s.guard.Failed(c.addr, now)
 		s.peerRefused(c, errPeerAuth)
 		return
 	}
-	s.guard.passed(c.addr, peerUser)
+	s.guard.Passed(c.addr, auth.PeerUser)
 	c.shake = &cluster.Challenge{} // spent: a second AUTH finds no nonce
 	// No user: the node that accepted a forwarded request checked its
 	// client's rights already (TestACLOverForwarding).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/region"
+	"github.com/rlstore/rlstore/server/internal/glob"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -184,7 +185,7 @@ func (s *Server) peerKeys() [][]byte {
 // global reports whether key is decided across regions: not matched by --region-local.
 func (rn *regionNode) global(key []byte) bool {
 	for _, p := range rn.local {
-		if globMatch(p, key) {
+		if glob.Match(p, key) {
 			return false
 		}
 	}

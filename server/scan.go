@@ -3,6 +3,8 @@ package server
 import (
 	"math"
 	"strconv"
+
+	"github.com/rlstore/rlstore/server/internal/glob"
 )
 
 // errArgCursor is Redis's reply to a SCAN cursor that is not a number.
@@ -70,7 +72,7 @@ func writeKeys(c *client, keys [][]byte) {
 func (s *Server) filterKeys(keys [][]byte, from int, f keyFilter) [][]byte {
 	out := keys[:from]
 	for _, k := range keys[from:] {
-		if f.pattern != nil && !globMatch(f.pattern, k) {
+		if f.pattern != nil && !glob.Match(f.pattern, k) {
 			continue
 		}
 		kind, _, live := s.lookup(k, f.now)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
@@ -139,10 +140,10 @@ type Server struct {
 	renamed   bool     // rename-command renamed some command (see resolveFor)
 	hop       *command // RL.HOP, which resolveFor tries first for a peer
 
-	pass       atomic.Pointer[string] // requirepass, which CONFIG SET can change
-	acl        atomic.Pointer[acl]    // the ACL file's users; nil without one
-	guard      *authGuard             // nil when off
-	mem        *resp.Budget           // the budget of all clients' replies
+	pass       atomic.Pointer[string]   // requirepass, which CONFIG SET can change
+	acl        atomic.Pointer[auth.ACL] // the ACL file's users; nil without one
+	guard      *auth.Guard              // nil when off
+	mem        *resp.Budget             // the budget of all clients' replies
 	maxClients atomic.Int64
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
@@ -189,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 	s.pass.Store(&cfg.RequirePass)
 	s.info.runID = newRunID()
 	if cfg.ACLFile != "" {
-		a, err := loadACL(cfg.ACLFile)
+		a, err := auth.Load(cfg.ACLFile)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +198,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	var err error
-	if s.guard, err = newAuthGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
+	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
 	}
 	s.maxClients.Store(int64(cfg.MaxClients))

@@ -1,4 +1,4 @@
-package server
+package glob
 
 import (
 	"strings"
@@ -46,7 +46,7 @@ func TestGlobMatchLikeRedis(t *testing.T) {
 	for pat, want := range cases {
 		var got []string
 		for _, k := range keys {
-			if globMatch([]byte(pat), []byte(k)) {
+			if Match([]byte(pat), []byte(k)) {
 				got = append(got, k)
 			}
 		}
@@ -59,11 +59,11 @@ func TestGlobMatchLikeRedis(t *testing.T) {
 func TestGlobMatchHostile(t *testing.T) {
 	s := []byte(strings.Repeat("a", 10000))
 	pat := []byte(strings.Repeat("*a", 100) + "b")
-	assert.False(t, globMatch(pat, s))
-	assert.True(t, globMatch([]byte(strings.Repeat("*a", 100)), s))
+	assert.False(t, Match(pat, s))
+	assert.True(t, Match([]byte(strings.Repeat("*a", 100)), s))
 }
 
-// FuzzGlob compares globMatch with a naive recursive matcher over the same tokens.
+// FuzzGlob compares Match with a naive recursive matcher over the same tokens.
 func FuzzGlob(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"a*b?c", "axxbyc"}, {"*[a-c]*", "zzbzz"}, {`\*[^]]`, "*x"}, {"[", ""}, {"**?", "q"},
@@ -74,20 +74,20 @@ func FuzzGlob(f *testing.F) {
 		if len(pat) > 24 || len(s) > 24 || strings.Count(string(pat), "*") > 6 {
 			return // keep the reference's exponential search small
 		}
-		if got, want := globMatch(pat, s), globNaive(pat, s); got != want {
-			t.Fatalf("globMatch(%q, %q) = %v, want %v", pat, s, got, want)
+		if got, want := Match(pat, s), naive(pat, s); got != want {
+			t.Fatalf("Match(%q, %q) = %v, want %v", pat, s, got, want)
 		}
 	})
 }
 
-// globNaive tries every split at every star.
-func globNaive(pat, s []byte) bool {
+// naive tries every split at every star.
+func naive(pat, s []byte) bool {
 	switch {
 	case len(pat) == 0:
 		return len(s) == 0
 	case pat[0] == '*':
 		for i := 0; i <= len(s); i++ {
-			if globNaive(pat[1:], s[i:]) {
+			if naive(pat[1:], s[i:]) {
 				return true
 			}
 		}
@@ -96,5 +96,5 @@ func globNaive(pat, s []byte) bool {
 		return false
 	}
 	next, ok := globOne(pat, 0, s[0])
-	return ok && globNaive(pat[next:], s[1:])
+	return ok && naive(pat[next:], s[1:])
 }

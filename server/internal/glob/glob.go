@@ -1,6 +1,8 @@
-package server
+// Package glob matches Redis glob patterns, as KEYS, SCAN MATCH, CONFIG GET
+// and ACL key patterns use them.
+package glob
 
-// globMatch reports whether s matches the Redis glob pattern pat, byte by
+// Match reports whether s matches the Redis glob pattern pat, byte by
 // byte as Redis's stringmatchlen does: '*' matches any run of bytes, also
 // none; '?' any one byte; "[abc]" one of the bytes listed, "[^abc]" one not
 // listed, "[a-z]" one in a range; and "\x" the byte x itself.
@@ -14,7 +16,7 @@ package server
 // passed, which is enough because a later '*' can absorb whatever an earlier
 // one would have: the work is at most len(s)·len(pat), however many stars a
 // hostile pattern holds.
-func globMatch(pat, s []byte) bool {
+func Match(pat, s []byte) bool {
 	p, i := 0, 0
 	star, mark := -1, 0 // the pattern just after the last '*', and where s stood then
 	for i < len(s) {
