@@ -1,6 +1,10 @@
 package server
 
-import "time"
+import (
+	"time"
+
+	"github.com/rlstore/rlstore/server/internal/observe"
+)
 
 // pending holds a connection's command and decision counts not yet added to
 // the server's shared counters. Those counters are atomics every connection
@@ -11,10 +15,8 @@ import "time"
 // another command runs: so whoever has seen a reply, INFO run after the
 // command on the same connection included, sees it counted.
 type pending struct {
-	cm        *command // whose runs calls, usec and buckets count
-	calls     int64
-	usec      int64
-	buckets   [len(latencyBounds) + 1]int32
+	cm        *command     // whose runs runs counts
+	runs      observe.Runs // runs of cm
 	decisions [decisionSlots]struct{ allowed, denied int32 }
 	decided   bool // decisions holds counts
 }
@@ -25,10 +27,7 @@ func (p *pending) observe(cm *command, d time.Duration) {
 		p.flushRuns()
 		p.cm = cm
 	}
-	us := d.Microseconds()
-	p.calls++
-	p.usec += us
-	p.buckets[bucketOf(us)]++
+	p.runs.Observe(d)
 }
 
 // decision counts a decision in slot.
@@ -62,17 +61,7 @@ func (p *pending) flush(s *Server) {
 
 // flushRuns adds the pending runs to their command's counters.
 func (p *pending) flushRuns() {
-	if p.calls == 0 {
-		return
+	if p.cm != nil {
+		p.runs.Flush(p.cm.stats)
 	}
-	st := p.cm.stats
-	st.calls.Add(p.calls)
-	st.usec.Add(p.usec)
-	for i, n := range p.buckets {
-		if n != 0 {
-			st.buckets[i].Add(int64(n))
-			p.buckets[i] = 0
-		}
-	}
-	p.calls, p.usec = 0, 0
 }

@@ -39,7 +39,7 @@ type command struct {
 	wraps   int         // the argument naming the command this one runs for a peer (RL.HOP: 3); 0: none
 	secret  secretFunc  // its arguments may be passwords or proofs: the slow log keeps its name only, and MONITOR hides what this returns; nil: none
 
-	stats *cmdStats // INFO commandstats; set by register, shared by a renamed command
+	stats *observe.Stats // INFO commandstats; set by register, shared by a renamed command
 }
 
 // cmdFlags are Redis's command flags, in the order COMMAND INFO lists

@@ -27,7 +27,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	case cm == nil:
 		reject(c, reply)
 	case !c.authed && cm.flags&flagNoAuth == 0:
-		cm.stats.rejected.Add(1)
+		cm.stats.Rejected.Add(1)
 		reject(c, errNoAuth)
 	case c.user != nil && cm.flags&flagNoAuth == 0 && s.refusedByACL(c, cm, args):
 	case c.multi && cm.flags&flagNoQueue == 0:
@@ -78,9 +78,11 @@ func (s *Server) ran(c *client, cm *command, args [][]byte, start time.Duration,
 	d := end - start
 	c.pend.observe(cm, d)
 	if c.errs != errs {
-		cm.stats.failed.Add(1)
+		cm.stats.Failed.Add(1)
 	}
-	s.recordSlow(c, cm, args, d)
+	if slow, spiked := s.slow.Slow(d), s.slow.Spiked(d); slow || spiked {
+		s.recordSlow(c, cm, args, d, slow, spiked)
+	}
 }
 
 // refusedByACL refuses cm with -NOPERM, and says so, if c's user may not
@@ -90,7 +92,7 @@ func (s *Server) refusedByACL(c *client, cm *command, args [][]byte) bool {
 	if reply == "" {
 		return false
 	}
-	cm.stats.rejected.Add(1)
+	cm.stats.Rejected.Add(1)
 	reject(c, reply)
 	return true
 }
@@ -125,7 +127,7 @@ func (s *Server) resolve(args [][]byte) (*command, string) {
 		cm = sub
 	}
 	if !arityFits(cm.arity, len(args)) {
-		cm.stats.rejected.Add(1)
+		cm.stats.Rejected.Add(1)
 		return nil, arityError(cm.name)
 	}
 	return cm, ""

@@ -4,22 +4,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rlstore/rlstore/server/internal/observe"
 )
 
 // namedStats is a command's full name (with "|" between a command and its
 // subcommand) and its counters.
 type namedStats struct {
 	name string
-	st   *cmdStats
+	st   *observe.Stats
 }
 
 // commandStats lists every command that has run or been rejected, by name.
 // A renamed command shows under its original name, as Redis shows it.
 func (s *Server) commandStats() []namedStats {
 	var out []namedStats
-	seen := map[*cmdStats]bool{}
+	seen := map[*observe.Stats]bool{}
 	add := func(cm *command) {
-		if !seen[cm.stats] && (cm.stats.calls.Load() > 0 || cm.stats.rejected.Load() > 0) {
+		if !seen[cm.stats] && (cm.stats.Calls.Load() > 0 || cm.stats.Rejected.Load() > 0) {
 			seen[cm.stats] = true
 			out = append(out, namedStats{cm.name, cm.stats})
 		}
@@ -38,15 +40,15 @@ func (s *Server) commandStats() []namedStats {
 func (s *Server) infoCommandStats() []pair {
 	var ps []pair
 	for _, n := range s.commandStats() {
-		calls, usec := n.st.calls.Load(), n.st.usec.Load()
+		calls, usec := n.st.Calls.Load(), n.st.Usec.Load()
 		per := 0.0
 		if calls > 0 {
 			per = float64(usec) / float64(calls)
 		}
 		ps = append(ps, pair{"cmdstat_" + n.name, "calls=" + strconv.FormatInt(calls, 10) +
 			",usec=" + strconv.FormatInt(usec, 10) + ",usec_per_call=" + strconv.FormatFloat(per, 'f', 2, 64) +
-			",rejected_calls=" + strconv.FormatInt(n.st.rejected.Load(), 10) +
-			",failed_calls=" + strconv.FormatInt(n.st.failed.Load(), 10)})
+			",rejected_calls=" + strconv.FormatInt(n.st.Rejected.Load(), 10) +
+			",failed_calls=" + strconv.FormatInt(n.st.Failed.Load(), 10)})
 	}
 	return ps
 }
@@ -57,38 +59,12 @@ func (s *Server) infoCommandStats() []pair {
 func (s *Server) infoLatencyStats() []pair {
 	var ps []pair
 	for _, n := range s.commandStats() {
-		if n.st.calls.Load() == 0 {
+		if n.st.Calls.Load() == 0 {
 			continue
 		}
-		counts := n.st.counts()
+		counts := n.st.Counts()
 		ps = append(ps, pair{"latency_percentiles_usec_" + n.name,
-			"p50=" + percentile(counts, 0.5) + ",p99=" + percentile(counts, 0.99) + ",p99.9=" + percentile(counts, 0.999)})
+			"p50=" + observe.Percentile(counts, 0.5) + ",p99=" + observe.Percentile(counts, 0.99) + ",p99.9=" + observe.Percentile(counts, 0.999)})
 	}
 	return ps
-}
-
-// counts reads the histogram's buckets.
-func (st *cmdStats) counts() []int64 {
-	out := make([]int64, len(st.buckets))
-	for i := range st.buckets {
-		out[i] = st.buckets[i].Load()
-	}
-	return out
-}
-
-// percentile returns the upper bound of the bucket holding quantile q.
-func percentile(counts []int64, q float64) string {
-	var total int64
-	for _, n := range counts {
-		total += n
-	}
-	want := int64(float64(total)*q + 0.999999)
-	var seen int64
-	for i, n := range counts {
-		seen += n
-		if seen >= want && i < len(latencyBounds) {
-			return strconv.FormatInt(latencyBounds[i], 10) + ".000"
-		}
-	}
-	return "inf"
 }

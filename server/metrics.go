@@ -10,6 +10,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -78,9 +79,9 @@ func (s *Server) writePolicyMetrics(w io.Writer) {
 func (s *Server) writeCommandMetrics(w io.Writer) {
 	for _, n := range s.commandStats() {
 		l := `command="` + labelValue(n.name) + `"`
-		counter(w, `rlstore_commands_total{`+l+`}`, n.st.calls.Load())
-		counter(w, `rlstore_commands_rejected_total{`+l+`}`, n.st.rejected.Load())
-		counter(w, `rlstore_commands_failed_total{`+l+`}`, n.st.failed.Load())
+		counter(w, `rlstore_commands_total{`+l+`}`, n.st.Calls.Load())
+		counter(w, `rlstore_commands_rejected_total{`+l+`}`, n.st.Rejected.Load())
+		counter(w, `rlstore_commands_failed_total{`+l+`}`, n.st.Failed.Load())
 		histogram(w, "rlstore_command_duration_seconds", l, n.st)
 	}
 }
@@ -240,16 +241,16 @@ func gauge(w io.Writer, name string, v float64) { vm.WriteGaugeFloat64(w, name, 
 
 // histogram writes st's latency buckets as a Prometheus histogram in
 // seconds. labels, if any, go before le.
-func histogram(w io.Writer, name, labels string, st *cmdStats) {
+func histogram(w io.Writer, name, labels string, st *observe.Stats) {
 	if labels != "" {
 		labels += ","
 	}
 	var cum int64
-	for i := range st.buckets {
-		cum += st.buckets[i].Load()
+	for i := range st.Buckets {
+		cum += st.Buckets[i].Load()
 		le := "+Inf"
-		if i < len(latencyBounds) {
-			le = strconv.FormatFloat(float64(latencyBounds[i])/1e6, 'g', -1, 64)
+		if i < len(observe.Bounds) {
+			le = strconv.FormatFloat(float64(observe.Bounds[i])/1e6, 'g', -1, 64)
 		}
 		fmt.Fprintf(w, "%s_bucket{%sle=%q} %d\n", name, labels, le, cum)
 	}
@@ -257,7 +258,7 @@ func histogram(w io.Writer, name, labels string, st *cmdStats) {
 	if labels != "" {
 		braces = "{" + strings.TrimSuffix(labels, ",") + "}"
 	}
-	fmt.Fprintf(w, "%s_sum%s %g\n", name, braces, float64(st.usec.Load())*float64(time.Microsecond)/float64(time.Second))
+	fmt.Fprintf(w, "%s_sum%s %g\n", name, braces, float64(st.Usec.Load())*float64(time.Microsecond)/float64(time.Second))
 	fmt.Fprintf(w, "%s_count%s %d\n", name, braces, cum)
 }
 

@@ -117,7 +117,7 @@ func (s *Server) commitBatch(c *client) {
 	var refuse string
 	start := time.Now()
 	err := s.cfg.Durability.Commit()
-	s.commits.observe(time.Since(start))
+	s.commits.Observe(time.Since(start))
 	if err != nil {
 		refuse = misconf(err)
 		s.failedCommits.Add(1)

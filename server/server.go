@@ -151,9 +151,9 @@ type Server struct {
 	decisions  decisionStats
 	slow       observe.Slowlog
 
-	protoErrors  atomic.Int64 // connections closed for a protocol error
-	authFailures atomic.Int64 // AUTH and HELLO AUTH refused
-	commits      cmdStats     // durability commits' latency, for /metrics
+	protoErrors  atomic.Int64  // connections closed for a protocol error
+	authFailures atomic.Int64  // AUTH and HELLO AUTH refused
+	commits      observe.Stats // durability commits' latency, for /metrics
 
 	holdCommits   bool         // appendfsync always: replies wait for the commit (see runWrite)
 	refused       atomic.Int64 // write commands answered -MISCONF before they ran
@@ -289,7 +289,7 @@ func (s *Server) register(cmds []command) {
 	specs := commandSpecs()
 	for i := range cmds {
 		cm := &cmds[i]
-		cm.stats = new(cmdStats)
+		cm.stats = new(observe.Stats)
 		if _, dup := s.commands[cm.name]; dup {
 			panic(fmt.Sprintf("server: command %q registered twice", cm.name))
 		}
@@ -297,7 +297,7 @@ func (s *Server) register(cmds []command) {
 		for j := range cm.subs {
 			cm.subs[j].name = cm.name + "|" + cm.subs[j].name
 			setDefault(&cm.subs[j].group, cm.group)
-			cm.subs[j].stats = new(cmdStats)
+			cm.subs[j].stats = new(observe.Stats)
 			if cm.subs[j].secret == nil { // a subcommand's arguments are its parent's
 				cm.subs[j].secret = cm.secret
 			}

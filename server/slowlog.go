@@ -13,13 +13,16 @@ const (
 )
 
 // recordSlow logs c's run of cm that took d in the slow log, if it was
-// slow enough, and as a spike for the latency monitor, if it was one. A
-// secret command (cm.secret) keeps only its name.
-func (s *Server) recordSlow(c *client, cm *command, args [][]byte, d time.Duration) {
-	if s.slow.Slow(d) {
+// slow enough, and as a spike for the latency monitor, if it was one (ran
+// asks s.slow which, two atomic loads). A secret command (cm.secret) keeps
+// only its name.
+func (s *Server) recordSlow(c *client, cm *command, args [][]byte, d time.Duration, slow, spiked bool) {
+	if slow {
 		s.slow.Add(args, cm.secret != nil, d, c.addr, c.getMeta().name)
 	}
-	s.slow.Latency(d)
+	if spiked {
+		s.slow.AddSpike(d)
+	}
 }
 
 // slowlogCommands are SLOWLOG and LATENCY.

@@ -2,44 +2,10 @@ package server
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/window"
 )
-
-// latencyBounds are the upper bounds, in microseconds, of the latency
-// histograms' buckets (one more bucket holds the rest). They follow Redis's
-// latencystats percentiles closely enough and Prometheus's usual spread.
-var latencyBounds = [...]int64{10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 250000, 1000000}
-
-// cmdStats are one command's counters, for INFO commandstats, INFO
-// latencystats and /metrics. They are atomics owned by the command's table
-// entry, so recording takes no lock and allocates nothing.
-type cmdStats struct {
-	calls    atomic.Int64 // runs
-	usec     atomic.Int64 // microseconds spent running
-	rejected atomic.Int64 // refused before running: arity, auth, permissions
-	failed   atomic.Int64 // ran and replied with an error
-	buckets  [len(latencyBounds) + 1]atomic.Int64
-}
-
-// observe records one run that took d.
-func (st *cmdStats) observe(d time.Duration) {
-	us := d.Microseconds()
-	st.calls.Add(1)
-	st.usec.Add(us)
-	st.buckets[bucketOf(us)].Add(1)
-}
-
-// bucketOf returns the latency bucket of a run that took us microseconds.
-func bucketOf(us int64) int {
-	i := 0
-	for i < len(latencyBounds) && us > latencyBounds[i] {
-		i++
-	}
-	return i
-}
 
 // decisionSlot numbers the decision commands for their counters:
 // CL.THROTTLE, the native RL.<kind> commands by kind, then RL.CHECK.

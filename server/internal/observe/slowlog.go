@@ -30,7 +30,7 @@ type Spike struct {
 
 // Slowlog keeps the slowest commands' entries, newest first, and the
 // latency monitor's spike. Only a command slower than a threshold takes
-// its lock, so the fast path is two atomic loads. The zero value logs every
+// its lock, so the fast path is two atomic loads (Slow and Spiked). The zero value logs every
 // command and keeps no entry; it is safe for use by many goroutines.
 type Slowlog struct {
 	SlowerThan atomic.Int64 // nanoseconds; < 0 disables the log, 0 logs every command
@@ -65,14 +65,16 @@ func (sl *Slowlog) Add(args [][]byte, secret bool, d time.Duration, addr, name s
 	}
 }
 
-// Latency counts a command that took d as a spike, if it is one.
-func (sl *Slowlog) Latency(d time.Duration) {
-	if t := sl.LatencyMs.Load(); t > 0 && d.Milliseconds() >= t {
-		sl.spike(d.Milliseconds())
-	}
+// Spiked reports whether a command that took d is a spike for the latency
+// monitor.
+func (sl *Slowlog) Spiked(d time.Duration) bool {
+	t := sl.LatencyMs.Load()
+	return t > 0 && d.Milliseconds() >= t
 }
 
-func (sl *Slowlog) spike(ms int64) {
+// AddSpike counts a command that took d as a spike.
+func (sl *Slowlog) AddSpike(d time.Duration) {
+	ms := d.Milliseconds()
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	sl.latest = Spike{At: time.Now().Unix(), LatestMs: ms, MaxMs: max(sl.latest.MaxMs, ms)}
