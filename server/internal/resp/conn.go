@@ -426,8 +426,11 @@ func (rc *Conn) Room() []byte {
 	return rc.buf[rc.w:]
 }
 
-// Filled takes n bytes read into Room as the client's.
-func (rc *Conn) Filled(n int) { rc.w += n }
+// Filled takes n bytes read into Room as the client's, and counts them.
+func (rc *Conn) Filled(n int) {
+	rc.w += n
+	rc.netIn.Add(int64(n))
+}
 
 // Feed takes as much of p as the read buffer has room for, as if the
 // client had sent it, and returns how much; tests and benchmarks run
