@@ -103,6 +103,13 @@ func (c *Client) Reserve(ctx context.Context, key string, rule Rule, estimate in
 	b.add("RL.RESERVE")
 	b.add(key)
 	b.rule(rule)
+	_, w := rule.Quota()
+	return c.reserve(ctx, &b, estimate, ttl, id, w)
+}
+
+// reserve ends an RL.RESERVE that b has begun with COST, TTL and ID, sends
+// it, and reads its reply; window is the rule's, for the decision's reset.
+func (c *Client) reserve(ctx context.Context, b *args, estimate int64, ttl time.Duration, id string, window time.Duration) (Reservation, error) {
 	b.add("COST")
 	b.int(estimate)
 	b.add("TTL")
@@ -120,8 +127,7 @@ func (c *Client) Reserve(ctx context.Context, key string, rule Rule, estimate in
 		return Reservation{}, fmt.Errorf("client: RL.RESERVE replied %v, want 6 fields", v)
 	}
 	rid, _ := a[1].(string)
-	_, w := rule.Quota()
-	d, err := parseDecision(append([]any{a[0]}, a[2:]...), w)
+	d, err := parseDecision(append([]any{a[0]}, a[2:]...), window)
 	return Reservation{Decision: d, ID: rid}, err
 }
 

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -15,25 +14,7 @@ func (c *Client) ReservePolicy(ctx context.Context, key, policy string, estimate
 	b.add(key)
 	b.add("POLICY")
 	b.add(policy)
-	b.add("COST")
-	b.int(estimate)
-	b.add("TTL")
-	b.duration(ttl)
-	if id != "" {
-		b.add("ID")
-		b.add(id)
-	}
-	v, err := c.rdb.Do(ctx, b.a[:b.n]...).Result()
-	if err != nil {
-		return Reservation{}, typed(err)
-	}
-	a, ok := v.([]any)
-	if !ok || len(a) != 6 {
-		return Reservation{}, fmt.Errorf("client: RL.RESERVE replied %v, want 6 fields", v)
-	}
-	rid, _ := a[1].(string)
-	d, err := parseDecision(append([]any{a[0]}, a[2:]...), 0)
-	return Reservation{Decision: d, ID: rid}, err
+	return c.reserve(ctx, &b, estimate, ttl, id, 0)
 }
 
 // CommitPolicy calls RL.COMMIT key id ACTUAL actual POLICY name and reports
