@@ -13,10 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// tlsNodeArgs writes a node certificate (server and client use) signed by
-// ca and returns the flags of a --tls-cluster node that requires peers'
-// certificates.
+// tlsNodeArgs returns the flags of a --tls-cluster node that requires
+// peers' certificates, on a free TLS port.
 func tlsNodeArgs(t *testing.T, ca *testCA, serial int64) []string {
+	return append(tlsFlags(t, ca, serial, freePort(t)), "--cluster-timeout", "500ms")
+}
+
+// tlsFlags writes a node certificate (server and client use) signed by ca
+// and returns the flags of a node on tlsPort whose cluster or region links
+// are mutual TLS.
+func tlsFlags(t *testing.T, ca *testCA, serial int64, tlsPort string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	c, k := ca.issueFor(t, serial, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
@@ -24,8 +30,8 @@ func tlsNodeArgs(t *testing.T, ca *testCA, serial int64) []string {
 	require.NoError(t, os.WriteFile(certFile, c, 0o600))
 	require.NoError(t, os.WriteFile(keyFile, k, 0o600))
 	require.NoError(t, os.WriteFile(caFile, ca.pem, 0o600))
-	return []string{"--tls-port", freePort(t), "--tls-cert-file", certFile, "--tls-key-file", keyFile,
-		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "yes", "--tls-cluster", "yes", "--cluster-timeout", "500ms"}
+	return []string{"--tls-port", tlsPort, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
+		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "yes", "--tls-cluster", "yes"}
 }
 
 var tlsPeerLine = regexp.MustCompile(`msg="cluster: joined gossip" .* tls=(\S+) .* tls_cluster=true`)

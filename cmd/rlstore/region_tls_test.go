@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,18 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// regionTLSArgs writes a node certificate (server and client use) signed
-// by ca and returns the TLS flags of a region whose links are mutual TLS.
+// regionTLSArgs returns the TLS flags of a region whose links are mutual
+// TLS, with a node certificate signed by ca (see tlsFlags).
 func regionTLSArgs(t *testing.T, ca *testCA, serial int64, tlsPort string) []string {
-	t.Helper()
-	dir := t.TempDir()
-	c, k := ca.issueFor(t, serial, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
-	certFile, keyFile, caFile := filepath.Join(dir, "node.crt"), filepath.Join(dir, "node.key"), filepath.Join(dir, "ca.crt")
-	require.NoError(t, os.WriteFile(certFile, c, 0o600))
-	require.NoError(t, os.WriteFile(keyFile, k, 0o600))
-	require.NoError(t, os.WriteFile(caFile, ca.pem, 0o600))
-	return []string{"--tls-port", tlsPort, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
-		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "yes", "--tls-cluster", "yes"}
+	return tlsFlags(t, ca, serial, tlsPort)
 }
 
 // TestRegionProcessTLS: with --tls-cluster yes two regions exchange over
