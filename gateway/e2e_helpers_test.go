@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rlstore/rlstore/gateway"
+	"github.com/rlstore/rlstore/gateway/batch"
 	"github.com/rlstore/rlstore/server"
 	"github.com/rlstore/rlstore/shard"
 )
@@ -59,6 +60,7 @@ type rigOpts struct {
 	clientTLS *tls.Config
 	ready     func() error
 	files     map[string]string
+	wrap      func(batch.Decider) batch.Decider // what the service decides through, around the server's seam
 }
 
 // newRig starts a server on port 0 and the gateway on port 0 with files
@@ -82,7 +84,11 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	o.opts.Clock = r.clock.now
 	r.dec = srv.Gateway(8)
 	t.Cleanup(func() { _ = r.dec.Close() })
-	r.svc = gateway.NewService(r.dec, o.opts)
+	var d batch.Decider = r.dec
+	if o.wrap != nil {
+		d = o.wrap(d)
+	}
+	r.svc = gateway.NewService(d, o.opts)
 	if len(o.files) > 0 {
 		require.NoError(t, r.svc.Load(r.dir))
 	}

@@ -47,6 +47,14 @@ type Options struct {
 	// descriptor over its limit counts its hits on those descriptors
 	// only (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT).
 	StopIncrementWhenOverLimit bool
+
+	// ResponseDynamicMetadata: each answer carries the request and the
+	// passing limits' `metadata` as dynamic metadata (RESPONSE_DYNAMIC_METADATA).
+	ResponseDynamicMetadata bool
+
+	// LocalCacheBytes sizes the local over-limit cache
+	// (LOCAL_CACHE_SIZE_IN_BYTES): 0 is none.
+	LocalCacheBytes int
 }
 
 // Service is the rate limit service: ShouldRateLimit against the
@@ -58,7 +66,8 @@ type Service struct {
 	decider batch.Decider
 	opts    Options
 	cfg     atomic.Pointer[rlsconfig.Config]
-	scratch sync.Pool // of *scratch
+	scratch sync.Pool  // of *scratch
+	over    *overCache // nil without Options.LocalCacheBytes
 	Stats   *Stats
 }
 
@@ -74,7 +83,7 @@ func NewService(d batch.Decider, opts Options) *Service {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Service{decider: d, opts: opts, Stats: newStats(opts.MaxSeries)}
+	return &Service{decider: d, opts: opts, Stats: newStats(opts.MaxSeries), over: newOverCache(opts.LocalCacheBytes)}
 }
 
 // SetConfig puts c in force.
@@ -97,6 +106,7 @@ type check struct {
 const (
 	noRequest  = -1 // no limit applies
 	alwaysOver = -2 // an rlstore algorithm with requests_per_unit 0: nothing is admitted
+	cachedOver = -3 // the local over-limit cache knows it is over
 )
 
 // ShouldRateLimit implements envoy.service.ratelimit.v3.RateLimitService.
@@ -139,10 +149,14 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		sc.reqs = append(sc.reqs, s.request(sc, req, i, c))
 	}
 	sc.setKeys()
+	cached := s.overCached(sc, checks, now)
 	reqs := sc.reqs
 	sc.out = append(sc.out[:0], make([]batch.Result, len(reqs))...)
 	out := sc.out
-	if s.opts.StopIncrementWhenOverLimit {
+	switch {
+	case s.opts.StopIncrementWhenOverLimit && cached:
+		checkOnly(reqs) // the reference counts nothing once a descriptor is over in its cache
+	case s.opts.StopIncrementWhenOverLimit:
 		if err := s.stopIncrement(ctx, checks, reqs, out); err != nil {
 			return nil, err
 		}
@@ -150,7 +164,12 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	if err := s.decide(ctx, reqs, out); err != nil {
 		return nil, err
 	}
-	return s.respond(checks, reqs, out, now), nil
+	s.rememberOver(checks, reqs, out, now)
+	resp := s.respond(checks, reqs, out, now)
+	if s.opts.ResponseDynamicMetadata {
+		resp.DynamicMetadata = dynamicMetadata(req, checks, resp)
+	}
+	return resp, nil
 }
 
 // decide asks the store, and fails the call if any request failed.
@@ -328,6 +347,8 @@ func (s *Service) respond(checks []check, reqs []batch.Request, out []batch.Resu
 			s.status(b, c, reqs[c.req], out[c.req], now)
 		case c.req == alwaysOver:
 			s.status(b, c, batch.Request{Kind: kindOf(c.limit.Algorithm), Window: window(c.limit), Hits: int64(c.hits)}, batch.Result{}, now)
+		case c.req == cachedOver:
+			s.cachedStatus(b, c, now)
 		}
 		if s.opts.ResponseHeaders && st.CurrentLimit != nil && st.LimitRemaining < minRemaining {
 			minStatus, minRemaining = st, st.LimitRemaining

@@ -26,6 +26,8 @@ type counters struct {
 	nearLimit          atomic.Uint64
 	withinLimit        atomic.Uint64
 	shadowMode         atomic.Uint64
+
+	overLimitLocalCache atomic.Uint64
 }
 
 // Stats are the service's counters, for Prometheus.
@@ -114,6 +116,7 @@ func (st *Stats) WriteMetrics(w io.Writer) {
 		{"near_limit", "Hits past the near-limit ratio (0.8) of the limit per descriptor", func(c *counters) uint64 { return c.nearLimit.Load() }},
 		{"within_limit", "Hits within the limit per descriptor", func(c *counters) uint64 { return c.withinLimit.Load() }},
 		{"shadow_mode", "Hits over the limit that shadow_mode let through per descriptor", func(c *counters) uint64 { return c.shadowMode.Load() }},
+		{"over_limit_with_local_cache", "Hits over the limit answered from the local over-limit cache per descriptor", func(c *counters) uint64 { return c.overLimitLocalCache.Load() }},
 	} {
 		name := "rlstore_gateway_rate_limit_" + m.name + "_total"
 		fmt.Fprintf(w, "# HELP %s %s.\n# TYPE %s counter\n", name, m.help, name)

@@ -23,12 +23,14 @@ import (
 
 // gatewayFlags are the gRPC gateway's options (docs/gateway.md).
 type gatewayFlags struct {
-	Port      int    // -1: off
-	ConfigDir string // envoyproxy/ratelimit's YAML files
-	Shadow    bool
-	Quota     bool
-	Headers   bool
-	StopOver  bool
+	Port       int    // -1: off
+	ConfigDir  string // envoyproxy/ratelimit's YAML files
+	Shadow     bool
+	Quota      bool
+	Headers    bool
+	StopOver   bool
+	Metadata   bool
+	LocalCache int64 // bytes; 0: none
 }
 
 func (f *gatewayFlags) define(fs *flag.FlagSet) {
@@ -37,6 +39,8 @@ func (f *gatewayFlags) define(fs *flag.FlagSet) {
 	fs.Var(newYesNo(&f.Shadow, false), "rls-shadow-mode", "`yes|no`: with yes every OVER_LIMIT answer of --grpc-port becomes OK (envoyproxy/ratelimit's SHADOW_MODE); metrics still count")
 	fs.Var(newYesNo(&f.Quota, false), "rls-quota-mode", "`yes|no`: with yes every descriptor is in quota mode (envoyproxy/ratelimit's global quota mode): a request is OVER_LIMIT only when all of them are")
 	fs.Var(newYesNo(&f.Headers, false), "rls-response-headers", "`yes|no`: with yes --grpc-port's answers add RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
+	fs.Var(newYesNo(&f.Metadata, false), "rls-response-dynamic-metadata", "`yes|no`: with yes --grpc-port's answers carry the request and the passing limits' metadata as dynamic metadata (envoyproxy/ratelimit's RESPONSE_DYNAMIC_METADATA)")
+	fs.Var(newSize(&f.LocalCache, 0), "rls-local-cache-size", "`size` (64mb) of --grpc-port's local over-limit cache: a counting-window descriptor known over its limit is answered OVER_LIMIT without asking the store until its window ends (envoyproxy/ratelimit's LOCAL_CACHE_SIZE_IN_BYTES); 0: none")
 	fs.Var(newYesNo(&f.StopOver, false), "rls-stop-increment-when-overlimit", "`yes|no`: with yes a call that would take a descriptor over its limit counts its hits only on such descriptors (envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; a round trip more per call)")
 }
 
@@ -65,7 +69,7 @@ func startGateway(c config, srv *server.Server, cs *certs, log *slog.Logger) (*g
 	f := c.Gateway
 	d := srv.Gateway(4 * runtime.GOMAXPROCS(0))
 	svc := gateway.NewService(d, gateway.Options{GlobalShadowMode: f.Shadow, GlobalQuotaMode: f.Quota, ResponseHeaders: f.Headers,
-		StopIncrementWhenOverLimit: f.StopOver})
+		StopIncrementWhenOverLimit: f.StopOver, ResponseDynamicMetadata: f.Metadata, LocalCacheBytes: int(f.LocalCache)})
 	g := &gatewayRun{svc: svc, decider: d, stopHup: func() {}}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel

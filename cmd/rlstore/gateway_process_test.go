@@ -181,3 +181,33 @@ func TestProcessGatewayStopIncrement(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(1), resp.Statuses[0].LimitRemaining, "only the first call counted on the address (limit 3)")
 }
+
+// TestProcessGatewayCacheMetadata: --rls-local-cache-size answers the
+// calls after the first over the limit from the cache (counted in
+// /metrics), and --rls-response-dynamic-metadata yes sends the request
+// back as dynamic metadata.
+func TestProcessGatewayCacheMetadata(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(gatewayYAML), 0o644))
+	p := startProc(t, nil, "--port", "0", "--grpc-port", "0", "--rls-config", dir, "--metrics-addr", "127.0.0.1:0",
+		"--rls-local-cache-size", "1mb", "--rls-response-dynamic-metadata", "yes")
+	conn, err := grpc.NewClient(p.WaitLog(t, grpcLine)[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	maddr := p.WaitLog(t, metricsLine)[1]
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	req := &pb.RateLimitRequest{Domain: "api", Descriptors: []*pbstruct.RateLimitDescriptor{
+		{Entries: []*pbstruct.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "10.1.2.3"}}}}}
+	rls := pb.NewRateLimitServiceClient(conn)
+	var codes []string
+	for range 6 {
+		resp, err := rls.ShouldRateLimit(ctx, req)
+		require.NoError(t, err)
+		codes = append(codes, resp.OverallCode.String())
+		assert.Equal(t, "api", resp.GetDynamicMetadata().GetFields()["domain"].GetStringValue())
+	}
+	assert.Equal(t, []string{"OK", "OK", "OK", "OVER_LIMIT", "OVER_LIMIT", "OVER_LIMIT"}, codes)
+	metrics := metricsText(t, "http://"+maddr+"/metrics")
+	assert.Contains(t, metrics, `rlstore_gateway_rate_limit_over_limit_with_local_cache_total{domain="api",descriptor="remote_address"} 2`)
+}

@@ -1,6 +1,7 @@
 package rlsconfig
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,6 +26,9 @@ func TestRejects(t *testing.T) {
 		{"domain: d\ndescriptors:\n  - key: a\n    value: b\n    share_threshold: true\n", "share_threshold can only be used with wildcard values"},
 		{"domain: d\ndescriptors:\n  - key: a\n    shadow_mode: maybe\n", "f.yaml:4: shadow_mode must be true or false"},
 		{"domain: [\n", "f.yaml: error loading config file"},
+		{"domain: d\ndescriptors:\n  - key: a\n    metadata: [x]\n", "f.yaml:4: metadata must be a mapping"},
+		{"domain: d\ndescriptors:\n  - key: a\n    metadata: {x: .nan}\n", "f.yaml:4: metadata value \".nan\" is not a finite number"},
+		{"domain: d\ndescriptors:\n  - key: a\n    metadata: " + aliasBomb() + "\n", "holds more than 16384 values"},
 	}
 	for _, c := range cases {
 		_, err := Load([]Source{{Name: "f.yaml", Data: []byte(c.yaml)}})
@@ -94,4 +98,23 @@ descriptors:
 	assert.False(t, known)
 	assert.Equal(t, int64(30*86400), Month.Seconds())
 	assert.Equal(t, int64(365*86400), Year.Seconds())
+}
+
+// aliasBomb is metadata whose aliases would expand to 10^8 values.
+func aliasBomb() string {
+	b := "{a: &a0 [x, x, x, x, x, x, x, x, x, x]"
+	for i := 1; i < 8; i++ {
+		b += fmt.Sprintf(", a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	return b + "}"
+}
+
+// TestMetadata checks that metadata is kept as JSON's values, for the
+// response's dynamic metadata.
+func TestMetadata(t *testing.T) {
+	c, err := Load([]Source{{Name: "f.yaml", Data: []byte("domain: d\ndescriptors:\n  - key: a\n    metadata: {s: x, n: 2, f: 1.5, b: true, z: null, l: [1, y], m: {k: v}}\n    rate_limit: {unit: second, requests_per_unit: 1}\n")}})
+	require.NoError(t, err)
+	m, _ := c.Lookup("d", []Entry{{Key: "a", Value: "v"}})
+	require.NotNil(t, m.Limit)
+	assert.Equal(t, map[string]any{"s": "x", "n": 2.0, "f": 1.5, "b": true, "z": nil, "l": []any{1.0, "y"}, "m": map[string]any{"k": "v"}}, m.Limit.Metadata)
 }

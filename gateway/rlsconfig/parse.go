@@ -93,8 +93,12 @@ type RateLimit struct {
 	QuotaMode       bool
 	DetailedMetric  bool
 	Algorithm       Algorithm
-	File            string // where it was defined, for logs
-	Line            int
+	// Metadata is the descriptor's `metadata` mapping, for the response's
+	// dynamic metadata: strings, float64s, bools, nils, lists and maps
+	// of them, as JSON has (protobuf's Struct takes it as is).
+	Metadata map[string]any
+	File     string // where it was defined, for logs
+	Line     int
 }
 
 // parser turns one file's YAML into a domain, with the file and line of
@@ -231,6 +235,7 @@ func (p *parser) descriptors(n *yaml.Node) ([]yamlDescriptor, error) {
 func (p *parser) descriptor(n *yaml.Node) (yamlDescriptor, error) {
 	d := yamlDescriptor{line: n.Line}
 	var shadow, quota, detailed bool
+	var meta map[string]any
 	err := p.fields(n, "a descriptor", descriptorFields, func(key string, _, v *yaml.Node) (err error) {
 		switch key {
 		case "key":
@@ -251,7 +256,8 @@ func (p *parser) descriptor(n *yaml.Node) (yamlDescriptor, error) {
 			d.valueToMetric, err = p.boolean(v, key)
 		case "share_threshold":
 			d.shareThreshold, err = p.boolean(v, key)
-		case "metadata": // only envoyproxy/ratelimit's response dynamic metadata uses it, which rlstore does not send
+		case "metadata":
+			meta, err = p.metadata(v)
 		}
 		return err
 	})
@@ -263,6 +269,7 @@ func (p *parser) descriptor(n *yaml.Node) (yamlDescriptor, error) {
 	}
 	if d.limit != nil {
 		d.limit.ShadowMode, d.limit.QuotaMode, d.limit.DetailedMetric = shadow, quota, detailed
+		d.limit.Metadata = meta
 	}
 	return d, nil
 }
