@@ -56,6 +56,7 @@ type peer struct {
 	seq     uint64
 	sent    [ring]sentBatch
 	retryAt int64
+	behind  bool                // a Sync passed it by: its next batch looks at all of unacked, not only dirty
 	unacked map[string]struct{} // keys with own units this peer has not acknowledged
 	epoch   int64               // its Config.Epoch, from its batches
 	echoDue bool                // it (re)started: send it back its units until it acknowledges them
@@ -71,12 +72,24 @@ type peer struct {
 
 // Sync returns this region's batch for each other region (nil at Self's
 // index) and records what it sent. Call it every sync interval; a batch
-// with no entries still carries the clock and Final.
-func (s *Store) Sync(now int64) []*Batch {
+// with no entries still carries the clock and Final. Sync is shorthand for
+// SyncReady(now, nil).
+func (s *Store) Sync(now int64) []*Batch { return s.SyncReady(now, nil) }
+
+// SyncReady is Sync for the regions whose link can take a batch now
+// (ready[p]; nil for all): the others get none this time (nil), and their
+// next batch carries everything that changed meanwhile. A link that
+// carries one exchange at a time thus sends its peer the newest counts when
+// it is free, rather than batches that waited behind a slow round trip.
+func (s *Store) SyncReady(now int64, ready []bool) []*Batch {
 	s.gen++
 	out := make([]*Batch, s.cfg.Regions)
 	for p := range s.peers {
-		if p != s.cfg.Self {
+		switch {
+		case p == s.cfg.Self:
+		case ready != nil && !ready[p]:
+			s.peers[p].behind = true
+		default:
 			out[p] = s.batchFor(p, now)
 		}
 	}
@@ -98,6 +111,16 @@ func (s *Store) batchFor(p int, now int64) *Batch {
 	for name := range s.dirty {
 		es = s.entriesFor(es, name, p, false)
 	}
+	if pr.behind && !retry {
+		// What changed while p's link was busy: every such key has units p
+		// has not acknowledged; entriesFor skips what was sent.
+		for name := range pr.unacked {
+			if _, ok := s.dirty[name]; !ok {
+				es = s.entriesFor(es, name, p, false)
+			}
+		}
+	}
+	pr.behind = false
 	if retry {
 		for name := range pr.unacked {
 			if _, ok := s.dirty[name]; !ok {

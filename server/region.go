@@ -73,6 +73,7 @@ type regionNode struct {
 	mirrorFailed atomic.Int64 // own units the key store had no room to copy (region_keys.go)
 
 	wake  chan struct{}
+	ready []bool        // syncOnce's, by link index
 	links []*regionLink // by index; nil at Self
 
 	received, receivedBytes, refused atomic.Int64
@@ -86,7 +87,9 @@ type regionLink struct {
 	sent       atomic.Int64 // batches acknowledged
 	sentBytes  atomic.Int64
 	fails      atomic.Int64
-	dropped    atomic.Int64 // batches not sent: the link was busy (the units go again after Retry)
+	dropped    atomic.Int64 // syncs that passed the link by: it was busy (its next batch carries what changed)
+	busy       atomic.Bool  // a batch is on its way or in an exchange: syncOnce makes none for it
+	passed     atomic.Bool  // a sync passed the link by: carry asks for one as soon as it is free
 	up         atomic.Bool
 	lastErr    atomic.Pointer[string]
 	skewed     bool // its measured clock skew is past --region-max-skew (carry's only)
@@ -139,7 +142,7 @@ func newRegionNode(s *Server, cfg RegionConfig) (*regionNode, error) {
 	}
 	rn.links = make([]*regionLink, len(names))
 	for _, p := range cfg.Peers {
-		rn.links[rn.index[p.Name]] = &regionLink{name: p.Name, addr: p.Addr, out: make(chan *region.Batch, 4)}
+		rn.links[rn.index[p.Name]] = &regionLink{name: p.Name, addr: p.Addr, out: make(chan *region.Batch, 1)}
 	}
 	return rn, nil
 }
@@ -226,10 +229,7 @@ func (rn *regionNode) decide(key []byte, r *request) (o outcome, ok bool, err er
 		return o, true, err
 	}
 	if urgent {
-		select {
-		case rn.wake <- struct{}{}:
-		default:
-		}
+		rn.nudge()
 	}
 	return outcome{d: d.Decision}, true, nil
 }
@@ -261,19 +261,23 @@ func (rn *regionNode) run() {
 
 func (rn *regionNode) syncOnce() {
 	now := rn.s.cfg.Clock().UnixNano()
+	ready := rn.ready[:0]
+	for _, l := range rn.links {
+		ready = append(ready, l != nil && !l.busy.Load())
+	}
 	rn.mu.Lock()
-	bs := rn.st.Sync(now)
+	bs := rn.st.SyncReady(now, ready)
 	rn.st.Sweep(now, 4096)
 	rn.mirrorLocked(now)
 	rn.mu.Unlock()
 	rn.synced.Add(1)
 	for i, b := range bs {
 		if l := rn.links[i]; b != nil && l != nil {
-			select {
-			case l.out <- b:
-			default:
-				l.dropped.Add(1)
-			}
+			l.busy.Store(true) // carry clears it once the exchange is over
+			l.out <- b         // never blocks: the link was not busy
+		} else if l != nil {
+			l.dropped.Add(1)
+			l.passed.Store(true)
 		}
 	}
 }

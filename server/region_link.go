@@ -26,6 +26,10 @@ func (rn *regionNode) carry(l *regionLink) {
 		}
 		buf = region.AppendBatch(buf[:0], hdr, b)
 		ack, err := rn.exchange(l, buf)
+		l.busy.Store(false)
+		if l.passed.Swap(false) {
+			rn.nudge() // what changed during this exchange goes now, not at the next tick
+		}
 		if err != nil {
 			l.fails.Add(1)
 			msg := err.Error()
