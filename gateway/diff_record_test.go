@@ -51,7 +51,7 @@ func TestRecordDifferential(t *testing.T) {
 		for _, seed := range []uint64{1, 2} {
 			require.NoError(t, rdb.FlushAll(context.Background()).Err())
 			client := startReference(t, bin, redisAddr, sc)
-			tr := diffTrace{Reference: ref, Scenario: sc.Name, Seed: seed, Config: diffConfig}
+			tr := diffTrace{Reference: ref, Scenario: sc.Name, Seed: seed, Config: sc.config()}
 			r := rand.New(rand.NewPCG(seed, 30))
 			for range steps {
 				tr.Steps = append(tr.Steps, recordStep(t, client, r))
@@ -117,7 +117,7 @@ func startReference(t *testing.T, bin, redisAddr string, sc diffScenario) pb.Rat
 	root := t.TempDir()
 	cfgDir := filepath.Join(root, "ratelimit", "config")
 	require.NoError(t, os.MkdirAll(cfgDir, 0o755))
-	writeFile(t, filepath.Join(cfgDir, "diff.yaml"), diffConfig)
+	writeFile(t, filepath.Join(cfgDir, "diff.yaml"), sc.config())
 	grpcPort := freePort(t)
 	env := append(os.Environ(), "USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr,
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",

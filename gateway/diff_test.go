@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rlstore/rlstore/gateway"
@@ -67,11 +69,34 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 0}
 `
 
+// diffMetadataConfig is diffConfig with `metadata` on several limits, for
+// the dynamic metadata. No two limits have a mapping under one key: the
+// reference merges such mappings into its configuration's own values, so
+// its later answers would show earlier calls' merges (docs/gateway.md).
+var diffMetadataConfig = strings.NewReplacer(
+	"  - key: ip\n", "  - key: ip\n    metadata: {team: edge, ip: {tier: 1, tags: [a, b]}}\n",
+	"  - key: user\n", "  - key: user\n    metadata: {team: users, user: {plan: basic}, flag: true}\n",
+	"  - key: vip\n", "  - key: vip\n    metadata: {team: vip, level: 2.5, vip: {on: yes, 1.50: x}}\n",
+	"    value: /login\n", "    value: /login\n    metadata: {login: {shadow: true}, nothing: null}\n",
+	"  - key: quota\n", "  - key: quota\n    metadata: {quota: {n: 1}}\n",
+	"        value: gold\n", "        value: gold\n        metadata: {team: gold, gold: [1, {x: y}]}\n",
+	"  - key: free\n", "  - key: free\n    metadata: {free: yes}\n",
+).Replace(diffConfig)
+
 // diffScenario is one way both services are run.
 type diffScenario struct {
-	Name string
-	Env  []string // envoyproxy/ratelimit's settings
-	Opts gateway.Options
+	Name   string
+	Env    []string // envoyproxy/ratelimit's settings
+	Opts   gateway.Options
+	Config string // the configuration; diffConfig if empty
+}
+
+// config is the configuration the scenario runs.
+func (sc diffScenario) config() string {
+	if sc.Config == "" {
+		return diffConfig
+	}
+	return sc.Config
 }
 
 func diffScenarios() []diffScenario {
@@ -81,6 +106,13 @@ func diffScenarios() []diffScenario {
 		{Name: "global_quota", Env: []string{"QUOTA_MODE=true"}, Opts: gateway.Options{GlobalQuotaMode: true}},
 		{Name: "stop_increment", Env: []string{"LIMIT_RESPONSE_HEADERS_ENABLED=true", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"},
 			Opts: gateway.Options{ResponseHeaders: true, StopIncrementWhenOverLimit: true}},
+		// The local over-limit cache answers as the store would, but for
+		// what it does not count: with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT
+		// a call with a cached descriptor counts none, so the counts show it.
+		{Name: "local_cache", Env: []string{"LIMIT_RESPONSE_HEADERS_ENABLED=true", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true", "LOCAL_CACHE_SIZE_IN_BYTES=1048576"},
+			Opts: gateway.Options{ResponseHeaders: true, StopIncrementWhenOverLimit: true, LocalCacheBytes: 1 << 20}},
+		{Name: "metadata", Env: []string{"RESPONSE_DYNAMIC_METADATA=true", "LOCAL_CACHE_SIZE_IN_BYTES=1048576"},
+			Opts: gateway.Options{ResponseDynamicMetadata: true, LocalCacheBytes: 1 << 20}, Config: diffMetadataConfig},
 	}
 }
 
@@ -191,7 +223,7 @@ func TestDifferential(t *testing.T) {
 }
 
 func replay(t *testing.T, tr diffTrace, sc diffScenario) {
-	require.Equal(t, diffConfig, tr.Config, "the trace was recorded with another configuration: record again")
+	require.Equal(t, sc.config(), tr.Config, "the trace was recorded with another configuration: record again")
 	r := newRig(t, rigOpts{files: map[string]string{"diff.yaml": tr.Config}, opts: sc.Opts})
 	draw := rand.New(rand.NewPCG(tr.Seed, 30))
 	for i, st := range tr.Steps {
@@ -248,5 +280,22 @@ func compareResponse(t *testing.T, i int, want, got *pb.RateLimitResponse) bool 
 		}
 		ok = assert.Equal(t, w.Value, g.Value, "step %d header %s", i, w.Key) && ok
 	}
-	return ok
+	wm, gm := normalizeMetadata(want.DynamicMetadata), normalizeMetadata(got.DynamicMetadata)
+	return assert.True(t, proto.Equal(wm, gm), "step %d: dynamic metadata\nwant %s\ngot  %s", i, protojson.Format(wm), protojson.Format(gm)) && ok
+}
+
+// normalizeMetadata collapses the spaces in each descriptor's "limit",
+// protobuf's text of Envoy's override, which protobuf-go varies on purpose
+// from one build to another.
+func normalizeMetadata(m *structpb.Struct) *structpb.Struct {
+	if m == nil {
+		return nil
+	}
+	m = proto.Clone(m).(*structpb.Struct)
+	for _, d := range m.GetFields()["descriptors"].GetListValue().GetValues() {
+		if l, ok := d.GetStructValue().GetFields()["limit"]; ok {
+			d.GetStructValue().Fields["limit"] = structpb.NewStringValue(strings.Join(strings.Fields(l.GetStringValue()), " "))
+		}
+	}
+	return m
 }

@@ -2,7 +2,6 @@ package rlsconfig
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -19,15 +18,37 @@ func (p *parser) metadata(n *yaml.Node) (map[string]any, error) {
 		return nil, p.errf(n, "metadata must be a mapping")
 	}
 	budget := maxMetaValues
-	v, err := p.metaValue(n, 0, &budget)
-	if err != nil {
-		return nil, err
+	m := make(map[string]any, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		v, err := p.metaValue(n.Content[i+1], 1, &budget)
+		if err != nil {
+			return nil, err
+		}
+		m[n.Content[i].Value] = v // the reference reads these into a map of strings: as written
 	}
-	m := v.(map[string]any)
 	if len(m) == 0 {
 		return nil, nil
 	}
 	return m, nil
+}
+
+// metaKey is a nested mapping's key as the reference has it: read as
+// YAML 1.1 reads a value, then printed with %v (its convertMap), so that
+// `on:` is "true" and `1.50:` is "1.5".
+func metaKey(n *yaml.Node) string {
+	if b, ok := yaml11Bool(n); ok {
+		return strconv.FormatBool(b)
+	}
+	switch n.Tag {
+	case "!!null":
+		return "<nil>"
+	case "!!int", "!!float":
+		var f float64
+		if n.Decode(&f) == nil {
+			return fmt.Sprint(f)
+		}
+	}
+	return n.Value
 }
 
 // Bounds of one descriptor's metadata: it is read recursively, and YAML
@@ -52,7 +73,7 @@ func (p *parser) metaValue(n *yaml.Node, depth int, budget *int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			m[n.Content[i].Value] = v
+			m[metaKey(n.Content[i])] = v
 		}
 		return m, nil
 	case yaml.SequenceNode:
@@ -72,17 +93,16 @@ func (p *parser) metaValue(n *yaml.Node, depth int, budget *int) (any, error) {
 }
 
 func (p *parser) metaScalar(n *yaml.Node) (any, error) {
+	if b, ok := yaml11Bool(n); ok {
+		return b, nil
+	}
 	switch n.Tag {
 	case "!!null":
 		return nil, nil
-	case "!!bool":
-		var b bool
-		err := n.Decode(&b)
-		return b, err
 	case "!!int", "!!float":
 		var f float64
-		if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, p.errf(n, "metadata value %s is not a finite number", strconv.Quote(n.Value))
+		if err := n.Decode(&f); err != nil {
+			return nil, p.errf(n, "metadata value %s is not a number", strconv.Quote(n.Value))
 		}
 		return f, nil
 	}

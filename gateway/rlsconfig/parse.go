@@ -157,11 +157,34 @@ func (p *parser) str(v *yaml.Node, name string) (string, error) {
 }
 
 func (p *parser) boolean(v *yaml.Node, name string) (bool, error) {
-	var b bool
-	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" || v.Decode(&b) != nil {
+	b, ok := yaml11Bool(v)
+	if !ok {
 		return false, p.errf(v, "%s must be true or false", name)
 	}
 	return b, nil
+}
+
+// yaml11Bool reads a boolean as envoyproxy/ratelimit's YAML library
+// (yaml.v2, YAML 1.1) does, so that its files load unchanged: besides true
+// and false, a plain (unquoted) yes, no, on, off, y or n in any of YAML
+// 1.1's spellings, which YAML 1.2 reads as strings.
+func yaml11Bool(v *yaml.Node) (b, ok bool) {
+	if v.Kind != yaml.ScalarNode {
+		return false, false
+	}
+	if v.Tag == "!!bool" {
+		return b, v.Decode(&b) == nil
+	}
+	if v.Tag != "!!str" || v.Style != 0 {
+		return false, false
+	}
+	switch v.Value {
+	case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON":
+		return true, true
+	case "n", "N", "no", "No", "NO", "off", "Off", "OFF":
+		return false, true
+	}
+	return false, false
 }
 
 func (p *parser) uint32(v *yaml.Node, name string) (uint32, error) {
