@@ -82,3 +82,31 @@ func RuleOf(key []byte) (name []byte, rule int, ok bool) {
 	}
 	return name, int(r), true
 }
+
+// AppendCharged appends to dst the i-th key the reservations in ledger, a
+// ledger's internal key, are charged to, and reports false past the last:
+// for a key's ledger (AppendLedgerKey), the key; for a policy's
+// (Policy.AppendLedgerKey), its rule key i for every rule a policy may
+// hold (MaxRules), since a ledger does not know how many its policy has.
+// Any other key is charged nothing.
+func AppendCharged(dst, ledger []byte, i int) ([]byte, bool) {
+	if !Reserved(ledger) {
+		return dst, false
+	}
+	n, k := binary.Uvarint(ledger[2:])
+	if k <= 0 || n >= uint64(len(ledger)) || 2+k+int(n)+1 > len(ledger) {
+		return dst, false
+	}
+	at := 2 + k + int(n) // the rule byte
+	switch {
+	case ledger[at] != ledgerRule:
+		return dst, false
+	case n == 0 && i == 0:
+		return append(dst, ledger[at+1:]...), true
+	case n == 0 || i >= MaxRules:
+		return dst, false
+	}
+	dst = append(dst, ledger[:at]...)
+	dst = append(dst, byte(i))
+	return append(dst, ledger[at+1:]...), true
+}

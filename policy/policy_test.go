@@ -85,3 +85,29 @@ func TestRuleKeysAndRoute(t *testing.T) {
 	assert.Equal(t, "\xffp\x05ab", string(Route([]byte("\xffp\x05ab"))), "a malformed internal key is its own route")
 	assert.False(t, Reserved([]byte("\xff")))
 }
+
+// TestAppendCharged: a key's ledger is charged to the key; a policy's, to
+// the rule key of each index a policy may hold; any other key, to none.
+func TestAppendCharged(t *testing.T) {
+	user := []byte("user")
+	k, ok := AppendCharged([]byte("x"), AppendLedgerKey(nil, user), 0)
+	assert.True(t, ok)
+	assert.Equal(t, "xuser", string(k), "appended to dst")
+	_, ok = AppendCharged(nil, AppendLedgerKey(nil, user), 1)
+	assert.False(t, ok, "a key's ledger is charged to the key alone")
+
+	p := &Policy{Name: "pol\x00x", Rules: make([]window.Params, 2)}
+	ledger := p.AppendLedgerKey(nil, user)
+	for i := range MaxRules {
+		k, ok := AppendCharged(nil, ledger, i)
+		require.True(t, ok, "rule %d", i)
+		assert.Equal(t, p.AppendRuleKey(nil, i, user), k, "rule %d", i)
+	}
+	_, ok = AppendCharged(nil, ledger, MaxRules)
+	assert.False(t, ok, "past the last rule a policy may hold")
+
+	for _, key := range [][]byte{user, p.AppendRuleKey(nil, 0, user), p.AppendPenaltyKey(nil, user), []byte("\xffp\x05ab")} {
+		_, ok := AppendCharged(nil, key, 0)
+		assert.False(t, ok, "%q is no ledger", key)
+	}
+}

@@ -29,11 +29,13 @@ type Config struct {
 	// CancelExpired gives an expired reservation's estimate back to its
 	// key (--reserve-expiry cancel) instead of keeping it charged; see Reserve.
 	CancelExpired bool
-	// Route returns the key an internal key's state belongs to
-	// (policy.Route): how Sweep finds a ledger's key to give estimates
-	// back to. Nil: such a ledger's expired reservations are dropped by
-	// Sweep without a refund, and settled only by Reserve.
-	Route func([]byte) []byte
+	// Charged appends to dst the i-th key the reservations of ledger, a
+	// ledger's internal key, are charged to, or reports false past the
+	// last (policy.AppendCharged): how Sweep finds the keys to give
+	// expired estimates back to. Nil: Sweep drops such a ledger's expired
+	// reservations without a refund; Reserve and ReserveAll still settle
+	// them, since they know the keys.
+	Charged func(dst, ledger []byte, i int) ([]byte, bool)
 }
 
 // Defaults.

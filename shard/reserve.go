@@ -95,7 +95,7 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 	case ReserveNew:
 		return m.reserveNewLocked(s, key, h, ledger, hl, r, now)
 	}
-	est, ok := m.ledgerTakeLocked(s, key, h, ledger, hl, r.ID, now)
+	est, ok := m.ledgerTakeLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, r.ID, now)
 	if !ok {
 		return ReserveResult{}, nil
 	}
@@ -110,7 +110,7 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 }
 
 func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
-	j, found := m.findLedgerLocked(s, key, h, ledger, hl, now)
+	j, found := m.findLedgerLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, now)
 	live := found && !s.expiredLocked(s.slots.at(j), now)
 	if live {
 		b := s.peekCountersLocked(s.slots.at(j))
@@ -158,10 +158,11 @@ func (m *Map) ledgerAddLocked(s *shard, j uint32, p window.Params, r *ReserveReq
 	m.accountLocked(s)
 }
 
-// ledgerTakeLocked removes reservation id from key's ledger and returns its
-// estimate, or false if it is not outstanding.
-func (m *Map) ledgerTakeLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, id uint64, now int64) (int64, bool) {
-	j, found := m.findLedgerLocked(s, key, h, ledger, hl, now)
+// ledgerTakeLocked removes reservation id from ledger, whose reservations
+// are charged to keys (of hashes hs), and returns its estimate, or false
+// if it is not outstanding.
+func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, keys [][]byte, hs []uint64, id uint64, now int64) (int64, bool) {
+	j, found := m.findLedgerLocked(s, ledger, hl, keys, hs, now)
 	if !found || s.expiredLocked(s.slots.at(j), now) {
 		return 0, false
 	}
@@ -208,12 +209,13 @@ func (m *Map) adjustLocked(s *shard, key []byte, h uint64, now, n int64) bool {
 	return changed
 }
 
-// findLedgerLocked finds key's ledger after settling it (settleLocked), so
-// that an expired reservation's estimate is given back before anything else
-// reads the ledger.
-func (m *Map) findLedgerLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, now int64) (uint32, bool) {
+// findLedgerLocked finds ledger after settling it (settleLocked) to keys,
+// of hashes hs, the keys its reservations are charged to, so that an
+// expired reservation's estimate is given back before anything else reads
+// the ledger.
+func (m *Map) findLedgerLocked(s *shard, ledger []byte, hl uint64, keys [][]byte, hs []uint64, now int64) (uint32, bool) {
 	j, found := s.findLocked(ledger, hl)
-	if found && !m.settleLocked(s, j, ledger, hl, key, h, now) {
+	if found && !m.settleLocked(s, j, ledger, hl, keys, hs, now) {
 		m.keys.Add(-1)
 		return 0, false
 	}

@@ -129,7 +129,7 @@ func TestHammerReservations(t *testing.T) {
 // reservation command, once; until then it stays charged. The ledger
 // outlives its expired reservations until they are settled, and then goes.
 func TestReserveExpiryCancels(t *testing.T) {
-	m := newMap(t, Config{CancelExpired: true, Route: policy.Route})
+	m := newMap(t, Config{CancelExpired: true, Charged: policy.AppendCharged})
 	p := tokenP(100, 1, time.Hour)
 	key := []byte("k")
 	ledger := policy.AppendLedgerKey(nil, key)
@@ -180,7 +180,7 @@ func TestReserveExpiryModeFollowsLatest(t *testing.T) {
 	ledger := policy.AppendLedgerKey(nil, key)
 	_, err := commit.Reserve(key, ledger, reserveOp(ReserveNew, p, "r1", 30), t0)
 	require.NoError(t, err)
-	cancel := newMap(t, Config{CancelExpired: true, Route: policy.Route})
+	cancel := newMap(t, Config{CancelExpired: true, Charged: policy.AppendCharged})
 	for _, e := range exportAll(commit) {
 		e.Route = policy.Route(e.Key)
 		require.NoError(t, cancel.Import(e, t0))
@@ -201,13 +201,13 @@ func TestReserveExpiryModeFollowsLatest(t *testing.T) {
 // replicas and handoff move keys), and the Map it lands in gives the
 // estimate back.
 func TestReserveExpiryCancelTravels(t *testing.T) {
-	from := newMap(t, Config{CancelExpired: true, Route: policy.Route})
+	from := newMap(t, Config{CancelExpired: true, Charged: policy.AppendCharged})
 	p := tokenP(100, 1, time.Hour)
 	key := []byte("k")
 	_, err := from.Reserve(key, policy.AppendLedgerKey(nil, key), reserveOp(ReserveNew, p, "r1", 30), t0)
 	require.NoError(t, err)
 	later := t0 + int64(2*time.Minute) // r1 expired a minute ago, unsettled
-	to := newMap(t, Config{CancelExpired: true, Route: policy.Route})
+	to := newMap(t, Config{CancelExpired: true, Charged: policy.AppendCharged})
 	for _, e := range exportAll(from) {
 		e.Route = policy.Route(e.Key)
 		require.NoError(t, to.Import(e, later))

@@ -14,9 +14,10 @@ import (
 // penalty left as DecideAll returns it. A commit or cancel takes the
 // reservation from ledger and charges or gives back the difference to
 // every rule (window.Params.Adjust), each within its own limit. Every rule
-// must be a Slide, Fixed or Token. A policy's ledger keeps its estimates
-// charged when they expire, whatever CancelExpired says: the sweep that
-// settles a ledger does not know a policy's rules.
+// must be a Slide, Fixed or Token. An expired reservation's estimate is
+// given back to every rule, as a cancel gives it, if the Map was made with
+// CancelExpired (see settleLocked): here to q's rules, by Sweep to every
+// rule key of the ledger's that Config.Charged names and the store holds.
 func (m *Map) ReserveAll(route, ledger []byte, q *Multi, r ReserveRequest, now int64, dst []window.Decision) ([]window.Decision, time.Duration, ReserveResult, error) {
 	if err := r.checkAll(q); err != nil {
 		return dst, 0, ReserveResult{}, err
@@ -45,7 +46,7 @@ func (m *Map) ReserveAll(route, ledger []byte, q *Multi, r ReserveRequest, now i
 // settleAllLocked takes reservation r.ID from ledger and charges or gives
 // back the difference to every rule of q, reporting whether it was outstanding.
 func (m *Map) settleAllLocked(s *shard, q *Multi, hs []uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) bool {
-	est, ok := m.ledgerTakeLocked(s, nil, 0, ledger, hl, r.ID, now)
+	est, ok := m.ledgerTakeLocked(s, ledger, hl, q.Keys, hs, r.ID, now)
 	delta := -est // a cancel gives the estimate back
 	if r.Op == ReserveCommit {
 		delta = r.Units - est
@@ -79,7 +80,7 @@ func (r *ReserveRequest) checkAll(q *Multi) error {
 }
 
 func (m *Map) reserveAllNewLocked(s *shard, q *Multi, hs []uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64, dst []window.Decision) ([]window.Decision, time.Duration, ReserveResult, error) {
-	j, found := s.findLocked(ledger, hl)
+	j, found := m.findLedgerLocked(s, ledger, hl, q.Keys, hs[:len(q.Keys)], now)
 	live := found && !s.expiredLocked(s.slots.at(j), now)
 	if live {
 		b := s.peekCountersLocked(s.slots.at(j))
@@ -114,8 +115,8 @@ func (m *Map) reserveAllNewLocked(s *shard, q *Multi, hs []uint64, ledger []byte
 				return dst[:start], 0, ReserveResult{}, ErrFull
 			}
 		}
-		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(false))
+		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(m.cfg.CancelExpired))
 	}
-	m.ledgerAddLocked(s, j, window.LedgerParams(false), r, now)
+	m.ledgerAddLocked(s, j, window.LedgerParams(m.cfg.CancelExpired), r, now)
 	return dst, 0, ReserveResult{}, nil
 }

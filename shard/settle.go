@@ -6,17 +6,20 @@ import "github.com/rlstore/rlstore/window"
 // made with CancelExpired; then its ledger is made with
 // window.LedgerParams(true), which never expires while it holds any
 // reservation, and the estimates of those that expired are given back to
-// the ledger's key when the ledger is settled: by Sweep, which visits
-// every key about once a second, and before any RL.RESERVE, RL.COMMIT or
-// RL.CANCEL of the key. Until then the estimate stays charged, so a late
-// settlement never admits more than an early one would.
+// the keys they were charged to when the ledger is settled: by Sweep,
+// which visits every key about once a second and finds those keys with
+// Config.Charged, and before any RL.RESERVE, RL.COMMIT or RL.CANCEL of
+// the ledger, which know them. Until then the estimate stays charged, so
+// a late settlement never admits more than an early one would.
 
-// settleLocked gives back to key, of hash h, the estimates of the
-// reservations that expired by now in ledger (hash hl, slot j), if it is
-// a ledger that gives them back, and reports whether the ledger is still
-// there; if not, the caller counts the key gone (Map.keys). The ledger is written before the key: giving units back may
-// move the key's counters, never the ledger's.
-func (m *Map) settleLocked(s *shard, j uint32, ledger []byte, hl uint64, key []byte, h uint64, now int64) bool {
+// settleLocked removes from the ledger in slot j (key ledger, hash hl)
+// the reservations that expired by now, if it is a ledger that gives them
+// back, and gives their estimates back to keys, of hashes hs. It reports
+// whether the ledger is still there; if not, the caller counts it gone
+// (Map.keys). The ledger is written before the keys: giving units back
+// may move the keys' counters, never the ledger's; and it is removed
+// last, since ledger may be its own bytes in the arena.
+func (m *Map) settleLocked(s *shard, j uint32, ledger []byte, hl uint64, keys [][]byte, hs []uint64, now int64) bool {
 	sl := s.slots.at(j)
 	b := s.peekCountersLocked(sl)
 	p := s.params.get(sl.param())
@@ -28,36 +31,46 @@ func (m *Map) settleLocked(s *shard, j uint32, ledger []byte, hl uint64, key []b
 		s.storeCountersLocked(sl, b)
 		s.markDirtyLocked(j)
 	}
-	if key != nil {
-		m.adjustLocked(s, key, h, now, -sum)
+	for i, k := range keys {
+		m.adjustLocked(s, k, hs[i], now, -sum)
 	}
-	if len(b) > 0 {
-		m.accountLocked(s)
-		return true
+	return m.settledLocked(s, j, ledger, hl, len(b) > 0)
+}
+
+// settledLocked removes the ledger in slot j if it holds nothing more,
+// and reports whether it is still there.
+func (m *Map) settledLocked(s *shard, j uint32, ledger []byte, hl uint64, held bool) bool {
+	if !held {
+		s.markGoneLocked(ledger)
+		s.removeLocked(j, hl)
 	}
-	s.markGoneLocked(ledger)
-	s.removeLocked(j, hl)
 	m.accountLocked(s)
-	return false
+	return held
 }
 
 // sweepSettleLocked settles the ledger in slot i, if it is one that gives
-// expired estimates back, finding its key with Config.Route, and reports
-// whether the slot still holds a key.
+// expired estimates back, giving them back to every key Config.Charged
+// names for it, and reports whether the slot still holds a key.
 func (m *Map) sweepSettleLocked(s *shard, i uint32, now int64) bool {
 	sl := s.slots.at(i)
-	if !s.params.get(sl.param()).Cancels() {
+	p := s.params.get(sl.param())
+	if !p.Cancels() || !(window.Reservations{}).Due(p, s.peekCountersLocked(sl), now) {
 		return true
 	}
 	ledger := s.keys.get(sl.key, sl.keyLen())
-	var key []byte
-	var h uint64
-	if m.cfg.Route != nil {
-		if key = m.cfg.Route(ledger); len(key) == len(ledger) {
-			key = nil // not a ledger's key after all
-		} else {
-			h = m.hash(key)
+	var keys [MaxRules][]byte
+	var hs [MaxRules]uint64
+	n, buf := 0, s.settleBuf[:0]
+	for m.cfg.Charged != nil && n < len(keys) {
+		start := len(buf)
+		var ok bool
+		if buf, ok = m.cfg.Charged(buf, ledger, n); !ok {
+			break
 		}
+		keys[n] = buf[start:len(buf):len(buf)]
+		hs[n] = m.hash(keys[n])
+		n++
 	}
-	return m.settleLocked(s, i, ledger, s.hash(ledger), key, h, now)
+	s.settleBuf = buf[:0]
+	return m.settleLocked(s, i, ledger, s.hash(ledger), keys[:n], hs[:n], now)
 }

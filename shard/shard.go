@@ -23,6 +23,7 @@ type shard struct {
 	dirty     dirty  // changes since the last DrainDirty, for the append-only log
 	kinds     kinds  // live keys and their bytes per algorithm
 	stats     stats  // atomics, read without mu
+	settleBuf []byte // the keys Sweep gives a ledger's estimates back to
 
 	// view is the index's pages as of its last change, for Prefetch's
 	// first pass, which takes no lock (see indexView); viewGen is the

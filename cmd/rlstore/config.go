@@ -332,7 +332,7 @@ func (c config) addr() string { return net.JoinHostPort(c.Bind, strconv.Itoa(c.P
 
 func (c config) shardConfig() shard.Config {
 	return shard.Config{Shards: c.Shards, MaxKeys: c.MaxKeys, MaxMemory: c.MaxMemory,
-		CancelExpired: c.ReserveExpiry == "cancel", Route: policy.Route}
+		CancelExpired: c.ReserveExpiry == "cancel", Charged: policy.AppendCharged}
 }
 
 func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.Logger) server.Config {

@@ -85,8 +85,8 @@ func TestPrecedence(t *testing.T) {
 
 // TestReserveExpiryReachesTheStore: --reserve-expiry cancel makes the
 // store (and the replicas' copies, made alike) give expired reservations
-// back, with the route to find a ledger's key; commit, the default, keeps
-// them charged.
+// back, with the way to find the keys a ledger's reservations are charged
+// to; commit, the default, keeps them charged.
 func TestReserveExpiryReachesTheStore(t *testing.T) {
 	c, err := load(t, nil, nil)
 	require.NoError(t, err)
@@ -95,8 +95,10 @@ func TestReserveExpiryReachesTheStore(t *testing.T) {
 	require.NoError(t, err)
 	sc := c.shardConfig()
 	assert.True(t, sc.CancelExpired)
-	require.NotNil(t, sc.Route)
-	assert.Equal(t, []byte("k"), sc.Route(policy.AppendLedgerKey(nil, []byte("k"))))
+	require.NotNil(t, sc.Charged)
+	k, ok := sc.Charged(nil, policy.AppendLedgerKey(nil, []byte("k")), 0)
+	assert.True(t, ok)
+	assert.Equal(t, []byte("k"), k)
 }
 
 func TestEnvNames(t *testing.T) {
