@@ -2,12 +2,11 @@ package region
 
 import (
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/rlstore/rlstore/window"
 )
@@ -35,7 +34,9 @@ func BenchmarkLockShards(b *testing.B) {
 	shardOf := make([]uint64, keys)
 	for i := range names {
 		names[i] = []byte(fmt.Sprintf("user:%011d", i))
-		shardOf[i] = xxhash.Sum64(names[i])
+		h := fnv.New64a()
+		_, _ = h.Write(names[i])
+		shardOf[i] = h.Sum64()
 	}
 	lim := Limit{Kind: window.KindSlide, Limit: 1 << 31, Window: time.Minute}
 	for _, shards := range []int{1, 2, 8, 64} {
