@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 
 	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // Replies of the ACL checks, in Redis 7.0's words.
@@ -19,19 +20,19 @@ func errNoPermCmd(name string) string {
 }
 
 // mayRun returns "" if u may run cm with args, or the NOPERM reply.
-func mayRun(u *auth.User, cm *command, args [][]byte) string {
-	if !u.MayRun(cm.name) {
-		return errNoPermCmd(cm.name)
+func mayRun(u *auth.User, cm *core.Command, args [][]byte) string {
+	if !u.MayRun(cm.Name) {
+		return errNoPermCmd(cm.Name)
 	}
-	if cm.firstKey <= 0 {
+	if cm.FirstKey <= 0 {
 		return ""
 	}
-	write := cm.flags&flagWrite != 0
-	last := cm.lastKey
+	write := cm.Flags&flagWrite != 0
+	last := cm.LastKey
 	if last < 0 {
 		last += len(args)
 	}
-	for i := cm.firstKey; i <= last && i < len(args); i += max(cm.keyStep, 1) {
+	for i := cm.FirstKey; i <= last && i < len(args); i += max(cm.KeyStep, 1) {
 		if !u.MayUseKey(args[i], write) {
 			return errNoPermKey
 		}

@@ -68,8 +68,7 @@ func TestGCRAErrors(t *testing.T) {
 func TestAliasAllocs(t *testing.T) {
 	s := newTestServer(t, Config{})
 	rc := newBenchConn()
-	c := &client{rc: rc, authed: true, resp: 2}
-	c.conn = errCounter{clientConn: rc, c: c}
+	c := benchClient(s, rc)
 	batch := []byte(respCmd("GCRA", "g", "1000000", "1000000", "1.5", "TOKENS", "2") + respCmd("THROTTLE", "t", "1000000", "1000000", "60"))
 	runBatch(s, c, rc, batch)
 	assert.Zero(t, quietAllocsPerRun(200, func() { runBatch(s, c, rc, batch) }))

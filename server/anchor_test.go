@@ -128,8 +128,7 @@ func BenchmarkFixedAnchor(b *testing.B) {
 		b.Run("anchor="+anchor, func(b *testing.B) {
 			s := newTestServer(b, Config{})
 			rc := newBenchConn()
-			c := &client{rc: rc, authed: true, resp: 2}
-			c.conn = errCounter{clientConn: rc, c: c}
+			c := benchClient(s, rc)
 			var batch []byte
 			for k := range 16 {
 				args := []string{"RL.FIXED", benchKey(k), "1000000000", "60"}

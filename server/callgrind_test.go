@@ -28,8 +28,7 @@ func TestCallgrindBatch(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("CG_N"))
 	s := newTestServer(t, Config{})
 	rc := newBenchConn()
-	c := &client{rc: rc, authed: true, resp: 2}
-	c.conn = errCounter{clientConn: rc, c: c}
+	c := benchClient(s, rc)
 	batches := cgBatches(keys, 256)
 	for k := range keys {
 		runBatch(s, c, rc, []byte(respCmd("RL.SLIDE", cgKey(k), "100", "60")))

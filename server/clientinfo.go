@@ -16,19 +16,19 @@ import (
 func (c *client) describe(now time.Time, args [][]byte) string {
 	m := c.getMeta()
 	cmd := "NULL"
-	if cm := c.lastCmd.Load(); cm != nil {
-		cmd = cm.name
+	if cm := c.LastCmd.Load(); cm != nil {
+		cmd = cm.Name
 	}
 	argv, multiMem := argvMem(args), int64(0)
 	if args != nil {
-		multiMem = c.qbytes
+		multiMem = c.QBytes
 	}
 	omem := c.pendingPushBytes()
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	return "id=" + i64(c.id) + " addr=" + c.addr + " laddr=" + c.laddr + " fd=" + i64(fdOf(c)) +
 		" name=" + m.name + " age=" + seconds(now.Sub(c.created)) +
 		" idle=" + seconds(now.Sub(time.Unix(0, c.g.Last.Load()))) +
-		" flags=" + c.flags() + " db=0 sub=" + i64(c.subCount.Load()) + " psub=0 ssub=0 multi=" + strconv.Itoa(int(c.qlen.Load())) +
+		" flags=" + c.flags() + " db=0 sub=" + i64(c.subCount.Load()) + " psub=0 ssub=0 multi=" + strconv.Itoa(int(c.QLen.Load())) +
 		" qbuf=0 qbuf-free=0 argv-mem=" + i64(argv) + " multi-mem=" + i64(multiMem) +
 		" rbs=0 rbp=0 obl=0 oll=0 omem=" + i64(omem) + " tot-mem=" + i64(argv+multiMem+omem) +
 		" events=r cmd=" + cmd + " user=default redir=" + i64(redirOf(c)) + " resp=" + strconv.Itoa(m.resp) +
@@ -56,7 +56,7 @@ func argvMem(args [][]byte) int64 {
 // tracking, R broken redirect, P subscribed, O monitor.
 func (c *client) flags() string {
 	f := ""
-	if c.qlen.Load() >= 0 {
+	if c.QLen.Load() >= 0 {
 		f += "x"
 	}
 	if conf := c.trackConf.Load(); conf != nil {

@@ -21,7 +21,7 @@ func (s *Server) evictLargest(self *resp.Conn) bool {
 	most := int64(0)
 	s.mu.Lock()
 	for _, c := range s.clients {
-		if h := c.rc.Held(); h > most && !c.peer && !c.rc.Evicted() {
+		if h := c.rc.Held(); h > most && !c.Peer && !c.rc.Evicted() {
 			victim, most = c, h
 		}
 	}

@@ -162,11 +162,11 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 	switch {
 	case s.cl == nil && s.reg == nil:
 		c.conn.WriteError(errNoCluster)
-	case !c.peer && equalFoldASCII(args[1], "hello"):
+	case !c.Peer && equalFoldASCII(args[1], "hello"):
 		s.peerHello(c, args)
-	case !c.peer && equalFoldASCII(args[1], "auth"):
+	case !c.Peer && equalFoldASCII(args[1], "auth"):
 		s.peerAuth(c, args)
-	case !c.peer:
+	case !c.Peer:
 		c.conn.WriteError(errNotPeer)
 	case s.reg != nil && equalFoldASCII(args[1], "region") && len(args) == 3:
 		s.reg.peerRegion(c, args[2]) // region_link.go
@@ -196,7 +196,7 @@ func cmdHop(s *Server, c *client, args [][]byte) {
 	level, ok1 := parseInt(args[1])
 	resp, ok2 := parseInt(args[2])
 	switch {
-	case !c.peer:
+	case !c.Peer:
 		c.conn.WriteError(errNotPeer)
 		return
 	case !ok1 || !ok2 || level < hopForward || level > hopHandoff || (resp != 2 && resp != 3):
@@ -214,11 +214,6 @@ func cmdHop(s *Server, c *client, args [][]byte) {
 func (s *Server) attachCluster() error {
 	peers := peerCommands()
 	s.register(peers)
-	for i := range peers {
-		if peers[i].wraps > 0 { // RL.HOP: resolveFor tries it first for a peer
-			s.hop = &peers[i]
-		}
-	}
 	s.register(clusterCommands())
 	if s.cfg.Cluster == nil {
 		return nil

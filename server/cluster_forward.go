@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/tidwall/redcon"
 )
@@ -24,7 +25,7 @@ type remoteBatch struct {
 
 // fwdItem is one forwarded request of a batch.
 type fwdItem struct {
-	cm    *command
+	cm    *core.Command
 	slot  int
 	start int // where its request starts in buf
 }
@@ -34,7 +35,7 @@ type fwdItem struct {
 const maxPooledBatch = 64 << 10
 
 // forwardLater queues a request for its owner, reserving its reply's place.
-func (s *Server) forwardLater(c *client, cm *command, args [][]byte, slot int, owner cluster.Node) {
+func (s *Server) forwardLater(c *client, cm *core.Command, args [][]byte, slot int, owner cluster.Node) {
 	b := c.batchFor(owner.Name)
 	if b == nil {
 		b = s.cl.newBatch(s, owner)

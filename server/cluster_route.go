@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/tidwall/redcon"
 )
 
@@ -87,8 +88,8 @@ type route struct {
 // hopHandoff, to the owner this node's table names: two nodes whose
 // tables differ for a moment then never pass a request back and forth, and
 // never serve a slot that neither owns.
-func (s *Server) routeOf(c *client, cm *command, args [][]byte) route {
-	if s.cl == nil || cm.firstKey == 0 {
+func (s *Server) routeOf(c *client, cm *core.Command, args [][]byte) route {
+	if s.cl == nil || cm.FirstKey == 0 {
 		return route{local: true}
 	}
 	slot, ok := commandSlot(cm, args)
@@ -125,13 +126,13 @@ func (s *Server) routeOf(c *client, cm *command, args [][]byte) route {
 // commandSlot returns the slot of cm's keys in args, and false if they
 // are in more than one. Keys of different slots on one owner are still
 // refused, as Redis Cluster refuses them: a client cannot know the owners.
-func commandSlot(cm *command, args [][]byte) (int, bool) {
-	last := cm.lastKey
+func commandSlot(cm *core.Command, args [][]byte) (int, bool) {
+	last := cm.LastKey
 	if last < 0 {
 		last = len(args) + last
 	}
 	slot := -1
-	for i := cm.firstKey; i <= last && i < len(args); i += max(cm.keyStep, 1) {
+	for i := cm.FirstKey; i <= last && i < len(args); i += max(cm.KeyStep, 1) {
 		s := cluster.Slot(args[i])
 		if slot >= 0 && s != slot {
 			return 0, false
@@ -169,22 +170,22 @@ func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) 
 // routeOne runs a keyed command where routeOf says: here, under the
 // handoff's barrier (see barrier), or at another node. It reports whether
 // the command was forwarded.
-func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
+func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 	switch {
-	case cm.firstKey == 0 && cm.flags&flagBarrier != 0:
+	case cm.FirstKey == 0 && cm.Flags&flagBarrier != 0:
 		// A transaction's commands run here under the barrier too.
 		s.runEntered(c, cm, args, s.cl.ho.running.enter(c.id))
 		return false
-	case cm.firstKey == 0 && cm.wraps > 0:
+	case cm.FirstKey == 0 && cm.Wraps > 0:
 		// Not under the barrier: RL.HOP's command enters it itself, and may
 		// wait for a gate that opens only once the barrier is clear. Nor
 		// counted as a command of its own (INFO commandstats, SLOWLOG): the
 		// command it wraps is. Timing both, and switching the connection's
 		// pending counts between the two at every request, cost the owner
 		// more than the decision.
-		cm.run(s, c, args)
+		cm.Run(&c.Session, args)
 		return false
-	case cm.firstKey == 0:
+	case cm.FirstKey == 0:
 		s.run(c, cm, args)
 		return false
 	}
@@ -233,13 +234,13 @@ func (s *Server) routeOne(c *client, cm *command, args [][]byte) bool {
 }
 
 // runEntered runs a command that entered the handoff's barrier, and leaves it.
-func (s *Server) runEntered(c *client, cm *command, args [][]byte, ticket uint32) {
+func (s *Server) runEntered(c *client, cm *core.Command, args [][]byte, ticket uint32) {
 	defer s.cl.ho.running.leave(c.id, ticket)
 	s.run(c, cm, args)
 }
 
 // forwardNow forwards one command and waits for its reply.
-func (s *Server) forwardNow(c *client, cm *command, args [][]byte, r route) {
+func (s *Server) forwardNow(c *client, cm *core.Command, args [][]byte, r route) {
 	reps, err := s.forward(r.owner, [][][]byte{hopArgs(c, args)})
 	w := restartWindow{until: time.Now().Add(restartWait)} // an owner restarting at once: see retryElsewhere
 	for pause := 5 * time.Millisecond; err != nil && restarting(err) && time.Now().Add(pause).Before(w.until) &&
@@ -268,7 +269,7 @@ func (s *Server) forwardNow(c *client, cm *command, args [][]byte, r route) {
 
 // unreachable answers a command whose owner could not be reached, as
 // --owner-unreachable says.
-func (s *Server) unreachable(c *client, cm *command, args [][]byte, owner cluster.Node, err error) {
+func (s *Server) unreachable(c *client, cm *core.Command, args [][]byte, owner cluster.Node, err error) {
 	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
 	s.cl.unreachable.Add(1)
 	s.answerUnserved(c, cm, args, errOwnerUnreach+owner.Name)
@@ -276,13 +277,13 @@ func (s *Server) unreachable(c *client, cm *command, args [][]byte, owner cluste
 
 // answerUnserved answers a keyed command no node can decide now, as
 // --owner-unreachable says; errText is the reply of the error mode.
-func (s *Server) answerUnserved(c *client, cm *command, args [][]byte, errText string) {
+func (s *Server) answerUnserved(c *client, cm *core.Command, args [][]byte, errText string) {
 	mode := s.cl.cfg.OwnerUnreachable
 	switch {
 	case mode == UnreachableLocal:
 		s.run(c, cm, args)
-	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.blind != nil:
-		writeBlind(c, cm.blind(mode == UnreachableAllow))
+	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.Blind != nil:
+		writeBlind(c, cm.Blind(mode == UnreachableAllow))
 	default:
 		c.conn.WriteError(errText)
 	}
@@ -300,7 +301,7 @@ func writeBlind(c *client, f []int64) {
 // one owner elsewhere gets the whole transaction; keys of several owners
 // get CROSSSLOT, as in Redis Cluster. It reports false when every key is
 // this node's.
-func (s *Server) execElsewhere(c *client, q []queued) bool {
+func (s *Server) execElsewhere(c *client, q []core.Queued) bool {
 	owner, first, done := s.txnRoute(c, q)
 	if done || owner == nil || owner.local {
 		return done
@@ -308,14 +309,14 @@ func (s *Server) execElsewhere(c *client, q []queued) bool {
 	level := max(owner.level, hopForward)
 	cmds := [][][]byte{hopLevelArgs(c, [][]byte{[]byte("MULTI")}, level)}
 	for _, e := range q {
-		cmds = append(cmds, hopLevelArgs(c, e.args, level))
+		cmds = append(cmds, hopLevelArgs(c, e.Args, level))
 	}
 	cmds = append(cmds, hopLevelArgs(c, [][]byte{[]byte("EXEC")}, level))
 	reps, err := s.forward(owner.owner, cmds)
 	switch {
 	case err != nil:
 		c.conn.WriteError(errOwnerUnreach + owner.owner.Name)
-	case isHandedOff(reps[len(reps)-1]) && s.routeOf(c, first.cmd, first.args).local:
+	case isHandedOff(reps[len(reps)-1]) && s.routeOf(c, first.Cmd, first.Args).local:
 		return false // the old owner cut the slot after this node chose it: it is this node's now
 	case isHandedOff(reps[len(reps)-1]):
 		c.conn.WriteError(errTryAgain)
@@ -330,11 +331,11 @@ func (s *Server) execElsewhere(c *client, q []queued) bool {
 // (CROSSSLOT, TRYAGAIN for a gated slot, HANDEDOFF). A transaction another
 // node forwarded runs where it lands, unless this node has handed its slot
 // over (then it answers HANDEDOFF, and the sender runs it).
-func (s *Server) txnRoute(c *client, q []queued) (owner *route, first queued, done bool) {
+func (s *Server) txnRoute(c *client, q []core.Queued) (owner *route, first core.Queued, done bool) {
 	for _, e := range q {
-		r := s.routeOf(c, e.cmd, e.args)
+		r := s.routeOf(c, e.Cmd, e.Args)
 		switch {
-		case r.local && e.cmd.firstKey == 0:
+		case r.local && e.Cmd.FirstKey == 0:
 			continue
 		case r.down && s.cl.cfg.OwnerUnreachable != UnreachableLocal:
 			c.conn.WriteError(errClusterDown)
@@ -366,12 +367,12 @@ func (s *Server) canLater(c *client) bool {
 }
 
 // unreachableReply is unreachable's reply as bytes, for a Later.
-func (s *Server) unreachableReply(cm *command, owner cluster.Node, err error) []byte {
+func (s *Server) unreachableReply(cm *core.Command, owner cluster.Node, err error) []byte {
 	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
 	s.cl.unreachable.Add(1)
 	mode := s.cl.cfg.OwnerUnreachable
-	if (mode == UnreachableAllow || mode == UnreachableDeny) && cm.blind != nil {
-		f := cm.blind(mode == UnreachableAllow)
+	if (mode == UnreachableAllow || mode == UnreachableDeny) && cm.Blind != nil {
+		f := cm.Blind(mode == UnreachableAllow)
 		b := redcon.AppendArray(nil, len(f))
 		for _, v := range f {
 			b = redcon.AppendInt(b, v)

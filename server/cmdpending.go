@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/observe"
 )
 
@@ -15,14 +16,14 @@ import (
 // another command runs: so whoever has seen a reply, INFO run after the
 // command on the same connection included, sees it counted.
 type pending struct {
-	cm        *command     // whose runs runs counts
-	runs      observe.Runs // runs of cm
+	cm        *core.Command // whose runs runs counts
+	runs      observe.Runs  // runs of cm
 	decisions [decisionSlots]struct{ allowed, denied int32 }
 	decided   bool // decisions holds counts
 }
 
 // observe counts a run of cm that took d.
-func (p *pending) observe(cm *command, d time.Duration) {
+func (p *pending) observe(cm *core.Command, d time.Duration) {
 	if p.cm != cm {
 		p.flushRuns()
 		p.cm = cm
@@ -62,6 +63,6 @@ func (p *pending) flush(s *Server) {
 // flushRuns adds the pending runs to their command's counters.
 func (p *pending) flushRuns() {
 	if p.cm != nil {
-		p.runs.Flush(p.cm.stats)
+		p.runs.Flush(p.cm.Stats)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -13,31 +14,31 @@ import (
 func TestEveryCommandIsDocumented(t *testing.T) {
 	s := newTestServer(t, Config{})
 	table := commandDocTable()
-	check := func(cm *command) {
+	check := func(cm *core.Command) {
 		d := commandDocs(cm, table)
 		m := map[string]any{}
 		for _, p := range d {
 			m[p.key] = p.val
 		}
-		assert.NotEmptyf(t, m["summary"], "%s has no summary", cm.name)
-		assert.NotEmptyf(t, m["since"], "%s has no since", cm.name)
-		required := max(cm.arity, -cm.arity) - 1 - strings.Count(cm.name, "|") // arguments after the name(s)
-		if len(cm.subs) == 0 && required > 0 {
-			assert.NotEmptyf(t, m["arguments"], "%s takes arguments but lists none", cm.name)
+		assert.NotEmptyf(t, m["summary"], "%s has no summary", cm.Name)
+		assert.NotEmptyf(t, m["since"], "%s has no since", cm.Name)
+		required := max(cm.Arity, -cm.Arity) - 1 - strings.Count(cm.Name, "|") // arguments after the name(s)
+		if len(cm.Subs) == 0 && required > 0 {
+			assert.NotEmptyf(t, m["arguments"], "%s takes arguments but lists none", cm.Name)
 		}
 	}
-	for name, cm := range s.commands {
+	for name, cm := range s.table.Names() {
 		if strings.HasPrefix(name, "test.") {
 			continue
 		}
 		check(cm)
-		for i := range cm.subs {
-			check(&cm.subs[i])
+		for i := range cm.Subs {
+			check(&cm.Subs[i])
 		}
 	}
 	for name := range table {
 		parent, _, _ := strings.Cut(name, "|")
-		require.NotNilf(t, s.commands[parent], "the docs name %s, which is not a command", name)
+		require.NotNilf(t, s.table.Lookup(parent), "the docs name %s, which is not a command", name)
 	}
 }
 

@@ -1,5 +1,7 @@
 package server
 
+import "github.com/rlstore/rlstore/server/internal/core"
+
 // cmdSpec is what COMMAND INFO says of a command beyond its run: the Redis
 // flags the table entry does not set itself (the entry keeps the flags that
 // change how rlstore runs it), its explicit ACL categories (register adds
@@ -13,156 +15,41 @@ type cmdSpec struct {
 	keys  []keySpec
 }
 
-// declare adds sp to cm's entry; an entry may declare its categories and
-// key specs itself instead (a decision's does, so that one entry is all a
-// new one needs). Key positions written in the entry must agree with the
-// key specs: two that differ are a programmer error.
-func (cm *command) declare(sp cmdSpec) {
-	cm.flags |= sp.flags
-	cm.acl = impliedCategories(cm.flags, cm.acl|sp.acl)
-	keys := sp.keys
-	if keys == nil {
-		keys = cm.keys
-	}
-	if keys == nil {
-		return
-	}
-	first, last, step := legacyRange(keys)
-	if cm.firstKey != 0 && (cm.firstKey != first || cm.lastKey != last || cm.keyStep != step) {
-		panic("server: " + cm.name + "'s key positions differ from its key specs")
-	}
-	cm.keys, cm.firstKey, cm.lastKey, cm.keyStep = keys, first, last, step
-}
-
-// aclCats is a set of ACL categories, in the order Redis lists them.
-type aclCats uint32
-
+// The ACL categories and key spec flags, as the declarations name them.
 const (
-	catKeyspace aclCats = 1 << iota
-	catRead
-	catWrite
-	catPubsub
-	catAdmin
-	catFast
-	catSlow
-	catDangerous
-	catConnection
-	catTransaction
-	catRL // rlstore's own commands
+	catKeyspace    = core.CatKeyspace
+	catRead        = core.CatRead
+	catWrite       = core.CatWrite
+	catPubsub      = core.CatPubsub
+	catAdmin       = core.CatAdmin
+	catFast        = core.CatFast
+	catSlow        = core.CatSlow
+	catDangerous   = core.CatDangerous
+	catConnection  = core.CatConnection
+	catTransaction = core.CatTransaction
+	catRL          = core.CatRL
+
+	keyRO     = core.KeyRO
+	keyRW     = core.KeyRW
+	keyOW     = core.KeyOW
+	keyRM     = core.KeyRM
+	keyAccess = core.KeyAccess
+	keyUpdate = core.KeyUpdate
+	keyInsert = core.KeyInsert
+	keyDelete = core.KeyDelete
 )
 
-// names returns the categories' names, as COMMAND INFO lists them.
-func (a aclCats) names() flagSet {
-	all := []string{"@keyspace", "@read", "@write", "@pubsub", "@admin", "@fast", "@slow",
-		"@dangerous", "@connection", "@transaction", "@rl"}
-	out := flagSet{}
-	for i, n := range all {
-		if a&(1<<i) != 0 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// impliedCategories adds the categories Redis derives from a command's
-// flags (setImplicitACLCategories), so that the two always agree.
-func impliedCategories(f cmdFlags, a aclCats) aclCats {
-	for _, imp := range []struct {
-		flag cmdFlags
-		cats aclCats
-	}{{flagWrite, catWrite}, {flagReadonly, catRead}, {flagAdmin, catAdmin | catDangerous}, {flagPubsub, catPubsub}, {flagFast, catFast}} {
-		if f&imp.flag != 0 {
-			a |= imp.cats
-		}
-	}
-	if a&catFast == 0 {
-		a |= catSlow
-	}
-	return a
-}
-
-// keySpec is a Redis 7 key spec: the keys begin at argument index (the name
-// is 0) and run to lastKey (0: that one; -1: the last argument; -2: the one
-// before) every step arguments. rlstore's commands need no other form.
-type keySpec struct {
-	flags         keyFlags
-	index         int
-	lastKey, step int
-}
-
-// keyFlags are a key spec's flags, in the order Redis lists them.
-type keyFlags uint16
-
-const (
-	keyRO keyFlags = 1 << iota
-	keyRW
-	keyOW
-	keyRM
-	keyAccess
-	keyUpdate
-	keyInsert
-	keyDelete
-)
-
-func (k keyFlags) names() flagSet {
-	all := []string{"RO", "RW", "OW", "RM", "access", "update", "insert", "delete"}
-	out := flagSet{}
-	for i, n := range all {
-		if k&(1<<i) != 0 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+// spec is sp as the table takes it.
+func (sp cmdSpec) spec() core.Spec { return core.Spec{Flags: sp.flags, ACL: sp.acl, Keys: sp.keys} }
 
 // one is the key spec of a command with one key at index.
 func one(flags keyFlags, index int) []keySpec {
-	return []keySpec{{flags: flags, index: index, step: 1}}
+	return []keySpec{{Flags: flags, Index: index, Step: 1}}
 }
 
 // rest is the key spec of a command whose every argument from index on is a key.
 func rest(flags keyFlags, index int) []keySpec {
-	return []keySpec{{flags: flags, index: index, lastKey: -1, step: 1}}
-}
-
-// legacyRange is COMMAND INFO's first key, last key and step, which Redis 7
-// derives from the key specs and older clients route by.
-func legacyRange(keys []keySpec) (first, last, step int) {
-	if len(keys) == 0 {
-		return 0, 0, 0
-	}
-	k := keys[0]
-	last = k.lastKey
-	if last >= 0 {
-		last += k.index
-	}
-	return k.index, last, k.step
-}
-
-// keyArg is an argument that a key spec names as a key.
-type keyArg struct {
-	index int
-	flags keyFlags
-}
-
-// keyIndexes appends to dst the arguments of a call of n arguments that keys
-// name, or returns false if the call ends before a key it must hold.
-func keyIndexes(keys []keySpec, n int, dst []keyArg) ([]keyArg, bool) {
-	for _, k := range keys {
-		last := k.lastKey
-		if last >= 0 {
-			last += k.index
-		} else {
-			last += n
-		}
-		if k.index >= n || last < k.index {
-			return dst, false
-		}
-		for i := k.index; i <= last; i += k.step {
-			dst = append(dst, keyArg{i, k.flags})
-		}
-	}
-	return dst, true
+	return []keySpec{{Flags: flags, Index: index, LastKey: -1, Step: 1}}
 }
 
 // commandSpecs is every command's cmdSpec, keyed by the table's names

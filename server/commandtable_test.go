@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -111,40 +112,40 @@ func TestCommandTableIsConsistent(t *testing.T) {
 	for _, cm := range decisionCommands() {
 		specs[cm.name] = cmdSpec{} // a decision's entry declares its own (decisionEntry)
 	}
-	check := func(cm *command) {
-		_, declared := specs[cm.name]
-		assert.Truef(t, declared, "%s is not in commandSpecs", cm.name)
-		assert.Equalf(t, cm.flags&flagWrite != 0, cm.acl&catWrite != 0, "%s: write and @write", cm.name)
-		assert.Equalf(t, cm.flags&flagReadonly != 0, cm.acl&catRead != 0, "%s: readonly and @read", cm.name)
-		assert.Falsef(t, cm.flags&flagWrite != 0 && cm.flags&flagReadonly != 0, "%s: write and readonly", cm.name)
-		if cm.flags&flagAdmin != 0 {
-			assert.Equalf(t, catAdmin|catDangerous, cm.acl&(catAdmin|catDangerous), "%s: admin is @admin @dangerous", cm.name)
+	check := func(cm *core.Command) {
+		_, declared := specs[cm.Name]
+		assert.Truef(t, declared, "%s is not in commandSpecs", cm.Name)
+		assert.Equalf(t, cm.Flags&flagWrite != 0, cm.ACL&catWrite != 0, "%s: write and @write", cm.Name)
+		assert.Equalf(t, cm.Flags&flagReadonly != 0, cm.ACL&catRead != 0, "%s: readonly and @read", cm.Name)
+		assert.Falsef(t, cm.Flags&flagWrite != 0 && cm.Flags&flagReadonly != 0, "%s: write and readonly", cm.Name)
+		if cm.Flags&flagAdmin != 0 {
+			assert.Equalf(t, catAdmin|catDangerous, cm.ACL&(catAdmin|catDangerous), "%s: admin is @admin @dangerous", cm.Name)
 		}
-		assert.NotEqualf(t, cm.acl&catFast != 0, cm.acl&catSlow != 0, "%s: @fast or @slow", cm.name)
-		own := strings.HasPrefix(cm.name, "rl.") || strings.HasPrefix(cm.name, "cl.")
-		assert.Equalf(t, own, cm.acl&catRL != 0, "%s: @rl", cm.name)
-		assert.Equalf(t, cm.firstKey > 0, len(cm.keys) > 0, "%s: key specs for its keys", cm.name)
-		writes := cm.flags&flagWrite != 0
-		assert.Falsef(t, !writes && (cm.peek != nil || cm.changes != nil || cm.blind != nil || cm.flags&flagAnnounces != 0),
-			"%s: only a write has a peek form, changes, a blind decision or announces its changes", cm.name)
-		assert.Falsef(t, cm.flags&flagCacheable != 0 && (cm.flags&flagReadonly == 0 || cm.firstKey != 1 || cm.keyStep != 1),
-			"%s: a cacheable read reads every argument as a key", cm.name)
-		assert.Falsef(t, cm.flags&flagPrefetch != 0 && cm.firstKey == 0, "%s: prefetched by its key", cm.name)
-		for _, k := range cm.keys {
-			if cm.flags&flagWrite != 0 {
-				assert.NotZerof(t, k.flags&(keyRW|keyOW|keyRM), "%s writes its keys", cm.name)
+		assert.NotEqualf(t, cm.ACL&catFast != 0, cm.ACL&catSlow != 0, "%s: @fast or @slow", cm.Name)
+		own := strings.HasPrefix(cm.Name, "rl.") || strings.HasPrefix(cm.Name, "cl.")
+		assert.Equalf(t, own, cm.ACL&catRL != 0, "%s: @rl", cm.Name)
+		assert.Equalf(t, cm.FirstKey > 0, len(cm.Keys) > 0, "%s: key specs for its keys", cm.Name)
+		writes := cm.Flags&flagWrite != 0
+		assert.Falsef(t, !writes && (cm.Peek != nil || cm.Changes != nil || cm.Blind != nil || cm.Flags&flagAnnounces != 0),
+			"%s: only a write has a peek form, changes, a blind decision or announces its changes", cm.Name)
+		assert.Falsef(t, cm.Flags&flagCacheable != 0 && (cm.Flags&flagReadonly == 0 || cm.FirstKey != 1 || cm.KeyStep != 1),
+			"%s: a cacheable read reads every argument as a key", cm.Name)
+		assert.Falsef(t, cm.Flags&flagPrefetch != 0 && cm.FirstKey == 0, "%s: prefetched by its key", cm.Name)
+		for _, k := range cm.Keys {
+			if cm.Flags&flagWrite != 0 {
+				assert.NotZerof(t, k.Flags&(keyRW|keyOW|keyRM), "%s writes its keys", cm.Name)
 			} else {
-				assert.NotZerof(t, k.flags&keyRO, "%s only reads its keys", cm.name)
+				assert.NotZerof(t, k.Flags&keyRO, "%s only reads its keys", cm.Name)
 			}
 		}
 	}
-	for name, cm := range s.commands {
+	for name, cm := range s.table.Names() {
 		if strings.HasPrefix(name, "test.") {
 			continue
 		}
 		check(cm)
-		for i := range cm.subs {
-			check(&cm.subs[i])
+		for i := range cm.Subs {
+			check(&cm.Subs[i])
 		}
 	}
 }

@@ -96,7 +96,7 @@ func (s *Server) wrongPass(c *client) { s.refuseAuth(c, errWrongPass) }
 func (s *Server) refuseAuth(c *client, reply string) {
 	s.authFailures.Add(1)
 	c.conn.WriteError(reply)
-	if c.authFails++; c.authFails >= maxAuthFailures && !c.authed {
+	if c.authFails++; c.authFails >= maxAuthFailures && !c.Authed {
 		s.log.Debug("closing a client after repeated wrong passwords", "client", c.id, "addr", c.addr, "failures", c.authFails)
 		s.closeAfterReply(c)
 	}
@@ -125,7 +125,7 @@ func (s *Server) login(c *client, cred [][]byte) bool {
 		return false
 	}
 	s.guard.Passed(c.addr, user)
-	c.user, c.authed = u, true
+	c.user, c.Authed, c.Limited = u, true, u != nil
 	return true
 }
 
@@ -158,7 +158,7 @@ func cmdHello(s *Server, c *client, args [][]byte) {
 		return
 	case h.auth != nil && !s.login(c, h.auth):
 		return
-	case h.auth == nil && !c.authed:
+	case h.auth == nil && !c.Authed:
 		c.conn.WriteError(errHelloNoAuth)
 		return
 	case h.hasName && len(h.setName) > maxClientName:
@@ -168,7 +168,7 @@ func cmdHello(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(errClientName)
 		return
 	}
-	c.authed = true
+	c.Authed = true
 	if h.hasName {
 		c.setMeta(func(m *clientMeta) { m.name = string(h.setName) })
 	}

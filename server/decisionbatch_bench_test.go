@@ -22,8 +22,7 @@ func BenchmarkDecisionBatch(b *testing.B) {
 		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
 			s := newTestServer(b, Config{})
 			rc := newBenchConn()
-			c := &client{rc: rc, authed: true, resp: 2}
-			c.conn = errCounter{clientConn: rc, c: c}
+			c := benchClient(s, rc)
 			batches := decisionBatches(keys, 2048)
 			for k := range keys { // every key exists: measure decisions, not insertions
 				runBatch(s, c, rc, []byte(respCmd("RL.SLIDE", benchKey(k), "1000000000", "60")))

@@ -121,7 +121,7 @@ func TestFindCommandDoesNotAllocate(t *testing.T) {
 	s, _ := startServer(t, Config{})
 	name := []byte("Rl.SlIdE")
 	allocs := testing.AllocsPerRun(100, func() {
-		if s.findCommand(name) == nil {
+		if s.table.Find(name) == nil {
 			t.Fatal("rl.slide not found")
 		}
 	})
@@ -135,7 +135,7 @@ func BenchmarkDispatchLookup(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_ = s.findCommand(name)
+			_ = s.table.Find(name)
 		}
 	})
 }

@@ -91,20 +91,20 @@ func TestEveryCommandIsCalled(t *testing.T) {
 	}
 	for _, cc := range everyCommand() {
 		name := strings.ToLower(cc.args[0])
-		if cm := s.commands[name]; cm != nil && len(cm.subs) > 0 && len(cc.args) > 1 {
+		if cm := s.table.Lookup(name); cm != nil && len(cm.Subs) > 0 && len(cc.args) > 1 {
 			name += "|" + strings.ToLower(cc.args[1])
 		}
 		called[name] = true
 	}
-	for name, cm := range s.commands {
+	for name, cm := range s.table.Names() {
 		if strings.HasPrefix(name, "test.") {
 			continue
 		}
-		if len(cm.subs) == 0 {
+		if len(cm.Subs) == 0 {
 			assert.Truef(t, called[name], "everyCommand does not call %s", name)
 		}
-		for _, sc := range cm.subs {
-			assert.Truef(t, called[sc.name], "everyCommand does not call %s", sc.name)
+		for _, sc := range cm.Subs {
+			assert.Truef(t, called[sc.Name], "everyCommand does not call %s", sc.Name)
 		}
 	}
 }

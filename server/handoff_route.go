@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // How long a request for a gated slot waits for the cut, and how often it
@@ -58,7 +60,7 @@ func (s *Server) routeMoving(c *client, slot int, st *slotState) route {
 // busy host DONE can take longer than one wait, and a plain client does
 // not retry TRYAGAIN. After that the client gets TRYAGAIN or
 // --owner-unreachable's answer.
-func (s *Server) forwardHandoff(c *client, cm *command, args [][]byte, r route, last bool) bool {
+func (s *Server) forwardHandoff(c *client, cm *core.Command, args [][]byte, r route, last bool) bool {
 	reps, err := s.forward(r.owner, [][][]byte{hopLevelArgs(c, args, hopHandoff)})
 	switch {
 	case err == nil && !isHandedOff(reps[0]):

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/require"
 )
@@ -177,4 +178,15 @@ func mustStore(tb testing.TB) *shard.Map {
 	m, err := shard.New(shard.Config{})
 	require.NoError(tb, err)
 	return m
+}
+
+// benchClient is an authenticated client of s on rc, without a socket: as
+// newClient makes one, for tests that run batches through the connection's
+// path directly.
+func benchClient(s *Server, rc *resp.Conn) *client {
+	c := &client{rc: rc, resp: 2}
+	c.conn = errCounter{clientConn: rc, c: c}
+	c.Authed, c.Out = true, c.conn
+	s.clientSlot.Set(&c.Session, c)
+	return c
 }

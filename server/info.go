@@ -185,7 +185,7 @@ func (s *Server) commandsProcessed() int64 {
 	n := s.goneCmds.Load()
 	s.mu.Lock()
 	for _, c := range s.clients {
-		n += c.cmds.Load()
+		n += c.Cmds.Load()
 	}
 	s.mu.Unlock()
 	return n

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/observe"
 )
 
@@ -12,24 +13,24 @@ import (
 // subcommand) and its counters.
 type namedStats struct {
 	name string
-	st   *observe.Stats
+	st   *core.Stats
 }
 
 // commandStats lists every command that has run or been rejected, by name.
 // A renamed command shows under its original name, as Redis shows it.
 func (s *Server) commandStats() []namedStats {
 	var out []namedStats
-	seen := map[*observe.Stats]bool{}
-	add := func(cm *command) {
-		if !seen[cm.stats] && (cm.stats.Calls.Load() > 0 || cm.stats.Rejected.Load() > 0) {
-			seen[cm.stats] = true
-			out = append(out, namedStats{cm.name, cm.stats})
+	seen := map[*core.Stats]bool{}
+	add := func(cm *core.Command) {
+		if !seen[cm.Stats] && (cm.Stats.Calls.Load() > 0 || cm.Stats.Rejected.Load() > 0) {
+			seen[cm.Stats] = true
+			out = append(out, namedStats{cm.Name, cm.Stats})
 		}
 	}
-	for _, cm := range s.commands {
+	for _, cm := range s.table.Names() {
 		add(cm)
-		for i := range cm.subs {
-			add(&cm.subs[i])
+		for i := range cm.Subs {
+			add(&cm.Subs[i])
 		}
 	}
 	slices.SortFunc(out, func(a, b namedStats) int { return strings.Compare(a.name, b.name) })

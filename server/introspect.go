@@ -1,6 +1,10 @@
 package server
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/rlstore/rlstore/server/internal/core"
+)
 
 // introspectionCommands is COMMAND, which describes the command table to
 // clients: redis-cli reads it for hints, go-redis for key positions.
@@ -24,13 +28,13 @@ func cmdCommand(s *Server, c *client, args [][]byte) {
 	}
 }
 
-func cmdCommandCount(s *Server, c *client, args [][]byte) { c.conn.WriteInt(len(s.commands)) }
+func cmdCommandCount(s *Server, c *client, args [][]byte) { c.conn.WriteInt(s.table.Len()) }
 
 func cmdCommandList(s *Server, c *client, args [][]byte) {
 	cmds := s.sortedCommands()
 	c.conn.WriteArray(len(cmds))
 	for _, cm := range cmds {
-		c.conn.WriteBulkString(cm.name)
+		c.conn.WriteBulkString(cm.Name)
 	}
 }
 
@@ -42,7 +46,7 @@ func cmdCommandInfo(s *Server, c *client, args [][]byte) {
 	}
 	c.conn.WriteArray(len(args) - 2)
 	for _, name := range args[2:] {
-		if cm := s.findCommand(name); cm != nil {
+		if cm := s.table.Find(name); cm != nil {
 			writeCommandInfo(c, cm)
 		} else {
 			writeNull(c)
@@ -55,8 +59,8 @@ func cmdCommandDocs(s *Server, c *client, args [][]byte) {
 	var pairs []pair
 	table := commandDocTable()
 	for _, cm := range s.sortedCommands() {
-		if len(args) == 2 || named(cm.name, args[2:]) {
-			pairs = append(pairs, pair{cm.name, commandDocs(cm, table)})
+		if len(args) == 2 || named(cm.Name, args[2:]) {
+			pairs = append(pairs, pair{cm.Name, commandDocs(cm, table)})
 		}
 	}
 	writeMap(c, pairs)
@@ -77,21 +81,21 @@ func cmdCommandGetKeysAndFlags(s *Server, c *client, args [][]byte) { getKeys(s,
 // getKeys is COMMAND GETKEYS[ANDFLAGS] for the call call, from its command's
 // key specs, checked in Redis's order.
 func getKeys(s *Server, c *client, call [][]byte, withFlags bool) {
-	cm := s.findCommand(call[0])
-	if cm != nil && len(cm.subs) > 0 && len(call) > 1 {
-		cm = cm.sub(call[1])
+	cm := s.table.Find(call[0])
+	if cm != nil && len(cm.Subs) > 0 && len(call) > 1 {
+		cm = cm.Sub(call[1])
 	}
 	var at []keyArg
 	ok := false
-	if cm != nil && len(cm.keys) > 0 && arityFits(cm.arity, len(call)) {
-		at, ok = keyIndexes(cm.keys, len(call), nil)
+	if cm != nil && len(cm.Keys) > 0 && core.ArityFits(cm.Arity, len(call)) {
+		at, ok = core.KeyIndexes(cm.Keys, len(call), nil)
 	}
 	switch {
 	case cm == nil:
 		c.conn.WriteError(errGetKeysCommand)
-	case len(cm.keys) == 0:
+	case len(cm.Keys) == 0:
 		c.conn.WriteError(errGetKeysNoKeys)
-	case !arityFits(cm.arity, len(call)):
+	case !core.ArityFits(cm.Arity, len(call)):
 		c.conn.WriteError(errGetKeysArity)
 	case !ok:
 		c.conn.WriteError(errGetKeysArgs)
@@ -107,9 +111,9 @@ func writeGetKeys(c *client, call [][]byte, at []keyArg, withFlags bool) {
 		if withFlags {
 			c.conn.WriteArray(2)
 		}
-		c.conn.WriteBulk(call[k.index])
+		c.conn.WriteBulk(call[k.Index])
 		if withFlags {
-			writeValue(c, k.flags.names())
+			writeValue(c, flagSet(k.Flags.Names()))
 		}
 	}
 }
@@ -125,36 +129,36 @@ func named(name string, names [][]byte) bool {
 	return false
 }
 
-func (s *Server) sortedCommands() []*command {
-	cmds := make([]*command, 0, len(s.commands))
-	for _, cm := range s.commands {
+func (s *Server) sortedCommands() []*core.Command {
+	cmds := make([]*core.Command, 0, s.table.Len())
+	for _, cm := range s.table.Names() {
 		cmds = append(cmds, cm)
 	}
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return cmds
 }
 
 // writeCommandInfo writes Redis 7's ten-field description of cm: name,
 // arity, flags, first key, last key, key step, ACL categories, tips, key
 // specs and subcommands. go-redis refuses other lengths.
-func writeCommandInfo(c *client, cm *command) {
+func writeCommandInfo(c *client, cm *core.Command) {
 	c.conn.WriteArray(10)
-	c.conn.WriteBulkString(cm.name)
-	c.conn.WriteInt(cm.arity)
-	writeValue(c, cm.flags.names())
-	c.conn.WriteInt(cm.firstKey)
-	c.conn.WriteInt(cm.lastKey)
-	c.conn.WriteInt(cm.keyStep)
-	writeValue(c, cm.acl.names())
+	c.conn.WriteBulkString(cm.Name)
+	c.conn.WriteInt(cm.Arity)
+	writeValue(c, flagSet(cm.Flags.Names()))
+	c.conn.WriteInt(cm.FirstKey)
+	c.conn.WriteInt(cm.LastKey)
+	c.conn.WriteInt(cm.KeyStep)
+	writeValue(c, flagSet(cm.ACL.Names()))
 	writeSetLen(c, 0) // tips
-	writeKeySpecs(c, cm.keys)
-	if len(cm.subs) == 0 {
+	writeKeySpecs(c, cm.Keys)
+	if len(cm.Subs) == 0 {
 		writeSetLen(c, 0) // Redis's empty subcommands are a set, the others an array
 		return
 	}
-	c.conn.WriteArray(len(cm.subs))
-	for i := range cm.subs {
-		writeCommandInfo(c, &cm.subs[i])
+	c.conn.WriteArray(len(cm.Subs))
+	for i := range cm.Subs {
+		writeCommandInfo(c, &cm.Subs[i])
 	}
 }
 
@@ -163,22 +167,22 @@ func writeKeySpecs(c *client, keys []keySpec) {
 	specs := make(respSet, len(keys))
 	for i, k := range keys {
 		specs[i] = []pair{
-			{"flags", k.flags.names()},
-			{"begin_search", []pair{{"type", "index"}, {"spec", []pair{{"index", k.index}}}}},
-			{"find_keys", []pair{{"type", "range"}, {"spec", []pair{{"lastkey", k.lastKey}, {"keystep", k.step}, {"limit", 0}}}}},
+			{"flags", flagSet(k.Flags.Names())},
+			{"begin_search", []pair{{"type", "index"}, {"spec", []pair{{"index", k.Index}}}}},
+			{"find_keys", []pair{{"type", "range"}, {"spec", []pair{{"lastkey", k.LastKey}, {"keystep", k.Step}, {"limit", 0}}}}},
 		}
 	}
 	writeValue(c, specs)
 }
 
 // commandDocs is COMMAND DOCS' map for cm, with what commandDocTable adds.
-func commandDocs(cm *command, table map[string]cmdDoc) []pair {
-	group := cm.group
+func commandDocs(cm *core.Command, table map[string]cmdDoc) []pair {
+	group := cm.Group
 	if group == "" {
 		group = "generic"
 	}
-	d := table[cm.name]
-	summary := cm.summary
+	d := table[cm.Name]
+	summary := cm.Summary
 	if summary == "" {
 		summary = d.summary
 	}
@@ -186,10 +190,10 @@ func commandDocs(cm *command, table map[string]cmdDoc) []pair {
 	if len(d.args) > 0 {
 		docs = append(docs, pair{"arguments", docArgs(d.args)})
 	}
-	if len(cm.subs) > 0 {
-		subs := make([]pair, len(cm.subs))
-		for i := range cm.subs {
-			subs[i] = pair{cm.subs[i].name, commandDocs(&cm.subs[i], table)}
+	if len(cm.Subs) > 0 {
+		subs := make([]pair, len(cm.Subs))
+		for i := range cm.Subs {
+			subs[i] = pair{cm.Subs[i].Name, commandDocs(&cm.Subs[i], table)}
 		}
 		docs = append(docs, pair{"subcommands", subs})
 	}

@@ -1,21 +1,25 @@
 package server
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/rlstore/rlstore/server/internal/core"
+)
 
 // keyTooLong returns the reply refusing args if one of the keys they name is
 // longer than Config.MaxKeyBytes, or "" if none is. It goes by the command
 // table's key positions, as COMMAND INFO reports them, so every keyed
 // command is covered, reads included: a key that long can name nothing stored.
-func (s *Server) keyTooLong(cm *command, args [][]byte) string {
+func (s *Server) keyTooLong(cm *core.Command, args [][]byte) string {
 	limit := s.cfg.MaxKeyBytes
-	if limit <= 0 || cm.firstKey <= 0 {
+	if limit <= 0 || cm.FirstKey <= 0 {
 		return ""
 	}
-	last := cm.lastKey
+	last := cm.LastKey
 	if last < 0 {
 		last += len(args)
 	}
-	for i := cm.firstKey; i <= last && i < len(args); i += max(cm.keyStep, 1) {
+	for i := cm.FirstKey; i <= last && i < len(args); i += max(cm.KeyStep, 1) {
 		if int64(len(args[i])) > limit {
 			return "ERR key is longer than max-key-bytes (" + strconv.FormatInt(limit, 10) + " bytes)"
 		}

@@ -33,7 +33,7 @@ func TestCommandInfoNamesEveryKey(t *testing.T) {
 	c := newClient(t, addr, 2)
 	infos, err := c.Command(ctxT(t)).Result()
 	require.NoError(t, err)
-	for name := range s.commands {
+	for name := range s.table.Names() {
 		want, ok := keyPositions[name]
 		if !assert.Truef(t, ok, "%s: add it to keyPositions, with its key positions or none", name) {
 			continue

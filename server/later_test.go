@@ -29,7 +29,7 @@ func TestLaterKeepsRepliesInOrder(t *testing.T) {
 	c.send(t, respCmd("TEST.LATER")+respCmd("ECHO", "after")+respCmd("TEST.LATER")+respCmd("ECHO", "last"))
 	first, second := <-taken, <-taken
 	eventually(t, "the commands after the Laters to run", func() bool {
-		return s.clientList()[0].cmds.Load() == 4
+		return s.clientList()[0].Cmds.Load() == 4
 	})
 	assertServing(t, addr)
 

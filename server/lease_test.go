@@ -135,8 +135,7 @@ func TestLeaseTrackingInvalidates(t *testing.T) {
 func TestLeaseAllocs(t *testing.T) {
 	s := newTestServer(t, Config{})
 	rc := newBenchConn()
-	c := &client{rc: rc, authed: true, resp: 2}
-	c.conn = errCounter{clientConn: rc, c: c}
+	c := benchClient(s, rc)
 	batch := []byte(respCmd("RL.ACQUIRE", "pool", "10", "1m", "ID", "w1") + respCmd("RL.RELEASE", "pool", "w1") +
 		respCmd("RL.ACQUIRE", "pool2", "1000000", "1m") + respCmd("RL.RENEW", "pool", "w1", "1s"))
 	runBatch(s, c, rc, batch)
@@ -149,8 +148,7 @@ func TestLeaseAllocs(t *testing.T) {
 func BenchmarkLeasePairs(b *testing.B) {
 	s := newTestServer(b, Config{})
 	rc := newBenchConn()
-	c := &client{rc: rc, authed: true, resp: 2}
-	c.conn = errCounter{clientConn: rc, c: c}
+	c := benchClient(s, rc)
 	var batches [][]byte
 	for k := range 1000 {
 		key := benchKey(k)

@@ -10,7 +10,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/rlstore/rlstore/persistence"
-	"github.com/rlstore/rlstore/server/internal/observe"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -241,7 +241,7 @@ func gauge(w io.Writer, name string, v float64) { vm.WriteGaugeFloat64(w, name, 
 
 // histogram writes st's latency buckets as a Prometheus histogram in
 // seconds. labels, if any, go before le.
-func histogram(w io.Writer, name, labels string, st *observe.Stats) {
+func histogram(w io.Writer, name, labels string, st *core.Stats) {
 	if labels != "" {
 		labels += ","
 	}
@@ -249,8 +249,8 @@ func histogram(w io.Writer, name, labels string, st *observe.Stats) {
 	for i := range st.Buckets {
 		cum += st.Buckets[i].Load()
 		le := "+Inf"
-		if i < len(observe.Bounds) {
-			le = strconv.FormatFloat(float64(observe.Bounds[i])/1e6, 'g', -1, 64)
+		if i < len(core.Bounds) {
+			le = strconv.FormatFloat(float64(core.Bounds[i])/1e6, 'g', -1, 64)
 		}
 		fmt.Fprintf(w, "%s_bucket{%sle=%q} %d\n", name, labels, le, cum)
 	}

@@ -140,7 +140,7 @@ func TestLatencyLatest(t *testing.T) {
 // the counters and the slow-log check allocate nothing for a fast command.
 func TestRanAllocatesNothing(t *testing.T) {
 	s, _ := startServer(t, Config{})
-	cm := s.findCommand([]byte("rl.slide"))
+	cm := s.table.Find([]byte("rl.slide"))
 	c := &client{}
 	args := [][]byte{[]byte("RL.SLIDE"), []byte("k"), []byte("1"), []byte("1")}
 	// Each run starts now: a start taken once would make every run past the

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/observe"
 )
 
@@ -34,7 +35,7 @@ func cmdMonitor(s *Server, c *client, args [][]byte) {
 
 // feedMonitors sends every monitor c's call of cm as Redis words it
 // (observe.MonitorLine), hiding the arguments cm declares secret.
-func (s *Server) feedMonitors(c *client, cm *command, args [][]byte) {
+func (s *Server) feedMonitors(c *client, cm *core.Command, args [][]byte) {
 	o := &s.obs
 	o.mu.Lock()
 	if len(o.monitors) == 0 {
@@ -46,9 +47,9 @@ func (s *Server) feedMonitors(c *client, cm *command, args [][]byte) {
 		mons = append(mons, m)
 	}
 	o.mu.Unlock()
-	var hide observe.Hidden
-	if cm.secret != nil {
-		hide = cm.secret(args)
+	var hide core.Hidden
+	if cm.Secret != nil {
+		hide = cm.Secret(args)
 	}
 	line := observe.MonitorLine(time.Now(), c.addr, args, hide)
 	for _, m := range mons {
@@ -58,19 +59,19 @@ func (s *Server) feedMonitors(c *client, cm *command, args [][]byte) {
 
 // secretArgs hides every argument: AUTH's, and the node-to-node commands',
 // whose payloads are a handshake's proofs or whole slots' state.
-func secretArgs(args [][]byte) observe.Hidden { return observe.Hidden{From: 1, To: len(args)} }
+func secretArgs(args [][]byte) core.Hidden { return core.Hidden{From: 1, To: len(args)} }
 
 // secretHelloAuth hides the user and password of HELLO's AUTH, as Redis 7 does.
-func secretHelloAuth(args [][]byte) observe.Hidden {
+func secretHelloAuth(args [][]byte) core.Hidden {
 	for i := 2; i+2 < len(args); i++ {
 		if equalFoldASCII(args[i], "auth") {
-			return observe.Hidden{From: i + 1, To: i + 3}
+			return core.Hidden{From: i + 1, To: i + 3}
 		}
 	}
-	return observe.Hidden{}
+	return core.Hidden{}
 }
 
 // secretNone hides nothing from MONITOR, for a command only the slow log
 // keeps to its name (CONFIG, ACL: MONITOR does not show CONFIG SET, the
 // one that takes a password, as it is administrative).
-func secretNone([][]byte) observe.Hidden { return observe.Hidden{} }
+func secretNone([][]byte) core.Hidden { return core.Hidden{} }

@@ -26,21 +26,21 @@ func transactionCommands() []command {
 }
 
 func cmdMulti(s *Server, c *client, args [][]byte) {
-	if c.multi {
+	if c.Multi {
 		c.conn.WriteError(errMultiNested) // as in Redis, this does not doom the transaction
 		return
 	}
-	c.multi = true
-	c.qlen.Store(0)
+	c.Multi = true
+	c.QLen.Store(0)
 	c.conn.WriteString("OK")
 }
 
 func cmdExec(s *Server, c *client, args [][]byte) {
-	if !c.multi {
+	if !c.Multi {
 		c.conn.WriteError(errExecNoMulti)
 		return
 	}
-	q, dirty := c.queue, c.dirty
+	q, dirty := c.Queue, c.Dirty
 	endMulti(c)
 	if dirty {
 		c.conn.WriteError(errExecAbort)
@@ -52,13 +52,13 @@ func cmdExec(s *Server, c *client, args [][]byte) {
 	c.conn.WriteArray(len(q))
 	c.track.inExec = true // tracking's pushes wait for the end of EXEC's reply
 	for _, e := range q {
-		s.run(c, e.cmd, e.args)
+		s.run(c, e.Cmd, e.Args)
 	}
 	c.track.inExec = false
 }
 
 func cmdDiscard(s *Server, c *client, args [][]byte) {
-	if !c.multi {
+	if !c.Multi {
 		c.conn.WriteError(errDiscNoMulti)
 		return
 	}
@@ -68,6 +68,6 @@ func cmdDiscard(s *Server, c *client, args [][]byte) {
 
 // endMulti leaves MULTI. The queue's array is not reused, so EXEC may still run what it held.
 func endMulti(c *client) {
-	c.multi, c.dirty, c.queue, c.qbytes = false, false, nil, 0
-	c.qlen.Store(-1)
+	c.Multi, c.Dirty, c.Queue, c.QBytes = false, false, nil, 0
+	c.QLen.Store(-1)
 }

@@ -88,7 +88,7 @@ func cmdObjectHelp(s *Server, c *client, args [][]byte) { writeHelp(c, objectCom
 // cmdWatch runs at once inside MULTI, as Redis's does, to answer Redis's
 // error there without dooming the transaction.
 func cmdWatch(s *Server, c *client, args [][]byte) {
-	if c.multi {
+	if c.Multi {
 		c.conn.WriteError(errWatchInMulti)
 		return
 	}

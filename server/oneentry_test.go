@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/persistence/vfs"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
@@ -99,7 +100,7 @@ func testOneEntryPrefetch(t *testing.T) {
 	}
 	rc.ParseAhead(prefetchMax)
 	require.Equal(t, 2, rc.Ahead())
-	var last *command
+	var last *core.Command
 	for i, want := range []struct {
 		key string
 		arg int

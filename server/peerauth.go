@@ -74,7 +74,7 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	c.shake = &cluster.Challenge{} // spent: a second AUTH finds no nonce
 	// No user: the node that accepted a forwarded request checked its
 	// client's rights already (TestACLOverForwarding).
-	c.peer, c.authed, c.user, c.peerName = true, true, nil, ch.Name
+	c.Peer, c.Authed, c.user, c.Limited, c.peerName = true, true, nil, false, ch.Name
 	c.rc.Widen(peerReadBuf, peerMaxRequest)
 	c.conn.WriteBulkString(ch.ServerMAC(key))
 }

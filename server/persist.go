@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // Durability keeps the store's state on disk. *persistence.Store implements
@@ -40,14 +41,14 @@ func misconf(err error) string {
 // be written it is refused (see runRefused). Under appendfsync always its
 // reply, and every reply after it in the batch, is held until commitBatch
 // knows whether the commit succeeded.
-func (s *Server) runWrite(c *client, cm *command, args [][]byte) {
+func (s *Server) runWrite(c *client, cm *core.Command, args [][]byte) {
 	if err := s.cfg.Durability.Err(); err != nil {
 		s.runRefused(c, cm, args, misconf(err))
 		return
 	}
 	if !s.holdCommits || c.hold == nil {
 		c.changed = true
-		cm.run(s, c, args)
+		cm.Run(&c.Session, args)
 		return
 	}
 	start := c.hold.hold()
@@ -62,12 +63,12 @@ func (s *Server) runWrite(c *client, cm *command, args [][]byte) {
 // and is answered as usual; a request that would be admitted gets refuse,
 // so nothing is charged that a crash could undo. Every other write command
 // gets refuse, as Redis answers every write then.
-func (s *Server) runRefused(c *client, cm *command, args [][]byte, refuse string) {
+func (s *Server) runRefused(c *client, cm *core.Command, args [][]byte, refuse string) {
 	s.refused.Add(1)
 	var peekArgs [][]byte
 	var asked bool
-	if cm.peek != nil {
-		peekArgs, asked = cm.peek(args)
+	if cm.Peek != nil {
+		peekArgs, asked = cm.Peek(args)
 	}
 	if peekArgs == nil || c.hold == nil {
 		reject(c, refuse)
@@ -75,7 +76,7 @@ func (s *Server) runRefused(c *client, cm *command, args [][]byte, refuse string
 	}
 	held := c.hold.holding
 	start := c.hold.hold()
-	cm.run(s, c, peekArgs)
+	cm.Run(&c.Session, peekArgs)
 	if !asked && admitted(c.hold.since(start)) {
 		c.hold.cut(start)
 		c.hold.WriteError(refuse)

@@ -1,6 +1,9 @@
 package server
 
-import "github.com/rlstore/rlstore/server/internal/resp"
+import (
+	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/resp"
+)
 
 // A pipelined batch of decisions is looked up faster when the store is
 // told its keys first (shard.Map.Prefetch): their lookups' memory misses
@@ -37,7 +40,7 @@ func (s *Server) prefetchBatch(c *client) {
 	}
 	rc.ParseAhead(prefetchMax)
 	var keys [prefetchMax][]byte // on the stack: the store keeps none of them
-	var last *command
+	var last *core.Command
 	n := 0
 	for i := range rc.Ahead() {
 		if key, arg := s.aheadKey(rc, i, &last); arg > 0 {
@@ -74,20 +77,20 @@ func (s *Server) prefetchNext(c *client) {
 // command an earlier request named, tried before the table: a pipeline
 // mostly repeats one command, and comparing its name costs less than the
 // lookup (as in resolveFor).
-func (s *Server) aheadKey(rc *resp.Conn, i int, last **command) ([]byte, int) {
+func (s *Server) aheadKey(rc *resp.Conn, i int, last **core.Command) ([]byte, int) {
 	n := rc.AheadArgs(i)
 	if n < 2 {
 		return nil, 0
 	}
 	cm, base := s.aheadCommand(rc.AheadArg(i, 0), last), 0
-	if cm != nil && cm.wraps > 0 && n > cm.wraps+1 {
-		base = cm.wraps
+	if cm != nil && cm.Wraps > 0 && n > cm.Wraps+1 {
+		base = cm.Wraps
 		cm = s.aheadCommand(rc.AheadArg(i, base), last)
 	}
-	if cm == nil || cm.flags&flagPrefetch == 0 || base+cm.firstKey >= n {
+	if cm == nil || cm.Flags&flagPrefetch == 0 || base+cm.FirstKey >= n {
 		return nil, 0
 	}
-	arg := base + cm.firstKey
+	arg := base + cm.FirstKey
 	return rc.AheadArg(i, arg), arg
 }
 
@@ -95,17 +98,17 @@ func (s *Server) aheadKey(rc *resp.Conn, i int, last **command) ([]byte, int) {
 // that wraps a peer's requests before the table, and remembers in *last the
 // last command it found that wraps none. Renamed commands are served only
 // under their new names, so then every name goes to the table.
-func (s *Server) aheadCommand(name []byte, last **command) *command {
-	if !s.renamed {
-		if cm := *last; cm != nil && equalFoldASCII(name, cm.name) {
+func (s *Server) aheadCommand(name []byte, last **core.Command) *core.Command {
+	if !s.table.Renamed() {
+		if cm := *last; cm != nil && equalFoldASCII(name, cm.Name) {
 			return cm
 		}
-		if cm := s.hop; cm != nil && equalFoldASCII(name, cm.name) {
+		if cm := s.table.Hop(); cm != nil && equalFoldASCII(name, cm.Name) {
 			return cm
 		}
 	}
-	cm := s.findCommand(name)
-	if cm != nil && cm.wraps == 0 {
+	cm := s.table.Find(name)
+	if cm != nil && cm.Wraps == 0 {
 		*last = cm
 	}
 	return cm

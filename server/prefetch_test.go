@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,7 +79,7 @@ func runStream(chunks []string, ahead int) []string {
 // command it wraps.
 func TestAheadKeyOfForwardedRequest(t *testing.T) {
 	s := newTestServer(t, Config{})
-	var last *command
+	var last *core.Command
 	rc := resp.NewConn(&resp.Guard{}, DefaultMaxRequestBytes, 0, nil)
 	for _, r := range []string{respCmd("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60"), respCmd("rl.hop", "1", "2", "PING"),
 		respCmd("RL.SLIDE", "user:2", "1", "1"), respCmd("PING", "x")} {
@@ -101,14 +102,14 @@ func TestAheadKeyOfForwardedRequest(t *testing.T) {
 func TestPrefetchedCommands(t *testing.T) {
 	s := newTestServer(t, Config{})
 	for _, name := range []string{"RL.SLIDE", "rl.token", "Rl.Fixed", "RL.LOG", "rl.leaky", "CL.THROTTLE"} {
-		cm := s.findCommand([]byte(name))
+		cm := s.table.Find([]byte(name))
 		require.NotNil(t, cm, name)
-		assert.NotZero(t, cm.flags&flagPrefetch, name)
-		assert.Equal(t, 1, cm.firstKey, name)
+		assert.NotZero(t, cm.Flags&flagPrefetch, name)
+		assert.Equal(t, 1, cm.FirstKey, name)
 	}
 	for _, name := range []string{"RL.CHECK", "RL.POLICY", "PING", "DEL", "rl.slid", "cl.throttlex"} {
-		cm := s.findCommand([]byte(name))
-		assert.True(t, cm == nil || cm.flags&flagPrefetch == 0, name)
+		cm := s.table.Find([]byte(name))
+		assert.True(t, cm == nil || cm.Flags&flagPrefetch == 0, name)
 	}
 }
 

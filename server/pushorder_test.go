@@ -54,7 +54,7 @@ func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
 	rc := trackingClient(t, s)
 	eventually(t, "the batch to end, EXISTS's reply behind the Later", func() bool {
 		n, _ := rc.rc.Boxed()
-		return n == 2 && rc.cmds.Load() == 4
+		return n == 2 && rc.Cmds.Load() == 4
 	})
 	writer.send(t, respCmd("RL.SLIDE", "k", "10", "60"))
 	readFrame(t, writer) // the decision ran and invalidated k for the reader

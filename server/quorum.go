@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // A node serves a slot only while it can prove it still owns it: while it
@@ -43,7 +44,7 @@ func (cn *clusterNode) serving() bool { return cn.lease == nil || cn.lease.Serve
 // down answers a keyed command this node may not serve now: as
 // --owner-unreachable says, where local decides here all the same (it
 // trades the bound for availability: see docs/cluster.md).
-func (s *Server) down(c *client, cm *command, args [][]byte, slot int) {
+func (s *Server) down(c *client, cm *core.Command, args [][]byte, slot int) {
 	s.cl.downs.Add(1)
 	s.noteDown(s.downReason(c, slot), slot)
 	s.answerUnserved(c, cm, args, errClusterDown)

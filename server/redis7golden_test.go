@@ -62,7 +62,7 @@ func TestRecordRedis7(t *testing.T) {
 func sharedCommands(t *testing.T, conn net.Conn) []string {
 	s := newTestServer(t, Config{})
 	var names []string
-	for name := range s.commands {
+	for name := range s.table.Names() {
 		names = append(names, name)
 	}
 	sort.Strings(names)

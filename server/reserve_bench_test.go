@@ -18,8 +18,7 @@ func BenchmarkReservePairs(b *testing.B) {
 func reservePairs(b *testing.B, est int) {
 	s := newTestServer(b, Config{})
 	rc := newBenchConn()
-	c := &client{rc: rc, authed: true, resp: 2}
-	c.conn = errCounter{clientConn: rc, c: c}
+	c := benchClient(s, rc)
 	rule := []string{"FIXED", "1000000000000", "1h"}
 	reserve := func(key, id string, ttl string) string {
 		args := append([]string{"RL.RESERVE", key}, rule...)

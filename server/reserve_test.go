@@ -81,8 +81,7 @@ func TestReserveErrors(t *testing.T) {
 func TestReserveAllocs(t *testing.T) {
 	s := newTestServer(t, Config{})
 	rc := newBenchConn()
-	c := &client{rc: rc, authed: true, resp: 2}
-	c.conn = errCounter{clientConn: rc, c: c}
+	c := benchClient(s, rc)
 	batch := []byte(respCmd("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m", "ID", "r") +
 		respCmd("RL.COMMIT", "b", "r", "ACTUAL", "7") + respCmd("RL.RESERVE", "b", "SLIDE", "1000000", "60", "COST", "10", "TTL", "1m") +
 		respCmd("RL.REFUND", "b", "COST", "1") + respCmd("RL.REFUND", "b", "SLIDE", "1000000", "60", "COST", "1") +

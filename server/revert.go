@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -66,20 +67,20 @@ func (s *Server) entries(keys [][]byte, route []byte, dst []state) []state {
 // lookup before the command to the lookup after (see keyLocks), so that the
 // two tell exactly what the command changed.
 //
-// The keys are those cm.changes names; a write without them (FLUSHALL and
+// The keys are those cm.Changes names; a write without them (FLUSHALL and
 // RL.POLICY make their own writes durable before they reply) just runs.
-func (s *Server) recordChanges(c *client, cm *command, args [][]byte) bool {
+func (s *Server) recordChanges(c *client, cm *core.Command, args [][]byte) bool {
 	var keys [][]byte
 	var route []byte
-	if cm.changes != nil {
-		keys, route = cm.changes(s, args)
+	if cm.Changes != nil {
+		keys, route = cm.Changes(args)
 	}
 	if keys == nil {
-		if cm.flags&flagAllKeys != 0 { // no write command may run between another's lookups and find its key emptied
+		if cm.Flags&flagAllKeys != 0 { // no write command may run between another's lookups and find its key emptied
 			c.stripes = s.keyLocks.lockAll(c.stripes[:0])
 			defer s.keyLocks.unlock(c.stripes)
 		}
-		cm.run(s, c, args)
+		cm.Run(&c.Session, args)
 		return true
 	}
 	c.stripes = s.keyLocks.lock(keys, route, c.stripes[:0])
@@ -89,7 +90,7 @@ func (s *Server) recordChanges(c *client, cm *command, args [][]byte) bool {
 	if s.hooks.looked != nil {
 		s.hooks.looked()
 	}
-	cm.run(s, c, args)
+	cm.Run(&c.Session, args)
 	c.looked = s.entries(keys, route, c.looked)
 	changed := false
 	for i := range keys {
@@ -107,14 +108,6 @@ func (s *Server) recordChanges(c *client, cm *command, args [][]byte) bool {
 	}
 	clear(c.looked)
 	return changed
-}
-
-func cloneArgs(args [][]byte) [][]byte {
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		out[i] = append([]byte(nil), a...)
-	}
-	return out
 }
 
 // revert takes back the changes of a batch whose commit failed, with every

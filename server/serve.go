@@ -65,11 +65,11 @@ func (s *Server) loop(c *client, rc *resp.Conn) error {
 // done says the connection ends, with err as the reason (nil: it closed
 // cleanly); a partial request is left for the next read.
 func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
-	rc.SetPreAuth(!c.authed) // before prefetchBatch parses ahead
+	rc.SetPreAuth(!c.Authed) // before prefetchBatch parses ahead
 	s.readAt(c)
 	s.prefetchBatch(c)
 	for {
-		rc.SetPreAuth(!c.authed)
+		rc.SetPreAuth(!c.Authed)
 		args, err := rc.Command()
 		switch {
 		case err != nil:
@@ -150,15 +150,18 @@ func (s *Server) refuse(c *client, rc *resp.Conn, perr error) error {
 // newClient registers the client of a connection the listener admitted.
 func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	user, authed := s.defaultUser()
-	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1), resp: 2, authed: authed, user: user,
+	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1), resp: 2, user: user,
 		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
+	c.Authed, c.Limited = authed, user != nil
+	s.clientSlot.Set(&c.Session, c)
 	c.meta.resp = 2
-	c.qlen.Store(-1)
+	c.QLen.Store(-1)
 	if s.cfg.Durability != nil {
 		c.hold = newHoldConn(rc)
 		c.conn = c.hold
 	}
 	c.conn = errCounter{clientConn: c.conn, c: c, info: &s.info}
+	c.Out = c.conn
 	s.mu.Lock()
 	s.clients[c.id] = c
 	s.mu.Unlock()
@@ -173,7 +176,7 @@ func (s *Server) forget(c *client, err error) {
 	delete(s.clients, c.id)
 	s.mu.Unlock()
 	c.pend.flush(s)
-	s.goneCmds.Add(c.cmds.Load())
+	s.goneCmds.Add(c.Cmds.Load())
 	s.info.netIn.Add(c.rc.NetIn())
 	s.info.netOut.Add(c.rc.NetOut())
 	s.forgetObserver(c)

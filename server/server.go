@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
@@ -127,18 +128,18 @@ var ErrServerClosed = errors.New("server: closed")
 // it with Serve; stop it with Shutdown, which drains clients, or Close, which
 // does not. Its methods are safe for concurrent use.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	commands map[string]*command
-	started  time.Time
-	pol      policies
-	cl       *clusterNode // nil without a cluster
-	reg      *regionNode  // nil without regions
-	info     infoExtra    // behind INFO's Redis fields (inforedis.go)
+	cfg        Config
+	log        *slog.Logger
+	table      *core.Table       // the command table
+	pipe       core.Pipeline     // the one path every command takes; its delegates are the server's
+	clientSlot core.Slot[client] // each session's client
+	started    time.Time
+	pol        policies
+	cl         *clusterNode // nil without a cluster
+	reg        *regionNode  // nil without regions
+	info       infoExtra    // behind INFO's Redis fields (inforedis.go)
 
-	wallClock bool     // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
-	renamed   bool     // rename-command renamed some command (see resolveFor)
-	hop       *command // RL.HOP, which resolveFor tries first for a peer
+	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
 
 	pass       atomic.Pointer[string]   // requirepass, which CONFIG SET can change
 	acl        atomic.Pointer[auth.ACL] // the ACL file's users; nil without one
@@ -151,9 +152,9 @@ type Server struct {
 	decisions  decisionStats
 	slow       observe.Slowlog
 
-	protoErrors  atomic.Int64  // connections closed for a protocol error
-	authFailures atomic.Int64  // AUTH and HELLO AUTH refused
-	commits      observe.Stats // durability commits' latency, for /metrics
+	protoErrors  atomic.Int64 // connections closed for a protocol error
+	authFailures atomic.Int64 // AUTH and HELLO AUTH refused
+	commits      core.Stats   // durability commits' latency, for /metrics
 
 	holdCommits   bool         // appendfsync always: replies wait for the commit (see runWrite)
 	refused       atomic.Int64 // write commands answered -MISCONF before they ran
@@ -185,7 +186,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, commands: map[string]*command{}, started: time.Now(),
+	s := &Server{cfg: cfg, log: cfg.Logger, table: core.NewTable(), started: time.Now(),
 		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{})}
 	s.pass.Store(&cfg.RequirePass)
 	s.info.runID = newRunID()
@@ -225,6 +226,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.attachCluster(); err != nil {
 		return nil, err
 	}
+	s.setPipeline()
 	if err := s.attachRegion(); err != nil {
 		return nil, err
 	}
@@ -288,22 +290,53 @@ func setDefault[T comparable](v *T, def T) {
 func (s *Server) register(cmds []command) {
 	specs := commandSpecs()
 	for i := range cmds {
-		cm := &cmds[i]
-		cm.stats = new(observe.Stats)
-		if _, dup := s.commands[cm.name]; dup {
-			panic(fmt.Sprintf("server: command %q registered twice", cm.name))
+		s.table.Add(s.entry(&cmds[i], nil, specs))
+	}
+}
+
+// entry makes the declaration d, a subcommand of parent if that is not
+// nil, the table's entry, with its spec from specs.
+func (s *Server) entry(d *command, parent *core.Command, specs map[string]cmdSpec) *core.Command {
+	cm := &core.Command{Name: d.name, Arity: d.arity, Flags: d.flags, Run: s.adapt(d.run),
+		FirstKey: d.firstKey, LastKey: d.lastKey, KeyStep: d.keyStep, Group: d.group, Summary: d.summary,
+		ACL: d.acl, Keys: d.keys, Follows: d.follows, Peek: d.peek, Changes: s.changesOf(d.changes),
+		Blind: d.blind, Wraps: d.wraps, Secret: d.secret, Stats: new(core.Stats)}
+	if parent != nil {
+		cm.Name = parent.Name + "|" + d.name
+		setDefault(&cm.Group, parent.Group)
+		if cm.Secret == nil { // a subcommand's arguments are its parent's
+			cm.Secret = parent.Secret
 		}
-		cm.declare(specs[cm.name])
-		for j := range cm.subs {
-			cm.subs[j].name = cm.name + "|" + cm.subs[j].name
-			setDefault(&cm.subs[j].group, cm.group)
-			cm.subs[j].stats = new(observe.Stats)
-			if cm.subs[j].secret == nil { // a subcommand's arguments are its parent's
-				cm.subs[j].secret = cm.secret
-			}
-			cm.subs[j].declare(specs[cm.subs[j].name])
+	}
+	if parent == nil && s.table.Lookup(cm.Name) != nil {
+		panic(fmt.Sprintf("server: command %q registered twice", cm.Name))
+	}
+	cm.Declare(specs[cm.Name].spec())
+	if len(d.subs) > 0 {
+		cm.Subs = make([]core.Command, len(d.subs))
+		for j := range d.subs {
+			cm.Subs[j] = *s.entry(&d.subs[j], cm, specs)
 		}
-		s.commands[cm.name] = cm
+	}
+	return cm
+}
+
+// changesOf makes the server's form of a changes attribute the table's.
+func (s *Server) changesOf(f changesFunc) core.ChangesFunc {
+	if f == nil {
+		return nil
+	}
+	return func(args [][]byte) ([][]byte, []byte) { return f(s, args) }
+}
+
+// setPipeline sets the pipeline's delegates, once the cluster is attached.
+func (s *Server) setPipeline() {
+	s.clientSlot = core.NewSlot[client](&s.pipe.Slots)
+	p := pipeline{s}
+	s.pipe.Table, s.pipe.MaxQueueBytes = s.table, s.cfg.MaxRequestBytes
+	s.pipe.Permit, s.pipe.Run, s.pipe.Observe = p, p, p
+	if s.cl != nil {
+		s.pipe.Route = p
 	}
 }
 

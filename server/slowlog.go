@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // The defaults of the slow log and the latency monitor, as redis-server's.
@@ -14,11 +16,11 @@ const (
 
 // recordSlow logs c's run of cm that took d in the slow log, if it was
 // slow enough, and as a spike for the latency monitor, if it was one (ran
-// asks s.slow which, two atomic loads). A secret command (cm.secret) keeps
+// asks s.slow which, two atomic loads). A secret command (cm.Secret) keeps
 // only its name.
-func (s *Server) recordSlow(c *client, cm *command, args [][]byte, d time.Duration, slow, spiked bool) {
+func (s *Server) recordSlow(c *client, cm *core.Command, args [][]byte, d time.Duration, slow, spiked bool) {
 	if slow {
-		s.slow.Add(args, cm.secret != nil, d, c.addr, c.getMeta().name)
+		s.slow.Add(args, cm.Secret != nil, d, c.addr, c.getMeta().name)
 	}
 	if spiked {
 		s.slow.AddSpike(d)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -55,7 +56,7 @@ func TestCommandTableGolden(t *testing.T) {
 // tableNames returns the names the table serves, sorted.
 func tableNames(s *Server) []string {
 	var names []string
-	for name := range s.commands {
+	for name := range s.table.Names() {
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -68,32 +69,32 @@ func tableNames(s *Server) []string {
 func tableDump(s *Server) []byte {
 	var b strings.Builder
 	for _, name := range tableNames(s) {
-		cm := s.commands[name]
-		fmt.Fprintf(&b, "%s -> %s\n", name, cm.name)
+		cm := s.table.Lookup(name)
+		fmt.Fprintf(&b, "%s -> %s\n", name, cm.Name)
 		dumpCommand(&b, cm)
-		for i := range cm.subs {
-			dumpCommand(&b, &cm.subs[i])
+		for i := range cm.Subs {
+			dumpCommand(&b, &cm.Subs[i])
 		}
 	}
 	return []byte(b.String())
 }
 
-func dumpCommand(b *strings.Builder, cm *command) {
+func dumpCommand(b *strings.Builder, cm *core.Command) {
 	own := []string{"noqueue", "allkeys", "barrier", "cacheable", "prefetch", "announces", "keepscaching"}
-	flags := cm.flags.names()
+	flags := cm.Flags.Names()
 	for i, n := range own {
-		if cm.flags&(1<<(redisFlagCount+i)) != 0 {
+		if cm.Flags&(1<<(redisFlagCount+i)) != 0 {
 			flags = append(flags, n)
 		}
 	}
-	assertNoUnnamedFlags(cm.flags, len(own))
+	assertNoUnnamedFlags(cm.Flags, len(own))
 	fmt.Fprintf(b, "\t%s arity=%d flags=%v acl=%v keys=%d,%d,%d group=%s follows=%s",
-		cm.name, cm.arity, flags, cm.acl.names(), cm.firstKey, cm.lastKey, cm.keyStep, cm.group, cm.follows)
-	for _, k := range cm.keys {
-		fmt.Fprintf(b, " spec=%v@%d..%d/%d", k.flags.names(), k.index, k.lastKey, k.step)
+		cm.Name, cm.Arity, flags, cm.ACL.Names(), cm.FirstKey, cm.LastKey, cm.KeyStep, cm.Group, cm.Follows)
+	for _, k := range cm.Keys {
+		fmt.Fprintf(b, " spec=%v@%d..%d/%d", k.Flags.Names(), k.Index, k.LastKey, k.Step)
 	}
 	fmt.Fprintf(b, " peek=%t changes=%t blind=%t wraps=%d secret=%t subs=%d\n",
-		cm.peek != nil, cm.changes != nil, cm.blind != nil, cm.wraps, cm.secret != nil, len(cm.subs))
+		cm.Peek != nil, cm.Changes != nil, cm.Blind != nil, cm.Wraps, cm.Secret != nil, len(cm.Subs))
 }
 
 // assertNoUnnamedFlags panics on a flag the dump has no name for: a new

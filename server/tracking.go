@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // maxTrackedKeys bounds the keys the server remembers clients read, as
@@ -60,12 +62,12 @@ type clientTrack struct {
 // read is remembered before it reads, so that a change landing between the
 // read and the remembering cannot go unannounced; and the pushes that change
 // causes wait until the reply is out.
-func (s *Server) beforeRun(c *client, cm *command, args [][]byte) {
+func (s *Server) beforeRun(c *client, cm *core.Command, args [][]byte) {
 	conf := c.trackConf.Load()
-	if conf != nil && cm.flags&flagBarrier != 0 && s.cl != nil {
-		c.track.execReads = queuedReads(c.queue)
+	if conf != nil && cm.Flags&flagBarrier != 0 && s.cl != nil {
+		c.track.execReads = queuedReads(c.Queue)
 	}
-	if conf == nil || cm.flags&flagCacheable == 0 {
+	if conf == nil || cm.Flags&flagCacheable == 0 {
 		return
 	}
 	c.rc.HoldPushes()
@@ -82,17 +84,17 @@ func (s *Server) beforeRun(c *client, cm *command, args [][]byte) {
 
 // afterRun is the hook after a command ran: it announces the keys the
 // command changed, feeds MONITOR, and lets waiting pushes out.
-func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
-	if cm.flags&(flagWrite|flagAnnounces) == flagWrite {
+func (s *Server) afterRun(c *client, cm *core.Command, args [][]byte) {
+	if cm.Flags&(flagWrite|flagAnnounces) == flagWrite {
 		s.invalidateWritten(c, cm, args)
 	}
-	if cm.flags&flagAdmin == 0 { // as in Redis 7, administrative commands are not shown
+	if cm.Flags&flagAdmin == 0 { // as in Redis 7, administrative commands are not shown
 		s.feedMonitors(c, cm, args)
 	}
 	if c.track.inExec {
 		return // the caching flag lasts the whole EXEC, and pushes wait for its reply's end
 	}
-	if cm.flags&flagKeepsCaching == 0 {
+	if cm.Flags&flagKeepsCaching == 0 {
 		c.track.caching = 0
 	}
 	if c.track.execReads != nil {
@@ -109,15 +111,15 @@ func (s *Server) afterRun(c *client, cm *command, args [][]byte) {
 // key for FLUSHALL and FLUSHDB, else the keys its entry says it may change
 // (DEL's). Decisions announce theirs in the decision seam (decide), and
 // only when they changed them.
-func (s *Server) invalidateWritten(c *client, cm *command, args [][]byte) {
-	if cm.flags&flagAllKeys != 0 {
+func (s *Server) invalidateWritten(c *client, cm *core.Command, args [][]byte) {
+	if cm.Flags&flagAllKeys != 0 {
 		s.invalidateAll()
 		return
 	}
-	if cm.changes == nil {
+	if cm.Changes == nil {
 		return
 	}
-	keys, _ := cm.changes(s, args)
+	keys, _ := cm.Changes(args)
 	for _, k := range keys {
 		s.invalidate(c, k)
 	}
@@ -297,21 +299,21 @@ func (s *Server) clientByID(id int64) *client {
 // in a cluster. The owner's changes to the key are never seen here, so a
 // tracking client's cacheable read from elsewhere is invalidated at once,
 // after its reply: its cache never keeps what this node cannot vouch for.
-func (s *Server) afterForward(c *client, cm *command, args [][]byte) {
-	if cm.flags&flagAdmin == 0 {
+func (s *Server) afterForward(c *client, cm *core.Command, args [][]byte) {
+	if cm.Flags&flagAdmin == 0 {
 		s.feedMonitors(c, cm, args)
 	}
-	if c.trackConf.Load() != nil && cm.flags&flagCacheable != 0 {
+	if c.trackConf.Load() != nil && cm.Flags&flagCacheable != 0 {
 		s.invalidateUnseen(c, args[1:])
 	}
 }
 
 // queuedReads copies the keys of the cacheable reads in an EXEC's queue.
-func queuedReads(q []queued) [][]byte {
+func queuedReads(q []core.Queued) [][]byte {
 	var keys [][]byte
 	for _, e := range q {
-		if e.cmd.flags&flagCacheable != 0 {
-			for _, k := range e.args[1:] {
+		if e.Cmd.Flags&flagCacheable != 0 {
+			for _, k := range e.Args[1:] {
 				keys = append(keys, bytes.Clone(k))
 			}
 		}

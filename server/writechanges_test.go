@@ -24,14 +24,14 @@ func TestEveryKeyedWriteDeclaresItsChanges(t *testing.T) {
 		"swapdb": "one database: SWAPDB changes nothing",
 	}
 	s := newTestServer(t, Config{})
-	for name, cm := range s.commands {
-		if cm.flags&flagWrite == 0 || cm.flags&flagAllKeys != 0 || len(cm.keys) == 0 {
+	for name, cm := range s.table.Names() {
+		if cm.Flags&flagWrite == 0 || cm.Flags&flagAllKeys != 0 || len(cm.Keys) == 0 {
 			continue
 		}
 		if _, ok := none[name]; ok {
 			continue
 		}
-		assert.NotNil(t, cm.changes, "%s writes keys but declares no changes: under appendfsync always a failed commit would keep its change", name)
+		assert.NotNil(t, cm.Changes, "%s writes keys but declares no changes: under appendfsync always a failed commit would keep its change", name)
 	}
 }
 

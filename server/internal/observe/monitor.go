@@ -3,17 +3,14 @@ package observe
 import (
 	"strconv"
 	"time"
-)
 
-// Hidden is the range of a command's arguments, From to To (exclusive),
-// that MONITOR shows as "(redacted)": passwords, a handshake's proofs.
-// The zero value hides none.
-type Hidden struct{ From, To int }
+	"github.com/rlstore/rlstore/server/internal/core"
+)
 
 // MonitorLine formats one MONITOR line as Redis words it, with the
 // arguments in hide redacted:
 // +1700000000.123456 [0 127.0.0.1:5000] "rl.slide" "k" "10" "60"
-func MonitorLine(now time.Time, addr string, args [][]byte, hide Hidden) []byte {
+func MonitorLine(now time.Time, addr string, args [][]byte, hide core.Hidden) []byte {
 	b := []byte{'+'}
 	b = strconv.AppendInt(b, now.Unix(), 10)
 	us := strconv.Itoa(now.Nanosecond()/1000 + 1000000)

@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 func TestMonitorLineQuotesAndHides(t *testing.T) {
 	at := time.Unix(1700000000, 123456789)
 	args := [][]byte{[]byte("hello"), []byte("3"), []byte("AUTH"), []byte("u"), []byte("p\x01\"\n")}
 	assert.Equal(t, `+1700000000.123456 [0 1.2.3.4:5] "hello" "3" "AUTH" "(redacted)" "(redacted)"`+"\r\n",
-		string(MonitorLine(at, "1.2.3.4:5", args, Hidden{From: 3, To: 5})))
+		string(MonitorLine(at, "1.2.3.4:5", args, core.Hidden{From: 3, To: 5})))
 	assert.Equal(t, `+1700000000.123456 [0 a] "hello" "3" "AUTH" "u" "p\x01\"\n"`+"\r\n",
-		string(MonitorLine(at, "a", args, Hidden{})))
+		string(MonitorLine(at, "a", args, core.Hidden{})))
 }
 
 func TestSlowlogKeepsWhatRedisKeeps(t *testing.T) {

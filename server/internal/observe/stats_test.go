@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // A connection's runs reach the command's counters whole, once flushed.
 func TestRunsFlushIntoStats(t *testing.T) {
-	var st Stats
+	var st core.Stats
 	var r Runs
 	for _, d := range []time.Duration{5 * time.Microsecond, 20 * time.Microsecond, 2 * time.Second} {
 		r.Observe(d)

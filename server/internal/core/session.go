@@ -1,0 +1,75 @@
+package core
+
+import (
+	"sync/atomic"
+
+	"github.com/rlstore/rlstore/server/internal/resp"
+)
+
+// Session is one connection's state as the pipeline and CLIENT LIST see
+// it: whether it is authenticated, its transaction, the command it ran
+// last. Every other concern keeps its own per-connection state in a typed
+// Slot of the session, which only that concern can reach (Dragonfly's
+// ConnectionState). The fields without atomics are touched only by the
+// connection's goroutine; CLIENT LIST reads the atomics from others.
+type Session struct {
+	Out     resp.Writer // where replies go; the pipeline writes its refusals here
+	Authed  bool
+	Limited bool // its user has ACL rules the Permitter checks
+	Peer    bool // another node of the cluster, which proved it
+
+	Multi  bool     // inside MULTI
+	Dirty  bool     // a command was refused while queueing, so EXEC aborts
+	Queue  []Queued // commands queued by MULTI
+	QBytes int64    // bytes of arguments in Queue
+
+	Cmds    atomic.Int64            // commands run
+	LastCmd atomic.Pointer[Command] // the last command run, which the pipeline tries first
+	QLen    atomic.Int32            // len(Queue) inside MULTI, else -1
+
+	slots [maxSlots]any
+}
+
+// Queued is a command that MULTI queued for EXEC.
+type Queued struct {
+	Cmd  *Command
+	Args [][]byte // a copy: a command's own arguments point into the read buffer
+}
+
+// Reject refuses a command. Inside MULTI that dooms the transaction, as in Redis.
+func (x *Session) Reject(reply string) {
+	x.Out.WriteError(reply)
+	if x.Multi {
+		x.Dirty = true
+	}
+}
+
+// maxSlots is how many concerns may keep state in a session.
+const maxSlots = 4
+
+// Slot is one concern's per-connection state in every Session, of type T.
+// Only a holder of the Slot reaches it, and it reaches it typed: the
+// concern that made the Slot keeps it to itself.
+type Slot[T any] struct{ i int }
+
+// Slots hands out a table's slots.
+type Slots struct{ n int }
+
+// NewSlot returns a new slot of type T. More than maxSlots is a
+// programmer error.
+func NewSlot[T any](s *Slots) Slot[T] {
+	if s.n == maxSlots {
+		panic("core: more than maxSlots slots")
+	}
+	s.n++
+	return Slot[T]{i: s.n - 1}
+}
+
+// Get returns x's state in the slot, or nil if none was set.
+func (k Slot[T]) Get(x *Session) *T {
+	v, _ := x.slots[k.i].(*T)
+	return v
+}
+
+// Set puts v in x's slot.
+func (k Slot[T]) Set(x *Session, v *T) { x.slots[k.i] = v }
