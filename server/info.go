@@ -147,7 +147,7 @@ func (s *Server) infoStats() []pair {
 	}
 	in, out := s.netBytes()
 	_, errs := s.info.errorStats()
-	return []pair{
+	return append([]pair{
 		{"total_connections_received", accepted},
 		{"total_commands_processed", s.commandsProcessed()},
 		{"instantaneous_ops_per_sec", s.info.ops.perSecond()},
@@ -167,7 +167,7 @@ func (s *Server) infoStats() []pair {
 		{"rl_errors", st.Errors},
 		{"rl_shard_sweeps", st.Sweeps},
 		{"rl_index_rebuilds", st.Rebuilds},
-	}
+	}, s.infoLeases()...)
 }
 
 // infoKeyspace shows db0 only when it holds keys, as Redis does. Every key

@@ -202,6 +202,7 @@ func (s *Server) lease(c *client, key []byte, r *shard.LeaseRequest) (shard.Leas
 	if s.obs.active.Load() != 0 && (res.Allowed || r.Op != shard.LeaseAcquire) {
 		s.invalidate(c, key)
 	}
+	countLease(c, leaseSlot[r.Op], res.Allowed)
 	return res, true
 }
 

@@ -47,7 +47,7 @@ func (s *Server) extraMetrics() []func(io.Writer) {
 }
 
 func (s *Server) writeDecisionMetrics(w io.Writer) {
-	for slot := range s.decisions {
+	for slot := range slotReserve + 1 { // then the settlements (leasestats.go)
 		v := &s.decisions[slot]
 		name := decisionName(slot)
 		counter(w, `rlstore_decisions_total{command="`+name+`",result="allowed"}`, v.allowed.Load())
@@ -56,6 +56,7 @@ func (s *Server) writeDecisionMetrics(w io.Writer) {
 	st := s.cfg.Store.Stats()
 	counter(w, "rlstore_shadow_denied_total", st.Shadowed)
 	counter(w, "rlstore_decision_errors_total", st.Errors)
+	s.writeSettleMetrics(w)
 }
 
 // writePolicyMetrics labels by policy name, never by key: there are as many

@@ -134,5 +134,6 @@ func (s *Server) reserve(c *client, key []byte, r *shard.ReserveRequest) (shard.
 	if s.obs.active.Load() != 0 {
 		s.invalidate(c, key)
 	}
+	countReserve(c, r.Op, res.Decision, res.Done)
 	return res, true
 }

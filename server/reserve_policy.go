@@ -110,9 +110,13 @@ func (s *Server) reserveAll(c *client, key []byte, p *policy.Policy, r shard.Res
 	var buf [policy.MaxRules]window.Decision
 	ds, left, res, err := s.cfg.Store.ReserveAll(key, ledger, &q, r, s.commandNow(c), buf[:0])
 	if err != nil || len(ds) == 0 {
+		if err == nil {
+			countReserve(c, r.Op, window.Decision{}, res.Done)
+		}
 		return window.Decision{}, res.Done, err
 	}
 	d, _ := binding(ds, left)
+	countReserve(c, r.Op, d, res.Done)
 	return d, res.Done, nil
 }
 

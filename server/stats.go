@@ -8,11 +8,12 @@ import (
 )
 
 // decisionSlot numbers the decision commands for their counters:
-// CL.THROTTLE, the native RL.<kind> commands by kind, then RL.CHECK.
+// CL.THROTTLE, the native RL.<kind> commands by kind, then RL.CHECK, then
+// the lease and reservation commands (leasestats.go).
 const (
 	slotThrottle  = 0
 	slotCheck     = int(window.KindLeaky) + 1
-	decisionSlots = slotCheck + 1
+	decisionSlots = leaseSlots
 )
 
 // decisionName is the command name of a decision slot.
@@ -22,6 +23,9 @@ func decisionName(slot int) string {
 		return "cl.throttle"
 	case slotCheck:
 		return "rl.check"
+	}
+	if slot > slotCheck {
+		return leaseSlotName(slot)
 	}
 	return "rl." + window.Kind(slot).String()
 }
