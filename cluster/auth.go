@@ -27,7 +27,6 @@ import (
 // version is the first argument of HELLO; a node answers one it does not
 // speak with ErrHandshakeVersion's words, so versions can be added.
 const (
-	PeerCommand      = "RL.PEER"
 	HandshakeVersion = "2"
 
 	nonceBytes = 16

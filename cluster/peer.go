@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlstore/rlstore/internal/wire"
 )
 
 // Forwarder sends batches of commands to the node whose RESP port is at
@@ -93,9 +95,9 @@ func NewPeers(cfg PeersConfig) *Peers {
 // whole, with an error wrapping ErrUnreachable, and the connection it used
 // is dropped: its later replies could no longer be matched.
 func (p *Peers) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
-	payload := make([]byte, 0, commandsSize(cmds))
+	payload := make([]byte, 0, wire.CommandsSize(cmds))
 	for _, args := range cmds {
-		payload = appendCommand(payload, args)
+		payload = wire.AppendCommand(payload, args)
 	}
 	w := &waiter{done: make(chan struct{})}
 	deadline := time.Now().Add(p.cfg.Timeout)

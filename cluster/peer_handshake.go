@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/rlstore/rlstore/internal/wire"
 )
 
 // handshake proves that this node holds the cluster's peer key, and checks
@@ -23,12 +25,12 @@ func handshake(ctx context.Context, nc net.Conn, cfg PeersConfig) error {
 	r := bufio.NewReader(nc)
 	ch := Challenge{Name: cfg.Name, DialerNonce: NewNonce()}
 	var err error
-	ch.ServerNonce, err = roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte("HELLO"), []byte(HandshakeVersion),
+	ch.ServerNonce, err = roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte(PeerHello), []byte(HandshakeVersion),
 		[]byte(cfg.Name), []byte(ch.DialerNonce)})
 	if err != nil {
 		return err
 	}
-	proof, err := roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte("AUTH"), []byte(ch.DialerMAC(cfg.key))})
+	proof, err := roundTrip(nc, r, [][]byte{[]byte(PeerCommand), []byte(PeerAuth), []byte(ch.DialerMAC(cfg.key))})
 	if err != nil {
 		return err
 	}
@@ -43,10 +45,10 @@ func handshake(ctx context.Context, nc net.Conn, cfg PeersConfig) error {
 
 // roundTrip sends one command and returns its simple or bulk reply's text.
 func roundTrip(nc net.Conn, r *bufio.Reader, args [][]byte) (string, error) {
-	if _, err := nc.Write(appendCommand(nil, args)); err != nil {
+	if _, err := nc.Write(wire.AppendCommand(nil, args)); err != nil {
 		return "", err
 	}
-	rep, err := readReply(r, nil, 0)
+	rep, err := wire.ReadReply(r, nil)
 	if err != nil {
 		return "", err
 	}

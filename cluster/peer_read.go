@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/rlstore/rlstore/internal/wire"
 )
 
 // Sizes of the slabs a connection's reader carves replies from: one
@@ -78,7 +80,7 @@ func (rr *replyReader) read(n int, wait func()) ([][]byte, error) {
 		}
 		// A reply larger than the buffer: read it piece by piece.
 		start := len(rr.slab)
-		if rr.slab, err = readReply(rr.r, rr.slab, 0); err != nil {
+		if rr.slab, err = wire.ReadReply(rr.r, rr.slab); err != nil {
 			return nil, err
 		}
 		replies[got] = rr.slab[start:len(rr.slab):len(rr.slab)]
@@ -107,7 +109,7 @@ func (rr *replyReader) scan(dst [][]byte) (int, error) {
 	rr.ends = rr.ends[:0]
 	size := 0
 	for len(rr.ends) < len(dst) {
-		k, err := replyEnd(buf[size:], 0)
+		k, err := wire.ReplyEnd(buf[size:])
 		if err != nil {
 			return 0, err
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/redcon"
@@ -218,7 +219,7 @@ func TestPeersSendKeepsLaneOrder(t *testing.T) {
 		for j := range 1 + i%3 {
 			arg := fmt.Sprint(i, ".", j)
 			want = append(want, arg)
-			payload = appendCommand(payload, [][]byte{[]byte("LOG"), []byte(arg)})
+			payload = wire.AppendCommand(payload, [][]byte{[]byte("LOG"), []byte(arg)})
 		}
 		p.Send(fp.addr, 7, payload, 1+i%3, got)
 	}
@@ -251,12 +252,12 @@ func TestPeersSendFailures(t *testing.T) {
 	p := NewPeers(PeersConfig{Name: "a", Secret: secret, Timeout: 200 * time.Millisecond})
 	defer p.Close()
 	got := make(chanReplier, 1)
-	p.Send(gone, 1, appendCommand(nil, [][]byte{[]byte("ECHO"), []byte("x")}), 1, got)
+	p.Send(gone, 1, wire.AppendCommand(nil, [][]byte{[]byte("ECHO"), []byte("x")}), 1, got)
 	r := <-got
 	require.ErrorIs(t, r.err, ErrUnreachable)
 
 	start := time.Now()
-	p.Send(fp.addr, 1, appendCommand(nil, [][]byte{[]byte("SLOW")}), 1, got)
+	p.Send(fp.addr, 1, wire.AppendCommand(nil, [][]byte{[]byte("SLOW")}), 1, got)
 	r = <-got
 	require.ErrorIs(t, r.err, ErrUnreachable)
 	assert.ErrorIs(t, r.err, context.DeadlineExceeded)

@@ -162,29 +162,29 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 	switch {
 	case s.cl == nil && s.reg == nil:
 		c.conn.WriteError(errNoCluster)
-	case !c.Peer && equalFoldASCII(args[1], "hello"):
+	case !c.Peer && cluster.IsWord(args[1], cluster.PeerHello):
 		s.peerHello(c, args)
-	case !c.Peer && equalFoldASCII(args[1], "auth"):
+	case !c.Peer && cluster.IsWord(args[1], cluster.PeerAuth):
 		s.peerAuth(c, args)
 	case !c.Peer:
 		c.conn.WriteError(errNotPeer)
-	case s.reg != nil && equalFoldASCII(args[1], "region") && len(args) == 3:
+	case s.reg != nil && cluster.IsWord(args[1], cluster.PeerRegion) && len(args) == 3:
 		s.reg.peerRegion(c, args[2]) // region_link.go
 	case s.cl == nil:
 		c.conn.WriteError(errPeerAuth)
-	case s.cl.repl != nil && equalFoldASCII(args[1], "copy") && len(args) == 3:
+	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerCopy) && len(args) == 3:
 		s.cl.repl.peerCopy(c, args[2])
-	case s.cl.repl != nil && equalFoldASCII(args[1], "delta") && len(args) == 3:
+	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerDelta) && len(args) == 3:
 		s.cl.repl.peerDelta(c, args[2])
-	case s.cl.repl != nil && equalFoldASCII(args[1], "sync") && (len(args) == 3 || len(args) == 4):
+	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSync) && (len(args) == 3 || len(args) == 4):
 		s.cl.repl.peerSync(c, args[2:])
-	case equalFoldASCII(args[1], "import") && len(args) == 6:
+	case cluster.IsWord(args[1], cluster.PeerImport) && len(args) == 6:
 		s.peerImport(c, args)
-	case equalFoldASCII(args[1], "done") && len(args) == 4:
+	case cluster.IsWord(args[1], cluster.PeerDone) && len(args) == 4:
 		s.peerDone(c, args)
-	case equalFoldASCII(args[1], "pull") && len(args) == 4:
+	case cluster.IsWord(args[1], cluster.PeerPull) && len(args) == 4:
 		s.peerPull(c, args)
-	case equalFoldASCII(args[1], "released") && len(args) == 4:
+	case cluster.IsWord(args[1], cluster.PeerReleased) && len(args) == 4:
 		s.peerReleased(c, args)
 	default:
 		c.conn.WriteError(errPeerAuth)

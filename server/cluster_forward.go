@@ -64,7 +64,7 @@ func (c *client) batchFor(owner string) *remoteBatch {
 // way a forwarded request reaches its owner.
 func appendHop(b []byte, resp int, args [][]byte) []byte {
 	b = redcon.AppendArray(b, len(args)+3)
-	b = append(b, "$6\r\nRL.HOP\r\n$1\r\n1\r\n$1\r\n"...)
+	b = append(b, cluster.HopHead+"$1\r\n1\r\n$1\r\n"...)
 	b = append(b, '0'+byte(resp), '\r', '\n')
 	for _, a := range args {
 		b = redcon.AppendBulk(b, a)

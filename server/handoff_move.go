@@ -408,7 +408,7 @@ func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool,
 			return nil
 		}
 		payload := persistence.AppendEntries([]byte{}, es, time.Now().UnixNano())
-		err := s.peerCall(to, "IMPORT", mode, spec, payload)
+		err := s.peerCall(to, cluster.PeerImport, mode, spec, payload)
 		keys, sent, mode, started, es = keys+len(es), sent+len(payload), "add", true, es[:0]
 		return err
 	}
@@ -424,7 +424,7 @@ func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool,
 		return 0, 0, err
 	}
 	if done {
-		if err := s.peerCall(to, "DONE", "", spec, nil); err != nil {
+		if err := s.peerCall(to, cluster.PeerDone, "", spec, nil); err != nil {
 			if errors.Is(err, cluster.ErrUnreachable) {
 				err = &doneUnknown{err}
 			}
@@ -458,7 +458,7 @@ func (s *Server) peerCall(to cluster.Node, sub, mode string, spec, payload []byt
 // peerCallAs is peerCall for a caller that has this node's name at hand:
 // a table-change hook may run before the view it applies is current.
 func (s *Server) peerCallAs(self string, to cluster.Node, sub, mode string, spec, payload []byte) error {
-	args := [][]byte{[]byte("RL.PEER"), []byte(sub), []byte(self)}
+	args := [][]byte{[]byte(cluster.PeerCommand), []byte(sub), []byte(self)}
 	if mode != "" {
 		args = append(args, []byte(mode))
 	}

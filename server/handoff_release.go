@@ -98,7 +98,7 @@ func (s *Server) released(to cluster.Node, slots []int) ([]int, error) {
 		fw = s.cl.cfg.Forwarder
 	}
 	self := s.cl.cur.Load().Self
-	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{{[]byte("RL.PEER"), []byte("RELEASED"), []byte(self), []byte(formatSlots(slots))}})
+	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte(self), []byte(formatSlots(slots))}})
 	if err != nil {
 		return nil, err
 	}

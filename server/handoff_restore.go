@@ -43,7 +43,7 @@ func (s *Server) pullImports(v *cluster.View, slots []int) {
 			continue
 		}
 		go func() {
-			if err := s.peerCallAs(v.Self, to, "PULL", "", spec, nil); err != nil {
+			if err := s.peerCallAs(v.Self, to, cluster.PeerPull, "", spec, nil); err != nil {
 				s.log.Debug("cluster: asking for imported slots failed; waiting for a handoff", "from", to.Name, "err", err)
 			}
 		}()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlstore/rlstore/server/internal/resp"
+	"github.com/rlstore/rlstore/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,7 +24,7 @@ func TestBadFramingIsRefusedAndClosed(t *testing.T) {
 		{"a request over the cap", "*3\r\n$4\r\nECHO\r\n$1000\r\n", "-ERR Protocol error: request is larger than max-request-bytes"},
 		{"a bulk that is not one", "*1\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'"},
 		{"a bulk longer than it said", "*1\r\n$4\r\nPINGPONG\r\n", "-ERR Protocol error: invalid bulk length"},
-		{"an inline line that never ends", strings.Repeat("A", resp.MaxInline+1), "-ERR Protocol error: too big inline request"},
+		{"an inline line that never ends", strings.Repeat("A", wire.MaxInline+1), "-ERR Protocol error: too big inline request"},
 		{"binary after a star", "*\xff\xfe\x00\r\n", "-ERR Protocol error: invalid multibulk length"},
 	}
 	_, addr := startServer(t, Config{MaxRequestBytes: 1024})

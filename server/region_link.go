@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/region"
 )
 
@@ -71,7 +72,7 @@ func (rn *regionNode) checkSkew(l *regionLink, skew time.Duration) {
 func (rn *regionNode) exchange(l *regionLink, payload []byte) (*region.Ack, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), rn.cfg.Timeout)
 	defer cancel()
-	reps, err := rn.cfg.Forwarder.Forward(ctx, l.addr, [][][]byte{{[]byte("RL.PEER"), []byte("REGION"), payload}})
+	reps, err := rn.cfg.Forwarder.Forward(ctx, l.addr, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerRegion), payload}})
 	if err != nil {
 		return nil, err
 	}

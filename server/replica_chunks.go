@@ -29,8 +29,8 @@ const (
 // and deltaPrefix every RL.PEER DELTA command, for a backup that takes
 // deltas (persistence.AppendDeltaChunks).
 const (
-	copyPrefix  = "*3\r\n$7\r\nRL.PEER\r\n$4\r\nCOPY\r\n$"
-	deltaPrefix = "*3\r\n$7\r\nRL.PEER\r\n$5\r\nDELTA\r\n$"
+	copyPrefix  = cluster.PeerCopyHead
+	deltaPrefix = cluster.PeerDeltaHead
 )
 
 // fresh returns an empty chunk: copyHead bytes of room for its header.

@@ -372,7 +372,7 @@ func (p *shipPeer) heartbeatDue() bool {
 
 // heartbeat sends the backup an empty shipment.
 func (p *shipPeer) heartbeat(node cluster.Node) error {
-	err := p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("COPY"), nil}})
+	err := p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerCopy), nil}})
 	if err == nil {
 		p.contact.Store(time.Now().UnixNano())
 	}

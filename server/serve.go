@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rlstore/rlstore/internal/wire"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
@@ -180,7 +181,7 @@ func (s *Server) forget(c *client, err error) {
 	s.info.netIn.Add(c.rc.NetIn())
 	s.info.netOut.Add(c.rc.NetOut())
 	s.forgetObserver(c)
-	var perr resp.ProtocolError
+	var perr wire.ProtocolError
 	switch {
 	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log
 		s.protoErrors.Add(1)

@@ -119,10 +119,10 @@ func (r *replicator) noteKept(t *cluster.Table, slots []int) {
 // sendSync sends RL.PEER SYNC drop backed, or drop alone to a node that
 // predates backed (it answers NOPERM to the longer form).
 func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte) error {
-	err := p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("SYNC"), drop, backed}})
+	err := p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop, backed}})
 	var pe *peerError
 	if errors.As(err, &pe) && strings.HasPrefix(pe.msg, errPeerAuth[:6]) {
-		err = p.send(node, [][][]byte{{[]byte("RL.PEER"), []byte("SYNC"), drop}})
+		err = p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop}})
 	}
 	return err
 }

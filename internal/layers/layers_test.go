@@ -46,18 +46,22 @@ var rules = []rule{
 	// the families know core but not each other; the cluster stack is
 	// replica < handoff < route. glob (Redis's glob patterns) is a leaf that
 	// the families that match keys share, as they may not import each other.
-	{pkg: "server/internal/resp", allowed: []string{"server/internal/resp"}},
+	{pkg: "server/internal/resp", allowed: []string{"server/internal/resp", "internal/wire"}},
 	{pkg: "server/internal/glob", allowed: []string{"server/internal/glob"}},
-	{pkg: "server/internal/core", allowed: []string{"server/internal/core", "server/internal/resp", "policy", "window"}},
-	{pkg: "server/internal/decide", allowed: []string{"server/internal/decide", "server/internal/core", "server/internal/resp", "shard", "window", "policy", "persistence"}},
-	{pkg: "server/internal/keyspace", allowed: []string{"server/internal/keyspace", "server/internal/core", "server/internal/resp", "server/internal/glob", "shard", "policy", "window"}},
-	{pkg: "server/internal/auth", allowed: []string{"server/internal/auth", "server/internal/core", "server/internal/resp", "server/internal/glob", "shard", "window", "policy"}},
-	{pkg: "server/internal/observe", allowed: []string{"server/internal/observe", "server/internal/core", "server/internal/resp", "policy", "window"}},
-	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "shard", "persistence", "policy", "window"}},
+	{pkg: "server/internal/core", allowed: []string{"server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},
+	{pkg: "server/internal/decide", allowed: []string{"server/internal/decide", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "window", "policy", "persistence"}},
+	{pkg: "server/internal/keyspace", allowed: []string{"server/internal/keyspace", "server/internal/core", "server/internal/resp", "internal/wire", "server/internal/glob", "shard", "policy", "window"}},
+	{pkg: "server/internal/auth", allowed: []string{"server/internal/auth", "server/internal/core", "server/internal/resp", "internal/wire", "server/internal/glob", "shard", "window", "policy"}},
+	{pkg: "server/internal/observe", allowed: []string{"server/internal/observe", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},
+	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "policy", "window"}},
 	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
 	{pkg: "server/internal/handoff", allowed: clusterStack("handoff", "replica")},
 	{pkg: "server/internal/route", allowed: clusterStack("route", "handoff", "replica")},
 	{pkg: "server", denied: []string{"cmd", "loadtest", "gateway/rlsconfig"}, deniedExact: []string{"gateway"}}, // it implements gateway/batch, and knows nothing else of the gateway
+	// wire is the RESP codec that the server's transport and the cluster's
+	// peers share (a module-level internal package, which cluster may
+	// import, where server/internal is closed to it); it knows no command.
+	{pkg: "internal/wire", allowed: []string{"internal/wire"}},
 	{pkg: "internal", denied: []string{"cmd", "loadtest"}},
 	{pkg: "cmd", denied: []string{"loadtest"}},
 }
@@ -65,7 +69,7 @@ var rules = []rule{
 // clusterStack is what a package of the cluster stack may import: the
 // packages of ours the cluster code needs, and those of the stack below it.
 func clusterStack(stack ...string) []string {
-	allowed := []string{"server/internal/core", "server/internal/resp", "shard", "persistence", "cluster", "policy", "window"}
+	allowed := []string{"server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "cluster", "policy", "window"}
 	for _, p := range stack {
 		allowed = append(allowed, "server/internal/"+p)
 	}
@@ -117,6 +121,7 @@ func TestLayeringCatchesAViolation(t *testing.T) {
 		m + "server/internal/replica " + m + "server/internal/route",                                 // the stack upside down
 		m + "server/internal/core " + m + "server/internal/core " + m + "persistence " + m + "shard", // through persistence
 		m + "server/internal/core " + m + "server/internal/observe",                                  // the table importing what observes it: a cycle
+		m + "internal/wire " + m + "server/internal/resp",                                            // the codec knowing the transport
 	}
 	got := violations(strings.Join(bad, "\n"), t.Logf)
 	assert.Equal(t, []string{
@@ -127,8 +132,9 @@ func TestLayeringCatchesAViolation(t *testing.T) {
 		"server/internal/core depends on persistence, which its layer may not import",
 		"server/internal/core depends on shard, which its layer may not import",
 		"server/internal/core depends on server/internal/observe, which its layer may not import",
+		"internal/wire depends on server/internal/resp, which its layer may not import",
 	}, got)
-	good := m + "server/internal/route " + m + "server/internal/handoff " + m + "server/internal/replica " + m + "cluster " + m + "server/internal/resp"
+	good := m + "server/internal/route " + m + "server/internal/handoff " + m + "server/internal/replica " + m + "cluster " + m + "server/internal/resp " + m + "internal/wire"
 	assert.Empty(t, violations(good, t.Logf))
 }
 
@@ -193,6 +199,12 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/route", "server/internal/handoff", true},
 		{"server/internal/route", "server", false},
 		{"server", "server/internal/route", true},
+		{"internal/wire", "window", false},
+		{"internal/wire", "server/internal/resp", false},
+		{"internal/wire", "cluster", false},
+		{"server/internal/resp", "internal/wire", true},
+		{"cluster", "internal/wire", true},
+		{"server/internal/route", "internal/wire", true},
 	}
 	for _, c := range cases {
 		r, ok := ruleFor(c.pkg)

@@ -1,6 +1,6 @@
 package core
 
-import "github.com/rlstore/rlstore/server/internal/resp"
+import "github.com/rlstore/rlstore/internal/wire"
 
 // Replies of the pipeline, in Redis's words.
 const (
@@ -89,7 +89,7 @@ func (p *Pipeline) refused(x *Session, cm *Command, args [][]byte) bool {
 func (p *Pipeline) enqueue(x *Session, cm *Command, args [][]byte) {
 	size := int64(0)
 	for _, a := range args {
-		size += resp.MinBulk + int64(len(a))
+		size += wire.MinBulk + int64(len(a))
 	}
 	switch {
 	case cm.Flags&FlagNoTx != 0:

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rlstore/rlstore/internal/wire"
 	"github.com/tidwall/redcon"
 )
 
@@ -24,7 +25,7 @@ const (
 // belong to the connection's own goroutine.
 type Conn struct {
 	g    *Guard
-	p    Parser
+	p    wire.Parser
 	buf  []byte   // read buffer; buf[r:w] holds bytes read and not yet run
 	r, w int      //
 	args [][]byte // the arguments of the command being run, reused
@@ -66,7 +67,7 @@ type Conn struct {
 // maxRequest bytes and whose replies held at most outLimit (0: no limit),
 // counting them toward mem's budget (nil: none).
 func NewConn(g *Guard, maxRequest, outLimit int64, mem *Budget) *Conn {
-	rc := &Conn{g: g, p: Parser{Max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit, cur: -1,
+	rc := &Conn{g: g, p: wire.Parser{Max: maxRequest}, buf: make([]byte, readBufMin), limit: outLimit, cur: -1,
 		raw: NewRawWriter(g.Conn), mem: mem}
 	rc.mark = mem.mark(rc)
 	rc.box.wake = make(chan struct{}, 1)
@@ -195,7 +196,7 @@ func (rc *Conn) makeRoom() {
 func (rc *Conn) DropPipeline() {
 	rc.dropAhead()
 	rc.r, rc.w = 0, 0
-	rc.p = Parser{Max: rc.p.Max, PreAuth: rc.p.PreAuth}
+	rc.p = wire.Parser{Max: rc.p.Max, PreAuth: rc.p.PreAuth}
 }
 
 // PeekPipeline returns the whole requests read after the command being
@@ -205,7 +206,7 @@ func (rc *Conn) PeekPipeline() [][]byte {
 		return nil // the next request is partial, so nothing after it is whole either
 	}
 	var reqs [][]byte
-	scratch := Parser{Max: rc.p.Max}
+	scratch := wire.Parser{Max: rc.p.Max}
 	for i := rc.r; i < rc.w; {
 		n, err := scratch.Next(rc.buf[i:rc.w])
 		if err != nil || n == 0 {

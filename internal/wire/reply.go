@@ -1,56 +1,32 @@
-package cluster
+package wire
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
 	"io"
-
-	"github.com/tidwall/redcon"
 )
 
-// maxReplyDepth bounds nesting in a peer's reply; rlstore's deepest is 3.
+// maxReplyDepth bounds nesting in a reply; rlstore's deepest is 3.
 const maxReplyDepth = 16
 
-// errBadReply is a peer's reply that is not RESP.
-var errBadReply = errors.New("cluster: malformed reply from peer")
+// ErrBadReply is a peer's reply that is not RESP.
+var ErrBadReply = errors.New("wire: malformed reply")
 
-// commandsSize is at least the bytes appendCommand takes for every
-// command of cmds: a buffer of it is allocated once, where growing one by
-// appends copies a large payload (a handoff's chunk, a full sync) many
-// times over.
-func commandsSize(cmds [][][]byte) int {
-	n := 0
-	for _, args := range cmds {
-		n += 16 // *<count>\r\n
-		for _, a := range args {
-			n += len(a) + 16 // $<len>\r\n<a>\r\n
-		}
-	}
-	return n
-}
-
-// appendCommand appends args as a RESP array of bulk strings.
-func appendCommand(b []byte, args [][]byte) []byte {
-	b = redcon.AppendArray(b, len(args))
-	for _, a := range args {
-		b = redcon.AppendBulk(b, a)
-	}
-	return b
-}
-
-// readReply appends one whole reply, RESP2 or RESP3, to dst exactly as
+// ReadReply appends one whole reply, RESP2 or RESP3, to dst exactly as
 // it came, so that it can be passed on to a client untouched.
+func ReadReply(r *bufio.Reader, dst []byte) ([]byte, error) { return readReply(r, dst, 0) }
+
 func readReply(r *bufio.Reader, dst []byte, depth int) ([]byte, error) {
 	if depth > maxReplyDepth {
-		return dst, errBadReply
+		return dst, ErrBadReply
 	}
 	line, err := r.ReadSlice('\n')
 	if err != nil {
 		return dst, err
 	}
 	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return dst, errBadReply
+		return dst, ErrBadReply
 	}
 	dst = append(dst, line...)
 	switch line[0] {
@@ -61,7 +37,7 @@ func readReply(r *bufio.Reader, dst []byte, depth int) ([]byte, error) {
 	case '*', '~', '>', '%', '|':
 		return readAggregate(r, dst, line, depth)
 	}
-	return dst, errBadReply
+	return dst, ErrBadReply
 }
 
 // header is the length in a bulk or aggregate header line ("$12\r\n"):
@@ -72,12 +48,12 @@ func header(line []byte) (int, error) {
 		return -1, nil
 	}
 	if len(digits) == 0 || len(digits) > 10 {
-		return 0, errBadReply
+		return 0, ErrBadReply
 	}
 	n := 0
 	for _, c := range digits {
 		if c < '0' || c > '9' {
-			return 0, errBadReply
+			return 0, ErrBadReply
 		}
 		n = n*10 + int(c-'0')
 	}
@@ -95,7 +71,7 @@ func readBulk(r *bufio.Reader, dst, line []byte) ([]byte, error) {
 		return dst, err
 	}
 	if dst[len(dst)-2] != '\r' || dst[len(dst)-1] != '\n' {
-		return dst, errBadReply
+		return dst, ErrBadReply
 	}
 	return dst, nil
 }
@@ -116,18 +92,20 @@ func readAggregate(r *bufio.Reader, dst, line []byte, depth int) ([]byte, error)
 	return dst, nil
 }
 
-// replyEnd returns the length of the whole reply at the start of b, or 0
-// if b holds only part of it. It checks what readReply checks.
+// ReplyEnd returns the length of the whole reply at the start of b, or 0
+// if b holds only part of it. It checks what ReadReply checks.
+func ReplyEnd(b []byte) (int, error) { return replyEnd(b, 0) }
+
 func replyEnd(b []byte, depth int) (int, error) {
 	if depth > maxReplyDepth {
-		return 0, errBadReply
+		return 0, ErrBadReply
 	}
 	i := bytes.IndexByte(b, '\n')
 	switch {
 	case i < 0:
 		return 0, nil
 	case i < 2 || b[i-1] != '\r':
-		return 0, errBadReply
+		return 0, ErrBadReply
 	}
 	line := b[:i+1]
 	switch line[0] {
@@ -143,7 +121,7 @@ func replyEnd(b []byte, depth int) (int, error) {
 			return 0, nil
 		}
 		if b[end-2] != '\r' || b[end-1] != '\n' {
-			return 0, errBadReply
+			return 0, ErrBadReply
 		}
 		return end, nil
 	case '*', '~', '>', '%', '|':
@@ -164,5 +142,5 @@ func replyEnd(b []byte, depth int) (int, error) {
 		}
 		return pos, nil
 	}
-	return 0, errBadReply
+	return 0, ErrBadReply
 }

@@ -18,25 +18,6 @@ var replies = []string{
 	"*2\r\n*1\r\n$1\r\nx\r\n%1\r\n+k\r\n:1\r\n", "~1\r\n$2\r\nab\r\n", ">2\r\n+a\r\n+b\r\n", "|1\r\n+a\r\n:1\r\n",
 }
 
-// TestReplyEndFindsWholeRepliesOnly: every reply is found whole, and no
-// prefix of one is taken for a reply.
-func TestReplyEndFindsWholeRepliesOnly(t *testing.T) {
-	for _, rep := range replies {
-		n, err := replyEnd([]byte(rep+"+next\r\n"), 0)
-		require.NoError(t, err, rep)
-		assert.Equal(t, len(rep), n, rep)
-		for cut := range len(rep) {
-			n, err := replyEnd([]byte(rep[:cut]), 0)
-			require.NoError(t, err, "%q", rep[:cut])
-			assert.Zero(t, n, "%q is not whole", rep[:cut])
-		}
-	}
-	for _, bad := range []string{"?x\r\n", "$2\r\nabc\r\n", ":1\n", "*x\r\n", "$-2\r\n", strings.Repeat("*1\r\n", 20) + ":1\r\n"} {
-		_, err := replyEnd([]byte(bad), 0)
-		assert.ErrorIs(t, err, errBadReply, "%q", bad)
-	}
-}
-
 // TestReplyReaderAcrossChunks: replies trickled in a few bytes at a time,
 // one larger than the read buffer among them, come out whole and in order,
 // batch by batch.

@@ -1,0 +1,61 @@
+package cluster
+
+// The words of the node-to-node protocol, in one place for the node that
+// sends them (the handshake here, the server's forwarding, replication,
+// handoff and region links) and the server that answers them. A peer
+// matches a command or subcommand name as Redis does, in any case; these
+// are the forms this node sends.
+const (
+	// PeerCommand carries everything between nodes but forwarded
+	// requests: the handshake, replication, handoff and region sync.
+	PeerCommand = "RL.PEER"
+	// HopCommand wraps a request forwarded to another node: RL.HOP level
+	// resp command args….
+	HopCommand = "RL.HOP"
+)
+
+// RL.PEER's subcommands.
+const (
+	PeerHello    = "HELLO"    // the handshake's first step: version, name, nonce
+	PeerAuth     = "AUTH"     // the handshake's proof
+	PeerRegion   = "REGION"   // a region link's sync batch
+	PeerCopy     = "COPY"     // a replica's shipment of whole keys
+	PeerDelta    = "DELTA"    // a replica's shipment of changes
+	PeerSync     = "SYNC"     // a backup's copies to drop, after a takeover
+	PeerImport   = "IMPORT"   // a handoff's keys
+	PeerDone     = "DONE"     // a handoff's end
+	PeerPull     = "PULL"     // a restarted node asks for its slots back
+	PeerReleased = "RELEASED" // a node let go of slots
+)
+
+// Encoded heads of the commands a replica sends most, which it writes
+// ahead of a payload encoded in place: each is the command's array and
+// bulk strings up to the payload's length ("…$"), as wire.AppendCommand
+// would write them (TestPeerHeadsMatchTheCodec). HopHead is RL.HOP's bulk
+// string, which a forward writes after the array's length.
+const (
+	PeerCopyHead  = "*3\r\n$7\r\n" + PeerCommand + "\r\n$4\r\n" + PeerCopy + "\r\n$"
+	PeerDeltaHead = "*3\r\n$7\r\n" + PeerCommand + "\r\n$5\r\n" + PeerDelta + "\r\n$"
+	HopHead       = "$6\r\n" + HopCommand + "\r\n"
+)
+
+// IsWord reports whether arg, a command or subcommand name as a peer sent
+// it, is word in any case.
+func IsWord(arg []byte, word string) bool {
+	if len(arg) != len(word) {
+		return false
+	}
+	for i := range arg {
+		if upperASCII(arg[i]) != upperASCII(word[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func upperASCII(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - 'a' + 'A'
+	}
+	return c
+}
