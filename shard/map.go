@@ -166,7 +166,8 @@ func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now,
 		}
 		return m.createLocked(s, key, h, p, now, cost, peek, i, ok)
 	}
-	if old != p || cost < 1 {
+	same := old == p // compared once: Params is too large for an inline compare
+	if !same || cost < 1 {
 		if err := admits(old, p, cost); err != nil {
 			return window.Decision{}, err
 		}
@@ -174,7 +175,7 @@ func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now,
 	if peek { // decide under p, but leave the key's own parameters alone
 		return s.decideSlotLocked(sl, p, now, cost, true), nil
 	}
-	changed := old != p && s.setParamLocked(sl, p)
+	changed := !same && s.setParamLocked(sl, p)
 	d := s.decideSlotLocked(sl, p, now, cost, false)
 	if d.Allowed || changed {
 		s.markDirtyLocked(i)
