@@ -204,9 +204,9 @@ func cmdHop(s *Server, c *client, args [][]byte) {
 		return
 	}
 	s.cl.hops.Add(1)
-	saved := c.resp
-	c.hop, c.resp = int(level), int(resp)
-	defer func() { c.hop, c.resp = hopClient, saved }()
+	saved := c.Proto
+	c.hop, c.Proto = int(level), int(resp)
+	defer func() { c.hop, c.Proto = hopClient, saved }()
 	s.dispatch(c, args[3:])
 }
 

@@ -42,7 +42,7 @@ func (s *Server) forwardLater(c *client, cm *core.Command, args [][]byte, slot i
 		c.fwd = append(c.fwd, b)
 	}
 	start := len(b.buf)
-	b.buf = appendHop(b.buf, c.resp, args) // a copy: args point into the read buffer, which the next read reuses
+	b.buf = appendHop(b.buf, c.Proto, args) // a copy: args point into the read buffer, which the next read reuses
 	b.items = append(b.items, fwdItem{cm: cm, slot: slot, start: start})
 	b.laters = append(b.laters, c.rc.Later())
 }

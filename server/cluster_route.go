@@ -148,7 +148,7 @@ func hopArgs(c *client, args [][]byte) [][]byte { return hopLevelArgs(c, args, h
 // hopLevelArgs wraps a client's command for another node at hop level.
 func hopLevelArgs(c *client, args [][]byte, level int) [][]byte {
 	out := make([][]byte, 0, len(args)+3)
-	out = append(out, []byte(cluster.HopCommand), []byte{'0' + byte(max(level, hopForward))}, []byte{'0' + byte(c.resp)})
+	out = append(out, []byte(cluster.HopCommand), []byte{'0' + byte(max(level, hopForward))}, []byte{'0' + byte(c.Proto)})
 	return append(out, args...)
 }
 

@@ -37,7 +37,7 @@ func (cn *clusterNode) topologyOf(v *cluster.View) *topology {
 
 // respIndex is c's index into topology's replies.
 func respIndex(c *client) int {
-	if c.resp == 3 {
+	if c.Proto == 3 {
 		return 1
 	}
 	return 0

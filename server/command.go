@@ -92,7 +92,6 @@ type client struct {
 	hold      *holdConn   // conn, when persistence is on; see runWrite
 	g         *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
 	id        int64
-	resp      int           // protocol version: 2 or 3
 	user      *auth.User    // the ACL file's user it authenticated as; nil: the default user without an ACL file
 	authFails int           // wrong passwords sent, for maxAuthFailures
 	errs      int64         // error replies written, for INFO commandstats' failed_calls
@@ -156,7 +155,7 @@ func (c *client) setMeta(f func(m *clientMeta)) {
 
 // setResp switches the protocol version replies use.
 func (c *client) setResp(v int) {
-	c.resp = v
+	c.Proto = v
 	c.setMeta(func(m *clientMeta) { m.resp = v })
 }
 

@@ -91,19 +91,6 @@ func commandSpecs() map[string]cmdSpec {
 		"watch":   {flags: nls | flagFast | flagAllowBusy, acl: catTransaction, keys: rest(keyRO, 1)},
 		"unwatch": {flags: nls | flagFast | flagAllowBusy, acl: catTransaction},
 
-		"del":    {flags: flagWrite, acl: catKeyspace, keys: rest(keyRM|keyDelete, 1)},
-		"exists": {flags: flagReadonly | flagFast, acl: catKeyspace, keys: rest(keyRO, 1)},
-		"type":   {flags: flagReadonly | flagFast, acl: catKeyspace, keys: one(keyRO, 1)},
-		"pttl":   {flags: flagReadonly | flagFast, acl: catKeyspace, keys: one(keyRO|keyAccess, 1)},
-		"ttl":    {flags: flagReadonly | flagFast, acl: catKeyspace, keys: one(keyRO|keyAccess, 1)},
-		"scan":   {flags: flagReadonly, acl: catKeyspace}, "keys": {flags: flagReadonly, acl: catKeyspace | catDangerous},
-		"dbsize":   {flags: flagReadonly | flagFast, acl: catKeyspace},
-		"flushall": {flags: flagWrite, acl: catKeyspace | catDangerous}, "flushdb": {flags: flagWrite, acl: catKeyspace | catDangerous},
-		"swapdb": {flags: flagWrite | flagFast, acl: catKeyspace | catDangerous},
-		"move":   {flags: flagWrite | flagFast, acl: catKeyspace, keys: one(keyRW|keyAccess|keyUpdate, 1)},
-
-		"memory": {}, "memory|usage": {flags: flagReadonly, keys: one(keyRO, 2)}, "memory|help": {flags: ls},
-		"object": {}, "object|help": {flags: ls, acl: catKeyspace},
 		"subscribe": {flags: flagPubsub | nls}, "unsubscribe": {flags: flagPubsub | nls},
 		"monitor": {flags: admin},
 
@@ -124,9 +111,6 @@ func commandSpecs() map[string]cmdSpec {
 	}
 	for _, sub := range []string{"count", "info", "docs", "list", "help", "getkeys", "getkeysandflags"} {
 		specs["command|"+sub] = cmdSpec{flags: ls, acl: conn}
-	}
-	for _, sub := range []string{"encoding", "freq", "idletime", "refcount"} {
-		specs["object|"+sub] = cmdSpec{flags: flagReadonly, acl: catKeyspace, keys: one(keyRO, 2)}
 	}
 	for _, sub := range []string{"slowlog|get", "slowlog|len", "slowlog|reset"} {
 		specs[sub] = cmdSpec{flags: flagAdmin | ls}

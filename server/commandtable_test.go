@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -111,6 +112,12 @@ func TestCommandTableIsConsistent(t *testing.T) {
 	specs := commandSpecs()
 	for _, cm := range decisionCommands() {
 		specs[cm.name] = cmdSpec{} // a decision's entry declares its own (decisionEntry)
+	}
+	for _, cm := range keyspace.New(keyspace.Config{}).Commands() { // the package's entries declare their own
+		specs[cm.Name] = cmdSpec{}
+		for _, sc := range cm.Subs {
+			specs[cm.Name+"|"+sc.Name] = cmdSpec{}
+		}
 	}
 	check := func(cm *core.Command) {
 		_, declared := specs[cm.Name]

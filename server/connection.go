@@ -151,7 +151,7 @@ type hello struct {
 // cmdHello switches the protocol, authenticating and naming the client on
 // the way. It replies with a map, in the protocol just chosen.
 func cmdHello(s *Server, c *client, args [][]byte) {
-	h, reply := parseHello(args, c.resp)
+	h, reply := parseHello(args, c.Proto)
 	switch {
 	case reply != "":
 		c.conn.WriteError(reply)
@@ -212,7 +212,7 @@ func (s *Server) helloFields(c *client) []pair {
 	return []pair{
 		{"server", "redis"},
 		{"version", redisVersion},
-		{"proto", c.resp},
+		{"proto", c.Proto},
 		{"id", c.id},
 		{"mode", s.mode()},
 		{"role", "master"},

@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -102,7 +103,7 @@ func TestFlushDBInvalidatesEverything(t *testing.T) {
 func TestDatabaseCommandsInACluster(t *testing.T) {
 	nodes := startTestCluster(t, 1, clusterOpts{})
 	c, ctx := newClient(t, nodes[0].addr, 2), ctxT(t)
-	assert.EqualError(t, c.Do(ctx, "SWAPDB", 0, 0).Err(), errSwapDBCluster)
-	assert.EqualError(t, c.Do(ctx, "MOVE", "k", 0).Err(), errMoveCluster)
+	assert.EqualError(t, c.Do(ctx, "SWAPDB", 0, 0).Err(), keyspace.ErrSwapDBCluster)
+	assert.EqualError(t, c.Do(ctx, "MOVE", "k", 0).Err(), keyspace.ErrMoveCluster)
 	assert.Equal(t, "OK", c.Do(ctx, "FLUSHDB").Val())
 }

@@ -41,9 +41,6 @@ func changesReserve(s *Server, args [][]byte) ([][]byte, []byte) {
 	return [][]byte{args[1], policy.AppendLedgerKey(nil, args[1])}, args[1]
 }
 
-// changesArgs are the keys of a command whose every argument is a key (DEL).
-func changesArgs(_ *Server, args [][]byte) ([][]byte, []byte) { return args[1:], nil }
-
 // changesCheck are RL.CHECK's rule keys, which live with its key.
 func changesCheck(s *Server, args [][]byte) ([][]byte, []byte) {
 	p := s.policy(args[1])

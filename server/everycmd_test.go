@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -59,8 +60,8 @@ func everyCommand() []callCase {
 		ok("EXISTS", "every:slide", "every:token"), ok("TYPE", "every:slide"), ok("PTTL", "every:slide"),
 		ok("TTL", "every:slide"), ok("SCAN", "0", "MATCH", "every:*", "COUNT", "100"), ok("KEYS", "every:*"),
 		ok("DBSIZE"), ok("MEMORY", "USAGE", "every:slide"), ok("MEMORY", "HELP"),
-		ok("OBJECT", "ENCODING", "every:slide"), {[]string{"OBJECT", "FREQ", "every:slide"}, errNoFreq},
-		{[]string{"OBJECT", "IDLETIME", "every:slide"}, errNoIdle}, ok("OBJECT", "REFCOUNT", "every:slide"),
+		ok("OBJECT", "ENCODING", "every:slide"), {[]string{"OBJECT", "FREQ", "every:slide"}, keyspace.ErrNoFreq},
+		{[]string{"OBJECT", "IDLETIME", "every:slide"}, keyspace.ErrNoIdle}, ok("OBJECT", "REFCOUNT", "every:slide"),
 		ok("OBJECT", "HELP"), {[]string{"WATCH", "every:slide"}, errNoWatch}, ok("UNWATCH"),
 		ok("UNSUBSCRIBE"), ok("DEL", "every:slide", "every:token"), ok("FLUSHALL"), ok("FLUSHDB"),
 		ok("SWAPDB", "0", "0"), {[]string{"MOVE", "every:slide", "1"}, errDBIndex},

@@ -24,7 +24,6 @@ func FuzzArgs(f *testing.F) {
 		for k := window.KindSlide; k <= window.KindLeaky; k++ {
 			fuzzDecision(t, k, fields)
 		}
-		_, _ = parseScan(append(byteArgs("scan"), fields...))
 	})
 }
 

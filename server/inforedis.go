@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/rlstore/rlstore/window"
 )
 
 // The INFO fields Redis 7 has that tools read (redis_exporter, RedisInsight,
@@ -164,16 +162,4 @@ func (s *Server) avgTTL(now int64) int64 {
 		return 0
 	}
 	return sum / n
-}
-
-// lookupRead is lookup for the commands that read a key, which count as
-// Redis's keyspace_hits and keyspace_misses.
-func (s *Server) lookupRead(key []byte, now int64) (window.Kind, int64, bool) {
-	k, exp, live := s.lookup(key, now)
-	if live {
-		s.info.hits.Add(1)
-	} else {
-		s.info.misses.Add(1)
-	}
-	return k, exp, live
 }

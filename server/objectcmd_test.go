@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,8 +26,8 @@ func TestMemoryObjectWatchAndMaxmemory(t *testing.T) {
 
 		assert.Equal(t, "slide", c.Do(ctx, "OBJECT", "ENCODING", "k").Val())
 		assert.True(t, isNil(c.Do(ctx, "OBJECT", "ENCODING", "missing").Err()))
-		assert.EqualError(t, c.Do(ctx, "OBJECT", "FREQ", "k").Err(), errNoFreq)
-		assert.EqualError(t, c.Do(ctx, "OBJECT", "IDLETIME", "k").Err(), errNoIdle)
+		assert.EqualError(t, c.Do(ctx, "OBJECT", "FREQ", "k").Err(), keyspace.ErrNoFreq)
+		assert.EqualError(t, c.Do(ctx, "OBJECT", "IDLETIME", "k").Err(), keyspace.ErrNoIdle)
 		assert.EqualValues(t, 1, c.Do(ctx, "OBJECT", "REFCOUNT", "k").Val())
 
 		assert.Equal(t, map[string]string{"maxmemory": "1048576", "maxmemory-clients": "268435456", "maxmemory-policy": "noeviction"},

@@ -30,7 +30,7 @@ func writeMap(c *client, pairs []pair) {
 // writeMapLen writes the header of a map of n pairs; the caller then writes
 // 2n values, key first. It is writeMap for callers that avoid building pairs.
 func writeMapLen(c *client, n int) {
-	if c.resp == 3 {
+	if c.Proto == 3 {
 		writeHeader(c, '%', n)
 		return
 	}
@@ -48,7 +48,7 @@ type respSet []any
 // writeSetLen writes the header of a set of n elements: a RESP3 set for a
 // RESP3 client, else an array.
 func writeSetLen(c *client, n int) {
-	if c.resp == 3 {
+	if c.Proto == 3 {
 		writeHeader(c, '~', n)
 		return
 	}
@@ -57,7 +57,7 @@ func writeSetLen(c *client, n int) {
 
 // writeNull writes the null reply: RESP3's own null, or RESP2's null bulk string.
 func writeNull(c *client) {
-	if c.resp == 3 {
+	if c.Proto == 3 {
 		c.conn.WriteRaw([]byte("_\r\n"))
 		return
 	}

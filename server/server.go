@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -234,7 +233,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.startRegion() // region_keys.go: after the policies, whose rule keys may be global
-	s.register(keyspaceCommands())
+	s.registerKeyspace()
 	if err := s.renameCommands(cfg.RenameCommands); err != nil {
 		return nil, err
 	}
@@ -286,37 +285,24 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-// register adds commands to the table. Two with one name are a programmer error.
+// register adds commands declared in the server's form to the table.
 func (s *Server) register(cmds []command) {
 	specs := commandSpecs()
+	spec := func(name string) core.Spec { return specs[name].spec() }
 	for i := range cmds {
-		s.table.Add(s.entry(&cmds[i], nil, specs))
+		s.table.Register(s.entry(&cmds[i]), spec)
 	}
 }
 
-// entry makes the declaration d, a subcommand of parent if that is not
-// nil, the table's entry, with its spec from specs.
-func (s *Server) entry(d *command, parent *core.Command, specs map[string]cmdSpec) *core.Command {
-	cm := &core.Command{Name: d.name, Arity: d.arity, Flags: d.flags, Run: s.adapt(d.run),
+// entry is the declaration d as the table's entry: its run and changes
+// adapted to the table's form.
+func (s *Server) entry(d *command) core.Command {
+	cm := core.Command{Name: d.name, Arity: d.arity, Flags: d.flags, Run: s.adapt(d.run),
 		FirstKey: d.firstKey, LastKey: d.lastKey, KeyStep: d.keyStep, Group: d.group, Summary: d.summary,
 		ACL: d.acl, Keys: d.keys, Follows: d.follows, Peek: d.peek, Changes: s.changesOf(d.changes),
-		Blind: d.blind, Wraps: d.wraps, Secret: d.secret, Stats: new(core.Stats)}
-	if parent != nil {
-		cm.Name = parent.Name + "|" + d.name
-		setDefault(&cm.Group, parent.Group)
-		if cm.Secret == nil { // a subcommand's arguments are its parent's
-			cm.Secret = parent.Secret
-		}
-	}
-	if parent == nil && s.table.Lookup(cm.Name) != nil {
-		panic(fmt.Sprintf("server: command %q registered twice", cm.Name))
-	}
-	cm.Declare(specs[cm.Name].spec())
-	if len(d.subs) > 0 {
-		cm.Subs = make([]core.Command, len(d.subs))
-		for j := range d.subs {
-			cm.Subs[j] = *s.entry(&d.subs[j], cm, specs)
-		}
+		Blind: d.blind, Wraps: d.wraps, Secret: d.secret}
+	for j := range d.subs {
+		cm.Subs = append(cm.Subs, s.entry(&d.subs[j]))
 	}
 	return cm
 }

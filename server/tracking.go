@@ -329,7 +329,7 @@ func (s *Server) invalidateUnseen(c *client, keys [][]byte) {
 		return
 	}
 	for _, k := range keys {
-		if conf.redirect == 0 && c.resp == 3 {
+		if conf.redirect == 0 && c.Proto == 3 {
 			c.conn.WriteRaw(invalidateFrame(k))
 		} else {
 			s.sendInvalidation(c, k)

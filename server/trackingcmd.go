@@ -282,7 +282,7 @@ func cmdUnsubscribe(s *Server, c *client, args [][]byte) {
 
 // writeSubReply is the [kind, channel, count] confirmation, a push in RESP3.
 func writeSubReply(c *client, kind string, ch []byte, n int) {
-	if c.resp == 3 {
+	if c.Proto == 3 {
 		writeHeader(c, '>', 3)
 	} else {
 		c.conn.WriteArray(3)

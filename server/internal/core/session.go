@@ -14,6 +14,7 @@ import (
 // connection's goroutine; CLIENT LIST reads the atomics from others.
 type Session struct {
 	Out     resp.Writer // where replies go; the pipeline writes its refusals here
+	Proto   int         // the protocol version replies use: 2 or 3
 	Authed  bool
 	Limited bool // its user has ACL rules the Permitter checks
 	Peer    bool // another node of the cluster, which proved it
@@ -42,6 +43,15 @@ func (x *Session) Reject(reply string) {
 	if x.Multi {
 		x.Dirty = true
 	}
+}
+
+// Null writes the null reply of x's protocol.
+func (x *Session) Null() {
+	if x.Proto == 3 {
+		x.Out.WriteRaw([]byte("_\r\n"))
+		return
+	}
+	x.Out.WriteNull()
 }
 
 // maxSlots is how many concerns may keep state in a session.

@@ -32,6 +32,47 @@ func (t *Table) Add(cm *Command) {
 	}
 }
 
+// Register adds cm to the table, with its subcommands named "parent|sub"
+// (each with its parent's group and secret unless it has its own), its
+// counters, and the Spec that spec returns for each name merged in
+// (Declare); spec may be nil when the entries declare everything
+// themselves.
+func (t *Table) Register(cm Command, spec func(name string) Spec) {
+	if _, dup := t.cmds[cm.Name]; dup {
+		panic(fmt.Sprintf("server: command %q registered twice", cm.Name))
+	}
+	t.Add(declared(cm, nil, spec))
+}
+
+// declared is cm, a subcommand of parent unless that is nil, ready for the
+// table.
+func declared(cm Command, parent *Command, spec func(string) Spec) *Command {
+	if parent != nil {
+		cm.Name = parent.Name + "|" + cm.Name
+		if cm.Group == "" {
+			cm.Group = parent.Group
+		}
+		if cm.Secret == nil { // a subcommand's arguments are its parent's
+			cm.Secret = parent.Secret
+		}
+	}
+	cm.Stats = new(Stats)
+	var sp Spec
+	if spec != nil {
+		sp = spec(cm.Name)
+	}
+	cm.Declare(sp)
+	subs := cm.Subs
+	cm.Subs = make([]Command, len(subs))
+	for i := range subs {
+		cm.Subs[i] = *declared(subs[i], &cm, spec)
+	}
+	if len(subs) == 0 {
+		cm.Subs = nil
+	}
+	return &cm
+}
+
 // Lookup returns the command served under the lower-case name, or nil.
 func (t *Table) Lookup(name string) *Command { return t.cmds[name] }
 

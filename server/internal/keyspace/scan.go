@@ -1,14 +1,16 @@
-package server
+package keyspace
 
 import (
 	"math"
 	"strconv"
 
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/glob"
 )
 
 // errArgCursor is Redis's reply to a SCAN cursor that is not a number.
-const errArgCursor argError = "ERR invalid cursor"
+const errArgCursor policy.Error = "ERR invalid cursor"
 
 // keyFilter picks which keys SCAN and KEYS return.
 type keyFilter struct {
@@ -30,11 +32,11 @@ const scanBatch = 1024
 
 // scan visits about count slots from cursor, a batch at a time, keeping the
 // keys f picks. It returns 0 once the whole store has been visited.
-func (s *Server) scan(keys [][]byte, cursor uint64, count int, f keyFilter) ([][]byte, uint64) {
+func (k *Keyspace) scan(keys [][]byte, cursor uint64, count int, f keyFilter) ([][]byte, uint64) {
 	for count > 0 {
 		n, from := min(count, scanBatch), len(keys)
-		keys, cursor = s.cfg.Store.Scan(keys, cursor, n)
-		keys, count = s.filterKeys(keys, from, f), count-n
+		keys, cursor = k.cfg.Store.Scan(keys, cursor, n)
+		keys, count = k.filterKeys(keys, from, f), count-n
 		if cursor == 0 {
 			break
 		}
@@ -42,42 +44,42 @@ func (s *Server) scan(keys [][]byte, cursor uint64, count int, f keyFilter) ([][
 	return keys, cursor
 }
 
-func cmdKeys(s *Server, c *client, args [][]byte) {
-	keys, _ := s.scan(nil, 0, math.MaxInt, keyFilter{pattern: args[1], now: s.unixNano()})
-	writeKeys(c, keys)
+func (k *Keyspace) keys(x *core.Session, args [][]byte) {
+	keys, _ := k.scan(nil, 0, math.MaxInt, keyFilter{pattern: args[1], now: k.cfg.Now()})
+	writeKeys(x, keys)
 }
 
 // cmdScan replies [cursor, [keys]], the cursor as a bulk string like Redis's.
-func cmdScan(s *Server, c *client, args [][]byte) {
+func (k *Keyspace) scanCmd(x *core.Session, args [][]byte) {
 	a, err := parseScan(args)
 	if err != nil {
-		c.conn.WriteError(err.Error())
+		x.Out.WriteError(err.Error())
 		return
 	}
-	a.filter.now = s.unixNano()
-	keys, next := s.scan(nil, a.cursor, a.count, a.filter)
-	c.conn.WriteArray(2)
-	c.conn.WriteBulk(strconv.AppendUint(nil, next, 10))
-	writeKeys(c, keys)
+	a.filter.now = k.cfg.Now()
+	keys, next := k.scan(nil, a.cursor, a.count, a.filter)
+	x.Out.WriteArray(2)
+	x.Out.WriteBulk(strconv.AppendUint(nil, next, 10))
+	writeKeys(x, keys)
 }
 
-func writeKeys(c *client, keys [][]byte) {
-	c.conn.WriteArray(len(keys))
-	for _, k := range keys {
-		c.conn.WriteBulk(k)
+func writeKeys(x *core.Session, keys [][]byte) {
+	x.Out.WriteArray(len(keys))
+	for _, key := range keys {
+		x.Out.WriteBulk(key)
 	}
 }
 
 // filterKeys keeps, of keys[from:], those that f picks and that are live at f.now.
-func (s *Server) filterKeys(keys [][]byte, from int, f keyFilter) [][]byte {
+func (k *Keyspace) filterKeys(keys [][]byte, from int, f keyFilter) [][]byte {
 	out := keys[:from]
-	for _, k := range keys[from:] {
-		if f.pattern != nil && !glob.Match(f.pattern, k) {
+	for _, key := range keys[from:] {
+		if f.pattern != nil && !glob.Match(f.pattern, key) {
 			continue
 		}
-		kind, _, live := s.lookup(k, f.now)
-		if live && (f.kind == nil || equalFoldASCII(f.kind, kind.String())) {
-			out = append(out, k)
+		kind, _, live := k.lookup(key, f.now)
+		if live && (f.kind == nil || core.EqualFold(f.kind, kind.String())) {
+			out = append(out, key)
 		}
 	}
 	return out
@@ -93,7 +95,7 @@ func parseScan(args [][]byte) (scanArgs, error) {
 	a.cursor = u
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			return a, errArgSyntax
+			return a, policy.ErrSyntax
 		}
 		if err := a.option(args[i], args[i+1]); err != nil {
 			return a, err
@@ -105,21 +107,21 @@ func parseScan(args [][]byte) (scanArgs, error) {
 // option applies one SCAN option and its value.
 func (a *scanArgs) option(name, val []byte) error {
 	switch {
-	case equalFoldASCII(name, "match"):
+	case core.EqualFold(name, "match"):
 		a.filter.pattern = val
-	case equalFoldASCII(name, "type"):
+	case core.EqualFold(name, "type"):
 		a.filter.kind = val
-	case equalFoldASCII(name, "count"):
-		n, ok := parseInt(val)
+	case core.EqualFold(name, "count"):
+		n, ok := policy.ParseInt(val)
 		if !ok {
-			return errArgNotInt
+			return policy.ErrNotInt
 		}
 		if n < 1 {
-			return errArgSyntax
+			return policy.ErrSyntax
 		}
 		a.count = int(n)
 	default:
-		return errArgSyntax
+		return policy.ErrSyntax
 	}
 	return nil
 }
