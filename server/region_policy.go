@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/region"
 	"github.com/rlstore/rlstore/shard"
@@ -8,14 +10,16 @@ import (
 )
 
 // A policy is global, on a global key, when every rule of it could be a
-// global key (SLIDE or FIXED) and it has no PENALTY: RL.CHECK then decides
-// each rule as a global key under the rule's internal key, all or nothing,
-// in the region that received the request (docs/regions.md). Any other
-// policy stays per region, decided by the key store as without regions.
+// global key (SLIDE or FIXED): RL.CHECK then decides each rule as a global
+// key under the rule's internal key, all or nothing, in the region that
+// received the request (docs/regions.md). Its PENALTY, if it has one, is
+// kept per region, in the key store as without regions: a penalty only
+// denies, so it cannot take the rules past their bound. Any other policy
+// stays per region, decided by the key store as without regions.
 
 // globalPolicy reports whether p's rules are decided across regions.
 func globalPolicy(p *policy.Policy) bool {
-	if p == nil || p.Penalty > 0 {
+	if p == nil {
 		return false
 	}
 	for _, r := range p.Rules {
@@ -31,6 +35,9 @@ func globalPolicy(p *policy.Policy) bool {
 // does not hold yet (so that a full store refuses the request with -OOM
 // before anything is charged), then the charge of every rule. denied says
 // whether the rules denied it (a SHADOW policy admits it all the same).
+// While the key's penalty blocks it here, every rule is only peeked; a
+// denial by a rule's limit starts the penalty (one by the escrow, which
+// waits only for acknowledgements, does not).
 func (rn *regionNode) check(key []byte, r *request) (outcome, bool, error) {
 	p := r.policy
 	var keyBuf [512]byte
@@ -44,14 +51,22 @@ func (rn *regionNode) check(key []byte, r *request) (outcome, bool, error) {
 		keys[i] = kb[start:len(kb):len(kb)]
 		lims[i] = region.Limit{Kind: rule.Kind, Limit: rule.Limit, Window: rule.Period}
 	}
+	var pk []byte
+	var left time.Duration
+	if p.Penalty > 0 {
+		pk = p.AppendPenaltyKey(kb[len(kb):], key)
+		left = rn.s.cfg.Store.PenaltyLeft(key, pk, r.now)
+	}
 	n := len(p.Rules)
 	rn.mu.Lock()
-	allowed := true
+	allowed, overLimit := true, false
 	for i := range n {
-		ds[i] = rn.st.Decide(keys[i], lims[i], r.now, r.cost, true).Decision
+		rd := rn.st.Decide(keys[i], lims[i], r.now, r.cost, true)
+		ds[i] = rd.Decision
 		allowed = allowed && ds[i].Allowed
+		overLimit = overLimit || rd.Mode == region.DeniedLimit
 	}
-	if allowed && !r.peek {
+	if allowed && !r.peek && left <= 0 {
 		if err := rn.makeRulesLocked(p, keys[:n], r.now, r.cost); err != nil {
 			rn.mu.Unlock()
 			return outcome{}, false, err
@@ -65,7 +80,10 @@ func (rn *regionNode) check(key []byte, r *request) (outcome, bool, error) {
 	if urgent {
 		rn.nudge()
 	}
-	d, i := binding(ds[:n], 0)
+	if pk != nil && left <= 0 && overLimit && !r.peek && rn.s.cfg.Store.Penalize(key, pk, p.Penalty, r.now) {
+		left = p.Penalty
+	}
+	d, i := binding(ds[:n], left)
 	denied := !d.Allowed
 	if denied && p.Shadow {
 		d.Allowed, d.Wait = true, 0

@@ -15,7 +15,7 @@ import (
 )
 
 // TestRegionsShareOnePolicy: RL.CHECK of a policy whose rules are all
-// SLIDE or FIXED (and no PENALTY) shares each rule across regions as a
+// SLIDE or FIXED shares each rule across regions as a
 // global key does: the hot region takes L less the others' reserves, the
 // others their reserves, and no more. A policy with a TOKEN rule stays per
 // region: each region admits its whole limit.
