@@ -108,6 +108,7 @@ type sim struct {
 	log      []string
 	servedBy map[int]string
 	failed   bool
+	open     bool   // the schedule is known to break the admissions bound (sim-admission-seeds.txt): logged, not asserted
 	over     string // the first admission above the bound, when not asserted
 }
 
@@ -374,10 +375,10 @@ func (s *sim) serve(seed uint64, i, slot int) {
 	if s.total[slot] > s.limit[slot]+s.allow[slot] {
 		what := fmt.Sprintf("slot %d's key admitted %d times, limit %d, documented losses %d", slot, s.total[slot], s.limit[slot], s.allow[slot])
 		switch {
-		case os.Getenv("RL_SIM_ADMISSIONS") == "1":
+		case !s.open:
 			s.fail(seed, what)
 		case s.over == "":
-			s.over = what // open: see TestSimulationSafety
+			s.over = what // a known open case: see TestSimulationSafety
 		}
 	}
 }
@@ -718,8 +719,9 @@ func (s *sim) joinView(i int) {
 	}
 }
 
-func runSim(t *testing.T, seed uint64, steps int) *sim {
+func runSim(t *testing.T, seed uint64, steps int, open bool) *sim {
 	s := newSim(t, seed, 3+int(seed%3))
+	s.open = open
 	for range steps {
 		if s.step(seed); s.failed {
 			break
@@ -733,29 +735,38 @@ func runSim(t *testing.T, seed uint64, steps int) *sim {
 // arithmetic down; RL_SIM_SCHEDULES and RL_SIM_FIRST pick others), and
 // first every seed that once failed (testdata/sim-failing-seeds.txt), each
 // for 60 s of simulated time. After every step no slot may be served by
-// two nodes. Each key's admissions are counted too, against its limit
-// plus the losses docs/cluster.md documents (a crash's unshipped
-// decisions, a takeover's copies behind their owner); that bound is
-// asserted only with RL_SIM_ADMISSIONS=1, since schedules with several
-// faults at once still break it (testdata/sim-admission-seeds.txt, about
-// one schedule in fifteen: see docs/cluster.md, "Safety"), and the others
-// log how many did. A failing schedule's seed is logged, and appended to
-// the file $RL_SIM_SEEDS_OUT names when set: the test never writes into
-// the checkout.
+// two nodes, and no key may have admitted more than its limit plus the
+// losses docs/cluster.md documents (a crash's unshipped decisions, a
+// takeover's copies behind their owner). The schedules in
+// testdata/sim-admission-seeds.txt are known to break that bound, by
+// causes docs/cluster.md lists ("Safety"; open): for them it is logged,
+// not asserted, and any other schedule that breaks it fails the test.
+// RL_SIM_ADMISSIONS=1 asserts it for those too; RL_SIM_SEED=n replays
+// schedule n alone (RL_SIM_STEPS=3000 as the failing seeds run; with
+// RL_SIM_TRACE=1, its whole log). A failing
+// schedule's seed is logged, and appended to the file $RL_SIM_SEEDS_OUT
+// names when set: the test never writes into the checkout.
 func TestSimulationSafety(t *testing.T) {
+	open := readSeeds(t, "sim-admission-seeds.txt")
+	if os.Getenv("RL_SIM_ADMISSIONS") == "1" {
+		open = nil
+	}
+	if one, err := strconv.ParseUint(os.Getenv("RL_SIM_SEED"), 10, 64); err == nil { // replay one schedule
+		steps := 1000
+		if n, err := strconv.Atoi(os.Getenv("RL_SIM_STEPS")); err == nil {
+			steps = n // 3000 for a seed of sim-failing-seeds.txt
+		}
+		runSim(t, one, steps, false)
+		return
+	}
 	var over []string
 	run := func(seed uint64, steps int) {
-		if s := runSim(t, seed, steps); s.over != "" {
+		if s := runSim(t, seed, steps, open[seed]); s.over != "" {
 			over = append(over, fmt.Sprintf("seed %d: %s", seed, s.over))
 		}
 	}
 	for _, seed := range slices.Sorted(maps.Keys(readSeeds(t, "sim-failing-seeds.txt"))) {
 		run(seed, 3000)
-	}
-	if os.Getenv("RL_SIM_ADMISSIONS") == "1" {
-		for _, seed := range slices.Sorted(maps.Keys(readSeeds(t, "sim-admission-seeds.txt"))) {
-			run(seed, 1000)
-		}
 	}
 	schedules, first := 1000, uint64(0)
 	switch {
@@ -774,22 +785,25 @@ func TestSimulationSafety(t *testing.T) {
 		run(seed, 1000) // 20 s of simulated time each
 	}
 	if len(over) > 0 {
-		t.Logf("%d schedules admitted a key above its bound (open; RL_SIM_ADMISSIONS=1 asserts it):\n%s", len(over), strings.Join(over, "\n"))
+		t.Logf("%d schedules known to break the admissions bound (testdata/sim-admission-seeds.txt) still do:\n%s", len(over), strings.Join(over, "\n"))
 	}
 }
 
-// readSeeds reads a testdata file of seeds, one or more a line; a missing
-// file is an empty set.
+// readSeeds reads a testdata file of seeds, one or more a line, each
+// line's text after a # a comment; a missing file is an empty set.
 func readSeeds(t *testing.T, name string) map[uint64]bool {
 	seeds := map[uint64]bool{}
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		return seeds
 	}
-	for _, field := range strings.Fields(string(b)) {
-		seed, err := strconv.ParseUint(field, 10, 64)
-		require.NoError(t, err)
-		seeds[seed] = true
+	for line := range strings.Lines(string(b)) {
+		line, _, _ = strings.Cut(line, "#") // a comment says why
+		for _, field := range strings.Fields(line) {
+			seed, err := strconv.ParseUint(field, 10, 64)
+			require.NoError(t, err)
+			seeds[seed] = true
+		}
 	}
 	return seeds
 }
