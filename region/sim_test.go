@@ -39,19 +39,20 @@ type simCut struct {
 }
 
 type simSchedule struct {
-	seed      uint64
-	regions   int
-	escrow    float64
-	reserve   float64
-	skew      []int64 // per region clock offset
-	delay     int64   // the most a message takes
-	loss      float64
-	cuts      []simCut
-	pattern   int // 0 one hot, 1 all hot, 2 alternating, 3 bursts
-	limits    []Limit
-	duration  int64
-	restart   int // region that restarts (loses its state) at restartAt, or -1
-	restartAt int64
+	seed       uint64
+	regions    int
+	escrow     float64
+	reserve    float64
+	skew       []int64 // per region clock offset
+	delay      int64   // the most a message takes
+	loss       float64
+	cuts       []simCut
+	pattern    int // 0 one hot, 1 all hot, 2 alternating, 3 bursts
+	limits     []Limit
+	duration   int64
+	restart    int // region that restarts (loses its state) at restartAt, or -1
+	restartAt  int64
+	oneAtATime bool // each link carries one exchange at a time, as the server's do (SyncReady): odd seeds
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -80,13 +81,41 @@ func newSchedule(seed uint64) simSchedule {
 		{Kind: window.KindSlide, Limit: 10 + rng.Int64N(2000), Window: time.Duration(1+rng.Int64N(8)) * time.Second},
 		{Kind: window.KindFixed, Limit: 10 + rng.Int64N(2000), Window: time.Duration(200+rng.Int64N(3000)) * time.Millisecond},
 	}
+	sc.oneAtATime = seed%2 == 1 // not drawn from rng: the other draws, and the seeds in testdata, stay as they were
 	return sc
 }
 
 func (sc simSchedule) String() string {
-	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v",
+	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v",
 		sc.seed, sc.regions, sc.escrow, sc.reserve, time.Duration(sc.delay), sc.loss, sc.cuts, sc.pattern, sc.limits, sc.skew,
-		sc.restart, time.Duration(sc.restartAt))
+		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime)
+}
+
+// simLinks is when each link (from, to) took its exchange in flight, or -1
+// while it is free; a link whose batch or acknowledgement was lost frees
+// after simLinkTimeout, as the server's exchange times out.
+type simLinks [][]int64
+
+const simLinkTimeout = int64(time.Second)
+
+func newSimLinks(r int) simLinks {
+	l := make(simLinks, r)
+	for i := range l {
+		l[i] = make([]int64, r)
+		for j := range l[i] {
+			l[i][j] = -1
+		}
+	}
+	return l
+}
+
+// ready returns which of from's links can take a batch at now.
+func (l simLinks) ready(from int, now int64) []bool {
+	out := make([]bool, len(l))
+	for p, since := range l[from] {
+		out[p] = since < 0 || now-since >= simLinkTimeout
+	}
+	return out
 }
 
 // cut reports whether a message from a to b is lost to a partition at t.
@@ -156,6 +185,7 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 	}
 	base := int64(1_800_000_000) * int64(time.Second)
 	var flight []simMsg
+	links := newSimLinks(sc.regions)
 	send := func(m simMsg, now int64) {
 		if now < sc.duration && (sc.cut(m.from, m.to, now) || rng.Float64() < sc.loss) {
 			return
@@ -215,6 +245,7 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 				}
 			default:
 				stores[m.to].Acked(m.ack, base+now+sc.skew[m.to])
+				links[m.to][m.from] = -1
 			}
 		}
 		flight = keep
@@ -240,8 +271,13 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 				}
 			}
 			if (now/int64(simTick))%10 == int64(r)%10 || st.Urgent() {
-				for p, b := range st.Sync(clock) {
+				var ready []bool
+				if sc.oneAtATime {
+					ready = links.ready(r, now)
+				}
+				for p, b := range st.SyncReady(clock, ready) {
 					if b != nil {
+						links[r][p] = now
 						send(simMsg{from: r, to: p, batch: b}, now)
 					}
 				}
