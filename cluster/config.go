@@ -37,6 +37,8 @@ type Config struct {
 
 	// OnChange is called with each new view, one call at a time, in order.
 	// Membership holds no lock while it runs, but the next view waits for it.
+	// New passes it and State to Start; Prepare leaves both to Start's
+	// arguments.
 	OnChange func(View)
 	// State, if set, is carried to every node: see StateSync.
 	State StateSync

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"strings"
-	"sync/atomic"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -10,7 +9,8 @@ import (
 // StateSync is state that every node should hold, such as rlstore's
 // policies, carried as bytes this package does not read. Merge must be
 // idempotent and commutative (last writer wins by version, say): a message
-// may arrive twice, late, or after a newer full state.
+// may arrive twice, late, or after a newer full state. Both run on
+// memberlist's goroutines, from New on, and must not block.
 type StateSync interface {
 	LocalState() []byte // everything this node holds, for a push/pull exchange
 	Merge(b []byte)     // a broadcast or another node's LocalState
@@ -105,30 +105,3 @@ type broadcast []byte
 func (b broadcast) Invalidates(memberlist.Broadcast) bool { return false }
 func (b broadcast) Message() []byte                       { return b }
 func (b broadcast) Finished()                             {}
-
-// LateState is a StateSync to give New before the state's owner exists
-// (the server, which needs the membership first). Until Set, it holds
-// nothing and drops what it is sent; push/pull brings that back later.
-// Merge runs the owner's Merge on its own goroutine, as memberlist's
-// callbacks must not block (the owner may write to disk).
-type LateState struct {
-	p atomic.Pointer[StateSync]
-}
-
-// Set makes s the state's owner.
-func (l *LateState) Set(s StateSync) { l.p.Store(&s) }
-
-// LocalState implements StateSync.
-func (l *LateState) LocalState() []byte {
-	if s := l.p.Load(); s != nil {
-		return (*s).LocalState()
-	}
-	return nil
-}
-
-// Merge implements StateSync.
-func (l *LateState) Merge(b []byte) {
-	if s := l.p.Load(); s != nil {
-		go (*s).Merge(b)
-	}
-}

@@ -22,7 +22,8 @@ import (
 // it with Close; its methods are safe for concurrent use.
 type Membership struct {
 	cfg Config
-	ml  *memberlist.Memberlist
+	mc  *memberlist.Config     // memberlist's config, for Start
+	ml  *memberlist.Memberlist // nil until Start
 	bq  *memberlist.TransmitLimitedQueue
 	log *slog.Logger
 
@@ -52,7 +53,25 @@ type Membership struct {
 
 // New starts gossip on cfg.BindAddr and joins cfg.Seeds. Seeds that cannot
 // be reached are not an error: the node starts alone and keeps trying them.
+// It is Prepare then Start with cfg's State and OnChange.
 func New(cfg Config) (*Membership, error) {
+	m, err := Prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Start(cfg.State, cfg.OnChange); err != nil {
+		m.Kill()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Prepare makes a membership that has not started gossip: its View is
+// this node alone (waiting, if it has members to meet), its Lease holds
+// none, and what it Broadcasts waits for Start. cfg's State and OnChange
+// are left for Start, so that their owner may be built on the prepared
+// membership's View and Lease first.
+func Prepare(cfg Config) (*Membership, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
@@ -62,18 +81,31 @@ func New(cfg Config) (*Membership, error) {
 	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
 		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{},
 		joined: map[string]time.Time{}, lease: NewLease(cfg.NodeName, cfg.Timing.Lease), leaseKick: make(chan struct{}, 1)}
+	m.cfg.State, m.cfg.OnChange = nil, nil
 	m.waiting = !cfg.Bootstrap && len(cfg.Seeds)+len(cfg.Remembered) > 0
 	mc, err := m.memberlistConfig()
 	if err != nil {
 		return nil, err
 	}
+	m.mc = mc
 	m.bq = &memberlist.TransmitLimitedQueue{NumNodes: m.numMembers, RetransmitMult: mc.RetransmitMult}
-	if m.ml, err = memberlist.Create(mc); err != nil {
-		return nil, fmt.Errorf("cluster: gossip on %s: %w", cfg.BindAddr, err)
-	}
-	m.live.Store(m.ml)
-	cfg.Known.Add(cfg.NodeName, m.GossipAddr())
 	m.rebuild() // the view of one, before anyone asks
+	return m, nil
+}
+
+// Start starts gossip on the config's BindAddr with state and onChange as
+// the config's State and OnChange (either may be nil), and joins the
+// seeds. Call it once, on a prepared membership.
+func (m *Membership) Start(state StateSync, onChange func(View)) error {
+	m.cfg.State, m.cfg.OnChange = state, onChange // before memberlist and the loops, which read them
+	ml, err := memberlist.Create(m.mc)
+	if err != nil {
+		return fmt.Errorf("cluster: gossip on %s: %w", m.cfg.BindAddr, err)
+	}
+	m.ml = ml
+	m.live.Store(ml)
+	m.cfg.Known.Add(m.cfg.NodeName, m.GossipAddr())
+	m.rebuild() // the view with this node's member, before the loops start
 	m.done.Add(3)
 	go m.rebuildLoop()
 	go m.rejoinLoop()
@@ -90,7 +122,7 @@ func New(cfg Config) (*Membership, error) {
 		m.log.Warn("cluster: no member answered yet; keyed commands get -CLUSTERDOWN until one does (--cluster-bootstrap yes serves alone)",
 			"seeds", m.joinTargets())
 	}
-	return m, nil
+	return nil
 }
 
 // unlessAlone stops waiting to meet a member when there is none to
@@ -194,7 +226,12 @@ func (m *Membership) View() *View { return m.view.Load() }
 // GossipAddr is the host:port this node gossips on, as peers see it.
 func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
 
-func (m *Membership) numMembers() int { return m.ml.NumMembers() }
+func (m *Membership) numMembers() int {
+	if ml := m.live.Load(); ml != nil {
+		return ml.NumMembers()
+	}
+	return 1 // prepared: only this node
+}
 
 // signal asks for a rebuild of the view.
 func (m *Membership) signal() {
@@ -490,6 +527,10 @@ func (m *Membership) Close(timeout time.Duration) error {
 	if closed {
 		return nil
 	}
+	if m.ml == nil { // prepared, never started
+		close(m.stop)
+		return nil
+	}
 	err := m.ml.Leave(timeout)
 	close(m.stop)
 	m.done.Wait()
@@ -505,7 +546,9 @@ func (m *Membership) Kill() {
 	if !closed {
 		close(m.stop)
 		m.done.Wait()
-		_ = m.ml.Shutdown()
+		if m.ml != nil {
+			_ = m.ml.Shutdown()
+		}
 	}
 }
 

@@ -134,20 +134,18 @@ func startBenchCluster(tb testing.TB) []*testNode {
 			seeds = []string{nodes[0].ml.GossipAddr()}
 		}
 		name := fmt.Sprint("node", i)
-		state := &cluster.LateState{}
-		ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
-			Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet, State: state})
+		n, err := NewNode(NodeConfig{
+			Server: Config{Listener: ln, Logger: quiet, Store: mustStore(tb), Cluster: &ClusterConfig{Secret: []byte("bench")}},
+			Gossip: cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
+				Seeds: seeds, Timing: cluster.TestTiming(), Logger: quiet},
+			Peers: cluster.PeersConfig{Name: name, Secret: []byte("bench")},
+		})
 		require.NoError(tb, err)
-		peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: []byte("bench")})
-		s := newTestServer(tb, Config{Listener: ln, Logger: quiet, Cluster: &ClusterConfig{View: ml.View,
-			Forwarder: peers, Broadcast: ml.Broadcast, Secret: []byte("bench")}})
-		state.Set(s)
-		nodes = append(nodes, &testNode{name: name, addr: serveTest(tb, s), srv: s, ml: ml, peers: peers})
-		tb.Cleanup(func() { peers.Close(); ml.Kill() })
+		nodes = append(nodes, &testNode{name: name, addr: serveTest(tb, n.Server), srv: n.Server, ml: n.Membership, peers: n.Peers})
+		tb.Cleanup(func() { _ = n.Close(0) })
 	}
-	require.Eventually(tb, func() bool {
-		return len(nodes[0].ml.View().Table.Nodes()) == 2 && len(nodes[1].ml.View().Table.Nodes()) == 2
-	}, deadline, 10*time.Millisecond, "both nodes see two owners")
+	waitOwners(tb, nodes, 2)
+	waitSettled(tb, nodes)
 	return nodes
 }
 

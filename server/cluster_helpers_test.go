@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,7 +64,7 @@ func startTestCluster(t *testing.T, n int, o clusterOpts) []*testNode {
 // waitSettled waits until no node is moving a slot in or out, and every
 // migration has ended: a cut marks its slots moved before it counts them
 // in the handoff's stats, which a test may read next.
-func waitSettled(t *testing.T, nodes []*testNode) {
+func waitSettled(t testing.TB, nodes []*testNode) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		for _, n := range nodes {
@@ -112,61 +111,40 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 	if os.Getenv("RL_TEST_LOG") != "" {
 		quiet = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", name)
 	}
-	state := &cluster.LateState{}
-	var srv atomic.Pointer[Server]
-	changed := func(cluster.View) {
-		if s := srv.Load(); s != nil {
-			s.ClusterChanged()
-		}
-	}
-	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
-		Seeds: seeds, Timing: patientTiming(), Logger: quiet, State: state, OnChange: changed})
-	require.NoError(t, err)
-	peers := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Timeout: 500 * time.Millisecond})
-	var fw cluster.Forwarder = peers
-	if o.wrap != nil {
-		fw = o.wrap(peers)
-	}
-	mover := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Conns: 1, Timeout: 2 * time.Second})
-	var mv cluster.Forwarder = mover
-	if o.wrapMover != nil {
-		mv = o.wrapMover(mover)
-	}
-	cc := &ClusterConfig{View: ml.View, Forwarder: fw, Mover: mv, Secret: o.secret, Redirect: o.redirect,
-		OwnerUnreachable: o.policy, Broadcast: ml.Broadcast, Joins: len(seeds) > 0, Lease: ml.Lease(), Forget: ml.Forget}
-	tn := &testNode{name: name, ml: ml, peers: peers}
-	var ship *cluster.Peers
+	scfg := Config{Listener: ln, Logger: quiet, Store: mustStore(t), MaxRequestBytes: o.maxRequest,
+		Cluster: &ClusterConfig{Secret: o.secret, Redirect: o.redirect, OwnerUnreachable: o.policy}}
+	tn := &testNode{name: name}
 	if o.replicas {
-		tn.store, tn.copies = mustStore(t), mustStore(t)
-		ship = cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: o.secret, Conns: 1, Timeout: 500 * time.Millisecond})
-		tn.ship = ship
-		var sh cluster.Forwarder = ship
-		if o.wrapShip != nil {
-			sh = o.wrapShip(ship)
-		}
-		cc.Replicas = &ReplicaConfig{Feed: persistence.NewFeed(tn.store), Copies: tn.copies, Ship: sh, Interval: 10 * time.Millisecond}
+		scfg.Store, tn.copies = mustStore(t), mustStore(t)
+		scfg.Cluster.Replicas = &ReplicaConfig{Feed: persistence.NewFeed(scfg.Store), Copies: tn.copies, Interval: 10 * time.Millisecond}
 	}
-	scfg := Config{Listener: ln, Logger: quiet, Store: tn.store, Cluster: cc, MaxRequestBytes: o.maxRequest}
+	tn.store = scfg.Store
 	if o.config != nil {
 		o.config(&scfg)
 	}
-	s := newTestServer(t, scfg)
-	s.register(slices.Clone(o.extra)) // each node its own entries: register fills them in
-	state.Set(s)
-	srv.Store(s)
-	tn.srv, tn.addr = s, serveTest(t, s)
-	t.Cleanup(func() {
-		peers.Close()
-		mover.Close()
-		if ship != nil {
-			ship.Close()
-		}
-		ml.Kill()
+	wraps := map[Pool]func(cluster.Forwarder) cluster.Forwarder{PoolForward: o.wrap, PoolMover: o.wrapMover, PoolShip: o.wrapShip}
+	n, err := NewNode(NodeConfig{
+		Server: scfg,
+		Gossip: cluster.Config{NodeName: name, BindAddr: "127.0.0.1:0", RESPAddr: ln.Addr().String(),
+			Seeds: seeds, Timing: patientTiming(), Logger: quiet},
+		Peers:        cluster.PeersConfig{Name: name, Secret: o.secret, Timeout: 500 * time.Millisecond},
+		MoverTimeout: 2 * time.Second,
+		Wrap: func(p Pool, f cluster.Forwarder) cluster.Forwarder {
+			if w := wraps[p]; w != nil {
+				return w(f)
+			}
+			return f
+		},
 	})
+	require.NoError(t, err)
+	n.Server.register(slices.Clone(o.extra)) // each node its own entries: register fills them in
+	tn.srv, tn.ml, tn.peers, tn.ship = n.Server, n.Membership, n.Peers, n.Ship
+	tn.addr = serveTest(t, n.Server)
+	t.Cleanup(func() { _ = n.Close(0) }) // before the server's Close, which serveTest's cleanup runs
 	return tn
 }
 
-func waitOwners(t *testing.T, nodes []*testNode, want int) {
+func waitOwners(t testing.TB, nodes []*testNode, want int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		for _, n := range nodes {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -103,29 +102,28 @@ func (f clusterFlags) seeds() []string {
 	return out
 }
 
-// clusterNode is a started cluster membership with its peer pool.
-type clusterNode struct {
-	ml    *cluster.Membership
-	peers *cluster.Peers
-	mover *cluster.Peers      // the handoff's connections: see server.ClusterConfig.Mover
-	state *cluster.LateState  // the server's policies, once it exists
-	srv   *lateServer         // the server, once it exists, told of membership changes
-	mf    *cluster.MemberFile // saves the known members in --data-dir; nil without one
-	cfg   clusterFlags
-	log   *slog.Logger
+// clusterSetup is what the cluster's flags make ready before the node is
+// built (server.NewNode): the RESP listener, whose port the node
+// advertises, the member file, and the node's config but for its server's.
+type clusterSetup struct {
+	ln   net.Listener
+	mf   *cluster.MemberFile // saves the known members in --data-dir; nil without one
+	node server.NodeConfig
+	cfg  clusterFlags
+	log  *slog.Logger
 }
 
-// startCluster listens on the RESP address (so that its port is known to
-// advertise), starts gossip and returns what the server needs. tlsLn and
-// cs are the TLS port and its certificates, nil without --tls-port.
-func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (net.Listener, *clusterNode, *server.ClusterConfig, error) {
+// prepareCluster listens on the RESP address (so that its port is known to
+// advertise) and returns what server.NewNode needs. tlsLn and cs are the
+// TLS port and its certificates, nil without --tls-port.
+func prepareCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (*clusterSetup, error) {
 	keys, err := c.Cluster.keys()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", c.addr())
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("listen on %s: %w", c.addr(), err)
+		return nil, fmt.Errorf("listen on %s: %w", c.addr(), err)
 	}
 	resp := respAddr(ln.Addr().String(), c.Cluster.Advertise)
 	name := c.Cluster.NodeName
@@ -145,54 +143,51 @@ func startCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (ne
 	if tlsLn != nil {
 		tlsAddr = respAddr(tlsLn.Addr().String(), c.Cluster.Advertise)
 	}
-	state := &cluster.LateState{}
-	srv := &lateServer{}
 	mf, remembered, err := rememberMembers(c, name, log)
 	if err != nil {
 		_ = ln.Close()
-		return nil, nil, nil, err
-	}
-	ml, err := cluster.New(cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
-		RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Remembered: remembered, Bootstrap: c.Cluster.Bootstrap,
-		Keys: keys, Timing: timing, Logger: log, State: state, OnChange: srv.changed, Known: mf.Known()})
-	if err != nil {
-		_ = ln.Close()
-		if mf != nil {
-			mf.Close()
-		}
-		return nil, nil, nil, err
+		return nil, err
 	}
 	secret, old := c.clusterSecrets(keys, log)
 	pc := cluster.PeersConfig{Name: name, Secret: secret, Timeout: c.Cluster.Timeout}
 	if c.Cluster.TLS {
-		pc.TLS, pc.TLSAddr = cs.peerConfig, func(addr string) (string, bool) { return ml.View().TLSAddr(addr) }
+		pc.TLS = cs.peerConfig // NewNode maps each peer to its TLS port through the membership
 	}
-	peers := cluster.NewPeers(pc)
-	mc := pc
-	mc.Conns, mc.Timeout = 1, max(pc.Timeout, moverTimeout)
-	mover := cluster.NewPeers(mc)
 	u, _ := server.ParseUnreachable(c.Cluster.Unreachable) // validated by its flag
-	log.Info("cluster: joined gossip", "node", name, "gossip", ml.GossipAddr(), "resp", resp, "tls", tlsAddr,
-		"seeds", c.Cluster.seeds(), "remembered", remembered, "bootstrap", c.Cluster.Bootstrap, "encrypted", len(keys) > 0, "tls_cluster", c.Cluster.TLS, "owner_unreachable", u.String())
-	cn := &clusterNode{ml: ml, peers: peers, mover: mover, state: state, srv: srv, mf: mf, cfg: c.Cluster, log: log}
-	cc := &server.ClusterConfig{View: ml.View, Forwarder: peers, Mover: mover, Secret: secret, OldSecrets: old,
-		OwnerUnreachable: u, Redirect: c.Cluster.Redirect, Broadcast: ml.Broadcast, Joins: len(c.Cluster.seeds())+len(remembered) > 0,
-		Leave: cn.leave, Lease: ml.Lease(), Forget: ml.Forget}
-	return ln, cn, cc, nil
+	return &clusterSetup{ln: ln, mf: mf, cfg: c.Cluster, log: log, node: server.NodeConfig{
+		Gossip: cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
+			RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Remembered: remembered, Bootstrap: c.Cluster.Bootstrap,
+			Keys: keys, Timing: timing, Logger: log, Known: mf.Known()},
+		Peers:        pc,
+		Leaves:       true,
+		LeaveTimeout: c.Cluster.LeaveTimeout,
+		Server: server.Config{Cluster: &server.ClusterConfig{Secret: secret, OldSecrets: old,
+			OwnerUnreachable: u, Redirect: c.Cluster.Redirect}},
+	}}, nil
 }
 
-// moverTimeout bounds one chunk of a handoff's copy (at most 256 KiB) or
-// its done, at least --cluster-timeout.
-const moverTimeout = 5 * time.Second
+// start builds the node around the server's config scfg, whose Cluster
+// holds the cluster's options (and the replicas'), and logs it.
+func (cs *clusterSetup) start(scfg server.Config) (*server.Node, error) {
+	nc := cs.node
+	nc.Server = scfg
+	n, err := server.NewNode(nc)
+	if err != nil {
+		cs.abandon()
+		return nil, err
+	}
+	g, c := nc.Gossip, cs.cfg
+	cs.log.Info("cluster: joined gossip", "node", g.NodeName, "gossip", n.Membership.GossipAddr(), "resp", g.RESPAddr, "tls", g.TLSAddr,
+		"seeds", g.Seeds, "remembered", g.Remembered, "bootstrap", g.Bootstrap, "encrypted", len(g.Keys) > 0, "tls_cluster", c.TLS,
+		"owner_unreachable", scfg.Cluster.OwnerUnreachable.String())
+	return n, nil
+}
 
-// lateServer passes membership changes to the server once it exists: the
-// server needs the membership first. Until then the server takes the
-// newest view when it starts.
-type lateServer struct{ p atomic.Pointer[server.Server] }
-
-func (l *lateServer) changed(cluster.View) {
-	if s := l.p.Load(); s != nil {
-		s.ClusterChanged()
+// abandon closes what prepareCluster opened, for a node that does not start.
+func (cs *clusterSetup) abandon() {
+	_ = cs.ln.Close()
+	if cs.mf != nil {
+		cs.mf.Close()
 	}
 }
 
@@ -227,75 +222,33 @@ func respAddr(listen, advertise string) string {
 }
 
 // clusterStopper stops a cluster node gracefully: the server's Shutdown
-// first leaves the cluster (leave, the server's ClusterConfig.Leave), as
-// the SHUTDOWN command's does, then drains clients; then the node leaves
-// gossip.
+// first leaves the cluster (the node's leave, the server's
+// ClusterConfig.Leave), as the SHUTDOWN command's does, then drains
+// clients; then the node leaves gossip.
 type clusterStopper struct {
 	srv *server.Server
-	cn  *clusterNode
+	cs  *clusterSetup
+	n   *server.Node
 }
 
-func (cs clusterStopper) Shutdown(ctx context.Context) error {
-	err := cs.srv.Shutdown(ctx)
-	cs.cn.close()
+func (c clusterStopper) Shutdown(ctx context.Context) error {
+	err := c.srv.Shutdown(ctx)
+	c.close()
 	return err
 }
 
-func (cs clusterStopper) Close() error {
-	cs.cn.close()
-	return cs.srv.Close()
+func (c clusterStopper) Close() error {
+	c.close()
+	return c.srv.Close()
 }
 
-// leave hands this node's slots over, then tells every member it leaves.
-// Both share --cluster-leave-timeout. While the slots are handed over,
-// this node still owns them in every table: it serves each until its cut,
-// and then forwards its requests to the new owner, which serves them
-// ahead of its own table. Once the members have heard of the leave they
-// route to the new owners themselves.
-func (cn *clusterNode) leave(srv *server.Server) {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), cn.cfg.LeaveTimeout)
-	defer cancel()
-	if err := srv.HandOff(ctx); err != nil {
-		cn.log.Warn("cluster: not every slot was handed over in time; their new owners serve them from what they have", "err", err)
+// close leaves gossip and closes the node's connections and the member
+// file. It may run more than once.
+func (c clusterStopper) close() {
+	if err := c.n.Close(time.Second); err != nil {
+		c.cs.log.Warn("cluster: leaving gossip", "err", err)
 	}
-	if err := cn.ml.Leaving(max(cn.cfg.LeaveTimeout-time.Since(start), time.Second)); err != nil {
-		cn.log.Warn("cluster: not every member heard that this node leaves", "err", err)
-	}
-	// The members have been told, but each rebuilds its slot table on its
-	// own goroutine: keep serving (forwarding) what they send until they
-	// stop, before the drain starts closing their connections.
-	srv.QuietHops(leaveQuiet, leaveGrace)
-	// Cluster-aware clients still send this node the slots their maps say
-	// it owns, until they reload them: keep forwarding those too.
-	srv.QuietClients(leaveClientQuiet, leaveClientGrace)
-}
-
-// A leaving node serves on after telling every member until no member has
-// forwarded it anything for leaveQuiet, at most leaveGrace: far longer than
-// a member takes to rebuild its table (well under a millisecond at 10
-// nodes), and without load it does not wait the whole grace.
-const (
-	leaveQuiet = 50 * time.Millisecond
-	leaveGrace = 250 * time.Millisecond
-)
-
-// Then it serves on until its clients have sent it nothing to forward for
-// leaveClientQuiet, at most leaveClientGrace: longer than the slot-map
-// reload interval docs/clients.md gives cluster-aware clients (0.5 s,
-// client.ClusterReloadInterval), so that they reload before it goes.
-const (
-	leaveClientQuiet = 600 * time.Millisecond
-	leaveClientGrace = 3 * time.Second
-)
-
-func (cn *clusterNode) close() {
-	cn.peers.Close()
-	cn.mover.Close()
-	if err := cn.ml.Close(time.Second); err != nil {
-		cn.log.Warn("cluster: leaving gossip", "err", err)
-	}
-	if cn.mf != nil {
-		cn.mf.Close()
+	if c.cs.mf != nil {
+		c.cs.mf.Close()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"time"
 
-	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server"
 	"github.com/rlstore/rlstore/shard"
@@ -35,21 +34,16 @@ func (f replicaFlags) validate() error {
 // replicaConfig returns the server's replica setup, nil with --replicas 0:
 // the changes of store come from the log's feed when there is a data dir,
 // from a feed of their own otherwise; copies live in a Map of their own,
-// with the same --maxmemory and --max-keys as store. Shipments go on
-// connections of their own, dialled and checked as forwards are (the
-// cluster's secret, --tls-cluster). The returned close ends them.
-func replicaConfig(c config, store *shard.Map, dur *persistence.Store, cn *clusterNode, secret []byte, cs *certs) (*server.ReplicaConfig, func(), error) {
+// with the same --maxmemory and --max-keys as store. The node gives it
+// connections of its own for the shipments, dialled and checked as
+// forwards are (the cluster's secret, --tls-cluster).
+func replicaConfig(c config, store *shard.Map, dur *persistence.Store) (*server.ReplicaConfig, error) {
 	if c.Replicas.Count == 0 {
-		return nil, func() {}, nil
-	}
-	pc := cluster.PeersConfig{Name: cn.ml.View().Self, Secret: secret, Timeout: c.Cluster.Timeout}
-	if c.Cluster.TLS {
-		ml := cn.ml
-		pc.TLS, pc.TLSAddr = cs.peerConfig, func(addr string) (string, bool) { return ml.View().TLSAddr(addr) }
+		return nil, nil
 	}
 	copies, err := shard.New(c.shardConfig())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var f *persistence.Feed
 	if dur != nil {
@@ -57,7 +51,5 @@ func replicaConfig(c config, store *shard.Map, dur *persistence.Store, cn *clust
 	} else {
 		f = persistence.NewFeed(store) // no data dir: the shipper alone drains
 	}
-	pc.Conns = 1 // one stream per backup; shipments to it are one at a time
-	ship := cluster.NewPeers(pc)
-	return &server.ReplicaConfig{Feed: f, Copies: copies, Ship: ship, Interval: c.Replicas.Interval}, ship.Close, nil
+	return &server.ReplicaConfig{Feed: f, Copies: copies, Interval: c.Replicas.Interval}, nil
 }

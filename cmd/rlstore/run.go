@@ -89,25 +89,24 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		}
 		defer stopCerts()
 	}
-	var cn *clusterNode
+	var cset *clusterSetup
 	if cfg.Cluster.on() {
-		if scfg.Listener, cn, scfg.Cluster, err = startCluster(cfg, log, tlsLn, cs); err != nil {
+		if cset, err = prepareCluster(cfg, log, tlsLn, cs); err != nil {
 			closeListener(tlsLn)
 			return err
 		}
-		var closeShip func()
-		if scfg.Cluster.Replicas, closeShip, err = replicaConfig(cfg, store, dur, cn, scfg.Cluster.Secret, cs); err != nil {
+		scfg.Listener, scfg.Cluster = cset.ln, cset.node.Server.Cluster
+		if scfg.Cluster.Replicas, err = replicaConfig(cfg, store, dur); err != nil {
 			closeListener(tlsLn)
-			cn.close()
+			cset.abandon()
 			return err
 		}
-		defer closeShip()
 	}
 	if tlsLn != nil {
 		if err := withTLS(cfg, &scfg, tlsLn); err != nil {
 			closeListener(tlsLn)
-			if cn != nil {
-				cn.close()
+			if cset != nil {
+				cset.abandon()
 			}
 			return err
 		}
@@ -115,26 +114,18 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 	var closeRegions func()
 	if scfg.Region, closeRegions, err = regionConfig(cfg, log, cs); err != nil { // regions.go
 		closeListener(tlsLn)
-		if cn != nil {
-			cn.close()
+		if cset != nil {
+			cset.abandon()
 		}
 		return err
 	}
 	defer closeRegions()
-	srv, err := server.New(scfg)
+	srv, stop, err := newServer(scfg, cset)
 	if err != nil {
-		if cn != nil {
-			cn.close()
-		}
 		return err
 	}
-	var stop stopper = srv
-	if cn != nil {
-		cn.state.Set(srv)
-		cn.srv.p.Store(srv)
-		srv.ClusterChanged() // a change before the Store above
-		stop = clusterStopper{srv: srv, cn: cn}
-		defer cn.close() // after a SHUTDOWN command too: leave gossip rather than look dead
+	if node, ok := stop.(clusterStopper); ok {
+		defer node.close() // after a SHUTDOWN command too: leave gossip rather than look dead
 	}
 	var gw *gatewayRun
 	if cfg.Gateway.Port != -1 {
@@ -169,6 +160,20 @@ func serve(cfg config, log *slog.Logger, sigs <-chan os.Signal) (err error) {
 		return fmt.Errorf("listen on %s: %w", cfg.addr(), err)
 	}
 	return waitForStop(stop, done, sigs, cfg.ShutdownTimeout, log)
+}
+
+// newServer builds the server for scfg: alone, or as a cluster node when
+// cset is set. stop is what stops it gracefully.
+func newServer(scfg server.Config, cset *clusterSetup) (*server.Server, stopper, error) {
+	if cset == nil {
+		srv, err := server.New(scfg)
+		return srv, srv, err
+	}
+	n, err := cset.start(scfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return n.Server, clusterStopper{srv: n.Server, cs: cset, n: n}, nil
 }
 
 func closeListener(ln net.Listener) {
