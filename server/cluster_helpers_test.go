@@ -25,7 +25,7 @@ type testNode struct {
 	srv    *Server
 	ml     *cluster.Membership
 	peers  *cluster.Peers
-	store  *shard.Map     // with replicas
+	store  *shard.Map     // the node's keys
 	copies *shard.Map     // with replicas
 	ship   *cluster.Peers // with replicas: the shipments' connections
 }
