@@ -29,6 +29,11 @@ type Config struct {
 	Clock    func() time.Time      // the clock decisions and sweeps use. Default time.Now
 	Version  string                // rlstore's version, shown by INFO and HELLO. Default "dev"
 
+	// EnableDebugCommand is redis.conf's enable-debug-command: DebugNo (the
+	// default) has no DEBUG command, DebugYes serves it, DebugLocal to
+	// loopback clients only. With it the clock is settable (debug.go).
+	EnableDebugCommand string
+
 	RequirePass string // the default user's password; "" needs no AUTH. CONFIG SET can change it
 	// ACLFile names a file of users in redis-server's aclfile syntax; a
 	// "default" user in it replaces RequirePass. ACL LOAD reads it again.
@@ -137,6 +142,7 @@ type Server struct {
 	cl         *clusterNode // nil without a cluster
 	reg        *regionNode  // nil without regions
 	info       infoExtra    // behind INFO's Redis fields (inforedis.go)
+	debug      *debugClock  // the clock DEBUG SET-CLOCK sets; nil: no DEBUG (debug.go)
 
 	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
 
@@ -181,12 +187,16 @@ type Server struct {
 
 // New validates cfg and returns a Server that is not yet listening.
 func New(cfg Config) (*Server, error) {
+	debug, err := withDebug(&cfg) // debug.go
+	if err != nil {
+		return nil, err
+	}
 	wallClock := cfg.Clock == nil
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, table: core.NewTable(), started: time.Now(),
-		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{})}
+		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{}), debug: debug}
 	s.pass.Store(&cfg.RequirePass)
 	s.info.runID = newRunID()
 	if cfg.ACLFile != "" {
@@ -197,7 +207,6 @@ func New(cfg Config) (*Server, error) {
 		s.acl.Store(a)
 	}
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
-	var err error
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
 	}
@@ -222,6 +231,9 @@ func New(cfg Config) (*Server, error) {
 	s.register(aliasCommands())
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
+	if debug != nil {
+		s.register(debugCommands())
+	}
 	if err := s.attachCluster(); err != nil {
 		return nil, err
 	}

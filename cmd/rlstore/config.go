@@ -69,6 +69,8 @@ type config struct {
 	Replicas        replicaFlags
 	Gateway         gatewayFlags
 	Region          regionFlags // regions.go
+
+	DebugCommand string // no|yes|local, as redis.conf's enable-debug-command
 }
 
 // envPrefix starts the environment variable of each flag: --max-keys is RLSTORE_MAX_KEYS.
@@ -111,6 +113,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "`host:port` serving Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (e.g. 127.0.0.1:9121); empty: off")
 	fs.Int64Var(&c.SlowlogSlower, "slowlog-log-slower-than", server.DefaultSlowlogSlowerThan.Microseconds(), "SLOWLOG records commands that take at least this many `microseconds`; -1: none, 0: every command")
 	fs.Int64Var(&c.SlowlogMaxLen, "slowlog-max-len", server.DefaultSlowlogMaxLen, "most `number` of entries SLOWLOG keeps")
+	fs.Var(newOneOf(&c.DebugCommand, server.DebugNo, server.DebugNo, server.DebugYes, server.DebugLocal), "enable-debug-command", "`no|yes|local`: serve DEBUG (SET-CLOCK stops the clock, for tests that replay recorded traffic), to loopback clients only with local; no: there is no DEBUG command")
 	fs.IntVar(&c.TLSPort, "tls-port", 0, "TCP `port` serving TLS, beside --port's plain text; 0: no TLS")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "PEM `file` of the server's certificate (chain) for --tls-port; reloaded on SIGHUP or when it changes")
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "PEM `file` of the private key of --tls-cert-file")
@@ -364,6 +367,8 @@ func (c config) serverConfig(store *shard.Map, dur server.Durability, log *slog.
 		DataDir:      absPath(c.DataDir),
 		AppendFsync:  c.AppendFsync,
 		SaveInterval: c.SaveInterval,
+
+		EnableDebugCommand: c.DebugCommand,
 	}
 }
 
