@@ -25,13 +25,6 @@ func missing(t *testing.T, why string) {
 	t.Skip(why)
 }
 
-// run runs name with args in dir against a fresh rlstore and fails the test
-// with the output if it fails.
-func run(t *testing.T, dir, name string, args ...string) {
-	t.Helper()
-	runEnv(t, nil, dir, name, args...)
-}
-
 // runEnv is run with env added to the command's environment.
 func runEnv(t *testing.T, env []string, dir, name string, args ...string) {
 	t.Helper()
@@ -76,17 +69,18 @@ func TestNode(t *testing.T) {
 // except those node/suites/flexible-expected.js lists with why.
 func TestNodeFlexibleSuite(t *testing.T) {
 	for _, algorithm := range []string{"slide", "fixed"} {
-		t.Run(algorithm, func(t *testing.T) { nodeSuite(t, "mocha", "suites/flexible.js", algorithm) })
+		t.Run(algorithm, func(t *testing.T) { nodeSuite(t, "flexible-"+algorithm, "mocha", "suites/flexible.js", algorithm) })
 	}
 }
 
 // TestNodeExpressSuite runs express-rate-limit's external-store test (from
 // $RLSTORE_SUITES, see upstreamSuites) with RlstoreStore.
-func TestNodeExpressSuite(t *testing.T) { nodeSuite(t, "express", "suites/express.js") }
+func TestNodeExpressSuite(t *testing.T) { nodeSuite(t, "express", "express", "suites/express.js") }
 
 // nodeSuite runs script with node in integrations/node against a fresh
-// rlstore, after checking that npm ci installed module there.
-func nodeSuite(t *testing.T, module, script string, args ...string) {
+// rlstore through a tap (suiteRun), after checking that npm ci installed
+// module there.
+func nodeSuite(t *testing.T, tape, module, script string, args ...string) {
 	upstreamSuites(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -95,18 +89,19 @@ func nodeSuite(t *testing.T, module, script string, args ...string) {
 	if _, err := os.Stat(filepath.Join("node", "node_modules", module)); err != nil {
 		missing(t, "integrations/node has no node_modules/"+module+": run npm ci there")
 	}
-	run(t, "node", node, append([]string{script}, args...)...)
+	suiteRun(t, tape, []string{"main"}, "node", node, append([]string{script}, args...)...)
 }
 
 // upstreamSuites skips a test of a library's own suite unless
 // RLSTORE_SUITES names the folder node/suites/suites.sh fills: their code
 // is theirs, so this repository does not keep it, and CI cannot fetch it.
 // The outcomes they gave (docs/integrations.md) are recorded in the
-// harnesses' lists of expected failures.
+// harnesses' lists of expected failures, and the traffic on tapes that
+// TestReplay replays in CI (suiteRun).
 func upstreamSuites(t *testing.T) {
 	t.Helper()
 	if os.Getenv("RLSTORE_SUITES") == "" {
-		t.Skip("RLSTORE_SUITES is not set: the libraries' own test suites are not part of this repository; integrations/node/suites/suites.sh fetches them")
+		t.Skip("RLSTORE_SUITES is not set: the libraries' own test suites are not part of this repository; integrations/node/suites/suites.sh fetches them (TestReplay replays their recorded traffic)")
 	}
 }
 
@@ -143,8 +138,7 @@ func TestPythonLimitsSuite(t *testing.T) {
 	if out, err := probe.CombinedOutput(); err != nil {
 		missing(t, "python3-pytest, python3-pytest-mock or python3-pytest-lazy-fixture is missing: "+strings.TrimSpace(string(out)))
 	}
-	auth := rlstoretest.Start(t, rlstoreBin, nil, "--port", "0", "--requirepass", "sekret").Addr(t)
-	runEnv(t, []string{"RLSTORE_AUTH_ADDR=" + auth}, "python", python, "suites/run.py")
+	suiteRun(t, "limits", []string{"main", "auth"}, "python", python, "suites/run.py")
 }
 
 // TestPythonSlowAPI runs a Starlette app rate-limited by SlowAPI with
@@ -166,5 +160,6 @@ func TestPythonSlowAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := here + string(os.PathListSeparator) + filepath.Join(os.Getenv("RLSTORE_SUITES"), "slowapi")
-	runEnv(t, []string{"PYTHONPATH=" + path}, "python", python, "suites/slowapi_app.py")
+	t.Setenv("PYTHONPATH", path)
+	suiteRun(t, "slowapi", []string{"main"}, "python", python, "suites/slowapi_app.py")
 }
