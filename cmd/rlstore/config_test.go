@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 		Bind: "127.0.0.1", Port: 6379, ProtectedMode: true, MaxClients: 10000,
 		MaxRequestBytes: 1 << 20, MaxPolicies: 10000, ReserveExpiry: "commit", ClientOutput: 64 << 20, ClientsMemory: 256 << 20, Shards: 256, Hz: 10, SweepBudget: 16384, AppendFsync: "everysec",
 		SaveInterval: 5 * time.Minute, LogFormat: "text", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
-		SlowlogSlower: 10000, SlowlogMaxLen: 128, AuthFailLimit: 10, AuthFailWindow: time.Minute, TLSAuthClients: "yes",
+		SlowlogSlower: 10000, SlowlogMaxLen: 128, AuthFailLimit: 10, AuthFailWindow: time.Minute, TLSAuthClients: "yes", DebugCommand: "no",
 		Cluster:  clusterFlags{Unreachable: "error", Timeout: time.Second, Timing: "lan", LeaveTimeout: 10 * time.Second},
 		Replicas: replicaFlags{Count: 1, Interval: 100 * time.Millisecond},
 		Gateway:  gatewayFlags{Port: -1},
