@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,7 +50,7 @@ func TestACLUsers(t *testing.T) {
 		lim := userClient(t, addr, "limiter", "limiter-pw", proto)
 		require.NoError(t, lim.Do(ctx, "RL.SLIDE", "api:x", 5, 10).Err())
 		require.NoError(t, lim.Do(ctx, "RL.TOKEN", "api:t", 5, 1, 1).Err())
-		assert.EqualError(t, lim.Do(ctx, "RL.SLIDE", "web:x", 5, 10).Err(), errNoPermKey)
+		assert.EqualError(t, lim.Do(ctx, "RL.SLIDE", "web:x", 5, 10).Err(), auth.ErrNoPermKey)
 		assert.EqualError(t, lim.Do(ctx, "RL.FIXED", "api:f", 5, 10).Err(), "NOPERM this user has no permissions to run the 'rl.fixed' command")
 		assert.EqualError(t, lim.Do(ctx, "CONFIG", "GET", "*").Err(), "NOPERM this user has no permissions to run the 'config|get' command")
 		assert.EqualError(t, lim.Do(ctx, "FLUSHALL").Err(), "NOPERM this user has no permissions to run the 'flushall' command")
@@ -57,7 +58,7 @@ func TestACLUsers(t *testing.T) {
 
 	rd := userClient(t, addr, "reader", "reader-pw", 3)
 	require.NoError(t, rd.Do(ctx, "RL.INFO", "api:x").Err(), "a read of a key under %R~")
-	assert.EqualError(t, rd.Do(ctx, "RL.SLIDE", "api:x", 5, 10).Err(), errNoPermKey, "%R~ does not allow writes")
+	assert.EqualError(t, rd.Do(ctx, "RL.SLIDE", "api:x", 5, 10).Err(), auth.ErrNoPermKey, "%R~ does not allow writes")
 	assert.EqualError(t, rd.Do(ctx, "CONFIG", "GET", "*").Err(), "NOPERM this user has no permissions to run the 'config|get' command")
 	assert.Equal(t, "reader", rd.Do(ctx, "ACL", "WHOAMI").Val())
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
-	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
@@ -92,7 +91,6 @@ type client struct {
 	hold      *holdConn   // conn, when persistence is on; see runWrite
 	g         *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
 	id        int64
-	user      *auth.User    // the ACL file's user it authenticated as; nil: the default user without an ACL file
 	authFails int           // wrong passwords sent, for maxAuthFailures
 	errs      int64         // error replies written, for INFO commandstats' failed_calls
 	mark      time.Duration // when the batch's last command ended (Server.monotonic), or 0 between batches

@@ -102,7 +102,6 @@ func commandSpecs() map[string]cmdSpec {
 		"config":   {}, "config|get": {flags: admin}, "config|set": {flags: admin}, "config|help": {flags: ls},
 		"slowlog": {}, "slowlog|help": {flags: ls},
 		"latency": {}, "latency|help": {flags: ls},
-		"acl": {}, "acl|help": {flags: ls}, "acl|whoami": {flags: nls},
 		"command": {flags: ls, acl: conn},
 		"client":  {}, "client|help": {flags: ls, acl: conn},
 		"cluster": {}, "cluster|help": {flags: ls},
@@ -117,7 +116,7 @@ func commandSpecs() map[string]cmdSpec {
 	}
 	// Some are Redis's subcommands rlstore does not have yet, declared as
 	// Redis declares them for whoever adds them.
-	for _, sub := range []string{"latency|latest", "latency|reset", "acl|list", "acl|users", "acl|load",
+	for _, sub := range []string{"latency|latest", "latency|reset",
 		"acl|setuser", "acl|getuser", "acl|deluser", "acl|log", "acl|save", "acl|dryrun",
 		"config|rewrite", "config|resetstat"} {
 		specs[sub] = cmdSpec{flags: admin}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/stretchr/testify/assert"
@@ -113,7 +114,9 @@ func TestCommandTableIsConsistent(t *testing.T) {
 	for _, cm := range decisionCommands() {
 		specs[cm.name] = cmdSpec{} // a decision's entry declares its own (decisionEntry)
 	}
-	for _, cm := range keyspace.New(keyspace.Config{}).Commands() { // the package's entries declare their own
+	users, err := auth.NewUsers("", "", new(core.Slots))
+	require.NoError(t, err)
+	for _, cm := range append(keyspace.New(keyspace.Config{}).Commands(), users.Commands()...) { // the packages' entries declare their own
 		specs[cm.Name] = cmdSpec{}
 		for _, sc := range cm.Subs {
 			specs[cm.Name+"|"+sc.Name] = cmdSpec{}

@@ -113,7 +113,7 @@ func findParam(name []byte) *configParam {
 // never the password, which would otherwise reach any client allowed CONFIG
 // and every log of its replies.
 func hiddenPass(s *Server) string {
-	if s.requirePass() == "" {
+	if s.users.RequirePass() == "" {
 		return ""
 	}
 	return "(set)"
@@ -121,7 +121,7 @@ func hiddenPass(s *Server) string {
 
 func setRequirePass(s *Server, v []byte) {
 	pass := string(v)
-	s.pass.Store(&pass) // connections already authenticated stay so, as in Redis
+	s.users.SetRequirePass(pass) // connections already authenticated stay so, as in Redis
 }
 
 func getMaxClients(s *Server) string { return strconv.FormatInt(s.maxClients.Load(), 10) }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/subtle"
 	"strings"
 	"time"
 
@@ -74,7 +73,7 @@ func cmdAuth(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(errSyntax)
 		return
 	}
-	if len(args) == 2 && s.acl.Load() == nil && s.requirePass() == "" {
+	if len(args) == 2 && s.users.ACL() == nil && s.users.RequirePass() == "" {
 		c.conn.WriteError(errNoPassSet)
 		return
 	}
@@ -118,26 +117,15 @@ func (s *Server) login(c *client, cred [][]byte) bool {
 		return false
 	}
 	time.Sleep(delay) // only this connection waits: its goroutine holds nothing
-	u, ok := s.authenticate(cred)
+	u, ok := s.users.Authenticate(cred)
 	if !ok {
 		s.guard.Failed(c.addr, now)
 		s.wrongPass(c)
 		return false
 	}
 	s.guard.Passed(c.addr, user)
-	c.user, c.Authed, c.Limited = u, true, u != nil
+	s.users.Login(&c.Session, u)
 	return true
-}
-
-// checkAuth reports whether [user] pass is the default user's password,
-// comparing in constant time.
-func (s *Server) checkAuth(cred [][]byte) bool {
-	pass := cred[len(cred)-1]
-	if len(cred) == 2 && string(cred[0]) != "default" {
-		return false
-	}
-	want := s.requirePass()
-	return want == "" || subtle.ConstantTimeCompare(pass, []byte(want)) == 1
 }
 
 // hello is a parsed HELLO [protover [AUTH user pass] [SETNAME name]].

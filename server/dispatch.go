@@ -19,16 +19,12 @@ func (s *Server) dispatch(c *client, args [][]byte) { s.pipe.Dispatch(&c.Session
 // clientOf returns the server's client whose session x is.
 func (s *Server) clientOf(x *core.Session) *client { return s.clientSlot.Get(x) }
 
-// pipeline is the server as the pipeline's delegates (core.Runner,
-// core.Permitter, core.Router, core.Observer).
+// pipeline is the server as the pipeline's delegates core.Runner,
+// core.Router and core.Observer (the Permitter is auth.Users).
 type pipeline struct{ s *Server }
 
 func (p pipeline) Run(x *core.Session, cm *core.Command, args [][]byte) {
 	p.s.run(p.s.clientOf(x), cm, args)
-}
-
-func (p pipeline) Permit(x *core.Session, cm *core.Command, args [][]byte) string {
-	return mayRun(p.s.clientOf(x).user, cm, args)
 }
 
 func (p pipeline) Route(x *core.Session, cm *core.Command, args [][]byte) bool {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 )
@@ -42,7 +43,7 @@ func everyCommand() []callCase {
 		ok("INFO"), ok("INFO", "server"),
 		ok("SLOWLOG", "GET"), ok("SLOWLOG", "GET", "1"), ok("SLOWLOG", "LEN"), ok("SLOWLOG", "RESET"), ok("SLOWLOG", "HELP"),
 		ok("ACL", "WHOAMI"), ok("ACL", "LIST"), ok("ACL", "USERS"), ok("ACL", "HELP"),
-		{[]string{"ACL", "LOAD"}, errNoACLFile},
+		{[]string{"ACL", "LOAD"}, auth.ErrNoACLFile},
 		ok("LATENCY", "LATEST"), ok("LATENCY", "RESET"), ok("LATENCY", "HELP"),
 		ok("RL.SLIDE", "every:slide", "10", "60"), ok("RL.SLIDE", "every:slide", "10", "60", "COST", "2", "PEEK"),
 		ok("RL.TOKEN", "every:token", "10", "1", "1s"), ok("RL.FIXED", "every:fixed", "10", "1m"),

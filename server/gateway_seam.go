@@ -109,7 +109,7 @@ func (g *Gateway) open() (*gatewayConn, error) {
 	gc := resp.NewGuard(&p.server)
 	rc := resp.NewConn(gc, g.s.cfg.MaxRequestBytes, g.s.cfg.ClientOutputLimit, g.s.mem)
 	c := g.s.newClient(rc, gc)
-	c.Authed, c.user, c.Limited = true, nil, false
+	g.s.users.Login(&c.Session, nil)
 	c.meta.name = "gateway"
 	go func() {
 		err := g.s.loop(c, rc)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/persistence/vfs"
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
@@ -131,7 +132,7 @@ func testOneEntryACL(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: addr, Username: "limiter", Password: "pw", Protocol: 2})
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Do(ctx, "RL.THROWAWAY", "api:x", 5, 10).Err())
-	assert.EqualError(t, c.Do(ctx, "RL.THROWAWAY", "other:x", 5, 10).Err(), errNoPermKey)
+	assert.EqualError(t, c.Do(ctx, "RL.THROWAWAY", "other:x", 5, 10).Err(), auth.ErrNoPermKey)
 }
 
 // In a cluster the command runs at its key's owner, wherever it is sent.

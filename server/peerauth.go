@@ -74,7 +74,8 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	c.shake = &cluster.Challenge{} // spent: a second AUTH finds no nonce
 	// No user: the node that accepted a forwarded request checked its
 	// client's rights already (TestACLOverForwarding).
-	c.Peer, c.Authed, c.user, c.Limited, c.peerName = true, true, nil, false, ch.Name
+	c.Peer, c.peerName = true, ch.Name
+	s.users.Login(&c.Session, nil)
 	c.rc.Widen(peerReadBuf, peerMaxRequest)
 	c.conn.WriteBulkString(ch.ServerMAC(key))
 }

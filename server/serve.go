@@ -150,10 +150,10 @@ func (s *Server) refuse(c *client, rc *resp.Conn, perr error) error {
 
 // newClient registers the client of a connection the listener admitted.
 func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
-	user, authed := s.defaultUser()
-	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1), user: user,
+	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1),
 		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
-	c.Authed, c.Limited, c.Proto = authed, user != nil, 2
+	c.Proto = 2
+	s.users.Open(&c.Session)
 	s.clientSlot.Set(&c.Session, c)
 	c.meta.resp = 2
 	c.QLen.Store(-1)

@@ -146,10 +146,9 @@ type Server struct {
 
 	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
 
-	pass       atomic.Pointer[string]   // requirepass, which CONFIG SET can change
-	acl        atomic.Pointer[auth.ACL] // the ACL file's users; nil without one
-	guard      *auth.Guard              // nil when off
-	mem        *resp.Budget             // the budget of all clients' replies
+	users      *auth.Users  // who may use the server: the ACL file or requirepass, and each session's user
+	guard      *auth.Guard  // nil when off
+	mem        *resp.Budget // the budget of all clients' replies
 	maxClients atomic.Int64
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
@@ -197,14 +196,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, table: core.NewTable(), started: time.Now(),
 		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{}), debug: debug}
-	s.pass.Store(&cfg.RequirePass)
 	s.info.runID = newRunID()
-	if cfg.ACLFile != "" {
-		a, err := auth.Load(cfg.ACLFile)
-		if err != nil {
-			return nil, err
-		}
-		s.acl.Store(a)
+	if s.users, err = auth.NewUsers(cfg.ACLFile, cfg.RequirePass, &s.pipe.Slots); err != nil {
+		return nil, err
 	}
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
@@ -220,7 +214,9 @@ func New(cfg Config) (*Server, error) {
 	s.register(serverCommands())
 	s.register(introspectionCommands())
 	s.register(slowlogCommands())
-	s.register(aclCommands())
+	for _, cm := range s.users.Commands() {
+		s.table.Register(cm, nil)
+	}
 	s.register(pubsubCommands())
 	s.register(monitorCommands())
 	s.register(objectCommands())
@@ -332,7 +328,7 @@ func (s *Server) setPipeline() {
 	s.clientSlot = core.NewSlot[client](&s.pipe.Slots)
 	p := pipeline{s}
 	s.pipe.Table, s.pipe.MaxQueueBytes = s.table, s.cfg.MaxRequestBytes
-	s.pipe.Permit, s.pipe.Run, s.pipe.Observe = p, p, p
+	s.pipe.Permit, s.pipe.Run, s.pipe.Observe = s.users, p, p
 	if s.cl != nil {
 		s.pipe.Route = p
 	}
@@ -392,5 +388,3 @@ func (s *Server) listener() *resp.Listener {
 }
 
 func (s *Server) unixNano() int64 { return s.cfg.Clock().UnixNano() }
-
-func (s *Server) requirePass() string { return *s.pass.Load() }
