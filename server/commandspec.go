@@ -100,8 +100,6 @@ func commandSpecs() map[string]cmdSpec {
 		"lastsave": {flags: ls | flagFast, acl: catAdmin | catDangerous},
 		"shutdown": {flags: admin | flagNoTx | flagAllowBusy},
 		"config":   {}, "config|get": {flags: admin}, "config|set": {flags: admin}, "config|help": {flags: ls},
-		"slowlog": {}, "slowlog|help": {flags: ls},
-		"latency": {}, "latency|help": {flags: ls},
 		"command": {flags: ls, acl: conn},
 		"client":  {}, "client|help": {flags: ls, acl: conn},
 		"cluster": {}, "cluster|help": {flags: ls},
@@ -111,12 +109,9 @@ func commandSpecs() map[string]cmdSpec {
 	for _, sub := range []string{"count", "info", "docs", "list", "help", "getkeys", "getkeysandflags"} {
 		specs["command|"+sub] = cmdSpec{flags: ls, acl: conn}
 	}
-	for _, sub := range []string{"slowlog|get", "slowlog|len", "slowlog|reset"} {
-		specs[sub] = cmdSpec{flags: flagAdmin | ls}
-	}
 	// Some are Redis's subcommands rlstore does not have yet, declared as
 	// Redis declares them for whoever adds them.
-	for _, sub := range []string{"latency|latest", "latency|reset",
+	for _, sub := range []string{
 		"acl|setuser", "acl|getuser", "acl|deluser", "acl|log", "acl|save", "acl|dryrun",
 		"config|rewrite", "config|resetstat"} {
 		specs[sub] = cmdSpec{flags: admin}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
+	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -116,7 +118,7 @@ func TestCommandTableIsConsistent(t *testing.T) {
 	}
 	users, err := auth.NewUsers("", "", new(core.Slots))
 	require.NoError(t, err)
-	for _, cm := range append(keyspace.New(keyspace.Config{}).Commands(), users.Commands()...) { // the packages' entries declare their own
+	for _, cm := range slices.Concat(keyspace.New(keyspace.Config{}).Commands(), users.Commands(), new(observe.Slowlog).Commands()) { // the packages' entries declare their own
 		specs[cm.Name] = cmdSpec{}
 		for _, sc := range cm.Subs {
 			specs[cm.Name+"|"+sc.Name] = cmdSpec{}

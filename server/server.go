@@ -213,7 +213,9 @@ func New(cfg Config) (*Server, error) {
 	s.register(clientCommands())
 	s.register(serverCommands())
 	s.register(introspectionCommands())
-	s.register(slowlogCommands())
+	for _, cm := range s.slow.Commands() {
+		s.table.Register(cm, nil)
+	}
 	for _, cm := range s.users.Commands() {
 		s.table.Register(cm, nil)
 	}
