@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,12 +46,47 @@ const (
 	quietAllocs  = 256 << 10 // bytes allocated in a tick that still count as quiet
 )
 
-// gcPercent returns the GOGC that allows about gcHeadroom bytes over live.
-func gcPercent(live uint64) int {
-	if live == 0 {
-		return gcMaxPercent
+// The gRPC gateway (--grpc-port) allocates where RESP does not: grpc-go's
+// transport makes about 60 objects per call, some 5 KB, so at 15k calls a
+// second gcHeadroom meant dozens of collections a second, and each one
+// also shrank the stacks of grpc's stream workers, which then grew again
+// (runtime.copystack). A server with the gateway on allows
+// gatewayGCHeadroom of garbage instead (up to gatewayGCMaxPercent of the
+// live heap): memory that does not grow with the keys, for about 0.7x the
+// CPU per call (BENCHMARKS.md, "Gateway").
+const (
+	gatewayGCHeadroom   = 64 << 20
+	gatewayGCMaxPercent = 800
+)
+
+// gcBudget is how much garbage tuneGC lets the heap hold; the zero value
+// is the default (gcHeadroom), and a start with the gateway raises it.
+// Safe for concurrent use.
+type gcBudget struct{ gateway atomic.Bool }
+
+// forGateway raises the budget to the gateway's.
+func (b *gcBudget) forGateway() {
+	if b != nil {
+		b.gateway.Store(true)
 	}
-	return int(min(max(gcHeadroom*100/live, gcMinPercent), gcMaxPercent))
+}
+
+// percent returns the GOGC that allows about the budget's headroom over live.
+func (b *gcBudget) percent(live uint64) int {
+	if b != nil && b.gateway.Load() {
+		return gcPercentOf(live, gatewayGCHeadroom, gatewayGCMaxPercent)
+	}
+	return gcPercent(live)
+}
+
+// gcPercent returns the GOGC that allows about gcHeadroom bytes over live.
+func gcPercent(live uint64) int { return gcPercentOf(live, gcHeadroom, gcMaxPercent) }
+
+func gcPercentOf(live, headroom uint64, maxPercent int) int {
+	if live == 0 {
+		return maxPercent
+	}
+	return int(min(max(headroom*100/live, gcMinPercent), uint64(maxPercent)))
 }
 
 // tightLimit returns the memory limit for a heap goal of goal bytes and
@@ -98,7 +134,8 @@ func (r *releaser) due(allocs uint64) bool {
 // collector runs back to back until the limit is raised (see notifyGC).
 // It does nothing if the operator set GOGC, whose choice wins, and leaves
 // the memory limit alone if the operator set GOMEMLIMIT.
-func tuneGC(ctx context.Context, interval time.Duration, lookupEnv func(string) (string, bool)) {
+// budget may be nil: the default.
+func tuneGC(ctx context.Context, interval time.Duration, lookupEnv func(string) (string, bool), budget *gcBudget) {
 	if _, set := lookupEnv("GOGC"); set {
 		return
 	}
@@ -113,7 +150,7 @@ func tuneGC(ctx context.Context, interval time.Duration, lookupEnv func(string) 
 	tick := true
 	for {
 		live, overhead, allocs := readHeap(sample)
-		pct := gcPercent(live)
+		pct := budget.percent(live)
 		debug.SetGCPercent(pct)
 		if !fixedLimit {
 			goal := live + live*uint64(pct)/100

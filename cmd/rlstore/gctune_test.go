@@ -25,6 +25,22 @@ func TestGCPercent(t *testing.T) {
 		{^uint64(0) >> 8, 3}, // huge live heaps do not overflow
 	} {
 		assert.Equal(t, tc.want, gcPercent(tc.live), "gcPercent(%d)", tc.live)
+		var b *gcBudget
+		assert.Equal(t, tc.want, b.percent(tc.live), "no budget: the default")
+	}
+	var b gcBudget
+	b.forGateway()
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 800},
+		{4 << 20, 800},  // 32 MiB over 4 MiB: the cap
+		{16 << 20, 400}, // 64 MiB over 16 MiB
+		{1 << 30, 6},    // 64 MiB over 1 GiB
+		{64 << 30, 3},   // the floor
+	} {
+		assert.Equal(t, tc.want, b.percent(tc.live), "with the gateway: percent(%d)", tc.live)
 	}
 }
 
@@ -44,7 +60,7 @@ func TestTuneGCLeavesOperatorsGOGC(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
-		tuneGC(ctx, time.Millisecond, func(k string) (string, bool) { return "50", k == "GOGC" })
+		tuneGC(ctx, time.Millisecond, func(k string) (string, bool) { return "50", k == "GOGC" }, nil)
 		close(done)
 	}()
 	select {
@@ -61,7 +77,7 @@ func TestTuneGCTunes(t *testing.T) {
 	withGCPercent(t, sentinelGOGC)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // one pass, then return
-	tuneGC(ctx, time.Hour, func(string) (string, bool) { return "", false })
+	tuneGC(ctx, time.Hour, func(string) (string, bool) { return "", false }, nil)
 	got := debug.SetGCPercent(sentinelGOGC)
 	assert.GreaterOrEqual(t, got, gcMinPercent)
 	assert.LessOrEqual(t, got, gcMaxPercent)
@@ -130,7 +146,7 @@ func TestTuneGCSetsLimit(t *testing.T) {
 		debug.SetMemoryLimit(math.MaxInt64)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // one pass, then return
-		tuneGC(ctx, time.Hour, func(k string) (string, bool) { return "1GiB", k == env })
+		tuneGC(ctx, time.Hour, func(k string) (string, bool) { return "1GiB", k == env }, nil)
 		got := debug.SetMemoryLimit(math.MaxInt64)
 		if env == "" {
 			assert.Less(t, got, int64(math.MaxInt64), "tuneGC set no limit")
@@ -150,7 +166,7 @@ func TestTuneGCAfterCollection(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		tuneGC(ctx, time.Hour, func(string) (string, bool) { return "", false })
+		tuneGC(ctx, time.Hour, func(string) (string, bool) { return "", false }, nil)
 		close(done)
 	}()
 	defer func() { cancel(); <-done }()

@@ -13,6 +13,7 @@ import (
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go tuneGC(context.Background(), 100*time.Millisecond, os.LookupEnv) // lives as long as the process
-	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr, sigs))
+	var gc gcBudget
+	go tuneGC(context.Background(), 100*time.Millisecond, os.LookupEnv, &gc) // lives as long as the process
+	os.Exit(runTuned(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr, sigs, &gc))
 }

@@ -20,6 +20,12 @@ import (
 // 0 after a clean shutdown, 1 on any failure, 2 for bad flags. Help goes to
 // stdout; logs and errors go to stderr. `rlstore health ...` runs health instead.
 func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	return runTuned(args, lookupEnv, stdout, stderr, sigs, nil)
+}
+
+// runTuned is run with the garbage collector's budget, which a start with
+// --grpc-port raises (see gatewayGCHeadroom); gc may be nil.
+func runTuned(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer, sigs <-chan os.Signal, gc *gcBudget) int {
 	if len(args) > 0 && args[0] == "health" {
 		return health(args[1:], lookupEnv, stdout, stderr)
 	}
@@ -30,6 +36,9 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	case err != nil:
 		fmt.Fprintf(stderr, "rlstore: %v\n", err)
 		return 2
+	}
+	if cfg.Gateway.Port >= 0 {
+		gc.forGateway()
 	}
 	log := newLogger(cfg, stderr)
 	defer setMemoryLimit(cfg.MaxMemory, lookupEnv)()
