@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/policy"
 )
 
@@ -51,4 +53,40 @@ func TestRegionsGlobalPolicyPenalty(t *testing.T) {
 	assert.Equal(t, int64(0), check(us)[0], "one limit: 10 in all")
 	assert.Greater(t, us.s.cfg.Store.PenaltyLeft([]byte("user:1"), pk, us.s.unixNano()).Minutes(), 9.0, "us's own denial by the limit starts its own penalty")
 	assert.Equal(t, int64(0), check(eu)[0], "eu stays blocked")
+}
+
+// silentPeer stands in for a region that never answers.
+type silentPeer struct{}
+
+func (silentPeer) Forward(context.Context, string, [][][]byte) ([][]byte, error) {
+	return nil, errors.New("no answer")
+}
+
+func (silentPeer) Send(string, uint64, []byte, int, cluster.Replier) {}
+
+// TestRegionPenaltyNotOnEscrow: a denial by the escrow alone (the limit
+// fits; nothing was acknowledged) starts no penalty; a denial by the limit
+// does.
+func TestRegionPenaltyNotOnEscrow(t *testing.T) {
+	rc := &RegionConfig{Name: "eu", Peers: []RegionPeer{{Name: "us", Addr: "127.0.0.1:1"}}, Secret: []byte("s"),
+		Forwarder: silentPeer{}, Deny: true}
+	s := newTestServer(t, Config{Region: rc})
+	t.Cleanup(func() { _ = s.Close() })
+	echoedBy(s.reg, "us")
+	p, err := policy.Parse("pen", []string{"FIXED", "100", "3600", "PENALTY", "10m"})
+	require.NoError(t, err)
+	pk := p.AppendPenaltyKey(nil, []byte("user:1"))
+	decide := func(cost int64) bool {
+		r := request{op: opCheck, policy: p, cost: cost, now: s.unixNano()}
+		o, err := s.decide([]byte("user:1"), &r)
+		require.NoError(t, err)
+		return o.d.Allowed
+	}
+	for i := range 5 { // e = max(1, ⌊0.1·100/2⌋) = 5, no reserve
+		require.True(t, decide(1), "request %d: within the escrow", i)
+	}
+	assert.False(t, decide(1), "the escrow is spent: nothing was acknowledged")
+	assert.Zero(t, s.cfg.Store.PenaltyLeft([]byte("user:1"), pk, s.unixNano()), "an escrow denial starts no penalty")
+	assert.False(t, decide(200), "more than the limit")
+	assert.Positive(t, s.cfg.Store.PenaltyLeft([]byte("user:1"), pk, s.unixNano()), "a denial by the limit does")
 }
