@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
 )
 
 // ClusterConfig makes a Server one node of a cluster. cmd/rlstore builds
@@ -122,7 +123,6 @@ const (
 	errCrossSlot    = "CROSSSLOT Keys in request don't hash to the same slot"
 	errNotPeer      = "NOPERM this command is for cluster peers only"
 	errPeerAuth     = "NOPERM bad cluster credentials"
-	errResync       = "RESYNC no full sync on this connection yet"
 	errNoCluster    = "ERR This instance has cluster support disabled"
 	errOwnerUnreach = "CLUSTERDOWN the owner of this key cannot be reached: "
 	// errClusterDown is Redis Cluster's reply while its state is fail: here,
@@ -153,7 +153,7 @@ func peerCommands() []command {
 
 // cmdPeer is the handshake, RL.PEER HELLO and AUTH (peerauth.go), and,
 // on a peer's connection only, the replicas' COPY, DELTA and SYNC
-// (replica_copies.go) and the handoff's IMPORT, DONE and PULL
+// (server/internal/replica, copies.go) and the handoff's IMPORT, DONE and PULL
 // (handoff_peer.go), and RELEASED (handoff_release.go). On a client's connection every other subcommand is
 // refused before any of its arguments is read. On a peer's, one this node
 // does not know gets NOPERM bad cluster credentials: what a node that
@@ -173,11 +173,11 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 	case s.cl == nil:
 		c.conn.WriteError(errPeerAuth)
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerCopy) && len(args) == 3:
-		s.cl.repl.peerCopy(c, args[2])
+		s.cl.repl.PeerCopy(c.conn, &c.ship, args[2])
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerDelta) && len(args) == 3:
-		s.cl.repl.peerDelta(c, args[2])
+		s.cl.repl.PeerDelta(c.conn, &c.ship, args[2])
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSync) && (len(args) == 3 || len(args) == 4):
-		s.cl.repl.peerSync(c, args[2:])
+		s.cl.repl.PeerSync(c.conn, &c.ship, c.peerName, args[2:])
 	case cluster.IsWord(args[1], cluster.PeerImport) && len(args) == 6:
 		s.peerImport(c, args)
 	case cluster.IsWord(args[1], cluster.PeerDone) && len(args) == 4:
@@ -229,10 +229,10 @@ func (s *Server) attachCluster() error {
 	}
 	cn.onTableChange(s.handoffHook) // hooks are added here, before the first view is taken
 	if rc := s.cfg.Cluster.Replicas; rc != nil {
-		if cn.repl, err = newReplicator(s, *rc, cn.cfg.View().Self); err != nil {
+		if cn.repl, err = replica.New(*rc, cn.cfg.View().Self, s.cfg.Store, s.log, replicaDelegate{s}); err != nil {
 			return err
 		}
-		cn.onTableChange(cn.repl.onTable) // promotes copies before a dead owner's slots are served
+		cn.onTableChange(cn.repl.OnTable) // promotes copies before a dead owner's slots are served
 	}
 	cn.view()
 	return nil

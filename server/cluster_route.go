@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/tidwall/redcon"
 )
 
@@ -19,9 +20,9 @@ type clusterNode struct {
 	forwarded   atomic.Int64 // commands sent to their owners
 	unreachable atomic.Int64 // commands answered by --owner-unreachable
 	pols        policyVersions
-	peers       sync.Map    // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
-	batches     sync.Pool   // *remoteBatch, for forwardLater
-	repl        *replicator // nil without --replicas
+	peers       sync.Map            // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
+	batches     sync.Pool           // *remoteBatch, for forwardLater
+	repl        *replica.Replicator // nil without --replicas
 
 	cur      atomic.Pointer[cluster.View] // the view routing uses; see view
 	switchMu sync.Mutex                   // held while the table-change hooks run; guards hooks

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
@@ -111,14 +112,12 @@ type client struct {
 	looked  []state  // recordChanges' scratch
 	stripes []uint8  // the key locks recordChanges holds
 
-	shake *cluster.Challenge // the handshake's RL.PEER HELLO, once it came (peerauth.go)
-	hop   int                // the hop level of the forwarded request being run (hopClient if none)
-	// synced says RL.PEER SYNC has come on this connection: a primary's
-	// stream of shipments starts with a full sync (see peerShipment).
-	synced   bool
-	peerName string         // the node that proved itself with RL.PEER AUTH
-	fwd      []*remoteBatch // this batch's requests for other nodes, one batch per owner, sent when it ends
-	routing  routing        // whether it routes by slot, and the table it last saw (cluster_nudge.go)
+	shake    *cluster.Challenge // the handshake's RL.PEER HELLO, once it came (peerauth.go)
+	hop      int                // the hop level of the forwarded request being run (hopClient if none)
+	ship     replica.Stream     // a primary's shipments on this connection (replica.Replicator.PeerCopy)
+	peerName string             // the node that proved itself with RL.PEER AUTH
+	fwd      []*remoteBatch     // this batch's requests for other nodes, one batch per owner, sent when it ends
+	routing  routing            // whether it routes by slot, and the table it last saw (cluster_nudge.go)
 
 	mu   sync.Mutex // guards meta
 	meta clientMeta

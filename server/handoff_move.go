@@ -318,7 +318,7 @@ func (s *Server) cut(mg *migration, slots []int, keys, bytes int, gated time.Dur
 	took := time.Since(mg.started)
 	st.lastMoveUsec.Store(took.Microseconds())
 	if s.cl.repl != nil {
-		s.cl.repl.keepHanded(slots)
+		s.cl.repl.KeepHanded(s.cl.cur.Load(), slots)
 	}
 	s.dropSlots(slotSet(slots))
 	s.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes,

@@ -155,7 +155,9 @@ func (s *Server) peerDone(c *client, args [][]byte) {
 		c.conn.WriteError(err)
 		return
 	}
-	s.resyncBackups(served)
+	if s.cl.repl != nil {
+		s.cl.repl.ResyncBackups(served)
+	}
 	s.cl.ho.took(from, len(slots))
 	s.log.Info("cluster: took slots over", "from", from, "slots", len(slots))
 	c.conn.WriteString("OK")
@@ -199,34 +201,6 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 	}
 	cn.ho.notify()
 	return served, ""
-}
-
-// resyncBackups gives the backups of served, slots a node hands back that
-// this node never stopped serving, a full sync. That node took them over
-// while it did not see this node, promoting its copies of them into its
-// store, where the cut drops them: as their backup again it holds none,
-// and only the keys that change from now on would be shipped to it.
-func (s *Server) resyncBackups(served []int) {
-	r := s.cl.repl
-	if r == nil || len(served) == 0 {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.table == nil {
-		return
-	}
-	backups := map[string]bool{}
-	for _, slot := range served {
-		if b, ok := r.table.RunnerUp(slot); ok && r.table.Owner(slot).Name == r.self {
-			backups[b.Name] = true
-		}
-	}
-	for name := range backups {
-		if p := r.peers[name]; p != nil {
-			p.needFull("a node handed back slots it took over in a membership flap")
-		}
-	}
 }
 
 // HandOff hands every slot this node holds to the node that owns it

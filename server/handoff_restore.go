@@ -67,7 +67,7 @@ func (s *Server) peerPull(c *client, args [][]byte) {
 	}
 	var copies *shard.Map
 	if s.cl.repl != nil {
-		copies = s.cl.repl.cfg.Copies
+		copies = s.cl.repl.Copies()
 	}
 	go s.sendCopies(copies, to, backed)
 }

@@ -206,7 +206,7 @@ func (s *Server) flushAll() error {
 	case s.cfg.Durability != nil:
 		return s.cfg.Durability.Flush()
 	case s.cl != nil && s.cl.repl != nil:
-		s.cl.repl.cfg.Feed.Flush(s.cfg.Store.Flush) // the backups hear of it in order
+		s.cl.repl.Feed().Flush(s.cfg.Store.Flush) // the backups hear of it in order
 		return nil
 	}
 	s.cfg.Store.Flush()

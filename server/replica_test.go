@@ -162,7 +162,7 @@ func TestReplicaOldBackupDropsCopies(t *testing.T) {
 		}
 	}
 	r := n1.srv.cl.repl
-	r.onTable(nil, &cluster.View{Self: "node1", Table: flap})
+	r.OnTable(nil, &cluster.View{Self: "node1", Table: flap})
 	b, _ := flap.RunnerUp(cluster.Slot([]byte(key)))
 	require.Equal(t, "node2", b.Name, "without node0, node2 backs up %s", key)
 
@@ -171,7 +171,7 @@ func TestReplicaOldBackupDropsCopies(t *testing.T) {
 	require.Eventually(t, func() bool { return sameEntry(n1.store, n2.copies, key) }, deadline, 5*time.Millisecond,
 		"node1 ships %s to node2 while node0 is out of its table", key)
 
-	r.onTable(nil, &cluster.View{Self: "node1", Table: full})
+	r.OnTable(nil, &cluster.View{Self: "node1", Table: full})
 	require.Eventually(t, func() bool { return sameEntry(n1.store, n0.copies, key) }, deadline, 5*time.Millisecond,
 		"node0 backs up %s again", key)
 	require.Eventually(t, func() bool {
@@ -226,18 +226,10 @@ func shipsLarge(t *testing.T, o clusterOpts) {
 	require.Eventually(t, allCopied, deadline, 10*time.Millisecond, "every key's copy arrives")
 
 	r := n0.srv.cl.repl
-	r.mu.Lock()
-	peers := []*shipPeer{}
-	for _, sp := range r.peers {
-		peers = append(peers, sp)
-	}
-	r.mu.Unlock()
-	for _, sp := range peers {
-		sp.needFull("test")
-	}
+	r.Flushed() // every backup is due a full sync, as after FLUSHALL
 	require.Eventually(t, func() bool {
-		for _, st := range r.stats() {
-			if !st.synced || st.fulls < 2 {
+		for _, st := range r.Stats() {
+			if !st.Synced || st.Fulls < 2 {
 				return false
 			}
 		}

@@ -194,6 +194,10 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/durable", "cluster", false},
 		{"server/internal/replica", "cluster", true},
 		{"server/internal/replica", "server/internal/handoff", false},
+		{"server/internal/replica", "server", false}, // the replicator asks its node through replica.Delegate
+		{"server/internal/replica", "server/internal/keyspace", false},
+		{"server/internal/replica", "persistence", true},
+		{"server/internal/replica", "server/internal/resp", true},
 		{"server/internal/handoff", "server/internal/replica", true},
 		{"server/internal/handoff", "server/internal/route", false},
 		{"server/internal/route", "server/internal/handoff", true},
@@ -265,4 +269,26 @@ func stderrOf(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
+}
+
+// TestReplicaRowCatchesAViolation: the replicas' package keeps to its row
+// with the dependencies it has, and the row refuses the server front (the
+// replicator once held a *Server; it asks replica.Delegate now), a
+// command family, and the stack above it, directly or through another.
+func TestReplicaRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/replica " + m + "internal/wire " + m + "cluster " + m + "persistence/vfs " + m + "window " +
+		m + "policy " + m + "shard " + m + "persistence " + m + "server/internal/resp"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/replica " + m + "server/internal/keyspace",
+		m + "server/internal/replica " + m + "server/internal/handoff " + m + "server/internal/route",
+	}
+	assert.Equal(t, []string{
+		"server/internal/replica depends on server, which its layer may not import",
+		"server/internal/replica depends on server/internal/keyspace, which its layer may not import",
+		"server/internal/replica depends on server/internal/handoff, which its layer may not import",
+		"server/internal/replica depends on server/internal/route, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
 }

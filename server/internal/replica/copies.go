@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"errors"
@@ -7,46 +7,66 @@ import (
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 )
 
 // The backup's side: copies arrive with RL.PEER COPY and RL.PEER SYNC
-// into ReplicaConfig.Copies, a Map of their own that no command reads.
+// into Config.Copies, a Map of their own that no command reads.
 
-// peerCopy is RL.PEER COPY payload: entries (persistence.AppendEntries)
+// Stream is a peer connection's replica state, which only this package
+// reaches: the session keeps one per connection.
+type Stream struct {
+	// synced says RL.PEER SYNC has come on this connection: a primary's
+	// stream of shipments starts with a full sync (see shipment).
+	synced bool
+}
+
+// Replies of the backup's side.
+const (
+	// ErrResync refuses a shipment on a connection no full sync came on.
+	ErrResync = "RESYNC no full sync on this connection yet"
+	errSyntax = "ERR syntax error"
+	// errPeerAuth is what a node answers an RL.PEER subcommand it does not
+	// know with (the server's errPeerAuth): a node from before deltas
+	// answers RL.PEER DELTA so, and one from before backed the longer SYNC.
+	errPeerAuth = "NOPERM bad cluster credentials"
+)
+
+// PeerCopy is RL.PEER COPY payload: entries (persistence.AppendEntries)
 // to keep as copies; a tombstone deletes a copy. They are imported a batch
 // at a time, each shard's run of them under one lock: a backup imports
 // about as many keys as its primaries decide.
-func (r *replicator) peerCopy(c *client, payload []byte) {
-	if !r.peerShipment(c) {
+func (r *Replicator) PeerCopy(w resp.Writer, st *Stream, payload []byte) {
+	if !shipment(w, st) {
 		return
 	}
 	if _, err := r.importCopies(payload, false); err != nil {
-		c.conn.WriteError("ERR bad shipment: " + err.Error())
+		w.WriteError("ERR bad shipment: " + err.Error())
 		return
 	}
-	c.conn.WriteString("OK")
+	w.WriteString("OK")
 }
 
-// peerDelta is RL.PEER DELTA payload: peerCopy for a payload that may hold
+// PeerDelta is RL.PEER DELTA payload: PeerCopy for a payload that may hold
 // deltas (persistence.AppendDeltaChunks), each completed from the copy of
 // its key. It replies OK, or the keys whose deltas no copy could complete
 // (their copies stay as they were), which the primary then ships whole.
-func (r *replicator) peerDelta(c *client, payload []byte) {
-	if !r.peerShipment(c) {
+func (r *Replicator) PeerDelta(w resp.Writer, st *Stream, payload []byte) {
+	if !shipment(w, st) {
 		return
 	}
 	missed, err := r.importCopies(payload, true)
 	switch {
 	case err != nil:
-		c.conn.WriteError("ERR bad shipment: " + err.Error())
+		w.WriteError("ERR bad shipment: " + err.Error())
 	case len(missed) == 0:
-		c.conn.WriteString("OK")
+		w.WriteString("OK")
 	default:
 		r.missed.Add(int64(len(missed)))
-		c.conn.WriteArray(len(missed))
+		w.WriteArray(len(missed))
 		for _, k := range missed {
-			c.conn.WriteBulk(k)
+			w.WriteBulk(k)
 		}
 	}
 }
@@ -54,9 +74,9 @@ func (r *replicator) peerDelta(c *client, payload []byte) {
 // importCopies imports a shipment's entries into the copies, and returns
 // the keys of the deltas that could not be completed, which point into
 // payload.
-func (r *replicator) importCopies(payload []byte, deltas bool) ([][]byte, error) {
+func (r *Replicator) importCopies(payload []byte, deltas bool) ([][]byte, error) {
 	r.received.Add(int64(len(payload)))
-	now := r.s.unixNano()
+	now := r.d.UnixNano()
 	d, _ := r.decoders.Get().(*persistence.Decoder)
 	if d == nil {
 		d = new(persistence.Decoder)
@@ -82,43 +102,43 @@ func (r *replicator) importCopies(payload []byte, deltas bool) ([][]byte, error)
 	return missed, err
 }
 
-// peerSync is RL.PEER SYNC drop [backed]: drop every copy of the slots
+// PeerSync is RL.PEER SYNC drop [backed], from the node peer: drop every copy of the slots
 // set in the drop bitmap, before a full sync's keys arrive; those of the
 // backed bitmap follow (see noteSync). A node that predates backed sends
 // drop alone.
-func (r *replicator) peerSync(c *client, bitmaps [][]byte) {
+func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps [][]byte) {
 	bitmap := bitmaps[0]
 	var backed []byte
 	if len(bitmaps) == 2 {
 		backed = bitmaps[1]
 	}
 	if len(bitmap) != cluster.Slots/8 || backed != nil && len(backed) != cluster.Slots/8 {
-		c.conn.WriteError(errSyntax)
+		w.WriteError(errSyntax)
 		return
 	}
 	r.dropCopies(func(slot int) bool { return bitmap[slot/8]&(1<<(slot%8)) != 0 })
-	r.noteSync(c.peerName, bitmap, backed)
-	c.synced = true
-	c.conn.WriteString("OK")
+	r.noteSync(peer, bitmap, backed)
+	st.synced = true
+	w.WriteString("OK")
 }
 
-// peerShipment reports whether c may ship copies, and refuses them with
+// shipment reports whether the connection of st may ship copies, and refuses them with
 // -RESYNC if not: only once a full sync (RL.PEER SYNC) has come on the
 // same connection. A primary ships to a backup on one connection, so one
 // that reaches this node on a new connection may be talking to a new
 // process: a backup that restarted sooner than failure detection notices
 // holds no copies, and deltas would bring back only the keys that change.
 // The refusal makes the primary start over with a full sync.
-func (r *replicator) peerShipment(c *client) bool {
-	if !c.synced {
-		c.conn.WriteError(errResync)
+func shipment(w resp.Writer, st *Stream) bool {
+	if !st.synced {
+		w.WriteError(ErrResync)
 		return false
 	}
 	return true
 }
 
 // dropCopies deletes the copies whose slot in picks.
-func (r *replicator) dropCopies(in func(slot int) bool) int {
+func (r *Replicator) dropCopies(in func(slot int) bool) int {
 	cp := r.cfg.Copies
 	var es []shard.Entry
 	n := 0
@@ -141,7 +161,7 @@ func (r *replicator) dropCopies(in func(slot int) bool) int {
 // fresh quota under --owner-unreachable local); for an owner that left,
 // whose handoff may have brought newer state, it only fills keys that
 // are missing.
-func (r *replicator) promote(old *cluster.Table, v *cluster.View) {
+func (r *Replicator) promote(old *cluster.Table, v *cluster.View) {
 	nt := v.Table
 	takes := make([]int8, cluster.Slots) // 0: not taken over; 1: fill missing keys; 2: replace
 	any := false
@@ -160,7 +180,7 @@ func (r *replicator) promote(old *cluster.Table, v *cluster.View) {
 		return
 	}
 	start := time.Now()
-	cp, store, now := r.cfg.Copies, r.s.cfg.Store, r.s.unixNano()
+	cp, store, now := r.cfg.Copies, r.store, r.d.UnixNano()
 	var es []shard.Entry
 	n := 0
 	for i := range cp.Shards() {
@@ -180,7 +200,7 @@ func (r *replicator) promote(old *cluster.Table, v *cluster.View) {
 		}
 	}
 	r.promoted.Add(int64(n))
-	r.s.log.Info("replicas: promoted copies of the slots taken over", "keys", n, "took", time.Since(start).Round(time.Microsecond))
+	r.log.Info("replicas: promoted copies of the slots taken over", "keys", n, "took", time.Since(start).Round(time.Microsecond))
 }
 
 // died reports whether v says name died, rather than left or is leaving.
@@ -198,7 +218,7 @@ func died(v *cluster.View, name string) bool {
 
 // dropStale deletes the copies of slots this node neither backs up nor
 // owns in t: their primary ships them elsewhere now.
-func (r *replicator) dropStale(t *cluster.Table) {
+func (r *Replicator) dropStale(t *cluster.Table) {
 	r.dropCopies(func(s int) bool {
 		if t.Owner(s).Name == r.self {
 			return true // promoted already, or handed over by a live owner
@@ -208,11 +228,14 @@ func (r *replicator) dropStale(t *cluster.Table) {
 	})
 }
 
-// copiesLen is how many copies this node holds.
-func (r *replicator) copiesLen() int64 { return r.cfg.Copies.Len() }
+// Copies is the map the copies are kept in (Config.Copies).
+func (r *Replicator) Copies() *shard.Map { return r.cfg.Copies }
 
-// keepHanded keeps as copies the keys of the slots this node has just
-// handed over (see Server.cut) and now backs up. After a join a slot's old
+// Feed is the feed of the store's changes (Config.Feed).
+func (r *Replicator) Feed() *persistence.Feed { return r.cfg.Feed }
+
+// KeepHanded keeps as copies the keys of the slots this node has just
+// handed over (see Server.cut) and now backs up in v, the routing view. After a join a slot's old
 // owner is its runner-up, so what it handed over is the new owner's backup
 // copy at once; without it, the slot had no copy until the new owner's
 // full sync, and a death of the new owner meanwhile reset its keys. The
@@ -220,8 +243,7 @@ func (r *replicator) copiesLen() int64 { return r.cfg.Copies.Len() }
 // copy already keeps it: after a flap the owner, which kept its own newer
 // keys, may have shipped them here before this cut
 // (TestFlapKeepsTheOwnersKeys).
-func (r *replicator) keepHanded(slots []int) {
-	v := r.s.cl.cur.Load()
+func (r *Replicator) KeepHanded(v *cluster.View, slots []int) {
 	var keep []int
 	for _, slot := range slots {
 		if b, ok := v.Table.RunnerUp(slot); ok && b.Name == v.Self && v.Table.Owner(slot).Name != v.Self {
@@ -233,7 +255,7 @@ func (r *replicator) keepHanded(slots []int) {
 	}
 	r.noteKept(v.Table, keep)
 	in := slotSet(keep)
-	store, now := r.s.cfg.Store, r.s.unixNano()
+	store, now := r.store, r.d.UnixNano()
 	var es []shard.Entry
 	for i := range store.Shards() {
 		es = store.ExportShardFunc(i, in.keyIn, es[:0])

@@ -1,8 +1,9 @@
-package server
+package replica
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -14,11 +15,11 @@ import (
 	"github.com/rlstore/rlstore/shard"
 )
 
-// ReplicaConfig turns on replicas for a cluster node: every slot's owner
+// Config turns on replicas for a cluster node: every slot's owner
 // ships its changed keys to the slot's runner-up (cluster.Table.RunnerUp),
 // which keeps them as copies, not served, and promotes them into its store
 // when it takes the slot over from an owner that died.
-type ReplicaConfig struct {
+type Config struct {
 	// Feed drains Store's changes; the append-only log, if any, reads the
 	// same feed, so each change is drained once for both. Required.
 	Feed *persistence.Feed
@@ -28,23 +29,23 @@ type ReplicaConfig struct {
 	// Ship carries shipments to the backups, on connections of its own so
 	// shipping never queues behind forwarded client requests. Required.
 	Ship cluster.Forwarder
-	// Interval is how often changes are shipped. Default DefaultReplicaInterval.
+	// Interval is how often changes are shipped. Default DefaultInterval.
 	Interval time.Duration
 	// MaxQueue bounds the bytes waiting for one backup; past it the queue is
 	// dropped and the backup gets a full sync once it answers. Default 32 MiB.
 	MaxQueue int
 }
 
-// DefaultReplicaInterval is --replica-interval's default: a crash loses at
-// most this much of each key's decisions.
-const DefaultReplicaInterval = 100 * time.Millisecond
+// DefaultInterval is --replica-interval's default: a crash loses at most
+// this much of each key's decisions.
+const DefaultInterval = 100 * time.Millisecond
 
-func (rc *ReplicaConfig) withDefaults() error {
+func (rc *Config) withDefaults() error {
 	if rc.Feed == nil || rc.Copies == nil || rc.Ship == nil {
 		return errors.New("server: replicas need a feed, a copies map and a shipping transport")
 	}
 	if rc.Interval <= 0 {
-		rc.Interval = DefaultReplicaInterval
+		rc.Interval = DefaultInterval
 	}
 	if rc.MaxQueue <= 0 {
 		rc.MaxQueue = 32 << 20
@@ -52,11 +53,26 @@ func (rc *ReplicaConfig) withDefaults() error {
 	return nil
 }
 
-// replicator ships this node's changes to its slots' backups and keeps
+// Delegate is what the Replicator asks of the node it runs in, set once
+// at New.
+type Delegate interface {
+	// View returns the view routing uses now; when the membership has a
+	// newer one, the table-change hooks (OnTable among them) run first.
+	View() *cluster.View
+	// Importing reports whether this node is importing any slot: a full
+	// sync waits for the imports (see shipOnce).
+	Importing() bool
+	// UnixNano is the server's clock, in unix nanoseconds.
+	UnixNano() int64
+}
+
+// Replicator ships this node's changes to its slots' backups and keeps
 // the copies other nodes ship to it.
-type replicator struct {
-	cfg   ReplicaConfig
-	s     *Server
+type Replicator struct {
+	cfg   Config
+	d     Delegate
+	store *shard.Map // the store this node serves: what it ships, and where copies are promoted
+	log   *slog.Logger
 	self  string
 	syncs syncs                // which owner's full sync brought each slot's copies (takeover_lost.go)
 	apply sync.Mutex           // one table change at a time
@@ -86,25 +102,27 @@ type replicator struct {
 	done     chan struct{}
 }
 
-func newReplicator(s *Server, cfg ReplicaConfig, self string) (*replicator, error) {
+// New returns the replicator of the node self, which serves store. It
+// subscribes to cfg.Feed; Start starts shipping.
+func New(cfg Config, self string, store *shard.Map, log *slog.Logger, d Delegate) (*Replicator, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	r := &replicator{cfg: cfg, s: s, self: self, peers: map[string]*shipPeer{},
+	r := &Replicator{cfg: cfg, d: d, store: store, log: log, self: self, peers: map[string]*shipPeer{},
 		orphans: map[string]*slotBits{}}
 	cfg.Feed.Subscribe(r)
 	return r, nil
 }
 
-// start runs the shipping loop until stop is called.
-func (r *replicator) start() {
+// Start runs the shipping loop until Close.
+func (r *Replicator) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop, r.done = cancel, make(chan struct{})
 	go r.loop(ctx)
 }
 
-// close stops shipping after one last drain and shipment, best effort.
-func (r *replicator) close() {
+// Close stops shipping after one last drain and shipment, best effort.
+func (r *Replicator) Close() {
 	if r.stop == nil {
 		return
 	}
@@ -121,7 +139,7 @@ func (r *replicator) close() {
 	}
 }
 
-func (r *replicator) loop(ctx context.Context) {
+func (r *Replicator) loop(ctx context.Context) {
 	defer close(r.done)
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
@@ -137,14 +155,14 @@ func (r *replicator) loop(ctx context.Context) {
 }
 
 // tick notices a new table, drains the changes and wakes every peer's shipper.
-func (r *replicator) tick() {
+func (r *Replicator) tick() {
 	r.checkTable()
-	start := r.s.unixNano()
+	start := r.d.UnixNano()
 	r.cfg.Feed.Drain()
 	r.mu.Lock()
 	r.cut = start // a drain from now on comes after this one: see Changes
 	r.mu.Unlock()
-	r.cfg.Copies.Sweep(r.s.unixNano(), copiesSweepBudget)
+	r.cfg.Copies.Sweep(r.d.UnixNano(), copiesSweepBudget)
 	r.mu.Lock()
 	for _, p := range r.peers {
 		p.wake()
@@ -173,7 +191,7 @@ const deltaMargin = time.Second
 // clock at most deltaMargin before. A key whose copy misses anyway (a
 // command slower than that, a clock stepped back) fails the delta's digest
 // on the backup, and is shipped whole.
-func (r *replicator) Changes(_ int, es []shard.Entry) {
+func (r *Replicator) Changes(_ int, es []shard.Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.table
@@ -192,7 +210,7 @@ func (r *replicator) Changes(_ int, es []shard.Entry) {
 		persistence.Cut(&e, since)
 		r.byNode[b] = append(r.byNode[b], e)
 	}
-	now := r.s.unixNano()
+	now := r.d.UnixNano()
 	for i, batch := range r.byNode {
 		if len(batch) == 0 {
 			continue
@@ -231,7 +249,7 @@ func backupsOf(t *cluster.Table, self string) *[cluster.Slots]uint16 {
 
 // Flushed implements persistence.Subscriber: after FLUSHALL every backup
 // gets a full sync, which drops its copies of this node's slots.
-func (r *replicator) Flushed() {
+func (r *Replicator) Flushed() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range r.peers {
@@ -240,16 +258,16 @@ func (r *replicator) Flushed() {
 }
 
 // checkTable works out the backups again when the table changed.
-func (r *replicator) checkTable() {
-	r.onTable(nil, r.s.cl.view())
+func (r *Replicator) checkTable() {
+	r.OnTable(nil, r.d.View())
 }
 
-// onTable applies v's table, unless it is the one applied last. It is the
+// OnTable applies v's table, unless it is the one applied last. It is the
 // table-change hook: before this node serves the slots it takes over from
 // a dead owner, it promotes their copies; it drops copies it no longer
 // backs up; and every backup that gained slots gets a full sync before
 // its queue counts. The old view is the replicator's own last one.
-func (r *replicator) onTable(_, v *cluster.View) {
+func (r *Replicator) OnTable(_, v *cluster.View) {
 	r.apply.Lock()
 	defer r.apply.Unlock()
 	r.mu.Lock()
@@ -309,7 +327,7 @@ func (r *replicator) onTable(_, v *cluster.View) {
 // behind the changes shipped before, and no change of those slots is
 // shipped after; should a full sync be due, which drops the queue, it
 // drops the slots' copies too (see orphanedFor).
-func (r *replicator) dropOrphansLocked(old, nt *cluster.Table) {
+func (r *Replicator) dropOrphansLocked(old, nt *cluster.Table) {
 	if old == nil {
 		return
 	}
@@ -323,7 +341,7 @@ func (r *replicator) dropOrphansLocked(old, nt *cluster.Table) {
 		}
 		r.orphans[b.Name][s/64] |= 1 << (s % 64)
 	}
-	store, now := r.s.cfg.Store, r.s.unixNano()
+	store, now := r.store, r.d.UnixNano()
 	for name, slots := range r.orphans {
 		p := r.peers[name]
 		if p == nil {
@@ -357,7 +375,7 @@ func orphanOf(t *cluster.Table, slot int, self, backup string) bool {
 
 // orphanedFor returns, and forgets, the slots whose copies node must drop
 // (see dropOrphansLocked) that are orphans still in t, for a full sync.
-func (r *replicator) orphanedFor(node string, t *cluster.Table) *slotBits {
+func (r *Replicator) orphanedFor(node string, t *cluster.Table) *slotBits {
 	var out slotBits
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -417,16 +435,29 @@ func backupsLosing(old, nt *cluster.Table, self string) map[string]bool {
 	return out
 }
 
-// startReplicas starts shipping, if replicas are on, and returns the stop
-// of every background task: shipping first, then stop's.
-func (s *Server) startReplicas(stop func()) func() {
-	if s.cl == nil || s.cl.repl == nil {
-		return stop
+// ResyncBackups gives the backups of served, slots a node hands back that
+// this node never stopped serving, a full sync. That node took them over
+// while it did not see this node, promoting its copies of them into its
+// store, where the cut drops them: as their backup again it holds none,
+// and only the keys that change from now on would be shipped to it.
+func (r *Replicator) ResyncBackups(served []int) {
+	if len(served) == 0 {
+		return
 	}
-	r := s.cl.repl
-	r.start()
-	return func() {
-		r.close()
-		stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.table == nil {
+		return
+	}
+	backups := map[string]bool{}
+	for _, slot := range served {
+		if b, ok := r.table.RunnerUp(slot); ok && r.table.Owner(slot).Name == r.self {
+			backups[b.Name] = true
+		}
+	}
+	for name := range backups {
+		if p := r.peers[name]; p != nil {
+			p.needFull("a node handed back slots it took over in a membership flap")
+		}
 	}
 }

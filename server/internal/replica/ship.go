@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // MaxQueue, or after a failed shipment, the queue is dropped and the
 // backup is due a full sync of its slots, tried with backoff.
 type shipPeer struct {
-	r     *replicator
+	r     *Replicator
 	wakeC chan struct{}
 	quit  chan struct{}
 	once  sync.Once
@@ -58,7 +58,7 @@ type shipPeer struct {
 	misses   atomic.Int64 // keys whose delta the backup could not complete
 }
 
-func newShipPeer(r *replicator, n cluster.Node) *shipPeer {
+func newShipPeer(r *Replicator, n cluster.Node) *shipPeer {
 	return &shipPeer{r: r, node: n, wakeC: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		free: make(chan []byte, shipWindow), full: true, reason: "first contact", deltas: true}
 }
@@ -134,7 +134,7 @@ func (p *shipPeer) missedDeltas(keys [][]byte) {
 	}
 	p.mu.Unlock()
 	for _, k := range keys {
-		p.r.s.cfg.Store.Touch(k, policy.Route(k))
+		p.r.store.Touch(k, policy.Route(k))
 	}
 }
 
@@ -185,7 +185,7 @@ func (p *shipPeer) shipOnce() {
 		return
 	}
 	full, node := p.full, p.node
-	if full && p.r.importing() {
+	if full && p.r.d.Importing() {
 		// A full sync drops the backup's copies of every slot this node
 		// owns; one this node still imports may come from those very
 		// copies (handoff_restore.go). It waits for the imports.
@@ -250,17 +250,17 @@ func (p *shipPeer) settle(err error, full, deltas bool) {
 		}
 		return
 	}
-	if pe := (*peerError)(nil); errors.As(err, &pe) && pe.msg == errResync {
+	if pe := (*peerError)(nil); errors.As(err, &pe) && pe.msg == ErrResync {
 		// A new connection: the backup may be a new process, with no copies.
 		p.needFullLocked("new connection")
-		p.r.s.log.Info("replicas: the backup asked for a full sync on a new connection", "peer", p.node.Name)
+		p.r.log.Info("replicas: the backup asked for a full sync on a new connection", "peer", p.node.Name)
 		return
 	}
 	p.failures.Add(1)
 	p.needFullLocked("shipment failed")
 	p.backoff = min(max(2*p.backoff, p.r.cfg.Interval), maxShipBackoff)
 	p.retryAt = time.Now().Add(p.backoff)
-	p.r.s.log.Debug("replicas: shipment failed; a full sync follows", "peer", p.node.Name, "err", err, "retry_in", p.backoff)
+	p.r.log.Debug("replicas: shipment failed; a full sync follows", "peer", p.node.Name, "err", err, "retry_in", p.backoff)
 }
 
 // maxShipBackoff caps the wait between tries to a backup that does not answer.
@@ -332,10 +332,10 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 	var es []shard.Entry
 	var chunks [][]byte
 	var sent int64
-	store := r.s.cfg.Store
+	store := r.store
 	for i := range store.Shards() {
 		es = store.ExportShardFunc(i, keep, es[:0])
-		chunks = persistence.AppendEntriesChunks(chunks, es, r.s.unixNano(), shipChunk, p.fresh)
+		chunks = persistence.AppendEntriesChunks(chunks, es, r.d.UnixNano(), shipChunk, p.fresh)
 		if len(chunks) <= shipWindow && i < store.Shards()-1 {
 			continue
 		}
@@ -377,10 +377,4 @@ func (p *shipPeer) heartbeat(node cluster.Node) error {
 		p.contact.Store(time.Now().UnixNano())
 	}
 	return err
-}
-
-// importing reports whether this node is importing any slot.
-func (r *replicator) importing() bool {
-	in, _ := r.s.cl.ho.moving()
-	return in > 0
 }

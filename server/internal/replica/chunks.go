@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/policy"
 )
 
 // A shipment is a run of RL.PEER COPY commands, each carrying one chunk of
@@ -166,6 +167,6 @@ func respLength(b []byte, c byte) (int64, []byte, bool) {
 	if len(b) < 1 || b[0] != c || i < 2 {
 		return 0, nil, false
 	}
-	n, ok := parseInt(b[1:i])
+	n, ok := policy.ParseInt(b[1:i])
 	return n, b[i+2:], ok
 }

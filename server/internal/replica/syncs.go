@@ -1,0 +1,77 @@
+package replica
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// syncs records, on a backup, which owner's full sync last brought each
+// slot's copies: the precise answer to whether this node holds a slot's
+// state when its owner dies (see HeldBy).
+type syncs struct {
+	mu   sync.Mutex
+	from [cluster.Slots]string // guarded by mu; "" for none
+}
+
+// noteSync records a full sync from owner: it dropped the copies of the
+// slots in drop, and brings those of the slots in backed, the ones the
+// owner's table makes this node back up (this node's table may lag
+// behind the owner's: a join the owner saw first). An owner that predates
+// backed says nothing of which: none counts as held.
+func (r *Replicator) noteSync(owner string, drop, backed []byte) {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	for slot := range cluster.Slots {
+		bit := byte(1) << (slot % 8)
+		switch {
+		case backed != nil && backed[slot/8]&bit != 0 && owner != "":
+			r.syncs.from[slot] = owner
+		case drop[slot/8]&bit != 0:
+			r.syncs.from[slot] = ""
+		}
+	}
+}
+
+// noteKept records that the copies KeepHanded kept of slots are their new
+// owner's state: what this node handed it. Without it a new owner that
+// died before its first full sync here left its slots lost on this node,
+// which holds their state (TestLostSlotsAfterJoin).
+func (r *Replicator) noteKept(t *cluster.Table, slots []int) {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	for _, slot := range slots {
+		r.syncs.from[slot] = t.Owner(slot).Name
+	}
+}
+
+// sendSync sends RL.PEER SYNC drop backed, or drop alone to a node that
+// predates backed (it answers NOPERM to the longer form).
+func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte) error {
+	err := p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop, backed}})
+	var pe *peerError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.msg, errPeerAuth[:6]) {
+		err = p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop}})
+	}
+	return err
+}
+
+// forgetSyncs forgets the syncs of the slots whose copies go.
+func (r *Replicator) forgetSyncs(in func(slot int) bool) {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	for slot := range cluster.Slots {
+		if r.syncs.from[slot] != "" && in(slot) {
+			r.syncs.from[slot] = ""
+		}
+	}
+}
+
+// HeldBy reports whether this node holds slot's copies from owner's full sync.
+func (r *Replicator) HeldBy(slot int, owner string) bool {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	return r.syncs.from[slot] == owner
+}
