@@ -146,7 +146,7 @@ func (r chunkReplier) Replies(reps [][]byte, err error) {
 func bulkArray(b []byte) ([][]byte, error) {
 	bad := errors.New("backup sent a malformed reply")
 	n, b, ok := respLength(b, '*')
-	if !ok || n > int64(len(b)) {
+	if !ok || n < 0 || n > int64(len(b)) {
 		return nil, bad
 	}
 	out := make([][]byte, 0, n)

@@ -28,12 +28,13 @@ func TestSealMakesOneCommand(t *testing.T) {
 }
 
 // TestBulkArrayTakesWholeArraysOnly: the keys RL.PEER DELTA names back are
-// read whole, and a reply cut short or of another shape is refused.
+// read whole, and a reply cut short or of another shape is refused: a
+// null array (*-1) too, which made the primary's reply goroutine panic.
 func TestBulkArrayTakesWholeArraysOnly(t *testing.T) {
 	keys, err := bulkArray([]byte("*2\r\n$1\r\na\r\n$3\r\nb:c\r\n"))
 	require.NoError(t, err)
 	assert.Equal(t, [][]byte{[]byte("a"), []byte("b:c")}, keys)
-	for _, bad := range []string{"*2\r\n$1\r\na\r\n", "*1\r\n$5\r\nab\r\n", "+OK\r\n", "*1\r\n:1\r\n"} {
+	for _, bad := range []string{"*2\r\n$1\r\na\r\n", "*1\r\n$5\r\nab\r\n", "+OK\r\n", "*1\r\n:1\r\n", "*-1\r\n"} {
 		_, err := bulkArray([]byte(bad))
 		assert.Error(t, err, "%q", bad)
 	}
