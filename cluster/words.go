@@ -28,6 +28,12 @@ const (
 	PeerReleased = "RELEASED" // a node let go of slots
 )
 
+// PeerRefused is the error a node answers a peer whose credentials fail
+// with, and, on a peer's connection, an RL.PEER subcommand or form it does
+// not know: a sender recognises by it a node that predates what it sent
+// (a replica's DELTA or SYNC's backed bitmap, the handoff's RELEASED).
+const PeerRefused = "NOPERM bad cluster credentials"
+
 // Encoded heads of the commands a replica sends most, which it writes
 // ahead of a payload encoded in place: each is the command's array and
 // bulk strings up to the payload's length ("…$"), as wire.AppendCommand

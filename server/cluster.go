@@ -122,7 +122,7 @@ const (
 const (
 	errCrossSlot    = "CROSSSLOT Keys in request don't hash to the same slot"
 	errNotPeer      = "NOPERM this command is for cluster peers only"
-	errPeerAuth     = "NOPERM bad cluster credentials"
+	errPeerAuth     = cluster.PeerRefused
 	errNoCluster    = "ERR This instance has cluster support disabled"
 	errOwnerUnreach = "CLUSTERDOWN the owner of this key cannot be reached: "
 	// errClusterDown is Redis Cluster's reply while its state is fail: here,

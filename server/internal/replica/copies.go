@@ -27,10 +27,9 @@ const (
 	// ErrResync refuses a shipment on a connection no full sync came on.
 	ErrResync = "RESYNC no full sync on this connection yet"
 	errSyntax = "ERR syntax error"
-	// errPeerAuth is what a node answers an RL.PEER subcommand it does not
-	// know with (the server's errPeerAuth): a node from before deltas
-	// answers RL.PEER DELTA so, and one from before backed the longer SYNC.
-	errPeerAuth = "NOPERM bad cluster credentials"
+	// errPeerAuth is what a node from before deltas answers RL.PEER DELTA
+	// with, and one from before backed the longer SYNC.
+	errPeerAuth = cluster.PeerRefused
 )
 
 // PeerCopy is RL.PEER COPY payload: entries (persistence.AppendEntries)
