@@ -43,7 +43,8 @@ type ReserveResult struct {
 // decision of that cost does, and is recorded in the ledger unless denied;
 // a commit charges or gives back the difference between the actual cost
 // and the estimate (window.Params.Adjust); a cancel gives the estimate
-// back. A key that is not a Slide, Fixed or Token gets ErrWrongType.
+// back. A key that is not a Slide, Fixed or Token gets ErrWrongType, but
+// for a refund, which a Log takes too.
 func (m *Map) Reserve(key, ledger []byte, r ReserveRequest, now int64) (ReserveResult, error) {
 	if err := r.check(); err != nil {
 		return ReserveResult{}, err
@@ -85,8 +86,17 @@ func (r *ReserveRequest) check() error {
 	return nil
 }
 
+// takes reports whether r applies to a key of kind k: a refund to any
+// window.Kind.Refundable (a Log too), everything else to the Adjustable.
+func (r *ReserveRequest) takes(k window.Kind) bool {
+	if r.Op == Refund {
+		return k.Refundable()
+	}
+	return k.Adjustable()
+}
+
 func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
-	if i, ok := s.findLocked(key, h); ok && !s.expiredLocked(s.slots.at(i), now) && !s.params.get(s.slots.at(i).param()).Kind.Adjustable() {
+	if i, ok := s.findLocked(key, h); ok && !s.expiredLocked(s.slots.at(i), now) && !r.takes(s.params.get(s.slots.at(i).param()).Kind) {
 		return ReserveResult{}, ErrWrongType
 	}
 	switch r.Op {

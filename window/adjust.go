@@ -9,6 +9,12 @@ import (
 // algorithms whose units a refund can give back (Slide, Fixed, Token).
 func (k Kind) Adjustable() bool { return k == KindSlide || k == KindFixed || k == KindToken }
 
+// Refundable reports whether Params.Adjust gives units back (n < 0) on
+// kind k: the Adjustable kinds, and Log, whose refund takes back its newest
+// entries. A Log takes no charge (n > 0): a charge at a millisecond of its
+// own could add an entry beyond the Limit entries a Log is bounded by.
+func (k Kind) Refundable() bool { return k.Adjustable() || k == KindLog }
+
 // Adjust changes a key's state (s or b, as for Decide; b with room for one
 // more counter) by n units at now, whatever the limit: n < 0 gives -n units
 // back (a refund, or a reservation whose actual cost came in under its
@@ -20,7 +26,8 @@ func (k Kind) Adjustable() bool { return k == KindSlide || k == KindFixed || k =
 //
 // A refund takes back the newest units of the window, which need not be
 // the ones it refunds: the window's total is right, the seconds they are
-// counted at may be later.
+// counted at may be later. On a Log (Kind.Refundable) only a refund
+// changes anything.
 func (p Params) Adjust(s *State, b []uint64, now, n int64) ([]uint64, bool) {
 	now = max(now, 0)
 	switch p.Kind {
@@ -30,8 +37,30 @@ func (p Params) Adjust(s *State, b []uint64, now, n int64) ([]uint64, bool) {
 		return b, p.Fixed().adjust(s, now, n)
 	case KindSlide:
 		return p.Slide().adjust(b, now, n)
+	case KindLog:
+		return p.Log().refund(b, now, -n)
 	}
 	return b, false
+}
+
+// refund takes n units back from the newest entries of the window at now,
+// dropping each entry it empties, as if the newest requests had never been
+// admitted. It adds no entry, so the log stays within its bound; n <= 0
+// changes nothing.
+func (p Log) refund(b []uint64, now, n int64) ([]uint64, bool) {
+	ms := max(max(now, 0)/int64(time.Millisecond), lastMs(b))
+	oldest := ms - p.windowMs() + 1
+	changed := false
+	for k := len(b) - 1; k >= 0 && n > 0 && logPacking.stamp(b[k]) >= oldest; k-- {
+		take := min(n, logPacking.count(b[k]))
+		b[k] -= uint64(take) // the count is the entry's low bits
+		n -= take
+		changed = true
+		if logPacking.count(b[k]) == 0 {
+			b = append(b[:k], b[k+1:]...)
+		}
+	}
+	return b, changed
 }
 
 // adjust moves the bucket's TAT by n tokens, between full (TAT = now) and

@@ -44,8 +44,71 @@ func TestAdjustGivesBack(t *testing.T) {
 			}
 		})
 	}
-	_, ok := Params{Kind: KindLog, Limit: 5, Period: time.Second}.Adjust(&State{}, nil, t0, -1)
-	assert.False(t, ok, "a Log is not adjustable")
+	_, ok := Params{Kind: KindLeaky, Limit: 5, Rate: 1, Period: time.Second}.Adjust(&State{}, nil, t0, -1)
+	assert.False(t, ok, "a Leaky is not adjustable")
+}
+
+// TestLogRefund: a Log gives back its newest units, dropping the entries
+// it empties, never below empty and never outside the window, and takes no
+// charge.
+func TestLogRefund(t *testing.T) {
+	p := Params{Kind: KindLog, Limit: 5, Period: 10 * time.Second}
+	require.False(t, KindLog.Adjustable())
+	require.True(t, KindLog.Refundable())
+	var s State
+	b := make([]uint64, 0, 8)
+	ms := int64(time.Millisecond)
+	for i, cost := range []int64{1, 2, 1} { // 4 units at t0, t0+1ms, t0+2ms
+		var d Decision
+		d, b = p.Decide(&s, b, t0+int64(i)*ms, cost, false)
+		require.True(t, d.Allowed)
+	}
+	now := t0 + 3*ms
+	b, ok := p.Adjust(&s, b, now, -2)
+	assert.True(t, ok)
+	assert.EqualValues(t, 2, p.Count(s, b, now), "Adjust(-2) after 4")
+	assert.Len(t, b, 2, "the t0+2ms entry emptied, the t0+1ms one has 1 left")
+	assert.Equal(t, t0+ms+int64(10*time.Second), p.Expiry(s, b), "the newest unit left is at t0+1ms")
+	b, ok = p.Adjust(&s, b, now, 25)
+	assert.False(t, ok, "a Log takes no charge")
+	assert.EqualValues(t, 2, p.Count(s, b, now))
+	b, ok = p.Adjust(&s, b, now, -100)
+	assert.True(t, ok)
+	assert.Empty(t, b, "a refund stops at empty")
+	assert.Zero(t, p.Expiry(s, b), "an empty log restricts nothing")
+	_, ok = p.Adjust(&s, b, now, -1)
+	assert.False(t, ok)
+
+	b = b[:0]
+	_, b = p.Decide(&s, b, t0, 3, false)
+	later := t0 + int64(10*time.Second) // the entry has left the window
+	b, ok = p.Adjust(&s, b, later, -1)
+	assert.False(t, ok, "nothing in the window to give back")
+	assert.Len(t, b, 1)
+}
+
+// TestLogRefundTraces mixes Log decisions and refunds with a clock that
+// sometimes steps back: the state stays one CheckState accepts and the
+// count stays between empty and the limit.
+func TestLogRefundTraces(t *testing.T) {
+	p := Params{Kind: KindLog, Limit: 20, Period: 3 * time.Second}
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		var s State
+		b := make([]uint64, 0, 64)
+		now := t0
+		for range 3000 {
+			now += rng.Int64N(int64(300*time.Millisecond)) - int64(30*time.Millisecond)
+			if rng.IntN(3) > 0 {
+				_, b = p.Decide(&s, b, now, 1+rng.Int64N(4), false)
+			} else {
+				b, _ = p.Adjust(&s, b, now, -1-rng.Int64N(6))
+			}
+			require.NoError(t, p.CheckState(s, b), "seed %d", seed)
+			c := p.Count(s, b, now)
+			require.True(t, c >= 0 && c <= p.Limit, "seed %d: count %d", seed, c)
+		}
+	}
 }
 
 // afterPeek returns the units a request could take now.

@@ -64,7 +64,7 @@ export interface RateLimiterRlstoreOptions {
   inMemoryBlockOnConsumed?: number;
   inMemoryBlockDuration?: number;
   insuranceLimiter?: unknown;
-  /** 'slide' (default: a sliding window), 'fixed' (RateLimiterRedis's window from the first consume: RL.FIXED ANCHOR FIRST) or 'token' (RL.TOKEN); reward needs 'fixed' or 'token'. */
+  /** 'slide' (default: a sliding window), 'fixed' (RateLimiterRedis's window from the first consume: RL.FIXED ANCHOR FIRST) or 'token' (RL.TOKEN); reward refunds with each (RL.REFUND; CL.THROTTLE for 'token'). */
   algorithm?: 'slide' | 'fixed' | 'token';
   /** Reject with an Error while the client says it is not connected (ioredis status, node-redis isReady). */
   rejectIfRedisNotReady?: boolean;

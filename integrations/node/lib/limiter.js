@@ -39,8 +39,7 @@ class RateLimiterRlstore extends StoreAbstract {
   // inMemoryBlockOnConsumed; insuranceLimiter; rejectIfRedisNotReady), with
   // storeClient (ioredis or node-redis) or sendCommand; algorithm 'slide'
   // (default), 'fixed' (RateLimiterRedis's window: from the first consume
-  // for duration) or 'token' (a token bucket); reward needs 'fixed' or
-  // 'token'; timeout, ms to
+  // for duration) or 'token' (a token bucket); timeout, ms to
   // wait for each command (default 250; 0: none), after which the call
   // rejects with an Error (or asks the insuranceLimiter).
   constructor(opts = {}) {
@@ -185,19 +184,17 @@ class RateLimiterRlstore extends StoreAbstract {
     return new RateLimiterRes(d.remaining, reported(d.resetMs), this.points - d.remaining, false);
   }
 
-  // _reward refunds points: RL.REFUND on a fixed window, CL.THROTTLE with a
-  // negative quantity on a token bucket (the same state as RL.TOKEN). A
-  // sliding window (RL.LOG) cannot refund. A key refunded to nothing is
-  // gone: rlstore keeps no state that restricts nothing.
+  // _reward refunds points: RL.REFUND on a sliding window (RL.LOG, which
+  // drops its newest timestamps, or RL.SLIDE) or a fixed window, CL.THROTTLE
+  // with a negative quantity on a token bucket (the same state as
+  // RL.TOKEN). A key refunded to nothing is gone: rlstore keeps no state
+  // that restricts nothing.
   async _reward(key, points = 1) {
     const n = pointsOf(points);
     this.ready();
     if (this.points <= 0 || n < 1) return new RateLimiterRes(0, 0, 0, false);
-    if (this.algorithm === 'slide') {
-      throw new Error("rlstore: reward needs algorithm 'fixed' or 'token'; sliding windows cannot refund");
-    }
     const rlKey = this.getKey(key);
-    if (this.algorithm === 'fixed') {
+    if (this.algorithm !== 'token') {
       await this.send('RL.REFUND', rlKey, 'COST', n);
     } else {
       const period = Math.max(Math.ceil(windowOf(this.msDuration) / 1000), 1);

@@ -11,15 +11,14 @@ const lua = {
   [`${P}when customIncrTtlLuaScript is provided rejected when consume more than maximum points and multiply delay`]: LUA,
   [`${P}when customIncrTtlLuaScript is provided when passing custom duration rejected when consume more than maximum points and multiply delay`]: LUA,
 };
-const SLIDING = "reward rejects: a sliding window cannot refund (algorithm 'fixed' or 'token' can)";
+const ZERO = "the reward refunds the key to 0 (RL.REFUND), and rlstore keeps no key that restricts nothing: GET's stand-in reads no key (null), where Redis's counter reads '0'";
 module.exports = {
   slide: {
-    [`${P}reward points`]: SLIDING,
-    [`${P}reward using insuranceLimiter when RedisClient error`]: SLIDING,
+    [`${P}reward points`]: ZERO,
     ...lua,
   },
   fixed: {
-    [`${P}reward points`]: "the reward refunds the key to 0 (RL.REFUND), and rlstore keeps no key that restricts nothing: GET's stand-in reads no key (null), where Redis's counter reads '0'",
+    [`${P}reward points`]: ZERO,
     ...lua,
   },
 };

@@ -81,7 +81,7 @@ test('penalty, block and blockDuration', { skip }, async () => {
   assert.ok(again.msBeforeNext > 19_000 && again.msBeforeNext <= 20_000);
 });
 
-test('reward refunds with the fixed and token algorithms, not the sliding window', { skip }, async () => {
+test('reward refunds with every algorithm: the sliding window (RL.LOG, RL.SLIDE above 4000 points), fixed and token', { skip }, async () => {
   const tok = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf'), algorithm: 'token' });
   await tok.consume('r', 3);
   await rejection(tok.consume('r'));
@@ -96,7 +96,16 @@ test('reward refunds with the fixed and token algorithms, not the sliding window
   assert.equal((await fixed.consume('r')).remainingPoints, 1);
 
   const slide = new RateLimiterRlstore({ storeClient: c.ioredis, points: 3, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf') });
-  await assert.rejects(slide.reward('r', 1), /reward needs algorithm 'fixed' or 'token'/);
+  await slide.consume('r', 3);
+  await rejection(slide.consume('r'));
+  assert.equal((await slide.reward('r', 2)).remainingPoints, 2, 'RL.REFUND took 2 back from the log');
+  assert.equal((await slide.consume('r')).remainingPoints, 1);
+  assert.equal((await slide.reward('r', 100)).remainingPoints, 3, 'never beyond full');
+
+  const big = new RateLimiterRlstore({ storeClient: c.nodeRedis, points: 5000, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf') });
+  await big.consume('r', 5000);
+  await rejection(big.consume('r'));
+  assert.equal((await big.reward('r', 10)).remainingPoints, 10, 'RL.SLIDE above 4000 points');
 });
 
 // algorithm 'fixed' is RateLimiterRedis's window: it starts at the first
