@@ -392,14 +392,17 @@ type simImport struct {
 }
 
 // importOwn marks every slot node i owns as imported from its runner-up,
-// as a restarted node and a rejoining one do, and returns them.
+// as a restarted node and a rejoining one do, and returns them. A slot
+// already imported keeps its import, as in the server's rejoin (before,
+// the simulation's rejoin replaced an import from a live old owner with
+// one from the runner-up, which the server never does).
 func (s *sim) importOwn(i int) []int {
 	n := s.nodes[i]
 	until := n.local(s.now) + int64(simImportWait)
 	var slots []int
 	for _, slot := range s.slots {
-		if n.view.Table.Owner(slot).Name != n.name {
-			continue
+		if _, ok := n.importing[slot]; n.view.Table.Owner(slot).Name != n.name || ok {
+			continue // the server's rejoin leaves a slot with a handoff state as it is
 		}
 		if ru, ok := n.view.Table.RunnerUp(slot); ok {
 			n.importing[slot] = simImport{peer: s.index(ru.Name), until: until}
