@@ -3,7 +3,7 @@
 // equivalent Lua, a sorted set of lease ids scored by expiry as Redisson's
 // semaphore keeps them. It speaks RESP over TCP like any client.
 //
-//	leasepairs -addr 127.0.0.1:6379 -mode lua|native|reserve -conns 50 -P 16 -duration 10s
+//	leasepairs -addr 127.0.0.1:6379 -mode lua|native|reserve|fixed|ping -conns 50 -P 16 -duration 10s
 //	leasepairs -addr … -mode lua|native -fill 100000 -held 4     (memory: bytes per live lease)
 package main
 
@@ -43,7 +43,7 @@ return redis.call('ZREM', KEYS[1], ARGV[1])`
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "server address")
-	mode := flag.String("mode", "native", "native (RL.ACQUIRE/RL.RELEASE), reserve (RL.RESERVE/RL.COMMIT) or lua (EVALSHA of a sorted-set semaphore)")
+	mode := flag.String("mode", "native", "native (RL.ACQUIRE/RL.RELEASE), reserve (RL.RESERVE/RL.COMMIT), lua (EVALSHA of a sorted-set semaphore), or a floor: fixed (two RL.FIXED) or ping (two PING)")
 	conns := flag.Int("conns", 50, "connections")
 	depth := flag.Int("P", 16, "commands in flight per connection (a pair is two)")
 	dur := flag.Duration("duration", 10*time.Second, "how long to run")
@@ -141,6 +141,10 @@ func pair(mode, accSHA, relSHA, key, id string) ([]string, []string) {
 	case "reserve":
 		return []string{"RL.RESERVE", key, "TOKEN", "100000", "100000", "60", "COST", "10", "TTL", "30s", "ID", id},
 			[]string{"RL.COMMIT", key, id, "ACTUAL", "7"}
+	case "fixed": // the floor: two of rlstore's cheapest keyed decisions
+		return []string{"RL.FIXED", key, "100000000", "60"}, []string{"RL.FIXED", key, "100000000", "60"}
+	case "ping": // the transport alone
+		return []string{"PING"}, []string{"PING"}
 	}
 	return []string{"RL.ACQUIRE", key, "100", "30s", "ID", id}, []string{"RL.RELEASE", key, id}
 }
@@ -176,7 +180,7 @@ func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, hel
 			n := 0
 			for time.Now().Before(stop) {
 				for range depth / 2 {
-					key := "lp:" + strconv.Itoa((w*7919+n)%keys)
+					key := "lp:" + mode + ":" + strconv.Itoa((w*7919+n)%keys) // a mode of its own: modes must not meet each other's kinds
 					id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
 					a, r := pair(mode, accSHA, relSHA, key, id)
 					c.send(a...)
@@ -193,7 +197,7 @@ func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, hel
 						failed.Store(err)
 						return
 					}
-					if i%2 == 0 && first != "1" {
+					if i%2 == 0 && mode != "ping" && first != "1" {
 						failed.Store(fmt.Errorf("a %s pair was denied: %q", mode, first))
 						return
 					}
