@@ -236,8 +236,18 @@ func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now,
 func (s *shard) expiredLocked(sl *slot, now int64) bool { return s.expiryLocked(sl) <= now }
 
 // resetSlotLocked gives sl parameters p and the empty state, dropping whatever
-// state and parameters it held.
+// state and parameters it held. A slot that has p already keeps them bound:
+// a key that expired and starts again with the same parameters before the
+// sweep frees it (a token bucket that refilled, a window that ended) then
+// costs the interned parameters no release and acquire.
 func (s *shard) resetSlotLocked(sl *slot, p window.Params) {
+	if sl.param() != 0 && s.params.get(sl.param()) == p {
+		if hasCounters(p.Kind) {
+			s.freeCountersLocked(sl)
+		}
+		sl.state = window.State{}
+		return
+	}
 	s.unbindLocked(sl)
 	sl.state = window.State{}
 	s.bindLocked(sl, p)

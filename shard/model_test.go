@@ -221,7 +221,8 @@ func (s *shard) checkLocked(t *testing.T, si int) int {
 	for id, n := range refs {
 		require.Equalf(t, n, s.params.list[id].refs, "shard %d: refs of params %d", si, id)
 	}
-	require.Lenf(t, s.params.ids, len(refs), "shard %d: interned params", si)
+	require.Equalf(t, len(refs), s.params.live(), "shard %d: interned params in use", si)
+	require.LessOrEqualf(t, s.params.idleCount(), maxIdleParams, "shard %d: idle params", si)
 	require.Equalf(t, s.recountKindsLocked(), s.kinds, "shard %d: keys and bytes per kind", si)
 	return live
 }
