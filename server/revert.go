@@ -80,7 +80,7 @@ func (s *Server) recordChanges(c *client, cm *core.Command, args [][]byte) bool 
 			c.stripes = s.keyLocks.lockAll(c.stripes[:0])
 			defer s.keyLocks.unlock(c.stripes)
 		}
-		cm.Run(&c.Session, args)
+		s.call(c, cm, args)
 		return true
 	}
 	c.stripes = s.keyLocks.lock(keys, route, c.stripes[:0])
@@ -90,7 +90,7 @@ func (s *Server) recordChanges(c *client, cm *core.Command, args [][]byte) bool 
 	if s.hooks.looked != nil {
 		s.hooks.looked()
 	}
-	cm.Run(&c.Session, args)
+	s.call(c, cm, args)
 	c.looked = s.entries(keys, route, c.looked)
 	changed := false
 	for i := range keys {

@@ -134,9 +134,10 @@ var ErrServerClosed = errors.New("server: closed")
 type Server struct {
 	cfg        Config
 	log        *slog.Logger
-	table      *core.Table       // the command table
-	pipe       core.Pipeline     // the one path every command takes; its delegates are the server's
-	clientSlot core.Slot[client] // each session's client
+	table      *core.Table                                 // the command table
+	pipe       core.Pipeline                               // the one path every command takes; its delegates are the server's
+	clientSlot core.Slot[client]                           // each session's client
+	runs       []func(s *Server, c *client, args [][]byte) // by core.Command.ID: the runs declared in the server's form (see call)
 	started    time.Time
 	pol        policies
 	cl         *clusterNode // nil without a cluster
@@ -301,6 +302,19 @@ func (s *Server) register(cmds []command) {
 	spec := func(name string) core.Spec { return specs[name].spec() }
 	for i := range cmds {
 		s.table.Register(s.entry(&cmds[i]), spec)
+		s.keepRuns(&cmds[i], s.table.Lookup(cmds[i].name))
+	}
+}
+
+// keepRuns notes the run of d, and of its subcommands, under the ID of
+// cm, its entry, for call.
+func (s *Server) keepRuns(d *command, cm *core.Command) {
+	for len(s.runs) <= cm.ID {
+		s.runs = append(s.runs, nil)
+	}
+	s.runs[cm.ID] = d.run
+	for i := range d.subs {
+		s.keepRuns(&d.subs[i], &cm.Subs[i])
 	}
 }
 

@@ -31,6 +31,12 @@ type Command struct {
 	Secret  SecretFunc  // its arguments may be passwords or proofs: the slow log keeps its name only, and MONITOR hides what this returns; nil: none
 
 	Stats *Stats // INFO commandstats; shared by a renamed command
+
+	// ID numbers the entries Table.Register made, from 1 in registration
+	// order, subcommands included (0: none), so that a concern can keep its
+	// own data of each command in a slice, as Redis's ACL keeps its bitmaps
+	// by command id.
+	ID int
 }
 
 // RunFunc runs a command on a connection's session, writing its reply

@@ -16,6 +16,7 @@ type Table struct {
 	cmds    map[string]*Command
 	renamed bool     // Rename renamed some command (see ResolveFor)
 	hop     *Command // the command that wraps a peer's requests (Wraps > 0), which ResolveFor tries first for a peer
+	ids     int      // the last Command.ID given
 }
 
 // NewTable returns an empty table.
@@ -41,12 +42,14 @@ func (t *Table) Register(cm Command, spec func(name string) Spec) {
 	if _, dup := t.cmds[cm.Name]; dup {
 		panic(fmt.Sprintf("server: command %q registered twice", cm.Name))
 	}
-	t.Add(declared(cm, nil, spec))
+	t.Add(t.declared(cm, nil, spec))
 }
 
 // declared is cm, a subcommand of parent unless that is nil, ready for the
 // table.
-func declared(cm Command, parent *Command, spec func(string) Spec) *Command {
+func (t *Table) declared(cm Command, parent *Command, spec func(string) Spec) *Command {
+	t.ids++
+	cm.ID = t.ids
 	if parent != nil {
 		cm.Name = parent.Name + "|" + cm.Name
 		if cm.Group == "" {
@@ -65,7 +68,7 @@ func declared(cm Command, parent *Command, spec func(string) Spec) *Command {
 	subs := cm.Subs
 	cm.Subs = make([]Command, len(subs))
 	for i := range subs {
-		cm.Subs[i] = *declared(subs[i], &cm, spec)
+		cm.Subs[i] = *t.declared(subs[i], &cm, spec)
 	}
 	if len(subs) == 0 {
 		cm.Subs = nil
