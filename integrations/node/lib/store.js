@@ -48,9 +48,20 @@ class RlstoreStore {
   // cannot know it: it then counts every hit, denied ones included, as
   // rate-limit-redis does, and express-rate-limit compares the count with
   // each request's limit.
+  //
+  // With skipFailedRequests or skipSuccessfulRequests, express-rate-limit
+  // calls decrement for each request it skips, a denied one too (a 429 is a
+  // failed request), so the store counts every hit as well and decrement
+  // refunds one (RL.REFUND): the counts are rate-limit-redis's. Not for
+  // 'token' (a bucket has no count of hits) nor for a numeric limit above
+  // what the window can count (COUNT_CEILING): decrement then gives nothing
+  // back, which is stricter.
   init(options) {
     this.windowMs = options.windowMs;
-    this.counting = typeof options.limit === 'function';
+    const skips = options.skipFailedRequests === true || options.skipSuccessfulRequests === true;
+    const countable = typeof options.limit === 'function' || options.limit <= (COUNT_CEILING[this.algorithm] ?? 0);
+    this.refunds = skips && this.algorithm !== 'token' && countable;
+    this.counting = typeof options.limit === 'function' || this.refunds;
     this.limit = this.counting ? COUNT_CEILING[this.algorithm] : options.limit;
     if (this.counting && this.algorithm === 'token') {
       throw new TypeError("rlstore: algorithm 'token' needs a numeric limit, not a function");
@@ -102,10 +113,12 @@ class RlstoreStore {
     return { totalHits: used, resetTime: new Date(Date.now() + Math.max(Number(pttl), 0)) };
   }
 
-  // decrement cannot refund: rlstore's windows have no negative cost. With
-  // skipSuccessfulRequests / skipFailedRequests the skipped requests still
-  // count (stricter than Redis stores); see docs/integrations.md.
-  async decrement() {}
+  // decrement gives back one hit of a request express-rate-limit skips
+  // (skipFailedRequests, skipSuccessfulRequests), when init found that
+  // every hit is counted (see init); otherwise it gives nothing back.
+  async decrement(key) {
+    if (this.refunds) await this.send('RL.REFUND', this.prefixKey(key), 'COST', 1);
+  }
 
   async resetKey(key) {
     await this.send('DEL', this.prefixKey(key));

@@ -153,3 +153,59 @@ test('a limit function: each tier gets its own limit, counted as rate-limit-redi
     }
   }
 });
+
+// skipFailedRequests / skipSuccessfulRequests: express-rate-limit calls
+// decrement for each request it skips, and the store refunds it (RL.REFUND),
+// counting every hit, denied ones too, as rate-limit-redis does.
+test('skipped requests are refunded: skipFailedRequests and skipSuccessfulRequests', { skip }, async () => {
+  for (const algorithm of ['slide', 'fixed', 'log']) {
+    const app = express();
+    app.set('env', 'test');
+    const limiter = (extra) => rateLimit({ windowMs: 10_000, limit: 2, store: new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('erl'), algorithm }), ...extra });
+    const failed = limiter({ skipFailedRequests: true });
+    const succeeded = limiter({ skipSuccessfulRequests: true });
+    const handler = (req, res) => res.status(req.query.fail ? 500 : 200).send('x');
+    app.get('/f', failed, handler);
+    app.get('/s', succeeded, handler);
+    const server = await new Promise((resolve) => { const sv = app.listen(0, '127.0.0.1', () => resolve(sv)); });
+    const base = `http://127.0.0.1:${server.address().port}`;
+    // express-rate-limit refunds after the response has finished: wait for
+    // the refund to land before the next request, as a client that reads
+    // the whole reply does not (polling the count, never sleeping).
+    const get = async (path) => { const r = await fetch(base + path); await r.text(); return r.status; };
+    try {
+      const f = [];
+      for (let i = 0; i < 4; i++) {
+        f.push(await get('/f?fail=1'));
+        await settle(failed, 0);
+      }
+      f.push(await get('/f'), await get('/f'), await get('/f'));
+      assert.deepEqual(f, [500, 500, 500, 500, 200, 200, 429], `${algorithm}, skipFailedRequests: failures refunded`);
+      await settle(failed, 2);
+      f.push(await get('/f?fail=1'));
+      assert.equal(f.at(-1), 429, `${algorithm}: a denial (failed, refunded) does not free a slot`);
+
+      const s = [];
+      for (let i = 0; i < 4; i++) {
+        s.push(await get('/s'));
+        await settle(succeeded, 0);
+      }
+      s.push(await get('/s?fail=1'), await get('/s?fail=1'), await get('/s?fail=1'), await get('/s'));
+      assert.deepEqual(s, [200, 200, 200, 200, 500, 500, 429, 429], `${algorithm}, skipSuccessfulRequests: successes refunded, denials counted`);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  }
+});
+
+// settle waits until limiter's only key has count hits (the refund after a
+// response lands asynchronously).
+async function settle(limiter, count) {
+  const deadline = Date.now() + PATIENCE;
+  for (;;) {
+    const info = await limiter.getKey('::ffff:127.0.0.1') ?? await limiter.getKey('127.0.0.1');
+    if ((info?.totalHits ?? 0) === count) return;
+    if (Date.now() > deadline) throw new Error(`count ${info?.totalHits} never became ${count}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
