@@ -193,6 +193,7 @@ test('skipped requests are refunded: skipFailedRequests and skipSuccessfulReques
       s.push(await get('/s?fail=1'), await get('/s?fail=1'), await get('/s?fail=1'), await get('/s'));
       assert.deepEqual(s, [200, 200, 200, 200, 500, 500, 429, 429], `${algorithm}, skipSuccessfulRequests: successes refunded, denials counted`);
     } finally {
+      server.closeAllConnections(); // fetch keeps its connections alive
       await new Promise((r) => server.close(r));
     }
   }
