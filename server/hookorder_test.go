@@ -20,7 +20,7 @@ func TestTableHookOrder(t *testing.T) {
 		want     []string
 	}{
 		{false, []string{"handoffHook"}},
-		{true, []string{"handoffHook", "onTable"}},
+		{true, []string{"handoffHook", "OnTable"}}, // replica.Replicator.OnTable
 	} {
 		n := startTestNode(t, "hooks", nil, clusterOpts{replicas: tc.replicas})
 		n.srv.cl.switchMu.Lock()
