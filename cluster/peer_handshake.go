@@ -60,7 +60,9 @@ func roundTrip(nc net.Conn, r *bufio.Reader, args [][]byte) (string, error) {
 		for rep[i] != '\n' {
 			i++
 		}
-		return string(rep[i+1 : len(rep)-2]), nil
+		if i+1 <= len(rep)-2 { // not a null bulk ($-1), whose header is all there is
+			return string(rep[i+1 : len(rep)-2]), nil
+		}
 	}
 	return "", fmt.Errorf("handshake refused: %s", trimCRLF(rep))
 }
