@@ -4,8 +4,7 @@
 # RL.RELEASE and RL.RESERVE + RL.COMMIT, one after another in each round,
 # printing pairs per second and the server's CPU (utime + stime from
 # /proc/PID/stat) per pair, and each rlstore mode's ratio to Lua's CPU per
-# pair within the round. Take the heavy lock on a shared host:
-#   flock /work/wt/heavy.lock bash loadtest/leasepairs.sh
+# pair within the round. On a shared host, run nothing else heavy beside it.
 # Environment: ROUNDS (3), DUR (6s), CONNS (50), DEPTH (16), MODES (the
 # rlstore modes, "native reserve"; "fixed" and "ping" are floors: two
 # RL.FIXED or two PING a pair), REDIS_MODES ("lua"; "ping" is Redis's
