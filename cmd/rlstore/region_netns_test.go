@@ -159,7 +159,10 @@ func TestRegionNetnsDelayPartition(t *testing.T) {
 		<-time.After(d)
 		return from, time.Now().Unix() - 1
 	}
-	connFrom, connTo := window(20 * time.Second)
+	// 25 s: the windows wholly inside end in [start+11, start+24], which
+	// holds a multiple of 10 whatever the start (20 s left one start in ten
+	// with no connected window at all).
+	connFrom, connTo := window(25 * time.Second)
 	regionCut(t, ips, true)
 	window(10 * time.Second)
 	regionCut(t, ips, false)
