@@ -31,8 +31,11 @@ func (a policyVersion) newer(b policyVersion) bool {
 
 // policyVersions is a node's record of the versions it holds.
 type policyVersions struct {
-	mu sync.Mutex // guards byName
+	mu sync.Mutex // guards by
 	by map[string]policyVersion
+	// taken, if set, runs between a merge taking a version and applying
+	// it: a test holds a merge there.
+	taken func(policyVersion)
 }
 
 // policyChanged records a change made on this node and broadcasts it.
@@ -77,6 +80,9 @@ func (s *Server) Merge(b []byte) {
 	}
 	for _, v := range vs {
 		if s.takeVersion(v) {
+			if h := s.cl.pols.taken; h != nil {
+				h(v)
+			}
 			s.applyRemotePolicy(v)
 		}
 	}
@@ -97,9 +103,17 @@ func (s *Server) takeVersion(v policyVersion) bool {
 }
 
 // applyRemotePolicy makes another node's change here, durable as a local one.
+// Merges run on goroutines of their own (asyncState), so a newer version,
+// or a local change, may have been recorded and applied since this one
+// was taken: it is applied only while it is still the recorded one, under
+// the write lock that every change of a policy takes, so the last applied
+// is the newest.
 func (s *Server) applyRemotePolicy(v policyVersion) {
 	s.pol.write.Lock()
 	defer s.pol.write.Unlock()
+	if !s.isVersion(v) {
+		return
+	}
 	old := s.policy([]byte(v.Name))
 	if v.Deleted {
 		if old != nil {
@@ -121,6 +135,13 @@ func (s *Server) applyRemotePolicy(v policyVersion) {
 	s.pol.mu.Lock()
 	s.pol.byName[p.Name] = p
 	s.pol.mu.Unlock()
+}
+
+// isVersion reports whether v is the version recorded for its policy.
+func (s *Server) isVersion(v policyVersion) bool {
+	s.cl.pols.mu.Lock()
+	defer s.cl.pols.mu.Unlock()
+	return s.cl.pols.by[v.Name] == v
 }
 
 func (s *Server) dropPolicyLocked(name string, old *policy.Policy) {
