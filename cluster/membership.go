@@ -223,8 +223,15 @@ const tableProtocol = 1
 // View returns the current membership view.
 func (m *Membership) View() *View { return m.view.Load() }
 
-// GossipAddr is the host:port this node gossips on, as peers see it.
-func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
+// GossipAddr is the host:port this node gossips on, as peers see it; empty
+// before Start, which binds it (and picks a port 0 asks for).
+func (m *Membership) GossipAddr() string {
+	ml := m.live.Load() // not m.ml: Start may be storing it on another goroutine
+	if ml == nil {
+		return ""
+	}
+	return ml.LocalNode().Address()
+}
 
 func (m *Membership) numMembers() int {
 	if ml := m.live.Load(); ml != nil {

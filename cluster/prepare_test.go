@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"log/slog"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -50,4 +51,21 @@ func TestPreparedCloses(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Close(time.Second))
 	m.Kill()
+}
+
+// TestPreparedGossipAddr: a prepared membership has no gossip address yet
+// (its port 0 is picked by Start); GossipAddr says so with an empty
+// string, where it dereferenced memberlist's nil Memberlist, and gives
+// the bound address once started.
+func TestPreparedGossipAddr(t *testing.T) {
+	m, err := Prepare(Config{NodeName: "n", BindAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:1", Timing: TestTiming(),
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(m.Kill)
+	assert.Empty(t, m.GossipAddr(), "before Start")
+	require.NoError(t, m.Start(nil, nil))
+	host, port, err := net.SplitHostPort(m.GossipAddr())
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", host)
+	assert.NotEqual(t, "0", port, "Start picked the port")
 }
