@@ -124,21 +124,38 @@ func TestPython(t *testing.T) {
 	runEnv(t, []string{"RLSTORE_AUTH_ADDR=" + auth}, "python", python, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py", "-t", ".")
 }
 
-// TestPythonLimitsSuite runs limits 2.8's own Redis storage and strategy
-// tests (from $RLSTORE_SUITES, see upstreamSuites) with RlstoreStorage,
-// against one rlstore and one started with --requirepass sekret (limits'
-// authenticated Redis);
-// every test passes except those python/suites/run.py lists with why.
+// limitsVersions are the newer limits releases whose own tests
+// TestPythonLimitsSuite runs, with limits itself imported from the same
+// source (PyPI is not reachable; suites.sh fetches them into
+// $RLSTORE_SUITES/limits-<version>): the last of each major release.
+var limitsVersions = []string{"3.14.1", "4.8.0", "5.8.0"}
+
+// TestPythonLimitsSuite runs limits' own Redis storage and strategy tests
+// (from $RLSTORE_SUITES, see upstreamSuites) with RlstoreStorage: limits
+// 2.8's with Debian's limits 2.8, against one rlstore and one started with
+// --requirepass sekret (limits' authenticated Redis), then those of each of
+// limitsVersions with that version of limits; every test passes except
+// those python/suites/run.py lists with why.
 func TestPythonLimitsSuite(t *testing.T) {
 	upstreamSuites(t)
 	if _, err := os.Stat(python); err != nil {
 		missing(t, python+" is not installed")
 	}
-	probe := exec.Command(python, "-c", "import limits, redis, pytest, pytest_mock, pytest_lazyfixture")
+	probe := exec.Command(python, "-c", "import limits, redis, pytest, pytest_mock, pytest_lazyfixture, deprecated, packaging, typing_extensions")
 	if out, err := probe.CombinedOutput(); err != nil {
-		missing(t, "python3-pytest, python3-pytest-mock or python3-pytest-lazy-fixture is missing: "+strings.TrimSpace(string(out)))
+		missing(t, "python3-pytest, python3-pytest-mock, python3-pytest-lazy-fixture, python3-deprecated, python3-packaging or python3-typing-extensions is missing: "+strings.TrimSpace(string(out)))
 	}
-	suiteRun(t, "limits", []string{"main", "auth"}, "python", python, "suites/run.py")
+	t.Run("2.8", func(t *testing.T) {
+		suiteRun(t, "limits", []string{"main", "auth"}, "python", python, "suites/run.py")
+	})
+	for _, v := range limitsVersions {
+		t.Run(v, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(os.Getenv("RLSTORE_SUITES"), "limits-"+v, "limits")); err != nil {
+				t.Fatalf("limits %s's source is not in $RLSTORE_SUITES: run integrations/node/suites/suites.sh again (%v)", v, err)
+			}
+			suiteRun(t, "limits-"+v, []string{"main"}, "python", python, "suites/run.py", v)
+		})
+	}
 }
 
 // TestPythonSlowAPI runs a Starlette app rate-limited by SlowAPI with

@@ -7,7 +7,12 @@ import urllib.parse
 
 import redis
 from limits.errors import ConfigurationError
-from limits.storage import MovingWindowSupport, Storage
+from limits.storage import MovingWindowSupport, RedisStorage, Storage
+
+try:
+    from limits.storage import SlidingWindowCounterSupport
+except ImportError:  # limits before 4.1 has no sliding window counter
+    SlidingWindowCounterSupport = None
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +27,13 @@ MAX_LOG_LIMIT = 4000
 # so such a key is counted at the largest limit RL.FIXED and RL.SLIDE take,
 # and the strategy, comparing the count with 0, denies.
 COUNT_CEILING = 4294967295
+
+# limits 3 and later's RedisStorage puts a prefix and a colon before every
+# key ("LIMITS:", or its key_prefix option from limits 4 on) and its reset()
+# deletes the keys under it; 2.8's uses the bare key and deletes LIMITER*.
+# The storage names and resets keys as the installed limits' RedisStorage
+# does.
+REDIS_PREFIX = getattr(RedisStorage, "PREFIX", None)
 
 # Seconds per granularity, as limits names them at the end of every key.
 _GRANULARITY = {
@@ -62,13 +74,20 @@ class _Decision:
         return self.remaining + 1 if self.allowed == 1 else self.remaining
 
 
-class RlstoreStorage(Storage, MovingWindowSupport):
+_BASES = (Storage, MovingWindowSupport) + ((SlidingWindowCounterSupport,) if SlidingWindowCounterSupport else ())
+
+
+class RlstoreStorage(*_BASES):
     """Rate-limit storage on rlstore. ``rlstore://[:password@]host:port``;
     keyword options are passed to ``redis.Redis``.
 
     The limit is read from the key (limits puts amount, multiples and
     granularity at its end), so ``incr`` can ask rlstore for a decision: it
     admits and counts, or denies and counts nothing, atomically.
+
+    ``key_prefix`` (limits 4's RedisStorage option) goes before every key
+    with a colon; the default is the installed limits' RedisStorage's
+    (``LIMITS`` from limits 3 on, none in 2.8).
     """
 
     STORAGE_SCHEME = ["rlstore", "rlstores"]
@@ -81,6 +100,8 @@ class RlstoreStorage(Storage, MovingWindowSupport):
 
     def __init__(self, uri, **options):
         pool = options.pop("connection_pool", None)
+        prefix = options.pop("key_prefix", REDIS_PREFIX)
+        self._prefix = "" if prefix is None else prefix + ":"
         super().__init__(uri, **_base_options(options))
         options.pop("wrap_exceptions", None)
         if pool is not None:
@@ -120,6 +141,9 @@ class RlstoreStorage(Storage, MovingWindowSupport):
     def _send(self, *args):
         return self.storage.execute_command(*args)
 
+    def _key(self, key):
+        return self._prefix + key
+
     def _decide(self, command, key, window, amount=1, peek=False):
         """A fixed-window decision: RL.FIXED with ANCHOR FIRST (a window
         starts at its first hit and lasts the window, as the INCR + EXPIRE
@@ -140,6 +164,7 @@ class RlstoreStorage(Storage, MovingWindowSupport):
         """Charges amount and returns the count after it. A denial counts
         nothing and returns limit + amount, which the strategy reads as
         over the limit. A limit of 0 counts every hit (COUNT_CEILING)."""
+        key = self._key(key)
         command = "RL.SLIDE" if elastic_expiry else "RL.FIXED"
         d = self._decide(command, key, int(expiry), amount)
         self._remember(key, d)
@@ -177,6 +202,7 @@ class RlstoreStorage(Storage, MovingWindowSupport):
 
     def get(self, key):
         """The key's count in its current fixed window, without changing it."""
+        key = self._key(key)
         count = self._recall(key, 2)
         if count is not None:
             return count
@@ -190,6 +216,7 @@ class RlstoreStorage(Storage, MovingWindowSupport):
 
     def get_expiry(self, key):
         """The Unix time at which the key is back to its full limit."""
+        key = self._key(key)
         at = self._recall(key, 3)
         if at is not None:
             return int(at)
@@ -210,11 +237,14 @@ class RlstoreStorage(Storage, MovingWindowSupport):
         if int(limit) == 0:
             return False
         extra = ["COST", amount] if amount != 1 else []
-        return self._moving(key, limit, expiry, *extra).allowed == 1
+        return self._moving(self._key(key), limit, expiry, *extra).allowed == 1
 
     def get_moving_window(self, key, limit, expiry):
         """(start of the window, entries in it): the start is when the oldest
         entry came in, so start + expiry is when one unit frees up."""
+        return self._moving_window(self._key(key), limit, expiry)
+
+    def _moving_window(self, key, limit, expiry):
         now = time.time()
         if int(limit) == 0:
             return int(now), 0
@@ -237,8 +267,9 @@ class RlstoreStorage(Storage, MovingWindowSupport):
     def get_sliding_window(self, key, expiry):
         """(previous count, its TTL, current count, its TTL): everything is
         in the current window, whose TTL is when its oldest entry frees."""
+        key = self._key(key)
         limit, _ = _limit_of(key)
-        start, count = self.get_moving_window(key, limit, expiry)
+        start, count = self._moving_window(key, limit, expiry)
         if count == 0:
             return 0, 0.0, 0, 0.0
         return 0, 0.0, count, max(start + int(expiry) - time.time(), 0.0)
@@ -255,14 +286,14 @@ class RlstoreStorage(Storage, MovingWindowSupport):
             return False
 
     def clear(self, key):
-        self._send("DEL", key)
+        self._send("DEL", self._key(key))
 
     def reset(self):
-        """Deletes every key limits made (they start with LIMITER) and
-        returns how many."""
+        """Deletes every key limits made and returns how many: those under
+        the key prefix, or with limits 2.8 those starting with LIMITER."""
         count = 0
         batch = []
-        for key in self.storage.scan_iter(match="LIMITER*", count=1000):
+        for key in self.storage.scan_iter(match=self._prefix + "*" if self._prefix else "LIMITER*", count=1000):
             batch.append(key)
             if len(batch) == 500:
                 count += int(self._send("DEL", *batch))

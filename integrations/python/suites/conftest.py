@@ -14,7 +14,7 @@ import rlstore_limits  # noqa: F401  registers rlstore://
 
 
 def pytest_configure(config):
-    for mark in ("redis", "redis_cluster", "redis_sentinel", "memcached", "mongodb", "flaky"):
+    for mark in ("redis", "redis_cluster", "redis_sentinel", "memcached", "mongodb", "flaky", "memory", "valkey", "valkey_cluster"):
         config.addinivalue_line("markers", mark + ": a mark of limits' own tests")
 
 

@@ -95,6 +95,31 @@ class StrategiesTest(unittest.TestCase):
         self.assertGreaterEqual(self.storage.reset(), 1)
         self.assertEqual(list(self.storage.storage.scan_iter(match="LIMITER*")), [])
 
+    def test_key_prefix(self):
+        """key_prefix (limits 4's RedisStorage option) goes before every key
+        with a colon, and reset() deletes only the keys under it, whatever
+        their namespace, as limits 3 and later's RedisStorage does."""
+        prefix = unique("app")
+        storage = storage_from_string(URI, key_prefix=prefix)
+        limiter = strategies.FixedWindowRateLimiter(storage)
+        item, who = parse("1/hour"), unique("prefix")
+        self.assertTrue(limiter.hit(item, who))
+        self.assertFalse(limiter.hit(item, who))
+        other = parse("1/hour")
+        other.namespace = "OTHER"
+        self.assertTrue(limiter.hit(other, who))
+        self.assertEqual(self.storage.storage.type(prefix + ":" + item.key_for(who)), b"fixed")
+        self.assertEqual(self.storage.get(item.key_for(who)), 0, "the unprefixed key is another key")
+        self.assertEqual(limiter.get_window_stats(item, who)[1], 0)
+        self.assertTrue(strategies.FixedWindowRateLimiter(self.storage).hit(item, who))
+        self.assertEqual(storage.reset(), 2)
+        self.assertEqual(self.storage.get(item.key_for(who)), 1, "reset kept the key outside the prefix")
+
+    def test_default_prefix_is_redis_storages(self):
+        from limits.storage import RedisStorage
+        prefix = getattr(RedisStorage, "PREFIX", None)
+        self.assertEqual(self.storage._prefix, prefix + ":" if prefix else "")
+
 
 class UnreachableTest(unittest.TestCase):
     def test_check_is_false(self):

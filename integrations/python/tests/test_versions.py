@@ -2,8 +2,10 @@
 5.x storage interface. Newer limits cannot be installed here (no PyPI), so
 the interface is checked against golden data: each version's abstract
 storage methods and their parameters, read from limits' source
-(testdata/limits_storage_api.json). Behaviour is tested against rlstore with
-limits 2.8."""
+(testdata/limits_storage_api.json). Behaviour is tested here against rlstore
+with limits 2.8; limits 3.14.1, 4.8.0 and 5.8.0 run their own tests against
+rlstore with limits imported from source (suites/run.py), and TestReplay
+replays their traffic."""
 
 import inspect
 import json
