@@ -81,16 +81,25 @@ func (s *Store) Sync(now int64) []*Batch { return s.SyncReady(now, nil) }
 // next batch carries everything that changed meanwhile. A link that
 // carries one exchange at a time thus sends its peer the newest counts when
 // it is free, rather than batches that waited behind a slow round trip.
-func (s *Store) SyncReady(now int64, ready []bool) []*Batch {
+func (s *Store) SyncReady(now int64, ready []bool) []*Batch { return s.AppendSync(nil, now, ready) }
+
+// AppendSync is SyncReady appending the batches to dst[:0], so that a
+// caller that keeps dst allocates no slice per sync.
+func (s *Store) AppendSync(dst []*Batch, now int64, ready []bool) []*Batch {
 	s.gen++
-	out := make([]*Batch, s.cfg.Regions)
+	out := dst[:0]
+	if out == nil {
+		out = make([]*Batch, 0, s.cfg.Regions)
+	}
 	for p := range s.peers {
 		switch {
 		case p == s.cfg.Self:
+			out = append(out, nil)
 		case ready != nil && !ready[p]:
 			s.peers[p].behind = true
+			out = append(out, nil)
 		default:
-			out[p] = s.batchFor(p, now)
+			out = append(out, s.batchFor(p, now))
 		}
 	}
 	clear(s.dirty)

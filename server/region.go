@@ -72,9 +72,10 @@ type regionNode struct {
 	synced       atomic.Int64 // syncs done
 	mirrorFailed atomic.Int64 // own units the key store had no room to copy (region_keys.go)
 
-	wake  chan struct{}
-	ready []bool        // syncOnce's, by link index
-	links []*regionLink // by index; nil at Self
+	wake    chan struct{}
+	ready   []bool          // syncOnce's scratch, by link index
+	batches []*region.Batch // syncOnce's scratch: the batches of the last sync, handed to the links
+	links   []*regionLink   // by index; nil at Self
 
 	received, receivedBytes, refused atomic.Int64
 	lastRefusal                      atomic.Pointer[string]
@@ -261,12 +262,13 @@ func (rn *regionNode) run() {
 
 func (rn *regionNode) syncOnce() {
 	now := rn.s.cfg.Clock().UnixNano()
-	ready := rn.ready[:0]
+	rn.ready = rn.ready[:0]
 	for _, l := range rn.links {
-		ready = append(ready, l != nil && !l.busy.Load())
+		rn.ready = append(rn.ready, l != nil && !l.busy.Load())
 	}
 	rn.mu.Lock()
-	bs := rn.st.SyncReady(now, ready)
+	bs := rn.st.AppendSync(rn.batches, now, rn.ready)
+	rn.batches = bs
 	rn.st.Sweep(now, 4096)
 	rn.mirrorLocked(now)
 	rn.mu.Unlock()
@@ -280,4 +282,5 @@ func (rn *regionNode) syncOnce() {
 			l.passed.Store(true)
 		}
 	}
+	clear(bs) // the links own the batches now
 }
