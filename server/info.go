@@ -167,7 +167,7 @@ func (s *Server) infoStats() []pair {
 		{"rl_errors", st.Errors},
 		{"rl_shard_sweeps", st.Sweeps},
 		{"rl_index_rebuilds", st.Rebuilds},
-	}, s.infoLeases()...)
+	}, s.infoLeases(st)...)
 }
 
 // infoKeyspace shows db0 only when it holds keys, as Redis does. Every key

@@ -54,26 +54,32 @@ func countReserve(c *client, op shard.ReserveOp, d window.Decision, done bool) {
 	countLease(c, reserveSlot[op], done)
 }
 
-// writeSettleMetrics writes rlstore_settlements_total.
-func (s *Server) writeSettleMetrics(w io.Writer) {
+// writeSettleMetrics writes rlstore_settlements_total, and the leases and
+// reservations that ran out (the store's st), which no command settled.
+func (s *Server) writeSettleMetrics(w io.Writer, st shard.Stats) {
 	for slot := slotRenew; slot < leaseSlots; slot++ {
 		v := &s.decisions[slot]
 		l := `rlstore_settlements_total{command="` + leaseSlotName(slot)
 		counter(w, l+`",result="live"}`, v.allowed.Load())
 		counter(w, l+`",result="ended"}`, v.denied.Load())
 	}
+	counter(w, "rlstore_leases_expired_total", st.LeasesExpired)
+	counter(w, "rlstore_reservations_expired_total", st.ReservationsExpired)
 }
 
 // infoLeases are INFO stats' counts of leases and reservations: admitted
-// and denied, and settlements that found theirs ended.
-func (s *Server) infoLeases() []pair {
+// and denied, settlements that found theirs ended, and those that ran out
+// (the store's st).
+func (s *Server) infoLeases(st shard.Stats) []pair {
 	d := &s.decisions
 	return []pair{
 		{"rl_leases_allowed", d[slotAcquire].allowed.Load()},
 		{"rl_leases_denied", d[slotAcquire].denied.Load()},
 		{"rl_leases_ended", d[slotRenew].denied.Load() + d[slotRelease].denied.Load()},
+		{"rl_leases_expired", st.LeasesExpired},
 		{"rl_reservations_allowed", d[slotReserve].allowed.Load()},
 		{"rl_reservations_denied", d[slotReserve].denied.Load()},
 		{"rl_reservations_ended", d[slotCommit].denied.Load() + d[slotCancel].denied.Load()},
+		{"rl_reservations_expired", st.ReservationsExpired},
 	}
 }

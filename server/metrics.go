@@ -56,7 +56,7 @@ func (s *Server) writeDecisionMetrics(w io.Writer) {
 	st := s.cfg.Store.Stats()
 	counter(w, "rlstore_shadow_denied_total", st.Shadowed)
 	counter(w, "rlstore_decision_errors_total", st.Errors)
-	s.writeSettleMetrics(w)
+	s.writeSettleMetrics(w, st)
 }
 
 // writePolicyMetrics labels by policy name, never by key: there are as many

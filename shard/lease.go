@@ -78,6 +78,7 @@ func (m *Map) leaseLocked(s *shard, key []byte, h uint64, r *LeaseRequest, now i
 		b = s.leaseRoomLocked(sl)
 	}
 	before := len(b)
+	s.stats.addLeasesExpired(p.Lease().Ended(b, now))
 	res, b := applyLease(p.Lease(), b, r, now)
 	if len(b) == 0 {
 		s.markGoneLocked(key)
@@ -111,7 +112,7 @@ func (m *Map) leaseCreateLocked(s *shard, key []byte, h uint64, r *LeaseRequest,
 		}
 	}
 	sl := s.slots.at(i)
-	s.resetSlotLocked(sl, p)
+	s.resetSlotLocked(sl, p, now)
 	sl.state = window.State{b[0], b[1]}
 	s.markDirtyLocked(i)
 	m.accountLocked(s)

@@ -224,7 +224,7 @@ func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now,
 		}
 	}
 	sl := s.slots.at(i)
-	s.resetSlotLocked(sl, p)
+	s.resetSlotLocked(sl, p, now)
 	d = s.decideSlotLocked(sl, p, now, cost, false)
 	s.markDirtyLocked(i)
 	m.accountLocked(s)
@@ -236,11 +236,13 @@ func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now,
 func (s *shard) expiredLocked(sl *slot, now int64) bool { return s.expiryLocked(sl) <= now }
 
 // resetSlotLocked gives sl parameters p and the empty state, dropping whatever
-// state and parameters it held. A slot that has p already keeps them bound:
+// state and parameters it held, and counting the leases or reservations in
+// it that ended by now. A slot that has p already keeps them bound:
 // a key that expired and starts again with the same parameters before the
 // sweep frees it (a token bucket that refilled, a window that ended) then
 // costs the interned parameters no release and acquire.
-func (s *shard) resetSlotLocked(sl *slot, p window.Params) {
+func (s *shard) resetSlotLocked(sl *slot, p window.Params, now int64) {
+	s.countEndedLocked(sl, now)
 	if sl.param() != 0 && s.params.get(sl.param()) == p {
 		if hasCounters(p.Kind) {
 			s.freeCountersLocked(sl)

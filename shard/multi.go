@@ -172,7 +172,7 @@ func (m *Map) unmakeLocked(s *shard, hs []uint64, slots []uint32, made []bool) {
 // algorithm's state, or one whose state has expired starts fresh.
 func (s *shard) setRuleParamLocked(sl *slot, p window.Params, now int64) {
 	if sl.param() == 0 || s.params.get(sl.param()).Kind != p.Kind || s.expiredLocked(sl, now) {
-		s.resetSlotLocked(sl, p)
+		s.resetSlotLocked(sl, p, now)
 		return
 	}
 	s.setParamLocked(sl, p)

@@ -148,7 +148,7 @@ func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl
 				return ReserveResult{}, ErrFull
 			}
 		}
-		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(m.cfg.CancelExpired))
+		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(m.cfg.CancelExpired), now)
 	}
 	m.ledgerAddLocked(s, j, window.LedgerParams(m.cfg.CancelExpired), r, now)
 	return ReserveResult{Decision: d}, nil
@@ -162,6 +162,7 @@ func (m *Map) ledgerAddLocked(s *shard, j uint32, p window.Params, r *ReserveReq
 	if !s.params.get(sl.param()).Ledger().Wide {
 		window.Reservations{}.Widen(s.peekCountersLocked(sl))
 	}
+	s.countEndedLocked(sl, now)
 	s.setParamLocked(sl, p)
 	s.storeCountersLocked(sl, p.Ledger().Add(s.leaseRoomLocked(sl), now, r.ID, r.TTL, r.Units))
 	s.markDirtyLocked(j)
@@ -177,10 +178,14 @@ func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, keys [][]byte
 		return 0, false
 	}
 	sl := s.slots.at(j)
-	est, ok, b := s.params.get(sl.param()).Ledger().Take(s.peekCountersLocked(sl), now, id)
-	if !ok {
+	s.countEndedLocked(sl, now)
+	before := s.peekCountersLocked(sl)
+	est, ok, b := s.params.get(sl.param()).Ledger().Take(before, now, id)
+	if !ok && len(b) == len(before) {
 		return 0, false
 	}
+	// Take prunes the expired in place, found or not: what it left is the
+	// ledger now, or its last words would come back as copies.
 	if len(b) == 0 {
 		s.markGoneLocked(ledger)
 		s.removeLocked(j, hl)
@@ -190,7 +195,7 @@ func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, keys [][]byte
 		s.markDirtyLocked(j)
 	}
 	m.accountLocked(s)
-	return est, true
+	return est, ok
 }
 
 // adjustLocked changes key's units by n (window.Params.Adjust) if it holds

@@ -26,6 +26,7 @@ func (m *Map) settleLocked(s *shard, j uint32, ledger []byte, hl uint64, keys []
 	if !(window.Reservations{}).Due(p, b, now) {
 		return true
 	}
+	s.stats.addReservationsExpired(p.Ledger().Ended(b, now))
 	sum, b := p.Ledger().Settle(b, now)
 	if len(b) > 0 {
 		s.storeCountersLocked(sl, b)

@@ -6,6 +6,7 @@ import "sync/atomic"
 type stats struct {
 	allowed, denied, shadowDenied, errors atomic.Int64
 	swept, sweeps, rebuilds               atomic.Int64
+	leasesExpired, reservationsExpired    atomic.Int64 // see countEndedLocked
 }
 
 // count is the one definition of the decision counters, and every decision
@@ -41,6 +42,9 @@ type Stats struct {
 	Swept    int64 // keys freed by Sweep
 	Sweeps   int64 // shard sweeps run
 	Rebuilds int64 // shard indexes rebuilt to give memory back
+
+	LeasesExpired       int64 // leases dropped because their TTL ran out (ended.go)
+	ReservationsExpired int64 // reservations whose TTL ran out, committed or given back by the Map's mode
 }
 
 // Stats sums the shards' counters.
@@ -54,6 +58,8 @@ func (m *Map) Stats() Stats {
 		st.Swept += s.stats.swept.Load()
 		st.Sweeps += s.stats.sweeps.Load()
 		st.Rebuilds += s.stats.rebuilds.Load()
+		st.LeasesExpired += s.stats.leasesExpired.Load()
+		st.ReservationsExpired += s.stats.reservationsExpired.Load()
 	}
 	return st
 }

@@ -60,6 +60,7 @@ func (m *Map) sweepLocked(s *shard, now, cutoff int64, budget int) (freed, visit
 		if sl.key != 0 && !m.sweepSettleLocked(s, i, now) {
 			freed++
 		} else if sl.key != 0 && s.expiryLocked(sl) < cutoff {
+			s.countEndedLocked(sl, now)
 			s.removeLocked(i, s.hash(s.keys.get(sl.key, sl.keyLen())))
 			freed++
 		}

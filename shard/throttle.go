@@ -48,7 +48,7 @@ func (m *Map) throttleLocked(s *shard, key []byte, h uint64, p window.Throttle, 
 	sl := s.slots.at(i)
 	switch {
 	case !live:
-		s.resetSlotLocked(sl, tp)
+		s.resetSlotLocked(sl, tp, now)
 	case s.setParamLocked(sl, tp): // every call that is not a peek applies its parameters
 		s.markDirtyLocked(i)
 	}

@@ -126,6 +126,10 @@ func (p Lease) InFlight(b []uint64, now int64) int64 {
 	return leaseSum(b[2*leaseFirstLive(b, max(now, 0)):])
 }
 
+// Ended returns how many leases of b ended by now: those the next change
+// at now drops, and a store counts as expired.
+func (Lease) Ended(b []uint64, now int64) int { return leaseFirstLive(b, max(now, 0)) }
+
 // Expiry returns the unix time in nanoseconds at which the last lease of b
 // ends, or 0 if b holds none.
 func (p Lease) Expiry(b []uint64) int64 {

@@ -185,6 +185,10 @@ func (r Reservations) Settle(b []uint64, now int64) (int64, []uint64) {
 	return r.sum(b[:2*n]), b[:copy(b, b[2*n:])]
 }
 
+// Ended returns how many reservations of b expired by now: those the next
+// change at now drops (Add, Take) or settles (Settle).
+func (Reservations) Ended(b []uint64, now int64) int { return leaseFirstLive(b, max(now, 0)) }
+
 // Due reports whether a ledger of parameters p holds a reservation that
 // expired by now and is still to be settled.
 func (Reservations) Due(p Params, b []uint64, now int64) bool {
