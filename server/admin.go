@@ -3,15 +3,14 @@ package server
 import (
 	"context"
 	"strconv"
+
+	"github.com/rlstore/rlstore/server/internal/durable"
 )
 
 // serverCommands are the commands about the server as a whole.
 func serverCommands() []command {
 	return []command{
 		{name: "time", arity: 1, run: cmdTime, group: "server", summary: "Returns the server's clock: seconds and microseconds"},
-		{name: "save", arity: 1, flags: flagAdmin | flagNoTx, run: cmdSave, group: "server", summary: "Saves the store, if persistence is configured"},
-		{name: "bgsave", arity: -1, flags: flagAdmin, run: cmdBgSave, group: "server", summary: "Saves the store in the background, if persistence is configured"},
-		{name: "lastsave", arity: 1, run: cmdLastSave, group: "server", summary: "Returns the unix time of the last successful save, 0 if none"},
 		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoTx, run: cmdShutdown, group: "server", summary: "Drains clients, saves if configured, and stops the server"},
 		{name: "info", arity: -1, run: cmdInfo, group: "server", summary: "Describes the server"},
 		{name: "config", arity: -2, secret: secretNone, group: "server", summary: "Reads and changes the configuration", subs: configSubcommands()},
@@ -71,7 +70,7 @@ func parseShutdown(opts [][]byte, canSave bool) (saveMode, string) {
 	case save && mode == saveNever:
 		return mode, errSyntax
 	case save && !canSave:
-		return mode, errNoPersistence
+		return mode, durable.ErrNoPersistence
 	}
 	return mode, ""
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,9 +28,9 @@ func TestSaveWithoutPersistenceSaysSo(t *testing.T) {
 	c := newClient(t, addr, 2)
 	ctx := ctxT(t)
 	for _, cmd := range []string{"SAVE", "BGSAVE"} {
-		assert.EqualError(t, c.Do(ctx, cmd).Err(), errNoPersistence, cmd)
+		assert.EqualError(t, c.Do(ctx, cmd).Err(), durable.ErrNoPersistence, cmd)
 	}
-	assert.EqualError(t, c.Do(ctx, "SHUTDOWN", "SAVE").Err(), errNoPersistence)
+	assert.EqualError(t, c.Do(ctx, "SHUTDOWN", "SAVE").Err(), durable.ErrNoPersistence)
 	assert.EqualValues(t, 0, c.LastSave(ctx).Val(), "never saved")
 	assert.NoError(t, c.Ping(ctx).Err(), "a refused SHUTDOWN SAVE leaves the server up")
 }

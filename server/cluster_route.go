@@ -364,7 +364,7 @@ func (s *Server) txnRoute(c *client, q []core.Queued) (owner *route, first core.
 // Replies held for a commit (appendfsync always) and --owner-unreachable
 // local, which must run the command on this connection, wait instead.
 func (s *Server) canLater(c *client) bool {
-	return c.rc != nil && (c.hold == nil || !c.hold.holding) && s.cl.cfg.OwnerUnreachable != UnreachableLocal
+	return c.rc != nil && !c.dur.Holding() && s.cl.cfg.OwnerUnreachable != UnreachableLocal
 }
 
 // unreachableReply is unreachable's reply as bytes, for a Later.

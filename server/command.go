@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
@@ -76,7 +77,7 @@ const (
 )
 
 // changesFunc returns the keys a call of a write command may change, and
-// the route they share if it is not each key itself (see recordChanges).
+// the route they share if it is not each key itself (see durable.Writes.Run).
 type changesFunc func(s *Server, args [][]byte) (keys [][]byte, route []byte)
 
 // equalFoldASCII reports whether b equals the lower-case s, ignoring ASCII case.
@@ -87,9 +88,8 @@ func equalFoldASCII(b []byte, s string) bool { return core.EqualFold(b, s) }
 type client struct {
 	core.Session // what the pipeline and CLIENT LIST need; the client is its session's slot
 
-	conn      clientConn  // rc, or hold wrapping it when persistence is on (Session.Out is the same)
+	conn      clientConn  // rc, or durable's Hold wrapping it when persistence is on (Session.Out is the same)
 	rc        *resp.Conn  // the connection
-	hold      *holdConn   // conn, when persistence is on; see runWrite
 	g         *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
 	id        int64
 	authFails int           // wrong passwords sent, for maxAuthFailures
@@ -107,10 +107,7 @@ type client struct {
 	params   paramCache    // the last native decision's parameters (paramcache.go)
 	batch    batchKeys     // the batch's keys and their hashes (prefetch.go)
 
-	changed bool     // ran a write command since the last commit (see commitBatch)
-	changes []change // under appendfsync always: what the batch changed, to take back if its commit fails
-	looked  []state  // recordChanges' scratch
-	stripes []uint8  // the key locks recordChanges holds
+	dur durable.Batch // the batch as the durability sees it (durable.Writes.Run); only durable reaches its fields
 
 	shake    *cluster.Challenge // the handshake's RL.PEER HELLO, once it came (peerauth.go)
 	hop      int                // the hop level of the forwarded request being run (hopClient if none)
@@ -163,13 +160,13 @@ func (c *client) setResp(v int) {
 func (s *Server) closeAfterReply(c *client) {
 	c.conn.ReadPipeline()
 	if s.cfg.Durability != nil {
-		s.commitBatch(c)
+		s.dur.Commit(&c.dur)
 	}
 	_ = c.conn.Close()
 }
 
 // clientConn is what commands write replies through: the connection
-// itself, or a holdConn wrapping it.
+// itself, or a durable.Hold wrapping it.
 type clientConn interface {
 	resp.Writer
 	Close() error
@@ -193,4 +190,17 @@ func (e errCounter) WriteError(msg string) {
 		e.info.countError(msg)
 	}
 	e.clientConn.WriteError(msg)
+}
+
+// later reserves the place of the reply to the command c is running; see
+// resp.Later. Under appendfsync always the replies before it may be held
+// until the batch's commit (see durable.Writes.Run): the batch so far is
+// committed first, so that they go out ahead of the Later's.
+func (s *Server) later(c *client) *resp.Later {
+	if c.dur.Holding() {
+		c.rc.SetBatchEnd(true) // Commit commits only at a batch's end
+		s.dur.Commit(&c.dur)
+		c.rc.SetBatchEnd(false)
+	}
+	return c.rc.Later()
 }

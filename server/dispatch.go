@@ -79,7 +79,7 @@ func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
 	if reply := s.keyTooLong(cm, args); reply != "" {
 		c.conn.WriteError(reply)
 	} else if cm.Flags&flagWrite != 0 && s.cfg.Durability != nil {
-		s.runWrite(c, cm, args)
+		s.dur.Run(&c.dur, cm, args)
 	} else {
 		s.call(c, cm, args)
 	}
@@ -109,9 +109,6 @@ func (s *Server) ran(c *client, cm *core.Command, args [][]byte, start time.Dura
 // is most of what timing every command costs (measured here: ~50 ns a
 // time.Now, 3 reads were +75 ns a pipelined PING).
 func (s *Server) monotonic() time.Duration { return time.Since(s.started) }
-
-// reject refuses a command. Inside MULTI that dooms the transaction, as in Redis.
-func reject(c *client, reply string) { c.Reject(reply) }
 
 // arityError is Redis 7's reply to a wrong argument count.
 func arityError(name string) string { return core.ArityError(name) }

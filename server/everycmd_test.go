@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 )
@@ -39,7 +40,7 @@ func everyCommand() []callCase {
 		ok("COMMAND", "LIST"), ok("COMMAND", "HELP"), ok("COMMAND", "GETKEYS", "RL.SLIDE", "k", "5", "60"),
 		ok("COMMAND", "GETKEYSANDFLAGS", "DEL", "a", "b"),
 		ok("CONFIG", "GET", "maxmemory"), ok("CONFIG", "SET", "maxclients", "10000"), ok("CONFIG", "HELP"),
-		ok("TIME"), {[]string{"SAVE"}, errNoPersistence}, {[]string{"BGSAVE"}, errNoPersistence}, ok("LASTSAVE"),
+		ok("TIME"), {[]string{"SAVE"}, durable.ErrNoPersistence}, {[]string{"BGSAVE"}, durable.ErrNoPersistence}, ok("LASTSAVE"),
 		ok("INFO"), ok("INFO", "server"),
 		ok("SLOWLOG", "GET"), ok("SLOWLOG", "GET", "1"), ok("SLOWLOG", "LEN"), ok("SLOWLOG", "RESET"), ok("SLOWLOG", "HELP"),
 		ok("ACL", "WHOAMI"), ok("ACL", "LIST"), ok("ACL", "USERS"), ok("ACL", "HELP"),

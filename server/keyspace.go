@@ -23,3 +23,16 @@ func (s *Server) registerKeyspace() {
 		s.table.Register(cm, nil)
 	}
 }
+
+// flushAll deletes every key, through the log when there is one.
+func (s *Server) flushAll() error {
+	switch {
+	case s.cfg.Durability != nil:
+		return s.cfg.Durability.Flush()
+	case s.cl != nil && s.cl.repl != nil:
+		s.cl.repl.Feed().Flush(s.cfg.Store.Flush) // the backups hear of it in order
+		return nil
+	}
+	s.cfg.Store.Flush()
+	return nil
+}

@@ -11,6 +11,7 @@ import (
 	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -135,7 +136,7 @@ func (s *Server) writePersistenceMetrics(w io.Writer) {
 		return
 	}
 	st := s.cfg.Durability.Stats()
-	gauge(w, "rlstore_persistence_last_save_timestamp_seconds", float64(unixOrZero(st.LastSave)))
+	gauge(w, "rlstore_persistence_last_save_timestamp_seconds", float64(durable.UnixOrZero(st.LastSave)))
 	gauge(w, "rlstore_persistence_last_save_duration_seconds", st.LastSaveDuration.Seconds())
 	gauge(w, "rlstore_persistence_last_save_ok", boolFloat(st.LastSaveErr == nil))
 	counter(w, "rlstore_persistence_saves_total", st.Saves)
@@ -143,11 +144,11 @@ func (s *Server) writePersistenceMetrics(w io.Writer) {
 	gauge(w, "rlstore_persistence_log_bytes", float64(st.LogBytes))
 	gauge(w, "rlstore_persistence_changes_since_save", float64(st.ChangesLogged))
 	gauge(w, "rlstore_persistence_fsync_lag_seconds", st.FsyncLag.Seconds())
-	gauge(w, "rlstore_persistence_last_fsync_timestamp_seconds", float64(unixOrZero(st.LastFsync)))
+	gauge(w, "rlstore_persistence_last_fsync_timestamp_seconds", float64(durable.UnixOrZero(st.LastFsync)))
 	counter(w, "rlstore_persistence_write_errors_total", st.LogWriteErrors)
 	gauge(w, "rlstore_persistence_misconf", boolFloat(st.Err != nil))
-	counter(w, "rlstore_persistence_failed_commits_total", s.failedCommits.Load())
-	histogram(w, "rlstore_persistence_commit_duration_seconds", "", &s.commits)
+	counter(w, "rlstore_persistence_failed_commits_total", s.dur.Stats().FailedCommits)
+	histogram(w, "rlstore_persistence_commit_duration_seconds", "", s.dur.Commits())
 	fsyncHistogram(w, `file="log"`, st.LogFsyncs)
 	fsyncHistogram(w, `file="snapshot"`, st.SnapshotFsyncs)
 }

@@ -193,7 +193,7 @@ func TestChargeMadeWhileAnotherIsTakenBack(t *testing.T) {
 		return syscall.EIO
 	})
 	var looks atomic.Int32
-	s.hooks.looked = func() {
+	s.dur.Hooks.Looked = func() {
 		if looks.Add(1) != 2 { // the first is B's
 			return
 		}
@@ -203,7 +203,7 @@ func TestChargeMadeWhileAnotherIsTakenBack(t *testing.T) {
 		case <-busy: // or its taking back waits for A's charge to be made and seen
 		}
 	}
-	s.hooks.keyBusy = func() { busyOnce.Do(func() { close(busy) }) }
+	s.dur.Hooks.KeyBusy = func() { busyOnce.Do(func() { close(busy) }) }
 	addr := serveTest(t, s)
 
 	ctx := ctxT(t)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/internal/wire"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) serveConn(g *resp.Guard) {
 
 // loop is the connection's life. A batch is every whole request that one
 // read brought in: each runs in order, its reply appended to the batch's;
-// then the batch is committed (see commitBatch) and its replies go out in
+// then the batch is committed (see durable.Writes.Commit) and its replies go out in
 // one write, which waits while the client's socket is full, so a client
 // that does not read its replies stops being read. Between batches a
 // socket's connection stays in one wait for its reads (see stay), and
@@ -123,7 +124,7 @@ func (s *Server) endBatch(c *client, rc *resp.Conn) error {
 		s.flushForwards(c)
 	}
 	if s.cfg.Durability != nil {
-		s.commitBatch(c)
+		s.dur.Commit(&c.dur)
 	}
 	err := rc.FlushBatch()
 	rc.Released()
@@ -158,8 +159,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	c.meta.resp = 2
 	c.QLen.Store(-1)
 	if s.cfg.Durability != nil {
-		c.hold = newHoldConn(rc)
-		c.conn = c.hold
+		c.conn = s.dur.Open(&c.dur, &c.Session, rc, c.id, g.Close, func(cm *core.Command, args [][]byte) { s.call(c, cm, args) })
 	}
 	c.conn = errCounter{clientConn: c.conn, c: c, info: &s.info}
 	c.Out = c.conn

@@ -12,6 +12,7 @@ import (
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
@@ -157,17 +158,9 @@ type Server struct {
 	decisions  decisionStats
 	slow       observe.Slowlog
 
-	protoErrors  atomic.Int64 // connections closed for a protocol error
-	authFailures atomic.Int64 // AUTH and HELLO AUTH refused
-	commits      core.Stats   // durability commits' latency, for /metrics
-
-	holdCommits   bool         // appendfsync always: replies wait for the commit (see runWrite)
-	refused       atomic.Int64 // write commands answered -MISCONF before they ran
-	failedCommits atomic.Int64 // batches whose commit failed
-	reverted      atomic.Int64 // changes taken back after their commit failed
-	reverts       reverts
-	keyLocks      keyLocks   // see recordChanges
-	hooks         writeHooks // tests only
+	protoErrors  atomic.Int64    // connections closed for a protocol error
+	authFailures atomic.Int64    // AUTH and HELLO AUTH refused
+	dur          *durable.Writes // write commands under the durability's rules, SAVE, BGSAVE, LASTSAVE
 
 	outputLimitClosed atomic.Int64 // clients closed for passing the output limit, for INFO
 
@@ -209,10 +202,11 @@ func New(cfg Config) (*Server, error) {
 	s.slow.SlowerThan.Store(int64(cfg.SlowlogSlowerThan))
 	s.slow.MaxLen.Store(cfg.SlowlogMaxLen)
 	s.slow.LatencyMs.Store(cfg.LatencyMonitorThreshold.Milliseconds())
-	s.holdCommits = cfg.Durability != nil && cfg.Durability.Stats().Fsync == persistence.FsyncAlways
+	s.dur = durable.New(durable.Config{Durability: cfg.Durability, Store: cfg.Store, Logger: cfg.Logger})
 	s.register(connectionCommands())
 	s.register(clientCommands())
 	s.register(serverCommands())
+	s.registerSpecified(s.dur.Commands())
 	s.register(introspectionCommands())
 	for _, cm := range s.slow.Commands() {
 		s.table.Register(cm, nil)
@@ -293,6 +287,16 @@ func setDefault[T comparable](v *T, def T) {
 	var zero T
 	if *v == zero {
 		*v = def
+	}
+}
+
+// registerSpecified adds a family's commands to the table, their Redis
+// flags, ACL categories and key specs from commandSpecs.
+func (s *Server) registerSpecified(cmds []core.Command) {
+	specs := commandSpecs()
+	spec := func(name string) core.Spec { return specs[name].spec() }
+	for _, cm := range cmds {
+		s.table.Register(cm, spec)
 	}
 }
 
@@ -404,3 +408,8 @@ func (s *Server) listener() *resp.Listener {
 }
 
 func (s *Server) unixNano() int64 { return s.cfg.Clock().UnixNano() }
+
+// Durability keeps the store's state on disk. *persistence.Store implements
+// it; Config.Durability nil means state lives in memory only. See
+// durable.Durability for its methods.
+type Durability = durable.Durability

@@ -44,7 +44,7 @@ func (s *Server) shutdown(ctx context.Context, mode saveMode) error {
 	err := s.drain(ctx)
 	s.stopSweep()
 	if mode == saveIfConfigured && s.cfg.Durability != nil {
-		err = errors.Join(err, s.snapshot())
+		err = errors.Join(err, s.dur.Snapshot())
 	}
 	s.finishStop(err)
 	s.log.Info("shut down", "took", time.Since(start).Round(time.Millisecond), "err", err)

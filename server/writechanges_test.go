@@ -16,7 +16,7 @@ import (
 // TestEveryKeyedWriteDeclaresItsChanges holds the table to the rule that
 // makes appendfsync always honest: a write command with keys names, in its
 // entry, the keys it changes, so that a commit's failure takes its change
-// back (recordChanges). A write without them keeps a change its client was
+// back (durable.Writes.Run). A write without them keeps a change its client was
 // told failed. Those listed below change no key of the store.
 func TestEveryKeyedWriteDeclaresItsChanges(t *testing.T) {
 	none := map[string]string{
@@ -84,7 +84,7 @@ func TestWritesTakenBackUnderAlways(t *testing.T) {
 				require.NoError(t, c.Do(ctx, cmd...).Err(), "%v", cmd)
 			}
 			route := []byte(tc.keys[0])
-			before := make([]state, len(tc.keys))
+			before := make([]keyState, len(tc.keys))
 			for i, k := range tc.keys {
 				before[i].e, before[i].ok = m.Lookup([]byte(k), route)
 			}
@@ -98,9 +98,23 @@ func TestWritesTakenBackUnderAlways(t *testing.T) {
 			assert.EqualError(t, c.Do(ctx, tc.write...).Err(), "MISCONF Errors writing to the AOF file: Input/output error")
 			for i, k := range tc.keys {
 				e, ok := m.Lookup([]byte(k), route)
-				after := state{e, ok}
+				after := keyState{e, ok}
 				assert.True(t, shard.SameEntry(before[i].ptr(), after.ptr()), "%q: the refused write's change was taken back", k)
 			}
 		})
 	}
+}
+
+// keyState is a key's entry, if it held one.
+type keyState struct {
+	e  shard.Entry
+	ok bool
+}
+
+// ptr returns the entry, or nil if the key held no state.
+func (st *keyState) ptr() *shard.Entry {
+	if !st.ok {
+		return nil
+	}
+	return &st.e
 }

@@ -292,3 +292,24 @@ func TestReplicaRowCatchesAViolation(t *testing.T) {
 		"server/internal/replica depends on server/internal/route, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
+
+// TestDurableRowCatchesAViolation: the write path's package keeps to its
+// row with the dependencies it has, and the row refuses the server front
+// (it reaches its connection through durable.Batch and a call func), the
+// cluster, and another family, directly or through another.
+func TestDurableRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/durable " + m + "internal/wire " + m + "persistence/vfs " + m + "window " +
+		m + "policy " + m + "shard " + m + "persistence " + m + "server/internal/resp " + m + "server/internal/core"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/durable " + m + "cluster",
+		m + "server/internal/durable " + m + "server/internal/observe",
+	}
+	assert.Equal(t, []string{
+		"server/internal/durable depends on server, which its layer may not import",
+		"server/internal/durable depends on cluster, which its layer may not import",
+		"server/internal/durable depends on server/internal/observe, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}

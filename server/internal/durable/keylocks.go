@@ -1,4 +1,4 @@
-package server
+package durable
 
 import (
 	"slices"
@@ -9,7 +9,7 @@ import (
 const keyStripes = 256
 
 // keyLocks keep a write command's lookups and its run whole under
-// appendfsync always (see recordChanges): no other write command, and no
+// appendfsync always (see record): no other write command, and no
 // revert of a failed commit, changes its keys between them. Otherwise a
 // revert could take another client's charge back between the lookup before
 // a charge and the charge, which then remade the very state that lookup had

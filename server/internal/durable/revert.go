@@ -1,4 +1,4 @@
-package server
+package durable
 
 import (
 	"bytes"
@@ -45,23 +45,23 @@ type reverts struct {
 	n       atomic.Int64 // len(pending), read without the lock
 }
 
-// writeHooks let a test stop a write command at a chosen point, to replay
+// Hooks let a test stop a write command at a chosen point, to replay
 // a race between clients; every field is nil outside tests.
-type writeHooks struct {
-	looked  func() // recordChanges has looked up the keys' states before running the command
-	keyBusy func() // a revert waits for a key another write command is changing
+type Hooks struct {
+	Looked  func() // record has looked up the keys' states before running the command
+	KeyBusy func() // a revert waits for a key another write command is changing
 }
 
 // entries returns keys' current states.
-func (s *Server) entries(keys [][]byte, route []byte, dst []state) []state {
+func (w *Writes) entries(keys [][]byte, route []byte, dst []state) []state {
 	for _, k := range keys {
-		e, ok := s.cfg.Store.Lookup(k, route)
+		e, ok := w.cfg.Store.Lookup(k, route)
 		dst = append(dst, state{e, ok})
 	}
 	return dst
 }
 
-// recordChanges runs a write command, noting in c.changes what it changed,
+// record runs a write command, noting in b.changes what it changed,
 // and reports whether it may have changed anything: a peek or a denial does
 // not, and a batch of those needs no commit. Its keys are locked from the
 // lookup before the command to the lookup after (see keyLocks), so that the
@@ -69,32 +69,32 @@ func (s *Server) entries(keys [][]byte, route []byte, dst []state) []state {
 //
 // The keys are those cm.Changes names; a write without them (FLUSHALL and
 // RL.POLICY make their own writes durable before they reply) just runs.
-func (s *Server) recordChanges(c *client, cm *core.Command, args [][]byte) bool {
+func (w *Writes) record(b *Batch, cm *core.Command, args [][]byte) bool {
 	var keys [][]byte
 	var route []byte
 	if cm.Changes != nil {
 		keys, route = cm.Changes(args)
 	}
 	if keys == nil {
-		if cm.Flags&flagAllKeys != 0 { // no write command may run between another's lookups and find its key emptied
-			c.stripes = s.keyLocks.lockAll(c.stripes[:0])
-			defer s.keyLocks.unlock(c.stripes)
+		if cm.Flags&core.FlagAllKeys != 0 { // no write command may run between another's lookups and find its key emptied
+			b.stripes = w.keyLocks.lockAll(b.stripes[:0])
+			defer w.keyLocks.unlock(b.stripes)
 		}
-		s.call(c, cm, args)
+		b.call(cm, args)
 		return true
 	}
-	c.stripes = s.keyLocks.lock(keys, route, c.stripes[:0])
-	defer s.keyLocks.unlock(c.stripes)
+	b.stripes = w.keyLocks.lock(keys, route, b.stripes[:0])
+	defer w.keyLocks.unlock(b.stripes)
 	n := len(keys)
-	c.looked = s.entries(keys, route, c.looked[:0])
-	if s.hooks.looked != nil {
-		s.hooks.looked()
+	b.looked = w.entries(keys, route, b.looked[:0])
+	if w.Hooks.Looked != nil {
+		w.Hooks.Looked()
 	}
-	s.call(c, cm, args)
-	c.looked = s.entries(keys, route, c.looked)
+	b.call(cm, args)
+	b.looked = w.entries(keys, route, b.looked)
 	changed := false
 	for i := range keys {
-		before, after := c.looked[i], c.looked[n+i]
+		before, after := b.looked[i], b.looked[n+i]
 		if shard.SameEntry(before.ptr(), after.ptr()) {
 			continue
 		}
@@ -103,17 +103,17 @@ func (s *Server) recordChanges(c *client, cm *core.Command, args [][]byte) bool 
 		}
 		k := bytes.Clone(keys[i])
 		before.e.Key, after.e.Key = k, k
-		c.changes = append(c.changes, change{key: k, route: route, before: before, after: after})
+		b.changes = append(b.changes, change{key: k, route: route, before: before, after: after})
 		changed = true
 	}
-	clear(c.looked)
+	clear(b.looked)
 	return changed
 }
 
 // revert takes back the changes of a batch whose commit failed, with every
 // other failed change still waiting, latest first, until none can be.
-func (s *Server) revert(changes []change) {
-	r := &s.reverts
+func (w *Writes) revert(changes []change) {
+	r := &w.reverts
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pending = append(r.pending, changes...)
@@ -122,11 +122,11 @@ func (s *Server) revert(changes []change) {
 		var kept []change
 		for i := len(r.pending) - 1; i >= 0; i-- {
 			ch := r.pending[i]
-			mu := s.keyLocks.lockChange(&ch, s.hooks.keyBusy)
-			ok := s.cfg.Store.Revert(ch.key, ch.route, ch.before.ptr(), ch.after.ptr())
+			mu := w.keyLocks.lockChange(&ch, w.Hooks.KeyBusy)
+			ok := w.cfg.Store.Revert(ch.key, ch.route, ch.before.ptr(), ch.after.ptr())
 			mu.Unlock()
 			if ok {
-				s.reverted.Add(1)
+				w.reverted.Add(1)
 				progress = true
 				continue
 			}
@@ -143,8 +143,8 @@ func (s *Server) revert(changes []change) {
 
 // settled drops the changes still waiting once a commit has succeeded:
 // whatever they left is durable now.
-func (s *Server) settled() {
-	r := &s.reverts
+func (w *Writes) settled() {
+	r := &w.reverts
 	if r.n.Load() == 0 {
 		return
 	}
