@@ -101,7 +101,7 @@ func testOneEntryPrefetch(t *testing.T) {
 	}
 	rc.ParseAhead(prefetchMax)
 	require.Equal(t, 2, rc.Ahead())
-	var last *core.Command
+	var last [2]*core.Command
 	for i, want := range []struct {
 		key string
 		arg int

@@ -40,7 +40,7 @@ func (s *Server) prefetchBatch(c *client) {
 	}
 	rc.ParseAhead(prefetchMax)
 	var keys [prefetchMax][]byte // on the stack: the store keeps none of them
-	var last *core.Command
+	var last [2]*core.Command
 	n := 0
 	for i := range rc.Ahead() {
 		if key, arg := s.aheadKey(rc, i, &last); arg > 0 {
@@ -73,11 +73,11 @@ func (s *Server) prefetchNext(c *client) {
 // aheadKey returns the key of the request ahead[i] and which argument it
 // is, if its command's entry says to prefetch it (flagPrefetch), or 0 for
 // that argument. Of a command that wraps another for a peer (RL.HOP level
-// resp command key ...), it looks at the command wrapped. last is the
-// command an earlier request named, tried before the table: a pipeline
-// mostly repeats one command, and comparing its name costs less than the
-// lookup (as in resolveFor).
-func (s *Server) aheadKey(rc *resp.Conn, i int, last **core.Command) ([]byte, int) {
+// resp command key ...), it looks at the command wrapped. last are the
+// two commands earlier requests named last, tried before the table: a
+// pipeline mostly repeats one command or alternates two, and comparing a
+// name costs less than the lookup (as in core.Table.ResolveFor).
+func (s *Server) aheadKey(rc *resp.Conn, i int, last *[2]*core.Command) ([]byte, int) {
 	n := rc.AheadArgs(i)
 	if n < 2 {
 		return nil, 0
@@ -94,14 +94,16 @@ func (s *Server) aheadKey(rc *resp.Conn, i int, last **core.Command) ([]byte, in
 	return rc.AheadArg(i, arg), arg
 }
 
-// aheadCommand is the command name calls, trying *last and the command
-// that wraps a peer's requests before the table, and remembers in *last the
-// last command it found that wraps none. Renamed commands are served only
-// under their new names, so then every name goes to the table.
-func (s *Server) aheadCommand(name []byte, last **core.Command) *core.Command {
+// aheadCommand is the command name calls, trying last and the command
+// that wraps a peer's requests before the table, and remembers in last the
+// last two commands it found that wrap none. Renamed commands are served
+// only under their new names, so then every name goes to the table.
+func (s *Server) aheadCommand(name []byte, last *[2]*core.Command) *core.Command {
 	if !s.table.Renamed() {
-		if cm := *last; cm != nil && equalFoldASCII(name, cm.Name) {
-			return cm
+		for _, cm := range last {
+			if cm != nil && equalFoldASCII(name, cm.Name) {
+				return cm
+			}
 		}
 		if cm := s.table.Hop(); cm != nil && equalFoldASCII(name, cm.Name) {
 			return cm
@@ -109,7 +111,7 @@ func (s *Server) aheadCommand(name []byte, last **core.Command) *core.Command {
 	}
 	cm := s.table.Find(name)
 	if cm != nil && cm.Wraps == 0 {
-		*last = cm
+		last[0], last[1] = cm, last[0]
 	}
 	return cm
 }

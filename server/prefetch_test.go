@@ -79,7 +79,7 @@ func runStream(chunks []string, ahead int) []string {
 // command it wraps.
 func TestAheadKeyOfForwardedRequest(t *testing.T) {
 	s := newTestServer(t, Config{})
-	var last *core.Command
+	var last [2]*core.Command
 	rc := resp.NewConn(&resp.Guard{}, DefaultMaxRequestBytes, 0, nil)
 	for _, r := range []string{respCmd("RL.HOP", "1", "2", "RL.SLIDE", "user:1", "100", "60"), respCmd("rl.hop", "1", "2", "PING"),
 		respCmd("RL.SLIDE", "user:2", "1", "1"), respCmd("PING", "x")} {

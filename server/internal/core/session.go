@@ -26,6 +26,7 @@ type Session struct {
 
 	Cmds    atomic.Int64            // commands run
 	LastCmd atomic.Pointer[Command] // the last command run, which the pipeline tries first
+	PrevCmd *Command                // the one run before LastCmd, tried second: pipelined pairs (acquire, release) alternate two
 	QLen    atomic.Int32            // len(Queue) inside MULTI, else -1
 
 	slots [maxSlots]any

@@ -127,15 +127,18 @@ func (t *Table) Resolve(args [][]byte) (*Command, string) {
 	return cm, ""
 }
 
-// ResolveFor is Resolve, trying first the command x ran last: a pipeline
-// mostly repeats one command, and comparing its name costs less than the
-// table lookup. A peer's requests alternate the command that wraps them
+// ResolveFor is Resolve, trying first the commands x ran last and before
+// it: a pipeline mostly repeats one command or alternates two, and
+// comparing a name costs less than the table lookup. A peer's requests alternate the command that wraps them
 // (RL.HOP) and the one it wraps, so for a peer that is tried too. Renamed
 // commands are served only under their new names, so then every name goes
 // to the table.
 func (t *Table) ResolveFor(x *Session, args [][]byte) (*Command, string) {
 	if !t.renamed {
 		if cm := x.LastCmd.Load(); cm != nil && cm.Calls(args) {
+			return cm, ""
+		}
+		if cm := x.PrevCmd; cm != nil && cm.Calls(args) {
 			return cm, ""
 		}
 		if cm := t.hop; x.Peer && cm != nil && cm.Calls(args) {
