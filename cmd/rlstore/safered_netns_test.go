@@ -319,45 +319,31 @@ func redDuration(t *testing.T, env string, def time.Duration) time.Duration {
 // fails today, so it runs only with RL_RED_FINDINGS=1.
 func TestRedPausedAtHeal(t *testing.T) {
 	redFinding(t, "R1: a 2/3 split that heals while a majority node is paused admits whole limits again")
-	ips := setupSplitNet(t, 5)
-	ns := startRedNodes(t, ips)
-	all := tableOf(t, "n0", "n1", "n2", "n3", "n4")
-	without2 := tableOf(t, "n0", "n1", "n3", "n4")
-	keys := divergentKeys(t, "red1778:", 30, without2, []string{"n1", "n3"}, all, []string{"n0", "n4"})
+	keys := func(all *cluster.Table) []string {
+		without2 := tableOf(t, "n0", "n1", "n3", "n4")
+		return divergentKeys(t, "red1778:", 30, without2, []string{"n1", "n3"}, all, []string{"n0", "n4"})
+	}
 	split := redDuration(t, "RL_RED_SPLIT", 5*time.Second)
 	lead := redDuration(t, "RL_RED_LEAD", 300*time.Millisecond) // the pause starts this long before the heal
 	pause := redDuration(t, "RL_RED_PAUSE", 6*time.Second)
-	ctx := context.Background()
-	l := &splitLoad{admitted: map[string]int{}, replies: map[string]int{}, start: time.Now(), when: map[string][]string{}}
-	w := &viewWatch{claims: map[string][]string{}, start: l.start, last: map[string]string{}}
-	stop := make(chan struct{})
-	var cs []*redis.Client
-	for _, n := range ns {
-		cs = append(cs, n.c)
-	}
-	t.Logf("run starts at %s", l.start.UTC().Format("15:04:05.000"))
-	lwg := l.run(ctx, cs, keys, stop)
-	wwg := w.run(ctx, ns, keys, stop)
-	time.Sleep(2 * time.Second) // every key is used up, and its copies shipped, well before the split
+	r := startRedRun(t, 5, keys)
 	side := map[int]bool{1: true, 3: true}
-	cutPairs(t, ips, sidePairs(5, side), true)
-	t.Logf("split at %.2fs", time.Since(l.start).Seconds())
+	cutPairs(t, r.ips, sidePairs(5, side), true)
+	r.logf("split {n1,n3} | {n0,n2,n4}")
 	time.Sleep(split - lead)
-	require.NoError(t, ns[2].p.Cmd.Process.Signal(syscall.SIGSTOP))
-	t.Logf("n2 paused at %.2fs", time.Since(l.start).Seconds())
+	if pause > 0 { // RL_RED_PAUSE=0: the split alone, for comparison
+		require.NoError(t, r.ns[2].p.Cmd.Process.Signal(syscall.SIGSTOP))
+		r.logf("n2 paused")
+	}
 	time.Sleep(lead)
-	cutPairs(t, ips, sidePairs(5, side), false)
-	t.Logf("healed at %.2fs", time.Since(l.start).Seconds())
-	time.Sleep(pause - lead)
-	require.NoError(t, ns[2].p.Cmd.Process.Signal(syscall.SIGCONT))
-	t.Logf("n2 resumed at %.2fs", time.Since(l.start).Seconds())
+	cutPairs(t, r.ips, sidePairs(5, side), false)
+	r.logf("healed")
+	time.Sleep(max(pause-lead, 0))
+	require.NoError(t, r.ns[2].p.Cmd.Process.Signal(syscall.SIGCONT))
+	r.logf("n2 resumed")
 	time.Sleep(6 * time.Second) // n2 is back: slots go home
-	close(stop)
-	lwg.Wait()
-	wwg.Wait()
-	most := l.report(t, keys, w, "split {1,3}, n2 paused at the heal")
-	redLogs(t, ns)
-	require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit: two nodes served its slot")
+	most, _ := r.finish("split {1,3}, n2 paused at the heal")
+	require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit: a node served its slot from nothing")
 }
 
 // redFinding skips a test that reproduces an open finding unless
@@ -380,4 +366,207 @@ func redLogs(t *testing.T, ns []*redNode) {
 	for _, n := range ns {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n.name+".log"), []byte(n.p.Log.String()), 0o644))
 	}
+}
+
+// redRun is one red-team run: n nodes, keys used up first, then the
+// schedule; it returns the load, for the bound, and the watch.
+type redRun struct {
+	t    *testing.T
+	ips  []string
+	ns   []*redNode
+	keys []string
+	l    *splitLoad
+	cl   *countLoad
+	ck   []string // counting keys
+	w    *viewWatch
+	stop chan struct{}
+	wgs  []*sync.WaitGroup
+}
+
+// startRedRun starts n nodes and the load on keys(table over all nodes),
+// and waits until every key is used up and its copies shipped.
+func startRedRun(t *testing.T, n int, keys func(all *cluster.Table) []string) *redRun {
+	ips := setupSplitNet(t, n)
+	ns := startRedNodes(t, ips)
+	var names []string
+	var cs []*redis.Client
+	for _, nd := range ns {
+		names = append(names, nd.name)
+		cs = append(cs, nd.c)
+	}
+	r := &redRun{t: t, ips: ips, ns: ns, keys: keys(tableOf(t, names...)), stop: make(chan struct{})}
+	r.l = &splitLoad{admitted: map[string]int{}, replies: map[string]int{}, start: time.Now(), when: map[string][]string{}}
+	r.w = &viewWatch{claims: map[string][]string{}, start: r.l.start, last: map[string]string{}}
+	t.Logf("run starts at %s", r.l.start.UTC().Format("15:04:05.000"))
+	r.cl = newCountLoad(r.l.start)
+	for _, k := range r.keys {
+		r.ck = append(r.ck, "count:"+k)
+	}
+	r.wgs = append(r.wgs, r.l.run(context.Background(), cs, r.keys, r.stop), r.w.run(context.Background(), ns, r.keys, r.stop),
+		r.cl.run(context.Background(), cs, r.ck, r.stop))
+	time.Sleep(2 * time.Second) // every key is used up, and its copies shipped
+	return r
+}
+
+func (r *redRun) logf(format string, args ...any) {
+	r.t.Helper()
+	r.t.Logf("%.2fs: %s", time.Since(r.l.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// finish stops the load and returns the most admissions of one key, and
+// what the counting keys show.
+func (r *redRun) finish(what string) (int, countResult) {
+	r.t.Helper()
+	close(r.stop)
+	for _, wg := range r.wgs {
+		wg.Wait()
+	}
+	most := r.l.report(r.t, r.keys, r.w, what)
+	cr := r.cl.report(r.t, r.ns[0].c, r.ck)
+	redLogs(r.t, r.ns)
+	return most, cr
+}
+
+// redShipmentLoss bounds what a counting key may lose when its owner
+// stops: the decisions of one --replica-interval (100 ms) before the stop,
+// at most 5 clients × 20 requests a second × 0.1 s = 10, doubled for a
+// shipment under way.
+const redShipmentLoss = 20
+
+// keysOwned returns n keys whose owner in all is one of owners.
+func keysOwned(prefix string, n int, all *cluster.Table, owners ...string) []string {
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		k := fmt.Sprint(prefix, i)
+		if slices.Contains(owners, all.Owner(cluster.Slot([]byte(k))).Name) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// TestRedPauseNearDetection pauses n2 of 5 for about the failure
+// detection time (lan timing: 2-2.5 s), so that its death may be
+// declared by some nodes and refuted before others act on it, and
+// checks that no key admits above its limit: the keys are n2's own.
+// RL_RED_PAUSES (a comma list of durations) sweeps several pauses.
+func TestRedPauseNearDetection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 nodes in network namespaces, paused: not in -short")
+	}
+	pauses := []time.Duration{2500 * time.Millisecond}
+	if s := os.Getenv("RL_RED_PAUSES"); s != "" {
+		pauses = nil
+		for _, f := range strings.Split(s, ",") {
+			d, err := time.ParseDuration(f)
+			require.NoError(t, err, "RL_RED_PAUSES")
+			pauses = append(pauses, d)
+		}
+	}
+	for _, d := range pauses {
+		t.Run(d.String(), func(t *testing.T) {
+			r := startRedRun(t, 5, func(all *cluster.Table) []string { return keysOwned("redpause:", 30, all, "n2") })
+			require.NoError(t, r.ns[2].p.Cmd.Process.Signal(syscall.SIGSTOP))
+			r.logf("n2 paused")
+			time.Sleep(d) // the pause's length is the subject
+			require.NoError(t, r.ns[2].p.Cmd.Process.Signal(syscall.SIGCONT))
+			r.logf("n2 resumed")
+			time.Sleep(8 * time.Second) // detection, takeover and handback settle
+			most, cr := r.finish(fmt.Sprintf("n2 paused %v", d))
+			require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit")
+			require.LessOrEqual(t, cr.maxLost, redShipmentLoss, "a counting key lost more than a replica shipment's decisions")
+		})
+	}
+}
+
+// TestRedNonTransitive cuts n0 from n2, n3 and n4 while n1 still reaches
+// everyone (outside the proof's clean partitions: X reaches Z, Z reaches
+// Y, X and Y do not), and measures what it costs: memberlist's indirect
+// probes through n1 keep everyone alive in every view, so no slot moves,
+// while n0 gets grants from n1 only and loses its lease.
+func TestRedNonTransitive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 nodes in network namespaces: not in -short")
+	}
+	r := startRedRun(t, 5, func(all *cluster.Table) []string {
+		var keys []string
+		for _, o := range all.Nodes() {
+			keys = append(keys, keysOwned("rednt:"+o.Name+":", 6, all, o.Name)...)
+		}
+		return keys
+	})
+	pairs := [][2]int{{0, 2}, {0, 3}, {0, 4}}
+	cutPairs(t, r.ips, pairs, true)
+	r.logf("n0 cut from n2, n3, n4")
+	time.Sleep(redDuration(t, "RL_RED_CUT", 10*time.Second))
+	cutPairs(t, r.ips, pairs, false)
+	r.logf("healed")
+	time.Sleep(6 * time.Second)
+	most, cr := r.finish("n0 reaches n1 only")
+	require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit")
+	require.Zero(t, cr.lost, "a counting key lost decisions though no node stopped")
+}
+
+// TestRedStaleBackup cuts only the link between an owner (n2) and its
+// slots' backup (n1) of 3 nodes: n0 reaches both, so memberlist's
+// indirect probes keep everyone alive, and n2 keeps its lease (n0's grant
+// and its own). Its keys are then used up, and their copies cannot reach
+// n1. kill -9 of n2 then makes n1 take the slots over from copies as old
+// as the cut, not one --replica-interval old as docs/cluster.md bounds the
+// loss.
+//
+// Finding R2 (1 run of 1, every key): all 30 keys admit 40 of 20. n1
+// logs "promoted copies of the slots taken over keys=0" and serves the
+// slots from nothing after the takeover's wait; neither node logs that
+// shipments to the backup fail. The lost-slot rule counts the slots held
+// by n1 since its full sync from n2 at start, which nothing dropped. It
+// fails today, so it runs only with RL_RED_FINDINGS=1.
+func TestRedStaleBackup(t *testing.T) {
+	redFinding(t, "R2: copies that cannot reach the backup still count as held; a crash then serves the owner's keys from nothing")
+	ips := setupSplitNet(t, 3)
+	ns := startRedNodes(t, ips)
+	all := tableOf(t, "n0", "n1", "n2")
+	var keys []string
+	for i := 0; len(keys) < 30; i++ {
+		k := fmt.Sprint("redstale:", i)
+		s := cluster.Slot([]byte(k))
+		if ru, _ := all.RunnerUp(s); all.Owner(s).Name == "n2" && ru.Name == "n1" {
+			keys = append(keys, k)
+		}
+	}
+	cutPairs(t, ips, [][2]int{{1, 2}}, true)
+	start := time.Now()
+	t.Logf("run starts at %s; n1 and n2 cut from each other", start.UTC().Format("15:04:05.000"))
+	time.Sleep(redDuration(t, "RL_RED_SETTLE", 2*time.Second)) // the cut is in place before the keys are used
+	l := &splitLoad{admitted: map[string]int{}, replies: map[string]int{}, start: start, when: map[string][]string{}}
+	w := &viewWatch{claims: map[string][]string{}, start: start, last: map[string]string{}}
+	stop := make(chan struct{})
+	var cs []*redis.Client
+	for _, n := range ns {
+		if n.name != "n1" { // n1's client would forward to n2 across the cut
+			cs = append(cs, n.c)
+		}
+	}
+	lwg := l.run(context.Background(), cs, keys, stop)
+	wwg := w.run(context.Background(), ns, keys, stop)
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, k := range keys {
+			if l.admitted[k] < splitLimit {
+				return false
+			}
+		}
+		return true
+	}, deadline, 50*time.Millisecond, "n2 serves its keys through the cut")
+	time.Sleep(time.Second) // a few shipments' time, which cannot reach n1
+	ns[2].p.Kill()
+	t.Logf("%.2fs: n2 killed", time.Since(start).Seconds())
+	time.Sleep(8 * time.Second) // detection, the takeover's wait, then n1 serves
+	close(stop)
+	lwg.Wait()
+	wwg.Wait()
+	most := l.report(t, keys, w, "n1-n2 cut, n2 killed")
+	redLogs(t, ns)
+	require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit: the backup took over from copies as old as the cut")
 }
