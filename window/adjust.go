@@ -89,7 +89,7 @@ func (p Fixed) adjust(s *State, now, n int64) bool {
 	if next == count {
 		return false
 	}
-	p.charge(s, count, now, next)
+	p.charge(s, now, next)
 	return true
 }
 

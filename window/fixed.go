@@ -43,7 +43,7 @@ func (p Fixed) Decide(s *State, now, cost int64, peek bool) Decision {
 	if cost <= p.Limit-count {
 		d.Allowed, d.Remaining, d.Reset = true, p.Limit-count-cost, time.Duration(end-now)
 		if !peek {
-			p.charge(s, count, now, count+cost)
+			p.charge(s, now, count+cost)
 		}
 		return d
 	}
@@ -64,9 +64,12 @@ func (p Fixed) Count(s State, now int64) int64 {
 }
 
 // Expiry returns the unix time in nanoseconds at which s no longer restricts
-// anything (the end of its window), or 0 if it never did.
+// anything (the end of its window), or 0 if it never did. A window refunded
+// to 0 units (Adjust) lasts until its end too, as an INCR+EXPIRE counter
+// given back with DECRBY keeps its key and TTL: with FirstHit the next
+// admission still counts in that window, not in one it starts.
 func (p Fixed) Expiry(s State) int64 {
-	if s[1] == 0 {
+	if s == (State{}) {
 		return 0
 	}
 	if p.FirstHit {
@@ -93,16 +96,23 @@ func (p Fixed) endOf(s State, count, now int64) int64 {
 	switch {
 	case !p.FirstHit:
 		return p.end(now)
-	case count == 0:
+	case count == 0 && !p.started(s, now):
 		return now + int64(p.Window)
 	}
 	return int64(s[0]) + int64(p.Window)
 }
 
+// started reports whether s holds a FirstHit window that has not ended at
+// now, counting units or refunded to none.
+func (p Fixed) started(s State, now int64) bool {
+	return s != (State{}) && now-int64(s[0]) < int64(p.Window)
+}
+
 // charge makes next the count of the window holding now, in which s counts
-// count units: the window starts at now if it was empty under FirstHit.
-func (p Fixed) charge(s *State, count, now, next int64) {
-	if !p.FirstHit || count == 0 {
+// count units: under FirstHit the window starts at now unless one has
+// started and not ended.
+func (p Fixed) charge(s *State, now, next int64) {
+	if !p.FirstHit || !p.started(*s, now) {
 		s[0] = uint64(now)
 	}
 	s[1] = uint64(next)

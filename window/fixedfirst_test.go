@@ -100,3 +100,33 @@ func TestFixedFirstHitParams(t *testing.T) {
 		assert.ErrorIsf(t, q.Validate(), ErrKind, "%v with FirstHit", k)
 	}
 }
+
+// TestFixedRefundKeepsWindow: a window refunded to 0 units keeps its key
+// until its end, as a Redis INCR+EXPIRE counter given back with DECRBY
+// keeps its TTL: with FirstHit the next admission counts in that window
+// (its reset is the rest of it), not in a new one; an aligned key lasts to
+// its window's edge. Once the window ends, the key is gone.
+func TestFixedRefundKeepsWindow(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		p := Params{Kind: KindFixed, Limit: 1, Period: 5 * time.Second, FirstHit: first}
+		var s State
+		d, _ := p.Decide(&s, nil, t0, 1, false)
+		require.True(t, d.Allowed)
+		_, ok := p.Adjust(&s, nil, t0+int64(time.Second), -1)
+		require.True(t, ok)
+		end := t0 + int64(5*time.Second) // t0 is a whole minute: the aligned window ends there too
+		assert.Equalf(t, end, p.Expiry(s, nil), "Expiry after a refund to 0 (FirstHit %v)", first)
+		assert.Zerof(t, p.Count(s, nil, t0+int64(time.Second)), "Count after a refund to 0 (FirstHit %v)", first)
+		d, _ = p.Decide(&s, nil, t0+int64(2*time.Second), 1, false)
+		require.Truef(t, d.Allowed, "Fixed(t2s) after a refund = denied, want allowed (FirstHit %v)", first)
+		assert.Equalf(t, 3*time.Second, d.Reset, "Fixed(t2s) after a refund: reset (FirstHit %v)", first)
+		d, _ = p.Decide(&s, nil, t0+int64(4*time.Second), 1, false)
+		assert.Falsef(t, d.Allowed, "Fixed(t4s) = allowed, want denied: the window holds 1 (FirstHit %v)", first)
+		_, _ = p.Adjust(&s, nil, t0+int64(4*time.Second), -1)
+		assert.Equal(t, end, p.Expiry(s, nil))
+		d, _ = p.Decide(&s, nil, end, 1, false)
+		require.True(t, d.Allowed)
+		assert.Equalf(t, 5*time.Second, d.Reset, "after the window's end a new one starts (FirstHit %v)", first)
+	}
+	assert.Zero(t, Fixed{Limit: 1, Window: time.Second}.Expiry(State{}), "an empty key never restricted anything")
+}

@@ -150,7 +150,9 @@ class RateLimiterRlstore extends StoreAbstract {
       live ? this.send('PTTL', rlKey) : -2,
     ]);
     const used = peek ? this.points - available(decision(peek)) : 0;
-    if (!ov && used <= 0) return null;
+    // A key rewarded to 0 that still exists (a fixed window, until its end)
+    // reads as 0 consumed, as RateLimiterRedis's counter at '0' does.
+    if (!ov && used <= 0 && !(Number(pttl) >= 0)) return null;
     const ms = Math.max(Number(pttl), 0, ov ? ov.ttl : 0);
     return { consumed: used + (ov ? ov.count : 0), ms: reported(ms), first: false };
   }

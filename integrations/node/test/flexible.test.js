@@ -108,6 +108,23 @@ test('reward refunds with every algorithm: the sliding window (RL.LOG, RL.SLIDE 
   assert.equal((await big.reward('r', 10)).remainingPoints, 10, 'RL.SLIDE above 4000 points');
 });
 
+test('fixed: a key rewarded to 0 keeps its window, as RateLimiterRedis\'s counter at 0 does', { skip }, async () => {
+  const fixed = new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf'), algorithm: 'fixed' });
+  const first = await fixed.consume('z');
+  await fixed.reward('z', 1);
+  const got = await fixed.get('z');
+  assert.ok(got, 'get() finds the key rewarded to 0, where it found null before');
+  assert.equal(got.consumedPoints, 0);
+  assert.ok(got.msBeforeNext > 0 && got.msBeforeNext <= first.msBeforeNext, `msBeforeNext ${got.msBeforeNext}: the rest of the window`);
+  const again = await fixed.consume('z');
+  assert.equal(again.consumedPoints, 1);
+  assert.ok(again.msBeforeNext <= first.msBeforeNext, `msBeforeNext ${again.msBeforeNext}: the next consume counts in the same window`);
+  const slide = new RateLimiterRlstore({ storeClient: c.ioredis, points: 2, duration: 30, timeout: PATIENCE, keyPrefix: unique('rlf') });
+  await slide.consume('z');
+  await slide.reward('z', 1);
+  assert.equal(await slide.get('z'), null, 'a sliding log rewarded to empty is gone');
+});
+
 // algorithm 'fixed' is RateLimiterRedis's window: it starts at the first
 // consume and lasts duration, wherever that falls (RL.FIXED ANCHOR FIRST);
 // aligned to the epoch, a 2 s window could end within milliseconds.
