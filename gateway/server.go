@@ -65,6 +65,9 @@ func NewServer(cfg ServerConfig) *Server {
 		// core, most calls found every worker busy and got a new
 		// goroutine all the same.
 		grpc.NumStreamWorkers(uint32(max(streamWorkers, 16*runtime.GOMAXPROCS(0)))),
+		// ShouldRateLimit's request and answer without protobuf's
+		// reflection (codec.go); everything else through protobuf.
+		grpc.ForceServerCodecV2(newCodec()),
 	}
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))

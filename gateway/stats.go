@@ -69,6 +69,9 @@ func (st *Stats) series(domain, key string) *counters {
 	if len(st.byKey) >= st.max {
 		return st.overflow(domain)
 	}
+	// A request's strings may share their memory with the whole request
+	// (codec.go): a series kept for good keeps copies.
+	key, domain = strings.Clone(key), strings.Clone(domain)
 	c = &counters{domain: domain, descriptor: strings.TrimPrefix(strings.TrimPrefix(key, domain), ".")}
 	st.byKey[key] = c
 	return c
@@ -82,6 +85,7 @@ func (st *Stats) overflow(domain string) *counters {
 	defer st.overMu.Unlock()
 	c := st.over[domain]
 	if c == nil {
+		domain = strings.Clone(domain)
 		c = &counters{domain: domain, descriptor: overflowSeries}
 		st.over[domain] = c
 	}
