@@ -34,6 +34,13 @@ const (
 // (a replica's DELTA or SYNC's backed bitmap, the handoff's RELEASED).
 const PeerRefused = "NOPERM bad cluster credentials"
 
+// PeerNoReplicas is what a node that keeps no replicas (--replicas 0)
+// answers a replica's COPY, DELTA or SYNC with, on a peer's connection: a
+// refusal of its own, which a sender does not take for PeerRefused, and
+// so does not retry in an older form. Nodes from before it answer
+// PeerRefused there.
+const PeerNoReplicas = "ERR this node keeps no replicas (--replicas 0)"
+
 // Encoded heads of the commands a replica sends most, which it writes
 // ahead of a payload encoded in place: each is the command's array and
 // bulk strings up to the payload's length ("…$"), as wire.AppendCommand

@@ -178,6 +178,9 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		s.cl.repl.PeerDelta(c.conn, &c.ship, args[2])
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSync) && (len(args) == 3 || len(args) == 4):
 		s.cl.repl.PeerSync(c.conn, &c.ship, c.peerName, args[2:])
+	case s.cl.repl == nil && (cluster.IsWord(args[1], cluster.PeerCopy) || cluster.IsWord(args[1], cluster.PeerDelta) ||
+		cluster.IsWord(args[1], cluster.PeerSync)):
+		c.conn.WriteError(cluster.PeerNoReplicas)
 	case cluster.IsWord(args[1], cluster.PeerImport) && len(args) == 6:
 		s.peerImport(c, args)
 	case cluster.IsWord(args[1], cluster.PeerDone) && len(args) == 4:

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"errors"
-	"strings"
 	"sync"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -48,11 +47,14 @@ func (r *Replicator) noteKept(t *cluster.Table, slots []int) {
 }
 
 // sendSync sends RL.PEER SYNC drop backed, or drop alone to a node that
-// predates backed (it answers NOPERM to the longer form).
+// predates backed: it answers the longer form cluster.PeerRefused, its
+// refusal of any form it does not know, and only that. Any other refusal,
+// another NOPERM or cluster.PeerNoReplicas say, is the node's answer to
+// SYNC itself, which the shorter form would get too.
 func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte) error {
 	err := p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop, backed}})
 	var pe *peerError
-	if errors.As(err, &pe) && strings.HasPrefix(pe.msg, errPeerAuth[:6]) {
+	if errors.As(err, &pe) && pe.msg == errPeerAuth {
 		err = p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop}})
 	}
 	return err
