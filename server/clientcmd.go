@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // Replies of CLIENT, in Redis's words.
@@ -17,7 +19,7 @@ const (
 
 // clientCommands is CLIENT and its subcommands.
 func clientCommands() []command {
-	return []command{{name: "client", arity: -2, group: "connection", summary: "Manages client connections", subs: append([]command{
+	return []command{{name: "client", arity: -2, group: "connection", summary: "Manages client connections", subs: []command{
 		{name: "id", arity: 2, run: cmdClientID, summary: "Returns the connection's id"},
 		{name: "setname", arity: 3, run: cmdClientSetName, summary: "Names the connection"},
 		{name: "getname", arity: 2, run: cmdClientGetName, summary: "Returns the connection's name"},
@@ -26,7 +28,19 @@ func clientCommands() []command {
 		{name: "list", arity: -2, flags: flagAdmin, run: cmdClientList, summary: "Describes every connection"},
 		{name: "kill", arity: -3, flags: flagAdmin, run: cmdClientKill, summary: "Closes connections"},
 		{name: "help", arity: 2, run: cmdClientHelp, summary: "Lists CLIENT's subcommands"},
-	}, trackingSubcommands()...)}}
+	}}}
+}
+
+// registerClient registers CLIENT: its subcommands above, then observe's
+// for client-side caching.
+func (s *Server) registerClient() {
+	cmds := clientCommands()
+	specs := commandSpecs()
+	cm := s.entry(&cmds[0])
+	cm.Subs = append(cm.Subs, s.obs.TrackingCommands()...)
+	s.table.Register(cm, func(name string) core.Spec { return specs[name].spec() })
+	s.clientCmd = s.table.Lookup(cm.Name)
+	s.keepRuns(&cmds[0], s.clientCmd)
 }
 
 func cmdClientID(s *Server, c *client, args [][]byte) { c.conn.WriteInt64(c.id) }
@@ -49,7 +63,7 @@ func cmdClientGetName(s *Server, c *client, args [][]byte) {
 		c.conn.WriteBulkString(name)
 		return
 	}
-	writeNull(c)
+	c.Null()
 }
 
 // cmdClientSetInfo is CLIENT SETINFO LIB-NAME|LIB-VER value, which go-redis sends on connect.
@@ -134,7 +148,7 @@ func (s *Server) clientList() []*client {
 
 func seconds(d time.Duration) string { return strconv.FormatInt(int64(max(d, 0)/time.Second), 10) }
 
-func cmdClientHelp(s *Server, c *client, args [][]byte) { writeHelp(c, clientCommands()[0]) }
+func cmdClientHelp(s *Server, c *client, args [][]byte) { core.WriteHelp(&c.Session, s.clientCmd) }
 
 // writeHelp replies to a HELP subcommand with one line per subcommand.
 func writeHelp(c *client, cm command) {

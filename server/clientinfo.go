@@ -28,10 +28,10 @@ func (c *client) describe(now time.Time, args [][]byte) string {
 	return "id=" + i64(c.id) + " addr=" + c.addr + " laddr=" + c.laddr + " fd=" + i64(fdOf(c)) +
 		" name=" + m.name + " age=" + seconds(now.Sub(c.created)) +
 		" idle=" + seconds(now.Sub(time.Unix(0, c.g.Last.Load()))) +
-		" flags=" + c.flags() + " db=0 sub=" + i64(c.subCount.Load()) + " psub=0 ssub=0 multi=" + strconv.Itoa(int(c.QLen.Load())) +
+		" flags=" + c.flags() + " db=0 sub=" + i64(c.ob.Subscribed()) + " psub=0 ssub=0 multi=" + strconv.Itoa(int(c.QLen.Load())) +
 		" qbuf=0 qbuf-free=0 argv-mem=" + i64(argv) + " multi-mem=" + i64(multiMem) +
 		" rbs=0 rbp=0 obl=0 oll=0 omem=" + i64(omem) + " tot-mem=" + i64(argv+multiMem+omem) +
-		" events=r cmd=" + cmd + " user=default redir=" + i64(redirOf(c)) + " resp=" + strconv.Itoa(m.resp) +
+		" events=r cmd=" + cmd + " user=default redir=" + i64(c.ob.Redir()) + " resp=" + strconv.Itoa(m.resp) +
 		" lib-name=" + m.libName + " lib-ver=" + m.libVer + "\n"
 }
 
@@ -59,21 +59,7 @@ func (c *client) flags() string {
 	if c.QLen.Load() >= 0 {
 		f += "x"
 	}
-	if conf := c.trackConf.Load(); conf != nil {
-		f += "t"
-		if conf.bcast {
-			f += "B"
-		}
-		if c.brokenRedir.Load() {
-			f += "R"
-		}
-	}
-	if c.subCount.Load() > 0 {
-		f += "P"
-	}
-	if c.monitoring.Load() {
-		f += "O"
-	}
+	f += c.ob.Flags()
 	if f == "" {
 		return "N"
 	}

@@ -2,12 +2,12 @@ package server
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/durable"
+	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
@@ -119,14 +119,9 @@ type client struct {
 	mu   sync.Mutex // guards meta
 	meta clientMeta
 
-	// Client-side caching and MONITOR (tracking.go; their frames go out through resp.Conn.Push).
-	track                clientTrack               // only this client's goroutine touches it
-	channels             map[string]bool           // SUBSCRIBEd channels; only this client's goroutine
-	trackConf            atomic.Pointer[trackConf] // nil while tracking is off
-	brokenRedir          atomic.Bool               // its redirect target has gone
-	subscribedInvalidate atomic.Bool               // subscribed to __redis__:invalidate
-	subCount             atomic.Int64              // channels subscribed, for CLIENT LIST
-	monitoring           atomic.Bool               // said MONITOR, for CLIENT LIST
+	// Client-side caching and MONITOR (package observe; their frames go
+	// out through resp.Conn.Push). Only observe reaches its fields.
+	ob observe.Client
 }
 
 // clientMeta is what a client says about itself, for CLIENT LIST.
@@ -150,6 +145,7 @@ func (c *client) setMeta(f func(m *clientMeta)) {
 // setResp switches the protocol version replies use.
 func (c *client) setResp(v int) {
 	c.Proto = v
+	c.ob.SetProto(v)
 	c.setMeta(func(m *clientMeta) { m.resp = v })
 }
 
@@ -204,3 +200,33 @@ func (s *Server) later(c *client) *resp.Later {
 	}
 	return c.rc.Later()
 }
+
+// invalidate tells the clients tracking key that it changed; writer, if
+// not nil, changed it (for NOLOOP).
+func (s *Server) invalidate(writer *client, key []byte) {
+	var w *observe.Client
+	if writer != nil {
+		w = &writer.ob
+	}
+	s.obs.Invalidate(w, key)
+}
+
+// observeDelegate is the server as tracking's observe.Delegate.
+type observeDelegate struct{ s *Server }
+
+func (d observeDelegate) ClientByID(id int64) *observe.Client {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	if c := d.s.clients[id]; c != nil {
+		return &c.ob
+	}
+	return nil
+}
+
+func (d observeDelegate) Lookup(key []byte, now int64) (int64, bool) {
+	_, exp, live := d.s.lookup(key, now)
+	return exp, live
+}
+
+func (d observeDelegate) UnixNano() int64 { return d.s.unixNano() }
+func (d observeDelegate) Clustered() bool { return d.s.cl != nil }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/observe"
 )
 
 // Replies of the connection commands, in Redis's words.
@@ -30,8 +31,8 @@ func connectionCommands() []command {
 		{name: "echo", arity: 2, run: cmdEcho, group: "connection", summary: "Returns the message"},
 		{name: "quit", arity: -1, flags: flagNoAuth | flagNoQueue, run: cmdQuit, group: "connection", summary: "Replies OK and closes the connection"},
 		{name: "select", arity: 2, run: cmdSelect, group: "connection", summary: "Selects database 0, the only one"},
-		{name: "auth", arity: -2, flags: flagNoAuth, run: cmdAuth, secret: secretArgs, group: "connection", summary: "Authenticates the connection"},
-		{name: "hello", arity: -1, flags: flagNoAuth, run: cmdHello, secret: secretHelloAuth, group: "connection", summary: "Handshakes: protocol version, AUTH and SETNAME"},
+		{name: "auth", arity: -2, flags: flagNoAuth, run: cmdAuth, secret: observe.SecretArgs, group: "connection", summary: "Authenticates the connection"},
+		{name: "hello", arity: -1, flags: flagNoAuth, run: cmdHello, secret: observe.SecretHelloAuth, group: "connection", summary: "Handshakes: protocol version, AUTH and SETNAME"},
 	}
 }
 

@@ -141,7 +141,7 @@ func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 	if err == nil {
 		s.countDecision(r, &o, false)
 	}
-	if s.obs.active.Load() != 0 && !r.peek {
+	if s.obs.Active() && !r.peek {
 		s.invalidate(r.by, key)
 	}
 	return o, err

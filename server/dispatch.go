@@ -31,10 +31,10 @@ func (p pipeline) Route(x *core.Session, cm *core.Command, args [][]byte) bool {
 	return p.s.routeOne(p.s.clientOf(x), cm, args)
 }
 
-func (p pipeline) Watching() bool { return p.s.obs.active.Load() != 0 }
+func (p pipeline) Watching() bool { return p.s.obs.Active() }
 
 func (p pipeline) Forwarded(x *core.Session, cm *core.Command, args [][]byte) {
-	p.s.afterForward(p.s.clientOf(x), cm, args)
+	p.s.obs.AfterForward(&p.s.clientOf(x).ob, cm, args)
 }
 
 // call runs cm on c: a command declared in the server's form directly, as
@@ -73,8 +73,8 @@ func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
 		c.mark = start
 	}
 	defer s.ran(c, cm, args, start, errs)
-	if s.obs.active.Load() != 0 {
-		s.beforeRun(c, cm, args)
+	if s.obs.Active() {
+		s.obs.BeforeRun(&c.ob, cm, args)
 	}
 	if reply := s.keyTooLong(cm, args); reply != "" {
 		c.conn.WriteError(reply)
@@ -83,8 +83,8 @@ func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
 	} else {
 		s.call(c, cm, args)
 	}
-	if s.obs.active.Load() != 0 {
-		s.afterRun(c, cm, args)
+	if s.obs.Active() {
+		s.obs.AfterRun(&c.ob, cm, args)
 	}
 }
 

@@ -49,7 +49,7 @@ func cmdCommandInfo(s *Server, c *client, args [][]byte) {
 		if cm := s.table.Find(name); cm != nil {
 			writeCommandInfo(c, cm)
 		} else {
-			writeNull(c)
+			c.Null()
 		}
 	}
 }
@@ -150,10 +150,10 @@ func writeCommandInfo(c *client, cm *core.Command) {
 	c.conn.WriteInt(cm.LastKey)
 	c.conn.WriteInt(cm.KeyStep)
 	writeValue(c, flagSet(cm.ACL.Names()))
-	writeSetLen(c, 0) // tips
+	c.WriteSetLen(0) // tips
 	writeKeySpecs(c, cm.Keys)
 	if len(cm.Subs) == 0 {
-		writeSetLen(c, 0) // Redis's empty subcommands are a set, the others an array
+		c.WriteSetLen(0) // Redis's empty subcommands are a set, the others an array
 		return
 	}
 	c.conn.WriteArray(len(cm.Subs))

@@ -199,7 +199,7 @@ func (s *Server) lease(c *client, key []byte, r *shard.LeaseRequest) (shard.Leas
 		c.conn.WriteError(leaseError(err))
 		return res, false
 	}
-	if s.obs.active.Load() != 0 && (res.Allowed || r.Op != shard.LeaseAcquire) {
+	if s.obs.Active() && (res.Allowed || r.Op != shard.LeaseAcquire) {
 		s.invalidate(c, key)
 	}
 	countLease(c, leaseSlot[r.Op], res.Allowed)

@@ -50,11 +50,11 @@ func cmdExec(s *Server, c *client, args [][]byte) {
 		return
 	}
 	c.conn.WriteArray(len(q))
-	c.track.inExec = true // tracking's pushes wait for the end of EXEC's reply
+	c.ob.SetInExec(true) // tracking's pushes wait for the end of EXEC's reply
 	for _, e := range q {
 		s.run(c, e.Cmd, e.Args)
 	}
-	c.track.inExec = false
+	c.ob.SetInExec(false)
 }
 
 func cmdDiscard(s *Server, c *client, args [][]byte) {

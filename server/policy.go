@@ -93,7 +93,7 @@ func cmdPolicySet(s *Server, c *client, args [][]byte) {
 func cmdPolicyGet(s *Server, c *client, args [][]byte) {
 	p := s.policy(args[2])
 	if p == nil {
-		writeNull(c)
+		c.Null()
 		return
 	}
 	writeList(c, p.Definition())

@@ -81,7 +81,7 @@ func trackingClient(t *testing.T, s *Server) *client {
 	var tc *client
 	s.mu.Lock()
 	for _, c := range s.clients {
-		if c.trackConf.Load() != nil {
+		if c.ob.Redir() >= 0 { // tracking
 			tc = c
 		}
 	}

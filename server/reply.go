@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strconv"
 )
 
 // The connection's writers write RESP2. These helpers write the RESP3 frames rlstore
@@ -20,21 +19,11 @@ type pair struct {
 // flat array of keys and values that RESP2 clients read maps from.
 // HELLO, CONFIG GET, COMMAND DOCS and RL.INFO reply with it.
 func writeMap(c *client, pairs []pair) {
-	writeMapLen(c, len(pairs))
+	c.WriteMapLen(len(pairs))
 	for _, p := range pairs {
 		c.conn.WriteBulkString(p.key)
 		writeValue(c, p.val)
 	}
-}
-
-// writeMapLen writes the header of a map of n pairs; the caller then writes
-// 2n values, key first. It is writeMap for callers that avoid building pairs.
-func writeMapLen(c *client, n int) {
-	if c.Proto == 3 {
-		writeHeader(c, '%', n)
-		return
-	}
-	c.conn.WriteArray(2 * n)
 }
 
 // flagSet is a set of status replies, the form of every list of flags
@@ -45,37 +34,11 @@ type flagSet []string
 // respSet is a set of values: a RESP3 set, an array in RESP2.
 type respSet []any
 
-// writeSetLen writes the header of a set of n elements: a RESP3 set for a
-// RESP3 client, else an array.
-func writeSetLen(c *client, n int) {
-	if c.Proto == 3 {
-		writeHeader(c, '~', n)
-		return
-	}
-	c.conn.WriteArray(n)
-}
-
-// writeNull writes the null reply: RESP3's own null, or RESP2's null bulk string.
-func writeNull(c *client) {
-	if c.Proto == 3 {
-		c.conn.WriteRaw([]byte("_\r\n"))
-		return
-	}
-	c.conn.WriteNull()
-}
-
-// writeHeader writes a RESP header such as "%3\r\n" without allocating.
-func writeHeader(c *client, kind byte, n int) {
-	var b [24]byte
-	h := strconv.AppendInt(append(b[:0], kind), int64(n), 10)
-	c.conn.WriteRaw(append(h, '\r', '\n'))
-}
-
 // writeValue writes one value of a map or array reply.
 func writeValue(c *client, v any) {
 	switch v := v.(type) {
 	case nil:
-		writeNull(c)
+		c.Null()
 	case string:
 		c.conn.WriteBulkString(v)
 	case []byte:
@@ -87,12 +50,12 @@ func writeValue(c *client, v any) {
 	case []pair:
 		writeMap(c, v)
 	case flagSet:
-		writeSetLen(c, len(v))
+		c.WriteSetLen(len(v))
 		for _, f := range v {
 			c.conn.WriteString(f)
 		}
 	case respSet:
-		writeSetLen(c, len(v))
+		c.WriteSetLen(len(v))
 		for _, e := range v {
 			writeValue(c, e)
 		}

@@ -131,7 +131,7 @@ func (s *Server) reserve(c *client, key []byte, r *shard.ReserveRequest) (shard.
 		c.conn.WriteError(reserveError(err))
 		return res, false
 	}
-	if s.obs.active.Load() != 0 {
+	if s.obs.Active() {
 		s.invalidate(c, key)
 	}
 	countReserve(c, r.Op, res.Decision, res.Done)

@@ -210,7 +210,7 @@ func reserveError(err error) string {
 
 // announceReserved tells clients that track key that a reservation changed it.
 func (s *Server) announceReserved(c *client, key []byte) {
-	if s.obs.active.Load() != 0 {
+	if s.obs.Active() {
 		s.invalidate(c, key)
 	}
 }

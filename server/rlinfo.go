@@ -25,7 +25,7 @@ func cmdRLInfo(s *Server, c *client, args [][]byte) {
 	inf, ok := s.cfg.Store.Get(args[1], now)
 	if !ok || inf.Expiry <= now || policy.Reserved(args[1]) {
 		s.info.misses.Add(1)
-		writeNull(c)
+		c.Null()
 		return
 	}
 	s.info.hits.Add(1)

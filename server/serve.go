@@ -155,6 +155,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
 	c.Proto = 2
 	s.users.Open(&c.Session)
+	s.obs.Open(&c.ob, &c.Session, rc, c.id, c.addr)
 	s.clientSlot.Set(&c.Session, c)
 	c.meta.resp = 2
 	c.QLen.Store(-1)
@@ -180,7 +181,7 @@ func (s *Server) forget(c *client, err error) {
 	s.goneCmds.Add(c.Cmds.Load())
 	s.info.netIn.Add(c.rc.NetIn())
 	s.info.netOut.Add(c.rc.NetOut())
-	s.forgetObserver(c)
+	s.obs.Forget(&c.ob)
 	var perr wire.ProtocolError
 	switch {
 	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log

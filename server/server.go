@@ -141,10 +141,11 @@ type Server struct {
 	runs       []func(s *Server, c *client, args [][]byte) // by core.Command.ID: the runs declared in the server's form (see call)
 	started    time.Time
 	pol        policies
-	cl         *clusterNode // nil without a cluster
-	reg        *regionNode  // nil without regions
-	info       infoExtra    // behind INFO's Redis fields (inforedis.go)
-	debug      *debugClock  // the clock DEBUG SET-CLOCK sets; nil: no DEBUG (debug.go)
+	cl         *clusterNode  // nil without a cluster
+	reg        *regionNode   // nil without regions
+	info       infoExtra     // behind INFO's Redis fields (inforedis.go)
+	debug      *debugClock   // the clock DEBUG SET-CLOCK sets; nil: no DEBUG (debug.go)
+	clientCmd  *core.Command // CLIENT, for CLIENT HELP: its subcommands are the server's and observe's
 
 	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
 
@@ -153,8 +154,8 @@ type Server struct {
 	mem        *resp.Budget // the budget of all clients' replies
 	maxClients atomic.Int64
 	nextID     atomic.Int64
-	goneCmds   atomic.Int64 // commands run by clients that have gone, for INFO
-	obs        observers    // CLIENT TRACKING and MONITOR
+	goneCmds   atomic.Int64       // commands run by clients that have gone, for INFO
+	obs        *observe.Observers // CLIENT TRACKING and MONITOR
 	decisions  decisionStats
 	slow       observe.Slowlog
 
@@ -194,6 +195,7 @@ func New(cfg Config) (*Server, error) {
 	if s.users, err = auth.NewUsers(cfg.ACLFile, cfg.RequirePass, &s.pipe.Slots); err != nil {
 		return nil, err
 	}
+	s.obs = observe.NewObservers(observeDelegate{s}, &s.pipe.Slots)
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
@@ -204,7 +206,7 @@ func New(cfg Config) (*Server, error) {
 	s.slow.LatencyMs.Store(cfg.LatencyMonitorThreshold.Milliseconds())
 	s.dur = durable.New(durable.Config{Durability: cfg.Durability, Store: cfg.Store, Logger: cfg.Logger})
 	s.register(connectionCommands())
-	s.register(clientCommands())
+	s.registerClient()
 	s.register(serverCommands())
 	s.registerSpecified(s.dur.Commands())
 	s.register(introspectionCommands())
@@ -214,8 +216,8 @@ func New(cfg Config) (*Server, error) {
 	for _, cm := range s.users.Commands() {
 		s.table.Register(cm, nil)
 	}
-	s.register(pubsubCommands())
-	s.register(monitorCommands())
+	s.registerSpecified(s.obs.PubsubCommands())
+	s.registerSpecified(s.obs.MonitorCommands())
 	s.register(objectCommands())
 	s.register(transactionCommands())
 	s.register(decisionCommands())

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rlstore/rlstore/window"
+	"github.com/tidwall/redcon"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,7 +138,7 @@ func TestTrackingOptinNeedsCaching(t *testing.T) {
 	assert.Equal(t, ">[invalidate [t2]]", readFrame(t, r), "only keys read after CACHING YES")
 	w.call(t, "RL.SLIDE", "t1", "5", "60")
 	assert.Equal(t, ">[invalidate [t1]]", readFrame(t, r))
-	assert.Equal(t, "-"+errCachingNoOptout, "-ERR "+r.call(t, "CLIENT", "CACHING", "NO")[4:])
+	assert.Equal(t, "-ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.", "-ERR "+r.call(t, "CLIENT", "CACHING", "NO")[4:])
 }
 
 // TestTrackingRedirectRESP2 is tracking as a RESP2 client does it: a second
@@ -180,12 +181,12 @@ func TestTrackingOffClosesTheGate(t *testing.T) {
 	require.Equal(t, "OK", a.call(t, "CLIENT", "TRACKING", "ON"))
 	require.Equal(t, "OK", b.call(t, "CLIENT", "TRACKING", "ON", "OPTOUT"))
 	require.Equal(t, "OK", b.call(t, "MONITOR"))
-	assert.EqualValues(t, 3, s.obs.active.Load())
+	assert.Equal(t, 3, s.obs.Count())
 	require.Equal(t, "OK", a.call(t, "CLIENT", "TRACKING", "OFF"))
 	assert.Equal(t, "[flags [off] redirect -1 prefixes []]", a.call(t, "CLIENT", "TRACKINGINFO"))
 	assert.Equal(t, "-1", a.call(t, "CLIENT", "GETREDIR"))
 	require.NoError(t, b.Close())
-	eventually(t, "the gate to close", func() bool { return s.obs.active.Load() == 0 })
+	eventually(t, "the gate to close", func() bool { return s.obs.Count() == 0 })
 }
 
 func TestMonitorRedactsAuth(t *testing.T) {
@@ -223,8 +224,10 @@ func BenchmarkSeamTracking(b *testing.B) {
 		b.Run(map[bool]string{false: "nobody", true: "someone"}[tracking], func(b *testing.B) {
 			s := newTestServer(b, Config{})
 			if tracking {
-				initMaps(&s.obs)
-				s.obs.active.Add(1)
+				tc := &client{}
+				tc.Out = redcon.NewWriter(io.Discard)
+				s.obs.Open(&tc.ob, &tc.Session, nil, 1, "")
+				s.table.Lookup("client|tracking").Run(&tc.Session, byteArgs("CLIENT", "TRACKING", "ON"))
 			}
 			args := byteArgs("RL.SLIDE", "s", "1000000", "60")
 			parse, c := nativeParser(window.KindSlide), &client{}

@@ -313,3 +313,25 @@ func TestDurableRowCatchesAViolation(t *testing.T) {
 		"server/internal/durable depends on server/internal/observe, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
+
+// TestObserveRowCatchesAViolation: tracking and MONITOR keep to observe's
+// row with the dependencies they have (the store is read through
+// observe.Delegate, never imported), and the row refuses the front, the
+// store and another family, directly or through another.
+func TestObserveRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/observe " + m + "internal/wire " + m + "window " + m + "policy " +
+		m + "server/internal/resp " + m + "server/internal/core"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/observe " + m + "shard",
+		m + "server/internal/observe " + m + "server/internal/durable " + m + "persistence",
+	}
+	assert.Equal(t, []string{
+		"server/internal/observe depends on server, which its layer may not import",
+		"server/internal/observe depends on shard, which its layer may not import",
+		"server/internal/observe depends on server/internal/durable, which its layer may not import",
+		"server/internal/observe depends on persistence, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}

@@ -1,8 +1,6 @@
 package auth
 
 import (
-	"strings"
-
 	"github.com/rlstore/rlstore/server/internal/core"
 )
 
@@ -71,13 +69,7 @@ func (u *Users) load(x *core.Session, _ [][]byte) {
 	x.Out.WriteString("OK")
 }
 
-func (u *Users) help(x *core.Session, _ [][]byte) {
-	subs := u.Commands()[0].Subs
-	x.Out.WriteArray(len(subs))
-	for _, sc := range subs {
-		x.Out.WriteString(strings.ToUpper(sc.Name) + ": " + sc.Summary)
-	}
-}
+func (u *Users) help(x *core.Session, _ [][]byte) { core.WriteHelp(x, &u.Commands()[0]) }
 
 func writeList(x *core.Session, v []string) {
 	x.Out.WriteArray(len(v))

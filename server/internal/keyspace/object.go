@@ -1,8 +1,6 @@
 package keyspace
 
 import (
-	"strings"
-
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
 )
@@ -84,13 +82,5 @@ func (k *Keyspace) objectOrNull(x *core.Session, key []byte, reply string) {
 	x.Out.WriteError(reply)
 }
 
-func (k *Keyspace) memoryHelp(x *core.Session, _ [][]byte) { help(x, k.objectCommands()[0]) }
-func (k *Keyspace) objectHelp(x *core.Session, _ [][]byte) { help(x, k.objectCommands()[1]) }
-
-// help replies to a HELP subcommand with one line per subcommand.
-func help(x *core.Session, cm core.Command) {
-	x.Out.WriteArray(len(cm.Subs))
-	for _, sc := range cm.Subs {
-		x.Out.WriteString(strings.ToUpper(sc.Name) + ": " + sc.Summary)
-	}
-}
+func (k *Keyspace) memoryHelp(x *core.Session, _ [][]byte) { core.WriteHelp(x, &k.objectCommands()[0]) }
+func (k *Keyspace) objectHelp(x *core.Session, _ [][]byte) { core.WriteHelp(x, &k.objectCommands()[1]) }

@@ -1,8 +1,6 @@
 package observe
 
 import (
-	"strings"
-
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
 )
@@ -16,12 +14,12 @@ func (sl *Slowlog) Commands() []core.Command {
 			{Name: "get", Arity: -2, Flags: core.FlagAdmin | ls, Run: sl.get, Summary: "Returns the newest slow-log entries (10, or count; -1 all)"},
 			{Name: "len", Arity: 2, Flags: core.FlagAdmin | ls, Run: sl.length, Summary: "Returns the number of slow-log entries"},
 			{Name: "reset", Arity: 2, Flags: core.FlagAdmin | ls, Run: sl.reset, Summary: "Empties the slow log"},
-			{Name: "help", Arity: 2, Flags: ls, Run: func(x *core.Session, _ [][]byte) { help(x, sl.Commands()[0]) }, Summary: "Lists SLOWLOG's subcommands"},
+			{Name: "help", Arity: 2, Flags: ls, Run: func(x *core.Session, _ [][]byte) { core.WriteHelp(x, &sl.Commands()[0]) }, Summary: "Lists SLOWLOG's subcommands"},
 		}},
 		{Name: "latency", Arity: -2, Group: "server", Summary: "The latency monitor", Subs: []core.Command{
 			{Name: "latest", Arity: 2, Flags: admin, Run: sl.latestCmd, Summary: "Returns the latest and largest spike of each event"},
 			{Name: "reset", Arity: -2, Flags: admin, Run: sl.resetLatency, Summary: "Forgets the spikes"},
-			{Name: "help", Arity: 2, Flags: ls, Run: func(x *core.Session, _ [][]byte) { help(x, sl.Commands()[1]) }, Summary: "Lists LATENCY's subcommands"},
+			{Name: "help", Arity: 2, Flags: ls, Run: func(x *core.Session, _ [][]byte) { core.WriteHelp(x, &sl.Commands()[1]) }, Summary: "Lists LATENCY's subcommands"},
 		}},
 	}
 }
@@ -79,12 +77,4 @@ func (sl *Slowlog) latestCmd(x *core.Session, _ [][]byte) {
 
 func (sl *Slowlog) resetLatency(x *core.Session, _ [][]byte) {
 	x.Out.WriteInt(sl.ResetLatency())
-}
-
-// help replies to a HELP subcommand with one line per subcommand.
-func help(x *core.Session, cm core.Command) {
-	x.Out.WriteArray(len(cm.Subs))
-	for _, sc := range cm.Subs {
-		x.Out.WriteString(strings.ToUpper(sc.Name) + ": " + sc.Summary)
-	}
 }

@@ -1,4 +1,4 @@
-package server
+package observe
 
 import (
 	"bytes"
@@ -16,18 +16,20 @@ import (
 // dropped from the table after its readers are sent an invalidation.
 const maxTrackedKeys = 1 << 20
 
-// observers is the server's side of client-side caching (CLIENT TRACKING)
+// Observers is the server's side of client-side caching (CLIENT TRACKING)
 // and of MONITOR. Its hooks run around every command, but only while
 // active is not zero: with nobody tracking or monitoring, a command pays one
 // atomic load before it runs and one after.
-type observers struct {
-	active atomic.Int32 // clients tracking plus clients monitoring
+type Observers struct {
+	d      Delegate
+	slot   core.Slot[Client] // each session's Client, for the commands
+	active atomic.Int32      // clients tracking plus clients monitoring
 
 	mu       sync.Mutex             // guards the fields below
 	keys     map[string]*trackedKey // default mode: keys clients read, until they change
-	trackers map[int64]*client      // clients with tracking on
-	bcast    map[int64]*client      // of those, the ones in BCAST mode
-	monitors map[int64]*client      // clients that said MONITOR
+	trackers map[int64]*Client      // clients with tracking on
+	bcast    map[int64]*Client      // of those, the ones in BCAST mode
+	monitors map[int64]*Client      // clients that said MONITOR
 	watched  map[string]struct{}    // BCAST mode: keys written under a broadcast prefix, each with one entry in expiries
 	expiries expiryHeap             // when tracked and watched keys expire, earliest first
 	timer    *time.Timer            // fires at the earliest expiry; nil until one is tracked
@@ -58,16 +60,16 @@ type clientTrack struct {
 	execReads [][]byte // in a cluster, the keys EXEC's queue reads, which another node may answer
 }
 
-// beforeRun is the hook before a command runs. A tracking client's cacheable
+// BeforeRun is the hook before a command runs. A tracking client's cacheable
 // read is remembered before it reads, so that a change landing between the
 // read and the remembering cannot go unannounced; and the pushes that change
 // causes wait until the reply is out.
-func (s *Server) beforeRun(c *client, cm *core.Command, args [][]byte) {
+func (o *Observers) BeforeRun(c *Client, cm *core.Command, args [][]byte) {
 	conf := c.trackConf.Load()
-	if conf != nil && cm.Flags&flagBarrier != 0 && s.cl != nil {
-		c.track.execReads = queuedReads(c.Queue)
+	if conf != nil && cm.Flags&core.FlagBarrier != 0 && o.d.Clustered() {
+		c.track.execReads = queuedReads(c.x.Queue)
 	}
-	if conf == nil || cm.Flags&flagCacheable == 0 {
+	if conf == nil || cm.Flags&core.FlagCacheable == 0 {
 		return
 	}
 	c.rc.HoldPushes()
@@ -75,35 +77,35 @@ func (s *Server) beforeRun(c *client, cm *core.Command, args [][]byte) {
 	if conf.bcast || (conf.optin && c.track.caching != 1) || (conf.optout && c.track.caching == -1) {
 		return
 	}
-	now := s.unixNano()
+	now := o.d.UnixNano()
 	for _, k := range args[1:] {
-		_, exp, _ := s.lookup(k, now)
-		s.obs.remember(c.id, k, exp, s)
+		exp, _ := o.d.Lookup(k, now)
+		o.remember(c.id, k, exp)
 	}
 }
 
-// afterRun is the hook after a command ran: it announces the keys the
+// AfterRun is the hook after a command ran: it announces the keys the
 // command changed, feeds MONITOR, and lets waiting pushes out.
-func (s *Server) afterRun(c *client, cm *core.Command, args [][]byte) {
-	if cm.Flags&(flagWrite|flagAnnounces) == flagWrite {
-		s.invalidateWritten(c, cm, args)
+func (o *Observers) AfterRun(c *Client, cm *core.Command, args [][]byte) {
+	if cm.Flags&(core.FlagWrite|core.FlagAnnounces) == core.FlagWrite {
+		o.invalidateWritten(c, cm, args)
 	}
-	if cm.Flags&flagAdmin == 0 { // as in Redis 7, administrative commands are not shown
-		s.feedMonitors(c, cm, args)
+	if cm.Flags&core.FlagAdmin == 0 { // as in Redis 7, administrative commands are not shown
+		o.feedMonitors(c, cm, args)
 	}
 	if c.track.inExec {
 		return // the caching flag lasts the whole EXEC, and pushes wait for its reply's end
 	}
-	if cm.Flags&flagKeepsCaching == 0 {
+	if cm.Flags&core.FlagKeepsCaching == 0 {
 		c.track.caching = 0
 	}
 	if c.track.execReads != nil {
-		s.invalidateUnseen(c, c.track.execReads)
+		o.invalidateUnseen(c, c.track.execReads)
 		c.track.execReads = nil
 	}
 	if c.track.held {
 		c.track.held = false
-		c.rc.ReleasePushes(c.conn)
+		c.rc.ReleasePushes(c.x.Out)
 	}
 }
 
@@ -111,9 +113,9 @@ func (s *Server) afterRun(c *client, cm *core.Command, args [][]byte) {
 // key for FLUSHALL and FLUSHDB, else the keys its entry says it may change
 // (DEL's). Decisions announce theirs in the decision seam (decide), and
 // only when they changed them.
-func (s *Server) invalidateWritten(c *client, cm *core.Command, args [][]byte) {
-	if cm.Flags&flagAllKeys != 0 {
-		s.invalidateAll()
+func (o *Observers) invalidateWritten(c *Client, cm *core.Command, args [][]byte) {
+	if cm.Flags&core.FlagAllKeys != 0 {
+		o.invalidateAll()
 		return
 	}
 	if cm.Changes == nil {
@@ -121,18 +123,18 @@ func (s *Server) invalidateWritten(c *client, cm *core.Command, args [][]byte) {
 	}
 	keys, _ := cm.Changes(args)
 	for _, k := range keys {
-		s.invalidate(c, k)
+		o.Invalidate(c, k)
 	}
 }
 
 // remember records that client id read key, which expires at exp (0: absent).
-func (o *observers) remember(id int64, key []byte, exp int64, s *Server) {
+func (o *Observers) remember(id int64, key []byte, exp int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	tk := o.keys[string(key)]
 	if tk == nil {
 		if len(o.keys) >= maxTrackedKeys {
-			o.evictOneLocked(s)
+			o.evictOneLocked()
 		}
 		tk = &trackedKey{readers: map[int64]struct{}{}}
 		o.keys[string(key)] = tk
@@ -141,26 +143,25 @@ func (o *observers) remember(id int64, key []byte, exp int64, s *Server) {
 	if exp > 0 && tk.expiry != exp {
 		tk.expiry = exp
 		heap.Push(&o.expiries, expiry{at: exp, key: string(key)})
-		o.armLocked(s)
+		o.armLocked()
 	}
 }
 
 // evictOneLocked drops a tracked key to make room, telling its readers.
-func (o *observers) evictOneLocked(s *Server) {
+func (o *Observers) evictOneLocked() {
 	for k, tk := range o.keys {
 		delete(o.keys, k)
 		targets := o.readersLocked(tk, nil)
-		go s.sendInvalidations(targets, []byte(k)) // o.mu is held: send from elsewhere
+		go o.sendInvalidations(targets, []byte(k)) // o.mu is held: send from elsewhere
 		return
 	}
 }
 
-// invalidate tells every client that read key, or broadcasts on a prefix of
+// Invalidate tells every client that read key, or broadcasts on a prefix of
 // it, that it changed. writer is the client that changed it, for NOLOOP.
-func (s *Server) invalidate(writer *client, key []byte) {
-	o := &s.obs
+func (o *Observers) Invalidate(writer *Client, key []byte) {
 	o.mu.Lock()
-	var targets []*client
+	var targets []*Client
 	if tk := o.keys[string(key)]; tk != nil {
 		delete(o.keys, string(key))
 		targets = o.readersLocked(tk, targets)
@@ -168,17 +169,17 @@ func (s *Server) invalidate(writer *client, key []byte) {
 	n := len(targets)
 	targets = o.bcastTargetsLocked(key, targets)
 	if len(targets) > n {
-		o.watchLocked(s, key)
+		o.watchLocked(key)
 	}
 	o.mu.Unlock()
 	if writer != nil {
 		targets = dropNoLoop(targets, writer)
 	}
-	s.sendInvalidations(targets, key)
+	o.sendInvalidations(targets, key)
 }
 
 // readersLocked appends the clients still tracking that read tk.
-func (o *observers) readersLocked(tk *trackedKey, dst []*client) []*client {
+func (o *Observers) readersLocked(tk *trackedKey, dst []*Client) []*Client {
 	for id := range tk.readers {
 		if t := o.trackers[id]; t != nil {
 			dst = append(dst, t)
@@ -188,7 +189,7 @@ func (o *observers) readersLocked(tk *trackedKey, dst []*client) []*client {
 }
 
 // dropNoLoop removes the writer from targets if it asked not to hear of its own changes.
-func dropNoLoop(targets []*client, writer *client) []*client {
+func dropNoLoop(targets []*Client, writer *Client) []*Client {
 	if conf := writer.trackConf.Load(); conf == nil || !conf.noloop {
 		return targets
 	}
@@ -215,43 +216,42 @@ func matchesPrefix(prefixes [][]byte, key []byte) bool {
 
 // invalidateAll is FLUSHALL's: every tracking client is told to drop its
 // whole cache, with the null invalidation Redis sends.
-func (s *Server) invalidateAll() {
-	o := &s.obs
+func (o *Observers) invalidateAll() {
 	o.mu.Lock()
 	o.keys, o.watched = map[string]*trackedKey{}, map[string]struct{}{}
 	o.expiries = nil
-	targets := make([]*client, 0, len(o.trackers))
+	targets := make([]*Client, 0, len(o.trackers))
 	for _, t := range o.trackers {
 		targets = append(targets, t)
 	}
 	o.mu.Unlock()
-	s.sendInvalidations(targets, nil)
+	o.sendInvalidations(targets, nil)
 }
 
 // sendInvalidations sends each target the invalidation of key (nil: every key).
-func (s *Server) sendInvalidations(targets []*client, key []byte) {
+func (o *Observers) sendInvalidations(targets []*Client, key []byte) {
 	for _, t := range targets {
-		s.sendInvalidation(t, key)
+		o.sendInvalidation(t, key)
 	}
 }
 
 // sendInvalidation sends one client's invalidation where it asked: to
 // itself in RESP3, or to its redirect target, in RESP3 as a push or in RESP2
 // as a message on __redis__:invalidate if the target subscribed to it.
-func (s *Server) sendInvalidation(t *client, key []byte) {
+func (o *Observers) sendInvalidation(t *Client, key []byte) {
 	conf := t.trackConf.Load()
 	if conf == nil {
 		return
 	}
 	to := t
 	if conf.redirect != 0 {
-		if to = s.clientByID(conf.redirect); to == nil {
-			s.brokenRedirect(t, conf.redirect)
+		if to = o.d.ClientByID(conf.redirect); to == nil {
+			brokenRedirect(t, conf.redirect)
 			return
 		}
 	}
 	switch {
-	case to.getMeta().resp == 3:
+	case to.proto.Load() == 3:
 		to.rc.Push(invalidateFrame(key))
 	case to.subscribedInvalidate.Load():
 		to.rc.Push(invalidateMessage(key))
@@ -259,9 +259,9 @@ func (s *Server) sendInvalidation(t *client, key []byte) {
 }
 
 // brokenRedirect marks t's redirect as gone and, in RESP3, tells t so.
-func (s *Server) brokenRedirect(t *client, id int64) {
+func brokenRedirect(t *Client, id int64) {
 	t.brokenRedir.Store(true)
-	if t.getMeta().resp == 3 {
+	if t.proto.Load() == 3 {
 		t.rc.Push([]byte(">2\r\n$21\r\ntracking-redir-broken\r\n:" + strconv.FormatInt(id, 10) + "\r\n"))
 	}
 }
@@ -288,23 +288,16 @@ func appendKeys(b, key []byte, null string) []byte {
 	return b
 }
 
-// clientByID returns the connected client with id, or nil.
-func (s *Server) clientByID(id int64) *client {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.clients[id]
-}
-
-// afterForward is the hook after a command was forwarded to the key's owner
+// AfterForward is the hook after a command was forwarded to the key's owner
 // in a cluster. The owner's changes to the key are never seen here, so a
 // tracking client's cacheable read from elsewhere is invalidated at once,
 // after its reply: its cache never keeps what this node cannot vouch for.
-func (s *Server) afterForward(c *client, cm *core.Command, args [][]byte) {
-	if cm.Flags&flagAdmin == 0 {
-		s.feedMonitors(c, cm, args)
+func (o *Observers) AfterForward(c *Client, cm *core.Command, args [][]byte) {
+	if cm.Flags&core.FlagAdmin == 0 {
+		o.feedMonitors(c, cm, args)
 	}
-	if c.trackConf.Load() != nil && cm.Flags&flagCacheable != 0 {
-		s.invalidateUnseen(c, args[1:])
+	if c.trackConf.Load() != nil && cm.Flags&core.FlagCacheable != 0 {
+		o.invalidateUnseen(c, args[1:])
 	}
 }
 
@@ -312,7 +305,7 @@ func (s *Server) afterForward(c *client, cm *core.Command, args [][]byte) {
 func queuedReads(q []core.Queued) [][]byte {
 	var keys [][]byte
 	for _, e := range q {
-		if e.Cmd.Flags&flagCacheable != 0 {
+		if e.Cmd.Flags&core.FlagCacheable != 0 {
 			for _, k := range e.Args[1:] {
 				keys = append(keys, bytes.Clone(k))
 			}
@@ -323,16 +316,16 @@ func queuedReads(q []core.Queued) [][]byte {
 
 // invalidateUnseen invalidates keys for c alone, after the reply in hand:
 // into its own reply stream in RESP3, else to its redirect target.
-func (s *Server) invalidateUnseen(c *client, keys [][]byte) {
+func (o *Observers) invalidateUnseen(c *Client, keys [][]byte) {
 	conf := c.trackConf.Load()
 	if conf == nil {
 		return
 	}
 	for _, k := range keys {
-		if conf.redirect == 0 && c.Proto == 3 {
-			c.conn.WriteRaw(invalidateFrame(k))
+		if conf.redirect == 0 && c.x.Proto == 3 {
+			c.x.Out.WriteRaw(invalidateFrame(k))
 		} else {
-			s.sendInvalidation(c, k)
+			o.sendInvalidation(c, k)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package observe
 
 import (
 	"container/heap"
@@ -23,7 +23,7 @@ import (
 type expiry struct {
 	at    int64 // unix nanoseconds
 	key   string
-	bcast bool // a watched key (observers.watched), not one a client read
+	bcast bool // a watched key (Observers.watched), not one a client read
 }
 
 type expiryHeap []expiry
@@ -40,7 +40,7 @@ func (h *expiryHeap) Pop() any {
 }
 
 // armLocked sets the timer for the earliest expiry, if it is not set sooner.
-func (o *observers) armLocked(s *Server) {
+func (o *Observers) armLocked() {
 	if len(o.expiries) == 0 {
 		return
 	}
@@ -49,9 +49,9 @@ func (o *observers) armLocked(s *Server) {
 		return
 	}
 	o.timerAt = at
-	d := time.Duration(at - s.unixNano())
+	d := time.Duration(at - o.d.UnixNano())
 	if o.timer == nil {
-		o.timer = time.AfterFunc(d, func() { s.expireTracked() })
+		o.timer = time.AfterFunc(d, o.expireTracked)
 		return
 	}
 	o.timer.Reset(d)
@@ -59,9 +59,8 @@ func (o *observers) armLocked(s *Server) {
 
 // expireTracked invalidates every tracked key whose state has expired, and
 // sets the timer for the next.
-func (s *Server) expireTracked() {
-	o := &s.obs
-	now := s.unixNano()
+func (o *Observers) expireTracked() {
+	now := o.d.UnixNano()
 	var gone []string
 	o.mu.Lock()
 	o.timerAt = 0
@@ -69,7 +68,7 @@ func (s *Server) expireTracked() {
 		e := heap.Pop(&o.expiries).(expiry)
 		switch {
 		case e.bcast:
-			if o.expiredWatchLocked(s, e.key, now) && !slices.Contains(gone, e.key) {
+			if o.expiredWatchLocked(e.key, now) && !slices.Contains(gone, e.key) {
 				gone = append(gone, e.key)
 			}
 		case o.keys[e.key] != nil && o.keys[e.key].expiry == e.at:
@@ -78,15 +77,15 @@ func (s *Server) expireTracked() {
 			}
 		}
 	}
-	o.armLocked(s)
+	o.armLocked()
 	o.mu.Unlock()
 	for _, k := range gone {
-		s.invalidate(nil, []byte(k))
+		o.Invalidate(nil, []byte(k))
 	}
 }
 
 // bcastTargetsLocked appends the BCAST clients with a prefix of key.
-func (o *observers) bcastTargetsLocked(key []byte, dst []*client) []*client {
+func (o *Observers) bcastTargetsLocked(key []byte, dst []*Client) []*Client {
 	for _, b := range o.bcast {
 		if conf := b.trackConf.Load(); conf != nil && matchesPrefix(conf.prefixes, key) {
 			dst = append(dst, b)
@@ -98,27 +97,27 @@ func (o *observers) bcastTargetsLocked(key []byte, dst []*client) []*client {
 // watchLocked watches key, just written under a broadcast prefix, for its
 // expiry. The store is read under o.mu (no shard lock is ever held while
 // o.mu is taken), so that a write racing the expiry's entry cannot go unwatched.
-func (o *observers) watchLocked(s *Server, key []byte) {
+func (o *Observers) watchLocked(key []byte) {
 	if _, ok := o.watched[string(key)]; ok {
 		return
 	}
-	_, exp, live := s.lookup(key, s.unixNano())
+	exp, live := o.d.Lookup(key, o.d.UnixNano())
 	if !live {
 		return
 	}
 	if len(o.watched) >= maxTrackedKeys {
-		o.unwatchOneLocked(s)
+		o.unwatchOneLocked()
 	}
 	o.watched[string(key)] = struct{}{}
 	heap.Push(&o.expiries, expiry{at: exp, key: string(key), bcast: true})
-	o.armLocked(s)
+	o.armLocked()
 }
 
 // expiredWatchLocked reports whether the watched key's state has expired,
 // and stops watching it if so; if writes have pushed its expiry later,
 // its entry moves there. With no BCAST client left it stops watching.
-func (o *observers) expiredWatchLocked(s *Server, key string, now int64) bool {
-	_, exp, live := s.lookup([]byte(key), now)
+func (o *Observers) expiredWatchLocked(key string, now int64) bool {
+	exp, live := o.d.Lookup([]byte(key), now)
 	if live && len(o.bcast) > 0 {
 		heap.Push(&o.expiries, expiry{at: exp, key: key, bcast: true})
 		return false
@@ -129,11 +128,11 @@ func (o *observers) expiredWatchLocked(s *Server, key string, now int64) bool {
 
 // unwatchOneLocked stops watching a key to make room, broadcasting it now:
 // an early invalidation costs a client one read, a missed one a stale cache.
-func (o *observers) unwatchOneLocked(s *Server) {
+func (o *Observers) unwatchOneLocked() {
 	for k := range o.watched {
 		delete(o.watched, k)
 		targets := o.bcastTargetsLocked([]byte(k), nil)
-		go s.sendInvalidations(targets, []byte(k)) // o.mu is held: send from elsewhere
+		go o.sendInvalidations(targets, []byte(k)) // o.mu is held: send from elsewhere
 		return
 	}
 }

@@ -1,7 +1,10 @@
-package server
+package observe
 
 import (
 	"bytes"
+
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // invalidateChannel is the pub/sub channel a RESP2 redirect target
@@ -19,40 +22,48 @@ const (
 	errCachingNoTrack  = "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
 	errCachingYesOptin = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
 	errCachingNoOptout = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
+	errSyntax          = "ERR syntax error"
+	errNotInt          = "ERR value is not an integer or out of range"
 )
 
-// trackingSubcommands are CLIENT's subcommands for client-side caching.
-func trackingSubcommands() []command {
-	return []command{
-		{name: "tracking", arity: -3, run: cmdClientTracking, summary: "Turns client-side caching invalidations on or off"},
-		{name: "caching", arity: 3, flags: flagKeepsCaching, run: cmdClientCaching, summary: "Says whether the next command's keys are tracked (OPTIN/OPTOUT)"},
-		{name: "getredir", arity: 2, run: cmdClientGetRedir, summary: "Returns the client id invalidations are redirected to"},
-		{name: "trackinginfo", arity: 2, run: cmdClientTrackingInfo, summary: "Describes this connection's tracking"},
+// TrackingCommands are CLIENT's subcommands for client-side caching.
+func (o *Observers) TrackingCommands() []core.Command {
+	return []core.Command{
+		{Name: "tracking", Arity: -3, Run: o.with(o.clientTracking), Summary: "Turns client-side caching invalidations on or off"},
+		{Name: "caching", Arity: 3, Flags: core.FlagKeepsCaching, Run: o.with(clientCaching), Summary: "Says whether the next command's keys are tracked (OPTIN/OPTOUT)"},
+		{Name: "getredir", Arity: 2, Run: o.with(clientGetRedir), Summary: "Returns the client id invalidations are redirected to"},
+		{Name: "trackinginfo", Arity: 2, Run: o.with(clientTrackingInfo), Summary: "Describes this connection's tracking"},
 	}
 }
 
+// with makes a command of a Client a core.RunFunc: it finds the session's
+// Client in observe's slot.
+func (o *Observers) with(run func(c *Client, args [][]byte)) core.RunFunc {
+	return func(x *core.Session, args [][]byte) { run(o.slot.Get(x), args) }
+}
+
 // cmdClientTracking is CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p …] [BCAST] [OPTIN] [OPTOUT] [NOLOOP].
-func cmdClientTracking(s *Server, c *client, args [][]byte) {
-	on := equalFoldASCII(args[2], "on")
-	if !on && !equalFoldASCII(args[2], "off") {
-		c.conn.WriteError(errSyntax)
+func (o *Observers) clientTracking(c *Client, args [][]byte) {
+	on := core.EqualFold(args[2], "on")
+	if !on && !core.EqualFold(args[2], "off") {
+		c.x.Out.WriteError(errSyntax)
 		return
 	}
 	conf, reply := parseTracking(args[3:])
 	if reply == "" && on {
-		reply = s.checkTracking(c, conf)
+		reply = o.checkTracking(c, conf)
 	}
 	if reply != "" {
-		c.conn.WriteError(reply)
+		c.x.Out.WriteError(reply)
 		return
 	}
 	if on {
-		s.startTracking(c, conf)
+		o.startTracking(c, conf)
 	} else {
-		s.stopTracking(c)
+		o.stopTracking(c)
 		c.track.caching = 0
 	}
-	c.conn.WriteString("OK")
+	c.x.Out.WriteString("OK")
 }
 
 // parseTracking parses CLIENT TRACKING's options.
@@ -61,21 +72,21 @@ func parseTracking(opts [][]byte) (*trackConf, string) {
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
 		switch {
-		case equalFoldASCII(o, "bcast"):
+		case core.EqualFold(o, "bcast"):
 			conf.bcast = true
-		case equalFoldASCII(o, "optin"):
+		case core.EqualFold(o, "optin"):
 			conf.optin = true
-		case equalFoldASCII(o, "optout"):
+		case core.EqualFold(o, "optout"):
 			conf.optout = true
-		case equalFoldASCII(o, "noloop"):
+		case core.EqualFold(o, "noloop"):
 			conf.noloop = true
-		case equalFoldASCII(o, "redirect") && i+1 < len(opts):
-			id, ok := parseInt(opts[i+1])
+		case core.EqualFold(o, "redirect") && i+1 < len(opts):
+			id, ok := policy.ParseInt(opts[i+1])
 			if !ok {
 				return nil, errNotInt
 			}
 			conf.redirect, i = id, i+1
-		case equalFoldASCII(o, "prefix") && i+1 < len(opts):
+		case core.EqualFold(o, "prefix") && i+1 < len(opts):
 			conf.prefixes, i = append(conf.prefixes, bytes.Clone(opts[i+1])), i+1
 		default:
 			return nil, errSyntax
@@ -85,12 +96,12 @@ func parseTracking(opts [][]byte) (*trackConf, string) {
 }
 
 // checkTracking returns the error refusing conf for c, in Redis's order, or "".
-func (s *Server) checkTracking(c *client, conf *trackConf) string {
+func (o *Observers) checkTracking(c *Client, conf *trackConf) string {
 	old := c.trackConf.Load()
 	switch {
 	case len(conf.prefixes) > 0 && !conf.bcast:
 		return errTrackPrefix
-	case conf.redirect != 0 && conf.redirect != c.id && s.clientByID(conf.redirect) == nil:
+	case conf.redirect != 0 && conf.redirect != c.id && o.d.ClientByID(conf.redirect) == nil:
 		return errTrackRedir
 	case old != nil && old.bcast != conf.bcast:
 		return errTrackSwitchB
@@ -109,8 +120,8 @@ func prefixOverlap(ps [][]byte) string {
 	for i, a := range ps {
 		for _, b := range ps[i+1:] {
 			if bytes.HasPrefix(a, b) || bytes.HasPrefix(b, a) {
-				return "ERR Prefix '" + quoteArg(a, 128) + "' overlaps with another provided prefix '" +
-					quoteArg(b, 128) + "'. Prefixes for a single client must not overlap."
+				return "ERR Prefix '" + core.QuoteArg(a, 128) + "' overlaps with another provided prefix '" +
+					core.QuoteArg(b, 128) + "'. Prefixes for a single client must not overlap."
 			}
 		}
 	}
@@ -119,8 +130,7 @@ func prefixOverlap(ps [][]byte) string {
 
 // startTracking turns c's tracking on with conf, or changes its options.
 // Prefixes given again add to those already set, as in Redis.
-func (s *Server) startTracking(c *client, conf *trackConf) {
-	o := &s.obs
+func (o *Observers) startTracking(c *Client, conf *trackConf) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if old := c.trackConf.Load(); old != nil {
@@ -139,8 +149,7 @@ func (s *Server) startTracking(c *client, conf *trackConf) {
 
 // stopTracking turns c's tracking off. The keys it read stay in the table
 // until they change, when the server finds it no longer tracks.
-func (s *Server) stopTracking(c *client) {
-	o := &s.obs
+func (o *Observers) stopTracking(c *Client) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if c.trackConf.Load() == nil {
@@ -152,18 +161,17 @@ func (s *Server) stopTracking(c *client) {
 	o.active.Add(-1)
 }
 
-func initMaps(o *observers) {
+func initMaps(o *Observers) {
 	if o.trackers == nil {
-		o.keys, o.trackers = map[string]*trackedKey{}, map[int64]*client{}
-		o.bcast, o.monitors = map[int64]*client{}, map[int64]*client{}
+		o.keys, o.trackers = map[string]*trackedKey{}, map[int64]*Client{}
+		o.bcast, o.monitors = map[int64]*Client{}, map[int64]*Client{}
 		o.watched = map[string]struct{}{}
 	}
 }
 
-// forgetObserver drops a closed client's tracking and MONITOR.
-func (s *Server) forgetObserver(c *client) {
-	s.stopTracking(c)
-	o := &s.obs
+// Forget drops a closed client's tracking and MONITOR.
+func (o *Observers) Forget(c *Client) {
+	o.stopTracking(c)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.monitors[c.id]; ok {
@@ -174,33 +182,35 @@ func (s *Server) forgetObserver(c *client) {
 
 // cmdClientCaching is CLIENT CACHING YES|NO: whether the next command's keys
 // are tracked, in OPTIN or OPTOUT mode.
-func cmdClientCaching(s *Server, c *client, args [][]byte) {
+func clientCaching(c *Client, args [][]byte) {
 	conf := c.trackConf.Load()
-	yes, no := equalFoldASCII(args[2], "yes"), equalFoldASCII(args[2], "no")
+	yes, no := core.EqualFold(args[2], "yes"), core.EqualFold(args[2], "no")
 	switch {
 	case conf == nil || (!conf.optin && !conf.optout):
-		c.conn.WriteError(errCachingNoTrack)
+		c.x.Out.WriteError(errCachingNoTrack)
 	case yes && !conf.optin:
-		c.conn.WriteError(errCachingYesOptin)
+		c.x.Out.WriteError(errCachingYesOptin)
 	case no && !conf.optout:
-		c.conn.WriteError(errCachingNoOptout)
+		c.x.Out.WriteError(errCachingNoOptout)
 	case yes:
 		c.track.caching = 1
-		c.conn.WriteString("OK")
+		c.x.Out.WriteString("OK")
 	case no:
 		c.track.caching = -1
-		c.conn.WriteString("OK")
+		c.x.Out.WriteString("OK")
 	default:
-		c.conn.WriteError(errSyntax)
+		c.x.Out.WriteError(errSyntax)
 	}
 }
 
 // cmdClientGetRedir is -1 when tracking is off, else the redirect (0 for none).
-func cmdClientGetRedir(s *Server, c *client, args [][]byte) {
-	c.conn.WriteInt64(redirOf(c))
+func clientGetRedir(c *Client, args [][]byte) {
+	c.x.Out.WriteInt64(c.Redir())
 }
 
-func redirOf(c *client) int64 {
+// Redir is the client id c's invalidations are redirected to: -1 when
+// tracking is off, 0 for none.
+func (c *Client) Redir() int64 {
 	conf := c.trackConf.Load()
 	if conf == nil {
 		return -1
@@ -209,18 +219,25 @@ func redirOf(c *client) int64 {
 }
 
 // cmdClientTrackingInfo is Redis's map of flags, redirect and prefixes.
-func cmdClientTrackingInfo(s *Server, c *client, args [][]byte) {
+func clientTrackingInfo(c *Client, args [][]byte) {
 	conf := c.trackConf.Load()
-	prefixes := []any{}
+	var prefixes [][]byte
 	if conf != nil {
-		for _, p := range conf.prefixes {
-			prefixes = append(prefixes, p)
-		}
+		prefixes = conf.prefixes
 	}
-	writeMap(c, []pair{{"flags", trackingFlags(c, conf)}, {"redirect", redirOf(c)}, {"prefixes", prefixes}})
+	c.x.WriteMapLen(3)
+	c.x.Out.WriteBulkString("flags")
+	writeStrings(c.x, trackingFlags(c, conf))
+	c.x.Out.WriteBulkString("redirect")
+	c.x.Out.WriteInt64(c.Redir())
+	c.x.Out.WriteBulkString("prefixes")
+	c.x.Out.WriteArray(len(prefixes))
+	for _, p := range prefixes {
+		c.x.Out.WriteBulk(p)
+	}
 }
 
-func trackingFlags(c *client, conf *trackConf) []string {
+func trackingFlags(c *Client, conf *trackConf) []string {
 	if conf == nil {
 		return []string{"off"}
 	}
@@ -240,17 +257,25 @@ func trackingFlags(c *client, conf *trackConf) []string {
 	return f
 }
 
-// pubsubCommands are SUBSCRIBE and UNSUBSCRIBE, enough for a RESP2 client to
+// PubsubCommands are SUBSCRIBE and UNSUBSCRIBE, enough for a RESP2 client to
 // receive the invalidations another connection redirects to it on
 // __redis__:invalidate. rlstore has no PUBLISH: other channels stay silent.
-func pubsubCommands() []command {
-	return []command{
-		{name: "subscribe", arity: -2, run: cmdSubscribe, group: "pubsub", summary: "Subscribes to channels; only __redis__:invalidate carries messages"},
-		{name: "unsubscribe", arity: -1, run: cmdUnsubscribe, group: "pubsub", summary: "Unsubscribes from channels, or all"},
+func (o *Observers) PubsubCommands() []core.Command {
+	return []core.Command{
+		{Name: "subscribe", Arity: -2, Run: o.with(subscribe), Group: "pubsub", Summary: "Subscribes to channels; only __redis__:invalidate carries messages"},
+		{Name: "unsubscribe", Arity: -1, Run: o.with(unsubscribe), Group: "pubsub", Summary: "Unsubscribes from channels, or all"},
 	}
 }
 
-func cmdSubscribe(s *Server, c *client, args [][]byte) {
+// writeStrings writes an array of bulk strings.
+func writeStrings(x *core.Session, v []string) {
+	x.Out.WriteArray(len(v))
+	for _, s := range v {
+		x.Out.WriteBulkString(s)
+	}
+}
+
+func subscribe(c *Client, args [][]byte) {
 	for _, ch := range args[1:] {
 		if c.channels == nil {
 			c.channels = map[string]bool{}
@@ -262,7 +287,7 @@ func cmdSubscribe(s *Server, c *client, args [][]byte) {
 	c.subCount.Store(int64(len(c.channels)))
 }
 
-func cmdUnsubscribe(s *Server, c *client, args [][]byte) {
+func unsubscribe(c *Client, args [][]byte) {
 	chans := args[1:]
 	if len(chans) == 0 {
 		for ch := range c.channels {
@@ -281,17 +306,17 @@ func cmdUnsubscribe(s *Server, c *client, args [][]byte) {
 }
 
 // writeSubReply is the [kind, channel, count] confirmation, a push in RESP3.
-func writeSubReply(c *client, kind string, ch []byte, n int) {
-	if c.Proto == 3 {
-		writeHeader(c, '>', 3)
+func writeSubReply(c *Client, kind string, ch []byte, n int) {
+	if c.x.Proto == 3 {
+		c.x.WriteHeader('>', 3)
 	} else {
-		c.conn.WriteArray(3)
+		c.x.Out.WriteArray(3)
 	}
-	c.conn.WriteBulkString(kind)
+	c.x.Out.WriteBulkString(kind)
 	if ch == nil {
-		writeNull(c)
+		c.x.Null()
 	} else {
-		c.conn.WriteBulk(ch)
+		c.x.Out.WriteBulk(ch)
 	}
-	c.conn.WriteInt(n)
+	c.x.Out.WriteInt(n)
 }
