@@ -6,22 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/internal/wiretest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// replies are RESP2 and RESP3 replies of every kind, nested and null.
-var replies = []string{
-	"+OK\r\n", "-ERR no\r\n", ":42\r\n", "_\r\n", ",1.5\r\n", "#t\r\n", "(12345678901234567890\r\n",
-	"$5\r\nhello\r\n", "$-1\r\n", "$0\r\n\r\n", "=8\r\ntxt:abcd\r\n", "!3\r\nerr\r\n",
-	"*5\r\n:1\r\n:100\r\n:99\r\n:0\r\n:0\r\n", "*-1\r\n", "*0\r\n",
-	"*2\r\n*1\r\n$1\r\nx\r\n%1\r\n+k\r\n:1\r\n", "~1\r\n$2\r\nab\r\n", ">2\r\n+a\r\n+b\r\n", "|1\r\n+a\r\n:1\r\n",
-}
 
 // TestReplyReaderAcrossChunks: replies trickled in a few bytes at a time,
 // one larger than the read buffer among them, come out whole and in order,
 // batch by batch.
 func TestReplyReaderAcrossChunks(t *testing.T) {
+	replies := wiretest.Replies()
 	big := "$100\r\n" + strings.Repeat("b", 100) + "\r\n"
 	all := append(append([]string{}, replies...), big)
 	all = append(all, replies...)

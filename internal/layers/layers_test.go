@@ -62,6 +62,7 @@ var rules = []rule{
 	// peers share (a module-level internal package, which cluster may
 	// import, where server/internal is closed to it); it knows no command.
 	{pkg: "internal/wire", allowed: []string{"internal/wire"}},
+	{pkg: "internal/wiretest", allowed: []string{"internal/wiretest"}},
 	{pkg: "internal", denied: []string{"cmd", "loadtest"}},
 	{pkg: "cmd", denied: []string{"loadtest"}},
 }

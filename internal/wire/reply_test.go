@@ -5,21 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/internal/wiretest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// replies are RESP2 and RESP3 replies of every kind, nested and null.
-var replies = []string{
-	"+OK\r\n", "-ERR no\r\n", ":42\r\n", "_\r\n", ",1.5\r\n", "#t\r\n", "(12345678901234567890\r\n",
-	"$5\r\nhello\r\n", "$-1\r\n", "$0\r\n\r\n", "=8\r\ntxt:abcd\r\n", "!3\r\nerr\r\n",
-	"*5\r\n:1\r\n:100\r\n:99\r\n:0\r\n:0\r\n", "*-1\r\n", "*0\r\n",
-	"*2\r\n*1\r\n$1\r\nx\r\n%1\r\n+k\r\n:1\r\n", "~1\r\n$2\r\nab\r\n", ">2\r\n+a\r\n+b\r\n", "|1\r\n+a\r\n:1\r\n",
-}
-
 // TestReplyEndFindsWholeRepliesOnly: every reply is found whole, and no
 // prefix of one is taken for a reply.
 func TestReplyEndFindsWholeRepliesOnly(t *testing.T) {
+	replies := wiretest.Replies()
 	for _, rep := range replies {
 		n, err := ReplyEnd([]byte(rep + "+next\r\n"))
 		require.NoError(t, err, rep)
@@ -39,6 +33,7 @@ func TestReplyEndFindsWholeRepliesOnly(t *testing.T) {
 // TestReadReplyTakesEachReplyWhole: ReadReply appends each reply exactly
 // as it came, and refuses what ReplyEnd refuses.
 func TestReadReplyTakesEachReplyWhole(t *testing.T) {
+	replies := wiretest.Replies()
 	r := bufio.NewReader(strings.NewReader(strings.Join(replies, "")))
 	var dst []byte
 	for _, rep := range replies {
