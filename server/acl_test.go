@@ -69,9 +69,9 @@ func TestACLUsers(t *testing.T) {
 	assert.Contains(t, list, "~api:* +rl.slide +rl.token +ping")
 	assert.NotContains(t, list, "limiter-pw", "ACL LIST shows hashes, never passwords")
 
-	assert.EqualError(t, anon.Do(ctx, "AUTH", "gone", "gone-pw").Err(), errWrongPass, "a user that is off cannot log in")
-	assert.EqualError(t, anon.Do(ctx, "AUTH", "nobody", "x").Err(), errWrongPass)
-	assert.EqualError(t, anon.Do(ctx, "AUTH", "limiter", "wrong").Err(), errWrongPass)
+	assert.EqualError(t, anon.Do(ctx, "AUTH", "gone", "gone-pw").Err(), auth.ErrWrongPass, "a user that is off cannot log in")
+	assert.EqualError(t, anon.Do(ctx, "AUTH", "nobody", "x").Err(), auth.ErrWrongPass)
+	assert.EqualError(t, anon.Do(ctx, "AUTH", "limiter", "wrong").Err(), auth.ErrWrongPass)
 	require.NoError(t, anon.Do(ctx, "AUTH", "limiter", "limiter-pw").Err())
 	assert.EqualError(t, anon.Do(ctx, "ACL", "WHOAMI").Err(), "NOPERM this user has no permissions to run the 'acl|whoami' command")
 }
@@ -108,7 +108,7 @@ func TestAuthBruteForceGuard(t *testing.T) {
 	ctx := ctxT(t)
 	c := newClient(t, addr, 2)
 	for range 3 {
-		assert.EqualError(t, c.Do(ctx, "AUTH", "wrong").Err(), errWrongPass)
+		assert.EqualError(t, c.Do(ctx, "AUTH", "wrong").Err(), auth.ErrWrongPass)
 	}
 	err := c.Do(ctx, "AUTH", "right").Err()
 	require.Error(t, err)
@@ -124,8 +124,8 @@ func TestAuthGuardOff(t *testing.T) {
 	ctx := ctxT(t)
 	for range 4 {
 		c := newClient(t, addr, 2)
-		assert.EqualError(t, c.Do(ctx, "AUTH", "wrong").Err(), errWrongPass)
-		assert.EqualError(t, c.Do(ctx, "AUTH", "wrong").Err(), errWrongPass)
+		assert.EqualError(t, c.Do(ctx, "AUTH", "wrong").Err(), auth.ErrWrongPass)
+		assert.EqualError(t, c.Do(ctx, "AUTH", "wrong").Err(), auth.ErrWrongPass)
 	}
 	require.NoError(t, newClient(t, addr, 2).Do(ctx, "AUTH", "right").Err())
 }

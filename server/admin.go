@@ -4,8 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/durable"
-	"github.com/rlstore/rlstore/server/internal/observe"
 )
 
 // serverCommands are the commands about the server as a whole.
@@ -14,7 +14,7 @@ func serverCommands() []command {
 		{name: "time", arity: 1, run: cmdTime, group: "server", summary: "Returns the server's clock: seconds and microseconds"},
 		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoTx, run: cmdShutdown, group: "server", summary: "Drains clients, saves if configured, and stops the server"},
 		{name: "info", arity: -1, run: cmdInfo, group: "server", summary: "Describes the server"},
-		{name: "config", arity: -2, secret: observe.SecretNone, group: "server", summary: "Reads and changes the configuration", subs: configSubcommands()},
+		{name: "config", arity: -2, secret: core.HideNone, group: "server", summary: "Reads and changes the configuration", subs: configSubcommands()},
 	}
 }
 

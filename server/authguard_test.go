@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,11 +24,11 @@ func TestAuthSlowedAddressRightPassword(t *testing.T) {
 	ctx := ctxT(t)
 	c := newClient(t, addr, 2)
 	for range 3 {
-		assert.EqualError(t, c.Do(ctx, "AUTH", "a", "wrong").Err(), errWrongPass)
+		assert.EqualError(t, c.Do(ctx, "AUTH", "a", "wrong").Err(), auth.ErrWrongPass)
 	}
 	require.NoError(t, c.Do(ctx, "AUTH", "a", "pa").Err(), "slowed, then accepted")
 	for range 4 {
-		assert.EqualError(t, newClient(t, addr, 2).Do(ctx, "AUTH", "a", "wrong").Err(), errWrongPass)
+		assert.EqualError(t, newClient(t, addr, 2).Do(ctx, "AUTH", "a", "wrong").Err(), auth.ErrWrongPass)
 	}
 	assert.ErrorContains(t, newClient(t, addr, 2).Do(ctx, "AUTH", "a", "pa").Err(), "too many wrong passwords", "past the limit")
 	require.NoError(t, newClient(t, addr, 2).Do(ctx, "AUTH", "b", "pb").Err(), "another user at the same address")

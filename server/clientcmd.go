@@ -11,10 +11,8 @@ import (
 
 // Replies of CLIENT, in Redis's words.
 const (
-	errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
-	errNameLong   = "ERR Client names and library names and versions are limited to 1024 bytes"
-	errNoClient   = "ERR No such client"
-	errClientID   = "ERR client-id should be greater than 0"
+	errNoClient = "ERR No such client"
+	errClientID = "ERR client-id should be greater than 0"
 )
 
 // clientCommands is CLIENT and its subcommands.
@@ -46,12 +44,12 @@ func (s *Server) registerClient() {
 func cmdClientID(s *Server, c *client, args [][]byte) { c.conn.WriteInt64(c.id) }
 
 func cmdClientSetName(s *Server, c *client, args [][]byte) {
-	if len(args[2]) > maxClientName {
-		c.conn.WriteError(errNameLong)
+	if len(args[2]) > core.MaxClientName {
+		c.conn.WriteError(core.ErrNameLong)
 		return
 	}
-	if !validName(args[2]) {
-		c.conn.WriteError(errClientName)
+	if !core.ValidName(args[2]) {
+		c.conn.WriteError(core.ErrClientName)
 		return
 	}
 	c.setMeta(func(m *clientMeta) { m.name = string(args[2]) })
@@ -72,9 +70,9 @@ func cmdClientSetInfo(s *Server, c *client, args [][]byte) {
 	switch {
 	case !equalFoldASCII(attr, "lib-name") && !equalFoldASCII(attr, "lib-ver"):
 		c.conn.WriteError("ERR Unrecognized option '" + quoteArg(attr, 128) + "'")
-	case len(val) > maxClientName:
-		c.conn.WriteError(errNameLong)
-	case !validName(args[3]):
+	case len(val) > core.MaxClientName:
+		c.conn.WriteError(core.ErrNameLong)
+	case !core.ValidName(args[3]):
 		c.conn.WriteError("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
 	default:
 		c.setMeta(func(m *clientMeta) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,13 +20,13 @@ func TestClientNameCaps(t *testing.T) {
 	_, addr := startServer(t, Config{})
 	ctx := ctxT(t)
 	c := newClient(t, addr, 2)
-	long := strings.Repeat("n", maxClientName+1)
-	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETNAME", long).Err(), errNameLong)
-	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETINFO", "LIB-NAME", strings.Repeat("x", 200<<10)).Err(), errNameLong)
-	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETINFO", "LIB-VER", long).Err(), errNameLong)
-	assert.EqualError(t, c.Do(ctx, "HELLO", "2", "SETNAME", long).Err(), errNameLong)
-	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETNAME", "a b").Err(), errClientName)
-	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETNAME", "a\nb").Err(), errClientName)
+	long := strings.Repeat("n", core.MaxClientName+1)
+	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETNAME", long).Err(), core.ErrNameLong)
+	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETINFO", "LIB-NAME", strings.Repeat("x", 200<<10)).Err(), core.ErrNameLong)
+	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETINFO", "LIB-VER", long).Err(), core.ErrNameLong)
+	assert.EqualError(t, c.Do(ctx, "HELLO", "2", "SETNAME", long).Err(), core.ErrNameLong)
+	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETNAME", "a b").Err(), core.ErrClientName)
+	assert.EqualError(t, c.Do(ctx, "CLIENT", "SETNAME", "a\nb").Err(), core.ErrClientName)
 	require.NoError(t, c.Do(ctx, "CLIENT", "SETNAME", long[1:]).Err(), "1024 bytes is fine")
 	require.NoError(t, c.Do(ctx, "CLIENT", "SETINFO", "LIB-NAME", long[1:]).Err())
 }

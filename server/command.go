@@ -88,16 +88,15 @@ func equalFoldASCII(b []byte, s string) bool { return core.EqualFold(b, s) }
 type client struct {
 	core.Session // what the pipeline and CLIENT LIST need; the client is its session's slot
 
-	conn      clientConn  // rc, or durable's Hold wrapping it when persistence is on (Session.Out is the same)
-	rc        *resp.Conn  // the connection
-	g         *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
-	id        int64
-	authFails int           // wrong passwords sent, for maxAuthFailures
-	errs      int64         // error replies written, for INFO commandstats' failed_calls
-	mark      time.Duration // when the batch's last command ended (Server.monotonic), or 0 between batches
-	created   time.Time
-	addr      string
-	laddr     string
+	conn    clientConn  // rc, or durable's Hold wrapping it when persistence is on (Session.Out is the same)
+	rc      *resp.Conn  // the connection
+	g       *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
+	id      int64
+	errs    int64         // error replies written, for INFO commandstats' failed_calls
+	mark    time.Duration // when the batch's last command ended (Server.monotonic), or 0 between batches
+	created time.Time
+	addr    string
+	laddr   string
 
 	// The decision path's own state.
 	wallBase int64         // unix nanoseconds at Server.monotonic 0 (cmdclock.go)

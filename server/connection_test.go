@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,7 +41,7 @@ func TestHelloRepliesWithAMapInTheProtocolChosen(t *testing.T) {
 	assert.Equal(t, "%8", c.line(t), "HELLO 3 answers with a RESP3 map")
 	got := readFlat(t, c, 16)
 	assert.Equal(t, "redis", got["server"])
-	assert.Equal(t, redisVersion, got["version"])
+	assert.Equal(t, auth.RedisVersion, got["version"])
 	assert.Equal(t, ":3", got["proto"])
 	assert.Equal(t, "standalone", got["mode"])
 	assert.Equal(t, "master", got["role"])

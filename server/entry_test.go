@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlstore/rlstore/server/internal/observe"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -19,7 +19,7 @@ func TestEntryCarriesEveryAttribute(t *testing.T) {
 		subs:     []command{{name: "y", arity: 2, run: cmdPing}},
 		firstKey: 1, lastKey: 1, keyStep: 1, group: "g", summary: "s", acl: catRL,
 		keys: one(keyRW, 1), follows: "z", peek: peekFrom(2), changes: changesKey, blind: blindNative,
-		wraps: 3, secret: observe.SecretArgs}
+		wraps: 3, secret: core.HideArgs}
 	cm := s.entry(&d)
 	dv, cv := reflect.ValueOf(d), reflect.ValueOf(cm)
 	for i := range dv.NumField() {

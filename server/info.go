@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/durable"
 )
 
@@ -90,7 +91,7 @@ func (s *Server) infoServer() []pair {
 	_, port := s.hostPort()
 	up := time.Since(s.started)
 	return []pair{
-		{"redis_version", redisVersion},
+		{"redis_version", auth.RedisVersion},
 		{"redis_mode", s.mode()},
 		{"os", runtime.GOOS + " " + runtime.GOARCH},
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},

@@ -127,7 +127,7 @@ func (s *Server) writeConnMetrics(w io.Writer) {
 	counter(w, "rlstore_connections_total", accepted)
 	counter(w, "rlstore_connections_rejected_total", rejected)
 	counter(w, "rlstore_protocol_errors_total", s.protoErrors.Load())
-	counter(w, "rlstore_auth_failures_total", s.authFailures.Load())
+	counter(w, "rlstore_auth_failures_total", s.users.Failures())
 }
 
 func (s *Server) writePersistenceMetrics(w io.Writer) {

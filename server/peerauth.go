@@ -28,7 +28,7 @@ func (s *Server) peerHello(c *client, args [][]byte) {
 	}
 	now := s.cfg.Clock()
 	if wait := s.guard.Blocked(c.addr, auth.PeerUser, now); wait > 0 {
-		s.authFailures.Add(1)
+		s.users.CountFailure()
 		c.conn.WriteError(auth.BlockedReply(wait))
 		s.closeAfterReply(c)
 		return
@@ -82,7 +82,7 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 
 // peerRefused ends a failed handshake: the reply, then the connection.
 func (s *Server) peerRefused(c *client, reply string) {
-	s.authFailures.Add(1)
+	s.users.CountFailure()
 	s.log.Debug("refused a peer handshake", "client", c.id, "addr", c.addr, "reply", reply)
 	c.conn.WriteError(reply)
 	s.closeAfterReply(c)

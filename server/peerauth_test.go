@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -95,7 +96,7 @@ func TestPeerHandshake(t *testing.T) {
 			for i := range 6 { // wrong passwords for 6 users: the address's whole allowance
 				c := dialRaw(t, addr)
 				c.send(t, respCmd("AUTH", fmt.Sprint("user", i), "guess"))
-				require.Equal(t, "-"+errWrongPass, c.line(t))
+				require.Equal(t, "-"+auth.ErrWrongPass, c.line(t))
 			}
 			c := dialRaw(t, addr)
 			_, e := peerHello(t, c, "a", cluster.NewNonce())
@@ -111,7 +112,7 @@ func TestPeerHandshake(t *testing.T) {
 				return
 			}
 			assert.True(t, c.closedByServer(t), "a failed handshake closes its connection")
-			assert.Positive(t, n.srv.authFailures.Load(), "and counts as an authentication failure")
+			assert.Positive(t, n.srv.users.Failures(), "and counts as an authentication failure")
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -34,23 +35,23 @@ func TestCapsBeforeAuth(t *testing.T) {
 }
 
 // TestRepeatedWrongPasswordsClose checks a connection is closed after
-// maxAuthFailures wrong passwords, and nothing pipelined after them runs.
+// auth.MaxAuthFailures wrong passwords, and nothing pipelined after them runs.
 func TestRepeatedWrongPasswordsClose(t *testing.T) {
 	_, addr := startServer(t, Config{RequirePass: "secret"})
 	c := dialRaw(t, addr)
 	var req string
-	for range maxAuthFailures + 100 {
+	for range auth.MaxAuthFailures + 100 {
 		req += respCmd("AUTH", "guess")
 	}
 	c.send(t, req+respCmd("AUTH", "secret"))
-	for range maxAuthFailures {
-		assert.Equal(t, "-"+errWrongPass, c.line(t))
+	for range auth.MaxAuthFailures {
+		assert.Equal(t, "-"+auth.ErrWrongPass, c.line(t))
 	}
-	assert.True(t, c.closedByServer(t), "closed after %d wrong passwords", maxAuthFailures)
+	assert.True(t, c.closedByServer(t), "closed after %d wrong passwords", auth.MaxAuthFailures)
 
 	c = dialRaw(t, addr)
 	c.send(t, respCmd("HELLO", "3", "AUTH", "default", "guess")+respCmd("AUTH", "secret")+respCmd("PING"))
-	assert.Equal(t, "-"+errWrongPass, c.line(t))
+	assert.Equal(t, "-"+auth.ErrWrongPass, c.line(t))
 	assert.Equal(t, "+OK", c.line(t), "fewer failures than the cap leave the connection open")
 	assert.Equal(t, "+PONG", c.line(t))
 }

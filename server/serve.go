@@ -154,7 +154,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1),
 		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
 	c.Proto = 2
-	s.users.Open(&c.Session)
+	s.users.Open(&c.Session, c.addr)
 	s.obs.Open(&c.ob, &c.Session, rc, c.id, c.addr)
 	s.clientSlot.Set(&c.Session, c)
 	c.meta.resp = 2

@@ -159,9 +159,8 @@ type Server struct {
 	decisions  decisionStats
 	slow       observe.Slowlog
 
-	protoErrors  atomic.Int64    // connections closed for a protocol error
-	authFailures atomic.Int64    // AUTH and HELLO AUTH refused
-	dur          *durable.Writes // write commands under the durability's rules, SAVE, BGSAVE, LASTSAVE
+	protoErrors atomic.Int64    // connections closed for a protocol error
+	dur         *durable.Writes // write commands under the durability's rules, SAVE, BGSAVE, LASTSAVE
 
 	outputLimitClosed atomic.Int64 // clients closed for passing the output limit, for INFO
 
@@ -200,12 +199,14 @@ func New(cfg Config) (*Server, error) {
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
 	}
+	s.users.Serve(auth.LoginConfig{Front: authFront{s}, Guard: s.guard, Clock: cfg.Clock, Logger: cfg.Logger})
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.slow.SlowerThan.Store(int64(cfg.SlowlogSlowerThan))
 	s.slow.MaxLen.Store(cfg.SlowlogMaxLen)
 	s.slow.LatencyMs.Store(cfg.LatencyMonitorThreshold.Milliseconds())
 	s.dur = durable.New(durable.Config{Durability: cfg.Durability, Store: cfg.Store, Logger: cfg.Logger})
 	s.register(connectionCommands())
+	s.registerSpecified(s.users.LoginCommands())
 	s.registerClient()
 	s.register(serverCommands())
 	s.registerSpecified(s.dur.Commands())

@@ -336,3 +336,26 @@ func TestObserveRowCatchesAViolation(t *testing.T) {
 		"server/internal/observe depends on persistence, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
+
+// TestAuthRowCatchesAViolation: AUTH, HELLO and the users keep to auth's
+// row with the dependencies they have (the connection is closed and named
+// through auth.Front, the secret attributes are core's), and the row
+// refuses the front, observe (where the secret attributes once were) and
+// persistence, directly or through another.
+func TestAuthRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/auth " + m + "internal/wire " + m + "window " + m + "policy " +
+		m + "server/internal/resp " + m + "server/internal/core " + m + "server/internal/glob"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/auth " + m + "server/internal/observe",
+		m + "server/internal/auth " + m + "server/internal/durable " + m + "persistence",
+	}
+	assert.Equal(t, []string{
+		"server/internal/auth depends on server, which its layer may not import",
+		"server/internal/auth depends on server/internal/observe, which its layer may not import",
+		"server/internal/auth depends on server/internal/durable, which its layer may not import",
+		"server/internal/auth depends on persistence, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}

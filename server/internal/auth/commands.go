@@ -9,7 +9,7 @@ func (u *Users) Commands() []core.Command {
 	const nls = core.FlagNoScript | core.FlagLoading | core.FlagStale
 	admin := core.FlagAdmin | nls
 	return []core.Command{
-		{Name: "acl", Arity: -2, Secret: secretNone, Group: "server", Summary: "Users from the ACL file", Subs: []core.Command{
+		{Name: "acl", Arity: -2, Secret: core.HideNone, Group: "server", Summary: "Users from the ACL file", Subs: []core.Command{
 			{Name: "whoami", Arity: 2, Flags: nls, Run: u.whoami, Summary: "Returns the connection's user name"},
 			{Name: "list", Arity: 2, Flags: admin, Run: u.list, Summary: "Returns every user's rules, passwords as hashes"},
 			{Name: "users", Arity: 2, Flags: admin, Run: u.users, Summary: "Returns the users' names"},
@@ -18,10 +18,6 @@ func (u *Users) Commands() []core.Command {
 		}},
 	}
 }
-
-// secretNone is ACL's secret: the slow log keeps only the command's name,
-// and MONITOR hides no argument (it does not show admin commands at all).
-func secretNone([][]byte) core.Hidden { return core.Hidden{} }
 
 func (u *Users) whoami(x *core.Session, _ [][]byte) {
 	if user := u.Of(x); user != nil {

@@ -26,15 +26,18 @@ func errNoPermCmd(name string) string {
 // the session only Users reaches. Its methods are safe for concurrent use;
 // those that take a session run on the session's goroutine.
 type Users struct {
-	file string                 // the ACL file; "" for none
-	pass atomic.Pointer[string] // requirepass, which CONFIG SET can change
-	acl  atomic.Pointer[ACL]    // the ACL file's users; nil without one
-	slot core.Slot[Conn]
+	file  string                 // the ACL file; "" for none
+	pass  atomic.Pointer[string] // requirepass, which CONFIG SET can change
+	acl   atomic.Pointer[ACL]    // the ACL file's users; nil without one
+	slot  core.Slot[Conn]
+	login logins // AUTH and HELLO (login.go)
 }
 
 // Conn is one connection's identity.
 type Conn struct {
-	User *User // the ACL file's user it authenticated as; nil: the default user without an ACL file
+	User  *User  // the ACL file's user it authenticated as; nil: the default user without an ACL file
+	Addr  string // the client's address, which the guard counts wrong passwords by
+	fails int    // wrong passwords sent, for maxAuthFailures
 }
 
 // NewUsers loads the ACL file, if file is not "", and keeps each
@@ -61,10 +64,11 @@ func (u *Users) SetRequirePass(p string) { u.pass.Store(&p) }
 // ACL is the ACL file's users, or nil without one.
 func (u *Users) ACL() *ACL { return u.acl.Load() }
 
-// Open starts x as the default user, authenticated if that user needs no password.
-func (u *Users) Open(x *core.Session) {
+// Open starts x, a client at addr, as the default user, authenticated if
+// that user needs no password.
+func (u *Users) Open(x *core.Session, addr string) {
 	user, authed := u.defaultUser()
-	u.slot.Set(x, &Conn{User: user})
+	u.slot.Set(x, &Conn{User: user, Addr: addr})
 	x.Authed, x.Limited = authed, user != nil
 }
 

@@ -19,7 +19,7 @@ func TestUsersSessions(t *testing.T) {
 	open, err := NewUsers("", "", &slots)
 	require.NoError(t, err)
 	x := &core.Session{}
-	open.Open(x)
+	open.Open(x, "")
 	assert.True(t, x.Authed, "no requirepass: every connection is in")
 	assert.False(t, x.Limited)
 	assert.Nil(t, open.Of(x))
@@ -29,7 +29,7 @@ func TestUsersSessions(t *testing.T) {
 	users, err := NewUsers(path, "", &slots)
 	require.NoError(t, err)
 	x = &core.Session{}
-	users.Open(x)
+	users.Open(x, "")
 	assert.False(t, x.Authed, "the default user is off")
 	app, ok := users.Authenticate([][]byte{[]byte("app"), []byte("pw")})
 	require.True(t, ok)
@@ -47,7 +47,7 @@ func TestUsersSessions(t *testing.T) {
 	pass, err := NewUsers("", "secret", &slots)
 	require.NoError(t, err)
 	x = &core.Session{}
-	pass.Open(x)
+	pass.Open(x, "")
 	assert.False(t, x.Authed, "requirepass")
 	_, ok = pass.Authenticate([][]byte{[]byte("secret")})
 	assert.True(t, ok)

@@ -84,3 +84,35 @@ func (k Slot[T]) Get(x *Session) *T {
 
 // Set puts v in x's slot.
 func (k Slot[T]) Set(x *Session, v *T) { x.slots[k.i] = v }
+
+// HideArgs is the secret attribute that hides every argument: AUTH's, and
+// the node-to-node commands', whose payloads are a handshake's proofs or
+// whole slots' state.
+func HideArgs(args [][]byte) Hidden { return Hidden{From: 1, To: len(args)} }
+
+// HideNone hides nothing from MONITOR, for a command only the slow log
+// keeps to its name (CONFIG, ACL: MONITOR does not show CONFIG SET, the
+// one that takes a password, as it is administrative).
+func HideNone([][]byte) Hidden { return Hidden{} }
+
+// MaxClientName bounds a client's name and its library's name and
+// version: CLIENT LIST repeats them for every client, and 200 clients with
+// 200 KB names made each CLIENT LIST 40 MB (issue 25's finding 5).
+const MaxClientName = 1024
+
+// Replies to a client name CLIENT SETNAME, SETINFO or HELLO SETNAME refuses.
+const (
+	ErrClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+	ErrNameLong   = "ERR Client names and library names and versions are limited to 1024 bytes"
+)
+
+// ValidName reports whether a client or library name is printable ASCII
+// with no spaces, as Redis requires. An empty name clears it.
+func ValidName(b []byte) bool {
+	for _, ch := range b {
+		if ch <= ' ' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}

@@ -53,22 +53,3 @@ func (o *Observers) feedMonitors(c *Client, cm *core.Command, args [][]byte) {
 		m.rc.Push(line)
 	}
 }
-
-// SecretArgs hides every argument: AUTH's, and the node-to-node commands',
-// whose payloads are a handshake's proofs or whole slots' state.
-func SecretArgs(args [][]byte) core.Hidden { return core.Hidden{From: 1, To: len(args)} }
-
-// SecretHelloAuth hides the user and password of HELLO's AUTH, as Redis 7 does.
-func SecretHelloAuth(args [][]byte) core.Hidden {
-	for i := 2; i+2 < len(args); i++ {
-		if core.EqualFold(args[i], "auth") {
-			return core.Hidden{From: i + 1, To: i + 3}
-		}
-	}
-	return core.Hidden{}
-}
-
-// SecretNone hides nothing from MONITOR, for a command only the slow log
-// keeps to its name (CONFIG, ACL: MONITOR does not show CONFIG SET, the
-// one that takes a password, as it is administrative).
-func SecretNone([][]byte) core.Hidden { return core.Hidden{} }
