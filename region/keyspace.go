@@ -106,6 +106,7 @@ func (s *Store) Restore(o Own) bool {
 			k.stamp = max(k.stamp, at*int64(time.Second))
 		}
 	}
+	s.owned(k)
 	s.changed(k.name)
 	return true
 }
@@ -127,8 +128,7 @@ func (s *Store) Forget(name []byte) {
 	delete(s.dirty, k.name)
 	delete(s.mirror, k.name)
 	if k.seenLast() < 0 {
-		delete(s.keys, k.name)
-		delete(s.measure, k.name)
+		s.remove(k.name, k)
 	}
 }
 

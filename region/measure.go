@@ -9,6 +9,9 @@ import (
 type Stats struct {
 	Admitted          int64   // units admitted here
 	Refused           int64   // received entries not counted (bad, or another window for the key)
+	KeysRefused       int64   // received entries not counted: a new key past Config.MaxRemote
+	RemoteKeys        int     // keys held only for other regions
+	PeerRefused       int64   // entries of ours other regions refused (Ack.Refused)
 	WindowsMeasured   int64   // windows whose total is known: every region's units in them arrived
 	OvershootWindows  int64   // measured windows whose total exceeded the limit
 	OvershootUnits    int64   // the sum of total − L over those windows
@@ -34,7 +37,7 @@ type PeerStats struct {
 // unacknowledged units.
 func (s *Store) Stats(now int64) Stats {
 	st := s.stats
-	st.Keys, st.Echoed = len(s.keys), s.echoed
+	st.Keys, st.Echoed, st.RemoteKeys = len(s.keys), s.echoed, s.remote
 	st.Peers = make([]PeerStats, len(s.peers))
 	seen := map[string]struct{}{}
 	for p := range s.peers {
@@ -175,8 +178,7 @@ func (s *Store) prune(name string, k *key, now int64) bool {
 	if _, ok := s.dirty[name]; ok {
 		return false
 	}
-	delete(s.keys, name)
-	delete(s.measure, name)
+	s.remove(name, k)
 	return true
 }
 

@@ -51,6 +51,7 @@ func (s *Store) recover(p int, echo []Entry) {
 			k = s.lookup([]byte(e.Key), e.Limit, true)
 		}
 		k.own.raise(e.Bucket, e.Count)
+		s.owned(k)
 		k.acked[p].raise(e.Bucket, e.Count)
 		k.sent[p].raise(e.Bucket, e.Count)
 		s.dirty[k.name] = struct{}{}

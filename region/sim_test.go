@@ -53,6 +53,7 @@ type simSchedule struct {
 	restart    int // region that restarts (loses its state) at restartAt, or -1
 	restartAt  int64
 	oneAtATime bool // each link carries one exchange at a time, as the server's do (SyncReady): odd seeds
+	maxRemote  int  // Config.MaxRemote: 1 in a third of the schedules (seed%3 == 2), so the second key is refused where only others decide it
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -82,13 +83,16 @@ func newSchedule(seed uint64) simSchedule {
 		{Kind: window.KindFixed, Limit: 10 + rng.Int64N(2000), Window: time.Duration(200+rng.Int64N(3000)) * time.Millisecond},
 	}
 	sc.oneAtATime = seed%2 == 1 // not drawn from rng: the other draws, and the seeds in testdata, stay as they were
+	if seed%3 == 2 {
+		sc.maxRemote = 1 // not drawn either
+	}
 	return sc
 }
 
 func (sc simSchedule) String() string {
-	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v",
+	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v max-remote=%d",
 		sc.seed, sc.regions, sc.escrow, sc.reserve, time.Duration(sc.delay), sc.loss, sc.cuts, sc.pattern, sc.limits, sc.skew,
-		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime)
+		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime, sc.maxRemote)
 }
 
 // simLinks is when each link (from, to) took its exchange in flight, or -1
@@ -156,6 +160,7 @@ type simResult struct {
 	worstBig float64 // the largest total/L of a window whose α·L/R ≥ 1
 	windows  int
 	used     float64 // mean total/L over windows with traffic
+	refused  int64   // received entries refused past MaxRemote, in all regions
 }
 
 type simTruth struct {
@@ -170,7 +175,7 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 	stores := make([]*Store, sc.regions)
 	newStore := func(r int, epoch int64) *Store {
 		cfg := Defaults(r, sc.regions)
-		cfg.Escrow, cfg.Reserve, cfg.Epoch = sc.escrow, sc.reserve, epoch
+		cfg.Escrow, cfg.Reserve, cfg.Epoch, cfg.MaxRemote = sc.escrow, sc.reserve, epoch, sc.maxRemote
 		st, err := New(cfg)
 		require.NoError(t, err)
 		return st
@@ -290,7 +295,14 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 	if res.windows > 0 {
 		res.used /= float64(res.windows)
 	}
-	if sc.restart < 0 { // a restart loses the region's measurements, and units no one received
+	for _, st := range stores {
+		s := st.Stats(0)
+		res.refused += s.KeysRefused
+		require.LessOrEqual(t, s.RemoteKeys, max(sc.maxRemote, 2), "%v\nkeys held only for others", sc)
+	}
+	// A restart loses the region's measurements, and units no one
+	// received; a region that refused a key never measures its windows.
+	if sc.restart < 0 && sc.maxRemote == 0 {
 		verifyMeasured(t, sc, stores, truth)
 	}
 	return res
@@ -334,6 +346,7 @@ func TestSimulationBound(t *testing.T) {
 	worstSeed, ofBound := uint64(0), 0.0
 	byEscrow := map[float64]float64{}
 	restarts := 0.0 // the largest total/Bound where a region restarted (Bound, not Bound + max(e, φ))
+	var refused, capped, cappedWorst = int64(0), 0, 0.0
 	for _, seed := range seeds {
 		sc := newSchedule(seed)
 		var res simResult
@@ -351,7 +364,17 @@ func TestSimulationBound(t *testing.T) {
 		if res.worst > worst.worst {
 			worst, worstSeed = res, seed
 		}
+		if sc.maxRemote > 0 {
+			refused, capped = refused+res.refused, capped+1
+			if sc.restart < 0 {
+				cappedWorst = max(cappedWorst, res.ofBound)
+			}
+		}
 	}
+	if capped > 10 {
+		require.Positive(t, refused, "%d schedules with max-remote 1 refused no entry: the cap was not exercised", capped)
+	}
+	t.Logf("%d schedules with max-remote 1: %d entries refused, worst total/bound %.4f without a restart", capped, refused, cappedWorst)
 	t.Logf("%d schedules: worst total/L %.4f (%v); worst total/bound %.4f", len(seeds), worst.worst, newSchedule(worstSeed), ofBound)
 	t.Logf("no restart: worst total/L by α, limits with α·L/R ≥ 1: %v", byEscrow)
 	t.Logf("with a restart: worst total/Bound %.4f (allowed: 1 + max(e, φ)/Bound)", restarts)

@@ -23,6 +23,10 @@ type Config struct {
 	// restarts has a new one, which tells the others to send back what
 	// they counted of it (see Recovering).
 	Epoch int64
+	// MaxRemote bounds the keys the table holds only for other regions
+	// (it admitted none of them); 0 is no bound. Past it a received entry
+	// for a new key is refused (cap.go).
+	MaxRemote int
 }
 
 // Defaults returns the defaults: α 0.1, β 0.5, 1 s of skew, retry after
@@ -46,6 +50,8 @@ func (c Config) Validate() error {
 		return errors.Join(ErrConfig, errors.New("region: escrow must be in (0, 1]"))
 	case !(c.Reserve >= 0 && c.Reserve <= 1):
 		return errors.Join(ErrConfig, errors.New("region: reserve must be in [0, 1]"))
+	case c.MaxRemote < 0:
+		return errors.Join(ErrConfig, errors.New("region: max remote keys must not be negative"))
 	case c.MaxSkew < 0 || c.Retry <= 0 || c.Hold < 0 || c.Sync <= 0:
 		return errors.Join(ErrConfig, errors.New("region: durations must be positive"))
 	}
@@ -103,6 +109,7 @@ type key struct {
 	acked    []counts // by region: this region's units it acknowledged
 	sent     []counts // by region: this region's units last sent to it
 	measured int64    // the last bucket whose window was measured, or -1
+	remote   bool     // one of the keys held only for other regions (cap.go)
 	// marked is the Store's gen when a charge last marked the key changed
 	// (changed): until a call other than Decide, which alone take keys out
 	// of those sets, another charge need not mark it again.
@@ -126,6 +133,7 @@ type Store struct {
 	urgent  bool   // some key's unacknowledged units passed half its escrow since the last Sync
 	gen     uint64 // moves on in every call but Decide: only they take keys out of dirty, measure, mirror or a peer's unacked (key.marked)
 	echoed  int    // how many other regions have sent back what they counted of this one
+	remote  int    // keys with remote set: held only for other regions (cap.go)
 }
 
 // New returns an empty Store for region cfg.Self.
@@ -172,9 +180,9 @@ func (s *Store) lookupMade(name []byte, lim Limit, mk bool) (*key, bool) {
 		k.lim = lim
 		return k, true
 	case !k.lim.sameBuckets(lim):
-		name := k.name
+		name, remote := k.name, k.remote
 		*k = *s.newKey(lim)
-		k.name = name
+		k.name, k.remote = name, remote
 	}
 	k.lim = lim
 	return k, false
@@ -250,6 +258,7 @@ func (s *Store) charge(k *key, now, cur, cost int64) {
 	name := k.name
 	k.stamp = now
 	k.own.add(cur, cost)
+	s.owned(k)
 	if k.marked != s.gen {
 		s.changed(name)
 		k.marked = s.gen

@@ -37,6 +37,9 @@ type Ack struct {
 	SentAt int64 // the batch's
 	RecvAt int64 // the receiver's clock
 	Epoch  int64 // the batch's: an acknowledgement to a store that restarted since credits nothing
+	// Refused are the indexes, ascending, of the batch's entries the
+	// receiver did not count (cap.go): they are not acknowledged.
+	Refused []int
 }
 
 // ring is how many batches a region remembers per peer, to credit their
@@ -196,27 +199,23 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 	}
 	pr.final = max(pr.final, b.Final)
 	pr.heardAt = now
-	for _, e := range b.Entries {
-		if e.Limit.Validate() != nil || e.Count < 0 {
-			s.stats.Refused++
-			continue
-		}
-		k := s.keys[e.Key]
-		if k != nil && !k.lim.sameBuckets(e.Limit) {
-			s.stats.Refused++ // the regions disagree on the key's window: keep ours
-			continue
-		}
+	a := &Ack{From: s.cfg.Self, Seq: b.Seq, SentAt: b.SentAt, RecvAt: now, Epoch: b.Epoch}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		k := s.entryKey(e, b.From) // cap.go
 		if k == nil {
-			k = s.lookup([]byte(e.Key), e.Limit, true)
+			a.Refused = append(a.Refused, i)
+			continue
 		}
 		if k.seen[b.From].raise(e.Bucket, e.Count) {
 			s.measure[e.Key] = struct{}{}
 		}
 	}
-	return &Ack{From: s.cfg.Self, Seq: b.Seq, SentAt: b.SentAt, RecvAt: now, Epoch: b.Epoch}
+	return a
 }
 
-// Acked credits an acknowledgement: the peer counts what the batch carried.
+// Acked credits an acknowledgement: the peer counts what the batch
+// carried, but for the entries it refused.
 func (s *Store) Acked(a *Ack, now int64) {
 	s.gen++
 	if a.From < 0 || a.From >= s.cfg.Regions || a.From == s.cfg.Self || a.Epoch != s.cfg.Epoch {
@@ -234,7 +233,13 @@ func (s *Store) Acked(a *Ack, now int64) {
 	if sb.echo {
 		pr.echoDue = false
 	}
-	for _, e := range sb.entries {
+	refused := a.Refused
+	s.stats.PeerRefused += int64(len(refused))
+	for i, e := range sb.entries {
+		if len(refused) > 0 && refused[0] == i {
+			refused = refused[1:] // not counted there: its units stay unacknowledged
+			continue
+		}
 		k := s.keys[e.Key]
 		if k == nil || !k.lim.sameBuckets(e.Limit) {
 			continue

@@ -5,14 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rlstore/rlstore/window"
 )
 
 // WireVersion is the version of the batch and acknowledgement encoding. A
-// region refuses a batch of another version, so versions can be added.
-const WireVersion = 2
+// region refuses a batch of a version it does not speak, so versions can
+// be added. Version 2 added the epoch and the echo; version 3 the
+// acknowledgement's refused entries (Ack.Refused), and its batches are
+// version 2's. A region answers a batch in the batch's version, and speaks
+// every version from MinWireVersion on.
+const WireVersion = 3
+
+// MinWireVersion is the oldest version a region still speaks: a version 2
+// batch is acknowledged in version 2, which cannot name refused entries,
+// so a batch with one is refused whole (not acknowledged) instead.
+const MinWireVersion = 2
 
 // Wire errors.
 var (
@@ -23,6 +34,7 @@ var (
 // Header is what a batch says of its sender, for the receiver to map the
 // sender to its index and to check that both decide under the same bound.
 type Header struct {
+	Version byte   // the encoding's: WireVersion, or an older one a peer speaks
 	Region  string // the sender's name
 	Regions int
 	Escrow  float64
@@ -32,7 +44,7 @@ type Header struct {
 
 // Header returns c's header for a region named name.
 func (c Config) Header(name string) Header {
-	return Header{Region: name, Regions: c.Regions, Escrow: c.Escrow, Reserve: c.Reserve, MaxSkew: c.MaxSkew}
+	return Header{Version: WireVersion, Region: name, Regions: c.Regions, Escrow: c.Escrow, Reserve: c.Reserve, MaxSkew: c.MaxSkew}
 }
 
 // Agrees reports why h's sender cannot share limits with a region of c, or nil.
@@ -47,7 +59,7 @@ func (c Config) Agrees(h Header) error {
 // AppendBatch appends b's encoding, entries grouped by key: a key's name
 // and limit once, then its buckets.
 func AppendBatch(dst []byte, h Header, b *Batch) []byte {
-	dst = append(dst, WireVersion)
+	dst = append(dst, h.Version)
 	dst = appendString(dst, h.Region)
 	dst = binary.AppendUvarint(dst, uint64(h.Regions))
 	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(h.Escrow))
@@ -115,8 +127,8 @@ func (r *reader) entries() []Entry {
 func ReadBatch(p []byte) (Header, *Batch, error) {
 	r := reader{p: p}
 	var h Header
-	if v := r.byte(); r.err == nil && v != WireVersion {
-		return h, nil, fmt.Errorf("%w %d (this region speaks %d)", ErrWireVersion, v, WireVersion)
+	if h.Version = r.byte(); r.err == nil && (h.Version < MinWireVersion || h.Version > WireVersion) {
+		return h, nil, versionError(h.Version)
 	}
 	h.Region = r.string()
 	h.Regions = int(r.uvarint())
@@ -135,28 +147,83 @@ func ReadBatch(p []byte) (Header, *Batch, error) {
 	return h, b, nil
 }
 
-// AppendAck appends a's encoding, from the region named name.
-func AppendAck(dst []byte, name string, a *Ack) []byte {
-	dst = append(dst, WireVersion)
+// AppendAck appends a's encoding in version v (the batch's), from the
+// region named name. Version 2 has no refused entries: the caller must
+// not acknowledge a batch with some in it (ErrAckVersion).
+func AppendAck(dst []byte, v byte, name string, a *Ack) []byte {
+	dst = append(dst, v)
 	dst = appendString(dst, name)
 	dst = binary.AppendUvarint(dst, a.Seq)
 	dst = binary.AppendVarint(dst, a.SentAt)
 	dst = binary.AppendVarint(dst, a.RecvAt)
-	return binary.AppendVarint(dst, a.Epoch)
+	dst = binary.AppendVarint(dst, a.Epoch)
+	if v < 3 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(a.Refused)))
+	last := -1
+	for _, i := range a.Refused {
+		dst = binary.AppendUvarint(dst, uint64(i-last-1)) // ascending: the gaps
+		last = i
+	}
+	return dst
 }
 
 // ReadAck decodes an acknowledgement and the name of the region that sent it.
 func ReadAck(p []byte) (string, *Ack, error) {
 	r := reader{p: p}
-	if v := r.byte(); r.err == nil && v != WireVersion {
-		return "", nil, fmt.Errorf("%w %d (this region speaks %d)", ErrWireVersion, v, WireVersion)
+	v := r.byte()
+	if r.err == nil && (v < MinWireVersion || v > WireVersion) {
+		return "", nil, versionError(v)
 	}
 	name := r.string()
 	a := &Ack{Seq: r.uvarint(), SentAt: r.varint(), RecvAt: r.varint(), Epoch: r.varint()}
+	if v >= 3 {
+		n, next := r.uvarint(), uint64(0) // next: the least index the next may be
+		for j := uint64(0); j < n && r.err == nil; j++ {
+			i := next + r.uvarint()
+			if i < next || i > math.MaxInt32 { // wrapped, or past any batch
+				r.fail()
+				break
+			}
+			a.Refused = append(a.Refused, int(i))
+			next = i + 1
+		}
+	}
 	if r.err == nil && len(r.p) > 0 {
 		r.err = ErrWire
 	}
 	return name, a, r.err
+}
+
+func versionError(v byte) error {
+	return fmt.Errorf("%w %d (this region speaks %d to %d)", ErrWireVersion, v, MinWireVersion, WireVersion)
+}
+
+// ErrAckVersion: a batch of version 2 had entries this region refused,
+// which a version 2 acknowledgement cannot name.
+var ErrAckVersion = errors.New("region: entries refused (--region-max-keys reached, or another window for a key), which a version 2 batch cannot be told of: the batch is not acknowledged; upgrade that region")
+
+// SpokenVersion reads, from the error a region answered a batch with, the
+// newest wire version it speaks if it refused the batch's version: a
+// region then sends it batches of that version. It reports 0 otherwise.
+func SpokenVersion(msg string) byte {
+	_, rest, ok := strings.Cut(msg, ErrWireVersion.Error())
+	if !ok {
+		return 0
+	}
+	_, rest, ok = strings.Cut(rest, "speaks ")
+	if !ok {
+		return 0
+	}
+	if _, hi, ok := strings.Cut(rest, " to "); ok {
+		rest = hi // "speaks 2 to 3)"
+	}
+	v, err := strconv.Atoi(strings.TrimSuffix(rest, ")"))
+	if err != nil || v < MinWireVersion || v >= WireVersion {
+		return 0
+	}
+	return byte(v)
 }
 
 func appendString(dst []byte, s string) []byte {

@@ -39,6 +39,10 @@ type RegionConfig struct {
 	Forwarder cluster.Forwarder
 	// Timeout bounds one exchange. Default DefaultRegionTimeout.
 	Timeout time.Duration
+	// MaxKeys bounds the global keys held only for other regions (this
+	// region admitted none of them), which --max-keys does not count
+	// (--region-max-keys). Default DefaultRegionMaxKeys; negative: no bound.
+	MaxKeys int
 	// TLS: the Forwarder dials other regions over TLS (--tls-cluster yes),
 	// and this region refuses batches that come over a plain connection.
 	TLS bool
@@ -51,6 +55,7 @@ type RegionPeer struct{ Name, Addr string }
 const (
 	DefaultRegionSync    = 100 * time.Millisecond
 	DefaultRegionTimeout = time.Second
+	DefaultRegionMaxKeys = 1_000_000
 )
 
 // regionNode is the server's side of the regions: the model (region.Store)
@@ -88,9 +93,10 @@ type regionLink struct {
 	sent       atomic.Int64 // batches acknowledged
 	sentBytes  atomic.Int64
 	fails      atomic.Int64
-	dropped    atomic.Int64 // syncs that passed the link by: it was busy (its next batch carries what changed)
-	busy       atomic.Bool  // a batch is on its way or in an exchange: syncOnce makes none for it
-	passed     atomic.Bool  // a sync passed the link by: carry asks for one as soon as it is free
+	dropped    atomic.Int64  // syncs that passed the link by: it was busy (its next batch carries what changed)
+	wire       atomic.Uint32 // the wire version its region speaks, if older than ours (region_wire.go); 0: ours
+	busy       atomic.Bool   // a batch is on its way or in an exchange: syncOnce makes none for it
+	passed     atomic.Bool   // a sync passed the link by: carry asks for one as soon as it is free
 	up         atomic.Bool
 	lastErr    atomic.Pointer[string]
 	skewed     bool // its measured clock skew is past --region-max-skew (carry's only)
@@ -129,6 +135,7 @@ func newRegionNode(s *Server, cfg RegionConfig) (*regionNode, error) {
 	if cfg.MaxSkew != 0 {
 		rc.MaxSkew = cfg.MaxSkew
 	}
+	rc.MaxRemote = regionMaxKeys(cfg.MaxKeys) // region_wire.go
 	st, err := region.New(rc)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ func (a *ackingPeer) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]
 	}
 	a.bytes.Add(int64(len(cmds[0][2])))
 	a.keys.Add(int64(len(b.Entries)))
-	ack := region.AppendAck(nil, "us", &region.Ack{Seq: b.Seq, SentAt: b.SentAt, RecvAt: b.SentAt})
+	ack := region.AppendAck(nil, region.WireVersion, "us", &region.Ack{Seq: b.Seq, SentAt: b.SentAt, RecvAt: b.SentAt})
 	return [][]byte{append(append([]byte("$"+strconv.Itoa(len(ack))+"\r\n"), ack...), "\r\n"...)}, nil
 }
 

@@ -36,6 +36,8 @@ func (s *Server) infoRegions() []pair {
 		{"rl_region_overshoot_units", st.OvershootUnits}, {"rl_region_windows_unmeasured", st.WindowsUnmeasured},
 		{"rl_region_worst_ratio", fmtFloat(st.Worst)}, {"rl_region_refused", rn.refused.Load()},
 		{"rl_region_keyspace_refused", rn.mirrorFailed.Load()},
+		{"rl_region_max_keys", rn.rc.MaxRemote}, {"rl_region_remote_keys", st.RemoteKeys},
+		{"rl_region_keys_refused", st.KeysRefused}, {"rl_region_refused_by_peers", st.PeerRefused},
 		{"rl_region_received", rn.received.Load()}, {"rl_region_received_bytes", rn.receivedBytes.Load()}}
 	n := 0
 	for i, l := range rn.links {
@@ -71,6 +73,9 @@ func (rn *regionNode) writeMetrics(w io.Writer) {
 	gauge(w, "rlstore_region_unacked_units", float64(st.Unacked))
 	gauge(w, "rlstore_region_worst_ratio", st.Worst)
 	gauge(w, "rlstore_region_keys", float64(st.Keys))
+	gauge(w, "rlstore_region_remote_keys", float64(st.RemoteKeys))
+	counter(w, "rlstore_region_keys_refused_total", st.KeysRefused)
+	counter(w, "rlstore_region_refused_by_peers_total", st.PeerRefused)
 	for i, l := range rn.links {
 		if l == nil {
 			continue

@@ -25,6 +25,7 @@ func (rn *regionNode) carry(l *regionLink) {
 			return
 		case b = <-l.out:
 		}
+		hdr.Version = l.version()
 		buf = region.AppendBatch(buf[:0], hdr, b)
 		ack, err := rn.exchange(l, buf)
 		l.busy.Store(false)
@@ -34,6 +35,7 @@ func (rn *regionNode) carry(l *regionLink) {
 		if err != nil {
 			l.fails.Add(1)
 			msg := err.Error()
+			rn.downgrade(l, msg) // region_wire.go
 			if l.up.Swap(false) || l.lastErr.Load() == nil || *l.lastErr.Load() != msg {
 				rn.s.log.Warn("region sync failed", "region", l.name, "addr", l.addr, "err", msg)
 			}
@@ -140,7 +142,13 @@ func (rn *regionNode) peerRegion(c *client, payload []byte) {
 	rn.mu.Lock()
 	ack := rn.st.Receive(b, now)
 	rn.mu.Unlock()
-	c.conn.WriteBulk(region.AppendAck(nil, rn.cfg.Name, ack))
+	if msg := refusedAck(ack, h.Version); msg != "" {
+		rn.refused.Add(1)
+		rn.lastRefusal.Store(&msg)
+		c.conn.WriteError("ERR region sync refused: " + msg)
+		return
+	}
+	c.conn.WriteBulk(region.AppendAck(nil, h.Version, rn.cfg.Name, ack))
 }
 
 // since returns d in seconds for metrics, or -1 when never.

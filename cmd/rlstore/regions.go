@@ -23,6 +23,7 @@ type regionFlags struct {
 	Partition string // share|deny
 	MaxSkew   time.Duration
 	Local     string // comma-separated glob patterns
+	MaxKeys   int    // 0: no limit
 }
 
 func (f *regionFlags) define(fs *flag.FlagSet) {
@@ -34,6 +35,7 @@ func (f *regionFlags) define(fs *flag.FlagSet) {
 	fs.Float64Var(&f.Reserve, "region-reserve", d.Reserve, "β, a `fraction` in [0, 1]: of each window a region may admit β·L/R with no acknowledgements (during a partition), and every other region counts that much as spent")
 	fs.Var(newOneOf(&f.Partition, "share", "share", "deny"), "region-partition", "`share|deny`: once a region's escrow is spent and acknowledgements are late, admit from its reserve (share), or deny (deny: as --region-reserve 0)")
 	fs.Var(newSeconds(&f.MaxSkew, d.MaxSkew), "region-max-skew", "the `duration` two regions' clocks may differ by at most: the bound assumes it (1s); the measured skew is in INFO regions")
+	fs.IntVar(&f.MaxKeys, "region-max-keys", server.DefaultRegionMaxKeys, "maximum `number` of global keys held only for other regions (this region admitted none of them, so --max-keys does not count them); beyond it, other regions' units of new keys are refused until there is room (they stay within the sender's escrow); 0: no limit")
 	fs.StringVar(&f.Local, "region-local", "", "glob `patterns`, comma-separated, of keys decided per region rather than globally (e.g. \"local:*,session:*\"); TOKEN, LEAKY, LOG and CL.THROTTLE keys, and RL.RESERVE, RL.REFUND and RL.ACQUIRE, must match one")
 }
 
@@ -84,6 +86,8 @@ func (f regionFlags) validate() error {
 		return errors.New("--region-escrow must be in (0, 1]")
 	case !(f.Reserve >= 0 && f.Reserve <= 1):
 		return errors.New("--region-reserve must be in [0, 1]")
+	case f.MaxKeys < 0:
+		return errors.New("--region-max-keys must not be negative")
 	case f.Sync <= 0 || f.MaxSkew < 0:
 		return errors.New("--region-sync must be positive and --region-max-skew not negative")
 	}
@@ -122,7 +126,11 @@ func regionConfig(c config, log *slog.Logger, cs *certs) (*server.RegionConfig, 
 	}
 	fw := cluster.NewPeers(pc)
 	rc := &server.RegionConfig{Name: f.Name, Peers: peers, Sync: f.Sync, Escrow: f.Escrow, Reserve: f.Reserve,
-		Deny: f.Partition == "deny", MaxSkew: f.MaxSkew, Secret: secret, OldSecrets: old, Forwarder: fw, TLS: c.Cluster.TLS}
+		Deny: f.Partition == "deny", MaxSkew: f.MaxSkew, Secret: secret, OldSecrets: old, Forwarder: fw, TLS: c.Cluster.TLS,
+		MaxKeys: f.MaxKeys}
+	if rc.MaxKeys == 0 {
+		rc.MaxKeys = -1 // no limit: the server reads 0 as its default
+	}
 	if rc.Reserve == 0 && !rc.Deny {
 		rc.Deny = true // a reserve of 0 is deny: the server reads 0 as its default
 	}
