@@ -37,8 +37,9 @@ func (s *Store) echoFor(p int) []Entry {
 }
 
 // recover takes back this region's own units from region p's echo: p
-// holds them, so they count as acknowledged by p.
-func (s *Store) recover(p int, echo []Entry) {
+// holds them, so they count as acknowledged by p. With done, p has echoed:
+// this region counts all p admitted before it started.
+func (s *Store) recover(p int, echo []Entry, done bool) {
 	for _, e := range echo {
 		if e.Limit.Validate() != nil || e.Count < 0 {
 			continue
@@ -63,7 +64,7 @@ func (s *Store) recover(p int, echo []Entry) {
 			}
 		}
 	}
-	if pr := &s.peers[p]; !pr.echoed {
+	if pr := &s.peers[p]; done && !pr.echoed {
 		pr.echoed = true
 		s.echoed++
 	}

@@ -194,9 +194,6 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 	case b.Epoch > pr.epoch:
 		s.restarted(b.From, b.Epoch, now)
 	}
-	if b.EchoFor != 0 && b.EchoFor == s.cfg.Epoch {
-		s.recover(b.From, b.Echo)
-	}
 	pr.final = max(pr.final, b.Final)
 	pr.heardAt = now
 	a := &Ack{From: s.cfg.Self, Seq: b.Seq, SentAt: b.SentAt, RecvAt: now, Epoch: b.Epoch}
@@ -210,6 +207,13 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 		if k.seen[b.From].raise(e.Bucket, e.Count) {
 			s.measure[e.Key] = struct{}{}
 		}
+	}
+	if b.EchoFor != 0 && b.EchoFor == s.cfg.Epoch {
+		// The echo comes with everything the sender admitted that this
+		// store has not acknowledged: all of it, since this store is new.
+		// Having refused some, this store does not count the sender's
+		// units before it started, so it is not recovered by this echo.
+		s.recover(b.From, b.Echo, len(a.Refused) == 0)
 	}
 	return a
 }
@@ -230,8 +234,8 @@ func (s *Store) Acked(a *Ack, now int64) {
 		return
 	}
 	pr.ackedAt = max(pr.ackedAt, sb.sentAt)
-	if sb.echo {
-		pr.echoDue = false
+	if sb.echo && len(a.Refused) == 0 {
+		pr.echoDue = false // else echo again: the receiver did not take it (Receive)
 	}
 	refused := a.Refused
 	s.stats.PeerRefused += int64(len(refused))
