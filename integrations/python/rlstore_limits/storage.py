@@ -236,25 +236,70 @@ class RlstoreStorage(*_BASES):
     def acquire_entry(self, key, limit, expiry, amount=1):
         if int(limit) == 0:
             return False
+        key = self._key(key)
         extra = ["COST", amount] if amount != 1 else []
-        return self._moving(self._key(key), limit, expiry, *extra).allowed == 1
+        d = self._moving(key, limit, expiry, *extra)
+        self._local().moving = (key, time.monotonic(), time.time(), amount, d)
+        return d.allowed == 1
 
     def get_moving_window(self, key, limit, expiry):
         """(start of the window, entries in it): the start is when the oldest
         entry came in, so start + expiry is when one unit frees up."""
         return self._moving_window(self._key(key), limit, expiry)
 
+    # A strategy's get_window_stats (Flask-Limiter's headers, right after
+    # hit) asks for the window's oldest entry, which no single reply says.
+    # The thread's last acquire_entry on the key, once and within
+    # _REPLY_FRESH, says how many entries there are, and sometimes when the
+    # oldest leaves: when the acquire is all the window holds (its reset),
+    # or when a cost of 1 was denied (its wait). Otherwise one PEEK asks
+    # for it; without that reply, a PEEK of cost 1 first counts them.
+
+    def _recall_moving(self, key):
+        local = self._local()
+        last = getattr(local, "moving", None)
+        local.moving = None
+        if last is None or last[0] != key or time.monotonic() - last[1] > self._REPLY_FRESH:
+            return None
+        return last[2:]
+
     def _moving_window(self, key, limit, expiry):
         now = time.time()
         if int(limit) == 0:
             return int(now), 0
-        d = self._moving(key, limit, expiry, "PEEK")
-        count = int(limit) - d.available()
-        if count <= 0:
-            return int(now), 0
-        # The smallest cost that does not fit waits exactly for the oldest entry.
-        oldest = self._moving(key, limit, expiry, "COST", int(limit) - count + 1, "PEEK")
-        return int(now + oldest.wait_ms / 1000 - int(expiry)), count
+        last = self._recall_moving(key)
+        if last is not None:
+            at, cost, d = last
+            count = int(limit) - d.remaining
+            if count <= 0:
+                return int(now), 0
+            if d.allowed == 1 and count == cost:
+                return int(at + d.reset_ms / 1000 - int(expiry)), count
+            if d.allowed == 0 and cost == 1:
+                return int(at + d.wait_ms / 1000 - int(expiry)), count
+            start = self._oldest(key, limit, expiry, count, now)
+            if start is not None:
+                return start, count
+        for _ in range(3):  # again only if an entry left between two PEEKs
+            d = self._moving(key, limit, expiry, "PEEK")
+            count = int(limit) - d.available()
+            if count <= 0:
+                return int(now), 0
+            if d.allowed == 0:  # full: a cost of 1 waits for the oldest entry
+                return int(now + d.wait_ms / 1000 - int(expiry)), count
+            start = self._oldest(key, limit, expiry, count, now)
+            if start is not None:
+                return start, count
+        return int(now), count
+
+    def _oldest(self, key, limit, expiry, count, now):
+        """The start of the window holding count entries: the smallest cost
+        that does not fit waits exactly for the oldest. None if it fits (an
+        entry has left since count was read)."""
+        d = self._moving(key, limit, expiry, "COST", int(limit) - count + 1, "PEEK")
+        if d.allowed == 1:
+            return None
+        return int(now + d.wait_ms / 1000 - int(expiry))
 
     # -- sliding window counter (limits 4.1 and later) ---------------------
 

@@ -91,6 +91,41 @@ class RoundTripsTest(unittest.TestCase):
         self.assertEqual(r.headers["X-RateLimit-Remaining"], "0")
         self.assertEqual(sent, ["RL.FIXED"])
 
+    def test_moving_window_round_trips(self):
+        """A moving-window request used to cost 3 (RL.LOG, then two PEEKs
+        for the headers; Redis: 2, its acquire and window scripts). The
+        acquire's reply answers when it is all the window holds, or is a
+        denial of cost 1; otherwise one PEEK asks for the oldest entry."""
+        app = Flask(__name__)
+        limiter = Limiter(get_remote_address, app=app, storage_uri=URI, strategy="moving-window",
+                          headers_enabled=True, key_prefix=unique("trips"))
+
+        @app.route("/")
+        @limiter.limit("3 per 10 seconds")
+        def index():
+            return "ok"
+
+        client = app.test_client()
+        storage = limiter.limiter.storage.storage
+        storage.ping()  # connect outside the count
+        sent = []
+        real = storage.execute_command
+
+        def counting(*args, **kwargs):
+            sent.append(args[0])
+            return real(*args, **kwargs)
+
+        storage.execute_command = counting
+        for status, remaining, trips in ((200, "2", 1), (200, "1", 2), (200, "0", 2), (429, "0", 1)):
+            sent.clear()
+            r = client.get("/")
+            self.assertEqual((r.status_code, r.headers["X-RateLimit-Remaining"]), (status, remaining))
+            self.assertEqual(len(sent), trips, "%s for a %d with %s remaining" % (sent, status, remaining))
+            reset = int(r.headers["X-RateLimit-Reset"])
+            self.assertAlmostEqual(reset, time.time() + 10, delta=1.5, msg="the oldest entry, just made, leaves in 10 s")
+        self.assertIn(int(r.headers["Retry-After"]), (9, 10))
+
+
 
 if __name__ == "__main__":
     unittest.main()
