@@ -53,8 +53,9 @@ type ClusterConfig struct {
 	// Leave, if set, runs first when the server stops gracefully, by
 	// Shutdown or by the SHUTDOWN command, while it still serves: it hands
 	// this node's slots over and tells the members that it leaves, so
-	// that neither way of stopping resets a limit.
-	Leave func(*Server)
+	// that neither way of stopping resets a limit. It is given nothing: the
+	// node that sets it (NewNode) holds its server already.
+	Leave func()
 }
 
 // Unreachable is what a node does with a request whose owner it cannot reach.

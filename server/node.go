@@ -173,8 +173,8 @@ func (n *Node) Close(timeout time.Duration) error {
 // and then forwards its requests to the new owner, which serves them
 // ahead of its own table. Once the members have heard of the leave they
 // route to the new owners themselves.
-func (n *Node) leave(srv *Server) {
-	start := time.Now()
+func (n *Node) leave() {
+	srv, start := n.Server, time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaveTimeout)
 	defer cancel()
 	log := srv.log

@@ -38,7 +38,7 @@ func (s *Server) shutdown(ctx context.Context, mode saveMode) error {
 	start := time.Now()
 	if s.cl != nil && s.cl.cfg.Leave != nil {
 		s.log.Info("shutting down: leaving the cluster")
-		s.cl.cfg.Leave(s)
+		s.cl.cfg.Leave()
 	}
 	s.log.Info("shutting down: draining clients")
 	err := s.drain(ctx)
