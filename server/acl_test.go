@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,7 +45,7 @@ func TestACLUsers(t *testing.T) {
 	ctx := ctxT(t)
 
 	anon := newClient(t, addr, 2)
-	assert.EqualError(t, anon.Do(ctx, "RL.SLIDE", "api:x", 5, 10).Err(), errNoAuth, "the default user is off")
+	assert.EqualError(t, anon.Do(ctx, "RL.SLIDE", "api:x", 5, 10).Err(), core.ErrNoAuth, "the default user is off")
 
 	for _, proto := range []int{2, 3} { // RESP2 sends AUTH user pass; RESP3 sends HELLO 3 AUTH user pass
 		lim := userClient(t, addr, "limiter", "limiter-pw", proto)

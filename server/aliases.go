@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
 )
@@ -38,7 +39,7 @@ func aliasCommands() []command {
 // as Redis's src/gcra.c does; period is in seconds and may have a fraction.
 func parseGCRA(args [][]byte) (window.Params, int64, error) {
 	if len(args) > 7 {
-		return window.Params{}, 0, argError(arityError("gcra"))
+		return window.Params{}, 0, argError(core.ArityError("gcra"))
 	}
 	burst, ok := parseInt(args[2])
 	switch {
@@ -100,7 +101,7 @@ func atLeastOne(b []byte) (int64, error) {
 // quantity of 0 peeks.
 func parseThrottleCrab(args [][]byte) (window.Params, int64, error) {
 	if len(args) > 6 {
-		return window.Params{}, 0, argError(arityError("throttle"))
+		return window.Params{}, 0, argError(core.ArityError("throttle"))
 	}
 	var n [4]int64
 	n[3] = 1

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -34,7 +35,7 @@ type decisionArgs struct {
 func parseNative(kind window.Kind, args [][]byte, pc *paramCache) (decisionArgs, error) {
 	n := 2 + policy.Arity(kind)
 	if len(args) < n {
-		return decisionArgs{}, argError(arityError(nativeName(kind)))
+		return decisionArgs{}, argError(core.ArityError(nativeName(kind)))
 	}
 	a := decisionArgs{key: args[1]}
 	var err error

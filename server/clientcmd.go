@@ -69,7 +69,7 @@ func cmdClientSetInfo(s *Server, c *client, args [][]byte) {
 	attr, val := args[2], string(args[3])
 	switch {
 	case !equalFoldASCII(attr, "lib-name") && !equalFoldASCII(attr, "lib-ver"):
-		c.conn.WriteError("ERR Unrecognized option '" + quoteArg(attr, 128) + "'")
+		c.conn.WriteError("ERR Unrecognized option '" + core.QuoteArg(attr, 128) + "'")
 	case len(val) > core.MaxClientName:
 		c.conn.WriteError(core.ErrNameLong)
 	case !core.ValidName(args[3]):

@@ -212,7 +212,7 @@ func cmdHop(s *Server, c *client, args [][]byte) {
 	saved := c.Proto
 	c.hop, c.Proto = int(level), int(resp)
 	defer func() { c.hop, c.Proto = hopClient, saved }()
-	s.dispatch(c, args[3:])
+	s.pipe.Dispatch(&c.Session, args[3:])
 }
 
 // attachCluster sets up the cluster part of a new server, if configured.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/glob"
 )
 
@@ -86,7 +87,7 @@ func (s *Server) checkConfig(name, val []byte) string {
 	p := findParam(name)
 	switch {
 	case p == nil:
-		return "ERR Unknown option or number of arguments for CONFIG SET - '" + quoteArg(name, 128) + "'"
+		return "ERR Unknown option or number of arguments for CONFIG SET - '" + core.QuoteArg(name, 128) + "'"
 	case p.check == nil:
 		return configFailed(p.name, "can't set immutable config")
 	}

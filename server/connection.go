@@ -26,7 +26,7 @@ func cmdPing(s *Server, c *client, args [][]byte) {
 	case 2:
 		c.conn.WriteBulk(args[1])
 	default:
-		c.conn.WriteError(arityError("ping"))
+		c.conn.WriteError(core.ArityError("ping"))
 	}
 }
 

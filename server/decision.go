@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
@@ -206,7 +207,7 @@ func parseCheckReq(s *Server, c *client, args [][]byte) ([]byte, request, error)
 	r := request{op: opCheck, cost: a.cost, peek: a.peek}
 	if err == nil && !policy.Reserved(a.key) { // a reserved key's error comes first
 		if r.policy, r.pstats = s.policyWithStats(args[1]); r.policy == nil {
-			err = argError("ERR no such policy '" + quoteArg(args[1], 128) + "'")
+			err = argError("ERR no such policy '" + core.QuoteArg(args[1], 128) + "'")
 		}
 	}
 	return a.key, r, err

@@ -7,15 +7,6 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 )
 
-// errNoAuth is the pipeline's reply to a command before AUTH.
-const errNoAuth = core.ErrNoAuth
-
-// maxCommandName bounds the command names the table looks up.
-const maxCommandName = core.MaxName
-
-// dispatch runs one command through the pipeline (core.Pipeline.Dispatch).
-func (s *Server) dispatch(c *client, args [][]byte) { s.pipe.Dispatch(&c.Session, args) }
-
 // clientOf returns the server's client whose session x is.
 func (s *Server) clientOf(x *core.Session) *client { return s.clientSlot.Get(x) }
 
@@ -110,12 +101,6 @@ func (s *Server) ran(c *client, cm *core.Command, args [][]byte, start time.Dura
 // time.Now, 3 reads were +75 ns a pipelined PING).
 func (s *Server) monotonic() time.Duration { return time.Since(s.started) }
 
-// arityError is Redis 7's reply to a wrong argument count.
-func arityError(name string) string { return core.ArityError(name) }
-
-// quoteArg returns at most n bytes of a, on one line (core.QuoteArg).
-func quoteArg(a []byte, n int) string { return core.QuoteArg(a, n) }
-
 // recoverPanic turns a command's panic into an error reply. The connection
 // is closed after it, because the command may have written part of a reply
 // that cannot be taken back; every other client is served on.
@@ -124,7 +109,7 @@ func (s *Server) recoverPanic(c *client, args [][]byte) {
 	if r == nil {
 		return
 	}
-	name := quoteArg(args[0], maxCommandName)
+	name := core.QuoteArg(args[0], core.MaxName)
 	s.log.Error("command panicked; closing its connection",
 		"client", c.id, "addr", c.addr, "cmd", name, "panic", r, "stack", string(debug.Stack()))
 	c.conn.WriteError("ERR internal error running '" + name + "', closing the connection; see the server log")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
@@ -21,7 +22,7 @@ func parseAdjustRule(name string, args [][]byte) (window.Params, int, error) {
 	}
 	n := 3 + policy.Arity(kind)
 	if len(args) < n {
-		return window.Params{}, 0, argError(arityError(name))
+		return window.Params{}, 0, argError(core.ArityError(name))
 	}
 	p, err := policy.ParseParams(kind, args[3:n])
 	return p, n, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
@@ -73,7 +74,7 @@ func (s *Server) reservePolicy(key, name []byte) (*policy.Policy, error) {
 	}
 	p := s.policy(name)
 	if p == nil {
-		return nil, argError("ERR no such policy '" + quoteArg(name, 128) + "'")
+		return nil, argError("ERR no such policy '" + core.QuoteArg(name, 128) + "'")
 	}
 	if p.Shadow {
 		return nil, errArgReservePolicy

@@ -113,7 +113,7 @@ func (s *Server) readAt(c *client) {
 // handle runs one command, recovering from its panic.
 func (s *Server) handle(c *client, args [][]byte) {
 	defer s.recoverPanic(c, args)
-	s.dispatch(c, args)
+	s.pipe.Dispatch(&c.Session, args)
 }
 
 // endBatch commits the batch, writes its replies, and waits while too many

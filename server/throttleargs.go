@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -18,7 +19,7 @@ const (
 // as Rust's i64::from_str reads them.
 func parseThrottle(args [][]byte) (window.Throttle, int64, error) {
 	if len(args) < 5 || len(args) > 6 {
-		return window.Throttle{}, 0, argError(arityError("cl.throttle"))
+		return window.Throttle{}, 0, argError(core.ArityError("cl.throttle"))
 	}
 	var n [4]int64
 	n[3] = 1
