@@ -145,9 +145,15 @@ func restartFirst(t *testing.T, args [][]string, sig syscall.Signal) {
 	}
 	ns[0] = ns[0].restart(t)
 	// At once, before b and c may have found it: a rejoins them as it
-	// starts, and serves its slots only with their state.
-	assert.Equal(t, "3", knownNodes(ns[0].clusterProc), "a rejoined b and c as it started")
+	// starts, and serves its slots only with their state. It may meet one
+	// of them first: a member that a busy host starves answers the join's
+	// push/pull after memberlist's TCP timeout (a second) while the other
+	// suspects it, which memberlist ignores of a node it has not met; it
+	// comes by gossip once it refutes the suspicion.
+	assert.Contains(t, []string{"2", "3"}, knownNodes(ns[0].clusterProc), "a rejoined b or c as it started, not a cluster of its own")
 	q.round(context.Background(), newClient(t, ns[0].addr))
+	require.Eventually(t, func() bool { return knownNodes(ns[0].clusterProc) == "3" }, deadline, 10*time.Millisecond,
+		"a knows b and c")
 	settleProcs(t, procsOf(ns)...)
 	for range handoffLimit {
 		q.round(context.Background(), newClient(t, ns[0].addr))
