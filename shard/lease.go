@@ -32,7 +32,8 @@ type LeaseResult = window.LeaseDecision
 
 // Lease applies r to key's leases at now (unix nanoseconds). An acquire
 // creates the key when it is admitted; renew and release never create one,
-// and a key whose last lease ends is dropped at once. A key that holds
+// and a key whose last lease ends is gone at once (its slot waits for the
+// sweep, which frees it and counts it out of Len). A key that holds
 // another algorithm's state gets ErrWrongType.
 func (m *Map) Lease(key []byte, r LeaseRequest, now int64) (LeaseResult, error) {
 	if r.Op == LeaseAcquire {
@@ -80,14 +81,17 @@ func (m *Map) leaseLocked(s *shard, key []byte, h uint64, r *LeaseRequest, now i
 	before := len(b)
 	s.stats.addLeasesExpired(p.Lease().Ended(b, now))
 	res, b := applyLease(p.Lease(), b, r, now)
+	s.storeCountersLocked(sl, b)
 	if len(b) == 0 {
+		// The key is gone: with no lease it expires at 0, so it is absent
+		// to every command and the tombstone logs it. Its slot stays, bound
+		// to its parameters, until the sweep frees it (and counts it out of
+		// Len), so that the key's next acquire, in a workload of pairs
+		// often a moment later, starts in it with no insert.
 		s.markGoneLocked(key)
-		s.removeLocked(i, h)
-		m.keys.Add(-1)
 		m.accountLocked(s)
 		return res, nil
 	}
-	s.storeCountersLocked(sl, b)
 	if res.Allowed || len(b) != before {
 		s.markDirtyLocked(i)
 	}
