@@ -14,10 +14,15 @@ import "github.com/rlstore/rlstore/window"
 // now, which the caller is about to drop; a slot of any other kind, or
 // with none ended, counts nothing.
 func (s *shard) countEndedLocked(sl *slot, now int64) {
-	if sl.param() == 0 {
-		return
+	if sl.param() != 0 {
+		s.countEndedOfLocked(s.params.get(sl.param()), sl, now)
 	}
-	switch p := s.params.get(sl.param()); p.Kind {
+}
+
+// countEndedOfLocked is countEndedLocked of a slot whose parameters, p,
+// the caller has at hand.
+func (s *shard) countEndedOfLocked(p window.Params, sl *slot, now int64) {
+	switch p.Kind {
 	case window.KindLease:
 		s.stats.addLeasesExpired(p.Lease().Ended(s.peekCountersLocked(sl), now))
 	case window.KindReserve:

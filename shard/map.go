@@ -242,13 +242,16 @@ func (s *shard) expiredLocked(sl *slot, now int64) bool { return s.expiryLocked(
 // sweep frees it (a token bucket that refilled, a window that ended) then
 // costs the interned parameters no release and acquire.
 func (s *shard) resetSlotLocked(sl *slot, p window.Params, now int64) {
-	s.countEndedLocked(sl, now)
-	if sl.param() != 0 && s.params.get(sl.param()) == p {
-		if hasCounters(p.Kind) {
-			s.freeCountersLocked(sl)
+	if sl.param() != 0 {
+		old := s.params.get(sl.param())
+		s.countEndedOfLocked(old, sl, now)
+		if old == p {
+			if hasCounters(p.Kind) {
+				s.freeCountersLocked(sl)
+			}
+			sl.state = window.State{}
+			return
 		}
-		sl.state = window.State{}
-		return
 	}
 	s.unbindLocked(sl)
 	sl.state = window.State{}

@@ -159,10 +159,11 @@ func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl
 // widening a ledger written before estimates grew.
 func (m *Map) ledgerAddLocked(s *shard, j uint32, p window.Params, r *ReserveRequest, now int64) {
 	sl := s.slots.at(j)
-	if !s.params.get(sl.param()).Ledger().Wide {
+	old := s.params.get(sl.param())
+	if !old.Ledger().Wide {
 		window.Reservations{}.Widen(s.peekCountersLocked(sl))
 	}
-	s.countEndedLocked(sl, now)
+	s.stats.addReservationsExpired(old.Ledger().Ended(s.peekCountersLocked(sl), now))
 	s.setParamLocked(sl, p)
 	s.storeCountersLocked(sl, p.Ledger().Add(s.leaseRoomLocked(sl), now, r.ID, r.TTL, r.Units))
 	s.markDirtyLocked(j)
@@ -178,20 +179,21 @@ func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, keys [][]byte
 		return 0, false
 	}
 	sl := s.slots.at(j)
-	s.countEndedLocked(sl, now)
-	before := s.peekCountersLocked(sl)
-	est, ok, b := s.params.get(sl.param()).Ledger().Take(before, now, id)
+	before, rs := s.peekCountersLocked(sl), s.params.get(sl.param()).Ledger()
+	s.stats.addReservationsExpired(rs.Ended(before, now))
+	est, ok, b := rs.Take(before, now, id)
 	if !ok && len(b) == len(before) {
 		return 0, false
 	}
 	// Take prunes the expired in place, found or not: what it left is the
 	// ledger now, or its last words would come back as copies.
+	s.storeCountersLocked(sl, b)
 	if len(b) == 0 {
+		// Gone, as a lease key whose last lease is released is
+		// (leaseLocked): with none it has expired, and its slot waits for
+		// the sweep or the key's next reservation.
 		s.markGoneLocked(ledger)
-		s.removeLocked(j, hl)
-		m.keys.Add(-1)
 	} else {
-		s.storeCountersLocked(sl, b)
 		s.markDirtyLocked(j)
 	}
 	m.accountLocked(s)
