@@ -24,8 +24,9 @@ type regionWindow struct {
 
 // regionCounts are the admissions the clients saw, per window and region.
 type regionCounts struct {
-	mu sync.Mutex
-	n  map[regionWindow][]int
+	mu    sync.Mutex
+	n     map[regionWindow][]int
+	asked map[regionWindow]int // eu's requests, admitted or not
 }
 
 func (c *regionCounts) add(key string, end int64, region int) {
@@ -36,6 +37,18 @@ func (c *regionCounts) add(key string, end int64, region int) {
 		c.n[w] = make([]int, 3)
 	}
 	c.n[w][region]++
+}
+
+// ask counts a request of region's in a window: admitted or not.
+func (c *regionCounts) ask(key string, end int64, region int, admitted bool) {
+	if admitted {
+		c.add(key, end, region)
+	}
+	if region == 0 {
+		c.mu.Lock()
+		c.asked[regionWindow{key, end}]++
+		c.mu.Unlock()
+	}
 }
 
 var regionNames = []string{"eu", "us", "ap"}
@@ -123,15 +136,25 @@ func TestRegionProcessRestart(t *testing.T) {
 // RL.FIXED 200 per 2 s; then ap is stopped (SIGSTOP: it neither answers
 // nor sends) for 10 s, then resumes. Every window's total, as the clients
 // count it, stays within L + (R−1)·e = 200 + 2·6; while all three are
-// up, windows with traffic in every region come within a few percent of L.
+// up, windows with traffic in every region come within a few percent of L:
+// those in which eu asked for at least L and every region's links were up
+// and acknowledging in time throughout, as the processes' INFO regions
+// said every 100 ms (on a loaded host a process starved for a second is
+// rightly held back by its escrow: that is not the budget wasted).
 func TestRegionProcessesPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 s of load across three processes: not in -short")
 	}
 	ports, procs, clients := startRegionProcs(t)
-	counts := &regionCounts{n: map[regionWindow][]int{}}
+	counts := &regionCounts{n: map[regionWindow][]int{}, asked: map[regionWindow]int{}}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	health := &linkHealth{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		health.sample(ctx, clients, 100*time.Millisecond, 250*time.Millisecond)
+	}()
 	load := func(region, conns int, pause time.Duration) {
 		for c := range conns {
 			wg.Add(1)
@@ -140,9 +163,9 @@ func TestRegionProcessesPartition(t *testing.T) {
 				for i := c; ctx.Err() == nil; i++ {
 					key := "k" + strconv.Itoa(i%10)
 					v, err := clients[region].Do(ctx, "RL.FIXED", key, 200, 2).Int64Slice()
-					if err == nil && v[0] == 1 {
+					if err == nil {
 						end := (time.Now().UnixMilli() + v[4] + 500) / 1000 // the window's end, to the second
-						counts.add(key, end, region)
+						counts.ask(key, end, region, v[0] == 1)
 					}
 					if pause > 0 {
 						time.Sleep(pause) // the light regions' pace, not an ordering
@@ -161,7 +184,7 @@ func TestRegionProcessesPartition(t *testing.T) {
 		<-time.After(d)
 		return from, time.Now().Unix() - 1
 	}
-	connected, _ := phase(6 * time.Second)
+	connected, _ := phase(10 * time.Second)
 	connectedEnd := time.Now().Unix() - 1
 	require.NoError(t, procs[2].Cmd.Process.Signal(syscall.SIGSTOP))
 	cutFrom, cutTo := phase(10 * time.Second)
@@ -171,7 +194,7 @@ func TestRegionProcessesPartition(t *testing.T) {
 	wg.Wait()
 
 	const limit, bound = 200, 212
-	worst, near, full := 0.0, 0, 0
+	worst, near, full, busy := 0.0, 0, 0, 0
 	counts.mu.Lock()
 	defer counts.mu.Unlock()
 	for w, by := range counts.n {
@@ -179,6 +202,10 @@ func TestRegionProcessesPartition(t *testing.T) {
 		worst = max(worst, float64(total)/limit)
 		assert.LessOrEqual(t, total, bound, "%s, window ending %d: %v", w.key, w.end, by)
 		if w.end >= connected && w.end <= connectedEnd && by[1] > 0 && by[2] > 0 {
+			busy++
+			if counts.asked[w] < limit || !health.throughout(time.Unix(w.end-2, 0), time.Unix(w.end, 0), 10) {
+				continue
+			}
 			full++
 			if total >= limit*95/100 {
 				near++
@@ -188,8 +215,8 @@ func TestRegionProcessesPartition(t *testing.T) {
 			assert.Zero(t, by[2], "ap is stopped")
 		}
 	}
-	t.Logf("%d windows: worst total/L %.3f; connected windows with all regions busy: %d of %d at 95%% of L or more",
-		len(counts.n), worst, near, full)
+	t.Logf("%d windows: worst total/L %.3f; connected windows with all regions busy: %d, of which %d with links healthy throughout and eu asking L or more: %d at 95%% of L or more",
+		len(counts.n), worst, busy, full, near)
 	require.Positive(t, full)
 	assert.GreaterOrEqual(t, near*10, full*9, "connected, the budget is used")
 	info, err := clients[0].Info(context.Background(), "regions").Result()
