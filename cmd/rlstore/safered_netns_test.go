@@ -319,30 +319,56 @@ func redDuration(t *testing.T, env string, def time.Duration) time.Duration {
 // fails today, so it runs only with RL_RED_FINDINGS=1.
 func TestRedPausedAtHeal(t *testing.T) {
 	redFinding(t, "R1: a 2/3 split that heals while a majority node is paused admits whole limits again")
-	keys := func(all *cluster.Table) []string {
+	pausedAtHealRun(t, 2, map[int]bool{1: true, 3: true}, func(all *cluster.Table) []string {
 		without2 := tableOf(t, "n0", "n1", "n3", "n4")
 		return divergentKeys(t, "red1778:", 30, without2, []string{"n1", "n3"}, all, []string{"n0", "n4"})
-	}
+	})
+}
+
+// TestRedMinorityPausedAtHeal is TestRedPausedAtHeal with the paused node
+// on the minority side: {n1, n4} split from {n0, n2, n3}, n1 paused just
+// before the heal. The majority declared n1 dead and computes its table
+// over four; n4, which saw n1 alive throughout, over five. The keys are
+// those the five-member table gives n4 and the four-member one gives a
+// majority node.
+//
+// Finding R4 (1 run of 1): one key admits 21 of 20, 0.1 s after n1
+// resumes, in the burst of handovers its pre-pause table starts; and from
+// the heal until n1 resumes, n2 answers the keys of the slots it owns in
+// the four-member table as lost, though
+// their owner n4, which holds their state, is alive and reachable (about
+// 4,400 -CLUSTERDOWN replies over 5.7 s after the heal). It
+// fails today, so it runs only with RL_RED_FINDINGS=1.
+func TestRedMinorityPausedAtHeal(t *testing.T) {
+	redFinding(t, "R4: a 2/3 split that heals while a minority node is paused admits above the limit")
+	pausedAtHealRun(t, 1, map[int]bool{1: true, 4: true}, func(all *cluster.Table) []string {
+		without1 := tableOf(t, "n0", "n2", "n3", "n4")
+		return divergentKeys(t, "redminor:", 30, without1, []string{"n0", "n2", "n3"}, all, []string{"n4"})
+	})
+}
+
+// pausedAtHealRun splits side from the rest of 5 nodes, pauses node
+// paused just before the heal, and resumes it RL_RED_PAUSE after.
+func pausedAtHealRun(t *testing.T, paused int, side map[int]bool, keys func(all *cluster.Table) []string) {
 	split := redDuration(t, "RL_RED_SPLIT", 5*time.Second)
 	lead := redDuration(t, "RL_RED_LEAD", 300*time.Millisecond) // the pause starts this long before the heal
 	pause := redDuration(t, "RL_RED_PAUSE", 6*time.Second)
 	r := startRedRun(t, 5, keys)
-	side := map[int]bool{1: true, 3: true}
 	cutPairs(t, r.ips, sidePairs(5, side), true)
-	r.logf("split {n1,n3} | {n0,n2,n4}")
+	r.logf("split %v from the rest", side)
 	time.Sleep(split - lead)
 	if pause > 0 { // RL_RED_PAUSE=0: the split alone, for comparison
-		require.NoError(t, r.ns[2].p.Cmd.Process.Signal(syscall.SIGSTOP))
-		r.logf("n2 paused")
+		require.NoError(t, r.ns[paused].p.Cmd.Process.Signal(syscall.SIGSTOP))
+		r.logf("n%d paused", paused)
 	}
 	time.Sleep(lead)
 	cutPairs(t, r.ips, sidePairs(5, side), false)
 	r.logf("healed")
 	time.Sleep(max(pause-lead, 0))
-	require.NoError(t, r.ns[2].p.Cmd.Process.Signal(syscall.SIGCONT))
-	r.logf("n2 resumed")
-	time.Sleep(6 * time.Second) // n2 is back: slots go home
-	most, _ := r.finish("split {1,3}, n2 paused at the heal")
+	require.NoError(t, r.ns[paused].p.Cmd.Process.Signal(syscall.SIGCONT))
+	r.logf("n%d resumed", paused)
+	time.Sleep(6 * time.Second) // the paused node is back: slots go home
+	most, _ := r.finish(fmt.Sprintf("split %v, n%d paused at the heal", side, paused))
 	require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit: a node served its slot from nothing")
 }
 
