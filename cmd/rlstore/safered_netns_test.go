@@ -335,10 +335,10 @@ func TestRedPausedAtHeal(t *testing.T) {
 // Finding R4 (1 run of 1): one key admits 21 of 20, 0.1 s after n1
 // resumes, in the burst of handovers its pre-pause table starts; and from
 // the heal until n1 resumes, n2 answers the keys of the slots it owns in
-// the four-member table as lost, though
-// their owner n4, which holds their state, is alive and reachable (about
-// 4,400 -CLUSTERDOWN replies over 5.7 s after the heal). It
-// fails today, so it runs only with RL_RED_FINDINGS=1.
+// the four-member table as lost, though their owner n4, which holds their
+// state, is alive and reachable (about 4,400 -CLUSTERDOWN replies over
+// 5.7 s after the heal). It fails today, so it runs only with
+// RL_RED_FINDINGS=1.
 func TestRedMinorityPausedAtHeal(t *testing.T) {
 	redFinding(t, "R4: a 2/3 split that heals while a minority node is paused admits above the limit")
 	pausedAtHealRun(t, 1, map[int]bool{1: true, 4: true}, func(all *cluster.Table) []string {
