@@ -5,6 +5,7 @@ import threading
 import time
 import urllib.parse
 
+import limits
 import redis
 from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, RedisStorage, Storage
@@ -34,6 +35,21 @@ COUNT_CEILING = 4294967295
 # The storage names and resets keys as the installed limits' RedisStorage
 # does.
 REDIS_PREFIX = getattr(RedisStorage, "PREFIX", None)
+
+
+def _whole_seconds(version):
+    """Whether limits VERSION reads times in whole seconds: before 4.0 its
+    Redis storage truncated expiries and window starts to int; from 4.0 on
+    they are floats, since truncating made a reset up to a second early."""
+    try:
+        return int(str(version).split(".")[0]) < 4
+    except ValueError:
+        return False
+
+
+# The type of the times get_expiry and get_moving_window return, as the
+# installed limits' Redis storage returns them.
+_time = int if _whole_seconds(getattr(limits, "__version__", "")) else float
 
 # Seconds per granularity, as limits names them at the end of every key.
 _GRANULARITY = {
@@ -219,8 +235,8 @@ class RlstoreStorage(*_BASES):
         key = self._key(key)
         at = self._recall(key, 3)
         if at is not None:
-            return int(at)
-        return int(max(int(self._send("PTTL", key)), 0) / 1000 + time.time())
+            return _time(at)
+        return _time(max(int(self._send("PTTL", key)), 0) / 1000 + time.time())
 
     # -- moving window ----------------------------------------------------
 
@@ -266,17 +282,17 @@ class RlstoreStorage(*_BASES):
     def _moving_window(self, key, limit, expiry):
         now = time.time()
         if int(limit) == 0:
-            return int(now), 0
+            return _time(now), 0
         last = self._recall_moving(key)
         if last is not None:
             at, cost, d = last
             count = int(limit) - d.remaining
             if count <= 0:
-                return int(now), 0
+                return _time(now), 0
             if d.allowed == 1 and count == cost:
-                return int(at + d.reset_ms / 1000 - int(expiry)), count
+                return _time(at + d.reset_ms / 1000 - int(expiry)), count
             if d.allowed == 0 and cost == 1:
-                return int(at + d.wait_ms / 1000 - int(expiry)), count
+                return _time(at + d.wait_ms / 1000 - int(expiry)), count
             start = self._oldest(key, limit, expiry, count, now)
             if start is not None:
                 return start, count
@@ -284,13 +300,13 @@ class RlstoreStorage(*_BASES):
             d = self._moving(key, limit, expiry, "PEEK")
             count = int(limit) - d.available()
             if count <= 0:
-                return int(now), 0
+                return _time(now), 0
             if d.allowed == 0:  # full: a cost of 1 waits for the oldest entry
-                return int(now + d.wait_ms / 1000 - int(expiry)), count
+                return _time(now + d.wait_ms / 1000 - int(expiry)), count
             start = self._oldest(key, limit, expiry, count, now)
             if start is not None:
                 return start, count
-        return int(now), count
+        return _time(now), count
 
     def _oldest(self, key, limit, expiry, count, now):
         """The start of the window holding count entries: the smallest cost
@@ -299,7 +315,7 @@ class RlstoreStorage(*_BASES):
         d = self._moving(key, limit, expiry, "COST", int(limit) - count + 1, "PEEK")
         if d.allowed == 1:
             return None
-        return int(now + d.wait_ms / 1000 - int(expiry))
+        return _time(now + d.wait_ms / 1000 - int(expiry))
 
     # -- sliding window counter (limits 4.1 and later) ---------------------
 

@@ -46,6 +46,15 @@ class InterfaceTest(unittest.TestCase):
                         if p not in theirs:
                             self.assertIsNot(param.default, inspect.Parameter.empty, where + ": extra " + p + " needs a default")
 
+    def test_times_as_the_version_returns_them(self):
+        """Expiries and window starts are whole seconds before limits 4.0,
+        as its Redis storage truncated them, and floats from 4.0 on."""
+        from rlstore_limits import storage
+        for version, whole in (("2.8.0", True), ("3.14.1", True), ("4.0.0", False), ("5.8.0", False), ("", False)):
+            self.assertEqual(storage._whole_seconds(version), whole, version)
+        import limits
+        self.assertIs(storage._time, int if limits.__version__.startswith(("2.", "3.")) else float)
+
     def test_base_exceptions(self):
         self.assertTrue(issubclass(redis.exceptions.ConnectionError, rlstore_limits.RlstoreStorage.base_exceptions.fget(None)))
 
