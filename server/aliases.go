@@ -180,10 +180,10 @@ func ceilSeconds(d time.Duration) int64 {
 }
 
 func writeInts(c *client, vs ...int64) {
-	b := redcon.AppendArray(c.scratch[:0], len(vs))
+	b := redcon.AppendArray(c.Scratch[:0], len(vs))
 	for _, v := range vs {
 		b = redcon.AppendInt(b, v)
 	}
-	c.scratch = b
+	c.Scratch = b
 	c.conn.WriteRaw(b)
 }

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidwall/redcon"
-
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/assert"
@@ -137,45 +136,6 @@ func parseAny(args [][]byte) (decisionArgs, error) {
 	return parseSlide(args)
 }
 
-func TestCeilMs(t *testing.T) {
-	cases := map[time.Duration]int64{
-		0: 0, -5: 0, 1: 1, time.Millisecond: 1, time.Millisecond + 1: 2,
-		999 * time.Microsecond: 1, time.Second: 1000, math.MaxInt64: math.MaxInt64/int64(time.Millisecond) + 1,
-	}
-	for in, want := range cases {
-		assert.Equalf(t, want, ceilMs(in), "ceilMs(%v)", in)
-	}
-	assert.Equal(t, int64(-1), waitMs(window.Never))
-}
-
-func TestAppendDecision(t *testing.T) {
-	d := window.Decision{Allowed: true, Limit: 10, Remaining: 3, Wait: 0, Reset: 1500*time.Millisecond + 1}
-	assert.Equal(t, "*5\r\n:1\r\n:10\r\n:3\r\n:0\r\n:1501\r\n", string(appendDecision(nil, d)))
-	d = window.Decision{Limit: 10, Remaining: 10, Wait: window.Never}
-	assert.Equal(t, "*5\r\n:0\r\n:10\r\n:10\r\n:-1\r\n:0\r\n", string(appendDecision(nil, d)))
-}
-
-// TestPutInt checks the decision reply's integers against redcon's
-// writer, at every edge of the digit loop and of int64.
-func TestPutInt(t *testing.T) {
-	vals := []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 59999, 60000, -1, -9, -10, -100, -12345,
-		math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1, math.MaxUint32, 1 << 53}
-	for p := int64(1); p > 0 && p <= math.MaxInt64/10; p *= 10 {
-		vals = append(vals, p-1, p, p+1, -p)
-	}
-	for _, v := range vals {
-		b := make([]byte, maxDecisionReply)
-		n := putInt(b, 0, v)
-		assert.Equal(t, string(redcon.AppendInt(nil, v)), string(b[:n]), "%d", v)
-	}
-	d := window.Decision{Allowed: true, Limit: math.MaxInt64, Remaining: math.MinInt64, Wait: math.MaxInt64, Reset: math.MaxInt64}
-	want := redcon.AppendArray(nil, 5)
-	for _, v := range decisionFields(d) {
-		want = redcon.AppendInt(want, v)
-	}
-	assert.Equal(t, string(want), string(appendDecision([]byte("x"), d))[1:])
-}
-
 func TestEqualFold(t *testing.T) {
 	assert.True(t, equalFoldASCII([]byte("PeEk"), "peek"))
 	assert.False(t, equalFoldASCII([]byte("pee"), "peek"))
@@ -208,7 +168,7 @@ func TestDecisionPathAllocs(t *testing.T) {
 			if err != nil {
 				panic(err)
 			}
-			buf = appendDecision(buf[:0], d)
+			buf = decide.AppendDecision(buf[:0], d)
 		}
 		step()
 		assert.Zerof(t, testing.AllocsPerRun(1000, step), "allocs for %q", args)
@@ -242,7 +202,7 @@ func BenchmarkDecisionPath(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					buf = appendDecision(buf[:0], d)
+					buf = decide.AppendDecision(buf[:0], d)
 				}
 			})
 		})

@@ -24,10 +24,10 @@ func (s *Server) commandNow(c *client) int64 {
 	if !s.wallClock || c.mark == 0 {
 		return s.unixNano()
 	}
-	if c.wallBase == 0 || c.mark-c.wallAt >= wallRefresh || c.mark < c.wallAt {
+	if c.WallBase == 0 || c.mark-c.WallAt >= wallRefresh || c.mark < c.WallAt {
 		t := time.Now()
 		d := t.Sub(s.started) // monotonic: both carry a monotonic reading
-		c.wallBase, c.wallAt = t.UnixNano()-int64(d), d
+		c.WallBase, c.WallAt = t.UnixNano()-int64(d), d
 	}
-	return c.wallBase + int64(c.mark)
+	return c.WallBase + int64(c.mark)
 }

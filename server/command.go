@@ -99,12 +99,10 @@ type client struct {
 	laddr   string
 
 	// The decision path's own state.
-	wallBase int64         // unix nanoseconds at Server.monotonic 0 (cmdclock.go)
-	wallAt   time.Duration // when wallBase was read (Server.monotonic)
-	pend     pending       // counts not yet in the server's counters (cmdpending.go)
-	scratch  []byte        // where a decision's reply is built (writeDecision)
-	params   paramCache    // the last native decision's parameters (paramcache.go)
-	batch    batchKeys     // the batch's keys and their hashes (prefetch.go)
+	// (Session's WallBase, WallAt and Scratch are the decision path's too.)
+	pend   pending    // counts not yet in the server's counters (cmdpending.go)
+	params paramCache // the last native decision's parameters (paramcache.go)
+	batch  batchKeys  // the batch's keys and their hashes (prefetch.go)
 
 	dur durable.Batch // the batch as the durability sees it (durable.Writes.Run); only durable reaches its fields
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
@@ -131,8 +132,8 @@ func cmdAcquire(s *Server, c *client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.scratch = appendAcquire(c.scratch[:0], res, a.id)
-	c.conn.WriteRaw(c.scratch)
+	c.Scratch = appendAcquire(c.Scratch[:0], res, a.id)
+	c.conn.WriteRaw(c.Scratch)
 }
 
 // appendAcquire appends RL.ACQUIRE's reply: allowed, id, limit, in_flight,
@@ -142,7 +143,7 @@ func appendAcquire(b []byte, r shard.LeaseResult, id []byte) []byte {
 	if r.Allowed {
 		allowed = 1
 	} else {
-		wait = waitMs(r.Wait)
+		wait = decide.WaitMs(r.Wait)
 	}
 	b = redcon.AppendArray(b, 6)
 	b = redcon.AppendInt(b, allowed)
@@ -150,7 +151,7 @@ func appendAcquire(b []byte, r shard.LeaseResult, id []byte) []byte {
 	b = redcon.AppendInt(b, r.Limit)
 	b = redcon.AppendInt(b, r.InFlight)
 	b = redcon.AppendInt(b, wait)
-	return redcon.AppendInt(b, ceilMs(r.Reset))
+	return redcon.AppendInt(b, decide.CeilMs(r.Reset))
 }
 
 func cmdRenew(s *Server, c *client, args [][]byte) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlstore/rlstore/region"
+	"github.com/rlstore/rlstore/server/internal/decide"
 )
 
 // stats reads the model's counters at now.
@@ -112,6 +113,6 @@ func (rn *regionNode) infoSplit(key []byte) []pair {
 		total += n
 	}
 	e, phi := rn.rc.Budgets(lim.Limit)
-	return []pair{{"algorithm", lim.Kind.String()}, {"limit", lim.Limit}, {"window_ms", ceilMs(lim.Window)},
+	return []pair{{"algorithm", lim.Kind.String()}, {"limit", lim.Limit}, {"window_ms", decide.CeilMs(lim.Window)},
 		{"count", total}, {"global", 1}, {"regions", b.String()}, {"escrow", e}, {"reserve", phi}, {"bound", rn.rc.Bound(lim.Limit)}}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
@@ -55,14 +56,14 @@ func parseReserveOpts(args [][]byte, r *shard.ReserveRequest) ([]byte, error) {
 
 // writeReserved writes RL.RESERVE's reply: the decision with the id second.
 func writeReserved(c *client, d window.Decision, id []byte) {
-	f := decisionFields(d)
-	b := redcon.AppendArray(c.scratch[:0], 6)
+	f := decide.Fields(d)
+	b := redcon.AppendArray(c.Scratch[:0], 6)
 	b = redcon.AppendInt(b, f[0])
 	b = redcon.AppendBulk(b, id)
 	for _, v := range f[1:] {
 		b = redcon.AppendInt(b, v)
 	}
-	c.scratch = b
+	c.Scratch = b
 	c.conn.WriteRaw(b)
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -43,14 +44,14 @@ func infoPairs(inf shard.Info, now int64) []pair {
 	ps := []pair{{"algorithm", p.Kind.String()}}
 	switch {
 	case p.Kind.Rated():
-		ps = append(ps, pair{"capacity", p.Limit}, pair{"rate", p.Rate}, pair{"period_ms", ceilMs(p.Period)})
+		ps = append(ps, pair{"capacity", p.Limit}, pair{"rate", p.Rate}, pair{"period_ms", decide.CeilMs(p.Period)})
 	case p.Kind.Native():
-		ps = append(ps, pair{"limit", p.Limit}, pair{"window_ms", ceilMs(p.Period)})
+		ps = append(ps, pair{"limit", p.Limit}, pair{"window_ms", decide.CeilMs(p.Period)})
 		if p.FirstHit {
 			ps = append(ps, pair{"anchor", "first"})
 		}
 	default: // a lease has no window: each lease its own ttl
 		ps = append(ps, pair{"limit", p.Limit})
 	}
-	return append(ps, pair{p.Kind.CountName(), inf.Count}, pair{"ttl_ms", ceilMs(time.Duration(inf.Expiry - now))})
+	return append(ps, pair{p.Kind.CountName(), inf.Count}, pair{"ttl_ms", decide.CeilMs(time.Duration(inf.Expiry - now))})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/window"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,7 +75,7 @@ func TestDecisionSeamAllocs(t *testing.T) {
 			if err != nil {
 				panic(err)
 			}
-			buf = appendDecision(buf[:0], o.d)
+			buf = decide.AppendDecision(buf[:0], o.d)
 		}
 		step()
 		assert.Zerof(t, quietAllocsPerRun(1000, step), "allocs for %q", tc.args)
@@ -132,7 +133,7 @@ func BenchmarkSeam(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				buf = appendDecision(buf[:0], o.d)
+				buf = decide.AppendDecision(buf[:0], o.d)
 			}
 		})
 	}

@@ -359,3 +359,24 @@ func TestAuthRowCatchesAViolation(t *testing.T) {
 		"server/internal/auth depends on persistence, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
+
+// TestDecideRowCatchesAViolation: the decisions' package keeps to its row
+// with the dependencies it has, and the row refuses the front, another
+// family and the cluster stack, directly or through another.
+func TestDecideRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/decide " + m + "internal/wire " + m + "window " +
+		m + "server/internal/resp " + m + "server/internal/core"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/decide " + m + "server/internal/observe",
+		m + "server/internal/decide " + m + "server/internal/route " + m + "cluster",
+	}
+	assert.Equal(t, []string{
+		"server/internal/decide depends on server, which its layer may not import",
+		"server/internal/decide depends on server/internal/observe, which its layer may not import",
+		"server/internal/decide depends on server/internal/route, which its layer may not import",
+		"server/internal/decide depends on cluster, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}

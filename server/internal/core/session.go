@@ -2,6 +2,7 @@ package core
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
@@ -23,6 +24,11 @@ type Session struct {
 	Dirty  bool     // a command was refused while queueing, so EXEC aborts
 	Queue  []Queued // commands queued by MULTI
 	QBytes int64    // bytes of arguments in Queue
+
+	// The decision path's own state, here so that it needs no indirection.
+	WallBase int64         // unix nanoseconds at the server's monotonic 0 (the server's commandNow)
+	WallAt   time.Duration // when WallBase was read, on the server's monotonic clock
+	Scratch  []byte        // where a decision's reply is built (decide.WriteDecision)
 
 	Cmds    atomic.Int64            // commands run
 	LastCmd atomic.Pointer[Command] // the last command run, which the pipeline tries first
