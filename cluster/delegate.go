@@ -18,11 +18,13 @@ type StateSync interface {
 
 // Message kinds, the first byte of a user message. Append only.
 const (
-	msgLeaving  byte = 1 // followed by the leaving node's name
-	msgState    byte = 2 // followed by StateSync bytes
-	msgKnown    byte = 3 // followed by AppendKnown's encoding of the sender's known set
-	msgLeaseReq byte = 4 // a request for a lease grant: see lease_msg.go
-	msgLeaseAck byte = 5 // its answer
+	msgLeaving   byte = 1 // followed by the leaving node's name
+	msgState     byte = 2 // followed by StateSync bytes
+	msgKnown     byte = 3 // followed by AppendKnown's encoding of the sender's known set
+	msgLeaseReq  byte = 4 // a request for a lease grant: see lease_msg.go
+	msgLeaseAck  byte = 5 // its answer
+	msgLeaseReq2 byte = 6 // a request that acknowledges deaths: see lease_msg.go
+	msgLeaseAck2 byte = 7 // its answer, with the members the answering node fences
 )
 
 // delegate is memberlist's hook into this package. Its methods run on
@@ -60,10 +62,10 @@ func (d delegate) NotifyMsg(b []byte) {
 	switch b[0] {
 	case msgLeaving:
 		d.m.markLeaving(string(b[1:]))
-	case msgLeaseReq:
-		d.m.answerLease(b[1:])
-	case msgLeaseAck:
-		d.m.takeAnswer(b[1:])
+	case msgLeaseReq, msgLeaseReq2:
+		d.m.answerLease(b[1:], b[0] == msgLeaseReq2)
+	case msgLeaseAck, msgLeaseAck2:
+		d.m.takeAnswer(b[1:], b[0] == msgLeaseAck2)
 	case msgKnown:
 		if ms, err := ParseKnown(b[1:]); err == nil && d.m.cfg.Known.Merge(ms) {
 			d.m.kickLease()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"maps"
 	"math/bits"
 	"slices"
 	"sync"
@@ -36,9 +37,11 @@ type Lease struct {
 	mu       sync.Mutex          // guards the fields below
 	granted  map[string]int64    // member → send time of its latest grant
 	reported map[string]uint32   // granter → how many deaths of this node it last reported
-	seenAt   map[string]uint64   // granter → lapses when its last answer came
+	acked    map[string]uint32   // granter → the count of deaths this node acknowledges to it (see AckFor)
 	onDeath  func()              // see OnDeclaredDead
 	deaths   map[string]uint32   // member → how many times this node saw it declared dead
+	echoed   map[string]uint32   // member → the count of its deaths it last acknowledged here (see Grants)
+	fences   map[string][]string // granter → the members its latest answer said it fences
 	heard    map[string]struct{} // members whose answers have come at least once
 }
 
@@ -47,8 +50,8 @@ type Lease struct {
 // holds it from its first request on.
 func NewLease(self string, term time.Duration) *Lease {
 	return &Lease{self: self, term: int64(term), origin: time.Now(),
-		granted: map[string]int64{}, reported: map[string]uint32{}, seenAt: map[string]uint64{},
-		deaths: map[string]uint32{}, heard: map[string]struct{}{}}
+		granted: map[string]int64{}, reported: map[string]uint32{}, acked: map[string]uint32{},
+		deaths: map[string]uint32{}, echoed: map[string]uint32{}, fences: map[string][]string{}, heard: map[string]struct{}{}}
 }
 
 // Origin is the time the lease's clock counts from.
@@ -89,12 +92,13 @@ func (l *Lease) Deadline() int64 { return l.deadline.Load() }
 // knows the lease held without a break in between.
 func (l *Lease) Lapses() uint64 { return l.lapses.Load() }
 
-// OnDeclaredDead makes f be called when a member reports that it declared
-// this node dead while this node's lease had run out: a paused node, or
-// one cut off from the majority, learns that others may have served its
-// slots since, and takes them back only from them (see the server's
-// rejoin). f runs on the membership's goroutine before the answer can
-// renew the lease, and must not block.
+// OnDeclaredDead makes f be called when this node learns, from a
+// member's answer, that it was declared dead (a death this node has not
+// acknowledged to that member; see AckFor) while its lease has run out: a
+// paused node, or one cut off from the majority, learns that others may
+// have served its slots since, and takes them back only from them (see the
+// server's rejoin). f runs on the membership's goroutine before the answer
+// can renew the lease, and must not block.
 func (l *Lease) OnDeclaredDead(f func()) {
 	l.mu.Lock()
 	l.onDeath = f
@@ -115,12 +119,15 @@ func (l *Lease) SentAt(now int64, known []string) {
 // node declared dead.
 func (l *Lease) AnsweredAt(now int64, from string, sent int64, granted bool, deaths uint32, known []string) {
 	l.mu.Lock()
-	f := l.declaredLocked(now, from, deaths)
+	f, ack := l.declaredLocked(now, from, deaths)
 	l.mu.Unlock()
 	if f != nil {
 		f() // before the grant can renew the lease: the node's slots wait first
 	}
 	l.mu.Lock()
+	for name, n := range ack { // acknowledged only now that the slots wait
+		l.acked[name] = n
+	}
 	if prev, ok := l.granted[from]; granted && (!ok || sent > prev) && sent <= now {
 		l.granted[from] = sent
 	}
@@ -128,21 +135,110 @@ func (l *Lease) AnsweredAt(now int64, from string, sent int64, granted bool, dea
 	l.mu.Unlock()
 }
 
-// declaredLocked returns OnDeclaredDead's function when from reports a
-// death of this node it had not reported before, and this node's lease
-// ran out since from's previous answer, or has now.
-func (l *Lease) declaredLocked(now int64, from string, deaths uint32) func() {
+// declaredLocked records from's count of this node's deaths. It returns
+// OnDeclaredDead's function, and the counts to acknowledge once it has
+// run, when some member reports a death this node has not acknowledged
+// and this node's lease has run out. A first answer's count is history
+// this process never served through: it is acknowledged at once. A node
+// that holds its lease acknowledges nothing: the member that reported the
+// death goes on refusing it, and no majority can have fenced it (see
+// Grants), or it would not hold its lease.
+func (l *Lease) declaredLocked(now int64, from string, deaths uint32) (func(), map[string]uint32) {
 	_, heard := l.heard[from]
-	prev, at := l.reported[from], l.seenAt[from]
 	l.heard[from] = struct{}{}
-	l.reported[from], l.seenAt[from] = deaths, l.lapses.Load()
-	if !heard || deaths <= prev {
-		return nil // a first answer: its count is history this process never served through
+	l.reported[from] = deaths
+	if !heard {
+		l.acked[from] = deaths
+		return nil, nil
 	}
-	if l.lapses.Load() == at && l.ValidAt(now) {
-		return nil // this node served throughout, so no one else did
+	if l.ValidAt(now) {
+		return nil, nil
 	}
-	return l.onDeath
+	var ack map[string]uint32
+	for name, n := range l.reported {
+		if n != l.acked[name] {
+			if ack == nil {
+				ack = maps.Clone(l.reported)
+			}
+		}
+	}
+	if ack == nil {
+		return nil, nil
+	}
+	if l.onDeath == nil {
+		return func() {}, ack
+	}
+	return l.onDeath, ack
+}
+
+// AckFor is the count of its deaths of this node that member has
+// reported and this node has acknowledged, which each request to member
+// carries: this node acknowledges a death only after it has put every
+// slot it owns to wait for a handback (OnDeclaredDead), or when it is a
+// new process, which serves nothing before its slots are handed to it.
+func (l *Lease) AckFor(member string) uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acked[member]
+}
+
+// Grants reports whether this node grants a request from member, which it
+// counts alive or not, that acknowledges ack of member's deaths: a member
+// this node declared dead is fenced, refused even once it counts it alive
+// again, until the member acknowledges that death. So once a majority of
+// the known members fence a member (see Confirmed), the member's lease is
+// renewed no more unless it has first given up serving its slots.
+func (l *Lease) Grants(member string, alive bool, ack uint32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.echoed[member] = ack
+	return alive && l.deaths[member] == ack
+}
+
+// AppendFenced appends the members this node fences (see Grants), which
+// its answers carry.
+func (l *Lease) AppendFenced(dst []string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, n := range l.deaths {
+		if n != l.echoed[name] {
+			dst = append(dst, name)
+		}
+	}
+	slices.Sort(dst)
+	return dst
+}
+
+// NoteFences records the members granter fences, from its latest answer.
+func (l *Lease) NoteFences(granter string, fenced []string) {
+	l.mu.Lock()
+	l.fences[granter] = fenced
+	l.mu.Unlock()
+}
+
+// Confirmed reports whether a majority of the known members fence member,
+// this node included when it does: the member's own lease is then renewed
+// no more, and it runs out within a term of the moment the last of them
+// answered (on a node's clock that drifts at most 10%), unless the member
+// gave up its slots first. A node takes a dead member's slots over only
+// from then, and TakeoverWait later (see Membership and docs/cluster.md,
+// "Safety").
+func (l *Lease) Confirmed(member string, known []string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, k := range known {
+		switch {
+		case k == member:
+		case k == l.self:
+			if d := l.deaths[member]; d != 0 && d != l.echoed[member] {
+				n++
+			}
+		case slices.Contains(l.fences[k], member):
+			n++
+		}
+	}
+	return n >= Quorum(len(known))
 }
 
 // renewLocked recomputes the deadline: the Quorum(len(known))-th latest

@@ -93,3 +93,48 @@ func TestMembershipLeaseNeedsMajority(t *testing.T) {
 		"one of three cannot serve")
 	assert.Equal(t, 3, ns[0].Known().Len(), "deaths do not shrink the known set")
 }
+
+// TestLeaseFence: a member that declared x dead refuses x, even once it
+// counts x alive again, until x acknowledges that death, which x does only
+// after its slots wait for a handback (OnDeclaredDead); a majority's fences
+// confirm the death.
+func TestLeaseFence(t *testing.T) {
+	known := []string{"a", "b", "c", "x", "y"}
+	a := NewLease("a", time.Second)
+	assert.True(t, a.Grants("x", true, 0))
+	a.NoteDeath("x")
+	assert.False(t, a.Grants("x", false, 0), "dead")
+	assert.False(t, a.Grants("x", true, 0), "alive again, but it has not acknowledged its death")
+	assert.Equal(t, []string{"x"}, a.AppendFenced(nil))
+	assert.True(t, a.Grants("x", true, 1), "acknowledged")
+	assert.Empty(t, a.AppendFenced(nil))
+	a.NoteDeath("x")
+	assert.False(t, a.Grants("x", true, 1), "a second death needs its own acknowledgement")
+
+	y := NewLease("y", time.Second)
+	assert.False(t, y.Confirmed("x", known))
+	y.NoteDeath("x")
+	y.NoteFences("a", []string{"x"})
+	assert.False(t, y.Confirmed("x", known), "two of five")
+	y.NoteFences("b", []string{"c", "x"})
+	assert.True(t, y.Confirmed("x", known), "three of five")
+	y.NoteFences("b", nil)
+	assert.False(t, y.Confirmed("x", known), "b's newest answer fences x no more: x acknowledged it")
+
+	x := NewLease("x", time.Second)
+	rejoined := 0
+	x.OnDeclaredDead(func() { rejoined++ })
+	xk := []string{"a", "b", "x"}
+	x.SentAt(0, xk)
+	x.AnsweredAt(1*ms, "a", 0, true, 0, xk)
+	x.AnsweredAt(1*ms, "b", 0, true, 0, xk)
+	x.SentAt(200*ms, xk)
+	x.AnsweredAt(201*ms, "a", 200*ms, false, 1, xk)
+	assert.Equal(t, 0, rejoined, "it holds its lease: nobody took its slots")
+	assert.Equal(t, uint32(0), x.AckFor("a"), "so a goes on refusing it")
+	x.SentAt(1500*ms, xk)
+	x.AnsweredAt(1501*ms, "b", 1500*ms, false, 1, xk)
+	require.Equal(t, 1, rejoined, "its lease ran out and deaths are reported: it gives its slots up")
+	assert.Equal(t, uint32(1), x.AckFor("a"))
+	assert.Equal(t, uint32(1), x.AckFor("b"))
+}

@@ -37,10 +37,15 @@ type Membership struct {
 	nodes   map[string]memberlist.Node // alive and suspect members as memberlist last told us (see members)
 	leaving map[string]time.Time       // members that said they are leaving, when they said so
 	gone    []Member                   // departures not yet in a view
-	since   map[string]time.Time       // when each alive member was first seen
-	joined  map[string]time.Time       // when each member last appeared in nodes (see flap.go)
-	epoch   uint64                     // the last view's table epoch
-	waiting bool                       // no other member seen yet, and not allowed to serve alone: see View.Waiting
+	// pending are the members declared dead whose death no majority of
+	// the known members has confirmed yet (see confirmDeaths): the table
+	// still deals them their slots, which no one serves meanwhile.
+	pending map[string]Member
+	v2      map[string]struct{}  // members that answered a lease request in its second form
+	since   map[string]time.Time // when each alive member was first seen
+	joined  map[string]time.Time // when each member last appeared in nodes (see flap.go)
+	epoch   uint64               // the last view's table epoch
+	waiting bool                 // no other member seen yet, and not allowed to serve alone: see View.Waiting
 	closed  bool
 
 	refuted atomic.Int64 // departures deferDeparture held back that the member refuted
@@ -80,7 +85,7 @@ func Prepare(cfg Config) (*Membership, error) {
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
 		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{},
-		joined: map[string]time.Time{}, lease: NewLease(cfg.NodeName, cfg.Timing.Lease), leaseKick: make(chan struct{}, 1)}
+		joined: map[string]time.Time{}, pending: map[string]Member{}, v2: map[string]struct{}{}, lease: NewLease(cfg.NodeName, cfg.Timing.Lease), leaseKick: make(chan struct{}, 1)}
 	m.cfg.State, m.cfg.OnChange = nil, nil
 	m.waiting = !cfg.Bootstrap && len(cfg.Seeds)+len(cfg.Remembered) > 0
 	mc, err := m.memberlistConfig()
@@ -288,6 +293,9 @@ func (m *Membership) rebuild() (*View, bool) {
 	v := &View{Self: m.cfg.NodeName, Gone: m.gone}
 	m.gone = nil
 	var owners []Node
+	for _, p := range m.pending {
+		owners = append(owners, p.Node) // its slots are its own until its death is confirmed
+	}
 	for _, n := range members {
 		mem := m.memberLocked(n)
 		v.Members = append(v.Members, mem)
@@ -352,6 +360,7 @@ func (m *Membership) seen(n *memberlist.Node) {
 	c := *n
 	c.Addr, c.Meta = slices.Clone(n.Addr), slices.Clone(n.Meta)
 	m.mu.Lock()
+	delete(m.pending, n.Name) // back before its death was confirmed: it kept its slots
 	if _, ok := m.nodes[n.Name]; !ok {
 		m.joined[n.Name] = time.Now()
 		defer m.kickLease() // it grants only once it has met this node too: ask again now
@@ -384,14 +393,19 @@ func (m *Membership) departedNow(n *memberlist.Node) {
 	if said || n.State == memberlist.StateLeft {
 		st = StateLeft
 	}
-	m.gone = append(m.gone, Member{Node: nodeFromMeta(n.Name, n.Meta), Gossip: n.Address(),
-		State: st, Since: time.Now()})
+	gone := Member{Node: nodeFromMeta(n.Name, n.Meta), Gossip: n.Address(), State: st, Since: time.Now()}
+	if st == StateDead {
+		m.pending[n.Name] = gone // its slots move once a majority confirms: see confirmDeaths
+	} else {
+		m.gone = append(m.gone, gone)
+	}
 	delete(m.leaving, n.Name)
 	delete(m.since, n.Name)
 	m.mu.Unlock()
 	if st == StateDead {
 		m.lease.NoteDeath(n.Name)
 		m.log.Warn("cluster: member declared dead", "node", n.Name)
+		m.confirmDeaths(nil)
 	} else {
 		m.log.Info("cluster: member left", "node", n.Name)
 		if m.cfg.Known.Remove(n.Name) { // a graceful leave shrinks the known set; a death does not
@@ -452,7 +466,42 @@ func (m *Membership) Forget(name string) error {
 	}
 	m.cfg.Known.Remove(name)
 	m.sendKnown()
+	m.confirmDeaths(nil) // the operator's word: a forgotten member's death needs no majority
 	return nil
+}
+
+// confirmDeaths moves the members declared dead whose death a majority of
+// the known members (names; nil for the known set now) confirms, or that
+// are no longer known, from pending into the next view's Gone: the table
+// then deals their slots to others, which serve them TakeoverWait later.
+// A member only this node, or a minority, declared dead keeps its slots:
+// a node on the minority side of a partition, or one whose failure
+// detector alone lost a member, moves no slot (see docs/cluster.md,
+// "Safety").
+func (m *Membership) confirmDeaths(names []string) {
+	if names == nil {
+		for _, k := range m.cfg.Known.Members() {
+			names = append(names, k.Name)
+		}
+	}
+	m.mu.Lock()
+	var moved []string
+	for name, p := range m.pending {
+		if slices.Contains(names, name) && !m.lease.Confirmed(name, names) {
+			continue
+		}
+		delete(m.pending, name)
+		p.Since = time.Now()
+		m.gone = append(m.gone, p)
+		moved = append(moved, name)
+	}
+	m.mu.Unlock()
+	for _, name := range moved {
+		m.log.Info("cluster: a majority of the known members confirms a death; the member's slots move", "node", name)
+	}
+	if len(moved) > 0 {
+		m.signal()
+	}
 }
 
 // Forget's errors; the server answers them in Redis's words.

@@ -227,12 +227,12 @@ func TestStaleDepartureOfANewMemberIsIgnored(t *testing.T) {
 // after it joined is gone, whatever report of it was held back: failure
 // detection reports its death in its own time.
 func TestDepartureOfANewMemberStillCounts(t *testing.T) {
-	ns := startCluster(t, 2)
+	ns := startCluster(t, 3) // two survivors: a majority confirms the death
 	n1 := memberlistNode(t, ns[0], "n1")
 	ns[1].Kill()
 	n1.State = memberlist.StateDead
 	ns[0].departed(n1)
-	waitMembers(t, ns[:1], 1)
+	waitMembers(t, []*testNode{ns[0], ns[2]}, 2)
 	require.NotEmpty(t, ns[0].gone())
 	assert.Equal(t, StateDead, ns[0].gone()[0].State)
 }
@@ -248,4 +248,39 @@ func memberlistNode(t *testing.T, n *testNode, name string) *memberlist.Node {
 	}
 	t.Fatalf("%s does not know %s", n.cfg.NodeName, name)
 	return nil
+}
+
+// TestMembershipDeathNeedsMajority: a member only one node declares dead
+// (a minority's failure detector, as on the minority side of a partition,
+// or a slow probe) keeps its slots in that node's table: a table dropping
+// it would deal its slots, and by the load bound others', to nodes that
+// may serve them while the member, or their owner in the others' tables,
+// still does (simulation seed 1778). Once a majority of the known members
+// fence it, the table drops it.
+func TestMembershipDeathNeedsMajority(t *testing.T) {
+	ns := startCluster(t, 3)
+	for _, n := range ns {
+		require.Eventually(t, n.Lease().Valid, 5*time.Second, 10*time.Millisecond)
+	}
+	victim := ns[2].ml.LocalNode()
+	declare := func(n *testNode) {
+		n.Membership.mu.Lock()
+		mn, ok := n.nodes[victim.Name]
+		n.Membership.mu.Unlock()
+		require.True(t, ok)
+		n.departedNow(&mn)
+		n.sync()
+	}
+	declare(ns[0])
+	assert.True(t, ns[0].View().Table.Has(victim.Name), "one node of three declared it dead: its slots stay its own")
+	assert.Equal(t, 2, len(ns[0].View().Members), "while it is out of the members")
+	// A few rounds of answers from n1, which counts it alive, confirm nothing.
+	deadline := ns[0].Lease().Deadline()
+	require.Eventually(t, func() bool { return ns[0].Lease().Deadline() > deadline+int64(400*time.Millisecond) }, 5*time.Second, 10*time.Millisecond)
+	assert.True(t, ns[0].View().Table.Has(victim.Name))
+	assert.False(t, ns[0].Lease().Confirmed(victim.Name, []string{"n0", "n1", "n2"}))
+
+	declare(ns[1])
+	require.Eventually(t, func() bool { return !ns[0].View().Table.Has(victim.Name) && !ns[1].View().Table.Has(victim.Name) },
+		5*time.Second, 10*time.Millisecond, "two of three fence it: the death is confirmed")
 }

@@ -38,6 +38,7 @@ const (
 	simDetect     = 2500 * time.Millisecond
 	simImportWait = 5 * time.Second
 	simRelease    = time.Second            // the server's releaseRetry
+	simMigrate    = 10 * time.Second       // the server's migrateWait
 	simShip       = 100 * time.Millisecond // --replica-interval
 	simSlots      = 64                     // slots checked: spread over the 16384, enough for every owner order of 5 nodes
 	simDropPct    = 2
@@ -62,9 +63,12 @@ type simMsg struct {
 	sent     int64         // the requester's lease clock, echoed
 	granted  bool
 	deaths   uint32
+	ack      uint32   // simReq: the deaths of the sender that the receiver reported and it acknowledges
+	fenced   []string // simAns: the members the sender fences
 	slots    []int
 	vals     []int // simDone, simCopy: each slot's counter
 	replace  bool  // simDone: the sender served the slots (the server's replace mode), or they are a backup's copies
+	pull     bool  // simDone: a PULL's answer (IMPORT mode pull), not a handoff (whose reset IMPORT switches the import to its sender)
 }
 
 type simNode struct {
@@ -75,10 +79,13 @@ type simNode struct {
 	up        bool
 	paused    bool
 	alive     map[string]bool
+	pending   map[string]bool          // declared dead, not yet confirmed by a majority's fences: still in the table
 	heard     map[string]time.Duration // global time of the last message from each
 	view      *View
 	tk        *Takeover
 	importing map[int]simImport // slot → the import waiting for it
+	out       map[int]simOut    // slot → a handoff waiting for this node's lease (the server's waitLease)
+	died      map[string]bool   // members whose death a majority confirmed, not since handed slots (the server's handoff.died)
 	nextReq   int64
 	returned  map[int]string // slot → the member it was given back to while a third node held it (see the server's noteReturns)
 	held      []simMsg       // arrived while paused
@@ -146,6 +153,7 @@ func (s *sim) start(i int) {
 	n.up, n.paused, n.held = true, false, nil
 	n.cnt, n.copies, n.copyFrom, n.forgone = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
+	n.pending, n.out, n.died = map[string]bool{}, map[int]simOut{}, map[string]bool{}
 	for _, m := range s.known {
 		n.alive[m] = true
 		n.heard[m] = s.now
@@ -162,7 +170,7 @@ func (s *sim) rebuild(i int) {
 	n := s.nodes[i]
 	var nodes []Node
 	for _, m := range s.known {
-		if n.alive[m] {
+		if n.alive[m] || n.pending[m] {
 			nodes = append(nodes, Node{Name: m})
 		}
 	}
@@ -175,6 +183,7 @@ func (s *sim) rebuild(i int) {
 		for _, m := range s.known {
 			if old.Table.Has(m) && !tb.Has(m) {
 				nv.Gone = append(nv.Gone, Member{Node: Node{Name: m}, State: StateDead})
+				n.died[m] = true
 			}
 		}
 		out := map[int]*simMsg{}
@@ -184,8 +193,12 @@ func (s *sim) rebuild(i int) {
 			if !holds || tb.Owner(slot).Name == n.name {
 				continue
 			}
-			served := s.serves(i, slot) // the server's replace mode, roughly: it served the slot up to now
 			to := s.index(tb.Owner(slot).Name)
+			served := n.died[s.known[to]] // the server's replace mode: it saw the member's death confirmed
+			if !n.lease.ServesAt(n.local(s.now)) {
+				n.out[slot] = simOut{to: to, since: n.local(s.now), replace: served} // only a node that holds its lease hands over
+				continue
+			}
 			if out[to] == nil {
 				out[to] = &simMsg{kind: simDone, from: i, to: to, replace: true}
 			}
@@ -194,10 +207,27 @@ func (s *sim) rebuild(i int) {
 			out[to].replace = out[to].replace && served
 			delete(n.cnt, slot) // the cut drops this node's copy
 		}
+		for _, name := range s.known { // the server deletes it as it starts a handoff to the member
+			if n.died[name] && tb.Has(name) && name != n.name {
+				for _, slot := range s.slots {
+					if tb.Owner(slot).Name == name && old.Table.Owner(slot).Name == n.name {
+						delete(n.died, name)
+						break
+					}
+				}
+			}
+		}
 		for _, to := range slices.Sorted(maps.Keys(out)) { // in order: a send draws from the schedule's randomness
 			m := out[to]
 			s.logf("%s hands %v %v to %s (replace %v)", n.name, m.slots, m.vals, s.nodes[m.to].name, m.replace)
 			s.send(*m)
+		}
+		for slot, o := range n.out { // the server's settle
+			if owner := tb.Owner(slot).Name; owner == n.name {
+				delete(n.out, slot)
+			} else {
+				n.out[slot] = simOut{to: s.index(owner), since: o.since, replace: o.replace && s.index(owner) == o.to}
+			}
 		}
 		for _, slot := range s.slots {
 			owner, prev := tb.Owner(slot).Name, old.Table.Owner(slot).Name
@@ -258,6 +288,11 @@ func (s *sim) index(name string) int {
 func (s *sim) rejoin(i int) {
 	n := s.nodes[i]
 	s.logf("%s learns it was declared dead", n.name)
+	for slot := range n.out { // disowned: another node may have served it since
+		n.forgone[slot] = true
+		delete(n.out, slot)
+		delete(n.cnt, slot)
+	}
 	slots := s.importOwn(i)
 	for _, slot := range slots {
 		im := n.importing[slot]
@@ -272,7 +307,7 @@ func (s *sim) rejoin(i int) {
 // backedUpFor). Its vals are nil when there are none.
 func (s *sim) backedUp(i int, from string, slots []int) simMsg {
 	n := s.nodes[i]
-	done := simMsg{kind: simDone, from: i, to: s.index(from)} // mode pull: replaces only what the node still imports
+	done := simMsg{kind: simDone, from: i, to: s.index(from), pull: true} // mode pull: replaces only what the node still imports
 	for _, slot := range slots {
 		ru, ok := n.view.Table.RunnerUp(slot)
 		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from {
@@ -383,6 +418,14 @@ func (s *sim) serve(seed uint64, i, slot int) {
 	}
 }
 
+// simOut is a slot a node hands over once it holds its lease, to node to;
+// since is when the handoff began, on the node's clock.
+type simOut struct {
+	to      int
+	since   int64
+	replace bool
+}
+
 // simImport is a slot a node waits for: from peer, asking it at until
 // whether it released the slot.
 type simImport struct {
@@ -467,19 +510,29 @@ func (s *sim) receive(m simMsg) {
 	n.heard[from] = s.now
 	if !n.alive[from] {
 		n.alive[from] = true // it refutes its death
+		delete(n.pending, from)
 		s.logf("%s sees %s alive again", n.name, from)
 		s.rebuild(m.to)
 	}
 	now := n.local(s.now)
 	switch m.kind {
 	case simReq:
-		s.send(simMsg{kind: simAns, from: m.to, to: m.from, sent: m.sent, granted: n.alive[from], deaths: n.lease.Deaths(from)})
+		s.send(simMsg{kind: simAns, from: m.to, to: m.from, sent: m.sent, granted: n.lease.Grants(from, n.alive[from], m.ack),
+			deaths: n.lease.Deaths(from), fenced: n.lease.AppendFenced(nil)})
 	case simAns:
+		n.lease.NoteFences(from, m.fenced)
 		n.lease.AnsweredAt(now, from, m.sent, m.granted, m.deaths, s.known)
+		s.confirm(m.to)
 	case simDone:
 		s.logf("%s gets done %v %v from %s", n.name, m.slots, m.vals, from)
 		for k, slot := range m.slots {
 			im, importing := n.importing[slot]
+			if importing && im.peer != m.from {
+				if m.pull {
+					continue // the server's takeSlots: only the old owner it imports from ends an import
+				}
+				im.peer = m.from // a handoff's reset IMPORT came first: the server's importingFrom
+			}
 			_, has := n.cnt[slot]
 			if m.vals[k] >= 0 && (importing && !im.keep || m.replace || !has) { // see peerImport: reset, replace, or a key it lacks
 				n.cnt[slot] = m.vals[k]
@@ -492,6 +545,9 @@ func (s *sim) receive(m simMsg) {
 			n.copyFrom[slot] = from // a shipment names its slots (RL.PEER SYNC's backed bitmap)
 		}
 	case simAsk:
+		if !n.lease.ServesAt(now) {
+			break // the server's peerReleased: a node that may not serve knows nothing newer
+		}
 		var released []int
 		for _, slot := range m.slots {
 			if n.view.Table.Owner(slot).Name == from && !n.forgone[slot] {
@@ -509,6 +565,9 @@ func (s *sim) receive(m simMsg) {
 			}
 		}
 	case simPull:
+		if !n.lease.ServesAt(now) {
+			break // the server's backedUpFor: a node that may not serve knows nothing newer
+		}
 		if done := s.backedUp(m.to, from, m.slots); done.vals != nil {
 			s.send(done)
 		}
@@ -527,10 +586,33 @@ func (s *sim) tick(i int) {
 		n.lease.SentAt(now, s.known)
 		for j := range s.nodes {
 			if j != i {
-				s.send(simMsg{kind: simReq, from: i, to: j, sent: now})
+				s.send(simMsg{kind: simReq, from: i, to: j, sent: now, ack: n.lease.AckFor(s.known[j])})
 			}
 		}
 		n.nextReq = now + int64(simTerm/5)
+	}
+	outs := map[int]*simMsg{}
+	for _, slot := range slices.Sorted(maps.Keys(n.out)) {
+		o := n.out[slot]
+		switch {
+		case n.lease.ServesAt(now):
+			if outs[o.to] == nil {
+				outs[o.to] = &simMsg{kind: simDone, from: i, to: o.to, replace: true}
+			}
+			outs[o.to].replace = outs[o.to].replace && o.replace
+			outs[o.to].slots = append(outs[o.to].slots, slot)
+			outs[o.to].vals = append(outs[o.to].vals, n.cnt[slot])
+		case now-o.since > int64(simMigrate): // the server's abandon
+		default:
+			continue
+		}
+		delete(n.out, slot)
+		delete(n.cnt, slot)
+	}
+	for _, to := range slices.Sorted(maps.Keys(outs)) {
+		m := outs[to]
+		s.logf("%s hands %v %v to %s once it holds its lease", n.name, m.slots, m.vals, s.nodes[to].name)
+		s.send(*m)
 	}
 	if now >= n.nextShip {
 		s.ship(i)
@@ -564,10 +646,29 @@ func (s *sim) declare(i, j int) {
 		if k == j || !n.up || n.paused || !n.alive[dead] || (k != i && s.cut[i][k]) {
 			continue
 		}
-		n.alive[dead] = false
+		n.alive[dead], n.pending[dead] = false, true
 		n.lease.NoteDeath(dead)
 		s.logf("%s declares %s dead", n.name, dead)
 		s.rebuild(k)
+		s.confirm(k)
+	}
+}
+
+// confirm is the membership's confirmDeaths: node i's table stops dealing
+// slots to a member declared dead once a majority of the known members
+// fence it.
+func (s *sim) confirm(i int) {
+	n := s.nodes[i]
+	changed := false
+	for _, name := range s.known {
+		if n.pending[name] && n.lease.Confirmed(name, s.known) {
+			delete(n.pending, name)
+			s.logf("%s: a majority confirms %s dead", n.name, name)
+			changed = true
+		}
+	}
+	if changed {
+		s.rebuild(i)
 	}
 }
 

@@ -63,6 +63,10 @@ type migration struct {
 	started time.Time
 	first   string       // the mode of each copy's first IMPORT: reset, or replace (see handoff_resume.go)
 	phase   atomic.Int32 // slotMode: copying, gated, moved
+	// disowned is set when this node learns it was declared dead (see
+	// rejoin): another node may have served the slots since, so this one
+	// hands nothing over.
+	disowned atomic.Bool
 
 	mu     sync.Mutex    // guards opened
 	opened chan struct{} // closed when the current gate opens
@@ -122,7 +126,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		h.shared = true
 	}
 	h.counts = !s.cl.cfg.Joins || h.shared
-	h.noteDeaths(old, nv, s.cl.lease)
+	h.noteDeaths(old, nv)
 	h.noteReturns(old, nv)
 	s.cl.noteTakeovers(old, nv)
 	s.cl.waitImportsFromDead(nv)
@@ -239,12 +243,20 @@ func (s *Server) startMigration(to cluster.Node, slots []int) {
 func (s *Server) migrate(mg *migration) {
 	defer s.cl.moves.Done()
 	defer s.cl.ho.stats.moving.Add(-1)
+	if !s.waitLease(mg) {
+		s.abandon(mg, mg.slots, errNotServing)
+		return
+	}
 	if _, _, err := s.copyFrom(s.cfg.Store, mg.to, mg.slots, false, mg.first); err != nil {
 		s.log.Warn("cluster: first copy of moving slots failed; the last copy sends them all", "to", mg.to.Name, "err", err)
 	}
 	for {
 		slots := s.settle(mg)
 		if len(slots) == 0 {
+			return
+		}
+		if !s.waitLease(mg) {
+			s.abandon(mg, slots, errNotServing)
 			return
 		}
 		mg.gate()
@@ -276,6 +288,27 @@ func (s *Server) migrate(mg *migration) {
 		s.log.Warn("cluster: handing slots over failed; serving them on and retrying", "to", mg.to.Name, "slots", len(slots), "err", err)
 		time.Sleep(100 * time.Millisecond) // a refusal or an unreachable peer: give the tables time to agree
 	}
+}
+
+// errNotServing is why a migration gives up when this node does not hold
+// its lease within migrateWait, or learned it was declared dead.
+var errNotServing = errors.New("this node does not hold its lease, or was declared dead since the handoff began")
+
+// waitLease waits until this node holds its lease, and reports whether it
+// may hand mg's slots over: only a node that serves a slot hands it over,
+// since the new owner takes its handoff's word that no one else serves it
+// (a node paused or cut off past its lease may have had its slots taken
+// over meanwhile: its reset IMPORT and DONE would end an import from the
+// node that served them). It gives up at migrateWait, or once mg is
+// disowned.
+func (s *Server) waitLease(mg *migration) bool {
+	for !s.cl.serving() {
+		if mg.disowned.Load() || time.Since(mg.started) > migrateWait {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return !mg.disowned.Load()
 }
 
 // settle drops from mg the slots whose owner is no longer mg.to in this

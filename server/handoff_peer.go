@@ -40,7 +40,7 @@ func (s *Server) peerImport(c *client, args [][]byte) {
 	}
 	if reset {
 		s.dropSlots(slotSet(others))
-		s.importingFrom(from, others)
+		s.importingFrom(from, slots)
 		if len(others) < len(slots) {
 			s.log.Warn("cluster: a node hands over slots this node never stopped serving (a membership flap); keeping this node's keys, adding only the ones it lacks",
 				"from", from, "slots", len(slots)-len(others))
@@ -92,7 +92,10 @@ func (s *Server) importHanded(payload []byte, own *slotBits) (int, error) {
 
 // importingFrom makes the slots this node imports come from node from,
 // which has started sending them: when two nodes join at once, the old
-// owner this node guessed (the owner without it) may not hold them.
+// owner this node guessed (the owner without it) may not hold them; and a
+// node that waits for its slots after it was declared dead (keep) gets
+// them back from whichever node served them. Only a node that holds its
+// lease starts a handoff (see migrate), so from served the slots.
 func (s *Server) importingFrom(from string, slots []int) {
 	cn := s.cl
 	cn.switchMu.Lock()
@@ -104,7 +107,7 @@ func (s *Server) importingFrom(from string, slots []int) {
 	}
 	for _, slot := range slots {
 		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from {
-			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: st.until})
+			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: st.until, keep: st.keep})
 		}
 	}
 	cn.ho.notify()
@@ -181,6 +184,15 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 	for _, slot := range slots {
 		if owner := v.Table.Owner(slot).Name; owner != v.Self && owner != from {
 			return nil, "ERR slot " + strconv.Itoa(slot) + " belongs to " + owner + " here"
+		}
+		// Only the node this one imports the slot from ends the import:
+		// another node's DONE (a paused node's answer to an old PULL,
+		// from a table of before its pause) would let this node serve the
+		// slot while its old owner still does. An old owner that hands the
+		// slot over starts with a reset IMPORT, which makes it the import's
+		// old owner (importingFrom).
+		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from {
+			return nil, "ERR slot " + strconv.Itoa(slot) + " is imported from " + st.peer.Name + " here"
 		}
 	}
 	cn.ho.noteHanded(from, slots)

@@ -121,7 +121,7 @@ func (s *Server) released(to cluster.Node, slots []int) ([]int, error) {
 // peerReleased is RL.PEER RELEASED from slots: the slots of slots that
 // this node has released to from, which imports them: its table names
 // from their owner, and it is not handing them over (a copy under way, or
-// gated). It answers their ranges, or NONE.
+// gated), and it holds its lease. It answers their ranges, or NONE.
 func (s *Server) peerReleased(c *client, args [][]byte) {
 	slots, ok := parseSlots(string(args[3]))
 	if !ok {
@@ -131,6 +131,13 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 	from := string(args[2])
 	cn := s.cl
 	v := cn.view()
+	if !cn.serving() {
+		// Without its lease this node does not know who serves the slots
+		// now (a node cut off, paused, or just back): a third node may
+		// have taken them over while its table still says otherwise.
+		c.conn.WriteString(releaseNone)
+		return
+	}
 	var out []int
 	for _, slot := range slots {
 		if v.Table.Owner(slot).Name != from || cn.forgone(slot) {

@@ -144,14 +144,18 @@ func (h *handoff) noteHanded(from string, slots []int) {
 }
 
 // backedUpFor returns, of slots, those that node from owns and this node
-// backs up, with no handoff moving them, and from's node.
+// backs up, with no handoff moving them, and from's node; none while this
+// node does not hold its lease.
 func (s *Server) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	cn := s.cl
 	cn.switchMu.Lock()
 	defer cn.switchMu.Unlock()
 	v := cn.cur.Load()
 	to, ok := v.Table.Node(from)
-	if !ok {
+	if !ok || !cn.serving() {
+		// A node that may not serve (cut off, paused, or just back) knows
+		// nothing newer than its table: a third node may have served the
+		// slots meanwhile, and its copies would let from serve them too.
 		return to, nil
 	}
 	var backed []int

@@ -14,21 +14,28 @@ import (
 // before the pause, and what the others decided meanwhile would be lost
 // (TestPausedOwnerResumes: every such decision admitted again).
 //
-// So a node that saw a member declared dead, and served its slots since
-// under a lease that held without a break (see quorum.go), hands them
-// back with IMPORT mode replace: the member then takes the slots it thinks
-// it never stopped serving like any other import, its keys replaced by
-// the ones handed over. It waits for them first, as for any import: their
-// requests go to the node handing them over until its DONE. The member
-// could not serve meanwhile: it had no lease (a pause, or the minority
-// side of a partition), so theirs is the newer state.
+// So a node that saw a member's death confirmed by a majority (a view's
+// Gone lists only those: see cluster.Membership.confirmDeaths) hands its
+// slots back with IMPORT mode replace: the member then takes the slots it
+// thinks it never stopped serving like any other import, its keys
+// replaced by the ones handed over. It waits for them first, as for any
+// import: their requests go to the node handing them over until its DONE.
+// The member could not serve meanwhile: the majority fenced it, so its
+// lease ran out within a term of the confirmation, and it serves its slots
+// again only once handed back. And no third node served them after this
+// one: a node hands slots over only while it holds its lease, and it
+// would have had to give up its handoffs (rejoin) for the majority to
+// take them from it. So this node's is the newer state, whether or not
+// its lease broke since (before fences, a node whose lease broke handed
+// back in mode reset, and the member kept its older keys: the
+// simulation's cause B), and whether or not it served them yet (its
+// state is then the member's last shipment, and what the member decided
+// after it is the documented loss).
 //
-// Any other node hands back with reset, and the member keeps the keys it
-// has, taking only those it lacks: a node whose lease broke meanwhile (the
-// minority side of a partition, or both sides of a split with no
-// majority) never served the slots, and its copies are older than the
-// member's keys. Nor does a node that took the slots but had not yet
-// served them (the takeover's wait had not passed).
+// Without a majority's confirmation no slot moves, so nothing is handed
+// back: a node whose table gives a member's slots to another (a join, a
+// leave) hands them over with reset, and the member keeps the keys it
+// has, taking only those it lacks.
 //
 // Without a lease (ClusterConfig.Lease nil), the rule is the older one: a
 // node whose views kept a majority of the members it had before the
@@ -36,25 +43,25 @@ import (
 
 // absence is what a node saw while a member it saw declared dead was away.
 type absence struct {
-	before int    // the members of the view before the first death still counted
-	least  int    // the fewest members of a view since
-	lapses uint64 // the lease's lapses when the member died
-	at     int64  // when it died, on the lease's clock
+	before int // the members of the view before the first death still counted
+	least  int // the fewest members of a view since
 }
 
 // replaces reports whether slots handed back to the member go in mode
-// replace: this node served them since the member died, and nobody else.
+// replace: this node held them since the member died, and nobody else.
+// With a lease, the death was confirmed (see above); without one, the
+// rule is the older one: this node's views kept a majority of the members
+// it had before the first death.
 func (a absence) replaces(l *cluster.Lease) bool {
 	if l == nil {
 		return 2*a.least > a.before
 	}
-	now := l.Now()
-	return l.Lapses() == a.lapses && l.ValidAt(now) && now >= a.at+int64(l.TakeoverWait())
+	return true
 }
 
 // noteDeaths records the members nv says died, and forgets those it says
 // left; every absence sees nv's members. The caller holds switchMu.
-func (h *handoff) noteDeaths(old, nv *cluster.View, l *cluster.Lease) {
+func (h *handoff) noteDeaths(old, nv *cluster.View) {
 	n := len(nv.Table.Nodes())
 	before := n + 1
 	if old != nil {
@@ -65,11 +72,6 @@ func (h *handoff) noteDeaths(old, nv *cluster.View, l *cluster.Lease) {
 		h.died[name] = a
 		before = max(before, a.before) // a second death counts against the members before the first
 	}
-	var lapses uint64
-	var at int64
-	if l != nil {
-		lapses, at = l.Lapses(), l.Now()
-	}
 	for _, m := range nv.Gone {
 		if m.State != cluster.StateDead {
 			delete(h.died, m.Name)
@@ -78,7 +80,7 @@ func (h *handoff) noteDeaths(old, nv *cluster.View, l *cluster.Lease) {
 		if h.died == nil {
 			h.died = map[string]absence{}
 		}
-		h.died[m.Name] = absence{before: before, least: n, lapses: lapses, at: at}
+		h.died[m.Name] = absence{before: before, least: n}
 	}
 }
 

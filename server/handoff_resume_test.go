@@ -30,22 +30,22 @@ func TestReplaceOnlyFromTheMajority(t *testing.T) {
 	// a and c saw b die: two of three stayed.
 	var h handoff
 	abc := viewOf(t, 1, []string{"a", "b", "c"})
-	h.noteDeaths(nil, abc, nil)
-	h.noteDeaths(abc, viewOf(t, 2, []string{"a", "c"}, "b"), nil)
+	h.noteDeaths(nil, abc)
+	h.noteDeaths(abc, viewOf(t, 2, []string{"a", "c"}, "b"))
 	assert.True(t, h.died["b"].replaces(nil), "a kept 2 of 3 members")
 
 	// b, cut off, saw a die, then c: it ended alone.
 	var hb handoff
 	ba := viewOf(t, 2, []string{"b", "c"}, "a")
-	hb.noteDeaths(abc, ba, nil)
-	hb.noteDeaths(ba, viewOf(t, 3, []string{"b"}, "c"), nil)
+	hb.noteDeaths(abc, ba)
+	hb.noteDeaths(ba, viewOf(t, 3, []string{"b"}, "c"))
 	assert.False(t, hb.died["a"].replaces(nil), "b was left with 1 of 3")
 	assert.False(t, hb.died["c"].replaces(nil), "b was left with 1 of 2")
 
 	// two nodes: neither side is a majority.
 	var h2 handoff
 	ab := viewOf(t, 1, []string{"a", "b"})
-	h2.noteDeaths(ab, viewOf(t, 2, []string{"a"}, "b"), nil)
+	h2.noteDeaths(ab, viewOf(t, 2, []string{"a"}, "b"))
 	assert.False(t, h2.died["b"].replaces(nil))
 
 	// Five nodes split 3/2: e, on the minority side, sees a, b and c die
@@ -57,15 +57,15 @@ func TestReplaceOnlyFromTheMajority(t *testing.T) {
 	v2 := viewOf(t, 2, []string{"e", "b", "c", "d"}, "a")
 	v3 := viewOf(t, 3, []string{"e", "c", "d"}, "b")
 	v4 := viewOf(t, 4, []string{"e", "d"}, "c")
-	he.noteDeaths(all, v2, nil)
-	he.noteDeaths(v2, v3, nil)
-	he.noteDeaths(v3, v4, nil)
+	he.noteDeaths(all, v2)
+	he.noteDeaths(v2, v3)
+	he.noteDeaths(v3, v4)
 	for _, m := range []string{"a", "b", "c"} {
 		assert.False(t, he.died[m].replaces(nil), "e was left with 2 of 5; %s's slots go back in reset", m)
 	}
 
 	// a leave is no death.
-	h.noteDeaths(nil, &cluster.View{Self: "a", Table: abc.Table, Gone: []cluster.Member{{Node: cluster.Node{Name: "b"}, State: cluster.StateLeft}}}, nil)
+	h.noteDeaths(nil, &cluster.View{Self: "a", Table: abc.Table, Gone: []cluster.Member{{Node: cluster.Node{Name: "b"}, State: cluster.StateLeft}}})
 	_, ok := h.died["b"]
 	assert.False(t, ok)
 }

@@ -72,6 +72,13 @@ func (s *Server) rejoin() {
 	until := time.Now().Add(importWait)
 	var slots []int
 	for slot := range cluster.Slots {
+		if st := cn.ho.state(slot); st != nil && st.mg != nil {
+			// Moving out: another node may have served it since, so this
+			// node hands nothing over (see waitLease), and never answers
+			// RL.PEER RELEASED that it released it.
+			st.mg.disowned.Store(true)
+			cn.ho.forgone[slot/64] |= 1 << (slot % 64)
+		}
 		ru, ok := v.Table.RunnerUp(slot)
 		if !ok || v.Table.Owner(slot).Name != v.Self || cn.ho.state(slot) != nil {
 			continue

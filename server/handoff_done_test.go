@@ -1,0 +1,59 @@
+package server
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDoneOnlyFromTheImportsOldOwner: a DONE from a node that the import
+// is not from does not end it. A node paused past its lease answered, at
+// its resume, a PULL from before its pause with its copies and a DONE,
+// which ended the asker's import from the node that served the slot, and
+// both served it (simulation seed 1379; path E, a resumed node's handoff,
+// is the same turn). Before, takeSlots checked only that the table names
+// this node.
+func TestDoneOnlyFromTheImportsOldOwner(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{})
+	a, b := nodes[0], nodes[1]
+	key, slot := keyOwnedBy(t, nodes, b, "done:")
+	from, _ := a.ml.View().Table.Node(a.name)
+	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: from, until: time.Now().Add(time.Hour)})
+	_, err := b.srv.takeSlots(nodes[2].name, []int{slot})
+	assert.Equal(t, "ERR slot "+strconv.Itoa(slot)+" is imported from "+a.name+" here", err)
+	require.NotNil(t, b.srv.cl.ho.state(slot), "the import waits on")
+	assert.Equal(t, modeImporting, b.srv.cl.ho.state(slot).now())
+
+	_, err = b.srv.takeSlots(a.name, []int{slot})
+	assert.Empty(t, err, "its old owner ends it")
+	assert.Nil(t, b.srv.cl.ho.state(slot))
+	assert.Equal(t, int64(1), slide5(t, clients(t, b)[0], key))
+}
+
+// TestNoLeaseHandsNothingOver: a node that does not hold its lease sends
+// no copies for a PULL and releases no slot: it knows nothing newer than
+// its table, and another node may have taken its slots over meanwhile.
+func TestNoLeaseHandsNothingOver(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{})
+	a := nodes[0]
+	_, slot := keyOwnedBy(t, nodes, nodes[1], "nolease:")
+	_, backed := a.srv.backedUpFor(nodes[1].name, []int{slot})
+	ru, _ := a.ml.View().Table.RunnerUp(slot)
+	if ru.Name == a.name {
+		require.Equal(t, []int{slot}, backed, "with its lease, a backup answers")
+	}
+	for _, n := range nodes[1:] {
+		n.ml.Kill()
+		_ = n.srv.Close()
+	}
+	require.Eventually(t, func() bool { return !a.srv.cl.serving() }, deadline, time.Millisecond, "one of three holds no lease")
+	var all []int
+	for s := range 16384 {
+		all = append(all, s)
+	}
+	_, backed = a.srv.backedUpFor(nodes[1].name, all)
+	assert.Empty(t, backed)
+}
