@@ -5,6 +5,7 @@ import (
 
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -32,7 +33,7 @@ type decisionArgs struct {
 // command of kind's algorithm: its parameters as policy.ParseParams reads
 // them for commands and policy rules alike, then the options.
 // pc, if not nil, caches the parameters.
-func parseNative(kind window.Kind, args [][]byte, pc *paramCache) (decisionArgs, error) {
+func parseNative(kind window.Kind, args [][]byte, pc *decide.ParamCache) (decisionArgs, error) {
 	n := 2 + policy.Arity(kind)
 	if len(args) < n {
 		return decisionArgs{}, argError(core.ArityError(nativeName(kind)))
@@ -40,7 +41,7 @@ func parseNative(kind window.Kind, args [][]byte, pc *paramCache) (decisionArgs,
 	a := decisionArgs{key: args[1]}
 	var err error
 	if pc != nil {
-		a.params, err = pc.parse(kind, args[2:n])
+		a.params, err = pc.Parse(kind, args[2:n])
 	} else {
 		a.params, err = policy.ParseParams(kind, args[2:n])
 	}

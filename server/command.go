@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/replica"
@@ -100,9 +101,9 @@ type client struct {
 
 	// The decision path's own state.
 	// (Session's WallBase, WallAt and Scratch are the decision path's too.)
-	pend   pending    // counts not yet in the server's counters (cmdpending.go)
-	params paramCache // the last native decision's parameters (paramcache.go)
-	batch  batchKeys  // the batch's keys and their hashes (prefetch.go)
+	pend   pending           // counts not yet in the server's counters (cmdpending.go)
+	params decide.ParamCache // the last native decision's parameters (decide.ParamCache)
+	batch  batchKeys         // the batch's keys and their hashes (prefetch.go)
 
 	dur durable.Batch // the batch as the durability sees it (durable.Writes.Run); only durable reaches its fields
 

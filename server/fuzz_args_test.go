@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -80,12 +81,12 @@ func fuzzDecision(t *testing.T, kind window.Kind, args [][]byte) {
 	}
 }
 
-// fuzzParamCache checks that parsing cmd through a paramCache gives what
+// fuzzParamCache checks that parsing cmd through a decide.ParamCache gives what
 // parsing it without one gave (a, err): with an empty cache, with one that
 // holds cmd's own parameters, and with one that holds another kind's
 // parameters parsed from the same bytes.
 func fuzzParamCache(t *testing.T, kind window.Kind, cmd [][]byte, a decisionArgs, err error) {
-	var pc paramCache
+	var pc decide.ParamCache
 	for range 2 { // a miss, then a hit if cmd's parameters were kept
 		b, err2 := parseNative(kind, cmd, &pc)
 		if (err == nil) != (err2 == nil) || err == nil && !equalDecisionArgs(a, b) {

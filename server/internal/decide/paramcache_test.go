@@ -1,4 +1,4 @@
-package server
+package decide
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ import (
 // one cache, each time as parsing without it would: repeats hit, and a
 // change of kind, of any byte or of where the bytes split is a miss.
 func TestParamCache(t *testing.T) {
-	var pc paramCache
+	var pc ParamCache
 	steps := []struct {
 		kind window.Kind
 		args []string
@@ -35,7 +35,7 @@ func TestParamCache(t *testing.T) {
 		args := byteArgs(st.args...)
 		assert.Equal(t, st.hit, pc.hit(st.kind, args), "%v %q", st.kind, st.args)
 		want, wantErr := policy.ParseParams(st.kind, args)
-		got, err := pc.parse(st.kind, args)
+		got, err := pc.Parse(st.kind, args)
 		if wantErr != nil {
 			require.Equal(t, wantErr, err, "%v %q", st.kind, st.args)
 			continue
@@ -43,4 +43,12 @@ func TestParamCache(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "%v %q", st.kind, st.args)
 	}
+}
+
+func byteArgs(s ...string) [][]byte {
+	out := make([][]byte, len(s))
+	for i := range s {
+		out[i] = []byte(s[i])
+	}
+	return out
 }

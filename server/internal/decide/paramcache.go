@@ -1,20 +1,20 @@
-package server
+package decide
 
 import (
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/window"
 )
 
-// paramCacheBytes bounds the parameter bytes a paramCache keeps.
+// paramCacheBytes bounds the parameter bytes a ParamCache keeps.
 const paramCacheBytes = 32
 
-// paramCache holds a connection's last native decision's parameters and the
+// ParamCache holds a connection's last native decision's parameters and the
 // argument bytes they were parsed from. A pipeline mostly repeats one
 // limit, and comparing a few bytes costs a tenth of parsing and validating
 // them again (about 50 instructions against 450 a decision). Parsing is a
 // function of the bytes and the kind alone, so a hit gives what parsing
 // would; only parameters that parsed without error are kept.
-type paramCache struct {
+type ParamCache struct {
 	kind   window.Kind
 	n      int // arguments kept; 0: none
 	lens   [3]uint8
@@ -22,9 +22,9 @@ type paramCache struct {
 	params window.Params
 }
 
-// parse returns kind's parameters parsed from args, which are the
+// Parse returns kind's parameters parsed from args, which are the
 // Arity(kind) positional parameters of a native command.
-func (pc *paramCache) parse(kind window.Kind, args [][]byte) (window.Params, error) {
+func (pc *ParamCache) Parse(kind window.Kind, args [][]byte) (window.Params, error) {
 	if pc.hit(kind, args) {
 		return pc.params, nil
 	}
@@ -36,7 +36,7 @@ func (pc *paramCache) parse(kind window.Kind, args [][]byte) (window.Params, err
 }
 
 // hit reports whether args are the bytes pc holds the parameters of.
-func (pc *paramCache) hit(kind window.Kind, args [][]byte) bool {
+func (pc *ParamCache) hit(kind window.Kind, args [][]byte) bool {
 	if pc.n == 0 || pc.kind != kind || pc.n != len(args) {
 		return false
 	}
@@ -57,7 +57,7 @@ func (pc *paramCache) hit(kind window.Kind, args [][]byte) bool {
 }
 
 // keep remembers p as the parameters of args, if their bytes fit.
-func (pc *paramCache) keep(kind window.Kind, args [][]byte, p window.Params) {
+func (pc *ParamCache) keep(kind window.Kind, args [][]byte, p window.Params) {
 	pc.n = 0
 	if len(args) > len(pc.lens) {
 		return
