@@ -24,7 +24,9 @@ func (b *syncBackup) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]
 	return reps, nil
 }
 
-func (b *syncBackup) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used by sendSync") }
+func (b *syncBackup) Send(string, uint64, []byte, int, cluster.Replier) {
+	panic("not used by sendSync")
+}
 
 // TestSendSyncRetriesOnlyAnOldNode: a full sync's RL.PEER SYNC carries the
 // backed bitmap; only cluster.PeerRefused, what a node from before it
