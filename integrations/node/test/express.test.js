@@ -56,6 +56,27 @@ for (const [name, makeStore] of Object.entries(stores)) {
   });
 }
 
+// An app under concurrency: 40 requests of one client at once, limit 10,
+// admit exactly 10 with every algorithm (each decision is one atomic
+// command, so no two requests can both take the last unit).
+test('express app under concurrency: exactly 10 of 40 concurrent requests pass', { skip }, async () => {
+  for (const algorithm of ['slide', 'fixed', 'log', 'token']) {
+    const store = new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('conc'), algorithm });
+    const app = await serve(store, { windowMs: 3_600_000, limit: 10 });
+    try {
+      const codes = await Promise.all(Array.from({ length: 40 }, async () => {
+        const r = await fetch(app.url);
+        await r.text();
+        return r.status;
+      }));
+      assert.equal(codes.filter((s) => s === 200).length, 10, `${algorithm}: ${codes}`);
+      assert.equal(codes.filter((s) => s === 429).length, 30, `${algorithm}: ${codes}`);
+    } finally {
+      await app.close();
+    }
+  }
+});
+
 test('denied requests are not counted; get and resetKey', { skip }, async () => {
   const store = new RlstoreStore({ client: c.ioredis, timeout: PATIENCE, prefix: unique('erl') });
   store.init({ windowMs: 10_000, limit: 3 });

@@ -1,5 +1,6 @@
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 import rlstore_limits  # noqa: F401  registers rlstore://
 from flask import Flask
@@ -9,7 +10,7 @@ from flask_limiter.util import get_remote_address
 from .support import URI, clear_of_window_edge, needs_rlstore, unique
 
 
-def make_app(strategy):
+def make_app(strategy, limit="3 per 10 seconds"):
     app = Flask(__name__)
     limiter = Limiter(
         get_remote_address, app=app, storage_uri=URI, strategy=strategy,
@@ -17,7 +18,7 @@ def make_app(strategy):
     )
 
     @app.route("/")
-    @limiter.limit("3 per 10 seconds")
+    @limiter.limit(limit)
     def index():
         return "ok"
 
@@ -49,6 +50,26 @@ class FlaskLimiterTest(unittest.TestCase):
 
     def test_elastic_expiry(self):
         self.assertIn(self.run_vector("fixed-window-elastic-expiry"), (9, 10))
+
+
+@needs_rlstore
+class ConcurrencyTest(unittest.TestCase):
+    """An app under concurrency: 40 requests of one client from 8 threads,
+    each with its own test client, admit exactly the limit with every
+    strategy (each decision is one atomic command; the storage's per-thread
+    memory of its last reply must not leak between threads)."""
+
+    def test_exact_under_concurrency(self):
+        for strategy in ("moving-window", "fixed-window", "fixed-window-elastic-expiry"):
+            app = make_app(strategy, "10 per hour")
+
+            def one(_):
+                return app.test_client().get("/").status_code
+
+            with ThreadPoolExecutor(8) as pool:
+                codes = list(pool.map(one, range(40)))
+            self.assertEqual(codes.count(200), 10, (strategy, codes))
+            self.assertEqual(codes.count(429), 30, (strategy, codes))
 
 
 @needs_rlstore
