@@ -45,10 +45,11 @@ var keys = func() []string {
 	return k
 }()
 
-// bareSlide is go-redis's own cost for the command: Do, and the reply read
-// by type assertion, which allocates nothing.
+// bareSlide is go-redis's own cost for the command Slide sends (a limit
+// above MaxLogLimit: RL.SLIDE over the window plus a second): Do, and the
+// reply read by type assertion, which allocates nothing.
 func bareSlide(ctx context.Context, rdb *redis.Client, key string) (bool, error) {
-	v, err := rdb.Do(ctx, "RL.SLIDE", key, 1000000, 60).Result()
+	v, err := rdb.Do(ctx, "RL.SLIDE", key, 1000000, 61).Result()
 	if err != nil {
 		return false, err
 	}
@@ -91,8 +92,7 @@ func TestTokenCostAllocs(t *testing.T) {
 // algorithm with small (< 256) and large integers, options and windows: a
 // typed call allocates no more than Do with the same constant arguments,
 // windows of milliseconds included. Large integers here are distinct mod 64,
-// as the docs require. (RL.SLIDE refuses a window of milliseconds: that
-// error reply is left out.)
+// as the docs require.
 func TestAllocsEveryCombination(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: startRlstore(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -120,9 +120,11 @@ func TestAllocsEveryCombination(t *testing.T) {
 				}
 				l, w, o := lim, win, opts
 				name := fmt.Sprintf("limit %d window %v opts %d", lim, win, len(opts))
-				if win%time.Second == 0 {
-					calls = append(calls, call{"Slide " + name, func() { _, _ = c.Slide(ctx, "s", l, w, o...) }, append([]any{"RL.SLIDE", "s", lim, winArg}, tail...), extra})
+				slide := append([]any{"RL.LOG", "s", lim, winArg}, tail...) // Slide up to MaxLogLimit
+				if lim > client.MaxLogLimit {
+					slide = append([]any{"RL.SLIDE", "S", lim, int64((w+time.Second-1)/time.Second) + 1}, tail...)
 				}
+				calls = append(calls, call{"Slide " + name, func() { _, _ = c.Slide(ctx, slide[1].(string), l, w, o...) }, slide, extra})
 				calls = append(calls,
 					call{"Log " + name, func() { _, _ = c.Log(ctx, "l", min(l, 4000), w, o...) }, append([]any{"RL.LOG", "l", min(lim, 4000), winArg}, tail...), extra},
 					call{"Fixed " + name, func() { _, _ = c.Fixed(ctx, "f", l, w, o...) }, append([]any{"RL.FIXED", "f", lim, winArg}, tail...), extra},

@@ -145,17 +145,38 @@ func (c *Client) decide(ctx context.Context, b *args, window time.Duration) (Dec
 	return parseDecision(v, window)
 }
 
-// Slide calls RL.SLIDE key limit window: a sliding window over per-second
-// counters. window must be whole seconds.
+// Slide is a sliding window in which any window-long span holds at most
+// limit units. RL.SLIDE alone does not promise that: it counts whole
+// seconds, so limit units at x.990 and limit more at (x+1).002 are 2 × limit
+// within 12 ms of a one-second window. Up to a limit of MaxLogLimit Slide is
+// therefore RL.LOG key limit window, exact to the millisecond (window may be
+// milliseconds); above it, RL.SLIDE over the window rounded up to whole
+// seconds plus one: a unit then counts for at least window after it came in,
+// at the price of admitting up to limit per ceil(window)+1 s, not per window.
+// The integrations for Node and Python map their sliding windows the same way.
 func (c *Client) Slide(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
 	b := args{c: c}
-	b.add("RL.SLIDE")
-	b.add(key)
-	b.int(limit)
-	b.duration(window)
+	if limit >= 1 && limit <= MaxLogLimit {
+		b.add("RL.LOG")
+		b.add(key)
+		b.int(limit)
+		b.duration(window)
+	} else {
+		b.add("RL.SLIDE")
+		b.add(key)
+		b.int(limit)
+		b.int(min(int64((window+time.Second-1)/time.Second)+1, maxWindowSeconds))
+	}
 	b.options(opts)
 	return c.decide(ctx, &b, window)
 }
+
+// MaxLogLimit is the largest limit RL.LOG keeps (one entry per busy
+// millisecond, at most limit a key): Slide is exact up to it.
+const MaxLogLimit = 4000
+
+// maxWindowSeconds is the longest window rlstore keeps, 3650 days.
+const maxWindowSeconds = 3650 * 24 * 3600
 
 // Fixed calls RL.FIXED key limit window: a fixed window aligned to multiples
 // of window since the Unix epoch.

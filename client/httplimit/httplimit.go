@@ -26,7 +26,8 @@ type Config struct {
 	// without a server, or a decision made some other way).
 	Decider Decider
 	// Rule is the limit each key gets (Algorithm SLIDE, FIXED, LOG, TOKEN or
-	// LEAKY). With LEAKY an admitted request waits its turn before it is served.
+	// LEAKY). SLIDE is client.Slide: any Window span holds at most Limit.
+	// With LEAKY an admitted request waits its turn before it is served.
 	Rule client.Rule
 	// Policy names a server-side policy (RL.POLICY SET) checked with RL.CHECK.
 	Policy string

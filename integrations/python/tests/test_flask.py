@@ -72,6 +72,81 @@ class ConcurrencyTest(unittest.TestCase):
             self.assertEqual(codes.count(429), 30, (strategy, codes))
 
 
+def just_before_second():
+    """Waits until the wall clock is within the last 15 ms of a second (a
+    sleep that wakes late, past the second, waits for the next one)."""
+    while True:
+        frac = time.time() % 1
+        if frac >= 0.985:
+            return
+        time.sleep(0.985 - frac)
+
+
+class TooSlow(Exception):
+    """The host was too busy for the span a check needs: it says nothing
+    about the limit."""
+
+
+@needs_rlstore
+class WindowEdgesTest(unittest.TestCase):
+    """Window edges through a real Flask app with the moving window, 5 per
+    1 s, 10 s and 60 s: "any window span holds at most limit". A whole-second
+    counter would admit 5 at x.985 and 5 more at (x+1).005. The server runs
+    on the real clock: each window's burst goes in the last 15 ms of a real
+    second and one request just after its edge; the 1 s and 10 s windows are
+    then polled until they (and a second more) have passed, the 60 s window
+    is checked by its denial's Retry-After. The windows run side by side
+    (about 12 s)."""
+
+    LIMIT = 5
+
+    def check(self, seconds):
+        app = make_app("moving-window", "%d per %d second" % (self.LIMIT, seconds))
+        client = app.test_client()
+        client.get("/warm-up")  # connect outside the burst (not limited: no such route)
+        just_before_second()
+        admitted = []  # (sent, answered) of each admitted request
+        for i in range(self.LIMIT):
+            sent = time.time()
+            code = client.get("/").status_code
+            self.assertEqual(code, 200, "%d s: burst request %d" % (seconds, i + 1))
+            admitted.append((sent, time.time()))
+        first = admitted[0][0]
+        time.sleep(max(0, int(first) + 1.005 - time.time()))
+        at = time.time()
+        r = client.get("/")
+        if at - first >= seconds:
+            raise TooSlow("%d s: the burst took %.3f s" % (seconds, at - first))
+        self.assertEqual(r.status_code, 429, "%d s: a request %.3f s after the burst, just after the second's edge"
+                         % (seconds, at - first))
+        if seconds > 10:
+            self.assertGreaterEqual(int(r.headers["Retry-After"]), seconds - 1)
+            return
+        while time.time() < first + seconds + 1.3:
+            sent = time.time()
+            if client.get("/").status_code == 200:
+                admitted.append((sent, time.time()))
+            time.sleep(0.02)
+        self.assertGreater(len(admitted), self.LIMIT, "%d s: let back in once the window passed" % seconds)
+        for k in range(len(admitted) - self.LIMIT):
+            span = admitted[k + self.LIMIT][1] - admitted[k][0]
+            self.assertGreaterEqual(span, seconds - 0.002, "%d s: %d requests admitted within %.3f s"
+                                    % (seconds, self.LIMIT + 1, span))
+
+    def retried(self, seconds):
+        for attempt in range(3):
+            try:
+                return self.check(seconds)
+            except TooSlow:
+                if attempt == 2:
+                    raise
+
+    def test_window_edges(self):
+        with ThreadPoolExecutor(3) as pool:
+            for f in [pool.submit(self.retried, s) for s in (1, 10, 60)]:
+                f.result()
+
+
 @needs_rlstore
 class RoundTripsTest(unittest.TestCase):
     """A fixed-window request with headers used to cost 4 round trips
