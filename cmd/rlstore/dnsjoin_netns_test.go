@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -123,23 +124,27 @@ func (node *dnsNode) cli(args ...string) string {
 // address of a node in nodes.
 func waitMembers(t *testing.T, nodes []*dnsNode, want int) {
 	t.Helper()
-	var last string
+	// Eventually runs the condition on its own goroutine, which may still
+	// run when it gives up: last is shared, so it is an atomic value.
+	var last atomic.Value
+	last.Store("")
 	ok := assert.Eventually(t, func() bool {
 		for _, n := range nodes {
-			last = n.ip + ": " + n.cli("CLUSTER", "NODES")
+			seen := n.ip + ": " + n.cli("CLUSTER", "NODES")
+			last.Store(seen)
 			for _, o := range nodes {
-				if !strings.Contains(last, o.ip+":6379") {
+				if !strings.Contains(seen, o.ip+":6379") {
 					return false
 				}
 			}
-			if strings.Count(strings.TrimSpace(last), "\n")+1 != want {
+			if strings.Count(strings.TrimSpace(seen), "\n")+1 != want {
 				return false
 			}
 		}
 		return true
 	}, deadline, 100*time.Millisecond, "every node sees %d members", want)
 	if !ok {
-		t.Fatalf("last CLUSTER NODES of %s", last)
+		t.Fatalf("last CLUSTER NODES of %s", last.Load())
 	}
 }
 
