@@ -55,8 +55,8 @@ func TestTrackingBcastInvalidatesOnExpiry(t *testing.T) {
 	require.NoError(t, c.Do(ctx, c.B().Ping().Build()).Error(), "the tracking connection is up")
 
 	w := newClient(t, addr, 2)
-	require.NoError(t, w.Do(ctx, "RL.FIXED", "bx:1", 1, "300ms").Err())
-	require.NoError(t, w.Do(ctx, "RL.FIXED", "other:1", 1, "300ms").Err())
+	require.NoError(t, w.Do(ctx, "RL.FIXED", "bx:1", 1, "2s").Err())
+	require.NoError(t, w.Do(ctx, "RL.FIXED", "other:1", 1, "2s").Err())
 	eventually(t, "the write's invalidation", func() bool { return got.count("bx:1") >= 1 })
 	require.Equal(t, "fixed", w.Type(ctx, "bx:1").Val())
 
