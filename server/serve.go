@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlstore/rlstore/internal/wire"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/inproc"
 	"github.com/rlstore/rlstore/server/internal/resp"
 )
 
@@ -196,4 +197,31 @@ func (s *Server) forget(c *client, err error) {
 	if ln := s.listener(); ln != nil {
 		ln.Remove(c.g) // last: a drain is over once every client is forgotten
 	}
+}
+
+// Gateway decides the gRPC gateway's batches (gateway/batch.Decider) as
+// pipelined decision commands of clients of the server's own, on
+// in-memory connections; see inproc.Gateway.
+type Gateway = inproc.Gateway
+
+// Gateway returns a decider for the gRPC gateway with at most maxConns
+// connections (one per batch under way); Close it before the server.
+func (s *Server) Gateway(maxConns int) *Gateway { return inproc.New(maxConns, gatewayDelegate{s}) }
+
+// gatewayDelegate is the server as the gateway's inproc.Delegate.
+type gatewayDelegate struct{ s *Server }
+
+// ServeConn serves the gateway's client on conn as the listener's are
+// served, logged in as the default user with no ACL restriction.
+func (d gatewayDelegate) ServeConn(conn net.Conn) {
+	s := d.s
+	gc := resp.NewGuard(conn)
+	rc := resp.NewConn(gc, s.cfg.MaxRequestBytes, s.cfg.ClientOutputLimit, s.mem)
+	c := s.newClient(rc, gc)
+	s.users.Login(&c.Session, nil)
+	c.meta.name = "gateway"
+	go func() {
+		err := s.loop(c, rc)
+		s.forget(c, err)
+	}()
 }

@@ -54,6 +54,7 @@ var rules = []rule{
 	{pkg: "server/internal/auth", allowed: []string{"server/internal/auth", "server/internal/core", "server/internal/resp", "internal/wire", "server/internal/glob", "shard", "window", "policy"}},
 	{pkg: "server/internal/observe", allowed: []string{"server/internal/observe", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},
 	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "policy", "window"}},
+	{pkg: "server/internal/inproc", allowed: []string{"server/internal/inproc", "gateway/batch"}}, // the gateway's in-memory client: it speaks RESP to the server, knowing none of it
 	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
 	{pkg: "server/internal/handoff", allowed: clusterStack("handoff", "replica")},
 	{pkg: "server/internal/route", allowed: clusterStack("route", "handoff", "replica")},
@@ -210,6 +211,10 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/resp", "internal/wire", true},
 		{"cluster", "internal/wire", true},
 		{"server/internal/route", "internal/wire", true},
+		{"server/internal/inproc", "gateway/batch", true},
+		{"server/internal/inproc", "server/internal/resp", false},
+		{"server/internal/inproc", "server/internal/core", false},
+		{"server/internal/inproc", "gateway", false},
 	}
 	for _, c := range cases {
 		r, ok := ruleFor(c.pkg)
@@ -378,5 +383,29 @@ func TestDecideRowCatchesAViolation(t *testing.T) {
 		"server/internal/decide depends on server/internal/observe, which its layer may not import",
 		"server/internal/decide depends on server/internal/route, which its layer may not import",
 		"server/internal/decide depends on cluster, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}
+
+// TestInprocRowCatchesAViolation: the gateway's in-memory client keeps to
+// its row with the dependencies it has (the server serves its connections
+// through inproc.Delegate, so it needs neither the transport nor the
+// table), and the row refuses the front, the transport, a command family
+// and the gateway above gateway/batch, directly or through another.
+func TestInprocRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/inproc " + m + "gateway/batch"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/inproc " + m + "server/internal/resp " + m + "internal/wire",
+		m + "server/internal/inproc " + m + "server/internal/decide",
+		m + "server/internal/inproc " + m + "gateway",
+	}
+	assert.Equal(t, []string{
+		"server/internal/inproc depends on server, which its layer may not import",
+		"server/internal/inproc depends on server/internal/resp, which its layer may not import",
+		"server/internal/inproc depends on internal/wire, which its layer may not import",
+		"server/internal/inproc depends on server/internal/decide, which its layer may not import",
+		"server/internal/inproc depends on gateway, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }

@@ -1,4 +1,4 @@
-package server
+package inproc
 
 import (
 	"bufio"
@@ -6,29 +6,30 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/rlstore/rlstore/gateway/batch"
-	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/tidwall/redcon"
 )
 
 // Gateway decides the gRPC gateway's batches (gateway/batch.Decider)
 // through the path every RESP command takes: each batch is written as
-// pipelined decision commands to a client of this server's own, served by
-// the same loop as a socket's, on an in-memory connection. So dispatch,
-// cluster forwarding (one round trip per owner for a batch), persistence,
-// replicas, INFO, metrics and the output limits apply unchanged, and CLIENT
-// LIST shows the gateway's clients (name "gateway"). The client is
-// authenticated as the default user with no ACL restriction: the gateway's
-// configuration, not the network, decides what it asks.
+// pipelined decision commands to a client of the server's own, which the
+// Delegate serves by the same loop as a socket's, on an in-memory
+// connection. So dispatch, cluster forwarding (one round trip per owner
+// for a batch), persistence, replicas, INFO, metrics and the output limits
+// apply unchanged, and CLIENT LIST shows the gateway's clients (name
+// "gateway"). The client is authenticated as the default user with no ACL
+// restriction: the gateway's configuration, not the network, decides what
+// it asks.
 //
 // Gateway is safe for concurrent use: each batch takes a connection of its
 // own from a pool of at most maxConns.
 type Gateway struct {
-	s     *Server
+	d     Delegate
 	slots chan struct{}     // a token per connection open
 	free  chan *gatewayConn // the open connections no batch uses
 
@@ -55,11 +56,21 @@ var errGatewayClosed = errors.New("server: gateway closed")
 // so that every hit is counted, and the count is countLimit - remaining.
 const countLimit = 1 << 62
 
-// Gateway returns a decider for the gRPC gateway with at most maxConns
-// connections (one per batch under way); Close it before the server.
-func (s *Server) Gateway(maxConns int) *Gateway {
+// Delegate is what a Gateway needs of the server, set once at New
+// (memberlist's Config + delegates): to serve one more client.
+type Delegate interface {
+	// ServeConn serves a client of the server on conn, logged in as the
+	// default user with no ACL restriction and named "gateway", on a
+	// goroutine of its own, until conn closes.
+	ServeConn(conn net.Conn)
+}
+
+// New returns a decider for the gRPC gateway with at most maxConns
+// connections (one per batch under way), whose clients d serves; Close it
+// before the server.
+func New(maxConns int, d Delegate) *Gateway {
 	maxConns = max(maxConns, 1)
-	return &Gateway{s: s, slots: make(chan struct{}, maxConns), free: make(chan *gatewayConn, maxConns), all: map[*gatewayConn]struct{}{}}
+	return &Gateway{d: d, slots: make(chan struct{}, maxConns), free: make(chan *gatewayConn, maxConns), all: map[*gatewayConn]struct{}{}}
 }
 
 // Decide implements batch.Decider.
@@ -106,15 +117,7 @@ func (g *Gateway) get(ctx context.Context) (*gatewayConn, error) {
 // open starts a client of the server on an in-memory connection.
 func (g *Gateway) open() (*gatewayConn, error) {
 	p := newMemPipe()
-	gc := resp.NewGuard(&p.server)
-	rc := resp.NewConn(gc, g.s.cfg.MaxRequestBytes, g.s.cfg.ClientOutputLimit, g.s.mem)
-	c := g.s.newClient(rc, gc)
-	g.s.users.Login(&c.Session, nil)
-	c.meta.name = "gateway"
-	go func() {
-		err := g.s.loop(c, rc)
-		g.s.forget(c, err)
-	}()
+	g.d.ServeConn(&p.server)
 	conn := &gatewayConn{p: p, buf: make([]byte, 0, 1024)}
 	conn.r = bufio.NewReaderSize(conn, 4096)
 	g.mu.Lock()
