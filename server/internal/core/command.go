@@ -1,5 +1,7 @@
 package core
 
+import "encoding/binary"
+
 // Command is one entry of the command table: everything the server must
 // know about a command, declared, so that no concern switches on its name
 // (as Redis's struct redisCommand carries its flags, ACL categories, key
@@ -104,9 +106,21 @@ func (cm *Command) Calls(args [][]byte) bool {
 }
 
 // EqualFold reports whether b equals the lower-case s, ignoring ASCII case.
+// Names of 8 bytes or more are compared a word at a time (the last word
+// overlapping the one before): every command's name is compared at least
+// once a request, and byte by byte "RL.ACQUIRE" took about 90 instructions.
 func EqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
+	n := len(b)
+	if n != len(s) {
 		return false
+	}
+	if n >= 8 {
+		for i := 0; i < n-8; i += 8 {
+			if lowerWord(word(b, i)) != wordString(s, i) {
+				return false
+			}
+		}
+		return lowerWord(word(b, n-8)) == wordString(s, n-8)
 	}
 	for i := range b {
 		if Lower(b[i]) != s[i] {
@@ -114,6 +128,29 @@ func EqualFold(b []byte, s string) bool {
 		}
 	}
 	return true
+}
+
+// lowerWord is Lower of each byte of x: each byte from 'A' to 'Z' gains
+// 0x20, found without a branch (the high bit of a byte's 7 low bits plus
+// 0x80-'A' says it is at least 'A', plus 0x80-'Z'-1 that it is above 'Z';
+// neither sum carries into the next byte).
+func lowerWord(x uint64) uint64 {
+	const ones = 0x0101010101010101
+	low := x & (0x7f * ones)
+	atLeastA := low + (0x80-'A')*ones
+	aboveZ := low + (0x80-'Z'-1)*ones
+	upper := atLeastA &^ aboveZ &^ x & (0x80 * ones)
+	return x | upper>>2
+}
+
+// word is the 8 bytes of b from i, little-endian.
+func word(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i : i+8]) }
+
+// wordString is word of a string.
+func wordString(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // Lower is c in lower case, if it is an ASCII letter.
