@@ -2,9 +2,13 @@
 # Measures lease and reservation pairs side by side: redis-server running
 # the sorted-set Lua of loadtest/cmd/leasepairs, and rlstore's RL.ACQUIRE +
 # RL.RELEASE and RL.RESERVE + RL.COMMIT, one after another in each round,
-# printing pairs per second and the server's CPU (utime + stime from
-# /proc/PID/stat) per pair, and each rlstore mode's ratio to Lua's CPU per
-# pair within the round. On a shared host, run nothing else heavy beside it.
+# printing pairs per second (the issue's metric, at -P 16: 16 commands in
+# flight on each connection), the server's CPU (utime + stime from
+# /proc/PID/stat) per pair and the client's, and each rlstore mode's ratios
+# to Lua's pairs per second and CPU per pair within the round. The client
+# shares the host's cores: where it takes a large share, pairs per second
+# measures it as much as the server, and CPU per pair is the steadier
+# ratio. On a shared host, run nothing else heavy beside it.
 # Environment: ROUNDS (3), DUR (6s), CONNS (50), DEPTH (16), MODES (the
 # rlstore modes, "native reserve"; "fixed" and "ping" are floors: two
 # RL.FIXED or two PING a pair), REDIS_MODES ("lua"; "ping" is Redis's
@@ -65,7 +69,7 @@ done
 hz=$(getconf CLK_TCK)
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); conns=$conns P=$depth dur=$dur"
 for r in $(seq "$rounds"); do
-	declare -A cpu=()
+	declare -A cpu=() pps=()
 	for run in $(for m in ${REDIS_MODES:-lua}; do echo "redis:$m"; done) \
 		$(for b in "${builds[@]}"; do for m in ${MODES:-native reserve}; do echo "$b:$m"; done; done); do
 		b=${run%%:*} mode=${run#*:}
@@ -82,12 +86,15 @@ for r in $(seq "$rounds"); do
 		[ -n "$prof" ] && wait "$prof"
 		t1=$(ticks "${pid[$b]}")
 		n=$(sed -E 's/.*: ([0-9]+) pairs in.*/\1/' <<<"$out")
-		rate=$(sed -E 's/.*= ([0-9]+) pairs\/s/\1/' <<<"$out")
+		rate=$(sed -E 's/.*= ([0-9]+) pairs\/s.*/\1/' <<<"$out")
+		client=$(sed -E 's/.*client CPU ([0-9.]+) us.*/\1/' <<<"$out")
 		us=$(awk -v d="$((t1 - t0))" -v n="$n" -v hz="$hz" 'BEGIN{printf "%.2f", d / hz * 1e6 / n}')
 		cpu[$run]=$us
+		pps[$run]=$rate
 		ratio=""
-		[ "$b" != lua ] && [ -n "${cpu[redis:lua]:-}" ] && ratio=$(awk -v a="${cpu[redis:lua]}" -v b="$us" 'BEGIN{printf " (Lua/this CPU per pair: %.2fx)", a / b}')
-		printf 'round %d %-16s %8s pairs/s %7s us CPU/pair%s\n' "$r" "$run" "$rate" "$us" "$ratio"
+		[ "$b" != lua ] && [ -n "${cpu[redis:lua]:-}" ] && ratio=$(awk -v a="${cpu[redis:lua]}" -v b="$us" -v p="${pps[redis:lua]}" -v q="$rate" \
+			'BEGIN{printf " (this/Lua pairs/s: %.2fx; Lua/this CPU per pair: %.2fx)", q / p, a / b}')
+		printf 'round %d %-16s %8s pairs/s %7s us CPU/pair (client %s us)%s\n' "$r" "$run" "$rate" "$us" "$client" "$ratio"
 	done
 done
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -58,9 +59,12 @@ func main() {
 }
 
 type conn struct {
-	c net.Conn
-	r *bufio.Reader
-	w *bufio.Writer
+	c     net.Conn
+	r     *bufio.Reader
+	w     *bufio.Writer
+	enc   []byte // the request being encoded
+	first []byte // replyFirst's last line
+	held  []byte // an array reply's first element's line
 }
 
 func dial(addr string) (*conn, error) {
@@ -71,58 +75,74 @@ func dial(addr string) (*conn, error) {
 	return &conn{c: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10)}, nil
 }
 
+// send appends one request of args to the connection's buffer, without
+// fmt: the client shares the host's cores with the server it measures, and
+// the pairs per second should be the server's, not the client's.
 func (c *conn) send(args ...string) {
-	fmt.Fprintf(c.w, "*%d\r\n", len(args))
+	b := c.enc[:0]
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, '\r', '\n')
 	for _, a := range args {
-		fmt.Fprintf(c.w, "$%d\r\n%s\r\n", len(a), a)
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, a...)
+		b = append(b, '\r', '\n')
 	}
+	c.enc = b
+	c.w.Write(b) //nolint:errcheck // bufio keeps the error for Flush
 }
 
-// reply reads one reply, returning its first line (an array's first element's
-// line), and an error for an error reply.
+// reply reads one reply, returning its first line (an array's first
+// element's line), and an error for an error reply.
 func (c *conn) reply() (string, error) {
-	line, err := c.r.ReadString('\n')
+	first, err := c.replyFirst()
+	return string(first), err
+}
+
+// replyFirst is reply with its first line as bytes of the read buffer,
+// valid until the next read; the run's hot loop reads replies with it.
+func (c *conn) replyFirst() ([]byte, error) {
+	line, err := c.r.ReadSlice('\n')
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	if len(line) < 3 {
+		return nil, fmt.Errorf("leasepairs: a short reply line %q", line)
+	}
+	body := line[1 : len(line)-2]
 	switch line[0] {
 	case '-':
-		return "", fmt.Errorf("%s", line[1:len(line)-2])
+		return nil, fmt.Errorf("%s", body)
 	case '$':
-		n, _ := strconv.Atoi(line[1 : len(line)-2])
+		n, _ := strconv.Atoi(string(body))
 		if n < 0 {
-			return "", nil
+			return nil, nil
 		}
-		buf := make([]byte, n+2)
-		_, err := ioReadFull(c.r, buf)
-		return string(buf[:n]), err
+		buf, err := c.r.Peek(n + 2)
+		if err != nil {
+			return nil, err
+		}
+		c.first = append(c.first[:0], buf[:n]...)
+		_, err = c.r.Discard(n + 2)
+		return c.first, err
 	case '*':
-		n, _ := strconv.Atoi(line[1 : len(line)-2])
-		first := ""
+		n, _ := strconv.Atoi(string(body))
+		var first []byte
 		for i := range n {
-			s, err := c.reply()
+			s, err := c.replyFirst()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			if i == 0 {
-				first = s
+				first = append(c.held[:0], s...)
+				c.held = first
 			}
 		}
 		return first, nil
 	}
-	return line[1 : len(line)-2], nil
-}
-
-func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := r.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
+	return append(c.first[:0], body...), nil
 }
 
 func (c *conn) call(args ...string) (string, error) {
@@ -133,20 +153,30 @@ func (c *conn) call(args ...string) (string, error) {
 	return c.reply()
 }
 
-// pair returns the two commands of one pair for key and id.
-func pair(mode, accSHA, relSHA, key, id string) ([]string, []string) {
+// pair puts the two commands of one pair for key and id in a and r, and
+// returns how many arguments each has: arrays, so that a pair allocates
+// nothing but its id.
+func pair(mode, accSHA, relSHA, key, id string, a, r *[12]string) (int, int) {
 	switch mode {
 	case "lua":
-		return []string{"EVALSHA", accSHA, "1", key, "100", "30000", id}, []string{"EVALSHA", relSHA, "1", key, id}
+		*a = [12]string{"EVALSHA", accSHA, "1", key, "100", "30000", id}
+		*r = [12]string{"EVALSHA", relSHA, "1", key, id}
+		return 7, 5
 	case "reserve":
-		return []string{"RL.RESERVE", key, "TOKEN", "100000", "100000", "60", "COST", "10", "TTL", "30s", "ID", id},
-			[]string{"RL.COMMIT", key, id, "ACTUAL", "7"}
+		*a = [12]string{"RL.RESERVE", key, "TOKEN", "100000", "100000", "60", "COST", "10", "TTL", "30s", "ID", id}
+		*r = [12]string{"RL.COMMIT", key, id, "ACTUAL", "7"}
+		return 12, 5
 	case "fixed": // the floor: two of rlstore's cheapest keyed decisions
-		return []string{"RL.FIXED", key, "100000000", "60"}, []string{"RL.FIXED", key, "100000000", "60"}
+		*a = [12]string{"RL.FIXED", key, "100000000", "60"}
+		*r = *a
+		return 4, 4
 	case "ping": // the transport alone
-		return []string{"PING"}, []string{"PING"}
+		a[0], r[0] = "PING", "PING"
+		return 1, 1
 	}
-	return []string{"RL.ACQUIRE", key, "100", "30s", "ID", id}, []string{"RL.RELEASE", key, id}
+	*a = [12]string{"RL.ACQUIRE", key, "100", "30s", "ID", id}
+	*r = [12]string{"RL.RELEASE", key, id}
+	return 6, 3
 }
 
 func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, held int) error {
@@ -166,6 +196,10 @@ func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, hel
 	if fill > 0 {
 		return fillLeases(c0, mode, accSHA, fill, held)
 	}
+	keyNames := make([]string, keys)
+	for i := range keyNames {
+		keyNames[i] = "lp:" + mode + ":" + strconv.Itoa(i) // a mode of its own: modes must not meet each other's kinds
+	}
 	var pairs atomic.Int64
 	var failed atomic.Value
 	stop := time.Now().Add(dur)
@@ -178,13 +212,15 @@ func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, hel
 		wg.Go(func() {
 			defer c.c.Close()
 			n := 0
+			var a, r [12]string
+			prefix := strconv.Itoa(w) + "-"
 			for time.Now().Before(stop) {
 				for range depth / 2 {
-					key := "lp:" + mode + ":" + strconv.Itoa((w*7919+n)%keys) // a mode of its own: modes must not meet each other's kinds
-					id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
-					a, r := pair(mode, accSHA, relSHA, key, id)
-					c.send(a...)
-					c.send(r...)
+					key := keyNames[(w*7919+n)%keys]
+					id := prefix + strconv.Itoa(n)
+					na, nr := pair(mode, accSHA, relSHA, key, id, &a, &r)
+					c.send(a[:na]...)
+					c.send(r[:nr]...)
 					n++
 				}
 				if err := c.w.Flush(); err != nil {
@@ -192,12 +228,12 @@ func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, hel
 					return
 				}
 				for i := range depth / 2 * 2 {
-					first, err := c.reply()
+					first, err := c.replyFirst()
 					if err != nil {
 						failed.Store(err)
 						return
 					}
-					if i%2 == 0 && mode != "ping" && first != "1" {
+					if i%2 == 0 && mode != "ping" && string(first) != "1" {
 						failed.Store(fmt.Errorf("a %s pair was denied: %q", mode, first))
 						return
 					}
@@ -212,7 +248,10 @@ func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, hel
 		return err
 	}
 	el := time.Since(start)
-	fmt.Printf("mode=%s conns=%d P=%d keys=%d: %d pairs in %.2fs = %.0f pairs/s\n", mode, conns, depth, keys, pairs.Load(), el.Seconds(), float64(pairs.Load())/el.Seconds())
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru) // the client's own CPU: on a shared host it competes with the server for the cores
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	fmt.Printf("mode=%s conns=%d P=%d keys=%d: %d pairs in %.2fs = %.0f pairs/s (client CPU %.2f us/pair)\n", mode, conns, depth, keys, pairs.Load(), el.Seconds(), float64(pairs.Load())/el.Seconds(), float64(cpu.Microseconds())/float64(pairs.Load()))
 	return nil
 }
 
