@@ -171,7 +171,7 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 	case !c.Peer:
 		c.conn.WriteError(errNotPeer)
 	case s.reg != nil && cluster.IsWord(args[1], cluster.PeerRegion) && len(args) == 3:
-		s.reg.peerRegion(c, args[2]) // region_link.go
+		s.peerRegion(c, args[2]) // region.go
 	case s.cl == nil:
 		c.conn.WriteError(errPeerAuth)
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerCopy) && len(args) == 3:

@@ -115,8 +115,8 @@ func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 	if policy.Reserved(key) {
 		return outcome{}, errArgReserved
 	}
-	if s.reg != nil && s.reg.global(key) { // region.go
-		if o, ok, err := s.reg.decide(key, r); ok {
+	if s.reg != nil && s.reg.Global(key) { // region.go
+		if o, ok, err := s.decideGlobal(key, r); ok {
 			if err == nil {
 				s.countDecision(r, &o, !o.d.Allowed || o.shadowed)
 			}

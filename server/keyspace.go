@@ -17,7 +17,7 @@ func (s *Server) registerKeyspace() {
 	cfg := keyspace.Config{Store: s.cfg.Store, Now: s.unixNano, Flush: s.flushAll, Clustered: s.cl != nil,
 		Hits: &s.info.hits, Misses: &s.info.misses}
 	if s.reg != nil {
-		cfg.Forget, cfg.ForgetAll = s.reg.forget, s.reg.forgetAll // region_keys.go
+		cfg.Forget, cfg.ForgetAll = s.reg.Forget, s.reg.ForgetAll // server/internal/global
 	}
 	for _, cm := range keyspace.New(cfg).Commands() {
 		s.table.Register(cm, nil)

@@ -115,7 +115,7 @@ func newLeaseID(buf *[24]byte) []byte {
 }
 
 func cmdAcquire(s *Server, c *client, args [][]byte) {
-	if s.refusedGlobal(c, args[1], "RL.ACQUIRE") { // region_keys.go
+	if s.refusedGlobal(c, args[1], "RL.ACQUIRE") { // region.go
 		return
 	}
 	a, err := parseAcquire(args)

@@ -30,7 +30,7 @@ func parseAdjustRule(name string, args [][]byte) (window.Params, int, error) {
 
 // cmdRefund runs RL.REFUND key [SLIDE|FIXED|TOKEN params…] COST n.
 func cmdRefund(s *Server, c *client, args [][]byte) {
-	if s.refusedGlobal(c, args[1], "RL.REFUND") { // region_keys.go
+	if s.refusedGlobal(c, args[1], "RL.REFUND") { // region.go
 		return
 	}
 	r := shard.ReserveRequest{Op: shard.Refund}

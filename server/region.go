@@ -1,17 +1,14 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/region"
-	"github.com/rlstore/rlstore/server/internal/glob"
+	"github.com/rlstore/rlstore/server/internal/global"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -58,71 +55,36 @@ const (
 	DefaultRegionMaxKeys = 1_000_000
 )
 
-// regionNode is the server's side of the regions: the model (region.Store)
-// under one lock, the loop that syncs every interval, and a link per other
-// region that carries its batches.
-type regionNode struct {
-	s     *Server
-	cfg   RegionConfig
-	rc    region.Config
-	index map[string]int // region name → the model's index
-	names []string       // by index
-	keys  [][]byte       // the peer keys a handshake may prove
-	local [][]byte
-
-	mu  sync.Mutex // guards st and own
-	st  *region.Store
-	own []region.Own // mirrorLocked's buffer
-
-	synced       atomic.Int64 // syncs done
-	mirrorFailed atomic.Int64 // own units the key store had no room to copy (region_keys.go)
-
-	wake    chan struct{}
-	ready   []bool          // syncOnce's scratch, by link index
-	batches []*region.Batch // syncOnce's scratch: the batches of the last sync, handed to the links
-	links   []*regionLink   // by index; nil at Self
-
-	received, receivedBytes, refused atomic.Int64
-	lastRefusal                      atomic.Pointer[string]
+// attachRegion sets up the regions (server/internal/global), if configured.
+func (s *Server) attachRegion() error {
+	if s.cfg.Region == nil {
+		return nil
+	}
+	if s.cfg.Cluster != nil {
+		return errors.New("server: --region with a cluster is not supported yet: a region is one node")
+	}
+	gc, err := globalConfig(*s.cfg.Region)
+	if err != nil {
+		return err
+	}
+	gc.Store, gc.Log = s.cfg.Store, s.log
+	rn, err := global.New(gc, regionDelegate{s})
+	if err != nil {
+		return err
+	}
+	s.reg = rn
+	s.AddMetrics(rn.WriteMetrics)
+	return nil // startRegion starts the exchanges, once it has restored the keys
 }
 
-// regionLink carries batches to one other region, one at a time.
-type regionLink struct {
-	name, addr string
-	out        chan *region.Batch
-	sent       atomic.Int64 // batches acknowledged
-	sentBytes  atomic.Int64
-	fails      atomic.Int64
-	dropped    atomic.Int64  // syncs that passed the link by: it was busy (its next batch carries what changed)
-	wire       atomic.Uint32 // the wire version its region speaks, if older than ours (region_wire.go); 0: ours
-	busy       atomic.Bool   // a batch is on its way or in an exchange: syncOnce makes none for it
-	passed     atomic.Bool   // a sync passed the link by: carry asks for one as soon as it is free
-	up         atomic.Bool
-	lastErr    atomic.Pointer[string]
-	skewed     bool // its measured clock skew is past --region-max-skew (carry's only)
-}
-
-func newRegionNode(s *Server, cfg RegionConfig) (*regionNode, error) {
+// globalConfig is cfg with its defaults taken, as the regions' node takes it.
+func globalConfig(cfg RegionConfig) (global.Config, error) {
 	if cfg.Name == "" || len(cfg.Peers) == 0 || len(cfg.Secret) == 0 || cfg.Forwarder == nil {
-		return nil, errors.New("server: a region needs a name, peers, a cluster secret and a forwarder")
+		return global.Config{}, errors.New("server: a region needs a name, peers, a cluster secret and a forwarder")
 	}
 	setDefault(&cfg.Sync, DefaultRegionSync)
 	setDefault(&cfg.Timeout, DefaultRegionTimeout)
-	names := []string{cfg.Name}
-	for _, p := range cfg.Peers {
-		names = append(names, p.Name)
-	}
-	slices.Sort(names)
-	if len(slices.Compact(slices.Clone(names))) != len(names) {
-		return nil, fmt.Errorf("server: region names repeat: %s", strings.Join(names, ","))
-	}
-	rn := &regionNode{s: s, cfg: cfg, index: map[string]int{}, names: names, wake: make(chan struct{}, 1)}
-	for i, n := range names {
-		rn.index[n] = i
-	}
-	rc := region.Defaults(rn.index[cfg.Name], len(names))
-	rc.Sync = cfg.Sync
-	rc.Epoch = s.cfg.Clock().UnixNano() // a restart is a new epoch: the others send back what they counted of this region
+	rc := region.Defaults(0, 1)
 	if cfg.Escrow != 0 {
 		rc.Escrow = cfg.Escrow
 	}
@@ -135,50 +97,46 @@ func newRegionNode(s *Server, cfg RegionConfig) (*regionNode, error) {
 	if cfg.MaxSkew != 0 {
 		rc.MaxSkew = cfg.MaxSkew
 	}
-	rc.MaxRemote = regionMaxKeys(cfg.MaxKeys) // region_wire.go
-	st, err := region.New(rc)
-	if err != nil {
-		return nil, err
-	}
-	rn.rc, rn.st = rc, st
-	rn.keys = [][]byte{cluster.PeerKey(cfg.Secret)}
+	rc.MaxRemote = regionMaxKeys(cfg.MaxKeys)
+	gc := global.Config{Name: cfg.Name, Sync: cfg.Sync, Timeout: cfg.Timeout, Model: rc, Local: cfg.Local,
+		Forwarder: cfg.Forwarder, TLS: cfg.TLS, Keys: [][]byte{cluster.PeerKey(cfg.Secret)}}
 	for _, old := range cfg.OldSecrets {
-		rn.keys = append(rn.keys, cluster.PeerKey(old))
+		gc.Keys = append(gc.Keys, cluster.PeerKey(old))
 	}
-	for _, p := range cfg.Local {
-		rn.local = append(rn.local, []byte(p))
-	}
-	rn.links = make([]*regionLink, len(names))
 	for _, p := range cfg.Peers {
-		rn.links[rn.index[p.Name]] = &regionLink{name: p.Name, addr: p.Addr, out: make(chan *region.Batch, 1)}
+		gc.Peers = append(gc.Peers, global.Peer{Name: p.Name, Addr: p.Addr})
 	}
-	return rn, nil
+	return gc, nil
 }
 
-// attachRegion sets up the regions, if configured, and starts their sync.
-func (s *Server) attachRegion() error {
-	if s.cfg.Region == nil {
-		return nil
+// regionMaxKeys is --region-max-keys as region.Config.MaxRemote: 0 takes
+// the default, a negative value is no bound.
+func regionMaxKeys(n int) int {
+	switch {
+	case n == 0:
+		return DefaultRegionMaxKeys
+	case n < 0:
+		return 0
 	}
-	if s.cfg.Cluster != nil {
-		return errors.New("server: --region with a cluster is not supported yet: a region is one node")
-	}
-	rn, err := newRegionNode(s, *s.cfg.Region)
-	if err != nil {
-		return err
-	}
-	s.reg = rn
-	s.AddMetrics(rn.writeMetrics)
-	return nil // startRegion (region_keys.go) starts the exchanges, once it has restored the keys
+	return n
 }
 
-// start starts the sync loop and a carrier per link.
-func (rn *regionNode) start() {
-	go rn.run()
-	for _, l := range rn.links {
-		if l != nil {
-			go rn.carry(l)
-		}
+// regionDelegate is what the regions' node asks of the server.
+type regionDelegate struct{ s *Server }
+
+func (d regionDelegate) UnixNano() int64 { return d.s.unixNano() }
+
+func (d regionDelegate) Policy(name []byte) *policy.Policy { return d.s.policy(name) }
+
+// startRegion takes back this region's units of the global keys the key
+// store was loaded with, then starts the exchanges: before the server
+// serves, and after the policies load, whose rule keys may be global.
+func (s *Server) startRegion() {
+	if s.reg == nil {
+		return
+	}
+	if n := s.reg.Start(s.done); n > 0 {
+		s.log.Info("regions: took back this region's units of global keys from the data directory", "keys", n)
 	}
 }
 
@@ -188,106 +146,93 @@ func (s *Server) peerKeys() [][]byte {
 		return s.cl.keys
 	}
 	if s.reg != nil {
-		return s.reg.keys
+		return s.reg.Keys()
 	}
 	return nil
 }
 
-// global reports whether key is decided across regions: not matched by --region-local.
-func (rn *regionNode) global(key []byte) bool {
-	for _, p := range rn.local {
-		if glob.Match(p, key) {
-			return false
-		}
-	}
-	return true
-}
-
-// errNotGlobal is the reply to an algorithm whose state is not a sum of counts.
-func errNotGlobal(kind window.Kind) error {
-	return argError("ERR algorithm " + strings.ToUpper(kind.String()) + " cannot be global; use SLIDE or FIXED, or mark the key LOCAL")
-}
-
-// decide decides a global key. ok is false for a request the regions leave
-// to the local store: RL.CHECK of a policy that is not global.
-func (rn *regionNode) decide(key []byte, r *request) (o outcome, ok bool, err error) {
+// decideGlobal decides a global key. ok is false for a request the regions
+// leave to the local store: RL.CHECK of a policy that is not global.
+func (s *Server) decideGlobal(key []byte, r *request) (o outcome, ok bool, err error) {
 	switch {
-	case r.op == opCheck && !globalPolicy(r.policy):
+	case r.op == opCheck && !global.GlobalPolicy(r.policy):
 		return o, false, nil
 	case r.op == opCheck:
-		o, o.shadowed, err = rn.check(key, r) // region_policy.go
-		o.shadowed = o.shadowed && o.d.Allowed
-		return o, true, err
+		var ds [policy.MaxRules]window.Decision
+		n := len(r.policy.Rules)
+		left, err := s.reg.Check(key, r.policy, r.now, r.cost, r.peek, ds[:n])
+		if err != nil {
+			return o, true, err
+		}
+		o.d, o.rule = binding(ds[:n], left)
+		if !o.d.Allowed && r.policy.Shadow {
+			o.d.Allowed, o.d.Wait, o.shadowed = true, 0, true
+		}
+		return o, true, nil
 	case r.op == opThrottle:
-		return o, true, errNotGlobal(window.KindToken)
+		return o, true, global.ErrNotGlobal(window.KindToken)
 	case r.params.Kind != window.KindSlide && r.params.Kind != window.KindFixed:
-		return o, true, errNotGlobal(r.params.Kind)
+		return o, true, global.ErrNotGlobal(r.params.Kind)
 	case r.params.FirstHit:
 		return o, true, errAnchorNotGlobal // anchor.go
 	}
 	lim := region.Limit{Kind: r.params.Kind, Limit: r.params.Limit, Window: r.params.Period}
-	rn.mu.Lock()
-	d := rn.st.Decide(key, lim, r.now, r.cost, r.peek)
-	if d.Made {
-		err = rn.keepFreshLocked(key, lim, d.Allowed, r.now) // region_keys.go
-	}
-	urgent := rn.st.Urgent()
-	rn.mu.Unlock()
-	if err != nil {
-		return o, true, err
-	}
-	if urgent {
-		rn.nudge()
-	}
-	return outcome{d: d.Decision}, true, nil
+	o.d, err = s.reg.Decide(key, lim, r.now, r.cost, r.peek)
+	return o, true, err
 }
 
-// run syncs every interval, and early (at most ten times an interval) when
-// a key has used half its escrow, until the server stops.
-func (rn *regionNode) run() {
-	t := time.NewTicker(rn.cfg.Sync)
-	defer t.Stop()
-	last := time.Time{}
-	for {
-		select {
-		case <-rn.s.done:
-			return
-		case <-t.C:
-		case <-rn.wake:
-			if wait := rn.cfg.Sync/10 - time.Since(last); wait > 0 {
-				select {
-				case <-rn.s.done:
-					return
-				case <-time.After(wait):
-				}
-			}
-		}
-		last = time.Now()
-		rn.syncOnce()
+// refusedGlobal refuses cmd on a global key, and reports whether it did
+// (global.Node.RefusedGlobal says why).
+func (s *Server) refusedGlobal(c *client, key []byte, cmd string) bool {
+	if s.reg == nil || !s.reg.RefusedGlobal(key) {
+		return false
 	}
+	c.conn.WriteError(global.ErrRefusedGlobal(cmd))
+	return true
 }
 
-func (rn *regionNode) syncOnce() {
-	now := rn.s.cfg.Clock().UnixNano()
-	rn.ready = rn.ready[:0]
-	for _, l := range rn.links {
-		rn.ready = append(rn.ready, l != nil && !l.busy.Load())
+// refusedGlobalPolicy refuses RL.RESERVE key POLICY name when the policy
+// is global on key, and reports whether it did.
+func (s *Server) refusedGlobalPolicy(c *client, key, name []byte) bool {
+	if s.reg == nil {
+		return false
 	}
-	rn.mu.Lock()
-	bs := rn.st.AppendSync(rn.batches, now, rn.ready)
-	rn.batches = bs
-	rn.st.Sweep(now, 4096)
-	rn.mirrorLocked(now)
-	rn.mu.Unlock()
-	rn.synced.Add(1)
-	for i, b := range bs {
-		if l := rn.links[i]; b != nil && l != nil {
-			l.busy.Store(true) // carry clears it once the exchange is over
-			l.out <- b         // never blocks: the link was not busy
-		} else if l != nil {
-			l.dropped.Add(1)
-			l.passed.Store(true)
-		}
+	if p, _ := s.policyWithStats(name); !s.reg.RefusedGlobalPolicy(key, p) {
+		return false
 	}
-	clear(bs) // the links own the batches now
+	c.conn.WriteError(global.ErrReserveGlobal)
+	return true
+}
+
+// infoRegions is INFO regions.
+func (s *Server) infoRegions() []pair {
+	if s.reg == nil {
+		return []pair{{"rl_regions", 0}}
+	}
+	return pairsOf(s.reg.Info())
+}
+
+// pairsOf is fs as pairs of a map reply or an INFO section.
+func pairsOf(fs []global.Field) []pair {
+	ps := make([]pair, len(fs))
+	for i, f := range fs {
+		ps[i] = pair{f.Key, f.Val}
+	}
+	return ps
+}
+
+// byNameOnly says INFO shows a section only when asked by its name, not for
+// all or everything: tools compare those with Redis 7's sections, and
+// regions is rlstore's own.
+func byNameOnly(name string) bool { return name == "regions" }
+
+// peerRegion is RL.PEER REGION payload, on a peer's connection.
+func (s *Server) peerRegion(c *client, payload []byte) {
+	_, overTLS := c.g.Conn.(*tls.Conn)
+	ack, refusal := s.reg.Receive(payload, overTLS)
+	if refusal != "" {
+		c.conn.WriteError(refusal)
+		return
+	}
+	c.conn.WriteBulk(ack)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/region"
+	"github.com/rlstore/rlstore/server/internal/global"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -73,8 +74,11 @@ func BenchmarkRegionDecide(b *testing.B) {
 // echoedBy makes rn take peer's batch echoing nothing of it back, as a
 // peer that has counted nothing of this region does: until every other
 // region has echoed, a region denies every key for a window (Recovering).
-func echoedBy(rn *regionNode, peer string) {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	rn.st.Receive(&region.Batch{From: rn.index[peer], Epoch: 1, EchoFor: rn.rc.Epoch, Echo: []region.Entry{}}, rn.rc.Epoch)
+// It sends the batch as a peer would, through RL.PEER REGION's receiver.
+func echoedBy(rn *global.Node, peer string) {
+	rc := rn.Model()
+	b := &region.Batch{Seq: 1, SentAt: rc.Epoch, Epoch: 1, EchoFor: rc.Epoch, Echo: []region.Entry{}}
+	if _, refusal := rn.Receive(region.AppendBatch(nil, rc.Header(peer), b), false); refusal != "" {
+		panic(refusal)
+	}
 }

@@ -38,7 +38,7 @@ func TestRegionKeysInKeyspace(t *testing.T) {
 	assert.Equal(t, int64(1), eu.Del(ctx, "api:1").Val())
 	assert.Equal(t, int64(0), eu.Exists(ctx, "api:1").Val())
 	assert.Equal(t, "none", eu.Type(ctx, "api:1").Val())
-	eventually(t, "the sync after DEL", func() bool { return rs[0].s.reg.syncs() >= 2 })
+	eventually(t, "the sync after DEL", func() bool { return rs[0].s.reg.Syncs() >= 2 })
 	assert.Equal(t, int64(0), eu.Exists(ctx, "api:1").Val(), "a sync does not bring a deleted key back")
 
 	require.NoError(t, eu.FlushAll(ctx).Err())

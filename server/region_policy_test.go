@@ -56,8 +56,8 @@ func TestRegionsShareOnePolicy(t *testing.T) {
 	assert.Equal(t, 100, check(rs[0], "tok", 120))
 
 	rk := (&policy.Policy{Name: "api"}).AppendRuleKey(nil, 0, []byte("user:1"))
-	assert.True(t, rs[1].s.reg.ruleGlobal(rk))
-	assert.False(t, rs[1].s.reg.ruleGlobal((&policy.Policy{Name: "tok"}).AppendRuleKey(nil, 0, []byte("user:1"))))
+	assert.True(t, rs[1].s.reg.RuleGlobal(rk))
+	assert.False(t, rs[1].s.reg.RuleGlobal((&policy.Policy{Name: "tok"}).AppendRuleKey(nil, 0, []byte("user:1"))))
 	eventually(t, "eu's rule key in its key store, where the policy keeps it, with its 68", func() bool {
 		e, ok := rs[1].s.cfg.Store.Lookup(rk, policy.Route(rk))
 		return ok && e.Params.Count(e.State, e.Counters, rs[1].s.unixNano()) == 68

@@ -42,13 +42,13 @@ func parseReserve(args [][]byte) (shard.ReserveRequest, []byte, error) {
 
 func cmdReserve(s *Server, c *client, args [][]byte) {
 	if equalFoldASCII(args[2], "policy") {
-		if len(args) > 3 && s.refusedGlobalPolicy(c, args[1], args[3]) { // region_policy.go
+		if len(args) > 3 && s.refusedGlobalPolicy(c, args[1], args[3]) { // region.go
 			return
 		}
 		cmdReservePolicy(s, c, args)
 		return
 	}
-	if s.refusedGlobal(c, args[1], "RL.RESERVE") { // region_keys.go
+	if s.refusedGlobal(c, args[1], "RL.RESERVE") { // region.go
 		return
 	}
 	r, id, err := parseReserve(args)

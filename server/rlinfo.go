@@ -17,8 +17,8 @@ func rlInfoCommands() []command {
 // for a key that does not exist (or whose state has expired).
 func cmdRLInfo(s *Server, c *client, args [][]byte) {
 	now := s.unixNano()
-	if s.reg != nil && s.reg.global(args[1]) { // region_info.go
-		if ps := s.reg.infoSplit(args[1]); ps != nil {
+	if s.reg != nil && s.reg.Global(args[1]) { // server/internal/global
+		if ps := pairsOf(s.reg.InfoSplit(args[1])); len(ps) > 0 {
 			writeMap(c, ps)
 			return
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/durable"
+	"github.com/rlstore/rlstore/server/internal/global"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
@@ -142,7 +143,7 @@ type Server struct {
 	started    time.Time
 	pol        policies
 	cl         *clusterNode  // nil without a cluster
-	reg        *regionNode   // nil without regions
+	reg        *global.Node  // nil without regions
 	info       infoExtra     // behind INFO's Redis fields (inforedis.go)
 	debug      *debugClock   // the clock DEBUG SET-CLOCK sets; nil: no DEBUG (debug.go)
 	clientCmd  *core.Command // CLIENT, for CLIENT HELP: its subcommands are the server's and observe's
@@ -240,7 +241,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}
-	s.startRegion() // region_keys.go: after the policies, whose rule keys may be global
+	s.startRegion() // region.go: after the policies, whose rule keys may be global
 	s.registerKeyspace()
 	if err := s.renameCommands(cfg.RenameCommands); err != nil {
 		return nil, err

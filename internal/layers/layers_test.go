@@ -58,6 +58,10 @@ var rules = []rule{
 	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
 	{pkg: "server/internal/handoff", allowed: clusterStack("handoff", "replica")},
 	{pkg: "server/internal/route", allowed: clusterStack("route", "handoff", "replica")},
+	// global decides the keys shared across regions and syncs them: the
+	// region model's runtime in a node. It knows the key store, policies
+	// and the peers' transport, and no family (the decision family asks it).
+	{pkg: "server/internal/global", allowed: []string{"server/internal/global", "server/internal/glob", "region", "cluster", "internal/wire", "shard", "policy", "window"}},
 	{pkg: "server", denied: []string{"cmd", "loadtest", "gateway/rlsconfig"}, deniedExact: []string{"gateway"}}, // it implements gateway/batch, and knows nothing else of the gateway
 	// wire is the RESP codec that the server's transport and the cluster's
 	// peers share (a module-level internal package, which cluster may
@@ -124,6 +128,8 @@ func TestLayeringCatchesAViolation(t *testing.T) {
 		m + "server/internal/core " + m + "server/internal/core " + m + "persistence " + m + "shard", // through persistence
 		m + "server/internal/core " + m + "server/internal/observe",                                  // the table importing what observes it: a cycle
 		m + "internal/wire " + m + "server/internal/resp",                                            // the codec knowing the transport
+		m + "server/internal/global " + m + "server/internal/decide",                                 // the regions asking the family that asks them
+		m + "server/internal/global " + m + "persistence",                                            // the regions writing the log themselves
 	}
 	got := violations(strings.Join(bad, "\n"), t.Logf)
 	assert.Equal(t, []string{
@@ -135,6 +141,8 @@ func TestLayeringCatchesAViolation(t *testing.T) {
 		"server/internal/core depends on shard, which its layer may not import",
 		"server/internal/core depends on server/internal/observe, which its layer may not import",
 		"internal/wire depends on server/internal/resp, which its layer may not import",
+		"server/internal/global depends on server/internal/decide, which its layer may not import",
+		"server/internal/global depends on persistence, which its layer may not import",
 	}, got)
 	good := m + "server/internal/route " + m + "server/internal/handoff " + m + "server/internal/replica " + m + "cluster " + m + "server/internal/resp " + m + "internal/wire"
 	assert.Empty(t, violations(good, t.Logf))

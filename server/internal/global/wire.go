@@ -1,4 +1,4 @@
-package server
+package global
 
 import "github.com/rlstore/rlstore/region"
 
@@ -9,20 +9,8 @@ import "github.com/rlstore/rlstore/region"
 // to a version 2 region this one cannot say which, so it refuses the
 // whole batch, which that region sends again later.
 
-// regionMaxKeys is --region-max-keys as region.Config.MaxRemote: 0 takes
-// the default, a negative value is no bound.
-func regionMaxKeys(n int) int {
-	switch {
-	case n == 0:
-		return DefaultRegionMaxKeys
-	case n < 0:
-		return 0
-	}
-	return n
-}
-
 // version returns the wire version to send l's region.
-func (l *regionLink) version() byte {
+func (l *link) version() byte {
 	if v := l.wire.Load(); v != 0 {
 		return byte(v)
 	}
@@ -33,7 +21,7 @@ func (l *regionLink) version() byte {
 // batch's version, and logs it once. Any other failure (the region may
 // have restarted, upgraded: a version 3 region refuses a version 2 batch
 // whose entries it must refuse) goes back to this region's version.
-func (rn *regionNode) downgrade(l *regionLink, msg string) {
+func (rn *Node) downgrade(l *link, msg string) {
 	v := region.SpokenVersion(msg)
 	if v == 0 {
 		l.wire.Store(0)
@@ -43,7 +31,7 @@ func (rn *regionNode) downgrade(l *regionLink, msg string) {
 		return
 	}
 	l.wire.Store(uint32(v))
-	rn.s.log.Warn("region speaks an older sync version: sending it that version; it cannot refuse single keys, so upgrade it",
+	rn.log.Warn("region speaks an older sync version: sending it that version; it cannot refuse single keys, so upgrade it",
 		"region", l.name, "addr", l.addr, "version", v, "ours", region.WireVersion)
 }
 

@@ -1,4 +1,4 @@
-package server
+package global
 
 import (
 	"github.com/rlstore/rlstore/policy"
@@ -19,17 +19,17 @@ import (
 // not hold before this decision: a denied first request leaves nothing,
 // and one the key store refuses (another algorithm's key, or a full store)
 // is undone and refused as a local key would be.
-func (rn *regionNode) keepFreshLocked(key []byte, lim region.Limit, allowed bool, now int64) error {
+func (rn *Node) keepFreshLocked(key []byte, lim region.Limit, allowed bool, now int64) error {
 	if !allowed {
 		rn.st.Drop(key)
 		return nil
 	}
-	if inf, ok := rn.s.cfg.Store.Get(key, now); ok && inf.Expiry > now && inf.Params.Kind != lim.Kind {
+	if inf, ok := rn.store.Get(key, now); ok && inf.Expiry > now && inf.Params.Kind != lim.Kind {
 		rn.st.Drop(key)
 		return shard.ErrWrongType
 	}
 	o, _ := rn.st.OwnOf(key)
-	if err := rn.s.cfg.Store.Import(ownEntry(key, &o), now); err != nil {
+	if err := rn.store.Import(ownEntry(key, &o), now); err != nil {
 		rn.st.Drop(key)
 		return err
 	}
@@ -45,11 +45,11 @@ func ownEntry(key []byte, o *region.Own) shard.Entry {
 // the key store. A copy the store no longer has room for (it expired and
 // was freed, and the store is full) is left out: the region table still
 // counts the units.
-func (rn *regionNode) mirrorLocked(now int64) {
+func (rn *Node) mirrorLocked(now int64) {
 	rn.own = rn.st.DrainOwn(rn.own[:0])
 	for i := range rn.own {
 		o := &rn.own[i]
-		if err := rn.s.cfg.Store.Import(ownEntry([]byte(o.Key), o), now); err != nil {
+		if err := rn.store.Import(ownEntry([]byte(o.Key), o), now); err != nil {
 			rn.mirrorFailed.Add(1)
 		}
 	}
@@ -59,16 +59,16 @@ func (rn *regionNode) mirrorLocked(now int64) {
 // restore takes back the own units of the global keys the key store holds
 // at start, loaded from a snapshot and the log: when every region restarts
 // together, no other region can echo them.
-func (rn *regionNode) restore() int {
+func (rn *Node) restore() int {
 	var es []shard.Entry
 	n := 0
-	for i := range rn.s.cfg.Store.Shards() {
-		es = rn.s.cfg.Store.ExportShard(i, es[:0])
+	for i := range rn.store.Shards() {
+		es = rn.store.ExportShard(i, es[:0])
 		for _, e := range es {
 			k := e.Params.Kind
-			global := rn.global(e.Key)
+			global := rn.Global(e.Key)
 			if policy.Reserved(e.Key) {
-				global = rn.ruleGlobal(e.Key) // region_policy.go
+				global = rn.RuleGlobal(e.Key) // policy.go
 			}
 			if (k != window.KindSlide && k != window.KindFixed) || !global {
 				continue
@@ -83,48 +83,36 @@ func (rn *regionNode) restore() int {
 	return n
 }
 
-// startRegion takes back this region's units of the global keys the key
-// store was loaded with, then starts the exchanges: before the server
-// serves, and after the policies load, whose rule keys may be global.
-func (s *Server) startRegion() {
-	if s.reg == nil {
-		return
-	}
-	if n := s.reg.restore(); n > 0 {
-		s.log.Info("regions: took back this region's units of global keys from the data directory", "keys", n)
-	}
-	s.reg.start()
-}
-
-// forget drops what this region admitted of key, if global, before DEL
+// Forget drops what this region admitted of key, if global, before DEL
 // deletes its copy.
-func (rn *regionNode) forget(key []byte) {
-	if rn.global(key) {
+func (rn *Node) Forget(key []byte) {
+	if rn.Global(key) {
 		rn.mu.Lock()
 		rn.st.Forget(key)
 		rn.mu.Unlock()
 	}
 }
 
-// forgetAll drops what this region admitted of every key, before FLUSHALL.
-func (rn *regionNode) forgetAll() {
+// ForgetAll drops what this region admitted of every key, before FLUSHALL.
+func (rn *Node) ForgetAll() {
 	rn.mu.Lock()
 	rn.st.ForgetAll()
 	rn.mu.Unlock()
 }
 
-// syncs returns how many syncs have run.
-func (rn *regionNode) syncs() int64 { return rn.synced.Load() }
+// Syncs returns how many syncs have run.
+func (rn *Node) Syncs() int64 { return rn.synced.Load() }
 
-// refusedGlobal refuses cmd on a global key, and reports whether it did.
-// RL.RESERVE, RL.REFUND and RL.ACQUIRE change a key's state in the key
-// store directly: on a global key that would admit units, or give them
+// RefusedGlobal reports whether a command that changes a key's state in
+// the key store directly (RL.RESERVE, RL.REFUND, RL.ACQUIRE) must be
+// refused on key: on a global key that would admit units, or give them
 // back, behind the other regions' backs (and the next sync would overwrite
 // them). RL.RESERVE with a POLICY is the policy's, per region as RL.CHECK.
-func (s *Server) refusedGlobal(c *client, key []byte, cmd string) bool {
-	if s.reg == nil || policy.Reserved(key) || !s.reg.global(key) {
-		return false
-	}
-	c.conn.WriteError("ERR " + cmd + " cannot be global; use RL.SLIDE or RL.FIXED, or mark the key LOCAL")
-	return true
+func (rn *Node) RefusedGlobal(key []byte) bool {
+	return !policy.Reserved(key) && rn.Global(key)
+}
+
+// ErrRefusedGlobal is RefusedGlobal's reply for cmd.
+func ErrRefusedGlobal(cmd string) string {
+	return "ERR " + cmd + " cannot be global; use RL.SLIDE or RL.FIXED, or mark the key LOCAL"
 }

@@ -1,35 +1,35 @@
-package server
+package global
 
 import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
+
+	vm "github.com/VictoriaMetrics/metrics"
 
 	"github.com/rlstore/rlstore/region"
-	"github.com/rlstore/rlstore/server/internal/decide"
 )
 
 // stats reads the model's counters at now.
-func (rn *regionNode) stats() region.Stats {
-	now := rn.s.cfg.Clock().UnixNano()
+func (rn *Node) stats() region.Stats {
+	now := rn.d.UnixNano()
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	return rn.st.Stats(now)
 }
 
-// byNameOnly says INFO shows a section only when asked by its name, not for
-// all or everything: tools compare those with Redis 7's sections, and
-// regions is rlstore's own.
-func byNameOnly(name string) bool { return name == "regions" }
+// Field is one line of INFO regions or of RL.INFO: a name and its value
+// (a string, an int or an int64).
+type Field struct {
+	Key string
+	Val any
+}
 
-// infoRegions is INFO regions.
-func (s *Server) infoRegions() []pair {
-	rn := s.reg
-	if rn == nil {
-		return []pair{{"rl_regions", 0}}
-	}
+// Info is INFO regions.
+func (rn *Node) Info() []Field {
 	st := rn.stats()
-	ps := []pair{{"rl_regions", len(rn.names)}, {"rl_region", rn.cfg.Name},
+	ps := []Field{{"rl_regions", len(rn.names)}, {"rl_region", rn.cfg.Name},
 		{"rl_region_sync_ms", rn.cfg.Sync.Milliseconds()}, {"rl_region_escrow", fmtFloat(rn.rc.Escrow)},
 		{"rl_region_reserve", fmtFloat(rn.rc.Reserve)}, {"rl_region_max_skew_ms", rn.rc.MaxSkew.Milliseconds()},
 		{"rl_region_recovered", boolInt(st.Echoed == len(rn.names)-1)}, {"rl_region_keys", st.Keys}, {"rl_region_admitted", st.Admitted}, {"rl_region_unacked_units", st.Unacked},
@@ -50,7 +50,7 @@ func (s *Server) infoRegions() []pair {
 		if l.up.Load() {
 			state = "up"
 		}
-		ps = append(ps, pair{"rl_region" + strconv.Itoa(n), "name=" + l.name + ",addr=" + l.addr + ",state=" + state +
+		ps = append(ps, Field{"rl_region" + strconv.Itoa(n), "name=" + l.name + ",addr=" + l.addr + ",state=" + state +
 			",lag_ms=" + strconv.FormatInt(p.Lag.Milliseconds(), 10) + ",rtt_ms=" + strconv.FormatInt(p.RTT.Milliseconds(), 10) +
 			",skew_ms=" + strconv.FormatInt(p.Offset.Milliseconds(), 10) + ",unacked_keys=" + strconv.Itoa(p.Unacked) +
 			",batches=" + strconv.FormatInt(l.sent.Load(), 10) + ",bytes=" + strconv.FormatInt(l.sentBytes.Load(), 10) +
@@ -62,8 +62,31 @@ func (s *Server) infoRegions() []pair {
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
 
-// writeMetrics writes the regions' figures for /metrics.
-func (rn *regionNode) writeMetrics(w io.Writer) {
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func counter(w io.Writer, name string, v int64) { vm.WriteCounterUint64(w, name, uint64(max(v, 0))) }
+
+func gauge(w io.Writer, name string, v float64) { vm.WriteGaugeFloat64(w, name, v) }
+
+// labelValue escapes v for a Prometheus label value.
+func labelValue(v string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
+}
+
+// WriteMetrics writes the regions' figures for /metrics.
+func (rn *Node) WriteMetrics(w io.Writer) {
 	st := rn.stats()
 	counter(w, "rlstore_region_admitted_units_total", st.Admitted)
 	counter(w, "rlstore_region_overshoot_units_total", st.OvershootUnits)
@@ -93,10 +116,10 @@ func (rn *regionNode) writeMetrics(w io.Writer) {
 	}
 }
 
-// infoSplit returns RL.INFO's lines for a global key: each region's units
+// InfoSplit returns RL.INFO's lines for a global key: each region's units
 // in its window, as this region counts them.
-func (rn *regionNode) infoSplit(key []byte) []pair {
-	now := rn.s.cfg.Clock().UnixNano()
+func (rn *Node) InfoSplit(key []byte) []Field {
+	now := rn.d.UnixNano()
 	rn.mu.Lock()
 	lim, split, ok := rn.st.Split(key, now)
 	rn.mu.Unlock()
@@ -113,6 +136,13 @@ func (rn *regionNode) infoSplit(key []byte) []pair {
 		total += n
 	}
 	e, phi := rn.rc.Budgets(lim.Limit)
-	return []pair{{"algorithm", lim.Kind.String()}, {"limit", lim.Limit}, {"window_ms", decide.CeilMs(lim.Window)},
+	return []Field{{"algorithm", lim.Kind.String()}, {"limit", lim.Limit}, {"window_ms", ceilMs(lim.Window)},
 		{"count", total}, {"global", 1}, {"regions", b.String()}, {"escrow", e}, {"reserve", phi}, {"bound", rn.rc.Bound(lim.Limit)}}
+}
+
+// ceilMs is d in whole milliseconds, rounded up, as RL.INFO writes every
+// window (decide.CeilMs: the decision family may ask this package, so this
+// one does not import it).
+func ceilMs(d time.Duration) int64 {
+	return int64((max(d, 0) + time.Millisecond - 1) / time.Millisecond)
 }

@@ -1,9 +1,8 @@
-package server
+package global
 
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"strconv"
 	"time"
@@ -13,15 +12,15 @@ import (
 )
 
 // carry sends l's batches, one exchange at a time, and credits their
-// acknowledgements, until the server stops. A failed exchange loses that
+// acknowledgements, until done is closed. A failed exchange loses that
 // batch only: the model sends what was not acknowledged again after Retry.
-func (rn *regionNode) carry(l *regionLink) {
+func (rn *Node) carry(l *link, done <-chan struct{}) {
 	hdr := rn.rc.Header(rn.cfg.Name)
 	var buf []byte
 	for {
 		var b *region.Batch
 		select {
-		case <-rn.s.done:
+		case <-done:
 			return
 		case b = <-l.out:
 		}
@@ -35,19 +34,19 @@ func (rn *regionNode) carry(l *regionLink) {
 		if err != nil {
 			l.fails.Add(1)
 			msg := err.Error()
-			rn.downgrade(l, msg) // region_wire.go
+			rn.downgrade(l, msg) // wire.go
 			if l.up.Swap(false) || l.lastErr.Load() == nil || *l.lastErr.Load() != msg {
-				rn.s.log.Warn("region sync failed", "region", l.name, "addr", l.addr, "err", msg)
+				rn.log.Warn("region sync failed", "region", l.name, "addr", l.addr, "err", msg)
 			}
 			l.lastErr.Store(&msg)
 			continue
 		}
 		if !l.up.Swap(true) {
-			rn.s.log.Info("region sync up", "region", l.name, "addr", l.addr)
+			rn.log.Info("region sync up", "region", l.name, "addr", l.addr)
 		}
 		l.sent.Add(1)
 		l.sentBytes.Add(int64(len(buf)))
-		now := rn.s.cfg.Clock().UnixNano()
+		now := rn.d.UnixNano()
 		rn.mu.Lock()
 		rn.st.Acked(ack, now)
 		skew, _ := rn.st.Skew(ack.From)
@@ -59,19 +58,19 @@ func (rn *regionNode) carry(l *regionLink) {
 // checkSkew logs when a region's measured clock skew passes the bound's
 // assumption (--region-max-skew), and when it is back within it: past it,
 // a sliding window's guard span may be too short for the bound to hold.
-func (rn *regionNode) checkSkew(l *regionLink, skew time.Duration) {
+func (rn *Node) checkSkew(l *link, skew time.Duration) {
 	over := skew > rn.rc.MaxSkew || -skew > rn.rc.MaxSkew
 	switch {
 	case over && !l.skewed:
-		rn.s.log.Warn("region clock skew past --region-max-skew: the bound assumes it", "region", l.name, "skew", skew, "max", rn.rc.MaxSkew)
+		rn.log.Warn("region clock skew past --region-max-skew: the bound assumes it", "region", l.name, "skew", skew, "max", rn.rc.MaxSkew)
 	case !over && l.skewed:
-		rn.s.log.Info("region clock skew within --region-max-skew again", "region", l.name, "skew", skew)
+		rn.log.Info("region clock skew within --region-max-skew again", "region", l.name, "skew", skew)
 	}
 	l.skewed = over
 }
 
 // exchange sends one batch as RL.PEER REGION and reads the acknowledgement.
-func (rn *regionNode) exchange(l *regionLink, payload []byte) (*region.Ack, error) {
+func (rn *Node) exchange(l *link, payload []byte) (*region.Ack, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), rn.cfg.Timeout)
 	defer cancel()
 	reps, err := rn.cfg.Forwarder.Forward(ctx, l.addr, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerRegion), payload}})
@@ -112,13 +111,14 @@ func bulkReply(raw []byte) ([]byte, error) {
 // errPlainRegion refuses a batch on a plain connection when region links are TLS.
 var errPlainRegion = errors.New("a plain-text connection: this region takes batches over TLS only (--tls-cluster yes)")
 
-// peerRegion is RL.PEER REGION payload, on a peer's connection: count the
-// batch and answer its acknowledgement. A batch from a region this one does
-// not know, or that decides under another bound, is refused with an error
-// that the sender logs.
-func (rn *regionNode) peerRegion(c *client, payload []byte) {
+// Receive is RL.PEER REGION payload, on a peer's connection (overTLS if it
+// came over TLS): it counts the batch and returns its acknowledgement. A
+// batch from a region this one does not know, or that decides under
+// another bound, is refused with an error reply (refusal) that the sender
+// logs.
+func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal string) {
 	h, b, err := region.ReadBatch(payload)
-	if _, isTLS := c.g.Conn.(*tls.Conn); err == nil && rn.cfg.TLS && !isTLS {
+	if err == nil && rn.cfg.TLS && !overTLS {
 		err = errPlainRegion
 	}
 	if err == nil {
@@ -129,26 +129,26 @@ func (rn *regionNode) peerRegion(c *client, payload []byte) {
 		err = errors.New("unknown region " + strconv.Quote(h.Region))
 	}
 	if err != nil {
-		rn.refused.Add(1)
-		msg := err.Error()
-		rn.lastRefusal.Store(&msg)
-		c.conn.WriteError("ERR region sync refused: " + msg)
-		return
+		return nil, rn.refuse(err.Error())
 	}
 	b.From = idx
 	rn.received.Add(1)
 	rn.receivedBytes.Add(int64(len(payload)))
-	now := rn.s.cfg.Clock().UnixNano()
+	now := rn.d.UnixNano()
 	rn.mu.Lock()
-	ack := rn.st.Receive(b, now)
+	a := rn.st.Receive(b, now)
 	rn.mu.Unlock()
-	if msg := refusedAck(ack, h.Version); msg != "" {
-		rn.refused.Add(1)
-		rn.lastRefusal.Store(&msg)
-		c.conn.WriteError("ERR region sync refused: " + msg)
-		return
+	if msg := refusedAck(a, h.Version); msg != "" {
+		return nil, rn.refuse(msg)
 	}
-	c.conn.WriteBulk(region.AppendAck(nil, h.Version, rn.cfg.Name, ack))
+	return region.AppendAck(nil, h.Version, rn.cfg.Name, a), ""
+}
+
+// refuse counts a refused batch and returns its error reply.
+func (rn *Node) refuse(msg string) string {
+	rn.refused.Add(1)
+	rn.lastRefusal.Store(&msg)
+	return "ERR region sync refused: " + msg
 }
 
 // since returns d in seconds for metrics, or -1 when never.

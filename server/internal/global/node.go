@@ -1,0 +1,251 @@
+package global
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/region"
+	"github.com/rlstore/rlstore/server/internal/glob"
+	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
+)
+
+// Config is one region's side of the regions, as the server's
+// RegionConfig gives it, with its defaults taken.
+type Config struct {
+	Name  string // this region's name (--region)
+	Peers []Peer // every other region (--region-peers)
+	// Sync is the time between exchanges; Timeout bounds one. Required.
+	Sync, Timeout time.Duration
+	// Model is the escrow model's configuration but for Self, Regions
+	// and Epoch, which New sets from the names and the clock.
+	Model region.Config
+	// Local are glob patterns of keys decided per region (--region-local).
+	Local []string
+	// Keys are the peer keys a region's handshake may prove. Required.
+	Keys [][]byte
+	// Forwarder carries the batches. Required.
+	Forwarder cluster.Forwarder
+	// TLS: this region refuses batches that come over a plain connection.
+	TLS bool
+	// Store is the key store, which holds a copy of this region's units
+	// of every global key. Required.
+	Store *shard.Map
+	Log   *slog.Logger // required
+}
+
+// Peer is another region: its name and the RESP address of a node of it.
+type Peer struct{ Name, Addr string }
+
+// Delegate is what a Node asks of the node it runs in, set once at New.
+type Delegate interface {
+	// UnixNano is the server's clock, in unix nanoseconds.
+	UnixNano() int64
+	// Policy returns the policy called name, or nil.
+	Policy(name []byte) *policy.Policy
+}
+
+// Node is the server's side of the regions: the model (region.Store)
+// under one lock, the loop that syncs every interval, and a link per other
+// region that carries its batches. Its methods are safe for concurrent use.
+type Node struct {
+	d     Delegate
+	cfg   Config
+	rc    region.Config
+	store *shard.Map
+	log   *slog.Logger
+	index map[string]int // region name → the model's index
+	names []string       // by index
+	local [][]byte
+
+	mu  sync.Mutex // guards st and own
+	st  *region.Store
+	own []region.Own // mirrorLocked's buffer
+
+	synced       atomic.Int64 // syncs done
+	mirrorFailed atomic.Int64 // own units the key store had no room to copy (keys.go)
+
+	wake    chan struct{}
+	ready   []bool          // syncOnce's scratch, by link index
+	batches []*region.Batch // syncOnce's scratch: the batches of the last sync, handed to the links
+	links   []*link         // by index; nil at Self
+
+	received, receivedBytes, refused atomic.Int64
+	lastRefusal                      atomic.Pointer[string]
+}
+
+// link carries batches to one other region, one at a time.
+type link struct {
+	name, addr string
+	out        chan *region.Batch
+	sent       atomic.Int64 // batches acknowledged
+	sentBytes  atomic.Int64
+	fails      atomic.Int64
+	dropped    atomic.Int64  // syncs that passed the link by: it was busy (its next batch carries what changed)
+	wire       atomic.Uint32 // the wire version its region speaks, if older than ours (wire.go); 0: ours
+	busy       atomic.Bool   // a batch is on its way or in an exchange: syncOnce makes none for it
+	passed     atomic.Bool   // a sync passed the link by: carry asks for one as soon as it is free
+	up         atomic.Bool
+	lastErr    atomic.Pointer[string]
+	skewed     bool // its measured clock skew is past --region-max-skew (carry's only)
+}
+
+// New validates cfg and returns a Node that has not started syncing (see Start).
+func New(cfg Config, d Delegate) (*Node, error) {
+	if cfg.Name == "" || len(cfg.Peers) == 0 || len(cfg.Keys) == 0 || cfg.Forwarder == nil || cfg.Store == nil ||
+		cfg.Log == nil || d == nil || cfg.Sync <= 0 || cfg.Timeout <= 0 {
+		return nil, errors.New("server: a region needs a name, peers, a cluster secret and a forwarder")
+	}
+	names := []string{cfg.Name}
+	for _, p := range cfg.Peers {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if len(slices.Compact(slices.Clone(names))) != len(names) {
+		return nil, fmt.Errorf("server: region names repeat: %s", strings.Join(names, ","))
+	}
+	rn := &Node{d: d, cfg: cfg, store: cfg.Store, log: cfg.Log, index: map[string]int{}, names: names, wake: make(chan struct{}, 1)}
+	for i, n := range names {
+		rn.index[n] = i
+	}
+	rc := cfg.Model
+	rc.Self, rc.Regions = rn.index[cfg.Name], len(names)
+	rc.Sync = cfg.Sync
+	rc.Epoch = d.UnixNano() // a restart is a new epoch: the others send back what they counted of this region
+	st, err := region.New(rc)
+	if err != nil {
+		return nil, err
+	}
+	rn.rc, rn.st = rc, st
+	for _, p := range cfg.Local {
+		rn.local = append(rn.local, []byte(p))
+	}
+	rn.links = make([]*link, len(names))
+	for _, p := range cfg.Peers {
+		rn.links[rn.index[p.Name]] = &link{name: p.Name, addr: p.Addr, out: make(chan *region.Batch, 1)}
+	}
+	return rn, nil
+}
+
+// Start takes back this region's units of the global keys the key store
+// holds (see restore), then starts the sync loop and a carrier per link,
+// until done is closed. It returns how many keys it took back.
+func (rn *Node) Start(done <-chan struct{}) int {
+	n := rn.restore()
+	go rn.run(done)
+	for _, l := range rn.links {
+		if l != nil {
+			go rn.carry(l, done)
+		}
+	}
+	return n
+}
+
+// Global reports whether key is decided across regions: not matched by --region-local.
+func (rn *Node) Global(key []byte) bool {
+	for _, p := range rn.local {
+		if glob.Match(p, key) {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrNotGlobal is the reply to an algorithm whose state is not a sum of counts.
+func ErrNotGlobal(kind window.Kind) error {
+	return policy.Error("ERR algorithm " + strings.ToUpper(kind.String()) + " cannot be global; use SLIDE or FIXED, or mark the key LOCAL")
+}
+
+// Decide decides cost units of a global key under lim at now (SLIDE or
+// FIXED; the caller refuses the others with ErrNotGlobal).
+func (rn *Node) Decide(key []byte, lim region.Limit, now, cost int64, peek bool) (window.Decision, error) {
+	var err error
+	rn.mu.Lock()
+	d := rn.st.Decide(key, lim, now, cost, peek)
+	if d.Made {
+		err = rn.keepFreshLocked(key, lim, d.Allowed, now) // keys.go
+	}
+	urgent := rn.st.Urgent()
+	rn.mu.Unlock()
+	if err != nil {
+		return window.Decision{}, err
+	}
+	if urgent {
+		rn.nudge()
+	}
+	return d.Decision, nil
+}
+
+// run syncs every interval, and early (at most ten times an interval) when
+// a key has used half its escrow, until done is closed.
+func (rn *Node) run(done <-chan struct{}) {
+	t := time.NewTicker(rn.cfg.Sync)
+	defer t.Stop()
+	last := time.Time{}
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		case <-rn.wake:
+			if wait := rn.cfg.Sync/10 - time.Since(last); wait > 0 {
+				select {
+				case <-done:
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+		last = time.Now()
+		rn.SyncOnce()
+	}
+}
+
+// SyncOnce makes this sync's batches and hands them to the links that are
+// free. The sync loop calls it every interval; tests may call it.
+func (rn *Node) SyncOnce() {
+	now := rn.d.UnixNano()
+	rn.ready = rn.ready[:0]
+	for _, l := range rn.links {
+		rn.ready = append(rn.ready, l != nil && !l.busy.Load())
+	}
+	rn.mu.Lock()
+	bs := rn.st.AppendSync(rn.batches, now, rn.ready)
+	rn.batches = bs
+	rn.st.Sweep(now, 4096)
+	rn.mirrorLocked(now)
+	rn.mu.Unlock()
+	rn.synced.Add(1)
+	for i, b := range bs {
+		if l := rn.links[i]; b != nil && l != nil {
+			l.busy.Store(true) // carry clears it once the exchange is over
+			l.out <- b         // never blocks: the link was not busy
+		} else if l != nil {
+			l.dropped.Add(1)
+			l.passed.Store(true)
+		}
+	}
+	clear(bs) // the links own the batches now
+}
+
+// nudge asks the sync loop for an early exchange.
+func (rn *Node) nudge() {
+	select {
+	case rn.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Keys are the peer keys a region's handshake may prove.
+func (rn *Node) Keys() [][]byte { return rn.cfg.Keys }
+
+// Model returns the escrow model's configuration, as New completed it.
+func (rn *Node) Model() region.Config { return rn.rc }
