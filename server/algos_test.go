@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -132,14 +133,14 @@ func TestWrongTypeMatrix(t *testing.T) {
 				if use == have {
 					assert.NoError(t, err, "%s on a %s key", use, have)
 				} else if assert.Error(t, err, "%s on a %s key", use, have) {
-					assert.Equal(t, errReplyWrongType, err.Error())
+					assert.Equal(t, decide.ErrWrongType, err.Error())
 				}
 			}
 			err := c.Do(ctx, withKey(throttle, key)...).Err()
 			if have == "token" {
 				assert.NoError(t, err)
 			} else if assert.Error(t, err, "CL.THROTTLE on a %s key", have) {
-				assert.Equal(t, errReplyWrongType, err.Error())
+				assert.Equal(t, decide.ErrWrongType, err.Error())
 			}
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
 )
@@ -117,7 +118,7 @@ func parseThrottleCrab(args [][]byte) (window.Params, int64, error) {
 		return p, 0, errArgThrottle
 	}
 	if n[3] < 0 {
-		return p, 0, errArgCost
+		return p, 0, decide.ErrCost
 	}
 	return p, n[3], nil
 }
@@ -165,7 +166,7 @@ func (s *Server) decideAlias(c *client, key []byte, p window.Params, n int64) (w
 	r.now, r.by = s.commandNow(c), c
 	o, err := s.decide(key, &r)
 	if err != nil {
-		c.conn.WriteError(decideError(err))
+		c.conn.WriteError(decide.Reply(err))
 		return window.Decision{}, false
 	}
 	return o.d, true

@@ -16,9 +16,8 @@ type argError = policy.Error
 // The argument errors of the decision commands' options, and those every
 // command shares with the parser of algorithm parameters (package policy).
 const (
-	errArgNotInt          = policy.ErrNotInt
-	errArgSyntax          = policy.ErrSyntax
-	errArgCost   argError = "ERR cost must be at least 1"
+	errArgNotInt = policy.ErrNotInt
+	errArgSyntax = policy.ErrSyntax
 )
 
 // decisionArgs is one parsed native decision command. key aliases the request's bytes.
@@ -75,7 +74,7 @@ func parseOptions(opts [][]byte, a *decisionArgs) error {
 		}
 	}
 	if a.cost < 1 {
-		return errArgCost
+		return decide.ErrCost
 	}
 	return nil
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/rlstore/rlstore/server/internal/observe"
 )
 
-// pending holds a connection's command and decision counts not yet added to
+// pending holds a connection's command counts (and, in its decide.Tally,
+// its decision counts) not yet added to
 // the server's shared counters. Those counters are atomics every connection
 // adds to, so on two cores each add moved a cache line between them: five
 // adds a pipelined decision. A connection adds up its own counts while it
@@ -19,24 +20,22 @@ import (
 // pairs (RL.ACQUIRE, RL.RELEASE) alternates two, and flushing at each
 // switch cost a pair 8 atomic adds on lines every connection shares.
 type pending struct {
-	cms       [pendCmds]*core.Command // whose runs runs counts: cms[:n]
-	runs      [pendCmds]observe.Runs
-	n         int
-	last      *core.Command // the command observed last
-	decisions [decisionSlots]struct{ allowed, denied int32 }
-	decided   bool // decisions holds counts
+	cms  [pendCmds]*core.Command // whose runs runs counts: cms[:n]
+	runs [pendCmds]observe.Runs
+	n    int
+	last *core.Command // the command observed last
 }
 
 // pendCmds is how many commands' runs a connection holds before it adds them up.
 const pendCmds = 4
 
-// before readies the counts for a run of cm: they must show to it unless
+// before readies c's counts for a run of cm: they must show to it unless
 // it is the command that ran last, or one of the decision seam's
 // (flagAnnounces: decisions, leases, reservations), which read their keys
 // and no counter.
-func (p *pending) before(s *Server, cm *core.Command) {
-	if p.last != cm && cm.Flags&flagAnnounces == 0 {
-		p.flush(s)
+func (s *Server) before(c *client, cm *core.Command) {
+	if c.pend.last != cm && cm.Flags&flagAnnounces == 0 {
+		s.flushPending(c)
 	}
 }
 
@@ -57,33 +56,10 @@ func (p *pending) observe(cm *core.Command, d time.Duration) {
 	p.n++
 }
 
-// decision counts a decision in slot.
-func (p *pending) decision(slot int, allowed bool) {
-	if allowed {
-		p.decisions[slot].allowed++
-	} else {
-		p.decisions[slot].denied++
-	}
-	p.decided = true
-}
-
-// flush adds every pending count to the shared counters of s.
-func (p *pending) flush(s *Server) {
-	p.flushRuns()
-	if !p.decided {
-		return
-	}
-	for i := range p.decisions {
-		v := &p.decisions[i]
-		if v.allowed != 0 {
-			s.decisions[i].allowed.Add(int64(v.allowed))
-		}
-		if v.denied != 0 {
-			s.decisions[i].denied.Add(int64(v.denied))
-		}
-		*v = struct{ allowed, denied int32 }{}
-	}
-	p.decided = false
+// flushPending adds every count c holds to the shared counters of s.
+func (s *Server) flushPending(c *client) {
+	c.pend.flushRuns()
+	c.dec.Tally.Flush(&s.dec.Counts)
 }
 
 // flushRuns adds the pending runs to their commands' counters.

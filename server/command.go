@@ -101,7 +101,8 @@ type client struct {
 
 	// The decision path's own state.
 	// (Session's WallBase, WallAt and Scratch are the decision path's too.)
-	pend   pending           // counts not yet in the server's counters (cmdpending.go)
+	pend   pending           // command runs not yet in their counters (cmdpending.go)
+	dec    decide.Conn       // the decision commands' state (decide.Decisions.Open)
 	params decide.ParamCache // the last native decision's parameters (decide.ParamCache)
 	batch  batchKeys         // the batch's keys and their hashes (prefetch.go)
 

@@ -1,19 +1,13 @@
 package server
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
-)
-
-// Store errors as Redis words them.
-const (
-	errReplyWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	errReplyOOM       = "OOM command not allowed when used memory > 'maxmemory'."
 )
 
 // decisionCommands are every decision command: the native ones (docs/commands.md, Decision commands),
@@ -113,7 +107,7 @@ type outcome struct {
 // one atomic load. RL.CHECK's state lives under hidden keys no read shows.
 func (s *Server) decide(key []byte, r *request) (o outcome, err error) {
 	if policy.Reserved(key) {
-		return outcome{}, errArgReserved
+		return outcome{}, decide.ErrReserved
 	}
 	if s.reg != nil && s.reg.Global(key) { // region.go
 		if o, ok, err := s.decideGlobal(key, r); ok {
@@ -173,7 +167,7 @@ func (s *Server) check(key []byte, r *request) (outcome, bool, error) {
 	if err != nil {
 		return outcome{}, false, err
 	}
-	d, i := binding(ds, left)
+	d, i := decide.Binding(ds, left)
 	denied := !d.Allowed
 	if denied && p.Shadow {
 		d.Allowed, d.Wait = true, 0
@@ -226,22 +220,29 @@ func (s *Server) run1(c *client, key []byte, r *request, err error) {
 	}
 	o, err := s.decide(key, r)
 	if err != nil {
-		c.conn.WriteError(decideError(err))
+		c.conn.WriteError(decide.Reply(err))
 		return
 	}
 	writeOutcome(c, r, o)
 }
 
-// decideError words a store error as a reply.
-func decideError(err error) string {
-	var ae argError
-	switch {
-	case errors.Is(err, shard.ErrWrongType):
-		return errReplyWrongType
-	case errors.Is(err, shard.ErrFull):
-		return errReplyOOM
-	case errors.As(err, &ae):
-		return string(ae)
+// decideFront is the server as the decision commands' decide.Front.
+type decideFront struct{ s *Server }
+
+func (f decideFront) Now(x *core.Session) int64 { return f.s.commandNow(f.s.clientOf(x)) }
+
+func (f decideFront) Changed(x *core.Session, key []byte) {
+	if f.s.obs.Active() {
+		f.s.invalidate(f.s.clientOf(x), key)
 	}
-	return "ERR " + err.Error() // parsing already rejects what the store would
 }
+
+func (f decideFront) RefusedGlobal(x *core.Session, key []byte, cmd string) bool {
+	return f.s.refusedGlobal(f.s.clientOf(x), key, cmd)
+}
+
+func (f decideFront) RefusedGlobalPolicy(x *core.Session, key, name []byte) bool {
+	return f.s.refusedGlobalPolicy(f.s.clientOf(x), key, name)
+}
+
+func (f decideFront) Policy(name []byte) *policy.Policy { return f.s.policy(name) }

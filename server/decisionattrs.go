@@ -1,6 +1,6 @@
 package server
 
-import "github.com/rlstore/rlstore/policy"
+import "github.com/rlstore/rlstore/server/internal/decide"
 
 // The attributes a decision's table entry declares (see decisionEntry):
 // how it peeks, which keys it changes, and what it answers with no node to
@@ -31,23 +31,13 @@ func peekThrottle(args [][]byte) ([][]byte, bool) {
 // changesKey is the key of a command whose only key is its first argument.
 func changesKey(_ *Server, args [][]byte) ([][]byte, []byte) { return args[1:2], nil }
 
-// changesReserve are the keys RL.RESERVE, RL.COMMIT, RL.CANCEL and
-// RL.REFUND change: the key and its reservation ledger, which lives in the
-// key's shard (policy.AppendLedgerKey), so the key routes both.
-func changesReserve(s *Server, args [][]byte) ([][]byte, []byte) {
-	if keys, ok := changesReservePolicy(s, args); ok {
-		return keys, args[1]
-	}
-	return [][]byte{args[1], policy.AppendLedgerKey(nil, args[1])}, args[1]
-}
-
 // changesCheck are RL.CHECK's rule keys, which live with its key.
 func changesCheck(s *Server, args [][]byte) ([][]byte, []byte) {
 	p := s.policy(args[1])
 	if p == nil || len(args) < 3 {
 		return nil, nil
 	}
-	return ruleKeys(p, args[2]), args[2]
+	return decide.RuleKeys(p, args[2]), args[2]
 }
 
 // blindNative is a decision made without the key's state: admitted with

@@ -57,7 +57,7 @@ func runBatch(s *Server, c *client, rc *resp.Conn, batch []byte) {
 		}
 		s.handle(c, args)
 	}
-	c.pend.flush(s)
+	s.flushPending(c)
 	c.mark = 0
 	rc.Discard()
 }

@@ -51,7 +51,7 @@ func (s *Server) adapt(run func(s *Server, c *client, args [][]byte)) core.RunFu
 
 // run runs cm, counting it for INFO, CLIENT LIST, SLOWLOG and /metrics.
 func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
-	c.pend.before(s, cm) // the counts so far must show to a command that may read them
+	s.before(c, cm) // the counts so far must show to a command that may read them
 
 	if last := c.LastCmd.Load(); last != cm { // a load is a plain read; a store is a locked one
 		c.PrevCmd = last

@@ -188,5 +188,6 @@ func benchClient(s *Server, rc *resp.Conn) *client {
 	c.conn = errCounter{clientConn: rc, c: c}
 	c.Authed, c.Out, c.Proto = true, c.conn, 2
 	s.clientSlot.Set(&c.Session, c)
+	s.dec.Open(&c.Session, &c.dec)
 	return c
 }

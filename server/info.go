@@ -13,7 +13,9 @@ import (
 
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
+	"github.com/rlstore/rlstore/shard"
 )
 
 // infoSection is one section of INFO: a name and the fields it shows.
@@ -173,6 +175,23 @@ func (s *Server) infoStats() []pair {
 		{"rl_shard_sweeps", st.Sweeps},
 		{"rl_index_rebuilds", st.Rebuilds},
 	}, s.infoLeases(st)...)
+}
+
+// infoLeases are INFO stats' counts of leases and reservations: admitted
+// and denied, settlements that found theirs ended, and those that ran out
+// (the store's st).
+func (s *Server) infoLeases(st shard.Stats) []pair {
+	d := &s.dec.Counts
+	return []pair{
+		{"rl_leases_allowed", d[decide.SlotAcquire].Allowed.Load()},
+		{"rl_leases_denied", d[decide.SlotAcquire].Denied.Load()},
+		{"rl_leases_ended", d[decide.SlotRenew].Denied.Load() + d[decide.SlotRelease].Denied.Load()},
+		{"rl_leases_expired", st.LeasesExpired},
+		{"rl_reservations_allowed", d[decide.SlotReserve].Allowed.Load()},
+		{"rl_reservations_denied", d[decide.SlotReserve].Denied.Load()},
+		{"rl_reservations_ended", d[decide.SlotCommit].Denied.Load() + d[decide.SlotCancel].Denied.Load()},
+		{"rl_reservations_expired", st.ReservationsExpired},
+	}
 }
 
 // infoKeyspace shows db0 only when it holds keys, as Redis does. Every key

@@ -11,7 +11,9 @@ import (
 	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
+	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -48,16 +50,29 @@ func (s *Server) extraMetrics() []func(io.Writer) {
 }
 
 func (s *Server) writeDecisionMetrics(w io.Writer) {
-	for slot := range slotReserve + 1 { // then the settlements (leasestats.go)
-		v := &s.decisions[slot]
-		name := decisionName(slot)
-		counter(w, `rlstore_decisions_total{command="`+name+`",result="allowed"}`, v.allowed.Load())
-		counter(w, `rlstore_decisions_total{command="`+name+`",result="denied"}`, v.denied.Load())
+	for slot := range decide.SlotReserve + 1 { // then the settlements (writeSettleMetrics)
+		v := &s.dec.Counts[slot]
+		name := decide.SlotName(slot)
+		counter(w, `rlstore_decisions_total{command="`+name+`",result="allowed"}`, v.Allowed.Load())
+		counter(w, `rlstore_decisions_total{command="`+name+`",result="denied"}`, v.Denied.Load())
 	}
 	st := s.cfg.Store.Stats()
 	counter(w, "rlstore_shadow_denied_total", st.Shadowed)
 	counter(w, "rlstore_decision_errors_total", st.Errors)
 	s.writeSettleMetrics(w, st)
+}
+
+// writeSettleMetrics writes rlstore_settlements_total, and the leases and
+// reservations that ran out (the store's st), which no command settled.
+func (s *Server) writeSettleMetrics(w io.Writer, st shard.Stats) {
+	for slot := decide.SlotRenew; slot < decide.Slots; slot++ {
+		v := &s.dec.Counts[slot]
+		l := `rlstore_settlements_total{command="` + decide.SlotName(slot)
+		counter(w, l+`",result="live"}`, v.Allowed.Load())
+		counter(w, l+`",result="ended"}`, v.Denied.Load())
+	}
+	counter(w, "rlstore_leases_expired_total", st.LeasesExpired)
+	counter(w, "rlstore_reservations_expired_total", st.ReservationsExpired)
 }
 
 // writePolicyMetrics labels by policy name, never by key: there are as many
@@ -67,8 +82,8 @@ func (s *Server) writePolicyMetrics(w io.Writer) {
 	defer s.pol.mu.RUnlock()
 	for name, ps := range s.pol.stats {
 		l := `policy="` + labelValue(name) + `"`
-		counter(w, `rlstore_policy_decisions_total{`+l+`,result="allowed"}`, ps.allowed.Load())
-		counter(w, `rlstore_policy_decisions_total{`+l+`,result="denied"}`, ps.denied.Load())
+		counter(w, `rlstore_policy_decisions_total{`+l+`,result="allowed"}`, ps.Allowed.Load())
+		counter(w, `rlstore_policy_decisions_total{`+l+`,result="denied"}`, ps.Denied.Load())
 		counter(w, `rlstore_policy_shadow_denied_total{`+l+`}`, ps.shadowDenied.Load())
 		if p := s.pol.byName[name]; p != nil {
 			for i := range p.Rules {

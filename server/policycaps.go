@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/decide"
 )
 
 // policyOverhead is about what a policy costs beyond its name and
@@ -29,7 +30,7 @@ func (s *Server) admitPolicyLocked(p, old *policy.Policy) string {
 		return "ERR too many policies: max-policies is " + strconv.Itoa(s.cfg.MaxPolicies)
 	}
 	if !s.cfg.Store.Charge(policyBytes(p) - policyBytes(old)) {
-		return errReplyOOM
+		return decide.ErrOOM
 	}
 	return ""
 }

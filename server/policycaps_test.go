@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,7 +45,7 @@ func TestPoliciesCountInMaxMemory(t *testing.T) {
 	var set int
 	for set = 0; set < 100; set++ {
 		if err := c.Do(ctx, "RL.POLICY", "SET", fmt.Sprint(name, set), "SLIDE", 1, 60, "TOKEN", 5, 1, 60).Err(); err != nil {
-			assert.EqualError(t, err, errReplyOOM)
+			assert.EqualError(t, err, decide.ErrOOM)
 			break
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/region"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/global"
 	"github.com/rlstore/rlstore/window"
 )
@@ -164,7 +165,7 @@ func (s *Server) decideGlobal(key []byte, r *request) (o outcome, ok bool, err e
 		if err != nil {
 			return o, true, err
 		}
-		o.d, o.rule = binding(ds[:n], left)
+		o.d, o.rule = decide.Binding(ds[:n], left)
 		if !o.d.Allowed && r.policy.Shadow {
 			o.d.Allowed, o.d.Wait, o.shadowed = true, 0, true
 		}

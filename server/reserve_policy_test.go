@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -56,8 +57,8 @@ func TestReservePolicyErrors(t *testing.T) {
 		args []any
 	}{
 		{"ERR no such policy 'nope'", []any{"RL.RESERVE", "k", "POLICY", "nope", "TTL", "1s"}},
-		{string(errArgReservePolicy), []any{"RL.RESERVE", "k", "POLICY", "logs", "TTL", "1s"}},
-		{string(errArgReservePolicy), []any{"RL.RESERVE", "k", "POLICY", "try", "TTL", "1s"}},
+		{string(decide.ErrReservePolicy), []any{"RL.RESERVE", "k", "POLICY", "logs", "TTL", "1s"}},
+		{string(decide.ErrReservePolicy), []any{"RL.RESERVE", "k", "POLICY", "try", "TTL", "1s"}},
 		{"ERR RL.RESERVE needs TTL ttl", []any{"RL.RESERVE", "k", "POLICY", "ok", "COST", 1}},
 		{"ERR cost must be between 1 and 2199023255551", []any{"RL.RESERVE", "k", "POLICY", "ok", "COST", 0, "TTL", "1s"}},
 		{"ERR syntax error", []any{"RL.RESERVE", "k", "POLICY", "ok", "TTL"}},

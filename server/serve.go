@@ -120,7 +120,7 @@ func (s *Server) handle(c *client, args [][]byte) {
 // endBatch commits the batch, writes its replies, and waits while too many
 // replies are held behind an unfinished Later.
 func (s *Server) endBatch(c *client, rc *resp.Conn) error {
-	c.pend.flush(s) // before the replies: whoever sees one sees it counted
+	s.flushPending(c) // before the replies: whoever sees one sees it counted
 	if s.cl != nil {
 		s.flushForwards(c)
 	}
@@ -157,6 +157,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	c.Proto = 2
 	s.users.Open(&c.Session, c.addr)
 	s.obs.Open(&c.ob, &c.Session, rc, c.id, c.addr)
+	s.dec.Open(&c.Session, &c.dec)
 	s.clientSlot.Set(&c.Session, c)
 	c.meta.resp = 2
 	c.QLen.Store(-1)
@@ -178,7 +179,7 @@ func (s *Server) forget(c *client, err error) {
 	s.mu.Lock()
 	delete(s.clients, c.id)
 	s.mu.Unlock()
-	c.pend.flush(s)
+	s.flushPending(c)
 	s.goneCmds.Add(c.Cmds.Load())
 	s.info.netIn.Add(c.rc.NetIn())
 	s.info.netOut.Add(c.rc.NetOut())

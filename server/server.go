@@ -12,6 +12,7 @@ import (
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/global"
 	"github.com/rlstore/rlstore/server/internal/observe"
@@ -157,7 +158,7 @@ type Server struct {
 	nextID     atomic.Int64
 	goneCmds   atomic.Int64       // commands run by clients that have gone, for INFO
 	obs        *observe.Observers // CLIENT TRACKING and MONITOR
-	decisions  decisionStats
+	dec        *decide.Decisions  // the decision commands, their counters
 	slow       observe.Slowlog
 
 	protoErrors atomic.Int64    // connections closed for a protocol error
@@ -196,6 +197,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.obs = observe.NewObservers(observeDelegate{s}, &s.pipe.Slots)
+	s.dec = decide.New(cfg.Store, decideFront{s}, &s.pipe.Slots)
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
@@ -223,8 +225,8 @@ func New(cfg Config) (*Server, error) {
 	s.register(objectCommands())
 	s.register(transactionCommands())
 	s.register(decisionCommands())
-	s.register(leaseCommands())
-	s.register(reserveCommands())
+	s.registerSpecified(s.dec.LeaseCommands())
+	s.registerSpecified(s.dec.ReserveCommands())
 	s.register(aliasCommands())
 	s.register(policyCommands())
 	s.register(rlInfoCommands())

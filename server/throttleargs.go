@@ -9,7 +9,6 @@ import (
 
 // The argument errors of CL.THROTTLE, and of a key that policies reserve.
 const (
-	errArgReserved  argError = "ERR keys starting with \\xffp are reserved for policy state"
 	errArgMaxBurst  argError = "ERR max_burst must be at least 0 and small enough that a full burst refills within 36500d"
 	errArgThrCount  argError = "ERR count must be at least 1 and at most one per nanosecond of the period"
 	errArgThrPeriod argError = "ERR period must be between 1 and 315360000 seconds"

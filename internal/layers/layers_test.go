@@ -374,21 +374,27 @@ func TestAuthRowCatchesAViolation(t *testing.T) {
 }
 
 // TestDecideRowCatchesAViolation: the decisions' package keeps to its row
-// with the dependencies it has, and the row refuses the front, another
-// family and the cluster stack, directly or through another.
+// with the dependencies it has (the store and the policies; the server is
+// reached through decide.Front), and the row refuses the front, another
+// family, the regions' model (a global key is the front's to refuse) and
+// the cluster stack, directly or through another.
 func TestDecideRowCatchesAViolation(t *testing.T) {
 	m := module + "/"
-	has := m + "server/internal/decide " + m + "internal/wire " + m + "window " +
+	has := m + "server/internal/decide " + m + "internal/wire " + m + "window " + m + "policy " + m + "shard " +
 		m + "server/internal/resp " + m + "server/internal/core"
 	assert.Empty(t, violations(has, t.Logf))
 	bad := []string{
 		has + " " + m + "server",
 		m + "server/internal/decide " + m + "server/internal/observe",
+		m + "server/internal/decide " + m + "server/internal/durable",
+		m + "server/internal/decide " + m + "region",
 		m + "server/internal/decide " + m + "server/internal/route " + m + "cluster",
 	}
 	assert.Equal(t, []string{
 		"server/internal/decide depends on server, which its layer may not import",
 		"server/internal/decide depends on server/internal/observe, which its layer may not import",
+		"server/internal/decide depends on server/internal/durable, which its layer may not import",
+		"server/internal/decide depends on region, which its layer may not import",
 		"server/internal/decide depends on server/internal/route, which its layer may not import",
 		"server/internal/decide depends on cluster, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))

@@ -62,7 +62,7 @@ func (x *Session) Null() {
 }
 
 // maxSlots is how many concerns may keep state in a session.
-const maxSlots = 4
+const maxSlots = 6
 
 // Slot is one concern's per-connection state in every Session, of type T.
 // Only a holder of the Slot reaches it, and it reaches it typed: the

@@ -1,4 +1,4 @@
-package server
+package decide
 
 import (
 	"encoding/binary"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/policy"
-	"github.com/rlstore/rlstore/server/internal/decide"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
@@ -16,29 +16,32 @@ import (
 
 // The lease commands' argument errors (docs/commands.md, Leases).
 const (
-	errArgLeaseLimit argError = "ERR limit must be between 1 and 1048575"
-	errArgLeaseCost  argError = "ERR cost must be between 1 and 1048575"
-	errArgLeaseTTL   argError = "ERR ttl is not a duration or out of range"
-	errArgLeaseTTLIn argError = "ERR ttl must be between 1ms and 1d"
-	errArgLeaseID    argError = "ERR the lease id must be 1 to 256 bytes"
+	errArgLeaseLimit policy.Error = "ERR limit must be between 1 and 1048575"
+	errArgLeaseCost  policy.Error = "ERR cost must be between 1 and 1048575"
+	errArgLeaseTTL   policy.Error = "ERR ttl is not a duration or out of range"
+	errArgLeaseTTLIn policy.Error = "ERR ttl must be between 1ms and 1d"
+	errArgLeaseID    policy.Error = "ERR the lease id must be 1 to 256 bytes"
 )
 
 // maxLeaseID bounds a lease id's bytes: ids are kept as a hash, so this
 // only keeps replies and the log's copies of commands small.
 const maxLeaseID = 256
 
-// leaseCommands are the concurrency-limit commands (docs/commands.md,
+// LeaseCommands are the concurrency-limit commands (docs/commands.md,
 // Leases). Each is one read-modify-write of the key's leases in the store.
-func leaseCommands() []command {
-	return []command{
-		{name: "rl.acquire", arity: -4, flags: flagWrite | flagAnnounces, run: cmdAcquire, changes: changesKey, group: "rl",
-			summary: "Takes a lease of cost units under a concurrency limit: replies allowed, id, limit, in_flight, wait_ms, reset_ms"},
-		{name: "rl.renew", arity: 4, flags: flagWrite | flagAnnounces, run: cmdRenew, changes: changesKey, group: "rl",
-			summary: "Extends a live lease to ttl from now: 1, or 0 if it had ended"},
-		{name: "rl.release", arity: 3, flags: flagWrite | flagAnnounces, run: cmdRelease, changes: changesKey, group: "rl",
-			summary: "Ends a lease: 1 if it was live, 0 if it had expired, was released or never existed"},
+func (d *Decisions) LeaseCommands() []core.Command {
+	return []core.Command{
+		{Name: "rl.acquire", Arity: -4, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.acquire, Changes: changesKey, Group: "rl",
+			Summary: "Takes a lease of cost units under a concurrency limit: replies allowed, id, limit, in_flight, wait_ms, reset_ms"},
+		{Name: "rl.renew", Arity: 4, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.renew, Changes: changesKey, Group: "rl",
+			Summary: "Extends a live lease to ttl from now: 1, or 0 if it had ended"},
+		{Name: "rl.release", Arity: 3, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.release, Changes: changesKey, Group: "rl",
+			Summary: "Ends a lease: 1 if it was live, 0 if it had expired, was released or never existed"},
 	}
 }
+
+// changesKey is the key of a command whose only key is its first argument.
+func changesKey(args [][]byte) ([][]byte, []byte) { return args[1:2], nil }
 
 // acquireArgs is one parsed RL.ACQUIRE key limit ttl [ID id] [COST n].
 type acquireArgs struct {
@@ -48,10 +51,10 @@ type acquireArgs struct {
 
 func parseAcquire(args [][]byte) (acquireArgs, error) {
 	a := acquireArgs{req: shard.LeaseRequest{Op: shard.LeaseAcquire, Cost: 1}}
-	limit, ok := parseInt(args[2])
+	limit, ok := policy.ParseInt(args[2])
 	switch {
 	case !ok:
-		return a, errArgNotInt
+		return a, errNotInt
 	case limit < 1 || limit > window.MaxLeaseCost:
 		return a, errArgLeaseLimit
 	}
@@ -62,20 +65,20 @@ func parseAcquire(args [][]byte) (acquireArgs, error) {
 	}
 	for i := 4; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			return a, errArgSyntax
+			return a, errSyntax
 		}
 		switch v := args[i+1]; {
-		case equalFoldASCII(args[i], "id"):
+		case core.EqualFold(args[i], "id"):
 			if len(v) < 1 || len(v) > maxLeaseID {
 				return a, errArgLeaseID
 			}
 			a.id = v
-		case equalFoldASCII(args[i], "cost"):
-			if a.req.Cost, ok = parseInt(v); !ok {
-				return a, errArgNotInt
+		case core.EqualFold(args[i], "cost"):
+			if a.req.Cost, ok = policy.ParseInt(v); !ok {
+				return a, errNotInt
 			}
 		default:
-			return a, errArgSyntax
+			return a, errSyntax
 		}
 	}
 	if a.req.Cost < 1 || a.req.Cost > window.MaxLeaseCost {
@@ -85,7 +88,7 @@ func parseAcquire(args [][]byte) (acquireArgs, error) {
 }
 
 func parseLeaseTTL(b []byte) (time.Duration, error) {
-	d, ok := parseDuration(b)
+	d, ok := policy.ParseDuration(b)
 	switch {
 	case !ok:
 		return 0, errArgLeaseTTL
@@ -114,13 +117,13 @@ func newLeaseID(buf *[24]byte) []byte {
 	return buf[:]
 }
 
-func cmdAcquire(s *Server, c *client, args [][]byte) {
-	if s.refusedGlobal(c, args[1], "RL.ACQUIRE") { // region.go
+func (d *Decisions) acquire(x *core.Session, args [][]byte) {
+	if d.front.RefusedGlobal(x, args[1], "RL.ACQUIRE") { // a region's global key (decide.Front)
 		return
 	}
 	a, err := parseAcquire(args)
 	if err != nil {
-		c.conn.WriteError(err.Error())
+		x.Out.WriteError(err.Error())
 		return
 	}
 	var idBuf [24]byte
@@ -128,12 +131,12 @@ func cmdAcquire(s *Server, c *client, args [][]byte) {
 		a.id = newLeaseID(&idBuf)
 	}
 	a.req.ID = window.LeaseID(a.id)
-	res, ok := s.lease(c, args[1], &a.req)
+	res, ok := d.lease(x, args[1], &a.req)
 	if !ok {
 		return
 	}
-	c.Scratch = appendAcquire(c.Scratch[:0], res, a.id)
-	c.conn.WriteRaw(c.Scratch)
+	x.Scratch = appendAcquire(x.Scratch[:0], res, a.id)
+	x.Out.WriteRaw(x.Scratch)
 }
 
 // appendAcquire appends RL.ACQUIRE's reply: allowed, id, limit, in_flight,
@@ -143,7 +146,7 @@ func appendAcquire(b []byte, r shard.LeaseResult, id []byte) []byte {
 	if r.Allowed {
 		allowed = 1
 	} else {
-		wait = decide.WaitMs(r.Wait)
+		wait = WaitMs(r.Wait)
 	}
 	b = redcon.AppendArray(b, 6)
 	b = redcon.AppendInt(b, allowed)
@@ -151,59 +154,59 @@ func appendAcquire(b []byte, r shard.LeaseResult, id []byte) []byte {
 	b = redcon.AppendInt(b, r.Limit)
 	b = redcon.AppendInt(b, r.InFlight)
 	b = redcon.AppendInt(b, wait)
-	return redcon.AppendInt(b, decide.CeilMs(r.Reset))
+	return redcon.AppendInt(b, CeilMs(r.Reset))
 }
 
-func cmdRenew(s *Server, c *client, args [][]byte) {
+func (d *Decisions) renew(x *core.Session, args [][]byte) {
 	id, err := parseLeaseID(args[2])
 	if err == nil {
 		var ttl time.Duration
 		if ttl, err = parseLeaseTTL(args[3]); err == nil {
-			leaseBool(s, c, args[1], &shard.LeaseRequest{Op: shard.LeaseRenew, ID: window.LeaseID(id), TTL: ttl})
+			d.leaseBool(x, args[1], &shard.LeaseRequest{Op: shard.LeaseRenew, ID: window.LeaseID(id), TTL: ttl})
 			return
 		}
 	}
-	c.conn.WriteError(err.Error())
+	x.Out.WriteError(err.Error())
 }
 
-func cmdRelease(s *Server, c *client, args [][]byte) {
+func (d *Decisions) release(x *core.Session, args [][]byte) {
 	id, err := parseLeaseID(args[2])
 	if err != nil {
-		c.conn.WriteError(err.Error())
+		x.Out.WriteError(err.Error())
 		return
 	}
-	leaseBool(s, c, args[1], &shard.LeaseRequest{Op: shard.LeaseRelease, ID: window.LeaseID(id)})
+	d.leaseBool(x, args[1], &shard.LeaseRequest{Op: shard.LeaseRelease, ID: window.LeaseID(id)})
 }
 
 // leaseBool runs a renew or release and replies 1 if the lease was live.
-func leaseBool(s *Server, c *client, key []byte, r *shard.LeaseRequest) {
-	res, ok := s.lease(c, key, r)
+func (d *Decisions) leaseBool(x *core.Session, key []byte, r *shard.LeaseRequest) {
+	res, ok := d.lease(x, key, r)
 	if !ok {
 		return
 	}
 	if res.Allowed {
-		c.conn.WriteInt(1)
+		x.Out.WriteInt(1)
 	} else {
-		c.conn.WriteInt(0)
+		x.Out.WriteInt(0)
 	}
 }
 
 // lease applies r to key's leases at the command's time, telling clients
 // that track the key once it changed. On an error it replies and returns false.
-func (s *Server) lease(c *client, key []byte, r *shard.LeaseRequest) (shard.LeaseResult, bool) {
+func (d *Decisions) lease(x *core.Session, key []byte, r *shard.LeaseRequest) (shard.LeaseResult, bool) {
 	if policy.Reserved(key) {
-		c.conn.WriteError(string(errArgReserved))
+		x.Out.WriteError(string(ErrReserved))
 		return shard.LeaseResult{}, false
 	}
-	res, err := s.cfg.Store.Lease(key, *r, s.commandNow(c))
+	res, err := d.store.Lease(key, *r, d.front.Now(x))
 	if err != nil {
-		c.conn.WriteError(leaseError(err))
+		x.Out.WriteError(leaseError(err))
 		return res, false
 	}
-	if s.obs.Active() && (res.Allowed || r.Op != shard.LeaseAcquire) {
-		s.invalidate(c, key)
+	if res.Allowed || r.Op != shard.LeaseAcquire {
+		d.front.Changed(x, key)
 	}
-	countLease(c, leaseSlot[r.Op], res.Allowed)
+	d.count(x, leaseSlot[r.Op], res.Allowed)
 	return res, true
 }
 
@@ -212,5 +215,5 @@ func leaseError(err error) string {
 	if errors.Is(err, window.ErrCost) {
 		return string(errArgLeaseCost)
 	}
-	return decideError(err)
+	return Reply(err)
 }

@@ -1,11 +1,10 @@
-package server
+package decide
 
 import (
 	"errors"
 
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
-	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
@@ -13,8 +12,8 @@ import (
 
 // The errors of reservations' arguments (docs/commands.md, Reservations).
 const (
-	errArgReservePolicy argError = "ERR the policy's rules must all be SLIDE, FIXED or TOKEN, and it must not be SHADOW"
-	errArgEstimate      argError = "ERR cost must be between 1 and 2199023255551" // window.MaxEstimate
+	ErrReservePolicy policy.Error = "ERR the policy's rules must all be SLIDE, FIXED or TOKEN, and it must not be SHADOW"
+	errArgEstimate   policy.Error = "ERR cost must be between 1 and 2199023255551" // window.MaxEstimate
 )
 
 // parseReserveOpts parses RL.RESERVE's options, [COST n] TTL t [ID id],
@@ -24,25 +23,25 @@ func parseReserveOpts(args [][]byte, r *shard.ReserveRequest) ([]byte, error) {
 	var err error
 	for i := 0; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			return nil, errArgSyntax
+			return nil, errSyntax
 		}
 		v := args[i+1]
 		switch {
-		case equalFoldASCII(args[i], "cost"):
+		case core.EqualFold(args[i], "cost"):
 			var ok bool
-			if r.Units, ok = parseInt(v); !ok {
-				return nil, errArgNotInt
+			if r.Units, ok = policy.ParseInt(v); !ok {
+				return nil, errNotInt
 			}
-		case equalFoldASCII(args[i], "ttl"):
+		case core.EqualFold(args[i], "ttl"):
 			if r.TTL, err = parseLeaseTTL(v); err != nil {
 				return nil, err
 			}
-		case equalFoldASCII(args[i], "id"):
+		case core.EqualFold(args[i], "id"):
 			if id, err = parseLeaseID(v); err != nil {
 				return nil, err
 			}
 		default:
-			return nil, errArgSyntax
+			return nil, errSyntax
 		}
 	}
 	switch {
@@ -55,34 +54,34 @@ func parseReserveOpts(args [][]byte, r *shard.ReserveRequest) ([]byte, error) {
 }
 
 // writeReserved writes RL.RESERVE's reply: the decision with the id second.
-func writeReserved(c *client, d window.Decision, id []byte) {
-	f := decide.Fields(d)
-	b := redcon.AppendArray(c.Scratch[:0], 6)
+func writeReserved(x *core.Session, dec window.Decision, id []byte) {
+	f := Fields(dec)
+	b := redcon.AppendArray(x.Scratch[:0], 6)
 	b = redcon.AppendInt(b, f[0])
 	b = redcon.AppendBulk(b, id)
 	for _, v := range f[1:] {
 		b = redcon.AppendInt(b, v)
 	}
-	c.Scratch = b
-	c.conn.WriteRaw(b)
+	x.Scratch = b
+	x.Out.WriteRaw(b)
 }
 
 // reservePolicy returns the policy named name if a reservation can be made
 // against it, else the error to reply.
-func (s *Server) reservePolicy(key, name []byte) (*policy.Policy, error) {
+func (d *Decisions) reservePolicy(key, name []byte) (*policy.Policy, error) {
 	if policy.Reserved(key) {
-		return nil, errArgReserved
+		return nil, ErrReserved
 	}
-	p := s.policy(name)
+	p := d.front.Policy(name)
 	if p == nil {
-		return nil, argError("ERR no such policy '" + core.QuoteArg(name, 128) + "'")
+		return nil, policy.Error("ERR no such policy '" + core.QuoteArg(name, 128) + "'")
 	}
 	if p.Shadow {
-		return nil, errArgReservePolicy
+		return nil, ErrReservePolicy
 	}
 	for _, r := range p.Rules {
 		if !r.Kind.Adjustable() {
-			return nil, errArgReservePolicy
+			return nil, ErrReservePolicy
 		}
 	}
 	return p, nil
@@ -93,7 +92,7 @@ func (s *Server) reservePolicy(key, name []byte) (*policy.Policy, error) {
 // reservation) and whether the reservation was outstanding (a retry, a
 // commit or a cancel). The keys are built on the stack here, as check
 // builds them: given to a function through a pointer, they would escape.
-func (s *Server) reserveAll(c *client, key []byte, p *policy.Policy, r shard.ReserveRequest) (window.Decision, bool, error) {
+func (d *Decisions) reserveAll(x *core.Session, key []byte, p *policy.Policy, r shard.ReserveRequest) (window.Decision, bool, error) {
 	var keyBuf [1024]byte
 	var keys [policy.MaxRules][]byte
 	kb := keyBuf[:0]
@@ -110,31 +109,31 @@ func (s *Server) reserveAll(c *client, key []byte, p *policy.Policy, r shard.Res
 	}
 	ledger := p.AppendLedgerKey(kb[len(kb):], key)
 	var buf [policy.MaxRules]window.Decision
-	ds, left, res, err := s.cfg.Store.ReserveAll(key, ledger, &q, r, s.commandNow(c), buf[:0])
+	ds, left, res, err := d.store.ReserveAll(key, ledger, &q, r, d.front.Now(x), buf[:0])
 	if err != nil || len(ds) == 0 {
 		if err == nil {
-			countReserve(c, r.Op, window.Decision{}, res.Done)
+			d.countReserve(x, r.Op, window.Decision{}, res.Done)
 		}
 		return window.Decision{}, res.Done, err
 	}
-	d, _ := binding(ds, left)
-	countReserve(c, r.Op, d, res.Done)
-	return d, res.Done, nil
+	dec, _ := Binding(ds, left)
+	d.countReserve(x, r.Op, dec, res.Done)
+	return dec, res.Done, nil
 }
 
 // cmdReservePolicy runs RL.RESERVE key POLICY name [COST n] TTL t [ID id]:
 // the estimate is charged to every rule of the policy, all or nothing, as
 // RL.CHECK decides; the reply is RL.RESERVE's, from the binding rule.
-func cmdReservePolicy(s *Server, c *client, args [][]byte) {
+func (d *Decisions) reservePolicyCmd(x *core.Session, args [][]byte) {
 	key := args[1]
-	p, err := s.reservePolicy(key, args[3])
+	p, err := d.reservePolicy(key, args[3])
 	r := shard.ReserveRequest{Op: shard.ReserveNew, Units: 1}
 	var id []byte
 	if err == nil {
 		id, err = parseReserveOpts(args[4:], &r)
 	}
 	if err != nil {
-		c.conn.WriteError(err.Error())
+		x.Out.WriteError(err.Error())
 		return
 	}
 	var idBuf [24]byte
@@ -142,24 +141,24 @@ func cmdReservePolicy(s *Server, c *client, args [][]byte) {
 		id = newLeaseID(&idBuf)
 	}
 	r.ID = window.LeaseID(id)
-	d, _, err := s.reserveAll(c, key, p, r)
+	dec, _, err := d.reserveAll(x, key, p, r)
 	if err != nil {
-		c.conn.WriteError(reserveError(err))
+		x.Out.WriteError(reserveError(err))
 		return
 	}
-	s.announceReserved(c, key)
-	writeReserved(c, d, id)
+	d.front.Changed(x, key)
+	writeReserved(x, dec, id)
 }
 
 // cmdSettlePolicy runs RL.COMMIT key id ACTUAL n POLICY name and RL.CANCEL
 // key id POLICY name, whose plain forms have n arguments.
-func cmdSettlePolicy(s *Server, c *client, args [][]byte, n int) {
-	if len(args) != n+2 || !equalFoldASCII(args[n], "policy") {
-		c.conn.WriteError(string(errArgSyntax))
+func (d *Decisions) settlePolicy(x *core.Session, args [][]byte, n int) {
+	if len(args) != n+2 || !core.EqualFold(args[n], "policy") {
+		x.Out.WriteError(string(errSyntax))
 		return
 	}
 	key := args[1]
-	p, err := s.reservePolicy(key, args[n+1])
+	p, err := d.reservePolicy(key, args[n+1])
 	var id []byte
 	if err == nil {
 		id, err = parseLeaseID(args[2])
@@ -170,32 +169,32 @@ func cmdSettlePolicy(s *Server, c *client, args [][]byte, n int) {
 		r.Units, err = parseActual(args[3], args[4])
 	}
 	if err != nil {
-		c.conn.WriteError(err.Error())
+		x.Out.WriteError(err.Error())
 		return
 	}
 	r.ID = window.LeaseID(id)
-	_, done, err := s.reserveAll(c, key, p, r)
+	_, done, err := d.reserveAll(x, key, p, r)
 	if err != nil {
-		c.conn.WriteError(reserveError(err))
+		x.Out.WriteError(reserveError(err))
 		return
 	}
-	s.announceReserved(c, key)
+	d.front.Changed(x, key)
 	if done {
-		c.conn.WriteInt(1)
+		x.Out.WriteInt(1)
 	} else {
-		c.conn.WriteInt(0)
+		x.Out.WriteInt(0)
 	}
 }
 
 // parseActual parses RL.COMMIT's ACTUAL n.
 func parseActual(word, v []byte) (int64, error) {
-	if !equalFoldASCII(word, "actual") {
-		return 0, errArgSyntax
+	if !core.EqualFold(word, "actual") {
+		return 0, errSyntax
 	}
-	n, ok := parseInt(v)
+	n, ok := policy.ParseInt(v)
 	switch {
 	case !ok:
-		return 0, errArgNotInt
+		return 0, errNotInt
 	case n < 0:
 		return 0, errArgReserveActual
 	}
@@ -207,32 +206,35 @@ func reserveError(err error) string {
 	if errors.Is(err, window.ErrCost) {
 		return string(errArgEstimate)
 	}
-	return decideError(err)
+	return Reply(err)
 }
 
-// announceReserved tells clients that track key that a reservation changed it.
-func (s *Server) announceReserved(c *client, key []byte) {
-	if s.obs.Active() {
-		s.invalidate(c, key)
+// changesReserve are the keys RL.RESERVE, RL.COMMIT, RL.CANCEL and
+// RL.REFUND change: the key and its reservation ledger, which lives in the
+// key's shard (policy.AppendLedgerKey), so the key routes both.
+func (d *Decisions) changesReserve(args [][]byte) ([][]byte, []byte) {
+	if keys, ok := d.changesReservePolicy(args); ok {
+		return keys, args[1]
 	}
+	return [][]byte{args[1], policy.AppendLedgerKey(nil, args[1])}, args[1]
 }
 
 // changesReservePolicy are the keys the POLICY forms of RL.RESERVE,
 // RL.COMMIT and RL.CANCEL change: the policy's rule keys, its penalty's
 // and its ledger of the key. It reports false for another form.
-func changesReservePolicy(s *Server, args [][]byte) ([][]byte, bool) {
+func (d *Decisions) changesReservePolicy(args [][]byte) ([][]byte, bool) {
 	var name []byte
 	switch {
-	case len(args) >= 6 && equalFoldASCII(args[2], "policy"): // RL.RESERVE key POLICY name … TTL t
+	case len(args) >= 6 && core.EqualFold(args[2], "policy"): // RL.RESERVE key POLICY name … TTL t
 		name = args[3]
-	case len(args) >= 5 && equalFoldASCII(args[len(args)-2], "policy"): // RL.COMMIT and RL.CANCEL … POLICY name
+	case len(args) >= 5 && core.EqualFold(args[len(args)-2], "policy"): // RL.COMMIT and RL.CANCEL … POLICY name
 		name = args[len(args)-1]
 	default:
 		return nil, false
 	}
-	p := s.policy(name)
+	p := d.front.Policy(name)
 	if p == nil {
 		return nil, true
 	}
-	return append(ruleKeys(p, args[1]), p.AppendLedgerKey(nil, args[1])), true
+	return append(RuleKeys(p, args[1]), p.AppendLedgerKey(nil, args[1])), true
 }

@@ -1,4 +1,4 @@
-package server
+package decide
 
 import (
 	"github.com/rlstore/rlstore/policy"
@@ -13,7 +13,7 @@ import (
 func parseAdjustRule(name string, args [][]byte) (window.Params, int, error) {
 	var kind window.Kind
 	for _, k := range []window.Kind{window.KindSlide, window.KindFixed, window.KindToken} {
-		if equalFoldASCII(args[2], k.String()) {
+		if core.EqualFold(args[2], k.String()) {
 			kind = k
 		}
 	}
@@ -22,38 +22,38 @@ func parseAdjustRule(name string, args [][]byte) (window.Params, int, error) {
 	}
 	n := 3 + policy.Arity(kind)
 	if len(args) < n {
-		return window.Params{}, 0, argError(core.ArityError(name))
+		return window.Params{}, 0, policy.Error(core.ArityError(name))
 	}
 	p, err := policy.ParseParams(kind, args[3:n])
 	return p, n, err
 }
 
 // cmdRefund runs RL.REFUND key [SLIDE|FIXED|TOKEN params…] COST n.
-func cmdRefund(s *Server, c *client, args [][]byte) {
-	if s.refusedGlobal(c, args[1], "RL.REFUND") { // region.go
+func (d *Decisions) refund(x *core.Session, args [][]byte) {
+	if d.front.RefusedGlobal(x, args[1], "RL.REFUND") { // a region's global key (decide.Front)
 		return
 	}
 	r := shard.ReserveRequest{Op: shard.Refund}
 	n := 2
-	if len(args) > 4 && !equalFoldASCII(args[2], "cost") { // a rule first
+	if len(args) > 4 && !core.EqualFold(args[2], "cost") { // a rule first
 		var err error
 		if r.Params, n, err = parseAdjustRule("rl.refund", args); err != nil {
-			c.conn.WriteError(err.Error())
+			x.Out.WriteError(err.Error())
 			return
 		}
 	}
-	if len(args) != n+2 || !equalFoldASCII(args[n], "cost") {
-		c.conn.WriteError(string(errArgSyntax))
+	if len(args) != n+2 || !core.EqualFold(args[n], "cost") {
+		x.Out.WriteError(string(errSyntax))
 		return
 	}
-	units, ok := parseInt(args[n+1])
+	units, ok := policy.ParseInt(args[n+1])
 	switch {
 	case !ok:
-		c.conn.WriteError(string(errArgNotInt))
+		x.Out.WriteError(string(errNotInt))
 	case units < 1:
-		c.conn.WriteError(string(errArgCost))
+		x.Out.WriteError(string(ErrCost))
 	default:
 		r.Units = units
-		reserveBool(s, c, args[1], &r)
+		d.reserveBool(x, args[1], &r)
 	}
 }

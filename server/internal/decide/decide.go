@@ -1,0 +1,69 @@
+package decide
+
+import (
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/shard"
+)
+
+// Front is what the decision commands ask of the server they run in,
+// handed to New once (memberlist's Config and delegates): the command's
+// time, the clients that track a key, the regions' global keys and the
+// policies. Its methods are called on the connection's goroutine.
+type Front interface {
+	// Now returns the time, in unix nanoseconds, of the command x is running.
+	Now(x *core.Session) int64
+	// Changed tells the clients that track key that x's command changed
+	// it; it costs one atomic load while nobody tracks.
+	Changed(x *core.Session, key []byte)
+	// RefusedGlobal replies and reports true if key is a region's global
+	// key, which the command cmd does not take.
+	RefusedGlobal(x *core.Session, key []byte, cmd string) bool
+	// RefusedGlobalPolicy replies and reports true if the policy called
+	// name may not reserve on key, a region's global key.
+	RefusedGlobalPolicy(x *core.Session, key, name []byte) bool
+	// Policy returns the policy called name, or nil.
+	Policy(name []byte) *policy.Policy
+}
+
+// Decisions runs the decision commands on the store, and keeps their
+// shared counters. Make it with New; it is safe for concurrent use, each
+// connection's part being its own Conn.
+type Decisions struct {
+	store *shard.Map
+	front Front
+	slot  core.Slot[Conn]
+
+	// Counts are the decisions counted so far, by slot (SlotThrottle …);
+	// a connection's own counts join them when it flushes its Tally.
+	Counts Counts
+}
+
+// New returns the decision commands on store, asking front what they need
+// of the server, with each session's Conn in a slot of slots.
+func New(store *shard.Map, front Front, slots *core.Slots) *Decisions {
+	return &Decisions{store: store, front: front, slot: core.NewSlot[Conn](slots)}
+}
+
+// Conn is one connection's decision state. The server holds it by value,
+// so that its hot path reaches it without a slot lookup; the commands
+// find it in the session's slot (Open).
+type Conn struct {
+	Tally Tally // decisions counted, not yet in Decisions.Counts
+}
+
+// Open makes c the decision state of the session x.
+func (d *Decisions) Open(x *core.Session, c *Conn) { d.slot.Set(x, c) }
+
+// count counts a lease's or reservation's outcome in slot (none for -1, a
+// refund): with x's own counts, or the shared ones for a session with no Conn.
+func (d *Decisions) count(x *core.Session, slot int, allowed bool) {
+	if slot < 0 {
+		return
+	}
+	if c := d.slot.Get(x); c != nil {
+		c.Tally.Count(slot, allowed)
+		return
+	}
+	d.Counts[slot].Count(allowed)
+}
