@@ -59,24 +59,31 @@ func (m *Map) Lease(key []byte, r LeaseRequest, now int64) (LeaseResult, error) 
 
 func (m *Map) leaseLocked(s *shard, key []byte, h uint64, r *LeaseRequest, now int64) (LeaseResult, error) {
 	i, found := s.findLocked(key, h)
-	live := found && !s.expiredLocked(s.slots.at(i), now)
-	if live && s.params.get(s.slots.at(i).param()).Kind != window.KindLease {
-		return LeaseResult{}, ErrWrongType
+	if !found {
+		return m.leaseCreateLocked(s, key, h, r, now, i, false)
 	}
-	if !live {
-		return m.leaseCreateLocked(s, key, h, r, now, i, found)
-	}
+	// The slot, its parameters and its words are read once: the checks
+	// below and the operation all need them (as in decideLocked).
 	sl := s.slots.at(i)
 	p := s.params.get(sl.param())
+	if p.Kind != window.KindLease {
+		if p.Expiry(sl.state, s.countersOfLocked(p.Kind, sl)) > now {
+			return LeaseResult{}, ErrWrongType
+		}
+		return m.leaseCreateLocked(s, key, h, r, now, i, true)
+	}
+	b := s.peekCountersLocked(sl)
+	if p.Lease().Expiry(b) <= now {
+		return m.leaseCreateLocked(s, key, h, r, now, i, true)
+	}
 	if r.Op == LeaseAcquire {
 		p.Limit = r.Limit
 		if s.setParamLocked(sl, p) { // an acquire applies its limit, as a decision its parameters
 			s.markDirtyLocked(i)
 		}
-	}
-	b := s.peekCountersLocked(sl)
-	if r.Op == LeaseAcquire {
-		b = s.leaseRoomLocked(sl)
+		if cap(b)-len(b) < 2 { // room for one more lease (leaseRoomLocked)
+			b = s.moveCountersLocked(sl, b, len(b)+2)
+		}
 	}
 	before := len(b)
 	s.stats.addLeasesExpired(p.Lease().Ended(b, now))

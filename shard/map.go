@@ -154,6 +154,13 @@ func check(p window.Params, cost int64) error {
 // validating costs divisions on every request otherwise.
 func (m *Map) decideLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
 	i, ok := s.findLocked(key, h)
+	return m.decideAtLocked(s, key, h, i, ok, p, now, cost, peek)
+}
+
+// decideAtLocked is decideLocked of a key that findLocked found in slot i
+// (ok), or did not, under the same hold of the lock: for a caller that
+// looked it up already (a reservation reads the key's kind first).
+func (m *Map) decideAtLocked(s *shard, key []byte, h uint64, i uint32, ok bool, p window.Params, now, cost int64, peek bool) (window.Decision, error) {
 	var sl *slot
 	var old window.Params
 	if ok {

@@ -96,14 +96,18 @@ func (r *ReserveRequest) takes(k window.Kind) bool {
 }
 
 func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
-	if i, ok := s.findLocked(key, h); ok && !s.expiredLocked(s.slots.at(i), now) && !r.takes(s.params.get(s.slots.at(i).param()).Kind) {
+	// The key is looked up once for the whole operation: its slot stays
+	// while the lock is held, whatever happens to the ledger's (settling
+	// removes only the ledger; nothing but the sweep moves slots).
+	i, found := s.findLocked(key, h)
+	if found && !s.expiredLocked(s.slots.at(i), now) && !r.takes(s.params.get(s.slots.at(i).param()).Kind) {
 		return ReserveResult{}, ErrWrongType
 	}
 	switch r.Op {
 	case Refund:
 		return m.refundLocked(s, key, h, r, now)
 	case ReserveNew:
-		return m.reserveNewLocked(s, key, h, ledger, hl, r, now)
+		return m.reserveNewLocked(s, key, h, i, found, ledger, hl, r, now)
 	}
 	est, ok := m.ledgerTakeLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, r.ID, now)
 	if !ok {
@@ -114,34 +118,36 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 		delta = r.Units - est
 	}
 	if delta != 0 {
-		m.adjustLocked(s, key, h, now, delta)
+		m.adjustAtLocked(s, i, found, now, delta)
 	}
 	return ReserveResult{Done: true}, nil
 }
 
-func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
-	j, found := m.findLedgerLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, now)
-	live := found && !s.expiredLocked(s.slots.at(j), now)
+// reserveNewLocked records a new reservation of key, which findLocked
+// found in slot i (found) or did not.
+func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, i uint32, found bool, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
+	j, inLedger := m.findLedgerLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, now)
+	live := inLedger && !s.expiredLocked(s.slots.at(j), now)
 	if live {
 		b := s.peekCountersLocked(s.slots.at(j))
 		rs := s.params.get(s.slots.at(j).param()).Ledger()
 		if _, dup := rs.Find(b, now, r.ID); dup { // a retry: charge nothing twice
-			d, err := m.decideLocked(s, key, h, r.Params, now, 1, true)
+			d, err := m.decideAtLocked(s, key, h, i, found, r.Params, now, 1, true)
 			d.Allowed, d.Wait = true, 0
 			return ReserveResult{Decision: d, Done: true}, err
 		}
 		if full, wait := rs.Full(b, now); full {
-			d, err := m.decideLocked(s, key, h, r.Params, now, r.Units, true)
+			d, err := m.decideAtLocked(s, key, h, i, found, r.Params, now, r.Units, true)
 			d.Allowed, d.Wait = false, max(d.Wait, wait)
 			return ReserveResult{Decision: d}, err
 		}
 	}
-	d, err := m.decideLocked(s, key, h, r.Params, now, r.Units, false)
+	d, err := m.decideAtLocked(s, key, h, i, found, r.Params, now, r.Units, false)
 	if err != nil || !d.Allowed {
 		return ReserveResult{Decision: d}, err
 	}
 	if !live {
-		if !found {
+		if !inLedger {
 			var ok bool
 			if j, ok = m.insertLocked(s, ledger, hl); !ok {
 				m.adjustLocked(s, key, h, now, -r.Units) // no room to record it: take the charge back
@@ -206,6 +212,12 @@ func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, keys [][]byte
 // would count in a window that is over.
 func (m *Map) adjustLocked(s *shard, key []byte, h uint64, now, n int64) bool {
 	i, ok := s.findLocked(key, h)
+	return m.adjustAtLocked(s, i, ok, now, n)
+}
+
+// adjustAtLocked is adjustLocked of a key that findLocked found in slot i
+// (ok), or did not, under the same hold of the lock.
+func (m *Map) adjustAtLocked(s *shard, i uint32, ok bool, now, n int64) bool {
 	if !ok || s.expiredLocked(s.slots.at(i), now) {
 		return false
 	}
