@@ -47,7 +47,8 @@ func (s *Store) entryKey(e *Entry, from int) *key {
 	case k != nil:
 		s.stats.KeysRefused++
 		return nil
-	case s.cfg.MaxRemote > 0 && s.remote >= s.cfg.MaxRemote:
+	case s.cfg.MaxRemote > 0 && s.remote >= s.cfg.MaxRemote,
+		s.room != nil && !s.room(s.bytes+s.newKeyBytes(len(e.Key))+bucketBytes*int64(s.cfg.Regions)): // --maxmemory (bytes.go)
 		s.stats.KeysRefused++
 		return nil
 	}
@@ -68,6 +69,8 @@ func (s *Store) owned(k *key) {
 // remove deletes key name from the table.
 func (s *Store) remove(name string, k *key) {
 	s.owned(k)
+	s.bytes -= k.bytes
+	k.bytes = 0
 	delete(s.keys, name)
 	delete(s.measure, name)
 }

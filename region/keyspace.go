@@ -106,6 +106,7 @@ func (s *Store) Restore(o Own) bool {
 			k.stamp = max(k.stamp, at*int64(time.Second))
 		}
 	}
+	s.resize(k)
 	s.owned(k)
 	s.changed(k.name)
 	return true

@@ -11,6 +11,7 @@ type Stats struct {
 	Refused           int64   // received entries not counted (bad, or another window for the key)
 	KeysRefused       int64   // received entries not counted: a new key past Config.MaxRemote
 	RemoteKeys        int     // keys held only for other regions
+	Bytes             int64   // about what the table holds in memory (bytes.go)
 	PeerRefused       int64   // entries of ours other regions refused (Ack.Refused)
 	WindowsMeasured   int64   // windows whose total is known: every region's units in them arrived
 	OvershootWindows  int64   // measured windows whose total exceeded the limit
@@ -37,7 +38,7 @@ type PeerStats struct {
 // unacknowledged units.
 func (s *Store) Stats(now int64) Stats {
 	st := s.stats
-	st.Keys, st.Echoed, st.RemoteKeys = len(s.keys), s.echoed, s.remote
+	st.Keys, st.Echoed, st.RemoteKeys, st.Bytes = len(s.keys), s.echoed, s.remote, s.bytes
 	st.Peers = make([]PeerStats, len(s.peers))
 	seen := map[string]struct{}{}
 	for p := range s.peers {

@@ -55,6 +55,7 @@ func (s *Store) recover(p int, echo []Entry, done bool) {
 		s.owned(k)
 		k.acked[p].raise(e.Bucket, e.Count)
 		k.sent[p].raise(e.Bucket, e.Count)
+		s.resize(k)
 		s.dirty[k.name] = struct{}{}
 		s.measure[k.name] = struct{}{}
 		s.mirror[k.name] = struct{}{}

@@ -54,6 +54,10 @@ type simSchedule struct {
 	restartAt  int64
 	oneAtATime bool // each link carries one exchange at a time, as the server's do (SyncReady): odd seeds
 	maxRemote  int  // Config.MaxRemote: 1 in a third of the schedules (seed%3 == 2), so the second key is refused where only others decide it
+	// room bounds the table's bytes (SetRoom, as the server's --maxmemory
+	// does) instead of maxRemote in half of those (seed%6 == 5): about one
+	// key with its buckets, so a new key held for others is refused.
+	room int64
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -83,16 +87,19 @@ func newSchedule(seed uint64) simSchedule {
 		{Kind: window.KindFixed, Limit: 10 + rng.Int64N(2000), Window: time.Duration(200+rng.Int64N(3000)) * time.Millisecond},
 	}
 	sc.oneAtATime = seed%2 == 1 // not drawn from rng: the other draws, and the seeds in testdata, stay as they were
-	if seed%3 == 2 {
-		sc.maxRemote = 1 // not drawn either
+	switch {
+	case seed%6 == 5:
+		sc.room = 1500 // not drawn either
+	case seed%3 == 2:
+		sc.maxRemote = 1
 	}
 	return sc
 }
 
 func (sc simSchedule) String() string {
-	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v max-remote=%d",
+	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v max-remote=%d room=%d",
 		sc.seed, sc.regions, sc.escrow, sc.reserve, time.Duration(sc.delay), sc.loss, sc.cuts, sc.pattern, sc.limits, sc.skew,
-		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime, sc.maxRemote)
+		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime, sc.maxRemote, sc.room)
 }
 
 // simLinks is when each link (from, to) took its exchange in flight, or -1
@@ -178,6 +185,9 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 		cfg.Escrow, cfg.Reserve, cfg.Epoch, cfg.MaxRemote = sc.escrow, sc.reserve, epoch, sc.maxRemote
 		st, err := New(cfg)
 		require.NoError(t, err)
+		if sc.room > 0 {
+			st.SetRoom(func(n int64) bool { return n <= sc.room })
+		}
 		return st
 	}
 	for r := range stores {
@@ -302,7 +312,7 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 	}
 	// A restart loses the region's measurements, and units no one
 	// received; a region that refused a key never measures its windows.
-	if sc.restart < 0 && sc.maxRemote == 0 {
+	if sc.restart < 0 && sc.maxRemote == 0 && sc.room == 0 {
 		verifyMeasured(t, sc, stores, truth)
 	}
 	return res
@@ -347,6 +357,7 @@ func TestSimulationBound(t *testing.T) {
 	byEscrow := map[float64]float64{}
 	restarts := 0.0 // the largest total/Bound where a region restarted (Bound, not Bound + max(e, φ))
 	var refused, capped, cappedWorst = int64(0), 0, 0.0
+	var roomRefused, roomed, roomWorst = int64(0), 0, 0.0
 	for _, seed := range seeds {
 		sc := newSchedule(seed)
 		var res simResult
@@ -370,7 +381,17 @@ func TestSimulationBound(t *testing.T) {
 				cappedWorst = max(cappedWorst, res.ofBound)
 			}
 		}
+		if sc.room > 0 {
+			roomRefused, roomed = roomRefused+res.refused, roomed+1
+			if sc.restart < 0 {
+				roomWorst = max(roomWorst, res.ofBound)
+			}
+		}
 	}
+	if roomed > 10 {
+		require.Positive(t, roomRefused, "%d schedules with a room of %d bytes refused no entry: the room was not exercised", roomed, newSchedule(5).room)
+	}
+	t.Logf("%d schedules with a room of %d bytes: %d entries refused, worst total/bound %.4f without a restart", roomed, newSchedule(5).room, roomRefused, roomWorst)
 	if capped > 10 {
 		require.Positive(t, refused, "%d schedules with max-remote 1 refused no entry: the cap was not exercised", capped)
 	}

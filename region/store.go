@@ -114,6 +114,7 @@ type key struct {
 	// (changed): until a call other than Decide, which alone take keys out
 	// of those sets, another charge need not mark it again.
 	marked uint64
+	bytes  int64 // its part of Store.bytes (bytes.go)
 }
 
 // Store is one region's state of its global keys: what it admitted, what
@@ -134,6 +135,8 @@ type Store struct {
 	gen     uint64 // moves on in every call but Decide: only they take keys out of dirty, measure, mirror or a peer's unacked (key.marked)
 	echoed  int    // how many other regions have sent back what they counted of this one
 	remote  int    // keys with remote set: held only for other regions (cap.go)
+	bytes   int64  // about what the keys hold (bytes.go)
+	room    func(n int64) bool
 }
 
 // New returns an empty Store for region cfg.Self.
@@ -178,11 +181,13 @@ func (s *Store) lookupMade(name []byte, lim Limit, mk bool) (*key, bool) {
 		k.name = string(name)
 		s.keys[k.name] = k
 		k.lim = lim
+		s.resize(k)
 		return k, true
 	case !k.lim.sameBuckets(lim):
-		name, remote := k.name, k.remote
+		name, remote, bytes := k.name, k.remote, k.bytes
 		*k = *s.newKey(lim)
-		k.name, k.remote = name, remote
+		k.name, k.remote, k.bytes = name, remote, bytes
+		s.resize(k)
 	}
 	k.lim = lim
 	return k, false
@@ -258,6 +263,7 @@ func (s *Store) charge(k *key, now, cur, cost int64) {
 	name := k.name
 	k.stamp = now
 	k.own.add(cur, cost)
+	s.resize(k)
 	s.owned(k)
 	if k.marked != s.gen {
 		s.changed(name)

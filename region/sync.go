@@ -155,11 +155,15 @@ func (s *Store) entriesFor(es []Entry, name string, p int, again bool) []Entry {
 	if k == nil {
 		return es
 	}
+	grew := false
 	for _, b := range k.own {
 		if b.n > k.sent[p].get(b.id) || again && b.n > k.acked[p].get(b.id) {
-			k.sent[p].raise(b.id, b.n)
+			grew = k.sent[p].raise(b.id, b.n) || grew
 			es = append(es, Entry{Key: name, Limit: k.lim, Bucket: b.id, Count: b.n})
 		}
+	}
+	if grew {
+		s.resize(k)
 	}
 	return es
 }
@@ -206,6 +210,7 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 		}
 		if k.seen[b.From].raise(e.Bucket, e.Count) {
 			s.measure[e.Key] = struct{}{}
+			s.resize(k)
 		}
 	}
 	if b.EchoFor != 0 && b.EchoFor == s.cfg.Epoch {
@@ -248,7 +253,9 @@ func (s *Store) Acked(a *Ack, now int64) {
 		if k == nil || !k.lim.sameBuckets(e.Limit) {
 			continue
 		}
-		k.acked[a.From].raise(e.Bucket, e.Count)
+		if k.acked[a.From].raise(e.Bucket, e.Count) {
+			s.resize(k)
+		}
 		if s.ackedAll(k, a.From) {
 			delete(pr.unacked, e.Key)
 		}

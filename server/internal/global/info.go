@@ -37,7 +37,7 @@ func (rn *Node) Info() []Field {
 		{"rl_region_overshoot_units", st.OvershootUnits}, {"rl_region_windows_unmeasured", st.WindowsUnmeasured},
 		{"rl_region_worst_ratio", fmtFloat(st.Worst)}, {"rl_region_refused", rn.refused.Load()},
 		{"rl_region_keyspace_refused", rn.mirrorFailed.Load()},
-		{"rl_region_max_keys", rn.rc.MaxRemote}, {"rl_region_remote_keys", st.RemoteKeys},
+		{"rl_region_max_keys", rn.rc.MaxRemote}, {"rl_region_remote_keys", st.RemoteKeys}, {"rl_region_bytes", st.Bytes},
 		{"rl_region_keys_refused", st.KeysRefused}, {"rl_region_refused_by_peers", st.PeerRefused},
 		{"rl_region_received", rn.received.Load()}, {"rl_region_received_bytes", rn.receivedBytes.Load()}}
 	n := 0
@@ -98,6 +98,7 @@ func (rn *Node) WriteMetrics(w io.Writer) {
 	gauge(w, "rlstore_region_worst_ratio", st.Worst)
 	gauge(w, "rlstore_region_keys", float64(st.Keys))
 	gauge(w, "rlstore_region_remote_keys", float64(st.RemoteKeys))
+	gauge(w, "rlstore_region_bytes", float64(st.Bytes))
 	counter(w, "rlstore_region_keys_refused_total", st.KeysRefused)
 	counter(w, "rlstore_region_refused_by_peers_total", st.PeerRefused)
 	for i, l := range rn.links {

@@ -77,6 +77,7 @@ func (rn *Node) restore() int {
 			if rn.st.Restore(region.Own{Key: string(e.Key), Params: e.Params, State: e.State, Counters: e.Counters}) {
 				n++
 			}
+			rn.chargeLocked()
 			rn.mu.Unlock()
 		}
 	}
@@ -89,6 +90,7 @@ func (rn *Node) Forget(key []byte) {
 	if rn.Global(key) {
 		rn.mu.Lock()
 		rn.st.Forget(key)
+		rn.chargeLocked()
 		rn.mu.Unlock()
 	}
 }
@@ -97,6 +99,7 @@ func (rn *Node) Forget(key []byte) {
 func (rn *Node) ForgetAll() {
 	rn.mu.Lock()
 	rn.st.ForgetAll()
+	rn.chargeLocked()
 	rn.mu.Unlock()
 }
 

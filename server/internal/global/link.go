@@ -49,6 +49,7 @@ func (rn *Node) carry(l *link, done <-chan struct{}) {
 		now := rn.d.UnixNano()
 		rn.mu.Lock()
 		rn.st.Acked(ack, now)
+		rn.chargeLocked()
 		skew, _ := rn.st.Skew(ack.From)
 		rn.mu.Unlock()
 		rn.checkSkew(l, skew)
@@ -137,6 +138,7 @@ func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal strin
 	now := rn.d.UnixNano()
 	rn.mu.Lock()
 	a := rn.st.Receive(b, now)
+	rn.chargeLocked()
 	rn.mu.Unlock()
 	if msg := refusedAck(a, h.Version); msg != "" {
 		return nil, rn.refuse(msg)

@@ -66,9 +66,10 @@ type Node struct {
 	names []string       // by index
 	local [][]byte
 
-	mu  sync.Mutex // guards st and own
-	st  *region.Store
-	own []region.Own // mirrorLocked's buffer
+	mu      sync.Mutex // guards st, own and charged
+	st      *region.Store
+	own     []region.Own // mirrorLocked's buffer
+	charged int64        // the table's bytes counted in the store's memory (chargeLocked)
 
 	synced       atomic.Int64 // syncs done
 	mirrorFailed atomic.Int64 // own units the key store had no room to copy (keys.go)
@@ -125,6 +126,7 @@ func New(cfg Config, d Delegate) (*Node, error) {
 		return nil, err
 	}
 	rn.rc, rn.st = rc, st
+	st.SetRoom(rn.roomLocked) // a key held for other regions takes --maxmemory's room too
 	for _, p := range cfg.Local {
 		rn.local = append(rn.local, []byte(p))
 	}
@@ -173,6 +175,7 @@ func (rn *Node) Decide(key []byte, lim region.Limit, now, cost int64, peek bool)
 	if d.Made {
 		err = rn.keepFreshLocked(key, lim, d.Allowed, now) // keys.go
 	}
+	rn.chargeLocked()
 	urgent := rn.st.Urgent()
 	rn.mu.Unlock()
 	if err != nil {
@@ -222,6 +225,7 @@ func (rn *Node) SyncOnce() {
 	rn.batches = bs
 	rn.st.Sweep(now, 4096)
 	rn.mirrorLocked(now)
+	rn.chargeLocked()
 	rn.mu.Unlock()
 	rn.synced.Add(1)
 	for i, b := range bs {
@@ -235,6 +239,24 @@ func (rn *Node) SyncOnce() {
 	}
 	clear(bs) // the links own the batches now
 }
+
+// chargeLocked counts what the region table grew or shrank by since the
+// last call in the key store's memory, which --maxmemory bounds and INFO
+// memory's used_memory_dataset shows: keys then meet -OOM sooner, as they
+// should; the bytes are just as real. A key held only for other regions is
+// refused before it is made when it does not fit (region.Store.SetRoom);
+// the rest grows with this region's own decisions, which the key store's
+// copy of each new key already bounds.
+func (rn *Node) chargeLocked() {
+	if d := rn.st.Bytes() - rn.charged; d != 0 {
+		rn.store.Hold(d)
+		rn.charged += d
+	}
+}
+
+// roomLocked reports whether a region table of n bytes fits in the key
+// store's memory, with what the store counts of it already.
+func (rn *Node) roomLocked(n int64) bool { return rn.store.Room(n - rn.charged) }
 
 // nudge asks the sync loop for an early exchange.
 func (rn *Node) nudge() {

@@ -74,6 +74,7 @@ func (rn *Node) Check(key []byte, p *policy.Policy, now, cost int64, peek bool, 
 			ds[i] = rn.st.Decide(keys[i], lims[i], now, cost, false).Decision
 		}
 	}
+	rn.chargeLocked()
 	urgent := rn.st.Urgent()
 	rn.mu.Unlock()
 	if urgent {
