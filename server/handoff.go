@@ -110,6 +110,10 @@ type slotState struct {
 	// learned it had been declared dead (see rejoin): a handback adds the
 	// keys it lacks, and replaces its keys only in mode replace.
 	keep bool
+	// guess marks a joiner's import from the owner the slot has without it
+	// (importFrom): its guess of the slot's backup, by a first view that
+	// may lack members. A later view re-points it (see slotChange).
+	guess bool
 }
 
 // now returns the slot's mode at this moment.

@@ -173,6 +173,11 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 	case mine && mode == modeImporting:
 		if !nv.Table.Has(st.peer.Name) {
 			h.set(slot, nil) // the old owner has gone: serve from what came
+		} else if ru, ok := nv.Table.RunnerUp(slot); ok && st.guess && ru.Name != st.peer.Name && ru.Name != nv.Self {
+			// A joiner whose first view lacked the slot's backup guessed
+			// another node, which sends nothing for it; the backup's DONE
+			// must end the import (only the import's old owner ends it).
+			h.set(slot, &slotState{mode: modeImporting, peer: ru, until: st.until, guess: true})
 		}
 	case mine && had:
 	case mine:
@@ -208,7 +213,7 @@ func (s *Server) importFrom(old, nv *cluster.View, slot int, oldCounts bool, unt
 	if src.Name == nv.Self || !nv.Table.Has(src.Name) {
 		return nil
 	}
-	return &slotState{mode: modeImporting, peer: src, until: until}
+	return &slotState{mode: modeImporting, peer: src, until: until, guess: !oldCounts}
 }
 
 // heir is the node that should hold slot in view v: its owner, or while

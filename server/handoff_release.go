@@ -48,7 +48,7 @@ func (s *Server) expireImports() {
 		}
 		next := ext[st]
 		if next == nil {
-			next = &slotState{mode: modeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep}
+			next = &slotState{mode: modeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess}
 			ext[st] = next
 		}
 		if h.swap(slot, st, next) { // the next ask waits releaseRetry, whatever this one hears
