@@ -204,7 +204,7 @@ func startDelayedRegions(t *testing.T, oneWay time.Duration, extra ...string) ([
 // netem), at the default --region-sync of 100 ms; skewed load with real
 // clients (eu hot, us and ap light) on five keys of RL.FIXED 200 per 2 s
 // (e = 6, φ = 33, bound 212) and five of RL.FIXED 300 per 10 s (e = 10,
-// φ = 50, bound 320); 20 s connected, then ap cut off from eu and us for
+// φ = 50, bound 320); 20–21 s connected, then ap cut off from eu and us for
 // 10 s (its clients still reach it), then 6 s healed. Every window's
 // total, as the clients count it, stays within its bound L + (R−1)·e; while
 // all three are connected the 10 s windows with traffic in every region
@@ -249,7 +249,13 @@ func TestRegionProcessesDelay(t *testing.T) {
 	load(1, 1, 2*time.Millisecond)
 	load(2, 1, 2*time.Millisecond)
 	start := time.Now().Unix()
-	<-time.After(20 * time.Second)
+	// 20 s connected, and at least until one whole 10 s window (aligned
+	// to the epoch) that began after the load did has ended: when the load
+	// begins in a second that is a multiple of 10, the 20 s hold no such
+	// window, and none was counted (fresh-clone CI at 636878e: load from
+	// 01:05:30.7, windows [30, 40] and [40, 50], the cut at 50.7).
+	whole := (start/int64(long.window)+1)*int64(long.window) + int64(long.window) + 1
+	<-time.After(max(20*time.Second, time.Until(time.Unix(whole, 0))))
 	connTo := time.Now().Unix() - 1
 	cut := func(on bool) {
 		for _, l := range []*delayLink{links[2][0], links[2][1], links[0][2], links[1][2]} {
