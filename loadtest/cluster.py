@@ -21,14 +21,16 @@
 # Server CPU per request is the utime+stime of every rlstore process of the
 # system (/proc/<pid>/stat) over the run, divided by the requests served.
 #
-# Failure detection: 3 nodes at --cluster-timing lan and fast; one is
-# killed with SIGKILL, and the time until both survivors' CLUSTER INFO show
-# two nodes is printed.
+# Failure detection and takeover: 3 nodes at --cluster-timing lan and fast;
+# one is killed with SIGKILL, and the time until both survivors' CLUSTER
+# INFO show two nodes is printed, and the time until both answer RL.SLIDE
+# on a key of the dead node's slots with a decision (the takeover: a
+# majority's confirmation of the death, then the takeover's wait).
 #
 #   go build -o /tmp/rlstore ./cmd/rlstore && go build -o /tmp/rlload ./loadtest/cmd/rlload
 #   RLSTORE=/tmp/rlstore RLLOAD=/tmp/rlload python3 loadtest/cluster.py
 # Optional: TITLE (the section's heading, "Cluster"), ROUNDS (2), DUR (3s), DEPTHS (1,16), DETECT (3: kills per timing,
-# 0: none), THROUGHPUT (1; 0: skip), RB (1; 0: no redis-benchmark rows),
+# 0: none), TIMINGS (lan,fast: the --cluster-timing values DETECT kills at), THROUGHPUT (1; 0: skip), RB (1; 0: no redis-benchmark rows),
 # BYNODE (1; 0: no "rlload ×3, by node" rows),
 # RBN (500000: requests per redis-benchmark run at -P 16, in proportion at
 # other depths), RLARGS (flags for every rlstore),
@@ -333,19 +335,35 @@ def throughput():
     return depths, list(systems), res
 
 
+def serves(port, key):
+    """Whether the node at port answers RL.SLIDE on key with a decision (an
+    array), not an error such as -CLUSTERDOWN."""
+    with socket.create_connection(("127.0.0.1", port), timeout=1.0) as s:
+        args = [b"RL.SLIDE", key.encode(), b"1000000000", b"60"]
+        s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+        return s.recv(1)[:1] == b"*"
+
+
 def detect(timing, kills):
+    """Kills one node of three kills times; returns, for each kill, the
+    seconds until both survivors show two nodes, and until both serve a key
+    of the dead node's slots (after the death's confirmation by a majority
+    and the takeover's wait), or None where that did not happen in 30 s."""
     times = []
     for _ in range(kills):
         nodes = start_cluster(3, timing)
         victim, survivors = nodes[2][0], [p for _, p in nodes[:2]]
+        key = "{" + tags_by_node(nodes)[2] + "}detect"
         t0 = time.monotonic()
         victim.send_signal(signal.SIGKILL)
         ok = wait_until(lambda: all(known_nodes(p) == 2 for p in survivors), 30.0)
         dt = time.monotonic() - t0
+        served = wait_until(lambda: all(serves(p, key) for p in survivors), max(0.0, 30.0 - dt))
+        ds = time.monotonic() - t0
         stop([p for p, _ in nodes])
-        if ok:
-            times.append(dt)
-        print(f"detect {timing}: {dt:.2f} s" + ("" if ok else " (not detected)"), file=sys.stderr, flush=True)
+        times.append((dt if ok else None, ds if served else None))
+        print(f"detect {timing}: {dt:.2f} s" + ("" if ok else " (not detected)") +
+              f", served {ds:.2f} s" + ("" if served else " (not served)"), file=sys.stderr, flush=True)
     return times
 
 
@@ -400,14 +418,20 @@ def main():
         print()
     kills = int(os.environ.get("DETECT", "3"))
     if kills > 0:
-        print("Failure detection: 3 nodes, one killed with SIGKILL, time until both survivors' `CLUSTER INFO`")
-        print("show two nodes (after which the dead node's slots belong to their new owners):\n")
-        print("| --cluster-timing | seconds, each kill | max |")
-        print("|---|---|---|")
-        for timing in ("lan", "fast"):
+        print("Failure detection and takeover: 3 nodes, one killed with SIGKILL; seconds until both survivors'")
+        print("`CLUSTER INFO` show two nodes (detected), and until both answer `RL.SLIDE` on a key of the dead node's")
+        print("slots with a decision (served: after a majority confirms the death and the takeover's wait):\n")
+        print("| --cluster-timing | detected, each kill | max | served, each kill | max |")
+        print("|---|---|---|---|---|")
+        for timing in os.environ.get("TIMINGS", "lan,fast").split(","):
             t = detect(timing, kills)
-            each = ", ".join(f"{x:.2f}" for x in t) or "-"
-            print(f"| {timing} | {each} | {max(t):.2f} |" if t else f"| {timing} | not detected | - |")
+            cols = []
+            for i in range(2):
+                xs = [x[i] for x in t]
+                cols.append(", ".join("-" if x is None else f"{x:.2f}" for x in xs))
+                got = [x for x in xs if x is not None]
+                cols.append(f"{max(got):.2f}" if got else "-")
+            print(f"| {timing} | " + " | ".join(cols) + " |")
         print()
 
 
