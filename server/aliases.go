@@ -1,26 +1,11 @@
 package server
 
 import (
-	"errors"
-	"strconv"
 	"time"
 
-	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
-)
-
-// The argument errors of GCRA and THROTTLE, as the servers that have them word them.
-const (
-	errArgPositive   argError = "ERR value is out of range, must be positive"
-	errArgAtLeastOne argError = "ERR value is out of range, value must between 1 and 9223372036854775807"
-	errArgFloat      argError = "ERR value is not a valid float"
-	errArgGCRAPeriod argError = "ERR period must be > 0 and < 1e12"
-	errArgGCRAMissin argError = "ERR Missing TOKENS value"
-	errArgGCRARange  argError = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow"
-	errArgGCRALong   argError = "ERR period must be at most 315360000 seconds"
-	errArgThrottle   argError = "ERR invalid max_burst, count_per_period or period"
 )
 
 // aliasCommands are other servers' GCRA commands on CL.THROTTLE's state
@@ -36,95 +21,8 @@ func aliasCommands() []command {
 	}
 }
 
-// parseGCRA parses GCRA key max_burst tokens_per_period period [TOKENS n]
-// as Redis's src/gcra.c does; period is in seconds and may have a fraction.
-func parseGCRA(args [][]byte) (window.Params, int64, error) {
-	if len(args) > 7 {
-		return window.Params{}, 0, argError(core.ArityError("gcra"))
-	}
-	burst, ok := parseInt(args[2])
-	switch {
-	case !ok:
-		return window.Params{}, 0, errArgNotInt
-	case burst < 0:
-		return window.Params{}, 0, errArgPositive
-	}
-	per, err := atLeastOne(args[3])
-	if err != nil {
-		return window.Params{}, 0, err
-	}
-	period, err := strconv.ParseFloat(string(args[4]), 64)
-	switch {
-	case err != nil || period != period:
-		return window.Params{}, 0, errArgFloat
-	case period <= 0 || period >= 1e12:
-		return window.Params{}, 0, errArgGCRAPeriod
-	}
-	n := int64(1)
-	if len(args) >= 6 {
-		switch {
-		case !equalFoldASCII(args[5], "tokens"):
-			return window.Params{}, 0, errArgSyntax
-		case len(args) == 6:
-			return window.Params{}, 0, errArgGCRAMissin
-		}
-		if n, err = atLeastOne(args[6]); err != nil {
-			return window.Params{}, 0, err
-		}
-	}
-	p := window.Params{Kind: window.KindToken, Limit: burst + 1, Rate: per, Period: time.Duration(period * float64(time.Second))}
-	if burst == 1<<63-1 {
-		return p, n, errArgGCRARange
-	}
-	switch err := p.Validate(); {
-	case errors.Is(err, window.ErrWindow):
-		return p, n, errArgGCRALong
-	case err != nil:
-		return p, n, errArgGCRARange
-	}
-	return p, n, nil
-}
-
-func atLeastOne(b []byte) (int64, error) {
-	v, ok := parseInt(b)
-	switch {
-	case !ok:
-		return 0, errArgNotInt
-	case v < 1:
-		return 0, errArgAtLeastOne
-	}
-	return v, nil
-}
-
-// parseThrottleCrab parses THROTTLE key max_burst count_per_period period
-// [quantity] as throttlecrab does: a bucket of max_burst (not max_burst+1,
-// as CL.THROTTLE's), refilled at count_per_period per period seconds. A
-// quantity of 0 peeks.
-func parseThrottleCrab(args [][]byte) (window.Params, int64, error) {
-	if len(args) > 6 {
-		return window.Params{}, 0, argError(core.ArityError("throttle"))
-	}
-	var n [4]int64
-	n[3] = 1
-	for i, a := range args[2:] {
-		v, ok := parseInt(a)
-		if !ok {
-			return window.Params{}, 0, errArgNotInt
-		}
-		n[i] = v
-	}
-	p := window.Params{Kind: window.KindToken, Limit: n[0], Rate: n[1], Period: time.Duration(n[2]) * time.Second}
-	if n[2] < 1 || n[2] > int64(window.MaxWindow/time.Second) || p.Validate() != nil {
-		return p, 0, errArgThrottle
-	}
-	if n[3] < 0 {
-		return p, 0, decide.ErrCost
-	}
-	return p, n[3], nil
-}
-
 func cmdGCRA(s *Server, c *client, args [][]byte) {
-	p, n, err := parseGCRA(args)
+	p, n, err := decide.ParseGCRA(args)
 	if err != nil {
 		c.conn.WriteError(err.Error())
 		return
@@ -142,7 +40,7 @@ func cmdGCRA(s *Server, c *client, args [][]byte) {
 }
 
 func cmdThrottle(s *Server, c *client, args [][]byte) {
-	p, n, err := parseThrottleCrab(args)
+	p, n, err := decide.ParseThrottleCrab(args)
 	if err != nil {
 		c.conn.WriteError(err.Error())
 		return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -159,7 +160,7 @@ func TestRegionsRefuseAnchorFirst(t *testing.T) {
 	ctx := context.Background()
 	err := rs[0].rdb.Do(ctx, "RL.FIXED", "k", 10, 60, "ANCHOR", "FIRST").Err()
 	require.Error(t, err)
-	assert.Equal(t, string(errAnchorNotGlobal), err.Error())
+	assert.Equal(t, string(decide.ErrAnchorNotGlobal), err.Error())
 	v, err := rs[0].rdb.Do(ctx, "RL.FIXED", "local:k", 10, 60, "ANCHOR", "FIRST").Int64Slice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 10, 9, 0, 60000}, v)

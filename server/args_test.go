@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
@@ -44,9 +45,9 @@ func TestParseDuration(t *testing.T) {
 		"2562047h":        2562047 * time.Hour,
 	}
 	for in, want := range good {
-		got, ok := parseDuration([]byte(in))
-		assert.Truef(t, ok, "parseDuration(%q) refused", in)
-		assert.Equalf(t, want, got, "parseDuration(%q)", in)
+		got, ok := policy.ParseDuration([]byte(in))
+		assert.Truef(t, ok, "policy.ParseDuration(%q) refused", in)
+		assert.Equalf(t, want, got, "policy.ParseDuration(%q)", in)
 	}
 	bad := []string{
 		"", "s", "ms", "-1", "-1s", "+1s", "1.5s", "1 s", " 1s", "1S", "1M", "1ms ", "1us", "1ns",
@@ -54,8 +55,8 @@ func TestParseDuration(t *testing.T) {
 		"153722868m", "2562048h", "99999999999999999999",
 	}
 	for _, in := range bad {
-		_, ok := parseDuration([]byte(in))
-		assert.Falsef(t, ok, "parseDuration(%q) accepted", in)
+		_, ok := policy.ParseDuration([]byte(in))
+		assert.Falsef(t, ok, "policy.ParseDuration(%q) accepted", in)
 	}
 }
 
@@ -85,15 +86,15 @@ func TestParseOptions(t *testing.T) {
 		{[]string{""}, 0, false, errArgSyntax},
 	}
 	for _, tc := range cases {
-		var a decisionArgs
-		err := parseOptions(byteArgs(tc.opts...), &a)
+		var a decide.NativeArgs
+		err := decide.ParseOptions(byteArgs(tc.opts...), &a)
 		if tc.wantError != nil {
 			assert.Equalf(t, tc.wantError, err, "options %q", tc.opts)
 			continue
 		}
 		if assert.NoErrorf(t, err, "options %q", tc.opts) {
-			assert.Equalf(t, tc.wantCost, a.cost, "options %q: cost", tc.opts)
-			assert.Equalf(t, tc.wantPeek, a.peek, "options %q: peek", tc.opts)
+			assert.Equalf(t, tc.wantCost, a.Cost, "options %q: cost", tc.opts)
+			assert.Equalf(t, tc.wantPeek, a.Peek, "options %q: peek", tc.opts)
 		}
 	}
 }
@@ -101,13 +102,13 @@ func TestParseOptions(t *testing.T) {
 func TestParseSlideToken(t *testing.T) {
 	a, err := parseSlide(byteArgs("rl.slide", "k", "100", "1h", "PEEK", "COST", "3"))
 	require.NoError(t, err)
-	assert.Equal(t, decisionArgs{key: []byte("k"), cost: 3, peek: true,
-		params: window.Params{Kind: window.KindSlide, Limit: 100, Period: time.Hour}}, a)
+	assert.Equal(t, decide.NativeArgs{Key: []byte("k"), Cost: 3, Peek: true,
+		Params: window.Params{Kind: window.KindSlide, Limit: 100, Period: time.Hour}}, a)
 
 	a, err = parseToken(byteArgs("rl.token", "k", "10", "3", "500ms"))
 	require.NoError(t, err)
-	assert.Equal(t, decisionArgs{key: []byte("k"), cost: 1,
-		params: window.Params{Kind: window.KindToken, Limit: 10, Rate: 3, Period: 500 * time.Millisecond}}, a)
+	assert.Equal(t, decide.NativeArgs{Key: []byte("k"), Cost: 1,
+		Params: window.Params{Kind: window.KindToken, Limit: 10, Rate: 3, Period: 500 * time.Millisecond}}, a)
 
 	// Whatever the parser accepts, the store must accept too: parsing is the
 	// only validation the reply can name.
@@ -118,18 +119,22 @@ func TestParseSlideToken(t *testing.T) {
 	} {
 		a, err := parseAny(byteArgs(args...))
 		require.NoErrorf(t, err, "%q", args)
-		assert.NoErrorf(t, a.params.Validate(), "%q", args)
+		assert.NoErrorf(t, a.Params.Validate(), "%q", args)
 	}
 }
 
 // parseSlide parses RL.SLIDE key limit window [COST n] [PEEK].
-func parseSlide(args [][]byte) (decisionArgs, error) { return parseNative(window.KindSlide, args, nil) }
+func parseSlide(args [][]byte) (decide.NativeArgs, error) {
+	return decide.ParseNative(window.KindSlide, args, nil)
+}
 
 // parseToken parses RL.TOKEN key capacity rate period [COST n] [PEEK].
-func parseToken(args [][]byte) (decisionArgs, error) { return parseNative(window.KindToken, args, nil) }
+func parseToken(args [][]byte) (decide.NativeArgs, error) {
+	return decide.ParseNative(window.KindToken, args, nil)
+}
 
 // parseAny parses a decision command of either algorithm by its name.
-func parseAny(args [][]byte) (decisionArgs, error) {
+func parseAny(args [][]byte) (decide.NativeArgs, error) {
 	if equalFoldASCII(args[0], "rl.token") {
 		return parseToken(args)
 	}
@@ -164,7 +169,7 @@ func TestDecisionPathAllocs(t *testing.T) {
 			if err != nil {
 				panic(err)
 			}
-			d, err := m.Decide(a.key, a.params, now, a.cost, a.peek)
+			d, err := m.Decide(a.Key, a.Params, now, a.Cost, a.Peek)
 			if err != nil {
 				panic(err)
 			}
@@ -187,7 +192,7 @@ func BenchmarkDecisionPath(b *testing.B) {
 			cmds := benchCommands(keys)
 			for _, args := range cmds { // measure warm keys, not their first insertion
 				a, _ := parseSlide(args)
-				_, _ = m.Decide(a.key, a.params, time.Now().UnixNano(), a.cost, a.peek)
+				_, _ = m.Decide(a.Key, a.Params, time.Now().UnixNano(), a.Cost, a.Peek)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -198,7 +203,7 @@ func BenchmarkDecisionPath(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					d, err := m.Decide(a.key, a.params, time.Now().UnixNano(), a.cost, a.peek)
+					d, err := m.Decide(a.Key, a.Params, time.Now().UnixNano(), a.Cost, a.Peek)
 					if err != nil {
 						b.Fatal(err)
 					}

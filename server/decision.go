@@ -35,7 +35,7 @@ func decisionCommands() []command {
 // nativeCommand is the table entry of RL.<KIND> key params… [COST n] [PEEK],
 // the command that runs kind's algorithm; window says what params it takes.
 func nativeCommand(kind window.Kind) command {
-	cm := decisionEntry(strings.ToLower(nativeName(kind)), -(2 + policy.Arity(kind)), nativeParser(kind), 1)
+	cm := decisionEntry(strings.ToLower(decide.NativeName(kind)), -(2 + policy.Arity(kind)), nativeParser(kind), 1)
 	cm.peek = peekFrom(2)
 	return cm
 }
@@ -56,8 +56,8 @@ func decisionEntry(name string, arity int, parse parseFunc, key int) command {
 // nativeParser returns the parser of kind's native command.
 func nativeParser(kind window.Kind) parseFunc {
 	return func(s *Server, c *client, args [][]byte) ([]byte, request, error) {
-		a, err := parseNative(kind, args, &c.params)
-		return a.key, request{op: opNative, params: a.params, cost: a.cost, peek: a.peek}, err
+		a, err := decide.ParseNative(kind, args, &c.params)
+		return a.Key, request{op: opNative, params: a.Params, cost: a.Cost, peek: a.Peek}, err
 	}
 }
 
@@ -189,22 +189,22 @@ func decisionRun(parse parseFunc) func(s *Server, c *client, args [][]byte) {
 // parseThrottleReq parses CL.THROTTLE key max_burst count period [quantity],
 // redis-cell's command: the reply is [limited, limit, remaining, retry_after_s, reset_after_s].
 func parseThrottleReq(s *Server, c *client, args [][]byte) ([]byte, request, error) {
-	p, q, err := parseThrottle(args)
+	p, q, err := decide.ParseThrottle(args)
 	return args[1], request{op: opThrottle, throttle: p, cost: q, peek: q == 0}, err
 }
 
 // parseCheckReq parses RL.CHECK name key [COST n] [PEEK]. The reply is the
 // binding rule's five decision fields and its index.
 func parseCheckReq(s *Server, c *client, args [][]byte) ([]byte, request, error) {
-	a := decisionArgs{key: args[2]}
-	err := parseOptions(args[3:], &a)
-	r := request{op: opCheck, cost: a.cost, peek: a.peek}
-	if err == nil && !policy.Reserved(a.key) { // a reserved key's error comes first
+	a := decide.NativeArgs{Key: args[2]}
+	err := decide.ParseOptions(args[3:], &a)
+	r := request{op: opCheck, cost: a.Cost, peek: a.Peek}
+	if err == nil && !policy.Reserved(a.Key) { // a reserved key's error comes first
 		if r.policy, r.pstats = s.policyWithStats(args[1]); r.policy == nil {
-			err = argError("ERR no such policy '" + core.QuoteArg(args[1], 128) + "'")
+			err = policy.Error("ERR no such policy '" + core.QuoteArg(args[1], 128) + "'")
 		}
 	}
-	return a.key, r, err
+	return a.Key, r, err
 }
 
 // run1 decides one parsed request at the server's time and writes the reply,

@@ -2,11 +2,9 @@ package server
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rlstore/rlstore/server/internal/decide"
-	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
 )
 
@@ -37,9 +35,6 @@ func writeOutcome(c *client, r *request, o outcome) {
 	}
 }
 
-// nativeName returns the native decision command that runs kind's algorithm.
-func nativeName(kind window.Kind) string { return "RL." + strings.ToUpper(kind.String()) }
-
 // appendCommand appends to dst the arguments of a command that asks for r on
 // key: what a node that does not own key sends to its owner, which decides
 // it at its own time (r.now is not sent).
@@ -53,7 +48,7 @@ func (r *request) appendCommand(dst [][]byte, key []byte) [][]byte {
 		dst = append(dst, []byte("RL.CHECK"), []byte(r.policy.Name), key)
 	default:
 		p := r.params
-		dst = append(dst, []byte(nativeName(p.Kind)), key, num(p.Limit))
+		dst = append(dst, []byte(decide.NativeName(p.Kind)), key, num(p.Limit))
 		if p.Kind.Rated() {
 			dst = append(dst, num(p.Rate))
 		}

@@ -4,6 +4,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
 )
 
@@ -115,3 +116,13 @@ func (s *Server) recoverPanic(c *client, args [][]byte) {
 	c.conn.WriteError("ERR internal error running '" + name + "', closing the connection; see the server log")
 	s.closeAfterReply(c)
 }
+
+// parseInt parses a base-10 int64 as strictly as Redis's string2ll (see policy.ParseInt).
+func parseInt(b []byte) (int64, bool) { return policy.ParseInt(b) }
+
+// The argument errors every command shares with the parser of algorithm
+// parameters (package policy).
+const (
+	errArgNotInt = policy.ErrNotInt
+	errArgSyntax = policy.ErrSyntax
+)

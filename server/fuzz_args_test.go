@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/window"
 )
@@ -38,17 +39,17 @@ func fuzzInt(t *testing.T, word []byte, n int64) {
 }
 
 func fuzzDuration(t *testing.T, word []byte, d time.Duration) {
-	if v, ok := parseDuration(word); ok {
+	if v, ok := policy.ParseDuration(word); ok {
 		if v < 0 || v%time.Millisecond != 0 {
-			t.Fatalf("parseDuration(%q) = %v", word, v)
+			t.Fatalf("policy.ParseDuration(%q) = %v", word, v)
 		}
-		if back, ok := parseDuration(formatDuration(v)); !ok || back != v {
-			t.Fatalf("parseDuration(%q) = %v, but %q reads back as %v, %v", word, v, formatDuration(v), back, ok)
+		if back, ok := policy.ParseDuration(formatDuration(v)); !ok || back != v {
+			t.Fatalf("policy.ParseDuration(%q) = %v, but %q reads back as %v, %v", word, v, formatDuration(v), back, ok)
 		}
 	}
 	d = d.Abs().Truncate(time.Millisecond)
-	if v, ok := parseDuration(formatDuration(d)); !ok || v != d {
-		t.Fatalf("parseDuration(format(%v)) = %v, %v", d, v, ok)
+	if v, ok := policy.ParseDuration(formatDuration(d)); !ok || v != d {
+		t.Fatalf("policy.ParseDuration(format(%v)) = %v, %v", d, v, ok)
 	}
 }
 
@@ -57,21 +58,21 @@ func fuzzDuration(t *testing.T, word []byte, d time.Duration) {
 // The request it makes must write back (appendCommand, what a cluster
 // forwards) as a command that parses to the same request.
 func fuzzDecision(t *testing.T, kind window.Kind, args [][]byte) {
-	name := strings.ToLower(nativeName(kind))
+	name := strings.ToLower(decide.NativeName(kind))
 	cmd := append(byteArgs(name), args...)
-	a, err := parseNative(kind, cmd, nil)
+	a, err := decide.ParseNative(kind, cmd, nil)
 	fuzzParamCache(t, kind, cmd, a, err)
 	if err != nil {
-		if _, ok := err.(argError); !ok {
-			t.Fatalf("%q: error %v is not an argError", cmd, err)
+		if _, ok := err.(policy.Error); !ok {
+			t.Fatalf("%q: error %v is not an policy.Error", cmd, err)
 		}
 		return
 	}
-	if err := a.params.Validate(); err != nil {
+	if err := a.Params.Validate(); err != nil {
 		t.Fatalf("%q parsed, but the store would refuse it: %v", cmd, err)
 	}
 	again := formatDecision(name, a)
-	if b, err := parseNative(kind, again, nil); err != nil || !equalDecisionArgs(a, b) {
+	if b, err := decide.ParseNative(kind, again, nil); err != nil || !equalDecisionArgs(a, b) {
 		t.Fatalf("%q parsed as %+v, formatted as %q, parsed again as %+v, %v", cmd, a, again, b, err)
 	}
 	key, r, _ := nativeParser(kind)(nil, &client{}, cmd)
@@ -85,10 +86,10 @@ func fuzzDecision(t *testing.T, kind window.Kind, args [][]byte) {
 // parsing it without one gave (a, err): with an empty cache, with one that
 // holds cmd's own parameters, and with one that holds another kind's
 // parameters parsed from the same bytes.
-func fuzzParamCache(t *testing.T, kind window.Kind, cmd [][]byte, a decisionArgs, err error) {
+func fuzzParamCache(t *testing.T, kind window.Kind, cmd [][]byte, a decide.NativeArgs, err error) {
 	var pc decide.ParamCache
 	for range 2 { // a miss, then a hit if cmd's parameters were kept
-		b, err2 := parseNative(kind, cmd, &pc)
+		b, err2 := decide.ParseNative(kind, cmd, &pc)
 		if (err == nil) != (err2 == nil) || err == nil && !equalDecisionArgs(a, b) {
 			t.Fatalf("%q parsed as %+v, %v, but through a cache as %+v, %v", cmd, a, err, b, err2)
 		}
@@ -97,28 +98,28 @@ func fuzzParamCache(t *testing.T, kind window.Kind, cmd [][]byte, a decisionArgs
 	if kind == window.KindFixed {
 		other = window.KindSlide
 	}
-	if _, errOther := parseNative(other, cmd, &pc); errOther == nil {
-		if b, err2 := parseNative(kind, cmd, &pc); (err == nil) != (err2 == nil) || !equalDecisionArgs(a, b) {
+	if _, errOther := decide.ParseNative(other, cmd, &pc); errOther == nil {
+		if b, err2 := decide.ParseNative(kind, cmd, &pc); (err == nil) != (err2 == nil) || !equalDecisionArgs(a, b) {
 			t.Fatalf("%q parsed as %+v, %v, but after %v's parameters as %+v, %v", cmd, a, err, other, b, err2)
 		}
 	}
 }
 
 // formatDecision writes a as a command: the inverse of parseNative.
-func formatDecision(name string, a decisionArgs) [][]byte {
-	out := [][]byte{[]byte(name), a.key, strconv.AppendInt(nil, a.params.Limit, 10)}
-	if a.params.Kind.Rated() {
-		out = append(out, strconv.AppendInt(nil, a.params.Rate, 10))
+func formatDecision(name string, a decide.NativeArgs) [][]byte {
+	out := [][]byte{[]byte(name), a.Key, strconv.AppendInt(nil, a.Params.Limit, 10)}
+	if a.Params.Kind.Rated() {
+		out = append(out, strconv.AppendInt(nil, a.Params.Rate, 10))
 	}
-	out = append(out, formatDuration(a.params.Period), []byte("COST"), strconv.AppendInt(nil, a.cost, 10))
-	if a.peek {
+	out = append(out, formatDuration(a.Params.Period), []byte("COST"), strconv.AppendInt(nil, a.Cost, 10))
+	if a.Peek {
 		out = append(out, []byte("PEEK"))
 	}
 	return out
 }
 
-func equalDecisionArgs(a, b decisionArgs) bool {
-	return bytes.Equal(a.key, b.key) && a.params == b.params && a.cost == b.cost && a.peek == b.peek
+func equalDecisionArgs(a, b decide.NativeArgs) bool {
+	return bytes.Equal(a.Key, b.Key) && a.Params == b.Params && a.Cost == b.Cost && a.Peek == b.Peek
 }
 
 // formatDuration writes a whole number of milliseconds d in its largest exact unit.

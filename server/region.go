@@ -175,7 +175,7 @@ func (s *Server) decideGlobal(key []byte, r *request) (o outcome, ok bool, err e
 	case r.params.Kind != window.KindSlide && r.params.Kind != window.KindFixed:
 		return o, true, global.ErrNotGlobal(r.params.Kind)
 	case r.params.FirstHit:
-		return o, true, errAnchorNotGlobal // anchor.go
+		return o, true, decide.ErrAnchorNotGlobal // decide/anchor.go
 	}
 	lim := region.Limit{Kind: r.params.Kind, Limit: r.params.Limit, Window: r.params.Period}
 	o.d, err = s.reg.Decide(key, lim, r.now, r.cost, r.peek)

@@ -1,31 +1,32 @@
-package server
+package decide
 
 import (
 	"errors"
 
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/window"
 )
 
-// The argument errors of CL.THROTTLE, and of a key that policies reserve.
+// The argument errors of CL.THROTTLE.
 const (
-	errArgMaxBurst  argError = "ERR max_burst must be at least 0 and small enough that a full burst refills within 36500d"
-	errArgThrCount  argError = "ERR count must be at least 1 and at most one per nanosecond of the period"
-	errArgThrPeriod argError = "ERR period must be between 1 and 315360000 seconds"
+	errArgMaxBurst  policy.Error = "ERR max_burst must be at least 0 and small enough that a full burst refills within 36500d"
+	errArgThrCount  policy.Error = "ERR count must be at least 1 and at most one per nanosecond of the period"
+	errArgThrPeriod policy.Error = "ERR period must be between 1 and 315360000 seconds"
 )
 
-// parseThrottle parses CL.THROTTLE's arguments as redis-cell does: integers
+// ParseThrottle parses CL.THROTTLE's arguments as redis-cell does: integers
 // as Rust's i64::from_str reads them.
-func parseThrottle(args [][]byte) (window.Throttle, int64, error) {
+func ParseThrottle(args [][]byte) (window.Throttle, int64, error) {
 	if len(args) < 5 || len(args) > 6 {
-		return window.Throttle{}, 0, argError(core.ArityError("cl.throttle"))
+		return window.Throttle{}, 0, policy.Error(core.ArityError("cl.throttle"))
 	}
 	var n [4]int64
 	n[3] = 1
 	for i, a := range args[2:] {
 		v, ok := parseRustInt(a)
 		if !ok {
-			return window.Throttle{}, 0, errArgNotInt
+			return window.Throttle{}, 0, errNotInt
 		}
 		n[i] = v
 	}
