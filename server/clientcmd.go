@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/introspect"
 )
 
 // Replies of CLIENT, in Redis's words.
@@ -33,10 +34,10 @@ func clientCommands() []command {
 // for client-side caching.
 func (s *Server) registerClient() {
 	cmds := clientCommands()
-	specs := commandSpecs()
+	specs := introspect.Specs()
 	cm := s.entry(&cmds[0])
 	cm.Subs = append(cm.Subs, s.obs.TrackingCommands()...)
-	s.table.Register(cm, func(name string) core.Spec { return specs[name].spec() })
+	s.table.Register(cm, func(name string) core.Spec { return specs[name] })
 	s.clientCmd = s.table.Lookup(cm.Name)
 	s.keepRuns(&cmds[0], s.clientCmd)
 }

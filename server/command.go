@@ -8,6 +8,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
+	"github.com/rlstore/rlstore/server/internal/introspect"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/server/internal/resp"
@@ -46,7 +47,6 @@ type (
 	aclCats    = core.Cats
 	keySpec    = core.KeySpec
 	keyFlags   = core.KeyFlags
-	keyArg     = core.KeyArg
 	peekFunc   = core.PeekFunc
 	blindFunc  = core.BlindFunc
 	secretFunc = core.SecretFunc
@@ -76,6 +76,55 @@ const (
 	flagAnnounces      = core.FlagAnnounces
 	flagKeepsCaching   = core.FlagKeepsCaching
 )
+
+// The ACL categories and key spec flags, as the declarations name them.
+const (
+	catKeyspace    = core.CatKeyspace
+	catRead        = core.CatRead
+	catWrite       = core.CatWrite
+	catPubsub      = core.CatPubsub
+	catAdmin       = core.CatAdmin
+	catFast        = core.CatFast
+	catSlow        = core.CatSlow
+	catDangerous   = core.CatDangerous
+	catConnection  = core.CatConnection
+	catTransaction = core.CatTransaction
+	catRL          = core.CatRL
+
+	keyRO     = core.KeyRO
+	keyRW     = core.KeyRW
+	keyOW     = core.KeyOW
+	keyRM     = core.KeyRM
+	keyAccess = core.KeyAccess
+	keyUpdate = core.KeyUpdate
+	keyInsert = core.KeyInsert
+	keyDelete = core.KeyDelete
+)
+
+// one is the key spec of a command with one key at index.
+func one(flags keyFlags, index int) []keySpec {
+	return []keySpec{{Flags: flags, Index: index, Step: 1}}
+}
+
+// cmdDoc is a command's introspect.Doc as the server's declarations write it.
+type cmdDoc struct {
+	since   string
+	summary string
+	args    []string // argument specs, see introspect.Docs
+}
+
+// rlSince is the rlstore version that has every RL command as documented.
+const rlSince = introspect.RLSince
+
+// commandDocs is every command's COMMAND DOCS entry: introspect's and the
+// cluster's.
+func commandDocs() map[string]introspect.Doc {
+	docs := introspect.Docs()
+	for name, d := range clusterCommandDocs() {
+		docs[name] = introspect.Doc{Since: d.since, Summary: d.summary, Args: d.args}
+	}
+	return docs
+}
 
 // changesFunc returns the keys a call of a write command may change, and
 // the route they share if it is not each key itself (see durable.Writes.Run).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/introspect"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/stretchr/testify/assert"
@@ -101,8 +102,8 @@ func TestCommandGetKeysOfRLCommands(t *testing.T) {
 	got, err := c.Do(ctx, "COMMAND", "GETKEYSANDFLAGS", "RL.SLIDE", "k", 5, 60).Result()
 	require.NoError(t, err)
 	assert.Equal(t, []any{[]any{"k", []any{"RW", "access", "update"}}}, got)
-	assert.EqualError(t, c.Do(ctx, "COMMAND", "GETKEYS", "RL.SLIDE", "k").Err(), errGetKeysArity)
-	assert.EqualError(t, c.Do(ctx, "COMMAND", "GETKEYS", "RL.POLICY", "LIST").Err(), errGetKeysNoKeys)
+	assert.EqualError(t, c.Do(ctx, "COMMAND", "GETKEYS", "RL.SLIDE", "k").Err(), introspect.ErrGetKeysArity)
+	assert.EqualError(t, c.Do(ctx, "COMMAND", "GETKEYS", "RL.POLICY", "LIST").Err(), introspect.ErrGetKeysNoKeys)
 }
 
 // TestCommandTableIsConsistent: every command declares its flags,
@@ -112,21 +113,21 @@ func TestCommandGetKeysOfRLCommands(t *testing.T) {
 // exactly for keyed commands, and key flags that say what the command does.
 func TestCommandTableIsConsistent(t *testing.T) {
 	s := newTestServer(t, Config{})
-	specs := commandSpecs()
+	specs := introspect.Specs()
 	for _, cm := range decisionCommands() {
-		specs[cm.name] = cmdSpec{} // a decision's entry declares its own (decisionEntry)
+		specs[cm.name] = core.Spec{} // a decision's entry declares its own (decisionEntry)
 	}
 	users, err := auth.NewUsers("", "", new(core.Slots))
 	require.NoError(t, err)
 	for _, cm := range slices.Concat(keyspace.New(keyspace.Config{}).Commands(), users.Commands(), new(observe.Slowlog).Commands()) { // the packages' entries declare their own
-		specs[cm.Name] = cmdSpec{}
+		specs[cm.Name] = core.Spec{}
 		for _, sc := range cm.Subs {
-			specs[cm.Name+"|"+sc.Name] = cmdSpec{}
+			specs[cm.Name+"|"+sc.Name] = core.Spec{}
 		}
 	}
 	check := func(cm *core.Command) {
 		_, declared := specs[cm.Name]
-		assert.Truef(t, declared, "%s is not in commandSpecs", cm.Name)
+		assert.Truef(t, declared, "%s is not in introspect.Specs", cm.Name)
 		assert.Equalf(t, cm.Flags&flagWrite != 0, cm.ACL&catWrite != 0, "%s: write and @write", cm.Name)
 		assert.Equalf(t, cm.Flags&flagReadonly != 0, cm.ACL&catRead != 0, "%s: readonly and @read", cm.Name)
 		assert.Falsef(t, cm.Flags&flagWrite != 0 && cm.Flags&flagReadonly != 0, "%s: write and readonly", cm.Name)

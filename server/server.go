@@ -15,6 +15,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/global"
+	"github.com/rlstore/rlstore/server/internal/introspect"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
@@ -213,7 +214,7 @@ func New(cfg Config) (*Server, error) {
 	s.registerClient()
 	s.register(serverCommands())
 	s.registerSpecified(s.dur.Commands())
-	s.register(introspectionCommands())
+	s.registerSpecified(introspect.New(s.table, commandDocs()).Commands())
 	for _, cm := range s.slow.Commands() {
 		s.table.Register(cm, nil)
 	}
@@ -297,10 +298,10 @@ func setDefault[T comparable](v *T, def T) {
 }
 
 // registerSpecified adds a family's commands to the table, their Redis
-// flags, ACL categories and key specs from commandSpecs.
+// flags, ACL categories and key specs from introspect.Specs.
 func (s *Server) registerSpecified(cmds []core.Command) {
-	specs := commandSpecs()
-	spec := func(name string) core.Spec { return specs[name].spec() }
+	specs := introspect.Specs()
+	spec := func(name string) core.Spec { return specs[name] }
 	for _, cm := range cmds {
 		s.table.Register(cm, spec)
 	}
@@ -308,8 +309,8 @@ func (s *Server) registerSpecified(cmds []core.Command) {
 
 // register adds commands declared in the server's form to the table.
 func (s *Server) register(cmds []command) {
-	specs := commandSpecs()
-	spec := func(name string) core.Spec { return specs[name].spec() }
+	specs := introspect.Specs()
+	spec := func(name string) core.Spec { return specs[name] }
 	for i := range cmds {
 		s.table.Register(s.entry(&cmds[i]), spec)
 		s.keepRuns(&cmds[i], s.table.Lookup(cmds[i].name))

@@ -54,6 +54,7 @@ var rules = []rule{
 	{pkg: "server/internal/auth", allowed: []string{"server/internal/auth", "server/internal/core", "server/internal/resp", "internal/wire", "server/internal/glob", "shard", "window", "policy"}},
 	{pkg: "server/internal/observe", allowed: []string{"server/internal/observe", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},
 	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "policy", "window"}},
+	{pkg: "server/internal/introspect", allowed: []string{"server/internal/introspect", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // COMMAND: it reads the table, never a family
 	{pkg: "server/internal/inproc", allowed: []string{"server/internal/inproc", "gateway/batch"}}, // the gateway's in-memory client: it speaks RESP to the server, knowing none of it
 	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
 	{pkg: "server/internal/handoff", allowed: clusterStack("handoff", "replica")},
@@ -219,6 +220,9 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/resp", "internal/wire", true},
 		{"cluster", "internal/wire", true},
 		{"server/internal/route", "internal/wire", true},
+		{"server/internal/introspect", "server/internal/core", true},
+		{"server/internal/introspect", "server/internal/keyspace", false},
+		{"server/internal/introspect", "shard", false},
 		{"server/internal/inproc", "gateway/batch", true},
 		{"server/internal/inproc", "server/internal/resp", false},
 		{"server/internal/inproc", "server/internal/core", false},
@@ -423,5 +427,28 @@ func TestInprocRowCatchesAViolation(t *testing.T) {
 		"server/internal/inproc depends on internal/wire, which its layer may not import",
 		"server/internal/inproc depends on server/internal/decide, which its layer may not import",
 		"server/internal/inproc depends on gateway, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}
+
+// TestIntrospectRowCatchesAViolation: COMMAND, its specs and its docs keep
+// to introspect's row with the dependencies they have (the table is core's,
+// handed to introspect.New), and the row refuses the front (where the
+// cluster's docs are merged in), a family, and the store, directly or
+// through another.
+func TestIntrospectRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/introspect " + m + "internal/wire " + m + "window " + m + "policy " +
+		m + "server/internal/resp " + m + "server/internal/core"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/introspect " + m + "server/internal/observe",
+		m + "server/internal/introspect " + m + "server/internal/keyspace " + m + "shard",
+	}
+	assert.Equal(t, []string{
+		"server/internal/introspect depends on server, which its layer may not import",
+		"server/internal/introspect depends on server/internal/observe, which its layer may not import",
+		"server/internal/introspect depends on server/internal/keyspace, which its layer may not import",
+		"server/internal/introspect depends on shard, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
