@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/clientcmd"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
@@ -173,10 +174,7 @@ type client struct {
 }
 
 // clientMeta is what a client says about itself, for CLIENT LIST.
-type clientMeta struct {
-	name, libName, libVer string
-	resp                  int
-}
+type clientMeta = clientcmd.Meta
 
 func (c *client) getMeta() clientMeta {
 	c.mu.Lock()
@@ -194,7 +192,24 @@ func (c *client) setMeta(f func(m *clientMeta)) {
 func (c *client) setResp(v int) {
 	c.Proto = v
 	c.ob.SetProto(v)
-	c.setMeta(func(m *clientMeta) { m.resp = v })
+	c.setMeta(func(m *clientMeta) { m.Resp = v })
+}
+
+// The client is a clientcmd.Conn: what CLIENT shows of it, and kills.
+
+func (c *client) Meta() clientcmd.Meta              { return c.getMeta() }
+func (c *client) SetMeta(f func(m *clientcmd.Meta)) { c.setMeta(f) }
+func (c *client) Kill()                             { _ = c.g.Close() }
+
+// Info is what CLIENT INFO and LIST show of c; any goroutine may ask.
+func (c *client) Info() clientcmd.Info {
+	cmd := ""
+	if cm := c.LastCmd.Load(); cm != nil {
+		cmd = cm.Name
+	}
+	return clientcmd.Info{ID: c.id, Addr: c.addr, LAddr: c.laddr, FD: clientcmd.FD(c.g.Conn), Meta: c.getMeta(),
+		Created: c.created, LastRead: time.Unix(0, c.g.Last.Load()), Cmd: cmd, Multi: int(c.QLen.Load()),
+		OMem: c.rc.PushesHeld(), Sub: c.ob.Subscribed(), Redir: c.ob.Redir(), Flags: c.ob.Flags()}
 }
 
 // closeAfterReply closes c once the replies written so far are sent. The

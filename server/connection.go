@@ -1,6 +1,12 @@
 package server
 
-import "github.com/rlstore/rlstore/server/internal/core"
+import (
+	"sort"
+
+	"github.com/rlstore/rlstore/server/internal/clientcmd"
+	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/introspect"
+)
 
 // Replies of the connection commands, in Redis's words.
 const (
@@ -58,8 +64,49 @@ func (f authFront) CloseAfterReply(x *core.Session) { f.s.closeAfterReply(f.s.cl
 func (f authFront) Hello(x *core.Session, proto int, name []byte, hasName bool) (int64, string, string) {
 	c := f.s.clientOf(x)
 	if hasName {
-		c.setMeta(func(m *clientMeta) { m.name = string(name) })
+		c.setMeta(func(m *clientMeta) { m.Name = string(name) })
 	}
 	c.setResp(proto)
 	return c.id, f.s.mode(), f.s.cfg.Version
+}
+
+// registerClient registers CLIENT: its own subcommands (package clients),
+// then observe's for client-side caching.
+func (s *Server) registerClient() {
+	cl := clientcmd.New(clientsDelegate{s})
+	cm := cl.Command()
+	cm.Subs = append(cm.Subs, s.obs.TrackingCommands()...)
+	specs := introspect.Specs()
+	s.table.Register(cm, func(name string) core.Spec { return specs[name] })
+	cl.Registered(s.table.Lookup(cm.Name))
+}
+
+// clientsDelegate is the server as CLIENT's clientcmd.Delegate.
+type clientsDelegate struct{ s *Server }
+
+func (d clientsDelegate) Conns() []clientcmd.Conn {
+	list := d.s.clientList()
+	conns := make([]clientcmd.Conn, len(list))
+	for i, c := range list {
+		conns[i] = c
+	}
+	return conns
+}
+
+func (d clientsDelegate) Conn(x *core.Session) clientcmd.Conn { return d.s.clientOf(x) }
+
+func (d clientsDelegate) CloseAfterReply(x *core.Session) { d.s.closeAfterReply(d.s.clientOf(x)) }
+
+// clientList returns the connected clients in the order they connected.
+func (s *Server) clientList() []*client {
+	s.mu.Lock()
+	list := make([]*client, 0, len(s.clients))
+	for _, o := range s.clients {
+		if !o.g.Closed() { // killed: gone for CLIENT LIST and KILL at once, as in Redis, though its goroutine may not have ended
+			list = append(list, o)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
+	return list
 }

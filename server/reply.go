@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 )
 
 // The connection's writers write RESP2. These helpers write the RESP3 frames rlstore
@@ -79,5 +80,13 @@ func writeList(c *client, v any) {
 		}
 	default:
 		panic(fmt.Sprintf("server: no reply for a %T", v)) // a programmer error, recovered per command
+	}
+}
+
+// writeHelp replies to a HELP subcommand with one line per subcommand.
+func writeHelp(c *client, cm command) {
+	c.conn.WriteArray(len(cm.subs))
+	for _, sc := range cm.subs {
+		c.conn.WriteString(strings.ToUpper(sc.name) + ": " + sc.summary)
 	}
 }

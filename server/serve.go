@@ -159,7 +159,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	s.obs.Open(&c.ob, &c.Session, rc, c.id, c.addr)
 	s.dec.Open(&c.Session, &c.dec)
 	s.clientSlot.Set(&c.Session, c)
-	c.meta.resp = 2
+	c.meta.Resp = 2
 	c.QLen.Store(-1)
 	if s.cfg.Durability != nil {
 		c.conn = s.dur.Open(&c.dur, &c.Session, rc, c.id, g.Close, func(cm *core.Command, args [][]byte) { s.call(c, cm, args) })
@@ -220,7 +220,7 @@ func (d gatewayDelegate) ServeConn(conn net.Conn) {
 	rc := resp.NewConn(gc, s.cfg.MaxRequestBytes, s.cfg.ClientOutputLimit, s.mem)
 	c := s.newClient(rc, gc)
 	s.users.Login(&c.Session, nil)
-	c.meta.name = "gateway"
+	c.meta.Name = "gateway"
 	go func() {
 		err := s.loop(c, rc)
 		s.forget(c, err)

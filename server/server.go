@@ -144,11 +144,10 @@ type Server struct {
 	runs       []func(s *Server, c *client, args [][]byte) // by core.Command.ID: the runs declared in the server's form (see call)
 	started    time.Time
 	pol        policies
-	cl         *clusterNode  // nil without a cluster
-	reg        *global.Node  // nil without regions
-	info       infoExtra     // behind INFO's Redis fields (inforedis.go)
-	debug      *debugClock   // the clock DEBUG SET-CLOCK sets; nil: no DEBUG (debug.go)
-	clientCmd  *core.Command // CLIENT, for CLIENT HELP: its subcommands are the server's and observe's
+	cl         *clusterNode // nil without a cluster
+	reg        *global.Node // nil without regions
+	info       infoExtra    // behind INFO's Redis fields (inforedis.go)
+	debug      *debugClock  // the clock DEBUG SET-CLOCK sets; nil: no DEBUG (debug.go)
 
 	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
 

@@ -20,7 +20,7 @@ const (
 // only its name.
 func (s *Server) recordSlow(c *client, cm *core.Command, args [][]byte, d time.Duration, slow, spiked bool) {
 	if slow {
-		s.slow.Add(args, cm.Secret != nil, d, c.addr, c.getMeta().name)
+		s.slow.Add(args, cm.Secret != nil, d, c.addr, c.getMeta().Name)
 	}
 	if spiked {
 		s.slow.AddSpike(d)

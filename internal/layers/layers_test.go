@@ -55,6 +55,7 @@ var rules = []rule{
 	{pkg: "server/internal/observe", allowed: []string{"server/internal/observe", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},
 	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "policy", "window"}},
 	{pkg: "server/internal/introspect", allowed: []string{"server/internal/introspect", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // COMMAND: it reads the table, never a family
+	{pkg: "server/internal/clientcmd", allowed: []string{"server/internal/clientcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // CLIENT: the connections reach it through clientcmd.Conn
 	{pkg: "server/internal/inproc", allowed: []string{"server/internal/inproc", "gateway/batch"}}, // the gateway's in-memory client: it speaks RESP to the server, knowing none of it
 	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
 	{pkg: "server/internal/handoff", allowed: clusterStack("handoff", "replica")},
@@ -223,6 +224,9 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/introspect", "server/internal/core", true},
 		{"server/internal/introspect", "server/internal/keyspace", false},
 		{"server/internal/introspect", "shard", false},
+		{"server/internal/clientcmd", "server/internal/core", true},
+		{"server/internal/clientcmd", "server/internal/observe", false}, // tracking's part of a client's line comes through clientcmd.Info
+		{"server/internal/clientcmd", "shard", false},
 		{"server/internal/inproc", "gateway/batch", true},
 		{"server/internal/inproc", "server/internal/resp", false},
 		{"server/internal/inproc", "server/internal/core", false},
@@ -450,5 +454,29 @@ func TestIntrospectRowCatchesAViolation(t *testing.T) {
 		"server/internal/introspect depends on server/internal/observe, which its layer may not import",
 		"server/internal/introspect depends on server/internal/keyspace, which its layer may not import",
 		"server/internal/introspect depends on shard, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}
+
+// TestClientcmdRowCatchesAViolation: CLIENT keeps to clientcmd's row with
+// the dependencies it has (each connection is a clientcmd.Conn, the
+// connections and closing one a clientcmd.Delegate), and the row refuses
+// the front (where the clients' registry is), observe (whose flags, redirect
+// and subscriptions reach a line as clientcmd.Info's fields), and the
+// store, directly or through another.
+func TestClientcmdRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/clientcmd " + m + "internal/wire " + m + "window " + m + "policy " +
+		m + "server/internal/resp " + m + "server/internal/core"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/clientcmd " + m + "server/internal/observe",
+		m + "server/internal/clientcmd " + m + "server/internal/durable " + m + "shard",
+	}
+	assert.Equal(t, []string{
+		"server/internal/clientcmd depends on server, which its layer may not import",
+		"server/internal/clientcmd depends on server/internal/observe, which its layer may not import",
+		"server/internal/clientcmd depends on server/internal/durable, which its layer may not import",
+		"server/internal/clientcmd depends on shard, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
