@@ -61,6 +61,8 @@ type rigOpts struct {
 	ready     func() error
 	files     map[string]string
 	wrap      func(batch.Decider) batch.Decider // what the service decides through, around the server's seam
+	grpcGo    bool                              // --grpc-lean no
+	dialOpts  []grpc.DialOption
 }
 
 // newRig starts a server on port 0 and the gateway on port 0 with files
@@ -95,7 +97,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if o.ready == nil {
 		o.ready = srv.Ready
 	}
-	r.gw = gateway.NewServer(gateway.ServerConfig{Service: r.svc, TLS: o.serverTLS, Ready: o.ready, Logger: quiet()})
+	r.gw = gateway.NewServer(gateway.ServerConfig{Service: r.svc, TLS: o.serverTLS, Ready: o.ready, Logger: quiet(), GRPCGoOnly: o.grpcGo})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	r.addr = ln.Addr().String()
@@ -105,7 +107,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if o.clientTLS != nil {
 		creds = credentials.NewTLS(o.clientTLS)
 	}
-	r.conn, err = grpc.NewClient(r.addr, grpc.WithTransportCredentials(creds))
+	r.conn, err = grpc.NewClient(r.addr, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.dialOpts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.conn.Close() })
 	r.client = pb.NewRateLimitServiceClient(r.conn)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"sync"
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -35,12 +36,27 @@ type ServerConfig struct {
 	Ready        func() error // nil error: SERVING on grpc.health.v1; default always ready
 	MaxRecvBytes int          // default DefaultMaxRecvBytes
 	Logger       *slog.Logger
+
+	// GRPCGoOnly serves every call through grpc-go's transport, none
+	// through the lean connection loop (lean.go): --grpc-lean no.
+	GRPCGoOnly bool
 }
+
+// Envoy keeps its connection to the service open; as envoyproxy/ratelimit
+// does, age it out so that a new node of a cluster behind a load balancer
+// gets connections too.
+const (
+	maxConnectionAge      = 24 * time.Hour
+	maxConnectionAgeGrace = time.Hour
+)
 
 // Server is the gRPC server of the rate limit service, grpc.health.v1
 // and server reflection.
 type Server struct {
-	g *grpc.Server
+	g     *grpc.Server
+	lean  *lean         // nil: grpc-go serves every connection
+	fb    *connListener // the connections lean hands grpc-go
+	fbRun sync.Once
 }
 
 // NewServer builds the gRPC server; Serve serves it on a listener.
@@ -53,10 +69,7 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
-		// Envoy keeps its connection to the service open; as
-		// envoyproxy/ratelimit does, age it out so that a new node of a
-		// cluster behind a load balancer gets connections too.
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 24 * time.Hour, MaxConnectionAgeGrace: time.Hour}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: maxConnectionAge, MaxConnectionAgeGrace: maxConnectionAgeGrace}),
 		// Calls run on a pool of goroutines, not one new goroutine each,
 		// whose stack would grow again on every call (measured: stack
 		// growth was 7% of the server's CPU under load without it). A
@@ -69,21 +82,38 @@ func NewServer(cfg ServerConfig) *Server {
 		// reflection (codec.go); everything else through protobuf.
 		grpc.ForceServerCodecV2(newCodec()),
 	}
-	if cfg.TLS != nil {
+	// With the lean loop, TLS is its: grpc-go gets connections already
+	// through their handshake.
+	if cfg.TLS != nil && cfg.GRPCGoOnly {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
 	g := grpc.NewServer(opts...)
+	h := &health{ready: cfg.Ready}
 	pb.RegisterRateLimitServiceServer(g, cfg.Service)
-	healthpb.RegisterHealthServer(g, &health{ready: cfg.Ready})
+	healthpb.RegisterHealthServer(g, h)
 	reflection.Register(g)
-	return &Server{g: g}
+	s := &Server{g: g}
+	if !cfg.GRPCGoOnly {
+		s.fb = newConnListener()
+		s.lean = newLean(cfg, h, s.fb)
+	}
+	return s
 }
 
 // Serve serves ln until Stop or GracefulStop.
-func (s *Server) Serve(ln net.Listener) error { return s.g.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error {
+	if s.lean == nil {
+		return s.g.Serve(ln)
+	}
+	s.fbRun.Do(func() { go func() { _ = s.g.Serve(s.fb) }() })
+	return s.lean.serve(ln)
+}
 
 // GracefulStop stops accepting and waits for the calls under way, until ctx ends; then it stops them.
 func (s *Server) GracefulStop(ctx context.Context) {
+	if s.lean != nil {
+		s.lean.stop(ctx, true)
+	}
 	done := make(chan struct{})
 	go func() { s.g.GracefulStop(); close(done) }()
 	select {
@@ -95,7 +125,12 @@ func (s *Server) GracefulStop(ctx context.Context) {
 }
 
 // Stop closes every connection at once.
-func (s *Server) Stop() { s.g.Stop() }
+func (s *Server) Stop() {
+	if s.lean != nil {
+		s.lean.stop(context.Background(), false)
+	}
+	s.g.Stop()
+}
 
 // health is grpc.health.v1: SERVING exactly when ready says so (rlstore's
 // /readyz), for the whole server ("") and the rate limit service.

@@ -31,6 +31,7 @@ type gatewayFlags struct {
 	StopOver   bool
 	Metadata   bool
 	LocalCache int64 // bytes; 0: none
+	Lean       bool  // ShouldRateLimit and Health/Check on the lean HTTP/2 loop
 }
 
 func (f *gatewayFlags) define(fs *flag.FlagSet) {
@@ -41,6 +42,7 @@ func (f *gatewayFlags) define(fs *flag.FlagSet) {
 	fs.Var(newYesNo(&f.Headers, false), "rls-response-headers", "`yes|no`: with yes --grpc-port's answers add RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
 	fs.Var(newYesNo(&f.Metadata, false), "rls-response-dynamic-metadata", "`yes|no`: with yes --grpc-port's answers carry the request and the passing limits' metadata as dynamic metadata (envoyproxy/ratelimit's RESPONSE_DYNAMIC_METADATA)")
 	fs.Var(newSize(&f.LocalCache, 0), "rls-local-cache-size", "`size` (64mb) of --grpc-port's local over-limit cache: a counting-window descriptor known over its limit is answered OVER_LIMIT without asking the store until its window ends (envoyproxy/ratelimit's LOCAL_CACHE_SIZE_IN_BYTES); 0: none")
+	fs.Var(newYesNo(&f.Lean, true), "grpc-lean", "`yes|no`: with yes a --grpc-port connection whose first call is ShouldRateLimit or Health/Check is served by rlstore's own HTTP/2 loop (a later call of another method on it gets UNIMPLEMENTED); every other connection, and all of them with no, by grpc-go")
 	fs.Var(newYesNo(&f.StopOver, false), "rls-stop-increment-when-overlimit", "`yes|no`: with yes a call that would take a descriptor over its limit counts its hits only on such descriptors (envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; a round trip more per call)")
 }
 
@@ -88,7 +90,7 @@ func startGateway(c config, srv *server.Server, cs *certs, log *slog.Logger) (*g
 		return nil, fmt.Errorf("--grpc-port %d: %w", f.Port, err)
 	}
 	warnOpenGateway(c, tc != nil, log)
-	g.srv = gateway.NewServer(gateway.ServerConfig{Service: svc, TLS: tc, Ready: srv.Ready, Logger: log})
+	g.srv = gateway.NewServer(gateway.ServerConfig{Service: svc, TLS: tc, Ready: srv.Ready, Logger: log, GRPCGoOnly: !f.Lean})
 	go func() { _ = g.srv.Serve(ln) }()
 	// Tests and scripts read the address from this line: keep it stable.
 	log.Info("gRPC rate limit service listening", "addr", ln.Addr().String(), "tls", tc != nil, "rls_config", f.ConfigDir)
