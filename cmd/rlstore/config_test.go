@@ -43,7 +43,7 @@ func TestDefaults(t *testing.T) {
 		SlowlogSlower: 10000, SlowlogMaxLen: 128, AuthFailLimit: 10, AuthFailWindow: time.Minute, TLSAuthClients: "yes", DebugCommand: "no",
 		Cluster:  clusterFlags{Unreachable: "error", Timeout: time.Second, Timing: "lan", LeaveTimeout: 10 * time.Second},
 		Replicas: replicaFlags{Count: 1, Interval: 100 * time.Millisecond},
-		Gateway:  gatewayFlags{Port: -1},
+		Gateway:  gatewayFlags{Port: -1, Lean: true},
 		Region:   regionFlags{Sync: 100 * time.Millisecond, Escrow: 0.1, Reserve: 0.5, Partition: "share", MaxSkew: time.Second, MaxKeys: 1000000},
 	}, c)
 	assert.Equal(t, "127.0.0.1:6379", c.addr())
