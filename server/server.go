@@ -12,6 +12,7 @@ import (
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/debugcmd"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/global"
@@ -35,7 +36,7 @@ type Config struct {
 
 	// EnableDebugCommand is redis.conf's enable-debug-command: DebugNo (the
 	// default) has no DEBUG command, DebugYes serves it, DebugLocal to
-	// loopback clients only. With it the clock is settable (debug.go).
+	// loopback clients only. With it the clock is settable (package debugcmd).
 	EnableDebugCommand string
 
 	RequirePass string // the default user's password; "" needs no AUTH. CONFIG SET can change it
@@ -124,6 +125,39 @@ const (
 	DefaultSweepBudget       = 16384 // with the interval, at most about 160k slots a second
 )
 
+// The values of Config.EnableDebugCommand, as redis.conf's enable-debug-command.
+const (
+	DebugNo    = "no" // the default: there is no DEBUG command
+	DebugYes   = "yes"
+	DebugLocal = "local" // from loopback connections only
+)
+
+// withDebug validates cfg.EnableDebugCommand and, if DEBUG is enabled,
+// puts a settable clock (package debugcmd) in front of cfg.Clock (nil:
+// time.Now).
+func withDebug(cfg *Config) (*debugcmd.Clock, error) {
+	switch cfg.EnableDebugCommand {
+	case "", DebugNo:
+		cfg.EnableDebugCommand = DebugNo
+		return nil, nil
+	case DebugYes, DebugLocal:
+	default:
+		return nil, errors.New("server: EnableDebugCommand must be no, yes or local")
+	}
+	base := cfg.Clock
+	if base == nil {
+		base = time.Now
+	}
+	d := debugcmd.NewClock(base)
+	cfg.Clock = d.Now
+	return d, nil
+}
+
+// debugDelegate is the server as DEBUG's debugcmd.Delegate.
+type debugDelegate struct{ s *Server }
+
+func (d debugDelegate) Addr(x *core.Session) string { return d.s.clientOf(x).addr }
+
 // DefaultMaxPolicies is Config.MaxPolicies' default: far more than any
 // deployment defines, and with names capped at 256 bytes, an RL.POLICY LIST
 // of them all stays under 3 MB.
@@ -147,7 +181,6 @@ type Server struct {
 	cl         *clusterNode // nil without a cluster
 	reg        *global.Node // nil without regions
 	info       infoExtra    // behind INFO's Redis fields (inforedis.go)
-	debug      *debugClock  // the clock DEBUG SET-CLOCK sets; nil: no DEBUG (debug.go)
 
 	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
 
@@ -182,7 +215,7 @@ type Server struct {
 
 // New validates cfg and returns a Server that is not yet listening.
 func New(cfg Config) (*Server, error) {
-	debug, err := withDebug(&cfg) // debug.go
+	debug, err := withDebug(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +224,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, table: core.NewTable(), started: time.Now(),
-		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{}), debug: debug}
+		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{})}
 	s.info.runID = newRunID()
 	if s.users, err = auth.NewUsers(cfg.ACLFile, cfg.RequirePass, &s.pipe.Slots); err != nil {
 		return nil, err
@@ -231,7 +264,7 @@ func New(cfg Config) (*Server, error) {
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
 	if debug != nil {
-		s.register(debugCommands())
+		s.registerSpecified(debugcmd.New(debug, cfg.EnableDebugCommand == DebugLocal, debugDelegate{s}).Commands())
 	}
 	if err := s.attachCluster(); err != nil {
 		return nil, err

@@ -56,6 +56,7 @@ var rules = []rule{
 	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "policy", "window"}},
 	{pkg: "server/internal/introspect", allowed: []string{"server/internal/introspect", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // COMMAND: it reads the table, never a family
 	{pkg: "server/internal/clientcmd", allowed: []string{"server/internal/clientcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // CLIENT: the connections reach it through clientcmd.Conn
+	{pkg: "server/internal/debugcmd", allowed: []string{"server/internal/debugcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // DEBUG and its clock: a client's address comes through debugcmd.Delegate
 	{pkg: "server/internal/inproc", allowed: []string{"server/internal/inproc", "gateway/batch"}}, // the gateway's in-memory client: it speaks RESP to the server, knowing none of it
 	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
 	{pkg: "server/internal/handoff", allowed: clusterStack("handoff", "replica")},
@@ -227,6 +228,8 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/clientcmd", "server/internal/core", true},
 		{"server/internal/clientcmd", "server/internal/observe", false}, // tracking's part of a client's line comes through clientcmd.Info
 		{"server/internal/clientcmd", "shard", false},
+		{"server/internal/debugcmd", "server/internal/core", true},
+		{"server/internal/debugcmd", "shard", false},
 		{"server/internal/inproc", "gateway/batch", true},
 		{"server/internal/inproc", "server/internal/resp", false},
 		{"server/internal/inproc", "server/internal/core", false},
@@ -478,5 +481,27 @@ func TestClientcmdRowCatchesAViolation(t *testing.T) {
 		"server/internal/clientcmd depends on server/internal/observe, which its layer may not import",
 		"server/internal/clientcmd depends on server/internal/durable, which its layer may not import",
 		"server/internal/clientcmd depends on shard, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}
+
+// TestDebugcmdRowCatchesAViolation: DEBUG and its clock keep to debugcmd's
+// row with the dependencies they have (the client's address is asked of
+// debugcmd.Delegate), and the row refuses the front, auth (which knows
+// the address too, but is another family) and the store, directly or
+// through another.
+func TestDebugcmdRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/debugcmd " + m + "internal/wire " + m + "window " + m + "policy " +
+		m + "server/internal/resp " + m + "server/internal/core"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/debugcmd " + m + "server/internal/auth",
+		m + "server/internal/debugcmd " + m + "shard",
+	}
+	assert.Equal(t, []string{
+		"server/internal/debugcmd depends on server, which its layer may not import",
+		"server/internal/debugcmd depends on server/internal/auth, which its layer may not import",
+		"server/internal/debugcmd depends on shard, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
