@@ -158,6 +158,24 @@ type debugDelegate struct{ s *Server }
 
 func (d debugDelegate) Addr(x *core.Session) string { return d.s.clientOf(x).addr }
 
+// The defaults of the brute-force guard (auth.Guard).
+const (
+	DefaultAuthFailLimit  = 10
+	DefaultAuthFailWindow = time.Minute
+)
+
+// ACLFileHasPassword loads the ACL file at path and reports whether no one
+// can use the server without a password: every user it turns on needs one,
+// and so does the default user (the file's, or else requirepass). Protected
+// mode counts that as a password. It returns the file's error, if any.
+func ACLFileHasPassword(path, requirePass string) (bool, error) {
+	a, err := auth.Load(path)
+	if err != nil {
+		return false, err
+	}
+	return a.NeedsPasswords(requirePass), nil
+}
+
 // DefaultMaxPolicies is Config.MaxPolicies' default: far more than any
 // deployment defines, and with names capped at 256 bytes, an RL.POLICY LIST
 // of them all stays under 3 MB.
