@@ -20,6 +20,8 @@ type Stream struct {
 	// synced says RL.PEER SYNC has come on this connection: a primary's
 	// stream of shipments starts with a full sync (see shipment).
 	synced bool
+	peer   string // the primary whose full sync came on it
+	gen    uint64 // which of that primary's full syncs here it was (see syncGens)
 }
 
 // Replies of the backup's side.
@@ -37,7 +39,7 @@ const (
 // at a time, each shard's run of them under one lock: a backup imports
 // about as many keys as its primaries decide.
 func (r *Replicator) PeerCopy(w resp.Writer, st *Stream, payload []byte) {
-	if !shipment(w, st) {
+	if !r.shipment(w, st) {
 		return
 	}
 	if _, err := r.importCopies(payload, false); err != nil {
@@ -52,7 +54,7 @@ func (r *Replicator) PeerCopy(w resp.Writer, st *Stream, payload []byte) {
 // its key. It replies OK, or the keys whose deltas no copy could complete
 // (their copies stay as they were), which the primary then ships whole.
 func (r *Replicator) PeerDelta(w resp.Writer, st *Stream, payload []byte) {
-	if !shipment(w, st) {
+	if !r.shipment(w, st) {
 		return
 	}
 	missed, err := r.importCopies(payload, true)
@@ -117,7 +119,7 @@ func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps []
 	}
 	r.dropCopies(func(slot int) bool { return bitmap[slot/8]&(1<<(slot%8)) != 0 })
 	r.noteSync(peer, bitmap, backed)
-	st.synced = true
+	st.synced, st.peer, st.gen = true, peer, r.syncGens.next(peer)
 	w.WriteString("OK")
 }
 
@@ -128,8 +130,14 @@ func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps []
 // process: a backup that restarted sooner than failure detection notices
 // holds no copies, and deltas would bring back only the keys that change.
 // The refusal makes the primary start over with a full sync.
-func shipment(w resp.Writer, st *Stream) bool {
-	if !st.synced {
+//
+// A connection whose primary has since sent a full sync on another one is
+// refused too: the primary gave its shipments on it up (a timeout), yet
+// the network may still deliver them, late, after the newer full sync
+// (TCP retransmits what a link cut held once it heals), and they would
+// put older states back over the copies. Its primary moved on already.
+func (r *Replicator) shipment(w resp.Writer, st *Stream) bool {
+	if !st.synced || st.peer != "" && !r.syncGens.latest(st.peer, st.gen) {
 		w.WriteError(ErrResync)
 		return false
 	}

@@ -69,16 +69,17 @@ type Delegate interface {
 // Replicator ships this node's changes to its slots' backups and keeps
 // the copies other nodes ship to it.
 type Replicator struct {
-	cfg   Config
-	d     Delegate
-	store *shard.Map // the store this node serves: what it ships, and where copies are promoted
-	log   *slog.Logger
-	self  string
-	syncs syncs                // which owner's full sync brought each slot's copies (takeover_lost.go)
-	apply sync.Mutex           // one table change at a time
-	mu    sync.Mutex           // guards peers, table and scratch
-	peers map[string]*shipPeer // by node name: every node this node has been primary to
-	table *cluster.Table       // the table the backups were last worked out from
+	cfg      Config
+	d        Delegate
+	store    *shard.Map // the store this node serves: what it ships, and where copies are promoted
+	log      *slog.Logger
+	self     string
+	syncs    syncs                // which owner's full sync brought each slot's copies (takeover_lost.go)
+	syncGens syncGens             // each primary's latest full sync here, by number (see shipment)
+	apply    sync.Mutex           // one table change at a time
+	mu       sync.Mutex           // guards peers, table and scratch
+	peers    map[string]*shipPeer // by node name: every node this node has been primary to
+	table    *cluster.Table       // the table the backups were last worked out from
 	// backupOf holds, for each slot this node owns in table, the index in
 	// table.Nodes() of its backup; noBackup for the other slots.
 	backupOf *[cluster.Slots]uint16

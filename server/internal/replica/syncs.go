@@ -60,6 +60,31 @@ func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte) error {
 	return err
 }
 
+// syncGens numbers each primary's full syncs here, so that shipments on a
+// connection older than the latest full sync are refused (see shipment).
+type syncGens struct {
+	mu  sync.Mutex
+	gen map[string]uint64 // guarded by mu: by primary, its latest full sync's number
+}
+
+// next numbers a new full sync from peer.
+func (g *syncGens) next(peer string) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gen == nil {
+		g.gen = map[string]uint64{}
+	}
+	g.gen[peer]++
+	return g.gen[peer]
+}
+
+// latest reports whether gen is peer's latest full sync here.
+func (g *syncGens) latest(peer string, gen uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.gen[peer] == gen
+}
+
 // forgetSyncs forgets the syncs of the slots whose copies go.
 func (r *Replicator) forgetSyncs(in func(slot int) bool) {
 	r.syncs.mu.Lock()
