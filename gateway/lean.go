@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,8 +57,7 @@ func newLean(cfg ServerConfig, h *health, fallback *connListener) *lean {
 	l := &lean{svc: cfg.Service, health: h, maxRecv: cfg.MaxRecvBytes, log: cfg.Logger, fallback: fallback,
 		conns: make(map[*leanConn]struct{}), age: maxConnectionAge, grace: maxConnectionAgeGrace, blocks: newLeanBlocks()}
 	if cfg.TLS != nil {
-		l.tls = cfg.TLS.Clone()
-		l.tls.NextProtos = []string{"h2"}
+		l.tls = withH2(cfg.TLS)
 	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -68,6 +68,26 @@ func newLean(cfg ServerConfig, h *health, fallback *connListener) *lean {
 		go l.worker()
 	}
 	return l
+}
+
+// withH2 is c offering ALPN's h2, also in the configurations its
+// GetConfigForClient returns (certificates reloaded on change), as
+// grpc-go's credentials.NewTLS does.
+func withH2(c *tls.Config) *tls.Config {
+	c = c.Clone()
+	if !slices.Contains(c.NextProtos, "h2") {
+		c.NextProtos = append(c.NextProtos, "h2")
+	}
+	if get := c.GetConfigForClient; get != nil {
+		c.GetConfigForClient = func(hi *tls.ClientHelloInfo) (*tls.Config, error) {
+			cc, err := get(hi)
+			if cc == nil || err != nil {
+				return cc, err
+			}
+			return withH2(cc), nil
+		}
+	}
+	return c
 }
 
 // window is the receive window of a connection and of each of its

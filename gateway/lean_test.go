@@ -103,6 +103,13 @@ func TestLeanTLS(t *testing.T) {
 	served, handed = gateway.LeanCounts(fb.gw)
 	assert.Equal(t, [2]int64{0, 1}, [2]int64{served, handed})
 
+	// Certificates reloaded on change come from GetConfigForClient, whose
+	// configurations must offer h2 too (cmd/rlstore's do).
+	inner := srvTLS.Clone()
+	perClient := &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return inner, nil }}
+	rc := newRig(t, rigOpts{files: map[string]string{"api.yaml": basicYAML}, serverTLS: perClient, clientTLS: good})
+	assert.Equal(t, []uint32{2}, remaining(rc.ask(t, "api", 0, []string{"remote_address", "a"})))
+
 	nc, err := tls.Dial("tcp", r.addr, &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{leaf(true)}, MinVersion: tls.VersionTLS12})
 	require.NoError(t, err, "the handshake itself succeeds")
 	_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
