@@ -58,6 +58,21 @@ type simSchedule struct {
 	// does) instead of maxRemote in half of those (seed%6 == 5): about one
 	// key with its buckets, so a new key held for others is refused.
 	room int64
+	// cluster makes regions 0 … R−2 the nodes of one clustered region
+	// (docs/regions.md, "A region made of a cluster"): each key is decided
+	// there only by the node that owns its slot, and the slots move to the
+	// next node every handoff (a handoff, or a failover); region R−1 is a
+	// region of one node. Seeds from clusterSeeds on.
+	cluster bool
+	handoff int64
+}
+
+// clusterSeeds is where the seeds of clustered schedules start.
+const clusterSeeds = 1 << 32
+
+// owner returns the node of the cluster that decides key i at t.
+func (sc simSchedule) owner(i int, t int64) int {
+	return (i + int(t/sc.handoff)) % (sc.regions - 1)
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -87,6 +102,9 @@ func newSchedule(seed uint64) simSchedule {
 		{Kind: window.KindFixed, Limit: 10 + rng.Int64N(2000), Window: time.Duration(200+rng.Int64N(3000)) * time.Millisecond},
 	}
 	sc.oneAtATime = seed%2 == 1 // not drawn from rng: the other draws, and the seeds in testdata, stay as they were
+	if seed >= clusterSeeds {
+		sc.cluster, sc.handoff = true, int64(2*time.Second)+int64(seed%5)*int64(time.Second)
+	}
 	switch {
 	case seed%6 == 5:
 		sc.room = 1500 // not drawn either
@@ -97,9 +115,9 @@ func newSchedule(seed uint64) simSchedule {
 }
 
 func (sc simSchedule) String() string {
-	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v max-remote=%d room=%d",
+	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v max-remote=%d room=%d cluster=%v handoff=%v",
 		sc.seed, sc.regions, sc.escrow, sc.reserve, time.Duration(sc.delay), sc.loss, sc.cuts, sc.pattern, sc.limits, sc.skew,
-		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime, sc.maxRemote, sc.room)
+		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime, sc.maxRemote, sc.room, sc.cluster, time.Duration(sc.handoff))
 }
 
 // simLinks is when each link (from, to) took its exchange in flight, or -1
@@ -277,6 +295,9 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 					if rng.Float64() >= sc.hot(r, now) {
 						continue
 					}
+					if sc.cluster && r < sc.regions-1 && r != sc.owner(i, now) {
+						continue // the cluster forwards it to the key's owner
+					}
 					l := truth[i].lim
 					cost := 1 + rng.Int64N(max(1, l.Limit/40))
 					if d := st.Decide([]byte(fmt.Sprint("k", i)), l, clock, cost, false); d.Allowed {
@@ -352,12 +373,16 @@ func TestSimulationBound(t *testing.T) {
 	for i := range n {
 		seeds = append(seeds, uint64(i))
 	}
+	for i := range n / 4 {
+		seeds = append(seeds, clusterSeeds+uint64(i))
+	}
 	var worst simResult
 	worstSeed, ofBound := uint64(0), 0.0
 	byEscrow := map[float64]float64{}
 	restarts := 0.0 // the largest total/Bound where a region restarted (Bound, not Bound + max(e, φ))
 	var refused, capped, cappedWorst = int64(0), 0, 0.0
 	var roomRefused, roomed, roomWorst = int64(0), 0, 0.0
+	var clustered, clusterWorst = 0, 0.0
 	for _, seed := range seeds {
 		sc := newSchedule(seed)
 		var res simResult
@@ -381,6 +406,12 @@ func TestSimulationBound(t *testing.T) {
 				cappedWorst = max(cappedWorst, res.ofBound)
 			}
 		}
+		if sc.cluster {
+			clustered++
+			if sc.restart < 0 {
+				clusterWorst = max(clusterWorst, res.ofBound)
+			}
+		}
 		if sc.room > 0 {
 			roomRefused, roomed = roomRefused+res.refused, roomed+1
 			if sc.restart < 0 {
@@ -391,6 +422,7 @@ func TestSimulationBound(t *testing.T) {
 	if roomed > 10 {
 		require.Positive(t, roomRefused, "%d schedules with a room of %d bytes refused no entry: the room was not exercised", roomed, newSchedule(5).room)
 	}
+	t.Logf("%d schedules with a clustered region (slot owners deciding, slots moving): worst total/bound %.4f without a restart", clustered, clusterWorst)
 	t.Logf("%d schedules with a room of %d bytes: %d entries refused, worst total/bound %.4f without a restart", roomed, newSchedule(5).room, roomRefused, roomWorst)
 	if capped > 10 {
 		require.Positive(t, refused, "%d schedules with max-remote 1 refused no entry: the cap was not exercised", capped)

@@ -57,12 +57,14 @@ const (
 )
 
 // attachRegion sets up the regions (server/internal/global), if configured.
+// A node of a cluster is a decider of its own (docs/regions.md, "A region
+// made of a cluster"): its region name is its own (eu/p0), the others'
+// deciders, its own cluster's other nodes among them, are its peers, and
+// it decides the global keys of the slots it owns, as the pipeline routes
+// every other key to its owner before the decision seam.
 func (s *Server) attachRegion() error {
 	if s.cfg.Region == nil {
 		return nil
-	}
-	if s.cfg.Cluster != nil {
-		return errors.New("server: --region with a cluster is not supported yet: a region is one node")
 	}
 	gc, err := globalConfig(*s.cfg.Region)
 	if err != nil {

@@ -104,9 +104,6 @@ func regionConfig(c config, log *slog.Logger, cs *certs) (*server.RegionConfig, 
 	if !f.on() {
 		return nil, func() {}, nil
 	}
-	if c.Cluster.on() {
-		return nil, nil, errors.New("--region with a cluster is not supported yet: a region is one node")
-	}
 	peers, _ := f.peers() // validated
 	keys, err := c.Cluster.keys()
 	if err != nil {
