@@ -44,6 +44,13 @@ const (
 	simDropPct    = 2
 )
 
+// Switches of the model, to measure a rule against the model without it.
+var (
+	simKeptMoves   = os.Getenv("RL_SIM_KEPT") == "reset"                                  // a rejoin's kept slot that moves on goes as a handoff (reset)
+	simKeptPush    = os.Getenv("RL_SIM_KEPT") == "" || os.Getenv("RL_SIM_KEPT") == "pull" // ... or is kept, and pushed as a PULL's answer (the server's)
+	simKeptReplace = os.Getenv("RL_SIM_KEPT") == ""                                       // a disowned handoff's kept keys replace a rejoin's in mode replace
+)
+
 type simMsgKind int
 
 const (
@@ -92,6 +99,7 @@ type simNode struct {
 	epoch     uint64
 	copyFrom  map[int]string // slot → the owner whose shipment brought its copy (the server's syncs)
 	forgone   map[int]bool   // slots lost here that another node owns now
+	kept      map[int]bool   // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
 	cnt       map[int]int    // slot → its key's counter in this node's store
 	copies    map[int]int    // slot → the counter this node holds as the slot's backup
 	nextShip  int64
@@ -151,7 +159,7 @@ func (s *sim) start(i int) {
 	n := s.nodes[i]
 	n.lease = NewLease(n.name, simTerm)
 	n.up, n.paused, n.held = true, false, nil
-	n.cnt, n.copies, n.copyFrom, n.forgone = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}
+	n.cnt, n.copies, n.copyFrom, n.forgone, n.kept = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}, map[int]bool{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died = map[string]bool{}, map[int]simOut{}, map[string]bool{}
 	for _, m := range s.known {
@@ -188,13 +196,16 @@ func (s *sim) rebuild(i int) {
 		}
 		out := map[int]*simMsg{}
 		for _, slot := range s.slots {
-			_, importing := n.importing[slot]
-			holds := old.Table.Owner(slot).Name == n.name && !importing && !n.tk.Lost(slot) // the server migrates, served or not
+			im, importing := n.importing[slot]
+			// The server migrates a slot it held, served or not, and a
+			// rejoin's kept slot (its keys are the slot's state unless a
+			// handback replaces them): see the server's slotChange.
+			holds := old.Table.Owner(slot).Name == n.name && (!importing || im.keep && simKeptMoves) && !n.tk.Lost(slot)
 			if !holds || tb.Owner(slot).Name == n.name {
 				continue
 			}
 			to := s.index(tb.Owner(slot).Name)
-			served := n.died[s.known[to]] // the server's replace mode: it saw the member's death confirmed
+			served := n.died[s.known[to]] && !importing // the server's replace mode: it saw the member's death confirmed
 			if !n.lease.ServesAt(n.local(s.now)) {
 				n.out[slot] = simOut{to: to, since: n.local(s.now), replace: served} // only a node that holds its lease hands over
 				continue
@@ -271,6 +282,14 @@ func (s *sim) rebuild(i int) {
 			}
 		case tb.Owner(slot).Name != n.name:
 			delete(n.importing, slot) // another node owns it now
+			if im.keep && simKeptPush {
+				n.kept[slot] = false // its keys are the slot's state, unless a handback would have replaced them
+			}
+		}
+	}
+	for slot := range n.kept {
+		if tb.Owner(slot).Name == n.name {
+			delete(n.kept, slot) // its own again: an import, whose end serves what it keeps
 		}
 	}
 	if len(fromDead) > 0 {
@@ -290,8 +309,13 @@ func (s *sim) rejoin(i int) {
 	s.logf("%s learns it was declared dead", n.name)
 	for slot := range n.out { // disowned: another node may have served it since
 		n.forgone[slot] = true
+		o := n.out[slot]
 		delete(n.out, slot)
-		delete(n.cnt, slot)
+		if simKeptPush {
+			n.kept[slot] = o.replace && simKeptReplace // the mode the handoff would have had
+		} else {
+			delete(n.cnt, slot)
+		}
 	}
 	slots := s.importOwn(i)
 	for _, slot := range slots {
@@ -310,7 +334,9 @@ func (s *sim) backedUp(i int, from string, slots []int) simMsg {
 	done := simMsg{kind: simDone, from: i, to: s.index(from), pull: true} // mode pull: replaces only what the node still imports
 	for _, slot := range slots {
 		ru, ok := n.view.Table.RunnerUp(slot)
-		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from {
+		_, moving := n.out[slot]
+		_, importing := n.importing[slot]
+		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from && !moving && !importing {
 			c, ok := n.copies[slot]
 			if !ok {
 				c = -1 // no copy: the node keeps what it has
@@ -529,12 +555,16 @@ func (s *sim) receive(m simMsg) {
 			im, importing := n.importing[slot]
 			if importing && im.peer != m.from {
 				if m.pull {
+					if m.vals[k] >= 0 && (!im.keep || m.replace) && simKeptPush {
+						n.cnt[slot] = m.vals[k] // the IMPORT came first, and stored its keys (peerImport)
+					}
 					continue // the server's takeSlots: only the old owner it imports from ends an import
 				}
 				im.peer = m.from // a handoff's reset IMPORT came first: the server's importingFrom
 			}
 			_, has := n.cnt[slot]
-			if m.vals[k] >= 0 && (importing && !im.keep || m.replace || !has) { // see peerImport: reset, replace, or a key it lacks
+			replace := m.replace && (!m.pull || importing)                    // a PULL's answer in mode handback replaces only what the node waits for
+			if m.vals[k] >= 0 && (importing && !im.keep || replace || !has) { // see peerImport: reset, replace, or a key it lacks
 				n.cnt[slot] = m.vals[k]
 			}
 			delete(n.importing, slot)
@@ -550,7 +580,8 @@ func (s *sim) receive(m simMsg) {
 		}
 		var released []int
 		for _, slot := range m.slots {
-			if n.view.Table.Owner(slot).Name == from && !n.forgone[slot] {
+			_, kept := n.kept[slot]
+			if n.view.Table.Owner(slot).Name == from && !n.forgone[slot] && !kept {
 				released = append(released, slot)
 			}
 		}
@@ -613,6 +644,37 @@ func (s *sim) tick(i int) {
 		m := outs[to]
 		s.logf("%s hands %v %v to %s once it holds its lease", n.name, m.slots, m.vals, s.nodes[to].name)
 		s.send(*m)
+	}
+	if len(n.kept) > 0 && n.lease.ServesAt(now) { // the server's pushKept: a PULL's answer, unasked
+		pushes := map[[2]int]*simMsg{}
+		for _, slot := range slices.Sorted(maps.Keys(n.kept)) {
+			to := s.index(n.view.Table.Owner(slot).Name)
+			if to == i {
+				continue
+			}
+			k := [2]int{to, 0}
+			if n.kept[slot] {
+				k[1] = 1
+			}
+			if pushes[k] == nil {
+				pushes[k] = &simMsg{kind: simDone, from: i, to: to, pull: true, replace: n.kept[slot]}
+			}
+			to2 := k
+			c, ok := n.cnt[slot]
+			if !ok {
+				c = -1
+			}
+			pushes[to2].slots = append(pushes[to2].slots, slot)
+			pushes[to2].vals = append(pushes[to2].vals, c)
+			delete(n.kept, slot)
+			delete(n.cnt, slot)
+		}
+		keys := slices.SortedFunc(maps.Keys(pushes), func(a, b [2]int) int { return a[0]*2 + a[1] - b[0]*2 - b[1] })
+		for _, k := range keys {
+			m := pushes[k]
+			s.logf("%s sends %v %v it keeps to %s (replace %v)", n.name, m.slots, m.vals, s.nodes[m.to].name, m.replace)
+			s.send(*m)
+		}
 	}
 	if now >= n.nextShip {
 		s.ship(i)

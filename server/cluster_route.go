@@ -38,6 +38,7 @@ type clusterNode struct {
 	downs    atomic.Int64                     // keyed commands answered as down: no lease, or a takeover's wait
 	down     downs                            // down replies by reason (quorum_down.go)
 	rejoins  atomic.Int64                     // times this node learned it had been declared dead while it could not serve
+	pushing  atomic.Bool                      // a pushKept runs (handoff_kept.go)
 }
 
 // peerStats count what this node forwarded to one peer.

@@ -146,6 +146,10 @@ type handoff struct {
 	// handed are the slots each node handed this process over (its DONE):
 	// their copies from that node are not needed (see handoff_restore.go).
 	handed map[string]*slotBits
+	// pulled are the slots each node sent copies of in answer to this
+	// node's RL.PEER PULL (IMPORT mode pull): its DONE for them skips
+	// those this node imports from another node (see takeSlots).
+	pulled map[string]*slotBits
 	// returned are, for each member that (re)appeared in a view, its slots
 	// a third node held in the view before: that node hands them back, so
 	// this node does not answer the member's RL.PEER PULL for them from
@@ -157,6 +161,10 @@ type handoff struct {
 	// takeover_lost.go).
 	forgone slotBits
 	unlost  *slotBits
+	// kept are the slots whose keys this node keeps for their owner by
+	// the table, and sends it once it holds its lease (handoff_kept.go);
+	// keptReplace, those of them it was handing back in mode replace.
+	kept, keptReplace slotBits
 }
 
 // state returns slot's handoff state, nil when it follows the table.

@@ -27,6 +27,17 @@ func TestDoneOnlyFromTheImportsOldOwner(t *testing.T) {
 	require.NotNil(t, b.srv.cl.ho.state(slot), "the import waits on")
 	assert.Equal(t, modeImporting, b.srv.cl.ho.state(slot).now())
 
+	// A PULL's answer (copies, then DONE) covers many slots: it skips
+	// this one, and takes the rest.
+	_, other := keyOwnedBy(t, nodes, b, "done-other:")
+	c, _ := b.ml.View().Table.Node(nodes[2].name)
+	b.srv.cl.ho.set(other, &slotState{mode: modeImporting, peer: c, until: time.Now().Add(time.Hour)})
+	b.srv.notePulled(nodes[2].name, []int{slot, other}, true)
+	_, err = b.srv.takeSlots(nodes[2].name, []int{slot, other})
+	assert.Empty(t, err)
+	require.NotNil(t, b.srv.cl.ho.state(slot), "imported from a: the PULL's answer skips it")
+	assert.Nil(t, b.srv.cl.ho.state(other), "imported from the answering node: taken")
+
 	_, err = b.srv.takeSlots(a.name, []int{slot})
 	assert.Empty(t, err, "its old owner ends it")
 	assert.Nil(t, b.srv.cl.ho.state(slot))

@@ -141,6 +141,9 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		if st := h.state(slot); st != nil && st.mode == modeImporting {
 			ins = append(ins, slot)
 		}
+		if h.kept.has(slot) && nv.Table.Owner(slot).Name == nv.Self {
+			h.unkeep(slot) // its own again: its import ends with what it keeps, or what comes
+		}
 	}
 	for name, slots := range outs {
 		to, _ := nv.Table.Node(name)
@@ -148,6 +151,9 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		delete(h.died, name) // it has its slots back: see handoff_resume.go
 	}
 	s.pullImports(nv, ins) // see handoff_restore.go
+	if h.kept != (slotBits{}) {
+		s.pushKept()
+	}
 	h.notify()
 	if in, _ := h.moving(); in > 0 {
 		time.AfterFunc(time.Until(until)+time.Millisecond, s.expireImports)
@@ -184,6 +190,10 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 		h.set(slot, s.importFrom(old, nv, slot, oldCounts, until))
 	case mode == modeImporting:
 		h.set(slot, nil) // another node owns it now
+		if st.keep {
+			h.unkeep(slot)
+			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see handoff_kept.go
+		}
 	case mode == modeMoved && nv.Table.Owner(slot).Name != nv.Self:
 		h.set(slot, nil) // the table routes it: see cut
 	case mode == modeMoved:
@@ -381,15 +391,32 @@ func (s *Server) unmark(slots []int) {
 }
 
 // abandon lets slots go without a cut after migrateWait: they follow the
-// table, and the new owner serves them from what it has.
+// table, and the new owner serves them from what it has. A migration
+// disowned at a rejoin keeps its slots' keys for their owner instead
+// (handoff_kept.go).
 func (s *Server) abandon(mg *migration, slots []int, err error) {
-	v := s.cl.cur.Load()
+	cn := s.cl
+	cn.switchMu.Lock()
+	v := cn.cur.Load()
 	var gone []int
+	kept := mg.disowned.Load()
 	for _, slot := range slots {
-		s.cl.ho.swap(slot, s.cl.ho.state(slot), nil)
+		cn.ho.swap(slot, cn.ho.state(slot), nil)
 		if v.Table.Owner(slot).Name != v.Self {
-			gone = append(gone, slot)
+			if kept {
+				cn.ho.keep(slot)
+				if mg.first == "replace" {
+					cn.ho.keptReplace[slot/64] |= 1 << (slot % 64)
+				}
+			} else {
+				gone = append(gone, slot)
+			}
 		}
+	}
+	cn.switchMu.Unlock()
+	if kept {
+		cn.ho.notify()
+		s.pushKept()
 	}
 	s.dropSlots(slotSet(gone)) // a leaving node keeps, and serves, what it could not hand over
 	s.log.Error("cluster: could not hand slots over; their new owner serves them from what it has", "to", mg.to.Name, "slots", len(slots), "err", err)
@@ -434,7 +461,10 @@ func routeOf(key []byte) []byte {
 // copyFrom sends the keys m holds of slots to node to, in chunks of
 // RL.PEER IMPORT; the first has mode first (reset: to drops what it had
 // for them; replace: the same for the slots to thinks it serves; add:
-// nothing is dropped; pull: add, refused if to imports none of them), the others add. With done, RL.PEER DONE follows.
+// nothing is dropped; pull: add, refused if to imports none of them;
+// handback: pull, replacing the keys of slots to waits to have handed
+// back, see handoff_kept.go), the others add (pull and handback: the
+// same). With done, RL.PEER DONE follows.
 // It returns the keys and bytes sent.
 func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, first string) (int, int, error) {
 	b := slotSet(slots)
@@ -447,7 +477,10 @@ func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool,
 		}
 		payload := persistence.AppendEntries([]byte{}, es, time.Now().UnixNano())
 		err := s.peerCall(to, cluster.PeerImport, mode, spec, payload)
-		keys, sent, mode, started, es = keys+len(es), sent+len(payload), "add", true, es[:0]
+		if mode != "pull" && mode != "handback" { // those say how every chunk is taken
+			mode = "add"
+		}
+		keys, sent, started, es = keys+len(es), sent+len(payload), true, es[:0]
 		return err
 	}
 	for i := range shardsOf(m) {

@@ -11,7 +11,7 @@ import (
 	"github.com/rlstore/rlstore/shard"
 )
 
-// peerImport is RL.PEER IMPORT from reset|add|replace|pull slots payload: keys of slots
+// peerImport is RL.PEER IMPORT from reset|add|replace|pull|handback slots payload: keys of slots
 // moving here from node from. reset first drops what this node has for the
 // slots (an earlier copy, which the new one replaces whole). It changes no
 // slot's state: this node goes on sending the slots' requests to from,
@@ -28,12 +28,20 @@ func (s *Server) peerImport(c *client, args [][]byte) {
 		return
 	}
 	from, reset := string(args[2]), equalFoldASCII(args[3], "reset")
+	handback := equalFoldASCII(args[3], "handback") // see handoff_kept.go
+	pull := handback || equalFoldASCII(args[3], "pull")
 	s.cl.view() // take the membership's newest view first: a joiner marks what it imports
-	if equalFoldASCII(args[3], "pull") && s.pullNotNeeded(from, slots) {
+	if pull && s.pullNotNeeded(from, slots) {
 		c.conn.WriteError(errNotImporting)
 		return
 	}
+	if pull || reset || equalFoldASCII(args[3], "replace") {
+		s.notePulled(from, slots, pull)
+	}
 	own, others := s.servedSlots(slots)
+	if handback {
+		own = s.servedNow(own)
+	}
 	if equalFoldASCII(args[3], "replace") { // see handoff_resume.go
 		others = append(others, s.importAgain(from, own)...)
 		own, reset = &slotBits{}, true
@@ -88,6 +96,36 @@ func (s *Server) importHanded(payload []byte, own *slotBits) (int, error) {
 		}
 		return m.Import(*e, now)
 	})
+}
+
+// notePulled records whether node from sends copies of slots as a PULL's
+// answer (IMPORT mode pull: copies a backup holds, or keys a node kept,
+// see handoff_kept.go), or as a handoff (any other mode): the DONE that
+// follows a PULL's answer skips the slots this node imports from another
+// node (see takeSlots), and a handoff's ends them all, its IMPORT having
+// made their imports come from from (importingFrom).
+func (s *Server) notePulled(from string, slots []int, pull bool) {
+	cn := s.cl
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	b := cn.ho.pulled[from]
+	if b == nil && !pull {
+		return
+	}
+	if b == nil {
+		b = &slotBits{}
+		if cn.ho.pulled == nil {
+			cn.ho.pulled = map[string]*slotBits{}
+		}
+		cn.ho.pulled[from] = b
+	}
+	for _, slot := range slots {
+		if pull {
+			b[slot/64] |= 1 << (slot % 64)
+		} else {
+			b[slot/64] &^= 1 << (slot % 64)
+		}
+	}
 }
 
 // importingFrom makes the slots this node imports come from node from,
@@ -190,10 +228,28 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 		// from a table of before its pause) would let this node serve the
 		// slot while its old owner still does. An old owner that hands the
 		// slot over starts with a reset IMPORT, which makes it the import's
-		// old owner (importingFrom).
-		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from {
+		// old owner (importingFrom). A PULL's answer covers many slots, of
+		// which a few may be imported from another node (tables that
+		// differ for a moment): it skips those, and ends the others'
+		// imports (before, one such slot refused the whole answer).
+		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from && !cn.ho.pulled[from].has(slot) {
 			return nil, "ERR slot " + strconv.Itoa(slot) + " is imported from " + st.peer.Name + " here"
 		}
+	}
+	pulled := cn.ho.pulled[from]
+	delete(cn.ho.pulled, from)
+	if pulled != nil {
+		taken := slots[:0:0]
+		for _, slot := range slots {
+			if st := cn.ho.state(slot); st == nil || st.mode != modeImporting || st.peer.Name == from {
+				taken = append(taken, slot)
+			}
+		}
+		if skipped := len(slots) - len(taken); skipped > 0 {
+			s.log.Info("cluster: a PULL's answer skipped slots this node imports from another node; their imports wait for it",
+				"from", from, "slots", skipped)
+		}
+		slots = taken
 	}
 	cn.ho.noteHanded(from, slots)
 	var served []int

@@ -40,16 +40,26 @@ func (s *Server) expireImports() {
 	h := &s.cl.ho
 	now := time.Now()
 	asks := map[*slotState][]int{}
-	ext := map[*slotState]*slotState{}
+	// One question per old owner and kind of import: each import of a
+	// join or a rejoin has a state of its own, and a question per slot
+	// was thousands of RL.PEER RELEASED at once (and as many goroutines
+	// each second, which under -race on a loaded host kept the imports
+	// from ending).
+	type kind struct {
+		peer        string
+		keep, guess bool
+	}
+	ext := map[kind]*slotState{}
 	for slot := range h.slots {
 		st := h.slots[slot].Load()
 		if st == nil || st.mode != modeImporting || !now.After(st.until) {
 			continue
 		}
-		next := ext[st]
+		k := kind{st.peer.Name, st.keep, st.guess}
+		next := ext[k]
 		if next == nil {
 			next = &slotState{mode: modeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess}
-			ext[st] = next
+			ext[k] = next
 		}
 		if h.swap(slot, st, next) { // the next ask waits releaseRetry, whatever this one hears
 			asks[next] = append(asks[next], slot)
@@ -139,9 +149,14 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 		return
 	}
 	var out []int
+	kept := false
 	for _, slot := range slots {
 		if v.Table.Owner(slot).Name != from || cn.forgone(slot) {
 			continue // this node would not have from serve it, or lost it (see takeover_lost.go)
+		}
+		if cn.keeps(slot) {
+			kept = true // its keys are on their way (handoff_kept.go)
+			continue
 		}
 		if st := cn.ho.state(slot); st != nil {
 			if m := st.now(); m == modeCopying || m == modeGated || m == modeAdopted {
@@ -149,6 +164,9 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 			}
 		}
 		out = append(out, slot)
+	}
+	if kept {
+		s.pushKept()
 	}
 	if len(out) == 0 {
 		c.conn.WriteString(releaseNone)

@@ -75,7 +75,8 @@ func (s *Server) rejoin() {
 		if st := cn.ho.state(slot); st != nil && st.mg != nil {
 			// Moving out: another node may have served it since, so this
 			// node hands nothing over (see waitLease), and never answers
-			// RL.PEER RELEASED that it released it.
+			// RL.PEER RELEASED that it released it; it keeps the slots'
+			// keys for their owner (handoff_kept.go).
 			st.mg.disowned.Store(true)
 			cn.ho.forgone[slot/64] |= 1 << (slot % 64)
 		}

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// A node can hold a slot's state that it may not hand over as the live
+// handoff does, since another node may have served the slot after it:
+//
+//   - a slot this node waits to have handed back after it learned it was
+//     declared dead (rejoin: an import that keeps its keys), which a later
+//     table gives to a third node (before, the import was dropped and
+//     nothing handed over: the third node imported the slot from its own
+//     guess at the old owner, which released it, and served it from
+//     nothing; the simulation's cause C, and safered4's TestRedPausedAtHeal);
+//   - a slot this node was handing over when it learned it was declared
+//     dead (rejoin disowns the migration: before, its keys were dropped
+//     with the slot, though this node served it last in the common case).
+//
+// Such keys are kept: this node never says it released the slot (RELEASED
+// leaves it out), and once it holds its lease it sends the keys to the
+// slot's owner by its table as a PULL's answer does (IMPORT mode pull,
+// then DONE): the owner stores them where it imports the slot (a handoff's
+// reset IMPORT or last copy, from a node that served the slot later,
+// replaces them again), and the DONE ends the owner's import only if the
+// owner imports the slot from this node (takeSlots). So kept keys never
+// make a node serve a slot that another node still serves (the owner
+// waits for the node its import is from, as ever), and a node whose guess
+// at the old owner releases the slot serves it from these keys rather
+// than from nothing. Then this node drops them. See docs/cluster.md,
+// "Safety".
+
+// keep marks slots' keys as kept for their owner by the table (see above).
+// The caller holds switchMu.
+func (h *handoff) keep(slot int) { h.kept[slot/64] |= 1 << (slot % 64) }
+
+// unkeep clears slot's kept marks. The caller holds switchMu.
+func (h *handoff) unkeep(slot int) {
+	h.kept[slot/64] &^= 1 << (slot % 64)
+	h.keptReplace[slot/64] &^= 1 << (slot % 64)
+}
+
+// servedNow returns the slots of own (see servedSlots) that this node
+// serves now, leaving out those it waits to have handed back after a
+// rejoin: an IMPORT in mode handback replaces its keys for those.
+func (s *Server) servedNow(own *slotBits) *slotBits {
+	cn := s.cl
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	now := *own
+	for slot := range cluster.Slots {
+		if now.has(slot) && cn.ho.state(slot) != nil {
+			now[slot/64] &^= 1 << (slot % 64)
+		}
+	}
+	return &now
+}
+
+// pushKept sends the kept keys to their owners once this node holds its
+// lease (at most migrateWait from now); one push runs at a time.
+func (s *Server) pushKept() {
+	cn := s.cl
+	if !cn.pushing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer cn.pushing.Store(false)
+		for end := time.Now().Add(migrateWait); !cn.serving(); {
+			if time.Now().After(end) {
+				return // the next table change, or RELEASED question, tries again
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for k, slots := range s.takeKept() {
+			s.sendKept(k.to, slots, k.mode)
+		}
+	}()
+}
+
+// keptFor is where kept keys go, and in which IMPORT mode.
+type keptFor struct {
+	to   cluster.Node
+	mode string // pull, or handback: replacing the keys of a slot the owner waits to have handed back
+}
+
+// takeKept clears the kept slots that another node owns by the table and
+// that no handoff moves, and returns them by owner and mode.
+func (s *Server) takeKept() map[keptFor][]int {
+	cn := s.cl
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	v := cn.cur.Load()
+	out := map[keptFor][]int{}
+	for slot := range cluster.Slots {
+		if !cn.ho.kept.has(slot) {
+			continue
+		}
+		owner := v.Table.Owner(slot)
+		if owner.Name == v.Self || cn.ho.state(slot) != nil {
+			continue
+		}
+		k := keptFor{to: owner, mode: "pull"}
+		if cn.ho.keptReplace.has(slot) {
+			k.mode = "handback"
+		}
+		cn.ho.unkeep(slot)
+		out[k] = append(out[k], slot)
+	}
+	return out
+}
+
+// sendKept sends to the kept keys of slots as a PULL's answer, then drops
+// them; slots whose owner did not take them are kept again.
+func (s *Server) sendKept(to cluster.Node, slots []int, mode string) {
+	keys, _, err := s.copyFrom(s.cfg.Store, to, slots, true, mode)
+	if err != nil && err.Error() == errNotImporting {
+		err = nil // it imports none of them: a handoff brought them
+	}
+	cn := s.cl
+	cn.switchMu.Lock()
+	v := cn.cur.Load()
+	var gone []int
+	for _, slot := range slots {
+		switch {
+		case v.Table.Owner(slot).Name == v.Self || cn.ho.state(slot) != nil:
+			// Its own again, or moving: the table's handoff settles it.
+		case err != nil:
+			cn.ho.keep(slot)
+			if mode == "handback" {
+				cn.ho.keptReplace[slot/64] |= 1 << (slot % 64)
+			}
+		default:
+			gone = append(gone, slot)
+		}
+	}
+	cn.switchMu.Unlock()
+	if err != nil {
+		s.log.Warn("cluster: could not send a slot's owner the keys this node kept for it; trying again later",
+			"to", to.Name, "slots", len(slots), "err", err)
+		return
+	}
+	s.dropSlots(slotSet(gone))
+	s.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys)
+}
+
+// keeps reports whether this node keeps slot's keys for its owner.
+func (cn *clusterNode) keeps(slot int) bool {
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	return cn.ho.kept.has(slot)
+}
