@@ -68,7 +68,7 @@ func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
 	if s.obs.Active() {
 		s.obs.BeforeRun(&c.ob, cm, args)
 	}
-	if reply := s.keyTooLong(cm, args); reply != "" {
+	if reply := cm.KeyTooLong(args, s.cfg.MaxKeyBytes); reply != "" {
 		c.conn.WriteError(reply)
 	} else if cm.Flags&flagWrite != 0 && s.cfg.Durability != nil {
 		s.dur.Run(&c.dur, cm, args)
@@ -95,6 +95,14 @@ func (s *Server) ran(c *client, cm *core.Command, args [][]byte, start time.Dura
 		s.recordSlow(c, cm, args, d, slow, spiked)
 	}
 }
+
+// batchStart reads the monotonic clock for a batch's first command, when
+// nothing did when the batch was read.
+func (s *Server) batchStart(c *client) time.Duration { return s.monotonic() }
+
+// commandNow returns the time, in unix nanoseconds, of the command c is
+// running: when it started (decide.Clock).
+func (s *Server) commandNow(c *client) int64 { return s.clock.At(&c.Session, c.mark) }
 
 // monotonic is the time since the server was made, from the monotonic
 // clock alone: time.Since reads one clock where time.Now reads two, which

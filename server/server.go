@@ -200,7 +200,7 @@ type Server struct {
 	reg        *global.Node // nil without regions
 	info       infoExtra    // behind INFO's Redis fields (inforedis.go)
 
-	wallClock bool // cfg.Clock is time.Now: a command may take its time from its batch's clock read (cmdclock.go)
+	clock decide.Clock // the commands' time: cfg.Clock, or, when that is time.Now, the batch's clock read (decide.Clock)
 
 	users      *auth.Users  // who may use the server: the ACL file or requirepass, and each session's user
 	guard      *auth.Guard  // nil when off
@@ -242,7 +242,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, table: core.NewTable(), started: time.Now(),
-		wallClock: wallClock, clients: map[int64]*client{}, done: make(chan struct{})}
+		clients: map[int64]*client{}, done: make(chan struct{})}
+	s.clock = decide.Clock{Wall: wallClock, Started: s.started, Read: cfg.Clock}
 	s.info.runID = newRunID()
 	if s.users, err = auth.NewUsers(cfg.ACLFile, cfg.RequirePass, &s.pipe.Slots); err != nil {
 		return nil, err

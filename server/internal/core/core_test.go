@@ -257,3 +257,14 @@ func (runner) Run(x *Session, cm *Command, a [][]byte) { x.LastCmd.Store(cm); cm
 type discard struct{ *out }
 
 func (discard) WriteString(string) {}
+
+// TestKeyTooLong: every key position of the entry is checked, by its key
+// specs' first, last and step, and a limit of 0 checks none.
+func TestKeyTooLong(t *testing.T) {
+	cm := &Command{FirstKey: 1, LastKey: -1, KeyStep: 2}
+	args := [][]byte{[]byte("mset"), []byte("k"), []byte("a long value"), []byte("key3")}
+	assert.Empty(t, cm.KeyTooLong(args, 4), "values are no keys")
+	assert.Equal(t, "ERR key is longer than max-key-bytes (3 bytes)", cm.KeyTooLong(args, 3))
+	assert.Empty(t, cm.KeyTooLong(args, 0))
+	assert.Empty(t, (&Command{}).KeyTooLong(args, 1), "a command with no keys")
+}
