@@ -56,7 +56,7 @@ func decisionEntry(name string, arity int, parse parseFunc, key int) command {
 // nativeParser returns the parser of kind's native command.
 func nativeParser(kind window.Kind) parseFunc {
 	return func(s *Server, c *client, args [][]byte) ([]byte, request, error) {
-		a, err := decide.ParseNative(kind, args, &c.params)
+		a, err := decide.ParseNative(kind, args, &c.dec.Params)
 		return a.Key, request{op: opNative, params: a.Params, cost: a.Cost, peek: a.Peek}, err
 	}
 }
@@ -83,7 +83,7 @@ type request struct {
 	peek     bool            // decide, but change nothing
 	now      int64           // unix nanoseconds, read once per command
 	by       *client         // who asked, for CLIENT TRACKING's NOLOOP; nil if no local client did
-	hash     uint64          // opNative: the key's hash, if hashed (see client.keyHash)
+	hash     uint64          // opNative: the key's hash, if hashed (see decide.Conn.KeyHash)
 	hashed   bool
 }
 
@@ -216,7 +216,7 @@ func (s *Server) run1(c *client, key []byte, r *request, err error) {
 	}
 	r.now, r.by = s.commandNow(c), c
 	if r.op == opNative {
-		r.hash, r.hashed = c.keyHash(key)
+		r.hash, r.hashed = c.dec.KeyHash(c.rc, key)
 	}
 	o, err := s.decide(key, r)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/rlstore/rlstore/persistence/vfs"
 	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
@@ -99,14 +100,14 @@ func testOneEntryPrefetch(t *testing.T) {
 	for _, r := range []string{respCmd("RL.THROWAWAY", "user:1", "100", "60"), respCmd("RL.HOP", "1", "2", "rl.throwaway", "user:2", "100", "60")} {
 		rc.Feed([]byte(r))
 	}
-	rc.ParseAhead(prefetchMax)
+	rc.ParseAhead(decide.PrefetchMax)
 	require.Equal(t, 2, rc.Ahead())
 	var last [2]*core.Command
 	for i, want := range []struct {
 		key string
 		arg int
 	}{{"user:1", 1}, {"user:2", 4}} {
-		key, arg := s.aheadKey(rc, i, &last)
+		key, arg := s.dec.AheadKey(rc, i, &last)
 		assert.Equal(t, want.key, string(key), "request %d", i)
 		assert.Equal(t, want.arg, arg, "request %d", i)
 	}

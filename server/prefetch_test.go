@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// A connection that parses requests ahead (prefetchBatch) returns the same
+// A connection that parses requests ahead (decide.Decisions.Prefetch) returns the same
 // commands, pipeline peeks and reads, and protocol errors, at the same
 // points, as one that parses each as it comes to it: for streams of whole,
 // inline, malformed and oversized requests, cut into two reads at every byte.
@@ -33,7 +34,7 @@ func TestParseAheadAgreesWithParser(t *testing.T) {
 		for cut := 0; cut <= len(st); cut++ {
 			chunks := []string{st[:cut], st[cut:]}
 			want := runStream(chunks, 0)
-			for _, ahead := range []int{1, 2, prefetchMax} {
+			for _, ahead := range []int{1, 2, decide.PrefetchMax} {
 				require.Equal(t, want, runStream(chunks, ahead), "%q cut at %d, %d ahead", st, cut, ahead)
 			}
 		}
@@ -85,13 +86,13 @@ func TestAheadKeyOfForwardedRequest(t *testing.T) {
 		respCmd("RL.SLIDE", "user:2", "1", "1"), respCmd("PING", "x")} {
 		rc.Feed([]byte(r))
 	}
-	rc.ParseAhead(prefetchMax)
+	rc.ParseAhead(decide.PrefetchMax)
 	require.Equal(t, 4, rc.Ahead())
 	for i, want := range []struct {
 		key string
 		arg int
 	}{{"user:1", 4}, {"", 0}, {"user:2", 1}, {"", 0}} {
-		key, arg := s.aheadKey(rc, i, &last)
+		key, arg := s.dec.AheadKey(rc, i, &last)
 		assert.Equal(t, want.key, string(key), "request %d", i)
 		assert.Equal(t, want.arg, arg, "request %d", i)
 	}
@@ -135,7 +136,7 @@ func TestPipelinedDecisionsWithPrefetch(t *testing.T) {
 	}
 }
 
-// A batch whose decisions are hashed once, by prefetchBatch, gets the
+// A batch whose decisions are hashed once, by decide.Decisions.Prefetch, gets the
 // replies the same requests get one at a time, among them decisions queued
 // by MULTI (their keys are copies, not the batch's bytes), an empty key,
 // options, a wrong kind and commands that are not decisions.

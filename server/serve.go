@@ -68,9 +68,9 @@ func (s *Server) loop(c *client, rc *resp.Conn) error {
 // done says the connection ends, with err as the reason (nil: it closed
 // cleanly); a partial request is left for the next read.
 func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
-	rc.SetPreAuth(!c.Authed) // before prefetchBatch parses ahead
+	rc.SetPreAuth(!c.Authed) // before Prefetch parses ahead
 	s.readAt(c)
-	s.prefetchBatch(c)
+	s.dec.Prefetch(&c.dec, c.rc)
 	for {
 		rc.SetPreAuth(!c.Authed)
 		args, err := rc.Command()
@@ -85,7 +85,7 @@ func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
 			return false, nil
 		}
 		s.handle(c, args)
-		s.prefetchNext(c)
+		s.dec.PrefetchNext(&c.dec, c.rc)
 		switch {
 		case rc.Over():
 			return true, errOutputLimit

@@ -249,7 +249,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.obs = observe.NewObservers(observeDelegate{s}, &s.pipe.Slots)
-	s.dec = decide.New(cfg.Store, decideFront{s}, &s.pipe.Slots)
+	s.dec = decide.New(cfg.Store, s.table, decideFront{s}, &s.pipe.Slots)
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err

@@ -193,6 +193,7 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/decide", "persistence", true},
 		{"server/internal/decide", "server/internal/keyspace", false},
 		{"server/internal/decide", "server/internal/global", false}, // the regions are asked through decide.Front
+		{"server/internal/decide", "server/internal/resp", true},    // the batch's prefetch parses ahead in the connection
 		{"server/internal/keyspace", "shard", true},
 		{"server/internal/keyspace", "persistence", false},
 		{"server/internal/auth", "shard", true},

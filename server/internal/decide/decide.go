@@ -31,6 +31,7 @@ type Front interface {
 // connection's part being its own Conn.
 type Decisions struct {
 	store *shard.Map
+	table *core.Table // for the commands a batch's requests name (Prefetch)
 	front Front
 	slot  core.Slot[Conn]
 
@@ -40,16 +41,19 @@ type Decisions struct {
 }
 
 // New returns the decision commands on store, asking front what they need
-// of the server, with each session's Conn in a slot of slots.
-func New(store *shard.Map, front Front, slots *core.Slots) *Decisions {
-	return &Decisions{store: store, front: front, slot: core.NewSlot[Conn](slots)}
+// of the server, with each session's Conn in a slot of slots; table is the
+// command table the batches' requests are looked up in.
+func New(store *shard.Map, table *core.Table, front Front, slots *core.Slots) *Decisions {
+	return &Decisions{store: store, table: table, front: front, slot: core.NewSlot[Conn](slots)}
 }
 
 // Conn is one connection's decision state. The server holds it by value,
 // so that its hot path reaches it without a slot lookup; the commands
 // find it in the session's slot (Open).
 type Conn struct {
-	Tally Tally // decisions counted, not yet in Decisions.Counts
+	Tally  Tally      // decisions counted, not yet in Decisions.Counts
+	Params ParamCache // the last native decision's parameters
+	batch  batchKeys  // the batch's keys and their hashes (Prefetch)
 }
 
 // Open makes c the decision state of the session x.
