@@ -55,9 +55,9 @@ var rules = []rule{
 	{pkg: "server/internal/observe", allowed: []string{"server/internal/observe", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},
 	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "policy", "window"}},
 	{pkg: "server/internal/introspect", allowed: []string{"server/internal/introspect", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // COMMAND: it reads the table, never a family
-	{pkg: "server/internal/clientcmd", allowed: []string{"server/internal/clientcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // CLIENT: the connections reach it through clientcmd.Conn
-	{pkg: "server/internal/debugcmd", allowed: []string{"server/internal/debugcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // DEBUG and its clock: a client's address comes through debugcmd.Delegate
-	{pkg: "server/internal/inproc", allowed: []string{"server/internal/inproc", "gateway/batch"}}, // the gateway's in-memory client: it speaks RESP to the server, knowing none of it
+	{pkg: "server/internal/clientcmd", allowed: []string{"server/internal/clientcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},   // CLIENT: the connections reach it through clientcmd.Conn
+	{pkg: "server/internal/debugcmd", allowed: []string{"server/internal/debugcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},     // DEBUG and its clock: a client's address comes through debugcmd.Delegate
+	{pkg: "server/internal/inproc", allowed: []string{"server/internal/inproc", "gateway/batch"}},                                                                             // the gateway's in-memory client: it speaks RESP to the server, knowing none of it
 	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
 	{pkg: "server/internal/handoff", allowed: clusterStack("handoff", "replica")},
 	{pkg: "server/internal/route", allowed: clusterStack("route", "handoff", "replica")},
