@@ -114,9 +114,15 @@ def in_ranges(ranges, slot):
 
 def settled(port):
     """Whether the node at port moves no slots: a load started while the
-    joins' slots move gets TRYAGAIN for those being gated."""
+    joins' slots move gets TRYAGAIN for those being gated. And whether each
+    of its backups holds the copies of its slots (INFO replication: no
+    backup in state full_sync_due): a slot whose new owner is killed before
+    its first full sync to the slot's backup is lost (docs/cluster.md,
+    Safety: lost slots), and the kill timing mode would wait on it for ever."""
     info = resp_cmd(port, "INFO", "cluster")
-    return all(f"rl_cluster_handoff_{k}:0" in info for k in ("moves_in_progress", "slots_importing", "slots_migrating"))
+    if not all(f"rl_cluster_handoff_{k}:0" in info for k in ("moves_in_progress", "slots_importing", "slots_migrating")):
+        return False
+    return "state=full_sync_due" not in resp_cmd(port, "INFO", "replication")
 
 
 def wait_until(pred, limit=20.0):
