@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // clusterCommands are the Redis Cluster commands cluster-aware clients
@@ -101,12 +102,12 @@ func cmdClusterInfo(s *Server, c *client, args [][]byte) {
 	}
 	var b strings.Builder
 	for _, p := range append(clusterInfoPairs(v, s.cl.serving()), s.clusterMessages()...) {
-		fmt.Fprintf(&b, "%s:%v\r\n", p.key, p.val)
+		fmt.Fprintf(&b, "%s:%v\r\n", p.Key, p.Val)
 	}
 	c.conn.WriteBulkString(b.String())
 }
 
-func clusterInfoPairs(v *cluster.View, serving bool) []pair {
+func clusterInfoPairs(v *cluster.View, serving bool) []core.Pair {
 	n := len(v.Table.Nodes())
 	var current, mine uint64
 	for i, e := range configEpochs(v) {
@@ -119,10 +120,10 @@ func clusterInfoPairs(v *cluster.View, serving bool) []pair {
 	if v.Waiting || !serving {
 		state = "fail" // it serves no key until it meets a member, nor without a quorum (see quorum.go)
 	}
-	return []pair{
-		{"cluster_state", state}, {"cluster_slots_assigned", cluster.Slots}, {"cluster_slots_ok", cluster.Slots},
-		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", len(v.Members)},
-		{"cluster_size", n}, {"cluster_current_epoch", current}, {"cluster_my_epoch", mine},
+	return []core.Pair{
+		{Key: "cluster_state", Val: state}, {Key: "cluster_slots_assigned", Val: cluster.Slots}, {Key: "cluster_slots_ok", Val: cluster.Slots},
+		{Key: "cluster_slots_pfail", Val: 0}, {Key: "cluster_slots_fail", Val: 0}, {Key: "cluster_known_nodes", Val: len(v.Members)},
+		{Key: "cluster_size", Val: n}, {Key: "cluster_current_epoch", Val: current}, {Key: "cluster_my_epoch", Val: mine},
 	}
 }
 
@@ -143,10 +144,10 @@ func cmdRLClusterNodes(s *Server, c *client, args [][]byte) {
 	}
 	var rows []any
 	for _, m := range v.Members {
-		rows = append(rows, []pair{{"name", m.Name}, {"addr", m.Addr}, {"gossip", m.Gossip},
-			{"state", m.State.String()}, {"slots", counts[m.Name]}, {"self", boolInt(m.Name == v.Self)}})
+		rows = append(rows, []core.Pair{{Key: "name", Val: m.Name}, {Key: "addr", Val: m.Addr}, {Key: "gossip", Val: m.Gossip},
+			{Key: "state", Val: m.State.String()}, {Key: "slots", Val: counts[m.Name]}, {Key: "self", Val: boolInt(m.Name == v.Self)}})
 	}
-	writeList(c, rows)
+	core.WriteValue(&c.Session, rows)
 }
 
 // cmdRLClusterOwner is RL.CLUSTER OWNER key: its slot, owner and runner-up.
@@ -157,11 +158,11 @@ func cmdRLClusterOwner(s *Server, c *client, args [][]byte) {
 	}
 	slot := cluster.Slot(args[2])
 	o := v.Table.Owner(slot)
-	ps := []pair{{"slot", slot}, {"owner", o.Name}, {"addr", o.Addr}}
+	ps := []core.Pair{{Key: "slot", Val: slot}, {Key: "owner", Val: o.Name}, {Key: "addr", Val: o.Addr}}
 	if ru, ok := v.Table.RunnerUp(slot); ok {
-		ps = append(ps, pair{"runner_up", ru.Name})
+		ps = append(ps, core.Pair{Key: "runner_up", Val: ru.Name})
 	}
-	writeMap(c, ps)
+	core.WriteMap(&c.Session, ps)
 }
 
 func cmdRLClusterInfo(s *Server, c *client, args [][]byte) {
@@ -169,17 +170,17 @@ func cmdRLClusterInfo(s *Server, c *client, args [][]byte) {
 	if v == nil {
 		return
 	}
-	writeMap(c, s.rlClusterPairs(v))
+	core.WriteMap(&c.Session, s.rlClusterPairs(v))
 }
 
-func (s *Server) rlClusterPairs(v *cluster.View) []pair {
+func (s *Server) rlClusterPairs(v *cluster.View) []core.Pair {
 	self, _ := v.Table.Node(v.Self)
-	return append([]pair{
-		{"node", v.Self}, {"addr", self.Addr}, {"epoch", int64(v.Table.Epoch())},
-		{"members", len(v.Members)}, {"owners", len(v.Table.Nodes())},
-		{"slots_owned", len(rangesSlots(v.Table.Ranges(v.Self)))},
-		{"owner_unreachable", s.cl.cfg.OwnerUnreachable.String()}, {"redirect", boolInt(s.cl.cfg.Redirect)},
-		{"forwarded", s.cl.forwarded.Load()}, {"owner_unreachable_replies", s.cl.unreachable.Load()},
+	return append([]core.Pair{
+		{Key: "node", Val: v.Self}, {Key: "addr", Val: self.Addr}, {Key: "epoch", Val: int64(v.Table.Epoch())},
+		{Key: "members", Val: len(v.Members)}, {Key: "owners", Val: len(v.Table.Nodes())},
+		{Key: "slots_owned", Val: len(rangesSlots(v.Table.Ranges(v.Self)))},
+		{Key: "owner_unreachable", Val: s.cl.cfg.OwnerUnreachable.String()}, {Key: "redirect", Val: boolInt(s.cl.cfg.Redirect)},
+		{Key: "forwarded", Val: s.cl.forwarded.Load()}, {Key: "owner_unreachable_replies", Val: s.cl.unreachable.Load()},
 	}, append(s.quorumPairs(), s.handoffPairs()...)...)
 }
 
@@ -198,14 +199,14 @@ func cmdRLClusterHelp(s *Server, c *client, args [][]byte) {
 }
 
 // infoCluster is INFO's cluster section, as Redis has it, plus rlstore's view.
-func (s *Server) infoCluster() []pair {
+func (s *Server) infoCluster() []core.Pair {
 	if s.cl == nil {
-		return []pair{{"cluster_enabled", 0}}
+		return []core.Pair{{Key: "cluster_enabled", Val: 0}}
 	}
 	v := s.cl.view()
-	ps := []pair{{"cluster_enabled", 1}}
+	ps := []core.Pair{{Key: "cluster_enabled", Val: 1}}
 	for _, p := range s.rlClusterPairs(v) {
-		ps = append(ps, pair{"rl_cluster_" + p.key, p.val})
+		ps = append(ps, core.Pair{Key: "rl_cluster_" + p.Key, Val: p.Val})
 	}
 	return ps
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // The CLUSTER subcommands that tools call beside the ones clients route
@@ -109,16 +110,16 @@ func cmdClusterLinks(s *Server, c *client, args [][]byte) {
 	if v == nil {
 		return
 	}
-	var links []pair
+	var links []core.Pair
 	for _, m := range v.Members {
 		if ps, ok := s.cl.peers.Load(m.Name); ok && m.Name != v.Self {
-			links = append(links, pair{m.Name, ps.(*peerStats).created.Load()})
+			links = append(links, core.Pair{Key: m.Name, Val: ps.(*peerStats).created.Load()})
 		}
 	}
 	c.conn.WriteArray(len(links))
 	for _, l := range links {
-		writeMap(c, []pair{{"direction", "to"}, {"node", nodeID(l.key)}, {"create-time", l.val},
-			{"events", "rw"}, {"send-buffer-allocated", 0}, {"send-buffer-used", 0}})
+		core.WriteMap(&c.Session, []core.Pair{{Key: "direction", Val: "to"}, {Key: "node", Val: nodeID(l.Key)}, {Key: "create-time", Val: l.Val},
+			{Key: "events", Val: "rw"}, {Key: "send-buffer-allocated", Val: 0}, {Key: "send-buffer-used", Val: 0}})
 	}
 }
 
@@ -140,10 +141,10 @@ func cmdClusterReplicas(s *Server, c *client, args [][]byte) {
 
 // clusterMessages are CLUSTER INFO's message totals: the requests this
 // node sent to other nodes over its links (forwards), and those it got.
-func (s *Server) clusterMessages() []pair {
-	return []pair{
-		{"cluster_stats_messages_sent", s.cl.forwarded.Load()},
-		{"cluster_stats_messages_received", s.cl.hops.Load()},
+func (s *Server) clusterMessages() []core.Pair {
+	return []core.Pair{
+		{Key: "cluster_stats_messages_sent", Val: s.cl.forwarded.Load()},
+		{Key: "cluster_stats_messages_received", Val: s.cl.hops.Load()},
 	}
 }
 

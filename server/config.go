@@ -51,16 +51,16 @@ func configSubcommands() []command {
 
 // cmdConfigGet is CONFIG GET pattern [pattern …]. Patterns are Redis globs, without case.
 func cmdConfigGet(s *Server, c *client, args [][]byte) {
-	var pairs []pair
+	var pairs []core.Pair
 	for _, p := range configParams() {
 		for _, pat := range args[2:] {
 			if glob.Match(bytes.ToLower(pat), []byte(p.name)) {
-				pairs = append(pairs, pair{p.name, p.get(s)})
+				pairs = append(pairs, core.Pair{Key: p.name, Val: p.get(s)})
 				break
 			}
 		}
 	}
-	writeMap(c, pairs)
+	core.WriteMap(&c.Session, pairs)
 }
 
 // cmdConfigSet is CONFIG SET name value [name value …]. As in Redis 7 it

@@ -3,24 +3,26 @@ package server
 import (
 	"io"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // handoffPairs are the handoff's counters for RL.CLUSTER INFO and INFO
 // cluster: slots, keys and bytes this node moved in and out, the moves
 // under way, and how long its last migration out took to its cut.
-func (s *Server) handoffPairs() []pair {
+func (s *Server) handoffPairs() []core.Pair {
 	h := &s.cl.ho
 	in, out := h.moving()
 	st := &h.stats
-	return []pair{
-		{"handoff_slots_in", st.slotsIn.Load()}, {"handoff_slots_out", st.slotsOut.Load()},
-		{"handoff_keys_in", st.keysIn.Load()}, {"handoff_keys_out", st.keysOut.Load()},
-		{"handoff_bytes_in", st.bytesIn.Load()}, {"handoff_bytes_out", st.bytesOut.Load()},
-		{"handoff_moves_in_progress", st.moving.Load()},
-		{"handoff_slots_importing", in}, {"handoff_slots_migrating", out},
-		{"handoff_last_move_usec", st.lastMoveUsec.Load()},
-		{"handoff_import_timeouts", st.importTimeouts.Load()},
-		{"handoff_crossed_cut", st.crossedCut.Load()},
+	return []core.Pair{
+		{Key: "handoff_slots_in", Val: st.slotsIn.Load()}, {Key: "handoff_slots_out", Val: st.slotsOut.Load()},
+		{Key: "handoff_keys_in", Val: st.keysIn.Load()}, {Key: "handoff_keys_out", Val: st.keysOut.Load()},
+		{Key: "handoff_bytes_in", Val: st.bytesIn.Load()}, {Key: "handoff_bytes_out", Val: st.bytesOut.Load()},
+		{Key: "handoff_moves_in_progress", Val: st.moving.Load()},
+		{Key: "handoff_slots_importing", Val: in}, {Key: "handoff_slots_migrating", Val: out},
+		{Key: "handoff_last_move_usec", Val: st.lastMoveUsec.Load()},
+		{Key: "handoff_import_timeouts", Val: st.importTimeouts.Load()},
+		{Key: "handoff_crossed_cut", Val: st.crossedCut.Load()},
 	}
 }
 

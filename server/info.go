@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/shard"
@@ -21,7 +22,7 @@ import (
 // infoSection is one section of INFO: a name and the fields it shows.
 type infoSection struct {
 	name   string
-	fields func(s *Server) []pair
+	fields func(s *Server) []core.Pair
 }
 
 // infoSections are INFO's sections, in Redis's order. Field names are
@@ -70,7 +71,7 @@ func cmdInfo(s *Server, c *client, args [][]byte) {
 		}
 		b.WriteString("# " + sectionTitle(sec.name) + "\r\n")
 		for _, f := range sec.fields(s) {
-			fmt.Fprintf(&b, "%s:%v\r\n", f.key, f.val)
+			fmt.Fprintf(&b, "%s:%v\r\n", f.Key, f.Val)
 		}
 	}
 	c.conn.WriteBulkString(b.String())
@@ -89,64 +90,64 @@ func infoWanted(name string, asked [][]byte) bool {
 	return false
 }
 
-func (s *Server) infoServer() []pair {
+func (s *Server) infoServer() []core.Pair {
 	_, port := s.hostPort()
 	up := time.Since(s.started)
-	return []pair{
-		{"redis_version", auth.RedisVersion},
-		{"redis_mode", s.mode()},
-		{"os", runtime.GOOS + " " + runtime.GOARCH},
-		{"arch_bits", strconv.Itoa(strconv.IntSize)},
-		{"process_id", os.Getpid()},
-		{"run_id", s.info.runID},
-		{"tcp_port", port},
-		{"server_time_usec", time.Now().UnixMicro()},
-		{"uptime_in_seconds", int64(up / time.Second)},
-		{"uptime_in_days", int64(up / (24 * time.Hour))},
-		{"hz", s.hz()},
-		{"configured_hz", s.hz()},
-		{"executable", executable()},
-		{"config_file", s.cfg.ConfigFile},
-		{"rl_version", s.cfg.Version},
-		{"rl_go_version", runtime.Version()},
-		{"rl_server_threads", runtime.GOMAXPROCS(0)}, // rlstore --server-threads
+	return []core.Pair{
+		{Key: "redis_version", Val: auth.RedisVersion},
+		{Key: "redis_mode", Val: s.mode()},
+		{Key: "os", Val: runtime.GOOS + " " + runtime.GOARCH},
+		{Key: "arch_bits", Val: strconv.Itoa(strconv.IntSize)},
+		{Key: "process_id", Val: os.Getpid()},
+		{Key: "run_id", Val: s.info.runID},
+		{Key: "tcp_port", Val: port},
+		{Key: "server_time_usec", Val: time.Now().UnixMicro()},
+		{Key: "uptime_in_seconds", Val: int64(up / time.Second)},
+		{Key: "uptime_in_days", Val: int64(up / (24 * time.Hour))},
+		{Key: "hz", Val: s.hz()},
+		{Key: "configured_hz", Val: s.hz()},
+		{Key: "executable", Val: executable()},
+		{Key: "config_file", Val: s.cfg.ConfigFile},
+		{Key: "rl_version", Val: s.cfg.Version},
+		{Key: "rl_go_version", Val: runtime.Version()},
+		{Key: "rl_server_threads", Val: runtime.GOMAXPROCS(0)}, // rlstore --server-threads
 	}
 }
 
-func (s *Server) infoClients() []pair {
+func (s *Server) infoClients() []core.Pair {
 	s.mu.Lock()
 	n := len(s.clients)
 	s.mu.Unlock()
-	return []pair{
-		{"connected_clients", n},
-		{"maxclients", s.maxClients.Load()},
-		{"blocked_clients", 0},
+	return []core.Pair{
+		{Key: "connected_clients", Val: n},
+		{Key: "maxclients", Val: s.maxClients.Load()},
+		{Key: "blocked_clients", Val: 0},
 	}
 }
 
 // infoMemory reads the Go runtime's figures without stopping the world, and
 // the resident set from the kernel.
-func (s *Server) infoMemory() []pair {
+func (s *Server) infoMemory() []core.Pair {
 	m := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
 	metrics.Read(m)
 	heap, total := int64(m[0].Value.Uint64()), int64(m[1].Value.Uint64())
 	rss := residentBytes()
 	keys := s.cfg.Store.Stats().Bytes
-	return []pair{
-		{"used_memory", heap},
-		{"used_memory_human", humanBytes(heap)},
-		{"used_memory_rss", rss},
-		{"used_memory_rss_human", humanBytes(rss)},
-		{"used_memory_dataset", keys},
-		{"rl_used_memory_dataset_human", humanBytes(keys)},
-		{"maxmemory", s.cfg.Store.MaxMemory()},
-		{"maxmemory_human", humanBytes(s.cfg.Store.MaxMemory())},
-		{"maxmemory_policy", "noeviction"}, // a full store refuses new keys; none is evicted
-		{"rl_go_runtime_bytes", total},
+	return []core.Pair{
+		{Key: "used_memory", Val: heap},
+		{Key: "used_memory_human", Val: humanBytes(heap)},
+		{Key: "used_memory_rss", Val: rss},
+		{Key: "used_memory_rss_human", Val: humanBytes(rss)},
+		{Key: "used_memory_dataset", Val: keys},
+		{Key: "rl_used_memory_dataset_human", Val: humanBytes(keys)},
+		{Key: "maxmemory", Val: s.cfg.Store.MaxMemory()},
+		{Key: "maxmemory_human", Val: humanBytes(s.cfg.Store.MaxMemory())},
+		{Key: "maxmemory_policy", Val: "noeviction"}, // a full store refuses new keys; none is evicted
+		{Key: "rl_go_runtime_bytes", Val: total},
 	}
 }
 
-func (s *Server) infoStats() []pair {
+func (s *Server) infoStats() []core.Pair {
 	st := s.cfg.Store.Stats()
 	var accepted, rejected int64
 	if ln := s.listener(); ln != nil {
@@ -154,54 +155,54 @@ func (s *Server) infoStats() []pair {
 	}
 	in, out := s.netBytes()
 	_, errs := s.info.errorStats()
-	return append([]pair{
-		{"total_connections_received", accepted},
-		{"total_commands_processed", s.commandsProcessed()},
-		{"instantaneous_ops_per_sec", s.info.ops.perSecond()},
-		{"total_net_input_bytes", in},
-		{"total_net_output_bytes", out},
-		{"rejected_connections", rejected},
-		{"client_output_buffer_limit_disconnections", s.outputLimitClosed.Load()}, // Redis 7.2's
-		{"evicted_clients", s.mem.Evicted()},
-		{"expired_keys", st.Swept},
-		{"evicted_keys", 0}, // a full store refuses new keys (maxmemory_policy noeviction)
-		{"keyspace_hits", s.info.hits.Load()},
-		{"keyspace_misses", s.info.misses.Load()},
-		{"total_error_replies", errs},
-		{"rl_allowed", st.Allowed},
-		{"rl_denied", st.Denied},
-		{"rl_shadow_denied", st.Shadowed},
-		{"rl_errors", st.Errors},
-		{"rl_shard_sweeps", st.Sweeps},
-		{"rl_index_rebuilds", st.Rebuilds},
+	return append([]core.Pair{
+		{Key: "total_connections_received", Val: accepted},
+		{Key: "total_commands_processed", Val: s.commandsProcessed()},
+		{Key: "instantaneous_ops_per_sec", Val: s.info.ops.perSecond()},
+		{Key: "total_net_input_bytes", Val: in},
+		{Key: "total_net_output_bytes", Val: out},
+		{Key: "rejected_connections", Val: rejected},
+		{Key: "client_output_buffer_limit_disconnections", Val: s.outputLimitClosed.Load()}, // Redis 7.2's
+		{Key: "evicted_clients", Val: s.mem.Evicted()},
+		{Key: "expired_keys", Val: st.Swept},
+		{Key: "evicted_keys", Val: 0}, // a full store refuses new keys (maxmemory_policy noeviction)
+		{Key: "keyspace_hits", Val: s.info.hits.Load()},
+		{Key: "keyspace_misses", Val: s.info.misses.Load()},
+		{Key: "total_error_replies", Val: errs},
+		{Key: "rl_allowed", Val: st.Allowed},
+		{Key: "rl_denied", Val: st.Denied},
+		{Key: "rl_shadow_denied", Val: st.Shadowed},
+		{Key: "rl_errors", Val: st.Errors},
+		{Key: "rl_shard_sweeps", Val: st.Sweeps},
+		{Key: "rl_index_rebuilds", Val: st.Rebuilds},
 	}, s.infoLeases(st)...)
 }
 
 // infoLeases are INFO stats' counts of leases and reservations: admitted
 // and denied, settlements that found theirs ended, and those that ran out
 // (the store's st).
-func (s *Server) infoLeases(st shard.Stats) []pair {
+func (s *Server) infoLeases(st shard.Stats) []core.Pair {
 	d := &s.dec.Counts
-	return []pair{
-		{"rl_leases_allowed", d[decide.SlotAcquire].Allowed.Load()},
-		{"rl_leases_denied", d[decide.SlotAcquire].Denied.Load()},
-		{"rl_leases_ended", d[decide.SlotRenew].Denied.Load() + d[decide.SlotRelease].Denied.Load()},
-		{"rl_leases_expired", st.LeasesExpired},
-		{"rl_reservations_allowed", d[decide.SlotReserve].Allowed.Load()},
-		{"rl_reservations_denied", d[decide.SlotReserve].Denied.Load()},
-		{"rl_reservations_ended", d[decide.SlotCommit].Denied.Load() + d[decide.SlotCancel].Denied.Load()},
-		{"rl_reservations_expired", st.ReservationsExpired},
+	return []core.Pair{
+		{Key: "rl_leases_allowed", Val: d[decide.SlotAcquire].Allowed.Load()},
+		{Key: "rl_leases_denied", Val: d[decide.SlotAcquire].Denied.Load()},
+		{Key: "rl_leases_ended", Val: d[decide.SlotRenew].Denied.Load() + d[decide.SlotRelease].Denied.Load()},
+		{Key: "rl_leases_expired", Val: st.LeasesExpired},
+		{Key: "rl_reservations_allowed", Val: d[decide.SlotReserve].Allowed.Load()},
+		{Key: "rl_reservations_denied", Val: d[decide.SlotReserve].Denied.Load()},
+		{Key: "rl_reservations_ended", Val: d[decide.SlotCommit].Denied.Load() + d[decide.SlotCancel].Denied.Load()},
+		{Key: "rl_reservations_expired", Val: st.ReservationsExpired},
 	}
 }
 
 // infoKeyspace shows db0 only when it holds keys, as Redis does. Every key
 // expires by itself once it no longer restricts anything.
-func (s *Server) infoKeyspace() []pair {
+func (s *Server) infoKeyspace() []core.Pair {
 	n := s.cfg.Store.Len()
 	if n == 0 {
 		return nil
 	}
-	return []pair{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", n, n, s.avgTTL(s.unixNano()))}}
+	return []core.Pair{{Key: "db0", Val: fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", n, n, s.avgTTL(s.unixNano()))}}
 }
 
 // commandsProcessed sums the commands of live clients and of those gone.
@@ -245,42 +246,42 @@ func humanBytes(n int64) string {
 
 // infoPersistence shows Redis's fields where they mean the same here: the
 // snapshot is the rdb, the log the aof. rlstore's own start with rl_.
-func (s *Server) infoPersistence() []pair {
+func (s *Server) infoPersistence() []core.Pair {
 	if s.cfg.Durability == nil {
-		return []pair{{"loading", 0}, {"rl_persistence", "disabled"}, {"rdb_last_save_time", 0}, {"aof_enabled", 0}}
+		return []core.Pair{{Key: "loading", Val: 0}, {Key: "rl_persistence", Val: "disabled"}, {Key: "rdb_last_save_time", Val: 0}, {Key: "aof_enabled", Val: 0}}
 	}
 	st, ws := s.cfg.Durability.Stats(), s.dur.Stats()
-	return []pair{
-		{"loading", 0},
-		{"rl_persistence", "enabled"},
-		{"rdb_changes_since_last_save", st.ChangesLogged},
-		{"rdb_bgsave_in_progress", boolInt(st.Saving)},
-		{"rdb_last_save_time", durable.UnixOrZero(st.LastSave)},
-		{"rdb_last_bgsave_status", okOrErr(st.LastSaveErr)},
-		{"rdb_last_bgsave_time_sec", int64(st.LastSaveDuration.Round(time.Second) / time.Second)},
-		{"rdb_saves", st.Saves},
-		{"rl_rdb_last_save_duration_ms", st.LastSaveDuration.Milliseconds()},
-		{"rl_rdb_last_save_bytes", st.SnapshotBytes},
-		{"aof_enabled", 1},
-		{"aof_rewrite_in_progress", 0},
-		{"aof_last_write_status", okOrErr(st.LogErr)},
-		{"rl_aof_write_errors", st.LogWriteErrors},
-		{"rl_aof_failing_since", durable.UnixOrZero(st.FailingSince)},
-		{"rl_misconf", boolInt(st.Err != nil)},
-		{"rl_misconf_refused", ws.Refused},
-		{"rl_failed_commits", ws.FailedCommits},
-		{"rl_reverted_changes", ws.Reverted},
-		{"aof_current_size", st.LogBytes},
-		{"rl_appendfsync", st.Fsync.String()},
-		{"rl_aof_last_fsync_ms", unixMilliOrZero(st.LastFsync)}, // unix ms: tests wait for a whole flush with it
-		{"rl_aof_fsync_lag_ms", st.FsyncLag.Milliseconds()},
-		{"rl_aof_fsyncs", st.LogFsyncs.Count},
-		{"rl_aof_fsync_usec", st.LogFsyncs.Total.Microseconds()},
-		{"rl_aof_fsync_errors", st.LogFsyncs.Errors},
-		{"rl_rdb_fsyncs", st.SnapshotFsyncs.Count},
-		{"rl_rdb_fsync_usec", st.SnapshotFsyncs.Total.Microseconds()},
-		{"rl_loaded_keys", st.KeysLoaded},
-		{"rl_load_time_ms", st.LoadDuration.Milliseconds()},
+	return []core.Pair{
+		{Key: "loading", Val: 0},
+		{Key: "rl_persistence", Val: "enabled"},
+		{Key: "rdb_changes_since_last_save", Val: st.ChangesLogged},
+		{Key: "rdb_bgsave_in_progress", Val: boolInt(st.Saving)},
+		{Key: "rdb_last_save_time", Val: durable.UnixOrZero(st.LastSave)},
+		{Key: "rdb_last_bgsave_status", Val: okOrErr(st.LastSaveErr)},
+		{Key: "rdb_last_bgsave_time_sec", Val: int64(st.LastSaveDuration.Round(time.Second) / time.Second)},
+		{Key: "rdb_saves", Val: st.Saves},
+		{Key: "rl_rdb_last_save_duration_ms", Val: st.LastSaveDuration.Milliseconds()},
+		{Key: "rl_rdb_last_save_bytes", Val: st.SnapshotBytes},
+		{Key: "aof_enabled", Val: 1},
+		{Key: "aof_rewrite_in_progress", Val: 0},
+		{Key: "aof_last_write_status", Val: okOrErr(st.LogErr)},
+		{Key: "rl_aof_write_errors", Val: st.LogWriteErrors},
+		{Key: "rl_aof_failing_since", Val: durable.UnixOrZero(st.FailingSince)},
+		{Key: "rl_misconf", Val: boolInt(st.Err != nil)},
+		{Key: "rl_misconf_refused", Val: ws.Refused},
+		{Key: "rl_failed_commits", Val: ws.FailedCommits},
+		{Key: "rl_reverted_changes", Val: ws.Reverted},
+		{Key: "aof_current_size", Val: st.LogBytes},
+		{Key: "rl_appendfsync", Val: st.Fsync.String()},
+		{Key: "rl_aof_last_fsync_ms", Val: unixMilliOrZero(st.LastFsync)}, // unix ms: tests wait for a whole flush with it
+		{Key: "rl_aof_fsync_lag_ms", Val: st.FsyncLag.Milliseconds()},
+		{Key: "rl_aof_fsyncs", Val: st.LogFsyncs.Count},
+		{Key: "rl_aof_fsync_usec", Val: st.LogFsyncs.Total.Microseconds()},
+		{Key: "rl_aof_fsync_errors", Val: st.LogFsyncs.Errors},
+		{Key: "rl_rdb_fsyncs", Val: st.SnapshotFsyncs.Count},
+		{Key: "rl_rdb_fsync_usec", Val: st.SnapshotFsyncs.Total.Microseconds()},
+		{Key: "rl_loaded_keys", Val: st.KeysLoaded},
+		{Key: "rl_load_time_ms", Val: st.LoadDuration.Milliseconds()},
 	}
 }
 

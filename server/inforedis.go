@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // The INFO fields Redis 7 has that tools read (redis_exporter, RedisInsight,
@@ -56,20 +58,20 @@ func (x *infoExtra) countError(msg string) {
 }
 
 // errorStats returns errorstats' pairs sorted by kind, and their total.
-func (x *infoExtra) errorStats() ([]pair, int64) {
+func (x *infoExtra) errorStats() ([]core.Pair, int64) {
 	x.errMu.Lock()
 	defer x.errMu.Unlock()
-	var ps []pair
+	var ps []core.Pair
 	var total int64
 	for k, n := range x.errors {
-		ps = append(ps, pair{"errorstat_" + k, "count=" + strconv.FormatInt(n, 10)})
+		ps = append(ps, core.Pair{Key: "errorstat_" + k, Val: "count=" + strconv.FormatInt(n, 10)})
 		total += n
 	}
-	slices.SortFunc(ps, func(a, b pair) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(ps, func(a, b core.Pair) int { return strings.Compare(a.Key, b.Key) })
 	return ps, total
 }
 
-func (s *Server) infoErrorStats() []pair {
+func (s *Server) infoErrorStats() []core.Pair {
 	ps, _ := s.info.errorStats()
 	return ps
 }

@@ -38,15 +38,15 @@ func (s *Server) commandStats() []namedStats {
 }
 
 // infoCommandStats is INFO commandstats, in Redis 7's format.
-func (s *Server) infoCommandStats() []pair {
-	var ps []pair
+func (s *Server) infoCommandStats() []core.Pair {
+	var ps []core.Pair
 	for _, n := range s.commandStats() {
 		calls, usec := n.st.Calls.Load(), n.st.Usec.Load()
 		per := 0.0
 		if calls > 0 {
 			per = float64(usec) / float64(calls)
 		}
-		ps = append(ps, pair{"cmdstat_" + n.name, "calls=" + strconv.FormatInt(calls, 10) +
+		ps = append(ps, core.Pair{Key: "cmdstat_" + n.name, Val: "calls=" + strconv.FormatInt(calls, 10) +
 			",usec=" + strconv.FormatInt(usec, 10) + ",usec_per_call=" + strconv.FormatFloat(per, 'f', 2, 64) +
 			",rejected_calls=" + strconv.FormatInt(n.st.Rejected.Load(), 10) +
 			",failed_calls=" + strconv.FormatInt(n.st.Failed.Load(), 10)})
@@ -57,15 +57,15 @@ func (s *Server) infoCommandStats() []pair {
 // infoLatencyStats is INFO latencystats: p50, p99 and p99.9 of each
 // command's run time in microseconds. They are read off the histogram, so
 // each is the upper bound of the bucket the percentile falls in.
-func (s *Server) infoLatencyStats() []pair {
-	var ps []pair
+func (s *Server) infoLatencyStats() []core.Pair {
+	var ps []core.Pair
 	for _, n := range s.commandStats() {
 		if n.st.Calls.Load() == 0 {
 			continue
 		}
 		counts := n.st.Counts()
-		ps = append(ps, pair{"latency_percentiles_usec_" + n.name,
-			"p50=" + observe.Percentile(counts, 0.5) + ",p99=" + observe.Percentile(counts, 0.99) + ",p99.9=" + observe.Percentile(counts, 0.999)})
+		ps = append(ps, core.Pair{Key: "latency_percentiles_usec_" + n.name,
+			Val: "p50=" + observe.Percentile(counts, 0.5) + ",p99=" + observe.Percentile(counts, 0.99) + ",p99.9=" + observe.Percentile(counts, 0.999)})
 	}
 	return ps
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // policies holds the parsed policies. RL.CHECK reads them under a read lock;
@@ -94,7 +95,7 @@ func cmdPolicyGet(s *Server, c *client, args [][]byte) {
 		c.Null()
 		return
 	}
-	writeList(c, p.Definition())
+	core.WriteValue(&c.Session, p.Definition())
 }
 
 // cmdPolicyDel deletes a policy. Its rules' state stays until it expires.
@@ -130,7 +131,7 @@ func cmdPolicyList(s *Server, c *client, args [][]byte) {
 	}
 	s.pol.mu.RUnlock()
 	slices.Sort(names)
-	writeList(c, names)
+	core.WriteValue(&c.Session, names)
 }
 
 func cmdPolicyHelp(s *Server, c *client, args [][]byte) {

@@ -103,17 +103,17 @@ func (s *Server) rejoin() {
 }
 
 // quorumPairs are RL.CLUSTER INFO's fields about the lease.
-func (s *Server) quorumPairs() []pair {
+func (s *Server) quorumPairs() []core.Pair {
 	cn := s.cl
 	if cn.lease == nil {
 		return nil
 	}
 	left := max(0, time.Duration(cn.lease.Deadline()-cn.lease.Now()))
-	return append([]pair{
-		{"quorum", boolInt(cn.serving())}, {"lease_left_ms", left.Milliseconds()},
-		{"lease_lapses", int64(cn.lease.Lapses())}, {"down_replies", cn.downs.Load()},
-		{"rejoins", cn.rejoins.Load()}, {"takeover_slots_waiting", cn.takeover.Load().Waiting(cn.lease.Now())},
-		{"lost_slots", int64(cn.takeover.Load().LostSlots())},
+	return append([]core.Pair{
+		{Key: "quorum", Val: boolInt(cn.serving())}, {Key: "lease_left_ms", Val: left.Milliseconds()},
+		{Key: "lease_lapses", Val: int64(cn.lease.Lapses())}, {Key: "down_replies", Val: cn.downs.Load()},
+		{Key: "rejoins", Val: cn.rejoins.Load()}, {Key: "takeover_slots_waiting", Val: cn.takeover.Load().Waiting(cn.lease.Now())},
+		{Key: "lost_slots", Val: int64(cn.takeover.Load().LostSlots())},
 	}, cn.downPairs()...)
 }
 

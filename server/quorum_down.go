@@ -3,6 +3,8 @@ package server
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // Why a keyed command was answered as down, counted apart in RL.CLUSTER
@@ -54,10 +56,10 @@ func (s *Server) noteDown(why, slot int) {
 }
 
 // downPairs are RL.CLUSTER INFO's counts of down replies by reason.
-func (cn *clusterNode) downPairs() []pair {
-	ps := make([]pair, downReasons)
+func (cn *clusterNode) downPairs() []core.Pair {
+	ps := make([]core.Pair, downReasons)
 	for i := range ps {
-		ps[i] = pair{"down_" + downNames[i], cn.down.n[i].Load()}
+		ps[i] = core.Pair{Key: "down_" + downNames[i], Val: cn.down.n[i].Load()}
 	}
 	return ps
 }

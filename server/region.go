@@ -8,6 +8,7 @@ import (
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/region"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/global"
 	"github.com/rlstore/rlstore/window"
@@ -208,18 +209,18 @@ func (s *Server) refusedGlobalPolicy(c *client, key, name []byte) bool {
 }
 
 // infoRegions is INFO regions.
-func (s *Server) infoRegions() []pair {
+func (s *Server) infoRegions() []core.Pair {
 	if s.reg == nil {
-		return []pair{{"rl_regions", 0}}
+		return []core.Pair{{Key: "rl_regions", Val: 0}}
 	}
 	return pairsOf(s.reg.Info())
 }
 
 // pairsOf is fs as pairs of a map reply or an INFO section.
-func pairsOf(fs []global.Field) []pair {
-	ps := make([]pair, len(fs))
+func pairsOf(fs []global.Field) []core.Pair {
+	ps := make([]core.Pair, len(fs))
 	for i, f := range fs {
-		ps[i] = pair{f.Key, f.Val}
+		ps[i] = core.Pair{Key: f.Key, Val: f.Val}
 	}
 	return ps
 }

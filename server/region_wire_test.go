@@ -157,8 +157,8 @@ func bulkOf(rep string) ([]byte, error) {
 // regionField returns field of s's INFO regions.
 func regionField(s *Server, field string) string {
 	for _, p := range s.infoRegions() {
-		if p.key == field {
-			return fmt.Sprint(p.val)
+		if p.Key == field {
+			return fmt.Sprint(p.Val)
 		}
 	}
 	return ""

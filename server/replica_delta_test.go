@@ -30,7 +30,7 @@ func decideOver(t *testing.T, n *testNode, key string, secs int) {
 func peerField(t *testing.T, n *testNode, peer, field string) int64 {
 	t.Helper()
 	for _, p := range n.srv.infoReplication() {
-		v, ok := p.val.(string)
+		v, ok := p.Val.(string)
 		if !ok || !bytes.Contains([]byte(v), []byte("name="+peer+",")) {
 			continue
 		}

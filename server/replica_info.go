@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/replica"
 )
 
@@ -48,17 +49,17 @@ func (s *Server) startReplicas(stop func()) func() {
 // is master. A backup is no Redis replica (CLUSTER NODES shows none), so
 // connected_slaves is 0 and the backups are listed as rl_backups and
 // rl_backup0, rl_backup1, ….
-func (s *Server) infoReplication() []pair {
+func (s *Server) infoReplication() []core.Pair {
 	if s.cl == nil || s.cl.repl == nil {
-		return []pair{{"role", "master"}, {"connected_slaves", 0}, {"rl_replicas", 0}}
+		return []core.Pair{{Key: "role", Val: "master"}, {Key: "connected_slaves", Val: 0}, {Key: "rl_replicas", Val: 0}}
 	}
 	r := s.cl.repl
 	st, n := r.Stats(), r.Counts()
-	ps := []pair{{"role", "master"}, {"connected_slaves", 0}, {"rl_replicas", 1}, {"rl_backups", len(st)},
-		{"rl_replica_interval_ms", r.Interval().Milliseconds()},
-		{"rl_copies", n.Copies}, {"rl_copies_refused", n.Refused},
-		{"rl_copies_promoted", n.Promoted}, {"rl_copies_received_bytes", n.Received},
-		{"rl_copies_deltas_missed", n.Missed}}
+	ps := []core.Pair{{Key: "role", Val: "master"}, {Key: "connected_slaves", Val: 0}, {Key: "rl_replicas", Val: 1}, {Key: "rl_backups", Val: len(st)},
+		{Key: "rl_replica_interval_ms", Val: r.Interval().Milliseconds()},
+		{Key: "rl_copies", Val: n.Copies}, {Key: "rl_copies_refused", Val: n.Refused},
+		{Key: "rl_copies_promoted", Val: n.Promoted}, {Key: "rl_copies_received_bytes", Val: n.Received},
+		{Key: "rl_copies_deltas_missed", Val: n.Missed}}
 	for i, p := range st {
 		last := int64(0)
 		if !p.LastShip.IsZero() {
@@ -69,7 +70,7 @@ func (s *Server) infoReplication() []pair {
 			state = "full_sync_due"
 		}
 		host, port := splitAddr(p.Addr)
-		ps = append(ps, pair{"rl_backup" + strconv.Itoa(i), "name=" + p.Name + ",ip=" + host + ",port=" + strconv.Itoa(port) +
+		ps = append(ps, core.Pair{Key: "rl_backup" + strconv.Itoa(i), Val: "name=" + p.Name + ",ip=" + host + ",port=" + strconv.Itoa(port) +
 			",state=" + state + ",shipped_bytes=" + strconv.FormatInt(p.Bytes, 10) +
 			",shipments=" + strconv.FormatInt(p.Batches, 10) + ",lag_ms=" + strconv.FormatInt(p.Lag.Milliseconds(), 10) +
 			",last_ship_ms=" + strconv.FormatInt(last, 10) + ",full_syncs=" + strconv.FormatInt(p.Fulls, 10) +

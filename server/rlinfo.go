@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/shard"
 )
@@ -19,7 +20,7 @@ func cmdRLInfo(s *Server, c *client, args [][]byte) {
 	now := s.unixNano()
 	if s.reg != nil && s.reg.Global(args[1]) { // server/internal/global
 		if ps := pairsOf(s.reg.InfoSplit(args[1])); len(ps) > 0 {
-			writeMap(c, ps)
+			core.WriteMap(&c.Session, ps)
 			return
 		}
 	}
@@ -32,26 +33,26 @@ func cmdRLInfo(s *Server, c *client, args [][]byte) {
 	s.info.hits.Add(1)
 	ps := infoPairs(inf, now)
 	if s.cl != nil {
-		ps = append(ps, pair{"owner", s.cl.view().Self}) // the node that answered: a forwarded RL.INFO runs at the owner
+		ps = append(ps, core.Pair{Key: "owner", Val: s.cl.view().Self}) // the node that answered: a forwarded RL.INFO runs at the owner
 	}
-	writeMap(c, ps)
+	core.WriteMap(&c.Session, ps)
 }
 
 // infoPairs names inf's fields: the parameters as the algorithm's command
 // takes them, and Count as window names it.
-func infoPairs(inf shard.Info, now int64) []pair {
+func infoPairs(inf shard.Info, now int64) []core.Pair {
 	p := inf.Params
-	ps := []pair{{"algorithm", p.Kind.String()}}
+	ps := []core.Pair{{Key: "algorithm", Val: p.Kind.String()}}
 	switch {
 	case p.Kind.Rated():
-		ps = append(ps, pair{"capacity", p.Limit}, pair{"rate", p.Rate}, pair{"period_ms", decide.CeilMs(p.Period)})
+		ps = append(ps, core.Pair{Key: "capacity", Val: p.Limit}, core.Pair{Key: "rate", Val: p.Rate}, core.Pair{Key: "period_ms", Val: decide.CeilMs(p.Period)})
 	case p.Kind.Native():
-		ps = append(ps, pair{"limit", p.Limit}, pair{"window_ms", decide.CeilMs(p.Period)})
+		ps = append(ps, core.Pair{Key: "limit", Val: p.Limit}, core.Pair{Key: "window_ms", Val: decide.CeilMs(p.Period)})
 		if p.FirstHit {
-			ps = append(ps, pair{"anchor", "first"})
+			ps = append(ps, core.Pair{Key: "anchor", Val: "first"})
 		}
 	default: // a lease has no window: each lease its own ttl
-		ps = append(ps, pair{"limit", p.Limit})
+		ps = append(ps, core.Pair{Key: "limit", Val: p.Limit})
 	}
-	return append(ps, pair{p.Kind.CountName(), inf.Count}, pair{"ttl_ms", decide.CeilMs(time.Duration(inf.Expiry - now))})
+	return append(ps, core.Pair{Key: p.Kind.CountName(), Val: inf.Count}, core.Pair{Key: "ttl_ms", Val: decide.CeilMs(time.Duration(inf.Expiry - now))})
 }
