@@ -1,5 +1,7 @@
 package region
 
+import "unsafe"
+
 // The region table's memory counts in the server's --maxmemory, as the
 // key store's and the policies' do: Bytes is about what the table holds,
 // kept up to date key by key (resize), and a received entry that needs a
@@ -40,7 +42,23 @@ func (s *Store) resize(k *key) {
 	k.bytes = nb
 }
 
-// Bytes returns about how many bytes the table holds.
+// linkEntryBytes is what an entry a link keeps costs: a batch's entries
+// (and its echo's) are kept in the link's ring of the last 64 batches
+// until the batch is acknowledged, to credit the acknowledgement. Its key
+// shares the table's name, so only the Entry itself counts.
+const linkEntryBytes = int64(unsafe.Sizeof(Entry{}))
+
+// keep counts the entries a ring slot holds from now on instead of those
+// it held: the last 64 batches each link keeps until acknowledged (which
+// are also the batches in flight: the caller's Batch shares the slot's
+// entries).
+func (s *Store) keep(sb *sentBatch, entries int) {
+	s.bytes += linkEntryBytes * int64(entries-sb.kept)
+	sb.kept = entries
+}
+
+// Bytes returns about how many bytes the table holds, with the entries its
+// links keep until they are acknowledged.
 func (s *Store) Bytes() int64 { return s.bytes }
 
 // SetRoom sets the function that says whether a table of n bytes fits in

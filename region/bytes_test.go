@@ -99,3 +99,49 @@ func TestRoomRefusesNewRemoteKeys(t *testing.T) {
 	assert.True(t, st[1].Has([]byte("a")), "taken once there is room")
 	assert.Positive(t, st[1].Bytes())
 }
+
+// TestBytesCountsLinkEntries: the entries each link keeps until their
+// batch is acknowledged (the ring of the last 64 batches, which the
+// batches in flight share) count in Bytes, held to the Go heap, and are
+// let go when acknowledged.
+func TestBytesCountsLinkEntries(t *testing.T) {
+	if testing.Short() || underRace {
+		t.Skip("measures the heap over 5,000 keys")
+	}
+	const n, rounds = 5_000, 8
+	lim := Limit{Kind: window.KindFixed, Limit: 1000, Window: time.Minute}
+	st := newStores(t, 3, 0.1, 0.5)
+	now := t0 + int64(2*time.Minute)
+	names := make([][]byte, n)
+	for i := range names {
+		names[i] = []byte("user:" + strconv.Itoa(i))
+	}
+	before := heapAfterGC()
+	b0 := st[0].Bytes()
+	var held [][]*Batch // the batches in flight: no region answers
+	for range rounds {
+		now += int64(100 * time.Millisecond)
+		for _, k := range names {
+			require.True(t, st[0].Decide(k, lim, now, 1, false).Allowed)
+		}
+		held = append(held, st[0].Sync(now))
+	}
+	heap := heapAfterGC() - before
+	grew := st[0].Bytes() - b0
+	t.Logf("%d keys changed in %d unacknowledged syncs to 2 regions: heap +%d B, Bytes +%d B (ratio %.2f)",
+		n, rounds, heap, grew, float64(grew)/float64(heap))
+	assert.InDelta(t, 1, float64(grew)/float64(heap), 0.25, "Bytes growth / heap growth")
+	assert.GreaterOrEqual(t, grew, int64(rounds*2*n)*linkEntryBytes, "every kept entry counts")
+
+	peak := st[0].Bytes()
+	for _, bs := range held {
+		for to, b := range bs {
+			if b != nil {
+				st[0].Acked(st[to].Receive(b, now), now)
+			}
+		}
+	}
+	held = nil
+	assert.LessOrEqual(t, st[0].Bytes(), peak-int64(rounds*2*n)*linkEntryBytes, "acknowledged entries are let go")
+	runtime.KeepAlive(held)
+}

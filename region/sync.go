@@ -52,6 +52,7 @@ type sentBatch struct {
 	sentAt  int64
 	entries []Entry
 	echo    bool
+	kept    int // entries counted in Store.bytes: cap(entries) and the echo's, until acknowledged (bytes.go)
 }
 
 // peer is what a region knows of another.
@@ -144,7 +145,9 @@ func (s *Store) batchFor(p int, now int64) *Batch {
 	if pr.echoDue && retry {
 		b.EchoFor, b.Echo = pr.epoch, s.echoFor(p)
 	}
+	s.keep(slot, 0)
 	*slot = sentBatch{seq: pr.seq, sentAt: now, entries: es, echo: b.EchoFor != 0}
+	s.keep(slot, cap(es)+cap(b.Echo))
 	return b
 }
 
@@ -260,6 +263,8 @@ func (s *Store) Acked(a *Ack, now int64) {
 			delete(pr.unacked, e.Key)
 		}
 	}
+	sb.entries = nil // acknowledged: the ring need not keep them (the caller's Batch still may)
+	s.keep(sb, 0)
 }
 
 // ackedAll reports whether peer p acknowledged all of k's own units.

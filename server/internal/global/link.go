@@ -26,6 +26,7 @@ func (rn *Node) carry(l *link, done <-chan struct{}) {
 		}
 		hdr.Version = l.version()
 		buf = region.AppendBatch(buf[:0], hdr, b)
+		l.bufBytes.Store(int64(cap(buf)))
 		ack, err := rn.exchange(l, buf)
 		l.busy.Store(false)
 		if l.passed.Swap(false) {

@@ -97,6 +97,9 @@ type link struct {
 	up         atomic.Bool
 	lastErr    atomic.Pointer[string]
 	skewed     bool // its measured clock skew is past --region-max-skew (carry's only)
+	// bufBytes is the capacity of the buffer carry encodes batches in,
+	// kept between exchanges: counted in --maxmemory (chargeLocked).
+	bufBytes atomic.Int64
 }
 
 // New validates cfg and returns a Node that has not started syncing (see Start).
@@ -243,12 +246,13 @@ func (rn *Node) SyncOnce() {
 // chargeLocked counts what the region table grew or shrank by since the
 // last call in the key store's memory, which --maxmemory bounds and INFO
 // memory's used_memory_dataset shows: keys then meet -OOM sooner, as they
-// should; the bytes are just as real. A key held only for other regions is
+// should; the bytes are just as real (with the entries the links keep until
+// acknowledged, and their encoding buffers). A key held only for other regions is
 // refused before it is made when it does not fit (region.Store.SetRoom);
 // the rest grows with this region's own decisions, which the key store's
 // copy of each new key already bounds.
 func (rn *Node) chargeLocked() {
-	if d := rn.st.Bytes() - rn.charged; d != 0 {
+	if d := rn.st.Bytes() + rn.linkBytes() - rn.charged; d != 0 {
 		rn.store.Hold(d)
 		rn.charged += d
 	}
@@ -256,7 +260,20 @@ func (rn *Node) chargeLocked() {
 
 // roomLocked reports whether a region table of n bytes fits in the key
 // store's memory, with what the store counts of it already.
-func (rn *Node) roomLocked(n int64) bool { return rn.store.Room(n - rn.charged) }
+func (rn *Node) roomLocked(n int64) bool { return rn.store.Room(n + rn.linkBytes() - rn.charged) }
+
+// linkBytes returns what the links' encoding buffers hold. The entries of
+// the batches they carry are the region table's (region.Store.Bytes
+// counts them until acknowledged).
+func (rn *Node) linkBytes() int64 {
+	var n int64
+	for _, l := range rn.links {
+		if l != nil {
+			n += l.bufBytes.Load()
+		}
+	}
+	return n
+}
 
 // nudge asks the sync loop for an early exchange.
 func (rn *Node) nudge() {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +16,7 @@ import (
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/region"
 	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
 )
 
 // clock is a Delegate with a fixed clock and no policies.
@@ -55,4 +58,23 @@ func TestSyncAllocs(t *testing.T) {
 	}
 	allocs := testing.AllocsPerRun(100, rn.SyncOnce)
 	assert.Zero(t, allocs, "SyncOnce with every link busy: %v allocations per sync, want 0", allocs)
+}
+
+// TestLinkEntriesInMaxMemory: the entries of the batches the links carry
+// and keep until acknowledged count in the key store's memory, which
+// --maxmemory bounds, as the region table's keys do.
+func TestLinkEntriesInMaxMemory(t *testing.T) {
+	rn := newTestNode(t)
+	now := int64(rn.d.(clock)) + int64(10*time.Minute) // past the recovery of a new region
+	lim := region.Limit{Kind: window.KindFixed, Limit: 100, Window: time.Minute}
+	for i := range 100 {
+		d, err := rn.Decide([]byte("k"+strconv.Itoa(i)), lim, now, 1, false)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	before := rn.store.Stats().Bytes
+	rn.SyncOnce() // a batch to each of us and ap, neither answers
+	grew := rn.store.Stats().Bytes - before
+	entry := int64(unsafe.Sizeof(region.Entry{}))
+	assert.GreaterOrEqual(t, grew, 2*100*entry, "the two links' 100 entries each count in the store's memory")
 }
