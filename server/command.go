@@ -151,8 +151,8 @@ type client struct {
 
 	// The decision path's own state.
 	// (Session's WallBase, WallAt and Scratch are the decision path's too.)
-	pend pending     // command runs not yet in their counters (cmdpending.go)
-	dec  decide.Conn // the decision commands' state (decide.Decisions.Open)
+	pend observe.Pending // command runs not yet in their counters (flushPending)
+	dec  decide.Conn     // the decision commands' state (decide.Decisions.Open)
 
 	dur durable.Batch // the batch as the durability sees it (durable.Writes.Run); only durable reaches its fields
 

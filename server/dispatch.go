@@ -87,13 +87,31 @@ func (s *Server) ran(c *client, cm *core.Command, args [][]byte, start time.Dura
 	end := s.monotonic()
 	c.mark = end // the next command of the batch starts where this one ended: one clock read a command
 	d := end - start
-	c.pend.observe(cm, d)
+	c.pend.Observe(cm, d)
 	if c.errs != errs {
 		cm.Stats.Failed.Add(1)
 	}
 	if slow, spiked := s.slow.Slow(d), s.slow.Spiked(d); slow || spiked {
 		s.recordSlow(c, cm, args, d, slow, spiked)
 	}
+}
+
+// before readies c's counts for a run of cm: they must show to it unless
+// it is the command that ran last, or one of the decision seam's
+// (flagAnnounces: decisions, leases, reservations), which read their keys
+// and no counter.
+func (s *Server) before(c *client, cm *core.Command) {
+	if c.pend.Last() != cm && cm.Flags&flagAnnounces == 0 {
+		s.flushPending(c)
+	}
+}
+
+// flushPending adds every count c holds, its command runs
+// (observe.Pending) and its decisions (decide.Tally), to the shared
+// counters.
+func (s *Server) flushPending(c *client) {
+	c.pend.Flush()
+	c.dec.Tally.Flush(&s.dec.Counts)
 }
 
 // batchStart reads the monotonic clock for a batch's first command, when
