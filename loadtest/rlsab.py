@@ -12,7 +12,7 @@
 #   RLSLOAD=/tmp/rlsload python3 loadtest/rlsab.py /tmp/old /tmp/new
 # A build may carry environment variables and flags: "GOGC=400 /tmp/new --flag x".
 # Optional: ROUNDS (3), DUR (4s), C (50 calls in flight), DESCRIPTORS (1),
-# KEYS (100000), PPROF (a folder: a 3 s CPU profile of each build in the
+# KEYS (100000), CLIENT (h2: rlsload's own lean client; grpc: grpc-go's), PPROF (a folder: a 3 s CPU profile of each build in the
 # last round, through --pprof-addr, saved there as <index>.pprof),
 # TOGETHER=1 (every build's load at the same time, each with its own
 # rlsload: on a shared host whose load swings from second to second, the
@@ -32,7 +32,7 @@ if not builds:
     sys.exit("usage: rlsab.py BUILD [BUILD...]")
 dur, rounds = os.environ.get("DUR", "4s"), int(os.environ.get("ROUNDS", "3"))
 conc, ndesc, keys = os.environ.get("C", "50"), os.environ.get("DESCRIPTORS", "1"), os.environ.get("KEYS", "100000")
-pprof = os.environ.get("PPROF")
+pprof, client = os.environ.get("PPROF"), os.environ.get("CLIENT", "h2")
 together = os.environ.get("TOGETHER") == "1"
 tmp = tempfile.mkdtemp()
 os.makedirs(f"{tmp}/rls")
@@ -79,7 +79,7 @@ try:
                     os.makedirs(pprof, exist_ok=True)
                     profs.append(threading.Timer(0.5, profile, args=(pport, f"{pprof}/{i}.pprof")))
                     profs[-1].start()
-                loads[i] = subprocess.Popen([os.environ["RLSLOAD"], "-addr", f"127.0.0.1:{grpc}", "-c", conc, "-dur", dur,
+                loads[i] = subprocess.Popen([os.environ["RLSLOAD"], "-addr", f"127.0.0.1:{grpc}", "-client", client, "-c", conc, "-dur", dur,
                                              "-descriptors", ndesc, "-keys", keys, "-pids", str(p.pid)],
                                             stdout=subprocess.PIPE, text=True)
             for i, load in loads.items():
