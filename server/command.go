@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -10,9 +11,11 @@ import (
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/introspect"
+	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/server/internal/resp"
+	"github.com/rlstore/rlstore/window"
 )
 
 // command is how the server declares a table entry: register makes each
@@ -291,3 +294,43 @@ func (d observeDelegate) Lookup(key []byte, now int64) (int64, bool) {
 
 func (d observeDelegate) UnixNano() int64 { return d.s.unixNano() }
 func (d observeDelegate) Clustered() bool { return d.s.cl != nil }
+
+// writeHelp replies to a HELP subcommand with one line per subcommand.
+func writeHelp(c *client, cm command) {
+	c.conn.WriteArray(len(cm.subs))
+	for _, sc := range cm.subs {
+		c.conn.WriteString(strings.ToUpper(sc.name) + ": " + sc.summary)
+	}
+}
+
+// lookup returns the algorithm of key's state and when it expires, or false
+// if the key does not exist or its state has expired by now (keyspace.Lookup).
+func (s *Server) lookup(key []byte, now int64) (window.Kind, int64, bool) {
+	return keyspace.Lookup(s.cfg.Store, key, now)
+}
+
+// registerKeyspace registers the key commands (package keyspace), once
+// the regions are attached: DEL and FLUSHALL drop their state of a key.
+func (s *Server) registerKeyspace() {
+	cfg := keyspace.Config{Store: s.cfg.Store, Now: s.unixNano, Flush: s.flushAll, Clustered: s.cl != nil,
+		Hits: &s.info.hits, Misses: &s.info.misses}
+	if s.reg != nil {
+		cfg.Forget, cfg.ForgetAll = s.reg.Forget, s.reg.ForgetAll // server/internal/global
+	}
+	for _, cm := range keyspace.New(cfg).Commands() {
+		s.table.Register(cm, nil)
+	}
+}
+
+// flushAll deletes every key, through the log when there is one.
+func (s *Server) flushAll() error {
+	switch {
+	case s.cfg.Durability != nil:
+		return s.cfg.Durability.Flush()
+	case s.cl != nil && s.cl.repl != nil:
+		s.cl.repl.Feed().Flush(s.cfg.Store.Flush) // the backups hear of it in order
+		return nil
+	}
+	s.cfg.Store.Flush()
+	return nil
+}

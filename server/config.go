@@ -20,8 +20,9 @@ type configParam struct {
 }
 
 // configParams are the parameters CONFIG knows, in the order CONFIG GET
-// lists them. Clients such as redis-benchmark read save and appendonly.
-func configParams() []configParam {
+// lists them: the server's, then those its concerns declare (core.Param).
+// Clients such as redis-benchmark read save and appendonly.
+func (s *Server) configParams() []configParam {
 	return append([]configParam{
 		{name: "bind", get: func(s *Server) string { h, _ := s.hostPort(); return h }},
 		{name: "port", get: func(s *Server) string { _, p := s.hostPort(); return p }},
@@ -38,7 +39,22 @@ func configParams() []configParam {
 		{name: "cluster-enabled", get: func(s *Server) string { return yesNo(s.cl != nil) }},
 		{name: "hz", get: func(s *Server) string { return strconv.FormatInt(s.hz(), 10) }},
 		{name: "timeout", get: func(*Server) string { return "0" }},
-	}, append(maxMemoryParams(), slowlogParams()...)...)
+		// the store's limit, and noeviction, since live limiter state is never evicted
+		{name: "maxmemory", get: func(s *Server) string { return strconv.FormatInt(s.cfg.Store.MaxMemory(), 10) }},
+		{name: "maxmemory-policy", get: func(*Server) string { return "noeviction" }},
+	}, paramsOf(s.slow.Params())...)
+}
+
+// paramsOf makes a concern's parameters the server's.
+func paramsOf(ps []core.Param) []configParam {
+	out := make([]configParam, len(ps))
+	for i, p := range ps {
+		out[i] = configParam{name: p.Name, get: func(*Server) string { return p.Get() }, check: p.Check}
+		if p.Set != nil {
+			out[i].set = func(_ *Server, v []byte) { p.Set(v) }
+		}
+	}
+	return out
 }
 
 func configSubcommands() []command {
@@ -52,7 +68,7 @@ func configSubcommands() []command {
 // cmdConfigGet is CONFIG GET pattern [pattern …]. Patterns are Redis globs, without case.
 func cmdConfigGet(s *Server, c *client, args [][]byte) {
 	var pairs []core.Pair
-	for _, p := range configParams() {
+	for _, p := range s.configParams() {
 		for _, pat := range args[2:] {
 			if glob.Match(bytes.ToLower(pat), []byte(p.name)) {
 				pairs = append(pairs, core.Pair{Key: p.name, Val: p.get(s)})
@@ -77,14 +93,14 @@ func cmdConfigSet(s *Server, c *client, args [][]byte) {
 		}
 	}
 	for i := 2; i < len(args); i += 2 {
-		findParam(args[i]).set(s, args[i+1])
+		s.findParam(args[i]).set(s, args[i+1])
 	}
 	c.conn.WriteString("OK")
 }
 
 // checkConfig returns the reply refusing name = val, or "" if it may be set.
 func (s *Server) checkConfig(name, val []byte) string {
-	p := findParam(name)
+	p := s.findParam(name)
 	switch {
 	case p == nil:
 		return "ERR Unknown option or number of arguments for CONFIG SET - '" + core.QuoteArg(name, 128) + "'"
@@ -101,8 +117,8 @@ func configFailed(name, why string) string {
 	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + why
 }
 
-func findParam(name []byte) *configParam {
-	for _, p := range configParams() {
+func (s *Server) findParam(name []byte) *configParam {
+	for _, p := range s.configParams() {
 		if equalFoldASCII(name, p.name) {
 			return &p
 		}

@@ -152,3 +152,16 @@ const (
 	errArgNotInt = policy.ErrNotInt
 	errArgSyntax = policy.ErrSyntax
 )
+
+// recordSlow logs c's run of cm that took d in the slow log, if it was
+// slow enough, and as a spike for the latency monitor, if it was one (ran
+// asks s.slow which, two atomic loads). A secret command (cm.Secret) keeps
+// only its name.
+func (s *Server) recordSlow(c *client, cm *core.Command, args [][]byte, d time.Duration, slow, spiked bool) {
+	if slow {
+		s.slow.Add(args, cm.Secret != nil, d, c.addr, c.getMeta().Name)
+	}
+	if spiked {
+		s.slow.AddSpike(d)
+	}
+}

@@ -1,7 +1,5 @@
 package server
 
-import "strconv"
-
 // Replies of WATCH, in Redis's words where Redis has them.
 const (
 	errWatchInMulti = "ERR WATCH inside MULTI is not allowed"
@@ -28,12 +26,3 @@ func cmdWatch(s *Server, c *client, args [][]byte) {
 }
 
 func cmdUnwatch(s *Server, c *client, args [][]byte) { c.conn.WriteString("OK") }
-
-// maxMemoryParams are CONFIG GET maxmemory and maxmemory-policy: the store's
-// limit, and noeviction, since live limiter state is never evicted.
-func maxMemoryParams() []configParam {
-	return []configParam{
-		{name: "maxmemory", get: func(s *Server) string { return strconv.FormatInt(s.cfg.Store.MaxMemory(), 10) }},
-		{name: "maxmemory-policy", get: func(*Server) string { return "noeviction" }},
-	}
-}

@@ -123,6 +123,13 @@ const (
 	DefaultShutdownTimeout   = 10 * time.Second
 	DefaultSweepInterval     = 100 * time.Millisecond
 	DefaultSweepBudget       = 16384 // with the interval, at most about 160k slots a second
+	// DefaultMaxMemoryClients bounds the replies all clients together may
+	// hold, as redis.conf's maxmemory-clients does: 4 of the largest replies
+	// one client may hold (DefaultClientOutputLimit).
+	DefaultMaxMemoryClients = 256 << 20
+	// The slow log's and the latency monitor's, as redis-server's.
+	DefaultSlowlogSlowerThan = 10 * time.Millisecond
+	DefaultSlowlogMaxLen     = 128
 )
 
 // The values of Config.EnableDebugCommand, as redis.conf's enable-debug-command.
@@ -297,7 +304,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.startRegion() // region.go: after the policies, whose rule keys may be global
 	s.registerKeyspace()
-	if err := s.renameCommands(cfg.RenameCommands); err != nil {
+	if err := s.table.Rename(cfg.RenameCommands); err != nil { // redis.conf's rename-command
 		return nil, err
 	}
 	return s, nil
