@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/glob"
+	"github.com/rlstore/rlstore/server/internal/proc"
 )
 
 // configParam is one parameter CONFIG GET shows. check and set are nil for
@@ -159,7 +160,7 @@ func checkMaxClients(v []byte) string {
 	case n < 1 || n > maxMaxClients:
 		return "argument must be between 1 and " + strconv.Itoa(maxMaxClients) + " inclusive"
 	}
-	if limit, ok := openFilesLimit(); ok && uint64(n)+reservedFDs > limit {
+	if limit, ok := proc.OpenFilesLimit(); ok && uint64(n)+reservedFDs > limit {
 		return "The operating system is not able to handle the specified number of clients, try with " +
 			strconv.FormatUint(max(limit, reservedFDs+1)-reservedFDs, 10)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/proc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -100,7 +101,7 @@ func TestConfigHelp(t *testing.T) {
 // TestConfigSetMaxClientsBeyondDescriptors refuses more clients than the
 // process may open descriptors for, as Redis does.
 func TestConfigSetMaxClientsBeyondDescriptors(t *testing.T) {
-	limit, ok := openFilesLimit()
+	limit, ok := proc.OpenFilesLimit()
 	if !ok || limit >= maxMaxClients {
 		t.Skip("skipped: no descriptor limit below maxclients' range here")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
+	"github.com/rlstore/rlstore/server/internal/proc"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -305,3 +306,18 @@ func unixMilliOrZero(t time.Time) int64 {
 	}
 	return t.UnixMilli()
 }
+
+// infoCPU is INFO cpu: the CPU seconds the process and its children have
+// used, from getrusage(2) (package proc), as Redis shows them; zeros where
+// the system does not say.
+func (s *Server) infoCPU() []core.Pair {
+	c := proc.ReadCPU()
+	return []core.Pair{
+		{Key: "used_cpu_sys", Val: cpuSeconds(c.Sys)},
+		{Key: "used_cpu_user", Val: cpuSeconds(c.User)},
+		{Key: "used_cpu_sys_children", Val: cpuSeconds(c.ChildrenSys)},
+		{Key: "used_cpu_user_children", Val: cpuSeconds(c.ChildrenUser)},
+	}
+}
+
+func cpuSeconds(t float64) string { return strconv.FormatFloat(t, 'f', 6, 64) }
