@@ -9,14 +9,11 @@ import (
 
 // parseAdjustRule parses the rule of RL.RESERVE or RL.REFUND, args[2] and
 // its parameters: SLIDE, FIXED or TOKEN, as RL.SLIDE, RL.FIXED or RL.TOKEN
-// take them. It returns the index of the first argument after them.
-func parseAdjustRule(name string, args [][]byte) (window.Params, int, error) {
-	var kind window.Kind
-	for _, k := range []window.Kind{window.KindSlide, window.KindFixed, window.KindToken} {
-		if core.EqualFold(args[2], k.String()) {
-			kind = k
-		}
-	}
+// take them, through pc if it is not nil (a pipeline of reservations
+// mostly repeats one rule: about 500 instructions a reservation). It
+// returns the index of the first argument after them.
+func parseAdjustRule(name string, args [][]byte, pc *ParamCache) (window.Params, int, error) {
+	kind := adjustKind(args[2])
 	if kind == window.KindNone {
 		return window.Params{}, 0, errArgReserveRule
 	}
@@ -24,8 +21,33 @@ func parseAdjustRule(name string, args [][]byte) (window.Params, int, error) {
 	if len(args) < n {
 		return window.Params{}, 0, policy.Error(core.ArityError(name))
 	}
+	if pc != nil {
+		p, err := pc.Parse(kind, args[3:n])
+		return p, n, err
+	}
 	p, err := policy.ParseParams(kind, args[3:n])
 	return p, n, err
+}
+
+// adjustKind is the kind a rule named b runs, SLIDE, FIXED or TOKEN in any
+// case, or window.KindNone: one name compared, chosen by its first letter.
+func adjustKind(b []byte) window.Kind {
+	if len(b) != 5 {
+		return window.KindNone
+	}
+	kind, name := window.KindNone, ""
+	switch b[0] | 0x20 {
+	case 's':
+		kind, name = window.KindSlide, "slide"
+	case 'f':
+		kind, name = window.KindFixed, "fixed"
+	case 't':
+		kind, name = window.KindToken, "token"
+	}
+	if kind == window.KindNone || !isWord(b, name) {
+		return window.KindNone
+	}
+	return kind
 }
 
 // cmdRefund runs RL.REFUND key [SLIDE|FIXED|TOKEN params…] COST n.
@@ -37,7 +59,7 @@ func (d *Decisions) refund(x *core.Session, args [][]byte) {
 	n := 2
 	if len(args) > 4 && !core.EqualFold(args[2], "cost") { // a rule first
 		var err error
-		if r.Params, n, err = parseAdjustRule("rl.refund", args); err != nil {
+		if r.Params, n, err = parseAdjustRule("rl.refund", args, d.params(x)); err != nil {
 			x.Out.WriteError(err.Error())
 			return
 		}

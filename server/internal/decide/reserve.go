@@ -30,19 +30,29 @@ func (d *Decisions) ReserveCommands() []core.Command {
 }
 
 // parseReserve parses RL.RESERVE key rule params… [COST n] TTL t [ID id].
-func parseReserve(args [][]byte) (shard.ReserveRequest, []byte, error) {
+// pc, if not nil, caches the rule's parameters.
+func parseReserve(args [][]byte, pc *ParamCache) (shard.ReserveRequest, []byte, error) {
 	r := shard.ReserveRequest{Op: shard.ReserveNew, Units: 1}
 	var n int
 	var err error
-	if r.Params, n, err = parseAdjustRule("rl.reserve", args); err != nil {
+	if r.Params, n, err = parseAdjustRule("rl.reserve", args, pc); err != nil {
 		return r, nil, err
 	}
 	id, err := parseReserveOpts(args[n:], &r)
 	return r, id, err
 }
 
+// params is the parameter cache of x's connection, or nil for a session
+// without a Conn.
+func (d *Decisions) params(x *core.Session) *ParamCache {
+	if c := d.slot.Get(x); c != nil {
+		return &c.Params
+	}
+	return nil
+}
+
 func (d *Decisions) reserveCmd(x *core.Session, args [][]byte) {
-	if core.EqualFold(args[2], "policy") {
+	if isWord(args[2], "policy") {
 		if len(args) > 3 && d.front.RefusedGlobalPolicy(x, args[1], args[3]) { // region_policy.go
 			return
 		}
@@ -52,7 +62,7 @@ func (d *Decisions) reserveCmd(x *core.Session, args [][]byte) {
 	if d.front.RefusedGlobal(x, args[1], "RL.RESERVE") { // a region's global key (decide.Front)
 		return
 	}
-	r, id, err := parseReserve(args)
+	r, id, err := parseReserve(args, d.params(x))
 	if err != nil {
 		x.Out.WriteError(err.Error())
 		return
@@ -75,7 +85,7 @@ func (d *Decisions) commit(x *core.Session, args [][]byte) {
 		return
 	}
 	id, err := parseLeaseID(args[2])
-	if err == nil && !core.EqualFold(args[3], "actual") {
+	if err == nil && !isWord(args[3], "actual") {
 		err = errSyntax
 	}
 	actual, ok := policy.ParseInt(args[4])

@@ -25,18 +25,18 @@ func parseReserveOpts(args [][]byte, r *shard.ReserveRequest) ([]byte, error) {
 		if i+1 >= len(args) {
 			return nil, errSyntax
 		}
-		v := args[i+1]
+		v, opt := args[i+1], args[i]
 		switch {
-		case core.EqualFold(args[i], "cost"):
+		case isWord(opt, "cost"):
 			var ok bool
 			if r.Units, ok = policy.ParseInt(v); !ok {
 				return nil, errNotInt
 			}
-		case core.EqualFold(args[i], "ttl"):
+		case isWord(opt, "ttl"):
 			if r.TTL, err = parseLeaseTTL(v); err != nil {
 				return nil, err
 			}
-		case core.EqualFold(args[i], "id"):
+		case isWord(opt, "id"):
 			if id, err = parseLeaseID(v); err != nil {
 				return nil, err
 			}
