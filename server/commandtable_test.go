@@ -10,6 +10,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/introspect"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
+	"github.com/rlstore/rlstore/server/internal/multi"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -176,7 +177,7 @@ func TestWatchInsideMulti(t *testing.T) {
 		assert.Equal(t, want.Err(), got.Err(), "%v", call)
 		assert.Equal(t, want.Val(), got.Val(), "%v", call)
 	}
-	assert.EqualError(t, ours.Do(ctx, "WATCH", "k").Err(), errNoWatch, "outside MULTI")
+	assert.EqualError(t, ours.Do(ctx, "WATCH", "k").Err(), multi.ErrNoWatch, "outside MULTI")
 }
 
 // TestWatchInsideMultiInACluster: a cluster node answers WATCH inside MULTI
@@ -190,7 +191,7 @@ func TestWatchInsideMultiInACluster(t *testing.T) {
 	c, ctx := newClient(t, nodes[0].addr, 2).Conn(), ctxT(t)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Do(ctx, "MULTI").Err())
-	assert.EqualError(t, c.Do(ctx, "WATCH", key).Err(), errWatchInMulti, "%s is owned by the other node", key)
+	assert.EqualError(t, c.Do(ctx, "WATCH", key).Err(), multi.ErrWatchInMulti, "%s is owned by the other node", key)
 	require.Equal(t, "QUEUED", c.Do(ctx, "PING").Val())
 	assert.Equal(t, []any{"PONG"}, c.Do(ctx, "EXEC").Val())
 }

@@ -12,7 +12,8 @@ import (
 func (s *Server) clientOf(x *core.Session) *client { return s.clientSlot.Get(x) }
 
 // pipeline is the server as the pipeline's delegates core.Runner,
-// core.Router and core.Observer (the Permitter is auth.Users).
+// core.Router and core.Observer (the Permitter is auth.Users), and as
+// EXEC's multi.Delegate.
 type pipeline struct{ s *Server }
 
 func (p pipeline) Run(x *core.Session, cm *core.Command, args [][]byte) {
@@ -22,6 +23,12 @@ func (p pipeline) Run(x *core.Session, cm *core.Command, args [][]byte) {
 func (p pipeline) Route(x *core.Session, cm *core.Command, args [][]byte) bool {
 	return p.s.routeOne(p.s.clientOf(x), cm, args)
 }
+
+func (p pipeline) Elsewhere(x *core.Session, q []core.Queued) bool {
+	return p.s.cl != nil && p.s.execElsewhere(p.s.clientOf(x), q)
+}
+
+func (p pipeline) InExec(x *core.Session, on bool) { p.s.clientOf(x).ob.SetInExec(on) }
 
 func (p pipeline) Watching() bool { return p.s.obs.Active() }
 

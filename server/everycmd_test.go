@@ -7,6 +7,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/auth"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
+	"github.com/rlstore/rlstore/server/internal/multi"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -64,7 +65,7 @@ func everyCommand() []callCase {
 		ok("DBSIZE"), ok("MEMORY", "USAGE", "every:slide"), ok("MEMORY", "HELP"),
 		ok("OBJECT", "ENCODING", "every:slide"), {[]string{"OBJECT", "FREQ", "every:slide"}, keyspace.ErrNoFreq},
 		{[]string{"OBJECT", "IDLETIME", "every:slide"}, keyspace.ErrNoIdle}, ok("OBJECT", "REFCOUNT", "every:slide"),
-		ok("OBJECT", "HELP"), {[]string{"WATCH", "every:slide"}, errNoWatch}, ok("UNWATCH"),
+		ok("OBJECT", "HELP"), {[]string{"WATCH", "every:slide"}, multi.ErrNoWatch}, ok("UNWATCH"),
 		ok("UNSUBSCRIBE"), ok("DEL", "every:slide", "every:token"), ok("FLUSHALL"), ok("FLUSHDB"),
 		ok("SWAPDB", "0", "0"), {[]string{"MOVE", "every:slide", "1"}, errDBIndex},
 		ok("READONLY"), ok("READWRITE"), ok("ASKING"), ok("CLUSTER", "KEYSLOT", "every:slide"), ok("CLUSTER", "HELP"),

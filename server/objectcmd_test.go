@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rlstore/rlstore/server/internal/keyspace"
+	"github.com/rlstore/rlstore/server/internal/multi"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +34,7 @@ func TestMemoryObjectWatchAndMaxmemory(t *testing.T) {
 		assert.Equal(t, map[string]string{"maxmemory": "1048576", "maxmemory-clients": "268435456", "maxmemory-policy": "noeviction"},
 			c.ConfigGet(ctx, "maxmemory*").Val())
 
-		assert.EqualError(t, c.Do(ctx, "WATCH", "k").Err(), errNoWatch)
+		assert.EqualError(t, c.Do(ctx, "WATCH", "k").Err(), multi.ErrNoWatch)
 		assert.Equal(t, "OK", c.Do(ctx, "UNWATCH").Val())
 	})
 }

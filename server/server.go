@@ -17,6 +17,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/global"
 	"github.com/rlstore/rlstore/server/internal/introspect"
+	"github.com/rlstore/rlstore/server/internal/multi"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
@@ -281,8 +282,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.registerSpecified(s.obs.PubsubCommands())
 	s.registerSpecified(s.obs.MonitorCommands())
-	s.register(objectCommands())
-	s.register(transactionCommands())
+	s.registerSpecified(multi.New(pipeline{s}).Commands())
 	s.register(decisionCommands())
 	s.registerSpecified(s.dec.LeaseCommands())
 	s.registerSpecified(s.dec.ReserveCommands())

@@ -57,6 +57,7 @@ var rules = []rule{
 	{pkg: "server/internal/introspect", allowed: []string{"server/internal/introspect", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // COMMAND: it reads the table, never a family
 	{pkg: "server/internal/clientcmd", allowed: []string{"server/internal/clientcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},   // CLIENT: the connections reach it through clientcmd.Conn
 	{pkg: "server/internal/debugcmd", allowed: []string{"server/internal/debugcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},     // DEBUG and its clock: a client's address comes through debugcmd.Delegate
+	{pkg: "server/internal/multi", allowed: []string{"server/internal/multi", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},           // MULTI, EXEC, DISCARD, WATCH: a queue runs through multi.Delegate, never a family
 	{pkg: "server/internal/proc", allowed: []string{"server/internal/proc"}},                                                                                                  // what the OS says of the process (getrusage, getrlimit): a leaf, for INFO and maxclients
 	{pkg: "server/internal/inproc", allowed: []string{"server/internal/inproc", "gateway/batch"}},                                                                             // the gateway's in-memory client: it speaks RESP to the server, knowing none of it
 	{pkg: "server/internal/replica", allowed: clusterStack("replica")},
@@ -520,5 +521,22 @@ func TestProcRowCatchesAViolation(t *testing.T) {
 	assert.Equal(t, []string{
 		"server/internal/proc depends on server/internal/core, which its layer may not import",
 		"server/internal/proc depends on server, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}
+
+func TestMultiRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/multi " + m + "internal/wire " + m + "window " + m + "policy " +
+		m + "server/internal/resp " + m + "server/internal/core"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/multi " + m + "server/internal/observe",
+		m + "server/internal/multi " + m + "shard",
+	}
+	assert.Equal(t, []string{
+		"server/internal/multi depends on server, which its layer may not import",
+		"server/internal/multi depends on server/internal/observe, which its layer may not import",
+		"server/internal/multi depends on shard, which its layer may not import",
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
