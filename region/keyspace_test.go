@@ -120,7 +120,7 @@ func TestRecoveringMakesNoKeys(t *testing.T) {
 	}
 	assert.Zero(t, s.Keys())
 
-	s.Receive(&Batch{From: 1, Epoch: 1, EchoFor: t0, Echo: []Entry{}}, t0)
+	s.Receive(&Batch{From: 1, Epoch: 1, EchoFor: []int64{t0}, Echo: []Entry{}}, t0)
 	d := s.Decide([]byte("k"), lim, t0+int64(time.Second), 1, false)
 	assert.True(t, d.Allowed && d.Made, "the first decision on a key makes it")
 	d = s.Decide([]byte("k"), lim, t0+int64(time.Second), 1, false)

@@ -1,5 +1,7 @@
 package region
 
+import "slices"
+
 // A region that restarts has lost its own counts, while the others still
 // hold them as they last received them. Each batch carries its sender's
 // epoch (Config.Epoch); a region that sees a new epoch from another
@@ -12,10 +14,13 @@ package region
 // received when it stopped is lost: at most max(e, φ) units of each
 // window, which the bound in docs/regions.md adds per restart.
 
-// restarted handles a new epoch of region p: a first contact or a restart.
-func (s *Store) restarted(p int, epoch, now int64) {
+// restarted handles a new epoch of a member of region p: a first contact,
+// a restart, or a node of a clustered region that gained slots (Gain).
+// This store does not know which of its keys that member holds, so it
+// forgets what region p acknowledged of every key.
+func (s *Store) restarted(p int, now int64) {
 	pr := &s.peers[p]
-	pr.epoch, pr.echoDue = epoch, true
+	pr.echoDue = true
 	pr.retryAt = now // resend everything it has not acknowledged, which is now everything
 	for name, k := range s.keys {
 		k.acked[p], k.sent[p] = k.acked[p][:0], k.sent[p][:0]
@@ -68,5 +73,42 @@ func (s *Store) recover(p int, echo []Entry, done bool) {
 	if pr := &s.peers[p]; done && !pr.echoed {
 		pr.echoed = true
 		s.echoed++
+	}
+}
+
+// epochs returns the epochs of p's members, for an echo.
+func (pr *peer) epochs() []int64 {
+	out := make([]int64, 0, len(pr.members))
+	for _, m := range pr.members {
+		out = append(out, m.epoch)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Gain starts a new epoch of this store: the node it runs in gained slots
+// of its clustered region (a handoff, a failover) under membership view
+// view, so it holds keys whose counts it may have lost with their old
+// owner: what the old owner admitted and not yet copied, and what the
+// other regions sent it. As after a restart, the other regions that see
+// the new epoch send their units again and echo back what they count of
+// this region. Keys fresh reports (those of the gained slots, and keys
+// this store has not held) are Recovering until every other region has
+// echoed under a view at least view; the others are decided throughout.
+// The caller takes back the gained keys' own units from the key store's
+// copies with Restore.
+func (s *Store) Gain(epoch int64, view uint64, fresh func(key string) bool) {
+	s.cfg.Epoch = max(epoch, s.cfg.Epoch+1)
+	switch prev := s.fresh; {
+	case s.echoed < s.cfg.Regions-1 && prev == nil:
+		// Still recovering from its start: every key waits already.
+	case s.echoed < s.cfg.Regions-1:
+		s.fresh = func(key string) bool { return prev(key) || fresh(key) } // an earlier gain still waits
+	default:
+		s.fresh = fresh
+	}
+	s.gainView, s.echoed = view, 0
+	for p := range s.peers {
+		s.peers[p].echoed = false
 	}
 }

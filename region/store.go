@@ -23,6 +23,10 @@ type Config struct {
 	// restarts has a new one, which tells the others to send back what
 	// they counted of it (see Recovering).
 	Epoch int64
+	// Member names this store's node in a clustered region ("" for a
+	// region of one node): its batches carry it, and the other regions
+	// keep its epoch apart from its region's other nodes'.
+	Member string
 	// MaxRemote bounds the keys the table holds only for other regions
 	// (it admitted none of them); 0 is no bound. Past it a received entry
 	// for a new key is refused (cap.go).
@@ -137,6 +141,10 @@ type Store struct {
 	remote  int    // keys with remote set: held only for other regions (cap.go)
 	bytes   int64  // about what the keys hold (bytes.go)
 	room    func(n int64) bool
+	// fresh, after a Gain, reports the keys that wait for the echoes
+	// (nil: every key, as after a start); gainView is the view of the gain.
+	fresh    func(key string) bool
+	gainView uint64
 }
 
 // New returns an empty Store for region cfg.Self.
@@ -201,7 +209,7 @@ func (s *Store) lookupMade(name []byte, lim Limit, mk bool) (*key, bool) {
 // the window, plus cost, stay within φ. Unless denied or peek, it charges
 // the key. Denied requests never consume.
 func (s *Store) Decide(name []byte, lim Limit, now, cost int64, peek bool) Decision {
-	if s.Recovering(lim, now) { // before a key is made: a restarted region may deny every key for a window
+	if s.Recovering(lim, now) && (s.fresh == nil || s.fresh(string(name))) { // before a key is made: a restarted region may deny every key for a window
 		return Decision{Decision: window.Decision{Limit: lim.Limit, Wait: s.cfg.Sync}, Mode: DeniedRecovering}
 	}
 	k, made := s.lookupMade(name, lim, !peek)

@@ -20,12 +20,31 @@ type Batch struct {
 	SentAt  int64 // the sender's clock
 	Final   int64 // the sender's clock: units admitted before it are all acknowledged
 	Entries []Entry
-	// Epoch is the sender's Config.Epoch. EchoFor, when not 0, is the
-	// receiver's epoch, and Echo all the receiver's units the sender
-	// counts: what a restarted region recovers its own counts from.
+	// Epoch is the sender's Config.Epoch. EchoFor, when not empty, are the
+	// epochs of the receiver's members the sender knows, and Echo all the
+	// receiver's units the sender counts: what a restarted region (or a
+	// node of one that gained slots, Gain) recovers its own counts from.
 	Epoch   int64
-	EchoFor int64
+	EchoFor []int64
 	Echo    []Entry
+	// Member is the sender's Config.Member: the node of its region that
+	// made the batch ("" for a region of one node). A region keeps the
+	// epoch and Final per member of each other region.
+	Member string
+	// View is the receiver's membership view the batch was fanned out by
+	// (Split); not on the wire. An echo recovers a node only under a view
+	// at least as new as the one it gained its slots in.
+	View uint64
+}
+
+// echoes reports whether b's echo answers a store of epoch e.
+func (b *Batch) echoes(e int64) bool {
+	for _, x := range b.EchoFor {
+		if x == e {
+			return true
+		}
+	}
+	return false
 }
 
 // Ack acknowledges a Batch: the receiver now counts its entries. It echoes
@@ -62,16 +81,34 @@ type peer struct {
 	retryAt int64
 	behind  bool                // a Sync passed it by: its next batch looks at all of unacked, not only dirty
 	unacked map[string]struct{} // keys with own units this peer has not acknowledged
-	epoch   int64               // its Config.Epoch, from its batches
-	echoDue bool                // it (re)started: send it back its units until it acknowledges them
+	members map[string]*member  // its nodes that sent batches, by Batch.Member
+	echoDue bool                // one of its members (re)started: send it back its units until it acknowledges them
 	echoed  bool                // it sent back this region's units
 
-	final     int64 // the newest Final received from it
 	heardAt   int64 // this region's clock when its last batch arrived
 	ackedAt   int64 // SentAt of the newest batch it acknowledged
 	offset    int64 // its clock minus ours, from the last acknowledgement
 	rtt       int64
 	skewKnown bool
+}
+
+// member is what a region knows of one node of another: the epoch of its
+// store and the newest Final it sent.
+type member struct {
+	epoch, final, heardAt int64
+}
+
+// member returns name's state in p, making it.
+func (pr *peer) member(name string) *member {
+	m := pr.members[name]
+	if m == nil {
+		if pr.members == nil {
+			pr.members = map[string]*member{}
+		}
+		m = &member{}
+		pr.members[name] = m
+	}
+	return m
 }
 
 // Sync returns this region's batch for each other region (nil at Self's
@@ -141,12 +178,12 @@ func (s *Store) batchFor(p int, now int64) *Batch {
 			}
 		}
 	}
-	b := &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es, Epoch: s.cfg.Epoch}
+	b := &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es, Epoch: s.cfg.Epoch, Member: s.cfg.Member}
 	if pr.echoDue && retry {
-		b.EchoFor, b.Echo = pr.epoch, s.echoFor(p)
+		b.EchoFor, b.Echo = pr.epochs(), s.echoFor(p)
 	}
 	s.keep(slot, 0)
-	*slot = sentBatch{seq: pr.seq, sentAt: now, entries: es, echo: b.EchoFor != 0}
+	*slot = sentBatch{seq: pr.seq, sentAt: now, entries: es, echo: len(b.EchoFor) > 0}
 	s.keep(slot, cap(es)+cap(b.Echo))
 	return b
 }
@@ -195,14 +232,16 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 		return nil
 	}
 	pr := &s.peers[b.From]
+	m := pr.member(b.Member)
 	switch {
-	case b.Epoch < pr.epoch:
-		return nil // from a store of that region that has since restarted
-	case b.Epoch > pr.epoch:
-		s.restarted(b.From, b.Epoch, now)
+	case b.Epoch < m.epoch:
+		return nil // from a store of that member that has since restarted
+	case b.Epoch > m.epoch:
+		m.epoch, m.final = b.Epoch, 0
+		s.restarted(b.From, now)
 	}
-	pr.final = max(pr.final, b.Final)
-	pr.heardAt = now
+	m.final = max(m.final, b.Final)
+	pr.heardAt, m.heardAt = now, now
 	a := &Ack{From: s.cfg.Self, Seq: b.Seq, SentAt: b.SentAt, RecvAt: now, Epoch: b.Epoch}
 	for i := range b.Entries {
 		e := &b.Entries[i]
@@ -216,7 +255,7 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 			s.resize(k)
 		}
 	}
-	if b.EchoFor != 0 && b.EchoFor == s.cfg.Epoch {
+	if b.echoes(s.cfg.Epoch) && b.View >= s.gainView {
 		// The echo comes with everything the sender admitted that this
 		// store has not acknowledged: all of it, since this store is new.
 		// Having refused some, this store does not count the sender's
@@ -282,8 +321,17 @@ func (s *Store) ackedAll(k *key, p int) bool {
 func (s *Store) settled(now int64) int64 {
 	t := now
 	for p := range s.peers {
-		if p != s.cfg.Self {
-			t = min(t, s.peers[p].final)
+		if p == s.cfg.Self {
+			continue
+		}
+		heard := false
+		for _, m := range s.peers[p].members {
+			if now-m.heardAt <= int64(s.cfg.Hold) { // a member gone that long (a node that left) waits no window
+				t, heard = min(t, m.final), true
+			}
+		}
+		if !heard {
+			t = min(t, 0)
 		}
 	}
 	return t

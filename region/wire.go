@@ -16,9 +16,11 @@ import (
 // region refuses a batch of a version it does not speak, so versions can
 // be added. Version 2 added the epoch and the echo; version 3 the
 // acknowledgement's refused entries (Ack.Refused), and its batches are
-// version 2's. A region answers a batch in the batch's version, and speaks
-// every version from MinWireVersion on.
-const WireVersion = 3
+// version 2's; version 4 the batch's member (the node of a clustered
+// region that made it) and the epochs of every member an echo answers, and
+// its acknowledgements are version 3's. A region answers a batch in the
+// batch's version, and speaks every version from MinWireVersion on.
+const WireVersion = 4
 
 // MinWireVersion is the oldest version a region still speaks: a version 2
 // batch is acknowledged in version 2, which cannot name refused entries,
@@ -69,7 +71,19 @@ func AppendBatch(dst []byte, h Header, b *Batch) []byte {
 	dst = binary.AppendVarint(dst, b.SentAt)
 	dst = binary.AppendVarint(dst, b.Final)
 	dst = binary.AppendVarint(dst, b.Epoch)
-	dst = binary.AppendVarint(dst, b.EchoFor)
+	if h.Version < 4 {
+		var echoFor int64 // a region of one node: one epoch
+		if len(b.EchoFor) > 0 {
+			echoFor = b.EchoFor[len(b.EchoFor)-1]
+		}
+		dst = binary.AppendVarint(dst, echoFor)
+	} else {
+		dst = appendString(dst, b.Member)
+		dst = binary.AppendUvarint(dst, uint64(len(b.EchoFor)))
+		for _, e := range b.EchoFor {
+			dst = binary.AppendVarint(dst, e)
+		}
+	}
 	dst = appendEntries(dst, b.Entries)
 	return appendEntries(dst, b.Echo)
 }
@@ -135,7 +149,18 @@ func ReadBatch(p []byte) (Header, *Batch, error) {
 	h.Escrow = math.Float64frombits(r.uint64())
 	h.Reserve = math.Float64frombits(r.uint64())
 	h.MaxSkew = time.Duration(r.varint())
-	b := &Batch{Seq: r.uvarint(), SentAt: r.varint(), Final: r.varint(), Epoch: r.varint(), EchoFor: r.varint()}
+	b := &Batch{Seq: r.uvarint(), SentAt: r.varint(), Final: r.varint(), Epoch: r.varint()}
+	if h.Version < 4 {
+		if e := r.varint(); e != 0 {
+			b.EchoFor = []int64{e}
+		}
+	} else {
+		b.Member = r.string()
+		n := r.uvarint()
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			b.EchoFor = append(b.EchoFor, r.varint())
+		}
+	}
 	b.Entries = r.entries()
 	b.Echo = r.entries()
 	if r.err == nil && len(r.p) > 0 {

@@ -13,7 +13,7 @@ import (
 func TestWireRoundTrip(t *testing.T) {
 	slide := Limit{Kind: window.KindSlide, Limit: 100, Window: time.Minute}
 	fixed := Limit{Kind: window.KindFixed, Limit: 5, Window: 500 * time.Millisecond}
-	b := &Batch{Seq: 7, SentAt: t0, Final: t0 - 5, Epoch: t0 - 9, EchoFor: 3, Entries: []Entry{
+	b := &Batch{Seq: 7, SentAt: t0, Final: t0 - 5, Epoch: t0 - 9, EchoFor: []int64{3}, Member: "m1", Entries: []Entry{
 		{"a", slide, 10, 3}, {"a", slide, 11, 4}, {"b", fixed, 99, 1},
 	}, Echo: []Entry{{"c", slide, 1, 1}}}
 	h := Defaults(0, 3).Header("eu")
@@ -26,9 +26,19 @@ func TestWireRoundTrip(t *testing.T) {
 	assert.Equal(t, "us", name)
 	assert.Equal(t, &Ack{Seq: 7, SentAt: t0, RecvAt: t0 + 1, Epoch: 2}, a)
 
-	_, _, err = ReadBatch([]byte{4, 0})
+	_, _, err = ReadBatch([]byte{5, 0})
 	assert.ErrorIs(t, err, ErrWireVersion)
-	assert.ErrorContains(t, err, "version 4 (this region speaks 2 to 3)")
+	assert.ErrorContains(t, err, "version 5 (this region speaks 2 to 4)")
+
+	// Version 3, to a region of one node that speaks no newer: one epoch
+	// echoed, no member.
+	h3 := h
+	h3.Version = 3
+	_, got, err = ReadBatch(AppendBatch(nil, h3, b))
+	require.NoError(t, err)
+	want := *b
+	want.Member = ""
+	assert.Equal(t, &want, got)
 	_, _, err = ReadBatch(AppendBatch(nil, h, b)[:20])
 	assert.ErrorIs(t, err, ErrWire)
 	assert.Error(t, Defaults(0, 3).Agrees(Defaults(0, 2).Header("x")))

@@ -77,7 +77,7 @@ func BenchmarkRegionDecide(b *testing.B) {
 // It sends the batch as a peer would, through RL.PEER REGION's receiver.
 func echoedBy(rn *global.Node, peer string) {
 	rc := rn.Model()
-	b := &region.Batch{Seq: 1, SentAt: rc.Epoch, Epoch: 1, EchoFor: rc.Epoch, Echo: []region.Entry{}}
+	b := &region.Batch{Seq: 1, SentAt: rc.Epoch, Epoch: 1, EchoFor: []int64{rc.Epoch}, Echo: []region.Entry{}}
 	if _, refusal := rn.Receive(region.AppendBatch(nil, rc.Header(peer), b), false); refusal != "" {
 		panic(refusal)
 	}

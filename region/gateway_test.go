@@ -1,0 +1,146 @@
+package region
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlstore/rlstore/window"
+)
+
+// clusterRegions is eu as a cluster of n nodes (region 0, members m0 …)
+// and us as one node (region 1), all started at t0.
+func clusterRegions(t *testing.T, n int) (eu []*Store, us *Store) {
+	for m := range n {
+		cfg := Defaults(0, 2)
+		cfg.Member, cfg.Epoch = "m"+string(rune('0'+m)), t0
+		s, err := New(cfg)
+		require.NoError(t, err)
+		eu = append(eu, s)
+	}
+	cfg := Defaults(1, 2)
+	cfg.Epoch = t0
+	us, err := New(cfg)
+	require.NoError(t, err)
+	return eu, us
+}
+
+// exchangeCluster carries one round of batches: each eu node's to us, and
+// us's to eu's gateway, which fans it out by owner and merges the acks.
+func exchangeCluster(eu []*Store, us *Store, owner func(string) int, view uint64, now int64) {
+	for _, s := range eu {
+		if b := s.Sync(now)[1]; b != nil {
+			s.Acked(us.Receive(b, now), now)
+		}
+	}
+	b := us.Sync(now)[0]
+	parts := Split(b, len(eu), owner, view)
+	acks := make([]*Ack, len(parts))
+	for i, p := range parts {
+		acks[i] = eu[i].Receive(p.Batch, now)
+	}
+	if a := Merge(b, parts, acks); a != nil {
+		us.Acked(a, now)
+	}
+}
+
+// TestClusterRegionUsesWholeLimit: eu is two nodes, us one; a key owned
+// by eu's m0 is asked for in both regions. The region counts one reserve
+// (R is 2 regions, not 3 deciders), so together they admit the whole
+// limit. With each node a decider of its own (the form before), eu's
+// other node held its reserve φ = 16 of L = 100 in every view, and the
+// key stopped at about 84.
+func TestClusterRegionUsesWholeLimit(t *testing.T) {
+	eu, us := clusterRegions(t, 2)
+	lim := Limit{Kind: window.KindFixed, Limit: 100, Window: time.Minute}
+	owner := func(string) int { return 0 }
+	now := t0 + int64(time.Millisecond)
+	for range 3 { // the first contact: every region echoes every other's members
+		exchangeCluster(eu, us, owner, 0, now)
+	}
+	admitted := int64(0)
+	for range 200 {
+		now += int64(5 * time.Millisecond)
+		if eu[0].Decide([]byte("k"), lim, now, 1, false).Allowed {
+			admitted++
+		}
+		if us.Decide([]byte("k"), lim, now, 1, false).Allowed {
+			admitted++
+		}
+		exchangeCluster(eu, us, owner, 0, now)
+	}
+	assert.Equal(t, lim.Limit, admitted, "the whole limit, between the two regions")
+	assert.False(t, eu[1].Has([]byte("k")) && eu[1].Stats(now).Admitted > 0, "eu's other node decides nothing of it")
+}
+
+// TestClusterGainWaitsForEcho: when the key's slot moves from m0 to m1,
+// m1 takes a new epoch; it denies the key (recovering) until us, having
+// seen the epoch, has sent its units again and echoed eu's, and then
+// counts everything m0 admitted that us had received: the window holds
+// the limit, no more, though m1's copy of m0's units is empty.
+func TestClusterGainWaitsForEcho(t *testing.T) {
+	eu, us := clusterRegions(t, 2)
+	lim := Limit{Kind: window.KindFixed, Limit: 100, Window: time.Minute}
+	own := 0
+	owner := func(string) int { return own }
+	now := t0 + int64(time.Millisecond)
+	for range 3 {
+		exchangeCluster(eu, us, owner, 0, now)
+	}
+	admitted := int64(0)
+	for range 60 {
+		now += int64(time.Millisecond)
+		if eu[0].Decide([]byte("k"), lim, now, 1, false).Allowed {
+			admitted++
+		}
+		if us.Decide([]byte("k"), lim, now, 1, false).Allowed {
+			admitted++
+		}
+		exchangeCluster(eu, us, owner, 0, now)
+	}
+	own = 1 // the slot moves; m1 had no copy of it
+	eu[1].Gain(now, 1, func(key string) bool { return key == "k" })
+	d := eu[1].Decide([]byte("k"), lim, now, 1, false)
+	assert.Equal(t, DeniedRecovering, d.Mode, "before us echoed")
+	exchangeCluster(eu, us, owner, 1, now) // m1's new epoch reaches us
+	exchangeCluster(eu, us, owner, 1, now) // us resends and echoes
+	for range 200 {
+		now += int64(time.Millisecond)
+		if eu[1].Decide([]byte("k"), lim, now, 1, false).Allowed {
+			admitted++
+		}
+		if us.Decide([]byte("k"), lim, now, 1, false).Allowed {
+			admitted++
+		}
+		exchangeCluster(eu, us, owner, 1, now)
+	}
+	assert.Equal(t, lim.Limit, admitted, "the limit, across the move")
+	assert.Equal(t, DeniedLimit, eu[1].Decide([]byte("k"), lim, now, 1, false).Mode)
+}
+
+// TestSplitMerge: the fan-out gives every node the header and its keys'
+// entries, and the merged acknowledgement refuses what an owner refused
+// or did not take.
+func TestSplitMerge(t *testing.T) {
+	lim := Limit{Kind: window.KindFixed, Limit: 10, Window: time.Second}
+	b := &Batch{From: 1, Seq: 9, Epoch: 5, EchoFor: []int64{3}, Entries: []Entry{
+		{"a", lim, 1, 1}, {"b", lim, 1, 1}, {"c", lim, 1, 1}, {"d", lim, 1, 1},
+	}, Echo: []Entry{{"b", lim, 1, 2}}}
+	owner := func(k string) int { return map[string]int{"a": 0, "b": 1, "c": 2, "d": 9}[k] }
+	parts := Split(b, 3, owner, 7)
+	require.Len(t, parts, 3)
+	assert.Equal(t, []int{0, 3}, parts[0].Index, "d's owner is unknown: node 0's")
+	assert.Equal(t, []int{1}, parts[1].Index)
+	assert.Equal(t, []Entry{{"b", lim, 1, 2}}, parts[1].Batch.Echo)
+	assert.NotNil(t, parts[2].Batch.Echo, "an echo, though empty")
+	for _, p := range parts {
+		assert.Equal(t, uint64(7), p.Batch.View)
+		assert.Equal(t, int64(5), p.Batch.Epoch)
+		assert.Equal(t, uint64(9), p.Batch.Seq)
+	}
+	a := Merge(b, parts, []*Ack{{Seq: 9, Refused: []int{1}}, {Seq: 9}, nil})
+	assert.Equal(t, []int{2, 3}, a.Refused, "d refused by node 0, c not taken by node 2")
+	assert.Nil(t, Merge(b, parts, []*Ack{nil, nil, nil}))
+}
