@@ -240,14 +240,14 @@ var _ clientConn = (*resp.Conn)(nil)
 // the error replies, so that INFO commandstats can tell failed calls.
 type errCounter struct {
 	clientConn
-	c    *client
-	info *infoExtra // errorstats
+	c     *client
+	stats *observe.Errors // errorstats
 }
 
 func (e errCounter) WriteError(msg string) {
 	e.c.errs++
-	if e.info != nil {
-		e.info.countError(msg)
+	if e.stats != nil {
+		e.stats.Count(msg)
 	}
 	e.clientConn.WriteError(msg)
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/persistence"
@@ -16,6 +19,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
+	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/proc"
 	"github.com/rlstore/rlstore/shard"
 )
@@ -155,11 +159,11 @@ func (s *Server) infoStats() []core.Pair {
 		accepted, rejected = ln.Accepted.Load(), ln.Rejected.Load()
 	}
 	in, out := s.netBytes()
-	_, errs := s.info.errorStats()
+	_, errs := s.info.errors.Pairs()
 	return append([]core.Pair{
 		{Key: "total_connections_received", Val: accepted},
 		{Key: "total_commands_processed", Val: s.commandsProcessed()},
-		{Key: "instantaneous_ops_per_sec", Val: s.info.ops.perSecond()},
+		{Key: "instantaneous_ops_per_sec", Val: s.info.ops.PerSecond()},
 		{Key: "total_net_input_bytes", Val: in},
 		{Key: "total_net_output_bytes", Val: out},
 		{Key: "rejected_connections", Val: rejected},
@@ -321,3 +325,92 @@ func (s *Server) infoCPU() []core.Pair {
 }
 
 func cpuSeconds(t float64) string { return strconv.FormatFloat(t, 'f', 6, 64) }
+
+// The INFO fields Redis 7 has that tools read (redis_exporter, RedisInsight,
+// redis-cli --stat), with Redis's meanings: TestInfoFieldsMatchRedis holds
+// every field to a field of Redis's or to the rl_ prefix.
+
+// infoExtra is the server's state behind them.
+type infoExtra struct {
+	runID string // 40 hex characters, new at every start, as Redis's run_id
+
+	netIn, netOut atomic.Int64 // bytes read from and written to clients that have gone
+
+	hits, misses atomic.Int64 // keys found and not found by the keyspace's reads
+
+	errors observe.Errors   // errorstats
+	ops    observe.OpsMeter // instantaneous_ops_per_sec
+
+	ttlCursor atomic.Uint64 // where the next avg_ttl sample starts, so that samples walk the keyspace
+}
+
+func newRunID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) infoErrorStats() []core.Pair {
+	ps, _ := s.info.errors.Pairs()
+	return ps
+}
+
+func (s *Server) infoCommandStats() []core.Pair { return observe.InfoCommandStats(s.table) }
+
+func (s *Server) infoLatencyStats() []core.Pair { return observe.InfoLatencyStats(s.table) }
+
+// netBytes sums the bytes read from and written to every client, live or gone.
+func (s *Server) netBytes() (in, out int64) {
+	in, out = s.info.netIn.Load(), s.info.netOut.Load()
+	s.mu.Lock()
+	for _, c := range s.clients {
+		in += c.rc.NetIn()
+		out += c.rc.NetOut()
+	}
+	s.mu.Unlock()
+	return in, out
+}
+
+// hz is the sweeps a second, Redis's hz: how often background work runs.
+func (s *Server) hz() int64 { return int64(time.Second / s.cfg.SweepInterval) }
+
+func executable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// avgTTLSample is how many keys one INFO keyspace looks at for avg_ttl,
+// in at most avgTTLScans steps of a SCAN.
+const (
+	avgTTLSample = 64
+	avgTTLScans  = 64
+)
+
+// avgTTL estimates the keys' mean time to live in milliseconds from a
+// sample, as Redis's avg_ttl is an estimate from the keys its expiry cycle
+// samples; successive calls sample further along the keyspace.
+func (s *Server) avgTTL(now int64) int64 {
+	var keys [][]byte
+	cursor := s.info.ttlCursor.Load()
+	for range avgTTLScans { // SCAN's count is of slots visited, not keys found
+		keys, cursor = s.cfg.Store.Scan(keys, cursor, avgTTLSample)
+		if len(keys) >= avgTTLSample || cursor == 0 {
+			break
+		}
+	}
+	s.info.ttlCursor.Store(cursor)
+	var sum, n int64
+	for _, k := range keys {
+		if _, exp, live := s.lookup(k, now); live {
+			sum += (exp - now) / int64(time.Millisecond)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n
+}

@@ -156,7 +156,7 @@ func (s *Server) sweepLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			s.info.ops.sample(now, s.commandsProcessed()) // INFO's instantaneous_ops_per_sec, at Redis's hz
+			s.info.ops.Sample(now, s.commandsProcessed()) // INFO's instantaneous_ops_per_sec, at Redis's hz
 			budget := pace.budget(s.cfg.Store.Len())
 			pace.swept(budget, s.cfg.Store.Sweep(s.unixNano(), budget))
 		}

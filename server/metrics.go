@@ -13,6 +13,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
+	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
@@ -94,12 +95,12 @@ func (s *Server) writePolicyMetrics(w io.Writer) {
 }
 
 func (s *Server) writeCommandMetrics(w io.Writer) {
-	for _, n := range s.commandStats() {
-		l := `command="` + labelValue(n.name) + `"`
-		counter(w, `rlstore_commands_total{`+l+`}`, n.st.Calls.Load())
-		counter(w, `rlstore_commands_rejected_total{`+l+`}`, n.st.Rejected.Load())
-		counter(w, `rlstore_commands_failed_total{`+l+`}`, n.st.Failed.Load())
-		histogram(w, "rlstore_command_duration_seconds", l, n.st)
+	for _, n := range observe.CommandStats(s.table) {
+		l := `command="` + labelValue(n.Name) + `"`
+		counter(w, `rlstore_commands_total{`+l+`}`, n.Stats.Calls.Load())
+		counter(w, `rlstore_commands_rejected_total{`+l+`}`, n.Stats.Rejected.Load())
+		counter(w, `rlstore_commands_failed_total{`+l+`}`, n.Stats.Failed.Load())
+		histogram(w, "rlstore_command_duration_seconds", l, n.Stats)
 	}
 }
 

@@ -164,7 +164,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	if s.cfg.Durability != nil {
 		c.conn = s.dur.Open(&c.dur, &c.Session, rc, c.id, g.Close, func(cm *core.Command, args [][]byte) { s.call(c, cm, args) })
 	}
-	c.conn = errCounter{clientConn: c.conn, c: c, info: &s.info}
+	c.conn = errCounter{clientConn: c.conn, c: c, stats: &s.info.errors}
 	c.Out = c.conn
 	s.mu.Lock()
 	s.clients[c.id] = c

@@ -206,7 +206,7 @@ type Server struct {
 	pol        policies
 	cl         *clusterNode // nil without a cluster
 	reg        *global.Node // nil without regions
-	info       infoExtra    // behind INFO's Redis fields (inforedis.go)
+	info       infoExtra    // behind INFO's Redis fields (info.go)
 
 	clock decide.Clock // the commands' time: cfg.Clock, or, when that is time.Now, the batch's clock read (decide.Clock)
 
