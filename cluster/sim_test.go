@@ -61,6 +61,7 @@ const (
 	simAsk      // an import that waited asks its old owner which slots it released (RL.PEER RELEASED)
 	simReleased // the answer: the slots whose owner is the asker in the old owner's table
 	simCopy     // a replica shipment: the sender's counters of slots the receiver backs up
+	simCopied   // its acknowledgement: the receiver holds the sender's counters as of sent
 )
 
 type simMsg struct {
@@ -76,7 +77,23 @@ type simMsg struct {
 	vals     []int // simDone, simCopy: each slot's counter
 	replace  bool  // simDone: the sender served the slots (the server's replace mode), or they are a backup's copies
 	pull     bool  // simDone: a PULL's answer (IMPORT mode pull), not a handoff (whose reset IMPORT switches the import to its sender)
+	gen      int   // simCopy, simCopied: the sending process (a restarted node's connections are new)
 }
+
+// simCount is a key's counter from a moment (global time) on.
+type simCount struct {
+	at  time.Duration
+	cnt int
+}
+
+// simStale is how far behind its last decision a promoted copy may be: the
+// documented loss is what the dead owner decided within the replicas'
+// MaxLag (three lease terms, on a clock up to 10% slow) and one shipment
+// (its interval and its delay) before it stopped.
+const simStale = simMaxLag*11/10 + simShip + 3*simStep
+
+// simMaxLag is the replicas' MaxLag: the server's backupLagTerms lease terms.
+const simMaxLag = 3 * simTerm
 
 type simNode struct {
 	name      string
@@ -103,6 +120,8 @@ type simNode struct {
 	cnt       map[int]int    // slot → its key's counter in this node's store
 	copies    map[int]int    // slot → the counter this node holds as the slot's backup
 	nextShip  int64
+	gen       int           // counts the node's processes
+	fresh     map[int]int64 // backup → until when (this node's clock) its acknowledgements let it serve the slots it backs up (the replicas' Fresh)
 }
 
 type sim struct {
@@ -120,17 +139,19 @@ type sim struct {
 	last     map[int]int // slot → the node that served it last, -1 for none
 	allow    map[int]int // slot → admissions above the limit that documented losses allow
 	lossOK   map[int]bool
+	hist     map[int][]simCount // slot → its key's counter after each admission, in order
 	log      []string
 	servedBy map[int]string
 	failed   bool
 	open     bool   // the schedule is known to break the admissions bound (sim-admission-seeds.txt): logged, not asserted
 	over     string // the first admission above the bound, when not asserted
+	noFresh  bool   // RL_SIM_NOFRESH=1: owners serve whatever their backups hold
 }
 
 func (n *simNode) local(now time.Duration) int64 { return int64(n.off) + int64(float64(now)*n.rate) }
 
 func newSim(t *testing.T, seed uint64, nodes int) *sim {
-	s := &sim{t: t, r: rand.New(rand.NewPCG(seed, seed^0x5eed))}
+	s := &sim{t: t, r: rand.New(rand.NewPCG(seed, seed^0x5eed)), noFresh: os.Getenv("RL_SIM_NOFRESH") == "1"}
 	for i := range nodes {
 		s.known = append(s.known, fmt.Sprint("n", i))
 	}
@@ -141,6 +162,7 @@ func newSim(t *testing.T, seed uint64, nodes int) *sim {
 		s.cut = append(s.cut, make([]bool, nodes))
 	}
 	s.limit, s.total, s.want, s.last, s.allow, s.lossOK = map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}, map[int]bool{}
+	s.hist = map[int][]simCount{}
 	for i := range simSlots {
 		slot := i*Slots/simSlots + i
 		s.slots = append(s.slots, slot)
@@ -162,6 +184,8 @@ func (s *sim) start(i int) {
 	n.cnt, n.copies, n.copyFrom, n.forgone, n.kept = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}, map[int]bool{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died = map[string]bool{}, map[int]simOut{}, map[string]bool{}
+	n.gen++
+	n.fresh = map[int]int64{}
 	for _, m := range s.known {
 		n.alive[m] = true
 		n.heard[m] = s.now
@@ -252,6 +276,11 @@ func (s *sim) rebuild(i int) {
 		}
 	}
 	now := n.local(s.now)
+	for _, m := range tb.Nodes() { // the replicas' newShipPeer: a member new to the table starts with MaxLag
+		if m.Name != n.name && (old == nil || !old.Table.Has(m.Name)) {
+			n.fresh[s.index(m.Name)] = now + int64(simMaxLag)
+		}
+	}
 	n.tk = NextTakeover(n.tk, old, nv, now, n.lease.TakeoverWait())
 	tk, unlost, _ := NextLost(n.tk, old, nv, func(slot int, owner string) bool { return n.copyFrom[slot] == owner })
 	n.tk = tk
@@ -368,8 +397,28 @@ func (s *sim) promote(i int, old, nv *View) {
 			if s.last[slot] == s.index(prev) {
 				s.lossOK[slot] = true // what prev decided after its last shipment here
 			}
+			if floor := s.countBefore(slot); c < floor {
+				s.lossOK[slot] = false // older than the documented loss, whoever served it last
+				s.logf("%s promotes slot %d's copy %d, older than %d, the count %v before its last admission", n.name, slot, c, floor, simStale)
+			}
 		}
 	}
+}
+
+// countBefore is slot's counter simStale before its last admission: a
+// promoted copy lower than that lacks more than the documented loss.
+func (s *sim) countBefore(slot int) int {
+	h := s.hist[slot]
+	if len(h) == 0 {
+		return 0
+	}
+	at := h[len(h)-1].at - simStale
+	for k := len(h) - 1; k >= 0; k-- {
+		if h[k].at <= at {
+			return h[k].cnt
+		}
+	}
+	return 0
 }
 
 // ship sends node i's counters of the slots it owns to their backups, as
@@ -381,15 +430,17 @@ func (s *sim) ship(i int) {
 	for _, slot := range s.slots {
 		c, has := n.cnt[slot]
 		ru, ok := n.view.Table.RunnerUp(slot)
-		if !has || !ok || n.view.Table.Owner(slot).Name != n.name {
+		if !ok || n.view.Table.Owner(slot).Name != n.name {
 			continue
 		}
 		to := s.index(ru.Name)
-		if out[to] == nil {
-			out[to] = &simMsg{kind: simCopy, from: i, to: to}
+		if out[to] == nil { // sent even with nothing in it: a heartbeat, acknowledged too
+			out[to] = &simMsg{kind: simCopy, from: i, to: to, sent: n.local(s.now), gen: n.gen}
 		}
-		out[to].slots = append(out[to].slots, slot)
-		out[to].vals = append(out[to].vals, c)
+		if has {
+			out[to].slots = append(out[to].slots, slot)
+			out[to].vals = append(out[to].vals, c)
+		}
 	}
 	for _, to := range slices.Sorted(maps.Keys(out)) {
 		m := out[to]
@@ -431,6 +482,7 @@ func (s *sim) serve(seed uint64, i, slot int) {
 	if c < s.limit[slot] {
 		c++
 		s.total[slot]++
+		s.hist[slot] = append(s.hist[slot], simCount{at: s.now, cnt: c})
 	}
 	n.cnt[slot], s.want[slot], s.last[slot] = c, c, i
 	if s.total[slot] > s.limit[slot]+s.allow[slot] {
@@ -502,7 +554,22 @@ func (s *sim) serves(i, slot int) bool {
 	if _, ok := n.importing[slot]; ok {
 		return false
 	}
-	return n.lease.ServesAt(now) && n.view.Table.Owner(slot).Name == n.name && !n.tk.Waits(slot, now)
+	return n.lease.ServesAt(now) && n.view.Table.Owner(slot).Name == n.name && !n.tk.Waits(slot, now) && s.fresh(i, slot, now)
+}
+
+// fresh is the replicas' Fresh: node i serves a slot only while the slot's
+// backup has acknowledged a shipment sent less than MaxLag ago.
+// RL_SIM_NOFRESH=1 leaves it out, as the server did before (cause D).
+func (s *sim) fresh(i, slot int, now int64) bool {
+	if s.noFresh {
+		return true
+	}
+	n := s.nodes[i]
+	ru, ok := n.view.Table.RunnerUp(slot)
+	if !ok {
+		return true
+	}
+	return now < n.fresh[s.index(ru.Name)]
 }
 
 func (s *sim) send(m simMsg) {
@@ -573,6 +640,12 @@ func (s *sim) receive(m simMsg) {
 		for k, slot := range m.slots {
 			n.copies[slot] = m.vals[k]
 			n.copyFrom[slot] = from // a shipment names its slots (RL.PEER SYNC's backed bitmap)
+		}
+		s.msgs = append(s.msgs, simMsg{kind: simCopied, from: m.to, to: m.from, sent: m.sent, gen: m.gen,
+			at: s.now + time.Duration(s.r.IntN(30))*time.Millisecond}) // on the shipment's stream: not dropped
+	case simCopied:
+		if m.gen == n.gen && m.sent+int64(simMaxLag) > n.fresh[m.from] {
+			n.fresh[m.from] = m.sent + int64(simMaxLag)
 		}
 	case simAsk:
 		if !n.lease.ServesAt(now) {

@@ -234,7 +234,11 @@ func (s *Server) attachCluster() error {
 	}
 	cn.onTableChange(s.handoffHook) // hooks are added here, before the first view is taken
 	if rc := s.cfg.Cluster.Replicas; rc != nil {
-		if cn.repl, err = replica.New(*rc, cn.cfg.View().Self, s.cfg.Store, s.log, replicaDelegate{s}); err != nil {
+		rcfg := *rc
+		if cn.lease != nil && rcfg.MaxLag == 0 {
+			rcfg.MaxLag = backupLagTerms * cn.lease.Term() // see replica.Fresh
+		}
+		if cn.repl, err = replica.New(rcfg, cn.cfg.View().Self, s.cfg.Store, s.log, replicaDelegate{s}); err != nil {
 			return err
 		}
 		cn.onTableChange(cn.repl.OnTable) // promotes copies before a dead owner's slots are served

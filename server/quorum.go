@@ -12,9 +12,23 @@ import (
 // holds its lease (a majority of the known members granted one of its
 // requests within a term; see cluster.Lease), and, for a slot it gained
 // because its owner was declared dead, once TakeoverWait has passed since
-// then, by which time the dead owner's own lease has run out. Either check
-// is an atomic load and a compare with the command's time, which the
-// connection read anyway. See docs/cluster.md, "Safety".
+// then, by which time the dead owner's own lease has run out; and, with
+// replicas, while the slot's backup has acknowledged its changes up to
+// backupLagTerms lease terms ago (replica.Fresh), so that a backup that
+// takes the slot over lacks at most that much. Each check is an atomic
+// load or two and a compare with the command's time, which the connection
+// read anyway. See docs/cluster.md, "Safety".
+
+// backupLagTerms is the replicas' MaxLag in lease terms: how far behind
+// its owner a backup may fall while the owner serves the slots it backs
+// up, and so the most a promotion may lack of a dead owner's decisions
+// when something stopped its shipments first (3 s at lan). One term was
+// too short for a backup killed and restarted at once on a loaded host:
+// its owners stopped serving before the new process listened
+// (TestQuickRestartUnderLoad); three also cover most of a dead backup's
+// detection at lan (2-3 s), after which its slots get a new backup.
+// Redis's min-replicas-max-lag, the same trade, defaults to 10 s.
+const backupLagTerms = 3
 
 // leaseNow is c's command time on the lease's clock.
 func (s *Server) leaseNow(c *client) int64 {
@@ -31,10 +45,10 @@ func (s *Server) mayServe(c *client, slot int) bool {
 		return true
 	}
 	now := s.leaseNow(c)
-	if !cn.lease.ServesAt(now) {
+	if !cn.lease.ServesAt(now) || cn.takeover.Load().Waits(slot, now) {
 		return false
 	}
-	return !cn.takeover.Load().Waits(slot, now)
+	return cn.repl == nil || cn.repl.Fresh(slot, now)
 }
 
 // serving reports whether this node holds its lease now: CLUSTER INFO's

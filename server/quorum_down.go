@@ -8,7 +8,7 @@ import (
 )
 
 // Why a keyed command was answered as down, counted apart in RL.CLUSTER
-// INFO (down_lease, down_takeover, down_lost, down_waiting) and logged at
+// INFO (down_lease, down_takeover, down_lost, down_waiting, down_backup) and logged at
 // most once a second each, so that an operator (and a test) can tell a
 // node that lost its quorum from one waiting out a dead owner's lease, one
 // whose slots' state is lost (takeover_lost.go), and one still joining.
@@ -17,10 +17,11 @@ const (
 	downTakeover        // a slot gained from a dead owner, within the takeover's wait
 	downLost            // a slot whose owner and backups were declared dead
 	downWaiting         // the view waits for this node's join
+	downBackup          // the slot's backup has not acknowledged its changes within the lease's term (replica.Fresh)
 	downReasons
 )
 
-var downNames = [downReasons]string{"lease", "takeover", "lost", "waiting"}
+var downNames = [downReasons]string{"lease", "takeover", "lost", "waiting", "backup"}
 
 // downs counts the keyed commands answered as down, by reason.
 type downs struct {
@@ -37,6 +38,8 @@ func (s *Server) downReason(c *client, slot int) int {
 		return downLease
 	case cn.takeover.Load().Lost(slot):
 		return downLost
+	case !cn.takeover.Load().Waits(slot, now) && cn.repl != nil && !cn.repl.Fresh(slot, now):
+		return downBackup
 	}
 	return downTakeover
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
@@ -24,6 +25,14 @@ type replicaDelegate struct{ s *Server }
 
 func (d replicaDelegate) View() *cluster.View { return d.s.cl.view() }
 func (d replicaDelegate) UnixNano() int64     { return d.s.unixNano() }
+
+// Mono is the lease's clock, which mayServe compares Fresh's deadlines with.
+func (d replicaDelegate) Mono() int64 {
+	if l := d.s.cl.lease; l != nil {
+		return l.Now()
+	}
+	return int64(time.Since(d.s.started))
+}
 
 func (d replicaDelegate) Importing() bool {
 	in, _ := d.s.cl.ho.moving()
@@ -75,7 +84,7 @@ func (s *Server) infoReplication() []core.Pair {
 			",shipments=" + strconv.FormatInt(p.Batches, 10) + ",lag_ms=" + strconv.FormatInt(p.Lag.Milliseconds(), 10) +
 			",last_ship_ms=" + strconv.FormatInt(last, 10) + ",full_syncs=" + strconv.FormatInt(p.Fulls, 10) +
 			",failures=" + strconv.FormatInt(p.Failures, 10) + ",deltas=" + strconv.Itoa(int(boolFloat(p.Deltas))) +
-			",delta_misses=" + strconv.FormatInt(p.Misses, 10)})
+			",delta_misses=" + strconv.FormatInt(p.Misses, 10) + ",serving_ms=" + strconv.FormatInt(max(0, p.Serving.Milliseconds()), 10)})
 	}
 	return ps
 }
@@ -102,5 +111,6 @@ func (s *Server) writeReplicaMetrics(w io.Writer) {
 			gauge(w, "rlstore_replica_last_shipment_timestamp_seconds"+l, float64(p.LastShip.UnixNano())/1e9)
 		}
 		gauge(w, "rlstore_replica_synced"+l, boolFloat(p.Synced))
+		gauge(w, "rlstore_replica_serving_seconds"+l, max(0, p.Serving.Seconds()))
 	}
 }

@@ -34,6 +34,12 @@ type Config struct {
 	// MaxQueue bounds the bytes waiting for one backup; past it the queue is
 	// dropped and the backup gets a full sync once it answers. Default 32 MiB.
 	MaxQueue int
+	// MaxLag bounds how far behind its owner a backup's copies may be while
+	// the owner serves the slot: an owner whose backup has not acknowledged
+	// its changes up to MaxLag ago stops serving the slots that backup
+	// backs up (see Fresh). The server sets it to three lease terms. Zero:
+	// no bound (the owner serves whatever its backup holds).
+	MaxLag time.Duration
 }
 
 // DefaultInterval is --replica-interval's default: a crash loses at most
@@ -64,6 +70,9 @@ type Delegate interface {
 	Importing() bool
 	// UnixNano is the server's clock, in unix nanoseconds.
 	UnixNano() int64
+	// Mono is a monotonic clock, in nanoseconds: the one the server
+	// compares Fresh's deadlines with (the lease's).
+	Mono() int64
 }
 
 // Replicator ships this node's changes to its slots' backups and keeps
@@ -94,6 +103,11 @@ type Replicator struct {
 	// ended has no change to ship older than it, but for the lag between
 	// a command reading the clock and changing the key: deltaMargin.
 	cut int64
+	// drained is when (Delegate.Mono) the last drain this replicator made
+	// began, stored once its changes are queued: a shipment taken after
+	// that carries every change made before it (see shipOnce).
+	drained atomic.Int64
+	fresh   atomic.Pointer[freshTable] // what Fresh reads; nil until the first table, or without MaxLag
 
 	promoted atomic.Int64 // copies promoted into the store
 	copyErrs atomic.Int64 // copies refused by the copies map (full)
@@ -158,11 +172,12 @@ func (r *Replicator) loop(ctx context.Context) {
 // tick notices a new table, drains the changes and wakes every peer's shipper.
 func (r *Replicator) tick() {
 	r.checkTable()
-	start := r.d.UnixNano()
+	start, mono := r.d.UnixNano(), r.d.Mono()
 	r.cfg.Feed.Drain()
 	r.mu.Lock()
 	r.cut = start // a drain from now on comes after this one: see Changes
 	r.mu.Unlock()
+	r.drained.Store(mono)
 	r.cfg.Copies.Sweep(r.d.UnixNano(), copiesSweepBudget)
 	r.mu.Lock()
 	for _, p := range r.peers {
@@ -317,6 +332,7 @@ func (r *Replicator) OnTable(_, v *cluster.View) {
 		}
 	}
 	r.dropOrphansLocked(old, nt)
+	r.storeFreshLocked()
 }
 
 // dropOrphansLocked makes the backup in old of the slots this node owned

@@ -56,11 +56,20 @@ type shipPeer struct {
 	lagNs    atomic.Int64 // age of the oldest change in the last shipment, when it was acknowledged
 	inFlight atomic.Int64 // unix ns the oldest change not yet acknowledged was queued; 0 if none
 	misses   atomic.Int64 // keys whose delta the backup could not complete
+	// freshUntil is when (Delegate.Mono) this node stops serving the slots
+	// this backup backs up, unless it acknowledges more (see Fresh).
+	freshUntil atomic.Int64
 }
 
+// newShipPeer starts a backup's shipper with MaxLag to reach it: a node
+// that never shipped to it may lose that much (a new process's first
+// decisions), and one new to its slots holds none of their copies, so a
+// death of this node leaves them lost there rather than served stale.
 func newShipPeer(r *Replicator, n cluster.Node) *shipPeer {
-	return &shipPeer{r: r, node: n, wakeC: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	p := &shipPeer{r: r, node: n, wakeC: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		free: make(chan []byte, shipWindow), full: true, reason: "first contact", deltas: true}
+	p.extendFresh(r.d.Mono())
+	return p
 }
 
 func (p *shipPeer) setNode(n cluster.Node) {
@@ -178,7 +187,16 @@ func (p *shipPeer) run() {
 }
 
 // shipOnce does what is due: a full sync, or the queue's shipment.
+//
+// Each acknowledgement lets this node serve the backup's slots until
+// MaxLag after asOf: a full sync carries every change made before it
+// began, a shipment or a heartbeat every change made before the drain
+// that came last before it took the queue (drains queue their changes
+// before r.drained moves; a failed shipment makes a full sync due). A
+// shipment some of whose deltas the backup could not complete moves
+// nothing: those keys ship whole with the next one.
 func (p *shipPeer) shipOnce() {
+	asOf := p.r.drained.Load()
 	p.mu.Lock()
 	if time.Now().Before(p.retryAt) {
 		p.mu.Unlock()
@@ -188,7 +206,13 @@ func (p *shipPeer) shipOnce() {
 	if full && p.r.d.Importing() {
 		// A full sync drops the backup's copies of every slot this node
 		// owns; one this node still imports may come from those very
-		// copies (handoff_restore.go). It waits for the imports.
+		// copies (handoff_restore.go). It waits for the imports. A first
+		// one (a joiner's, a restarted node's) keeps the slots already
+		// taken served meanwhile: the backup holds none of this process's
+		// slots yet, or the very copies they were pulled from.
+		if p.fulls.Load() == 0 {
+			p.extendFresh(p.r.d.Mono())
+		}
 		p.mu.Unlock()
 		return
 	}
@@ -197,6 +221,7 @@ func (p *shipPeer) shipOnce() {
 	if full {
 		p.full = false // changes from now on queue behind the sync
 		p.deltas = p.deltas || time.Now().After(p.noDeltas)
+		asOf = p.r.d.Mono() // the export reads the store after this
 	} else {
 		batch, since = p.queue, p.since
 		p.queue, p.queued, p.since = nil, 0, time.Time{}
@@ -213,10 +238,17 @@ func (p *shipPeer) shipOnce() {
 		err = p.heartbeat(node)
 	default:
 		p.inFlight.CompareAndSwap(0, since.UnixNano())
+		misses := p.misses.Load()
 		var n int64
 		if n, err = p.sendChunks(node, batch, deltas); err == nil {
 			p.acked(n, since)
 		}
+		if p.misses.Load() != misses {
+			asOf = 0
+		}
+	}
+	if err == nil && asOf > 0 {
+		p.extendFresh(asOf)
 	}
 	p.settle(err, full, deltas)
 }
@@ -258,13 +290,24 @@ func (p *shipPeer) settle(err error, full, deltas bool) {
 	}
 	p.failures.Add(1)
 	p.needFullLocked("shipment failed")
-	p.backoff = min(max(2*p.backoff, p.r.cfg.Interval), maxShipBackoff)
+	p.backoff = min(max(2*p.backoff, p.r.cfg.Interval), p.backoffCap())
 	p.retryAt = time.Now().Add(p.backoff)
 	p.r.log.Debug("replicas: shipment failed; a full sync follows", "peer", p.node.Name, "err", err, "retry_in", p.backoff)
 }
 
-// maxShipBackoff caps the wait between tries to a backup that does not answer.
+// maxShipBackoff caps the wait between tries to a backup that does not
+// answer; with MaxLag, a quarter of it (see backoffCap).
 const maxShipBackoff = 5 * time.Second
+
+// backoffCap is the longest wait between tries: a backup that answers
+// again is caught up soon enough that its primary, which stops serving
+// its slots MaxLag after the last acknowledgement, serves them again.
+func (p *shipPeer) backoffCap() time.Duration {
+	if lag := p.r.cfg.MaxLag / 4; lag > 0 {
+		return min(maxShipBackoff, max(lag, p.r.cfg.Interval))
+	}
+	return maxShipBackoff
+}
 
 // deltaRetry is how long a backup that refused a delta gets whole entries
 // only: it may be upgraded meanwhile.
@@ -325,6 +368,9 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 	if err := p.sendSync(node, drop, slots); err != nil {
 		return err
 	}
+	if p.fulls.Load() == 0 {
+		p.extendFresh(r.d.Mono())
+	}
 	keep := func(key []byte) bool {
 		s := cluster.Slot(policy.Route(key))
 		return slots[s/8]&(1<<(s%8)) != 0
@@ -350,24 +396,35 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 			return err
 		}
 		sent += n
+		if p.fulls.Load() == 0 {
+			// A first full sync (see shipOnce) keeps the slots served while
+			// the backup takes it: a loaded host's can outlast MaxLag.
+			p.extendFresh(r.d.Mono())
+		}
 	}
 	p.acked(sent, time.Time{})
 	return nil
 }
 
 // A primary with nothing to ship still hears from each backup every
-// heartbeatIntervals intervals, with an empty RL.PEER COPY. A backup that
-// restarted sooner than failure detection noticed is empty, and without
-// changes to ship its primary would not find out: the heartbeat fails on
-// the old connection, or gets -RESYNC on a new one, and a full sync
-// follows either way. Nodes from before heartbeats take an empty COPY too.
+// heartbeatIntervals intervals, or a quarter of MaxLag if that is sooner,
+// with an empty RL.PEER COPY. A backup that restarted sooner than failure
+// detection noticed is empty, and without changes to ship its primary
+// would not find out: the heartbeat fails on the old connection, or gets
+// -RESYNC on a new one, and a full sync follows either way. And its
+// acknowledgement keeps the backup's slots served (see Fresh). Nodes from
+// before heartbeats take an empty COPY too.
 const heartbeatIntervals = 10
 
 // heartbeatDue reports whether the backup has not been heard from for
-// heartbeatIntervals intervals.
+// heartbeatIntervals intervals, or a quarter of MaxLag.
 func (p *shipPeer) heartbeatDue() bool {
 	last := p.contact.Load()
-	return last != 0 && time.Since(time.Unix(0, last)) >= heartbeatIntervals*p.r.cfg.Interval
+	every := heartbeatIntervals * p.r.cfg.Interval
+	if lag := p.r.cfg.MaxLag / 4; lag > 0 {
+		every = min(every, lag)
+	}
+	return last != 0 && time.Since(time.Unix(0, last)) >= every
 }
 
 // heartbeat sends the backup an empty shipment.

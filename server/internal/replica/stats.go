@@ -12,9 +12,13 @@ type ShipStats struct {
 	Bytes, Batches, Fulls int64
 	Failures, Dropped     int64
 	Misses                int64 // keys whose deltas the backup could not complete
-	Lag                   time.Duration
-	LastShip              time.Time
-	Synced, Deltas        bool
+	// Serving is how long this node may still serve the slots the backup
+	// backs up without another acknowledgement (see Fresh); zero or less
+	// when it does not serve them now, zero without MaxLag.
+	Serving        time.Duration
+	Lag            time.Duration
+	LastShip       time.Time
+	Synced, Deltas bool
 }
 
 // Stats returns the figures of every backup, sorted by name.
@@ -41,6 +45,7 @@ func (p *shipPeer) stats(now time.Time) ShipStats {
 	p.mu.Unlock()
 	st.Bytes, st.Batches, st.Fulls = p.bytes.Load(), p.batches.Load(), p.fulls.Load()
 	st.Failures, st.Dropped, st.Misses = p.failures.Load(), p.dropped.Load(), p.misses.Load()
+	st.Serving = p.freshLeft()
 	if t := p.lastShip.Load(); t != 0 {
 		st.LastShip = time.Unix(0, t)
 	}

@@ -29,20 +29,21 @@ func (w *replyWriter) WriteNull()             {}
 func (w *replyWriter) WriteRaw([]byte)        {}
 func (w *replyWriter) WriteAny(any)           {}
 
-// clock is a Delegate for a replicator that ships nothing.
-type clock struct{}
+// clock is a Delegate whose Mono a test moves.
+type clock struct{ mono int64 }
 
 func (c *clock) View() *cluster.View { return nil }
 func (c *clock) Importing() bool     { return false }
 func (c *clock) UnixNano() int64     { return time.Now().UnixNano() }
+func (c *clock) Mono() int64         { return c.mono }
 
-func testReplicator(t *testing.T, d Delegate) *Replicator {
+func testReplicator(t *testing.T, d Delegate, maxLag time.Duration) *Replicator {
 	t.Helper()
 	store, err := shard.New(shard.Config{})
 	require.NoError(t, err)
 	copies, err := shard.New(shard.Config{})
 	require.NoError(t, err)
-	r, err := New(Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: &syncBackup{reply: "+OK\r\n"}},
+	r, err := New(Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: &syncBackup{reply: "+OK\r\n"}, MaxLag: maxLag},
 		"a", store, slog.New(slog.NewTextHandler(io.Discard, nil)), d)
 	require.NoError(t, err)
 	return r
@@ -52,10 +53,10 @@ func testReplicator(t *testing.T, d Delegate) *Replicator {
 // new connection, shipments still arriving on its older one are refused
 // (-RESYNC), not imported: a link cut and healed delivers them late, after
 // the newer full sync, and they put older states back over the copies
-// (TestRedStaleBackupHealed with the keys used up at the cut: the backup
-// took the slots over at 1 or 2 of 20, the owner's 20 fully synced to it).
+// (TestRedStaleBackupHealed: the backup took the slots over at 1 or 2 of
+// 20, with the owner's 20 fully synced to it).
 func TestShipmentOnAnOlderSyncRefused(t *testing.T) {
-	r := testReplicator(t, &clock{})
+	r := testReplicator(t, &clock{}, 0)
 	drop := make([]byte, cluster.Slots/8)
 	var old, cur Stream
 	w := &replyWriter{}
@@ -72,4 +73,40 @@ func TestShipmentOnAnOlderSyncRefused(t *testing.T) {
 	r.PeerSync(w, &other, "q", [][]byte{drop, drop})
 	r.PeerCopy(w, &cur, nil)
 	assert.Equal(t, "+OK", w.last, "another primary's full sync leaves this one's connection be")
+}
+
+// TestFreshOnlyWithinMaxLag: an owner serves a backup's slots until MaxLag
+// after the latest moment the backup acknowledged its changes up to (at
+// first, when the backup became known); an older acknowledgement never
+// takes the deadline back; a slot with no backup is always served.
+func TestFreshOnlyWithinMaxLag(t *testing.T) {
+	c := &clock{mono: int64(time.Hour)}
+	const lag = time.Second
+	r := testReplicator(t, c, lag)
+	p := newShipPeer(r, cluster.Node{Name: "b"})
+	var backupOf [cluster.Slots]uint16
+	for s := range backupOf {
+		backupOf[s] = noBackup
+	}
+	backupOf[7] = 1
+	r.fresh.Store(&freshTable{backupOf: &backupOf, peers: []*shipPeer{nil, p}})
+	start := c.mono
+	for _, tc := range []struct {
+		name  string
+		at    int64
+		acked int64 // 0: none
+		want  bool
+	}{
+		{"a new backup: MaxLag from when it became known", start + int64(lag) - 1, 0, true},
+		{"past it, with no acknowledgement", start + int64(lag), 0, false},
+		{"acknowledged up to 100 ms ago", start + int64(2*lag), start + int64(2*lag) - int64(100*time.Millisecond), true},
+		{"an older acknowledgement takes nothing back", start + int64(2*lag), start, true},
+		{"MaxLag after the latest", start + int64(3*lag) - int64(100*time.Millisecond), 0, false},
+	} {
+		if tc.acked != 0 {
+			p.extendFresh(tc.acked)
+		}
+		assert.Equal(t, tc.want, r.Fresh(7, tc.at), "Fresh(slot 7, %s)", tc.name)
+		assert.True(t, r.Fresh(8, tc.at), "Fresh(slot 8, no backup, %s)", tc.name)
+	}
 }
