@@ -135,10 +135,14 @@ func (rc *Conn) Command() ([][]byte, error) {
 		rc.next++
 		req := rc.buf[rc.r : rc.r+q.n]
 		rc.r += q.n
-		args := rc.args[:0]
-		offs := rc.aheadOffs[q.offs : q.offs+2*q.args]
-		for i := 0; i+1 < len(offs); i += 2 {
-			args = append(args, req[offs[i]:offs[i+1]:offs[i+1]])
+		if cap(rc.args) < q.args {
+			rc.args = make([][]byte, 0, max(q.args, 2*cap(rc.args)))
+		}
+		args := rc.args[:q.args] // filled in place: append's checks cost ~25 instructions an argument
+		offs := rc.aheadOffs[q.offs : q.offs+2*len(args)]
+		for j := range args {
+			o := offs[2*j : 2*j+2 : 2*j+2]
+			args[j] = req[o[0]:o[1]:o[1]]
 		}
 		rc.args = args
 		return args, nil
