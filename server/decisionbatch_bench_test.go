@@ -55,6 +55,7 @@ func runBatch(s *Server, c *client, rc *resp.Conn, batch []byte) {
 		if args == nil {
 			break
 		}
+		c.Ahead = c.dec.AheadCommand(rc)
 		s.handle(c, args)
 	}
 	s.flushPending(c)

@@ -84,6 +84,7 @@ func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
 			}
 			return false, nil
 		}
+		c.Ahead = c.dec.AheadCommand(rc)
 		s.handle(c, args)
 		s.dec.PrefetchNext(&c.dec, c.rc)
 		switch {

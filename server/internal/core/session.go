@@ -33,6 +33,7 @@ type Session struct {
 	Cmds    atomic.Int64            // commands run
 	LastCmd atomic.Pointer[Command] // the last command run, which the pipeline tries first
 	PrevCmd *Command                // the one run before LastCmd, tried second: pipelined pairs (acquire, release) alternate two
+	Ahead   *Command                // the command the request about to run names, if found already (decide.Prefetch's lookup); ResolveFor checks its arity only
 	QLen    atomic.Int32            // len(Queue) inside MULTI, else -1
 
 	slots [maxSlots]any

@@ -127,13 +127,20 @@ func (t *Table) Resolve(args [][]byte) (*Command, string) {
 	return cm, ""
 }
 
-// ResolveFor is Resolve, trying first the commands x ran last and before
-// it: a pipeline mostly repeats one command or alternates two, and
+// ResolveFor is Resolve, taking first the command x.Ahead, which the
+// server found for this very request when it parsed the batch ahead,
+// then trying the commands x ran last and before it: a pipeline mostly repeats one command or alternates two, and
 // comparing a name costs less than the table lookup. A peer's requests alternate the command that wraps them
 // (RL.HOP) and the one it wraps, so for a peer that is tried too. Renamed
 // commands are served only under their new names, so then every name goes
 // to the table.
 func (t *Table) ResolveFor(x *Session, args [][]byte) (*Command, string) {
+	if cm := x.Ahead; cm != nil {
+		x.Ahead = nil // this request's only: a command that dispatches another (RL.HOP) resolves that afresh
+		if len(cm.Subs) == 0 && ArityFits(cm.Arity, len(args)) {
+			return cm, ""
+		}
+	}
 	if !t.renamed {
 		if cm := x.LastCmd.Load(); cm != nil && cm.Calls(args) {
 			return cm, ""

@@ -24,8 +24,9 @@ const (
 // whose key, its argument arg[i], hashes to hashes[i].
 type batchKeys struct {
 	hashes [PrefetchMax]uint64
-	at     [PrefetchMax]uint8 // the index in ahead of keys[j]
-	arg    [PrefetchMax]uint8 // which argument of ahead[i] is its key
+	cmds   [PrefetchMax]*core.Command // the command each request ahead names, nil if not looked up (AheadCommand)
+	at     [PrefetchMax]uint8         // the index in ahead of keys[j]
+	arg    [PrefetchMax]uint8         // which argument of ahead[i] is its key
 	hashed uint32
 	left   int // commands to run before the batch's next requests are parsed ahead and prefetched
 }
@@ -44,7 +45,9 @@ func (d *Decisions) Prefetch(c *Conn, rc *resp.Conn) {
 	var last [2]*core.Command
 	n := 0
 	for i := range rc.Ahead() {
-		if key, arg := d.AheadKey(rc, i, &last); arg > 0 {
+		key, arg, cm := d.aheadKey(rc, i, &last)
+		bk.cmds[i] = cm
+		if arg > 0 {
 			keys[n], bk.at[n], bk.arg[i] = key, uint8(i), uint8(arg)
 			n++
 		}
@@ -79,20 +82,39 @@ func (d *Decisions) PrefetchNext(c *Conn, rc *resp.Conn) {
 // pipeline mostly repeats one command or alternates two, and comparing a
 // name costs less than the lookup (as in core.Table.ResolveFor).
 func (d *Decisions) AheadKey(rc *resp.Conn, i int, last *[2]*core.Command) ([]byte, int) {
+	key, arg, _ := d.aheadKey(rc, i, last)
+	return key, arg
+}
+
+// aheadKey is AheadKey, also returning the command the request names
+// (the one that wraps, of a peer's), or nil if it did not look it up.
+func (d *Decisions) aheadKey(rc *resp.Conn, i int, last *[2]*core.Command) ([]byte, int, *core.Command) {
 	n := rc.AheadArgs(i)
 	if n < 2 {
-		return nil, 0
+		return nil, 0, nil
 	}
-	cm, base := d.aheadCommand(rc.AheadArg(i, 0), last), 0
+	named := d.aheadCommand(rc.AheadArg(i, 0), last)
+	cm, base := named, 0
 	if cm != nil && cm.Wraps > 0 && n > cm.Wraps+1 {
 		base = cm.Wraps
 		cm = d.aheadCommand(rc.AheadArg(i, base), last)
 	}
 	if cm == nil || cm.Flags&core.FlagPrefetch == 0 || base+cm.FirstKey >= n {
-		return nil, 0
+		return nil, 0, named
 	}
 	arg := base + cm.FirstKey
-	return rc.AheadArg(i, arg), arg
+	return rc.AheadArg(i, arg), arg, named
+}
+
+// AheadCommand returns the command that the request of rc being run
+// names, if Prefetch looked it up when it parsed the request ahead, else
+// nil: the server hands it to the pipeline (core.Session.Ahead), so that
+// a request's name is looked up once.
+func (c *Conn) AheadCommand(rc *resp.Conn) *core.Command {
+	if i, _ := rc.Current(); i >= 0 && i < len(c.batch.cmds) {
+		return c.batch.cmds[i]
+	}
+	return nil
 }
 
 // aheadCommand is the command name calls, trying last and the command
