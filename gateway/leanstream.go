@@ -127,7 +127,7 @@ func (c *leanConn) run(st *leanStream) {
 // call decides st's request and leaves the answer in st.out.
 func (c *leanConn) call(st *leanStream) (codes.Code, string) {
 	b := st.buf[5:]
-	var resp proto.Message
+	var err error
 	switch st.method {
 	case methodShouldRateLimit:
 		req := new(pb.RateLimitRequest)
@@ -137,35 +137,37 @@ func (c *leanConn) call(st *leanStream) (codes.Code, string) {
 				return codes.Internal, "grpc: error unmarshalling request: " + err.Error()
 			}
 		}
-		r, err := c.l.svc.ShouldRateLimit(st.ctx, req)
-		if err != nil {
-			return errStatus(err)
-		}
-		if plainResponse(r) {
-			st.out = appendMessage5(st.out[:0], sizeResponse(r))
-			st.out = appendResponse(st.out, r)
-			return codes.OK, ""
-		}
-		resp = r
+		st.out, err = c.l.svc.appendShouldRateLimit(st.out[:0], st.ctx, req)
 	case methodHealthCheck:
 		req := new(healthpb.HealthCheckRequest)
 		if err := proto.Unmarshal(b, req); err != nil {
 			return codes.Internal, "grpc: error unmarshalling request: " + err.Error()
 		}
-		r, err := c.l.health.Check(st.ctx, req)
-		if err != nil {
-			return errStatus(err)
+		var r *healthpb.HealthCheckResponse
+		if r, err = c.l.health.Check(st.ctx, req); err == nil {
+			st.out, err = appendGRPCMessage(st.out[:0], r)
 		}
-		resp = r
 	}
-	out, err := proto.MarshalOptions{}.MarshalAppend(append(st.out[:0], 0, 0, 0, 0, 0), resp)
 	if err != nil {
-		return codes.Internal, "grpc: error while marshaling: " + err.Error()
+		return errStatus(err)
 	}
-	n := len(out) - 5
-	out[1], out[2], out[3], out[4] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
-	st.out = out
 	return codes.OK, ""
+}
+
+// appendGRPCMessage appends m as one gRPC message: the 5-byte prefix,
+// then protobuf, written by the gateway's codec where it can.
+func appendGRPCMessage(b []byte, m proto.Message) ([]byte, error) {
+	if r, ok := m.(*pb.RateLimitResponse); ok && plainResponse(r) {
+		return appendResponse(appendMessage5(b, sizeResponse(r)), r), nil
+	}
+	at := len(b)
+	out, err := proto.MarshalOptions{}.MarshalAppend(append(b, 0, 0, 0, 0, 0), m)
+	if err != nil {
+		return b, status.Error(codes.Internal, "grpc: error while marshaling: "+err.Error())
+	}
+	n := len(out) - at - 5
+	out[at+1], out[at+2], out[at+3], out[at+4] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	return out, nil
 }
 
 // appendMessage5 is gRPC's message prefix: not compressed, n bytes.

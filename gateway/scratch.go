@@ -17,6 +17,7 @@ type scratch struct {
 	out     []batch.Result
 	keys    []byte // the requests' store keys, one after another
 	keyEnds []int  // where each request's key ends in keys
+	ans     answerStore
 }
 
 // Bounds of the scratch a pool keeps: a call with more descriptors or
@@ -40,6 +41,7 @@ func (s *Service) putScratch(sc *scratch) {
 	}
 	clear(sc.checks) // the limits and metrics of a configuration that may be replaced
 	clear(sc.reqs)
+	sc.ans.reset()
 	sc.checks, sc.reqs, sc.out, sc.keys, sc.keyEnds = sc.checks[:0], sc.reqs[:0], sc.out[:0], sc.keys[:0], sc.keyEnds[:0]
 	s.scratch.Put(sc)
 }
@@ -80,4 +82,30 @@ func newResponse(n int) (*pb.RateLimitResponse, []statusBlock) {
 	}
 	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, n)}
 	return resp, make([]statusBlock, n)
+}
+
+// answerStore holds the answer of a call whose caller writes it out
+// before the call's scratch goes back to the pool
+// (appendShouldRateLimit): it is reused, call after call.
+type answerStore struct {
+	resp   pb.RateLimitResponse
+	ptrs   []*pb.RateLimitResponse_DescriptorStatus
+	blocks []statusBlock
+}
+
+// response is newResponse in the store's memory.
+func (a *answerStore) response(n int) (*pb.RateLimitResponse, []statusBlock) {
+	if cap(a.blocks) < n {
+		a.blocks, a.ptrs = make([]statusBlock, n), make([]*pb.RateLimitResponse_DescriptorStatus, n)
+	}
+	a.blocks, a.ptrs = a.blocks[:n], a.ptrs[:n]
+	a.resp = pb.RateLimitResponse{Statuses: a.ptrs}
+	return &a.resp, a.blocks
+}
+
+// reset drops what the last answer pointed to (a configuration's names).
+func (a *answerStore) reset() {
+	clear(a.blocks)
+	clear(a.ptrs)
+	a.resp = pb.RateLimitResponse{}
 }

@@ -111,14 +111,34 @@ const (
 
 // ShouldRateLimit implements envoy.service.ratelimit.v3.RateLimitService.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
-	resp, err := s.shouldRateLimit(ctx, req)
+	sc := s.getScratch()
+	defer s.putScratch(sc)
+	resp, err := s.shouldRateLimit(ctx, req, sc, nil)
 	if err != nil {
 		s.Stats.serviceErrors.Add(1)
 	}
 	return resp, err
 }
 
-func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+// appendShouldRateLimit is ShouldRateLimit with its answer appended to
+// dst as one gRPC message (the 5-byte prefix, then the protobuf
+// RateLimitResponse), as the lean loop sends it. The answer is built in
+// the call's pooled scratch and written out before the scratch goes
+// back, so that the usual answer allocates nothing.
+func (s *Service) appendShouldRateLimit(dst []byte, ctx context.Context, req *pb.RateLimitRequest) ([]byte, error) {
+	sc := s.getScratch()
+	defer s.putScratch(sc)
+	resp, err := s.shouldRateLimit(ctx, req, sc, &sc.ans)
+	if err != nil {
+		s.Stats.serviceErrors.Add(1)
+		return dst, err
+	}
+	return appendGRPCMessage(dst, resp)
+}
+
+// shouldRateLimit decides a call with sc's memory; its answer is built in
+// ans, or, with ans nil, allocated to outlive the call.
+func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest, sc *scratch, ans *answerStore) (*pb.RateLimitResponse, error) {
 	switch {
 	case req.GetDomain() == "":
 		return nil, status.Error(codes.Unknown, errNoDomain)
@@ -130,8 +150,6 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		return nil, status.Error(codes.Unknown, errNoConfig)
 	}
 	now := s.opts.Clock()
-	sc := s.getScratch()
-	defer s.putScratch(sc)
 	s.match(sc, cfg, req)
 	checks := sc.checks
 	for i := range checks {
@@ -165,7 +183,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		return nil, err
 	}
 	s.rememberOver(checks, reqs, out, now)
-	resp := s.respond(checks, reqs, out, now)
+	resp := s.respond(checks, reqs, out, now, ans)
 	if s.opts.ResponseDynamicMetadata {
 		resp.DynamicMetadata = dynamicMetadata(req, checks, resp)
 	}
@@ -328,8 +346,14 @@ func kindOf(a rlsconfig.Algorithm) batch.Kind {
 }
 
 // respond builds the answer from the store's results.
-func (s *Service) respond(checks []check, reqs []batch.Request, out []batch.Result, now time.Time) *pb.RateLimitResponse {
-	resp, blocks := newResponse(len(checks))
+func (s *Service) respond(checks []check, reqs []batch.Request, out []batch.Result, now time.Time, ans *answerStore) *pb.RateLimitResponse {
+	var resp *pb.RateLimitResponse
+	var blocks []statusBlock
+	if ans != nil {
+		resp, blocks = ans.response(len(checks))
+	} else {
+		resp, blocks = newResponse(len(checks))
+	}
 	minRemaining := uint32(math.MaxUint32)
 	var minStatus *pb.RateLimitResponse_DescriptorStatus
 	failedRate, failedQuota, totalQuota := 0, 0, 0
