@@ -61,7 +61,9 @@ func TestAnswerAllocs(t *testing.T) {
 		require.Len(t, got.Statuses, n)
 		assert.Equal(t, pb.RateLimitResponse_OK, got.OverallCode)
 		assert.Equal(t, uint32(1000000000-1), got.Statuses[0].LimitRemaining, "the first call's remaining")
-		assert.Zero(t, testing.AllocsPerRun(200, call), "allocations per call of %d descriptors", n)
+		if !underRace {
+			assert.Zero(t, testing.AllocsPerRun(200, call), "allocations per call of %d descriptors", n)
+		}
 	}
 }
 

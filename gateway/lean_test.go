@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	pbstruct "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rlstore/rlstore/gateway"
+	"github.com/rlstore/rlstore/gateway/batch"
 )
 
 // TestLeanServesShouldRateLimit checks that a go-control-plane client's
@@ -240,4 +242,83 @@ func TestLeanHostilePeer(t *testing.T) {
 		assert.Less(t, written, 256<<20, "the server stopped reading a peer that does not read its answers")
 	})
 	assert.Equal(t, []uint32{2}, remaining(r.ask(t, "api", 0, []string{"remote_address", "a"})), "still serving")
+}
+
+// blocker is a decider that holds every batch whose first key has the
+// value "block" until its call's context ends, and says when such a call
+// started and how its context ended.
+type blocker struct {
+	batch.Decider
+	started chan struct{}
+	ended   chan error
+}
+
+func newBlocker() *blocker {
+	return &blocker{started: make(chan struct{}, 16), ended: make(chan error, 16)}
+}
+
+func (b *blocker) wrap(d batch.Decider) batch.Decider {
+	b.Decider = d
+	return b
+}
+
+func (b *blocker) Decide(ctx context.Context, reqs []batch.Request, out []batch.Result) error {
+	if !bytes.Contains(reqs[0].Key, []byte("=block")) {
+		return b.Decider.Decide(ctx, reqs, out)
+	}
+	b.started <- struct{}{}
+	<-ctx.Done()
+	b.ended <- ctx.Err()
+	return ctx.Err()
+}
+
+// wait waits, for a long while at most, for what ch brings.
+func wait[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s: not within 20 s", what)
+		panic("unreachable")
+	}
+}
+
+// TestLeanResetCancels checks that a call's context ends when the peer
+// resets its stream, also when the call has no grpc-timeout (as grpc-go
+// cancels a handler's context on RST_STREAM): by hand, by grpc-go's
+// client cancelling its call, and when the connection closes. The
+// connection then goes on serving.
+func TestLeanResetCancels(t *testing.T) {
+	b := newBlocker()
+	r := newRig(t, rigOpts{files: map[string]string{"api.yaml": basicYAML}, wrap: b.wrap})
+	c := dialH2(t, r.addr)
+	c.headers(3, pathRLS, false)
+	c.data(3, rlsBody(t, "api", "remote_address", "block"), true)
+	wait(t, b.started, "the call started")
+	require.NoError(t, c.fr.WriteRSTStream(3, http2.ErrCodeCancel))
+	assert.ErrorIs(t, wait(t, b.ended, "the reset call ended"), context.Canceled)
+	c.headers(5, pathRLS, false)
+	c.data(5, rlsBody(t, "api", "remote_address", "10.0.0.2"), true)
+	assert.Equal(t, "0", c.answer(5).status, "the connection serves on")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.client.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api", Descriptors: []*pbstruct.RateLimitDescriptor{desc("remote_address", "block")}})
+		errc <- err
+	}()
+	wait(t, b.started, "grpc-go's call started")
+	cancel()
+	assert.Equal(t, codes.Canceled, status.Code(wait(t, errc, "grpc-go's call returned")))
+	assert.ErrorIs(t, wait(t, b.ended, "grpc-go's cancelled call ended"), context.Canceled)
+	assert.Equal(t, []uint32{2}, remaining(r.ask(t, "api", 0, []string{"remote_address", "a"})))
+
+	c.headers(7, pathRLS, false)
+	c.data(7, rlsBody(t, "api", "remote_address", "block"), true)
+	wait(t, b.started, "the third call started")
+	require.NoError(t, c.nc.Close())
+	assert.ErrorIs(t, wait(t, b.ended, "the call of a closed connection ended"), context.Canceled)
+	served, _ := gateway.LeanCounts(r.gw)
+	assert.Equal(t, int64(2), served)
 }

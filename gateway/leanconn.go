@@ -215,6 +215,9 @@ func (c *leanConn) close() {
 	c.once.Do(func() {
 		c.mu.Lock()
 		c.dead = true
+		for _, st := range c.streams {
+			st.sctx.cancelLocked() // the others end with c.ctx
+		}
 		c.cond.Broadcast()
 		c.mu.Unlock()
 		_ = c.nc.Close()
@@ -421,9 +424,11 @@ func (c *leanConn) endStreamLocked(st *leanStream) {
 		return
 	}
 	st.state = streamRunning
-	st.ctx = c.ctx
 	if st.timeout > 0 {
 		st.ctx, st.cancel = context.WithTimeout(c.ctx, st.timeout)
+	} else {
+		st.sctx.startLocked()
+		st.ctx = &st.sctx
 	}
 	c.calls.Add(1)
 	c.l.dispatch(st)
@@ -454,6 +459,7 @@ func (c *leanConn) dropLocked(st *leanStream) {
 	if st.cancel != nil {
 		st.cancel()
 	}
+	st.sctx.cancelLocked()
 	if st.state == streamRunning && !st.parkedNow {
 		st.reset = true
 		return

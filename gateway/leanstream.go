@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -29,8 +30,9 @@ type leanStream struct {
 	reset      bool // the peer reset it while its call ran: no answer
 	parkedNow  bool // its answer waits for the peer's window
 	timeout    time.Duration
-	ctx        context.Context
-	cancel     context.CancelFunc
+	ctx        context.Context    // the call's: sctx, or with a grpc-timeout a deadline under the connection's
+	cancel     context.CancelFunc // ends ctx when it has a deadline
+	sctx       streamCtx
 	buf        []byte // the request: the 5-byte prefix and the message
 	out        []byte // the answer's DATA: prefix and message
 	sent       int    // of out
@@ -82,6 +84,7 @@ func (c *leanConn) releaseLocked(st *leanStream) {
 	if st.cancel != nil {
 		st.cancel()
 	}
+	done := st.sctx.reusable()
 	buf, out := st.buf[:0], st.out[:0]
 	if cap(buf) > leanKeepBuf {
 		buf = nil
@@ -90,12 +93,56 @@ func (c *leanConn) releaseLocked(st *leanStream) {
 		out = nil
 	}
 	*st = leanStream{c: c, buf: buf, out: out}
+	st.sctx.done = done
 	if len(c.free) < leanFree {
 		c.free = append(c.free, st)
 	}
 	if c.goingAway {
 		c.cond.Broadcast()
 	}
+}
+
+// streamCtx is the context of a call without a deadline: it ends when
+// the peer resets the stream or the connection closes. It lives in its
+// stream and is reused with it, so that a call allocates no context; its
+// channel is made anew only after it was closed.
+type streamCtx struct {
+	done     chan struct{} // set before the call starts; closed under the connection's mu
+	canceled atomic.Bool
+}
+
+func (x *streamCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (x *streamCtx) Done() <-chan struct{}       { return x.done }
+func (x *streamCtx) Value(any) any               { return nil }
+
+func (x *streamCtx) Err() error {
+	if x.canceled.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// startLocked readies it for a call.
+func (x *streamCtx) startLocked() {
+	if x.done == nil {
+		x.done = make(chan struct{})
+	}
+}
+
+// cancelLocked ends it, once.
+func (x *streamCtx) cancelLocked() {
+	if x.done != nil && !x.canceled.Load() {
+		x.canceled.Store(true)
+		close(x.done)
+	}
+}
+
+// reusable is its channel for the stream's next call: the same while it never closed.
+func (x *streamCtx) reusable() chan struct{} {
+	if x.canceled.Load() {
+		return nil
+	}
+	return x.done
 }
 
 // run runs st's call and writes its answer.
