@@ -89,6 +89,7 @@ type h2Answer struct {
 	data            []byte
 	rst             http2.ErrCode
 	reset           bool
+	details         bool // grpc-status-details-bin came
 }
 
 // answer reads frames until stream id ends; it gives back every DATA
@@ -109,6 +110,8 @@ func (c *h2) answer(id uint32) h2Answer {
 					a.status = h.Value
 				case "grpc-message":
 					a.message = h.Value
+				case "grpc-status-details-bin":
+					a.details = true
 				}
 			}
 			if f.StreamEnded() {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // leanConn is one HTTP/2 connection served by the lean loop. One
@@ -360,7 +361,7 @@ func (c *leanConn) failLocked(st *leanStream, code codes.Code, msg string) error
 	st.state = streamRunning
 	c.giveBackLocked(st.credit)
 	st.credit = 0
-	c.writeStatusLocked(st, code, msg, true)
+	c.writeStatusLocked(st, status.New(code, msg), true)
 	if open {
 		_ = c.wf.WriteRSTStream(st.id, http2.ErrCodeNo)
 	}

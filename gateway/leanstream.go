@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"strconv"
 	"strings"
@@ -148,15 +149,15 @@ func (x *streamCtx) reusable() chan struct{} {
 // run runs st's call and writes its answer.
 func (c *leanConn) run(st *leanStream) {
 	defer c.calls.Done()
-	code, msg := c.call(st)
+	err := c.call(st)
 	c.mu.Lock()
 	c.giveBackLocked(st.credit)
 	st.credit = 0
 	switch {
 	case st.reset || c.dead:
 		c.releaseLocked(st)
-	case code != codes.OK:
-		c.writeStatusLocked(st, code, msg, true)
+	case err != nil:
+		c.writeStatusLocked(st, errStatus(err), true)
 		c.releaseLocked(st)
 	default:
 		c.writeHeadersLocked(st.id, c.l.blocks.headers, false)
@@ -172,33 +173,33 @@ func (c *leanConn) run(st *leanStream) {
 }
 
 // call decides st's request and leaves the answer in st.out.
-func (c *leanConn) call(st *leanStream) (codes.Code, string) {
+func (c *leanConn) call(st *leanStream) error {
 	b := st.buf[5:]
-	var err error
 	switch st.method {
 	case methodShouldRateLimit:
 		req := new(pb.RateLimitRequest)
 		if !decodeRequest(b, req) {
 			req = new(pb.RateLimitRequest)
 			if err := proto.Unmarshal(b, req); err != nil {
-				return codes.Internal, "grpc: error unmarshalling request: " + err.Error()
+				return status.Error(codes.Internal, "grpc: error unmarshalling request: "+err.Error())
 			}
 		}
+		var err error
 		st.out, err = c.l.svc.appendShouldRateLimit(st.out[:0], st.ctx, req)
+		return err
 	case methodHealthCheck:
 		req := new(healthpb.HealthCheckRequest)
 		if err := proto.Unmarshal(b, req); err != nil {
-			return codes.Internal, "grpc: error unmarshalling request: " + err.Error()
+			return status.Error(codes.Internal, "grpc: error unmarshalling request: "+err.Error())
 		}
-		var r *healthpb.HealthCheckResponse
-		if r, err = c.l.health.Check(st.ctx, req); err == nil {
-			st.out, err = appendGRPCMessage(st.out[:0], r)
+		r, err := c.l.health.Check(st.ctx, req)
+		if err != nil {
+			return err
 		}
+		st.out, err = appendGRPCMessage(st.out[:0], r)
+		return err
 	}
-	if err != nil {
-		return errStatus(err)
-	}
-	return codes.OK, ""
+	return nil
 }
 
 // appendGRPCMessage appends m as one gRPC message: the 5-byte prefix,
@@ -222,16 +223,16 @@ func appendMessage5(b []byte, n int) []byte {
 	return append(b, 0, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 }
 
-// errStatus is the status grpc-go would answer for a handler's error.
-func errStatus(err error) (codes.Code, string) {
+// errStatus is the status grpc-go answers for a handler's error.
+func errStatus(err error) *status.Status {
 	s, ok := status.FromError(err)
 	if !ok {
 		s = status.FromContextError(err)
 	}
 	if s.Code() == codes.OK {
-		return codes.Unknown, err.Error()
+		return status.New(codes.Unknown, err.Error())
 	}
-	return s.Code(), s.Message()
+	return s
 }
 
 func errTooLarge(n, limit int) string {
@@ -295,8 +296,8 @@ func (c *leanConn) writeHeadersLocked(id uint32, block []byte, end bool) {
 }
 
 // writeStatusLocked writes a status as trailers, or as a trailers-only answer.
-func (c *leanConn) writeStatusLocked(st *leanStream, code codes.Code, msg string, only bool) {
-	block := c.l.blocks.status(code, msg, only)
+func (c *leanConn) writeStatusLocked(st *leanStream, s *status.Status, only bool) {
+	block := c.l.blocks.status(s, only)
 	c.writeHeadersLocked(st.id, block, true)
 }
 
@@ -314,15 +315,22 @@ func newLeanBlocks() leanBlocks {
 	}
 }
 
-// status is the block of a status: trailers, or with only, the whole answer.
-func (b leanBlocks) status(code codes.Code, msg string, only bool) []byte {
-	fs := make([]hpack.HeaderField, 0, 4)
+// status is the block of a status: trailers, or with only, the whole
+// answer. As grpc-go's, it carries grpc-status-details-bin when the
+// status has details (no error of the service has any today).
+func (b leanBlocks) status(s *status.Status, only bool) []byte {
+	fs := make([]hpack.HeaderField, 0, 5)
 	if only {
 		fs = append(fs, hpack.HeaderField{Name: ":status", Value: "200"}, hpack.HeaderField{Name: "content-type", Value: "application/grpc"})
 	}
-	fs = append(fs, hpack.HeaderField{Name: "grpc-status", Value: strconv.Itoa(int(code))})
-	if msg != "" {
+	fs = append(fs, hpack.HeaderField{Name: "grpc-status", Value: strconv.Itoa(int(s.Code()))})
+	if msg := s.Message(); msg != "" {
 		fs = append(fs, hpack.HeaderField{Name: "grpc-message", Value: percentEncode(msg)})
+	}
+	if p := s.Proto(); len(p.GetDetails()) > 0 {
+		if bin, err := proto.Marshal(p); err == nil {
+			fs = append(fs, hpack.HeaderField{Name: "grpc-status-details-bin", Value: base64.RawStdEncoding.EncodeToString(bin)})
+		}
 	}
 	return encodeBlock(fs...)
 }
