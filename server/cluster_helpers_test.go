@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/require"
 )
@@ -41,7 +41,7 @@ type clusterOpts struct {
 	wrapShip   func(cluster.Forwarder) cluster.Forwarder // the same for the replicas' shipments
 	maxRequest int64                                     // Config.MaxRequestBytes; 0 for the default
 	config     func(*Config)                             // if set, changes each node's Config last
-	extra      []command                                 // test-only commands each node's table gets
+	extra      func(*Server) []core.Command              // test-only entries each node's table gets
 }
 
 // startTestCluster starts n nodes joined through the first, one at a
@@ -137,7 +137,9 @@ func startTestNode(t *testing.T, name string, seeds []string, o clusterOpts) *te
 		},
 	})
 	require.NoError(t, err)
-	n.Server.register(slices.Clone(o.extra)) // each node its own entries: register fills them in
+	if o.extra != nil {
+		n.Server.registerSpecified(o.extra(n.Server)) // each node its own entries
+	}
 	tn.srv, tn.ml, tn.peers, tn.ship = n.Server, n.Membership, n.Peers, n.Ship
 	tn.addr = serveTest(t, n.Server)
 	t.Cleanup(func() { _ = n.Close(0) }) // before the server's Close, which serveTest's cleanup runs

@@ -12,9 +12,9 @@ import (
 func TestCommandNowIsWallTime(t *testing.T) {
 	s := newTestServer(t, Config{})
 	for _, mark := range []func(c *client){
-		func(c *client) { c.mark = s.monotonic() },   // the batch's read (Server.readAt)
-		func(c *client) { c.mark = s.batchStart(c) }, // nothing marked it
-		func(c *client) { c.mark = 0 },               // not inside a batch
+		func(c *client) { c.Mark = s.monotonic() },   // the batch's read (Server.readAt)
+		func(c *client) { c.Mark = s.batchStart(c) }, // nothing marked it
+		func(c *client) { c.Mark = 0 },               // not inside a batch
 	} {
 		c := &client{}
 		for range 3 {

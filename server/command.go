@@ -146,8 +146,7 @@ type client struct {
 	rc      *resp.Conn  // the connection
 	g       *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
 	id      int64
-	errs    int64         // error replies written, for INFO commandstats' failed_calls
-	mark    time.Duration // when the batch's last command ended (Server.monotonic), or 0 between batches
+	errs    int64 // error replies written, for INFO commandstats' failed_calls
 	created time.Time
 	addr    string
 	laddr   string

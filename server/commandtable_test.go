@@ -115,8 +115,8 @@ func TestCommandGetKeysOfRLCommands(t *testing.T) {
 func TestCommandTableIsConsistent(t *testing.T) {
 	s := newTestServer(t, Config{})
 	specs := introspect.Specs()
-	for _, cm := range decisionCommands() {
-		specs[cm.name] = core.Spec{} // a decision's entry declares its own (decisionEntry)
+	for _, cm := range s.dec.DecisionCommands() {
+		specs[cm.Name] = core.Spec{} // a decision's entry declares its own (decide's decisionEntry)
 	}
 	users, err := auth.NewUsers("", "", new(core.Slots))
 	require.NoError(t, err)

@@ -59,7 +59,7 @@ func runBatch(s *Server, c *client, rc *resp.Conn, batch []byte) {
 		s.handle(c, args)
 	}
 	s.flushPending(c)
-	c.mark = 0
+	c.Mark = 0
 	rc.Discard()
 }
 

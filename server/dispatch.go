@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 )
 
 // clientOf returns the server's client whose session x is.
@@ -66,10 +67,10 @@ func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
 		c.LastCmd.Store(cm)
 	}
 	c.Cmds.Add(1)
-	start, errs := c.mark, c.errs
+	start, errs := c.Mark, c.errs
 	if start == 0 {
 		start = s.batchStart(c)
-		c.mark = start
+		c.Mark = start
 	}
 	defer s.ran(c, cm, args, start, errs)
 	if s.obs.Active() {
@@ -92,7 +93,7 @@ func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
 // call costs no allocation, and the counters are atomics of cm's own.
 func (s *Server) ran(c *client, cm *core.Command, args [][]byte, start time.Duration, errs int64) {
 	end := s.monotonic()
-	c.mark = end // the next command of the batch starts where this one ended: one clock read a command
+	c.Mark = end // the next command of the batch starts where this one ended: one clock read a command
 	d := end - start
 	c.pend.Observe(cm, d)
 	if c.errs != errs {
@@ -127,7 +128,7 @@ func (s *Server) batchStart(c *client) time.Duration { return s.monotonic() }
 
 // commandNow returns the time, in unix nanoseconds, of the command c is
 // running: when it started (decide.Clock).
-func (s *Server) commandNow(c *client) int64 { return s.clock.At(&c.Session, c.mark) }
+func (s *Server) commandNow(c *client) int64 { return s.clock.At(&c.Session, c.Mark) }
 
 // monotonic is the time since the server was made, from the monotonic
 // clock alone: time.Since reads one clock where time.Now reads two, which
@@ -171,4 +172,40 @@ func (s *Server) recordSlow(c *client, cm *core.Command, args [][]byte, d time.D
 	if spiked {
 		s.slow.AddSpike(d)
 	}
+}
+
+// decideFront is the server as the decision commands' decide.Front, and,
+// with regions, as the seam's decide.Regions.
+type decideFront struct{ s *Server }
+
+func (f decideFront) Now(x *core.Session) int64 { return f.s.clock.At(x, x.Mark) }
+
+func (f decideFront) Changed(x *core.Session, key []byte) {
+	if f.s.obs.Active() {
+		var c *client
+		if x != nil {
+			c = f.s.clientOf(x)
+		}
+		f.s.invalidate(c, key)
+	}
+}
+
+func (f decideFront) RefusedGlobal(x *core.Session, key []byte, cmd string) bool {
+	return f.s.refusedGlobal(f.s.clientOf(x), key, cmd)
+}
+
+func (f decideFront) RefusedGlobalPolicy(x *core.Session, key, name []byte) bool {
+	return f.s.refusedGlobalPolicy(f.s.clientOf(x), key, name)
+}
+
+func (f decideFront) Policy(name []byte) *policy.Policy { return f.s.policy(name) }
+
+func (f decideFront) PolicyStats(name []byte) (*policy.Policy, *decide.PolicyStats) {
+	return f.s.policyWithStats(name)
+}
+
+func (f decideFront) Global(key []byte) bool { return f.s.reg.Global(key) }
+
+func (f decideFront) Decide(key []byte, r decide.Request) (decide.Outcome, bool, error) {
+	return f.s.decideGlobal(key, &r)
 }

@@ -18,8 +18,10 @@ func TestEntryCarriesEveryAttribute(t *testing.T) {
 	d := command{name: "x", arity: -3, flags: flagWrite | flagPrefetch, run: cmdPing,
 		subs:     []command{{name: "y", arity: 2, run: cmdPing}},
 		firstKey: 1, lastKey: 1, keyStep: 1, group: "g", summary: "s", acl: catRL,
-		keys: one(keyRW, 1), follows: "z", peek: peekFrom(2), changes: changesKey, blind: blindNative,
-		wraps: 3, secret: core.HideArgs}
+		keys: one(keyRW, 1), follows: "z", peek: func(a [][]byte) ([][]byte, bool) { return a, true },
+		changes: func(_ *Server, a [][]byte) ([][]byte, []byte) { return a[1:2], nil },
+		blind:   func(bool) []int64 { return nil },
+		wraps:   3, secret: core.HideArgs}
 	cm := s.entry(&d)
 	dv, cv := reflect.ValueOf(d), reflect.ValueOf(cm)
 	for i := range dv.NumField() {

@@ -75,9 +75,9 @@ func fuzzDecision(t *testing.T, kind window.Kind, args [][]byte) {
 	if b, err := decide.ParseNative(kind, again, nil); err != nil || !equalDecisionArgs(a, b) {
 		t.Fatalf("%q parsed as %+v, formatted as %q, parsed again as %+v, %v", cmd, a, again, b, err)
 	}
-	key, r, _ := nativeParser(kind)(nil, &client{}, cmd)
-	fwd := r.appendCommand(nil, key)
-	if key2, r2, err := nativeParser(kind)(nil, &client{}, fwd); err != nil || !bytes.Equal(key, key2) || r != r2 {
+	key, r, _ := decide.NativeParser(kind)(nil, &decide.Conn{}, cmd)
+	fwd := r.AppendCommand(nil, key)
+	if key2, r2, err := decide.NativeParser(kind)(nil, &decide.Conn{}, fwd); err != nil || !bytes.Equal(key, key2) || r != r2 {
 		t.Fatalf("%q made a request that writes back as %q, which parses as %+v, %v", cmd, fwd, r2, err)
 	}
 }

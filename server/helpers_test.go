@@ -188,6 +188,20 @@ func benchClient(s *Server, rc *resp.Conn) *client {
 	c.conn = errCounter{clientConn: rc, c: c}
 	c.Authed, c.Out, c.Proto = true, c.conn, 2
 	s.clientSlot.Set(&c.Session, c)
-	s.dec.Open(&c.Session, &c.dec)
+	s.dec.Open(&c.Session, &c.dec, rc)
 	return c
+}
+
+// quietAllocsPerRun is testing.AllocsPerRun, the least of three tries.
+// AllocsPerRun counts every malloc of the process while f runs, so on a
+// loaded host, where 1000 runs can take long enough, goroutines a previous
+// test left winding down (a cluster node's gossip, a client's pool) can add
+// a thousand and make it report 1. An f that allocates does so in every
+// try, so the least of three still catches it.
+func quietAllocsPerRun(runs int, f func()) float64 {
+	least := testing.AllocsPerRun(runs, f)
+	for i := 0; i < 2 && least > 0; i++ {
+		least = min(least, testing.AllocsPerRun(runs, f))
+	}
+	return least
 }

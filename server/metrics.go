@@ -85,10 +85,10 @@ func (s *Server) writePolicyMetrics(w io.Writer) {
 		l := `policy="` + labelValue(name) + `"`
 		counter(w, `rlstore_policy_decisions_total{`+l+`,result="allowed"}`, ps.Allowed.Load())
 		counter(w, `rlstore_policy_decisions_total{`+l+`,result="denied"}`, ps.Denied.Load())
-		counter(w, `rlstore_policy_shadow_denied_total{`+l+`}`, ps.shadowDenied.Load())
+		counter(w, `rlstore_policy_shadow_denied_total{`+l+`}`, ps.ShadowDenied.Load())
 		if p := s.pol.byName[name]; p != nil {
 			for i := range p.Rules {
-				counter(w, `rlstore_policy_rule_denied_total{`+l+`,rule="`+strconv.Itoa(i)+`"}`, ps.ruleDenied[i].Load())
+				counter(w, `rlstore_policy_rule_denied_total{`+l+`,rule="`+strconv.Itoa(i)+`"}`, ps.RuleDenied[i].Load())
 			}
 		}
 	}

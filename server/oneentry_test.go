@@ -24,10 +24,17 @@ import (
 // throwaway is a decision command that exists only in this test, added as
 // docs/internals.md says a new algorithm's command is: one table entry.
 // (It runs the sliding window's algorithm; a new kind would bring its own.)
-func throwaway() command {
-	cm := nativeCommand(window.KindSlide)
-	cm.name = "rl.throwaway"
-	return cm
+func throwaway(s *Server) []core.Command {
+	cm := s.dec.NativeCommand(window.KindSlide)
+	cm.Name = "rl.throwaway"
+	return []core.Command{cm}
+}
+
+// startThrowaway is startServer with the throwaway command in the table.
+func startThrowaway(t *testing.T, cfg Config) string {
+	s := newTestServer(t, cfg)
+	s.registerSpecified(throwaway(s))
+	return serveTest(t, s)
 }
 
 // TestOneEntryDecision proves that a decision command added with one table
@@ -56,7 +63,7 @@ func testOneEntryDurable(t *testing.T) {
 		FlushInterval: 5 * time.Millisecond, RetryInterval: 20 * time.Millisecond, SnapshotInterval: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	_, addr := startServerCmds(t, Config{Store: m, Durability: st}, throwaway())
+	addr := startThrowaway(t, Config{Store: m, Durability: st})
 	ctx := ctxT(t)
 	c := newClient(t, addr, 3)
 	require.NoError(t, c.Do(ctx, "RL.THROWAWAY", "a", 5, 60).Err())
@@ -95,7 +102,7 @@ func testOneEntryDurable(t *testing.T) {
 // forwarded (RL.HOP).
 func testOneEntryPrefetch(t *testing.T) {
 	s := newTestServer(t, Config{})
-	s.register([]command{throwaway()})
+	s.registerSpecified(throwaway(s))
 	rc := resp.NewConn(&resp.Guard{}, DefaultMaxRequestBytes, 0, nil)
 	for _, r := range []string{respCmd("RL.THROWAWAY", "user:1", "100", "60"), respCmd("RL.HOP", "1", "2", "rl.throwaway", "user:2", "100", "60")} {
 		rc.Feed([]byte(r))
@@ -115,7 +122,7 @@ func testOneEntryPrefetch(t *testing.T) {
 
 // A client caching a key's reads is told when the command changes it.
 func testOneEntryTracking(t *testing.T) {
-	_, addr := startServerCmds(t, Config{}, throwaway())
+	addr := startThrowaway(t, Config{})
 	reader, writer := dialRaw(t, addr), dialRaw(t, addr)
 	hello3(t, reader)
 	require.Equal(t, "OK", reader.call(t, "CLIENT", "TRACKING", "ON"))
@@ -128,7 +135,7 @@ func testOneEntryTracking(t *testing.T) {
 func testOneEntryACL(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "users.acl")
 	require.NoError(t, os.WriteFile(path, []byte("user default off\nuser limiter on >pw ~api:* +@all\n"), 0o600))
-	_, addr := startServerCmds(t, Config{ACLFile: path}, throwaway())
+	addr := startThrowaway(t, Config{ACLFile: path})
 	ctx := ctxT(t)
 	c := redis.NewClient(&redis.Options{Addr: addr, Username: "limiter", Password: "pw", Protocol: 2})
 	t.Cleanup(func() { _ = c.Close() })
@@ -138,7 +145,7 @@ func testOneEntryACL(t *testing.T) {
 
 // In a cluster the command runs at its key's owner, wherever it is sent.
 func testOneEntryCluster(t *testing.T) {
-	nodes := startTestCluster(t, 2, clusterOpts{extra: []command{throwaway()}})
+	nodes := startTestCluster(t, 2, clusterOpts{extra: throwaway})
 	ctx := ctxT(t)
 	key := ""
 	for i := 0; key == ""; i++ {

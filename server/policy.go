@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
 )
 
 // policies holds the parsed policies. RL.CHECK reads them under a read lock;
@@ -16,7 +17,7 @@ type policies struct {
 	write  sync.Mutex   // serialises changes: store first, then byName
 	mu     sync.RWMutex // guards byName and stats
 	byName map[string]*policy.Policy
-	stats  map[string]*policyStats // counters of each policy in byName, for /metrics
+	stats  map[string]*decide.PolicyStats // counters of each policy in byName, for /metrics
 }
 
 // policyCommands is RL.POLICY (docs/commands.md, Policies); RL.CHECK is a decision command.
@@ -35,7 +36,7 @@ func policyCommands() []command {
 // loadPolicies reads every policy of the durable store, if there is one.
 func (s *Server) loadPolicies() error {
 	s.pol.byName = map[string]*policy.Policy{}
-	s.pol.stats = map[string]*policyStats{}
+	s.pol.stats = map[string]*decide.PolicyStats{}
 	if s.cfg.Policies == nil {
 		return nil
 	}
@@ -46,7 +47,7 @@ func (s *Server) loadPolicies() error {
 	for _, p := range pols {
 		s.pol.byName[p.Name] = p
 		s.chargeLoaded(p)
-		s.pol.stats[p.Name] = new(policyStats)
+		s.pol.stats[p.Name] = new(decide.PolicyStats)
 	}
 	return nil
 }
@@ -82,7 +83,7 @@ func cmdPolicySet(s *Server, c *client, args [][]byte) {
 	s.pol.mu.Lock()
 	s.pol.byName[p.Name] = p
 	if s.pol.stats[p.Name] == nil { // a redefinition keeps counting where it was
-		s.pol.stats[p.Name] = new(policyStats)
+		s.pol.stats[p.Name] = new(decide.PolicyStats)
 	}
 	s.pol.mu.Unlock()
 	s.policyChanged(p.Name, p.Encode(), false)
@@ -146,7 +147,7 @@ func (s *Server) policy(name []byte) *policy.Policy {
 }
 
 // policyWithStats returns the policy called name and its counters, or nils.
-func (s *Server) policyWithStats(name []byte) (*policy.Policy, *policyStats) {
+func (s *Server) policyWithStats(name []byte) (*policy.Policy, *decide.PolicyStats) {
 	s.pol.mu.RLock()
 	defer s.pol.mu.RUnlock()
 	return s.pol.byName[string(name)], s.pol.stats[string(name)]

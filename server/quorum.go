@@ -32,10 +32,10 @@ const backupLagTerms = 3
 
 // leaseNow is c's command time on the lease's clock.
 func (s *Server) leaseNow(c *client) int64 {
-	if c.mark == 0 {
-		c.mark = s.batchStart(c) // run reuses it
+	if c.Mark == 0 {
+		c.Mark = s.batchStart(c) // run reuses it
 	}
-	return int64(c.mark) + s.cl.leaseOff
+	return int64(c.Mark) + s.cl.leaseOff
 }
 
 // mayServe reports whether this node may serve slot for c now.

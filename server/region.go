@@ -157,31 +157,31 @@ func (s *Server) peerKeys() [][]byte {
 
 // decideGlobal decides a global key. ok is false for a request the regions
 // leave to the local store: RL.CHECK of a policy that is not global.
-func (s *Server) decideGlobal(key []byte, r *request) (o outcome, ok bool, err error) {
+func (s *Server) decideGlobal(key []byte, r *decide.Request) (o decide.Outcome, ok bool, err error) {
 	switch {
-	case r.op == opCheck && !global.GlobalPolicy(r.policy):
+	case r.Op == decide.OpCheck && !global.GlobalPolicy(r.Policy):
 		return o, false, nil
-	case r.op == opCheck:
+	case r.Op == decide.OpCheck:
 		var ds [policy.MaxRules]window.Decision
-		n := len(r.policy.Rules)
-		left, err := s.reg.Check(key, r.policy, r.now, r.cost, r.peek, ds[:n])
+		n := len(r.Policy.Rules)
+		left, err := s.reg.Check(key, r.Policy, r.Now, r.Cost, r.Peek, ds[:n])
 		if err != nil {
 			return o, true, err
 		}
-		o.d, o.rule = decide.Binding(ds[:n], left)
-		if !o.d.Allowed && r.policy.Shadow {
-			o.d.Allowed, o.d.Wait, o.shadowed = true, 0, true
+		o.D, o.Rule = decide.Binding(ds[:n], left)
+		if !o.D.Allowed && r.Policy.Shadow {
+			o.D.Allowed, o.D.Wait, o.Shadowed = true, 0, true
 		}
 		return o, true, nil
-	case r.op == opThrottle:
+	case r.Op == decide.OpThrottle:
 		return o, true, global.ErrNotGlobal(window.KindToken)
-	case r.params.Kind != window.KindSlide && r.params.Kind != window.KindFixed:
-		return o, true, global.ErrNotGlobal(r.params.Kind)
-	case r.params.FirstHit:
+	case r.Params.Kind != window.KindSlide && r.Params.Kind != window.KindFixed:
+		return o, true, global.ErrNotGlobal(r.Params.Kind)
+	case r.Params.FirstHit:
 		return o, true, decide.ErrAnchorNotGlobal // decide/anchor.go
 	}
-	lim := region.Limit{Kind: r.params.Kind, Limit: r.params.Limit, Window: r.params.Period}
-	o.d, err = s.reg.Decide(key, lim, r.now, r.cost, r.peek)
+	lim := region.Limit{Kind: r.Params.Kind, Limit: r.Params.Limit, Window: r.Params.Period}
+	o.D, err = s.reg.Decide(key, lim, r.Now, r.Cost, r.Peek)
 	return o, true, err
 }
 

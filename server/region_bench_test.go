@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/decide"
+
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/region"
 	"github.com/rlstore/rlstore/server/internal/global"
@@ -57,9 +59,9 @@ func BenchmarkRegionDecide(b *testing.B) {
 						i := int(n.Add(1))
 						for pb.Next() {
 							i++
-							r := request{op: opNative, params: window.Params{Kind: kind, Limit: 1 << 31, Period: time.Minute},
-								cost: 1, now: time.Now().UnixNano()}
-							if o, err := s.decide(names[i%keys], &r); err != nil || !o.d.Allowed {
+							r := decide.Request{Op: decide.OpNative, Params: window.Params{Kind: kind, Limit: 1 << 31, Period: time.Minute},
+								Cost: 1, Now: time.Now().UnixNano()}
+							if o, err := s.dec.Decide(names[i%keys], &r); err != nil || !o.D.Allowed {
 								b.Fatal("denied: a benchmark of denials measures nothing", err) // a region denies until it has recovered
 							}
 						}

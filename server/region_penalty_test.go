@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/decide"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -76,17 +78,17 @@ func TestRegionPenaltyNotOnEscrow(t *testing.T) {
 	p, err := policy.Parse("pen", []string{"FIXED", "100", "3600", "PENALTY", "10m"})
 	require.NoError(t, err)
 	pk := p.AppendPenaltyKey(nil, []byte("user:1"))
-	decide := func(cost int64) bool {
-		r := request{op: opCheck, policy: p, cost: cost, now: s.unixNano()}
-		o, err := s.decide([]byte("user:1"), &r)
+	decideCost := func(cost int64) bool {
+		r := decide.Request{Op: decide.OpCheck, Policy: p, Cost: cost, Now: s.unixNano()}
+		o, err := s.dec.Decide([]byte("user:1"), &r)
 		require.NoError(t, err)
-		return o.d.Allowed
+		return o.D.Allowed
 	}
 	for i := range 5 { // e = max(1, ⌊0.1·100/2⌋) = 5, no reserve
-		require.True(t, decide(1), "request %d: within the escrow", i)
+		require.True(t, decideCost(1), "request %d: within the escrow", i)
 	}
-	assert.False(t, decide(1), "the escrow is spent: nothing was acknowledged")
+	assert.False(t, decideCost(1), "the escrow is spent: nothing was acknowledged")
 	assert.Zero(t, s.cfg.Store.PenaltyLeft([]byte("user:1"), pk, s.unixNano()), "an escrow denial starts no penalty")
-	assert.False(t, decide(200), "more than the limit")
+	assert.False(t, decideCost(200), "more than the limit")
 	assert.Positive(t, s.cfg.Store.PenaltyLeft([]byte("user:1"), pk, s.unixNano()), "a denial by the limit does")
 }

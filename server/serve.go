@@ -78,7 +78,7 @@ func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
 		case err != nil:
 			return true, s.refuse(c, rc, err)
 		case args == nil:
-			c.mark = 0 // the wait for the next batch is no command's time
+			c.Mark = 0 // the wait for the next batch is no command's time
 			if err := s.endBatch(c, rc); err != nil {
 				return true, err
 			}
@@ -108,7 +108,7 @@ func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
 // once a request.
 func (s *Server) readAt(c *client) {
 	now := s.monotonic()
-	c.mark = now
+	c.Mark = now
 	c.g.Last.Store(s.started.UnixNano() + int64(now))
 }
 
@@ -158,7 +158,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	c.Proto = 2
 	s.users.Open(&c.Session, c.addr)
 	s.obs.Open(&c.ob, &c.Session, rc, c.id, c.addr)
-	s.dec.Open(&c.Session, &c.dec)
+	s.dec.Open(&c.Session, &c.dec, rc)
 	s.clientSlot.Set(&c.Session, c)
 	c.meta.Resp = 2
 	c.QLen.Store(-1)

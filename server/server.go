@@ -257,7 +257,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.obs = observe.NewObservers(observeDelegate{s}, &s.pipe.Slots)
-	s.dec = decide.New(cfg.Store, s.table, decideFront{s}, &s.pipe.Slots)
+	s.dec = decide.New(cfg.Store, s.table, &s.clock, decideFront{s}, &s.pipe.Slots)
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
@@ -283,10 +283,10 @@ func New(cfg Config) (*Server, error) {
 	s.registerSpecified(s.obs.PubsubCommands())
 	s.registerSpecified(s.obs.MonitorCommands())
 	s.registerSpecified(multi.New(pipeline{s}).Commands())
-	s.register(decisionCommands())
+	s.registerSpecified(s.dec.DecisionCommands())
 	s.registerSpecified(s.dec.LeaseCommands())
 	s.registerSpecified(s.dec.ReserveCommands())
-	s.register(aliasCommands())
+	s.registerSpecified(s.dec.AliasCommands())
 	s.register(policyCommands())
 	s.register(rlInfoCommands())
 	if debug != nil {
@@ -298,6 +298,9 @@ func New(cfg Config) (*Server, error) {
 	s.setPipeline()
 	if err := s.attachRegion(); err != nil {
 		return nil, err
+	}
+	if s.reg != nil {
+		s.dec.DecideGlobals(decideFront{s})
 	}
 	if err := s.loadPolicies(); err != nil {
 		return nil, err

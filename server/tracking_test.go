@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/decide"
+
 	"github.com/rlstore/rlstore/window"
 	"github.com/tidwall/redcon"
 
@@ -230,15 +232,15 @@ func BenchmarkSeamTracking(b *testing.B) {
 				s.table.Lookup("client|tracking").Run(&tc.Session, byteArgs("CLIENT", "TRACKING", "ON"))
 			}
 			args := byteArgs("RL.SLIDE", "s", "1000000", "60")
-			parse, c := nativeParser(window.KindSlide), &client{}
+			parse, c := decide.NativeParser(window.KindSlide), &decide.Conn{}
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				key, r, err := parse(s, c, args)
+				key, r, err := parse(s.dec, c, args)
 				if err != nil {
 					b.Fatal(err)
 				}
-				r.now = t0 + int64(i)
-				if _, err := s.decide(key, &r); err != nil {
+				r.Now = t0 + int64(i)
+				if _, err := s.dec.Decide(key, &r); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -28,6 +28,7 @@ type Session struct {
 	// The decision path's own state, here so that it needs no indirection.
 	WallBase int64         // unix nanoseconds at the server's monotonic 0 (the server's commandNow)
 	WallAt   time.Duration // when WallBase was read, on the server's monotonic clock
+	Mark     time.Duration // when the running command started on that clock: its batch's read, or the end of the command before it; 0 between batches
 	Scratch  []byte        // where a decision's reply is built (decide.WriteDecision)
 
 	Cmds    atomic.Int64            // commands run

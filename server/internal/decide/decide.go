@@ -3,6 +3,7 @@ package decide
 import (
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -14,7 +15,8 @@ type Front interface {
 	// Now returns the time, in unix nanoseconds, of the command x is running.
 	Now(x *core.Session) int64
 	// Changed tells the clients that track key that x's command changed
-	// it; it costs one atomic load while nobody tracks.
+	// it (x is nil for a request no local client made); it costs one
+	// atomic load while nobody tracks.
 	Changed(x *core.Session, key []byte)
 	// RefusedGlobal replies and reports true if key is a region's global
 	// key, which the command cmd does not take.
@@ -24,27 +26,32 @@ type Front interface {
 	RefusedGlobalPolicy(x *core.Session, key, name []byte) bool
 	// Policy returns the policy called name, or nil.
 	Policy(name []byte) *policy.Policy
+	// PolicyStats returns the policy called name and its counters, or nils.
+	PolicyStats(name []byte) (*policy.Policy, *PolicyStats)
 }
 
 // Decisions runs the decision commands on the store, and keeps their
 // shared counters. Make it with New; it is safe for concurrent use, each
 // connection's part being its own Conn.
 type Decisions struct {
-	store *shard.Map
-	table *core.Table // for the commands a batch's requests name (Prefetch)
-	front Front
-	slot  core.Slot[Conn]
+	store   *shard.Map
+	table   *core.Table // for the commands a batch's requests name (Prefetch)
+	front   Front
+	clock   *Clock  // the commands' time
+	regions Regions // the global keys' decider, or nil (DecideGlobals)
+	slot    core.Slot[Conn]
 
 	// Counts are the decisions counted so far, by slot (SlotThrottle …);
 	// a connection's own counts join them when it flushes its Tally.
 	Counts Counts
 }
 
-// New returns the decision commands on store, asking front what they need
-// of the server, with each session's Conn in a slot of slots; table is the
-// command table the batches' requests are looked up in.
-func New(store *shard.Map, table *core.Table, front Front, slots *core.Slots) *Decisions {
-	return &Decisions{store: store, table: table, front: front, slot: core.NewSlot[Conn](slots)}
+// New returns the decision commands on store, deciding at clock's time and
+// asking front what else they need of the server, with each session's
+// Conn in a slot of slots; table is the command table the batches'
+// requests are looked up in.
+func New(store *shard.Map, table *core.Table, clock *Clock, front Front, slots *core.Slots) *Decisions {
+	return &Decisions{store: store, table: table, clock: clock, front: front, slot: core.NewSlot[Conn](slots)}
 }
 
 // Conn is one connection's decision state. The server holds it by value,
@@ -54,10 +61,15 @@ type Conn struct {
 	Tally  Tally      // decisions counted, not yet in Decisions.Counts
 	Params ParamCache // the last native decision's parameters
 	batch  batchKeys  // the batch's keys and their hashes (Prefetch)
+	rc     *resp.Conn // the connection, whose request being run KeyHash checks
 }
 
-// Open makes c the decision state of the session x.
-func (d *Decisions) Open(x *core.Session, c *Conn) { d.slot.Set(x, c) }
+// Open makes c the decision state of the session x, which reads its
+// requests from rc.
+func (d *Decisions) Open(x *core.Session, c *Conn, rc *resp.Conn) {
+	c.rc = rc
+	d.slot.Set(x, c)
+}
 
 // count counts a lease's or reservation's outcome in slot (none for -1, a
 // refund): with x's own counts, or the shared ones for a session with no Conn.

@@ -140,11 +140,15 @@ func (d *Decisions) aheadCommand(name []byte, last *[2]*core.Command) *core.Comm
 }
 
 // KeyHash returns the hash Prefetch found for key, if key is the very
-// key argument of the request of rc being run that it hashed: the same
-// bytes of the read buffer, so that the hash cannot belong to another key.
-func (c *Conn) KeyHash(rc *resp.Conn, key []byte) (uint64, bool) {
+// key argument of the connection's request being run that it hashed: the
+// same bytes of the read buffer, so that the hash cannot belong to another
+// key.
+func (c *Conn) KeyHash(key []byte) (uint64, bool) {
 	bk := &c.batch
-	i, args := rc.Current()
+	if c.rc == nil {
+		return 0, false
+	}
+	i, args := c.rc.Current()
 	if i < 0 || bk.hashed&(1<<i) == 0 || len(key) == 0 {
 		return 0, false
 	}

@@ -1,6 +1,6 @@
-package server
+package decide
 
-import "github.com/rlstore/rlstore/server/internal/decide"
+import "github.com/rlstore/rlstore/server/internal/core"
 
 // The attributes a decision's table entry declares (see decisionEntry):
 // how it peeks, which keys it changes, and what it answers with no node to
@@ -9,10 +9,10 @@ import "github.com/rlstore/rlstore/server/internal/decide"
 // peekFrom is the peek form of a decision whose options start at argument
 // first: its arguments as they are if one of them is PEEK, else with PEEK
 // added.
-func peekFrom(first int) peekFunc {
+func peekFrom(first int) core.PeekFunc {
 	return func(args [][]byte) ([][]byte, bool) {
 		for _, a := range args[min(first, len(args)):] {
-			if equalFoldASCII(a, "peek") {
+			if core.EqualFold(a, "peek") {
 				return args, true
 			}
 		}
@@ -28,16 +28,13 @@ func peekThrottle(args [][]byte) ([][]byte, bool) {
 	return nil, false
 }
 
-// changesKey is the key of a command whose only key is its first argument.
-func changesKey(_ *Server, args [][]byte) ([][]byte, []byte) { return args[1:2], nil }
-
 // changesCheck are RL.CHECK's rule keys, which live with its key.
-func changesCheck(s *Server, args [][]byte) ([][]byte, []byte) {
-	p := s.policy(args[1])
+func (d *Decisions) changesCheck(args [][]byte) ([][]byte, []byte) {
+	p := d.front.Policy(args[1])
 	if p == nil || len(args) < 3 {
 		return nil, nil
 	}
-	return decide.RuleKeys(p, args[2]), args[2]
+	return RuleKeys(p, args[2]), args[2]
 }
 
 // blindNative is a decision made without the key's state: admitted with
