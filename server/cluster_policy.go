@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/decide"
 )
 
 // Policies reach every node of a cluster, last writer wins: each change
@@ -109,12 +110,12 @@ func (s *Server) takeVersion(v policyVersion) bool {
 // the write lock that every change of a policy takes, so the last applied
 // is the newest.
 func (s *Server) applyRemotePolicy(v policyVersion) {
-	s.pol.write.Lock()
-	defer s.pol.write.Unlock()
+	s.pol.Lock()
+	defer s.pol.Unlock()
 	if !s.isVersion(v) {
 		return
 	}
-	old := s.policy([]byte(v.Name))
+	old := s.pol.Get([]byte(v.Name))
 	if v.Deleted {
 		if old != nil {
 			s.dropPolicyLocked(v.Name, old)
@@ -126,15 +127,13 @@ func (s *Server) applyRemotePolicy(v policyVersion) {
 		s.log.Error("cluster: a peer's policy does not parse here; ignored", "policy", v.Name, "err", err)
 		return
 	}
-	s.cfg.Store.Charge(policyBytes(p) - policyBytes(old)) // a peer's policy is kept even past the limits, as a loaded one is
+	s.cfg.Store.Charge(decide.PolicyBytes(p) - decide.PolicyBytes(old)) // a peer's policy is kept even past the limits, as a loaded one is
 	if st := s.cfg.Policies; st != nil {
 		if err := st.Save(p); err != nil {
 			s.log.Error("cluster: saving a peer's policy failed", "policy", p.Name, "err", err)
 		}
 	}
-	s.pol.mu.Lock()
-	s.pol.byName[p.Name] = p
-	s.pol.mu.Unlock()
+	s.pol.SetLocked(p)
 }
 
 // isVersion reports whether v is the version recorded for its policy.
@@ -150,8 +149,6 @@ func (s *Server) dropPolicyLocked(name string, old *policy.Policy) {
 			s.log.Error("cluster: deleting a policy a peer deleted failed", "policy", name, "err", err)
 		}
 	}
-	s.pol.mu.Lock()
-	delete(s.pol.byName, name)
-	s.pol.mu.Unlock()
-	s.cfg.Store.Charge(-policyBytes(old))
+	s.pol.DeleteLocked(name)
+	s.cfg.Store.Charge(-decide.PolicyBytes(old))
 }

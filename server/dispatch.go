@@ -198,13 +198,18 @@ func (f decideFront) RefusedGlobalPolicy(x *core.Session, key, name []byte) bool
 	return f.s.refusedGlobalPolicy(f.s.clientOf(x), key, name)
 }
 
-func (f decideFront) Policy(name []byte) *policy.Policy { return f.s.policy(name) }
+func (f decideFront) Policy(name []byte) *policy.Policy { return f.s.pol.Get(name) }
 
-func (f decideFront) PolicyStats(name []byte) (*policy.Policy, *decide.PolicyStats) {
-	return f.s.policyWithStats(name)
+func (f decideFront) Owner() string {
+	if f.s.cl == nil {
+		return ""
+	}
+	return f.s.cl.view().Self
 }
 
 func (f decideFront) Global(key []byte) bool { return f.s.reg.Global(key) }
+
+func (f decideFront) InfoSplit(key []byte) []core.Pair { return pairsOf(f.s.reg.InfoSplit(key)) }
 
 func (f decideFront) Decide(key []byte, r decide.Request) (decide.Outcome, bool, error) {
 	return f.s.decideGlobal(key, &r)

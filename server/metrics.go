@@ -10,6 +10,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
@@ -79,19 +80,17 @@ func (s *Server) writeSettleMetrics(w io.Writer, st shard.Stats) {
 // writePolicyMetrics labels by policy name, never by key: there are as many
 // series as policies and rules.
 func (s *Server) writePolicyMetrics(w io.Writer) {
-	s.pol.mu.RLock()
-	defer s.pol.mu.RUnlock()
-	for name, ps := range s.pol.stats {
+	s.pol.Each(func(name string, p *policy.Policy, ps *decide.PolicyStats) {
 		l := `policy="` + labelValue(name) + `"`
 		counter(w, `rlstore_policy_decisions_total{`+l+`,result="allowed"}`, ps.Allowed.Load())
 		counter(w, `rlstore_policy_decisions_total{`+l+`,result="denied"}`, ps.Denied.Load())
 		counter(w, `rlstore_policy_shadow_denied_total{`+l+`}`, ps.ShadowDenied.Load())
-		if p := s.pol.byName[name]; p != nil {
+		if p != nil {
 			for i := range p.Rules {
 				counter(w, `rlstore_policy_rule_denied_total{`+l+`,rule="`+strconv.Itoa(i)+`"}`, ps.RuleDenied[i].Load())
 			}
 		}
-	}
+	})
 }
 
 func (s *Server) writeCommandMetrics(w io.Writer) {

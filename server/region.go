@@ -130,7 +130,7 @@ type regionDelegate struct{ s *Server }
 
 func (d regionDelegate) UnixNano() int64 { return d.s.unixNano() }
 
-func (d regionDelegate) Policy(name []byte) *policy.Policy { return d.s.policy(name) }
+func (d regionDelegate) Policy(name []byte) *policy.Policy { return d.s.pol.Get(name) }
 
 // startRegion takes back this region's units of the global keys the key
 // store was loaded with, then starts the exchanges: before the server
@@ -201,7 +201,7 @@ func (s *Server) refusedGlobalPolicy(c *client, key, name []byte) bool {
 	if s.reg == nil {
 		return false
 	}
-	if p, _ := s.policyWithStats(name); !s.reg.RefusedGlobalPolicy(key, p) {
+	if p := s.pol.Get(name); !s.reg.RefusedGlobalPolicy(key, p) {
 		return false
 	}
 	c.conn.WriteError(global.ErrReserveGlobal)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -203,10 +204,10 @@ type Server struct {
 	clientSlot core.Slot[client]                           // each session's client
 	runs       []func(s *Server, c *client, args [][]byte) // by core.Command.ID: the runs declared in the server's form (see call)
 	started    time.Time
-	pol        policies
-	cl         *clusterNode // nil without a cluster
-	reg        *global.Node // nil without regions
-	info       infoExtra    // behind INFO's Redis fields (info.go)
+	pol        *decide.Policies // the named policies (RL.POLICY, RL.CHECK)
+	cl         *clusterNode     // nil without a cluster
+	reg        *global.Node     // nil without regions
+	info       infoExtra        // behind INFO's Redis fields (info.go)
 
 	clock decide.Clock // the commands' time: cfg.Clock, or, when that is time.Now, the batch's clock read (decide.Clock)
 
@@ -257,7 +258,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.obs = observe.NewObservers(observeDelegate{s}, &s.pipe.Slots)
-	s.dec = decide.New(cfg.Store, s.table, &s.clock, decideFront{s}, &s.pipe.Slots)
+	s.pol = decide.NewPolicies(decide.PolicyConfig{Store: cfg.Store, Durable: cfg.Policies, Max: cfg.MaxPolicies,
+		Logger: cfg.Logger, Changed: s.policyChanged})
+	s.dec = decide.New(cfg.Store, s.table, &s.clock, s.pol, decideFront{s}, &s.pipe.Slots)
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err
@@ -287,8 +290,8 @@ func New(cfg Config) (*Server, error) {
 	s.registerSpecified(s.dec.LeaseCommands())
 	s.registerSpecified(s.dec.ReserveCommands())
 	s.registerSpecified(s.dec.AliasCommands())
-	s.register(policyCommands())
-	s.register(rlInfoCommands())
+	s.registerSpecified(s.pol.Commands())
+	s.registerSpecified(s.dec.InfoCommands(&s.info.hits, &s.info.misses))
 	if debug != nil {
 		s.registerSpecified(debugcmd.New(debug, cfg.EnableDebugCommand == DebugLocal, debugDelegate{s}).Commands())
 	}
@@ -302,8 +305,8 @@ func New(cfg Config) (*Server, error) {
 	if s.reg != nil {
 		s.dec.DecideGlobals(decideFront{s})
 	}
-	if err := s.loadPolicies(); err != nil {
-		return nil, err
+	if err := s.pol.Load(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.startRegion() // region.go: after the policies, whose rule keys may be global
 	s.registerKeyspace()

@@ -30,7 +30,7 @@ func peekThrottle(args [][]byte) ([][]byte, bool) {
 
 // changesCheck are RL.CHECK's rule keys, which live with its key.
 func (d *Decisions) changesCheck(args [][]byte) ([][]byte, []byte) {
-	p := d.front.Policy(args[1])
+	p := d.pols.Get(args[1])
 	if p == nil || len(args) < 3 {
 		return nil, nil
 	}

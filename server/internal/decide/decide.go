@@ -26,8 +26,9 @@ type Front interface {
 	RefusedGlobalPolicy(x *core.Session, key, name []byte) bool
 	// Policy returns the policy called name, or nil.
 	Policy(name []byte) *policy.Policy
-	// PolicyStats returns the policy called name and its counters, or nils.
-	PolicyStats(name []byte) (*policy.Policy, *PolicyStats)
+	// Owner names this node, the one that answers for its keys, in a
+	// cluster; "" outside one.
+	Owner() string
 }
 
 // Decisions runs the decision commands on the store, and keeps their
@@ -37,8 +38,9 @@ type Decisions struct {
 	store   *shard.Map
 	table   *core.Table // for the commands a batch's requests name (Prefetch)
 	front   Front
-	clock   *Clock  // the commands' time
-	regions Regions // the global keys' decider, or nil (DecideGlobals)
+	clock   *Clock    // the commands' time
+	pols    *Policies // RL.CHECK's policies
+	regions Regions   // the global keys' decider, or nil (DecideGlobals)
 	slot    core.Slot[Conn]
 
 	// Counts are the decisions counted so far, by slot (SlotThrottle …);
@@ -46,12 +48,12 @@ type Decisions struct {
 	Counts Counts
 }
 
-// New returns the decision commands on store, deciding at clock's time and
-// asking front what else they need of the server, with each session's
-// Conn in a slot of slots; table is the command table the batches'
-// requests are looked up in.
-func New(store *shard.Map, table *core.Table, clock *Clock, front Front, slots *core.Slots) *Decisions {
-	return &Decisions{store: store, table: table, clock: clock, front: front, slot: core.NewSlot[Conn](slots)}
+// New returns the decision commands on store, deciding at clock's time
+// with the policies pols and asking front what else they need of the
+// server, with each session's Conn in a slot of slots; table is the
+// command table the batches' requests are looked up in.
+func New(store *shard.Map, table *core.Table, clock *Clock, pols *Policies, front Front, slots *core.Slots) *Decisions {
+	return &Decisions{store: store, table: table, clock: clock, pols: pols, front: front, slot: core.NewSlot[Conn](slots)}
 }
 
 // Conn is one connection's decision state. The server holds it by value,

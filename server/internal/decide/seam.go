@@ -114,6 +114,9 @@ type Regions interface {
 	// global). r is a copy: a request given to an interface by pointer
 	// would escape to the heap, every decision's.
 	Decide(key []byte, r Request) (o Outcome, ok bool, err error)
+	// InfoSplit returns RL.INFO's fields of the global key: each region's
+	// units of it; none if it has none yet.
+	InfoSplit(key []byte) []core.Pair
 }
 
 // DecideGlobals makes the seam ask r for the global keys. The server
@@ -222,7 +225,7 @@ func parseCheckReq(d *Decisions, _ *Conn, args [][]byte) ([]byte, Request, error
 	err := ParseOptions(args[3:], &a)
 	r := Request{Op: OpCheck, Cost: a.Cost, Peek: a.Peek}
 	if err == nil && !policy.Reserved(a.Key) { // a reserved key's error comes first
-		if r.Policy, r.Stats = d.front.PolicyStats(args[1]); r.Policy == nil {
+		if r.Policy, r.Stats = d.pols.WithStats(args[1]); r.Policy == nil {
 			err = policy.Error("ERR no such policy '" + core.QuoteArg(args[1], 128) + "'")
 		}
 	}

@@ -2,8 +2,11 @@ package decide
 
 import (
 	"bytes"
+	"io"
 	"testing"
 	"time"
+
+	"github.com/tidwall/redcon"
 
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
@@ -16,42 +19,27 @@ import (
 // t0 is the time the seam's tests decide at.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
-// testFront is a server with one policy and nobody tracking.
-type testFront struct {
-	pol   *policy.Policy
-	stats PolicyStats
-}
+// testFront is a server with nobody tracking.
+type testFront struct{ pols *Policies }
 
-func (f *testFront) Now(*core.Session) int64                          { return t0 }
-func (f *testFront) Changed(*core.Session, []byte)                    {}
-func (f *testFront) RefusedGlobal(*core.Session, []byte, string) bool { return false }
-func (f *testFront) RefusedGlobalPolicy(*core.Session, []byte, []byte) bool {
-	return false
-}
-
-func (f *testFront) Policy(name []byte) *policy.Policy {
-	if f.pol == nil || string(name) != f.pol.Name {
-		return nil
-	}
-	return f.pol
-}
-
-func (f *testFront) PolicyStats(name []byte) (*policy.Policy, *PolicyStats) {
-	if p := f.Policy(name); p != nil {
-		return p, &f.stats
-	}
-	return nil, nil
-}
+func (f *testFront) Now(*core.Session) int64                                { return t0 }
+func (f *testFront) Changed(*core.Session, []byte)                          {}
+func (f *testFront) RefusedGlobal(*core.Session, []byte, string) bool       { return false }
+func (f *testFront) RefusedGlobalPolicy(*core.Session, []byte, []byte) bool { return false }
+func (f *testFront) Policy(name []byte) *policy.Policy                      { return f.pols.Get(name) }
+func (f *testFront) Owner() string                                          { return "" }
 
 // seamDecisions returns the decision commands on a store of their own, with
 // the policy seamCommands use.
 func seamDecisions(tb testing.TB) *Decisions {
 	m, err := shard.New(shard.Config{})
 	require.NoError(tb, err)
-	p, err := policy.Parse("pol", []string{"SLIDE", "1000000", "60", "TOKEN", "1000000", "10", "1s", "PENALTY", "1s"})
-	require.NoError(tb, err)
+	pols := NewPolicies(PolicyConfig{Store: m, Max: 10})
+	x := &core.Session{Out: redcon.NewWriter(io.Discard)}
+	pols.set(x, byteArgs("RL.POLICY", "SET", "pol", "SLIDE", "1000000", "60", "TOKEN", "1000000", "10", "1s", "PENALTY", "1s"))
+	require.NotNil(tb, pols.Get([]byte("pol")))
 	clock := &Clock{Read: func() time.Time { return time.Unix(0, t0) }}
-	return New(m, core.NewTable(), clock, &testFront{pol: p}, new(core.Slots))
+	return New(m, core.NewTable(), clock, pols, &testFront{pols: pols}, new(core.Slots))
 }
 
 // seamCommands are one command of every decision kind, with the parser its
