@@ -26,88 +26,53 @@ import (
 type command struct {
 	name  string // lower case; the subcommand's own name within subs
 	arity int
-	flags cmdFlags
+	flags core.Flags
 	run   func(s *Server, c *client, args [][]byte)
 	subs  []command
 
 	firstKey, lastKey, keyStep int
 	group, summary             string
-	acl                        aclCats
-	keys                       []keySpec
+	acl                        core.Cats
+	keys                       []core.KeySpec
 
 	follows string
 
-	peek    peekFunc
+	peek    core.PeekFunc
 	changes changesFunc // the server's form of core.ChangesFunc
-	blind   blindFunc
+	blind   core.BlindFunc
 	wraps   int
-	secret  secretFunc
+	secret  core.SecretFunc
 }
 
-// The table's flags, categories, key specs and attribute types, as the
-// server's declarations name them.
+// The flags, ACL categories and key spec flags, and attribute types, that
+// the declarations still in the server's form use (the rest say core's).
 type (
-	cmdFlags   = core.Flags
-	aclCats    = core.Cats
-	keySpec    = core.KeySpec
-	keyFlags   = core.KeyFlags
-	peekFunc   = core.PeekFunc
-	blindFunc  = core.BlindFunc
-	secretFunc = core.SecretFunc
+	peekFunc  = core.PeekFunc
+	blindFunc = core.BlindFunc
 )
 
 const (
-	flagWrite          = core.FlagWrite
-	flagReadonly       = core.FlagReadonly
-	flagDenyOOM        = core.FlagDenyOOM
-	flagAdmin          = core.FlagAdmin
-	flagPubsub         = core.FlagPubsub
-	flagNoScript       = core.FlagNoScript
-	flagLoading        = core.FlagLoading
-	flagStale          = core.FlagStale
-	flagSkipSlowlog    = core.FlagSkipSlowlog
-	flagFast           = core.FlagFast
-	flagNoAuth         = core.FlagNoAuth
-	flagNoAsyncLoading = core.FlagNoAsyncLoading
-	flagNoTx           = core.FlagNoTx
-	flagAllowBusy      = core.FlagAllowBusy
-	redisFlagCount     = core.RedisFlagCount
-	flagNoQueue        = core.FlagNoQueue
-	flagAllKeys        = core.FlagAllKeys
-	flagBarrier        = core.FlagBarrier
-	flagCacheable      = core.FlagCacheable
-	flagPrefetch       = core.FlagPrefetch
-	flagAnnounces      = core.FlagAnnounces
-	flagKeepsCaching   = core.FlagKeepsCaching
-)
+	flagWrite     = core.FlagWrite
+	flagDenyOOM   = core.FlagDenyOOM
+	flagAdmin     = core.FlagAdmin
+	flagFast      = core.FlagFast
+	flagNoAuth    = core.FlagNoAuth
+	flagNoTx      = core.FlagNoTx
+	flagNoQueue   = core.FlagNoQueue
+	flagBarrier   = core.FlagBarrier
+	flagCacheable = core.FlagCacheable
+	flagPrefetch  = core.FlagPrefetch
+	flagAnnounces = core.FlagAnnounces
 
-// The ACL categories and key spec flags, as the declarations name them.
-const (
-	catKeyspace    = core.CatKeyspace
-	catRead        = core.CatRead
-	catWrite       = core.CatWrite
-	catPubsub      = core.CatPubsub
-	catAdmin       = core.CatAdmin
-	catFast        = core.CatFast
-	catSlow        = core.CatSlow
-	catDangerous   = core.CatDangerous
-	catConnection  = core.CatConnection
-	catTransaction = core.CatTransaction
-	catRL          = core.CatRL
-
-	keyRO     = core.KeyRO
+	catRL     = core.CatRL
 	keyRW     = core.KeyRW
-	keyOW     = core.KeyOW
-	keyRM     = core.KeyRM
 	keyAccess = core.KeyAccess
 	keyUpdate = core.KeyUpdate
-	keyInsert = core.KeyInsert
-	keyDelete = core.KeyDelete
 )
 
 // one is the key spec of a command with one key at index.
-func one(flags keyFlags, index int) []keySpec {
-	return []keySpec{{Flags: flags, Index: index, Step: 1}}
+func one(flags core.KeyFlags, index int) []core.KeySpec {
+	return []core.KeySpec{{Flags: flags, Index: index, Step: 1}}
 }
 
 // cmdDoc is a command's introspect.Doc as the server's declarations write it.

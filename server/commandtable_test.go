@@ -129,27 +129,27 @@ func TestCommandTableIsConsistent(t *testing.T) {
 	check := func(cm *core.Command) {
 		_, declared := specs[cm.Name]
 		assert.Truef(t, declared, "%s is not in introspect.Specs", cm.Name)
-		assert.Equalf(t, cm.Flags&flagWrite != 0, cm.ACL&catWrite != 0, "%s: write and @write", cm.Name)
-		assert.Equalf(t, cm.Flags&flagReadonly != 0, cm.ACL&catRead != 0, "%s: readonly and @read", cm.Name)
-		assert.Falsef(t, cm.Flags&flagWrite != 0 && cm.Flags&flagReadonly != 0, "%s: write and readonly", cm.Name)
+		assert.Equalf(t, cm.Flags&core.FlagWrite != 0, cm.ACL&core.CatWrite != 0, "%s: write and @write", cm.Name)
+		assert.Equalf(t, cm.Flags&core.FlagReadonly != 0, cm.ACL&core.CatRead != 0, "%s: readonly and @read", cm.Name)
+		assert.Falsef(t, cm.Flags&core.FlagWrite != 0 && cm.Flags&core.FlagReadonly != 0, "%s: write and readonly", cm.Name)
 		if cm.Flags&flagAdmin != 0 {
-			assert.Equalf(t, catAdmin|catDangerous, cm.ACL&(catAdmin|catDangerous), "%s: admin is @admin @dangerous", cm.Name)
+			assert.Equalf(t, core.CatAdmin|core.CatDangerous, cm.ACL&(core.CatAdmin|core.CatDangerous), "%s: admin is @admin @dangerous", cm.Name)
 		}
-		assert.NotEqualf(t, cm.ACL&catFast != 0, cm.ACL&catSlow != 0, "%s: @fast or @slow", cm.Name)
+		assert.NotEqualf(t, cm.ACL&core.CatFast != 0, cm.ACL&core.CatSlow != 0, "%s: @fast or @slow", cm.Name)
 		own := strings.HasPrefix(cm.Name, "rl.") || strings.HasPrefix(cm.Name, "cl.")
-		assert.Equalf(t, own, cm.ACL&catRL != 0, "%s: @rl", cm.Name)
+		assert.Equalf(t, own, cm.ACL&core.CatRL != 0, "%s: @rl", cm.Name)
 		assert.Equalf(t, cm.FirstKey > 0, len(cm.Keys) > 0, "%s: key specs for its keys", cm.Name)
-		writes := cm.Flags&flagWrite != 0
+		writes := cm.Flags&core.FlagWrite != 0
 		assert.Falsef(t, !writes && (cm.Peek != nil || cm.Changes != nil || cm.Blind != nil || cm.Flags&flagAnnounces != 0),
 			"%s: only a write has a peek form, changes, a blind decision or announces its changes", cm.Name)
-		assert.Falsef(t, cm.Flags&flagCacheable != 0 && (cm.Flags&flagReadonly == 0 || cm.FirstKey != 1 || cm.KeyStep != 1),
+		assert.Falsef(t, cm.Flags&core.FlagCacheable != 0 && (cm.Flags&core.FlagReadonly == 0 || cm.FirstKey != 1 || cm.KeyStep != 1),
 			"%s: a cacheable read reads every argument as a key", cm.Name)
 		assert.Falsef(t, cm.Flags&flagPrefetch != 0 && cm.FirstKey == 0, "%s: prefetched by its key", cm.Name)
 		for _, k := range cm.Keys {
-			if cm.Flags&flagWrite != 0 {
-				assert.NotZerof(t, k.Flags&(keyRW|keyOW|keyRM), "%s writes its keys", cm.Name)
+			if cm.Flags&core.FlagWrite != 0 {
+				assert.NotZerof(t, k.Flags&(core.KeyRW|core.KeyOW|core.KeyRM), "%s writes its keys", cm.Name)
 			} else {
-				assert.NotZerof(t, k.Flags&keyRO, "%s only reads its keys", cm.Name)
+				assert.NotZerof(t, k.Flags&core.KeyRO, "%s only reads its keys", cm.Name)
 			}
 		}
 	}

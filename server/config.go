@@ -61,7 +61,7 @@ func paramsOf(ps []core.Param) []configParam {
 func configSubcommands() []command {
 	return []command{
 		{name: "get", arity: -3, run: cmdConfigGet, summary: "Returns the parameters matching the glob patterns"},
-		{name: "set", arity: -4, flags: flagAdmin, run: cmdConfigSet, summary: "Sets maxclients or requirepass"},
+		{name: "set", arity: -4, flags: core.FlagAdmin, run: cmdConfigSet, summary: "Sets maxclients or requirepass"},
 		{name: "help", arity: 2, run: cmdConfigHelp, summary: "Lists CONFIG's subcommands"},
 	}
 }

@@ -21,7 +21,7 @@ func connectionCommands() []command {
 	return []command{
 		{name: "ping", arity: -1, run: cmdPing, group: "connection", summary: "Returns PONG, or the message"},
 		{name: "echo", arity: 2, run: cmdEcho, group: "connection", summary: "Returns the message"},
-		{name: "quit", arity: -1, flags: flagNoAuth | flagNoQueue, run: cmdQuit, group: "connection", summary: "Replies OK and closes the connection"},
+		{name: "quit", arity: -1, flags: core.FlagNoAuth | core.FlagNoQueue, run: cmdQuit, group: "connection", summary: "Replies OK and closes the connection"},
 		{name: "select", arity: 2, run: cmdSelect, group: "connection", summary: "Selects database 0, the only one"},
 	}
 }

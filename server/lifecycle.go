@@ -203,7 +203,7 @@ func (p *sweepPace) swept(budget, freed int) {
 func serverCommands() []command {
 	return []command{
 		{name: "time", arity: 1, run: cmdTime, group: "server", summary: "Returns the server's clock: seconds and microseconds"},
-		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoTx, run: cmdShutdown, group: "server", summary: "Drains clients, saves if configured, and stops the server"},
+		{name: "shutdown", arity: -1, flags: core.FlagAdmin | core.FlagNoTx, run: cmdShutdown, group: "server", summary: "Drains clients, saves if configured, and stops the server"},
 		{name: "info", arity: -1, run: cmdInfo, group: "server", summary: "Describes the server"},
 		{name: "config", arity: -2, secret: core.HideNone, group: "server", summary: "Reads and changes the configuration", subs: configSubcommands()},
 	}

@@ -83,7 +83,7 @@ func dumpCommand(b *strings.Builder, cm *core.Command) {
 	own := []string{"noqueue", "allkeys", "barrier", "cacheable", "prefetch", "announces", "keepscaching"}
 	flags := cm.Flags.Names()
 	for i, n := range own {
-		if cm.Flags&(1<<(redisFlagCount+i)) != 0 {
+		if cm.Flags&(1<<(core.RedisFlagCount+i)) != 0 {
 			flags = append(flags, n)
 		}
 	}
@@ -99,8 +99,8 @@ func dumpCommand(b *strings.Builder, cm *core.Command) {
 
 // assertNoUnnamedFlags panics on a flag the dump has no name for: a new
 // one must be named in dumpCommand so that the golden dump shows it.
-func assertNoUnnamedFlags(f cmdFlags, own int) {
-	if f>>(redisFlagCount+own) != 0 {
+func assertNoUnnamedFlags(f core.Flags, own int) {
+	if f>>(core.RedisFlagCount+own) != 0 {
 		panic("tableDump: name the new command flag in dumpCommand")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/persistence/vfs"
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,7 @@ func TestEveryKeyedWriteDeclaresItsChanges(t *testing.T) {
 	}
 	s := newTestServer(t, Config{})
 	for name, cm := range s.table.Names() {
-		if cm.Flags&flagWrite == 0 || cm.Flags&flagAllKeys != 0 || len(cm.Keys) == 0 {
+		if cm.Flags&flagWrite == 0 || cm.Flags&core.FlagAllKeys != 0 || len(cm.Keys) == 0 {
 			continue
 		}
 		if _, ok := none[name]; ok {
