@@ -146,9 +146,9 @@ const peerMaxRequest = 64 << 20
 // peerCommands are the node-to-node commands.
 func peerCommands() []command {
 	return []command{
-		{name: "rl.peer", arity: -3, flags: flagNoAuth | flagNoQueue | flagNoTx, run: cmdPeer, secret: core.HideArgs, group: "cluster",
+		{name: "rl.peer", arity: -3, flags: core.FlagNoAuth | core.FlagNoQueue | core.FlagNoTx, run: cmdPeer, secret: core.HideArgs, group: "cluster",
 			summary: "Node-to-node handshake: HELLO name, then AUTH name mac"},
-		{name: "rl.hop", arity: -4, flags: flagNoQueue, run: cmdHop, wraps: 3, secret: core.HideArgs, group: "cluster",
+		{name: "rl.hop", arity: -4, flags: core.FlagNoQueue, run: cmdHop, wraps: 3, secret: core.HideArgs, group: "cluster",
 			summary: "A request forwarded by another node: RL.HOP level resp command [arg ...]"},
 	}
 }

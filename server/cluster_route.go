@@ -174,7 +174,7 @@ func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) 
 // the command was forwarded.
 func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 	switch {
-	case cm.FirstKey == 0 && cm.Flags&flagBarrier != 0:
+	case cm.FirstKey == 0 && cm.Flags&core.FlagBarrier != 0:
 		// A transaction's commands run here under the barrier too.
 		s.runEntered(c, cm, args, s.cl.ho.running.enter(c.id))
 		return false
@@ -291,7 +291,7 @@ func (s *Server) answerUnserved(c *client, cm *core.Command, args [][]byte, errT
 	}
 }
 
-// writeBlind writes a decision made without the key's state (see blindFunc).
+// writeBlind writes a decision made without the key's state (see core.BlindFunc).
 func writeBlind(c *client, f []int64) {
 	c.conn.WriteArray(len(f))
 	for _, v := range f {

@@ -44,37 +44,6 @@ type command struct {
 	secret  core.SecretFunc
 }
 
-// The flags, ACL categories and key spec flags, and attribute types, that
-// the declarations still in the server's form use (the rest say core's).
-type (
-	peekFunc  = core.PeekFunc
-	blindFunc = core.BlindFunc
-)
-
-const (
-	flagWrite     = core.FlagWrite
-	flagDenyOOM   = core.FlagDenyOOM
-	flagAdmin     = core.FlagAdmin
-	flagFast      = core.FlagFast
-	flagNoAuth    = core.FlagNoAuth
-	flagNoTx      = core.FlagNoTx
-	flagNoQueue   = core.FlagNoQueue
-	flagBarrier   = core.FlagBarrier
-	flagCacheable = core.FlagCacheable
-	flagPrefetch  = core.FlagPrefetch
-	flagAnnounces = core.FlagAnnounces
-
-	catRL     = core.CatRL
-	keyRW     = core.KeyRW
-	keyAccess = core.KeyAccess
-	keyUpdate = core.KeyUpdate
-)
-
-// one is the key spec of a command with one key at index.
-func one(flags core.KeyFlags, index int) []core.KeySpec {
-	return []core.KeySpec{{Flags: flags, Index: index, Step: 1}}
-}
-
 // cmdDoc is a command's introspect.Doc as the server's declarations write it.
 type cmdDoc struct {
 	since   string

@@ -132,7 +132,7 @@ func TestCommandTableIsConsistent(t *testing.T) {
 		assert.Equalf(t, cm.Flags&core.FlagWrite != 0, cm.ACL&core.CatWrite != 0, "%s: write and @write", cm.Name)
 		assert.Equalf(t, cm.Flags&core.FlagReadonly != 0, cm.ACL&core.CatRead != 0, "%s: readonly and @read", cm.Name)
 		assert.Falsef(t, cm.Flags&core.FlagWrite != 0 && cm.Flags&core.FlagReadonly != 0, "%s: write and readonly", cm.Name)
-		if cm.Flags&flagAdmin != 0 {
+		if cm.Flags&core.FlagAdmin != 0 {
 			assert.Equalf(t, core.CatAdmin|core.CatDangerous, cm.ACL&(core.CatAdmin|core.CatDangerous), "%s: admin is @admin @dangerous", cm.Name)
 		}
 		assert.NotEqualf(t, cm.ACL&core.CatFast != 0, cm.ACL&core.CatSlow != 0, "%s: @fast or @slow", cm.Name)
@@ -140,11 +140,11 @@ func TestCommandTableIsConsistent(t *testing.T) {
 		assert.Equalf(t, own, cm.ACL&core.CatRL != 0, "%s: @rl", cm.Name)
 		assert.Equalf(t, cm.FirstKey > 0, len(cm.Keys) > 0, "%s: key specs for its keys", cm.Name)
 		writes := cm.Flags&core.FlagWrite != 0
-		assert.Falsef(t, !writes && (cm.Peek != nil || cm.Changes != nil || cm.Blind != nil || cm.Flags&flagAnnounces != 0),
+		assert.Falsef(t, !writes && (cm.Peek != nil || cm.Changes != nil || cm.Blind != nil || cm.Flags&core.FlagAnnounces != 0),
 			"%s: only a write has a peek form, changes, a blind decision or announces its changes", cm.Name)
 		assert.Falsef(t, cm.Flags&core.FlagCacheable != 0 && (cm.Flags&core.FlagReadonly == 0 || cm.FirstKey != 1 || cm.KeyStep != 1),
 			"%s: a cacheable read reads every argument as a key", cm.Name)
-		assert.Falsef(t, cm.Flags&flagPrefetch != 0 && cm.FirstKey == 0, "%s: prefetched by its key", cm.Name)
+		assert.Falsef(t, cm.Flags&core.FlagPrefetch != 0 && cm.FirstKey == 0, "%s: prefetched by its key", cm.Name)
 		for _, k := range cm.Keys {
 			if cm.Flags&core.FlagWrite != 0 {
 				assert.NotZerof(t, k.Flags&(core.KeyRW|core.KeyOW|core.KeyRM), "%s writes its keys", cm.Name)

@@ -78,7 +78,7 @@ func (s *Server) run(c *client, cm *core.Command, args [][]byte) {
 	}
 	if reply := cm.KeyTooLong(args, s.cfg.MaxKeyBytes); reply != "" {
 		c.conn.WriteError(reply)
-	} else if cm.Flags&flagWrite != 0 && s.cfg.Durability != nil {
+	} else if cm.Flags&core.FlagWrite != 0 && s.cfg.Durability != nil {
 		s.dur.Run(&c.dur, cm, args)
 	} else {
 		s.call(c, cm, args)
@@ -106,10 +106,10 @@ func (s *Server) ran(c *client, cm *core.Command, args [][]byte, start time.Dura
 
 // before readies c's counts for a run of cm: they must show to it unless
 // it is the command that ran last, or one of the decision seam's
-// (flagAnnounces: decisions, leases, reservations), which read their keys
+// (core.FlagAnnounces: decisions, leases, reservations), which read their keys
 // and no counter.
 func (s *Server) before(c *client, cm *core.Command) {
-	if c.pend.Last() != cm && cm.Flags&flagAnnounces == 0 {
+	if c.pend.Last() != cm && cm.Flags&core.FlagAnnounces == 0 {
 		s.flushPending(c)
 	}
 }

@@ -15,10 +15,10 @@ import (
 // way by register.
 func TestEntryCarriesEveryAttribute(t *testing.T) {
 	s := newTestServer(t, Config{})
-	d := command{name: "x", arity: -3, flags: flagWrite | flagPrefetch, run: cmdPing,
+	d := command{name: "x", arity: -3, flags: core.FlagWrite | core.FlagPrefetch, run: cmdPing,
 		subs:     []command{{name: "y", arity: 2, run: cmdPing}},
-		firstKey: 1, lastKey: 1, keyStep: 1, group: "g", summary: "s", acl: catRL,
-		keys: one(keyRW, 1), follows: "z", peek: func(a [][]byte) ([][]byte, bool) { return a, true },
+		firstKey: 1, lastKey: 1, keyStep: 1, group: "g", summary: "s", acl: core.CatRL,
+		keys: []core.KeySpec{{Flags: core.KeyRW, Index: 1, Step: 1}}, follows: "z", peek: func(a [][]byte) ([][]byte, bool) { return a, true },
 		changes: func(_ *Server, a [][]byte) ([][]byte, []byte) { return a[1:2], nil },
 		blind:   func(bool) []int64 { return nil },
 		wraps:   3, secret: core.HideArgs}

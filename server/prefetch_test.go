@@ -105,12 +105,12 @@ func TestPrefetchedCommands(t *testing.T) {
 	for _, name := range []string{"RL.SLIDE", "rl.token", "Rl.Fixed", "RL.LOG", "rl.leaky", "CL.THROTTLE"} {
 		cm := s.table.Find([]byte(name))
 		require.NotNil(t, cm, name)
-		assert.NotZero(t, cm.Flags&flagPrefetch, name)
+		assert.NotZero(t, cm.Flags&core.FlagPrefetch, name)
 		assert.Equal(t, 1, cm.FirstKey, name)
 	}
 	for _, name := range []string{"RL.CHECK", "RL.POLICY", "PING", "DEL", "rl.slid", "cl.throttlex"} {
 		cm := s.table.Find([]byte(name))
-		assert.True(t, cm == nil || cm.Flags&flagPrefetch == 0, name)
+		assert.True(t, cm == nil || cm.Flags&core.FlagPrefetch == 0, name)
 	}
 }
 

@@ -26,7 +26,7 @@ func TestEveryKeyedWriteDeclaresItsChanges(t *testing.T) {
 	}
 	s := newTestServer(t, Config{})
 	for name, cm := range s.table.Names() {
-		if cm.Flags&flagWrite == 0 || cm.Flags&core.FlagAllKeys != 0 || len(cm.Keys) == 0 {
+		if cm.Flags&core.FlagWrite == 0 || cm.Flags&core.FlagAllKeys != 0 || len(cm.Keys) == 0 {
 			continue
 		}
 		if _, ok := none[name]; ok {
