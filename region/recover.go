@@ -112,3 +112,7 @@ func (s *Store) Gain(epoch int64, view uint64, fresh func(key string) bool) {
 		s.peers[p].echoed = false
 	}
 }
+
+// Recovered reports whether every other region has echoed this store's
+// units since its epoch began.
+func (s *Store) Recovered() bool { return s.echoed >= s.cfg.Regions-1 }

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/tls"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -50,6 +51,11 @@ type RegionConfig struct {
 // RegionPeer is another region: its name and the RESP address of a node of it.
 type RegionPeer struct{ Name, Addr string }
 
+// ErrRegionNodeName refuses a region name of the form that made each node
+// of a clustered region a decider of its own.
+const ErrRegionNodeName = "--region names the region, not a node: every node of a clustered region takes the same name (eu, not eu/p0), " +
+	"and --region-peers names only the other regions (docs/regions.md, \"A region made of a cluster\")"
+
 // The defaults of RegionConfig.
 const (
 	DefaultRegionSync    = 100 * time.Millisecond
@@ -58,11 +64,10 @@ const (
 )
 
 // attachRegion sets up the regions (server/internal/global), if configured.
-// A node of a cluster is a decider of its own (docs/regions.md, "A region
-// made of a cluster"): its region name is its own (eu/p0), the others'
-// deciders, its own cluster's other nodes among them, are its peers, and
-// it decides the global keys of the slots it owns, as the pipeline routes
-// every other key to its owner before the decision seam.
+// A region made of a cluster (docs/regions.md) is one decider per key:
+// every node takes the same region name and decides the global keys of
+// the slots it serves, as the pipeline routes every other key to its
+// owner before the decision seam; its gateway carries the exchanges.
 func (s *Server) attachRegion() error {
 	if s.cfg.Region == nil {
 		return nil
@@ -72,19 +77,71 @@ func (s *Server) attachRegion() error {
 		return err
 	}
 	gc.Store, gc.Log = s.cfg.Store, s.log
+	if s.cl != nil {
+		gc.Cluster = regionCluster{s}
+	}
 	rn, err := global.New(gc, regionDelegate{s})
 	if err != nil {
 		return err
 	}
 	s.reg = rn
+	if s.cl != nil {
+		s.cl.onTableChange(s.regionTable)
+		s.regionTable(nil, s.cl.view())
+	}
 	s.AddMetrics(rn.WriteMetrics)
 	return nil // startRegion starts the exchanges, once it has restored the keys
+}
+
+// regionTable tells the regions' node which slots this node owns in a
+// new view: a table-change hook.
+func (s *Server) regionTable(_, nv *cluster.View) {
+	if nv.Table == nil {
+		return
+	}
+	s.reg.OnTable(func(slot int) bool { return nv.Table.Owner(slot).Name == nv.Self })
+}
+
+// regionCluster is the cluster as the regions' node sees it (global.Cluster).
+type regionCluster struct{ s *Server }
+
+func (c regionCluster) Topology() global.Topology {
+	v := c.s.cl.view()
+	t := global.Topology{Self: v.Self}
+	if v.Table != nil {
+		t.View = v.Table.Epoch()
+	}
+	for _, m := range v.Members { // sorted by name
+		if m.State == cluster.StateAlive {
+			addr := m.Addr
+			if c.s.cfg.Region.TLS && m.TLSAddr != "" {
+				addr = m.TLSAddr
+			}
+			t.Names, t.Addrs = append(t.Names, m.Name), append(t.Addrs, addr)
+		}
+	}
+	t.Owner = func(key []byte) int {
+		if v.Table == nil {
+			return -1
+		}
+		o := v.Table.Owner(cluster.Slot(policy.Route(key))).Name
+		for i, n := range t.Names {
+			if n == o {
+				return i
+			}
+		}
+		return -1
+	}
+	return t
 }
 
 // globalConfig is cfg with its defaults taken, as the regions' node takes it.
 func globalConfig(cfg RegionConfig) (global.Config, error) {
 	if cfg.Name == "" || len(cfg.Peers) == 0 || len(cfg.Secret) == 0 || cfg.Forwarder == nil {
 		return global.Config{}, errors.New("server: a region needs a name, peers, a cluster secret and a forwarder")
+	}
+	if strings.Contains(cfg.Name, "/") {
+		return global.Config{}, errors.New(ErrRegionNodeName)
 	}
 	setDefault(&cfg.Sync, DefaultRegionSync)
 	setDefault(&cfg.Timeout, DefaultRegionTimeout)

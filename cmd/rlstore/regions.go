@@ -82,6 +82,8 @@ func (f regionFlags) validate() error {
 		return err
 	case f.Name == "" || len(peers) == 0:
 		return errors.New("--region and --region-peers go together")
+	case strings.Contains(f.Name, "/"):
+		return errors.New(server.ErrRegionNodeName)
 	case !(f.Escrow > 0 && f.Escrow <= 1):
 		return errors.New("--region-escrow must be in (0, 1]")
 	case !(f.Reserve >= 0 && f.Reserve <= 1):

@@ -40,6 +40,15 @@ func (rn *Node) Info() []Field {
 		{"rl_region_max_keys", rn.rc.MaxRemote}, {"rl_region_remote_keys", st.RemoteKeys}, {"rl_region_bytes", st.Bytes},
 		{"rl_region_keys_refused", st.KeysRefused}, {"rl_region_refused_by_peers", st.PeerRefused},
 		{"rl_region_received", rn.received.Load()}, {"rl_region_received_bytes", rn.receivedBytes.Load()}}
+	if rn.cfg.Cluster != nil {
+		t := rn.cfg.Cluster.Topology()
+		gw := ""
+		if len(t.Names) > 0 {
+			gw = t.Names[0]
+		}
+		ps = append(ps, Field{"rl_region_member", rn.rc.Member}, Field{"rl_region_gateway", gw},
+			Field{"rl_region_relayed", rn.relayed.Load()}, Field{"rl_region_parts_failed", rn.partFails.Load()})
+	}
 	n := 0
 	for i, l := range rn.links {
 		if l == nil {

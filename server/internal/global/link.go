@@ -2,12 +2,10 @@ package global
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"strconv"
 	"time"
 
-	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/region"
 )
 
@@ -72,14 +70,16 @@ func (rn *Node) checkSkew(l *link, skew time.Duration) {
 }
 
 // exchange sends one batch as RL.PEER REGION and reads the acknowledgement.
+// A node of a clustered region that is not its gateway sends it through
+// the gateway (cluster.go).
 func (rn *Node) exchange(l *link, payload []byte) (*region.Ack, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), rn.cfg.Timeout)
-	defer cancel()
-	reps, err := rn.cfg.Forwarder.Forward(ctx, l.addr, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerRegion), payload}})
-	if err != nil {
-		return nil, err
+	addr := l.addr
+	if gw := rn.gatewayAddr(); gw != "" {
+		l.relay = relayPayload(l.relay[:0], l.name, payload)
+		l.bufBytes.Store(int64(cap(l.relay) + len(payload)))
+		addr, payload = gw, l.relay
 	}
-	body, err := bulkReply(reps[0])
+	body, err := rn.call(addr, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,44 @@ var errPlainRegion = errors.New("a plain-text connection: this region takes batc
 // batch from a region this one does not know, or that decides under
 // another bound, is refused with an error reply (refusal) that the sender
 // logs.
+//
+// With a cluster, it is also a node's batch for its gateway to carry to
+// another region (relay), and the gateway's part of a batch for the owner
+// of its keys' slots (part); a batch from another region is fanned out
+// to the owners (cluster.go).
 func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal string) {
+	if len(payload) > 0 && (payload[0] == msgRelay || payload[0] == msgPart) {
+		switch {
+		case rn.cfg.Cluster == nil:
+			return nil, rn.refuse(errNotClustered.Error())
+		case rn.cfg.TLS && !overTLS:
+			return nil, rn.refuse(errPlainRegion.Error())
+		case payload[0] == msgRelay:
+			return rn.relay(payload[1:])
+		}
+		return rn.part(payload[1:], overTLS)
+	}
+	h, b, idx, refusal := rn.readBatch(payload, overTLS)
+	if refusal != "" {
+		return nil, refusal
+	}
+	rn.receivedBytes.Add(int64(len(payload)))
+	var a *region.Ack
+	if rn.cfg.Cluster != nil {
+		a, _ = rn.fanOut(h, b, idx)
+	} else {
+		a = rn.receiveLocal(b, idx)
+	}
+	if msg := refusedAck(a, h.Version); msg != "" {
+		return nil, rn.refuse(msg)
+	}
+	return region.AppendAck(nil, h.Version, rn.cfg.Name, a), ""
+}
+
+// readBatch decodes a batch from another region and checks that this
+// region takes it: over TLS if it must, under the same bound, from a
+// region it knows. It returns the sender's index, or a refusal.
+func (rn *Node) readBatch(payload []byte, overTLS bool) (region.Header, *region.Batch, int, string) {
 	h, b, err := region.ReadBatch(payload)
 	if err == nil && rn.cfg.TLS && !overTLS {
 		err = errPlainRegion
@@ -131,20 +168,21 @@ func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal strin
 		err = errors.New("unknown region " + strconv.Quote(h.Region))
 	}
 	if err != nil {
-		return nil, rn.refuse(err.Error())
+		return h, nil, 0, rn.refuse(err.Error())
 	}
+	return h, b, idx, ""
+}
+
+// receiveLocal counts a batch (or this node's part of one) from region idx.
+func (rn *Node) receiveLocal(b *region.Batch, idx int) *region.Ack {
 	b.From = idx
 	rn.received.Add(1)
-	rn.receivedBytes.Add(int64(len(payload)))
 	now := rn.d.UnixNano()
 	rn.mu.Lock()
 	a := rn.st.Receive(b, now)
 	rn.chargeLocked()
 	rn.mu.Unlock()
-	if msg := refusedAck(a, h.Version); msg != "" {
-		return nil, rn.refuse(msg)
-	}
-	return region.AppendAck(nil, h.Version, rn.cfg.Name, a), ""
+	return a
 }
 
 // refuse counts a refused batch and returns its error reply.

@@ -40,6 +40,11 @@ type Config struct {
 	// of every global key. Required.
 	Store *shard.Map
 	Log   *slog.Logger // required
+	// Cluster, for a region made of a cluster, is its membership: the
+	// node's name is its member name, its region's gateway carries the
+	// exchanges, and a batch that arrives is fanned out to the owners of
+	// its keys' slots (cluster.go). nil: a region of one node.
+	Cluster Cluster
 }
 
 // Peer is another region: its name and the RESP address of a node of it.
@@ -81,6 +86,9 @@ type Node struct {
 
 	received, receivedBytes, refused atomic.Int64
 	lastRefusal                      atomic.Pointer[string]
+
+	gate               gate         // the slots served, with a cluster (cluster.go); guarded by mu
+	relayed, partFails atomic.Int64 // batches carried for this region's other nodes; parts an owner did not answer
 }
 
 // link carries batches to one other region, one at a time.
@@ -100,6 +108,7 @@ type link struct {
 	// bufBytes is the capacity of the buffer carry encodes batches in,
 	// kept between exchanges: counted in --maxmemory (chargeLocked).
 	bufBytes atomic.Int64
+	relay    []byte // carry's buffer for a batch sent through the gateway (cluster.go)
 }
 
 // New validates cfg and returns a Node that has not started syncing (see Start).
@@ -124,6 +133,9 @@ func New(cfg Config, d Delegate) (*Node, error) {
 	rc.Self, rc.Regions = rn.index[cfg.Name], len(names)
 	rc.Sync = cfg.Sync
 	rc.Epoch = d.UnixNano() // a restart is a new epoch: the others send back what they counted of this region
+	if cfg.Cluster != nil {
+		rc.Member = cfg.Cluster.Topology().Self
+	}
 	st, err := region.New(rc)
 	if err != nil {
 		return nil, err
@@ -174,6 +186,10 @@ func ErrNotGlobal(kind window.Kind) error {
 func (rn *Node) Decide(key []byte, lim region.Limit, now, cost int64, peek bool) (window.Decision, error) {
 	var err error
 	rn.mu.Lock()
+	if rn.gatedLocked(key) { // cluster.go
+		rn.mu.Unlock()
+		return rn.recovering(lim.Limit), nil
+	}
 	d := rn.st.Decide(key, lim, now, cost, peek)
 	if d.Made {
 		err = rn.keepFreshLocked(key, lim, d.Allowed, now) // keys.go
@@ -219,11 +235,16 @@ func (rn *Node) run(done <-chan struct{}) {
 // free. The sync loop calls it every interval; tests may call it.
 func (rn *Node) SyncOnce() {
 	now := rn.d.UnixNano()
+	var view uint64
+	if rn.cfg.Cluster != nil && rn.gainDue() {
+		view = rn.cfg.Cluster.Topology().View // not under mu: the topology may run the table-change hooks (OnTable)
+	}
 	rn.ready = rn.ready[:0]
 	for _, l := range rn.links {
 		rn.ready = append(rn.ready, l != nil && !l.busy.Load())
 	}
 	rn.mu.Lock()
+	rn.gainLocked(now, view) // cluster.go
 	bs := rn.st.AppendSync(rn.batches, now, rn.ready)
 	rn.batches = bs
 	rn.st.Sweep(now, 4096)

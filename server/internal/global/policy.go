@@ -58,6 +58,13 @@ func (rn *Node) Check(key []byte, p *policy.Policy, now, cost int64, peek bool, 
 	}
 	n := len(p.Rules)
 	rn.mu.Lock()
+	if rn.gatedLocked(key) { // cluster.go: the key's slot is being gained
+		rn.mu.Unlock()
+		for i := range n {
+			ds[i] = rn.recovering(lims[i].Limit)
+		}
+		return left, nil
+	}
 	allowed, overLimit := true, false
 	for i := range n {
 		rd := rn.st.Decide(keys[i], lims[i], now, cost, true)
