@@ -194,7 +194,7 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/core", "server", false},
 		{"server/internal/decide", "persistence", true},
 		{"server/internal/decide", "server/internal/keyspace", false},
-		{"server/internal/decide", "server/internal/global", false}, // the regions are asked through decide.Front
+		{"server/internal/decide", "server/internal/global", false}, // the regions are asked through decide.Regions
 		{"server/internal/decide", "server/internal/resp", true},    // the batch's prefetch parses ahead in the connection
 		{"server/internal/keyspace", "shard", true},
 		{"server/internal/keyspace", "persistence", false},
@@ -389,21 +389,22 @@ func TestAuthRowCatchesAViolation(t *testing.T) {
 }
 
 // TestDecideRowCatchesAViolation: the decisions' package keeps to its row
-// with the dependencies it has (the store and the policies; the server is
-// reached through decide.Front), and the row refuses the front, another
+// with the dependencies it has (the store, the policies and their durable
+// store; the server is reached through decide.Front, the regions through
+// decide.Regions), and the row refuses the front, another
 // family, the regions' model (a global key is the front's to refuse) and
 // the cluster stack, directly or through another.
 func TestDecideRowCatchesAViolation(t *testing.T) {
 	m := module + "/"
 	has := m + "server/internal/decide " + m + "internal/wire " + m + "window " + m + "policy " + m + "shard " +
-		m + "server/internal/resp " + m + "server/internal/core"
+		m + "server/internal/resp " + m + "server/internal/core " + m + "persistence"
 	assert.Empty(t, violations(has, t.Logf))
 	bad := []string{
 		has + " " + m + "server",
 		m + "server/internal/decide " + m + "server/internal/observe",
 		m + "server/internal/decide " + m + "server/internal/durable",
 		m + "server/internal/decide " + m + "region",
-		m + "server/internal/decide " + m + "server/internal/global", // the seam asks the regions through the front; they may not be asked back
+		m + "server/internal/decide " + m + "server/internal/global", // the seam asks the regions through decide.Regions; they may not be asked back
 		m + "server/internal/decide " + m + "server/internal/route " + m + "cluster",
 	}
 	assert.Equal(t, []string{
