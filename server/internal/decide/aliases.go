@@ -61,7 +61,7 @@ func (d *Decisions) throttle(x *core.Session, args [][]byte) {
 // decideAlias decides n units of p on key through the decision seam; n 0 peeks.
 func (d *Decisions) decideAlias(x *core.Session, key []byte, p window.Params, n int64) (window.Decision, bool) {
 	r := Request{Op: OpNative, Params: p, Cost: max(n, 1), Peek: n == 0}
-	r.Now, r.By = d.clock.At(x, x.Mark), x
+	r.Now, r.By, r.conn = d.clock.At(x, x.Mark), x, d.slot.Get(x)
 	o, err := d.Decide(key, &r)
 	if err != nil {
 		x.Out.WriteError(Reply(err))

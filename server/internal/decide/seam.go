@@ -92,7 +92,7 @@ type Request struct {
 	Hash     uint64          // OpNative: the key's hash, if Hashed (see Conn.KeyHash)
 	Hashed   bool
 
-	conn *Conn // By's decision state, if known: where it is counted
+	conn *Conn // By's decision state, where it is counted; nil counts in the shared Counts
 }
 
 // Outcome is a decision: D for the RL commands (for RL.CHECK the binding

@@ -42,14 +42,13 @@ func (d *Decisions) countDecision(r *Request, o *Outcome, denied bool) {
 }
 
 // countVerdict counts a decision in slot: with the pending counts of the
-// client that asked, if one did (see Tally).
+// client that asked, if its request carries them (run1 and decideAlias
+// set Request.conn), else in the shared counts. It inlines into
+// countDecision.
 func (d *Decisions) countVerdict(r *Request, slot int, allowed bool) {
-	switch {
-	case r.conn != nil:
-		r.conn.Tally.Count(slot, allowed)
-	case r.By != nil:
-		d.count(r.By, slot, allowed)
-	default:
-		d.Counts[slot].Count(allowed)
+	if c := r.conn; c != nil {
+		c.Tally.Count(slot, allowed)
+		return
 	}
+	d.Counts[slot].Count(allowed)
 }
