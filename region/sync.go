@@ -59,6 +59,10 @@ type Ack struct {
 	// Refused are the indexes, ascending, of the batch's entries the
 	// receiver did not count (cap.go): they are not acknowledged.
 	Refused []int
+	// Addrs, from a region made of a cluster, are where its nodes take
+	// batches (wire version 4): the sender tries the next when the one it
+	// sends to stops answering. The Store ignores them.
+	Addrs []string
 }
 
 // ring is how many batches a region remembers per peer, to credit their

@@ -191,8 +191,18 @@ func AppendAck(dst []byte, v byte, name string, a *Ack) []byte {
 		dst = binary.AppendUvarint(dst, uint64(i-last-1)) // ascending: the gaps
 		last = i
 	}
+	if v < 4 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(min(len(a.Addrs), MaxAckAddrs)))
+	for _, addr := range a.Addrs[:min(len(a.Addrs), MaxAckAddrs)] {
+		dst = appendString(dst, addr)
+	}
 	return dst
 }
+
+// MaxAckAddrs bounds the addresses an acknowledgement carries.
+const MaxAckAddrs = 8
 
 // ReadAck decodes an acknowledgement and the name of the region that sent it.
 func ReadAck(p []byte) (string, *Ack, error) {
@@ -213,6 +223,15 @@ func ReadAck(p []byte) (string, *Ack, error) {
 			}
 			a.Refused = append(a.Refused, int(i))
 			next = i + 1
+		}
+	}
+	if v >= 4 {
+		n := r.uvarint()
+		for j := uint64(0); j < n && j < MaxAckAddrs && r.err == nil; j++ {
+			a.Addrs = append(a.Addrs, r.string())
+		}
+		if n > MaxAckAddrs {
+			r.fail()
 		}
 	}
 	if r.err == nil && len(r.p) > 0 {

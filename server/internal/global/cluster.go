@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -174,9 +175,13 @@ func (rn *Node) relay(p []byte) ([]byte, string) {
 		return nil, rn.refuse("a relay to unknown region " + strconv.Quote(name))
 	}
 	l := rn.links[i]
-	body, err := rn.call(l.addr, batch)
+	body, err := rn.call(l.target(), batch)
 	if err != nil {
+		l.rotate()
 		return nil, err.Error()
+	}
+	if _, a, err := region.ReadAck(body); err == nil {
+		l.learn(a.Addrs)
 	}
 	rn.relayed.Add(1)
 	return body, ""
@@ -237,8 +242,47 @@ func (rn *Node) fanOut(h region.Header, b *region.Batch, idx int) (*region.Ack, 
 	if a == nil {
 		return nil, ""
 	}
-	a.From = rn.rc.Self
+	a.From, a.Addrs = rn.rc.Self, t.Addrs // so that the other regions reach the cluster through any node
 	return a, ""
+}
+
+// target returns the address l sends to now: --region-peers' address, or
+// another node of l's region that its acknowledgements named.
+func (l *link) target() string {
+	if p := l.cur.Load(); p != nil {
+		return (*p)[0]
+	}
+	return l.addr
+}
+
+// learn keeps the addresses l's region named in an acknowledgement.
+func (l *link) learn(addrs []string) {
+	if len(addrs) == 0 {
+		return
+	}
+	if p := l.alts.Load(); p != nil && slices.Equal(*p, addrs) {
+		return
+	}
+	c := slices.Clone(addrs)
+	l.alts.Store(&c)
+}
+
+// rotate moves l to the next address of its region it knows, after the
+// one it sends to stopped answering.
+func (l *link) rotate() {
+	list := []string{l.addr}
+	if p := l.alts.Load(); p != nil {
+		for _, a := range *p {
+			if !slices.Contains(list, a) {
+				list = append(list, a)
+			}
+		}
+	}
+	if len(list) < 2 {
+		return
+	}
+	next := []string{list[(slices.Index(list, l.target())+1)%len(list)]}
+	l.cur.Store(&next)
 }
 
 // part is an owner's side of the fan-out: it counts its part of a batch.

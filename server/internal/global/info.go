@@ -59,7 +59,7 @@ func (rn *Node) Info() []Field {
 		if l.up.Load() {
 			state = "up"
 		}
-		ps = append(ps, Field{"rl_region" + strconv.Itoa(n), "name=" + l.name + ",addr=" + l.addr + ",state=" + state +
+		ps = append(ps, Field{"rl_region" + strconv.Itoa(n), "name=" + l.name + ",addr=" + l.target() + ",state=" + state +
 			",lag_ms=" + strconv.FormatInt(p.Lag.Milliseconds(), 10) + ",rtt_ms=" + strconv.FormatInt(p.RTT.Milliseconds(), 10) +
 			",skew_ms=" + strconv.FormatInt(p.Offset.Milliseconds(), 10) + ",unacked_keys=" + strconv.Itoa(p.Unacked) +
 			",batches=" + strconv.FormatInt(l.sent.Load(), 10) + ",bytes=" + strconv.FormatInt(l.sentBytes.Load(), 10) +

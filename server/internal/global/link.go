@@ -25,6 +25,7 @@ func (rn *Node) carry(l *link, done <-chan struct{}) {
 		hdr.Version = l.version()
 		buf = region.AppendBatch(buf[:0], hdr, b)
 		l.bufBytes.Store(int64(cap(buf)))
+		addr := l.target()
 		ack, err := rn.exchange(l, buf)
 		l.busy.Store(false)
 		if l.passed.Swap(false) {
@@ -32,10 +33,13 @@ func (rn *Node) carry(l *link, done <-chan struct{}) {
 		}
 		if err != nil {
 			l.fails.Add(1)
+			if rn.gatewayAddr() == "" {
+				l.rotate() // the cluster's other nodes take batches too (cluster.go)
+			}
 			msg := err.Error()
 			rn.downgrade(l, msg) // wire.go
 			if l.up.Swap(false) || l.lastErr.Load() == nil || *l.lastErr.Load() != msg {
-				rn.log.Warn("region sync failed", "region", l.name, "addr", l.addr, "err", msg)
+				rn.log.Warn("region sync failed", "region", l.name, "addr", addr, "err", msg)
 			}
 			l.lastErr.Store(&msg)
 			continue
@@ -45,6 +49,7 @@ func (rn *Node) carry(l *link, done <-chan struct{}) {
 		}
 		l.sent.Add(1)
 		l.sentBytes.Add(int64(len(buf)))
+		l.learn(ack.Addrs)
 		now := rn.d.UnixNano()
 		rn.mu.Lock()
 		rn.st.Acked(ack, now)
@@ -73,7 +78,7 @@ func (rn *Node) checkSkew(l *link, skew time.Duration) {
 // A node of a clustered region that is not its gateway sends it through
 // the gateway (cluster.go).
 func (rn *Node) exchange(l *link, payload []byte) (*region.Ack, error) {
-	addr := l.addr
+	addr := l.target()
 	if gw := rn.gatewayAddr(); gw != "" {
 		l.relay = relayPayload(l.relay[:0], l.name, payload)
 		l.bufBytes.Store(int64(cap(l.relay) + len(payload)))

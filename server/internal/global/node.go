@@ -109,6 +109,10 @@ type link struct {
 	// kept between exchanges: counted in --maxmemory (chargeLocked).
 	bufBytes atomic.Int64
 	relay    []byte // carry's buffer for a batch sent through the gateway (cluster.go)
+	// cur is the address l sends to now (nil: addr), and alts the
+	// addresses its region's acknowledgements named (a clustered region's
+	// nodes): when cur stops answering, l tries the next (target, rotate).
+	cur, alts atomic.Pointer[[]string]
 }
 
 // New validates cfg and returns a Node that has not started syncing (see Start).

@@ -78,3 +78,23 @@ func TestLinkEntriesInMaxMemory(t *testing.T) {
 	entry := int64(unsafe.Sizeof(region.Entry{}))
 	assert.GreaterOrEqual(t, grew, 2*100*entry, "the two links' 100 entries each count in the store's memory")
 }
+
+// TestLinkRotates: a link whose region's acknowledgements named its
+// nodes (a clustered region) tries the next when the one it sends to
+// stops answering, and comes round to --region-peers' address again; a
+// link that knows no other address stays where it is.
+func TestLinkRotates(t *testing.T) {
+	l := &link{addr: "a:1"}
+	l.rotate()
+	assert.Equal(t, "a:1", l.target(), "nothing else known")
+	l.learn([]string{"a:1", "b:1", "c:1"})
+	var got []string
+	for range 4 {
+		l.rotate()
+		got = append(got, l.target())
+	}
+	assert.Equal(t, []string{"b:1", "c:1", "a:1", "b:1"}, got)
+	l.learn(nil)
+	l.rotate()
+	assert.Equal(t, "c:1", l.target(), "an acknowledgement without addresses keeps those known")
+}
