@@ -261,6 +261,7 @@ func New(cfg Config) (*Server, error) {
 	s.pol = decide.NewPolicies(decide.PolicyConfig{Store: cfg.Store, Durable: cfg.Policies, Max: cfg.MaxPolicies,
 		Logger: cfg.Logger, Changed: s.policyChanged})
 	s.dec = decide.New(cfg.Store, s.table, &s.clock, s.pol, decideFront{s}, &s.pipe.Slots)
+	s.dec.Watch(s.obs.Watchers())
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"sync/atomic"
+
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/resp"
@@ -38,9 +40,10 @@ type Decisions struct {
 	store   *shard.Map
 	table   *core.Table // for the commands a batch's requests name (Prefetch)
 	front   Front
-	clock   *Clock    // the commands' time
-	pols    *Policies // RL.CHECK's policies
-	regions Regions   // the global keys' decider, or nil (DecideGlobals)
+	clock   *Clock        // the commands' time
+	pols    *Policies     // RL.CHECK's policies
+	regions Regions       // the global keys' decider, or nil (DecideGlobals)
+	watch   *atomic.Int32 // while 0, nobody watches: a decision does not call Front.Changed (Watch)
 	slot    core.Slot[Conn]
 
 	// Counts are the decisions counted so far, by slot (SlotThrottle …);
@@ -53,8 +56,18 @@ type Decisions struct {
 // server, with each session's Conn in a slot of slots; table is the
 // command table the batches' requests are looked up in.
 func New(store *shard.Map, table *core.Table, clock *Clock, pols *Policies, front Front, slots *core.Slots) *Decisions {
-	return &Decisions{store: store, table: table, clock: clock, pols: pols, front: front, slot: core.NewSlot[Conn](slots)}
+	d := &Decisions{store: store, table: table, clock: clock, pols: pols, front: front, slot: core.NewSlot[Conn](slots)}
+	d.watch = new(atomic.Int32)
+	d.watch.Store(1) // until Watch says otherwise, every change is told
+	return d
 }
+
+// Watch makes the seam tell Front.Changed of a decision's change only
+// while n, the number of clients tracking or monitoring, is not 0: with
+// nobody watching, a decision then pays one atomic load for it, as the
+// pipeline's hooks do, rather than a call. The server calls it once,
+// before it serves.
+func (d *Decisions) Watch(n *atomic.Int32) { d.watch = n }
 
 // Conn is one connection's decision state. The server holds it by value,
 // so that its hot path reaches it without a slot lookup; the commands

@@ -163,7 +163,7 @@ func (d *Decisions) Decide(key []byte, r *Request) (o Outcome, err error) {
 	if err == nil {
 		d.countDecision(r, &o, false)
 	}
-	if !r.Peek {
+	if !r.Peek && d.watch.Load() != 0 {
 		d.front.Changed(r.By, key)
 	}
 	return o, err

@@ -29,6 +29,11 @@ func NewObservers(d Delegate, slots *core.Slots) *Observers {
 // around a command run only then.
 func (o *Observers) Active() bool { return o.active.Load() != 0 }
 
+// Watchers is the count Active reads, for a hook that must cost no more
+// than Active while nobody watches but may not import observe: the
+// decision seam's (decide.Decisions.Watch). Read it only.
+func (o *Observers) Watchers() *atomic.Int32 { return &o.active }
+
 // Count is how many clients are tracking plus how many are monitoring.
 func (o *Observers) Count() int { return int(o.active.Load()) }
 
