@@ -49,6 +49,7 @@ var (
 	simKeptMoves   = os.Getenv("RL_SIM_KEPT") == "reset"                                  // a rejoin's kept slot that moves on goes as a handoff (reset)
 	simKeptPush    = os.Getenv("RL_SIM_KEPT") == "" || os.Getenv("RL_SIM_KEPT") == "pull" // ... or is kept, and pushed as a PULL's answer (the server's)
 	simKeptReplace = os.Getenv("RL_SIM_KEPT") == ""                                       // a disowned handoff's kept keys replace a rejoin's in mode replace
+	simImportsLost = os.Getenv("RL_SIM_IMPORTS_LOST") != "0"                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
 )
 
 type simMsgKind int
@@ -283,6 +284,7 @@ func (s *sim) rebuild(i int) {
 	}
 	n.tk = NextTakeover(n.tk, old, nv, now, n.lease.TakeoverWait())
 	tk, unlost, _ := NextLost(n.tk, old, nv, func(slot int, owner string) bool { return n.copyFrom[slot] == owner })
+	heldFrom := maps.Clone(n.copyFrom) // as the hook sees them, before the replicas drop stale copies
 	n.tk = tk
 	for _, slot := range s.slots { // the server's forgone
 		switch {
@@ -302,11 +304,18 @@ func (s *sim) rebuild(i int) {
 		}
 	}
 	var fromDead []int
+	var lost [Slots / 64]uint64
+	nlost := 0
 	for slot, im := range n.importing {
 		switch {
 		case !tb.Has(s.known[im.peer]): // the server's slotChange and waitImportsFromDead
 			delete(n.importing, slot)
-			if tb.Owner(slot).Name == n.name {
+			switch {
+			case tb.Owner(slot).Name != n.name:
+			case simImportsLost && heldFrom[slot] != s.known[im.peer]: // no copies of the dead holder's: lost (fromDeadLocked)
+				lost[slot/64] |= 1 << (slot % 64)
+				nlost++
+			default:
 				fromDead = append(fromDead, slot)
 			}
 		case tb.Owner(slot).Name != n.name:
@@ -323,6 +332,15 @@ func (s *sim) rebuild(i int) {
 	}
 	if len(fromDead) > 0 {
 		n.tk = n.tk.With(fromDead, n.local(s.now), n.lease.TakeoverWait())
+	}
+	if nlost > 0 {
+		for slot := range Slots {
+			if n.tk.Lost(slot) {
+				lost[slot/64] |= 1 << (slot % 64)
+			}
+		}
+		n.tk = n.tk.WithLost(&lost)
+		s.logf("%s: imports from a dead holder without its copies are lost: %d", n.name, nlost)
 	}
 	n.view = nv
 }

@@ -28,6 +28,10 @@ const (
 	PeerReleased = "RELEASED" // a node let go of slots
 )
 
+// ReleasedAsk, in RL.PEER RELEASED's answer, names the node that holds
+// slots the asker imports: "ASK node slots" (see docs/cluster.md, Safety).
+const ReleasedAsk = "ASK"
+
 // PeerRefused is the error a node answers a peer whose credentials fail
 // with, and, on a peer's connection, an RL.PEER subcommand or form it does
 // not know: a sender recognises by it a node that predates what it sent

@@ -165,6 +165,12 @@ type handoff struct {
 	// the table, and sends it once it holds its lease (handoff_kept.go);
 	// keptReplace, those of them it was handing back in mode replace.
 	kept, keptReplace slotBits
+	// holder is, per slot, the node this one last knew to hold its state
+	// when not itself: the node it handed the slot to, or imports it from
+	// (see handoff_holder.go); got, the slots whose keys a PULL's answer or
+	// kept keys brought while this node imported them.
+	holder [cluster.Slots]string
+	got    slotBits
 }
 
 // state returns slot's handoff state, nil when it follows the table.

@@ -71,7 +71,7 @@ func TestKeptSlotNotReleased(t *testing.T) {
 	b.srv.cl.switchMu.Lock()
 	b.srv.cl.ho.keep(slot)
 	b.srv.cl.switchMu.Unlock()
-	rel, err := c.srv.released(bn, []int{slot})
+	rel, _, err := c.srv.released(bn, []int{slot})
 	require.NoError(t, err)
 	assert.Empty(t, rel, "b keeps the slot's keys: not released")
 

@@ -121,6 +121,7 @@ func (mg *migration) waitOpen(d time.Duration) bool {
 // slots from the owner they have without it.
 func (s *Server) handoffHook(old, nv *cluster.View) {
 	h := &s.cl.ho
+	dbgBefore := s.snapStates()
 	oldCounts := old != nil && h.counts
 	if len(nv.Table.Nodes()) > 1 {
 		h.shared = true
@@ -138,7 +139,12 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		if to, ok := s.slotChange(old, nv, slot, had, oldCounts, until); ok {
 			outs[to] = append(outs[to], slot)
 		}
-		if st := h.state(slot); st != nil && st.mode == modeImporting {
+		if st := h.state(slot); st != nil && st.mode == modeImporting && (st.guess || st.keep) {
+			// A restart's or a rejoin's import asks the slot's backups for
+			// copies (RL.PEER PULL): a table change's, from an old owner
+			// that holds the slot, waits for its handoff; a backup's
+			// copies and DONE would serve it from what the backup last
+			// had of a third node's (TestRedPausedAtHeal).
 			ins = append(ins, slot)
 		}
 		if h.kept.has(slot) && nv.Table.Owner(slot).Name == nv.Self {
@@ -155,6 +161,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		s.pushKept()
 	}
 	h.notify()
+	s.diffStates("hook", dbgBefore, old, nv)
 	if in, _ := h.moving(); in > 0 {
 		time.AfterFunc(time.Until(until)+time.Millisecond, s.expireImports)
 	}
@@ -179,6 +186,7 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 	case mine && mode == modeImporting:
 		if !nv.Table.Has(st.peer.Name) {
 			h.set(slot, nil) // the old owner has gone: serve from what came
+			h.holder[slot] = ""
 		} else if ru, ok := nv.Table.RunnerUp(slot); ok && st.guess && ru.Name != st.peer.Name && ru.Name != nv.Self {
 			// A joiner whose first view lacked the slot's backup guessed
 			// another node, which sends nothing for it; the backup's DONE
@@ -186,11 +194,18 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 			h.set(slot, &slotState{mode: modeImporting, peer: ru, until: st.until, guess: true})
 		}
 	case mine && had:
+		h.holder[slot] = ""
 	case mine:
-		h.set(slot, s.importFrom(old, nv, slot, oldCounts, until))
+		st := s.importFrom(old, nv, slot, oldCounts, until)
+		h.set(slot, st)
+		if st != nil {
+			h.holder[slot] = st.peer.Name
+		}
 	case mode == modeImporting:
 		h.set(slot, nil) // another node owns it now
-		if st.keep {
+		// Keys a push brought (got) are the slot's state, as a rejoin's are.
+		if st.keep || h.got.has(slot) {
+			h.got[slot/64] &^= 1 << (slot % 64)
 			h.unkeep(slot)
 			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see handoff_kept.go
 		}
@@ -213,6 +228,24 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 func (s *Server) importFrom(old, nv *cluster.View, slot int, oldCounts bool, until time.Time) *slotState {
 	var src cluster.Node
 	switch ru, ok := nv.Table.RunnerUp(slot); {
+	case s.cl.ho.holder[slot] != "" && s.cl.ho.holder[slot] != nv.Self:
+		// This node handed the slot to, or imported it from, another node
+		// than the table's old owner: that node holds it (handoff_holder.go).
+		holder := s.cl.ho.holder[slot]
+		if node, ok := nv.Table.Node(holder); ok {
+			return &slotState{mode: modeImporting, peer: node, until: until}
+		}
+		if diedIn(nv, holder) {
+			s.cl.fromDeadLocked([]int{slot}, holder)
+			return nil
+		}
+		if oldCounts {
+			src = old.Table.Owner(slot)
+		} else if ok {
+			src = ru
+		} else {
+			return nil
+		}
 	case oldCounts:
 		src = old.Table.Owner(slot)
 	case ok:
@@ -359,6 +392,7 @@ func (s *Server) settle(mg *migration) []int {
 func (s *Server) cut(mg *migration, slots []int, keys, bytes int, gated time.Duration) {
 	mg.open(modeMoved)
 	s.unmark(slots)
+	s.cl.noteHolder(mg.to.Name, slots)
 	st := &s.cl.ho.stats
 	st.slotsOut.Add(int64(len(slots)))
 	st.keysOut.Add(int64(keys))

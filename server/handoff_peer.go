@@ -54,7 +54,11 @@ func (s *Server) peerImport(c *client, args [][]byte) {
 				"from", from, "slots", len(slots)-len(others))
 		}
 	}
+	if pull {
+		s.cl.notePushed(slots)
+	}
 	n, err := s.importHanded(args[5], own)
+	s.sdbg("peerImport", "from", from, "mode", string(args[3]), "slots", formatSlots(slots), "keys", n, "others", formatSlots(others))
 	s.cl.ho.copied(from, reset, n, len(args[5]))
 	if err != nil {
 		s.log.Warn("cluster: a handed-over key could not be stored", "from", from, "err", err)
@@ -146,6 +150,7 @@ func (s *Server) importingFrom(from string, slots []int) {
 	for _, slot := range slots {
 		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from {
 			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: st.until, keep: st.keep})
+			cn.ho.holder[slot] = from
 		}
 	}
 	cn.ho.notify()
@@ -192,6 +197,7 @@ func (s *Server) peerDone(c *client, args [][]byte) {
 	from := string(args[2])
 	s.cl.view() // take the membership's newest view first
 	served, err := s.takeSlots(from, slots)
+	s.sdbg("peerDone", "from", from, "slots", formatSlots(slots), "served", formatSlots(served), "err", err)
 	if err != "" {
 		c.conn.WriteError(err)
 		return
@@ -252,6 +258,10 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 		slots = taken
 	}
 	cn.ho.noteHanded(from, slots)
+	cn.ho.setHolder("", slots)
+	for _, slot := range slots {
+		cn.ho.got[slot/64] &^= 1 << (slot % 64)
+	}
 	var served []int
 	adopted := &slotState{mode: modeAdopted, peer: cluster.Node{Name: from}}
 	for _, slot := range slots {

@@ -77,17 +77,24 @@ func (s *Server) expireImports() {
 // it has released, and serves those from what came.
 func (s *Server) askReleased(st *slotState, slots []int) {
 	h := &s.cl.ho
-	released, err := s.released(st.peer, slots)
+	released, ask, err := s.released(st.peer, slots)
+	s.sdbg("askReleased", "peer", st.peer.Name, "keep", st.keep, "guess", st.guess, "asked", formatSlots(slots), "released", formatSlots(released), "err", err)
 	if err != nil {
 		s.log.Debug("cluster: an import's old owner did not say whether it released the slots; waiting on",
 			"from", st.peer.Name, "slots", len(slots), "err", err)
 		return
 	}
 	n := 0
+	var served []int
 	for _, slot := range released {
 		if h.swap(slot, st, nil) {
 			n++
+			served = append(served, slot)
 		}
+	}
+	s.cl.noteHolder("", served)
+	for holder, slots := range ask {
+		s.askElsewhere(st, holder, slots)
 	}
 	if n > 0 {
 		h.notify()
@@ -102,7 +109,7 @@ func (s *Server) askReleased(st *slotState, slots []int) {
 }
 
 // released asks to for the slots of slots it has released to this node.
-func (s *Server) released(to cluster.Node, slots []int) ([]int, error) {
+func (s *Server) released(to cluster.Node, slots []int) ([]int, map[string][]int, error) {
 	fw := s.cl.cfg.Mover
 	if fw == nil {
 		fw = s.cl.cfg.Forwarder
@@ -110,22 +117,20 @@ func (s *Server) released(to cluster.Node, slots []int) ([]int, error) {
 	self := s.cl.cur.Load().Self
 	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte(self), []byte(formatSlots(slots))}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rep := strings.TrimSpace(string(reps[0]))
 	switch {
 	case strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
-		return slots, nil // a node that predates the question: as before it, served from what came
+		return slots, nil, nil // a node that predates the question: as before it, served from what came
 	case strings.HasPrefix(rep, "-"):
-		return nil, errors.New(rep[1:])
-	case rep == "+"+releaseNone:
-		return nil, nil
+		return nil, nil, errors.New(rep[1:])
 	}
-	out, ok := parseSlots(strings.TrimPrefix(rep, "+"))
+	out, ask, ok := parseReleased(strings.TrimPrefix(rep, "+"))
 	if !ok {
-		return nil, errors.New("bad RL.PEER RELEASED answer: " + rep)
+		return nil, nil, errors.New("bad RL.PEER RELEASED answer: " + rep)
 	}
-	return out, nil
+	return out, ask, nil
 }
 
 // peerReleased is RL.PEER RELEASED from slots: the slots of slots that
@@ -142,6 +147,7 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 	cn := s.cl
 	v := cn.view()
 	if !cn.serving() {
+		s.sdbg("peerReleased notserving", "from", from, "asked", formatSlots(slots))
 		// Without its lease this node does not know who serves the slots
 		// now (a node cut off, paused, or just back): a third node may
 		// have taken them over while its table still says otherwise.
@@ -149,8 +155,16 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 		return
 	}
 	var out []int
+	var ask map[string][]int
 	kept := false
 	for _, slot := range slots {
+		if holder := cn.holderOf(slot); holder != "" && holder != from && holder != v.Self {
+			if ask == nil {
+				ask = map[string][]int{}
+			}
+			ask[holder] = append(ask[holder], slot) // handed on, or never held here: see handoff_holder.go
+			continue
+		}
 		if v.Table.Owner(slot).Name != from || cn.forgone(slot) {
 			continue // this node would not have from serve it, or lost it (see takeover_lost.go)
 		}
@@ -165,21 +179,22 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 		}
 		out = append(out, slot)
 	}
+	s.sdbg("peerReleased", "from", from, "asked", formatSlots(slots), "out", formatSlots(out), "kept", kept)
 	if kept {
 		s.pushKept()
 	}
-	if len(out) == 0 {
-		c.conn.WriteString(releaseNone)
-		return
-	}
-	c.conn.WriteString(formatSlots(out))
+	c.conn.WriteString(releasedAnswer(out, ask))
 }
 
 // waitImportsFromDead makes the slots this node imports from a member nv
-// says died wait TakeoverWait, as slots taken from a dead owner do: the
+// says died wait as slots taken from a dead owner do (fromDeadLocked): the
 // old owner served them until it was cut off, and its lease may hold a
-// moment longer. The caller holds switchMu, before the hook's slotChange
-// clears their import.
+// moment longer; and unless this node holds its copies of them, no member
+// it sees has their state (a rejoin's or a restarted process's guess at
+// the old owner that had taken the slot over and served it, say: the
+// simulation's seeds 162 and 326), so they are lost, as a slot gained
+// from a dead owner is. The caller holds switchMu, before the hook's
+// slotChange clears their import.
 func (cn *clusterNode) waitImportsFromDead(nv *cluster.View) {
 	if cn.lease == nil {
 		return
@@ -193,13 +208,13 @@ func (cn *clusterNode) waitImportsFromDead(nv *cluster.View) {
 	if len(dead) == 0 {
 		return
 	}
-	var slots []int
+	from := map[string][]int{}
 	for slot := range cluster.Slots {
 		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && dead[st.peer.Name] && nv.Table.Owner(slot).Name == nv.Self {
-			slots = append(slots, slot)
+			from[st.peer.Name] = append(from[st.peer.Name], slot)
 		}
 	}
-	if len(slots) > 0 {
-		cn.takeover.Store(cn.takeover.Load().With(slots, cn.lease.Now(), cn.lease.TakeoverWait()))
+	for peer, slots := range from {
+		cn.fromDeadLocked(slots, peer)
 	}
 }

@@ -20,8 +20,12 @@ const (
 //
 //   - Importing (this node is the new owner): the old owner still serves
 //     the slot, so requests go back to it as hopHandoff, whatever hop they
-//     came with; one that comes as hopHandoff is the old owner's own, sent
-//     after its cut, and is served here.
+//     came with; one that comes as hopHandoff from the old owner is its
+//     own, sent after its cut, and is served here. One that comes as
+//     hopHandoff from another node (which forwards by a table naming this
+//     node, or imports the slot itself) is answered errHandedOff: served
+//     here, it was served from nothing while the old owner still held the
+//     slot (TestRedPausedAtHeal: single admissions above the limit).
 //   - Copying (this node is the old owner): served here.
 //   - Gated: wait for the cut, then route again.
 //   - Moved: sent to the new owner as hopHandoff; one that came as
@@ -31,8 +35,11 @@ const (
 func (s *Server) routeMoving(c *client, slot int, st *slotState) route {
 	switch st.now() {
 	case modeImporting:
-		if c.hop == hopHandoff {
+		switch {
+		case c.hop == hopHandoff && c.peerName == st.peer.Name:
 			return route{local: true, slot: slot}
+		case c.hop == hopHandoff:
+			return route{slot: slot, reply: errHandedOff}
 		}
 		return route{slot: slot, owner: st.peer, level: hopHandoff, importing: st}
 	case modeGated:

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"strings"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// A node's table says who owns a slot, not who holds its state: tables
+// differ for a moment between nodes, and a slot moved on one side of a
+// split is unknown to the other. TestRedPausedAtHeal: the majority's n4
+// handed slots to n2, which served them and was then paused; after the
+// heal n1's table gave the slots to n1 with n4 as their old owner, n4
+// (not holding them, its own table naming n1) answered RL.PEER RELEASED,
+// and n1 served them from nothing while n2, resumed, still held their
+// keys.
+//
+// So each node remembers, per slot, the node it last knew to hold the
+// slot's state when that is not itself: the node it handed the slot to (a
+// handoff's cut, kept keys sent), or the node it imports the slot from.
+// It answers RL.PEER RELEASED for such a slot only to that node; anyone
+// else is told to ask it (the answer's "ASK node slots", cluster.ReleasedAsk),
+// and a node that gains the slot imports it from that node rather than
+// from its table's old owner. An importer told to ask X imports from X;
+// when X is not in its table (X's death was confirmed), it serves the slot
+// only as it would a slot taken from a dead X: after the takeover's wait,
+// if it holds X's copies of it, and otherwise not at all (lost, until X or
+// an operator's RL.CLUSTER FORGET: see takeover_lost.go).
+
+// setHolder records that node holds slots' state ("" for this node). The
+// caller holds switchMu.
+func (h *handoff) setHolder(node string, slots []int) {
+	for _, slot := range slots {
+		h.holder[slot] = node
+	}
+}
+
+// holderOf returns the node this one last knew to hold slot's state, ""
+// when that is itself or none.
+func (cn *clusterNode) holderOf(slot int) string {
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	return cn.ho.holder[slot]
+}
+
+// noteHolder is setHolder for a caller that does not hold switchMu.
+func (cn *clusterNode) noteHolder(node string, slots []int) {
+	cn.switchMu.Lock()
+	cn.ho.setHolder(node, slots)
+	cn.switchMu.Unlock()
+}
+
+// releasedAnswer formats RL.PEER RELEASED's answer: the released slots
+// (or NONE), then for each other holder "ASK node slots".
+func releasedAnswer(out []int, ask map[string][]int) string {
+	var sb strings.Builder
+	if len(out) == 0 {
+		sb.WriteString(releaseNone)
+	} else {
+		sb.WriteString(formatSlots(out))
+	}
+	for node, slots := range ask {
+		sb.WriteString(" " + cluster.ReleasedAsk + " " + node + " " + formatSlots(slots))
+	}
+	return sb.String()
+}
+
+// parseReleased reads releasedAnswer's output.
+func parseReleased(rep string) (released []int, ask map[string][]int, ok bool) {
+	f := strings.Fields(rep)
+	if len(f) == 0 || (len(f)-1)%3 != 0 {
+		return nil, nil, false
+	}
+	if f[0] != releaseNone {
+		if released, ok = parseSlots(f[0]); !ok {
+			return nil, nil, false
+		}
+	}
+	for i := 1; i < len(f); i += 3 {
+		if f[i] != cluster.ReleasedAsk {
+			return nil, nil, false
+		}
+		slots, ok := parseSlots(f[i+2])
+		if !ok {
+			return nil, nil, false
+		}
+		if ask == nil {
+			ask = map[string][]int{}
+		}
+		ask[f[i+1]] = append(ask[f[i+1]], slots...)
+	}
+	return released, ask, true
+}
+
+// askElsewhere acts on an old owner's word that another node, holder,
+// holds slots, which this node imports in state st: it imports them from
+// holder, or, holder being out of its table (its death confirmed), serves
+// them as it would slots taken from a dead holder.
+func (s *Server) askElsewhere(st *slotState, holder string, slots []int) {
+	cn := s.cl
+	cn.switchMu.Lock()
+	v := cn.cur.Load()
+	var moved, gone []int
+	node, inTable := v.Table.Node(holder)
+	for _, slot := range slots {
+		cur := cn.ho.state(slot)
+		if cur != st || holder == v.Self || v.Table.Owner(slot).Name != v.Self {
+			continue
+		}
+		cn.ho.holder[slot] = holder
+		if inTable {
+			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: time.Now().Add(releaseRetry), keep: st.keep})
+			moved = append(moved, slot)
+		} else {
+			cn.ho.set(slot, nil)
+			gone = append(gone, slot)
+		}
+	}
+	lost := cn.fromDeadLocked(gone, holder)
+	cn.switchMu.Unlock()
+	if len(moved)+len(gone) == 0 {
+		return
+	}
+	cn.ho.notify()
+	s.log.Info("cluster: an import's old owner handed the slots to another node; importing them from it",
+		"holder", holder, "in_table", inTable, "importing", len(moved), "taken_over", len(gone)-lost, "lost", lost)
+	if len(moved) > 0 {
+		time.AfterFunc(releaseRetry+time.Millisecond, s.expireImports)
+	}
+}
+
+// fromDeadLocked makes slots, whose state holder held when its death was
+// confirmed, wait as slots taken from a dead owner do: the takeover's
+// wait, if this node holds holder's copies of them (or keeps no replicas,
+// when a dead owner's slots are served from empty state), and otherwise
+// lost (takeover_lost.go). It returns how many are lost. The caller holds
+// switchMu.
+func (cn *clusterNode) fromDeadLocked(slots []int, holder string) int {
+	if cn.lease == nil || len(slots) == 0 {
+		return 0
+	}
+	var waits, lost []int
+	for _, slot := range slots {
+		if cn.repl == nil || cn.repl.HeldBy(slot, holder) {
+			waits = append(waits, slot)
+		} else {
+			lost = append(lost, slot)
+		}
+	}
+	if len(waits) > 0 {
+		cn.takeover.Store(cn.takeover.Load().With(waits, cn.lease.Now(), cn.lease.TakeoverWait()))
+	}
+	if len(lost) > 0 {
+		tk := cn.takeover.Load()
+		var bits [cluster.Slots / 64]uint64
+		for slot := range cluster.Slots {
+			if tk.Lost(slot) {
+				bits[slot/64] |= 1 << (slot % 64)
+			}
+		}
+		for _, slot := range lost {
+			bits[slot/64] |= 1 << (slot % 64)
+		}
+		cn.takeover.Store(tk.WithLost(&bits))
+	}
+	return len(lost)
+}
+
+// diedIn reports whether v lists node among the members declared dead.
+func diedIn(v *cluster.View, node string) bool {
+	for _, m := range v.Gone {
+		if m.Name == node && m.State == cluster.StateDead {
+			return true
+		}
+	}
+	return false
+}
+
+// notePushed marks, of slots, those this node imports: a PULL's answer or
+// kept keys brought their keys, which are the slot's state if the table
+// moves the slot on before the import ends (see slotChange).
+func (cn *clusterNode) notePushed(slots []int) {
+	cn.switchMu.Lock()
+	defer cn.switchMu.Unlock()
+	for _, slot := range slots {
+		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting {
+			cn.ho.got[slot/64] |= 1 << (slot % 64)
+		}
+	}
+}
