@@ -171,6 +171,9 @@ type handoff struct {
 	// kept keys brought while this node imported them.
 	holder [cluster.Slots]string
 	got    slotBits
+	// lostFrom are the lost slots whose holder died while this node
+	// imported them, which come back with it (see lostComeBackLocked).
+	lostFrom slotBits
 }
 
 // state returns slot's handoff state, nil when it follows the table.

@@ -142,10 +142,12 @@ func (cn *clusterNode) fromDeadLocked(slots []int, holder string) int {
 	}
 	var waits, lost []int
 	for _, slot := range slots {
+		cn.ho.holder[slot] = holder // lost until it comes back: see lostComeBack
 		if cn.repl == nil || cn.repl.HeldBy(slot, holder) {
 			waits = append(waits, slot)
 		} else {
 			lost = append(lost, slot)
+			cn.ho.lostFrom[slot/64] |= 1 << (slot % 64)
 		}
 	}
 	if len(waits) > 0 {
@@ -187,5 +189,40 @@ func (cn *clusterNode) notePushed(slots []int) {
 		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting {
 			cn.ho.got[slot/64] |= 1 << (slot % 64)
 		}
+	}
+}
+
+// lostComeBackLocked ends the loss of the slots this node lost because
+// the node that held them died (fromDeadLocked), once nv has that node
+// again: each imports from it, which hands it over, sends the keys it
+// kept, or says it released the slot (it never held it: a rejoin's guess,
+// say), as any import. The table may keep giving such a slot to this
+// node, so without it the slot stayed lost until an RL.CLUSTER FORGET.
+// The caller holds switchMu, after noteLost.
+func (s *Server) lostComeBackLocked(nv *cluster.View, until time.Time) {
+	cn := s.cl
+	tk := cn.takeover.Load()
+	if tk.LostSlots() == 0 {
+		return
+	}
+	var bits [cluster.Slots / 64]uint64
+	back := 0
+	for slot := range cluster.Slots {
+		if !tk.Lost(slot) {
+			continue
+		}
+		holder := cn.ho.holder[slot]
+		node, ok := nv.Table.Node(holder)
+		if !cn.ho.lostFrom.has(slot) || holder == "" || !ok || holder == nv.Self || nv.Table.Owner(slot).Name != nv.Self || cn.ho.state(slot) != nil {
+			bits[slot/64] |= 1 << (slot % 64)
+			continue
+		}
+		cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: until})
+		cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
+		back++
+	}
+	if back > 0 {
+		cn.takeover.Store(tk.WithLost(&bits))
+		s.log.Info("cluster: the node that held lost slots is back; importing them from it", "slots", back)
 	}
 }

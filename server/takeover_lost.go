@@ -52,6 +52,7 @@ func (s *Server) noteLost(old, nv *cluster.View) {
 		switch {
 		case cn.ho.unlost.has(slot):
 			cn.ho.forgone[slot/64] |= 1 << (slot % 64)
+			cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		case nv.Table.Owner(slot).Name == nv.Self && !tk.Lost(slot):
 			cn.ho.forgone[slot/64] &^= 1 << (slot % 64)
 		}
@@ -71,6 +72,7 @@ func (cn *clusterNode) forgetLost() {
 		cn.takeover.Store(tk.WithLost(&[cluster.Slots / 64]uint64{}))
 	}
 	cn.ho.forgone = slotBits{}
+	cn.ho.lostFrom = slotBits{}
 }
 
 // forgone reports whether slot was lost here and is another node's now.

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReleasedPointsAtTheHolder: an import's old owner that handed the
+// slot to a third node does not say it released the slot: it names the
+// node it handed it to, and the importer imports the slot from that node,
+// which then hands it over. Before, the old owner (its table naming the
+// importer) released it, and the importer served the slot from nothing
+// while the third node held its keys (TestRedPausedAtHeal: n4 handed the
+// slots to n2 during the split; after the heal n1 imported them from n4,
+// which released them, and served them from nothing: 40 of 20).
+func TestReleasedPointsAtTheHolder(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{})
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	key, slot := keyOwnedBy(t, nodes, b, "holder:")
+	cs := clients(t, a, b, c)
+	for range 5 {
+		require.Equal(t, int64(1), slide5(t, cs[1], key))
+	}
+	// c holds the slot's state (a handed it to c, by a table of its own),
+	// and b imports the slot from a.
+	moveSlotKeys(t, b, c, slot)
+	a.srv.cl.noteHolder(c.name, []int{slot})
+	an, _ := b.ml.View().Table.Node(a.name)
+	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: an, until: time.Now().Add(-time.Millisecond)})
+	b.srv.expireImports()
+	require.Eventually(t, func() bool {
+		st := b.srv.cl.ho.state(slot)
+		return st != nil && st.peer.Name == c.name
+	}, deadline, time.Millisecond, "a names c, which holds the slot: b imports it from c")
+	assert.Zero(t, b.srv.cl.ho.stats.importTimeouts.Load(), "not served from what came")
+
+	// c hands the slot over: b serves c's keys.
+	bn, _ := c.ml.View().Table.Node(b.name)
+	_, _, err := c.srv.copyFrom(c.srv.cfg.Store, bn, []int{slot}, true, "reset")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return b.srv.cl.ho.state(slot) == nil }, deadline, time.Millisecond)
+	assertAtLimit(t, cs, []string{key}, "served from c's keys, not from nothing")
+}
+
+// TestImportFromDeadHolderIsLost: a slot this node imports from a member
+// whose death is confirmed, and of which it holds none of that member's
+// copies, is lost, as a slot gained from a dead owner is: no member this
+// node sees holds its state. Before, it was served from what came after
+// the takeover's wait (the simulation's seeds 162 and 326).
+func TestImportFromDeadHolderIsLost(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{replicas: true})
+	a, b := nodes[0], nodes[1]
+	_, slot := keyOwnedBy(t, nodes, b, "deadholder:")
+	an, _ := b.ml.View().Table.Node(a.name)
+	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: an, until: time.Now().Add(time.Hour)})
+	cn := b.srv.cl
+	nv := *cn.view()
+	nv.Gone = append(nv.Gone, cluster.Member{Node: an, State: cluster.StateDead})
+	cn.switchMu.Lock()
+	cn.waitImportsFromDead(&nv)
+	cn.switchMu.Unlock()
+	require.False(t, cn.repl.HeldBy(slot, a.name), "b holds no copies of a's for the slot")
+	assert.True(t, cn.takeover.Load().Lost(slot), "the slot's state died with a: lost")
+
+	// a comes back (the table keeps giving the slot to b): b imports the
+	// slot from it again, which hands it over or releases it.
+	cn.switchMu.Lock()
+	b.srv.lostComeBackLocked(cn.view(), time.Now().Add(time.Hour))
+	cn.switchMu.Unlock()
+	assert.False(t, cn.takeover.Load().Lost(slot), "a is back")
+	st := b.srv.cl.ho.state(slot)
+	require.NotNil(t, st)
+	assert.Equal(t, a.name, st.peer.Name, "imported from a again")
+}
+
+// TestImportServesHopOnlyFromItsOldOwner: a node importing a slot serves
+// a request that comes as hopHandoff only from the node it imports the
+// slot from (its own, sent after its cut); one from another node, which
+// forwards by a table naming this node, is answered HANDEDOFF. Before, it
+// was served here from nothing while the old owner still held the slot
+// (TestRedPausedAtHeal's single admissions above the limit).
+func TestImportServesHopOnlyFromItsOldOwner(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{})
+	a, b := nodes[0], nodes[1]
+	_, slot := keyOwnedBy(t, nodes, b, "hop:")
+	an, _ := b.ml.View().Table.Node(a.name)
+	st := &slotState{mode: modeImporting, peer: an, until: time.Now().Add(time.Hour)}
+	from := &client{peerName: a.name}
+	from.hop = hopHandoff
+	assert.True(t, b.srv.routeMoving(from, slot, st).local, "the old owner's own request, after its cut")
+	other := &client{peerName: nodes[2].name}
+	other.hop = hopHandoff
+	r := b.srv.routeMoving(other, slot, st)
+	assert.False(t, r.local)
+	assert.Equal(t, errHandedOff, r.reply)
+}
