@@ -68,6 +68,7 @@ func TestImportFromDeadHolderIsLost(t *testing.T) {
 
 	// a comes back (the table keeps giving the slot to b): b imports the
 	// slot from it again, which hands it over or releases it.
+	b.srv.cl.ho.set(slot, nil) // the hook's slotChange ended the import from a
 	cn.switchMu.Lock()
 	b.srv.lostComeBackLocked(cn.view(), time.Now().Add(time.Hour))
 	cn.switchMu.Unlock()
