@@ -118,6 +118,7 @@ type simNode struct {
 	copyFrom  map[int]string // slot → the owner whose shipment brought its copy (the server's syncs)
 	forgone   map[int]bool   // slots lost here that another node owns now
 	kept      map[int]bool   // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
+	lostFrom  map[int]int    // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
 	cnt       map[int]int    // slot → its key's counter in this node's store
 	copies    map[int]int    // slot → the counter this node holds as the slot's backup
 	nextShip  int64
@@ -188,6 +189,7 @@ func (s *sim) start(i int) {
 	n.lease = NewLease(n.name, simTerm)
 	n.up, n.paused, n.held = true, false, nil
 	n.cnt, n.copies, n.copyFrom, n.forgone, n.kept = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}, map[int]bool{}
+	n.lostFrom = map[int]int{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died = map[string]bool{}, map[int]simOut{}, map[string]bool{}
 	n.gen++
@@ -320,6 +322,7 @@ func (s *sim) rebuild(i int) {
 			case simImportsLost && heldFrom[slot] != s.known[im.peer]: // no copies of the dead holder's: lost (fromDeadLocked)
 				lost[slot/64] |= 1 << (slot % 64)
 				nlost++
+				n.lostFrom[slot] = im.peer
 			default:
 				fromDead = append(fromDead, slot)
 			}
@@ -346,6 +349,31 @@ func (s *sim) rebuild(i int) {
 		}
 		n.tk = n.tk.WithLost(&lost)
 		s.logf("%s: imports from a dead holder without its copies are lost: %d", n.name, nlost)
+	}
+	if len(n.lostFrom) > 0 { // the server's lostComeBackLocked: the holder is back, import from it
+		var keep [Slots / 64]uint64
+		back := false
+		for slot := range Slots {
+			if !n.tk.Lost(slot) {
+				continue
+			}
+			h, ok := n.lostFrom[slot]
+			if !ok || !tb.Has(s.known[h]) || tb.Owner(slot).Name != n.name {
+				keep[slot/64] |= 1 << (slot % 64)
+				continue
+			}
+			delete(n.lostFrom, slot)
+			n.importing[slot] = simImport{peer: h, until: n.local(s.now) + int64(simImportWait)}
+			back = true
+		}
+		if back {
+			n.tk = n.tk.WithLost(&keep)
+		}
+		for slot := range n.lostFrom {
+			if !n.tk.Lost(slot) {
+				delete(n.lostFrom, slot)
+			}
+		}
 	}
 	n.view = nv
 }
