@@ -226,3 +226,31 @@ func (s *Server) lostComeBackLocked(nv *cluster.View, until time.Time) {
 		s.log.Info("cluster: the node that held lost slots is back; importing them from it", "slots", back)
 	}
 }
+
+// unloseLocked ends the loss of slots whose state a node handed to this
+// one (its DONE): a node that held them came back and handed them over,
+// though the table never stopped giving them to this node (a rejoin's own
+// slots, whose backup died and came back). The caller holds switchMu.
+func (cn *clusterNode) unloseLocked(slots []int) {
+	tk := cn.takeover.Load()
+	if tk.LostSlots() == 0 {
+		return
+	}
+	var bits [cluster.Slots / 64]uint64
+	for slot := range cluster.Slots {
+		if tk.Lost(slot) {
+			bits[slot/64] |= 1 << (slot % 64)
+		}
+	}
+	n := 0
+	for _, slot := range slots {
+		if bits[slot/64]&(1<<(slot%64)) != 0 {
+			bits[slot/64] &^= 1 << (slot % 64)
+			cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
+			n++
+		}
+	}
+	if n > 0 {
+		cn.takeover.Store(tk.WithLost(&bits))
+	}
+}

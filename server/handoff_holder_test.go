@@ -76,6 +76,16 @@ func TestImportFromDeadHolderIsLost(t *testing.T) {
 	st := b.srv.cl.ho.state(slot)
 	require.NotNil(t, st)
 	assert.Equal(t, a.name, st.peer.Name, "imported from a again")
+
+	// Lost again; a's DONE (its handback) ends the loss: the state came.
+	b.srv.cl.ho.set(slot, nil)
+	cn.switchMu.Lock()
+	cn.fromDeadLocked([]int{slot}, a.name)
+	cn.switchMu.Unlock()
+	require.True(t, cn.takeover.Load().Lost(slot))
+	_, errReply := b.srv.takeSlots(a.name, []int{slot})
+	require.Empty(t, errReply)
+	assert.False(t, cn.takeover.Load().Lost(slot), "a handed the slot over")
 }
 
 // TestImportServesHopOnlyFromItsOldOwner: a node importing a slot serves

@@ -259,6 +259,7 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 	}
 	cn.ho.noteHanded(from, slots)
 	cn.ho.setHolder("", slots)
+	cn.unloseLocked(slots)
 	for _, slot := range slots {
 		cn.ho.got[slot/64] &^= 1 << (slot % 64)
 	}

@@ -310,17 +310,19 @@ func redDuration(t *testing.T, env string, def time.Duration) time.Duration {
 // over five. Bounded loads give some slots to n1 or n3 in one table
 // and to n0 or n4 in the other: the keys used here are those.
 //
-// Finding R1 (4 runs of 5 at load 16, see docs/cluster.md "Safety"): up
-// to 21 of the 30 keys, three chunks, admit up to their whole limit again
-// (40 of 20) within 2 s after the heal, and counting keys lose the
-// majority's split-time decisions (up to 365 forked admissions a run).
-// In one run the keys were served from empty state by n1 from the moment
-// n0 and n4 declared n2 dead (all five then compute the same table); n4's
-// handover of one of those chunks to n1 at that moment was taken as a
-// flap ("keeping this node's keys"). It fails today, so it runs only with
-// RL_RED_FINDINGS=1.
+// Finding R1 (see docs/cluster.md "Safety", "The holder"): up to 40 of
+// 20 on a third of the keys, 412 admissions above the limits in a run:
+// n4 handed the keys' slots to n2 during the split, and after the heal
+// n1, importing them from n4 by its table, was told they were released
+// and served them from nothing while n2 held them; a backup's PULL
+// answer ended another such import, and a request forwarded as a
+// handoff's hop was served by a node still importing the slot. Closed by
+// the holder (RELEASED's ASK), PULL only for restarts and rejoins, and a
+// handoff's hop served only from the import's old owner.
 func TestRedPausedAtHeal(t *testing.T) {
-	redFinding(t, "R1: a 2/3 split that heals while a majority node is paused admits whole limits again")
+	if testing.Short() {
+		t.Skip("5 nodes in network namespaces, split and paused: not in -short")
+	}
 	pausedAtHealRun(t, 2, map[int]bool{1: true, 3: true}, func(all *cluster.Table) []string {
 		without2 := tableOf(t, "n0", "n1", "n3", "n4")
 		return divergentKeys(t, "red1778:", 30, without2, []string{"n1", "n3"}, all, []string{"n0", "n4"})
