@@ -49,7 +49,8 @@ var (
 	simKeptMoves   = os.Getenv("RL_SIM_KEPT") == "reset"                                  // a rejoin's kept slot that moves on goes as a handoff (reset)
 	simKeptPush    = os.Getenv("RL_SIM_KEPT") == "" || os.Getenv("RL_SIM_KEPT") == "pull" // ... or is kept, and pushed as a PULL's answer (the server's)
 	simKeptReplace = os.Getenv("RL_SIM_KEPT") == ""                                       // a disowned handoff's kept keys replace a rejoin's in mode replace
-	simImportsLost = os.Getenv("RL_SIM_IMPORTS_LOST") != "0"                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
+	simImportsLost = os.Getenv("RL_SIM_IMPORTS_LOST") != "0"
+	simHolder      = os.Getenv("RL_SIM_HOLDER") != "0" // RELEASED names the node that holds a slot (ASK), and a gained slot imports from it (the server's holder)                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
 )
 
 type simMsgKind int
@@ -75,10 +76,11 @@ type simMsg struct {
 	ack      uint32   // simReq: the deaths of the sender that the receiver reported and it acknowledges
 	fenced   []string // simAns: the members the sender fences
 	slots    []int
-	vals     []int // simDone, simCopy: each slot's counter
-	replace  bool  // simDone: the sender served the slots (the server's replace mode), or they are a backup's copies
-	pull     bool  // simDone: a PULL's answer (IMPORT mode pull), not a handoff (whose reset IMPORT switches the import to its sender)
-	gen      int   // simCopy, simCopied: the sending process (a restarted node's connections are new)
+	vals     []int         // simDone, simCopy: each slot's counter
+	replace  bool          // simDone: the sender served the slots (the server's replace mode), or they are a backup's copies
+	pull     bool          // simDone: a PULL's answer (IMPORT mode pull), not a handoff (whose reset IMPORT switches the import to its sender)
+	gen      int           // simCopy, simCopied: the sending process (a restarted node's connections are new)
+	ask      map[int][]int // simReleased: the holder each other slot was handed to (ASK node slots)
 }
 
 // simCount is a key's counter from a moment (global time) on.
@@ -119,6 +121,7 @@ type simNode struct {
 	forgone   map[int]bool   // slots lost here that another node owns now
 	kept      map[int]bool   // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
 	lostFrom  map[int]int    // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
+	holder    map[int]int    // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
 	cnt       map[int]int    // slot → its key's counter in this node's store
 	copies    map[int]int    // slot → the counter this node holds as the slot's backup
 	nextShip  int64
@@ -189,7 +192,7 @@ func (s *sim) start(i int) {
 	n.lease = NewLease(n.name, simTerm)
 	n.up, n.paused, n.held = true, false, nil
 	n.cnt, n.copies, n.copyFrom, n.forgone, n.kept = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}, map[int]bool{}
-	n.lostFrom = map[int]int{}
+	n.lostFrom, n.holder = map[int]int{}, map[int]int{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died = map[string]bool{}, map[int]simOut{}, map[string]bool{}
 	n.gen++
@@ -249,6 +252,7 @@ func (s *sim) rebuild(i int) {
 			out[to].vals = append(out[to].vals, n.cnt[slot])
 			out[to].replace = out[to].replace && served
 			delete(n.cnt, slot) // the cut drops this node's copy
+			n.holder[slot] = to
 		}
 		for _, name := range s.known { // the server deletes it as it starts a handoff to the member
 			if n.died[name] && tb.Has(name) && name != n.name {
@@ -278,8 +282,15 @@ func (s *sim) rebuild(i int) {
 				n.returned[slot] = owner
 			}
 			if owner == n.name && prev != n.name && tb.Has(prev) {
-				s.logf("%s imports %d from %s", n.name, slot, prev)
-				n.importing[slot] = simImport{peer: s.index(prev), until: n.local(s.now) + int64(simImportWait)} // a live owner hands it over (importFrom)
+				peer := s.index(prev)
+				if h, ok := n.holder[slot]; simHolder && ok && h != i && tb.Has(s.known[h]) {
+					peer = h // the node it handed the slot to, or imported it from (the server's importFrom)
+				}
+				s.logf("%s imports %d from %s", n.name, slot, s.known[peer])
+				n.importing[slot] = simImport{peer: peer, until: n.local(s.now) + int64(simImportWait)} // a live owner hands it over (importFrom)
+				n.holder[slot] = peer
+			} else if owner == n.name && prev == n.name {
+				delete(n.holder, slot)
 			}
 		}
 	}
@@ -687,6 +698,10 @@ func (s *sim) receive(m simMsg) {
 				n.cnt[slot] = m.vals[k]
 			}
 			delete(n.importing, slot)
+			delete(n.holder, slot)
+			if simHolder && n.tk.Lost(slot) { // the server's unloseLocked: the state came
+				s.unlose(m.to, slot)
+			}
 		}
 	case simCopy:
 		for k, slot := range m.slots {
@@ -704,20 +719,48 @@ func (s *sim) receive(m simMsg) {
 			break // the server's peerReleased: a node that may not serve knows nothing newer
 		}
 		var released []int
+		var ask map[int][]int
 		for _, slot := range m.slots {
+			if h, ok := n.holder[slot]; simHolder && ok && h != m.from && h != m.to {
+				if ask == nil {
+					ask = map[int][]int{}
+				}
+				ask[h] = append(ask[h], slot)
+				continue
+			}
 			_, kept := n.kept[slot]
 			if n.view.Table.Owner(slot).Name == from && !n.forgone[slot] && !kept {
 				released = append(released, slot)
 			}
 		}
-		if len(released) > 0 {
-			s.send(simMsg{kind: simReleased, from: m.to, to: m.from, slots: released})
+		if len(released) > 0 || len(ask) > 0 {
+			s.send(simMsg{kind: simReleased, from: m.to, to: m.from, slots: released, ask: ask})
 		}
 	case simReleased:
-		s.logf("%s: %s released %v", n.name, from, m.slots)
+		s.logf("%s: %s released %v, ask %v", n.name, from, m.slots, m.ask)
 		for _, slot := range m.slots {
 			if im, ok := n.importing[slot]; ok && im.peer == m.from {
 				delete(n.importing, slot)
+				delete(n.holder, slot)
+			}
+		}
+		for _, h := range slices.Sorted(maps.Keys(m.ask)) { // the server's askElsewhere
+			for _, slot := range m.ask[h] {
+				im, ok := n.importing[slot]
+				if !ok || im.peer != m.from || h == m.to || n.view.Table.Owner(slot).Name != n.name {
+					continue
+				}
+				n.holder[slot] = h
+				switch {
+				case n.view.Table.Has(s.known[h]):
+					n.importing[slot] = simImport{peer: h, until: now + int64(simRelease), keep: im.keep}
+				case n.copyFrom[slot] == s.known[h]:
+					delete(n.importing, slot)
+					n.tk = n.tk.With([]int{slot}, now, n.lease.TakeoverWait())
+				default:
+					delete(n.importing, slot)
+					s.lose(m.to, slot, h)
+				}
 			}
 		}
 	case simPull:
@@ -758,6 +801,7 @@ func (s *sim) tick(i int) {
 			outs[o.to].replace = outs[o.to].replace && o.replace
 			outs[o.to].slots = append(outs[o.to].slots, slot)
 			outs[o.to].vals = append(outs[o.to].vals, n.cnt[slot])
+			n.holder[slot] = o.to
 		case now-o.since > int64(simMigrate): // the server's abandon
 		default:
 			continue
@@ -791,6 +835,7 @@ func (s *sim) tick(i int) {
 			}
 			pushes[to2].slots = append(pushes[to2].slots, slot)
 			pushes[to2].vals = append(pushes[to2].vals, c)
+			n.holder[slot] = to
 			delete(n.kept, slot)
 			delete(n.cnt, slot)
 		}
@@ -1108,4 +1153,33 @@ func readSeeds(t *testing.T, name string) map[uint64]bool {
 		}
 	}
 	return seeds
+}
+
+// lose makes slot lost on node i, imported from h, which died (the
+// server's fromDeadLocked).
+func (s *sim) lose(i, slot, h int) {
+	n := s.nodes[i]
+	var lost [Slots / 64]uint64
+	for sl := range Slots {
+		if n.tk.Lost(sl) {
+			lost[sl/64] |= 1 << (sl % 64)
+		}
+	}
+	lost[slot/64] |= 1 << (slot % 64)
+	n.tk = n.tk.WithLost(&lost)
+	n.lostFrom[slot] = h
+	s.logf("%s: slot %d's holder %s is dead: lost", n.name, slot, s.known[h])
+}
+
+// unlose ends slot's loss on node i (the server's unloseLocked).
+func (s *sim) unlose(i, slot int) {
+	n := s.nodes[i]
+	var lost [Slots / 64]uint64
+	for sl := range Slots {
+		if n.tk.Lost(sl) && sl != slot {
+			lost[sl/64] |= 1 << (sl % 64)
+		}
+	}
+	n.tk = n.tk.WithLost(&lost)
+	delete(n.lostFrom, slot)
 }
