@@ -114,7 +114,6 @@ func (s *Server) takeKept() map[keptFor][]int {
 // sendKept sends to the kept keys of slots as a PULL's answer, then drops
 // them; slots whose owner did not take them are kept again.
 func (s *Server) sendKept(to cluster.Node, slots []int, mode string) {
-	s.sdbg("sendKept", "to", to.Name, "mode", mode, "slots", formatSlots(slots))
 	keys, _, err := s.copyFrom(s.cfg.Store, to, slots, true, mode)
 	if err != nil && err.Error() == errNotImporting {
 		err = nil // it imports none of them: a handoff brought them

@@ -121,7 +121,6 @@ func (mg *migration) waitOpen(d time.Duration) bool {
 // slots from the owner they have without it.
 func (s *Server) handoffHook(old, nv *cluster.View) {
 	h := &s.cl.ho
-	dbgBefore := s.snapStates()
 	oldCounts := old != nil && h.counts
 	if len(nv.Table.Nodes()) > 1 {
 		h.shared = true
@@ -162,7 +161,6 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 		s.pushKept()
 	}
 	h.notify()
-	s.diffStates("hook", dbgBefore, old, nv)
 	if in, _ := h.moving(); in > 0 {
 		time.AfterFunc(time.Until(until)+time.Millisecond, s.expireImports)
 	}

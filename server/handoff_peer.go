@@ -58,7 +58,6 @@ func (s *Server) peerImport(c *client, args [][]byte) {
 		s.cl.notePushed(slots)
 	}
 	n, err := s.importHanded(args[5], own)
-	s.sdbg("peerImport", "from", from, "mode", string(args[3]), "slots", formatSlots(slots), "keys", n, "others", formatSlots(others))
 	s.cl.ho.copied(from, reset, n, len(args[5]))
 	if err != nil {
 		s.log.Warn("cluster: a handed-over key could not be stored", "from", from, "err", err)
@@ -197,7 +196,6 @@ func (s *Server) peerDone(c *client, args [][]byte) {
 	from := string(args[2])
 	s.cl.view() // take the membership's newest view first
 	served, err := s.takeSlots(from, slots)
-	s.sdbg("peerDone", "from", from, "slots", formatSlots(slots), "served", formatSlots(served), "err", err)
 	if err != "" {
 		c.conn.WriteError(err)
 		return

@@ -78,7 +78,6 @@ func (s *Server) expireImports() {
 func (s *Server) askReleased(st *slotState, slots []int) {
 	h := &s.cl.ho
 	released, ask, err := s.released(st.peer, slots)
-	s.sdbg("askReleased", "peer", st.peer.Name, "keep", st.keep, "guess", st.guess, "asked", formatSlots(slots), "released", formatSlots(released), "err", err)
 	if err != nil {
 		s.log.Debug("cluster: an import's old owner did not say whether it released the slots; waiting on",
 			"from", st.peer.Name, "slots", len(slots), "err", err)
@@ -147,7 +146,6 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 	cn := s.cl
 	v := cn.view()
 	if !cn.serving() {
-		s.sdbg("peerReleased notserving", "from", from, "asked", formatSlots(slots))
 		// Without its lease this node does not know who serves the slots
 		// now (a node cut off, paused, or just back): a third node may
 		// have taken them over while its table still says otherwise.
@@ -179,7 +177,6 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 		}
 		out = append(out, slot)
 	}
-	s.sdbg("peerReleased", "from", from, "asked", formatSlots(slots), "out", formatSlots(out), "kept", kept)
 	if kept {
 		s.pushKept()
 	}

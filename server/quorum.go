@@ -102,7 +102,6 @@ func (s *Server) rejoin() {
 		slots = append(slots, slot)
 	}
 	cn.switchMu.Unlock()
-	s.sdbg("rejoin", "slots", formatSlots(slots))
 	cn.rejoins.Add(1)
 	if len(slots) == 0 {
 		return
