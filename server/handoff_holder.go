@@ -254,3 +254,18 @@ func (cn *clusterNode) unloseLocked(slots []int) {
 		cn.takeover.Store(tk.WithLost(&bits))
 	}
 }
+
+// rejoinImportLocked is the import of slot, which this node owns, at a
+// rejoin: from ru, keeping this node's keys (see rejoin), unless this node
+// handed the slot to another node, which it then imports it from as any
+// import, its keys not being the slot's state (TestRedPausedAtHeal: n4,
+// which had handed slots to n2, kept nothing of them, and its push made
+// their next owner serve them from nothing). The caller holds switchMu.
+func (cn *clusterNode) rejoinImportLocked(v *cluster.View, slot int, ru cluster.Node, until time.Time) *slotState {
+	if h := cn.ho.holder[slot]; h != "" && h != v.Self {
+		if node, ok := v.Table.Node(h); ok {
+			return &slotState{mode: modeImporting, peer: node, until: until}
+		}
+	}
+	return &slotState{mode: modeImporting, peer: ru, until: until, keep: true}
+}

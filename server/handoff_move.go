@@ -202,8 +202,9 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 		}
 	case mode == modeImporting:
 		h.set(slot, nil) // another node owns it now
-		// Keys a push brought (got) are the slot's state, as a rejoin's are.
-		if st.keep || h.got.has(slot) {
+		// Keys a push brought (got) are the slot's state, as a rejoin's
+		// are, unless it handed the slot on (holder): then they are not.
+		if st.keep && h.holder[slot] == "" || h.got.has(slot) {
 			h.got[slot/64] &^= 1 << (slot % 64)
 			h.unkeep(slot)
 			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see handoff_kept.go

@@ -84,7 +84,7 @@ func (s *Server) rejoin() {
 	cn.switchMu.Lock()
 	v := cn.cur.Load()
 	until := time.Now().Add(importWait)
-	var slots []int
+	var slots, pulls []int
 	for slot := range cluster.Slots {
 		if st := cn.ho.state(slot); st != nil && st.mg != nil {
 			// Moving out: another node may have served it since, so this
@@ -98,8 +98,12 @@ func (s *Server) rejoin() {
 		if !ok || v.Table.Owner(slot).Name != v.Self || cn.ho.state(slot) != nil {
 			continue
 		}
-		cn.ho.set(slot, &slotState{mode: modeImporting, peer: ru, until: until, keep: true})
+		st := cn.rejoinImportLocked(v, slot, ru, until)
+		cn.ho.set(slot, st)
 		slots = append(slots, slot)
+		if st.keep { // one it handed on waits for that node's handoff: see handoff_holder.go
+			pulls = append(pulls, slot)
+		}
 	}
 	cn.switchMu.Unlock()
 	cn.rejoins.Add(1)
@@ -112,7 +116,7 @@ func (s *Server) rejoin() {
 		time.AfterFunc(importWait+time.Millisecond, s.expireImports)
 		s.log.Warn("cluster: this node was declared dead while it could not serve; waiting for its slots to be handed back",
 			"slots", len(slots))
-		s.pullImports(v, slots)
+		s.pullImports(v, pulls)
 	}()
 }
 
