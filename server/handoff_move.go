@@ -197,8 +197,11 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 	case mine:
 		st := s.importFrom(old, nv, slot, oldCounts, until)
 		h.set(slot, st)
-		if st != nil {
+		switch {
+		case st != nil:
 			h.holder[slot] = st.peer.Name
+		case !h.lostFrom.has(slot):
+			h.holder[slot] = "" // served here from now on (its old owner died or left)
 		}
 	case mode == modeImporting:
 		h.set(slot, nil) // another node owns it now
