@@ -80,7 +80,8 @@ type client struct {
 	rc      *resp.Conn  // the connection
 	g       *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
 	id      int64
-	errs    int64 // error replies written, for INFO commandstats' failed_calls
+	errs    int64         // error replies written, for INFO commandstats' failed_calls
+	running *core.Command // the command being run (Server.run), for recoverPanic to record
 	created time.Time
 	addr    string
 	laddr   string
