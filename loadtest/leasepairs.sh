@@ -33,7 +33,8 @@
 # Environment: ROUNDS (5), DUR (6s), CONNS (50), DEPTH (16), MODES (the
 # rlstore modes, "native reserve"; "fixed" and "ping" are floors: two
 # RL.FIXED or two PING a pair), REDIS_MODES ("lua"; "ping" is Redis's
-# floor), BEFORE (a second rlstore binary, measured in the same rounds as
+# floor), NOW (an rlstore binary to measure instead of building this
+# tree's), BEFORE (a second rlstore binary, measured in the same rounds as
 # "before"), SERVER_CPU and CLIENT_CPU (the cores; PIN=0 pins nothing),
 # CHRT (a SCHED_RR priority for the servers and the client, as above),
 # NICE (a niceness for them instead, e.g. -15: it did not help at a load of
@@ -52,7 +53,11 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-go build -o "$tmp/rlstore" ./cmd/rlstore
+if [ -n "${NOW:-}" ]; then
+	cp "$NOW" "$tmp/rlstore"
+else
+	go build -o "$tmp/rlstore" ./cmd/rlstore
+fi
 go build -o "$tmp/leasepairs" ./loadtest/cmd/leasepairs
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -4,7 +4,7 @@
 // semaphore keeps them. It speaks RESP over TCP like any client.
 //
 //	leasepairs -addr 127.0.0.1:6379 -mode lua|native|reserve|fixed|ping -conns 50 -P 16 -duration 10s
-//	leasepairs -addr … -mode lua|native -fill 100000 -held 4     (memory: bytes per live lease)
+//	leasepairs -addr … -mode lua|native|reserve -fill 100000 -held 4     (memory: bytes per live lease or outstanding reservation)
 package main
 
 import (
@@ -49,7 +49,7 @@ func main() {
 	depth := flag.Int("P", 16, "commands in flight per connection (a pair is two)")
 	dur := flag.Duration("duration", 10*time.Second, "how long to run")
 	keys := flag.Int("keys", 10000, "keys the pairs spread over")
-	fill := flag.Int("fill", 0, "instead of a run: leave -held leases on each of this many keys and print the server's used_memory before and after")
+	fill := flag.Int("fill", 0, "instead of a run: leave -held leases (-mode reserve: reservations) on each of this many keys and print the server's used_memory before and after")
 	held := flag.Int("held", 4, "leases a key holds in -fill")
 	flag.Parse()
 	if err := run(*addr, *mode, *conns, *depth, *dur, *keys, *fill, *held); err != nil {
@@ -255,19 +255,23 @@ func run(addr, mode string, conns, depth int, dur time.Duration, keys, fill, hel
 	return nil
 }
 
-// fillLeases leaves held live leases on each of keys keys and prints the
-// server's used_memory before and after.
+// fillLeases leaves held live leases (of mode reserve: outstanding
+// reservations) on each of keys keys and prints the server's used_memory
+// before and after.
 func fillLeases(c *conn, mode, accSHA string, keys, held int) error {
-	before, err := usedMemory(c)
+	before, beforeSet, err := usedMemory(c)
 	if err != nil {
 		return err
 	}
 	for k := range keys {
 		for h := range held {
 			key, id := "fill:"+strconv.Itoa(k), "lease-"+strconv.Itoa(h)
-			if mode == "lua" {
+			switch mode {
+			case "lua":
 				c.send("EVALSHA", accSHA, "1", key, "1000", "3600000", id)
-			} else {
+			case "reserve": // outstanding reservations on a TOKEN key: the key's state and its ledger
+				c.send("RL.RESERVE", key, "TOKEN", "1000000", "1000000", "3600", "COST", "1", "TTL", "1h", "ID", id)
+			default:
 				c.send("RL.ACQUIRE", key, "1000", "1h", "ID", id)
 			}
 		}
@@ -282,26 +286,44 @@ func fillLeases(c *conn, mode, accSHA string, keys, held int) error {
 			}
 		}
 	}
-	after, err := usedMemory(c)
+	after, afterSet, err := usedMemory(c)
 	if err != nil {
 		return err
 	}
 	n := keys * held
-	fmt.Printf("mode=%s keys=%d held=%d: used_memory %d -> %d: %.1f B per live lease (key included)\n", mode, keys, held, before, after, float64(after-before)/float64(n))
+	what := "live lease"
+	if mode == "reserve" {
+		what = "outstanding reservation"
+	}
+	fmt.Printf("mode=%s keys=%d held=%d: used_memory %d -> %d: %.1f B per %s (key included); used_memory_dataset %.1f B\n",
+		mode, keys, held, before, after, float64(after-before)/float64(n), what, float64(afterSet-beforeSet)/float64(n))
 	return nil
 }
 
-func usedMemory(c *conn) (int64, error) {
+// usedMemory returns the server's used_memory and used_memory_dataset
+// (INFO memory).
+func usedMemory(c *conn) (used, dataset int64, err error) {
 	s, err := c.call("INFO", "memory")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	found := 0
 	for _, line := range splitLines(s) {
 		if v, ok := cutPrefix(line, "used_memory:"); ok {
-			return strconv.ParseInt(v, 10, 64)
+			used, err = strconv.ParseInt(v, 10, 64)
+			found++
+		} else if v, ok := cutPrefix(line, "used_memory_dataset:"); ok {
+			dataset, err = strconv.ParseInt(v, 10, 64)
+			found++
+		}
+		if err != nil {
+			return 0, 0, err
 		}
 	}
-	return 0, fmt.Errorf("no used_memory in INFO memory")
+	if found < 2 {
+		return 0, 0, fmt.Errorf("no used_memory or used_memory_dataset in INFO memory")
+	}
+	return used, dataset, nil
 }
 
 func splitLines(s string) []string {
