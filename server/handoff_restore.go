@@ -26,7 +26,9 @@ import (
 // and its first full sync to its backups, which would drop their copies,
 // waits for its imports (see shipPeer.shipOnce).
 //
-// Every joiner asks, restarted or not. On a fresh join the PULL sent at
+// Every joiner asks, restarted or not, and so does a node that rejoins
+// (see rejoin); an import a table change starts waits for its old owner's
+// handoff instead (see handoffHook). On a fresh join the PULL sent at
 // one table change often reaches the old owner just after its handoff
 // brought the slots: a joiner that imports none of them any more, and was
 // handed them all by the sender, refuses the copies (errNotImporting).
