@@ -227,11 +227,13 @@ func (s *Server) lostComeBackLocked(nv *cluster.View, until time.Time) {
 	}
 }
 
-// unloseLocked ends the loss of slots whose state a node handed to this
-// one (its DONE): a node that held them came back and handed them over,
-// though the table never stopped giving them to this node (a rejoin's own
-// slots, whose backup died and came back). The caller holds switchMu.
-func (cn *clusterNode) unloseLocked(slots []int) {
+// unloseLocked ends the loss of slots whose holder, from, handed them to
+// this node (its DONE): the node that held them came back and handed them
+// over, though the table never stopped giving them to this node (a
+// rejoin's own slots, whose owner died and came back). Another node's
+// DONE (a backup's PULL answer) ends no loss: its copies are not from the
+// holder. The caller holds switchMu, before takeSlots clears the holder.
+func (cn *clusterNode) unloseLocked(from string, slots []int) {
 	tk := cn.takeover.Load()
 	if tk.LostSlots() == 0 {
 		return
@@ -244,7 +246,7 @@ func (cn *clusterNode) unloseLocked(slots []int) {
 	}
 	n := 0
 	for _, slot := range slots {
-		if bits[slot/64]&(1<<(slot%64)) != 0 {
+		if bits[slot/64]&(1<<(slot%64)) != 0 && cn.ho.holder[slot] == from {
 			bits[slot/64] &^= 1 << (slot % 64)
 			cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 			n++

@@ -83,7 +83,10 @@ func TestImportFromDeadHolderIsLost(t *testing.T) {
 	cn.fromDeadLocked([]int{slot}, a.name)
 	cn.switchMu.Unlock()
 	require.True(t, cn.takeover.Load().Lost(slot))
-	_, errReply := b.srv.takeSlots(a.name, []int{slot})
+	_, errReply := b.srv.takeSlots(nodes[2].name, []int{slot})
+	require.Empty(t, errReply)
+	assert.True(t, cn.takeover.Load().Lost(slot), "a third node's DONE (a backup's PULL answer) is not the holder's state")
+	_, errReply = b.srv.takeSlots(a.name, []int{slot})
 	require.Empty(t, errReply)
 	assert.False(t, cn.takeover.Load().Lost(slot), "a handed the slot over")
 }

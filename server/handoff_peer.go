@@ -256,8 +256,12 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 		slots = taken
 	}
 	cn.ho.noteHanded(from, slots)
-	cn.ho.setHolder("", slots)
-	cn.unloseLocked(slots)
+	cn.unloseLocked(from, slots)
+	for _, slot := range slots {
+		if !cn.takeover.Load().Lost(slot) {
+			cn.ho.holder[slot] = "" // served here: a lost one waits for its holder
+		}
+	}
 	for _, slot := range slots {
 		cn.ho.got[slot/64] &^= 1 << (slot % 64)
 	}

@@ -55,6 +55,8 @@ func (s *Server) noteLost(old, nv *cluster.View) {
 			cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		case nv.Table.Owner(slot).Name == nv.Self && !tk.Lost(slot):
 			cn.ho.forgone[slot/64] &^= 1 << (slot % 64)
+		case tk.Lost(slot) && old != nil && old.Table.Owner(slot).Name != nv.Self && cn.ho.holder[slot] == "":
+			cn.ho.holder[slot] = old.Table.Owner(slot).Name // its DONE, once back, ends the loss (unloseLocked)
 		}
 	}
 	if fresh > 0 {
