@@ -289,7 +289,7 @@ func (s *sim) rebuild(i int) {
 				s.logf("%s imports %d from %s", n.name, slot, s.known[peer])
 				n.importing[slot] = simImport{peer: peer, until: n.local(s.now) + int64(simImportWait)} // a live owner hands it over (importFrom)
 				n.holder[slot] = peer
-			} else if owner == n.name && prev == n.name {
+			} else if owner == n.name && prev == n.name && !n.tk.Lost(slot) {
 				delete(n.holder, slot)
 			}
 		}
@@ -303,6 +303,13 @@ func (s *sim) rebuild(i int) {
 	n.tk = NextTakeover(n.tk, old, nv, now, n.lease.TakeoverWait())
 	tk, unlost, _ := NextLost(n.tk, old, nv, func(slot int, owner string) bool { return n.copyFrom[slot] == owner })
 	heldFrom := maps.Clone(n.copyFrom) // as the hook sees them, before the replicas drop stale copies
+	if old != nil {
+		for _, slot := range s.slots { // the server's noteLost: a lost slot's holder is its dead old owner
+			if prev := old.Table.Owner(slot).Name; tk.Lost(slot) && !n.tk.Lost(slot) && prev != n.name {
+				n.holder[slot] = s.index(prev)
+			}
+		}
+	}
 	n.tk = tk
 	for _, slot := range s.slots { // the server's forgone
 		switch {
@@ -698,9 +705,11 @@ func (s *sim) receive(m simMsg) {
 				n.cnt[slot] = m.vals[k]
 			}
 			delete(n.importing, slot)
-			delete(n.holder, slot)
-			if simHolder && n.tk.Lost(slot) { // the server's unloseLocked: the state came
+			if h, ok := n.holder[slot]; simHolder && n.tk.Lost(slot) && ok && h == m.from { // the server's unloseLocked: the holder's state came
 				s.unlose(m.to, slot)
+			}
+			if !n.tk.Lost(slot) {
+				delete(n.holder, slot)
 			}
 		}
 	case simCopy:

@@ -193,14 +193,16 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 			h.set(slot, &slotState{mode: modeImporting, peer: ru, until: st.until, guess: true})
 		}
 	case mine && had:
-		h.holder[slot] = ""
+		if !s.cl.takeover.Load().Lost(slot) {
+			h.holder[slot] = "" // a lost one keeps its holder: see unloseLocked
+		}
 	case mine:
 		st := s.importFrom(old, nv, slot, oldCounts, until)
 		h.set(slot, st)
 		switch {
 		case st != nil:
 			h.holder[slot] = st.peer.Name
-		case !h.lostFrom.has(slot):
+		case !s.cl.takeover.Load().Lost(slot):
 			h.holder[slot] = "" // served here from now on (its old owner died or left)
 		}
 	case mode == modeImporting:

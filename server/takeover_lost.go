@@ -45,7 +45,8 @@ func (s *Server) noteLost(old, nv *cluster.View) {
 	if cn.repl != nil {
 		held = cn.repl.HeldBy
 	}
-	tk, unlost, fresh := cluster.NextLost(cn.takeover.Load(), old, nv, held)
+	prev := cn.takeover.Load()
+	tk, unlost, fresh := cluster.NextLost(prev, old, nv, held)
 	cn.takeover.Store(tk)
 	cn.ho.unlost = (*slotBits)(unlost)
 	for slot := range cluster.Slots {
@@ -55,7 +56,7 @@ func (s *Server) noteLost(old, nv *cluster.View) {
 			cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		case nv.Table.Owner(slot).Name == nv.Self && !tk.Lost(slot):
 			cn.ho.forgone[slot/64] &^= 1 << (slot % 64)
-		case tk.Lost(slot) && old != nil && old.Table.Owner(slot).Name != nv.Self && cn.ho.holder[slot] == "":
+		case tk.Lost(slot) && !prev.Lost(slot) && old != nil && old.Table.Owner(slot).Name != nv.Self:
 			cn.ho.holder[slot] = old.Table.Owner(slot).Name // its DONE, once back, ends the loss (unloseLocked)
 		}
 	}
