@@ -81,6 +81,7 @@ type simMsg struct {
 	pull     bool          // simDone: a PULL's answer (IMPORT mode pull), not a handoff (whose reset IMPORT switches the import to its sender)
 	gen      int           // simCopy, simCopied: the sending process (a restarted node's connections are new)
 	ask      map[int][]int // simReleased: the holder each other slot was handed to (ASK node slots)
+	drop     []int         // simCopy, simCopied: slots the receiver no longer backs up for the sender, whose copies it drops (the "no longer backup" full sync's drop)
 }
 
 // simCount is a key's counter from a moment (global time) on.
@@ -127,6 +128,12 @@ type simNode struct {
 	nextShip  int64
 	gen       int           // counts the node's processes
 	fresh     map[int]int64 // backup → until when (this node's clock) its acknowledgements let it serve the slots it backs up (the replicas' Fresh)
+	// former are, per node that backed them up in an earlier table and
+	// still is a member, the slots it may hold copies of until it
+	// acknowledges their drop; formerUntil is that node's deadline when
+	// they moved (the replicas' noteFormerLocked).
+	former      map[int]map[int]bool
+	formerUntil map[int]int64
 }
 
 type sim struct {
@@ -155,13 +162,15 @@ type sim struct {
 	// that death: a restart forgets its fences, which docs/cluster.md's
 	// assumptions leave outside the proof (seed 152: two restarts and the
 	// paused member's grants made a majority that never fenced it).
-	forgot map[string]bool
+	forgot   map[string]bool
+	noFormer bool // RL_SIM_NOFORMER=1: neither former backups' drop nor their deadline
 }
 
 func (n *simNode) local(now time.Duration) int64 { return int64(n.off) + int64(float64(now)*n.rate) }
 
 func newSim(t *testing.T, seed uint64, nodes int) *sim {
-	s := &sim{t: t, r: rand.New(rand.NewPCG(seed, seed^0x5eed)), noFresh: os.Getenv("RL_SIM_NOFRESH") == "1"}
+	s := &sim{t: t, r: rand.New(rand.NewPCG(seed, seed^0x5eed)), noFresh: os.Getenv("RL_SIM_NOFRESH") == "1",
+		noFormer: os.Getenv("RL_SIM_NOFORMER") == "1"}
 	for i := range nodes {
 		s.known = append(s.known, fmt.Sprint("n", i))
 	}
@@ -196,7 +205,7 @@ func (s *sim) start(i int) {
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died = map[string]bool{}, map[int]simOut{}, map[string]bool{}
 	n.gen++
-	n.fresh = map[int]int64{}
+	n.fresh, n.former, n.formerUntil = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}
 	for _, m := range s.known {
 		n.alive[m] = true
 		n.heard[m] = s.now
@@ -299,6 +308,9 @@ func (s *sim) rebuild(i int) {
 		if m.Name != n.name && (old == nil || !old.Table.Has(m.Name)) {
 			n.fresh[s.index(m.Name)] = now + int64(simMaxLag)
 		}
+	}
+	if old != nil && !s.noFormer {
+		s.noteFormer(i, old.Table, tb)
 	}
 	n.tk = NextTakeover(n.tk, old, nv, now, n.lease.TakeoverWait())
 	tk, unlost, _ := NextLost(n.tk, old, nv, func(slot int, owner string) bool { return n.copyFrom[slot] == owner })
@@ -406,6 +418,9 @@ func (s *sim) rejoin(i int) {
 	n := s.nodes[i]
 	s.logf("%s learns it was declared dead", n.name)
 	delete(s.forgot, n.name)
+	if !s.noFormer {
+		clear(n.copyFrom) // the replicas' ForgetHeld: its copies are as old as its death
+	}
 	for slot := range n.out { // disowned: another node may have served it since
 		n.forgone[slot] = true
 		o := n.out[slot]
@@ -511,6 +526,15 @@ func (s *sim) ship(i int) {
 			out[to].slots = append(out[to].slots, slot)
 			out[to].vals = append(out[to].vals, c)
 		}
+	}
+	for to, slots := range n.former { // the "no longer backup" full sync, until acknowledged
+		if len(slots) == 0 || !n.view.Table.Has(s.nodes[to].name) {
+			continue
+		}
+		if out[to] == nil {
+			out[to] = &simMsg{kind: simCopy, from: i, to: to, sent: n.local(s.now), gen: n.gen}
+		}
+		out[to].drop = slices.Sorted(maps.Keys(slots))
 	}
 	for _, to := range slices.Sorted(maps.Keys(out)) {
 		m := out[to]
@@ -635,11 +659,52 @@ func (s *sim) fresh(i, slot int, now int64) bool {
 		return true
 	}
 	n := s.nodes[i]
+	for b, slots := range n.former {
+		if slots[slot] && now >= n.formerUntil[b] {
+			return false
+		}
+	}
 	ru, ok := n.view.Table.RunnerUp(slot)
 	if !ok {
 		return true
 	}
 	return now < n.fresh[s.index(ru.Name)]
+}
+
+// noteFormer is the replicas' noteFormerLocked: node i's slots whose
+// backup the change from old to nt moved off a node still in nt count
+// toward fresh with that node's deadline then, until it acknowledges
+// their drop; slots i no longer owns are forgotten.
+func (s *sim) noteFormer(i int, old, nt *Table) {
+	n := s.nodes[i]
+	for b, slots := range n.former {
+		for slot := range slots {
+			if nt.Owner(slot).Name != n.name {
+				delete(slots, slot)
+			}
+		}
+		if !nt.Has(s.nodes[b].name) {
+			delete(n.former, b)
+		}
+	}
+	for _, slot := range s.slots {
+		if old.Owner(slot).Name != n.name || nt.Owner(slot).Name != n.name {
+			continue
+		}
+		ob, ok := old.RunnerUp(slot)
+		if !ok || !nt.Has(ob.Name) {
+			continue
+		}
+		if b, ok := nt.RunnerUp(slot); ok && b.Name == ob.Name {
+			continue
+		}
+		b := s.index(ob.Name)
+		if len(n.former[b]) == 0 {
+			n.former[b] = map[int]bool{}
+			n.formerUntil[b] = n.fresh[b]
+		}
+		n.former[b][slot] = true
+	}
 }
 
 func (s *sim) send(m simMsg) {
@@ -713,15 +778,25 @@ func (s *sim) receive(m simMsg) {
 			}
 		}
 	case simCopy:
+		for _, slot := range m.drop { // RL.PEER SYNC's drop: whoever's copies they were
+			delete(n.copies, slot)
+			delete(n.copyFrom, slot)
+		}
 		for k, slot := range m.slots {
 			n.copies[slot] = m.vals[k]
 			n.copyFrom[slot] = from // a shipment names its slots (RL.PEER SYNC's backed bitmap)
 		}
-		s.msgs = append(s.msgs, simMsg{kind: simCopied, from: m.to, to: m.from, sent: m.sent, gen: m.gen,
+		s.msgs = append(s.msgs, simMsg{kind: simCopied, from: m.to, to: m.from, sent: m.sent, gen: m.gen, drop: m.drop,
 			at: s.now + time.Duration(s.r.IntN(30))*time.Millisecond}) // on the shipment's stream: not dropped
 	case simCopied:
-		if m.gen == n.gen && m.sent+int64(simMaxLag) > n.fresh[m.from] {
+		if m.gen != n.gen {
+			break
+		}
+		if m.sent+int64(simMaxLag) > n.fresh[m.from] {
 			n.fresh[m.from] = m.sent + int64(simMaxLag)
+		}
+		for _, slot := range m.drop {
+			delete(n.former[m.from], slot)
 		}
 	case simAsk:
 		if !n.lease.ServesAt(now) {

@@ -106,6 +106,9 @@ func (s *Server) rejoin() {
 		}
 	}
 	cn.switchMu.Unlock()
+	if cn.repl != nil {
+		cn.repl.ForgetHeld() // its copies are as old as its death
+	}
 	cn.rejoins.Add(1)
 	if len(slots) == 0 {
 		return

@@ -29,6 +29,9 @@ import (
 type freshTable struct {
 	backupOf *[cluster.Slots]uint16 // index in peers; noBackup for a slot not owned here, or with no backup
 	peers    []*shipPeer            // by index in the table's Nodes(); nil for this node
+	// former holds, per slot, the deadline of copies a former backup may
+	// still hold (see noteFormerLocked); 0 for none. Nil when no slot has any.
+	former *[cluster.Slots]int64
 }
 
 // Fresh reports whether this node may serve slot, which it owns, at now
@@ -39,6 +42,9 @@ func (r *Replicator) Fresh(slot int, now int64) bool {
 	ft := r.fresh.Load()
 	if ft == nil {
 		return true
+	}
+	if f := ft.former; f != nil && f[slot] != 0 && now >= f[slot] {
+		return false
 	}
 	b := ft.backupOf[slot]
 	if b == noBackup {
@@ -56,9 +62,88 @@ func (r *Replicator) storeFreshLocked() {
 	nodes := r.table.Nodes()
 	ft := &freshTable{backupOf: r.backupOf, peers: make([]*shipPeer, len(nodes))}
 	for i, n := range nodes {
-		ft.peers[i] = r.peers[n.Name]
+		p := r.peers[n.Name]
+		ft.peers[i] = p
+		if p == nil || p.former == (slotBits{}) {
+			continue
+		}
+		if ft.former == nil {
+			ft.former = new([cluster.Slots]int64)
+		}
+		for s := range cluster.Slots {
+			if p.former.has(s) && (ft.former[s] == 0 || p.formerUntil < ft.former[s]) {
+				ft.former[s] = p.formerUntil
+			}
+		}
 	}
 	r.fresh.Store(ft)
+}
+
+// A backup's table can lag behind its owner's. When the owner X's table
+// moves a slot's backup from Y to Z, Y keeps its copies of the slot, and
+// counts them as held (HeldBy), until X's "no longer backup" full sync
+// drops them; should Y's own table still name it the slot's backup when
+// X dies, Y takes the slot over from them. X ships the slot's changes to
+// Z meanwhile, so Y's copies are only as new as Y's last acknowledgement
+// before the move: X serves the slot only until MaxLag after that (Y's
+// deadline then, frozen), unless Y acknowledged the drop first. The
+// simulation found it (seed 5: a promotion 35 behind the last admission).
+
+// noteFormerLocked records, for a table change from old to nt, the slots
+// this node owns in both whose backup moved off a node still in nt. The
+// caller holds r.mu, and applies nt next.
+func (r *Replicator) noteFormerLocked(old, nt *cluster.Table) {
+	if old == nil || r.cfg.MaxLag <= 0 {
+		return
+	}
+	for _, p := range r.peers {
+		if p.former == (slotBits{}) {
+			continue
+		}
+		for s := range cluster.Slots {
+			if p.former.has(s) && nt.Owner(s).Name != r.self {
+				p.former[s/64] &^= 1 << (s % 64) // not served here: Fresh does not ask
+			}
+		}
+	}
+	for s := range cluster.Slots {
+		if old.Owner(s).Name != r.self || nt.Owner(s).Name != r.self {
+			continue
+		}
+		ob, ok := old.RunnerUp(s)
+		if !ok {
+			continue
+		}
+		if b, ok := nt.RunnerUp(s); ok && b.Name == ob.Name {
+			continue
+		}
+		p := r.peers[ob.Name]
+		if p == nil || !nt.Has(ob.Name) {
+			continue // gone from the table: see docs/cluster.md, D
+		}
+		if p.former == (slotBits{}) {
+			p.formerUntil = p.freshUntil.Load()
+		}
+		p.former[s/64] |= 1 << (s % 64)
+	}
+}
+
+// droppedFormer forgets the former slots of p's that a full sync's drop,
+// acknowledged, reached: former as it was when the sync began.
+func (r *Replicator) droppedFormer(p *shipPeer, former *slotBits, drop []byte) {
+	if *former == (slotBits{}) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range cluster.Slots {
+		if former.has(s) && drop[s/8]&(1<<(s%8)) != 0 {
+			p.former[s/64] &^= 1 << (s % 64)
+		}
+	}
+	if r.table != nil {
+		r.storeFreshLocked()
+	}
 }
 
 // extendFresh lets this node serve the backup's slots until asOf + MaxLag:

@@ -110,3 +110,56 @@ func TestFreshOnlyWithinMaxLag(t *testing.T) {
 		assert.True(t, r.Fresh(8, tc.at), "Fresh(slot 8, no backup, %s)", tc.name)
 	}
 }
+
+// TestFormerBackupHoldsFreshUntilDropped: when a table change moves a
+// slot's backup off a node that stays (b to d), b keeps its copies, as of
+// its last acknowledgement, until a full sync's drop reaches it, and its
+// own table may still name it the backup, which would take the slot over
+// from them at the owner's death. The owner serves the slot only until
+// MaxLag after b's last acknowledgement, however fresh the new backup d
+// is, unless b acknowledges the drop first. Before, the owner served it as
+// long as d acknowledged (the simulation's seed 5).
+func TestFormerBackupHoldsFreshUntilDropped(t *testing.T) {
+	c := &clock{mono: int64(time.Hour)}
+	const lag = time.Second
+	r := testReplicator(t, c, lag)
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, p := range r.peers {
+			p.close()
+		}
+	})
+	abc, err := cluster.NewTable(1, []cluster.Node{{Name: "a"}, {Name: "b"}, {Name: "c"}})
+	require.NoError(t, err)
+	abcd, err := cluster.NewTable(2, []cluster.Node{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}})
+	require.NoError(t, err)
+	slot := -1
+	for s := range cluster.Slots {
+		ru1, _ := abc.RunnerUp(s)
+		ru2, _ := abcd.RunnerUp(s)
+		if abc.Owner(s).Name == "a" && abcd.Owner(s).Name == "a" && ru1.Name == "b" && ru2.Name == "d" {
+			slot = s
+			break
+		}
+	}
+	require.GreaterOrEqual(t, slot, 0, "a slot a owns in both tables, backed up by b, then d")
+	r.OnTable(nil, &cluster.View{Self: "a", Table: abc})
+	require.True(t, r.Fresh(slot, c.mono), "b is new: MaxLag from when it became known")
+	c.mono += int64(lag / 2)
+	r.mu.Lock()
+	b := r.peers["b"]
+	r.mu.Unlock()
+	b.extendFresh(c.mono) // b acknowledged everything up to now
+	r.OnTable(nil, &cluster.View{Self: "a", Table: abcd})
+	c.mono += int64(lag) - 1
+	assert.True(t, r.Fresh(slot, c.mono), "b's copies are less than MaxLag behind")
+	c.mono++
+	r.mu.Lock()
+	d := r.peers["d"]
+	r.mu.Unlock()
+	d.extendFresh(c.mono) // the new backup is up to date
+	assert.False(t, r.Fresh(slot, c.mono), "b may still hold copies MaxLag behind, and take the slot over from them")
+	b.shipOnce() // the "no longer backup" full sync: b acknowledges the drop
+	assert.True(t, r.Fresh(slot, c.mono), "b acknowledged the drop: d's deadline alone counts")
+}

@@ -299,6 +299,7 @@ func (r *Replicator) OnTable(_, v *cluster.View) {
 	r.dropStale(nt)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.noteFormerLocked(old, nt)
 	r.table = nt
 	r.backupOf, r.byNode = backupsOf(nt, r.self), make([][]shard.Entry, len(nt.Nodes()))
 	gained := backupsGaining(old, nt, r.self)

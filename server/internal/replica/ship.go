@@ -59,6 +59,13 @@ type shipPeer struct {
 	// freshUntil is when (Delegate.Mono) this node stops serving the slots
 	// this backup backs up, unless it acknowledges more (see Fresh).
 	freshUntil atomic.Int64
+	// former are slots of this node's that this backup backed up in an
+	// earlier table and may still hold copies of (guarded by r.mu): until
+	// a full sync's drop reaches it, they count toward Fresh with the
+	// deadline they had when the table moved them, formerUntil (see
+	// noteFormerLocked).
+	former      slotBits
+	formerUntil int64 // guarded by r.mu
 }
 
 // newShipPeer starts a backup's shipper with MaxLag to reach it: a node
@@ -365,9 +372,13 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 			drop[s/8] |= 1 << (s % 8)
 		}
 	}
+	r.mu.Lock()
+	former := p.former // the drop below reaches these
+	r.mu.Unlock()
 	if err := p.sendSync(node, drop, slots); err != nil {
 		return err
 	}
+	r.droppedFormer(p, &former, drop)
 	if p.fulls.Load() == 0 {
 		p.extendFresh(r.d.Mono())
 	}

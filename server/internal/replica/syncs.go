@@ -102,3 +102,26 @@ func (r *Replicator) HeldBy(slot int, owner string) bool {
 	defer r.syncs.mu.Unlock()
 	return r.syncs.from[slot] == owner
 }
+
+// ForgetHeld forgets which owner's full sync brought every slot's copies,
+// and refuses further shipments on every primary's connection (-RESYNC):
+// this node learned that it was declared dead. The owners that saw its
+// death confirmed moved their slots' backups off it and shipped them
+// elsewhere since, and they ship it nothing more before a full sync: its
+// copies are as old as its death, and an owner that dies now would leave
+// it promoting them, if its table still names it the backup (the
+// simulation's seed 5: a node cut off with the minority took a slot over,
+// after the heal, from copies as old as the cut). Until a full sync
+// brings them again, those slots are lost here at their owner's death,
+// not served stale. An owner that kept shipping to it gets -RESYNC and
+// syncs it again at once.
+func (r *Replicator) ForgetHeld() {
+	r.syncs.mu.Lock()
+	clear(r.syncs.from[:])
+	r.syncs.mu.Unlock()
+	r.syncGens.mu.Lock()
+	for peer := range r.syncGens.gen {
+		r.syncGens.gen[peer]++
+	}
+	r.syncGens.mu.Unlock()
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // syncBackup answers every RL.PEER SYNC with its reply and records each
@@ -55,4 +56,30 @@ func TestSendSyncRetriesOnlyAnOldNode(t *testing.T) {
 			assert.NoError(t, err, tc.reply)
 		}
 	}
+}
+
+// TestForgetHeldAtRejoin: a node that learns it was declared dead counts
+// none of its copies as held any more, and refuses further shipments on
+// every primary's connection (-RESYNC), until a full sync brings them
+// again. Its copies are as old as its death: the owners that saw it
+// confirmed moved their slots' backups elsewhere, and one that dies now
+// would leave it promoting them (the simulation's seed 5).
+func TestForgetHeldAtRejoin(t *testing.T) {
+	r := testReplicator(t, &clock{}, 0)
+	backed := make([]byte, cluster.Slots/8)
+	backed[0] = 1 // slot 0
+	var st Stream
+	w := &replyWriter{}
+	r.PeerSync(w, &st, "p", [][]byte{make([]byte, cluster.Slots/8), backed})
+	require.Equal(t, "+OK", w.last)
+	require.True(t, r.HeldBy(0, "p"))
+	r.ForgetHeld()
+	assert.False(t, r.HeldBy(0, "p"), "copies from before this node's death are not held")
+	r.PeerCopy(w, &st, nil)
+	assert.Equal(t, "-"+ErrResync, w.last, "a shipment on the connection from before: the primary syncs again")
+	var again Stream
+	r.PeerSync(w, &again, "p", [][]byte{make([]byte, cluster.Slots/8), backed})
+	assert.True(t, r.HeldBy(0, "p"), "a full sync brings them again")
+	r.PeerCopy(w, &again, nil)
+	assert.Equal(t, "+OK", w.last)
 }
