@@ -22,6 +22,7 @@ const (
 	PeerCopy     = "COPY"     // a replica's shipment of whole keys
 	PeerDelta    = "DELTA"    // a replica's shipment of changes
 	PeerSync     = "SYNC"     // a backup's copies to drop, after a takeover
+	PeerSynced   = "SYNCED"   // a full sync's end (bytes sent): the backup holds what its SYNC named
 	PeerImport   = "IMPORT"   // a handoff's keys
 	PeerDone     = "DONE"     // a handoff's end
 	PeerPull     = "PULL"     // a restarted node asks for its slots back
@@ -31,6 +32,13 @@ const (
 // ReleasedAsk, in RL.PEER RELEASED's answer, names the node that holds
 // slots the asker imports: "ASK node slots" (see docs/cluster.md, Safety).
 const ReleasedAsk = "ASK"
+
+// PeerSyncEnds, as RL.PEER SYNC's last argument (drop backed ENDS), says
+// the full sync ends with RL.PEER SYNCED: the backup counts the backed
+// slots' copies as held only then, not at the SYNC, so that a sync cut
+// short (the owner's crash, a cut link) leaves them lost there rather
+// than served from part of their keys.
+const PeerSyncEnds = "ENDS"
 
 // PeerRefused is the error a node answers a peer whose credentials fail
 // with, and, on a peer's connection, an RL.PEER subcommand or form it does

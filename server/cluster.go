@@ -178,8 +178,10 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		s.cl.repl.PeerCopy(c.conn, &c.ship, args[2])
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerDelta) && len(args) == 3:
 		s.cl.repl.PeerDelta(c.conn, &c.ship, args[2])
-	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSync) && (len(args) == 3 || len(args) == 4):
+	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSync) && len(args) >= 3 && len(args) <= 5:
 		s.cl.repl.PeerSync(c.conn, &c.ship, c.peerName, args[2:])
+	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSynced) && len(args) == 3:
+		s.cl.repl.PeerSynced(c.conn, &c.ship)
 	case s.cl.repl == nil && (cluster.IsWord(args[1], cluster.PeerCopy) || cluster.IsWord(args[1], cluster.PeerDelta) ||
 		cluster.IsWord(args[1], cluster.PeerSync)):
 		c.conn.WriteError(cluster.PeerNoReplicas)

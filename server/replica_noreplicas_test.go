@@ -44,7 +44,7 @@ func (l *syncLog) sent() ([]int, []string) {
 // TestShipToNodeWithoutReplicas: a primary with replicas whose backup
 // keeps none (--replicas 0) gets cluster.PeerNoReplicas for its full
 // sync's RL.PEER SYNC, and does not take it for the refusal of a node
-// from before SYNC's backed bitmap: it sends no two-argument SYNC. Before,
+// from before SYNC's backed bitmap: it sends no shorter SYNC. Before,
 // the backup answered NOPERM bad cluster credentials, which read as a
 // wrong secret in the primary's log and as an old node to sendSync, which
 // sent every full sync's SYNC twice.
@@ -58,7 +58,7 @@ func TestShipToNodeWithoutReplicas(t *testing.T) {
 		"a tries full syncs to b, its backup")
 	args, replies := rec.sent()
 	for i, n := range args {
-		assert.Equal(t, 4, n, "SYNC %d of %v: the backed bitmap's form only", i, args)
+		assert.Equal(t, 5, n, "SYNC %d of %v: the newest form only (backed, ENDS)", i, args)
 	}
 	for _, rep := range replies {
 		assert.Equal(t, "-"+cluster.PeerNoReplicas+"\r\n", rep)

@@ -103,23 +103,43 @@ func (r *Replicator) importCopies(payload []byte, deltas bool) ([][]byte, error)
 	return missed, err
 }
 
-// PeerSync is RL.PEER SYNC drop [backed], from the node peer: drop every copy of the slots
+// PeerSync is RL.PEER SYNC drop [backed [ENDS]], from the node peer: drop every copy of the slots
 // set in the drop bitmap, before a full sync's keys arrive; those of the
-// backed bitmap follow (see noteSync). A node that predates backed sends
-// drop alone.
+// backed bitmap follow (see noteSync), and count as held from the SYNC
+// on, or with ENDS only once RL.PEER SYNCED ends the sync (PeerSynced).
+// A node that predates backed sends drop alone, and one that predates
+// ENDS no end.
 func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps [][]byte) {
 	bitmap := bitmaps[0]
 	var backed []byte
-	if len(bitmaps) == 2 {
+	if len(bitmaps) >= 2 {
 		backed = bitmaps[1]
 	}
-	if len(bitmap) != cluster.Slots/8 || backed != nil && len(backed) != cluster.Slots/8 {
+	ends := len(bitmaps) == 3
+	if len(bitmap) != cluster.Slots/8 || backed != nil && len(backed) != cluster.Slots/8 ||
+		ends && !cluster.IsWord(bitmaps[2], cluster.PeerSyncEnds) {
 		w.WriteError(errSyntax)
 		return
 	}
 	r.dropCopies(func(slot int) bool { return bitmap[slot/8]&(1<<(slot%8)) != 0 })
-	r.noteSync(peer, bitmap, backed)
 	st.synced, st.peer, st.gen = true, peer, r.syncGens.next(peer)
+	if ends {
+		r.notePending(peer, st.gen, bitmap, backed)
+	} else {
+		r.noteSync(peer, bitmap, backed)
+	}
+	w.WriteString("OK")
+}
+
+// PeerSynced is RL.PEER SYNCED bytes: the full sync on this connection
+// has sent every key (bytes of them, which only a log would want); the slots its SYNC named as backed count as held from
+// now on. A connection whose SYNC is no longer its primary's latest, or
+// had no ENDS, is refused (-RESYNC): the primary starts over.
+func (r *Replicator) PeerSynced(w resp.Writer, st *Stream) {
+	if !st.synced || !r.synced(st.peer, st.gen) {
+		w.WriteError(ErrResync)
+		return
+	}
 	w.WriteString("OK")
 }
 

@@ -375,7 +375,8 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 	r.mu.Lock()
 	former := p.former // the drop below reaches these
 	r.mu.Unlock()
-	if err := p.sendSync(node, drop, slots); err != nil {
+	ends, err := p.sendSync(node, drop, slots)
+	if err != nil {
 		return err
 	}
 	r.droppedFormer(p, &former, drop)
@@ -411,6 +412,11 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 			// A first full sync (see shipOnce) keeps the slots served while
 			// the backup takes it: a loaded host's can outlast MaxLag.
 			p.extendFresh(r.d.Mono())
+		}
+	}
+	if ends {
+		if err := p.endSync(node, sent); err != nil {
+			return err
 		}
 	}
 	p.acked(sent, time.Time{})

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -13,6 +14,54 @@ import (
 type syncs struct {
 	mu   sync.Mutex
 	from [cluster.Slots]string // guarded by mu; "" for none
+	// pending are, per owner, the slots its full sync under way (of
+	// number gen here) will bring, held once it ends (see PeerSynced);
+	// guarded by mu.
+	pending map[string]pendingSync
+}
+
+// pendingSync is a full sync's backed slots, until its end.
+type pendingSync struct {
+	gen    uint64
+	backed slotBits
+}
+
+// notePending records a full sync from owner, number gen here, that ends
+// with RL.PEER SYNCED: it dropped the copies of the slots in drop, and
+// brings those of backed, which count as held only at its end.
+func (r *Replicator) notePending(owner string, gen uint64, drop, backed []byte) {
+	r.noteSync(owner, drop, nil)
+	ps := pendingSync{gen: gen}
+	for slot := range cluster.Slots {
+		if backed[slot/8]&(1<<(slot%8)) != 0 {
+			ps.backed[slot/64] |= 1 << (slot % 64)
+		}
+	}
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	if r.syncs.pending == nil {
+		r.syncs.pending = map[string]pendingSync{}
+	}
+	r.syncs.pending[owner] = ps
+}
+
+// synced ends owner's full sync number gen: its backed slots count as
+// held, but those whose copies went meanwhile (forgetSyncs). It reports
+// false if that sync is not the one under way.
+func (r *Replicator) synced(owner string, gen uint64) bool {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	ps, ok := r.syncs.pending[owner]
+	if !ok || ps.gen != gen || owner == "" {
+		return false
+	}
+	delete(r.syncs.pending, owner)
+	for slot := range cluster.Slots {
+		if ps.backed.has(slot) {
+			r.syncs.from[slot] = owner
+		}
+	}
+	return true
 }
 
 // noteSync records a full sync from owner: it dropped the copies of the
@@ -46,18 +95,33 @@ func (r *Replicator) noteKept(t *cluster.Table, slots []int) {
 	}
 }
 
-// sendSync sends RL.PEER SYNC drop backed, or drop alone to a node that
-// predates backed: it answers the longer form cluster.PeerRefused, its
+// sendSync sends RL.PEER SYNC drop backed ENDS, or to a node that
+// predates ENDS drop backed, or to one that predates backed drop alone:
+// each answers a longer form than it knows cluster.PeerRefused, its
 // refusal of any form it does not know, and only that. Any other refusal,
 // another NOPERM or cluster.PeerNoReplicas say, is the node's answer to
-// SYNC itself, which the shorter form would get too.
-func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte) error {
-	err := p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop, backed}})
-	var pe *peerError
-	if errors.As(err, &pe) && pe.msg == errPeerAuth {
-		err = p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop}})
+// SYNC itself, which a shorter form would get too. It reports whether the
+// sync must end with RL.PEER SYNCED (see endSync).
+func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte) (ends bool, err error) {
+	forms := [][][]byte{
+		{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop, backed, []byte(cluster.PeerSyncEnds)},
+		{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop, backed},
+		{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop},
 	}
-	return err
+	for i, form := range forms {
+		err = p.send(node, [][][]byte{form})
+		var pe *peerError
+		if i == len(forms)-1 || !errors.As(err, &pe) || pe.msg != errPeerAuth {
+			return i == 0 && err == nil, err
+		}
+	}
+	return false, err
+}
+
+// endSync ends a full sync sent with ENDS, of sent bytes: the backup
+// counts the slots it backs up as held from now on.
+func (p *shipPeer) endSync(node cluster.Node, sent int64) error {
+	return p.send(node, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerSynced), strconv.AppendInt(nil, sent, 10)}})
 }
 
 // syncGens numbers each primary's full syncs here, so that shipments on a
@@ -94,6 +158,14 @@ func (r *Replicator) forgetSyncs(in func(slot int) bool) {
 			r.syncs.from[slot] = ""
 		}
 	}
+	for owner, ps := range r.syncs.pending {
+		for slot := range cluster.Slots {
+			if ps.backed.has(slot) && in(slot) {
+				ps.backed[slot/64] &^= 1 << (slot % 64)
+			}
+		}
+		r.syncs.pending[owner] = ps
+	}
 }
 
 // HeldBy reports whether this node holds slot's copies from owner's full sync.
@@ -118,6 +190,7 @@ func (r *Replicator) HeldBy(slot int, owner string) bool {
 func (r *Replicator) ForgetHeld() {
 	r.syncs.mu.Lock()
 	clear(r.syncs.from[:])
+	clear(r.syncs.pending)
 	r.syncs.mu.Unlock()
 	r.syncGens.mu.Lock()
 	for peer := range r.syncGens.gen {

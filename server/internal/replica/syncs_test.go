@@ -30,8 +30,8 @@ func (b *syncBackup) Send(string, uint64, []byte, int, cluster.Replier) {
 }
 
 // TestSendSyncRetriesOnlyAnOldNode: a full sync's RL.PEER SYNC carries the
-// backed bitmap; only cluster.PeerRefused, what a node from before it
-// answers the longer form, gets the drop bitmap alone. A backup that
+// backed bitmap and ENDS; only cluster.PeerRefused, what a node from
+// before either answers a longer form, gets the next shorter one. A backup that
 // keeps no replicas, or any other NOPERM, is not asked again in the old
 // form: before, any reply starting with NOPERM was.
 func TestSendSyncRetriesOnlyAnOldNode(t *testing.T) {
@@ -40,15 +40,16 @@ func TestSendSyncRetriesOnlyAnOldNode(t *testing.T) {
 		reply string
 		want  []int // the argument counts of the SYNCs sent
 	}{
-		{"+OK\r\n", []int{4}},
-		{"-" + cluster.PeerRefused + "\r\n", []int{4, 3}},
-		{"-" + cluster.PeerNoReplicas + "\r\n", []int{4}},
-		{"-NOPERM this command is for cluster peers only\r\n", []int{4}},
-		{"-NOPERM bad cluster credentials, and more\r\n", []int{4}},
+		{"+OK\r\n", []int{5}},
+		{"-" + cluster.PeerRefused + "\r\n", []int{5, 4, 3}},
+		{"-" + cluster.PeerNoReplicas + "\r\n", []int{5}},
+		{"-NOPERM this command is for cluster peers only\r\n", []int{5}},
+		{"-NOPERM bad cluster credentials, and more\r\n", []int{5}},
 	} {
 		b := &syncBackup{reply: tc.reply}
 		p := &shipPeer{r: &Replicator{cfg: Config{Ship: b}}}
-		err := p.sendSync(cluster.Node{Name: "b", Addr: "127.0.0.1:1"}, drop, backed)
+		ends, err := p.sendSync(cluster.Node{Name: "b", Addr: "127.0.0.1:1"}, drop, backed)
+		assert.Equal(t, tc.reply == "+OK\r\n", ends, "the sync ends with SYNCED on %q", tc.reply)
 		assert.Equal(t, tc.want, b.sent, "SYNCs sent on %q", tc.reply)
 		if tc.reply[0] == '-' {
 			assert.Error(t, err, tc.reply)
@@ -82,4 +83,45 @@ func TestForgetHeldAtRejoin(t *testing.T) {
 	assert.True(t, r.HeldBy(0, "p"), "a full sync brings them again")
 	r.PeerCopy(w, &again, nil)
 	assert.Equal(t, "+OK", w.last)
+}
+
+// TestHeldOnlyOnceTheSyncEnds: a full sync sent with ENDS drops the
+// backup's copies at once, and its backed slots count as held only at
+// RL.PEER SYNCED: an owner that dies, or is cut off, in the middle leaves
+// them lost on the backup, not served from part of their keys. A SYNCED
+// on a connection whose sync a newer one replaced is refused (-RESYNC),
+// and a slot whose copies went meanwhile (this node's table moved it)
+// does not count. A sync without ENDS (an owner from before it) counts at
+// once, as before. Before, every sync counted from its SYNC on.
+func TestHeldOnlyOnceTheSyncEnds(t *testing.T) {
+	r := testReplicator(t, &clock{}, 0)
+	drop, backed := make([]byte, cluster.Slots/8), make([]byte, cluster.Slots/8)
+	backed[0] = 1 | 2 // slots 0 and 1
+	ends := []byte("ends")
+	w := &replyWriter{}
+	var st Stream
+	r.PeerSync(w, &st, "p", [][]byte{drop, backed, ends})
+	require.Equal(t, "+OK", w.last)
+	assert.False(t, r.HeldBy(0, "p"), "a sync under way: its keys are not all here yet")
+	r.forgetSyncs(func(slot int) bool { return slot == 1 })
+	r.PeerSynced(w, &st)
+	assert.Equal(t, "+OK", w.last)
+	assert.True(t, r.HeldBy(0, "p"), "the sync ended")
+	assert.False(t, r.HeldBy(1, "p"), "its copies went before the end")
+
+	var cut, newer Stream
+	r.PeerSync(w, &cut, "p", [][]byte{backed, backed, ends})
+	assert.False(t, r.HeldBy(0, "p"), "a new sync drops the copies")
+	r.PeerSync(w, &newer, "p", [][]byte{backed, backed, ends})
+	r.PeerSynced(w, &cut)
+	assert.Equal(t, "-"+ErrResync, w.last, "the end of a sync a newer one replaced")
+	assert.False(t, r.HeldBy(0, "p"))
+	r.PeerSynced(w, &newer)
+	assert.True(t, r.HeldBy(0, "p"))
+
+	var old Stream
+	r.PeerSync(w, &old, "q", [][]byte{drop, backed})
+	assert.True(t, r.HeldBy(0, "q"), "an owner from before ENDS: held from the SYNC on")
+	r.PeerSynced(w, &old)
+	assert.Equal(t, "-"+ErrResync, w.last, "no end without ENDS")
 }
