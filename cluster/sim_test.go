@@ -163,14 +163,15 @@ type sim struct {
 	// assumptions leave outside the proof (seed 152: two restarts and the
 	// paused member's grants made a majority that never fenced it).
 	forgot   map[string]bool
-	noFormer bool // RL_SIM_NOFORMER=1: neither former backups' drop nor their deadline
+	noFormer bool // RL_SIM_NOFORMER=1: neither former backups' drop nor their deadline, nor ForgetHeld
+	noForget bool // RL_SIM_NOFORGET=1: no ForgetHeld at a rejoin
 }
 
 func (n *simNode) local(now time.Duration) int64 { return int64(n.off) + int64(float64(now)*n.rate) }
 
 func newSim(t *testing.T, seed uint64, nodes int) *sim {
 	s := &sim{t: t, r: rand.New(rand.NewPCG(seed, seed^0x5eed)), noFresh: os.Getenv("RL_SIM_NOFRESH") == "1",
-		noFormer: os.Getenv("RL_SIM_NOFORMER") == "1"}
+		noFormer: os.Getenv("RL_SIM_NOFORMER") == "1", noForget: os.Getenv("RL_SIM_NOFORGET") == "1"}
 	for i := range nodes {
 		s.known = append(s.known, fmt.Sprint("n", i))
 	}
@@ -418,7 +419,7 @@ func (s *sim) rejoin(i int) {
 	n := s.nodes[i]
 	s.logf("%s learns it was declared dead", n.name)
 	delete(s.forgot, n.name)
-	if !s.noFormer {
+	if !s.noFormer && !s.noForget {
 		clear(n.copyFrom) // the replicas' ForgetHeld: its copies are as old as its death
 	}
 	for slot := range n.out { // disowned: another node may have served it since
