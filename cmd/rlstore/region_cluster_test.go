@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,4 +100,81 @@ func TestRegionNodeNameRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--region names the region, not a node")
 	assert.Contains(t, err.Error(), "eu, not eu/p0")
+}
+
+// TestRegionProcessClusterGatewayDies: eu is three processes, us one,
+// whose --region-peers names p0, which is also eu's gateway. A key owned
+// by p0 is used in both regions; then p0 is killed (-9). The cluster
+// gives p0's slots to p1 and p2, p1 becomes the gateway, and us, whose
+// link to p0 fails, sends to the next node eu's acknowledgements named.
+// The key's new owner gains its slot, waits for us's echo, and the two
+// regions go on sharing the limit: the window holds at most the bound
+// with one change of owner, L + e + max(e, φ) = 130 of L = 100, and,
+// with no state of p0's but what us had received, close to L is used.
+func TestRegionProcessClusterGatewayDies(t *testing.T) {
+	ports := map[string]string{"p0": freePort(t), "p1": freePort(t), "p2": freePort(t), "us": freePort(t)}
+	common := []string{"--cluster-secret", "region cluster test", "--region-sync", "50ms"}
+	euArgs := func(name string) []string {
+		return append([]string{"--port", ports[name], "--region", "eu", "--region-peers", "us=127.0.0.1:" + ports["us"]}, common...)
+	}
+	p0 := startClusterProc(t, "p0", "", euArgs("p0")...)
+	p1 := startClusterProc(t, "p1", p0.gossip, euArgs("p1")...)
+	p2 := startClusterProc(t, "p2", p0.gossip, euArgs("p2")...)
+	eu := []*clusterProc{p0, p1, p2}
+	for _, p := range eu {
+		waitClusterSize(t, p, 3)
+	}
+	for _, p := range eu {
+		waitHandedOver(t, p)
+	}
+	us := startProc(t, nil, append([]string{"--port", ports["us"], "--region", "us", "--region-peers", "eu=127.0.0.1:" + ports["p0"]}, common...)...)
+	c0, c1, cu := newClient(t, p0.addr), newClient(t, p1.addr), newClient(t, us.Addr(t))
+	for _, c := range []*redis.Client{c0, c1, cu} {
+		require.Eventually(t, func() bool {
+			inf, err := c.Info(context.Background(), "regions").Result()
+			return err == nil && strings.Contains(inf, "rl_region_recovered:1") && strings.Contains(inf, "state=up")
+		}, deadline, 20*time.Millisecond, "links up, each recovered")
+	}
+	key := keyOwnedBy(t, c0, "p0", "g:")
+	ask := func(c *redis.Client, n int) int {
+		got := 0
+		for range n {
+			v, err := c.Do(context.Background(), "RL.FIXED", key, 100, 3600).Slice()
+			if err == nil && v[0].(int64) == 1 {
+				got++
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return got
+	}
+	var before [2]int
+	var wg sync.WaitGroup
+	for i, c := range []*redis.Client{c0, cu} {
+		wg.Add(1)
+		go func() { defer wg.Done(); before[i] = ask(c, 15) }()
+	}
+	wg.Wait()
+	p0.Signal(t, syscall.SIGKILL)
+	<-p0.Exited
+	for _, p := range []*clusterProc{p1, p2} {
+		waitClusterSize(t, p, 2)
+	}
+	require.Eventually(t, func() bool {
+		inf, err := cu.Info(context.Background(), "regions").Result()
+		return err == nil && strings.Contains(inf, "addr=127.0.0.1:"+ports["p1"]) && strings.Contains(inf, "state=up")
+	}, deadline, 20*time.Millisecond, "us sends to p1 now")
+	var after [2]int
+	for i, c := range []*redis.Client{c1, cu} {
+		wg.Add(1)
+		go func() { defer wg.Done(); after[i] = ask(c, 300) }()
+	}
+	wg.Wait()
+	total := before[0] + before[1] + after[0] + after[1]
+	t.Logf("%s: before the kill via p0 %d, via us %d; after, via p1 %d, via us %d: %d of L 100", key, before[0], before[1], after[0], after[1], total)
+	assert.LessOrEqual(t, total, 130, "the bound with one change of owner")
+	assert.GreaterOrEqual(t, total, 95, "the budget is not wasted")
+	inf, err := c1.Info(context.Background(), "regions").Result()
+	require.NoError(t, err)
+	assert.Contains(t, inf, "rl_region_gateway:p1")
+	t.Logf("p1's INFO regions:\n%s", inf)
 }
