@@ -190,6 +190,43 @@ type simTruth struct {
 	counts counts // all regions' units by bucket
 }
 
+// simWindows walks the windows of each key's truth that have closed,
+// each once: a window is measured a second (the skew) after its end, or
+// at once when all is set, and counted in the result's worst, windows
+// and used before its scenario's own check sees it.
+type simWindows struct {
+	truth   []simTruth
+	res     *simResult
+	checked []int64 // per key, the last bucket whose window was measured
+}
+
+func newSimWindows(truth []simTruth, res *simResult) *simWindows {
+	w := &simWindows{truth: truth, res: res, checked: make([]int64, len(truth))}
+	for i := range w.checked {
+		w.checked[i] = -1
+	}
+	return w
+}
+
+func (w *simWindows) closed(now int64, all bool, check func(tr *simTruth, id, end, total int64, ratio float64)) {
+	for i := range w.truth {
+		tr := &w.truth[i]
+		for _, b := range tr.counts {
+			end := tr.lim.start(b.id + 1)
+			if b.id <= w.checked[i] || !all && end+int64(time.Second) > now {
+				continue
+			}
+			total := tr.counts.sum(tr.lim.firstOf(b.id), b.id)
+			ratio := float64(total) / float64(tr.lim.Limit)
+			w.res.worst = max(w.res.worst, ratio)
+			w.res.windows++
+			w.res.used += ratio
+			check(tr, b.id, end, total, ratio)
+			w.checked[i] = b.id
+		}
+	}
+}
+
 // runSchedule runs one schedule and returns the worst ratio; it fails t on
 // any window over the bound.
 func runSchedule(t testing.TB, sc simSchedule) simResult {
@@ -224,41 +261,25 @@ func runSchedule(t testing.TB, sc simSchedule) simResult {
 		flight = append(flight, m)
 	}
 	var res simResult
-	checked := make([]int64, len(truth))
-	for i := range checked {
-		checked[i] = -1
-	}
+	windows := newSimWindows(truth, &res)
 	check := func(now int64, all bool) {
-		for i := range truth {
-			tr := &truth[i]
-			for _, b := range tr.counts {
-				end := tr.lim.start(b.id + 1)
-				if b.id <= checked[i] || !all && end+int64(time.Second) > now {
-					continue
-				}
-				total := tr.counts.sum(tr.lim.firstOf(b.id), b.id)
-				ratio := float64(total) / float64(tr.lim.Limit)
-				res.worst = max(res.worst, ratio)
-				res.ofBound = max(res.ofBound, float64(total)/float64(cfg.Bound(tr.lim.Limit)))
-				res.windows++
-				res.used += ratio
-				big := sc.escrow*float64(tr.lim.Limit)/float64(sc.regions) >= 1
-				if big {
-					res.worstBig = max(res.worstBig, ratio)
-				}
-				bound, most := cfg.Bound(tr.lim.Limit), 1+sc.escrow
-				if sc.restart >= 0 { // what no other region had received is lost: at most max(e, φ)
-					e, phi := cfg.Budgets(tr.lim.Limit)
-					bound += max(e, phi)
-					most += float64(max(e, phi)) / float64(tr.lim.Limit)
-				}
-				if total > bound || big && ratio > most {
-					t.Fatalf("%v\nwindow ending %d of %v: %d admitted, bound %d (ratio %.3f)",
-						sc, b.id, tr.lim, total, bound, ratio)
-				}
-				checked[i] = b.id
+		windows.closed(now, all, func(tr *simTruth, id, _, total int64, ratio float64) {
+			res.ofBound = max(res.ofBound, float64(total)/float64(cfg.Bound(tr.lim.Limit)))
+			big := sc.escrow*float64(tr.lim.Limit)/float64(sc.regions) >= 1
+			if big {
+				res.worstBig = max(res.worstBig, ratio)
 			}
-		}
+			bound, most := cfg.Bound(tr.lim.Limit), 1+sc.escrow
+			if sc.restart >= 0 { // what no other region had received is lost: at most max(e, φ)
+				e, phi := cfg.Budgets(tr.lim.Limit)
+				bound += max(e, phi)
+				most += float64(max(e, phi)) / float64(tr.lim.Limit)
+			}
+			if total > bound || big && ratio > most {
+				t.Fatalf("%v\nwindow ending %d of %v: %d admitted, bound %d (ratio %.3f)",
+					sc, id, tr.lim, total, bound, ratio)
+			}
+		})
 	}
 	end := sc.duration + int64(8*time.Second) // then quiet and healed, so every window is measured
 	for now := int64(0); now < end; now += int64(simTick) {

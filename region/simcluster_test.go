@@ -118,43 +118,27 @@ func runClusterSchedule(t testing.TB, sc simSchedule) simResult {
 		return Merge(b, parts, acks)
 	}
 	var res simResult
-	checked := make([]int64, len(truth))
-	for i := range checked {
-		checked[i] = -1
-	}
+	windows := newSimWindows(truth, &res)
 	check := func(now int64, all bool) {
-		for i := range truth {
-			tr := &truth[i]
-			for _, b := range tr.counts {
-				end := tr.lim.start(b.id + 1)
-				if b.id <= checked[i] || !all && end+int64(time.Second) > now {
-					continue
-				}
-				total := tr.counts.sum(tr.lim.firstOf(b.id), b.id)
-				ratio := float64(total) / float64(tr.lim.Limit)
-				res.worst = max(res.worst, ratio)
-				res.windows++
-				res.used += ratio
-				e, phi := cfg.Budgets(tr.lim.Limit)
-				// Moves of the key's slot from a second before the window to a
-				// second after it (the skew), each losing at most max(e, φ).
-				from, to := tr.lim.start(tr.lim.firstOf(b.id))-base-int64(time.Second), end-base+int64(time.Second)
-				moved := sc.moves(from, to)
-				bound := cfg.Bound(tr.lim.Limit)
-				if moved == 0 && sc.restart < 0 {
-					res.ofBound = max(res.ofBound, float64(total)/float64(bound))
-				}
-				bound += moved * max(e, phi)
-				if sc.restart >= 0 {
-					bound += max(e, phi)
-				}
-				if total > bound {
-					t.Fatalf("%v\nwindow ending %d of %v: %d admitted, bound %d with %d moves (ratio %.3f)",
-						sc, b.id, tr.lim, total, bound, moved, ratio)
-				}
-				checked[i] = b.id
+		windows.closed(now, all, func(tr *simTruth, id, end, total int64, ratio float64) {
+			e, phi := cfg.Budgets(tr.lim.Limit)
+			// Moves of the key's slot from a second before the window to a
+			// second after it (the skew), each losing at most max(e, φ).
+			from, to := tr.lim.start(tr.lim.firstOf(id))-base-int64(time.Second), end-base+int64(time.Second)
+			moved := sc.moves(from, to)
+			bound := cfg.Bound(tr.lim.Limit)
+			if moved == 0 && sc.restart < 0 {
+				res.ofBound = max(res.ofBound, float64(total)/float64(bound))
 			}
-		}
+			bound += moved * max(e, phi)
+			if sc.restart >= 0 {
+				bound += max(e, phi)
+			}
+			if total > bound {
+				t.Fatalf("%v\nwindow ending %d of %v: %d admitted, bound %d with %d moves (ratio %.3f)",
+					sc, id, tr.lim, total, bound, moved, ratio)
+			}
+		})
 	}
 	end := sc.duration + int64(8*time.Second)
 	for now := int64(0); now < end; now += int64(simTick) {
