@@ -2,11 +2,8 @@ package server
 
 import (
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/rlstore/rlstore/cluster"
-	"github.com/rlstore/rlstore/server/internal/clientcmd"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
@@ -71,20 +68,25 @@ type changesFunc func(s *Server, args [][]byte) (keys [][]byte, route []byte)
 // equalFoldASCII reports whether b equals the lower-case s, ignoring ASCII case.
 func equalFoldASCII(b []byte, s string) bool { return core.EqualFold(b, s) }
 
-// client is one connection's state. The fields above mu are touched only by
-// the connection's goroutine; CLIENT LIST and INFO read the rest from others.
+// client is the state each concern keeps of one connection, until each
+// holds its own in a slot of the session: who the connection is, and what
+// the pipeline and CLIENT LIST need, is its core.Session's (the
+// connected sessions are s.clients, a core.Registry). Only the
+// connection's goroutine touches these fields.
 type client struct {
-	core.Session // what the pipeline and CLIENT LIST need; the client is its session's slot
+	core.Session // the client is its session's slot
 
-	conn    clientConn  // rc, or durable's Hold wrapping it when persistence is on (Session.Out is the same)
-	rc      *resp.Conn  // the connection
-	g       *resp.Guard // the socket; CLIENT KILL closes it from other goroutines
-	id      int64
+	conn    clientConn    // Session.Conn, or durable's Hold wrapping it when persistence is on (Session.Out is the same)
 	errs    int64         // error replies written, for INFO commandstats' failed_calls
 	running *core.Command // the command being run (Server.run), for recoverPanic to record
-	created time.Time
-	addr    string
-	laddr   string
+
+	// Copies of the session's, which never change: the cluster's files
+	// and region.go say c.id, c.addr, c.rc and c.g until they say c.ID,
+	// c.Addr, c.Conn and c.Conn.Guard().
+	id   int64
+	addr string
+	rc   *resp.Conn
+	g    *resp.Guard
 
 	// The decision path's own state.
 	// (Session's WallBase, WallAt and Scratch are the decision path's too.)
@@ -100,51 +102,19 @@ type client struct {
 	fwd      []*remoteBatch     // this batch's requests for other nodes, one batch per owner, sent when it ends
 	routing  routing            // whether it routes by slot, and the table it last saw (cluster_nudge.go)
 
-	mu   sync.Mutex // guards meta
-	meta clientMeta
-
 	// Client-side caching and MONITOR (package observe; their frames go
 	// out through resp.Conn.Push). Only observe reaches its fields.
 	ob observe.Client
 }
 
-// clientMeta is what a client says about itself, for CLIENT LIST.
-type clientMeta = clientcmd.Meta
-
-func (c *client) getMeta() clientMeta {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.meta
-}
-
-func (c *client) setMeta(f func(m *clientMeta)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f(&c.meta)
-}
+// getMeta is shorthand for c.Meta(), which the cluster's files say.
+func (c *client) getMeta() core.Meta { return c.Meta() }
 
 // setResp switches the protocol version replies use.
 func (c *client) setResp(v int) {
 	c.Proto = v
 	c.ob.SetProto(v)
-	c.setMeta(func(m *clientMeta) { m.Resp = v })
-}
-
-// The client is a clientcmd.Conn: what CLIENT shows of it, and kills.
-
-func (c *client) Meta() clientcmd.Meta              { return c.getMeta() }
-func (c *client) SetMeta(f func(m *clientcmd.Meta)) { c.setMeta(f) }
-func (c *client) Kill()                             { _ = c.g.Close() }
-
-// Info is what CLIENT INFO and LIST show of c; any goroutine may ask.
-func (c *client) Info() clientcmd.Info {
-	cmd := ""
-	if cm := c.LastCmd.Load(); cm != nil {
-		cmd = cm.Name
-	}
-	return clientcmd.Info{ID: c.id, Addr: c.addr, LAddr: c.laddr, FD: clientcmd.FD(c.g.Conn), Meta: c.getMeta(),
-		Created: c.created, LastRead: time.Unix(0, c.g.Last.Load()), Cmd: cmd, Multi: int(c.QLen.Load()),
-		OMem: c.rc.PushesHeld(), Sub: c.ob.Subscribed(), Redir: c.ob.Redir(), Flags: c.ob.Flags()}
+	c.SetMeta(func(m *core.Meta) { m.Resp = v })
 }
 
 // closeAfterReply closes c once the replies written so far are sent. The
@@ -213,10 +183,8 @@ func (s *Server) invalidate(writer *client, key []byte) {
 type observeDelegate struct{ s *Server }
 
 func (d observeDelegate) ClientByID(id int64) *observe.Client {
-	d.s.mu.Lock()
-	defer d.s.mu.Unlock()
-	if c := d.s.clients[id]; c != nil {
-		return &c.ob
+	if x := d.s.clients.Get(id); x != nil {
+		return &d.s.clientOf(x).ob
 	}
 	return nil
 }

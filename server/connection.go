@@ -1,8 +1,6 @@
 package server
 
 import (
-	"sort"
-
 	"github.com/rlstore/rlstore/server/internal/clientcmd"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/introspect"
@@ -65,16 +63,16 @@ func (f authFront) CloseAfterReply(x *core.Session) { f.s.closeAfterReply(f.s.cl
 func (f authFront) Hello(x *core.Session, proto int, name []byte, hasName bool) (int64, string, string) {
 	c := f.s.clientOf(x)
 	if hasName {
-		c.setMeta(func(m *clientMeta) { m.Name = string(name) })
+		c.SetMeta(func(m *core.Meta) { m.Name = string(name) })
 	}
 	c.setResp(proto)
-	return c.id, f.s.mode(), f.s.cfg.Version
+	return c.ID, f.s.mode(), f.s.cfg.Version
 }
 
 // registerClient registers CLIENT: its own subcommands (package clients),
 // then observe's for client-side caching.
 func (s *Server) registerClient() {
-	cl := clientcmd.New(clientsDelegate{s})
+	cl := clientcmd.New(s.clients, clientsDelegate{s})
 	cm := cl.Command()
 	cm.Subs = append(cm.Subs, s.obs.TrackingCommands()...)
 	specs := introspect.Specs()
@@ -85,32 +83,15 @@ func (s *Server) registerClient() {
 // clientsDelegate is the server as CLIENT's clientcmd.Delegate.
 type clientsDelegate struct{ s *Server }
 
-func (d clientsDelegate) Conns() []clientcmd.Conn {
-	list := d.s.clientList()
-	conns := make([]clientcmd.Conn, len(list))
-	for i, c := range list {
-		conns[i] = c
-	}
-	return conns
+func (d clientsDelegate) Tracking(x *core.Session) (sub, redir int64, flags string) {
+	ob := &d.s.clientOf(x).ob
+	return ob.Subscribed(), ob.Redir(), ob.Flags()
 }
-
-func (d clientsDelegate) Conn(x *core.Session) clientcmd.Conn { return d.s.clientOf(x) }
 
 func (d clientsDelegate) CloseAfterReply(x *core.Session) { d.s.closeAfterReply(d.s.clientOf(x)) }
 
-// clientList returns the connected clients in the order they connected.
-func (s *Server) clientList() []*client {
-	s.mu.Lock()
-	list := make([]*client, 0, len(s.clients))
-	for _, o := range s.clients {
-		if !o.g.Closed() { // killed: gone for CLIENT LIST and KILL at once, as in Redis, though its goroutine may not have ended
-			list = append(list, o)
-		}
-	}
-	s.mu.Unlock()
-	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
-	return list
-}
+// clientList returns the connected sessions in the order they connected.
+func (s *Server) clientList() []*core.Session { return s.clients.List() }
 
 // newBudget returns the budget of all clients' replies (resp.Budget), which
 // closes the client holding the most first once they pass max.
@@ -119,22 +100,13 @@ func (s *Server) newBudget(max int64) *resp.Budget {
 }
 
 // evictLargest closes the client holding the most replies, and reports
-// whether it found one to close. Peers' connections are spared: their
-// replies are other clients'.
+// whether it found one to close (core.Registry.Largest).
 func (s *Server) evictLargest(self *resp.Conn) bool {
-	var victim *client
-	most := int64(0)
-	s.mu.Lock()
-	for _, c := range s.clients {
-		if h := c.rc.Held(); h > most && !c.Peer && !c.rc.Evicted() {
-			victim, most = c, h
-		}
-	}
-	s.mu.Unlock()
-	if victim == nil || !s.mem.Take(victim.rc, self, most) {
+	victim, most := s.clients.Largest()
+	if victim == nil || !s.mem.Take(victim.Conn, self, most) {
 		return victim != nil
 	}
 	s.log.Warn("client closed: the replies of all clients passed --maxmemory-clients; closing those holding the most first",
-		"client", victim.id, "addr", victim.addr, "held", most, "maxmemory_clients", s.mem.Max)
+		"client", victim.ID, "addr", victim.Addr, "held", most, "maxmemory_clients", s.mem.Max)
 	return true
 }

@@ -153,7 +153,7 @@ func (s *Server) recoverPanic(c *client, args [][]byte) {
 	}
 	name := core.QuoteArg(args[0], core.MaxName)
 	s.log.Error("command panicked; closing its connection",
-		"client", c.id, "addr", c.addr, "cmd", name, "panic", r, "stack", string(debug.Stack()))
+		"client", c.ID, "addr", c.Addr, "cmd", name, "panic", r, "stack", string(debug.Stack()))
 	c.conn.WriteError("ERR internal error running '" + name + "', closing the connection; see the server log")
 	s.closeAfterReply(c)
 }
@@ -174,7 +174,7 @@ const (
 // only its name.
 func (s *Server) recordSlow(c *client, cm *core.Command, args [][]byte, d time.Duration, slow, spiked bool) {
 	if slow {
-		s.slow.Add(args, cm.Secret != nil, d, c.addr, c.getMeta().Name)
+		s.slow.Add(args, cm.Secret != nil, d, c.Addr, c.Meta().Name)
 	}
 	if spiked {
 		s.slow.AddSpike(d)

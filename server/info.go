@@ -120,11 +120,8 @@ func (s *Server) infoServer() []core.Pair {
 }
 
 func (s *Server) infoClients() []core.Pair {
-	s.mu.Lock()
-	n := len(s.clients)
-	s.mu.Unlock()
 	return []core.Pair{
-		{Key: "connected_clients", Val: n},
+		{Key: "connected_clients", Val: s.clients.Len()},
 		{Key: "maxclients", Val: s.maxClients.Load()},
 		{Key: "blocked_clients", Val: 0},
 	}
@@ -211,15 +208,7 @@ func (s *Server) infoKeyspace() []core.Pair {
 }
 
 // commandsProcessed sums the commands of live clients and of those gone.
-func (s *Server) commandsProcessed() int64 {
-	n := s.goneCmds.Load()
-	s.mu.Lock()
-	for _, c := range s.clients {
-		n += c.Cmds.Load()
-	}
-	s.mu.Unlock()
-	return n
-}
+func (s *Server) commandsProcessed() int64 { return s.clients.Commands() }
 
 // residentBytes reads the resident set size from /proc/self/statm, or 0 where there is none.
 func residentBytes() int64 {
@@ -334,8 +323,6 @@ func cpuSeconds(t float64) string { return strconv.FormatFloat(t, 'f', 6, 64) }
 type infoExtra struct {
 	runID string // 40 hex characters, new at every start, as Redis's run_id
 
-	netIn, netOut atomic.Int64 // bytes read from and written to clients that have gone
-
 	hits, misses atomic.Int64 // keys found and not found by the keyspace's reads
 
 	errors observe.Errors   // errorstats
@@ -360,16 +347,7 @@ func (s *Server) infoCommandStats() []core.Pair { return observe.InfoCommandStat
 func (s *Server) infoLatencyStats() []core.Pair { return observe.InfoLatencyStats(s.table) }
 
 // netBytes sums the bytes read from and written to every client, live or gone.
-func (s *Server) netBytes() (in, out int64) {
-	in, out = s.info.netIn.Load(), s.info.netOut.Load()
-	s.mu.Lock()
-	for _, c := range s.clients {
-		in += c.rc.NetIn()
-		out += c.rc.NetOut()
-	}
-	s.mu.Unlock()
-	return in, out
-}
+func (s *Server) netBytes() (in, out int64) { return s.clients.NetBytes() }
 
 // hz is the sweeps a second, Redis's hz: how often background work runs.
 func (s *Server) hz() int64 { return int64(time.Second / s.cfg.SweepInterval) }

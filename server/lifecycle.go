@@ -232,7 +232,7 @@ func cmdShutdown(s *Server, c *client, args [][]byte) {
 		c.conn.WriteError(reply)
 		return
 	}
-	s.log.Info("SHUTDOWN by a client", "client", c.id, "addr", c.addr)
+	s.log.Info("SHUTDOWN by a client", "client", c.ID, "addr", c.Addr)
 	s.closeAfterReply(c)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)

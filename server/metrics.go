@@ -130,10 +130,7 @@ func (s *Server) writeKindMetrics(w io.Writer) {
 }
 
 func (s *Server) writeConnMetrics(w io.Writer) {
-	s.mu.Lock()
-	n := len(s.clients)
-	s.mu.Unlock()
-	gauge(w, "rlstore_connections", float64(n))
+	gauge(w, "rlstore_connections", float64(s.clients.Len()))
 	gauge(w, "rlstore_maxclients", float64(s.maxClients.Load()))
 	var accepted, rejected int64
 	if ln := s.listener(); ln != nil {

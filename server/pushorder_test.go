@@ -79,13 +79,11 @@ func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
 // trackingClient returns the one client of s that has CLIENT TRACKING on.
 func trackingClient(t *testing.T, s *Server) *client {
 	var tc *client
-	s.mu.Lock()
-	for _, c := range s.clients {
-		if c.ob.Redir() >= 0 { // tracking
+	for _, x := range s.clients.List() {
+		if c := s.clientOf(x); c.ob.Redir() >= 0 { // tracking
 			tc = c
 		}
 	}
-	s.mu.Unlock()
 	require.NotNil(t, tc)
 	return tc
 }

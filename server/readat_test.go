@@ -17,14 +17,12 @@ func TestReadTimeMarksIdle(t *testing.T) {
 	require.NoError(t, c.Ping(ctx).Err())
 	id, err := c.ClientID(ctx).Result()
 	require.NoError(t, err)
-	s.mu.Lock()
-	cl := s.clients[id]
-	s.mu.Unlock()
+	cl := s.clients.Get(id)
 	require.NotNil(t, cl)
 	before := time.Now().UnixNano()
 	require.NoError(t, c.Ping(ctx).Err())
 	after := time.Now().UnixNano()
-	last := cl.g.Last.Load()
+	last := cl.Conn.Guard().Last.Load()
 	const slack = int64(time.Millisecond) // the wall and monotonic clocks may drift apart a little
 	assert.GreaterOrEqual(t, last, before-slack, "the PING's read moved last")
 	assert.LessOrEqual(t, last, after+slack)

@@ -153,23 +153,23 @@ func (s *Server) refuse(c *client, rc *resp.Conn, perr error) error {
 
 // newClient registers the client of a connection the listener admitted.
 func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
-	c := &client{conn: rc, rc: rc, g: g, id: s.nextID.Add(1),
-		created: time.Now(), addr: g.RemoteAddr().String(), laddr: g.LocalAddr().String()}
+	c := &client{conn: rc, rc: rc, g: g}
+	c.ID, c.Conn, c.Created = s.clients.NewID(), rc, time.Now()
+	c.Addr, c.LAddr = g.RemoteAddr().String(), g.LocalAddr().String()
+	c.id, c.addr = c.ID, c.Addr
 	c.Proto = 2
-	s.users.Open(&c.Session, c.addr)
-	s.obs.Open(&c.ob, &c.Session, rc, c.id, c.addr)
+	s.users.Open(&c.Session, c.Addr)
+	s.obs.Open(&c.ob, &c.Session, rc, c.ID, c.Addr)
 	s.dec.Open(&c.Session, &c.dec, rc)
 	s.clientSlot.Set(&c.Session, c)
-	c.meta.Resp = 2
+	c.SetMeta(func(m *core.Meta) { m.Resp = 2 })
 	c.QLen.Store(-1)
 	if s.cfg.Durability != nil {
-		c.conn = s.dur.Open(&c.dur, &c.Session, rc, c.id, g.Close, func(cm *core.Command, args [][]byte) { s.call(c, cm, args) })
+		c.conn = s.dur.Open(&c.dur, &c.Session, rc, c.ID, g.Close, func(cm *core.Command, args [][]byte) { s.call(c, cm, args) })
 	}
 	c.conn = errCounter{clientConn: c.conn, c: c, stats: &s.info.errors}
 	c.Out = c.conn
-	s.mu.Lock()
-	s.clients[c.id] = c
-	s.mu.Unlock()
+	s.clients.Add(&c.Session)
 	return c
 }
 
@@ -177,24 +177,19 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 func (s *Server) forget(c *client, err error) {
 	_ = c.g.Close()
 	c.rc.Released()
-	s.mu.Lock()
-	delete(s.clients, c.id)
-	s.mu.Unlock()
+	s.clients.Remove(&c.Session)
 	s.flushPending(c)
-	s.goneCmds.Add(c.Cmds.Load())
-	s.info.netIn.Add(c.rc.NetIn())
-	s.info.netOut.Add(c.rc.NetOut())
 	s.obs.Forget(&c.ob)
 	var perr wire.ProtocolError
 	switch {
 	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log
 		s.protoErrors.Add(1)
-		s.log.Debug("client sent a bad request; closed", "client", c.id, "addr", c.addr, "err", err)
+		s.log.Debug("client sent a bad request; closed", "client", c.ID, "addr", c.Addr, "err", err)
 	case errors.Is(err, errOutputLimit) && c.rc.Evicted(): // evictLargest logged it
 	case errors.Is(err, errOutputLimit):
 		s.outputLimitClosed.Add(1)
 		s.log.Warn("client closed: its replies passed the output limit (--client-output-limit)",
-			"client", c.id, "addr", c.addr, "limit", s.cfg.ClientOutputLimit)
+			"client", c.ID, "addr", c.Addr, "limit", s.cfg.ClientOutputLimit)
 	}
 	if ln := s.listener(); ln != nil {
 		ln.Remove(c.g) // last: a drain is over once every client is forgotten
@@ -221,7 +216,7 @@ func (d gatewayDelegate) ServeConn(conn net.Conn) {
 	rc := resp.NewConn(gc, s.cfg.MaxRequestBytes, s.cfg.ClientOutputLimit, s.mem)
 	c := s.newClient(rc, gc)
 	s.users.Login(&c.Session, nil)
-	c.meta.Name = "gateway"
+	c.SetMeta(func(m *core.Meta) { m.Name = "gateway" })
 	go func() {
 		err := s.loop(c, rc)
 		s.forget(c, err)

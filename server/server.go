@@ -215,8 +215,6 @@ type Server struct {
 	guard      *auth.Guard  // nil when off
 	mem        *resp.Budget // the budget of all clients' replies
 	maxClients atomic.Int64
-	nextID     atomic.Int64
-	goneCmds   atomic.Int64       // commands run by clients that have gone, for INFO
 	obs        *observe.Observers // CLIENT TRACKING and MONITOR
 	dec        *decide.Decisions  // the decision commands, their counters
 	slow       observe.Slowlog
@@ -226,8 +224,7 @@ type Server struct {
 
 	outputLimitClosed atomic.Int64 // clients closed for passing the output limit, for INFO
 
-	mu      sync.Mutex // guards clients
-	clients map[int64]*client
+	clients *core.Registry // the connected clients' sessions
 
 	life     sync.Mutex // guards ln, stopping, sweepEnd, metricWriters and readyChecks
 	ln       *resp.Listener
@@ -251,7 +248,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, table: core.NewTable(), started: time.Now(),
-		clients: map[int64]*client{}, done: make(chan struct{})}
+		clients: core.NewRegistry(), done: make(chan struct{})}
 	s.clock = decide.Clock{Wall: wallClock, Started: s.started, Read: cfg.Clock}
 	s.info.runID = newRunID()
 	if s.users, err = auth.NewUsers(cfg.ACLFile, cfg.RequirePass, &s.pipe.Slots); err != nil {

@@ -55,7 +55,7 @@ var rules = []rule{
 	{pkg: "server/internal/observe", allowed: []string{"server/internal/observe", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},
 	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "policy", "window"}},
 	{pkg: "server/internal/introspect", allowed: []string{"server/internal/introspect", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // COMMAND: it reads the table, never a family
-	{pkg: "server/internal/clientcmd", allowed: []string{"server/internal/clientcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},   // CLIENT: the connections reach it through clientcmd.Conn
+	{pkg: "server/internal/clientcmd", allowed: []string{"server/internal/clientcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},   // CLIENT: the connections are core.Registry's sessions
 	{pkg: "server/internal/debugcmd", allowed: []string{"server/internal/debugcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},     // DEBUG and its clock: a client's address comes through debugcmd.Delegate
 	{pkg: "server/internal/multi", allowed: []string{"server/internal/multi", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},           // MULTI, EXEC, DISCARD, WATCH: a queue runs through multi.Delegate, never a family
 	{pkg: "server/internal/proc", allowed: []string{"server/internal/proc"}},                                                                                                  // what the OS says of the process (getrusage, getrlimit): a leaf, for INFO and maxclients
@@ -230,7 +230,7 @@ func TestRulesCatchAViolation(t *testing.T) {
 		{"server/internal/introspect", "server/internal/keyspace", false},
 		{"server/internal/introspect", "shard", false},
 		{"server/internal/clientcmd", "server/internal/core", true},
-		{"server/internal/clientcmd", "server/internal/observe", false}, // tracking's part of a client's line comes through clientcmd.Info
+		{"server/internal/clientcmd", "server/internal/observe", false}, // tracking's part of a client's line comes through clientcmd.Delegate
 		{"server/internal/clientcmd", "shard", false},
 		{"server/internal/debugcmd", "server/internal/core", true},
 		{"server/internal/debugcmd", "shard", false},
@@ -466,11 +466,11 @@ func TestIntrospectRowCatchesAViolation(t *testing.T) {
 }
 
 // TestClientcmdRowCatchesAViolation: CLIENT keeps to clientcmd's row with
-// the dependencies it has (each connection is a clientcmd.Conn, the
-// connections and closing one a clientcmd.Delegate), and the row refuses
-// the front (where the clients' registry is), observe (whose flags, redirect
-// and subscriptions reach a line as clientcmd.Info's fields), and the
-// store, directly or through another.
+// the dependencies it has (the connections are core.Registry's sessions;
+// tracking's part of a line and closing one come through a
+// clientcmd.Delegate), and the row refuses the front, observe (whose
+// flags, redirect and subscriptions reach a line through the Delegate),
+// and the store, directly or through another.
 func TestClientcmdRowCatchesAViolation(t *testing.T) {
 	m := module + "/"
 	has := m + "server/internal/clientcmd " + m + "internal/wire " + m + "window " + m + "policy " +

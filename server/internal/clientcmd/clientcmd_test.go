@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 func args(ss ...string) [][]byte {
@@ -19,7 +21,7 @@ func args(ss ...string) [][]byte {
 // its order, its own command's bytes only when it describes itself.
 func TestLineHasRedis7Fields(t *testing.T) {
 	now := time.Unix(1000, 0)
-	i := Info{ID: 7, Addr: "127.0.0.1:5000", LAddr: "127.0.0.1:6379", FD: 9, Meta: Meta{Name: "n", LibName: "go-redis", LibVer: "9", Resp: 3},
+	i := Info{ID: 7, Addr: "127.0.0.1:5000", LAddr: "127.0.0.1:6379", FD: 9, Meta: core.Meta{Name: "n", LibName: "go-redis", LibVer: "9", Resp: 3},
 		Created: now.Add(-5 * time.Second), LastRead: now.Add(-2 * time.Second), Cmd: "client|info", Multi: -1, OMem: 4, Redir: 3, Flags: "t"}
 	assert.Equal(t, "id=7 addr=127.0.0.1:5000 laddr=127.0.0.1:6379 fd=9 name=n age=5 idle=2 flags=t db=0 sub=0 psub=0 ssub=0 multi=-1"+
 		" qbuf=0 qbuf-free=0 argv-mem=10 multi-mem=6 rbs=0 rbp=0 obl=0 oll=0 omem=4 tot-mem=20 events=r cmd=client|info"+

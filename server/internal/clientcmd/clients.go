@@ -1,7 +1,6 @@
 package clientcmd
 
 import (
-	"sort"
 	"strings"
 	"time"
 
@@ -16,31 +15,13 @@ const (
 	errSyntax   = "ERR syntax error"
 )
 
-// Meta is what a client says about itself, for CLIENT LIST: its name
-// (CLIENT SETNAME, HELLO's SETNAME), its library (CLIENT SETINFO) and its
-// protocol (HELLO).
-type Meta struct {
-	Name, LibName, LibVer string
-	Resp                  int
-}
-
-// Conn is one connection as CLIENT sees it. The server's client is one;
-// its methods are safe for concurrent use, since CLIENT LIST and KILL
-// reach every connection from the one that runs them.
-type Conn interface {
-	Info() Info              // what CLIENT INFO and CLIENT LIST show of it, now
-	Meta() Meta              // what it said about itself
-	SetMeta(f func(m *Meta)) // changes what it said about itself
-	Kill()                   // closes its socket; its goroutine then finds it closed
-}
-
-// Delegate is what CLIENT needs of the server, set once at New
-// (memberlist's Config + delegates).
+// Delegate is what CLIENT needs of the server beyond the sessions, set
+// once at New (memberlist's Config + delegates).
 type Delegate interface {
-	// Conns returns every connection not yet killed, in any order.
-	Conns() []Conn
-	// Conn returns the connection of session x.
-	Conn(x *core.Session) Conn
+	// Tracking returns client-side caching's and MONITOR's part of x's
+	// line: the channels it subscribed, where its invalidations go (or
+	// 0), and its flags beyond MULTI's x. Any goroutine may ask.
+	Tracking(x *core.Session) (sub, redir int64, flags string)
 	// CloseAfterReply closes x's connection once the replies written so
 	// far are sent.
 	CloseAfterReply(x *core.Session)
@@ -48,12 +29,13 @@ type Delegate interface {
 
 // Clients is CLIENT over the server's connections.
 type Clients struct {
+	reg   *core.Registry
 	d     Delegate
 	entry *core.Command // CLIENT as registered, for HELP: its subcommands are these and observe's
 }
 
-// New returns CLIENT over d's connections.
-func New(d Delegate) *Clients { return &Clients{d: d} }
+// New returns CLIENT over reg's sessions.
+func New(reg *core.Registry, d Delegate) *Clients { return &Clients{reg: reg, d: d} }
 
 // Command is CLIENT with its own subcommands, as a table entry; the server
 // appends observe's (client-side caching) before registering it, then
@@ -74,7 +56,7 @@ func (cl *Clients) Command() core.Command {
 // Registered notes CLIENT's entry as the table holds it, for CLIENT HELP.
 func (cl *Clients) Registered(cm *core.Command) { cl.entry = cm }
 
-func (cl *Clients) id(x *core.Session, args [][]byte) { x.Out.WriteInt64(cl.d.Conn(x).Info().ID) }
+func (cl *Clients) id(x *core.Session, args [][]byte) { x.Out.WriteInt64(x.ID) }
 
 func (cl *Clients) setName(x *core.Session, args [][]byte) {
 	if len(args[2]) > core.MaxClientName {
@@ -85,12 +67,12 @@ func (cl *Clients) setName(x *core.Session, args [][]byte) {
 		x.Out.WriteError(core.ErrClientName)
 		return
 	}
-	cl.d.Conn(x).SetMeta(func(m *Meta) { m.Name = string(args[2]) })
+	x.SetMeta(func(m *core.Meta) { m.Name = string(args[2]) })
 	x.Out.WriteString("OK")
 }
 
 func (cl *Clients) getName(x *core.Session, args [][]byte) {
-	if name := cl.d.Conn(x).Meta().Name; name != "" {
+	if name := x.Meta().Name; name != "" {
 		x.Out.WriteBulkString(name)
 		return
 	}
@@ -108,7 +90,7 @@ func (cl *Clients) setInfo(x *core.Session, args [][]byte) {
 	case !core.ValidName(args[3]):
 		x.Out.WriteError("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
 	default:
-		cl.d.Conn(x).SetMeta(func(m *Meta) {
+		x.SetMeta(func(m *core.Meta) {
 			if core.EqualFold(attr, "lib-name") {
 				m.LibName = val
 			} else {
@@ -120,7 +102,7 @@ func (cl *Clients) setInfo(x *core.Session, args [][]byte) {
 }
 
 func (cl *Clients) info(x *core.Session, args [][]byte) {
-	x.Out.WriteBulkString(cl.d.Conn(x).Info().Line(time.Now(), args, x.QBytes))
+	x.Out.WriteBulkString(cl.infoOf(x).Line(time.Now(), args, x.QBytes))
 }
 
 // list is CLIENT LIST [TYPE normal] [ID id …], one line per client, oldest first.
@@ -131,10 +113,10 @@ func (cl *Clients) list(x *core.Session, args [][]byte) {
 		return
 	}
 	var b strings.Builder
-	now, self := time.Now(), cl.d.Conn(x)
-	for _, o := range cl.sorted() {
+	now := time.Now()
+	for _, o := range cl.listed() {
 		if ids == nil || ids[o.info.ID] {
-			if o.Conn == self {
+			if o.Session == x {
 				b.WriteString(o.info.Line(now, args, x.QBytes))
 			} else {
 				b.WriteString(o.info.Line(now, nil, 0))
@@ -167,22 +149,34 @@ func parseListFilter(opts [][]byte) (map[int64]bool, string) {
 	return nil, errSyntax
 }
 
-// listed is a connection with what it showed when listed.
+// listed is a session with what it showed when listed.
 type listed struct {
-	Conn
+	*core.Session
 	info Info
 }
 
-// sorted returns the connections not yet killed in the order they
+// listed returns the sessions not yet killed in the order they
 // connected, each with its Info.
-func (cl *Clients) sorted() []listed {
-	conns := cl.d.Conns()
-	list := make([]listed, len(conns))
-	for i, o := range conns {
-		list[i] = listed{o, o.Info()}
+func (cl *Clients) listed() []listed {
+	xs := cl.reg.List()
+	list := make([]listed, len(xs))
+	for i, o := range xs {
+		list[i] = listed{o, cl.infoOf(o)}
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].info.ID < list[j].info.ID })
 	return list
+}
+
+// infoOf returns what CLIENT INFO and LIST show of x, now.
+func (cl *Clients) infoOf(x *core.Session) Info {
+	cmd := ""
+	if cm := x.LastCmd.Load(); cm != nil {
+		cmd = cm.Name
+	}
+	g := x.Conn.Guard()
+	sub, redir, flags := cl.d.Tracking(x)
+	return Info{ID: x.ID, Addr: x.Addr, LAddr: x.LAddr, FD: FD(g.Conn), Meta: x.Meta(),
+		Created: x.Created, LastRead: time.Unix(0, g.Last.Load()), Cmd: cmd, Multi: int(x.QLen.Load()),
+		OMem: x.Conn.PushesHeld(), Sub: sub, Redir: redir, Flags: flags}
 }
 
 func (cl *Clients) help(x *core.Session, args [][]byte) { core.WriteHelp(x, cl.entry) }

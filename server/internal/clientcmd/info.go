@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // Info is what CLIENT INFO and CLIENT LIST show of one connection.
@@ -12,7 +14,7 @@ type Info struct {
 	ID          int64
 	Addr, LAddr string
 	FD          int64 // the socket's file descriptor, or -1 (see FD)
-	Meta        Meta
+	Meta        core.Meta
 	Created     time.Time
 	LastRead    time.Time // when it last read a request
 	Cmd         string    // the command run last, or "" for none yet

@@ -25,12 +25,12 @@ func (cl *Clients) kill(x *core.Session, args [][]byte) {
 		x.Out.WriteError(reply)
 		return
 	}
-	n, killSelf, self := 0, false, cl.d.Conn(x)
-	for _, o := range cl.sorted() {
-		if f.match(o, self) {
+	n, killSelf := 0, false
+	for _, o := range cl.listed() {
+		if f.match(o, x) {
 			n++
-			killSelf = killSelf || o.Conn == self
-			if o.Conn != self {
+			killSelf = killSelf || o.Session == x
+			if o.Session != x {
 				o.Kill() // its goroutine then finds the socket closed
 			}
 		}
@@ -43,13 +43,12 @@ func (cl *Clients) kill(x *core.Session, args [][]byte) {
 
 // killAddr is the old form, CLIENT KILL ip:port.
 func (cl *Clients) killAddr(x *core.Session, addr string) {
-	self := cl.d.Conn(x)
-	for _, o := range cl.sorted() {
+	for _, o := range cl.listed() {
 		if o.info.Addr != addr {
 			continue
 		}
 		x.Out.WriteString("OK")
-		if o.Conn == self {
+		if o.Session == x {
 			cl.d.CloseAfterReply(x)
 		} else {
 			o.Kill()
@@ -107,10 +106,10 @@ func (f *killFilter) setSkipMe(val []byte) string {
 	return ""
 }
 
-func (f killFilter) match(o listed, self Conn) bool {
+func (f killFilter) match(o listed, self *core.Session) bool {
 	return (f.id == 0 || o.info.ID == f.id) &&
 		(f.addr == "" || o.info.Addr == f.addr) &&
 		(f.laddr == "" || o.info.LAddr == f.laddr) &&
 		(f.user == "" || f.user == "default") &&
-		!(f.skipMe && o.Conn == self)
+		!(f.skipMe && o.Session == self)
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -8,11 +9,13 @@ import (
 )
 
 // Session is one connection's state as the pipeline and CLIENT LIST see
-// it: whether it is authenticated, its transaction, the command it ran
-// last. Every other concern keeps its own per-connection state in a typed
-// Slot of the session, which only that concern can reach (Dragonfly's
-// ConnectionState). The fields without atomics are touched only by the
-// connection's goroutine; CLIENT LIST reads the atomics from others.
+// it: who it is, whether it is authenticated, its transaction, the
+// command it ran last; the connected sessions are a Registry's. Every
+// other concern keeps its own per-connection state in a typed Slot of the
+// session, which only that concern can reach (Dragonfly's
+// ConnectionState). The fields without atomics or a lock are touched only
+// by the connection's goroutine, once it is registered; CLIENT LIST reads
+// the rest from others.
 type Session struct {
 	Out     resp.Writer // where replies go; the pipeline writes its refusals here
 	Proto   int         // the protocol version replies use: 2 or 3
@@ -36,6 +39,17 @@ type Session struct {
 	PrevCmd *Command                // the one run before LastCmd, tried second: pipelined pairs (acquire, release) alternate two
 	Ahead   *Command                // the command the request about to run names, if found already (decide.Prefetch's lookup); ResolveFor checks its arity only
 	QLen    atomic.Int32            // len(Queue) inside MULTI, else -1
+
+	// Who it is, set before it is registered (Registry.Add) and not
+	// changed after: CLIENT LIST reads them from other goroutines.
+	ID      int64      // Registry.NewID's
+	Conn    *resp.Conn // the connection; its Guard is the socket, which Kill closes
+	Addr    string     // the client's address
+	LAddr   string     // the address it connected to
+	Created time.Time
+
+	metaMu sync.Mutex // guards meta
+	meta   Meta
 
 	slots [maxSlots]any
 }
