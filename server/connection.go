@@ -31,7 +31,7 @@ func cmdPing(s *Server, c *client, args [][]byte) {
 	case 2:
 		c.conn.WriteBulk(args[1])
 	default:
-		c.conn.WriteError(core.ArityError("ping"))
+		c.conn.WriteError(core.ArityError(c.running.Name)) // as Redis's ping checks its own, by the entry's name
 	}
 }
 

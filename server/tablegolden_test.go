@@ -80,7 +80,7 @@ func tableDump(s *Server) []byte {
 }
 
 func dumpCommand(b *strings.Builder, cm *core.Command) {
-	own := []string{"noqueue", "allkeys", "barrier", "cacheable", "prefetch", "announces", "keepscaching"}
+	own := []string{"noqueue", "allkeys", "barrier", "cacheable", "prefetch", "announces", "keepscaching", "openstx", "runstx"}
 	flags := cm.Flags.Names()
 	for i, n := range own {
 		if cm.Flags&(1<<(core.RedisFlagCount+i)) != 0 {

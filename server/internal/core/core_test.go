@@ -268,3 +268,19 @@ func TestKeyTooLong(t *testing.T) {
 	assert.Empty(t, cm.KeyTooLong(args, 0))
 	assert.Empty(t, (&Command{}).KeyTooLong(args, 1), "a command with no keys")
 }
+
+// TestTxFrame: the requests that frame a transaction sent whole to a peer
+// are the entries that declare they open and run one, by their own names,
+// whatever rename-command serves them under here.
+func TestTxFrame(t *testing.T) {
+	tb := NewTable()
+	open, run := tb.TxFrame()
+	assert.Nil(t, open, "no entry declares one")
+	assert.Nil(t, run)
+	tb.Register(Command{Name: "begin", Flags: FlagOpensTx, Run: ok}, nil)
+	tb.Register(Command{Name: "commit", Flags: FlagRunsTx, Run: ok}, nil)
+	require.NoError(t, tb.Rename(map[string]string{"begin": "b"}))
+	open, run = tb.TxFrame()
+	assert.Equal(t, [][]byte{[]byte("BEGIN")}, open)
+	assert.Equal(t, [][]byte{[]byte("COMMIT")}, run)
+}

@@ -29,6 +29,8 @@ const (
 	FlagPrefetch                             // its first key is prefetched when it comes pipelined (a decision on the store's key)
 	FlagAnnounces                            // announces the keys it changed to CLIENT TRACKING itself (the decision seam), so the runner does not
 	FlagKeepsCaching                         // leaves CLIENT CACHING's yes or no for the next command (CLIENT CACHING, MULTI)
+	FlagOpensTx                              // opens a transaction (MULTI): a transaction sent whole to another node starts with it (Table.TxFrame)
+	FlagRunsTx                               // runs the transaction (EXEC): a transaction sent whole to another node ends with it (Table.TxFrame)
 )
 
 // Names returns the Redis flags among f, as COMMAND INFO lists them.

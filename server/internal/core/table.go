@@ -17,6 +17,8 @@ type Table struct {
 	renamed bool     // Rename renamed some command (see ResolveFor)
 	hop     *Command // the command that wraps a peer's requests (Wraps > 0), which ResolveFor tries first for a peer
 	ids     int      // the last Command.ID given
+
+	txOpen, txRun [][]byte // the requests that open and run a transaction (TxFrame)
 }
 
 // NewTable returns an empty table.
@@ -30,6 +32,12 @@ func (t *Table) Add(cm *Command) {
 	t.cmds[cm.Name] = cm
 	if cm.Wraps > 0 {
 		t.hop = cm
+	}
+	if cm.Flags&FlagOpensTx != 0 {
+		t.txOpen = [][]byte{[]byte(strings.ToUpper(cm.Name))}
+	}
+	if cm.Flags&FlagRunsTx != 0 {
+		t.txRun = [][]byte{[]byte(strings.ToUpper(cm.Name))}
 	}
 }
 
@@ -90,6 +98,12 @@ func (t *Table) Renamed() bool { return t.renamed }
 
 // Hop returns the command that wraps a peer's requests, or nil.
 func (t *Table) Hop() *Command { return t.hop }
+
+// TxFrame returns the requests that open and run a transaction (the
+// entries flagged FlagOpensTx and FlagRunsTx, by their own names, which
+// a peer's table serves), for a transaction sent whole to another node;
+// nil for one no entry declares. The caller must not change them.
+func (t *Table) TxFrame() (open, run [][]byte) { return t.txOpen, t.txRun }
 
 // Find looks name up, ignoring case, without allocating: the compiler
 // turns a map index by string(bytes) into a lookup with no copy.

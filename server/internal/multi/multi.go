@@ -49,8 +49,8 @@ func (t *Transactions) Commands() []core.Command {
 	return []core.Command{
 		{Name: "watch", Arity: -2, Flags: core.FlagNoQueue, Run: watch, FirstKey: 1, LastKey: -1, KeyStep: 1, Group: "transactions", Summary: "Not supported: answers an error naming RL.CHECK"},
 		{Name: "unwatch", Arity: 1, Run: unwatch, Group: "transactions", Summary: "Replies OK: nothing is ever watched"},
-		{Name: "multi", Arity: 1, Flags: core.FlagNoQueue | core.FlagKeepsCaching, Run: multi, Group: "transactions", Summary: "Starts queueing commands for EXEC"},
-		{Name: "exec", Arity: 1, Flags: core.FlagNoQueue | core.FlagBarrier, Run: t.exec, Group: "transactions", Summary: "Runs the queued commands in order"},
+		{Name: "multi", Arity: 1, Flags: core.FlagNoQueue | core.FlagKeepsCaching | core.FlagOpensTx, Run: multi, Group: "transactions", Summary: "Starts queueing commands for EXEC"},
+		{Name: "exec", Arity: 1, Flags: core.FlagNoQueue | core.FlagBarrier | core.FlagRunsTx, Run: t.exec, Group: "transactions", Summary: "Runs the queued commands in order"},
 		{Name: "discard", Arity: 1, Flags: core.FlagNoQueue, Run: discard, Group: "transactions", Summary: "Drops the queued commands"},
 	}
 }

@@ -99,3 +99,16 @@ func TestExecRefusals(t *testing.T) {
 		assert.Empty(t, d.calls, tc.name)
 	}
 }
+
+// TestEntriesFrameATransaction: MULTI and EXEC declare that they open and
+// run a transaction, so a transaction sent whole to a peer is framed by
+// them (core.Table.TxFrame) with no name spelled elsewhere.
+func TestEntriesFrameATransaction(t *testing.T) {
+	tb := core.NewTable()
+	for _, cm := range New(&server{}).Commands() {
+		tb.Register(cm, nil)
+	}
+	open, run := tb.TxFrame()
+	assert.Equal(t, [][]byte{[]byte("MULTI")}, open)
+	assert.Equal(t, [][]byte{[]byte("EXEC")}, run)
+}
