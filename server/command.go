@@ -169,25 +169,8 @@ func (s *Server) later(c *client) *resp.Later {
 	return c.rc.Later()
 }
 
-// invalidate tells the clients tracking key that it changed; writer, if
-// not nil, changed it (for NOLOOP).
-func (s *Server) invalidate(writer *client, key []byte) {
-	var w *observe.Client
-	if writer != nil {
-		w = &writer.ob
-	}
-	s.obs.Invalidate(w, key)
-}
-
 // observeDelegate is the server as tracking's observe.Delegate.
 type observeDelegate struct{ s *Server }
-
-func (d observeDelegate) ClientByID(id int64) *observe.Client {
-	if x := d.s.clients.Get(id); x != nil {
-		return &d.s.clientOf(x).ob
-	}
-	return nil
-}
 
 func (d observeDelegate) Lookup(key []byte, now int64) (int64, bool) {
 	_, exp, live := d.s.lookup(key, now)

@@ -182,20 +182,9 @@ func (s *Server) recordSlow(c *client, cm *core.Command, args [][]byte, d time.D
 }
 
 // decideFront is the server as the decision commands' decide.Front, and,
-// with regions, as the seam's decide.Regions.
+// with regions, as the seam's decide.Regions: each answer but Owner is
+// region.go's.
 type decideFront struct{ s *Server }
-
-func (f decideFront) Now(x *core.Session) int64 { return f.s.clock.At(x, x.Mark) }
-
-func (f decideFront) Changed(x *core.Session, key []byte) {
-	if f.s.obs.Active() {
-		var c *client
-		if x != nil {
-			c = f.s.clientOf(x)
-		}
-		f.s.invalidate(c, key)
-	}
-}
 
 func (f decideFront) RefusedGlobal(x *core.Session, key []byte, cmd string) bool {
 	return f.s.refusedGlobal(f.s.clientOf(x), key, cmd)
@@ -204,8 +193,6 @@ func (f decideFront) RefusedGlobal(x *core.Session, key []byte, cmd string) bool
 func (f decideFront) RefusedGlobalPolicy(x *core.Session, key, name []byte) bool {
 	return f.s.refusedGlobalPolicy(f.s.clientOf(x), key, name)
 }
-
-func (f decideFront) Policy(name []byte) *policy.Policy { return f.s.pol.Get(name) }
 
 func (f decideFront) Owner() string {
 	if f.s.cl == nil {

@@ -254,11 +254,11 @@ func New(cfg Config) (*Server, error) {
 	if s.users, err = auth.NewUsers(cfg.ACLFile, cfg.RequirePass, &s.pipe.Slots); err != nil {
 		return nil, err
 	}
-	s.obs = observe.NewObservers(observeDelegate{s}, &s.pipe.Slots)
+	s.obs = observe.NewObservers(observeDelegate{s}, s.clients, &s.pipe.Slots)
 	s.pol = decide.NewPolicies(decide.PolicyConfig{Store: cfg.Store, Durable: cfg.Policies, Max: cfg.MaxPolicies,
 		Logger: cfg.Logger, Changed: s.policyChanged})
-	s.dec = decide.New(cfg.Store, s.table, &s.clock, s.pol, decideFront{s}, &s.pipe.Slots)
-	s.dec.Watch(s.obs.Watchers())
+	s.dec = decide.New(decide.Config{Store: cfg.Store, Table: s.table, Clock: &s.clock, Policies: s.pol,
+		Front: decideFront{s}, Tracker: s.obs, Slots: &s.pipe.Slots})
 	s.mem = s.newBudget(cfg.MaxMemoryClients)
 	if s.guard, err = auth.NewGuard(cfg.AuthFailLimit, cfg.AuthFailWindow); err != nil {
 		return nil, err

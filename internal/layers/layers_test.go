@@ -390,8 +390,8 @@ func TestAuthRowCatchesAViolation(t *testing.T) {
 
 // TestDecideRowCatchesAViolation: the decisions' package keeps to its row
 // with the dependencies it has (the store, the policies and their durable
-// store; the server is reached through decide.Front, the regions through
-// decide.Regions), and the row refuses the front, another
+// store; the server is reached through decide.Front, tracking through
+// decide.Tracker, the regions through decide.Regions), and the row refuses the front, another
 // family, the regions' model (a global key is the front's to refuse) and
 // the cluster stack, directly or through another.
 func TestDecideRowCatchesAViolation(t *testing.T) {

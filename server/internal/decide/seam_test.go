@@ -3,12 +3,12 @@ package decide
 import (
 	"bytes"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tidwall/redcon"
 
-	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
@@ -19,14 +19,14 @@ import (
 // t0 is the time the seam's tests decide at.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
-// testFront is a server with nobody tracking.
-type testFront struct{ pols *Policies }
+// testFront is a server outside regions and a cluster, and a tracker
+// whose count says someone watches, so the seam tells it every change.
+type testFront struct{ watchers atomic.Int32 }
 
-func (f *testFront) Now(*core.Session) int64                                { return t0 }
 func (f *testFront) Changed(*core.Session, []byte)                          {}
+func (f *testFront) Watchers() *atomic.Int32                                { return &f.watchers }
 func (f *testFront) RefusedGlobal(*core.Session, []byte, string) bool       { return false }
 func (f *testFront) RefusedGlobalPolicy(*core.Session, []byte, []byte) bool { return false }
-func (f *testFront) Policy(name []byte) *policy.Policy                      { return f.pols.Get(name) }
 func (f *testFront) Owner() string                                          { return "" }
 
 // seamDecisions returns the decision commands on a store of their own, with
@@ -39,7 +39,9 @@ func seamDecisions(tb testing.TB) *Decisions {
 	pols.set(x, byteArgs("RL.POLICY", "SET", "pol", "SLIDE", "1000000", "60", "TOKEN", "1000000", "10", "1s", "PENALTY", "1s"))
 	require.NotNil(tb, pols.Get([]byte("pol")))
 	clock := &Clock{Read: func() time.Time { return time.Unix(0, t0) }}
-	return New(m, core.NewTable(), clock, pols, &testFront{pols: pols}, new(core.Slots))
+	f := &testFront{}
+	f.watchers.Store(1)
+	return New(Config{Store: m, Table: core.NewTable(), Clock: clock, Policies: pols, Front: f, Tracker: f, Slots: new(core.Slots)})
 }
 
 // seamCommands are one command of every decision kind, with the parser its

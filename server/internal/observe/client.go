@@ -10,8 +10,6 @@ import (
 // Delegate is what tracking asks of the server it runs in, set once at
 // NewObservers (memberlist's Config and delegates).
 type Delegate interface {
-	// ClientByID returns the connected client with id, or nil.
-	ClientByID(id int64) *Client
 	// Lookup returns when key's state expires (unix nanoseconds) and
 	// whether it is live at now.
 	Lookup(key []byte, now int64) (exp int64, live bool)
@@ -20,9 +18,18 @@ type Delegate interface {
 }
 
 // NewObservers returns the registry of tracking clients and monitors over
-// d, with its per-connection slot from slots.
-func NewObservers(d Delegate, slots *core.Slots) *Observers {
-	return &Observers{d: d, slot: core.NewSlot[Client](slots)}
+// d, with its per-connection slot from slots; a redirect's target is found
+// among clients' sessions.
+func NewObservers(d Delegate, clients *core.Registry, slots *core.Slots) *Observers {
+	return &Observers{d: d, clients: clients, slot: core.NewSlot[Client](slots)}
+}
+
+// byID returns the connected client with id, or nil.
+func (o *Observers) byID(id int64) *Client {
+	if x := o.clients.Get(id); x != nil {
+		return o.slot.Get(x)
+	}
+	return nil
 }
 
 // Active reports whether any client is tracking or monitoring: the hooks
@@ -31,8 +38,22 @@ func (o *Observers) Active() bool { return o.active.Load() != 0 }
 
 // Watchers is the count Active reads, for a hook that must cost no more
 // than Active while nobody watches but may not import observe: the
-// decision seam's (decide.Decisions.Watch). Read it only.
+// decision seam's (decide.Tracker). Read it only.
 func (o *Observers) Watchers() *atomic.Int32 { return &o.active }
+
+// Changed tells the clients tracking key that x's command changed it (x
+// is nil for a change no local client made), while anyone tracks or
+// monitors: a decision's (decide.Tracker).
+func (o *Observers) Changed(x *core.Session, key []byte) {
+	if !o.Active() {
+		return
+	}
+	var w *Client
+	if x != nil {
+		w = o.slot.Get(x)
+	}
+	o.Invalidate(w, key)
+}
 
 // Count is how many clients are tracking plus how many are monitoring.
 func (o *Observers) Count() int { return int(o.active.Load()) }

@@ -21,9 +21,10 @@ const maxTrackedKeys = 1 << 20
 // active is not zero: with nobody tracking or monitoring, a command pays one
 // atomic load before it runs and one after.
 type Observers struct {
-	d      Delegate
-	slot   core.Slot[Client] // each session's Client, for the commands
-	active atomic.Int32      // clients tracking plus clients monitoring
+	d       Delegate
+	clients *core.Registry    // the connected sessions, where a redirect's target is found
+	slot    core.Slot[Client] // each session's Client, for the commands
+	active  atomic.Int32      // clients tracking plus clients monitoring
 
 	mu       sync.Mutex             // guards the fields below
 	keys     map[string]*trackedKey // default mode: keys clients read, until they change
@@ -245,7 +246,7 @@ func (o *Observers) sendInvalidation(t *Client, key []byte) {
 	}
 	to := t
 	if conf.redirect != 0 {
-		if to = o.d.ClientByID(conf.redirect); to == nil {
+		if to = o.byID(conf.redirect); to == nil {
 			brokenRedirect(t, conf.redirect)
 			return
 		}

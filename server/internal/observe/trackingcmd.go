@@ -101,7 +101,7 @@ func (o *Observers) checkTracking(c *Client, conf *trackConf) string {
 	switch {
 	case len(conf.prefixes) > 0 && !conf.bcast:
 		return errTrackPrefix
-	case conf.redirect != 0 && conf.redirect != c.id && o.d.ClientByID(conf.redirect) == nil:
+	case conf.redirect != 0 && conf.redirect != c.id && o.byID(conf.redirect) == nil:
 		return errTrackRedir
 	case old != nil && old.bcast != conf.bcast:
 		return errTrackSwitchB
