@@ -84,3 +84,68 @@ func TestJoinerImportFollowsItsBackup(t *testing.T) {
 		assert.Nil(t, s.cl.ho.state(slot), "slot %d: served, importing nothing", slot)
 	}
 }
+
+// TestJoinersGuessIsNoHolder: a joiner whose first view lacks a member
+// guesses the owner its slots have without it, and imports them from that
+// guess. When the next view gives some of them to the member it lacked,
+// the guess is forgotten with the import: it is not knowledge of who
+// holds them. Before, it stayed this node's holder record of the slots,
+// and when that member died and the table gave them back to this node,
+// its backup, it imported them from the guess instead of taking them over
+// from its copies; the guess named the dead member, and the slots were
+// lost while this node held their state (TestPausedOwnerAnswersNothingStale/30s
+// in CI: 3114 slots CLUSTERDOWN for as long as p1 was paused).
+func TestJoinersGuessIsNoHolder(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var view atomic.Pointer[cluster.View]
+	a := cluster.Node{Name: "node0", Addr: "127.0.0.1:1"} // PULLs and RELEASED to a and b are refused
+	b := cluster.Node{Name: "node1", Addr: "127.0.0.1:1"}
+	self := cluster.Node{Name: "node2", Addr: ln.Addr().String()}
+	table := func(epoch uint64, gone []cluster.Node, nodes ...cluster.Node) *cluster.View {
+		tb, err := cluster.NewTable(epoch, nodes)
+		require.NoError(t, err)
+		v := &cluster.View{Self: self.Name, Table: tb}
+		for _, n := range nodes {
+			v.Members = append(v.Members, cluster.Member{Node: n})
+		}
+		for _, n := range gone {
+			v.Gone = append(v.Gone, cluster.Member{Node: n, State: cluster.StateDead})
+		}
+		return v
+	}
+	view.Store(table(1, nil, self))
+	peers := cluster.NewPeers(cluster.PeersConfig{Name: self.Name, Secret: []byte("k"), Timeout: 2 * time.Second})
+	t.Cleanup(peers.Close)
+	s := newTestServer(t, Config{Listener: ln, Cluster: &ClusterConfig{View: view.Load, Forwarder: peers, Joins: true, Secret: []byte("k")}})
+	serveTest(t, s)
+	s.ClusterChanged()
+
+	ac, abc := table(2, nil, a, self), table(3, nil, a, b, self)
+	var slots []int // this node's in {a, self}, b's in {a, b, self} with this node its backup
+	for slot := 0; slot < cluster.Slots && len(slots) < 3; slot++ {
+		if ru, _ := abc.Table.RunnerUp(slot); ac.Table.Owner(slot).Name == self.Name &&
+			abc.Table.Owner(slot).Name == b.Name && ru.Name == self.Name {
+			slots = append(slots, slot)
+		}
+	}
+	require.NotEmpty(t, slots)
+	view.Store(ac)
+	s.ClusterChanged()
+	for _, slot := range slots {
+		st := s.cl.ho.state(slot)
+		require.NotNil(t, st, "slot %d", slot)
+		require.Equal(t, a.Name, st.peer.Name, "slot %d: imported from the first view's guess", slot)
+	}
+	view.Store(abc)
+	s.ClusterChanged()
+	for _, slot := range slots {
+		require.Nil(t, s.cl.ho.state(slot), "slot %d: b's now", slot)
+		assert.Empty(t, s.cl.holderOf(slot), "slot %d: the guess is forgotten with its import", slot)
+	}
+	view.Store(table(4, []cluster.Node{b}, a, self)) // b dies: its slots come back to this node, its backup
+	s.ClusterChanged()
+	for _, slot := range slots {
+		assert.Nil(t, s.cl.ho.state(slot), "slot %d: taken over from b, not imported from a", slot)
+	}
+}

@@ -271,3 +271,28 @@ func (cn *clusterNode) rejoinImportLocked(v *cluster.View, slot int, ru cluster.
 	}
 	return &slotState{mode: modeImporting, peer: ru, until: until, keep: true}
 }
+
+// takesOverFromCopies reports whether this node, gaining slot in nv from
+// its old owner by old, takes it over from that owner's copies, whatever
+// its holder record says: the old owner's death was confirmed, and this
+// node holds the owner's copies of the slot from its full sync (HeldBy,
+// read here before the replicas' hook promotes them and forgets whose
+// they were). The copies are at least as new as any holder record: a
+// record is made while this node's table names it the slot's owner (an
+// import, a loss), which drops its copies of the slot, or as it hands the
+// slot on (a cut, kept keys), after which only the new holder's full sync
+// makes it hold copies (KeepHanded's noteKept names the new holder too).
+// So the owner that shipped them held the slot after the record, and the
+// record's node, asked, could only point on to that owner, whose death
+// then found the copies promoted and no longer counted: lost, the keys
+// CLUSTERDOWN until it came back (TestPausedOwnerAnswersNothingStale/30s
+// in CI: p2 imported p1's slots from p0, its join's guess; p0 named p1,
+// p1 was paused, and 3114 slots were lost while p2 held their state).
+// The caller holds switchMu.
+func (cn *clusterNode) takesOverFromCopies(old, nv *cluster.View, slot int) bool {
+	if cn.lease == nil || cn.repl == nil {
+		return false
+	}
+	prev := old.Table.Owner(slot).Name
+	return prev != nv.Self && !nv.Table.Has(prev) && diedIn(nv, prev) && cn.repl.HeldBy(slot, prev)
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -111,4 +112,48 @@ func TestImportServesHopOnlyFromItsOldOwner(t *testing.T) {
 	r := b.srv.routeMoving(other, slot, st)
 	assert.False(t, r.local)
 	assert.Equal(t, errHandedOff, r.reply)
+}
+
+// TestTakeoverFromCopiesBeatsAHolder: a node that gains a slot from a dead
+// owner whose copies of it it holds takes the slot over from them, even if
+// it has a record of another node holding it: the owner shipped them
+// after any such record. Before, it imported the slot from the recorded
+// node, which named the dead owner (it had handed the slot to it), and by
+// then the copies were promoted and no longer counted as held: the slot
+// was lost while this node had its state (TestPausedOwnerAnswersNothingStale/30s
+// in CI, 3114 slots).
+func TestTakeoverFromCopiesBeatsAHolder(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{replicas: true})
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	var key string
+	var slot int
+	for _, k := range testKeys("held:", 1000) {
+		if owner, backup := backupOf(nodes, a, k); owner == b && backup == c {
+			key, slot = k, cluster.Slot([]byte(k))
+			break
+		}
+	}
+	require.NotEmpty(t, key, "a key of b's that c backs up")
+	ca := newClient(t, a.addr, 2)
+	for range 5 {
+		require.Equal(t, int64(1), slide5(t, ca, key))
+	}
+	require.Eventually(t, func() bool {
+		return sameEntry(b.store, c.copies, key) && c.srv.cl.repl.HeldBy(slot, b.name)
+	}, deadline, 5*time.Millisecond, "c holds b's copy of the key, from b's full sync")
+	a.srv.cl.noteHolder(b.name, []int{slot}) // a handed the slot to b (its join)
+	c.srv.cl.noteHolder(a.name, []int{slot}) // c's record of another node holding it (its join's guess, say)
+
+	b.ml.Kill()
+	_ = b.srv.Close()
+	waitOwners(t, []*testNode{a, c}, 2)
+	cn := c.srv.cl
+	if st := cn.ho.state(slot); st != nil {
+		assert.NotEqual(t, modeImporting, st.mode, "taken over from b's copies, not imported from %s", st.peer.Name)
+	}
+	require.Eventually(t, func() bool {
+		rep, err := ca.Do(context.Background(), "RL.SLIDE", key, 5, 3600).Int64Slice()
+		return err == nil && rep[0] == 0
+	}, deadline, 10*time.Millisecond, "c serves the key from b's copies, at its limit")
+	assert.False(t, cn.takeover.Load().Lost(slot), "not lost: c holds its state")
 }

@@ -200,6 +200,13 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 		st := s.importFrom(old, nv, slot, oldCounts, until)
 		h.set(slot, st)
 		switch {
+		case st != nil && st.guess:
+			// A guess (a joiner's first view, which may lack members) is
+			// not knowledge of who holds the slot: recorded as the holder,
+			// it outlived the import when the next view gave the slot to
+			// the member the first view lacked, and made this node import
+			// the slot from the guess at that member's death rather than
+			// take it over from its copies (TestPausedOwnerAnswersNothingStale).
 		case st != nil:
 			h.holder[slot] = st.peer.Name
 		case !s.cl.takeover.Load().Lost(slot):
@@ -233,6 +240,8 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 func (s *Server) importFrom(old, nv *cluster.View, slot int, oldCounts bool, until time.Time) *slotState {
 	var src cluster.Node
 	switch ru, ok := nv.Table.RunnerUp(slot); {
+	case oldCounts && s.cl.takesOverFromCopies(old, nv, slot):
+		return nil // see takesOverFromCopies
 	case s.cl.ho.holder[slot] != "" && s.cl.ho.holder[slot] != nv.Self:
 		// This node handed the slot to, or imported it from, another node
 		// than the table's old owner: that node holds it (handoff_holder.go).
