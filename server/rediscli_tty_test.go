@@ -39,7 +39,12 @@ func startTTYCLI(t *testing.T, addr string, args ...string) *ttyCLI {
 	sock := fmt.Sprintf("rlstore-test-%d-%d", os.Getpid(), time.Now().UnixNano()) // a tmux server of its own
 	c.tmux = []string{tmux, "-L", sock, "-f", "/dev/null"}
 	shell := strings.Join(append([]string{cli, "-h", host, "-p", port}, args...), " ")
-	c.run("new-session", "-d", "-x", "160", "-y", "200", shell+"; sleep 600")
+	// The tmux server outlives the test binary when the test is killed
+	// before its cleanup, and its redis-cli waits at a prompt for good: a
+	// watchdog in the session ends it within a second of the test binary.
+	watchdog := fmt.Sprintf("(while kill -0 %d 2>/dev/null; do sleep 1; done; %s kill-server) &",
+		os.Getpid(), strings.Join(c.tmux, " "))
+	c.run("new-session", "-d", "-x", "160", "-y", "200", watchdog+" "+shell+"; sleep 600")
 	t.Cleanup(func() { _ = exec.Command(c.tmux[0], append(c.tmux[1:], "kill-server")...).Run() })
 	c.waitFor(addr + ">")
 	return c

@@ -26,8 +26,11 @@ func Build(dir string, race bool) (string, error) {
 
 // MainBuild is a TestMain body for packages whose tests share one binary:
 // it builds rlstore into a temporary folder, passes its path to run, and
-// removes the folder after. It returns the exit code for os.Exit.
+// removes the folder after. It returns the exit code for os.Exit. The
+// processes the tests start inherit none of this one's files
+// (NoInheritedFiles).
 func MainBuild(race bool, run func(bin string) int) int {
+	NoInheritedFiles()
 	dir, err := os.MkdirTemp("", "rlstore-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
