@@ -29,7 +29,8 @@ func (s *shard) infoLocked(sl *slot, now int64) Info {
 
 // expiryLocked returns when sl's state stops restricting anything (unix nanoseconds).
 func (s *shard) expiryLocked(sl *slot) int64 {
-	return s.params.get(sl.param()).Expiry(sl.state, s.slotCountersLocked(sl))
+	p := s.params.get(sl.param()) // read once: the counters' kind is in it too
+	return p.Expiry(sl.state, s.countersOfLocked(p.Kind, sl))
 }
 
 // slotCountersLocked returns sl's counters if its kind keeps counters, else nil.

@@ -144,11 +144,16 @@ func applyLease(l window.Lease, b []uint64, r *LeaseRequest, now int64) (LeaseRe
 }
 
 // leaseRoomLocked returns a Lease slot's leases with room for one more
-// (two words), growing their storage if needed.
+// (two words), growing their storage if needed. An empty slot holds one in
+// its state's two words: a ledger's first reservation, in a workload of
+// pairs, then costs no block moved out and back.
 func (s *shard) leaseRoomLocked(sl *slot) []uint64 {
 	b := s.peekCountersLocked(sl)
 	if cap(b)-len(b) >= 2 {
 		return b
+	}
+	if len(b) == 0 && sl.state[0] != extMark {
+		return sl.state[:0:inlineCounters]
 	}
 	return s.moveCountersLocked(sl, b, len(b)+2)
 }

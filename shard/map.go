@@ -214,8 +214,11 @@ func admits(old, p window.Params, cost int64) error {
 // is still in slot i, its state expired but not yet swept: it is absent all
 // the same, and an admitted request starts its slot afresh, needing no new key.
 func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now, cost int64, peek bool, i uint32, expired bool) (window.Decision, error) {
+	// A kind without counters decides once, on a fresh state that the slot
+	// then takes: a peek decides as the charge does and only writes less.
 	var fresh slot
-	d := s.decideSlotLocked(&fresh, p, now, cost, true)
+	counters := hasCounters(p.Kind)
+	d := s.decideSlotLocked(&fresh, p, now, cost, peek || counters)
 	switch {
 	case !d.Allowed:
 		return d, nil
@@ -232,7 +235,11 @@ func (m *Map) createLocked(s *shard, key []byte, h uint64, p window.Params, now,
 	}
 	sl := s.slots.at(i)
 	s.resetSlotLocked(sl, p, now)
-	d = s.decideSlotLocked(sl, p, now, cost, false)
+	if counters {
+		d = s.decideSlotLocked(sl, p, now, cost, false)
+	} else {
+		sl.state = fresh.state
+	}
 	s.markDirtyLocked(i)
 	m.accountLocked(s)
 	return d, nil

@@ -154,23 +154,27 @@ func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, i uint32, found b
 				return ReserveResult{}, ErrFull
 			}
 		}
-		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(m.cfg.CancelExpired), now)
 	}
-	m.ledgerAddLocked(s, j, window.LedgerParams(m.cfg.CancelExpired), r, now)
+	m.ledgerAddLocked(s, j, live, window.LedgerParams(m.cfg.CancelExpired), r, now)
 	return ReserveResult{Decision: d}, nil
 }
 
 // ledgerAddLocked records reservation r in the ledger in slot j, which
-// takes parameters p first (the latest reservation's mode is the ledger's),
-// widening a ledger written before estimates grew.
-func (m *Map) ledgerAddLocked(s *shard, j uint32, p window.Params, r *ReserveRequest, now int64) {
+// takes parameters p first (the latest reservation's mode is the ledger's).
+// A ledger that is not live starts afresh (resetSlotLocked), with nothing
+// to widen or count; a live one written before estimates grew is widened.
+func (m *Map) ledgerAddLocked(s *shard, j uint32, live bool, p window.Params, r *ReserveRequest, now int64) {
 	sl := s.slots.at(j)
-	old := s.params.get(sl.param())
-	if !old.Ledger().Wide {
-		window.Reservations{}.Widen(s.peekCountersLocked(sl))
+	if !live {
+		s.resetSlotLocked(sl, p, now)
+	} else {
+		old := s.params.get(sl.param())
+		if !old.Ledger().Wide {
+			window.Reservations{}.Widen(s.peekCountersLocked(sl))
+		}
+		s.stats.addReservationsExpired(old.Ledger().Ended(s.peekCountersLocked(sl), now))
+		s.setParamLocked(sl, p)
 	}
-	s.stats.addReservationsExpired(old.Ledger().Ended(s.peekCountersLocked(sl), now))
-	s.setParamLocked(sl, p)
 	s.storeCountersLocked(sl, p.Ledger().Add(s.leaseRoomLocked(sl), now, r.ID, r.TTL, r.Units))
 	s.markDirtyLocked(j)
 	m.accountLocked(s)

@@ -115,8 +115,7 @@ func (m *Map) reserveAllNewLocked(s *shard, q *Multi, hs []uint64, ledger []byte
 				return dst[:start], 0, ReserveResult{}, ErrFull
 			}
 		}
-		s.resetSlotLocked(s.slots.at(j), window.LedgerParams(m.cfg.CancelExpired), now)
 	}
-	m.ledgerAddLocked(s, j, window.LedgerParams(m.cfg.CancelExpired), r, now)
+	m.ledgerAddLocked(s, j, live, window.LedgerParams(m.cfg.CancelExpired), r, now)
 	return dst, 0, ReserveResult{}, nil
 }
