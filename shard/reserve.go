@@ -100,14 +100,20 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 	// while the lock is held, whatever happens to the ledger's (settling
 	// removes only the ledger; nothing but the sweep moves slots).
 	i, found := s.findLocked(key, h)
-	if found && !s.expiredLocked(s.slots.at(i), now) && !r.takes(s.params.get(s.slots.at(i).param()).Kind) {
-		return ReserveResult{}, ErrWrongType
+	live := false
+	if found {
+		sl := s.slots.at(i)
+		p := s.params.get(sl.param()) // read once: the kind is in it too
+		live = p.Expiry(sl.state, s.countersOfLocked(p.Kind, sl)) > now
+		if live && !r.takes(p.Kind) {
+			return ReserveResult{}, ErrWrongType
+		}
 	}
 	switch r.Op {
 	case Refund:
 		return m.refundLocked(s, key, h, r, now)
 	case ReserveNew:
-		return m.reserveNewLocked(s, key, h, i, found, ledger, hl, r, now)
+		return m.reserveNewLocked(s, key, h, i, found, live, ledger, hl, r, now)
 	}
 	est, ok := m.ledgerTakeLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, r.ID, now)
 	if !ok {
@@ -118,14 +124,17 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 		delta = r.Units - est
 	}
 	if delta != 0 {
-		m.adjustAtLocked(s, i, found, now, delta)
+		// Settling the ledger may have given units back to the key, which
+		// then expires when full, but never revives one that had expired
+		// (adjustLocked): a key that was not live needs no second look.
+		m.adjustAtLocked(s, i, live, now, delta)
 	}
 	return ReserveResult{Done: true}, nil
 }
 
 // reserveNewLocked records a new reservation of key, which findLocked
-// found in slot i (found) or did not.
-func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, i uint32, found bool, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
+// found in slot i (found), live (keyLive) or expired, or did not.
+func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, i uint32, found, keyLive bool, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
 	j, inLedger := m.findLedgerLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, now)
 	live := inLedger && !s.expiredLocked(s.slots.at(j), now)
 	if live {
@@ -142,7 +151,16 @@ func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, i uint32, found b
 			return ReserveResult{Decision: d}, err
 		}
 	}
-	d, err := m.decideAtLocked(s, key, h, i, found, r.Params, now, r.Units, false)
+	var d window.Decision
+	var err error
+	if keyLive {
+		d, err = m.decideAtLocked(s, key, h, i, found, r.Params, now, r.Units, false)
+	} else {
+		// Absent or expired, as decideAtLocked would find it again: settling
+		// the ledger gives nothing to a key that is not live. r.check
+		// checked what decideAtLocked checks before it creates the key.
+		d, err = m.createLocked(s, key, h, r.Params, now, r.Units, false, i, found)
+	}
 	if err != nil || !d.Allowed {
 		return ReserveResult{Decision: d}, err
 	}
