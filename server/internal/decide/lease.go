@@ -220,7 +220,7 @@ func (d *Decisions) lease(x *core.Session, key []byte, r *shard.LeaseRequest) (s
 		x.Out.WriteError(leaseError(err))
 		return res, false
 	}
-	if res.Allowed || r.Op != shard.LeaseAcquire {
+	if (res.Allowed || r.Op != shard.LeaseAcquire) && d.watch.Load() != 0 {
 		d.front.Changed(x, key)
 	}
 	d.count(x, leaseSlot[r.Op], res.Allowed)

@@ -142,7 +142,9 @@ func (d *Decisions) reserve(x *core.Session, key []byte, r *shard.ReserveRequest
 		x.Out.WriteError(reserveError(err))
 		return res, false
 	}
-	d.front.Changed(x, key)
+	if d.watch.Load() != 0 { // the Tracker's own check, without its call while nobody watches
+		d.front.Changed(x, key)
+	}
 	d.countReserve(x, r.Op, res.Decision, res.Done)
 	return res, true
 }
