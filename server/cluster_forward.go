@@ -44,7 +44,7 @@ func (s *Server) forwardLater(c *client, cm *core.Command, args [][]byte, slot i
 	start := len(b.buf)
 	b.buf = appendHop(b.buf, c.Proto, args) // a copy: args point into the read buffer, which the next read reuses
 	b.items = append(b.items, fwdItem{cm: cm, slot: slot, start: start})
-	b.laters = append(b.laters, c.rc.Later())
+	b.laters = append(b.laters, c.Conn.Later())
 }
 
 // batchFor returns the batch of this read batch's requests for owner, or
@@ -85,7 +85,7 @@ func (s *Server) flushForwards(c *client) {
 		n := int64(len(b.items))
 		s.cl.forwarded.Add(n)
 		s.cl.peer(b.owner.Name).forwarded.Add(n)
-		s.cl.cfg.Forwarder.Send(b.owner.Addr, uint64(c.id), b.buf, len(b.items), b)
+		s.cl.cfg.Forwarder.Send(b.owner.Addr, uint64(c.ID), b.buf, len(b.items), b)
 	}
 	c.fwd = c.fwd[:0]
 }

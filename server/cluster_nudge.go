@@ -106,7 +106,7 @@ func (rt *routing) note(t *cluster.Table, r route) {
 // takesMoved reports whether c's library (CLIENT SETINFO LIB-NAME) is one
 // of nudgedLibs.
 func (c *client) takesMoved() bool {
-	lib := strings.ToLower(c.getMeta().LibName)
+	lib := strings.ToLower(c.Meta().LibName)
 	for _, p := range nudgedLibs {
 		if strings.HasPrefix(lib, p) {
 			return true

@@ -176,7 +176,7 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 	switch {
 	case cm.FirstKey == 0 && cm.Flags&core.FlagBarrier != 0:
 		// A transaction's commands run here under the barrier too.
-		s.runEntered(c, cm, args, s.cl.ho.running.enter(c.id))
+		s.runEntered(c, cm, args, s.cl.ho.running.enter(c.ID))
 		return false
 	case cm.FirstKey == 0 && cm.Wraps > 0:
 		// Not under the barrier: RL.HOP's command enters it itself, and may
@@ -193,15 +193,15 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 	}
 	waits, crossed := 0, 0
 	for {
-		ticket := s.cl.ho.running.enter(c.id)
+		ticket := s.cl.ho.running.enter(c.ID)
 		r := s.routeOf(c, cm, args)
 		if moved := s.cl.nudge(c, r, waits+crossed); moved != "" {
-			s.cl.ho.running.leave(c.id, ticket)
+			s.cl.ho.running.leave(c.ID, ticket)
 			c.conn.WriteError(moved)
 			return false
 		}
 		if r.down {
-			s.cl.ho.running.leave(c.id, ticket)
+			s.cl.ho.running.leave(c.ID, ticket)
 			s.down(c, cm, args, r.slot)
 			return false
 		}
@@ -209,7 +209,7 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 			s.runEntered(c, cm, args, ticket)
 			return false
 		}
-		s.cl.ho.running.leave(c.id, ticket)
+		s.cl.ho.running.leave(c.ID, ticket)
 		switch {
 		case r.gate != nil && waits < maxGateWaits && r.gate.waitOpen(gateWait):
 			waits++
@@ -237,7 +237,7 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 
 // runEntered runs a command that entered the handoff's barrier, and leaves it.
 func (s *Server) runEntered(c *client, cm *core.Command, args [][]byte, ticket uint32) {
-	defer s.cl.ho.running.leave(c.id, ticket)
+	defer s.cl.ho.running.leave(c.ID, ticket)
 	s.run(c, cm, args)
 }
 
@@ -365,7 +365,7 @@ func (s *Server) txnRoute(c *client, q []core.Queued) (owner *route, first core.
 // Replies held for a commit (appendfsync always) and --owner-unreachable
 // local, which must run the command on this connection, wait instead.
 func (s *Server) canLater(c *client) bool {
-	return c.rc != nil && !c.dur.Holding() && s.cl.cfg.OwnerUnreachable != UnreachableLocal
+	return c.Conn != nil && !c.dur.Holding() && s.cl.cfg.OwnerUnreachable != UnreachableLocal
 }
 
 // unreachableReply is unreachable's reply as bytes, for a Later.

@@ -80,13 +80,7 @@ type client struct {
 	errs    int64         // error replies written, for INFO commandstats' failed_calls
 	running *core.Command // the command being run (Server.run), for recoverPanic to record
 
-	// Copies of the session's, which never change: the cluster's files
-	// and region.go say c.id, c.addr, c.rc and c.g until they say c.ID,
-	// c.Addr, c.Conn and c.Conn.Guard().
-	id   int64
-	addr string
-	rc   *resp.Conn
-	g    *resp.Guard
+	g *resp.Guard // the socket, Session.Conn's Guard, which every batch stamps (readAt) without the extra load; region.go reads it too
 
 	// The decision path's own state.
 	// (Session's WallBase, WallAt and Scratch are the decision path's too.)
@@ -106,9 +100,6 @@ type client struct {
 	// out through resp.Conn.Push). Only observe reaches its fields.
 	ob observe.Client
 }
-
-// getMeta is shorthand for c.Meta(), which the cluster's files say.
-func (c *client) getMeta() core.Meta { return c.Meta() }
 
 // setResp switches the protocol version replies use.
 func (c *client) setResp(v int) {
@@ -162,11 +153,11 @@ func (e errCounter) WriteError(msg string) {
 // committed first, so that they go out ahead of the Later's.
 func (s *Server) later(c *client) *resp.Later {
 	if c.dur.Holding() {
-		c.rc.SetBatchEnd(true) // Commit commits only at a batch's end
+		c.Conn.SetBatchEnd(true) // Commit commits only at a batch's end
 		s.dur.Commit(&c.dur)
-		c.rc.SetBatchEnd(false)
+		c.Conn.SetBatchEnd(false)
 	}
-	return c.rc.Later()
+	return c.Conn.Later()
 }
 
 // observeDelegate is the server as tracking's observe.Delegate.

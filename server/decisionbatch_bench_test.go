@@ -46,7 +46,7 @@ func BenchmarkDecisionBatch(b *testing.B) {
 // does, and drops the replies.
 func runBatch(s *Server, c *client, rc *resp.Conn, batch []byte) {
 	rc.Feed(batch)
-	s.dec.Prefetch(&c.dec, c.rc) // as the connection's loop does once a batch is read
+	s.dec.Prefetch(&c.dec, c.Conn) // as the connection's loop does once a batch is read
 	for {
 		args, err := rc.Command()
 		if err != nil {

@@ -184,8 +184,8 @@ func mustStore(tb testing.TB) *shard.Map {
 // newClient makes one, for tests that run batches through the connection's
 // path directly.
 func benchClient(s *Server, rc *resp.Conn) *client {
-	c := &client{rc: rc}
-	c.conn = errCounter{clientConn: rc, c: c}
+	c := &client{}
+	c.Conn, c.conn = rc, errCounter{clientConn: rc, c: c}
 	c.Authed, c.Out, c.Proto = true, c.conn, 2
 	s.clientSlot.Set(&c.Session, c)
 	s.dec.Open(&c.Session, &c.dec, rc)

@@ -27,7 +27,7 @@ func (s *Server) peerHello(c *client, args [][]byte) {
 		return
 	}
 	now := s.cfg.Clock()
-	if wait := s.guard.Blocked(c.addr, auth.PeerUser, now); wait > 0 {
+	if wait := s.guard.Blocked(c.Addr, auth.PeerUser, now); wait > 0 {
 		s.users.CountFailure()
 		c.conn.WriteError(auth.BlockedReply(wait))
 		s.closeAfterReply(c)
@@ -35,7 +35,7 @@ func (s *Server) peerHello(c *client, args [][]byte) {
 	}
 	ch, err := cluster.ParseHello(args[2:])
 	if err != nil {
-		s.guard.Failed(c.addr, now)
+		s.guard.Failed(c.Addr, now)
 		reply := errPeerFrame
 		if errors.Is(err, cluster.ErrHandshakeVersion) {
 			reply = errPeerVersion
@@ -57,7 +57,7 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 	// behind that are no guesses. It is not held like AUTH (a node dials
 	// with --cluster-timeout to finish): one try per connection, and the
 	// limit, bound guessing.
-	if _, wait := s.guard.Admit(c.addr, auth.PeerUser, now); wait > 0 {
+	if _, wait := s.guard.Admit(c.Addr, auth.PeerUser, now); wait > 0 {
 		s.peerRefused(c, auth.BlockedReply(wait))
 		return
 	}
@@ -66,24 +66,24 @@ func (s *Server) peerAuth(c *client, args [][]byte) {
 		key = ch.Verify(s.peerKeys(), args[2])
 	}
 	if key == nil {
-		s.guard.Failed(c.addr, now)
+		s.guard.Failed(c.Addr, now)
 		s.peerRefused(c, errPeerAuth)
 		return
 	}
-	s.guard.Passed(c.addr, auth.PeerUser)
+	s.guard.Passed(c.Addr, auth.PeerUser)
 	c.shake = &cluster.Challenge{} // spent: a second AUTH finds no nonce
 	// No user: the node that accepted a forwarded request checked its
 	// client's rights already (TestACLOverForwarding).
 	c.Peer, c.peerName = true, ch.Name
 	s.users.Login(&c.Session, nil)
-	c.rc.Widen(peerReadBuf, peerMaxRequest)
+	c.Conn.Widen(peerReadBuf, peerMaxRequest)
 	c.conn.WriteBulkString(ch.ServerMAC(key))
 }
 
 // peerRefused ends a failed handshake: the reply, then the connection.
 func (s *Server) peerRefused(c *client, reply string) {
 	s.users.CountFailure()
-	s.log.Debug("refused a peer handshake", "client", c.id, "addr", c.addr, "reply", reply)
+	s.log.Debug("refused a peer handshake", "client", c.ID, "addr", c.Addr, "reply", reply)
 	c.conn.WriteError(reply)
 	s.closeAfterReply(c)
 }

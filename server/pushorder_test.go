@@ -26,7 +26,7 @@ func TestInvalidationWaitsForTheBatchReplies(t *testing.T) {
 	var buf [256]byte
 	n := 0
 	eventually(t, "the invalidation, held or sent", func() bool {
-		held := rc.rc.PushesWaiting()
+		held := rc.Conn.PushesWaiting()
 		if !held {
 			m, _ := resp.ReadNow(reader.Conn, buf[n:])
 			n += m
@@ -53,7 +53,7 @@ func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
 	l := <-taken
 	rc := trackingClient(t, s)
 	eventually(t, "the batch to end, EXISTS's reply behind the Later", func() bool {
-		n, _ := rc.rc.Boxed()
+		n, _ := rc.Conn.Boxed()
 		return n == 2 && rc.Cmds.Load() == 4
 	})
 	writer.send(t, respCmd("RL.SLIDE", "k", "10", "60"))
@@ -62,7 +62,7 @@ func TestInvalidationWaitsForRepliesBehindALater(t *testing.T) {
 	var buf [256]byte
 	n := 0
 	eventually(t, "the invalidation, held or sent", func() bool {
-		held := rc.rc.PushesWaiting()
+		held := rc.Conn.PushesWaiting()
 		if !held {
 			m, _ := resp.ReadNow(reader.Conn, buf[n:])
 			n += m

@@ -70,7 +70,7 @@ func (s *Server) loop(c *client, rc *resp.Conn) error {
 func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
 	rc.SetPreAuth(!c.Authed) // before Prefetch parses ahead
 	s.readAt(c)
-	s.dec.Prefetch(&c.dec, c.rc)
+	s.dec.Prefetch(&c.dec, c.Conn)
 	for {
 		rc.SetPreAuth(!c.Authed)
 		args, err := rc.Command()
@@ -86,7 +86,7 @@ func (s *Server) batch(c *client, rc *resp.Conn) (done bool, err error) {
 		}
 		c.Ahead = c.dec.AheadCommand(rc)
 		s.handle(c, args)
-		s.dec.PrefetchNext(&c.dec, c.rc)
+		s.dec.PrefetchNext(&c.dec, c.Conn)
 		switch {
 		case rc.Over():
 			return true, errOutputLimit
@@ -133,7 +133,7 @@ func (s *Server) endBatch(c *client, rc *resp.Conn) error {
 	if err != nil {
 		return err
 	}
-	c.rc.PushesFlushed()
+	c.Conn.PushesFlushed()
 	if !rc.WaitBox(resp.HoldReplies, resp.HoldBytes) {
 		return net.ErrClosed
 	}
@@ -153,10 +153,9 @@ func (s *Server) refuse(c *client, rc *resp.Conn, perr error) error {
 
 // newClient registers the client of a connection the listener admitted.
 func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
-	c := &client{conn: rc, rc: rc, g: g}
+	c := &client{conn: rc, g: g}
 	c.ID, c.Conn, c.Created = s.clients.NewID(), rc, time.Now()
 	c.Addr, c.LAddr = g.RemoteAddr().String(), g.LocalAddr().String()
-	c.id, c.addr = c.ID, c.Addr
 	c.Proto = 2
 	s.users.Open(&c.Session, c.Addr)
 	s.obs.Open(&c.ob, &c.Session, rc, c.ID, c.Addr)
@@ -176,7 +175,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 // forget closes a connection that has ended and forgets its client.
 func (s *Server) forget(c *client, err error) {
 	_ = c.g.Close()
-	c.rc.Released()
+	c.Conn.Released()
 	s.clients.Remove(&c.Session)
 	s.flushPending(c)
 	s.obs.Forget(&c.ob)
@@ -185,7 +184,7 @@ func (s *Server) forget(c *client, err error) {
 	case errors.As(err, &perr): // at debug, as Redis logs these at verbose: a client could flood the log
 		s.protoErrors.Add(1)
 		s.log.Debug("client sent a bad request; closed", "client", c.ID, "addr", c.Addr, "err", err)
-	case errors.Is(err, errOutputLimit) && c.rc.Evicted(): // evictLargest logged it
+	case errors.Is(err, errOutputLimit) && c.Conn.Evicted(): // evictLargest logged it
 	case errors.Is(err, errOutputLimit):
 		s.outputLimitClosed.Add(1)
 		s.log.Warn("client closed: its replies passed the output limit (--client-output-limit)",

@@ -162,11 +162,6 @@ func withDebug(cfg *Config) (*debugcmd.Clock, error) {
 	return d, nil
 }
 
-// debugDelegate is the server as DEBUG's debugcmd.Delegate.
-type debugDelegate struct{ s *Server }
-
-func (d debugDelegate) Addr(x *core.Session) string { return d.s.clientOf(x).addr }
-
 // The defaults of the brute-force guard (auth.Guard).
 const (
 	DefaultAuthFailLimit  = 10
@@ -291,7 +286,7 @@ func New(cfg Config) (*Server, error) {
 	s.registerSpecified(s.pol.Commands())
 	s.registerSpecified(s.dec.InfoCommands(&s.info.hits, &s.info.misses))
 	if debug != nil {
-		s.registerSpecified(debugcmd.New(debug, cfg.EnableDebugCommand == DebugLocal, debugDelegate{s}).Commands())
+		s.registerSpecified(debugcmd.New(debug, cfg.EnableDebugCommand == DebugLocal).Commands())
 	}
 	if err := s.attachCluster(); err != nil {
 		return nil, err

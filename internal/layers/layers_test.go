@@ -56,7 +56,7 @@ var rules = []rule{
 	{pkg: "server/internal/durable", allowed: []string{"server/internal/durable", "server/internal/core", "server/internal/resp", "internal/wire", "shard", "persistence", "policy", "window"}},
 	{pkg: "server/internal/introspect", allowed: []string{"server/internal/introspect", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}}, // COMMAND: it reads the table, never a family
 	{pkg: "server/internal/clientcmd", allowed: []string{"server/internal/clientcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},   // CLIENT: the connections are core.Registry's sessions
-	{pkg: "server/internal/debugcmd", allowed: []string{"server/internal/debugcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},     // DEBUG and its clock: a client's address comes through debugcmd.Delegate
+	{pkg: "server/internal/debugcmd", allowed: []string{"server/internal/debugcmd", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},     // DEBUG and its clock: a client's address is its session's
 	{pkg: "server/internal/multi", allowed: []string{"server/internal/multi", "server/internal/core", "server/internal/resp", "internal/wire", "policy", "window"}},           // MULTI, EXEC, DISCARD, WATCH: a queue runs through multi.Delegate, never a family
 	{pkg: "server/internal/proc", allowed: []string{"server/internal/proc"}},                                                                                                  // what the OS says of the process (getrusage, getrlimit): a leaf, for INFO and maxclients
 	{pkg: "server/internal/inproc", allowed: []string{"server/internal/inproc", "gateway/batch"}},                                                                             // the gateway's in-memory client: it speaks RESP to the server, knowing none of it
@@ -490,8 +490,8 @@ func TestClientcmdRowCatchesAViolation(t *testing.T) {
 }
 
 // TestDebugcmdRowCatchesAViolation: DEBUG and its clock keep to debugcmd's
-// row with the dependencies they have (the client's address is asked of
-// debugcmd.Delegate), and the row refuses the front, auth (which knows
+// row with the dependencies they have (the client's address is its
+// core.Session's), and the row refuses the front, auth (which knows
 // the address too, but is another family) and the store, directly or
 // through another.
 func TestDebugcmdRowCatchesAViolation(t *testing.T) {

@@ -31,22 +31,15 @@ func (d *Clock) Now() time.Time {
 	return d.base()
 }
 
-// Delegate is what DEBUG needs of the server, set once at New: the
-// address of a session's client, for "local".
-type Delegate interface {
-	Addr(x *core.Session) string
-}
-
 // Debug is the DEBUG command over a Clock.
 type Debug struct {
 	clock     *Clock
-	localOnly bool // enable-debug-command local: loopback clients only
-	d         Delegate
+	localOnly bool // enable-debug-command local: loopback clients only (the session's Addr)
 }
 
 // New returns DEBUG over clock, for loopback clients only if localOnly.
-func New(clock *Clock, localOnly bool, d Delegate) *Debug {
-	return &Debug{clock: clock, localOnly: localOnly, d: d}
+func New(clock *Clock, localOnly bool) *Debug {
+	return &Debug{clock: clock, localOnly: localOnly}
 }
 
 // Commands is DEBUG, as a table entry; the server registers it only when it is enabled.
@@ -85,7 +78,7 @@ func (g *Debug) setClock(x *core.Session, args [][]byte) {
 	x.Out.WriteString("OK")
 }
 
-func (g *Debug) allowed(x *core.Session) bool { return !g.localOnly || Local(g.d.Addr(x)) }
+func (g *Debug) allowed(x *core.Session) bool { return !g.localOnly || Local(x.Addr) }
 
 // Local reports whether addr, a client's host:port, is a loopback address.
 func Local(addr string) bool {
