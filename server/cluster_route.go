@@ -309,11 +309,12 @@ func (s *Server) execElsewhere(c *client, q []core.Queued) bool {
 		return done
 	}
 	level := max(owner.level, hopForward)
-	cmds := [][][]byte{hopLevelArgs(c, [][]byte{[]byte("MULTI")}, level)}
+	open, run := s.table.TxFrame() // MULTI and EXEC, as the table declares them
+	cmds := [][][]byte{hopLevelArgs(c, open, level)}
 	for _, e := range q {
 		cmds = append(cmds, hopLevelArgs(c, e.Args, level))
 	}
-	cmds = append(cmds, hopLevelArgs(c, [][]byte{[]byte("EXEC")}, level))
+	cmds = append(cmds, hopLevelArgs(c, run, level))
 	reps, err := s.forward(owner.owner, cmds)
 	switch {
 	case err != nil:
