@@ -115,7 +115,7 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 	case ReserveNew:
 		return m.reserveNewLocked(s, key, h, i, found, live, ledger, hl, r, now)
 	}
-	est, ok := m.ledgerTakeLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, r.ID, now)
+	est, ok, settled := m.ledgerTakeLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, r.ID, now)
 	if !ok {
 		return ReserveResult{}, nil
 	}
@@ -123,11 +123,16 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 	if r.Op == ReserveCommit {
 		delta = r.Units - est
 	}
-	if delta != 0 {
-		// Settling the ledger may have given units back to the key, which
-		// then expires when full, but never revives one that had expired
-		// (adjustLocked): a key that was not live needs no second look.
-		m.adjustAtLocked(s, i, live, now, delta)
+	// Settling the ledger may have given units back to the key, which then
+	// expires when full, but never revives one that had expired
+	// (adjustLocked): only a live key that settling touched needs a second
+	// look.
+	switch {
+	case delta == 0 || !live:
+	case settled:
+		m.adjustAtLocked(s, i, true, now, delta)
+	default:
+		m.adjustSlotLocked(s, i, now, delta)
 	}
 	return ReserveResult{Done: true}, nil
 }
@@ -135,11 +140,17 @@ func (m *Map) reserveLocked(s *shard, key []byte, h uint64, ledger []byte, hl ui
 // reserveNewLocked records a new reservation of key, which findLocked
 // found in slot i (found), live (keyLive) or expired, or did not.
 func (m *Map) reserveNewLocked(s *shard, key []byte, h uint64, i uint32, found, keyLive bool, ledger []byte, hl uint64, r *ReserveRequest, now int64) (ReserveResult, error) {
-	j, inLedger := m.findLedgerLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, now)
-	live := inLedger && !s.expiredLocked(s.slots.at(j), now)
+	j, inLedger, _ := m.findLedgerLocked(s, ledger, hl, [][]byte{key}, []uint64{h}, now)
+	live := false
+	var b []uint64
+	var rs window.Reservations
+	if inLedger { // its slot, parameters and words read once
+		sl := s.slots.at(j)
+		p := s.params.get(sl.param())
+		b, rs = s.peekCountersLocked(sl), p.Ledger()
+		live = p.Expiry(sl.state, b) > now
+	}
 	if live {
-		b := s.peekCountersLocked(s.slots.at(j))
-		rs := s.params.get(s.slots.at(j).param()).Ledger()
 		if _, dup := rs.Find(b, now, r.ID); dup { // a retry: charge nothing twice
 			d, err := m.decideAtLocked(s, key, h, i, found, r.Params, now, 1, true)
 			d.Allowed, d.Wait = true, 0
@@ -200,18 +211,23 @@ func (m *Map) ledgerAddLocked(s *shard, j uint32, live bool, p window.Params, r 
 
 // ledgerTakeLocked removes reservation id from ledger, whose reservations
 // are charged to keys (of hashes hs), and returns its estimate, or false
-// if it is not outstanding.
-func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, keys [][]byte, hs []uint64, id uint64, now int64) (int64, bool) {
-	j, found := m.findLedgerLocked(s, ledger, hl, keys, hs, now)
-	if !found || s.expiredLocked(s.slots.at(j), now) {
-		return 0, false
+// if it is not outstanding; settled says whether settling the ledger gave
+// estimates back to keys first (findLedgerLocked).
+func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, keys [][]byte, hs []uint64, id uint64, now int64) (est int64, ok, settled bool) {
+	j, found, settled := m.findLedgerLocked(s, ledger, hl, keys, hs, now)
+	if !found {
+		return 0, false, settled
 	}
 	sl := s.slots.at(j)
-	before, rs := s.peekCountersLocked(sl), s.params.get(sl.param()).Ledger()
+	p := s.params.get(sl.param()) // its parameters and words read once
+	before, rs := s.peekCountersLocked(sl), p.Ledger()
+	if p.Expiry(sl.state, before) <= now {
+		return 0, false, settled
+	}
 	s.stats.addReservationsExpired(rs.Ended(before, now))
 	est, ok, b := rs.Take(before, now, id)
 	if !ok && len(b) == len(before) {
-		return 0, false
+		return 0, false, settled
 	}
 	// Take prunes the expired in place, found or not: what it left is the
 	// ledger now, or its last words would come back as copies.
@@ -225,7 +241,7 @@ func (m *Map) ledgerTakeLocked(s *shard, ledger []byte, hl uint64, keys [][]byte
 		s.markDirtyLocked(j)
 	}
 	m.accountLocked(s)
-	return est, ok
+	return est, ok, settled
 }
 
 // adjustLocked changes key's units by n (window.Params.Adjust) if it holds
@@ -243,6 +259,12 @@ func (m *Map) adjustAtLocked(s *shard, i uint32, ok bool, now, n int64) bool {
 	if !ok || s.expiredLocked(s.slots.at(i), now) {
 		return false
 	}
+	return m.adjustSlotLocked(s, i, now, n)
+}
+
+// adjustSlotLocked is adjustAtLocked of the key in slot i, which the
+// caller knows is live at now.
+func (m *Map) adjustSlotLocked(s *shard, i uint32, now, n int64) bool {
 	sl := s.slots.at(i)
 	p := s.params.get(sl.param())
 	var b []uint64
@@ -263,12 +285,19 @@ func (m *Map) adjustAtLocked(s *shard, i uint32, ok bool, now, n int64) bool {
 // findLedgerLocked finds ledger after settling it (settleLocked) to keys,
 // of hashes hs, the keys its reservations are charged to, so that an
 // expired reservation's estimate is given back before anything else reads
-// the ledger.
-func (m *Map) findLedgerLocked(s *shard, ledger []byte, hl uint64, keys [][]byte, hs []uint64, now int64) (uint32, bool) {
-	j, found := s.findLocked(ledger, hl)
-	if found && !m.settleLocked(s, j, ledger, hl, keys, hs, now) {
-		m.keys.Add(-1)
-		return 0, false
+// the ledger. settled says whether it was due, so that keys may have had
+// units given back.
+func (m *Map) findLedgerLocked(s *shard, ledger []byte, hl uint64, keys [][]byte, hs []uint64, now int64) (j uint32, found, settled bool) {
+	j, found = s.findLocked(ledger, hl)
+	if !found {
+		return 0, false, false
 	}
-	return j, found
+	if sl := s.slots.at(j); !(window.Reservations{}).Due(s.params.get(sl.param()), s.peekCountersLocked(sl), now) {
+		return j, true, false
+	}
+	if !m.settleLocked(s, j, ledger, hl, keys, hs, now) {
+		m.keys.Add(-1)
+		return 0, false, true
+	}
+	return j, true, true
 }

@@ -46,7 +46,7 @@ func (m *Map) ReserveAll(route, ledger []byte, q *Multi, r ReserveRequest, now i
 // settleAllLocked takes reservation r.ID from ledger and charges or gives
 // back the difference to every rule of q, reporting whether it was outstanding.
 func (m *Map) settleAllLocked(s *shard, q *Multi, hs []uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64) bool {
-	est, ok := m.ledgerTakeLocked(s, ledger, hl, q.Keys, hs, r.ID, now)
+	est, ok, _ := m.ledgerTakeLocked(s, ledger, hl, q.Keys, hs, r.ID, now)
 	delta := -est // a cancel gives the estimate back
 	if r.Op == ReserveCommit {
 		delta = r.Units - est
@@ -80,7 +80,7 @@ func (r *ReserveRequest) checkAll(q *Multi) error {
 }
 
 func (m *Map) reserveAllNewLocked(s *shard, q *Multi, hs []uint64, ledger []byte, hl uint64, r *ReserveRequest, now int64, dst []window.Decision) ([]window.Decision, time.Duration, ReserveResult, error) {
-	j, found := m.findLedgerLocked(s, ledger, hl, q.Keys, hs[:len(q.Keys)], now)
+	j, found, _ := m.findLedgerLocked(s, ledger, hl, q.Keys, hs[:len(q.Keys)], now)
 	live := found && !s.expiredLocked(s.slots.at(j), now)
 	if live {
 		b := s.peekCountersLocked(s.slots.at(j))
