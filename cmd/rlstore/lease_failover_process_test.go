@@ -67,7 +67,9 @@ func TestClusterProcessLeasesFailover(t *testing.T) {
 	<-done
 	require.NoError(t, f.load.err, "the load before the kill")
 	f.lastWrites(ctx, t, c0)
+	killing := time.Now()
 	ps[1].Kill()
+	f.load.bound = f.load.ends.lossBound(killing, time.Now())
 	waitDeath(t, ps[0], ps[2])
 
 	f.checkPools(ctx, t, c0)
@@ -214,7 +216,6 @@ func (f *leaseFailover) checkBudgets(ctx context.Context, t *testing.T, c *redis
 func (f *leaseFailover) checkLoad(ctx context.Context, t *testing.T, c *redis.Client) {
 	l := f.load
 	assert.Zero(t, l.overLimit, "no pool admitted a fourth lease under load")
-	perInterval := l.perKeyRate() * replicaIv.Seconds()
 	maxLost := 0
 	for _, k := range l.keys {
 		answer(t, c, "RL.INFO", k)
@@ -234,9 +235,9 @@ func (f *leaseFailover) checkLoad(ctx context.Context, t *testing.T, c *redis.Cl
 		}
 		maxLost = max(maxLost, len(rel)-kept)
 	}
-	t.Logf("leases under load: %d rounds, %.1f per key per %v; lost per key: max %d", l.roundsDone(), perInterval, replicaIv, maxLost)
-	// One interval of leases, plus the shipment in flight at the kill.
-	assert.LessOrEqual(t, float64(maxLost), 2*perInterval+1, "a key loses at most about an interval of leases")
+	t.Logf("leases under load: %d rounds, %d of them in the %v before the kill; lost per key: max %d (bound %d)",
+		l.roundsDone(), l.bound-1, lossWindow, maxLost, l.bound)
+	assert.LessOrEqual(t, maxLost, l.bound, "a key loses at most about an interval of leases")
 }
 
 // leaseLoad takes a lease r<round> on each of keys per round through one
@@ -245,7 +246,8 @@ type leaseLoad struct {
 	keys, pools []string
 	mu          sync.Mutex
 	rounds      int
-	start, end  time.Time
+	ends        roundEnds
+	bound       int // ends.lossBound at the kill
 	admitted    map[string]int
 	overLimit   int
 	err         error
@@ -255,7 +257,6 @@ type leaseLoad struct {
 const maxLeaseRounds = 1000
 
 func (l *leaseLoad) run(ctx context.Context, c *redis.Client, stop <-chan struct{}) {
-	l.start = time.Now()
 	for r := 0; r < maxLeaseRounds; r++ {
 		select {
 		case <-stop:
@@ -288,7 +289,7 @@ func (l *leaseLoad) run(ctx context.Context, c *redis.Client, stop <-chan struct
 			}
 		}
 		l.rounds++
-		l.end = time.Now()
+		l.ends = append(l.ends, time.Now())
 		l.mu.Unlock()
 	}
 }
@@ -297,12 +298,6 @@ func (l *leaseLoad) roundsDone() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rounds
-}
-
-func (l *leaseLoad) perKeyRate() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return float64(l.rounds) / l.end.Sub(l.start).Seconds()
 }
 
 var copiesLine = regexp.MustCompile(`rl_copies:(\d+)`)
