@@ -57,15 +57,19 @@ func Split(b *Batch, n int, owner func(key string) int, view uint64) []Part {
 // parts[i]; nil where a node did not take its part, as a store ignores a
 // batch of an earlier start of its sender): an entry is refused unless
 // the node that owns it counted it. It returns nil if no node took its
-// part.
+// part, or if b carries an echo that some node did not take (its ack is
+// nil or Missed): an acknowledgement would tell the sender that its echo
+// arrived, and a node that gained slots would wait for another in vain.
 func Merge(b *Batch, parts []Part, acks []*Ack) *Ack {
 	var out *Ack
 	for _, a := range acks {
-		if a != nil {
+		switch {
+		case len(b.EchoFor) > 0 && (a == nil || a.Missed):
+			return nil
+		case a != nil && out == nil:
 			c := *a
 			c.Refused = nil
 			out = &c
-			break
 		}
 	}
 	if out == nil {

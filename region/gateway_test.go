@@ -122,7 +122,8 @@ func TestClusterGainWaitsForEcho(t *testing.T) {
 
 // TestSplitMerge: the fan-out gives every node the header and its keys'
 // entries, and the merged acknowledgement refuses what an owner refused
-// or did not take.
+// or did not take; a batch with an echo that some node did not take is
+// not acknowledged.
 func TestSplitMerge(t *testing.T) {
 	lim := Limit{Kind: window.KindFixed, Limit: 10, Window: time.Second}
 	b := &Batch{From: 1, Seq: 9, Epoch: 5, EchoFor: []int64{3}, Entries: []Entry{
@@ -140,7 +141,51 @@ func TestSplitMerge(t *testing.T) {
 		assert.Equal(t, int64(5), p.Batch.Epoch)
 		assert.Equal(t, uint64(9), p.Batch.Seq)
 	}
+	assert.Nil(t, Merge(b, parts, []*Ack{{Seq: 9}, {Seq: 9}, nil}), "node 2 did not take its echo: the sender must echo again")
+	assert.Nil(t, Merge(b, parts, []*Ack{{Seq: 9}, {Seq: 9, Missed: true}, {Seq: 9}}), "node 1 took its echo under an older view")
+	assert.NotNil(t, Merge(b, parts, []*Ack{{Seq: 9}, {Seq: 9}, {Seq: 9}}))
+	b.EchoFor, b.Echo = nil, nil
 	a := Merge(b, parts, []*Ack{{Seq: 9, Refused: []int{1}}, {Seq: 9}, nil})
 	assert.Equal(t, []int{2, 3}, a.Refused, "d refused by node 0, c not taken by node 2")
 	assert.Nil(t, Merge(b, parts, []*Ack{nil, nil, nil}))
+}
+
+// TestClusterGainsCrossEcho: both nodes of eu gain slots, m1 just after
+// us made the echo that answers m0's gain (it names m1's epoch before its
+// gain). That echo's acknowledgement must not end us's echo to eu: m1
+// waits for one that names its new epoch, and gets it. Before, the
+// acknowledgement cleared it and m1 denied its slot's keys for a whole
+// window (seen in TestRegionProcessCluster: 0 of a key admitted in eu).
+func TestClusterGainsCrossEcho(t *testing.T) {
+	eu, us := clusterRegions(t, 2)
+	owner := func(k string) int { return map[string]int{"a": 0, "b": 1}[k] }
+	now := t0 + int64(time.Millisecond)
+	for range 3 {
+		exchangeCluster(eu, us, owner, 0, now)
+	}
+	require.True(t, eu[0].Recovered() && eu[1].Recovered())
+	now += int64(10 * time.Millisecond)
+	eu[0].Gain(now, 1, func(key string) bool { return key == "a" })
+	if b := eu[0].Sync(now)[1]; b != nil {
+		eu[0].Acked(us.Receive(b, now), now) // us sees m0's new epoch
+	}
+	echo := us.Sync(now)[0] // it echoes: m0's new epoch, m1's old one
+	require.NotEmpty(t, echo.EchoFor)
+	eu[1].Gain(now+1, 1, func(key string) bool { return key == "b" })
+	if b := eu[1].Sync(now)[1]; b != nil {
+		eu[1].Acked(us.Receive(b, now), now) // us sees m1's new epoch
+	}
+	parts := Split(echo, len(eu), owner, 1)
+	acks := make([]*Ack, len(parts))
+	for i, p := range parts {
+		acks[i] = eu[i].Receive(p.Batch, now)
+	}
+	us.Acked(Merge(echo, parts, acks), now)
+	assert.True(t, eu[0].Recovered(), "m0: the echo named its epoch")
+	assert.False(t, eu[1].Recovered(), "m1: the echo named its epoch before the gain")
+	for range 3 {
+		now += int64(10 * time.Millisecond)
+		exchangeCluster(eu, us, owner, 1, now)
+	}
+	assert.True(t, eu[1].Recovered(), "us echoed again, for m1's new epoch")
 }

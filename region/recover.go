@@ -21,6 +21,7 @@ import "slices"
 func (s *Store) restarted(p int, now int64) {
 	pr := &s.peers[p]
 	pr.echoDue = true
+	pr.echoGen++     // an echo made before now does not answer this epoch (Acked)
 	pr.retryAt = now // resend everything it has not acknowledged, which is now everything
 	for name, k := range s.keys {
 		k.acked[p], k.sent[p] = k.acked[p][:0], k.sent[p][:0]

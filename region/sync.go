@@ -63,6 +63,11 @@ type Ack struct {
 	// batches (wire version 4): the sender tries the next when the one it
 	// sends to stops answering. The Store ignores them.
 	Addrs []string
+	// Missed (not on the wire) reports that the batch echoed this store's
+	// epoch under a membership view older than its gain's (Batch.View),
+	// which it does not take: the sender must echo again. A clustered
+	// region's gateway fails such a batch's exchange (Merge).
+	Missed bool
 }
 
 // ring is how many batches a region remembers per peer, to credit their
@@ -75,7 +80,8 @@ type sentBatch struct {
 	sentAt  int64
 	entries []Entry
 	echo    bool
-	kept    int // entries counted in Store.bytes: cap(entries) and the echo's, until acknowledged (bytes.go)
+	echoGen uint64 // the peer's echoGen when the echo was made: a newer restart needs a newer echo
+	kept    int    // entries counted in Store.bytes: cap(entries) and the echo's, until acknowledged (bytes.go)
 }
 
 // peer is what a region knows of another.
@@ -87,6 +93,7 @@ type peer struct {
 	unacked map[string]struct{} // keys with own units this peer has not acknowledged
 	members map[string]*member  // its nodes that sent batches, by Batch.Member
 	echoDue bool                // one of its members (re)started: send it back its units until it acknowledges them
+	echoGen uint64              // moves on at every restart of one of its members (restarted)
 	echoed  bool                // it sent back this region's units
 
 	heardAt   int64 // this region's clock when its last batch arrived
@@ -187,7 +194,7 @@ func (s *Store) batchFor(p int, now int64) *Batch {
 		b.EchoFor, b.Echo = pr.epochs(), s.echoFor(p)
 	}
 	s.keep(slot, 0)
-	*slot = sentBatch{seq: pr.seq, sentAt: now, entries: es, echo: len(b.EchoFor) > 0}
+	*slot = sentBatch{seq: pr.seq, sentAt: now, entries: es, echo: len(b.EchoFor) > 0, echoGen: pr.echoGen}
 	s.keep(slot, cap(es)+cap(b.Echo))
 	return b
 }
@@ -265,6 +272,8 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 		// Having refused some, this store does not count the sender's
 		// units before it started, so it is not recovered by this echo.
 		s.recover(b.From, b.Echo, len(a.Refused) == 0)
+	} else if b.echoes(s.cfg.Epoch) {
+		a.Missed = true
 	}
 	return a
 }
@@ -285,8 +294,11 @@ func (s *Store) Acked(a *Ack, now int64) {
 		return
 	}
 	pr.ackedAt = max(pr.ackedAt, sb.sentAt)
-	if sb.echo && len(a.Refused) == 0 {
-		pr.echoDue = false // else echo again: the receiver did not take it (Receive)
+	if sb.echo && len(a.Refused) == 0 && sb.echoGen == pr.echoGen {
+		// Else echo again: the receiver did not take it (Receive), or one
+		// of its members started a new epoch (a restart, a Gain) after
+		// the echo was made, which named only the epochs before.
+		pr.echoDue = false
 	}
 	refused := a.Refused
 	s.stats.PeerRefused += int64(len(refused))

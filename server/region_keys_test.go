@@ -91,16 +91,16 @@ func TestRegionKeysRestored(t *testing.T) {
 		if !saved {
 			euGot := 0
 			eventually(t, "eu to take its part again", func() bool {
-				euGot += regionAdmits(t, rs[1], "api:1", 10)
+				euGot += regionAdmitsIn(t, rs[1], "api:1", 60, 10)
 				return euGot >= 68
 			})
 			assert.Equal(t, 68, euGot, "without its saved units eu starts the window over")
 			continue
 		}
-		assert.Equal(t, 0, regionAdmits(t, rs[1], "api:1", 20), "eu took back its 68")
+		assert.Equal(t, 0, regionAdmitsIn(t, rs[1], "api:1", 60, 20), "eu took back its 68")
 		total := 0
 		eventually(t, "us and ap to take their reserves", func() bool {
-			total += regionAdmits(t, rs[0], "api:1", 5) + regionAdmits(t, rs[2], "api:1", 5)
+			total += regionAdmitsIn(t, rs[0], "api:1", 60, 5) + regionAdmitsIn(t, rs[2], "api:1", 60, 5)
 			return total >= 32
 		})
 		assert.Equal(t, 32, total)

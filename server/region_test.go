@@ -66,12 +66,32 @@ func startRegionsWith(t *testing.T, names []string, tweak func(name string, rc *
 	return out
 }
 
-// regionAdmits sends n requests of RL.FIXED key 100 60 to r and counts the admitted.
+// regionWindow is the fixed window, in seconds, regionAdmits asks for: an
+// hour or more, chosen when the package's tests start so that its current
+// window has half an hour left (go test's -timeout is 30m): fixed windows
+// are aligned to the Unix epoch, and a minute's window turned during a
+// test would start the limit over.
+var regionWindow = func() int64 {
+	now, w := time.Now().Unix(), int64(3600)
+	for w-now%w < 1800 {
+		w++
+	}
+	return w
+}()
+
+// regionAdmits sends n requests of RL.FIXED key 100 regionWindow to r and
+// counts the admitted.
 func regionAdmits(t *testing.T, r *testRegion, key string, n int) int {
+	t.Helper()
+	return regionAdmitsIn(t, r, key, regionWindow, n)
+}
+
+// regionAdmitsIn is regionAdmits with a window of sec seconds.
+func regionAdmitsIn(t *testing.T, r *testRegion, key string, sec int64, n int) int {
 	t.Helper()
 	got := 0
 	for range n {
-		v, err := r.rdb.Do(context.Background(), "RL.FIXED", key, 100, 60).Slice()
+		v, err := r.rdb.Do(context.Background(), "RL.FIXED", key, 100, sec).Slice()
 		require.NoError(t, err)
 		if v[0].(int64) == 1 {
 			got++

@@ -53,6 +53,20 @@ func (c *regionCounts) ask(key string, end int64, region int, admitted bool) {
 
 var regionNames = []string{"eu", "us", "ap"}
 
+// unturnedWindow returns, as RL.FIXED's argument, a fixed window of an hour
+// or more in which the test's time lies whole: fixed windows are aligned
+// to the Unix epoch, so an hour's window turns on the hour, and a test
+// that ran across it would count two windows' admissions as one. It picks
+// the first length from 3600 s whose current window has ten minutes left.
+func unturnedWindow() string {
+	now := time.Now().Unix()
+	w := int64(3600)
+	for w-now%w < 600 {
+		w++
+	}
+	return strconv.FormatInt(w, 10)
+}
+
 // startRegionProcs starts eu, us and ap on loopback.
 func startRegionProcs(t *testing.T) ([]string, []*proc, []*redis.Client) {
 	t.Helper()

@@ -240,6 +240,9 @@ func (rn *Node) fanOut(h region.Header, b *region.Batch, idx int) (*region.Ack, 
 	wg.Wait()
 	a := region.Merge(b, parts, acks)
 	if a == nil {
+		if len(b.EchoFor) > 0 {
+			return nil, errEchoPart.Error()
+		}
 		return nil, ""
 	}
 	a.From, a.Addrs = rn.rc.Self, t.Addrs // so that the other regions reach the cluster through any node
@@ -300,8 +303,18 @@ func (rn *Node) part(p []byte, overTLS bool) ([]byte, string) {
 	if msg := refusedAck(a, h.Version); msg != "" {
 		return nil, rn.refuse(msg)
 	}
+	if a.Missed {
+		return nil, errEchoView.Error() // the gateway fails the batch: its sender echoes again (region.Merge)
+	}
 	return region.AppendAck(nil, h.Version, rn.cfg.Name, a), ""
 }
+
+// Errors of a fan-out whose echo a node did not take: the sender echoes
+// again after --region-sync's retry, as when the exchange fails.
+var (
+	errEchoView = errors.New("ERR region sync: an echo fanned out under a view older than this node's gain of its slots")
+	errEchoPart = errors.New("ERR region sync: a node of this region did not take its part of an echo (its view is older, or it did not answer)")
+)
 
 // errNotClustered refuses a relay or a part at a node of no cluster.
 var errNotClustered = errors.New("a relay or part at a region of one node")

@@ -147,7 +147,10 @@ func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal strin
 	rn.receivedBytes.Add(int64(len(payload)))
 	var a *region.Ack
 	if rn.cfg.Cluster != nil {
-		a, _ = rn.fanOut(h, b, idx)
+		var msg string
+		if a, msg = rn.fanOut(h, b, idx); msg != "" {
+			return nil, msg
+		}
 	} else {
 		a = rn.receiveLocal(b, idx)
 	}
