@@ -27,6 +27,7 @@ const (
 	PeerDone     = "DONE"     // a handoff's end
 	PeerPull     = "PULL"     // a restarted node asks for its slots back
 	PeerReleased = "RELEASED" // a node let go of slots
+	PeerSeed     = "SEED"     // an old owner's handed-over keys, to the new owner's backup
 )
 
 // ReleasedAsk, in RL.PEER RELEASED's answer, names the node that holds

@@ -155,7 +155,8 @@ func peerCommands() []command {
 
 // cmdPeer is the handshake, RL.PEER HELLO and AUTH (peerauth.go), and,
 // on a peer's connection only, the replicas' COPY, DELTA and SYNC
-// (server/internal/replica, copies.go) and the handoff's IMPORT, DONE and PULL
+// (server/internal/replica, copies.go), an old owner's SEED
+// (handoff_seed.go) and the handoff's IMPORT, DONE and PULL
 // (handoff_peer.go), and RELEASED (handoff_release.go). On a client's connection every other subcommand is
 // refused before any of its arguments is read. On a peer's, one this node
 // does not know gets NOPERM bad cluster credentials: what a node that
@@ -182,8 +183,10 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 		s.cl.repl.PeerSync(c.conn, &c.ship, c.peerName, args[2:])
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSynced) && len(args) == 3:
 		s.cl.repl.PeerSynced(c.conn, &c.ship)
+	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSeed) && len(args) == 6:
+		s.peerSeed(c, args) // handoff_seed.go
 	case s.cl.repl == nil && (cluster.IsWord(args[1], cluster.PeerCopy) || cluster.IsWord(args[1], cluster.PeerDelta) ||
-		cluster.IsWord(args[1], cluster.PeerSync)):
+		cluster.IsWord(args[1], cluster.PeerSync) || cluster.IsWord(args[1], cluster.PeerSeed)):
 		c.conn.WriteError(cluster.PeerNoReplicas)
 	case cluster.IsWord(args[1], cluster.PeerImport) && len(args) == 6:
 		s.peerImport(c, args)

@@ -415,6 +415,7 @@ func (s *Server) cut(mg *migration, slots []int, keys, bytes int, gated time.Dur
 	st.lastMoveUsec.Store(took.Microseconds())
 	if s.cl.repl != nil {
 		s.cl.repl.KeepHanded(s.cl.cur.Load(), slots)
+		s.seedBackups(mg.to, slots) // see handoff_seed.go
 	}
 	s.dropSlots(slotSet(slots))
 	s.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes,

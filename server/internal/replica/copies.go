@@ -121,6 +121,7 @@ func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps []
 		w.WriteError(errSyntax)
 		return
 	}
+	r.seedMu.Lock() // a seed's import never runs between the drop and the note: see Seed
 	r.dropCopies(func(slot int) bool { return bitmap[slot/8]&(1<<(slot%8)) != 0 })
 	st.synced, st.peer, st.gen = true, peer, r.syncGens.next(peer)
 	if ends {
@@ -128,6 +129,7 @@ func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps []
 	} else {
 		r.noteSync(peer, bitmap, backed)
 	}
+	r.seedMu.Unlock()
 	w.WriteString("OK")
 }
 

@@ -85,6 +85,7 @@ type Replicator struct {
 	self     string
 	syncs    syncs                // which owner's full sync brought each slot's copies (takeover_lost.go)
 	syncGens syncGens             // each primary's latest full sync here, by number (see shipment)
+	seedMu   sync.Mutex           // a full sync's drop, and a seed's check and import, one at a time (see Seed)
 	apply    sync.Mutex           // one table change at a time
 	mu       sync.Mutex           // guards peers, table and scratch
 	peers    map[string]*shipPeer // by node name: every node this node has been primary to
@@ -110,6 +111,7 @@ type Replicator struct {
 	fresh   atomic.Pointer[freshTable] // what Fresh reads; nil until the first table, or without MaxLag
 
 	promoted atomic.Int64 // copies promoted into the store
+	seeded   atomic.Int64 // slots whose copies an old owner's seed brought (see Seed)
 	copyErrs atomic.Int64 // copies refused by the copies map (full)
 	missed   atomic.Int64 // deltas received that no copy could complete
 	received atomic.Int64 // bytes of shipments received

@@ -70,12 +70,13 @@ type Counts struct {
 	Promoted int64 // copies promoted into the store
 	Received int64 // bytes of shipments received
 	Missed   int64 // deltas received that no copy could complete
+	Seeded   int64 // slots whose copies an old owner's seed brought (see Seed)
 }
 
 // Counts returns the backup side's figures.
 func (r *Replicator) Counts() Counts {
 	return Counts{Copies: r.cfg.Copies.Len(), Refused: r.copyErrs.Load(), Promoted: r.promoted.Load(),
-		Received: r.received.Load(), Missed: r.missed.Load()}
+		Received: r.received.Load(), Missed: r.missed.Load(), Seeded: r.seeded.Load()}
 }
 
 // Interval is how often changes are shipped (Config.Interval).
