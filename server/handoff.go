@@ -114,6 +114,10 @@ type slotState struct {
 	// (importFrom): its guess of the slot's backup, by a first view that
 	// may lack members. A later view re-points it (see slotChange).
 	guess bool
+	// asks counts the old owners' ASKs that re-pointed this import (see
+	// askElsewhere): a chain of them longer than the table has members
+	// goes round in a circle, and is not followed further.
+	asks int
 }
 
 // now returns the slot's mode at this moment.

@@ -101,6 +101,19 @@ func (s *Server) askElsewhere(st *slotState, holder string, slots []int) {
 	cn := s.cl
 	cn.switchMu.Lock()
 	v := cn.cur.Load()
+	if st.asks >= len(v.Table.Nodes()) {
+		cn.switchMu.Unlock()
+		// As many ASKs as members, and still no holder: the nodes' records
+		// point round in a circle. The import waits on its old owner, as
+		// an import that is not released does, until a node hands the
+		// slots over or the table moves them; it asks again every
+		// releaseRetry but follows no further ASK.
+		return
+	}
+	if st.asks+1 == len(v.Table.Nodes()) {
+		s.log.Warn("cluster: an import was sent on by as many ASKs as there are members; it waits on the last one named, following no more",
+			"from", st.peer.Name, "holder", holder, "slots", len(slots))
+	}
 	var moved, gone []int
 	node, inTable := v.Table.Node(holder)
 	for _, slot := range slots {
@@ -110,7 +123,7 @@ func (s *Server) askElsewhere(st *slotState, holder string, slots []int) {
 		}
 		cn.ho.holder[slot] = holder
 		if inTable {
-			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: time.Now().Add(releaseRetry), keep: st.keep})
+			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: time.Now().Add(releaseRetry), keep: st.keep, asks: st.asks + 1})
 			moved = append(moved, slot)
 		} else {
 			cn.ho.set(slot, nil)

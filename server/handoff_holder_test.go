@@ -157,3 +157,31 @@ func TestTakeoverFromCopiesBeatsAHolder(t *testing.T) {
 	}, deadline, 10*time.Millisecond, "c serves the key from b's copies, at its limit")
 	assert.False(t, cn.takeover.Load().Lost(slot), "not lost: c holds its state")
 }
+
+// TestAskChainIsBounded: an import re-pointed by its old owners' ASKs
+// follows at most as many as the table has members: records that point
+// round in a circle (a names c, c names a) leave it waiting on the last
+// node named, asking it again each second, rather than hopping between
+// them for good.
+func TestAskChainIsBounded(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{})
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	_, slot := keyOwnedBy(t, nodes, b, "circle:")
+	a.srv.cl.noteHolder(c.name, []int{slot})
+	c.srv.cl.noteHolder(a.name, []int{slot})
+	an, _ := b.ml.View().Table.Node(a.name)
+	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: an, until: time.Now().Add(time.Hour)})
+	for range 10 { // each the answer the old owner gives, as a round of RELEASED would
+		st := b.srv.cl.ho.state(slot)
+		require.NotNil(t, st)
+		next := c.name
+		if st.peer.Name == c.name {
+			next = a.name
+		}
+		b.srv.askElsewhere(st, next, []int{slot})
+	}
+	st := b.srv.cl.ho.state(slot)
+	require.NotNil(t, st, "never served: nobody handed it over")
+	assert.Equal(t, modeImporting, st.mode)
+	assert.Equal(t, 3, st.asks, "as many ASKs as members, then no more")
+}

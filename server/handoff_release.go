@@ -48,6 +48,7 @@ func (s *Server) expireImports() {
 	type kind struct {
 		peer        string
 		keep, guess bool
+		asks        int
 	}
 	ext := map[kind]*slotState{}
 	for slot := range h.slots {
@@ -55,10 +56,10 @@ func (s *Server) expireImports() {
 		if st == nil || st.mode != modeImporting || !now.After(st.until) {
 			continue
 		}
-		k := kind{st.peer.Name, st.keep, st.guess}
+		k := kind{st.peer.Name, st.keep, st.guess, st.asks}
 		next := ext[k]
 		if next == nil {
-			next = &slotState{mode: modeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess}
+			next = &slotState{mode: modeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess, asks: st.asks}
 			ext[k] = next
 		}
 		if h.swap(slot, st, next) { // the next ask waits releaseRetry, whatever this one hears
