@@ -50,7 +50,8 @@ var (
 	simKeptPush    = os.Getenv("RL_SIM_KEPT") == "" || os.Getenv("RL_SIM_KEPT") == "pull" // ... or is kept, and pushed as a PULL's answer (the server's)
 	simKeptReplace = os.Getenv("RL_SIM_KEPT") == ""                                       // a disowned handoff's kept keys replace a rejoin's in mode replace
 	simImportsLost = os.Getenv("RL_SIM_IMPORTS_LOST") != "0"
-	simHolder      = os.Getenv("RL_SIM_HOLDER") != "0" // RELEASED names the node that holds a slot (ASK), and a gained slot imports from it (the server's holder)                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
+	simSeedCopies  = os.Getenv("RL_SIM_SEEDCOPIES") != "0" // a handoff's old owner gives the slot's backup what it handed over, held from the new owner (the server's KeepHanded and RL.PEER SEED)
+	simHolder      = os.Getenv("RL_SIM_HOLDER") != "0"     // RELEASED names the node that holds a slot (ASK), and a gained slot imports from it (the server's holder)                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
 )
 
 type simMsgKind int
@@ -64,6 +65,7 @@ const (
 	simReleased // the answer: the slots whose owner is the asker in the old owner's table
 	simCopy     // a replica shipment: the sender's counters of slots the receiver backs up
 	simCopied   // its acknowledgement: the receiver holds the sender's counters as of sent
+	simSeed     // a handoff's old owner's counters of the slots it handed owner, to their backup (RL.PEER SEED)
 )
 
 type simMsg struct {
@@ -82,6 +84,7 @@ type simMsg struct {
 	gen      int           // simCopy, simCopied: the sending process (a restarted node's connections are new)
 	ask      map[int][]int // simReleased: the holder each other slot was handed to (ASK node slots)
 	drop     []int         // simCopy, simCopied: slots the receiver no longer backs up for the sender, whose copies it drops (the "no longer backup" full sync's drop)
+	owner    int           // simSeed: the node the slots were handed to
 }
 
 // simCount is a key's counter from a moment (global time) on.
@@ -507,6 +510,57 @@ func (s *sim) countBefore(slot int) int {
 	return 0
 }
 
+// seedOut is the cut of handoff m, which its receiver took: the old owner
+// keeps what it handed over as the new owner's copies if its table makes
+// it their backup (the server's KeepHanded), and otherwise sends them to
+// that backup (RL.PEER SEED). The seed goes after a fixed delay, drawing
+// nothing from the schedule's randomness, so that a schedule differs from
+// one without seeds only where a seed changes what a node holds.
+func (s *sim) seedOut(m simMsg) {
+	old := s.nodes[m.from]
+	if old.view == nil {
+		return
+	}
+	by := map[int]*simMsg{}
+	for k, slot := range m.slots {
+		b, ok := old.view.Table.RunnerUp(slot)
+		if !ok || old.view.Table.Owner(slot).Name != s.known[m.to] || b.Name == s.known[m.to] {
+			continue
+		}
+		to := s.index(b.Name)
+		if by[to] == nil {
+			by[to] = &simMsg{kind: simSeed, from: m.from, to: to, owner: m.to, at: s.now + simStep}
+		}
+		by[to].slots = append(by[to].slots, slot)
+		by[to].vals = append(by[to].vals, m.vals[k])
+	}
+	for _, to := range slices.Sorted(maps.Keys(by)) {
+		if to == m.from {
+			s.seedIn(to, *by[to])
+		} else {
+			s.msgs = append(s.msgs, *by[to])
+		}
+	}
+}
+
+// seedIn keeps seed m's counters as the copies of the slots node i backs
+// up for m.owner by its table, unless the owner's own shipment brought
+// them already (the server's Seed).
+func (s *sim) seedIn(i int, m simMsg) {
+	n, owner := s.nodes[i], s.known[m.owner]
+	if n.view == nil {
+		return
+	}
+	for k, slot := range m.slots {
+		ru, ok := n.view.Table.RunnerUp(slot)
+		if !ok || ru.Name != n.name || n.view.Table.Owner(slot).Name != owner || n.copyFrom[slot] == owner || m.vals[k] < 0 {
+			continue
+		}
+		n.copies[slot], n.copyFrom[slot] = m.vals[k], owner
+		s.logf("%s keeps %d's %d from %s as %s's copy", n.name, slot, m.vals[k], s.known[m.from], owner)
+	}
+}
+
 // ship sends node i's counters of the slots it owns to their backups, as
 // the replicas do every --replica-interval. Shipments go over a stream
 // that resyncs on failure, so the network drops none (a cut still does).
@@ -735,6 +789,10 @@ func (s *sim) deliver(m simMsg) {
 }
 
 func (s *sim) receive(m simMsg) {
+	if m.kind == simSeed { // on a handoff's connection, which memberlist does not hear
+		s.seedIn(m.to, m)
+		return
+	}
 	n, from := s.nodes[m.to], s.nodes[m.from].name
 	n.heard[from] = s.now
 	if !n.alive[from] {
@@ -777,6 +835,9 @@ func (s *sim) receive(m simMsg) {
 			if !n.tk.Lost(slot) {
 				delete(n.holder, slot)
 			}
+		}
+		if !m.pull && simSeedCopies {
+			s.seedOut(m)
 		}
 	case simCopy:
 		for _, slot := range m.drop { // RL.PEER SYNC's drop: whoever's copies they were
