@@ -236,7 +236,7 @@ func TestRegionProcessesDelay(t *testing.T) {
 					key, lim := "k"+strconv.Itoa(i%10), limitOf(i%10)
 					v, err := clients[region].Do(ctx, "RL.FIXED", key, lim.n, lim.window).Int64Slice()
 					if err == nil && v[0] == 1 {
-						counts.add(key, (time.Now().UnixMilli()+v[4]+500)/1000, region)
+						counts.add(key, windowEnd(v[4], lim.window), region)
 					}
 					if pause > 0 {
 						time.Sleep(pause) // the light regions' pace, not an ordering

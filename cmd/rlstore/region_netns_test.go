@@ -148,7 +148,7 @@ func TestRegionNetnsDelayPartition(t *testing.T) {
 					key := "k" + strconv.Itoa(i%10)
 					v, err := clients[region].Do(ctx, "RL.FIXED", key, 300, 10).Int64Slice()
 					if err == nil && v[0] == 1 {
-						counts.add(key, (time.Now().UnixMilli()+v[4]+500)/1000, region)
+						counts.add(key, windowEnd(v[4], 10), region)
 					}
 				}
 			}()

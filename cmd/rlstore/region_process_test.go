@@ -53,6 +53,16 @@ func (c *regionCounts) ask(key string, end int64, region int, admitted bool) {
 
 var regionNames = []string{"eu", "us", "ap"}
 
+// windowEnd returns the unix second at which the fixed window of sec
+// seconds that a reply's reset (ms, v[4]) names ends: windows are aligned
+// to the epoch, so it is a multiple of sec; rounding to it, rather than to
+// the second, keeps a reply that reached a starved client late (by less
+// than half a window) in the window that decided it.
+func windowEnd(resetMs int64, sec int) int64 {
+	w := int64(sec) * 1000
+	return (time.Now().UnixMilli() + resetMs + w/2) / w * int64(sec)
+}
+
 // unturnedWindow returns, as RL.FIXED's argument, a fixed window of an hour
 // or more in which the test's time lies whole: fixed windows are aligned
 // to the Unix epoch, so an hour's window turns on the hour, and a test
@@ -96,31 +106,31 @@ func startRegionProc(t *testing.T, i int, ports []string, extra ...string) *proc
 	return startProc(t, nil, append(args, extra...)...)
 }
 
-// TestRegionProcessRestart: eu takes its part of a one-minute limit, is
+// TestRegionProcessRestart: eu takes its part of a limit, is
 // killed (-9) and started again on its port with nothing; it takes back its
 // units from us and ap before it decides the key again, so it admits
 // nothing more, and the three together stay at the limit.
 func TestRegionProcessRestart(t *testing.T) {
 	ports, procs, clients := startRegionProcs(t)
-	ctx := context.Background()
+	ctx, win := context.Background(), unturnedWindow()
 	admits := func(c *redis.Client, n int) int {
 		got := 0
 		for range n {
-			v, err := c.Do(ctx, "RL.FIXED", "api:1", 100, 60).Int64Slice()
+			v, err := c.Do(ctx, "RL.FIXED", "api:1", 100, win).Int64Slice()
 			require.NoError(t, err)
 			got += int(v[0])
 		}
 		return got
 	}
 	before := 0
-	deadline := time.Now().Add(20 * time.Second)
-	for before < 68 && time.Now().Before(deadline) {
+	until := time.Now().Add(2 * deadline)
+	for before < 68 && time.Now().Before(until) {
 		before += admits(clients[0], 10)
 	}
 	require.Equal(t, 68, before, "eu: L less the others' reserves")
 	// Units no other region had received when eu died are lost with it (at
 	// most max(e, φ), docs/regions.md): here eu dies once they all have.
-	for info := ""; !strings.Contains(info, "rl_region_unacked_units:0\r\n") && time.Now().Before(deadline); {
+	for info := ""; !strings.Contains(info, "rl_region_unacked_units:0\r\n") && time.Now().Before(until); {
 		var err error
 		info, err = clients[0].Info(ctx, "regions").Result()
 		require.NoError(t, err)
@@ -130,7 +140,7 @@ func TestRegionProcessRestart(t *testing.T) {
 	eu := newClient(t, procs[0].Addr(t))
 	procs[0].WaitLog(t, regexp.MustCompile(`region sync up.*region=`))
 	info := ""
-	for !strings.Contains(info, "rl_region_recovered:1") && time.Now().Before(deadline) {
+	for !strings.Contains(info, "rl_region_recovered:1") && time.Now().Before(until) {
 		var err error
 		info, err = eu.Info(ctx, "regions").Result()
 		require.NoError(t, err)
@@ -178,8 +188,7 @@ func TestRegionProcessesPartition(t *testing.T) {
 					key := "k" + strconv.Itoa(i%10)
 					v, err := clients[region].Do(ctx, "RL.FIXED", key, 200, 2).Int64Slice()
 					if err == nil {
-						end := (time.Now().UnixMilli() + v[4] + 500) / 1000 // the window's end, to the second
-						counts.ask(key, end, region, v[0] == 1)
+						counts.ask(key, windowEnd(v[4], 2), region, v[0] == 1)
 					}
 					if pause > 0 {
 						time.Sleep(pause) // the light regions' pace, not an ordering
