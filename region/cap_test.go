@@ -113,13 +113,15 @@ func TestWireRefusedRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, byte(2), gh.Version)
 	_, _, err = ReadBatch(AppendBatch(nil, Header{Version: 1}, &Batch{}))
-	assert.ErrorContains(t, err, "version 1 (this region speaks 2 to 4)")
+	assert.ErrorContains(t, err, "version 1 (this region speaks 2 to 5)")
 
 	// What a version 2 region answers to a version 3 batch, and this one's
 	// own refusal of a version too new: the version to send it.
 	assert.Equal(t, byte(2), SpokenVersion("ERR region sync refused: region: unsupported sync version 3 (this region speaks 2)"))
 	assert.Equal(t, byte(3), SpokenVersion("ERR region sync refused: region: unsupported sync version 4 (this region speaks 2 to 3)"), "a version 3 region: no members")
-	assert.Equal(t, byte(0), SpokenVersion("ERR region sync refused: region: unsupported sync version 5 (this region speaks 2 to 4)"))
+	assert.Equal(t, byte(4), SpokenVersion("ERR region sync refused: region: unsupported sync version 5 (this region speaks 2 to 4)"), "a version 4 region: no bundles")
+	assert.Equal(t, byte(4), SpokenVersion("ERR region sync refused: region: unsupported sync version 242 (this region speaks 2 to 4)"), "its refusal of a bundle")
+	assert.Equal(t, byte(0), SpokenVersion("ERR region sync refused: region: unsupported sync version 6 (this region speaks 2 to 5)"))
 	assert.Equal(t, byte(0), SpokenVersion("ERR region sync refused: region: unsupported sync version 3 (this region speaks 1)"))
 	assert.Equal(t, byte(0), SpokenVersion("connection refused"))
 }

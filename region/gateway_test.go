@@ -1,6 +1,7 @@
 package region
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -101,7 +102,7 @@ func TestClusterGainWaitsForEcho(t *testing.T) {
 		exchangeCluster(eu, us, owner, 0, now)
 	}
 	own = 1 // the slot moves; m1 had no copy of it
-	eu[1].Gain(now, 1, func(key string) bool { return key == "k" })
+	eu[1].Gain(now, 1, func(key string) bool { return key == "k" }, nil)
 	d := eu[1].Decide([]byte("k"), lim, now, 1, false)
 	assert.Equal(t, DeniedRecovering, d.Mode, "before us echoed")
 	exchangeCluster(eu, us, owner, 1, now) // m1's new epoch reaches us
@@ -165,13 +166,13 @@ func TestClusterGainsCrossEcho(t *testing.T) {
 	}
 	require.True(t, eu[0].Recovered() && eu[1].Recovered())
 	now += int64(10 * time.Millisecond)
-	eu[0].Gain(now, 1, func(key string) bool { return key == "a" })
+	eu[0].Gain(now, 1, func(key string) bool { return key == "a" }, nil)
 	if b := eu[0].Sync(now)[1]; b != nil {
 		eu[0].Acked(us.Receive(b, now), now) // us sees m0's new epoch
 	}
 	echo := us.Sync(now)[0] // it echoes: m0's new epoch, m1's old one
 	require.NotEmpty(t, echo.EchoFor)
-	eu[1].Gain(now+1, 1, func(key string) bool { return key == "b" })
+	eu[1].Gain(now+1, 1, func(key string) bool { return key == "b" }, nil)
 	if b := eu[1].Sync(now)[1]; b != nil {
 		eu[1].Acked(us.Receive(b, now), now) // us sees m1's new epoch
 	}
@@ -188,4 +189,59 @@ func TestClusterGainsCrossEcho(t *testing.T) {
 		exchangeCluster(eu, us, owner, 1, now)
 	}
 	assert.True(t, eu[1].Recovered(), "us echoed again, for m1's new epoch")
+}
+
+// TestGainResendsOnlyGainedSlots: us holds 1,000 keys, each with units
+// eu acknowledged; eu's m1 gains one slot, whose one key it must recover.
+// With Config.Slot the gain names its slot: us resends and echoes that
+// slot's key only, not its 1,000 (a gain was a restart of all of eu to
+// us). Both ways m1 recovers and decides the key.
+func TestGainResendsOnlyGainedSlots(t *testing.T) {
+	lim := Limit{Kind: window.KindFixed, Limit: 100, Window: time.Hour}
+	slot := func(key string) int { return int(key[len(key)-1]) } // keys k…0 to k…9: ten slots
+	for _, named := range []bool{false, true} {
+		eu, us := clusterRegions(t, 2)
+		if named {
+			for _, s := range append(eu, us) {
+				s.cfg.Slot = slot
+			}
+		}
+		owner := func(key string) int { return map[bool]int{false: 0, true: 1}[key == "k0007"] }
+		now := t0 + int64(time.Millisecond)
+		for range 3 {
+			exchangeCluster(eu, us, owner, 0, now)
+		}
+		for i := range 1000 {
+			k := fmt.Sprintf("k%04d", i)
+			require.True(t, us.Decide([]byte(k), lim, now, 1, false).Allowed)
+			require.True(t, eu[owner(k)].Decide([]byte(k), lim, now, 1, false).Allowed)
+		}
+		for range 3 {
+			now += int64(10 * time.Millisecond)
+			exchangeCluster(eu, us, owner, 0, now)
+		}
+		gained := []int{slot("k0007")}
+		eu[1].Gain(now, 1, func(key string) bool { return slot(key) == gained[0] }, gained)
+		if b := eu[1].Sync(now)[1]; b != nil {
+			eu[1].Acked(us.Receive(b, now), now) // us sees m1's new epoch
+		}
+		now += int64(10 * time.Millisecond)
+		b := us.Sync(now)[0]
+		t.Logf("gained slots named %v: us resends %d entries and echoes %d", named, len(b.Entries), len(b.Echo))
+		if named {
+			assert.Len(t, b.Entries, 100, "the keys of the gained slot")
+			assert.Len(t, b.Echo, 100)
+		} else {
+			assert.Len(t, b.Entries, 1000, "every key")
+			assert.Len(t, b.Echo, 1000)
+		}
+		parts := Split(b, len(eu), owner, 1)
+		acks := make([]*Ack, len(parts))
+		for i, p := range parts {
+			acks[i] = eu[i].Receive(p.Batch, now)
+		}
+		us.Acked(Merge(b, parts, acks), now)
+		assert.True(t, eu[1].Recovered())
+		assert.Equal(t, Escrowed, eu[1].Decide([]byte("k0007"), lim, now, 1, false).Mode, "m1 decides the gained key")
+	}
 }

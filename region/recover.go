@@ -17,13 +17,38 @@ import "slices"
 // restarted handles a new epoch of a member of region p: a first contact,
 // a restart, or a node of a clustered region that gained slots (Gain).
 // This store does not know which of its keys that member holds, so it
-// forgets what region p acknowledged of every key.
-func (s *Store) restarted(p int, now int64) {
+// forgets what region p acknowledged of every key, and echoes them all;
+// unless the member named the slots it gained (gained, with Config.Slot
+// set): it holds the rest as before, so only their keys are forgotten and
+// echoed.
+func (s *Store) restarted(p int, now int64, gained []int) {
 	pr := &s.peers[p]
 	pr.echoDue = true
 	pr.echoGen++     // an echo made before now does not answer this epoch (Acked)
 	pr.retryAt = now // resend everything it has not acknowledged, which is now everything
+	var only map[int]struct{}
+	if len(gained) > 0 && s.cfg.Slot != nil {
+		only = make(map[int]struct{}, len(gained))
+		for _, g := range gained {
+			only[g] = struct{}{}
+		}
+		if !pr.echoAll {
+			if pr.echoSlots == nil {
+				pr.echoSlots = map[int]struct{}{}
+			}
+			for g := range only {
+				pr.echoSlots[g] = struct{}{}
+			}
+		}
+	} else {
+		pr.echoAll, pr.echoSlots = true, nil
+	}
 	for name, k := range s.keys {
+		if only != nil {
+			if _, ok := only[s.cfg.Slot(name)]; !ok {
+				continue
+			}
+		}
 		k.acked[p], k.sent[p] = k.acked[p][:0], k.sent[p][:0]
 		if len(k.own) > 0 {
 			pr.unacked[name] = struct{}{}
@@ -31,10 +56,17 @@ func (s *Store) restarted(p int, now int64) {
 	}
 }
 
-// echoFor returns every unit of region p this one counts.
+// echoFor returns every unit of region p this one counts, or, when only
+// some of its members' slots are to be echoed (restarted), those slots'.
 func (s *Store) echoFor(p int) []Entry {
+	pr := &s.peers[p]
 	es := []Entry{}
 	for name, k := range s.keys {
+		if !pr.echoAll && pr.echoSlots != nil {
+			if _, ok := pr.echoSlots[s.cfg.Slot(name)]; !ok {
+				continue
+			}
+		}
 		for _, b := range k.seen[p] {
 			es = append(es, Entry{Key: name, Limit: k.lim, Bucket: b.id, Count: b.n})
 		}
@@ -74,6 +106,9 @@ func (s *Store) recover(p int, echo []Entry, done bool) {
 	if pr := &s.peers[p]; done && !pr.echoed {
 		pr.echoed = true
 		s.echoed++
+		if s.echoed >= s.cfg.Regions-1 {
+			s.gained = nil // every other region knows this epoch: its batches need not name the slots
+		}
 	}
 }
 
@@ -97,21 +132,33 @@ func (pr *peer) epochs() []int64 {
 // this store has not held) are Recovering until every other region has
 // echoed under a view at least view; the others are decided throughout.
 // The caller takes back the gained keys' own units from the key store's
-// copies with Restore.
-func (s *Store) Gain(epoch int64, view uint64, fresh func(key string) bool) {
+// copies with Restore. slots are the cluster slots gained (fresh's keys'),
+// which the batches of this epoch name (Batch.Gained): with Config.Slot
+// set, the other regions resend and echo only their keys.
+func (s *Store) Gain(epoch int64, view uint64, fresh func(key string) bool, slots []int) {
 	s.cfg.Epoch = max(epoch, s.cfg.Epoch+1)
 	switch prev := s.fresh; {
 	case s.echoed < s.cfg.Regions-1 && prev == nil:
-		// Still recovering from its start: every key waits already.
+		// Still recovering from its start: every key waits already, and
+		// the others must still take the epoch as a restart of all.
 	case s.echoed < s.cfg.Regions-1:
 		s.fresh = func(key string) bool { return prev(key) || fresh(key) } // an earlier gain still waits
+		s.gained = unionSlots(s.gained, slots)                             // a region that missed its epoch learns both
 	default:
 		s.fresh = fresh
+		s.gained = unionSlots(nil, slots)
 	}
 	s.gainView, s.echoed = view, 0
 	for p := range s.peers {
 		s.peers[p].echoed = false
 	}
+}
+
+// unionSlots returns the ascending union of a (ascending) and b.
+func unionSlots(a, b []int) []int {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Recovered reports whether every other region has echoed this store's

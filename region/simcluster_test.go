@@ -3,6 +3,8 @@ package region
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +53,7 @@ func runClusterSchedule(t testing.TB, sc simSchedule) simResult {
 		if r == 0 {
 			cfg.Member = fmt.Sprint("m", m)
 		}
+		cfg.Slot = simSlot // a gain names its slots: the others resend and echo only their keys
 		st, err := New(cfg)
 		require.NoError(t, err)
 		if sc.room > 0 {
@@ -170,9 +173,11 @@ func runClusterSchedule(t testing.TB, sc simSchedule) simResult {
 			for m := range sc.members {
 				nd := &nodes[byRegion[0][m]]
 				var gained []string
+				var slots []int
 				for i := range keys {
 					if sc.clusterOwner(i, now) == m && sc.clusterOwner(i, now-int64(simTick)) != m {
 						gained = append(gained, string(keys[i]))
+						slots = append(slots, i)
 					}
 				}
 				if len(gained) == 0 {
@@ -185,7 +190,7 @@ func runClusterSchedule(t testing.TB, sc simSchedule) simResult {
 						}
 					}
 					return !nd.st.Has([]byte(key))
-				})
+				}, slots)
 				for i := range keys {
 					if sc.clusterOwner(i, now) == m && copies[i].Key != "" {
 						nd.st.Restore(copies[i])
@@ -264,4 +269,10 @@ func runClusterSchedule(t testing.TB, sc simSchedule) simResult {
 		res.refused += nd.st.Stats(0).KeysRefused
 	}
 	return res
+}
+
+// simSlot is a simulated key's slot: key i ("k"+i) is alone in slot i.
+func simSlot(key string) int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(key, "k"))
+	return i
 }

@@ -31,6 +31,11 @@ type Config struct {
 	// (it admitted none of them); 0 is no bound. Past it a received entry
 	// for a new key is refused (cap.go).
 	MaxRemote int
+	// Slot, if set, returns a key's cluster slot: a node of a clustered
+	// region that gains slots (Gain) names them in its batches, and the
+	// other regions then resend and echo only those slots' keys, not every
+	// key (nil: a gain is a restart of the whole region to them).
+	Slot func(key string) int
 }
 
 // Defaults returns the defaults: α 0.1, β 0.5, 1 s of skew, retry after
@@ -145,6 +150,11 @@ type Store struct {
 	// (nil: every key, as after a start); gainView is the view of the gain.
 	fresh    func(key string) bool
 	gainView uint64
+	// gained are the slots the gains since this store last recovered took
+	// (ascending), which its batches name (Batch.Gained); nil while it
+	// has not recovered from its start, which the others must take as a
+	// restart of everything.
+	gained []int
 }
 
 // New returns an empty Store for region cfg.Self.

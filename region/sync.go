@@ -31,6 +31,11 @@ type Batch struct {
 	// made the batch ("" for a region of one node). A region keeps the
 	// epoch and Final per member of each other region.
 	Member string
+	// Gained, when not empty, are the cluster slots (ascending) the
+	// sender's member gained since it last recovered (Store.Gain): a new
+	// epoch of that member then stands for a restart of those slots' keys
+	// only (wire version 5).
+	Gained []int
 	// View is the receiver's membership view the batch was fanned out by
 	// (Split); not on the wire. An echo recovers a node only under a view
 	// at least as new as the one it gained its slots in.
@@ -94,7 +99,11 @@ type peer struct {
 	members map[string]*member  // its nodes that sent batches, by Batch.Member
 	echoDue bool                // one of its members (re)started: send it back its units until it acknowledges them
 	echoGen uint64              // moves on at every restart of one of its members (restarted)
-	echoed  bool                // it sent back this region's units
+	// What the echo covers: every key (echoAll: a member restarted), or
+	// the keys of these slots (members that gained them, Batch.Gained).
+	echoAll   bool
+	echoSlots map[int]struct{}
+	echoed    bool // it sent back this region's units
 
 	heardAt   int64 // this region's clock when its last batch arrived
 	ackedAt   int64 // SentAt of the newest batch it acknowledged
@@ -189,7 +198,7 @@ func (s *Store) batchFor(p int, now int64) *Batch {
 			}
 		}
 	}
-	b := &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es, Epoch: s.cfg.Epoch, Member: s.cfg.Member}
+	b := &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es, Epoch: s.cfg.Epoch, Member: s.cfg.Member, Gained: s.gained}
 	if pr.echoDue && retry {
 		b.EchoFor, b.Echo = pr.epochs(), s.echoFor(p)
 	}
@@ -249,7 +258,7 @@ func (s *Store) Receive(b *Batch, now int64) *Ack {
 		return nil // from a store of that member that has since restarted
 	case b.Epoch > m.epoch:
 		m.epoch, m.final = b.Epoch, 0
-		s.restarted(b.From, now)
+		s.restarted(b.From, now, b.Gained)
 	}
 	m.final = max(m.final, b.Final)
 	pr.heardAt, m.heardAt = now, now
@@ -298,7 +307,7 @@ func (s *Store) Acked(a *Ack, now int64) {
 		// Else echo again: the receiver did not take it (Receive), or one
 		// of its members started a new epoch (a restart, a Gain) after
 		// the echo was made, which named only the epochs before.
-		pr.echoDue = false
+		pr.echoDue, pr.echoAll, pr.echoSlots = false, false, nil
 	}
 	refused := a.Refused
 	s.stats.PeerRefused += int64(len(refused))

@@ -18,9 +18,13 @@ import (
 // acknowledgement's refused entries (Ack.Refused), and its batches are
 // version 2's; version 4 the batch's member (the node of a clustered
 // region that made it) and the epochs of every member an echo answers, and
-// its acknowledgements are version 3's. A region answers a batch in the
-// batch's version, and speaks every version from MinWireVersion on.
-const WireVersion = 4
+// its acknowledgements are version 3's; version 5 the slots a clustered
+// region's node gained (Batch.Gained), and its acknowledgements are
+// version 4's, from a region that also takes several batches in one
+// message (a clustered region's gateway bundles its nodes' batches,
+// server/internal/global). A region answers a batch in the batch's
+// version, and speaks every version from MinWireVersion on.
+const WireVersion = 5
 
 // MinWireVersion is the oldest version a region still speaks: a version 2
 // batch is acknowledged in version 2, which cannot name refused entries,
@@ -83,6 +87,9 @@ func AppendBatch(dst []byte, h Header, b *Batch) []byte {
 		for _, e := range b.EchoFor {
 			dst = binary.AppendVarint(dst, e)
 		}
+	}
+	if h.Version >= 5 {
+		dst = appendSlots(dst, b.Gained)
 	}
 	dst = appendEntries(dst, b.Entries)
 	return appendEntries(dst, b.Echo)
@@ -160,6 +167,9 @@ func ReadBatch(p []byte) (Header, *Batch, error) {
 		for i := uint64(0); i < n && r.err == nil; i++ {
 			b.EchoFor = append(b.EchoFor, r.varint())
 		}
+	}
+	if h.Version >= 5 {
+		b.Gained = r.slots()
 	}
 	b.Entries = r.entries()
 	b.Echo = r.entries()
@@ -268,6 +278,54 @@ func SpokenVersion(msg string) byte {
 		return 0
 	}
 	return byte(v)
+}
+
+// MaxSlots bounds a slot number in Batch.Gained: a cluster's slots are 0
+// to MaxSlots−1.
+const MaxSlots = 1 << 14
+
+// appendSlots appends ascending slots as runs: how many runs, then each
+// run's gap from the end of the one before and its length.
+func appendSlots(dst []byte, slots []int) []byte {
+	runs := 0
+	for i := range slots {
+		if i == 0 || slots[i] != slots[i-1]+1 {
+			runs++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(runs))
+	next := 0 // the least slot the next run may start at
+	for i := 0; i < len(slots); {
+		j := i + 1
+		for j < len(slots) && slots[j] == slots[j-1]+1 {
+			j++
+		}
+		dst = binary.AppendUvarint(dst, uint64(slots[i]-next))
+		dst = binary.AppendUvarint(dst, uint64(j-i))
+		next = slots[j-1] + 1
+		i = j
+	}
+	return dst
+}
+
+// slots reads appendSlots' encoding.
+func (r *reader) slots() []int {
+	runs := r.uvarint()
+	var out []int
+	next := uint64(0)
+	for i := uint64(0); i < runs && r.err == nil; i++ {
+		start := next + r.uvarint()
+		n := r.uvarint()
+		if r.err != nil || start < next || n == 0 || n > MaxSlots || start+n > MaxSlots {
+			r.fail()
+			return nil
+		}
+		for s := start; s < start+n; s++ {
+			out = append(out, int(s))
+		}
+		next = start + n
+	}
+	return out
 }
 
 func appendString(dst []byte, s string) []byte {

@@ -13,7 +13,7 @@ import (
 func TestWireRoundTrip(t *testing.T) {
 	slide := Limit{Kind: window.KindSlide, Limit: 100, Window: time.Minute}
 	fixed := Limit{Kind: window.KindFixed, Limit: 5, Window: 500 * time.Millisecond}
-	b := &Batch{Seq: 7, SentAt: t0, Final: t0 - 5, Epoch: t0 - 9, EchoFor: []int64{3}, Member: "m1", Entries: []Entry{
+	b := &Batch{Seq: 7, SentAt: t0, Final: t0 - 5, Epoch: t0 - 9, EchoFor: []int64{3}, Member: "m1", Gained: []int{0, 1, 2, 7, 9000, 16383}, Entries: []Entry{
 		{"a", slide, 10, 3}, {"a", slide, 11, 4}, {"b", fixed, 99, 1},
 	}, Echo: []Entry{{"c", slide, 1, 1}}}
 	h := Defaults(0, 3).Header("eu")
@@ -29,9 +29,9 @@ func TestWireRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, a.Addrs, "version 3 has no addresses")
 
-	_, _, err = ReadBatch([]byte{5, 0})
+	_, _, err = ReadBatch([]byte{6, 0})
 	assert.ErrorIs(t, err, ErrWireVersion)
-	assert.ErrorContains(t, err, "version 5 (this region speaks 2 to 4)")
+	assert.ErrorContains(t, err, "version 6 (this region speaks 2 to 5)")
 
 	// Version 3, to a region of one node that speaks no newer: one epoch
 	// echoed, no member.
@@ -40,8 +40,19 @@ func TestWireRoundTrip(t *testing.T) {
 	_, got, err = ReadBatch(AppendBatch(nil, h3, b))
 	require.NoError(t, err)
 	want := *b
-	want.Member = ""
+	want.Member, want.Gained = "", nil
 	assert.Equal(t, &want, got)
+	h4 := h
+	h4.Version = 4
+	_, got, err = ReadBatch(AppendBatch(nil, h4, b))
+	require.NoError(t, err)
+	assert.Nil(t, got.Gained, "version 4 names no gained slots")
+	assert.Equal(t, byte(4), appendSlots(nil, b.Gained)[0], "four runs: 0-2, 7, 9000, 16383")
+	var r reader
+	r.p = appendSlots(nil, []int{16383})
+	r.p[len(r.p)-1] = 2 // a run of two from the last slot: past the slots
+	assert.Nil(t, r.slots())
+	assert.ErrorIs(t, r.err, ErrWire)
 	_, _, err = ReadBatch(AppendBatch(nil, h, b)[:20])
 	assert.ErrorIs(t, err, ErrWire)
 	assert.Error(t, Defaults(0, 3).Agrees(Defaults(0, 2).Header("x")))

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"net"
 	"regexp"
 	"strconv"
@@ -28,15 +30,20 @@ type clusterRegion struct {
 	all []*redis.Client // eu's nodes', then us's
 }
 
-// wrapUS, if set, stands between us and its connections to eu.
-func startClusterRegion(t *testing.T, n int, wrapUS func(cluster.Forwarder) cluster.Forwarder) *clusterRegion {
+// wrap, if set, stands between each region's node and its connections to
+// the others and to its gateway.
+func startClusterRegion(t *testing.T, n int, wrap func(name string, f cluster.Forwarder) cluster.Forwarder) *clusterRegion {
 	t.Helper()
 	secret := []byte("region cluster test")
 	lnUS, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	regionCfg := func(name, peer, addr string) *RegionConfig {
-		fw := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: secret, Conns: 1, Timeout: 300 * time.Millisecond})
-		t.Cleanup(fw.Close)
+		p := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: secret, Conns: 1, Timeout: 300 * time.Millisecond})
+		t.Cleanup(p.Close)
+		var fw cluster.Forwarder = p
+		if wrap != nil {
+			fw = wrap(name, p)
+		}
 		return &RegionConfig{Name: name, Peers: []RegionPeer{{Name: peer, Addr: addr}}, Secret: secret,
 			Sync: 20 * time.Millisecond, Timeout: 300 * time.Millisecond, Forwarder: fw}
 	}
@@ -44,11 +51,7 @@ func startClusterRegion(t *testing.T, n int, wrapUS func(cluster.Forwarder) clus
 	cr.eu = startTestCluster(t, n, clusterOpts{secret: secret, config: func(c *Config) {
 		c.Region = regionCfg("eu", "us", lnUS.Addr().String())
 	}})
-	usCfg := regionCfg("us", "eu", cr.eu[0].addr)
-	if wrapUS != nil {
-		usCfg.Forwarder, usCfg.Timeout = wrapUS(usCfg.Forwarder), deadline // a held exchange must not time out
-	}
-	us := newTestServer(t, Config{Listener: lnUS, Region: usCfg})
+	us := newTestServer(t, Config{Listener: lnUS, Region: regionCfg("us", "eu", cr.eu[0].addr)})
 	cr.us = &testRegion{name: "us", s: us, addr: serveTest(t, us)}
 	for _, node := range cr.eu {
 		cr.all = append(cr.all, redis.NewClient(&redis.Options{Addr: node.addr, Protocol: 2}))
@@ -148,6 +151,7 @@ func (h *echoHold) Forward(ctx context.Context, addr string, cmds [][][]byte) ([
 		if _, b, err := region.ReadBatch(cmds[0][2]); err == nil && len(b.EchoFor) > 0 && h.armed.CompareAndSwap(true, false) {
 			close(h.held)
 			<-h.released
+			ctx = context.Background() // held past its timeout: its answer is what the test waits for
 		}
 	}
 	return h.Forwarder.Forward(ctx, addr, cmds)
@@ -161,7 +165,13 @@ func (h *echoHold) Forward(ctx context.Context, addr string, cmds [][][]byte) ([
 // so under load: 0 of a key's 100 admitted in eu).
 func TestRegionClusterGainsCrossEcho(t *testing.T) {
 	h := &echoHold{held: make(chan struct{}), released: make(chan struct{})}
-	cr := startClusterRegion(t, 2, func(f cluster.Forwarder) cluster.Forwarder { h.Forwarder = f; return h })
+	cr := startClusterRegion(t, 2, func(name string, f cluster.Forwarder) cluster.Forwarder {
+		if name != "us" {
+			return f
+		}
+		h.Forwarder = f
+		return h
+	})
 	k0, k1 := cr.keyOwned(t, cr.eu[0]), cr.keyOwned(t, cr.eu[1])
 	ctx := context.Background()
 	ask := func(c *redis.Client, k string) bool {
@@ -195,5 +205,90 @@ func TestRegionClusterGainsCrossEcho(t *testing.T) {
 		key string
 	}{{cr.all[1], k1}, {cr.all[0], k0}} {
 		require.Eventually(t, func() bool { return ask(c.rdb, c.key) }, deadline, 5*time.Millisecond, "%s decided again once us echoed", c.key)
+	}
+}
+
+// toRegion counts what a node sends other regions (every RL.PEER REGION
+// message but a relay to its gateway and a part to an owner): messages,
+// payload bytes, and the batches in them. With v4 set it answers as a
+// region of wire version 4 would: no version 5, so no bundles.
+type toRegion struct {
+	cluster.Forwarder
+	v4                       bool
+	messages, bytes, batches *atomic.Int64
+}
+
+func (f *toRegion) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
+	if len(cmds) != 1 || len(cmds[0]) != 3 || len(cmds[0][2]) == 0 || cmds[0][2][0] == 0xF0 || cmds[0][2][0] == 0xF1 {
+		return f.Forwarder.Forward(ctx, addr, cmds)
+	}
+	p := cmds[0][2]
+	if f.v4 && p[0] > 4 {
+		return [][]byte{[]byte(fmt.Sprintf("-ERR region sync refused: region: unsupported sync version %d (this region speaks 2 to 4)\r\n", p[0]))}, nil
+	}
+	f.messages.Add(1)
+	f.bytes.Add(int64(len(p)))
+	if p[0] == 0xF2 { // a bundle: how many batches
+		n, _ := binary.Uvarint(p[1:])
+		f.batches.Add(int64(n))
+	} else {
+		f.batches.Add(1)
+	}
+	return f.Forwarder.Forward(ctx, addr, cmds)
+}
+
+// TestRegionClusterBundles: eu is three nodes; clients of each ask for a
+// key owned by each, so every node makes a batch every sync. The gateway
+// sends us its own batch and the others' (relays) as one message per
+// exchange: one and a half batches a message or more. Against a region that speaks
+// wire version 4, each relay goes on its own, one batch a message, as
+// before. Both ways the keys share the limit within the bound.
+func TestRegionClusterBundles(t *testing.T) {
+	for _, v4 := range []bool{false, true} {
+		var messages, bytes, batches atomic.Int64
+		cr := startClusterRegion(t, 3, func(name string, f cluster.Forwarder) cluster.Forwarder {
+			if name == "us" {
+				return f
+			}
+			return &toRegion{Forwarder: f, v4: v4, messages: &messages, bytes: &bytes, batches: &batches}
+		})
+		keys := []string{cr.keyOwned(t, cr.eu[0]), cr.keyOwned(t, cr.eu[1]), cr.keyOwned(t, cr.eu[2])}
+		syncs := func() (n int64) {
+			for _, node := range cr.eu {
+				n += node.srv.reg.Syncs()
+			}
+			return n
+		}
+		m0, b0, n0, s0 := messages.Load(), bytes.Load(), batches.Load(), syncs()
+		got := make([]atomic.Int64, len(keys))
+		var wg sync.WaitGroup
+		for _, c := range cr.all {
+			for j, k := range keys {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 100 {
+						v, err := c.Do(context.Background(), "RL.FIXED", k, 100, regionWindow).Slice()
+						if err == nil && v[0].(int64) == 1 {
+							got[j].Add(1)
+						}
+						time.Sleep(2 * time.Millisecond) // the clients' pace, not an ordering
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		m, b, n, sy := messages.Load()-m0, bytes.Load()-b0, batches.Load()-n0, syncs()-s0
+		t.Logf("wire version 4 peer %v: eu's 3 nodes synced %d times and sent us %d messages (%.2f a sync), %d batches (%.2f a message), %d payload bytes (%.0f a batch, %.0f a sync)",
+			v4, sy, m, float64(m)/float64(max(sy, 1)), n, float64(n)/float64(max(m, 1)), b, float64(b)/float64(max(n, 1)), float64(b)/float64(max(sy, 1)))
+		for j, k := range keys {
+			assert.LessOrEqual(t, got[j].Load(), int64(105), "%s: the bound of two regions", k)
+		}
+		require.Positive(t, m)
+		if v4 {
+			assert.Equal(t, m, n, "one batch a message")
+		} else {
+			assert.GreaterOrEqual(t, 2*n, 3*m, "the gateway bundles its nodes' batches: 1.5 a message or more (2.4-2.7 measured)")
+		}
 	}
 }

@@ -115,7 +115,13 @@ func (rn *Node) gainLocked(now int64, view uint64) {
 	}
 	rn.gate.pending, rn.gate.anyPending = slots{}, false
 	g := &rn.gate.gaining
-	rn.st.Gain(now, view, func(key string) bool { return g.has(slotOf([]byte(key))) })
+	var list []int
+	for s := range cluster.Slots {
+		if gained.has(s) {
+			list = append(list, s)
+		}
+	}
+	rn.st.Gain(now, view, func(key string) bool { return g.has(slotOf([]byte(key))) }, list)
 	var es []shard.Entry
 	for i := range rn.store.Shards() {
 		es = rn.store.ExportShardFunc(i, func(key []byte) bool { return gained.has(slotOf(key)) }, es[:0])
@@ -175,6 +181,9 @@ func (rn *Node) relay(p []byte) ([]byte, string) {
 		return nil, rn.refuse("a relay to unknown region " + strconv.Quote(name))
 	}
 	l := rn.links[i]
+	if l.bundles() && rn.gatewayAddr() == "" {
+		return rn.relayBundled(l, slices.Clone(batch)) // with the link's next exchange (bundle.go)
+	}
 	body, err := rn.call(l.target(), batch)
 	if err != nil {
 		l.rotate()
@@ -184,6 +193,8 @@ func (rn *Node) relay(p []byte) ([]byte, string) {
 		l.learn(a.Addrs)
 	}
 	rn.relayed.Add(1)
+	l.messages.Add(1)
+	l.carried.Add(1)
 	return body, ""
 }
 

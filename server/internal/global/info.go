@@ -63,7 +63,8 @@ func (rn *Node) Info() []Field {
 			",lag_ms=" + strconv.FormatInt(p.Lag.Milliseconds(), 10) + ",rtt_ms=" + strconv.FormatInt(p.RTT.Milliseconds(), 10) +
 			",skew_ms=" + strconv.FormatInt(p.Offset.Milliseconds(), 10) + ",unacked_keys=" + strconv.Itoa(p.Unacked) +
 			",batches=" + strconv.FormatInt(l.sent.Load(), 10) + ",bytes=" + strconv.FormatInt(l.sentBytes.Load(), 10) +
-			",failures=" + strconv.FormatInt(l.fails.Load(), 10) + ",dropped=" + strconv.FormatInt(l.dropped.Load(), 10)})
+			",failures=" + strconv.FormatInt(l.fails.Load(), 10) + ",dropped=" + strconv.FormatInt(l.dropped.Load(), 10) +
+			",messages=" + strconv.FormatInt(l.messages.Load(), 10) + ",carried=" + strconv.FormatInt(l.carried.Load(), 10)})
 		n++
 	}
 	return ps

@@ -79,12 +79,27 @@ func (rn *Node) checkSkew(l *link, skew time.Duration) {
 // the gateway (cluster.go).
 func (rn *Node) exchange(l *link, payload []byte) (*region.Ack, error) {
 	addr := l.target()
-	if gw := rn.gatewayAddr(); gw != "" {
+	var body []byte
+	var err error
+	switch gw := rn.gatewayAddr(); {
+	case gw != "":
+		for _, w := range l.takeRelays() { // relays that came while this node was the gateway
+			w.done <- relayAnswer{err: "ERR region sync: this node is no longer its region's gateway"}
+		}
 		l.relay = relayPayload(l.relay[:0], l.name, payload)
 		l.bufBytes.Store(int64(cap(l.relay) + len(payload)))
-		addr, payload = gw, l.relay
+		body, err = rn.call(gw, l.relay)
+	default:
+		if ws := l.takeRelays(); len(ws) > 0 {
+			body, err = rn.exchangeBundle(l, addr, payload, ws) // bundle.go
+			break
+		}
+		body, err = rn.call(addr, payload)
+		if err == nil {
+			l.messages.Add(1)
+			l.carried.Add(1)
+		}
 	}
-	body, err := rn.call(addr, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +142,9 @@ var errPlainRegion = errors.New("a plain-text connection: this region takes batc
 // With a cluster, it is also a node's batch for its gateway to carry to
 // another region (relay), and the gateway's part of a batch for the owner
 // of its keys' slots (part); a batch from another region is fanned out
-// to the owners (cluster.go).
+// to the owners (cluster.go). It may also be a bundle of batches from a
+// clustered region's gateway, answered with all their acknowledgements
+// (bundle.go).
 func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal string) {
 	if len(payload) > 0 && (payload[0] == msgRelay || payload[0] == msgPart) {
 		switch {
@@ -140,6 +157,17 @@ func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal strin
 		}
 		return rn.part(payload[1:], overTLS)
 	}
+	if len(payload) > 0 && payload[0] == msgBundle {
+		if rn.cfg.TLS && !overTLS {
+			return nil, rn.refuse(errPlainRegion.Error())
+		}
+		return rn.receiveBundle(payload[1:], overTLS) // bundle.go
+	}
+	return rn.receiveBatch(payload, overTLS)
+}
+
+// receiveBatch is Receive of one batch from another region.
+func (rn *Node) receiveBatch(payload []byte, overTLS bool) (ack []byte, refusal string) {
 	h, b, idx, refusal := rn.readBatch(payload, overTLS)
 	if refusal != "" {
 		return nil, refusal

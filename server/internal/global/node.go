@@ -109,6 +109,13 @@ type link struct {
 	// kept between exchanges: counted in --maxmemory (chargeLocked).
 	bufBytes atomic.Int64
 	relay    []byte // carry's buffer for a batch sent through the gateway (cluster.go)
+	// At a clustered region's gateway: the other nodes' batches waiting for
+	// the link's next exchange, the buffer that bundles them with the
+	// gateway's own (bundle.go); messages sent to l's region, and the
+	// batches they carried (own, relayed, bundled).
+	relays            relays
+	bundle            []byte
+	messages, carried atomic.Int64
 	// cur is the address l sends to now (nil: addr), and alts the
 	// addresses its region's acknowledgements named (a clustered region's
 	// nodes): when cur stops answering, l tries the next (target, rotate).
@@ -137,6 +144,9 @@ func New(cfg Config, d Delegate) (*Node, error) {
 	rc.Self, rc.Regions = rn.index[cfg.Name], len(names)
 	rc.Sync = cfg.Sync
 	rc.Epoch = d.UnixNano() // a restart is a new epoch: the others send back what they counted of this region
+	// A clustered region's gains name their slots (cluster.go): any
+	// region maps its keys to slots to take them.
+	rc.Slot = func(key string) int { return slotOf([]byte(key)) }
 	if cfg.Cluster != nil {
 		rc.Member = cfg.Cluster.Topology().Self
 	}
