@@ -211,8 +211,13 @@ func (cn *clusterNode) notePushed(slots []int) {
 // kept, or says it released the slot (it never held it: a rejoin's guess,
 // say), as any import. The table may keep giving such a slot to this
 // node, so without it the slot stayed lost until an RL.CLUSTER FORGET.
-// The caller holds switchMu, after noteLost.
-func (s *Server) lostComeBackLocked(nv *cluster.View, until time.Time) {
+// The import asks at once whether the node released the slot, rather
+// than after importWait: the slot has been down since the node died, and
+// the answer is as safe now as later (a node that hands the slot over, or
+// keeps its keys, or does not hold its lease yet, says it did not); in
+// TestRedPausedAtHeal the wait was most of the 6 s the test gives the
+// resumed node. The caller holds switchMu, after noteLost.
+func (s *Server) lostComeBackLocked(nv *cluster.View) {
 	cn := s.cl
 	tk := cn.takeover.Load()
 	if tk.LostSlots() == 0 {
@@ -230,12 +235,13 @@ func (s *Server) lostComeBackLocked(nv *cluster.View, until time.Time) {
 			bits[slot/64] |= 1 << (slot % 64)
 			continue
 		}
-		cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: until})
+		cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: time.Now()})
 		cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		back++
 	}
 	if back > 0 {
 		cn.takeover.Store(tk.WithLost(&bits))
+		time.AfterFunc(time.Millisecond, s.expireImports) // not under switchMu
 		s.log.Info("cluster: the node that held lost slots is back; importing them from it", "slots", back)
 	}
 }

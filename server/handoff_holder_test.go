@@ -71,12 +71,15 @@ func TestImportFromDeadHolderIsLost(t *testing.T) {
 	// slot from it again, which hands it over or releases it.
 	b.srv.cl.ho.set(slot, nil) // the hook's slotChange ended the import from a
 	cn.switchMu.Lock()
-	b.srv.lostComeBackLocked(cn.view(), time.Now().Add(time.Hour))
+	b.srv.lostComeBackLocked(cn.view())
 	cn.switchMu.Unlock()
 	assert.False(t, cn.takeover.Load().Lost(slot), "a is back")
 	st := b.srv.cl.ho.state(slot)
 	require.NotNil(t, st)
 	assert.Equal(t, a.name, st.peer.Name, "imported from a again")
+	assert.False(t, st.until.After(time.Now()), "asks a at once whether it released the slot, not after importWait")
+	require.Eventually(t, func() bool { return b.srv.cl.ho.state(slot) == nil && cn.holderOf(slot) == "" }, deadline, time.Millisecond,
+		"a, which never held the slot, released it: served here")
 
 	// Lost again; a's DONE (its handback) ends the loss: the state came.
 	b.srv.cl.ho.set(slot, nil)

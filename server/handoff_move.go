@@ -133,7 +133,7 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 	s.noteLost(old, nv)
 	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
-	s.lostComeBackLocked(nv, until)
+	s.lostComeBackLocked(nv)
 	for slot := range cluster.Slots {
 		had := oldCounts && old.Table.Owner(slot).Name == nv.Self
 		if to, ok := s.slotChange(old, nv, slot, had, oldCounts, until); ok {
