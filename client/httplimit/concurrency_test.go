@@ -18,7 +18,7 @@ import (
 // every lease is given back after its request.
 func TestConcurrencyLimitsInFlight(t *testing.T) {
 	c := newClient(t, startRlstore(t))
-	l, err := httplimit.NewConcurrency(httplimit.ConcurrencyConfig{Client: c, Limit: 2, Key: func(*http.Request) (string, error) { return "k", nil }})
+	l, err := httplimit.NewConcurrency(httplimit.ConcurrencyConfig{Client: c, Limit: 2, Timeout: busy, Key: func(*http.Request) (string, error) { return "k", nil }})
 	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
 	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +54,7 @@ func TestConcurrencyLimitsInFlight(t *testing.T) {
 func TestConcurrencyRenewsWhileRunning(t *testing.T) {
 	c := newClient(t, startRlstore(t))
 	const ttl = time.Second
-	l, err := httplimit.NewConcurrency(httplimit.ConcurrencyConfig{Client: c, Limit: 1, TTL: ttl, Key: func(*http.Request) (string, error) { return "k", nil }})
+	l, err := httplimit.NewConcurrency(httplimit.ConcurrencyConfig{Client: c, Limit: 1, TTL: ttl, Timeout: busy, Key: func(*http.Request) (string, error) { return "k", nil }})
 	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
 	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

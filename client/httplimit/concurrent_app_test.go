@@ -28,7 +28,7 @@ func TestConcurrentRequestsExact(t *testing.T) {
 	}
 	for name, rule := range rules {
 		t.Run(name, func(t *testing.T) {
-			l, err := httplimit.New(httplimit.Config{Client: c, Name: "conc-" + name, Rule: rule})
+			l, err := httplimit.New(httplimit.Config{Client: c, Name: "conc-" + name, Rule: rule, Timeout: busy})
 			require.NoError(t, err)
 			srv := httptest.NewServer(l.Handler(ok))
 			defer srv.Close()

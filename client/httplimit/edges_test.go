@@ -56,7 +56,7 @@ func checkEdges(c *client.Client, window time.Duration, try int) error {
 	const limit = 5
 	rule := client.Rule{Algorithm: "SLIDE", Limit: limit, Window: window}
 	prefix := fmt.Sprintf("edges:%v:%d:%d:", window, try, time.Now().UnixNano())
-	l, err := httplimit.New(httplimit.Config{Client: c, Rule: rule, KeyPrefix: prefix,
+	l, err := httplimit.New(httplimit.Config{Client: c, Rule: rule, KeyPrefix: prefix, Timeout: busy,
 		Key: func(r *http.Request) (string, error) { return r.URL.Path, nil }})
 	if err != nil {
 		return err

@@ -19,6 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// busy bounds each decision in the tests that are not about the timeout: a
+// host loaded by -race and other packages' tests answers late, not never,
+// and the 250 ms default made such answers 503s there.
+const busy = 10 * time.Second
+
 var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 
 func newClient(t *testing.T, addr string) *client.Client {
@@ -41,7 +46,7 @@ func get(h http.Handler, remote string, hdr ...string) *httptest.ResponseRecorde
 // TestThreePerTen: 200, 200, 200, then 429 with the headers and a correct Retry-After.
 func TestThreePerTen(t *testing.T) {
 	l, err := httplimit.New(httplimit.Config{
-		Client: newClient(t, startRlstore(t)), Name: "api", LegacyHeaders: true,
+		Client: newClient(t, startRlstore(t)), Name: "api", LegacyHeaders: true, Timeout: busy,
 		Rule: client.Rule{Algorithm: "SLIDE", Limit: 3, Window: 10 * time.Second},
 	})
 	require.NoError(t, err)
@@ -70,7 +75,7 @@ func TestPolicyCostJSON(t *testing.T) {
 	c := newClient(t, startRlstore(t))
 	require.NoError(t, c.PolicySet(context.Background(), "uploads", client.Policy{Rules: []client.Rule{{Algorithm: "FIXED", Limit: 10, Window: time.Hour}}}))
 	l, err := httplimit.New(httplimit.Config{
-		Client: c, Policy: "uploads", JSON: true,
+		Client: c, Policy: "uploads", JSON: true, Timeout: busy,
 		Key:  func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
 		Cost: func(*http.Request) int64 { return 4 },
 	})
@@ -155,13 +160,13 @@ func TestNewValidates(t *testing.T) {
 // keys now live under their own prefix.
 func TestDefaultKeysPerLimiter(t *testing.T) {
 	c := newClient(t, startRlstore(t))
-	login, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true,
+	login, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Timeout: busy,
 		Rule: client.Rule{Algorithm: "SLIDE", Limit: 5, Window: time.Minute}})
 	require.NoError(t, err)
-	api, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true,
+	api, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Timeout: busy,
 		Rule: client.Rule{Algorithm: "TOKEN", Limit: 3, Rate: 1, Window: time.Minute}})
 	require.NoError(t, err)
-	same, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Name: "signup",
+	same, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Timeout: busy, Name: "signup",
 		Rule: client.Rule{Algorithm: "SLIDE", Limit: 5, Window: time.Minute}})
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, get(login.Handler(ok), "203.0.113.9:1").Code)
@@ -182,16 +187,16 @@ func TestConfigErrorsNeverFailOpen(t *testing.T) {
 	c := newClient(t, startRlstore(t))
 	var logs syncBuf
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	slide, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, KeyPrefix: "shared:", Logger: logger,
+	slide, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Timeout: busy, KeyPrefix: "shared:", Logger: logger,
 		Rule: client.Rule{Algorithm: "SLIDE", Limit: 5, Window: time.Minute}})
 	require.NoError(t, err)
-	token, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, KeyPrefix: "shared:", Logger: logger,
+	token, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Timeout: busy, KeyPrefix: "shared:", Logger: logger,
 		Rule: client.Rule{Algorithm: "TOKEN", Limit: 3, Rate: 1, Window: time.Minute}})
 	require.NoError(t, err)
-	badArgs, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Logger: logger,
+	badArgs, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Timeout: busy, Logger: logger,
 		Rule: client.Rule{Algorithm: "LOG", Limit: 5000, Window: time.Minute}})
 	require.NoError(t, err)
-	noPolicy, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Logger: logger, Policy: "nope"})
+	noPolicy, err := httplimit.New(httplimit.Config{Client: c, FailOpen: true, Timeout: busy, Logger: logger, Policy: "nope"})
 	require.NoError(t, err)
 
 	assert.Equal(t, http.StatusOK, get(slide.Handler(ok), "203.0.113.9:1").Code)
@@ -219,7 +224,7 @@ func TestPolicyHeadersListEveryRule(t *testing.T) {
 		{Algorithm: "SLIDE", Limit: 100, Window: time.Minute},
 		{Algorithm: "TOKEN", Limit: 10, Rate: 1, Window: time.Second},
 	}}))
-	l, err := httplimit.New(httplimit.Config{Client: c, Policy: "api"})
+	l, err := httplimit.New(httplimit.Config{Client: c, Policy: "api", Timeout: busy})
 	require.NoError(t, err)
 	w := get(l.Handler(ok), "192.0.2.7:1")
 	require.Equal(t, http.StatusOK, w.Code)
