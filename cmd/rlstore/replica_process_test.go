@@ -293,19 +293,30 @@ func TestClusterProcessReplicaStoppedBackup(t *testing.T) {
 		time.Sleep(700 * time.Millisecond) // a measuring window of the load, not an ordering
 		return ld.roundsDone() - before
 	}
-	running := window()
-	require.NoError(t, ps[2].Cmd.Process.Signal(syscall.SIGSTOP))
-	stopped := true
+	stopped := false
 	t.Cleanup(func() {
 		if stopped {
 			_ = ps[2].Cmd.Process.Signal(syscall.SIGCONT)
 		}
 	})
-	during := window()
-	require.NoError(t, ps[2].Cmd.Process.Signal(syscall.SIGCONT))
-	stopped = false
-	t.Logf("p0's decisions on %d keys in 700ms: %d rounds with p2 answering, %d with p2 stopped (%.2fx)",
-		len(keys), running, during, float64(during)/float64(running))
+	// A window's rounds follow the host's load as much as p2: once 0.32x at
+	// load 11 under -race, against 0.95-1.06x in the runs beside it. So a
+	// pair of windows is measured again, up to three times; a primary that
+	// waited for its stopped backup would make almost no decision in any.
+	var running, during int
+	for try := 1; try <= 3; try++ {
+		running = window()
+		require.NoError(t, ps[2].Cmd.Process.Signal(syscall.SIGSTOP))
+		stopped = true
+		during = window()
+		require.NoError(t, ps[2].Cmd.Process.Signal(syscall.SIGCONT))
+		stopped = false
+		t.Logf("try %d: p0's decisions on %d keys in 700ms: %d rounds with p2 answering, %d with p2 stopped (%.2fx)",
+			try, len(keys), running, during, float64(during)/float64(running))
+		if 2*during >= running {
+			break
+		}
+	}
 	assert.GreaterOrEqual(t, float64(during), 0.5*float64(running), "a stopped backup does not slow its primary's decisions")
 
 	online := regexp.MustCompile(`rl_backup\d:name=p2,[^\r]*state=online,[^\r]*full_syncs=([2-9]|\d\d+),[^\r]*failures=[1-9]`)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -233,11 +234,15 @@ func stablePort(t *testing.T) string {
 // hold every change made before.
 func waitShipped(t *testing.T, n int, ps ...*clusterProc) {
 	t.Helper()
+	cs := make([]*redis.Client, len(ps))
+	for i, p := range ps {
+		cs[i] = newClient(t, p.addr) // one each: a client a poll kept every connection open until the test's end
+	}
 	bytes, quiet := -1, time.Now() // the condition's own: testify runs one at a time
 	require.Eventually(t, func() bool {
 		c, b := 0, 0
-		for _, p := range ps {
-			f, err := infoSection(context.Background(), newClient(t, p.addr), "replication")
+		for _, cl := range cs {
+			f, err := infoSection(context.Background(), cl, "replication")
 			require.NoError(t, err)
 			c += atoi(t, f["rl_copies"])
 			b += atoi(t, f["rl_copies_received_bytes"])
