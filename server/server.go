@@ -263,7 +263,7 @@ func New(cfg Config) (*Server, error) {
 	s.slow.SlowerThan.Store(int64(cfg.SlowlogSlowerThan))
 	s.slow.MaxLen.Store(cfg.SlowlogMaxLen)
 	s.slow.LatencyMs.Store(cfg.LatencyMonitorThreshold.Milliseconds())
-	s.dur = durable.New(durable.Config{Durability: cfg.Durability, Store: cfg.Store, Logger: cfg.Logger})
+	s.dur = durable.New(durable.Config{Durability: cfg.Durability, Store: cfg.Store, Logger: cfg.Logger, Now: s.unixNano})
 	s.register(connectionCommands())
 	s.registerSpecified(s.users.LoginCommands())
 	s.registerClient()

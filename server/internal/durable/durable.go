@@ -33,6 +33,7 @@ type Config struct {
 	Durability Durability // nil: state lives in memory only
 	Store      *shard.Map
 	Logger     *slog.Logger
+	Now        func() int64 // the server's clock, in unix nanoseconds; nil: time.Now
 }
 
 // Writes runs write commands under the durability's rules, and SAVE,

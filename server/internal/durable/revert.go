@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
@@ -123,7 +124,7 @@ func (w *Writes) revert(changes []change) {
 		for i := len(r.pending) - 1; i >= 0; i-- {
 			ch := r.pending[i]
 			mu := w.keyLocks.lockChange(&ch, w.Hooks.KeyBusy)
-			ok := w.cfg.Store.Revert(ch.key, ch.route, ch.before.ptr(), ch.after.ptr())
+			ok := w.revertOne(&ch)
 			mu.Unlock()
 			if ok {
 				w.reverted.Add(1)
@@ -139,6 +140,28 @@ func (w *Writes) revert(changes []change) {
 		r.pending = slices.Clone(r.pending[n:])
 	}
 	r.n.Store(int64(len(r.pending)))
+}
+
+// revertOne takes back one change if its key still holds the change's
+// after state. An after state that restricts nothing (a lease released, a
+// reservation settled, a window emptied) may be freed by the store's
+// sweep at any moment, and the sweep takes no key lock: a key freed so
+// still holds what the change left, as far as any request can tell, and
+// gets its before state back.
+func (w *Writes) revertOne(ch *change) bool {
+	if w.cfg.Store.Revert(ch.key, ch.route, ch.before.ptr(), ch.after.ptr()) {
+		return true
+	}
+	return ch.after.ok && ch.after.e.Expiry() <= w.now() &&
+		w.cfg.Store.Revert(ch.key, ch.route, ch.before.ptr(), nil)
+}
+
+// now is the time in unix nanoseconds, by the server's clock.
+func (w *Writes) now() int64 {
+	if w.cfg.Now != nil {
+		return w.cfg.Now()
+	}
+	return time.Now().UnixNano()
 }
 
 // settled drops the changes still waiting once a commit has succeeded:
