@@ -26,7 +26,7 @@ const (
 // as Redis's src/gcra.c does; period is in seconds and may have a fraction.
 func ParseGCRA(args [][]byte) (window.Params, int64, error) {
 	if len(args) > 7 {
-		return window.Params{}, 0, policy.Error(core.ArityError("gcra"))
+		return window.Params{}, 0, policy.Error(core.ArityError(nameGCRA))
 	}
 	burst, ok := policy.ParseInt(args[2])
 	switch {
@@ -89,7 +89,7 @@ func atLeastOne(b []byte) (int64, error) {
 // quantity of 0 peeks.
 func ParseThrottleCrab(args [][]byte) (window.Params, int64, error) {
 	if len(args) > 6 {
-		return window.Params{}, 0, policy.Error(core.ArityError("throttle"))
+		return window.Params{}, 0, policy.Error(core.ArityError(nameTHROTTLE))
 	}
 	var n [4]int64
 	n[3] = 1

@@ -14,9 +14,9 @@ import (
 // decision seam with its own reply.
 func (d *Decisions) AliasCommands() []core.Command {
 	return []core.Command{
-		{Name: "gcra", Arity: -5, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.gcra, Changes: changesKey, Group: "rl",
+		{Name: nameGCRA, Arity: -5, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.gcra, Changes: changesKey, Group: "rl",
 			Summary: "GCRA as Redis 8.8's shelved command: replies limited, max_burst+1, remaining, retry_after_s, reset_after_s"},
-		{Name: "throttle", Arity: -5, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.throttle, Changes: changesKey, Group: "rl",
+		{Name: nameTHROTTLE, Arity: -5, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.throttle, Changes: changesKey, Group: "rl",
 			Summary: "GCRA as throttlecrab's THROTTLE: replies allowed, max_burst, remaining, reset_after_s, retry_after_s"},
 	}
 }

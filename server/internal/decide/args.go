@@ -23,7 +23,7 @@ type NativeArgs struct {
 func ParseNative(kind window.Kind, args [][]byte, pc *ParamCache) (NativeArgs, error) {
 	n := 2 + policy.Arity(kind)
 	if len(args) < n {
-		return NativeArgs{}, policy.Error(core.ArityError(NativeName(kind)))
+		return NativeArgs{}, policy.Error(core.ArityError(strings.ToLower(NativeName(kind))))
 	}
 	a := NativeArgs{Key: args[1]}
 	var err error

@@ -39,12 +39,12 @@ const (
 func SlotName(slot int) string {
 	switch slot {
 	case SlotThrottle:
-		return "cl.throttle"
+		return nameThrottle
 	case SlotCheck:
-		return "rl.check"
+		return nameCheck
 	}
 	if slot > SlotCheck {
-		return [...]string{"rl.acquire", "rl.reserve", "rl.renew", "rl.release", "rl.commit", "rl.cancel"}[slot-SlotAcquire]
+		return [...]string{nameAcquire, nameReserve, nameRenew, nameRelease, nameCommit, nameCancel}[slot-SlotAcquire]
 	}
 	return "rl." + window.Kind(slot).String()
 }

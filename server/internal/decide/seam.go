@@ -15,9 +15,9 @@ import (
 // Decide; its entry (decisionEntry) declares all that the server does
 // around a decision.
 func (d *Decisions) DecisionCommands() []core.Command {
-	throttle := d.decisionEntry("cl.throttle", -5, parseThrottleReq, 1)
+	throttle := d.decisionEntry(nameThrottle, -5, parseThrottleReq, 1)
 	throttle.Peek, throttle.Blind = peekThrottle, blindThrottle
-	check := d.decisionEntry("rl.check", -3, parseCheckReq, 2)
+	check := d.decisionEntry(nameCheck, -3, parseCheckReq, 2)
 	check.Peek, check.Changes, check.Blind = peekFrom(3), d.changesCheck, blindCheck
 	check.Flags &^= core.FlagPrefetch // its key routes; the store's keys are its policy's rule keys
 	check.Summary = "Decides a request against every rule of a policy, all or nothing"

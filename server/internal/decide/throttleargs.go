@@ -19,7 +19,7 @@ const (
 // as Rust's i64::from_str reads them.
 func ParseThrottle(args [][]byte) (window.Throttle, int64, error) {
 	if len(args) < 5 || len(args) > 6 {
-		return window.Throttle{}, 0, policy.Error(core.ArityError("cl.throttle"))
+		return window.Throttle{}, 0, policy.Error(core.ArityError(nameThrottle))
 	}
 	var n [4]int64
 	n[3] = 1
