@@ -20,6 +20,8 @@ type ParamCache struct {
 	lens   [3]uint8
 	raw    [paramCacheBytes]byte
 	params window.Params
+
+	reserve reserveCache // RL.RESERVE's last request (reserve_cache.go)
 }
 
 // Parse returns kind's parameters parsed from args, which are the

@@ -30,8 +30,23 @@ func (d *Decisions) ReserveCommands() []core.Command {
 }
 
 // parseReserve parses RL.RESERVE key rule params… [COST n] TTL t [ID id].
-// pc, if not nil, caches the rule's parameters.
+// pc, if not nil, caches the request and the rule's parameters.
 func parseReserve(args [][]byte, pc *ParamCache) (shard.ReserveRequest, []byte, error) {
+	if pc == nil {
+		return parseReserveArgs(args, nil)
+	}
+	if r, id, ok := pc.reserve.parse(args); ok {
+		return r, id, nil
+	}
+	r, id, err := parseReserveArgs(args, pc)
+	if err == nil {
+		pc.reserve.keep(args, r, id)
+	}
+	return r, id, err
+}
+
+// parseReserveArgs is parseReserve without its cache of requests.
+func parseReserveArgs(args [][]byte, pc *ParamCache) (shard.ReserveRequest, []byte, error) {
 	r := shard.ReserveRequest{Op: shard.ReserveNew, Units: 1}
 	var n int
 	var err error
