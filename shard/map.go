@@ -98,6 +98,9 @@ func New(cfg Config) (*Map, error) {
 // Entry.Route), so that related keys share one lock.
 func (m *Map) hash(key []byte) uint64 {
 	if !m.customHash {
+		if isLedger(key) {
+			return ledgerHash(xxhash.Sum64(key[len(ledgerPrefix):]))
+		}
 		return xxhash.Sum64(key)
 	}
 	return m.cfg.Hash(bytes.Clone(key))

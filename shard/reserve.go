@@ -53,7 +53,7 @@ func (m *Map) Reserve(key, ledger []byte, r ReserveRequest, now int64) (ReserveR
 	h := m.hash(key)
 	s := m.shardFor(h)
 	s.mu.Lock()
-	res, err := m.reserveLocked(s, key, h, ledger, m.hash(ledger), &r, now)
+	res, err := m.reserveLocked(s, key, h, ledger, m.ledgerHashOf(key, h, ledger), &r, now)
 	s.mu.Unlock()
 	s.stats.count(res.Decision.Allowed || r.Op != ReserveNew, false, false, err)
 	return res, err
