@@ -42,7 +42,9 @@ type Lease struct {
 	deaths   map[string]uint32   // member → how many times this node saw it declared dead
 	echoed   map[string]uint32   // member → the count of its deaths it last acknowledged here (see Grants)
 	fences   map[string][]string // granter → the members its latest answer said it fences
+	fenceAt  map[string]int64    // granter → the send time of the request its latest fences answered
 	heard    map[string]struct{} // members whose answers have come at least once
+	rj       rejoins             // what tells a rejoin after an unconfirmed death: see lease_rejoin.go
 }
 
 // NewLease returns the lease of node self, whose requests a grant keeps
@@ -51,7 +53,8 @@ type Lease struct {
 func NewLease(self string, term time.Duration) *Lease {
 	return &Lease{self: self, term: int64(term), origin: time.Now(),
 		granted: map[string]int64{}, reported: map[string]uint32{}, acked: map[string]uint32{},
-		deaths: map[string]uint32{}, echoed: map[string]uint32{}, fences: map[string][]string{}, heard: map[string]struct{}{}}
+		deaths: map[string]uint32{}, echoed: map[string]uint32{}, fences: map[string][]string{}, fenceAt: map[string]int64{},
+		heard: map[string]struct{}{}, rj: newRejoins()}
 }
 
 // Origin is the time the lease's clock counts from.
@@ -125,14 +128,22 @@ func (l *Lease) AnsweredAt(now int64, from string, sent int64, granted bool, dea
 		f() // before the grant can renew the lease: the node's slots wait first
 	}
 	l.mu.Lock()
+	if f != nil {
+		l.rj.pending = true // a rejoin: its slots wait until a handback, or until its death proves unconfirmed
+	}
 	for name, n := range ack { // acknowledged only now that the slots wait
-		l.acked[name] = n
+		l.ackLocked(now, name, n)
 	}
 	if prev, ok := l.granted[from]; granted && (!ok || sent > prev) && sent <= now {
 		l.granted[from] = sent
 	}
 	l.renewLocked(now, known)
+	l.noteCleanLocked(now, from, sent, deaths)
+	u := l.decideLocked(known)
 	l.mu.Unlock()
+	if u != nil {
+		u()
+	}
 }
 
 // declaredLocked records from's count of this node's deaths. It returns
@@ -148,7 +159,7 @@ func (l *Lease) declaredLocked(now int64, from string, deaths uint32) (func(), m
 	l.heard[from] = struct{}{}
 	l.reported[from] = deaths
 	if !heard {
-		l.acked[from] = deaths
+		l.ackLocked(now, from, deaths)
 		return nil, nil
 	}
 	if l.ValidAt(now) {
@@ -209,21 +220,38 @@ func (l *Lease) AppendFenced(dst []string) []string {
 	return dst
 }
 
-// NoteFences records the members granter fences, from its latest answer.
-func (l *Lease) NoteFences(granter string, fenced []string) {
+// NoteFences records the members granter fences, from its latest answer,
+// to a request sent now.
+func (l *Lease) NoteFences(granter string, fenced []string) { l.NoteFencesAt(granter, l.Now(), fenced) }
+
+// NoteFencesAt records the members granter fences, from its answer to the
+// request this node sent at sent; an answer to an older request than the
+// latest recorded is ignored.
+func (l *Lease) NoteFencesAt(granter string, sent int64, fenced []string) {
 	l.mu.Lock()
-	l.fences[granter] = fenced
+	if at, ok := l.fenceAt[granter]; !ok || sent >= at {
+		l.fences[granter], l.fenceAt[granter] = fenced, sent
+	}
 	l.mu.Unlock()
 }
 
-// Confirmed reports whether a majority of the known members fence member,
-// this node included when it does: the member's own lease is then renewed
-// no more, and it runs out within a term of the moment the last of them
-// answered (on a node's clock that drifts at most 10%), unless the member
-// gave up its slots first. A node takes a dead member's slots over only
-// from then, and TakeoverWait later (see Membership and docs/cluster.md,
-// "Safety").
+// Confirmed is ConfirmedAt(member, known, Now()).
 func (l *Lease) Confirmed(member string, known []string) bool {
+	return l.ConfirmedAt(member, known, l.Now())
+}
+
+// ConfirmedAt reports whether a majority of the known members fence member
+// at now, this node included when it does: the member's own lease is then
+// renewed no more, and it runs out within a term of the moment the last of
+// them answered (on a node's clock that drifts at most 10%), unless the
+// member gave up its slots first. A node takes a dead member's slots over
+// only from then, and TakeoverWait later (see Membership and
+// docs/cluster.md, "Safety"). A granter's fences count only from an answer
+// to a request sent less than a term ago: a fence ends when the member
+// acknowledges the death, and an answer older than that may say it fences
+// a member that has since acknowledged (see lease_rejoin.go, which relies
+// on stale fences expiring).
+func (l *Lease) ConfirmedAt(member string, known []string, now int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -234,7 +262,7 @@ func (l *Lease) Confirmed(member string, known []string) bool {
 			if d := l.deaths[member]; d != 0 && d != l.echoed[member] {
 				n++
 			}
-		case slices.Contains(l.fences[k], member):
+		case slices.Contains(l.fences[k], member) && now-l.fenceAt[k] < l.term:
 			n++
 		}
 	}

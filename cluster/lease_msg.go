@@ -173,7 +173,7 @@ func (m *Membership) takeAnswer(b []byte, v2 bool) {
 		m.mu.Lock()
 		m.v2[from] = struct{}{}
 		m.mu.Unlock()
-		m.lease.NoteFences(from, fenced)
+		m.lease.NoteFencesAt(from, sent, fenced)
 	} else if m.speaks2(from) {
 		return // the old form's answer to a request sent before the new one's came: the new ones count
 	}
