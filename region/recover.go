@@ -103,6 +103,9 @@ func (s *Store) recover(p int, echo []Entry, done bool) {
 			}
 		}
 	}
+	if done {
+		s.peers[p].whole = false // p echoed every key of an epoch this store took as a start, or its gains since
+	}
 	if pr := &s.peers[p]; done && !pr.echoed {
 		pr.echoed = true
 		s.echoed++
@@ -139,8 +142,12 @@ func (s *Store) Gain(epoch int64, view uint64, fresh func(key string) bool, slot
 	s.cfg.Epoch = max(epoch, s.cfg.Epoch+1)
 	switch prev := s.fresh; {
 	case s.echoed < s.cfg.Regions-1 && prev == nil:
-		// Still recovering from its start: every key waits already, and
-		// the others must still take the epoch as a restart of all.
+		// Still recovering from its start: every key waits already. A
+		// region that has not yet echoed the start must still take the
+		// epoch as a restart of all (batchFor names it no slots); one
+		// that has, which echoed every key, need resend and echo only
+		// the gained slots' keys.
+		s.gained = unionSlots(s.gained, slots)
 	case s.echoed < s.cfg.Regions-1:
 		s.fresh = func(key string) bool { return prev(key) || fresh(key) } // an earlier gain still waits
 		s.gained = unionSlots(s.gained, slots)                             // a region that missed its epoch learns both

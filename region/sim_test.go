@@ -66,6 +66,11 @@ type simSchedule struct {
 	cluster bool
 	members int
 	handoff int64
+	// pull: at a move the new owner takes what the old one holds of the
+	// key (Store.Hand, Store.Take), as a node whose old owner is alive
+	// does; then the bound has no term for moves. Clustered seeds with
+	// seed/2%2 == 0.
+	pull bool
 }
 
 // clusterSeeds is where the seeds of clustered schedules start.
@@ -101,6 +106,7 @@ func newSchedule(seed uint64) simSchedule {
 	if seed >= clusterSeeds {
 		sc.cluster, sc.handoff = true, int64(2*time.Second)+int64(seed%5)*int64(time.Second)
 		sc.members = 2 + int(seed/5%3)
+		sc.pull = seed/2%2 == 0
 	}
 	switch {
 	case seed%6 == 5:
@@ -112,9 +118,9 @@ func newSchedule(seed uint64) simSchedule {
 }
 
 func (sc simSchedule) String() string {
-	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v max-remote=%d room=%d cluster=%v members=%d handoff=%v",
+	return fmt.Sprintf("seed %d: R=%d α=%.2f β=%.2f delay=%v loss=%.2f cuts=%v pattern=%d limits=%v skew=%v restart=%d at %v one-at-a-time=%v max-remote=%d room=%d cluster=%v members=%d handoff=%v pull=%v",
 		sc.seed, sc.regions, sc.escrow, sc.reserve, time.Duration(sc.delay), sc.loss, sc.cuts, sc.pattern, sc.limits, sc.skew,
-		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime, sc.maxRemote, sc.room, sc.cluster, sc.members, time.Duration(sc.handoff))
+		sc.restart, time.Duration(sc.restartAt), sc.oneAtATime, sc.maxRemote, sc.room, sc.cluster, sc.members, time.Duration(sc.handoff), sc.pull)
 }
 
 // simLinks is when each link (from, to) took its exchange in flight, or -1
@@ -183,6 +189,9 @@ type simResult struct {
 	windows  int
 	used     float64 // mean total/L over windows with traffic
 	refused  int64   // received entries refused past MaxRemote, in all regions
+	// withMoves is the largest total/Bound of any window of a clustered
+	// schedule, its key's slot moved near it or not.
+	withMoves float64
 }
 
 type simTruth struct {
@@ -398,6 +407,7 @@ func TestSimulationBound(t *testing.T) {
 	var refused, capped, cappedWorst = int64(0), 0, 0.0
 	var roomRefused, roomed, roomWorst = int64(0), 0, 0.0
 	var clustered, clusterWorst = 0, 0.0
+	var pulled, pullWorst, notPulled, notPullWorst = 0, 0.0, 0, 0.0 // clustered schedules without a restart whose moves take the old owner's units, or not: total/bound of every window, moves or not
 	for _, seed := range seeds {
 		sc := newSchedule(seed)
 		var res simResult
@@ -432,6 +442,13 @@ func TestSimulationBound(t *testing.T) {
 			if sc.restart < 0 {
 				clusterWorst = max(clusterWorst, res.ofBound)
 			}
+			switch {
+			case sc.restart >= 0:
+			case sc.pull:
+				pulled, pullWorst = pulled+1, max(pullWorst, res.withMoves)
+			default:
+				notPulled, notPullWorst = notPulled+1, max(notPullWorst, res.withMoves)
+			}
 		}
 		if sc.room > 0 {
 			roomRefused, roomed = roomRefused+res.refused, roomed+1
@@ -444,6 +461,8 @@ func TestSimulationBound(t *testing.T) {
 		require.Positive(t, roomRefused, "%d schedules with a room of %d bytes refused no entry: the room was not exercised", roomed, newSchedule(5).room)
 	}
 	t.Logf("%d schedules with a clustered region (slot owners deciding, slots moving): worst total/bound %.4f without a restart", clustered, clusterWorst)
+	t.Logf("of them without a restart, worst total/bound of every window, moves or not: %.4f in %d whose moves take the old owner's units (pull), %.4f in %d whose moves do not (their bound adds max(e, φ) a move)",
+		pullWorst, pulled, notPullWorst, notPulled)
 	t.Logf("%d schedules with a room of %d bytes: %d entries refused, worst total/bound %.4f without a restart", roomed, newSchedule(5).room, roomRefused, roomWorst)
 	if capped > 10 {
 		require.Positive(t, refused, "%d schedules with max-remote 1 refused no entry: the cap was not exercised", capped)

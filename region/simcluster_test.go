@@ -22,7 +22,9 @@ import (
 // keys' owners (Split) and answered with one acknowledgement (Merge).
 // After every window, the units all regions admitted in it must be within
 // L + (R−1)·e, plus max(e, φ) for each move of the key near the window
-// (and for a restart), R counting regions, not nodes.
+// (and for a restart), R counting regions, not nodes. In the schedules
+// with pull set the new owner also takes what the old one holds of the
+// key (Hand, Take): then a move adds nothing to the bound.
 
 // simNode is one node: a region's index and, in region 0 of a clustered
 // schedule, its member index.
@@ -133,7 +135,10 @@ func runClusterSchedule(t testing.TB, sc simSchedule) simResult {
 			if moved == 0 && sc.restart < 0 {
 				res.ofBound = max(res.ofBound, float64(total)/float64(bound))
 			}
-			bound += moved * max(e, phi)
+			res.withMoves = max(res.withMoves, float64(total)/float64(bound))
+			if !sc.pull {
+				bound += moved * max(e, phi) // with the old owner's units taken, a move loses none
+			}
 			if sc.restart >= 0 {
 				bound += max(e, phi)
 			}
@@ -182,6 +187,17 @@ func runClusterSchedule(t testing.TB, sc simSchedule) simResult {
 				}
 				if len(gained) == 0 {
 					continue
+				}
+				if sc.pull {
+					// The old owners are alive: the new one takes what they
+					// hold of its gained keys (Hand, Take), as the server
+					// pulls it from the region's other nodes at a gain.
+					for i := range keys {
+						if sc.clusterOwner(i, now) == m && sc.clusterOwner(i, now-int64(simTick)) != m {
+							old := nodes[byRegion[0][sc.clusterOwner(i, now-int64(simTick))]].st
+							nd.st.Take(old.Hand(func(key string) bool { return key == string(keys[i]) }))
+						}
+					}
 				}
 				nd.st.Gain(base+now+sc.skew[0], uint64(now/sc.handoff), func(key string) bool {
 					for _, g := range gained {

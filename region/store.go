@@ -151,9 +151,9 @@ type Store struct {
 	fresh    func(key string) bool
 	gainView uint64
 	// gained are the slots the gains since this store last recovered took
-	// (ascending), which its batches name (Batch.Gained); nil while it
-	// has not recovered from its start, which the others must take as a
-	// restart of everything.
+	// (ascending), which its batches name (Batch.Gained) to the regions
+	// that have echoed its start (peer.whole); the others must take its
+	// new epoch as a restart of everything.
 	gained []int
 }
 
@@ -166,6 +166,7 @@ func New(cfg Config) (*Store, error) {
 		measure: map[string]struct{}{}, mirror: map[string]struct{}{}, peers: make([]peer, cfg.Regions), gen: 1}
 	for i := range s.peers {
 		s.peers[i].unacked = map[string]struct{}{}
+		s.peers[i].whole = true
 	}
 	return s, nil
 }

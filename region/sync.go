@@ -104,6 +104,10 @@ type peer struct {
 	echoAll   bool
 	echoSlots map[int]struct{}
 	echoed    bool // it sent back this region's units
+	// whole: this store has not yet taken its echo since it started, so
+	// it must take any new epoch of this store as a restart of every key:
+	// batches to it name no gained slots (Gain).
+	whole bool
 
 	heardAt   int64 // this region's clock when its last batch arrived
 	ackedAt   int64 // SentAt of the newest batch it acknowledged
@@ -198,7 +202,10 @@ func (s *Store) batchFor(p int, now int64) *Batch {
 			}
 		}
 	}
-	b := &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es, Epoch: s.cfg.Epoch, Member: s.cfg.Member, Gained: s.gained}
+	b := &Batch{From: s.cfg.Self, Seq: pr.seq, SentAt: now, Final: s.final(p, now), Entries: es, Epoch: s.cfg.Epoch, Member: s.cfg.Member}
+	if !pr.whole {
+		b.Gained = s.gained
+	}
 	if pr.echoDue && retry {
 		b.EchoFor, b.Echo = pr.epochs(), s.echoFor(p)
 	}

@@ -59,12 +59,15 @@ func (b *slots) clear(s int)    { b[s/64] &^= 1 << (s % 64) }
 
 // gate is a clustered Node's record of the slots it serves: served, those
 // it decided a key of since it last came to own them; pending, those
-// first decided since the last sync, which gain at the next (their keys
-// are denied until then); gaining, those the last gains covered, whose
-// keys are region.Store's fresh ones until the echoes come.
+// first decided since the last sync, whose pull (handoff.go) the next
+// starts; pulling, those of the pulls not yet taken (pulls), which gain
+// at the first sync after their pull is done (their keys are denied until
+// then); gaining, those the last gains covered, whose keys are
+// region.Store's fresh ones until the echoes come.
 type gate struct {
-	served, pending, gaining slots
-	anyPending               bool
+	served, pending, pulling, gaining slots
+	anyPending                        bool
+	pulls                             []*pull
 }
 
 // slotOf returns key's cluster slot.
@@ -84,7 +87,7 @@ func (rn *Node) gatedLocked(key []byte) bool {
 		rn.gate.anyPending = true
 		rn.nudge()
 	}
-	return rn.gate.pending.has(s)
+	return rn.gate.pending.has(s) || rn.gate.pulling.has(s)
 }
 
 // recovering is a decision denied while the node gains the key's slot.
@@ -92,28 +95,51 @@ func (rn *Node) recovering(lim int64) window.Decision {
 	return window.Decision{Limit: lim, Wait: rn.cfg.Sync}
 }
 
-// gainDue reports whether a slot waits for its gain (at the next sync).
+// gainDue reports whether a slot waits for its pull or its gain (at the
+// next sync).
 func (rn *Node) gainDue() bool {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	return rn.gate.anyPending
+	if rn.gate.anyPending {
+		return true
+	}
+	for _, p := range rn.gate.pulls {
+		if p.done {
+			return true
+		}
+	}
+	return false
 }
 
-// gainLocked takes a new epoch for the slots first decided since the last
-// sync (region.Store.Gain), and takes back their keys' units from the key
-// store's copies, which the handoff or the replicas brought.
+// gainLocked takes a new epoch for the slots whose pull is done
+// (region.Store.Gain), takes back their keys' units from the key store's
+// copies, which the handoff or the replicas brought, and takes what the
+// region's other nodes held of them (handoff.go).
 func (rn *Node) gainLocked(now int64, view uint64) {
-	if !rn.gate.anyPending {
+	if len(rn.gate.pulls) > 0 {
+		rn.gainPulledLocked(now, view)
+	}
+}
+
+// gainPulledLocked is gainLocked once some pull was started (its slot
+// sets live on the heap: a sync with none allocates nothing).
+func (rn *Node) gainPulledLocked(now int64, view uint64) {
+	done, gained, any := rn.donePullsLocked()
+	if len(done) == 0 {
+		return
+	}
+	for _, p := range done {
+		rn.store.Hold(-p.bytes) // taken below, or let go
+	}
+	if !any {
 		return
 	}
 	if rn.st.Recovered() {
 		rn.gate.gaining = slots{}
 	}
-	gained := rn.gate.pending
 	for i := range gained {
 		rn.gate.gaining[i] |= gained[i]
 	}
-	rn.gate.pending, rn.gate.anyPending = slots{}, false
 	g := &rn.gate.gaining
 	var list []int
 	for s := range cluster.Slots {
@@ -128,6 +154,14 @@ func (rn *Node) gainLocked(now int64, view uint64) {
 		for _, e := range es {
 			if k := e.Params.Kind; (k == window.KindSlide || k == window.KindFixed) && rn.Global(e.Key) {
 				rn.st.Restore(region.Own{Key: string(e.Key), Params: e.Params, State: e.State, Counters: e.Counters})
+			}
+		}
+	}
+	in := func(key string) bool { return gained.has(slotOf([]byte(key))) }
+	for _, p := range done {
+		for _, h := range p.held {
+			if h != nil {
+				rn.taken.Add(int64(rn.st.Take(heldOf(h, in))))
 			}
 		}
 	}
@@ -221,6 +255,7 @@ func (rn *Node) fanOut(h region.Header, b *region.Batch, idx int) (*region.Ack, 
 		}
 	}
 	if len(t.Names) < 2 || self < 0 {
+		b.View = t.View // every key is this node's: an echo answers a gain of this view
 		return rn.receiveLocal(b, idx), ""
 	}
 	parts := region.Split(b, len(t.Names), func(key string) int { return t.Owner([]byte(key)) }, t.View)

@@ -140,13 +140,14 @@ var errPlainRegion = errors.New("a plain-text connection: this region takes batc
 // logs.
 //
 // With a cluster, it is also a node's batch for its gateway to carry to
-// another region (relay), and the gateway's part of a batch for the owner
-// of its keys' slots (part); a batch from another region is fanned out
+// another region (relay), the gateway's part of a batch for the owner
+// of its keys' slots (part), and a node's ask for what this one holds of
+// slots it gained (hand, handoff.go); a batch from another region is fanned out
 // to the owners (cluster.go). It may also be a bundle of batches from a
 // clustered region's gateway, answered with all their acknowledgements
 // (bundle.go).
 func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal string) {
-	if len(payload) > 0 && (payload[0] == msgRelay || payload[0] == msgPart) {
+	if len(payload) > 0 && (payload[0] == msgRelay || payload[0] == msgPart || payload[0] == msgPull) {
 		switch {
 		case rn.cfg.Cluster == nil:
 			return nil, rn.refuse(errNotClustered.Error())
@@ -154,6 +155,8 @@ func (rn *Node) Receive(payload []byte, overTLS bool) (ack []byte, refusal strin
 			return nil, rn.refuse(errPlainRegion.Error())
 		case payload[0] == msgRelay:
 			return rn.relay(payload[1:])
+		case payload[0] == msgPull:
+			return rn.hand(payload[1:]) // handoff.go
 		}
 		return rn.part(payload[1:], overTLS)
 	}

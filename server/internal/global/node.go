@@ -80,6 +80,7 @@ type Node struct {
 	mirrorFailed atomic.Int64 // own units the key store had no room to copy (keys.go)
 
 	wake    chan struct{}
+	syncMu  sync.Mutex      // one SyncOnce at a time
 	ready   []bool          // syncOnce's scratch, by link index
 	batches []*region.Batch // syncOnce's scratch: the batches of the last sync, handed to the links
 	links   []*link         // by index; nil at Self
@@ -89,6 +90,9 @@ type Node struct {
 
 	gate               gate         // the slots served, with a cluster (cluster.go); guarded by mu
 	relayed, partFails atomic.Int64 // batches carried for this region's other nodes; parts an owner did not answer
+	// pulls a node did not answer; pulls this node answered; buckets its
+	// gains raised by what the others held (handoff.go)
+	pullFails, handed, taken atomic.Int64
 }
 
 // link carries batches to one other region, one at a time.
@@ -225,7 +229,7 @@ func (rn *Node) Decide(key []byte, lim region.Limit, now, cost int64, peek bool)
 func (rn *Node) run(done <-chan struct{}) {
 	t := time.NewTicker(rn.cfg.Sync)
 	defer t.Stop()
-	last := time.Time{}
+	last := time.Now() // a nudge at start waits a tenth of the interval too
 	for {
 		select {
 		case <-done:
@@ -246,19 +250,22 @@ func (rn *Node) run(done <-chan struct{}) {
 }
 
 // SyncOnce makes this sync's batches and hands them to the links that are
-// free. The sync loop calls it every interval; tests may call it.
+// free. The sync loop calls it every interval; tests may call it too.
 func (rn *Node) SyncOnce() {
+	rn.syncMu.Lock() // its scratch (ready, batches) is the sync's own
+	defer rn.syncMu.Unlock()
 	now := rn.d.UnixNano()
-	var view uint64
+	var t Topology
 	if rn.cfg.Cluster != nil && rn.gainDue() {
-		view = rn.cfg.Cluster.Topology().View // not under mu: the topology may run the table-change hooks (OnTable)
+		t = rn.cfg.Cluster.Topology() // not under mu: the topology may run the table-change hooks (OnTable)
 	}
 	rn.ready = rn.ready[:0]
 	for _, l := range rn.links {
 		rn.ready = append(rn.ready, l != nil && !l.busy.Load())
 	}
 	rn.mu.Lock()
-	rn.gainLocked(now, view) // cluster.go
+	rn.startPullsLocked(t)     // handoff.go
+	rn.gainLocked(now, t.View) // cluster.go
 	bs := rn.st.AppendSync(rn.batches, now, rn.ready)
 	rn.batches = bs
 	rn.st.Sweep(now, 4096)
