@@ -1,5 +1,7 @@
 package region
 
+import "unsafe"
+
 // A region made of a cluster is one decider per key: each node keeps a
 // Store with the region's index (and its own Config.Member), holding the
 // global keys of the slots it owns. One gateway per region carries the
@@ -96,4 +98,27 @@ func Merge(b *Batch, parts []Part, acks []*Ack) *Ack {
 		}
 	}
 	return out
+}
+
+// partBytes is about what a part holds besides its entries: its Batch (a
+// copy of the header) and the Part.
+const partBytes = int64(unsafe.Sizeof(Batch{}) + unsafe.Sizeof(Part{}))
+
+// PartsBytes returns about what a fan-out's parts hold while they are in
+// flight, for --maxmemory: their copies of the batch's entries and echo,
+// the maps back to the batch's entries, and their headers.
+func PartsBytes(parts []Part) int64 {
+	n := int64(0)
+	for _, p := range parts {
+		n += partBytes + linkEntryBytes*int64(cap(p.Batch.Entries)+cap(p.Batch.Echo)) + int64(cap(p.Index))*int64(unsafe.Sizeof(0))
+	}
+	return n
+}
+
+// RefusedBytes returns what an acknowledgement's refused indexes hold.
+func RefusedBytes(a *Ack) int64 {
+	if a == nil {
+		return 0
+	}
+	return int64(cap(a.Refused)) * int64(unsafe.Sizeof(0))
 }

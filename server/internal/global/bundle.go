@@ -63,6 +63,8 @@ func (l *link) bundles() bool { return l.version() >= bundleVersion }
 // its answer: at most a sync interval and the exchange's timeout.
 func (rn *Node) relayBundled(l *link, batch []byte) ([]byte, string) {
 	w := &relayWait{batch: batch, done: make(chan relayAnswer, 1)}
+	rn.store.Hold(int64(cap(batch))) // in --maxmemory while it waits
+	defer rn.store.Hold(-int64(cap(batch)))
 	l.relays.mu.Lock()
 	l.relays.waiting = append(l.relays.waiting, w)
 	l.relays.mu.Unlock()

@@ -259,6 +259,9 @@ func (rn *Node) fanOut(h region.Header, b *region.Batch, idx int) (*region.Ack, 
 		return rn.receiveLocal(b, idx), ""
 	}
 	parts := region.Split(b, len(t.Names), func(key string) int { return t.Owner([]byte(key)) }, t.View)
+	held := region.PartsBytes(parts) // in --maxmemory while the parts are out, with the acks' refusals
+	rn.store.Hold(held)
+	defer func() { rn.store.Hold(-held) }()
 	acks := make([]*region.Ack, len(parts))
 	var wg sync.WaitGroup
 	for i := range parts {
@@ -284,6 +287,12 @@ func (rn *Node) fanOut(h region.Header, b *region.Batch, idx int) (*region.Ack, 
 	}
 	acks[self] = rn.receiveLocal(parts[self].Batch, idx)
 	wg.Wait()
+	refused := int64(0)
+	for _, a := range acks {
+		refused += region.RefusedBytes(a)
+	}
+	rn.store.Hold(refused)
+	held += refused
 	a := region.Merge(b, parts, acks)
 	if a == nil {
 		if len(b.EchoFor) > 0 {
