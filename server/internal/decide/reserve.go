@@ -150,9 +150,12 @@ func (d *Decisions) reserve(x *core.Session, key []byte, r *shard.ReserveRequest
 		x.Out.WriteError(string(ErrReserved))
 		return shard.ReserveResult{}, false
 	}
-	var buf [320]byte // the ledger's key, on the stack unless key is long
-	ledger := policy.AppendLedgerKey(buf[:0], key)
-	res, err := d.store.Reserve(key, ledger, *r, d.front.Now(x))
+	// The ledger's key is built in the session's scratch buffer, which the
+	// reply is written in only later: the store copies what it keeps. A
+	// buffer on the stack for any key but a long one was 320 bytes to zero
+	// at every command.
+	x.Scratch = policy.AppendLedgerKey(x.Scratch[:0], key)
+	res, err := d.store.Reserve(key, x.Scratch, *r, d.front.Now(x))
 	if err != nil {
 		x.Out.WriteError(reserveError(err))
 		return res, false
