@@ -54,6 +54,12 @@ var (
 	simHolder      = os.Getenv("RL_SIM_HOLDER") != "0"      // RELEASED names the node that holds a slot (ASK), and a gained slot imports from it (the server's holder)                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
 	simUnconfirmed = os.Getenv("RL_SIM_UNCONFIRMED") != "0" // a rejoin proved to follow an unconfirmed death serves its own slots from its keys (Lease.OnUnconfirmed)
 	simTCPDrop     = os.Getenv("RL_SIM_TCPDROP") == "1"     // the network drops RL.PEER messages as it drops packets (see send)
+	// simPullCopies (RL_SIM_PULLCOPIES=1) is a candidate fix of cause A
+	// (testdata/sim-admission-seeds.txt), not the server's behaviour: a
+	// backup answers a PULL with DONE only for the slots it holds copies
+	// of, so that a restarted process's import of a slot whose state died
+	// elsewhere is not ended by an answer that knows nothing of it.
+	simPullCopies = os.Getenv("RL_SIM_PULLCOPIES") == "1"
 )
 
 // simCounts counts, over a test's schedules, the rejoins and what the
@@ -522,6 +528,9 @@ func (s *sim) backedUp(i int, from string, slots []int) simMsg {
 		_, importing := n.importing[slot]
 		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from && !moving && !importing {
 			c, ok := n.copies[slot]
+			if !ok && simPullCopies {
+				continue // the candidate fix of cause A: no DONE without copies
+			}
 			if !ok {
 				c = -1 // no copy: the node keeps what it has
 			}
