@@ -256,7 +256,8 @@ func (rn *Node) SyncOnce() {
 	defer rn.syncMu.Unlock()
 	now := rn.d.UnixNano()
 	var t Topology
-	if rn.cfg.Cluster != nil && rn.gainDue() {
+	due := rn.cfg.Cluster != nil && rn.gainDue()
+	if due {
 		t = rn.cfg.Cluster.Topology() // not under mu: the topology may run the table-change hooks (OnTable)
 	}
 	rn.ready = rn.ready[:0]
@@ -264,8 +265,10 @@ func (rn *Node) SyncOnce() {
 		rn.ready = append(rn.ready, l != nil && !l.busy.Load())
 	}
 	rn.mu.Lock()
-	rn.startPullsLocked(t)     // handoff.go
-	rn.gainLocked(now, t.View) // cluster.go
+	if due { // else a slot first decided since gainDue waits for the next sync, which reads the view
+		rn.startPullsLocked(t)     // handoff.go
+		rn.gainLocked(now, t.View) // cluster.go
+	}
 	bs := rn.st.AppendSync(rn.batches, now, rn.ready)
 	rn.batches = bs
 	rn.st.Sweep(now, 4096)
