@@ -60,6 +60,7 @@ var (
 	// of, so that a restarted process's import of a slot whose state died
 	// elsewhere is not ended by an answer that knows nothing of it.
 	simPullCopies = os.Getenv("RL_SIM_PULLCOPIES") == "1"
+	simCutHandoff = os.Getenv("RL_SIM_CUTHANDOFF") == "1" // a handoff across a cut counts as done (see unreachable)
 )
 
 // simCounts counts, over a test's schedules, the rejoins and what the
@@ -290,7 +291,7 @@ func (s *sim) rebuild(i int) {
 			}
 			to := s.index(tb.Owner(slot).Name)
 			served := n.died[s.known[to]] && !importing // the server's replace mode: it saw the member's death confirmed
-			if !n.lease.ServesAt(n.local(s.now)) {
+			if !n.lease.ServesAt(n.local(s.now)) || s.unreachable(i, to) {
 				n.out[slot] = simOut{to: to, since: n.local(s.now), replace: served} // only a node that holds its lease hands over
 				continue
 			}
@@ -837,6 +838,18 @@ func (s *sim) noteFormer(i int, old, nt *Table) {
 	}
 }
 
+// unreachable reports whether node i's handoff to node to fails now: a
+// cut between them. The server's last copy is an IMPORT whose answer must
+// come before its cut; when the new owner cannot be reached it serves the
+// slots on and retries, until migrateWait (abandon). Before, the model
+// sent the handoff's DONE and counted the slots as handed over whatever
+// the cut, and the old owner, its record naming the new owner, then
+// released the slots to it (seed 1850: served from older keys).
+// RL_SIM_CUTHANDOFF=1 models it as before.
+func (s *sim) unreachable(i, to int) bool {
+	return !simCutHandoff && s.cut[i][to]
+}
+
 // send sends m. Lease requests and answers go over gossip's packets, and
 // the network drops simDropPct of them; the other messages are the
 // server's RL.PEER commands on TCP connections, answered and retried, and
@@ -1028,7 +1041,7 @@ func (s *sim) tick(i int) {
 	for _, slot := range slices.Sorted(maps.Keys(n.out)) {
 		o := n.out[slot]
 		switch {
-		case n.lease.ServesAt(now):
+		case n.lease.ServesAt(now) && !s.unreachable(i, o.to):
 			if outs[o.to] == nil {
 				outs[o.to] = &simMsg{kind: simDone, from: i, to: o.to, replace: true}
 			}
