@@ -135,6 +135,14 @@ func (c regionCluster) Topology() global.Topology {
 	return t
 }
 
+// Importing reports whether this node is taking slot over from its old
+// owner: the regions' node refuses the other regions' entries of it until
+// the cut (server/internal/global/handoff.go).
+func (c regionCluster) Importing(slot int) bool {
+	st := c.s.cl.ho.state(slot)
+	return st != nil && st.now() == modeImporting
+}
+
 // globalConfig is cfg with its defaults taken, as the regions' node takes it.
 func globalConfig(cfg RegionConfig) (global.Config, error) {
 	if cfg.Name == "" || len(cfg.Peers) == 0 || len(cfg.Secret) == 0 || cfg.Forwarder == nil {

@@ -137,3 +137,118 @@ func TestRegionHandoffTakesOldOwnersUnits(t *testing.T) {
 	assert.NotContains(t, inf, "rl_region_taken:0\r\n", "node0 took what node1 held")
 	assert.NotContains(t, regionInfoOf(t, oldRDB), "rl_region_handed:0\r\n", "node1 answered the pulls")
 }
+
+// holdMoves holds the handoff's copies (the mover's forwards) while armed,
+// until released: the old owner stays in the copy phase, deciding the
+// moving slots' keys.
+type holdMoves struct {
+	cluster.Forwarder
+	armed    atomic.Bool
+	held     chan struct{} // closed when it holds one
+	released chan struct{}
+}
+
+func (h *holdMoves) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
+	if h.armed.CompareAndSwap(true, false) {
+		close(h.held)
+		<-h.released
+		ctx = context.Background() // held past its timeout
+	}
+	return h.Forwarder.Forward(ctx, addr, cmds)
+}
+
+// TestRegionHandoffCopyPhase: eu is node1, then node0 joins; node1's
+// copy of the moving slots is held, so node1 still decides their keys
+// while the table (and so eu's fan-out) already gives them to node0.
+// node1 admits a moving key once, then us asks for it, then node1 again.
+// node0, importing, refuses us's entries of the slot: us holds them
+// unacknowledged, so it stops at its reserve (25 of L = 100), and node1
+// takes the rest. Before, node0 counted and acknowledged them, so us took
+// 74 on the word of a node that did not decide the key, node1 never saw
+// them and took 74 more.
+func TestRegionHandoffCopyPhase(t *testing.T) {
+	secret := []byte("region handoff test")
+	lnUS, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	regionCfg := func(name, peer, addr string) *RegionConfig {
+		p := cluster.NewPeers(cluster.PeersConfig{Name: name, Secret: secret, Conns: 1, Timeout: 300 * time.Millisecond})
+		t.Cleanup(p.Close)
+		return &RegionConfig{Name: name, Peers: []RegionPeer{{Name: peer, Addr: addr}}, Secret: secret,
+			Sync: 20 * time.Millisecond, Timeout: 300 * time.Millisecond, Forwarder: p}
+	}
+	hold := &holdMoves{held: make(chan struct{}), released: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold.released) }) }
+	t.Cleanup(release)
+	old := startTestNode(t, "node1", nil, clusterOpts{secret: secret, config: func(c *Config) {
+		c.Region = regionCfg("eu", "us", lnUS.Addr().String())
+	}, wrapMover: func(f cluster.Forwarder) cluster.Forwarder {
+		hold.Forwarder = f
+		return hold
+	}})
+	waitOwners(t, []*testNode{old}, 1)
+	us := newTestServer(t, Config{Listener: lnUS, Region: regionCfg("us", "eu", old.addr)})
+	usRDB := redis.NewClient(&redis.Options{Addr: serveTest(t, us), Protocol: 2})
+	oldRDB := redis.NewClient(&redis.Options{Addr: old.addr, Protocol: 2})
+	t.Cleanup(func() { _ = usRDB.Close(); _ = oldRDB.Close() })
+	ctx := context.Background()
+	for _, c := range []*redis.Client{oldRDB, usRDB} {
+		require.Eventually(t, func() bool {
+			inf, err := c.Info(ctx, "regions").Result()
+			return err == nil && strings.Contains(inf, "rl_region_recovered:1") && strings.Contains(inf, "state=up")
+		}, deadline, 10*time.Millisecond, "node1's and us's links up, each recovered")
+	}
+
+	hold.armed.Store(true)
+	joined := time.Now()
+	joiner := startTestNode(t, "node0", []string{old.ml.GossipAddr()}, clusterOpts{secret: secret, config: func(c *Config) {
+		c.Region = regionCfg("eu", "us", lnUS.Addr().String())
+	}})
+	nodes := []*testNode{joiner, old}
+	waitOwners(t, nodes, 2)
+	select {
+	case <-hold.held:
+	case <-time.After(deadline):
+		t.Fatal("node1 made no copy")
+	}
+	var k string
+	for _, key := range testKeys("copy:", 64) {
+		if ownerOf(nodes, key) == joiner {
+			k = key
+			break
+		}
+	}
+	require.NotEmpty(t, k, "a key moves to node0")
+	newRDB := redis.NewClient(&redis.Options{Addr: joiner.addr, Protocol: 2})
+	t.Cleanup(func() { _ = newRDB.Close() })
+	var byUS, byOld, byNew int64
+	asks := func(c *redis.Client, n *int64, most int64, d time.Duration) {
+		for until := time.Now().Add(d); *n < most && time.Now().Before(until); {
+			v, err := c.Do(ctx, "RL.FIXED", k, 100, regionWindow).Slice()
+			if err == nil && v[0].(int64) == 1 {
+				*n++
+			}
+			time.Sleep(time.Millisecond) // the client's pace, not an ordering
+		}
+	}
+	asks(oldRDB, &byOld, 1, time.Second)             // node1 decides the key in its copy phase (it gains the slot again, and asks node0)
+	asks(usRDB, &byUS, 75, time.Second)              // then us: its reserve, 25, with node0 refusing; 74 before
+	asks(oldRDB, &byOld, 100, 1500*time.Millisecond) // then node1 again
+	if time.Since(joined) > 4*time.Second {
+		release()
+		t.Skipf("the host is too slow: node0's import may have given up waiting (after 5 s) before the phase ended (%v)", time.Since(joined))
+	}
+	refused := regionInfoOf(t, newRDB)
+	release()
+	waitSettled(t, nodes)
+	until := time.Now().Add(deadline)
+	for byUS+byOld+byNew < 100 && time.Now().Before(until) {
+		asks(newRDB, &byNew, 100, 50*time.Millisecond)
+		asks(usRDB, &byUS, 100, 50*time.Millisecond)
+	}
+	total := byUS + byOld + byNew
+	t.Logf("%s: in node1's copy phase us %d, node1 %d; after the cut node0 %d: %d of L 100 (bound L + e = 105)", k, byUS, byOld, byNew, total)
+	assert.NotContains(t, refused, "rl_region_import_refused:0\r\n", "node0 refused us's entries while importing")
+	assert.LessOrEqual(t, total, int64(105), "the bound of two regions, across the copy phase")
+	assert.GreaterOrEqual(t, total, int64(97), "the budget is not wasted")
+}

@@ -30,6 +30,9 @@ import (
 type Cluster interface {
 	// Topology returns the cluster's current membership view.
 	Topology() Topology
+	// Importing reports whether this node is taking slot over from its
+	// old owner, which decides its keys until the handoff's cut.
+	Importing(slot int) bool
 }
 
 // Topology is one membership view, as a Node needs it.

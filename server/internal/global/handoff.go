@@ -1,6 +1,7 @@
 package global
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -165,5 +166,62 @@ func heldOf(h *region.Held, in func(key string) bool) *region.Held {
 			}
 		}
 	}
+	return out
+}
+
+// A slot's new owner gets the other regions' entries of its keys (the
+// fan-out goes by the table) from the table's change on, while the old
+// owner still decides them until the handoff's cut. Were it to count and
+// acknowledge them, the other region would take them as counted by this
+// region, though the node that decides them has not: each would admit on
+// top of the other. So a node refuses the entries of the slots it is
+// importing (Ack.Refused): they stay unacknowledged at their sender,
+// within its escrow, and it sends them again after Retry; after the cut
+// the new owner's gain makes it resend them all anyway.
+
+// notImporting returns b without the entries of slots this node is
+// importing, and their indexes in b (ascending); b itself when it has none.
+func (rn *Node) notImporting(b *region.Batch) (*region.Batch, []int) {
+	if rn.cfg.Cluster == nil {
+		return b, nil
+	}
+	var importing []int
+	for i := range b.Entries {
+		if rn.cfg.Cluster.Importing(slotOf([]byte(b.Entries[i].Key))) {
+			importing = append(importing, i)
+		}
+	}
+	if len(importing) == 0 {
+		return b, nil
+	}
+	c := *b
+	c.Entries = make([]region.Entry, 0, len(b.Entries)-len(importing))
+	next := 0
+	for i, e := range b.Entries {
+		if next < len(importing) && importing[next] == i {
+			next++
+			continue
+		}
+		c.Entries = append(c.Entries, e)
+	}
+	rn.importRefused.Add(int64(len(importing)))
+	return &c, importing
+}
+
+// refusedToo maps refused, indexes into notImporting's batch's entries,
+// back to the original batch's, and adds importing (the original's
+// indexes of the entries left out): the batch's refused entries, ascending.
+func refusedToo(refused, importing []int) []int {
+	out := make([]int, 0, len(refused)+len(importing))
+	// kept's entry j is the batch's j + (how many importing come before it).
+	k := 0
+	for _, j := range refused {
+		for k < len(importing) && importing[k] <= j+k {
+			k++
+		}
+		out = append(out, j+k)
+	}
+	out = append(out, importing...)
+	slices.Sort(out)
 	return out
 }

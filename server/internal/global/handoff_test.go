@@ -23,10 +23,13 @@ import (
 // fakeCluster is eu's membership: every node named, all alive, and the
 // owner of every key as the test sets it.
 type fakeCluster struct {
-	self  string
-	names []string
-	owner *int // index in names
+	self      string
+	names     []string
+	owner     *int // index in names
+	importing *bool
 }
+
+func (c fakeCluster) Importing(int) bool { return c.importing != nil && *c.importing }
 
 func (c fakeCluster) Topology() Topology {
 	addrs := make([]string, len(c.names))
@@ -157,4 +160,44 @@ func TestFanOutPartsInMaxMemory(t *testing.T) {
 	assert.GreaterOrEqual(t, during, int64(1000*unsafe.Sizeof(region.Entry{})), "the part's entries count while it is out")
 	assert.Zero(t, after, "and are let go when the fan-out ends")
 	assert.Equal(t, int64(1), a.partFails.Load())
+}
+
+// TestRefusedToo: the refusals of the entries a node counted, mapped back
+// to the batch's indexes, with the entries of the slots it imports.
+func TestRefusedToo(t *testing.T) {
+	// batch 0..7, importing 1, 4, 5: kept are 0 2 3 6 7 (kept indexes 0..4)
+	assert.Equal(t, []int{1, 3, 4, 5, 7}, refusedToo([]int{2, 4}, []int{1, 4, 5}))
+	assert.Equal(t, []int{0, 1, 4, 5}, refusedToo([]int{0}, []int{1, 4, 5}))
+	assert.Equal(t, []int{1, 4, 5, 6}, refusedToo([]int{3}, []int{1, 4, 5}))
+	assert.Equal(t, []int{0, 1}, refusedToo(nil, []int{0, 1}))
+}
+
+// TestImportingRefused: a node refuses the other regions' entries of the
+// slots it is importing (their old owner still decides them until the
+// cut): they stay unacknowledged at the sender. Once it no longer
+// imports, it counts them.
+func TestImportingRefused(t *testing.T) {
+	owner, importing := 0, true
+	st, err := shard.New(shard.Config{})
+	require.NoError(t, err)
+	a, err := New(Config{Name: "eu", Peers: []Peer{{Name: "us", Addr: "us:1"}},
+		Sync: 100 * time.Millisecond, Timeout: time.Second, Model: region.Defaults(0, 1), Keys: [][]byte{[]byte("k")},
+		Forwarder: &inProcess{}, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Cluster: fakeCluster{self: "a", names: []string{"a"}, owner: &owner, importing: &importing}}, clock(time.Now().UnixNano()))
+	require.NoError(t, err)
+	lim := region.Limit{Kind: window.KindFixed, Limit: 100, Window: time.Minute}
+	batch := &region.Batch{Seq: 1, SentAt: 1, Epoch: 1, Entries: []region.Entry{{Key: "k", Limit: lim, Bucket: 1, Count: 3}}}
+	receive := func() *region.Ack {
+		body, refusal := a.Receive(region.AppendBatch(nil, a.rc.Header("us"), batch), false)
+		require.Empty(t, refusal)
+		_, ack, err := region.ReadAck(body)
+		require.NoError(t, err)
+		return ack
+	}
+	assert.Equal(t, []int{0}, receive().Refused, "importing: refused")
+	assert.Zero(t, a.st.Keys(), "and not counted")
+	importing = false
+	batch.Seq = 2
+	assert.Empty(t, receive().Refused, "after the cut: counted")
+	assert.Equal(t, 1, a.st.Keys())
 }

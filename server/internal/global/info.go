@@ -49,7 +49,7 @@ func (rn *Node) Info() []Field {
 		ps = append(ps, Field{"rl_region_member", rn.rc.Member}, Field{"rl_region_gateway", gw},
 			Field{"rl_region_relayed", rn.relayed.Load()}, Field{"rl_region_parts_failed", rn.partFails.Load()},
 			Field{"rl_region_handed", rn.handed.Load()}, Field{"rl_region_taken", rn.taken.Load()},
-			Field{"rl_region_pulls_failed", rn.pullFails.Load()})
+			Field{"rl_region_pulls_failed", rn.pullFails.Load()}, Field{"rl_region_import_refused", rn.importRefused.Load()})
 	}
 	n := 0
 	for i, l := range rn.links {

@@ -216,11 +216,15 @@ func (rn *Node) readBatch(payload []byte, overTLS bool) (region.Header, *region.
 func (rn *Node) receiveLocal(b *region.Batch, idx int) *region.Ack {
 	b.From = idx
 	rn.received.Add(1)
+	kept, importing := rn.notImporting(b) // handoff.go
 	now := rn.d.UnixNano()
 	rn.mu.Lock()
-	a := rn.st.Receive(b, now)
+	a := rn.st.Receive(kept, now)
 	rn.chargeLocked()
 	rn.mu.Unlock()
+	if a != nil && len(importing) > 0 {
+		a.Refused = refusedToo(a.Refused, importing)
+	}
 	return a
 }
 

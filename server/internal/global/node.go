@@ -93,6 +93,7 @@ type Node struct {
 	// pulls a node did not answer; pulls this node answered; buckets its
 	// gains raised by what the others held (handoff.go)
 	pullFails, handed, taken atomic.Int64
+	importRefused            atomic.Int64 // entries refused for a slot this node is importing (handoff.go)
 }
 
 // link carries batches to one other region, one at a time.
