@@ -99,7 +99,10 @@ func (s *Server) regionTable(_, nv *cluster.View) {
 	if nv.Table == nil {
 		return
 	}
-	s.reg.OnTable(func(slot int) bool { return nv.Table.Owner(slot).Name == nv.Self })
+	s.reg.OnTable(func(slot int) bool { return nv.Table.Owner(slot).Name == nv.Self }, func(slot int) bool {
+		st := s.cl.ho.state(slot) // the handoff's hook ran first: a migration out is in its copy phase
+		return st != nil && (st.now() == modeCopying || st.now() == modeGated)
+	})
 }
 
 // regionCluster is the cluster as the regions' node sees it (global.Cluster).

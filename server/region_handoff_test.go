@@ -160,7 +160,9 @@ func (h *holdMoves) Forward(ctx context.Context, addr string, cmds [][][]byte) (
 // TestRegionHandoffCopyPhase: eu is node1, then node0 joins; node1's
 // copy of the moving slots is held, so node1 still decides their keys
 // while the table (and so eu's fan-out) already gives them to node0.
-// node1 admits a moving key once, then us asks for it, then node1 again.
+// node1 admits a moving key once before the join and once in its copy
+// phase (at once: it still serves the slot, so it does not gain it again,
+// as it did before), then us asks for it, then node1 again.
 // node0, importing, refuses us's entries of the slot: us holds them
 // unacknowledged, so it stops at its reserve (25 of L = 100), and node1
 // takes the rest. Before, node0 counted and acknowledged them, so us took
@@ -199,6 +201,14 @@ func TestRegionHandoffCopyPhase(t *testing.T) {
 		}, deadline, 10*time.Millisecond, "node1's and us's links up, each recovered")
 	}
 
+	candidates := testKeys("copy:", 16)
+	for _, key := range candidates { // node1 serves every key's slot before the join
+		require.Eventually(t, func() bool {
+			v, err := oldRDB.Do(ctx, "RL.FIXED", key, 100, regionWindow).Slice()
+			return err == nil && v[0].(int64) == 1
+		}, deadline, 5*time.Millisecond, "node1 admits %s", key)
+	}
+
 	hold.armed.Store(true)
 	joined := time.Now()
 	joiner := startTestNode(t, "node0", []string{old.ml.GossipAddr()}, clusterOpts{secret: secret, config: func(c *Config) {
@@ -212,7 +222,7 @@ func TestRegionHandoffCopyPhase(t *testing.T) {
 		t.Fatal("node1 made no copy")
 	}
 	var k string
-	for _, key := range testKeys("copy:", 64) {
+	for _, key := range candidates {
 		if ownerOf(nodes, key) == joiner {
 			k = key
 			break
@@ -221,7 +231,7 @@ func TestRegionHandoffCopyPhase(t *testing.T) {
 	require.NotEmpty(t, k, "a key moves to node0")
 	newRDB := redis.NewClient(&redis.Options{Addr: joiner.addr, Protocol: 2})
 	t.Cleanup(func() { _ = newRDB.Close() })
-	var byUS, byOld, byNew int64
+	byUS, byOld, byNew := int64(0), int64(1), int64(0) // node1's one before the join
 	asks := func(c *redis.Client, n *int64, most int64, d time.Duration) {
 		for until := time.Now().Add(d); *n < most && time.Now().Before(until); {
 			v, err := c.Do(ctx, "RL.FIXED", k, 100, regionWindow).Slice()
@@ -231,7 +241,10 @@ func TestRegionHandoffCopyPhase(t *testing.T) {
 			time.Sleep(time.Millisecond) // the client's pace, not an ordering
 		}
 	}
-	asks(oldRDB, &byOld, 1, time.Second)             // node1 decides the key in its copy phase (it gains the slot again, and asks node0)
+	v, err := oldRDB.Do(ctx, "RL.FIXED", k, 100, regionWindow).Slice()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), v[0], "node1 decides the key at once in its copy phase: it still serves the slot, no gain")
+	byOld += v[0].(int64)
 	asks(usRDB, &byUS, 75, time.Second)              // then us: its reserve, 25, with node0 refusing; 74 before
 	asks(oldRDB, &byOld, 100, 1500*time.Millisecond) // then node1 again
 	if time.Since(joined) > 4*time.Second {

@@ -69,6 +69,7 @@ func (b *slots) clear(s int)    { b[s/64] &^= 1 << (s % 64) }
 // region.Store's fresh ones until the echoes come.
 type gate struct {
 	served, pending, pulling, gaining slots
+	leaving                           slots // served, though the table gives them to another node: their copy phase (OnTable)
 	anyPending                        bool
 	pulls                             []*pull
 }
@@ -172,14 +173,24 @@ func (rn *Node) gainPulledLocked(now int64, view uint64) {
 
 // OnTable takes a new membership view: a slot this node no longer owns is
 // no longer served, so that if it comes back, its first decision gains it
-// again. The front calls it from the cluster's table-change hook.
-func (rn *Node) OnTable(owns func(slot int) bool) {
+// again; but one it still hands over (leaving: the handoff's copy, until
+// the cut) it still decides, so it stays served until a later view finds
+// it handed over (a slot that comes back after its cut comes with a new
+// view). Before, the old owner's first decision in the copy phase gained
+// the slot again: a round trip of denials, a pull, a new epoch for the
+// other regions. The front calls it from the cluster's table-change hook.
+func (rn *Node) OnTable(owns, leaving func(slot int) bool) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	for s := range cluster.Slots {
-		if rn.gate.served.has(s) && !owns(s) {
+		switch {
+		case !rn.gate.served.has(s):
+		case rn.gate.leaving.has(s) && !leaving(s), !owns(s) && !leaving(s):
 			rn.gate.served.clear(s)
 			rn.gate.pending.clear(s)
+			rn.gate.leaving.clear(s)
+		case !owns(s):
+			rn.gate.leaving.set(s)
 		}
 	}
 }

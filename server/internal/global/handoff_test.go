@@ -111,8 +111,9 @@ func TestGainPullsOldOwnersUnits(t *testing.T) {
 	require.Equal(t, 25, admitted, "b admits its reserve: us never answers")
 
 	owner = 0 // the slot moves to a
-	b.OnTable(func(int) bool { return false })
-	a.OnTable(func(int) bool { return true })
+	no := func(int) bool { return false }
+	b.OnTable(no, no)
+	a.OnTable(func(int) bool { return true }, no)
 	assert.Zero(t, decide(a, true).Remaining, "a's first decision: it gains the slot, and waits")
 	require.Eventually(t, func() bool {
 		a.SyncOnce() // starts the pull; the sync after its answer gains the slot
@@ -200,4 +201,20 @@ func TestImportingRefused(t *testing.T) {
 	batch.Seq = 2
 	assert.Empty(t, receive().Refused, "after the cut: counted")
 	assert.Equal(t, 1, a.st.Keys())
+}
+
+// TestOnTableKeepsLeavingSlots: a slot the table gives another node stays
+// served while this node still hands it over (its copy phase), and is no
+// longer served at the first view after that, whoever owns it then.
+func TestOnTableKeepsLeavingSlots(t *testing.T) {
+	owner := 0
+	a := newClusterNode(t, "a", []string{"a", "b"}, &owner, &inProcess{})
+	a.gate.served.set(7)
+	a.gate.served.set(8)
+	yes, no := func(int) bool { return true }, func(int) bool { return false }
+	a.OnTable(no, func(s int) bool { return s == 7 }) // both go to b; 7 is still being copied
+	assert.True(t, a.gate.served.has(7), "7: in its copy phase, still decided here")
+	assert.False(t, a.gate.served.has(8), "8: handed over")
+	a.OnTable(yes, no) // 7 was cut, and comes back
+	assert.False(t, a.gate.served.has(7), "7 comes back after its cut: its first decision gains it again")
 }
