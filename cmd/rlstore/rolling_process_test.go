@@ -29,10 +29,16 @@ func TestRollingRestartKeepsLimits(t *testing.T) {
 }
 
 func rollingRestart(t *testing.T, withDirs bool) {
-	dirs := make([][]string, 3) // each node's --data-dir flag, if any
+	// Each node's flags: lan timing (at fast, a host loaded by -race
+	// declared live nodes dead during the redeploy, and slots whose owner
+	// and backup were both "dead" stayed lost past the deadline: the cost
+	// of false deaths, not this test's subject; a graceful leave needs no
+	// quick detection), and its --data-dir, if any.
+	dirs := make([][]string, 3)
 	for i := range dirs {
+		dirs[i] = []string{"--cluster-timing", "lan"}
 		if withDirs {
-			dirs[i] = []string{"--data-dir", t.TempDir()}
+			dirs[i] = append(dirs[i], "--data-dir", t.TempDir())
 		}
 	}
 	ps := make([]*clusterProc, 3)
@@ -243,7 +249,10 @@ func waitShipped(t *testing.T, n int, ps ...*clusterProc) {
 		c, b := 0, 0
 		for _, cl := range cs {
 			f, err := infoSection(context.Background(), cl, "replication")
-			require.NoError(t, err)
+			if err != nil { // a read timeout on a loaded host: poll again (a require here would end only this goroutine)
+				t.Logf("polling INFO replication: %v", err)
+				return false
+			}
 			c += atoi(t, f["rl_copies"])
 			b += atoi(t, f["rl_copies_received_bytes"])
 		}
