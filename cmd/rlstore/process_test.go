@@ -29,10 +29,17 @@ var rlstoreBin string
 // deadline bounds every wait in the process tests.
 const deadline = rlstoretest.Deadline
 
-// TestMain builds the binary once; with -race, the child is built with -race
-// too, so the process tests also check the real shutdown path for races.
+// TestMain gives the process tests their rlstore: this test binary,
+// linked as rlstore, which runs main when started under that name (no
+// second build and link of the server). With -race the child has the race
+// detector too, so the process tests also check the real shutdown path for
+// races.
 func TestMain(m *testing.M) {
-	os.Exit(rlstoretest.MainBuild(raceEnabled, func(bin string) int {
+	if rlstoretest.RunsAsMain() {
+		main()
+		return
+	}
+	os.Exit(rlstoretest.MainSelf(func(bin string) int {
 		rlstoreBin = bin
 		return m.Run()
 	}))
