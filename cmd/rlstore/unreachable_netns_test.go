@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -33,7 +34,8 @@ const (
 	unreachLimit    = 50
 	unreachKeys     = 200
 	unreachRound    = 100 * time.Millisecond
-	unreachHold     = 10 * time.Second // the cut: detection (2.5-3 s), the takeover's wait (1.25 s), then 50 rounds
+	unreachHold     = 10 * time.Second // the cut with RL_UNREACH_FULL: detection (2.5-3 s), the takeover's wait (1.25 s), then 50 rounds
+	unreachAfter    = 5 * time.Second  // the cut's 50 rounds once it has taken its whole effect, without RL_UNREACH_FULL
 )
 
 func unreachCleanup(n int) {
@@ -132,6 +134,7 @@ type unreachLoad struct {
 	phase    int        // 0 before the cut, 1 during it, 2 after the heal
 	admitted [3]map[string]int
 	replies  [3]map[string]int
+	rounds   []int // rounds each client ended
 }
 
 func newUnreachLoad() *unreachLoad {
@@ -151,7 +154,10 @@ func (l *unreachLoad) setPhase(p int) {
 func (l *unreachLoad) run(cs []*redis.Client, keys []string, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	ctx := context.Background()
-	for _, c := range cs {
+	l.mu.Lock()
+	l.rounds = make([]int, len(cs))
+	l.mu.Unlock()
+	for i, c := range cs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -170,6 +176,9 @@ func (l *unreachLoad) run(cs []*redis.Client, keys []string, stop <-chan struct{
 					return nil
 				})
 				l.count(keys, cmds)
+				l.mu.Lock()
+				l.rounds[i]++
+				l.mu.Unlock()
 			}
 		}()
 	}
@@ -193,6 +202,69 @@ func (l *unreachLoad) count(keys []string, cmds []redis.Cmder) {
 	}
 }
 
+// waitRounds waits until d has passed and every client has ended n more
+// rounds: a round of a node cut off from some owners waits for
+// --cluster-timeout (1 s) on their forwards, or longer, so rounds alone
+// would make the cut last as long as the slowest node's.
+func (l *unreachLoad) waitRounds(t *testing.T, d time.Duration, n int) {
+	t.Helper()
+	l.mu.Lock()
+	from := slices.Clone(l.rounds)
+	l.mu.Unlock()
+	start := time.Now()
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for i, r := range l.rounds {
+			if r < from[i]+n {
+				return false
+			}
+		}
+		return time.Since(start) >= d
+	}, deadline, 10*time.Millisecond, "%v and %d more rounds of every client", d, n)
+}
+
+// unreachSettled waits until the cut has taken its whole effect: with a
+// majority side, its nodes count only each other and serve every slot
+// they own, the cut-off nodes' too (detection, its confirmation, the
+// takeover's wait); with none (2/2), every node has lost its lease. Its
+// clients are its own: the load's have a pool of one.
+func unreachSettled(t *testing.T, ips []string, side map[int]bool) {
+	t.Helper()
+	var majority []int
+	for i := range ips {
+		if !side[i] {
+			majority = append(majority, i)
+		}
+	}
+	if 2*len(majority) <= len(ips) {
+		majority = nil
+	}
+	for i, ip := range ips {
+		c := redis.NewClient(&redis.Options{Addr: ip + ":6379", Password: unreachPassword, Protocol: 2, MaxRetries: -1})
+		t.Cleanup(func() { _ = c.Close() })
+		want := []*regexp.Regexp{regexp.MustCompile(`rl_cluster_quorum:0\r\n`)} // no majority: every node lost its lease
+		if slices.Contains(majority, i) {
+			want = []*regexp.Regexp{regexp.MustCompile(`rl_cluster_quorum:1\r\n`), regexp.MustCompile(`rl_cluster_takeover_slots_waiting:0\r\n`),
+				regexp.MustCompile(fmt.Sprintf(`rl_cluster_owners:%d\r\n`, len(majority)))}
+		} else if majority != nil {
+			continue // the cut-off node: the majority takes its slots over only once its lease has run out
+		}
+		require.Eventually(t, func() bool {
+			info, err := c.Info(context.Background(), "cluster").Result()
+			if err != nil {
+				return false
+			}
+			for _, re := range want {
+				if !re.MatchString(info) {
+					return false
+				}
+			}
+			return true
+		}, deadline, 50*time.Millisecond, "node %d: the cut takes its whole effect", i)
+	}
+}
+
 // factors are the most admissions of one key divided by the limit, up to
 // the heal and over the whole run.
 func (l *unreachLoad) factors(keys []string) (cut, all float64) {
@@ -207,8 +279,18 @@ func (l *unreachLoad) factors(keys []string) (cut, all float64) {
 	return float64(mostCut) / unreachLimit, float64(mostAll) / unreachLimit
 }
 
-// unreachRun starts len(ips) nodes with mode, uses every key up, cuts
-// side from the rest for unreachHold, heals, and runs on for 6 s.
+// unreachFull reports whether RL_UNREACH_FULL asks for the whole
+// measurement of docs/cluster.md's table: the 6 s after the heal (the
+// factor in brackets) and `allow` through the 2/2 cut. Both are logged
+// only, never asserted, so CI runs without them (about 70 s of it).
+func unreachFull() bool { return os.Getenv("RL_UNREACH_FULL") != "" }
+
+// unreachRun starts len(ips) nodes with mode, uses every key up, and cuts
+// side from the rest until the cut has taken its whole effect
+// (unreachSettled), then unreachAfter and two more rounds of every client.
+// With RL_UNREACH_FULL, as docs/cluster.md measured, the cut lasts
+// unreachHold instead; then it heals and runs on for 6 s, for the whole
+// run's factor (all). Without, all is the factor up to the heal.
 func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, all float64, during map[string]int) {
 	ips := setupUnreachNet(t, nodes)
 	cs := startUnreachNodes(t, ips, mode)
@@ -234,6 +316,17 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 	unreachCut(t, ips, side, true)
 	l.setPhase(1)
 	cutAt := time.Now()
+	if !unreachFull() {
+		unreachSettled(t, ips, side)
+		settled := time.Since(cutAt)
+		l.waitRounds(t, unreachAfter, 2)
+		close(stop)
+		wg.Wait()
+		cut, all = l.factors(keys)
+		t.Logf("--owner-unreachable %s, %d nodes, %v cut off (in effect after %v) for %v: factor %.2f (RL_UNREACH_FULL=1 cuts for %v, heals and runs on); replies during the cut %v",
+			mode, nodes, side, settled.Round(time.Millisecond), time.Since(cutAt).Round(time.Millisecond), cut, unreachHold, l.replies[1])
+		return cut, all, l.replies[1]
+	}
 	require.Eventually(t, func() bool { return time.Since(cutAt) >= unreachHold }, 2*unreachHold, 50*time.Millisecond)
 	unreachCut(t, ips, side, false)
 	l.setPhase(2)
@@ -254,6 +347,9 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 // per node, each deciding from its own state; allow none (it fails open).
 // The whole run's factor, heal included, is logged, not asserted: a 2/2
 // heal over-admitted now and then (TestSplitTwoOfFour now asserts it does not).
+// So the heal, and allow through the 2/2 cut (a measurement, asserting
+// nothing), run only with RL_UNREACH_FULL=1; allow through the 1/3 cut
+// runs always, so that the mode's path runs under -race.
 func TestOwnerUnreachableFactors(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespace tests need root")
@@ -269,6 +365,9 @@ func TestOwnerUnreachableFactors(t *testing.T) {
 	for _, c := range cuts {
 		for _, mode := range []string{"error", "deny", "local", "allow"} {
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
+				if mode == "allow" && c.name == "2of4" && !unreachFull() {
+					t.Skip("a measurement only (allow asserts no bound); RL_UNREACH_FULL=1 runs it")
+				}
 				cut, _, during := unreachRun(t, c.nodes, c.side, mode)
 				switch mode {
 				case "error":
