@@ -312,3 +312,36 @@ type handoffStats struct {
 	importTimeouts    atomic.Int64 // slots whose import was given up after importWait
 	crossedCut        atomic.Int64 // requests sent back to the old owner that reached it after its cut
 }
+
+// replicaDelegate is what the replicator asks of this node (replica.Delegate).
+type replicaDelegate struct{ s *Server }
+
+func (d replicaDelegate) View() *cluster.View { return d.s.cl.view() }
+func (d replicaDelegate) UnixNano() int64     { return d.s.unixNano() }
+
+// Mono is the lease's clock, which mayServe compares Fresh's deadlines with.
+func (d replicaDelegate) Mono() int64 {
+	if l := d.s.cl.lease; l != nil {
+		return l.Now()
+	}
+	return int64(time.Since(d.s.started))
+}
+
+func (d replicaDelegate) Importing() bool {
+	in, _ := d.s.cl.ho.moving()
+	return in > 0
+}
+
+// startReplicas starts shipping, if replicas are on, and returns the stop
+// of every background task: shipping first, then stop's.
+func (s *Server) startReplicas(stop func()) func() {
+	if s.cl == nil || s.cl.repl == nil {
+		return stop
+	}
+	r := s.cl.repl
+	r.Start()
+	return func() {
+		r.Close()
+		stop()
+	}
+}

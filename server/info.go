@@ -392,3 +392,39 @@ func (s *Server) avgTTL(now int64) int64 {
 	}
 	return sum / n
 }
+
+// infoReplication is INFO replication: in a cluster with replicas every
+// node is the primary of its slots and the backup of others', so the role
+// is master. A backup is no Redis replica (CLUSTER NODES shows none), so
+// connected_slaves is 0 and the backups are listed as rl_backups and
+// rl_backup0, rl_backup1, ….
+func (s *Server) infoReplication() []core.Pair {
+	if s.cl == nil || s.cl.repl == nil {
+		return []core.Pair{{Key: "role", Val: "master"}, {Key: "connected_slaves", Val: 0}, {Key: "rl_replicas", Val: 0}}
+	}
+	r := s.cl.repl
+	st, n := r.Stats(), r.Counts()
+	ps := []core.Pair{{Key: "role", Val: "master"}, {Key: "connected_slaves", Val: 0}, {Key: "rl_replicas", Val: 1}, {Key: "rl_backups", Val: len(st)},
+		{Key: "rl_replica_interval_ms", Val: r.Interval().Milliseconds()},
+		{Key: "rl_copies", Val: n.Copies}, {Key: "rl_copies_refused", Val: n.Refused},
+		{Key: "rl_copies_promoted", Val: n.Promoted}, {Key: "rl_copies_received_bytes", Val: n.Received},
+		{Key: "rl_copies_deltas_missed", Val: n.Missed}}
+	for i, p := range st {
+		last := int64(0)
+		if !p.LastShip.IsZero() {
+			last = p.LastShip.UnixMilli()
+		}
+		state := "online"
+		if !p.Synced {
+			state = "full_sync_due"
+		}
+		host, port := splitAddr(p.Addr)
+		ps = append(ps, core.Pair{Key: "rl_backup" + strconv.Itoa(i), Val: "name=" + p.Name + ",ip=" + host + ",port=" + strconv.Itoa(port) +
+			",state=" + state + ",shipped_bytes=" + strconv.FormatInt(p.Bytes, 10) +
+			",shipments=" + strconv.FormatInt(p.Batches, 10) + ",lag_ms=" + strconv.FormatInt(p.Lag.Milliseconds(), 10) +
+			",last_ship_ms=" + strconv.FormatInt(last, 10) + ",full_syncs=" + strconv.FormatInt(p.Fulls, 10) +
+			",failures=" + strconv.FormatInt(p.Failures, 10) + ",deltas=" + strconv.Itoa(int(boolFloat(p.Deltas))) +
+			",delta_misses=" + strconv.FormatInt(p.Misses, 10) + ",serving_ms=" + strconv.FormatInt(max(0, p.Serving.Milliseconds()), 10)})
+	}
+	return ps
+}

@@ -287,3 +287,29 @@ func boolFloat(b bool) float64 {
 	}
 	return 0
 }
+
+// writeReplicaMetrics writes the replica figures to /metrics.
+func (s *Server) writeReplicaMetrics(w io.Writer) {
+	if s.cl == nil || s.cl.repl == nil {
+		return
+	}
+	r := s.cl.repl
+	n := r.Counts()
+	gauge(w, "rlstore_replica_copies", float64(n.Copies))
+	counter(w, "rlstore_replica_copies_refused_total", n.Refused)
+	counter(w, "rlstore_replica_copies_promoted_total", n.Promoted)
+	counter(w, "rlstore_replica_received_bytes_total", n.Received)
+	for _, p := range r.Stats() {
+		l := `{peer="` + labelValue(p.Name) + `"}`
+		counter(w, "rlstore_replica_shipped_bytes_total"+l, p.Bytes)
+		counter(w, "rlstore_replica_shipments_total"+l, p.Batches)
+		counter(w, "rlstore_replica_full_syncs_total"+l, p.Fulls)
+		counter(w, "rlstore_replica_ship_failures_total"+l, p.Failures)
+		gauge(w, "rlstore_replica_lag_seconds"+l, p.Lag.Seconds())
+		if !p.LastShip.IsZero() {
+			gauge(w, "rlstore_replica_last_shipment_timestamp_seconds"+l, float64(p.LastShip.UnixNano())/1e9)
+		}
+		gauge(w, "rlstore_replica_synced"+l, boolFloat(p.Synced))
+		gauge(w, "rlstore_replica_serving_seconds"+l, max(0, p.Serving.Seconds()))
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/introspect"
 	"github.com/rlstore/rlstore/server/internal/multi"
 	"github.com/rlstore/rlstore/server/internal/observe"
+	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/server/internal/resp"
 	"github.com/rlstore/rlstore/shard"
 )
@@ -477,3 +478,13 @@ func (s *Server) unixNano() int64 { return s.cfg.Clock().UnixNano() }
 // it; Config.Durability nil means state lives in memory only. See
 // durable.Durability for its methods.
 type Durability = durable.Durability
+
+// ReplicaConfig turns on replicas for a cluster node: every slot's owner
+// ships its changed keys to the slot's runner-up (cluster.Table.RunnerUp),
+// which keeps them as copies, not served, and promotes them into its store
+// when it takes the slot over from an owner that died. See replica.Config.
+type ReplicaConfig = replica.Config
+
+// DefaultReplicaInterval is --replica-interval's default: a crash loses at
+// most this much of each key's decisions.
+const DefaultReplicaInterval = replica.DefaultInterval
