@@ -1,13 +1,16 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
-	"github.com/rlstore/rlstore/server/internal/replica"
+	"github.com/rlstore/rlstore/server/internal/handoff"
 )
 
 // ClusterConfig makes a Server one node of a cluster. cmd/rlstore builds
@@ -45,7 +48,7 @@ type ClusterConfig struct {
 	Joins bool
 	// Lease, if set, is this node's serving lease: keyed commands are
 	// served only while it holds, and the slots of a member declared dead
-	// only after its TakeoverWait (see quorum.go). Nil serves always.
+	// only after its TakeoverWait (see server/internal/handoff, lease.go). Nil serves always.
 	Lease *cluster.Lease
 	// Forget removes a dead member from the known member set for good
 	// (RL.CLUSTER FORGET); nil refuses the command.
@@ -156,8 +159,8 @@ func peerCommands() []command {
 // cmdPeer is the handshake, RL.PEER HELLO and AUTH (peerauth.go), and,
 // on a peer's connection only, the replicas' COPY, DELTA and SYNC
 // (server/internal/replica, copies.go), an old owner's SEED
-// (handoff_seed.go) and the handoff's IMPORT, DONE and PULL
-// (handoff_peer.go), and RELEASED (handoff_release.go). On a client's connection every other subcommand is
+// and the handoff's IMPORT, DONE, PULL and RELEASED (package handoff:
+// seed.go, peer.go, restore.go, release.go). On a client's connection every other subcommand is
 // refused before any of its arguments is read. On a peer's, one this node
 // does not know gets NOPERM bad cluster credentials: what a node that
 // predates a subcommand answers, which its callers recognise.
@@ -184,18 +187,18 @@ func cmdPeer(s *Server, c *client, args [][]byte) {
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSynced) && len(args) == 3:
 		s.cl.repl.PeerSynced(c.conn, &c.ship)
 	case s.cl.repl != nil && cluster.IsWord(args[1], cluster.PeerSeed) && len(args) == 6:
-		s.peerSeed(c, args) // handoff_seed.go
+		s.cl.ho.PeerSeed(&c.Session, args) // server/internal/handoff, seed.go
 	case s.cl.repl == nil && (cluster.IsWord(args[1], cluster.PeerCopy) || cluster.IsWord(args[1], cluster.PeerDelta) ||
 		cluster.IsWord(args[1], cluster.PeerSync) || cluster.IsWord(args[1], cluster.PeerSeed)):
 		c.conn.WriteError(cluster.PeerNoReplicas)
 	case cluster.IsWord(args[1], cluster.PeerImport) && len(args) == 6:
-		s.peerImport(c, args)
+		s.cl.ho.PeerImport(&c.Session, args)
 	case cluster.IsWord(args[1], cluster.PeerDone) && len(args) == 4:
-		s.peerDone(c, args)
+		s.cl.ho.PeerDone(&c.Session, args)
 	case cluster.IsWord(args[1], cluster.PeerPull) && len(args) == 4:
-		s.peerPull(c, args)
+		s.cl.ho.PeerPull(&c.Session, args)
 	case cluster.IsWord(args[1], cluster.PeerReleased) && len(args) == 4:
-		s.peerReleased(c, args)
+		s.cl.ho.PeerReleased(&c.Session, args)
 	default:
 		c.conn.WriteError(errPeerAuth)
 	}
@@ -232,23 +235,14 @@ func (s *Server) attachCluster() error {
 	if err != nil {
 		return err
 	}
+	cc := cn.cfg
+	cn.ho, err = handoff.New(handoff.Config{View: cc.View, Forwarder: cc.Forwarder, Mover: cc.Mover, Joins: cc.Joins,
+		Lease: cc.Lease, Replicas: cc.Replicas, Store: s.cfg.Store, Logger: s.log, Started: s.started, UnixNano: s.unixNano})
+	if err != nil {
+		return err
+	}
+	cn.repl = cn.ho.Replicator()
 	s.cl = cn
-	if cn.lease = cn.cfg.Lease; cn.lease != nil {
-		cn.leaseOff = int64(s.started.Sub(cn.lease.Origin()))
-		cn.lease.OnDeclaredDead(s.rejoin)
-	}
-	cn.onTableChange(s.handoffHook) // hooks are added here, before the first view is taken
-	if rc := s.cfg.Cluster.Replicas; rc != nil {
-		rcfg := *rc
-		if cn.lease != nil && rcfg.MaxLag == 0 {
-			rcfg.MaxLag = backupLagTerms * cn.lease.Term() // see replica.Fresh
-		}
-		if cn.repl, err = replica.New(rcfg, cn.cfg.View().Self, s.cfg.Store, s.log, replicaDelegate{s}); err != nil {
-			return err
-		}
-		cn.onTableChange(cn.repl.OnTable) // promotes copies before a dead owner's slots are served
-	}
-	cn.view()
 	return nil
 }
 
@@ -258,4 +252,86 @@ func (s *Server) mode() string {
 		return "standalone"
 	}
 	return "cluster"
+}
+
+// Hop levels beyond hopForward; see the constants in cluster.go.
+const (
+	// hopHandoff is a request sent between a moving slot's old and new
+	// owners, or by a node to the owner its table names when a peer's
+	// table differed. It is served where it lands, unless that node has
+	// handed the slot over: then it answers errHandedOff, and the sender
+	// runs it itself or answers TRYAGAIN. It is never sent on again.
+	hopHandoff = 2
+)
+
+// Replies of the handoff. errHandedOff goes only between nodes.
+const (
+	errHandedOff = "HANDEDOFF this node has handed the slot over"
+	errTryAgain  = "TRYAGAIN the key's slot is moving between nodes; retry"
+)
+
+// ClusterChanged makes the server take the membership's current view now,
+// running the handoff for it; cmd/rlstore calls it from the membership's
+// OnChange. Without it a change is taken by the next request that routes.
+func (s *Server) ClusterChanged() {
+	if s.cl != nil {
+		s.cl.view()
+	}
+}
+
+// HandOff hands every slot this node holds to the node that owns it
+// without this one, for a graceful leave (handoff.Node.HandOff).
+func (s *Server) HandOff(ctx context.Context) error {
+	if s.cl == nil {
+		return nil
+	}
+	return s.cl.ho.HandOff(ctx)
+}
+
+// The handoff's view and hooks, as the front's files still call them.
+// They go when the router moves into a package of its own.
+
+// tableHook is handoff.Hook.
+type tableHook = handoff.Hook
+
+// view is handoff.Node.View.
+func (cn *clusterNode) view() *cluster.View { return cn.ho.View() }
+
+// onTableChange is handoff.Node.OnTableChange.
+func (cn *clusterNode) onTableChange(h tableHook) { cn.ho.OnTableChange(h) }
+
+// QuietHops waits until no other node has sent this one a request for
+// quiet, or max has passed. A leaving node calls it after telling the
+// members, which then route to the new owners as soon as each has rebuilt
+// its table: once their forwards stop arriving, draining this node's
+// connections fails nobody's request.
+func (s *Server) QuietHops(quiet, max time.Duration) {
+	if s.cl != nil {
+		quietOn(&s.cl.hops, quiet, max)
+	}
+}
+
+// QuietClients waits until this node has forwarded nothing for quiet, or
+// max has passed. A leaving node, which owns no slot, calls it after
+// QuietHops: what it forwards then comes from its own clients, and
+// cluster-aware ones stop sending once they have reloaded their slot map,
+// which they do on a timer (see docs/clients.md); a node that went before
+// would fail them with "connection refused".
+func (s *Server) QuietClients(quiet, max time.Duration) {
+	if s.cl != nil {
+		quietOn(&s.cl.forwarded, quiet, max)
+	}
+}
+
+// quietOn waits until n has not changed for quiet, or max has passed.
+func quietOn(n *atomic.Int64, quiet, max time.Duration) {
+	end := time.Now().Add(max)
+	for last := n.Load(); time.Now().Before(end); {
+		time.Sleep(min(quiet, time.Until(end)))
+		m := n.Load()
+		if m == last {
+			return
+		}
+		last = m
+	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -101,7 +102,7 @@ func cmdClusterInfo(s *Server, c *client, args [][]byte) {
 		return
 	}
 	var b strings.Builder
-	for _, p := range append(clusterInfoPairs(v, s.cl.serving()), s.clusterMessages()...) {
+	for _, p := range append(clusterInfoPairs(v, s.cl.ho.Serving()), s.clusterMessages()...) {
 		fmt.Fprintf(&b, "%s:%v\r\n", p.Key, p.Val)
 	}
 	c.conn.WriteBulkString(b.String())
@@ -118,7 +119,7 @@ func clusterInfoPairs(v *cluster.View, serving bool) []core.Pair {
 	}
 	state := "ok"
 	if v.Waiting || !serving {
-		state = "fail" // it serves no key until it meets a member, nor without a quorum (see quorum.go)
+		state = "fail" // it serves no key until it meets a member, nor without a quorum (see server/internal/handoff, lease.go)
 	}
 	return []core.Pair{
 		{Key: "cluster_state", Val: state}, {Key: "cluster_slots_assigned", Val: cluster.Slots}, {Key: "cluster_slots_ok", Val: cluster.Slots},
@@ -181,7 +182,7 @@ func (s *Server) rlClusterPairs(v *cluster.View) []core.Pair {
 		{Key: "slots_owned", Val: len(rangesSlots(v.Table.Ranges(v.Self)))},
 		{Key: "owner_unreachable", Val: s.cl.cfg.OwnerUnreachable.String()}, {Key: "redirect", Val: boolInt(s.cl.cfg.Redirect)},
 		{Key: "forwarded", Val: s.cl.forwarded.Load()}, {Key: "owner_unreachable_replies", Val: s.cl.unreachable.Load()},
-	}, append(s.quorumPairs(), s.handoffPairs()...)...)
+	}, append(s.cl.ho.QuorumPairs(), s.cl.ho.HandoffPairs()...)...)
 }
 
 func rangesSlots(rs []cluster.Range) []int {
@@ -228,5 +229,31 @@ func clusterCommandDocs() map[string]cmdDoc {
 		"rl.cluster|help": {since: rlSince}, "rl.cluster|forget": {since: rlSince, args: []string{"node"}},
 		"rl.peer": {since: rlSince, args: []string{"HELLO|AUTH", "*arg"}},
 		"rl.hop":  {since: rlSince, args: []string{"level:integer", "resp:integer", "command", "*arg"}},
+	}
+}
+
+// cmdRLClusterForget is RL.CLUSTER FORGET node: the member will not come
+// back, so the quorum stops counting it (see cluster.Known).
+func cmdRLClusterForget(s *Server, c *client, args [][]byte) {
+	if s.clusterView(c) == nil {
+		return
+	}
+	if s.cl.cfg.Forget == nil {
+		c.conn.WriteError("ERR this node keeps no known member set")
+		return
+	}
+	switch err := s.cl.cfg.Forget(string(args[2])); {
+	case errors.Is(err, cluster.ErrForgetSelf):
+		c.conn.WriteError("ERR I tried hard but I can't forget myself...") // Redis's words
+	case errors.Is(err, cluster.ErrUnknownNode):
+		// Forgotten already, perhaps by another node's FORGET, which the
+		// known set's gossip brought: the operator's word stands here too.
+		s.cl.ho.ForgetLost()
+		c.conn.WriteError("ERR Unknown node " + string(args[2]))
+	case err != nil:
+		c.conn.WriteError("ERR " + err.Error())
+	default:
+		s.cl.ho.ForgetLost()
+		c.conn.WriteString("OK")
 	}
 }

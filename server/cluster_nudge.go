@@ -70,7 +70,7 @@ func (cn *clusterNode) nudge(c *client, r route, tries int) string {
 	if c.hop != hopClient || tries > 0 {
 		return ""
 	}
-	v := cn.cur.Load()
+	v := cn.ho.Current()
 	if v == nil || v.Waiting {
 		return ""
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/handoff"
 	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/tidwall/redcon"
 )
@@ -22,23 +23,13 @@ type clusterNode struct {
 	pols        policyVersions
 	peers       sync.Map            // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
 	batches     sync.Pool           // *remoteBatch, for forwardLater
-	repl        *replica.Replicator // nil without --replicas
+	repl        *replica.Replicator // nil without --replicas: ho.Replicator(), kept here for the peers' commands
 
-	cur      atomic.Pointer[cluster.View] // the view routing uses; see view
-	switchMu sync.Mutex                   // held while the table-change hooks run; guards hooks
-	hooks    []tableHook
-	ho       handoff
-	moves    sync.WaitGroup           // migrations under way, for HandOff
-	hops     atomic.Int64             // requests other nodes sent here (RL.HOP), for QuietHops
-	topo     atomic.Pointer[topology] // CLUSTER SLOTS', SHARDS' and NODES' replies for the latest view asked about
-
-	lease    *cluster.Lease                   // nil: serve always (see quorum.go)
-	leaseOff int64                            // the lease's clock minus the server's monotonic one
-	takeover atomic.Pointer[cluster.Takeover] // slots gained from dead members, and when they may be served
-	downs    atomic.Int64                     // keyed commands answered as down: no lease, or a takeover's wait
-	down     downs                            // down replies by reason (quorum_down.go)
-	rejoins  atomic.Int64                     // times this node learned it had been declared dead while it could not serve
-	pushing  atomic.Bool                      // a pushKept runs (handoff_kept.go)
+	// ho is the handoff (package handoff): the view routing uses, the
+	// moving slots' states, the lease's checks, the replicator.
+	ho   *handoff.Node
+	hops atomic.Int64             // requests other nodes sent here (RL.HOP), for QuietHops
+	topo atomic.Pointer[topology] // CLUSTER SLOTS', SHARDS' and NODES' replies for the latest view asked about
 }
 
 // peerStats count what this node forwarded to one peer.
@@ -73,14 +64,14 @@ func newClusterNode(cfg ClusterConfig) (*clusterNode, error) {
 type route struct {
 	local bool
 	slot  int
-	owner cluster.Node // for a remote route
-	reply string       // an error to reply instead, such as CROSSSLOT or MOVED
-	down  bool         // local, but this node may not serve the slot now (see quorum.go)
-	level int          // the hop level to forward with: hopForward, or hopHandoff
-	gate  *migration   // the slot's last copy is being made: wait for it, then route again
+	owner cluster.Node       // for a remote route
+	reply string             // an error to reply instead, such as CROSSSLOT or MOVED
+	down  bool               // local, but this node may not serve the slot now (see server/internal/handoff, lease.go)
+	level int                // the hop level to forward with: hopForward, or hopHandoff
+	gate  *handoff.Migration // the slot's last copy is being made: wait for it, then route again
 	// importing is the slot's state when this node imports it, so that a
 	// request the old owner refuses can wait for the state to change.
-	importing *slotState
+	importing *handoff.SlotState
 }
 
 // routeOf decides where c's command cm runs. A command without keys runs
@@ -103,18 +94,18 @@ func (s *Server) routeOf(c *client, cm *core.Command, args [][]byte) route {
 	}
 	v := s.cl.view()
 	if v.Waiting {
-		s.noteDown(downWaiting, slot)
+		s.cl.ho.Waiting(slot)
 		return route{slot: slot, reply: errClusterDown}
 	}
-	if st := s.cl.ho.state(slot); st != nil {
+	if st := s.cl.ho.State(slot); st != nil {
 		r := s.routeMoving(c, slot, st)
-		r.down = r.local && !s.mayServe(c, slot)
+		r.down = r.local && !s.cl.ho.MayServe(&c.Session, slot)
 		return r
 	}
 	owner := v.Table.Owner(slot)
 	switch {
 	case owner.Name == v.Self:
-		return route{local: true, slot: slot, down: !s.mayServe(c, slot)}
+		return route{local: true, slot: slot, down: !s.cl.ho.MayServe(&c.Session, slot)}
 	case c.hop == hopForward:
 		return route{slot: slot, owner: owner, level: hopHandoff}
 	case c.hop == hopHandoff:
@@ -176,7 +167,7 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 	switch {
 	case cm.FirstKey == 0 && cm.Flags&core.FlagBarrier != 0:
 		// A transaction's commands run here under the barrier too.
-		s.runEntered(c, cm, args, s.cl.ho.running.enter(c.ID))
+		s.runEntered(c, cm, args, s.cl.ho.Enter(c.ID))
 		return false
 	case cm.FirstKey == 0 && cm.Wraps > 0:
 		// Not under the barrier: RL.HOP's command enters it itself, and may
@@ -193,15 +184,15 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 	}
 	waits, crossed := 0, 0
 	for {
-		ticket := s.cl.ho.running.enter(c.ID)
+		ticket := s.cl.ho.Enter(c.ID)
 		r := s.routeOf(c, cm, args)
 		if moved := s.cl.nudge(c, r, waits+crossed); moved != "" {
-			s.cl.ho.running.leave(c.ID, ticket)
+			s.cl.ho.Leave(c.ID, ticket)
 			c.conn.WriteError(moved)
 			return false
 		}
 		if r.down {
-			s.cl.ho.running.leave(c.ID, ticket)
+			s.cl.ho.Leave(c.ID, ticket)
 			s.down(c, cm, args, r.slot)
 			return false
 		}
@@ -209,9 +200,9 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 			s.runEntered(c, cm, args, ticket)
 			return false
 		}
-		s.cl.ho.running.leave(c.ID, ticket)
+		s.cl.ho.Leave(c.ID, ticket)
 		switch {
-		case r.gate != nil && waits < maxGateWaits && r.gate.waitOpen(gateWait):
+		case r.gate != nil && waits < maxGateWaits && r.gate.WaitOpen(gateWait):
 			waits++
 			continue
 		case r.gate != nil:
@@ -221,7 +212,7 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 		case r.level == hopHandoff:
 			if !s.forwardHandoff(c, cm, args, r, crossed >= maxGateWaits) {
 				if r.importing != nil { // the node this one imports from has not got the slot: another sends it
-					s.cl.ho.waitChange(r.slot, r.importing, gateWait)
+					s.cl.ho.WaitChange(r.slot, r.importing, gateWait)
 				}
 				crossed++
 				continue
@@ -237,8 +228,16 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 
 // runEntered runs a command that entered the handoff's barrier, and leaves it.
 func (s *Server) runEntered(c *client, cm *core.Command, args [][]byte, ticket uint32) {
-	defer s.cl.ho.running.leave(c.ID, ticket)
+	defer s.cl.ho.Leave(c.ID, ticket)
 	s.run(c, cm, args)
+}
+
+// down answers a keyed command this node may not serve now: as
+// --owner-unreachable says, where local decides here all the same (it
+// trades the bound for availability: see docs/cluster.md).
+func (s *Server) down(c *client, cm *core.Command, args [][]byte, slot int) {
+	s.cl.ho.Down(&c.Session, slot)
+	s.answerUnserved(c, cm, args, errClusterDown)
 }
 
 // forwardNow forwards one command and waits for its reply.

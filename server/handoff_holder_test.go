@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/handoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,21 +30,21 @@ func TestReleasedPointsAtTheHolder(t *testing.T) {
 	// c holds the slot's state (a handed it to c, by a table of its own),
 	// and b imports the slot from a.
 	moveSlotKeys(t, b, c, slot)
-	a.srv.cl.noteHolder(c.name, []int{slot})
+	a.srv.cl.ho.Probe().NoteHolder(c.name, []int{slot})
 	an, _ := b.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: an, until: time.Now().Add(-time.Millisecond)})
-	b.srv.expireImports()
+	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(-time.Millisecond)}))
+	b.srv.cl.ho.Probe().ExpireImports()
 	require.Eventually(t, func() bool {
-		st := b.srv.cl.ho.state(slot)
-		return st != nil && st.peer.Name == c.name
+		st := b.srv.cl.ho.State(slot)
+		return st != nil && st.Peer().Name == c.name
 	}, deadline, time.Millisecond, "a names c, which holds the slot: b imports it from c")
-	assert.Zero(t, b.srv.cl.ho.stats.importTimeouts.Load(), "not served from what came")
+	assert.Zero(t, b.srv.cl.ho.Stats().ImportTimeouts, "not served from what came")
 
 	// c hands the slot over: b serves c's keys.
 	bn, _ := c.ml.View().Table.Node(b.name)
-	_, _, err := c.srv.copyFrom(c.srv.cfg.Store, bn, []int{slot}, true, "reset")
+	_, _, err := c.srv.cl.ho.Probe().CopyFrom(c.srv.cfg.Store, bn, []int{slot}, true, "reset")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return b.srv.cl.ho.state(slot) == nil }, deadline, time.Millisecond)
+	require.Eventually(t, func() bool { return b.srv.cl.ho.State(slot) == nil }, deadline, time.Millisecond)
 	assertAtLimit(t, cs, []string{key}, "served from c's keys, not from nothing")
 }
 
@@ -57,42 +58,36 @@ func TestImportFromDeadHolderIsLost(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	_, slot := keyOwnedBy(t, nodes, b, "deadholder:")
 	an, _ := b.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: an, until: time.Now().Add(time.Hour)})
+	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(time.Hour)}))
 	cn := b.srv.cl
 	nv := *cn.view()
 	nv.Gone = append(nv.Gone, cluster.Member{Node: an, State: cluster.StateDead})
-	cn.switchMu.Lock()
-	cn.waitImportsFromDead(&nv)
-	cn.switchMu.Unlock()
+	cn.ho.Probe().WaitImportsFromDead(&nv)
 	require.False(t, cn.repl.HeldBy(slot, a.name), "b holds no copies of a's for the slot")
-	assert.True(t, cn.takeover.Load().Lost(slot), "the slot's state died with a: lost")
+	assert.True(t, cn.ho.Takeover().Lost(slot), "the slot's state died with a: lost")
 
 	// a comes back (the table keeps giving the slot to b): b imports the
 	// slot from it again, which hands it over or releases it.
-	b.srv.cl.ho.set(slot, nil) // the hook's slotChange ended the import from a
-	cn.switchMu.Lock()
-	b.srv.lostComeBackLocked(cn.view())
-	cn.switchMu.Unlock()
-	assert.False(t, cn.takeover.Load().Lost(slot), "a is back")
-	st := b.srv.cl.ho.state(slot)
+	b.srv.cl.ho.Probe().Set(slot, nil) // the hook's slotChange ended the import from a
+	cn.ho.Probe().LostComeBack(cn.view())
+	assert.False(t, cn.ho.Takeover().Lost(slot), "a is back")
+	st := b.srv.cl.ho.State(slot)
 	require.NotNil(t, st)
-	assert.Equal(t, a.name, st.peer.Name, "imported from a again")
-	assert.False(t, st.until.After(time.Now()), "asks a at once whether it released the slot, not after importWait")
-	require.Eventually(t, func() bool { return b.srv.cl.ho.state(slot) == nil && cn.holderOf(slot) == "" }, deadline, time.Millisecond,
+	assert.Equal(t, a.name, st.Peer().Name, "imported from a again")
+	assert.False(t, st.Until().After(time.Now()), "asks a at once whether it released the slot, not after importWait")
+	require.Eventually(t, func() bool { return b.srv.cl.ho.State(slot) == nil && cn.ho.Probe().HolderOf(slot) == "" }, deadline, time.Millisecond,
 		"a, which never held the slot, released it: served here")
 
 	// Lost again; a's DONE (its handback) ends the loss: the state came.
-	b.srv.cl.ho.set(slot, nil)
-	cn.switchMu.Lock()
-	cn.fromDeadLocked([]int{slot}, a.name)
-	cn.switchMu.Unlock()
-	require.True(t, cn.takeover.Load().Lost(slot))
-	_, errReply := b.srv.takeSlots(nodes[2].name, []int{slot})
+	b.srv.cl.ho.Probe().Set(slot, nil)
+	cn.ho.Probe().FromDead([]int{slot}, a.name)
+	require.True(t, cn.ho.Takeover().Lost(slot))
+	_, errReply := b.srv.cl.ho.Probe().TakeSlots(nodes[2].name, []int{slot})
 	require.Empty(t, errReply)
-	assert.True(t, cn.takeover.Load().Lost(slot), "a third node's DONE (a backup's PULL answer) is not the holder's state")
-	_, errReply = b.srv.takeSlots(a.name, []int{slot})
+	assert.True(t, cn.ho.Takeover().Lost(slot), "a third node's DONE (a backup's PULL answer) is not the holder's state")
+	_, errReply = b.srv.cl.ho.Probe().TakeSlots(a.name, []int{slot})
 	require.Empty(t, errReply)
-	assert.False(t, cn.takeover.Load().Lost(slot), "a handed the slot over")
+	assert.False(t, cn.ho.Takeover().Lost(slot), "a handed the slot over")
 }
 
 // TestImportServesHopOnlyFromItsOldOwner: a node importing a slot serves
@@ -106,7 +101,7 @@ func TestImportServesHopOnlyFromItsOldOwner(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	_, slot := keyOwnedBy(t, nodes, b, "hop:")
 	an, _ := b.ml.View().Table.Node(a.name)
-	st := &slotState{mode: modeImporting, peer: an, until: time.Now().Add(time.Hour)}
+	st := handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(time.Hour)})
 	from := &client{peerName: a.name}
 	from.hop = hopHandoff
 	assert.True(t, b.srv.routeMoving(from, slot, st).local, "the old owner's own request, after its cut")
@@ -142,21 +137,21 @@ func TestTakeoverFromCopiesBeatsAHolder(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return sameEntry(b.store, c.copies, key) && c.srv.cl.repl.HeldBy(slot, b.name)
 	}, deadline, 5*time.Millisecond, "c holds b's copy of the key, from b's full sync")
-	a.srv.cl.noteHolder(b.name, []int{slot}) // a handed the slot to b (its join)
-	c.srv.cl.noteHolder(a.name, []int{slot}) // c's record of another node holding it (its join's guess, say)
+	a.srv.cl.ho.Probe().NoteHolder(b.name, []int{slot}) // a handed the slot to b (its join)
+	c.srv.cl.ho.Probe().NoteHolder(a.name, []int{slot}) // c's record of another node holding it (its join's guess, say)
 
 	b.ml.Kill()
 	_ = b.srv.Close()
 	waitOwners(t, []*testNode{a, c}, 2)
 	cn := c.srv.cl
-	if st := cn.ho.state(slot); st != nil {
-		assert.NotEqual(t, modeImporting, st.mode, "taken over from b's copies, not imported from %s", st.peer.Name)
+	if st := cn.ho.State(slot); st != nil {
+		assert.NotEqual(t, handoff.ModeImporting, st.SlotMode(), "taken over from b's copies, not imported from %s", st.Peer().Name)
 	}
 	require.Eventually(t, func() bool {
 		rep, err := ca.Do(context.Background(), "RL.SLIDE", key, 5, 3600).Int64Slice()
 		return err == nil && rep[0] == 0
 	}, deadline, 10*time.Millisecond, "c serves the key from b's copies, at its limit")
-	assert.False(t, cn.takeover.Load().Lost(slot), "not lost: c holds its state")
+	assert.False(t, cn.ho.Takeover().Lost(slot), "not lost: c holds its state")
 }
 
 // TestAskChainIsBounded: an import re-pointed by its old owners' ASKs
@@ -168,21 +163,21 @@ func TestAskChainIsBounded(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{})
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	_, slot := keyOwnedBy(t, nodes, b, "circle:")
-	a.srv.cl.noteHolder(c.name, []int{slot})
-	c.srv.cl.noteHolder(a.name, []int{slot})
+	a.srv.cl.ho.Probe().NoteHolder(c.name, []int{slot})
+	c.srv.cl.ho.Probe().NoteHolder(a.name, []int{slot})
 	an, _ := b.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: an, until: time.Now().Add(time.Hour)})
+	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(time.Hour)}))
 	for range 10 { // each the answer the old owner gives, as a round of RELEASED would
-		st := b.srv.cl.ho.state(slot)
+		st := b.srv.cl.ho.State(slot)
 		require.NotNil(t, st)
 		next := c.name
-		if st.peer.Name == c.name {
+		if st.Peer().Name == c.name {
 			next = a.name
 		}
-		b.srv.askElsewhere(st, next, []int{slot})
+		b.srv.cl.ho.Probe().AskElsewhere(st, next, []int{slot})
 	}
-	st := b.srv.cl.ho.state(slot)
+	st := b.srv.cl.ho.State(slot)
 	require.NotNil(t, st, "never served: nobody handed it over")
-	assert.Equal(t, modeImporting, st.mode)
-	assert.Equal(t, 3, st.asks, "as many ASKs as members, then no more")
+	assert.Equal(t, handoff.ModeImporting, st.SlotMode())
+	assert.Equal(t, 3, st.Asks(), "as many ASKs as members, then no more")
 }

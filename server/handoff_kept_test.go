@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/handoff"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,25 +32,23 @@ func TestKeptKeysReachTheOwner(t *testing.T) {
 	// slot from a, which never held it.
 	moveSlotKeys(t, c, b, slot)
 	from, _ := a.ml.View().Table.Node(a.name)
-	c.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: from, until: time.Now().Add(time.Hour)})
+	c.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(time.Hour)}))
 	// b waits for the slot as after a rejoin; its table gives it to c.
 	ru, _ := b.ml.View().Table.Node(b.name)
-	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: ru, until: time.Now().Add(time.Hour), keep: true})
+	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: ru, Until: time.Now().Add(time.Hour), Keep: true}))
 	v := b.srv.cl.view()
-	b.srv.cl.switchMu.Lock()
-	b.srv.handoffHook(v, v)
-	b.srv.cl.switchMu.Unlock()
-	assert.Nil(t, b.srv.cl.ho.state(slot), "c owns the slot now")
+	b.srv.cl.ho.Probe().Hook(v, v)
+	assert.Nil(t, b.srv.cl.ho.State(slot), "c owns the slot now")
 
 	require.Eventually(t, func() bool { return hasKey(c.srv.cfg.Store, key) }, deadline, time.Millisecond,
 		"b sends c the keys it kept")
-	require.NotNil(t, c.srv.cl.ho.state(slot), "c imports the slot from a, not b: b's DONE does not end it")
+	require.NotNil(t, c.srv.cl.ho.State(slot), "c imports the slot from a, not b: b's DONE does not end it")
 	assert.Eventually(t, func() bool { return !hasKey(b.srv.cfg.Store, key) }, deadline, time.Millisecond,
 		"b drops them once c has them")
 
-	c.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: from, until: time.Now().Add(-time.Millisecond)})
-	c.srv.expireImports()
-	require.Eventually(t, func() bool { return c.srv.cl.ho.state(slot) == nil }, deadline, time.Millisecond,
+	c.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
+	c.srv.cl.ho.Probe().ExpireImports()
+	require.Eventually(t, func() bool { return c.srv.cl.ho.State(slot) == nil }, deadline, time.Millisecond,
 		"a released the slot: c serves it from what came")
 	assertAtLimit(t, cs, []string{key}, "served from b's keys, not from nothing")
 }
@@ -66,18 +67,16 @@ func TestKeptSlotNotReleased(t *testing.T) {
 	}
 	moveSlotKeys(t, c, b, slot)
 	bn, _ := c.ml.View().Table.Node(b.name)
-	c.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: bn, until: time.Now().Add(time.Hour)})
-	b.srv.cl.pushing.Store(true) // as if a push waited for the lease
-	b.srv.cl.switchMu.Lock()
-	b.srv.cl.ho.keep(slot)
-	b.srv.cl.switchMu.Unlock()
-	rel, _, err := c.srv.released(bn, []int{slot})
+	c.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: bn, Until: time.Now().Add(time.Hour)}))
+	b.srv.cl.ho.Probe().Pushing(true) // as if a push waited for the lease
+	b.srv.cl.ho.Probe().Keep(slot)
+	rel, _, err := c.srv.cl.ho.Probe().Released(bn, []int{slot})
 	require.NoError(t, err)
 	assert.Empty(t, rel, "b keeps the slot's keys: not released")
 
-	b.srv.cl.pushing.Store(false)
-	b.srv.pushKept()
-	require.Eventually(t, func() bool { return c.srv.cl.ho.state(slot) == nil }, deadline, time.Millisecond,
+	b.srv.cl.ho.Probe().Pushing(false)
+	b.srv.cl.ho.Probe().PushKept()
+	require.Eventually(t, func() bool { return c.srv.cl.ho.State(slot) == nil }, deadline, time.Millisecond,
 		"c imports the slot from b: b's DONE ends the import")
 	assertAtLimit(t, cs, []string{key}, "served from b's keys")
 }
@@ -85,23 +84,23 @@ func TestKeptSlotNotReleased(t *testing.T) {
 // moveSlotKeys moves from's keys of slot into to's store.
 func moveSlotKeys(t *testing.T, from, to *testNode, slot int) {
 	t.Helper()
-	in := slotSet([]int{slot})
+	in := func(key []byte) bool { return cluster.Slot(policy.Route(key)) == slot }
 	m := from.srv.cfg.Store
 	var es []shard.Entry
 	for i := range m.Shards() {
-		es = m.ExportShardFunc(i, in.keyIn, es)
+		es = m.ExportShardFunc(i, in, es)
 	}
 	require.NotEmpty(t, es)
 	now := time.Now().UnixNano()
 	for _, e := range es {
-		e.Route = routeOf(e.Key)
+		e.Route = handoff.RouteOf(e.Key)
 		require.NoError(t, to.srv.cfg.Store.Import(e, now))
 	}
-	from.srv.dropSlots(in)
+	from.srv.cl.ho.Probe().DropSlots([]int{slot})
 }
 
 // hasKey reports whether m holds key.
 func hasKey(m *shard.Map, key string) bool {
-	_, ok := m.Lookup([]byte(key), routeOf([]byte(key)))
+	_, ok := m.Lookup([]byte(key), handoff.RouteOf([]byte(key)))
 	return ok
 }

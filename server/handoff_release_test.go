@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/server/internal/handoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,17 +24,17 @@ func TestImportWaitsForAnOwnerThatHolds(t *testing.T) {
 		require.Equal(t, int64(1), slide5(t, cs[0], key))
 	}
 	from, _ := a.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: from, until: time.Now().Add(-time.Millisecond)})
-	b.srv.expireImports()
+	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
+	b.srv.cl.ho.Probe().ExpireImports()
 	assertAtLimit(t, cs, []string{key}, "served by a, which holds the slot")
 	require.Eventually(t, func() bool {
-		st := b.srv.cl.ho.state(slot)
-		return st == nil || time.Now().After(st.until) // asked once, and waited releaseRetry
+		st := b.srv.cl.ho.State(slot)
+		return st == nil || time.Now().After(st.Until()) // asked once, and waited releaseRetry
 	}, deadline, time.Millisecond)
-	require.NotNil(t, b.srv.cl.ho.state(slot), "a holds the slot: b waits on")
-	assert.Equal(t, modeImporting, b.srv.cl.ho.state(slot).now())
+	require.NotNil(t, b.srv.cl.ho.State(slot), "a holds the slot: b waits on")
+	assert.Equal(t, handoff.ModeImporting, b.srv.cl.ho.State(slot).Mode())
 	assertAtLimit(t, cs, []string{key}, "still served by a")
-	assert.Zero(t, b.srv.cl.ho.stats.importTimeouts.Load())
+	assert.Zero(t, b.srv.cl.ho.Stats().ImportTimeouts)
 }
 
 // TestImportReleasedServedFromWhatCame: an import whose old owner's table
@@ -45,10 +46,10 @@ func TestImportReleasedServedFromWhatCame(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	key, slot := keyOwnedBy(t, nodes, b, "released:")
 	from, _ := a.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.set(slot, &slotState{mode: modeImporting, peer: from, until: time.Now().Add(-time.Millisecond)})
-	b.srv.expireImports()
-	require.Eventually(t, func() bool { return b.srv.cl.ho.state(slot) == nil }, deadline, time.Millisecond,
+	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
+	b.srv.cl.ho.Probe().ExpireImports()
+	require.Eventually(t, func() bool { return b.srv.cl.ho.State(slot) == nil }, deadline, time.Millisecond,
 		"a's table names b: released, b serves the slot")
-	assert.Equal(t, int64(1), b.srv.cl.ho.stats.importTimeouts.Load())
+	assert.Equal(t, int64(1), b.srv.cl.ho.Stats().ImportTimeouts)
 	assert.Equal(t, int64(1), slide5(t, clients(t, b)[0], key))
 }

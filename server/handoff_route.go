@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/handoff"
 )
 
 // How long a request for a gated slot waits for the cut, and how often it
@@ -32,26 +33,26 @@ const (
 //     hopHandoff is answered errHandedOff, and its sender, the new owner
 //     that sent it before it took the slot, runs it itself.
 //   - Adopted: handed to this node ahead of its table: served here.
-func (s *Server) routeMoving(c *client, slot int, st *slotState) route {
-	switch st.now() {
-	case modeImporting:
+func (s *Server) routeMoving(c *client, slot int, st *handoff.SlotState) route {
+	switch st.Mode() {
+	case handoff.ModeImporting:
 		switch {
-		case c.hop == hopHandoff && c.peerName == st.peer.Name:
+		case c.hop == hopHandoff && c.peerName == st.Peer().Name:
 			return route{local: true, slot: slot}
 		case c.hop == hopHandoff:
 			return route{slot: slot, reply: errHandedOff}
 		}
-		return route{slot: slot, owner: st.peer, level: hopHandoff, importing: st}
-	case modeGated:
-		return route{slot: slot, gate: st.mg}
-	case modeMoved:
+		return route{slot: slot, owner: st.Peer(), level: hopHandoff, importing: st}
+	case handoff.ModeGated:
+		return route{slot: slot, gate: st.Gate()}
+	case handoff.ModeMoved:
 		switch {
 		case c.hop == hopHandoff:
 			return route{slot: slot, reply: errHandedOff}
 		case c.hop == hopClient && s.cl.cfg.Redirect:
-			return route{slot: slot, reply: "MOVED " + strconv.Itoa(slot) + " " + st.peer.Addr}
+			return route{slot: slot, reply: "MOVED " + strconv.Itoa(slot) + " " + st.Peer().Addr}
 		}
-		return route{slot: slot, owner: st.peer, level: hopHandoff}
+		return route{slot: slot, owner: st.Peer(), level: hopHandoff}
 	}
 	return route{local: true, slot: slot} // copying, adopted
 }
@@ -74,7 +75,7 @@ func (s *Server) forwardHandoff(c *client, cm *core.Command, args [][]byte, r ro
 		c.conn.WriteRaw(reps[0])
 	case !last:
 		if err == nil {
-			s.cl.ho.stats.crossedCut.Add(1)
+			s.cl.ho.CrossedCut()
 		}
 		return false
 	case err != nil:

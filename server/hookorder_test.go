@@ -23,12 +23,10 @@ func TestTableHookOrder(t *testing.T) {
 		{true, []string{"handoffHook", "OnTable"}}, // replica.Replicator.OnTable
 	} {
 		n := startTestNode(t, "hooks", nil, clusterOpts{replicas: tc.replicas})
-		n.srv.cl.switchMu.Lock()
 		var got []string
-		for _, h := range n.srv.cl.hooks {
+		for _, h := range n.srv.cl.ho.Hooks() {
 			got = append(got, hookName(h))
 		}
-		n.srv.cl.switchMu.Unlock()
 		assert.Equal(t, tc.want, got, "replicas: %t", tc.replicas)
 	}
 }

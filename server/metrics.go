@@ -313,3 +313,20 @@ func (s *Server) writeReplicaMetrics(w io.Writer) {
 		gauge(w, "rlstore_replica_serving_seconds"+l, max(0, p.Serving.Seconds()))
 	}
 }
+
+// writeHandoffMetrics writes the handoff's counters (handoff.Stats) to /metrics.
+func (s *Server) writeHandoffMetrics(w io.Writer) {
+	st := s.cl.ho.Stats()
+	counter(w, `rlstore_cluster_handoff_slots_total{direction="in"}`, st.SlotsIn)
+	counter(w, `rlstore_cluster_handoff_slots_total{direction="out"}`, st.SlotsOut)
+	counter(w, `rlstore_cluster_handoff_keys_total{direction="in"}`, st.KeysIn)
+	counter(w, `rlstore_cluster_handoff_keys_total{direction="out"}`, st.KeysOut)
+	counter(w, `rlstore_cluster_handoff_bytes_total{direction="in"}`, st.BytesIn)
+	counter(w, `rlstore_cluster_handoff_bytes_total{direction="out"}`, st.BytesOut)
+	gauge(w, "rlstore_cluster_handoff_moves_in_progress", float64(st.Moves))
+	gauge(w, `rlstore_cluster_handoff_slots_moving{direction="in"}`, float64(st.Importing))
+	gauge(w, `rlstore_cluster_handoff_slots_moving{direction="out"}`, float64(st.Migrating))
+	gauge(w, "rlstore_cluster_handoff_last_move_seconds", st.LastMove.Seconds())
+	counter(w, "rlstore_cluster_handoff_import_timeouts_total", st.ImportTimeouts)
+	counter(w, "rlstore_cluster_handoff_crossed_cut_total", st.CrossedCut)
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/global"
+	"github.com/rlstore/rlstore/server/internal/handoff"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -100,8 +101,8 @@ func (s *Server) regionTable(_, nv *cluster.View) {
 		return
 	}
 	s.reg.OnTable(func(slot int) bool { return nv.Table.Owner(slot).Name == nv.Self }, func(slot int) bool {
-		st := s.cl.ho.state(slot) // the handoff's hook ran first: a migration out is in its copy phase
-		return st != nil && (st.now() == modeCopying || st.now() == modeGated)
+		st := s.cl.ho.State(slot) // the handoff's hook ran first: a migration out is in its copy phase
+		return st != nil && (st.Mode() == handoff.ModeCopying || st.Mode() == handoff.ModeGated)
 	})
 }
 
@@ -142,8 +143,8 @@ func (c regionCluster) Topology() global.Topology {
 // owner: the regions' node refuses the other regions' entries of it until
 // the cut (server/internal/global/handoff.go).
 func (c regionCluster) Importing(slot int) bool {
-	st := c.s.cl.ho.state(slot)
-	return st != nil && st.now() == modeImporting
+	st := c.s.cl.ho.State(slot)
+	return st != nil && st.Mode() == handoff.ModeImporting
 }
 
 // globalConfig is cfg with its defaults taken, as the regions' node takes it.

@@ -462,7 +462,10 @@ func (s *Server) attach(ln net.Listener) error {
 		return errors.New("server: already serving")
 	}
 	s.ln = resp.NewListener(ln, &s.maxClients, s.log)
-	s.sweepEnd = s.startReplicas(s.startSweep())
+	s.sweepEnd = s.startSweep()
+	if s.cl != nil {
+		s.sweepEnd = s.cl.ho.StartReplicas(s.sweepEnd) // shipping stops first, then the sweep
+	}
 	return nil
 }
 

@@ -58,7 +58,7 @@ func TestLostSlotsNotServed(t *testing.T) {
 	newOwner := ownerOf(live, lost)
 	require.Eventually(t, func() bool {
 		cn := newOwner.srv.cl
-		return cn.takeover.Load().Waiting(cn.lease.Now()) == 0 && cn.serving()
+		return cn.ho.Takeover().Waiting(cn.ho.Lease().Now()) == 0 && cn.ho.Serving()
 	}, deadline, 10*time.Millisecond, "the takeover's wait passes")
 	err := rdb.Do(ctx, "RL.SLIDE", lost, 5, 3600).Err()
 	require.Error(t, err, "%s: its owner and backup are dead", lost)

@@ -322,6 +322,31 @@ func TestReplicaRowCatchesAViolation(t *testing.T) {
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
 
+// TestHandoffRowCatchesAViolation: the handoff's package keeps to its row
+// with the dependencies it has (the replicator below it, core for a peer's
+// request), and the row refuses the server front (its files were methods
+// of *Server; it takes handoff.Config now), the router above it (which
+// asks the handoff, never the other way), a command family and the
+// regions, directly or through another.
+func TestHandoffRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/handoff " + m + "cluster " + m + "internal/wire " + m + "persistence " + m + "persistence/vfs " +
+		m + "policy " + m + "server/internal/core " + m + "server/internal/replica " + m + "server/internal/resp " + m + "shard " + m + "window"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/handoff " + m + "server/internal/route",
+		m + "server/internal/handoff " + m + "server/internal/replica " + m + "server/internal/decide",
+		m + "server/internal/handoff " + m + "server/internal/global",
+	}
+	assert.Equal(t, []string{
+		"server/internal/handoff depends on server, which its layer may not import",
+		"server/internal/handoff depends on server/internal/route, which its layer may not import",
+		"server/internal/handoff depends on server/internal/decide, which its layer may not import",
+		"server/internal/handoff depends on server/internal/global, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}
+
 // TestDurableRowCatchesAViolation: the write path's package keeps to its
 // row with the dependencies it has, and the row refuses the server front
 // (it reaches its connection through durable.Batch and a call func), the

@@ -83,7 +83,7 @@ type Replicator struct {
 	store    *shard.Map // the store this node serves: what it ships, and where copies are promoted
 	log      *slog.Logger
 	self     string
-	syncs    syncs                // which owner's full sync brought each slot's copies (takeover_lost.go)
+	syncs    syncs                // which owner's full sync brought each slot's copies (server/internal/handoff, lost.go)
 	syncGens syncGens             // each primary's latest full sync here, by number (see shipment)
 	seedMu   sync.Mutex           // a full sync's drop, and a seed's check and import, one at a time (see Seed)
 	apply    sync.Mutex           // one table change at a time

@@ -12,7 +12,7 @@ import (
 // backup is the old owner, which keeps what it handed over (KeepHanded);
 // when two nodes join at once it may be a third node, which holds nothing
 // of the slot. A new owner killed in that window left the slot lost (no
-// survivor holds its state: takeover_lost.go) until it came back
+// survivor holds its state: server/internal/handoff, lost.go) until it came back
 // (loadtest/cluster.py's kill timing: 2 kills of 5, killed 33 and 46 ms
 // after the cut).
 //

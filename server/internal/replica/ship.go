@@ -213,7 +213,7 @@ func (p *shipPeer) shipOnce() {
 	if full && p.r.d.Importing() {
 		// A full sync drops the backup's copies of every slot this node
 		// owns; one this node still imports may come from those very
-		// copies (handoff_restore.go). It waits for the imports. A first
+		// copies (server/internal/handoff, restore.go). It waits for the imports. A first
 		// one (a joiner's, a restarted node's) keeps the slots already
 		// taken served meanwhile: the backup holds none of this process's
 		// slots yet, or the very copies they were pulled from.

@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"math/rand/v2"
@@ -13,8 +13,8 @@ import (
 // under way.
 func TestHandoffStateCounter(t *testing.T) {
 	var h handoff
-	model := map[int]*slotState{}
-	states := []*slotState{nil, {mode: modeImporting}, {mode: modeAdopted}, {mode: modeCopying}}
+	model := map[int]*SlotState{}
+	states := []*SlotState{nil, {mode: ModeImporting}, {mode: ModeAdopted}, {mode: ModeCopying}}
 	rng := rand.New(rand.NewPCG(7, 9))
 	for range 20000 {
 		slot, st := rng.IntN(8), states[rng.IntN(len(states))]

@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // An import ends when its old owner says DONE, when the old owner leaves
@@ -21,7 +22,7 @@ import (
 // So an import that has waited importWait asks its old owner, with
 // RL.PEER RELEASED from slots, which of the slots it has released to this
 // node: those whose owner its own table says is this node and that it is
-// not handing over now, nor lost (takeover_lost.go). Those are served
+// not handing over now, nor lost (lost.go). Those are served
 // here from what came (the importer's keys, or a restarted node's data
 // dir); for the others, and when the old owner does not answer, the
 // import waits on and asks again every releaseRetry. A node that predates the question answers NOPERM,
@@ -36,10 +37,10 @@ const releaseNone = "NONE"
 
 // expireImports asks the old owners of the imports that have waited
 // importWait which of their slots they have released to this node.
-func (s *Server) expireImports() {
-	h := &s.cl.ho
+func (n *Node) expireImports() {
+	h := &n.ho
 	now := time.Now()
-	asks := map[*slotState][]int{}
+	asks := map[*SlotState][]int{}
 	// One question per old owner and kind of import: each import of a
 	// join or a rejoin has a state of its own, and a question per slot
 	// was thousands of RL.PEER RELEASED at once (and as many goroutines
@@ -50,16 +51,16 @@ func (s *Server) expireImports() {
 		keep, guess bool
 		asks        int
 	}
-	ext := map[kind]*slotState{}
+	ext := map[kind]*SlotState{}
 	for slot := range h.slots {
 		st := h.slots[slot].Load()
-		if st == nil || st.mode != modeImporting || !now.After(st.until) {
+		if st == nil || st.mode != ModeImporting || !now.After(st.until) {
 			continue
 		}
 		k := kind{st.peer.Name, st.keep, st.guess, st.asks}
 		next := ext[k]
 		if next == nil {
-			next = &slotState{mode: modeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess, asks: st.asks}
+			next = &SlotState{mode: ModeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess, asks: st.asks}
 			ext[k] = next
 		}
 		if h.swap(slot, st, next) { // the next ask waits releaseRetry, whatever this one hears
@@ -67,54 +68,54 @@ func (s *Server) expireImports() {
 		}
 	}
 	for st, slots := range asks {
-		go s.askReleased(st, slots)
+		go n.askReleased(st, slots)
 	}
 	if len(asks) > 0 {
-		time.AfterFunc(releaseRetry+time.Millisecond, s.expireImports)
+		time.AfterFunc(releaseRetry+time.Millisecond, n.expireImports)
 	}
 }
 
 // askReleased asks st.peer which of slots, imported from it in state st,
 // it has released, and serves those from what came.
-func (s *Server) askReleased(st *slotState, slots []int) {
-	h := &s.cl.ho
-	released, ask, err := s.released(st.peer, slots)
+func (n *Node) askReleased(st *SlotState, slots []int) {
+	h := &n.ho
+	released, ask, err := n.released(st.peer, slots)
 	if err != nil {
-		s.log.Debug("cluster: an import's old owner did not say whether it released the slots; waiting on",
+		n.log.Debug("cluster: an import's old owner did not say whether it released the slots; waiting on",
 			"from", st.peer.Name, "slots", len(slots), "err", err)
 		return
 	}
-	n := 0
+	got := 0
 	var served []int
 	for _, slot := range released {
 		if h.swap(slot, st, nil) {
-			n++
+			got++
 			served = append(served, slot)
 		}
 	}
-	s.cl.noteHolder("", served)
+	n.noteHolder("", served)
 	for holder, slots := range ask {
-		s.askElsewhere(st, holder, slots)
+		n.askElsewhere(st, holder, slots)
 	}
-	if n > 0 {
+	if got > 0 {
 		h.notify()
-		h.stats.importTimeouts.Add(int64(n))
-		s.log.Warn("cluster: an import's old owner released slots without handing them over; serving them from what came",
-			"from", st.peer.Name, "slots", n, "waited", importWait)
+		h.stats.importTimeouts.Add(int64(got))
+		n.log.Warn("cluster: an import's old owner released slots without handing them over; serving them from what came",
+			"from", st.peer.Name, "slots", got, "waited", importWait)
 	}
-	if n < len(slots) {
-		s.log.Info("cluster: an import's old owner still holds slots; waiting for its handoff",
-			"from", st.peer.Name, "slots", len(slots)-n)
+	if got < len(slots) {
+		n.log.Info("cluster: an import's old owner still holds slots; waiting for its handoff",
+			"from", st.peer.Name, "slots", len(slots)-got)
 	}
 }
 
 // released asks to for the slots of slots it has released to this node.
-func (s *Server) released(to cluster.Node, slots []int) ([]int, map[string][]int, error) {
-	fw := s.cl.cfg.Mover
+func (n *Node) released(to cluster.Node, slots []int) ([]int, map[string][]int, error) {
+	fw := n.cfg.Mover
 	if fw == nil {
-		fw = s.cl.cfg.Forwarder
+		fw = n.cfg.Forwarder
 	}
-	self := s.cl.cur.Load().Self
+	self := n.cur.Load().Self
 	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte(self), []byte(formatSlots(slots))}})
 	if err != nil {
 		return nil, nil, err
@@ -137,51 +138,50 @@ func (s *Server) released(to cluster.Node, slots []int) ([]int, map[string][]int
 // this node has released to from, which imports them: its table names
 // from their owner, and it is not handing them over (a copy under way, or
 // gated), and it holds its lease. It answers their ranges, or NONE.
-func (s *Server) peerReleased(c *client, args [][]byte) {
+func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 	slots, ok := parseSlots(string(args[3]))
 	if !ok {
-		c.conn.WriteError(errSyntax)
+		x.Out.WriteError(errSyntax)
 		return
 	}
 	from := string(args[2])
-	cn := s.cl
-	v := cn.view()
-	if !cn.serving() {
+	v := n.View()
+	if !n.serving() {
 		// Without its lease this node does not know who serves the slots
 		// now (a node cut off, paused, or just back): a third node may
 		// have taken them over while its table still says otherwise.
-		c.conn.WriteString(releaseNone)
+		x.Out.WriteString(releaseNone)
 		return
 	}
 	var out []int
 	var ask map[string][]int
 	kept := false
 	for _, slot := range slots {
-		if holder := cn.holderOf(slot); holder != "" && holder != from && holder != v.Self {
+		if holder := n.holderOf(slot); holder != "" && holder != from && holder != v.Self {
 			if ask == nil {
 				ask = map[string][]int{}
 			}
-			ask[holder] = append(ask[holder], slot) // handed on, or never held here: see handoff_holder.go
+			ask[holder] = append(ask[holder], slot) // handed on, or never held here: see holder.go
 			continue
 		}
-		if v.Table.Owner(slot).Name != from || cn.forgone(slot) {
-			continue // this node would not have from serve it, or lost it (see takeover_lost.go)
+		if v.Table.Owner(slot).Name != from || n.forgone(slot) {
+			continue // this node would not have from serve it, or lost it (see lost.go)
 		}
-		if cn.keeps(slot) {
-			kept = true // its keys are on their way (handoff_kept.go)
+		if n.keeps(slot) {
+			kept = true // its keys are on their way (kept.go)
 			continue
 		}
-		if st := cn.ho.state(slot); st != nil {
-			if m := st.now(); m == modeCopying || m == modeGated || m == modeAdopted {
+		if st := n.ho.state(slot); st != nil {
+			if m := st.Mode(); m == ModeCopying || m == ModeGated || m == ModeAdopted {
 				continue // served here until its cut: DONE follows
 			}
 		}
 		out = append(out, slot)
 	}
 	if kept {
-		s.pushKept()
+		n.pushKept()
 	}
-	c.conn.WriteString(releasedAnswer(out, ask))
+	x.Out.WriteString(releasedAnswer(out, ask))
 }
 
 // waitImportsFromDead makes the slots this node imports from a member nv
@@ -193,8 +193,8 @@ func (s *Server) peerReleased(c *client, args [][]byte) {
 // simulation's seeds 162 and 326), so they are lost, as a slot gained
 // from a dead owner is. The caller holds switchMu, before the hook's
 // slotChange clears their import.
-func (cn *clusterNode) waitImportsFromDead(nv *cluster.View) {
-	if cn.lease == nil {
+func (n *Node) waitImportsFromDead(nv *cluster.View) {
+	if n.lease == nil {
 		return
 	}
 	dead := map[string]bool{}
@@ -208,11 +208,11 @@ func (cn *clusterNode) waitImportsFromDead(nv *cluster.View) {
 	}
 	from := map[string][]int{}
 	for slot := range cluster.Slots {
-		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && dead[st.peer.Name] && nv.Table.Owner(slot).Name == nv.Self {
+		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && dead[st.peer.Name] && nv.Table.Owner(slot).Name == nv.Self {
 			from[st.peer.Name] = append(from[st.peer.Name], slot)
 		}
 	}
 	for peer, slots := range from {
-		cn.fromDeadLocked(slots, peer)
+		n.fromDeadLocked(slots, peer)
 	}
 }

@@ -1,13 +1,13 @@
-package server
+package handoff
 
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -21,65 +21,64 @@ import (
 // took it only while it did not see this node for a moment (a membership
 // flap), and hands it back from its copies, older than this node's keys or
 // missing some. This node keeps every key it has and takes only the ones it lacks.
-func (s *Server) peerImport(c *client, args [][]byte) {
+func (n *Node) peerImport(x *core.Session, args [][]byte) {
 	slots, ok := parseSlots(string(args[4]))
 	if len(args) != 6 || !ok {
-		c.conn.WriteError(errSyntax)
+		x.Out.WriteError(errSyntax)
 		return
 	}
-	from, reset := string(args[2]), equalFoldASCII(args[3], "reset")
-	handback := equalFoldASCII(args[3], "handback") // see handoff_kept.go
-	pull := handback || equalFoldASCII(args[3], "pull")
-	s.cl.view() // take the membership's newest view first: a joiner marks what it imports
-	if pull && s.pullNotNeeded(from, slots) {
-		c.conn.WriteError(errNotImporting)
+	from, reset := string(args[2]), core.EqualFold(args[3], "reset")
+	handback := core.EqualFold(args[3], "handback") // see kept.go
+	pull := handback || core.EqualFold(args[3], "pull")
+	n.View() // take the membership's newest view first: a joiner marks what it imports
+	if pull && n.pullNotNeeded(from, slots) {
+		x.Out.WriteError(errNotImporting)
 		return
 	}
-	if pull || reset || equalFoldASCII(args[3], "replace") {
-		s.notePulled(from, slots, pull)
+	if pull || reset || core.EqualFold(args[3], "replace") {
+		n.notePulled(from, slots, pull)
 	}
-	own, others := s.servedSlots(slots)
+	own, others := n.servedSlots(slots)
 	if handback {
-		own = s.servedNow(own)
+		own = n.servedNow(own)
 	}
-	if equalFoldASCII(args[3], "replace") { // see handoff_resume.go
-		others = append(others, s.importAgain(from, own)...)
+	if core.EqualFold(args[3], "replace") { // see resume.go
+		others = append(others, n.importAgain(from, own)...)
 		own, reset = &slotBits{}, true
 	}
 	if reset {
-		s.dropSlots(slotSet(others))
-		s.importingFrom(from, slots)
+		n.dropSlots(slotSet(others))
+		n.importingFrom(from, slots)
 		if len(others) < len(slots) {
-			s.log.Warn("cluster: a node hands over slots this node never stopped serving (a membership flap); keeping this node's keys, adding only the ones it lacks",
+			n.log.Warn("cluster: a node hands over slots this node never stopped serving (a membership flap); keeping this node's keys, adding only the ones it lacks",
 				"from", from, "slots", len(slots)-len(others))
 		}
 	}
 	if pull {
-		s.cl.notePushed(slots)
+		n.notePushed(slots)
 	}
-	n, err := s.importHanded(args[5], own)
-	s.cl.ho.copied(from, reset, n, len(args[5]))
+	keys, err := n.importHanded(args[5], own)
+	n.ho.copied(from, reset, keys, len(args[5]))
 	if err != nil {
-		s.log.Warn("cluster: a handed-over key could not be stored", "from", from, "err", err)
-		c.conn.WriteError("ERR import: " + err.Error())
+		n.log.Warn("cluster: a handed-over key could not be stored", "from", from, "err", err)
+		x.Out.WriteError("ERR import: " + err.Error())
 		return
 	}
-	c.conn.WriteString("OK")
+	x.Out.WriteString("OK")
 }
 
 // servedSlots splits slots into those this node serves as their owner, and
 // has served as such since it first counted what it served: its table
 // names it, no handoff is moving them, and it is not a joiner that has yet
 // to see the cluster; and the others.
-func (s *Server) servedSlots(slots []int) (*slotBits, []int) {
-	cn := s.cl
-	cn.switchMu.Lock() // counts is the hook's
-	defer cn.switchMu.Unlock()
-	v := cn.cur.Load()
+func (n *Node) servedSlots(slots []int) (*slotBits, []int) {
+	n.switchMu.Lock() // counts is the hook's
+	defer n.switchMu.Unlock()
+	v := n.cur.Load()
 	var own slotBits
 	var others []int
 	for _, slot := range slots {
-		if st := cn.ho.state(slot); cn.ho.counts && v.Table.Owner(slot).Name == v.Self && (st == nil || st.keep) {
+		if st := n.ho.state(slot); n.ho.counts && v.Table.Owner(slot).Name == v.Self && (st == nil || st.keep) {
 			own[slot/64] |= 1 << (slot % 64)
 		} else {
 			others = append(others, slot)
@@ -90,8 +89,8 @@ func (s *Server) servedSlots(slots []int) (*slotBits, []int) {
 
 // importHanded stores a handoff's entries: each replaces its key's state,
 // but in a slot of own, where it only fills a key this node lacks.
-func (s *Server) importHanded(payload []byte, own *slotBits) (int, error) {
-	m, now := s.cfg.Store, time.Now().UnixNano()
+func (n *Node) importHanded(payload []byte, own *slotBits) (int, error) {
+	m, now := n.store, time.Now().UnixNano()
 	return persistence.DecodeEntries(payload, func(e *shard.Entry) error {
 		if own.keyIn(e.Key) {
 			_, err := m.ImportMissing(*e, now)
@@ -103,24 +102,23 @@ func (s *Server) importHanded(payload []byte, own *slotBits) (int, error) {
 
 // notePulled records whether node from sends copies of slots as a PULL's
 // answer (IMPORT mode pull: copies a backup holds, or keys a node kept,
-// see handoff_kept.go), or as a handoff (any other mode): the DONE that
+// see kept.go), or as a handoff (any other mode): the DONE that
 // follows a PULL's answer skips the slots this node imports from another
 // node (see takeSlots), and a handoff's ends them all, its IMPORT having
 // made their imports come from from (importingFrom).
-func (s *Server) notePulled(from string, slots []int, pull bool) {
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	b := cn.ho.pulled[from]
+func (n *Node) notePulled(from string, slots []int, pull bool) {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	b := n.ho.pulled[from]
 	if b == nil && !pull {
 		return
 	}
 	if b == nil {
 		b = &slotBits{}
-		if cn.ho.pulled == nil {
-			cn.ho.pulled = map[string]*slotBits{}
+		if n.ho.pulled == nil {
+			n.ho.pulled = map[string]*slotBits{}
 		}
-		cn.ho.pulled[from] = b
+		n.ho.pulled[from] = b
 	}
 	for _, slot := range slots {
 		if pull {
@@ -137,22 +135,21 @@ func (s *Server) notePulled(from string, slots []int, pull bool) {
 // node that waits for its slots after it was declared dead (keep) gets
 // them back from whichever node served them. Only a node that holds its
 // lease starts a handoff (see migrate), so from served the slots.
-func (s *Server) importingFrom(from string, slots []int) {
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	v := cn.cur.Load()
+func (n *Node) importingFrom(from string, slots []int) {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	v := n.cur.Load()
 	node, ok := v.Table.Node(from)
 	if !ok {
 		return
 	}
 	for _, slot := range slots {
-		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from {
-			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: st.until, keep: st.keep})
-			cn.ho.holder[slot] = from
+		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && st.peer.Name != from {
+			n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: st.until, keep: st.keep})
+			n.ho.holder[slot] = from
 		}
 	}
-	cn.ho.notify()
+	n.ho.notify()
 }
 
 // copied counts a copy's keys and bytes from node from: a reset starts
@@ -187,35 +184,34 @@ func (h *handoff) took(from string, slots int) {
 // from (a leave this node has not heard of yet). A slot its table gives a
 // third node is refused whole, as is a DONE from a node this node's view
 // does not have yet: from retries by its own table.
-func (s *Server) peerDone(c *client, args [][]byte) {
+func (n *Node) peerDone(x *core.Session, args [][]byte) {
 	slots, ok := parseSlots(string(args[3]))
 	if len(args) != 4 || !ok {
-		c.conn.WriteError(errSyntax)
+		x.Out.WriteError(errSyntax)
 		return
 	}
 	from := string(args[2])
-	s.cl.view() // take the membership's newest view first
-	served, err := s.takeSlots(from, slots)
+	n.View() // take the membership's newest view first
+	served, err := n.takeSlots(from, slots)
 	if err != "" {
-		c.conn.WriteError(err)
+		x.Out.WriteError(err)
 		return
 	}
-	if s.cl.repl != nil {
-		s.cl.repl.ResyncBackups(served)
+	if n.repl != nil {
+		n.repl.ResyncBackups(served)
 	}
-	s.cl.ho.took(from, len(slots))
-	s.log.Info("cluster: took slots over", "from", from, "slots", len(slots))
-	c.conn.WriteString("OK")
+	n.ho.took(from, len(slots))
+	n.log.Info("cluster: took slots over", "from", from, "slots", len(slots))
+	x.Out.WriteString("OK")
 }
 
 // takeSlots makes this node serve slots, which from hands over, and
 // returns those it served already (see servedSlots), or the error reply.
-func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
-	own, _ := s.servedSlots(slots)
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	v := cn.cur.Load()
+func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
+	own, _ := n.servedSlots(slots)
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	v := n.cur.Load()
 	if _, ok := v.Member(from); !ok {
 		// A joiner whose view does not have from yet counts nothing it
 		// serves: once its view catches up, its hook would import the slots
@@ -236,51 +232,51 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 		// which a few may be imported from another node (tables that
 		// differ for a moment): it skips those, and ends the others'
 		// imports (before, one such slot refused the whole answer).
-		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting && st.peer.Name != from && !cn.ho.pulled[from].has(slot) {
+		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && st.peer.Name != from && !n.ho.pulled[from].has(slot) {
 			return nil, "ERR slot " + strconv.Itoa(slot) + " is imported from " + st.peer.Name + " here"
 		}
 	}
-	pulled := cn.ho.pulled[from]
-	delete(cn.ho.pulled, from)
+	pulled := n.ho.pulled[from]
+	delete(n.ho.pulled, from)
 	if pulled != nil {
 		taken := slots[:0:0]
 		for _, slot := range slots {
-			if st := cn.ho.state(slot); st == nil || st.mode != modeImporting || st.peer.Name == from {
+			if st := n.ho.state(slot); st == nil || st.mode != ModeImporting || st.peer.Name == from {
 				taken = append(taken, slot)
 			}
 		}
 		if skipped := len(slots) - len(taken); skipped > 0 {
-			s.log.Info("cluster: a PULL's answer skipped slots this node imports from another node; their imports wait for it",
+			n.log.Info("cluster: a PULL's answer skipped slots this node imports from another node; their imports wait for it",
 				"from", from, "slots", skipped)
 		}
 		slots = taken
 	}
-	cn.ho.noteHanded(from, slots)
-	cn.unloseLocked(from, slots)
+	n.ho.noteHanded(from, slots)
+	n.unloseLocked(from, slots)
 	for _, slot := range slots {
-		if !cn.takeover.Load().Lost(slot) {
-			cn.ho.holder[slot] = "" // served here: a lost one waits for its holder
+		if !n.takeover.Load().Lost(slot) {
+			n.ho.holder[slot] = "" // served here: a lost one waits for its holder
 		}
 	}
 	for _, slot := range slots {
-		cn.ho.got[slot/64] &^= 1 << (slot % 64)
+		n.ho.got[slot/64] &^= 1 << (slot % 64)
 	}
 	var served []int
-	adopted := &slotState{mode: modeAdopted, peer: cluster.Node{Name: from}}
+	adopted := &SlotState{mode: ModeAdopted, peer: cluster.Node{Name: from}}
 	for _, slot := range slots {
 		switch {
 		case own.has(slot):
 			served = append(served, slot)
-			if st := cn.ho.state(slot); st != nil && st.keep {
-				cn.ho.set(slot, nil) // handed back after a rejoin: see rejoin
+			if st := n.ho.state(slot); st != nil && st.keep {
+				n.ho.set(slot, nil) // handed back after a rejoin: see rejoin
 			}
 		case v.Table.Owner(slot).Name == v.Self:
-			cn.ho.set(slot, nil)
+			n.ho.set(slot, nil)
 		default:
-			cn.ho.set(slot, adopted)
+			n.ho.set(slot, adopted)
 		}
 	}
-	cn.ho.notify()
+	n.ho.notify()
 	return served, ""
 }
 
@@ -290,30 +286,26 @@ func (s *Server) takeSlots(from string, slots []int) ([]int, string) {
 // every migration under way, or ctx's end. From its start, requests for
 // the slots are forwarded to their new owners once cut; the caller then
 // tells the members that the node leaves.
-func (s *Server) HandOff(ctx context.Context) error {
-	if s.cl == nil {
-		return nil
-	}
-	cn := s.cl
-	v := cn.view()
-	cn.switchMu.Lock()
-	cn.ho.leaving.Store(true)
+func (n *Node) HandOff(ctx context.Context) error {
+	v := n.View()
+	n.switchMu.Lock()
+	n.ho.leaving.Store(true)
 	outs := map[string][]int{}
 	for slot := range cluster.Slots {
-		st := cn.ho.state(slot)
+		st := n.ho.state(slot)
 		mine := v.Table.Owner(slot).Name == v.Self && st == nil
-		if heir := cn.ho.heir(v, slot); heir.Name != v.Self && (mine || st != nil && st.now() == modeAdopted) {
+		if heir := n.ho.heir(v, slot); heir.Name != v.Self && (mine || st != nil && st.Mode() == ModeAdopted) {
 			outs[heir.Name] = append(outs[heir.Name], slot)
 		}
 	}
 	for name, slots := range outs {
 		to, _ := v.Table.Node(name)
-		s.startMigration(to, slots)
+		n.startMigration(to, slots)
 	}
-	cn.switchMu.Unlock()
+	n.switchMu.Unlock()
 	done := make(chan struct{})
 	go func() {
-		cn.moves.Wait()
+		n.moves.Wait()
 		close(done)
 	}()
 	select {
@@ -321,41 +313,5 @@ func (s *Server) HandOff(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-// QuietHops waits until no other node has sent this one a request for
-// quiet, or max has passed. A leaving node calls it after telling the
-// members, which then route to the new owners as soon as each has rebuilt
-// its table: once their forwards stop arriving, draining this node's
-// connections fails nobody's request.
-func (s *Server) QuietHops(quiet, max time.Duration) {
-	if s.cl != nil {
-		quietOn(&s.cl.hops, quiet, max)
-	}
-}
-
-// QuietClients waits until this node has forwarded nothing for quiet, or
-// max has passed. A leaving node, which owns no slot, calls it after
-// QuietHops: what it forwards then comes from its own clients, and
-// cluster-aware ones stop sending once they have reloaded their slot map,
-// which they do on a timer (see docs/clients.md); a node that went before
-// would fail them with "connection refused".
-func (s *Server) QuietClients(quiet, max time.Duration) {
-	if s.cl != nil {
-		quietOn(&s.cl.forwarded, quiet, max)
-	}
-}
-
-// quietOn waits until n has not changed for quiet, or max has passed.
-func quietOn(n *atomic.Int64, quiet, max time.Duration) {
-	end := time.Now().Add(max)
-	for last := n.Load(); time.Now().Before(end); {
-		time.Sleep(min(quiet, time.Until(end)))
-		m := n.Load()
-		if m == last {
-			return
-		}
-		last = m
 	}
 }

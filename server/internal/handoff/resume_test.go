@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"testing"

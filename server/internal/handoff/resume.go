@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"time"
@@ -87,29 +87,28 @@ func (h *handoff) noteDeaths(old, nv *cluster.View) {
 // importAgain makes this node import slots it serves from node from, which
 // hands them back after this node was declared dead: they wait for from's
 // DONE, as imports do, and their keys go (see peerImport).
-func (s *Server) importAgain(from string, own *slotBits) []int {
-	cn := s.cl
-	cn.switchMu.Lock()
-	v := cn.cur.Load()
+func (n *Node) importAgain(from string, own *slotBits) []int {
+	n.switchMu.Lock()
+	v := n.cur.Load()
 	node, ok := v.Table.Node(from)
 	var slots []int
 	if ok {
-		st := &slotState{mode: modeImporting, peer: node, until: time.Now().Add(importWait)}
+		st := &SlotState{mode: ModeImporting, peer: node, until: time.Now().Add(importWait)}
 		for slot := range cluster.Slots {
 			if own.has(slot) {
-				cn.ho.set(slot, st)
+				n.ho.set(slot, st)
 				slots = append(slots, slot)
 			}
 		}
 	}
-	cn.switchMu.Unlock()
+	n.switchMu.Unlock()
 	if len(slots) == 0 {
 		return nil
 	}
-	cn.ho.notify()
-	cn.ho.running.wait() // runs that read a slot's state before the gate end first
-	time.AfterFunc(importWait+time.Millisecond, s.expireImports)
-	s.log.Warn("cluster: a node hands back slots this node was declared dead for; taking its keys for them",
+	n.ho.notify()
+	n.ho.running.wait() // runs that read a slot's state before the gate end first
+	time.AfterFunc(importWait+time.Millisecond, n.expireImports)
+	n.log.Warn("cluster: a node hands back slots this node was declared dead for; taking its keys for them",
 		"from", from, "slots", len(slots))
 	return slots
 }

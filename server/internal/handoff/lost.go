@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"github.com/rlstore/rlstore/cluster"
@@ -36,51 +36,50 @@ import (
 // noteLost recomputes the lost slots for the view change from old to nv
 // (see cluster.NextLost). It runs after noteTakeovers; the caller holds
 // switchMu.
-func (s *Server) noteLost(old, nv *cluster.View) {
-	cn := s.cl
-	if cn.lease == nil {
+func (n *Node) noteLost(old, nv *cluster.View) {
+	if n.lease == nil {
 		return
 	}
 	var held func(int, string) bool
-	if cn.repl != nil {
-		held = cn.repl.HeldBy
+	if n.repl != nil {
+		held = n.repl.HeldBy
 	}
-	prev := cn.takeover.Load()
+	prev := n.takeover.Load()
 	tk, unlost, fresh := cluster.NextLost(prev, old, nv, held)
-	cn.takeover.Store(tk)
-	cn.ho.unlost = (*slotBits)(unlost)
+	n.takeover.Store(tk)
+	n.ho.unlost = (*slotBits)(unlost)
 	for slot := range cluster.Slots {
 		switch {
-		case cn.ho.unlost.has(slot):
-			cn.ho.forgone[slot/64] |= 1 << (slot % 64)
-			cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
+		case n.ho.unlost.has(slot):
+			n.ho.forgone[slot/64] |= 1 << (slot % 64)
+			n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		case nv.Table.Owner(slot).Name == nv.Self && !tk.Lost(slot):
-			cn.ho.forgone[slot/64] &^= 1 << (slot % 64)
+			n.ho.forgone[slot/64] &^= 1 << (slot % 64)
 		case tk.Lost(slot) && !prev.Lost(slot) && old != nil && old.Table.Owner(slot).Name != nv.Self:
-			cn.ho.holder[slot] = old.Table.Owner(slot).Name // its DONE, once back, ends the loss (unloseLocked)
+			n.ho.holder[slot] = old.Table.Owner(slot).Name // its DONE, once back, ends the loss (unloseLocked)
 		}
 	}
 	if fresh > 0 {
-		s.log.Warn("cluster: slots whose owner and backup were both declared dead are not served: no member this node sees holds their state (they come back with either, or with RL.CLUSTER FORGET)",
+		n.log.Warn("cluster: slots whose owner and backup were both declared dead are not served: no member this node sees holds their state (they come back with either, or with RL.CLUSTER FORGET)",
 			"slots", fresh)
 	}
 }
 
 // forgetLost serves the lost slots from what this node has: an operator
 // said a member will not come back (RL.CLUSTER FORGET).
-func (cn *clusterNode) forgetLost() {
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	if tk := cn.takeover.Load(); tk.LostSlots() > 0 {
-		cn.takeover.Store(tk.WithLost(&[cluster.Slots / 64]uint64{}))
+func (n *Node) forgetLost() {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	if tk := n.takeover.Load(); tk.LostSlots() > 0 {
+		n.takeover.Store(tk.WithLost(&[cluster.Slots / 64]uint64{}))
 	}
-	cn.ho.forgone = slotBits{}
-	cn.ho.lostFrom = slotBits{}
+	n.ho.forgone = slotBits{}
+	n.ho.lostFrom = slotBits{}
 }
 
 // forgone reports whether slot was lost here and is another node's now.
-func (cn *clusterNode) forgone(slot int) bool {
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	return cn.ho.forgone.has(slot)
+func (n *Node) forgone(slot int) bool {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	return n.ho.forgone.has(slot)
 }

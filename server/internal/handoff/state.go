@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"sync"
@@ -9,102 +9,32 @@ import (
 )
 
 // This file holds the table-change hook and the per-slot handoff state the
-// router consults; handoff_move.go moves the slots' keys. The model is
+// router consults; move.go moves the slots' keys. The model is
 // Redis Cluster's MIGRATING/IMPORTING: a slot's old owner serves it until
 // it has handed the slot's keys over, its new owner sends the slot's
 // requests back to the old owner until then. See docs/cluster.md.
 
-// tableHook is called on every change of the membership view, with the view
-// routing used until now and the one it is about to use, before any request
-// is routed by the new one. Hooks run one at a time, in the order they were
-// added, on whichever goroutine first sees the change (the membership's, or
-// a connection's); they must be quick, start any long work on their own
-// goroutines, and must not call clusterNode.view (they hold its switch).
-type tableHook func(old, new *cluster.View)
-
-// onTableChange adds h to the hooks run on every table change. Call it
-// while the server is being set up (attachCluster), before it serves.
-func (cn *clusterNode) onTableChange(h tableHook) {
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	cn.hooks = append(cn.hooks, h)
-}
-
-// view returns the view routing uses now. When the membership has a newer
-// one, the table-change hooks run first, so that no request is routed by a
-// table whose handoff state is not yet set up.
-func (cn *clusterNode) view() *cluster.View {
-	v := cn.cfg.View()
-	if cur := cn.cur.Load(); cur == v {
-		return cur
-	}
-	return cn.switchTo(v)
-}
-
-// switchTo runs the hooks for v and makes it the routing view.
-func (cn *clusterNode) switchTo(v *cluster.View) *cluster.View {
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	old := cn.cur.Load()
-	if old == v {
-		return v
-	}
-	if old != nil && v.Table.Epoch() < old.Table.Epoch() {
-		return old // a connection that read the membership before a newer switch
-	}
-	for _, h := range cn.hooks {
-		h(old, v)
-	}
-	cn.cur.Store(v)
-	return v
-}
-
-// ClusterChanged makes the server take the membership's current view now,
-// running the handoff for it; cmd/rlstore calls it from the membership's
-// OnChange. Without it a change is taken by the next request that routes.
-func (s *Server) ClusterChanged() {
-	if s.cl != nil {
-		s.cl.view()
-	}
-}
-
-// Hop levels beyond hopForward; see the constants in cluster.go.
-const (
-	// hopHandoff is a request sent between a moving slot's old and new
-	// owners, or by a node to the owner its table names when a peer's
-	// table differed. It is served where it lands, unless that node has
-	// handed the slot over: then it answers errHandedOff, and the sender
-	// runs it itself or answers TRYAGAIN. It is never sent on again.
-	hopHandoff = 2
-)
-
-// Replies of the handoff. errHandedOff goes only between nodes.
-const (
-	errHandedOff = "HANDEDOFF this node has handed the slot over"
-	errTryAgain  = "TRYAGAIN the key's slot is moving between nodes; retry"
-)
-
-// slotMode is what this node is doing with a slot that is moving.
-type slotMode int32
+// Mode is what this node is doing with a slot that is moving.
+type Mode int32
 
 const (
-	modeImporting slotMode = iota + 1 // new owner: the old owner serves the slot until it says done
-	modeCopying                       // old owner: serves the slot while its keys are copied out
-	modeGated                         // old owner: the last copy is being made; requests wait
-	modeMoved                         // old owner: handed over; requests go to the new owner
-	modeAdopted                       // handed to this node before its table names it the owner: serve here
+	ModeImporting Mode = iota + 1 // new owner: the old owner serves the slot until it says done
+	ModeCopying                   // old owner: serves the slot while its keys are copied out
+	ModeGated                     // old owner: the last copy is being made; requests wait
+	ModeMoved                     // old owner: handed over; requests go to the new owner
+	ModeAdopted                   // handed to this node before its table names it the owner: serve here
 )
 
-func (m slotMode) String() string {
+func (m Mode) String() string {
 	return [...]string{"", "importing", "migrating", "gated", "moved", "adopted"}[m]
 }
 
-// slotState is one moving slot's state. It is immutable but for mg's
+// SlotState is one moving slot's state. It is immutable but for mg's
 // phase, which all the slots of one migration share.
-type slotState struct {
-	mode  slotMode     // modeImporting, modeAdopted, or modeCopying for a migration (then see mg)
+type SlotState struct {
+	mode  Mode         // ModeImporting, ModeAdopted, or ModeCopying for a migration (then see mg)
 	peer  cluster.Node // the old owner when importing; the new owner when migrating
-	mg    *migration   // the batch of slots moving out with this one; nil unless migrating
+	mg    *Migration   // the batch of slots moving out with this one; nil unless migrating
 	until time.Time    // importing: when this node stops waiting and serves from what it has
 	// keep marks an import of a slot this node owned all along, after it
 	// learned it had been declared dead (see rejoin): a handback adds the
@@ -120,17 +50,17 @@ type slotState struct {
 	asks int
 }
 
-// now returns the slot's mode at this moment.
-func (st *slotState) now() slotMode {
+// Mode returns the slot's mode at this moment.
+func (st *SlotState) Mode() Mode {
 	if st.mg != nil {
-		return slotMode(st.mg.phase.Load())
+		return Mode(st.mg.phase.Load())
 	}
 	return st.mode
 }
 
 // handoff is a node's per-slot handoff state and its counters.
 type handoff struct {
-	slots   [cluster.Slots]atomic.Pointer[slotState] // nil: the slot follows the table; written by set and swap only
+	slots   [cluster.Slots]atomic.Pointer[SlotState] // nil: the slot follows the table; written by set and swap only
 	active  atomic.Int32                             // at least the slots whose state is not nil: see state
 	running barrier                                  // local runs of keyed commands, which a cut waits for
 	stats   handoffStats
@@ -141,14 +71,14 @@ type handoff struct {
 
 	changeMu sync.Mutex    // guards changed
 	changed  chan struct{} // closed by notify when slots' states change; nil when nobody waits
-	// Guarded by clusterNode.switchMu, since only the hook touches them:
+	// Guarded by Node.switchMu, since only the hook touches them:
 	counts bool // the routing table shows what this node served (see handoffHook)
 	shared bool // this node has been in a table with other members
 	// died are the members this node saw declared dead and not since
-	// handed slots back to (see handoff_resume.go).
+	// handed slots back to (see resume.go).
 	died map[string]absence
 	// handed are the slots each node handed this process over (its DONE):
-	// their copies from that node are not needed (see handoff_restore.go).
+	// their copies from that node are not needed (see restore.go).
 	handed map[string]*slotBits
 	// pulled are the slots each node sent copies of in answer to this
 	// node's RL.PEER PULL (IMPORT mode pull): its DONE for them skips
@@ -162,16 +92,16 @@ type handoff struct {
 	// unlost are the slots the last change took from the lost ones;
 	// forgone, the slots lost here that another node owns now, whose
 	// RL.PEER RELEASED this node never answers released (see
-	// takeover_lost.go).
+	// lost.go).
 	forgone slotBits
 	unlost  *slotBits
 	// kept are the slots whose keys this node keeps for their owner by
-	// the table, and sends it once it holds its lease (handoff_kept.go);
+	// the table, and sends it once it holds its lease (kept.go);
 	// keptReplace, those of them it was handing back in mode replace.
 	kept, keptReplace slotBits
 	// holder is, per slot, the node this one last knew to hold its state
 	// when not itself: the node it handed the slot to, or imports it from
-	// (see handoff_holder.go); got, the slots whose keys a PULL's answer or
+	// (see holder.go); got, the slots whose keys a PULL's answer or
 	// kept keys brought while this node imported them.
 	holder [cluster.Slots]string
 	got    slotBits
@@ -185,7 +115,7 @@ type handoff struct {
 // Every keyed request asks, and slots is 128 KiB: a random slot's entry
 // is a cache miss, 5% of a forwarding node's CPU. Outside a handoff no
 // slot has a state, and one shared counter says so.
-func (h *handoff) state(slot int) *slotState {
+func (h *handoff) state(slot int) *SlotState {
 	if h.active.Load() == 0 {
 		return nil
 	}
@@ -195,7 +125,7 @@ func (h *handoff) state(slot int) *slotState {
 // set sets slot's state. active never counts fewer slots than have a
 // state: it grows before a state appears and shrinks after one goes, so
 // a reader that finds it 0 finds every slot following the table.
-func (h *handoff) set(slot int, st *slotState) {
+func (h *handoff) set(slot int, st *SlotState) {
 	if st != nil {
 		h.active.Add(1)
 	}
@@ -205,7 +135,7 @@ func (h *handoff) set(slot int, st *slotState) {
 }
 
 // swap sets slot's state to st if it is old, and reports whether it did.
-func (h *handoff) swap(slot int, old, st *slotState) bool {
+func (h *handoff) swap(slot int, old, st *SlotState) bool {
 	if st != nil {
 		h.active.Add(1)
 	}
@@ -230,7 +160,7 @@ func (h *handoff) notify() {
 }
 
 // waitChange waits at most d for slot's state to be other than st.
-func (h *handoff) waitChange(slot int, st *slotState, d time.Duration) {
+func (h *handoff) waitChange(slot int, st *SlotState, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -255,10 +185,10 @@ func (h *handoff) waitChange(slot int, st *slotState, d time.Duration) {
 func (h *handoff) moving() (importing, migrating int) {
 	for i := range h.slots {
 		if st := h.slots[i].Load(); st != nil {
-			switch st.now() {
-			case modeImporting:
+			switch st.Mode() {
+			case ModeImporting:
 				importing++
-			case modeCopying, modeGated:
+			case ModeCopying, ModeGated:
 				migrating++
 			}
 		}
@@ -311,37 +241,4 @@ type handoffStats struct {
 	lastMoveUsec      atomic.Int64 // how long the last migration out took, to its cut
 	importTimeouts    atomic.Int64 // slots whose import was given up after importWait
 	crossedCut        atomic.Int64 // requests sent back to the old owner that reached it after its cut
-}
-
-// replicaDelegate is what the replicator asks of this node (replica.Delegate).
-type replicaDelegate struct{ s *Server }
-
-func (d replicaDelegate) View() *cluster.View { return d.s.cl.view() }
-func (d replicaDelegate) UnixNano() int64     { return d.s.unixNano() }
-
-// Mono is the lease's clock, which mayServe compares Fresh's deadlines with.
-func (d replicaDelegate) Mono() int64 {
-	if l := d.s.cl.lease; l != nil {
-		return l.Now()
-	}
-	return int64(time.Since(d.s.started))
-}
-
-func (d replicaDelegate) Importing() bool {
-	in, _ := d.s.cl.ho.moving()
-	return in > 0
-}
-
-// startReplicas starts shipping, if replicas are on, and returns the stop
-// of every background task: shipping first, then stop's.
-func (s *Server) startReplicas(stop func()) func() {
-	if s.cl == nil || s.cl.repl == nil {
-		return stop
-	}
-	r := s.cl.repl
-	r.Start()
-	return func() {
-		r.Close()
-		stop()
-	}
 }

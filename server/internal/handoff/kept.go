@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"time"
@@ -45,13 +45,12 @@ func (h *handoff) unkeep(slot int) {
 // servedNow returns the slots of own (see servedSlots) that this node
 // serves now, leaving out those it waits to have handed back after a
 // rejoin: an IMPORT in mode handback replaces its keys for those.
-func (s *Server) servedNow(own *slotBits) *slotBits {
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
+func (n *Node) servedNow(own *slotBits) *slotBits {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
 	now := *own
 	for slot := range cluster.Slots {
-		if now.has(slot) && cn.ho.state(slot) != nil {
+		if now.has(slot) && n.ho.state(slot) != nil {
 			now[slot/64] &^= 1 << (slot % 64)
 		}
 	}
@@ -60,21 +59,20 @@ func (s *Server) servedNow(own *slotBits) *slotBits {
 
 // pushKept sends the kept keys to their owners once this node holds its
 // lease (at most migrateWait from now); one push runs at a time.
-func (s *Server) pushKept() {
-	cn := s.cl
-	if !cn.pushing.CompareAndSwap(false, true) {
+func (n *Node) pushKept() {
+	if !n.pushing.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
-		defer cn.pushing.Store(false)
-		for end := time.Now().Add(migrateWait); !cn.serving(); {
+		defer n.pushing.Store(false)
+		for end := time.Now().Add(migrateWait); !n.serving(); {
 			if time.Now().After(end) {
 				return // the next table change, or RELEASED question, tries again
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		for k, slots := range s.takeKept() {
-			s.sendKept(k.to, slots, k.mode)
+		for k, slots := range n.takeKept() {
+			n.sendKept(k.to, slots, k.mode)
 		}
 	}()
 }
@@ -87,25 +85,24 @@ type keptFor struct {
 
 // takeKept clears the kept slots that another node owns by the table and
 // that no handoff moves, and returns them by owner and mode.
-func (s *Server) takeKept() map[keptFor][]int {
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	v := cn.cur.Load()
+func (n *Node) takeKept() map[keptFor][]int {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	v := n.cur.Load()
 	out := map[keptFor][]int{}
 	for slot := range cluster.Slots {
-		if !cn.ho.kept.has(slot) {
+		if !n.ho.kept.has(slot) {
 			continue
 		}
 		owner := v.Table.Owner(slot)
-		if owner.Name == v.Self || cn.ho.state(slot) != nil {
+		if owner.Name == v.Self || n.ho.state(slot) != nil {
 			continue
 		}
 		k := keptFor{to: owner, mode: "pull"}
-		if cn.ho.keptReplace.has(slot) {
+		if n.ho.keptReplace.has(slot) {
 			k.mode = "handback"
 		}
-		cn.ho.unkeep(slot)
+		n.ho.unkeep(slot)
 		out[k] = append(out[k], slot)
 	}
 	return out
@@ -113,42 +110,41 @@ func (s *Server) takeKept() map[keptFor][]int {
 
 // sendKept sends to the kept keys of slots as a PULL's answer, then drops
 // them; slots whose owner did not take them are kept again.
-func (s *Server) sendKept(to cluster.Node, slots []int, mode string) {
-	keys, _, err := s.copyFrom(s.cfg.Store, to, slots, true, mode)
+func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
+	keys, _, err := n.copyFrom(n.store, to, slots, true, mode)
 	if err != nil && err.Error() == errNotImporting {
 		err = nil // it imports none of them: a handoff brought them
 	}
-	cn := s.cl
-	cn.switchMu.Lock()
-	v := cn.cur.Load()
+	n.switchMu.Lock()
+	v := n.cur.Load()
 	var gone []int
 	for _, slot := range slots {
 		switch {
-		case v.Table.Owner(slot).Name == v.Self || cn.ho.state(slot) != nil:
+		case v.Table.Owner(slot).Name == v.Self || n.ho.state(slot) != nil:
 			// Its own again, or moving: the table's handoff settles it.
 		case err != nil:
-			cn.ho.keep(slot)
+			n.ho.keep(slot)
 			if mode == "handback" {
-				cn.ho.keptReplace[slot/64] |= 1 << (slot % 64)
+				n.ho.keptReplace[slot/64] |= 1 << (slot % 64)
 			}
 		default:
 			gone = append(gone, slot)
 		}
 	}
-	cn.switchMu.Unlock()
+	n.switchMu.Unlock()
 	if err != nil {
-		s.log.Warn("cluster: could not send a slot's owner the keys this node kept for it; trying again later",
+		n.log.Warn("cluster: could not send a slot's owner the keys this node kept for it; trying again later",
 			"to", to.Name, "slots", len(slots), "err", err)
 		return
 	}
-	s.dropSlots(slotSet(gone))
-	cn.noteHolder(to.Name, gone)
-	s.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys)
+	n.dropSlots(slotSet(gone))
+	n.noteHolder(to.Name, gone)
+	n.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys)
 }
 
 // keeps reports whether this node keeps slot's keys for its owner.
-func (cn *clusterNode) keeps(slot int) bool {
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	return cn.ho.kept.has(slot)
+func (n *Node) keeps(slot int) bool {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	return n.ho.kept.has(slot)
 }

@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 const (
 	// importWait is how long a new owner sends a slot's requests back to
 	// its old owner, waiting for it to say done, before it asks the old
-	// owner whether it released the slot (see handoff_release.go). A move
+	// owner whether it released the slot (see release.go). A move
 	// takes milliseconds per thousand keys.
 	importWait = 5 * time.Second
 	// migrateWait is how long an old owner retries a cut the new owner
@@ -30,9 +30,9 @@ const (
 	chunkBytes = 256 << 10
 )
 
-// migration is one batch of slots moving from this node to another,
+// Migration is one batch of slots moving from this node to another,
 // because of one table change or a leave. Every slot of it points to one
-// slotState holding it; its phase is the slots' mode.
+// SlotState holding it; its phase is the slots' mode.
 //
 // The cut, and why no key is served by two nodes or from a fresh quota:
 //
@@ -57,12 +57,12 @@ const (
 // O opens the gate and serves on, and retries while N is the owner its
 // table names, for migrateWait. A slot whose owner changes again before
 // the cut goes to whoever owns it in O's table at the cut.
-type migration struct {
+type Migration struct {
 	to      cluster.Node
 	slots   []int
 	started time.Time
-	first   string       // the mode of each copy's first IMPORT: reset, or replace (see handoff_resume.go)
-	phase   atomic.Int32 // slotMode: copying, gated, moved
+	first   string       // the mode of each copy's first IMPORT: reset, or replace (see resume.go)
+	phase   atomic.Int32 // Mode: copying, gated, moved
 	// disowned is set when this node learns it was declared dead (see
 	// rejoin): another node may have served the slots since, so this one
 	// hands nothing over.
@@ -73,15 +73,15 @@ type migration struct {
 }
 
 // gate makes the slots wait, for the last copy.
-func (mg *migration) gate() {
+func (mg *Migration) gate() {
 	mg.mu.Lock()
 	mg.opened = make(chan struct{})
-	mg.phase.Store(int32(modeGated))
+	mg.phase.Store(int32(ModeGated))
 	mg.mu.Unlock()
 }
 
 // open ends the gate with the slots in mode m.
-func (mg *migration) open(m slotMode) {
+func (mg *Migration) open(m Mode) {
 	mg.mu.Lock()
 	mg.phase.Store(int32(m))
 	if mg.opened != nil {
@@ -92,7 +92,7 @@ func (mg *migration) open(m slotMode) {
 }
 
 // waitOpen waits at most d for the gate to open, and reports whether it did.
-func (mg *migration) waitOpen(d time.Duration) bool {
+func (mg *Migration) waitOpen(d time.Duration) bool {
 	mg.mu.Lock()
 	ch := mg.opened
 	mg.mu.Unlock()
@@ -119,27 +119,27 @@ func (mg *migration) waitOpen(d time.Duration) bool {
 // another member: the cluster it joins has newer state for those slots, so
 // it neither hands them out nor takes them for its own; it imports all its
 // slots from the owner they have without it.
-func (s *Server) handoffHook(old, nv *cluster.View) {
-	h := &s.cl.ho
+func (n *Node) handoffHook(old, nv *cluster.View) {
+	h := &n.ho
 	oldCounts := old != nil && h.counts
 	if len(nv.Table.Nodes()) > 1 {
 		h.shared = true
 	}
-	h.counts = !s.cl.cfg.Joins || h.shared
+	h.counts = !n.cfg.Joins || h.shared
 	h.noteDeaths(old, nv)
 	h.noteReturns(old, nv)
-	s.cl.noteTakeovers(old, nv)
-	s.cl.waitImportsFromDead(nv)
-	s.noteLost(old, nv)
+	n.noteTakeovers(old, nv)
+	n.waitImportsFromDead(nv)
+	n.noteLost(old, nv)
 	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
-	s.lostComeBackLocked(nv)
+	n.lostComeBackLocked(nv)
 	for slot := range cluster.Slots {
 		had := oldCounts && old.Table.Owner(slot).Name == nv.Self
-		if to, ok := s.slotChange(old, nv, slot, had, oldCounts, until); ok {
+		if to, ok := n.slotChange(old, nv, slot, had, oldCounts, until); ok {
 			outs[to] = append(outs[to], slot)
 		}
-		if st := h.state(slot); st != nil && st.mode == modeImporting && (st.guess || st.keep) {
+		if st := h.state(slot); st != nil && st.mode == ModeImporting && (st.guess || st.keep) {
 			// A restart's or a rejoin's import asks the slot's backups for
 			// copies (RL.PEER PULL): a table change's, from an old owner
 			// that holds the slot, waits for its handoff; a backup's
@@ -153,36 +153,36 @@ func (s *Server) handoffHook(old, nv *cluster.View) {
 	}
 	for name, slots := range outs {
 		to, _ := nv.Table.Node(name)
-		s.startMigration(to, slots)
-		delete(h.died, name) // it has its slots back: see handoff_resume.go
+		n.startMigration(to, slots)
+		delete(h.died, name) // it has its slots back: see resume.go
 	}
-	s.pullImports(nv, ins) // see handoff_restore.go
+	n.pullImports(nv, ins) // see restore.go
 	if h.kept != (slotBits{}) {
-		s.pushKept()
+		n.pushKept()
 	}
 	h.notify()
 	if in, _ := h.moving(); in > 0 {
-		time.AfterFunc(time.Until(until)+time.Millisecond, s.expireImports)
+		time.AfterFunc(time.Until(until)+time.Millisecond, n.expireImports)
 	}
 }
 
 // slotChange sets slot's state for the new view nv and returns the node
 // it must now be migrated to, if any.
-func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, until time.Time) (string, bool) {
-	h := &s.cl.ho
+func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, until time.Time) (string, bool) {
+	h := &n.ho
 	owner := h.heir(nv, slot).Name
 	st := h.state(slot)
-	var mode slotMode
+	var mode Mode
 	if st != nil {
-		mode = st.now()
+		mode = st.Mode()
 	}
 	mine := owner == nv.Self
 	switch {
-	case mode == modeCopying || mode == modeGated:
+	case mode == ModeCopying || mode == ModeGated:
 		// The migration settles it at its cut, by the table then.
-	case mine && mode == modeAdopted:
+	case mine && mode == ModeAdopted:
 		h.set(slot, nil) // the table has caught up
-	case mine && mode == modeImporting:
+	case mine && mode == ModeImporting:
 		if !nv.Table.Has(st.peer.Name) {
 			h.set(slot, nil) // the old owner has gone: serve from what came
 			h.holder[slot] = ""
@@ -190,14 +190,14 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 			// A joiner whose first view lacked the slot's backup guessed
 			// another node, which sends nothing for it; the backup's DONE
 			// must end the import (only the import's old owner ends it).
-			h.set(slot, &slotState{mode: modeImporting, peer: ru, until: st.until, guess: true})
+			h.set(slot, &SlotState{mode: ModeImporting, peer: ru, until: st.until, guess: true})
 		}
 	case mine && had:
-		if !s.cl.takeover.Load().Lost(slot) {
+		if !n.takeover.Load().Lost(slot) {
 			h.holder[slot] = "" // a lost one keeps its holder: see unloseLocked
 		}
 	case mine:
-		st := s.importFrom(old, nv, slot, oldCounts, until)
+		st := n.importFrom(old, nv, slot, oldCounts, until)
 		h.set(slot, st)
 		switch {
 		case st != nil && st.guess:
@@ -209,26 +209,26 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 			// take it over from its copies (TestPausedOwnerAnswersNothingStale).
 		case st != nil:
 			h.holder[slot] = st.peer.Name
-		case !s.cl.takeover.Load().Lost(slot):
+		case !n.takeover.Load().Lost(slot):
 			h.holder[slot] = "" // served here from now on (its old owner died or left)
 		}
-	case mode == modeImporting:
+	case mode == ModeImporting:
 		h.set(slot, nil) // another node owns it now
 		// Keys a push brought (got) are the slot's state, as a rejoin's
 		// are, unless it handed the slot on (holder): then they are not.
 		if st.keep && h.holder[slot] == "" || h.got.has(slot) {
 			h.got[slot/64] &^= 1 << (slot % 64)
 			h.unkeep(slot)
-			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see handoff_kept.go
+			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see kept.go
 		}
-	case mode == modeMoved && nv.Table.Owner(slot).Name != nv.Self:
+	case mode == ModeMoved && nv.Table.Owner(slot).Name != nv.Self:
 		h.set(slot, nil) // the table routes it: see cut
-	case mode == modeMoved:
-	case mode == modeAdopted && owner == st.peer.Name:
+	case mode == ModeMoved:
+	case mode == ModeAdopted && owner == st.peer.Name:
 		// Handed here by a node that leaves, which the table still names.
 	case had && h.unlost.has(slot):
 		// Lost here, so never served here: nothing to hand over.
-	case had || mode == modeAdopted:
+	case had || mode == ModeAdopted:
 		return owner, true
 	}
 	return "", false
@@ -237,20 +237,20 @@ func (s *Server) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool
 // importFrom is the state of a slot this node gains: importing from its
 // old owner, or nil when that has gone (it died, or left without handing
 // the slot over): then the slot is served from empty state, at once.
-func (s *Server) importFrom(old, nv *cluster.View, slot int, oldCounts bool, until time.Time) *slotState {
+func (n *Node) importFrom(old, nv *cluster.View, slot int, oldCounts bool, until time.Time) *SlotState {
 	var src cluster.Node
 	switch ru, ok := nv.Table.RunnerUp(slot); {
-	case oldCounts && s.cl.takesOverFromCopies(old, nv, slot):
+	case oldCounts && n.takesOverFromCopies(old, nv, slot):
 		return nil // see takesOverFromCopies
-	case s.cl.ho.holder[slot] != "" && s.cl.ho.holder[slot] != nv.Self:
+	case n.ho.holder[slot] != "" && n.ho.holder[slot] != nv.Self:
 		// This node handed the slot to, or imported it from, another node
-		// than the table's old owner: that node holds it (handoff_holder.go).
-		holder := s.cl.ho.holder[slot]
+		// than the table's old owner: that node holds it (holder.go).
+		holder := n.ho.holder[slot]
 		if node, ok := nv.Table.Node(holder); ok {
-			return &slotState{mode: modeImporting, peer: node, until: until}
+			return &SlotState{mode: ModeImporting, peer: node, until: until}
 		}
 		if diedIn(nv, holder) {
-			s.cl.fromDeadLocked([]int{slot}, holder)
+			n.fromDeadLocked([]int{slot}, holder)
 			return nil
 		}
 		if oldCounts {
@@ -270,7 +270,7 @@ func (s *Server) importFrom(old, nv *cluster.View, slot int, oldCounts bool, unt
 	if src.Name == nv.Self || !nv.Table.Has(src.Name) {
 		return nil
 	}
-	return &slotState{mode: modeImporting, peer: src, until: until, guess: !oldCounts}
+	return &SlotState{mode: ModeImporting, peer: src, until: until, guess: !oldCounts}
 }
 
 // heir is the node that should hold slot in view v: its owner, or while
@@ -286,49 +286,49 @@ func (h *handoff) heir(v *cluster.View, slot int) cluster.Node {
 }
 
 // startMigration starts moving slots to node to. The caller holds switchMu.
-func (s *Server) startMigration(to cluster.Node, slots []int) {
-	mg := &migration{to: to, slots: slots, started: time.Now(), first: "reset"}
-	if a, ok := s.cl.ho.died[to.Name]; ok && a.replaces(s.cl.lease) {
+func (n *Node) startMigration(to cluster.Node, slots []int) {
+	mg := &Migration{to: to, slots: slots, started: time.Now(), first: "reset"}
+	if a, ok := n.ho.died[to.Name]; ok && a.replaces(n.lease) {
 		mg.first = "replace"
 	}
-	mg.phase.Store(int32(modeCopying))
-	st := &slotState{mode: modeCopying, peer: to, mg: mg}
+	mg.phase.Store(int32(ModeCopying))
+	st := &SlotState{mode: ModeCopying, peer: to, mg: mg}
 	for _, slot := range slots {
-		s.cl.ho.set(slot, st)
+		n.ho.set(slot, st)
 	}
-	s.cl.moves.Add(1)
-	s.cl.ho.stats.moving.Add(1)
-	go s.migrate(mg)
+	n.moves.Add(1)
+	n.ho.stats.moving.Add(1)
+	go n.migrate(mg)
 }
 
 // migrate runs mg: copy, gate, last copy and cut (see migration).
-func (s *Server) migrate(mg *migration) {
-	defer s.cl.moves.Done()
-	defer s.cl.ho.stats.moving.Add(-1)
-	if !s.waitLease(mg) {
-		s.abandon(mg, mg.slots, errNotServing)
+func (n *Node) migrate(mg *Migration) {
+	defer n.moves.Done()
+	defer n.ho.stats.moving.Add(-1)
+	if !n.waitLease(mg) {
+		n.abandon(mg, mg.slots, errNotServing)
 		return
 	}
-	if _, _, err := s.copyFrom(s.cfg.Store, mg.to, mg.slots, false, mg.first); err != nil {
-		s.log.Warn("cluster: first copy of moving slots failed; the last copy sends them all", "to", mg.to.Name, "err", err)
+	if _, _, err := n.copyFrom(n.store, mg.to, mg.slots, false, mg.first); err != nil {
+		n.log.Warn("cluster: first copy of moving slots failed; the last copy sends them all", "to", mg.to.Name, "err", err)
 	}
 	for {
-		slots := s.settle(mg)
+		slots := n.settle(mg)
 		if len(slots) == 0 {
 			return
 		}
-		if !s.waitLease(mg) {
-			s.abandon(mg, slots, errNotServing)
+		if !n.waitLease(mg) {
+			n.abandon(mg, slots, errNotServing)
 			return
 		}
 		mg.gate()
 		gated := time.Now()
-		s.cl.ho.running.wait()
-		keys, n, err := s.copyFrom(s.cfg.Store, mg.to, slots, true, mg.first)
+		n.ho.running.wait()
+		keys, sent, err := n.copyFrom(n.store, mg.to, slots, true, mg.first)
 		var unknown *doneUnknown
 		switch {
 		case err == nil:
-			s.cut(mg, slots, keys, n, time.Since(gated))
+			n.cut(mg, slots, keys, sent, time.Since(gated))
 			return
 		case errors.As(err, &unknown):
 			// The new owner may serve the slots already: serving them here
@@ -336,18 +336,18 @@ func (s *Server) migrate(mg *migration) {
 			// there, as after a cut, but keep the copy: should it not have
 			// taken them, its import times out onto the last copy, and if
 			// the slots come back here they have their state.
-			mg.open(modeMoved)
-			s.unmark(slots)
-			s.log.Warn("cluster: no answer to a handoff's done; the slots go to their new owner, this node keeps its copy",
+			mg.open(ModeMoved)
+			n.unmark(slots)
+			n.log.Warn("cluster: no answer to a handoff's done; the slots go to their new owner, this node keeps its copy",
 				"to", mg.to.Name, "slots", len(slots), "err", err)
 			return
 		}
-		mg.open(modeCopying)
+		mg.open(ModeCopying)
 		if time.Since(mg.started) > migrateWait {
-			s.abandon(mg, slots, err)
+			n.abandon(mg, slots, err)
 			return
 		}
-		s.log.Warn("cluster: handing slots over failed; serving them on and retrying", "to", mg.to.Name, "slots", len(slots), "err", err)
+		n.log.Warn("cluster: handing slots over failed; serving them on and retrying", "to", mg.to.Name, "slots", len(slots), "err", err)
 		time.Sleep(100 * time.Millisecond) // a refusal or an unreachable peer: give the tables time to agree
 	}
 }
@@ -363,8 +363,8 @@ var errNotServing = errors.New("this node does not hold its lease, or was declar
 // over meanwhile: its reset IMPORT and DONE would end an import from the
 // node that served them). It gives up at migrateWait, or once mg is
 // disowned.
-func (s *Server) waitLease(mg *migration) bool {
-	for !s.cl.serving() {
+func (n *Node) waitLease(mg *Migration) bool {
+	for !n.serving() {
 		if mg.disowned.Load() || time.Since(mg.started) > migrateWait {
 			return false
 		}
@@ -376,26 +376,25 @@ func (s *Server) waitLease(mg *migration) bool {
 // settle drops from mg the slots whose owner is no longer mg.to in this
 // node's table: those it owns again are served here as before, those of
 // a third node start a migration there. It returns the slots left.
-func (s *Server) settle(mg *migration) []int {
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	v := cn.cur.Load()
+func (n *Node) settle(mg *Migration) []int {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	v := n.cur.Load()
 	var keep []int
 	others := map[string][]int{}
 	for _, slot := range mg.slots {
-		switch owner := cn.ho.heir(v, slot); owner.Name {
+		switch owner := n.ho.heir(v, slot); owner.Name {
 		case mg.to.Name:
 			keep = append(keep, slot)
 		case v.Self:
-			cn.ho.set(slot, nil)
+			n.ho.set(slot, nil)
 		default:
 			others[owner.Name] = append(others[owner.Name], slot)
 		}
 	}
 	for name, slots := range others {
 		to, _ := v.Table.Node(name)
-		s.startMigration(to, slots)
+		n.startMigration(to, slots)
 	}
 	mg.slots = keep
 	return keep
@@ -403,22 +402,22 @@ func (s *Server) settle(mg *migration) []int {
 
 // cut ends a migration whose last copy the new owner took: the slots are
 // moved, and this node's copy of their keys goes.
-func (s *Server) cut(mg *migration, slots []int, keys, bytes int, gated time.Duration) {
-	mg.open(modeMoved)
-	s.unmark(slots)
-	s.cl.noteHolder(mg.to.Name, slots)
-	st := &s.cl.ho.stats
+func (n *Node) cut(mg *Migration, slots []int, keys, bytes int, gated time.Duration) {
+	mg.open(ModeMoved)
+	n.unmark(slots)
+	n.noteHolder(mg.to.Name, slots)
+	st := &n.ho.stats
 	st.slotsOut.Add(int64(len(slots)))
 	st.keysOut.Add(int64(keys))
 	st.bytesOut.Add(int64(bytes))
 	took := time.Since(mg.started)
 	st.lastMoveUsec.Store(took.Microseconds())
-	if s.cl.repl != nil {
-		s.cl.repl.KeepHanded(s.cl.cur.Load(), slots)
-		s.seedBackups(mg.to, slots) // see handoff_seed.go
+	if n.repl != nil {
+		n.repl.KeepHanded(n.cur.Load(), slots)
+		n.seedBackups(mg.to, slots) // see seed.go
 	}
-	s.dropSlots(slotSet(slots))
-	s.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes,
+	n.dropSlots(slotSet(slots))
+	n.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes,
 		"took", took, "gated", gated)
 }
 
@@ -427,14 +426,13 @@ func (s *Server) cut(mg *migration, slots []int, keys, bytes int, gated time.Dur
 // names this node (a leave not yet announced). Without it a request for the
 // slot goes by the table, to its owner, once forwarded or not; and one
 // sent back here as hopHandoff is answered errHandedOff all the same.
-func (s *Server) unmark(slots []int) {
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	v := cn.cur.Load()
+func (n *Node) unmark(slots []int) {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	v := n.cur.Load()
 	for _, slot := range slots {
-		if st := cn.ho.state(slot); st != nil && st.now() == modeMoved && v.Table.Owner(slot).Name != v.Self {
-			cn.ho.set(slot, nil)
+		if st := n.ho.state(slot); st != nil && st.Mode() == ModeMoved && v.Table.Owner(slot).Name != v.Self {
+			n.ho.set(slot, nil)
 		}
 	}
 }
@@ -442,33 +440,32 @@ func (s *Server) unmark(slots []int) {
 // abandon lets slots go without a cut after migrateWait: they follow the
 // table, and the new owner serves them from what it has. A migration
 // disowned at a rejoin keeps its slots' keys for their owner instead
-// (handoff_kept.go).
-func (s *Server) abandon(mg *migration, slots []int, err error) {
-	cn := s.cl
-	cn.switchMu.Lock()
-	v := cn.cur.Load()
+// (kept.go).
+func (n *Node) abandon(mg *Migration, slots []int, err error) {
+	n.switchMu.Lock()
+	v := n.cur.Load()
 	var gone []int
 	kept := mg.disowned.Load()
 	for _, slot := range slots {
-		cn.ho.swap(slot, cn.ho.state(slot), nil)
+		n.ho.swap(slot, n.ho.state(slot), nil)
 		if v.Table.Owner(slot).Name != v.Self {
 			if kept {
-				cn.ho.keep(slot)
+				n.ho.keep(slot)
 				if mg.first == "replace" {
-					cn.ho.keptReplace[slot/64] |= 1 << (slot % 64)
+					n.ho.keptReplace[slot/64] |= 1 << (slot % 64)
 				}
 			} else {
 				gone = append(gone, slot)
 			}
 		}
 	}
-	cn.switchMu.Unlock()
+	n.switchMu.Unlock()
 	if kept {
-		cn.ho.notify()
-		s.pushKept()
+		n.ho.notify()
+		n.pushKept()
 	}
-	s.dropSlots(slotSet(gone)) // a leaving node keeps, and serves, what it could not hand over
-	s.log.Error("cluster: could not hand slots over; their new owner serves them from what it has", "to", mg.to.Name, "slots", len(slots), "err", err)
+	n.dropSlots(slotSet(gone)) // a leaving node keeps, and serves, what it could not hand over
+	n.log.Error("cluster: could not hand slots over; their new owner serves them from what it has", "to", mg.to.Name, "slots", len(slots), "err", err)
 }
 
 // slotBits is a set of slots.
@@ -488,8 +485,8 @@ func (b *slotBits) has(slot int) bool { return b != nil && b[slot/64]&(1<<(slot%
 func (b *slotBits) keyIn(key []byte) bool { return b.has(cluster.Slot(policy.Route(key))) }
 
 // dropSlots deletes this node's keys in the slots of b.
-func (s *Server) dropSlots(b *slotBits) {
-	m := s.cfg.Store
+func (n *Node) dropSlots(b *slotBits) {
+	m := n.store
 	var es []shard.Entry
 	for i := range m.Shards() {
 		es = m.ExportShardFunc(i, b.keyIn, es[:0])
@@ -512,10 +509,10 @@ func routeOf(key []byte) []byte {
 // for them; replace: the same for the slots to thinks it serves; add:
 // nothing is dropped; pull: add, refused if to imports none of them;
 // handback: pull, replacing the keys of slots to waits to have handed
-// back, see handoff_kept.go), the others add (pull and handback: the
+// back, see kept.go), the others add (pull and handback: the
 // same). With done, RL.PEER DONE follows.
 // It returns the keys and bytes sent.
-func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, first string) (int, int, error) {
+func (n *Node) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, first string) (int, int, error) {
 	b := slotSet(slots)
 	spec := []byte(formatSlots(slots))
 	var es []shard.Entry
@@ -525,7 +522,7 @@ func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool,
 			return nil
 		}
 		payload := persistence.AppendEntries([]byte{}, es, time.Now().UnixNano())
-		err := s.peerCall(to, cluster.PeerImport, mode, spec, payload)
+		err := n.peerCall(to, cluster.PeerImport, mode, spec, payload)
 		if mode != "pull" && mode != "handback" { // those say how every chunk is taken
 			mode = "add"
 		}
@@ -544,7 +541,7 @@ func (s *Server) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool,
 		return 0, 0, err
 	}
 	if done {
-		if err := s.peerCall(to, cluster.PeerDone, "", spec, nil); err != nil {
+		if err := n.peerCall(to, cluster.PeerDone, "", spec, nil); err != nil {
 			if errors.Is(err, cluster.ErrUnreachable) {
 				err = &doneUnknown{err}
 			}
@@ -571,13 +568,13 @@ func approxBytes(es []shard.Entry) int {
 
 // peerCall sends RL.PEER sub self [mode] spec [payload] to node to and
 // checks that it answers OK.
-func (s *Server) peerCall(to cluster.Node, sub, mode string, spec, payload []byte) error {
-	return s.peerCallAs(s.cl.cur.Load().Self, to, sub, mode, spec, payload)
+func (n *Node) peerCall(to cluster.Node, sub, mode string, spec, payload []byte) error {
+	return n.peerCallAs(n.cur.Load().Self, to, sub, mode, spec, payload)
 }
 
 // peerCallAs is peerCall for a caller that has this node's name at hand:
 // a table-change hook may run before the view it applies is current.
-func (s *Server) peerCallAs(self string, to cluster.Node, sub, mode string, spec, payload []byte) error {
+func (n *Node) peerCallAs(self string, to cluster.Node, sub, mode string, spec, payload []byte) error {
 	args := [][]byte{[]byte(cluster.PeerCommand), []byte(sub), []byte(self)}
 	if mode != "" {
 		args = append(args, []byte(mode))
@@ -586,9 +583,9 @@ func (s *Server) peerCallAs(self string, to cluster.Node, sub, mode string, spec
 	if payload != nil {
 		args = append(args, payload)
 	}
-	fw := s.cl.cfg.Mover
+	fw := n.cfg.Mover
 	if fw == nil {
-		fw = s.cl.cfg.Forwarder
+		fw = n.cfg.Forwarder
 	}
 	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{args})
 	if err != nil {

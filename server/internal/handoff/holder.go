@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ import (
 // when X is not in its table (X's death was confirmed), it serves the slot
 // only as it would a slot taken from a dead X: after the takeover's wait,
 // if it holds X's copies of it, and otherwise not at all (lost, until X or
-// an operator's RL.CLUSTER FORGET: see takeover_lost.go).
+// an operator's RL.CLUSTER FORGET: see lost.go).
 
 // setHolder records that node holds slots' state ("" for this node). The
 // caller holds switchMu.
@@ -38,17 +38,17 @@ func (h *handoff) setHolder(node string, slots []int) {
 
 // holderOf returns the node this one last knew to hold slot's state, ""
 // when that is itself or none.
-func (cn *clusterNode) holderOf(slot int) string {
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	return cn.ho.holder[slot]
+func (n *Node) holderOf(slot int) string {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	return n.ho.holder[slot]
 }
 
 // noteHolder is setHolder for a caller that does not hold switchMu.
-func (cn *clusterNode) noteHolder(node string, slots []int) {
-	cn.switchMu.Lock()
-	cn.ho.setHolder(node, slots)
-	cn.switchMu.Unlock()
+func (n *Node) noteHolder(node string, slots []int) {
+	n.switchMu.Lock()
+	n.ho.setHolder(node, slots)
+	n.switchMu.Unlock()
 }
 
 // releasedAnswer formats RL.PEER RELEASED's answer: the released slots
@@ -97,12 +97,11 @@ func parseReleased(rep string) (released []int, ask map[string][]int, ok bool) {
 // holds slots, which this node imports in state st: it imports them from
 // holder, or, holder being out of its table (its death confirmed), serves
 // them as it would slots taken from a dead holder.
-func (s *Server) askElsewhere(st *slotState, holder string, slots []int) {
-	cn := s.cl
-	cn.switchMu.Lock()
-	v := cn.cur.Load()
+func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
+	n.switchMu.Lock()
+	v := n.cur.Load()
 	if st.asks >= len(v.Table.Nodes()) {
-		cn.switchMu.Unlock()
+		n.switchMu.Unlock()
 		// As many ASKs as members, and still no holder: the nodes' records
 		// point round in a circle. The import waits on its old owner, as
 		// an import that is not released does, until a node hands the
@@ -111,35 +110,35 @@ func (s *Server) askElsewhere(st *slotState, holder string, slots []int) {
 		return
 	}
 	if st.asks+1 == len(v.Table.Nodes()) {
-		s.log.Warn("cluster: an import was sent on by as many ASKs as there are members; it waits on the last one named, following no more",
+		n.log.Warn("cluster: an import was sent on by as many ASKs as there are members; it waits on the last one named, following no more",
 			"from", st.peer.Name, "holder", holder, "slots", len(slots))
 	}
 	var moved, gone []int
 	node, inTable := v.Table.Node(holder)
 	for _, slot := range slots {
-		cur := cn.ho.state(slot)
+		cur := n.ho.state(slot)
 		if cur != st || holder == v.Self || v.Table.Owner(slot).Name != v.Self {
 			continue
 		}
-		cn.ho.holder[slot] = holder
+		n.ho.holder[slot] = holder
 		if inTable {
-			cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: time.Now().Add(releaseRetry), keep: st.keep, asks: st.asks + 1})
+			n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now().Add(releaseRetry), keep: st.keep, asks: st.asks + 1})
 			moved = append(moved, slot)
 		} else {
-			cn.ho.set(slot, nil)
+			n.ho.set(slot, nil)
 			gone = append(gone, slot)
 		}
 	}
-	lost := cn.fromDeadLocked(gone, holder)
-	cn.switchMu.Unlock()
+	lost := n.fromDeadLocked(gone, holder)
+	n.switchMu.Unlock()
 	if len(moved)+len(gone) == 0 {
 		return
 	}
-	cn.ho.notify()
-	s.log.Info("cluster: an import's old owner handed the slots to another node; importing them from it",
+	n.ho.notify()
+	n.log.Info("cluster: an import's old owner handed the slots to another node; importing them from it",
 		"holder", holder, "in_table", inTable, "importing", len(moved), "taken_over", len(gone)-lost, "lost", lost)
 	if len(moved) > 0 {
-		time.AfterFunc(releaseRetry+time.Millisecond, s.expireImports)
+		time.AfterFunc(releaseRetry+time.Millisecond, n.expireImports)
 	}
 }
 
@@ -147,27 +146,27 @@ func (s *Server) askElsewhere(st *slotState, holder string, slots []int) {
 // confirmed, wait as slots taken from a dead owner do: the takeover's
 // wait, if this node holds holder's copies of them (or keeps no replicas,
 // when a dead owner's slots are served from empty state), and otherwise
-// lost (takeover_lost.go). It returns how many are lost. The caller holds
+// lost (lost.go). It returns how many are lost. The caller holds
 // switchMu.
-func (cn *clusterNode) fromDeadLocked(slots []int, holder string) int {
-	if cn.lease == nil || len(slots) == 0 {
+func (n *Node) fromDeadLocked(slots []int, holder string) int {
+	if n.lease == nil || len(slots) == 0 {
 		return 0
 	}
 	var waits, lost []int
 	for _, slot := range slots {
-		cn.ho.holder[slot] = holder // lost until it comes back: see lostComeBack
-		if cn.repl == nil || cn.repl.HeldBy(slot, holder) {
+		n.ho.holder[slot] = holder // lost until it comes back: see lostComeBack
+		if n.repl == nil || n.repl.HeldBy(slot, holder) {
 			waits = append(waits, slot)
 		} else {
 			lost = append(lost, slot)
-			cn.ho.lostFrom[slot/64] |= 1 << (slot % 64)
+			n.ho.lostFrom[slot/64] |= 1 << (slot % 64)
 		}
 	}
 	if len(waits) > 0 {
-		cn.takeover.Store(cn.takeover.Load().With(waits, cn.lease.Now(), cn.lease.TakeoverWait()))
+		n.takeover.Store(n.takeover.Load().With(waits, n.lease.Now(), n.lease.TakeoverWait()))
 	}
 	if len(lost) > 0 {
-		tk := cn.takeover.Load()
+		tk := n.takeover.Load()
 		var bits [cluster.Slots / 64]uint64
 		for slot := range cluster.Slots {
 			if tk.Lost(slot) {
@@ -177,7 +176,7 @@ func (cn *clusterNode) fromDeadLocked(slots []int, holder string) int {
 		for _, slot := range lost {
 			bits[slot/64] |= 1 << (slot % 64)
 		}
-		cn.takeover.Store(tk.WithLost(&bits))
+		n.takeover.Store(tk.WithLost(&bits))
 	}
 	return len(lost)
 }
@@ -195,12 +194,12 @@ func diedIn(v *cluster.View, node string) bool {
 // notePushed marks, of slots, those this node imports: a PULL's answer or
 // kept keys brought their keys, which are the slot's state if the table
 // moves the slot on before the import ends (see slotChange).
-func (cn *clusterNode) notePushed(slots []int) {
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
+func (n *Node) notePushed(slots []int) {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
 	for _, slot := range slots {
-		if st := cn.ho.state(slot); st != nil && st.mode == modeImporting {
-			cn.ho.got[slot/64] |= 1 << (slot % 64)
+		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting {
+			n.ho.got[slot/64] |= 1 << (slot % 64)
 		}
 	}
 }
@@ -217,9 +216,8 @@ func (cn *clusterNode) notePushed(slots []int) {
 // keeps its keys, or does not hold its lease yet, says it did not); in
 // TestRedPausedAtHeal the wait was most of the 6 s the test gives the
 // resumed node. The caller holds switchMu, after noteLost.
-func (s *Server) lostComeBackLocked(nv *cluster.View) {
-	cn := s.cl
-	tk := cn.takeover.Load()
+func (n *Node) lostComeBackLocked(nv *cluster.View) {
+	tk := n.takeover.Load()
 	if tk.LostSlots() == 0 {
 		return
 	}
@@ -229,20 +227,20 @@ func (s *Server) lostComeBackLocked(nv *cluster.View) {
 		if !tk.Lost(slot) {
 			continue
 		}
-		holder := cn.ho.holder[slot]
+		holder := n.ho.holder[slot]
 		node, ok := nv.Table.Node(holder)
-		if !cn.ho.lostFrom.has(slot) || holder == "" || !ok || holder == nv.Self || nv.Table.Owner(slot).Name != nv.Self || cn.ho.state(slot) != nil {
+		if !n.ho.lostFrom.has(slot) || holder == "" || !ok || holder == nv.Self || nv.Table.Owner(slot).Name != nv.Self || n.ho.state(slot) != nil {
 			bits[slot/64] |= 1 << (slot % 64)
 			continue
 		}
-		cn.ho.set(slot, &slotState{mode: modeImporting, peer: node, until: time.Now()})
-		cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
+		n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now()})
+		n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		back++
 	}
 	if back > 0 {
-		cn.takeover.Store(tk.WithLost(&bits))
-		time.AfterFunc(time.Millisecond, s.expireImports) // not under switchMu
-		s.log.Info("cluster: the node that held lost slots is back; importing them from it", "slots", back)
+		n.takeover.Store(tk.WithLost(&bits))
+		time.AfterFunc(time.Millisecond, n.expireImports) // not under switchMu
+		n.log.Info("cluster: the node that held lost slots is back; importing them from it", "slots", back)
 	}
 }
 
@@ -252,8 +250,8 @@ func (s *Server) lostComeBackLocked(nv *cluster.View) {
 // rejoin's own slots, whose owner died and came back). Another node's
 // DONE (a backup's PULL answer) ends no loss: its copies are not from the
 // holder. The caller holds switchMu, before takeSlots clears the holder.
-func (cn *clusterNode) unloseLocked(from string, slots []int) {
-	tk := cn.takeover.Load()
+func (n *Node) unloseLocked(from string, slots []int) {
+	tk := n.takeover.Load()
 	if tk.LostSlots() == 0 {
 		return
 	}
@@ -263,16 +261,16 @@ func (cn *clusterNode) unloseLocked(from string, slots []int) {
 			bits[slot/64] |= 1 << (slot % 64)
 		}
 	}
-	n := 0
+	back := 0
 	for _, slot := range slots {
-		if bits[slot/64]&(1<<(slot%64)) != 0 && cn.ho.holder[slot] == from {
+		if bits[slot/64]&(1<<(slot%64)) != 0 && n.ho.holder[slot] == from {
 			bits[slot/64] &^= 1 << (slot % 64)
-			cn.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
-			n++
+			n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
+			back++
 		}
 	}
-	if n > 0 {
-		cn.takeover.Store(tk.WithLost(&bits))
+	if back > 0 {
+		n.takeover.Store(tk.WithLost(&bits))
 	}
 }
 
@@ -282,13 +280,13 @@ func (cn *clusterNode) unloseLocked(from string, slots []int) {
 // import, its keys not being the slot's state (TestRedPausedAtHeal: n4,
 // which had handed slots to n2, kept nothing of them, and its push made
 // their next owner serve them from nothing). The caller holds switchMu.
-func (cn *clusterNode) rejoinImportLocked(v *cluster.View, slot int, ru cluster.Node, until time.Time) *slotState {
-	if h := cn.ho.holder[slot]; h != "" && h != v.Self {
+func (n *Node) rejoinImportLocked(v *cluster.View, slot int, ru cluster.Node, until time.Time) *SlotState {
+	if h := n.ho.holder[slot]; h != "" && h != v.Self {
 		if node, ok := v.Table.Node(h); ok {
-			return &slotState{mode: modeImporting, peer: node, until: until}
+			return &SlotState{mode: ModeImporting, peer: node, until: until}
 		}
 	}
-	return &slotState{mode: modeImporting, peer: ru, until: until, keep: true}
+	return &SlotState{mode: ModeImporting, peer: ru, until: until, keep: true}
 }
 
 // takesOverFromCopies reports whether this node, gaining slot in nv from
@@ -308,10 +306,10 @@ func (cn *clusterNode) rejoinImportLocked(v *cluster.View, slot int, ru cluster.
 // in CI: p2 imported p1's slots from p0, its join's guess; p0 named p1,
 // p1 was paused, and 3114 slots were lost while p2 held their state).
 // The caller holds switchMu.
-func (cn *clusterNode) takesOverFromCopies(old, nv *cluster.View, slot int) bool {
-	if cn.lease == nil || cn.repl == nil {
+func (n *Node) takesOverFromCopies(old, nv *cluster.View, slot int) bool {
+	if n.lease == nil || n.repl == nil {
 		return false
 	}
 	prev := old.Table.Owner(slot).Name
-	return prev != nv.Self && !nv.Table.Has(prev) && diedIn(nv, prev) && cn.repl.HeldBy(slot, prev)
+	return prev != nv.Self && !nv.Table.Has(prev) && diedIn(nv, prev) && n.repl.HeldBy(slot, prev)
 }

@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"sync/atomic"
@@ -11,7 +11,7 @@ import (
 // INFO (down_lease, down_takeover, down_lost, down_waiting, down_backup) and logged at
 // most once a second each, so that an operator (and a test) can tell a
 // node that lost its quorum from one waiting out a dead owner's lease, one
-// whose slots' state is lost (takeover_lost.go), and one still joining.
+// whose slots' state is lost (lost.go), and one still joining.
 const (
 	downLease    = iota // no lease: this node cannot reach a majority
 	downTakeover        // a slot gained from a dead owner, within the takeover's wait
@@ -30,15 +30,14 @@ type downs struct {
 }
 
 // downReason says why this node may not serve slot for c now.
-func (s *Server) downReason(c *client, slot int) int {
-	cn := s.cl
-	now := s.leaseNow(c)
+func (n *Node) downReason(x *core.Session, slot int) int {
+	now := n.leaseNow(x)
 	switch {
-	case !cn.lease.ServesAt(now):
+	case !n.lease.ServesAt(now):
 		return downLease
-	case cn.takeover.Load().Lost(slot):
+	case n.takeover.Load().Lost(slot):
 		return downLost
-	case !cn.takeover.Load().Waits(slot, now) && cn.repl != nil && !cn.repl.Fresh(slot, now):
+	case !n.takeover.Load().Waits(slot, now) && n.repl != nil && !n.repl.Fresh(slot, now):
 		return downBackup
 	}
 	return downTakeover
@@ -46,23 +45,23 @@ func (s *Server) downReason(c *client, slot int) int {
 
 // noteDown counts a down reply for why, and logs it if none of its kind
 // was logged within the last second.
-func (s *Server) noteDown(why, slot int) {
-	d := &s.cl.down
+func (n *Node) noteDown(why, slot int) {
+	d := &n.down
 	d.n[why].Add(1)
 	now := time.Now().UnixNano()
 	last := d.logged[why].Load()
 	if now-last < int64(time.Second) || !d.logged[why].CompareAndSwap(last, now) {
 		return
 	}
-	s.log.Warn("cluster: keyed commands answered as down", "reason", downNames[why], "slot", slot,
+	n.log.Warn("cluster: keyed commands answered as down", "reason", downNames[why], "slot", slot,
 		"total", d.n[why].Load())
 }
 
 // downPairs are RL.CLUSTER INFO's counts of down replies by reason.
-func (cn *clusterNode) downPairs() []core.Pair {
+func (n *Node) downPairs() []core.Pair {
 	ps := make([]core.Pair, downReasons)
 	for i := range ps {
-		ps[i] = core.Pair{Key: "down_" + downNames[i], Val: cn.down.n[i].Load()}
+		ps[i] = core.Pair{Key: "down_" + downNames[i], Val: n.down.n[i].Load()}
 	}
 	return ps
 }

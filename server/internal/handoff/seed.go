@@ -1,4 +1,4 @@
-package server
+package handoff
 
 import (
 	"time"
@@ -6,6 +6,7 @@ import (
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -21,12 +22,11 @@ import (
 // when that is neither this node (KeepHanded keeps them) nor to. It reads
 // the keys now, before the cut drops them, and sends them on a goroutine
 // of its own, whole slots to a message.
-func (s *Server) seedBackups(to cluster.Node, slots []int) {
-	cn := s.cl
-	if cn.repl == nil {
+func (n *Node) seedBackups(to cluster.Node, slots []int) {
+	if n.repl == nil {
 		return
 	}
-	v := cn.cur.Load()
+	v := n.cur.Load()
 	by := map[string][]int{}
 	for _, slot := range slots {
 		b, ok := v.Table.RunnerUp(slot)
@@ -36,8 +36,8 @@ func (s *Server) seedBackups(to cluster.Node, slots []int) {
 	}
 	for name, slots := range by {
 		b, _ := v.Table.Node(name)
-		msgs := seedMessages(s.cfg.Store, slots)
-		go s.sendSeeds(v.Self, b, to, msgs)
+		msgs := seedMessages(n.store, slots)
+		go n.sendSeeds(v.Self, b, to, msgs)
 	}
 }
 
@@ -85,40 +85,40 @@ func seedMessages(m *shard.Map, slots []int) []seedMessage {
 }
 
 // sendSeeds sends msgs to the backup b of slots handed over to owner.
-func (s *Server) sendSeeds(self string, b, owner cluster.Node, msgs []seedMessage) {
-	n := 0
+func (n *Node) sendSeeds(self string, b, owner cluster.Node, msgs []seedMessage) {
+	sent := 0
 	for _, msg := range msgs {
-		err := s.peerCallAs(self, b, cluster.PeerSeed, owner.Name, []byte(formatSlots(msg.slots)), msg.payload)
+		err := n.peerCallAs(self, b, cluster.PeerSeed, owner.Name, []byte(formatSlots(msg.slots)), msg.payload)
 		if err != nil {
 			if msg := err.Error(); msg != errPeerAuth && msg != cluster.PeerNoReplicas { // a node before SEED, or without replicas
-				s.log.Warn("cluster: could not seed the new owner's backup with the handed-over keys; they wait for its full sync",
+				n.log.Warn("cluster: could not seed the new owner's backup with the handed-over keys; they wait for its full sync",
 					"backup", b.Name, "owner", owner.Name, "err", err)
 			}
 			return
 		}
-		n += len(msg.slots)
+		sent += len(msg.slots)
 	}
-	s.log.Debug("cluster: seeded the new owner's backup with the handed-over keys", "backup", b.Name, "owner", owner.Name, "slots", n)
+	n.log.Debug("cluster: seeded the new owner's backup with the handed-over keys", "backup", b.Name, "owner", owner.Name, "slots", sent)
 }
 
 // peerSeed is RL.PEER SEED from owner slots payload: keys of slots that
 // node from has just handed over to owner, for this node as their backup
 // (replica.Seed).
-func (s *Server) peerSeed(c *client, args [][]byte) {
+func (n *Node) peerSeed(x *core.Session, args [][]byte) {
 	slots, ok := parseSlots(string(args[4]))
 	if !ok {
-		c.conn.WriteError(errSyntax)
+		x.Out.WriteError(errSyntax)
 		return
 	}
-	s.cl.view() // the replicas' table first: the new owner's, if the membership has it
-	n, err := s.cl.repl.Seed(string(args[3]), slots, args[5])
+	n.View() // the replicas' table first: the new owner's, if the membership has it
+	kept, err := n.repl.Seed(string(args[3]), slots, args[5])
 	if err != nil {
-		c.conn.WriteError("ERR seed: " + err.Error())
+		x.Out.WriteError("ERR seed: " + err.Error())
 		return
 	}
-	if n > 0 {
-		s.log.Info("cluster: keeps the keys an old owner handed over as the new owner's copies, until its full sync",
-			"from", string(args[2]), "owner", string(args[3]), "slots", n)
+	if kept > 0 {
+		n.log.Info("cluster: keeps the keys an old owner handed over as the new owner's copies, until its full sync",
+			"from", string(args[2]), "owner", string(args[3]), "slots", kept)
 	}
-	c.conn.WriteString("OK")
+	x.Out.WriteString("OK")
 }

@@ -1,10 +1,11 @@
-package server
+package handoff
 
 import (
 	"errors"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -35,7 +36,7 @@ import (
 
 // pullImports asks every other member of v for slots, which this node
 // imports.
-func (s *Server) pullImports(v *cluster.View, slots []int) {
+func (n *Node) pullImports(v *cluster.View, slots []int) {
 	if len(slots) == 0 {
 		return
 	}
@@ -45,8 +46,8 @@ func (s *Server) pullImports(v *cluster.View, slots []int) {
 			continue
 		}
 		go func() {
-			if err := s.peerCallAs(v.Self, to, cluster.PeerPull, "", spec, nil); err != nil {
-				s.log.Debug("cluster: asking for imported slots failed; waiting for a handoff", "from", to.Name, "err", err)
+			if err := n.peerCallAs(v.Self, to, cluster.PeerPull, "", spec, nil); err != nil {
+				n.log.Debug("cluster: asking for imported slots failed; waiting for a handoff", "from", to.Name, "err", err)
 			}
 		}()
 	}
@@ -56,36 +57,36 @@ func (s *Server) pullImports(v *cluster.View, slots []int) {
 // this node. It answers OK, and sends from the copies of those slots this
 // node holds as their backup, then DONE; slots it owns or is moving it
 // leaves to the handoff.
-func (s *Server) peerPull(c *client, args [][]byte) {
+func (n *Node) peerPull(x *core.Session, args [][]byte) {
 	slots, ok := parseSlots(string(args[3]))
 	if !ok {
-		c.conn.WriteError(errSyntax)
+		x.Out.WriteError(errSyntax)
 		return
 	}
-	to, backed := s.backedUpFor(string(args[2]), slots)
-	c.conn.WriteString("OK")
+	to, backed := n.backedUpFor(string(args[2]), slots)
+	x.Out.WriteString("OK")
 	if len(backed) == 0 {
 		return
 	}
 	var copies *shard.Map
-	if s.cl.repl != nil {
-		copies = s.cl.repl.Copies()
+	if n.repl != nil {
+		copies = n.repl.Copies()
 	}
-	go s.sendCopies(copies, to, backed)
+	go n.sendCopies(copies, to, backed)
 }
 
 // sendCopies sends to the copies of slots, then DONE. The connection to a
 // node that restarted can be the old process's, which fails at once and
 // is dropped: a few more tries go on a new one.
-func (s *Server) sendCopies(copies *shard.Map, to cluster.Node, slots []int) {
+func (n *Node) sendCopies(copies *shard.Map, to cluster.Node, slots []int) {
 	var err error
 	for try := range pullTries {
 		if try > 0 {
 			time.Sleep(pullRetry)
 		}
 		var keys int
-		if keys, _, err = s.copyFrom(copies, to, slots, true, "pull"); err == nil {
-			s.log.Info("cluster: sent a member that asked for them the copies of its slots", "to", to.Name, "slots", len(slots), "keys", keys)
+		if keys, _, err = n.copyFrom(copies, to, slots, true, "pull"); err == nil {
+			n.log.Info("cluster: sent a member that asked for them the copies of its slots", "to", to.Name, "slots", len(slots), "keys", keys)
 			return
 		}
 		if !errors.Is(err, cluster.ErrUnreachable) {
@@ -95,10 +96,10 @@ func (s *Server) sendCopies(copies *shard.Map, to cluster.Node, slots []int) {
 	if err.Error() == errNotImporting {
 		// The usual end of a join: the PULL went out at a table change
 		// while the handoff that brought the slots was under way.
-		s.log.Debug("cluster: a member no longer imports the slots it asked for; a handoff brought them", "to", to.Name, "slots", len(slots))
+		n.log.Debug("cluster: a member no longer imports the slots it asked for; a handoff brought them", "to", to.Name, "slots", len(slots))
 		return
 	}
-	s.log.Warn("cluster: could not send a member the copies of its slots it asked for", "to", to.Name, "slots", len(slots), "err", err)
+	n.log.Warn("cluster: could not send a member the copies of its slots it asked for", "to", to.Name, "slots", len(slots), "err", err)
 }
 
 // pullTries and pullRetry bound sendCopies' tries.
@@ -116,13 +117,12 @@ const errNotImporting = "NOTIMPORTING none of these slots is imported here"
 // and from handed every one over to this process. A restarted process has
 // been handed nothing yet, so it takes them, even once its imports have
 // given up waiting: then they fill in the keys it lacks.
-func (s *Server) pullNotNeeded(from string, slots []int) bool {
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	handed := cn.ho.handed[from]
+func (n *Node) pullNotNeeded(from string, slots []int) bool {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	handed := n.ho.handed[from]
 	for _, slot := range slots {
-		if st := cn.ho.state(slot); (st != nil && st.mode == modeImporting) || handed == nil || !handed.has(slot) {
+		if st := n.ho.state(slot); (st != nil && st.mode == ModeImporting) || handed == nil || !handed.has(slot) {
 			return false
 		}
 	}
@@ -148,13 +148,12 @@ func (h *handoff) noteHanded(from string, slots []int) {
 // backedUpFor returns, of slots, those that node from owns and this node
 // backs up, with no handoff moving them, and from's node; none while this
 // node does not hold its lease.
-func (s *Server) backedUpFor(from string, slots []int) (cluster.Node, []int) {
-	cn := s.cl
-	cn.switchMu.Lock()
-	defer cn.switchMu.Unlock()
-	v := cn.cur.Load()
+func (n *Node) backedUpFor(from string, slots []int) (cluster.Node, []int) {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	v := n.cur.Load()
 	to, ok := v.Table.Node(from)
-	if !ok || !cn.serving() {
+	if !ok || !n.serving() {
 		// A node that may not serve (cut off, paused, or just back) knows
 		// nothing newer than its table: a third node may have served the
 		// slots meanwhile, and its copies would let from serve them too.
@@ -163,7 +162,7 @@ func (s *Server) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	var backed []int
 	for _, slot := range slots {
 		ru, ok := v.Table.RunnerUp(slot)
-		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && cn.ho.state(slot) == nil && !cn.ho.returned[from].has(slot) {
+		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && n.ho.state(slot) == nil && !n.ho.returned[from].has(slot) {
 			backed = append(backed, slot)
 		}
 	}
