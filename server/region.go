@@ -139,12 +139,18 @@ func (c regionCluster) Topology() global.Topology {
 	return t
 }
 
-// Importing reports whether this node is taking slot over from its old
-// owner: the regions' node refuses the other regions' entries of it until
-// the cut (server/internal/global/handoff.go).
-func (c regionCluster) Importing(slot int) bool {
-	st := c.s.cl.ho.State(slot)
-	return st != nil && st.Mode() == handoff.ModeImporting
+// Deciding returns whether this node decides a slot's keys, by the view
+// and the handoff's state now: the regions' node refuses the other
+// regions' entries of the others (server/internal/global/handoff.go).
+func (c regionCluster) Deciding() func(slot int) bool {
+	v := c.s.cl.view()
+	return func(slot int) bool {
+		if st := c.s.cl.ho.State(slot); st != nil {
+			m := st.Mode()
+			return m == handoff.ModeCopying || m == handoff.ModeGated || m == handoff.ModeAdopted
+		}
+		return v.Table != nil && v.Table.Owner(slot).Name == v.Self
+	}
 }
 
 // globalConfig is cfg with its defaults taken, as the regions' node takes it.

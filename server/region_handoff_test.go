@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"strings"
@@ -15,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/region"
+	"github.com/rlstore/rlstore/window"
 )
 
 // TestRegionHandoffTakesOldOwnersUnits: eu is node1 alone, then node0
@@ -136,6 +140,25 @@ func TestRegionHandoffTakesOldOwnersUnits(t *testing.T) {
 	inf := regionInfoOf(t, newRDB)
 	assert.NotContains(t, inf, "rl_region_taken:0\r\n", "node0 took what node1 held")
 	assert.NotContains(t, regionInfoOf(t, oldRDB), "rl_region_handed:0\r\n", "node1 answered the pulls")
+
+	// A part of a us batch that reaches node1 after the cut (fanned out by
+	// an older view) is refused there: node1 no longer decides the key, so
+	// its acknowledgement would tell us that eu counted what node0 never saw.
+	fw := cluster.NewPeers(cluster.PeersConfig{Name: "us", Secret: secret, Conns: 1, Timeout: time.Second})
+	t.Cleanup(fw.Close)
+	rc := us.reg.Model()
+	lim := region.Limit{Kind: window.KindFixed, Limit: 100, Window: time.Duration(regionWindow) * time.Second}
+	now := time.Now().UnixNano()
+	b := &region.Batch{Seq: 1 << 40, SentAt: now, Final: 0, Epoch: rc.Epoch,
+		Entries: []region.Entry{{Key: moved[0], Limit: lim, Bucket: now / int64(lim.Window), Count: 1}}}
+	payload := region.AppendBatch(binary.AppendUvarint([]byte{0xF1}, 0), rc.Header("us"), b) // a part (msgPart) of view 0
+	reps, err := fw.Forward(ctx, old.addr, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerRegion), payload}})
+	require.NoError(t, err)
+	body := reps[0]
+	require.Equal(t, byte('$'), body[0], "an acknowledgement: %q", body)
+	_, ack, err := region.ReadAck(body[bytes.IndexByte(body, '\n')+1 : len(body)-2])
+	require.NoError(t, err)
+	assert.Equal(t, []int{0}, ack.Refused, "node1 refuses the entry of a slot it handed over")
 }
 
 // holdMoves holds the handoff's copies (the mover's forwards) while armed,

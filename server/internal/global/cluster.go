@@ -30,9 +30,12 @@ import (
 type Cluster interface {
 	// Topology returns the cluster's current membership view.
 	Topology() Topology
-	// Importing reports whether this node is taking slot over from its
-	// old owner, which decides its keys until the handoff's cut.
-	Importing(slot int) bool
+	// Deciding returns, for the view and the handoff's state now, whether
+	// this node decides a slot's keys: not while it takes the slot over
+	// from its old owner (which decides them until the handoff's cut),
+	// nor once it has handed it over, nor when the table gives the slot
+	// to another node outside its copy phase.
+	Deciding() func(slot int) bool
 }
 
 // Topology is one membership view, as a Node needs it.

@@ -169,25 +169,30 @@ func heldOf(h *region.Held, in func(key string) bool) *region.Held {
 	return out
 }
 
-// A slot's new owner gets the other regions' entries of its keys (the
+// A node counts and acknowledges the other regions' entries only of the
+// slots it decides now. A slot's new owner gets their entries (the
 // fan-out goes by the table) from the table's change on, while the old
-// owner still decides them until the handoff's cut. Were it to count and
-// acknowledge them, the other region would take them as counted by this
-// region, though the node that decides them has not: each would admit on
-// top of the other. So a node refuses the entries of the slots it is
-// importing (Ack.Refused): they stay unacknowledged at their sender,
-// within its escrow, and it sends them again after Retry; after the cut
-// the new owner's gain makes it resend them all anyway.
+// owner still decides them until the handoff's cut; a part fanned out by
+// an older view may reach the old owner after its cut; a leaver hands its
+// slots over before the table names their new owner. Were the node that
+// does not decide the key to acknowledge such entries, the other region
+// would take them as counted by this region, though the node that
+// decides the key never saw them: each would admit on top of the other.
+// So such entries are refused (Ack.Refused): they stay unacknowledged at
+// their sender, within its escrow, and it sends them again after Retry
+// (to the decider, by then), or all at once at the new owner's gain.
 
-// notImporting returns b without the entries of slots this node is
-// importing, and their indexes in b (ascending); b itself when it has none.
+// notImporting returns b without the entries of slots this node does not
+// decide now (Cluster.Deciding), and their indexes in b (ascending); b
+// itself when it has none.
 func (rn *Node) notImporting(b *region.Batch) (*region.Batch, []int) {
-	if rn.cfg.Cluster == nil {
+	if rn.cfg.Cluster == nil || len(b.Entries) == 0 {
 		return b, nil
 	}
+	deciding := rn.cfg.Cluster.Deciding()
 	var importing []int
 	for i := range b.Entries {
-		if rn.cfg.Cluster.Importing(slotOf([]byte(b.Entries[i].Key))) {
+		if !deciding(slotOf([]byte(b.Entries[i].Key))) {
 			importing = append(importing, i)
 		}
 	}

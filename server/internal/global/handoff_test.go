@@ -29,7 +29,9 @@ type fakeCluster struct {
 	importing *bool
 }
 
-func (c fakeCluster) Importing(int) bool { return c.importing != nil && *c.importing }
+func (c fakeCluster) Deciding() func(int) bool {
+	return func(int) bool { return c.importing == nil || !*c.importing }
+}
 
 func (c fakeCluster) Topology() Topology {
 	addrs := make([]string, len(c.names))
