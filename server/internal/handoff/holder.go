@@ -235,6 +235,7 @@ func (n *Node) lostComeBackLocked(nv *cluster.View) {
 		}
 		n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now()})
 		n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
+		n.ho.ownLost[slot/64] &^= 1 << (slot % 64)
 		back++
 	}
 	if back > 0 {
@@ -266,6 +267,7 @@ func (n *Node) unloseLocked(from string, slots []int) {
 		if bits[slot/64]&(1<<(slot%64)) != 0 && n.ho.holder[slot] == from {
 			bits[slot/64] &^= 1 << (slot % 64)
 			n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
+			n.ho.ownLost[slot/64] &^= 1 << (slot % 64)
 			back++
 		}
 	}

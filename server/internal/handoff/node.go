@@ -72,6 +72,7 @@ func New(cfg Config) (*Node, error) {
 	if n.lease = cfg.Lease; n.lease != nil {
 		n.leaseOff = int64(cfg.Started.Sub(n.lease.Origin()))
 		n.lease.OnDeclaredDead(n.rejoin)
+		n.lease.OnUnconfirmed(n.rejoinUnconfirmed)
 	}
 	n.OnTableChange(n.handoffHook) // hooks are added here, before the first view is taken
 	if rc := cfg.Replicas; rc != nil {

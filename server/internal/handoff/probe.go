@@ -138,6 +138,10 @@ func (p Probe) LostComeBack(nv *cluster.View) {
 	p.n.lostComeBackLocked(nv)
 }
 
+// RejoinUnconfirmed is what the lease's proof of an unconfirmed death
+// runs (unconfirmed.go).
+func (p Probe) RejoinUnconfirmed() { p.n.rejoinUnconfirmed() }
+
 // FromDead makes slots, whose state holder held when it died, wait or be lost.
 func (p Probe) FromDead(slots []int, holder string) {
 	p.n.switchMu.Lock()

@@ -210,6 +210,9 @@ func (n *Node) waitImportsFromDead(nv *cluster.View) {
 	for slot := range cluster.Slots {
 		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && dead[st.peer.Name] && nv.Table.Owner(slot).Name == nv.Self {
 			from[st.peer.Name] = append(from[st.peer.Name], slot)
+			if st.keep {
+				n.ho.ownLost[slot/64] |= 1 << (slot % 64) // its keys may be the state: see rejoinUnconfirmed
+			}
 		}
 	}
 	for peer, slots := range from {

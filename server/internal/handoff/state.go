@@ -108,6 +108,9 @@ type handoff struct {
 	// lostFrom are the lost slots whose holder died while this node
 	// imported them, which come back with it (see lostComeBackLocked).
 	lostFrom slotBits
+	// ownLost are those of them a rejoin waited for keeping its keys: they
+	// come back too when the rejoin proves unconfirmed (unconfirmed.go).
+	ownLost slotBits
 }
 
 // state returns slot's handoff state, nil when it follows the table.
