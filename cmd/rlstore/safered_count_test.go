@@ -48,6 +48,9 @@ func (l *countLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 				case <-tick.C:
 				}
 				for _, k := range keys {
+					if closed(stop) {
+						return
+					}
 					rep, err := c.Do(ctx, "RL.SLIDE", k, countLimit, 3600).Int64Slice()
 					l.note(i, k, rep, err)
 				}

@@ -436,8 +436,22 @@ func startRedRun(t *testing.T, n int, keys func(all *cluster.Table) []string) *r
 	}
 	r.wgs = append(r.wgs, r.l.run(context.Background(), cs, r.keys, r.stop), r.w.run(context.Background(), ns, r.keys, r.stop),
 		r.cl.run(context.Background(), cs, r.ck, r.stop))
-	time.Sleep(2 * time.Second) // every key is used up, and its copies shipped
+	r.l.waitUsedUp(t, r.keys) // and its copies shipped
 	return r
+}
+
+// settle waits until every node sees all the others, holds its lease and
+// moves no slot, for at most the fixed wait it replaces (most), then for
+// three more rounds of every client of the load.
+func (r *redRun) settle(most time.Duration) {
+	r.t.Helper()
+	var cs []*redis.Client
+	for _, n := range r.ns {
+		cs = append(cs, n.c)
+	}
+	healed := healedBy(r.t, cs, most)
+	r.logf("settled (%v)", healed)
+	r.l.waitRounds(r.t, 3)
 }
 
 func (r *redRun) logf(format string, args ...any) {
@@ -503,7 +517,12 @@ func TestRedPauseNearDetection(t *testing.T) {
 			time.Sleep(d) // the pause's length is the subject
 			require.NoError(t, r.ns[2].p.Cmd.Process.Signal(syscall.SIGCONT))
 			r.logf("n2 resumed")
-			time.Sleep(8 * time.Second) // detection, takeover and handback settle
+			// A suspicion of n2 raised during the pause is refuted, or
+			// becomes a death, within lan's detection time (2-2.5 s); then
+			// any takeover and handback end, and every client asks about
+			// every key three more times. (A fixed 8 s before.)
+			time.Sleep(3 * time.Second) // the product's detection time, not an ordering
+			r.settle(5 * time.Second)
 			most, cr := r.finish(fmt.Sprintf("n2 paused %v", d))
 			require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit")
 			require.LessOrEqual(t, cr.maxLost, redShipmentLoss, "a counting key lost more than a replica shipment's decisions")
@@ -533,7 +552,7 @@ func TestRedNonTransitive(t *testing.T) {
 	time.Sleep(redDuration(t, "RL_RED_CUT", 10*time.Second))
 	cutPairs(t, r.ips, pairs, false)
 	r.logf("healed")
-	time.Sleep(6 * time.Second)
+	r.settle(6 * time.Second) // a fixed 6 s before
 	most, cr := r.finish("n0 reaches n1 only")
 	require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit")
 	require.Zero(t, cr.lost, "a counting key lost decisions though no node stopped")
@@ -647,7 +666,14 @@ func staleBackupRun(t *testing.T, heal, pause bool) {
 		ns[2].p.Kill()
 		t.Logf("%.2fs: n2 killed", time.Since(start).Seconds())
 	}
-	time.Sleep(8 * time.Second) // detection, the takeover's wait, then n1 serves
+	// Detection, the takeover's wait, then n0 and n1 count two owners,
+	// hold their leases and have no slot in its takeover wait (n1 serves
+	// n2's keys from its copies; a slot may stay lost while n2 is paused);
+	// n0's client then asks about every key three more times. At most the
+	// fixed 8 s this was before.
+	served := settledBy(t, []*redis.Client{ns[0].c, ns[1].c}, 2, healedInfo[:2], 8*time.Second)
+	t.Logf("%.2fs: n0 and n1 serve n2's slots (%v)", time.Since(start).Seconds(), served)
+	l.waitRounds(t, 3, 0)
 	if pause {
 		// resumed, its client's requests end, and the heal runs
 		require.NoError(t, ns[2].p.Cmd.Process.Signal(syscall.SIGCONT))
