@@ -383,7 +383,7 @@ func TestSplitTwoOfFour(t *testing.T) {
 // thirty keys have their owner and backup both in the minority: the
 // majority used to serve them from nothing after the takeover's wait (40
 // of 20 each, every run); now they are lost there until the heal
-// (takeover_lost.go). And an import that timed out into serving while its
+// (server/internal/handoff/lost.go). And an import that timed out into serving while its
 // old owner still served the slot admitted one key twice in about one
 // heal of four; now an import ends only with DONE, a death or RELEASED.
 func TestSplitTwoOfFive(t *testing.T) {

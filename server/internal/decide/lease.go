@@ -31,11 +31,11 @@ const maxLeaseID = 256
 // Leases). Each is one read-modify-write of the key's leases in the store.
 func (d *Decisions) LeaseCommands() []core.Command {
 	return []core.Command{
-		{Name: "rl.acquire", Arity: -4, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.acquire, Changes: changesKey, Group: "rl",
+		{Name: nameAcquire, Arity: -4, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.acquire, Changes: changesKey, Group: "rl",
 			Summary: "Takes a lease of cost units under a concurrency limit: replies allowed, id, limit, in_flight, wait_ms, reset_ms"},
-		{Name: "rl.renew", Arity: 4, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.renew, Changes: changesKey, Group: "rl",
+		{Name: nameRenew, Arity: 4, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.renew, Changes: changesKey, Group: "rl",
 			Summary: "Extends a live lease to ttl from now: 1, or 0 if it had ended"},
-		{Name: "rl.release", Arity: 3, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.release, Changes: changesKey, Group: "rl",
+		{Name: nameRelease, Arity: 3, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.release, Changes: changesKey, Group: "rl",
 			Summary: "Ends a lease: 1 if it was live, 0 if it had expired, was released or never existed"},
 	}
 }

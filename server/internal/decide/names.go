@@ -15,4 +15,5 @@ const (
 	nameRelease  = "rl.release"
 	nameCommit   = "rl.commit"
 	nameCancel   = "rl.cancel"
+	nameRefund   = "rl.refund"
 )

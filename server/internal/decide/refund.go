@@ -59,7 +59,7 @@ func (d *Decisions) refund(x *core.Session, args [][]byte) {
 	n := 2
 	if len(args) > 4 && !core.EqualFold(args[2], "cost") { // a rule first
 		var err error
-		if r.Params, n, err = parseAdjustRule("rl.refund", args, d.params(x)); err != nil {
+		if r.Params, n, err = parseAdjustRule(nameRefund, args, d.params(x)); err != nil {
 			x.Out.WriteError(err.Error())
 			return
 		}

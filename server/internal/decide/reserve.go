@@ -18,13 +18,13 @@ const (
 // afterwards (docs/commands.md, Reservations).
 func (d *Decisions) ReserveCommands() []core.Command {
 	return []core.Command{
-		{Name: "rl.reserve", Arity: -5, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.reserveCmd, Changes: d.changesReserve, Group: "rl",
+		{Name: nameReserve, Arity: -5, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.reserveCmd, Changes: d.changesReserve, Group: "rl",
 			Summary: "Charges an estimate now, to be replaced by the actual cost: replies allowed, id, limit, remaining, wait_ms, reset_ms"},
-		{Name: "rl.commit", Arity: -5, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.commit, Changes: d.changesReserve, Group: "rl",
+		{Name: nameCommit, Arity: -5, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.commit, Changes: d.changesReserve, Group: "rl",
 			Summary: "Replaces a reservation's estimate by its actual cost (on every rule of a POLICY): 1, or 0 if it is not outstanding"},
-		{Name: "rl.cancel", Arity: -3, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.cancel, Changes: d.changesReserve, Group: "rl",
+		{Name: nameCancel, Arity: -3, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.cancel, Changes: d.changesReserve, Group: "rl",
 			Summary: "Gives a reservation's estimate back: 1, or 0 if it is not outstanding"},
-		{Name: "rl.refund", Arity: -4, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.refund, Changes: d.changesReserve, Group: "rl",
+		{Name: nameRefund, Arity: -4, Flags: core.FlagWrite | core.FlagAnnounces, Run: d.refund, Changes: d.changesReserve, Group: "rl",
 			Summary: "Gives units back to a SLIDE, FIXED or TOKEN key, never beyond its full limit (the rule's, if named): 1 if any came back"},
 	}
 }
@@ -50,7 +50,7 @@ func parseReserveArgs(args [][]byte, pc *ParamCache) (shard.ReserveRequest, []by
 	r := shard.ReserveRequest{Op: shard.ReserveNew, Units: 1}
 	var n int
 	var err error
-	if r.Params, n, err = parseAdjustRule("rl.reserve", args, pc); err != nil {
+	if r.Params, n, err = parseAdjustRule(nameReserve, args, pc); err != nil {
 		return r, nil, err
 	}
 	id, err := parseReserveOpts(args[n:], &r)
