@@ -1,3 +1,4 @@
+import threading
 import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
@@ -10,17 +11,26 @@ from flask_limiter.util import get_remote_address
 from .support import URI, clear_of_window_edge, needs_rlstore, unique
 
 
-def make_app(strategy, limit="3 per 10 seconds"):
-    app = Flask(__name__)
-    limiter = Limiter(
-        get_remote_address, app=app, storage_uri=URI, strategy=strategy,
-        headers_enabled=True, key_prefix=unique("flask"),
-    )
+# Building a Flask app compiles its URL rules with ast.parse, which Debian's
+# Python 3.11 does not make safe from threads: its AST constructor counts its
+# recursion in state the threads share ("SystemError: AST constructor
+# recursion depth mismatch", CPython gh-106905): tests that build apps in
+# threads build them one at a time.
+_building = threading.Lock()
 
-    @app.route("/")
-    @limiter.limit(limit)
-    def index():
-        return "ok"
+
+def make_app(strategy, limit="3 per 10 seconds"):
+    with _building:
+        app = Flask(__name__)
+        limiter = Limiter(
+            get_remote_address, app=app, storage_uri=URI, strategy=strategy,
+            headers_enabled=True, key_prefix=unique("flask"),
+        )
+
+        @app.route("/")
+        @limiter.limit(limit)
+        def index():
+            return "ok"
 
     return app
 
