@@ -229,7 +229,7 @@ func (n *Node) lostComeBackLocked(nv *cluster.View) {
 		}
 		holder := n.ho.holder[slot]
 		node, ok := nv.Table.Node(holder)
-		if !n.ho.lostFrom.has(slot) || holder == "" || !ok || holder == nv.Self || nv.Table.Owner(slot).Name != nv.Self || n.ho.state(slot) != nil {
+		if !n.ho.lostFrom.Has(slot) || holder == "" || !ok || holder == nv.Self || nv.Table.Owner(slot).Name != nv.Self || n.ho.state(slot) != nil {
 			bits[slot/64] |= 1 << (slot % 64)
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
 )
 
 // A node can hold a slot's state that it may not hand over as the live
@@ -45,12 +46,12 @@ func (h *handoff) unkeep(slot int) {
 // servedNow returns the slots of own (see servedSlots) that this node
 // serves now, leaving out those it waits to have handed back after a
 // rejoin: an IMPORT in mode handback replaces its keys for those.
-func (n *Node) servedNow(own *slotBits) *slotBits {
+func (n *Node) servedNow(own *replica.SlotBits) *replica.SlotBits {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
 	now := *own
 	for slot := range cluster.Slots {
-		if now.has(slot) && n.ho.state(slot) != nil {
+		if now.Has(slot) && n.ho.state(slot) != nil {
 			now[slot/64] &^= 1 << (slot % 64)
 		}
 	}
@@ -91,7 +92,7 @@ func (n *Node) takeKept() map[keptFor][]int {
 	v := n.cur.Load()
 	out := map[keptFor][]int{}
 	for slot := range cluster.Slots {
-		if !n.ho.kept.has(slot) {
+		if !n.ho.kept.Has(slot) {
 			continue
 		}
 		owner := v.Table.Owner(slot)
@@ -99,7 +100,7 @@ func (n *Node) takeKept() map[keptFor][]int {
 			continue
 		}
 		k := keptFor{to: owner, mode: "pull"}
-		if n.ho.keptReplace.has(slot) {
+		if n.ho.keptReplace.Has(slot) {
 			k.mode = "handback"
 		}
 		n.ho.unkeep(slot)
@@ -137,7 +138,7 @@ func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 			"to", to.Name, "slots", len(slots), "err", err)
 		return
 	}
-	n.dropSlots(slotSet(gone))
+	n.dropSlots(replica.SlotSet(gone))
 	n.noteHolder(to.Name, gone)
 	n.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys)
 }
@@ -146,5 +147,5 @@ func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 func (n *Node) keeps(slot int) bool {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
-	return n.ho.kept.has(slot)
+	return n.ho.kept.Has(slot)
 }

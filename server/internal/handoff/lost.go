@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
 )
 
 // A slot's state lives on its owner and, with --replicas, on its backups:
@@ -47,10 +48,10 @@ func (n *Node) noteLost(old, nv *cluster.View) {
 	prev := n.takeover.Load()
 	tk, unlost, fresh := cluster.NextLost(prev, old, nv, held)
 	n.takeover.Store(tk)
-	n.ho.unlost = (*slotBits)(unlost)
+	n.ho.unlost = (*replica.SlotBits)(unlost)
 	for slot := range cluster.Slots {
 		switch {
-		case n.ho.unlost.has(slot):
+		case n.ho.unlost.Has(slot):
 			n.ho.forgone[slot/64] |= 1 << (slot % 64)
 			n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		case nv.Table.Owner(slot).Name == nv.Self && !tk.Lost(slot):
@@ -73,13 +74,13 @@ func (n *Node) forgetLost() {
 	if tk := n.takeover.Load(); tk.LostSlots() > 0 {
 		n.takeover.Store(tk.WithLost(&[cluster.Slots / 64]uint64{}))
 	}
-	n.ho.forgone = slotBits{}
-	n.ho.lostFrom = slotBits{}
+	n.ho.forgone = replica.SlotBits{}
+	n.ho.lostFrom = replica.SlotBits{}
 }
 
 // forgone reports whether slot was lost here and is another node's now.
 func (n *Node) forgone(slot int) bool {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
-	return n.ho.forgone.has(slot)
+	return n.ho.forgone.Has(slot)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -147,7 +148,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 			// had of a third node's (TestRedPausedAtHeal).
 			ins = append(ins, slot)
 		}
-		if h.kept.has(slot) && nv.Table.Owner(slot).Name == nv.Self {
+		if h.kept.Has(slot) && nv.Table.Owner(slot).Name == nv.Self {
 			h.unkeep(slot) // its own again: its import ends with what it keeps, or what comes
 		}
 	}
@@ -157,7 +158,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 		delete(h.died, name) // it has its slots back: see resume.go
 	}
 	n.pullImports(nv, ins) // see restore.go
-	if h.kept != (slotBits{}) {
+	if h.kept != (replica.SlotBits{}) {
 		n.pushKept()
 	}
 	h.notify()
@@ -216,7 +217,7 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 		h.set(slot, nil) // another node owns it now
 		// Keys a push brought (got) are the slot's state, as a rejoin's
 		// are, unless it handed the slot on (holder): then they are not.
-		if st.keep && h.holder[slot] == "" || h.got.has(slot) {
+		if st.keep && h.holder[slot] == "" || h.got.Has(slot) {
 			h.got[slot/64] &^= 1 << (slot % 64)
 			h.unkeep(slot)
 			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see kept.go
@@ -226,7 +227,7 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 	case mode == ModeMoved:
 	case mode == ModeAdopted && owner == st.peer.Name:
 		// Handed here by a node that leaves, which the table still names.
-	case had && h.unlost.has(slot):
+	case had && h.unlost.Has(slot):
 		// Lost here, so never served here: nothing to hand over.
 	case had || mode == ModeAdopted:
 		return owner, true
@@ -416,7 +417,7 @@ func (n *Node) cut(mg *Migration, slots []int, keys, bytes int, gated time.Durat
 		n.repl.KeepHanded(n.cur.Load(), slots)
 		n.seedBackups(mg.to, slots) // see seed.go
 	}
-	n.dropSlots(slotSet(slots))
+	n.dropSlots(replica.SlotSet(slots))
 	n.log.Info("cluster: handed slots over", "to", mg.to.Name, "slots", len(slots), "keys", keys, "bytes", bytes,
 		"took", took, "gated", gated)
 }
@@ -464,32 +465,16 @@ func (n *Node) abandon(mg *Migration, slots []int, err error) {
 		n.ho.notify()
 		n.pushKept()
 	}
-	n.dropSlots(slotSet(gone)) // a leaving node keeps, and serves, what it could not hand over
+	n.dropSlots(replica.SlotSet(gone)) // a leaving node keeps, and serves, what it could not hand over
 	n.log.Error("cluster: could not hand slots over; their new owner serves them from what it has", "to", mg.to.Name, "slots", len(slots), "err", err)
 }
 
-// slotBits is a set of slots.
-type slotBits [cluster.Slots / 64]uint64
-
-func slotSet(slots []int) *slotBits {
-	var b slotBits
-	for _, s := range slots {
-		b[s/64] |= 1 << (s % 64)
-	}
-	return &b
-}
-
-func (b *slotBits) has(slot int) bool { return b != nil && b[slot/64]&(1<<(slot%64)) != 0 }
-
-// keyIn returns a filter for the keys whose slot is in b, for ExportShardFunc.
-func (b *slotBits) keyIn(key []byte) bool { return b.has(cluster.Slot(policy.Route(key))) }
-
 // dropSlots deletes this node's keys in the slots of b.
-func (n *Node) dropSlots(b *slotBits) {
+func (n *Node) dropSlots(b *replica.SlotBits) {
 	m := n.store
 	var es []shard.Entry
 	for i := range m.Shards() {
-		es = m.ExportShardFunc(i, b.keyIn, es[:0])
+		es = m.ExportShardFunc(i, b.KeyIn, es[:0])
 		for _, e := range es {
 			_ = m.Import(shard.Entry{Key: e.Key, Route: routeOf(e.Key)}, 0) // a tombstone: no error
 		}
@@ -513,7 +498,7 @@ func routeOf(key []byte) []byte {
 // same). With done, RL.PEER DONE follows.
 // It returns the keys and bytes sent.
 func (n *Node) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, first string) (int, int, error) {
-	b := slotSet(slots)
+	b := replica.SlotSet(slots)
 	spec := []byte(formatSlots(slots))
 	var es []shard.Entry
 	keys, sent, mode, started := 0, 0, first, false
@@ -530,7 +515,7 @@ func (n *Node) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, f
 		return err
 	}
 	for i := range shardsOf(m) {
-		es = m.ExportShardFunc(i, b.keyIn, es)
+		es = m.ExportShardFunc(i, b.KeyIn, es)
 		if approxBytes(es) >= chunkBytes {
 			if err := send(); err != nil {
 				return 0, 0, err

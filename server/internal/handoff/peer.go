@@ -8,6 +8,7 @@ import (
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -44,10 +45,10 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 	}
 	if core.EqualFold(args[3], "replace") { // see resume.go
 		others = append(others, n.importAgain(from, own)...)
-		own, reset = &slotBits{}, true
+		own, reset = &replica.SlotBits{}, true
 	}
 	if reset {
-		n.dropSlots(slotSet(others))
+		n.dropSlots(replica.SlotSet(others))
 		n.importingFrom(from, slots)
 		if len(others) < len(slots) {
 			n.log.Warn("cluster: a node hands over slots this node never stopped serving (a membership flap); keeping this node's keys, adding only the ones it lacks",
@@ -71,11 +72,11 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 // has served as such since it first counted what it served: its table
 // names it, no handoff is moving them, and it is not a joiner that has yet
 // to see the cluster; and the others.
-func (n *Node) servedSlots(slots []int) (*slotBits, []int) {
+func (n *Node) servedSlots(slots []int) (*replica.SlotBits, []int) {
 	n.switchMu.Lock() // counts is the hook's
 	defer n.switchMu.Unlock()
 	v := n.cur.Load()
-	var own slotBits
+	var own replica.SlotBits
 	var others []int
 	for _, slot := range slots {
 		if st := n.ho.state(slot); n.ho.counts && v.Table.Owner(slot).Name == v.Self && (st == nil || st.keep) {
@@ -89,10 +90,10 @@ func (n *Node) servedSlots(slots []int) (*slotBits, []int) {
 
 // importHanded stores a handoff's entries: each replaces its key's state,
 // but in a slot of own, where it only fills a key this node lacks.
-func (n *Node) importHanded(payload []byte, own *slotBits) (int, error) {
+func (n *Node) importHanded(payload []byte, own *replica.SlotBits) (int, error) {
 	m, now := n.store, time.Now().UnixNano()
 	return persistence.DecodeEntries(payload, func(e *shard.Entry) error {
-		if own.keyIn(e.Key) {
+		if own.KeyIn(e.Key) {
 			_, err := m.ImportMissing(*e, now)
 			return err
 		}
@@ -114,9 +115,9 @@ func (n *Node) notePulled(from string, slots []int, pull bool) {
 		return
 	}
 	if b == nil {
-		b = &slotBits{}
+		b = &replica.SlotBits{}
 		if n.ho.pulled == nil {
-			n.ho.pulled = map[string]*slotBits{}
+			n.ho.pulled = map[string]*replica.SlotBits{}
 		}
 		n.ho.pulled[from] = b
 	}
@@ -232,7 +233,7 @@ func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
 		// which a few may be imported from another node (tables that
 		// differ for a moment): it skips those, and ends the others'
 		// imports (before, one such slot refused the whole answer).
-		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && st.peer.Name != from && !n.ho.pulled[from].has(slot) {
+		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && st.peer.Name != from && !n.ho.pulled[from].Has(slot) {
 			return nil, "ERR slot " + strconv.Itoa(slot) + " is imported from " + st.peer.Name + " here"
 		}
 	}
@@ -265,7 +266,7 @@ func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
 	adopted := &SlotState{mode: ModeAdopted, peer: cluster.Node{Name: from}}
 	for _, slot := range slots {
 		switch {
-		case own.has(slot):
+		case own.Has(slot):
 			served = append(served, slot)
 			if st := n.ho.state(slot); st != nil && st.keep {
 				n.ho.set(slot, nil) // handed back after a rejoin: see rejoin

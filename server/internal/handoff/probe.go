@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -109,7 +110,7 @@ func (p Probe) CopyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, f
 }
 
 // DropSlots deletes this node's keys in slots.
-func (p Probe) DropSlots(slots []int) { p.n.dropSlots(slotSet(slots)) }
+func (p Probe) DropSlots(slots []int) { p.n.dropSlots(replica.SlotSet(slots)) }
 
 // Keep marks slot's keys as kept for its owner.
 func (p Probe) Keep(slot int) {

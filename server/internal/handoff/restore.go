@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -122,7 +123,7 @@ func (n *Node) pullNotNeeded(from string, slots []int) bool {
 	defer n.switchMu.Unlock()
 	handed := n.ho.handed[from]
 	for _, slot := range slots {
-		if st := n.ho.state(slot); (st != nil && st.mode == ModeImporting) || handed == nil || !handed.has(slot) {
+		if st := n.ho.state(slot); (st != nil && st.mode == ModeImporting) || handed == nil || !handed.Has(slot) {
 			return false
 		}
 	}
@@ -133,11 +134,11 @@ func (n *Node) pullNotNeeded(from string, slots []int) bool {
 // The caller holds switchMu.
 func (h *handoff) noteHanded(from string, slots []int) {
 	if h.handed == nil {
-		h.handed = map[string]*slotBits{}
+		h.handed = map[string]*replica.SlotBits{}
 	}
 	b := h.handed[from]
 	if b == nil {
-		b = &slotBits{}
+		b = &replica.SlotBits{}
 		h.handed[from] = b
 	}
 	for _, slot := range slots {
@@ -162,7 +163,7 @@ func (n *Node) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	var backed []int
 	for _, slot := range slots {
 		ru, ok := v.Table.RunnerUp(slot)
-		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && n.ho.state(slot) == nil && !n.ho.returned[from].has(slot) {
+		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && n.ho.state(slot) == nil && !n.ho.returned[from].Has(slot) {
 			backed = append(backed, slot)
 		}
 	}
@@ -191,7 +192,7 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 		if old.Table.Has(m.Name) || m.Name == nv.Self {
 			continue
 		}
-		held := &slotBits{}
+		held := &replica.SlotBits{}
 		for slot := range cluster.Slots {
 			if nv.Table.Owner(slot).Name == m.Name {
 				if prev := old.Table.Owner(slot).Name; prev != nv.Self && prev != m.Name {
@@ -200,7 +201,7 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 			}
 		}
 		if h.returned == nil {
-			h.returned = map[string]*slotBits{}
+			h.returned = map[string]*replica.SlotBits{}
 		}
 		h.returned[m.Name] = held
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
 )
 
 // An owner paused for longer than failure detection (a stopped process, a
@@ -87,7 +88,7 @@ func (h *handoff) noteDeaths(old, nv *cluster.View) {
 // importAgain makes this node import slots it serves from node from, which
 // hands them back after this node was declared dead: they wait for from's
 // DONE, as imports do, and their keys go (see peerImport).
-func (n *Node) importAgain(from string, own *slotBits) []int {
+func (n *Node) importAgain(from string, own *replica.SlotBits) []int {
 	n.switchMu.Lock()
 	v := n.cur.Load()
 	node, ok := v.Table.Node(from)
@@ -95,7 +96,7 @@ func (n *Node) importAgain(from string, own *slotBits) []int {
 	if ok {
 		st := &SlotState{mode: ModeImporting, peer: node, until: time.Now().Add(importWait)}
 		for slot := range cluster.Slots {
-			if own.has(slot) {
+			if own.Has(slot) {
 				n.ho.set(slot, st)
 				slots = append(slots, slot)
 			}

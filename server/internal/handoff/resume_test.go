@@ -3,9 +3,10 @@ package handoff
 import (
 	"testing"
 
-	"github.com/rlstore/rlstore/cluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rlstore/rlstore/cluster"
 )
 
 // viewOf is a view of the named members, reporting gone as dead.

@@ -7,6 +7,7 @@ import (
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -51,11 +52,11 @@ type seedMessage struct {
 // messages of whole slots, each up to chunkBytes (a slot larger than
 // that goes alone).
 func seedMessages(m *shard.Map, slots []int) []seedMessage {
-	in := slotSet(slots)
+	in := replica.SlotSet(slots)
 	bySlot := map[int][]shard.Entry{}
 	var es []shard.Entry
 	for i := range shardsOf(m) {
-		es = m.ExportShardFunc(i, in.keyIn, es[:0])
+		es = m.ExportShardFunc(i, in.KeyIn, es[:0])
 		for _, e := range es {
 			slot := cluster.Slot(policy.Route(e.Key))
 			bySlot[slot] = append(bySlot[slot], e)

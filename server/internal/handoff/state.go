@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
 )
 
 // This file holds the table-change hook and the per-slot handoff state the
@@ -79,38 +80,38 @@ type handoff struct {
 	died map[string]absence
 	// handed are the slots each node handed this process over (its DONE):
 	// their copies from that node are not needed (see restore.go).
-	handed map[string]*slotBits
+	handed map[string]*replica.SlotBits
 	// pulled are the slots each node sent copies of in answer to this
 	// node's RL.PEER PULL (IMPORT mode pull): its DONE for them skips
 	// those this node imports from another node (see takeSlots).
-	pulled map[string]*slotBits
+	pulled map[string]*replica.SlotBits
 	// returned are, for each member that (re)appeared in a view, its slots
 	// a third node held in the view before: that node hands them back, so
 	// this node does not answer the member's RL.PEER PULL for them from
 	// its copies (see backedUpFor).
-	returned map[string]*slotBits
+	returned map[string]*replica.SlotBits
 	// unlost are the slots the last change took from the lost ones;
 	// forgone, the slots lost here that another node owns now, whose
 	// RL.PEER RELEASED this node never answers released (see
 	// lost.go).
-	forgone slotBits
-	unlost  *slotBits
+	forgone replica.SlotBits
+	unlost  *replica.SlotBits
 	// kept are the slots whose keys this node keeps for their owner by
 	// the table, and sends it once it holds its lease (kept.go);
 	// keptReplace, those of them it was handing back in mode replace.
-	kept, keptReplace slotBits
+	kept, keptReplace replica.SlotBits
 	// holder is, per slot, the node this one last knew to hold its state
 	// when not itself: the node it handed the slot to, or imports it from
 	// (see holder.go); got, the slots whose keys a PULL's answer or
 	// kept keys brought while this node imported them.
 	holder [cluster.Slots]string
-	got    slotBits
+	got    replica.SlotBits
 	// lostFrom are the lost slots whose holder died while this node
 	// imported them, which come back with it (see lostComeBackLocked).
-	lostFrom slotBits
+	lostFrom replica.SlotBits
 	// ownLost are those of them a rejoin waited for keeping its keys: they
 	// come back too when the rejoin proves unconfirmed (unconfirmed.go).
-	ownLost slotBits
+	ownLost replica.SlotBits
 }
 
 // state returns slot's handoff state, nil when it follows the table.

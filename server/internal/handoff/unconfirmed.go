@@ -1,6 +1,9 @@
 package handoff
 
-import "github.com/rlstore/rlstore/cluster"
+import (
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
+)
 
 // rejoinUnconfirmed runs when the lease proves that no majority confirmed
 // any death of this node's it acknowledged at its rejoins
@@ -33,7 +36,7 @@ func (n *Node) rejoinUnconfirmed() {
 		if !tk.Lost(slot) {
 			continue
 		}
-		if n.ho.ownLost.has(slot) && v.Table.Owner(slot).Name == v.Self && n.ho.state(slot) == nil {
+		if n.ho.ownLost.Has(slot) && v.Table.Owner(slot).Name == v.Self && n.ho.state(slot) == nil {
 			n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 			served = append(served, slot)
 			back++
@@ -44,7 +47,7 @@ func (n *Node) rejoinUnconfirmed() {
 	if back > 0 {
 		n.takeover.Store(tk.WithLost(&bits))
 	}
-	n.ho.ownLost = slotBits{}
+	n.ho.ownLost = replica.SlotBits{}
 	n.ho.setHolder("", served)
 	n.switchMu.Unlock()
 	if len(served) > 0 {

@@ -283,11 +283,11 @@ func (r *Replicator) KeepHanded(v *cluster.View, slots []int) {
 		return
 	}
 	r.noteKept(v.Table, keep)
-	in := slotSet(keep)
+	in := SlotSet(keep)
 	store, now := r.store, r.d.UnixNano()
 	var es []shard.Entry
 	for i := range store.Shards() {
-		es = store.ExportShardFunc(i, in.keyIn, es[:0])
+		es = store.ExportShardFunc(i, in.KeyIn, es[:0])
 		for _, e := range es {
 			e.Route = routeOf(e.Key)
 			if _, err := r.cfg.Copies.ImportMissing(e, now); err != nil {

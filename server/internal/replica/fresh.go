@@ -64,14 +64,14 @@ func (r *Replicator) storeFreshLocked() {
 	for i, n := range nodes {
 		p := r.peers[n.Name]
 		ft.peers[i] = p
-		if p == nil || p.former == (slotBits{}) {
+		if p == nil || p.former == (SlotBits{}) {
 			continue
 		}
 		if ft.former == nil {
 			ft.former = new([cluster.Slots]int64)
 		}
 		for s := range cluster.Slots {
-			if p.former.has(s) && (ft.former[s] == 0 || p.formerUntil < ft.former[s]) {
+			if p.former.Has(s) && (ft.former[s] == 0 || p.formerUntil < ft.former[s]) {
 				ft.former[s] = p.formerUntil
 			}
 		}
@@ -97,11 +97,11 @@ func (r *Replicator) noteFormerLocked(old, nt *cluster.Table) {
 		return
 	}
 	for _, p := range r.peers {
-		if p.former == (slotBits{}) {
+		if p.former == (SlotBits{}) {
 			continue
 		}
 		for s := range cluster.Slots {
-			if p.former.has(s) && nt.Owner(s).Name != r.self {
+			if p.former.Has(s) && nt.Owner(s).Name != r.self {
 				p.former[s/64] &^= 1 << (s % 64) // not served here: Fresh does not ask
 			}
 		}
@@ -121,7 +121,7 @@ func (r *Replicator) noteFormerLocked(old, nt *cluster.Table) {
 		if p == nil || !nt.Has(ob.Name) {
 			continue // gone from the table: see docs/cluster.md, D
 		}
-		if p.former == (slotBits{}) {
+		if p.former == (SlotBits{}) {
 			p.formerUntil = p.freshUntil.Load()
 		}
 		p.former[s/64] |= 1 << (s % 64)
@@ -130,14 +130,14 @@ func (r *Replicator) noteFormerLocked(old, nt *cluster.Table) {
 
 // droppedFormer forgets the former slots of p's that a full sync's drop,
 // acknowledged, reached: former as it was when the sync began.
-func (r *Replicator) droppedFormer(p *shipPeer, former *slotBits, drop []byte) {
-	if *former == (slotBits{}) {
+func (r *Replicator) droppedFormer(p *shipPeer, former *SlotBits, drop []byte) {
+	if *former == (SlotBits{}) {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for s := range cluster.Slots {
-		if former.has(s) && drop[s/8]&(1<<(s%8)) != 0 {
+		if former.Has(s) && drop[s/8]&(1<<(s%8)) != 0 {
 			p.former[s/64] &^= 1 << (s % 64)
 		}
 	}

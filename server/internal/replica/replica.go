@@ -96,7 +96,7 @@ type Replicator struct {
 	byNode   [][]shard.Entry // Changes' scratch, per backup, by index in table.Nodes()
 	// orphans are the slots whose copies each node must drop: it backed
 	// them up for this node, which no longer owns them (see dropOrphansLocked).
-	orphans map[string]*slotBits
+	orphans map[string]*SlotBits
 
 	decoders sync.Pool // *persistence.Decoder: shipments arrive on a connection per primary
 	// cut is when the last drain this replicator made began (unix ns, the
@@ -126,7 +126,7 @@ func New(cfg Config, self string, store *shard.Map, log *slog.Logger, d Delegate
 		return nil, err
 	}
 	r := &Replicator{cfg: cfg, d: d, store: store, log: log, self: self, peers: map[string]*shipPeer{},
-		orphans: map[string]*slotBits{}}
+		orphans: map[string]*SlotBits{}}
 	cfg.Feed.Subscribe(r)
 	return r, nil
 }
@@ -357,7 +357,7 @@ func (r *Replicator) dropOrphansLocked(old, nt *cluster.Table) {
 			continue
 		}
 		if r.orphans[b.Name] == nil {
-			r.orphans[b.Name] = &slotBits{}
+			r.orphans[b.Name] = &SlotBits{}
 		}
 		r.orphans[b.Name][s/64] |= 1 << (s % 64)
 	}
@@ -370,7 +370,7 @@ func (r *Replicator) dropOrphansLocked(old, nt *cluster.Table) {
 		}
 		var es []shard.Entry
 		for i := range store.Shards() {
-			es = store.ExportShardFunc(i, slots.keyIn, es)
+			es = store.ExportShardFunc(i, slots.KeyIn, es)
 		}
 		for i := range es {
 			es[i] = shard.Entry{Key: es[i].Key} // a tombstone
@@ -395,13 +395,13 @@ func orphanOf(t *cluster.Table, slot int, self, backup string) bool {
 
 // orphanedFor returns, and forgets, the slots whose copies node must drop
 // (see dropOrphansLocked) that are orphans still in t, for a full sync.
-func (r *Replicator) orphanedFor(node string, t *cluster.Table) *slotBits {
-	var out slotBits
+func (r *Replicator) orphanedFor(node string, t *cluster.Table) *SlotBits {
+	var out SlotBits
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b := r.orphans[node]; b != nil {
 		for s := range cluster.Slots {
-			if b.has(s) && orphanOf(t, s, r.self, node) {
+			if b.Has(s) && orphanOf(t, s, r.self, node) {
 				out[s/64] |= 1 << (s % 64)
 			}
 		}

@@ -43,13 +43,13 @@ func (r *Replicator) Seed(owner string, slots []int, payload []byte) (int, error
 	if t == nil {
 		return 0, nil
 	}
-	var take slotBits
+	var take SlotBits
 	n := 0
 	r.syncs.mu.Lock()
 	pending := r.syncs.pending[owner]
 	for _, slot := range slots {
 		b, ok := t.RunnerUp(slot)
-		if !ok || t.Owner(slot).Name != owner || b.Name != r.self || r.syncs.from[slot] == owner || pending.backed.has(slot) {
+		if !ok || t.Owner(slot).Name != owner || b.Name != r.self || r.syncs.from[slot] == owner || pending.backed.Has(slot) {
 			continue
 		}
 		take[slot/64] |= 1 << (slot % 64)
@@ -59,10 +59,10 @@ func (r *Replicator) Seed(owner string, slots []int, payload []byte) (int, error
 	if n == 0 {
 		return 0, nil
 	}
-	r.dropCopies(take.has) // copies of the slots from their owner before the cut
+	r.dropCopies(take.Has) // copies of the slots from their owner before the cut
 	now := r.d.UnixNano()
 	_, err := persistence.DecodeEntries(payload, func(e *shard.Entry) error {
-		if !take.keyIn(e.Key) {
+		if !take.KeyIn(e.Key) {
 			return nil
 		}
 		e.Route = routeOf(e.Key)
@@ -73,12 +73,12 @@ func (r *Replicator) Seed(owner string, slots []int, payload []byte) (int, error
 		return nil
 	})
 	if err != nil {
-		r.dropCopies(take.has) // not held: its copies are not the slots' whole state
+		r.dropCopies(take.Has) // not held: its copies are not the slots' whole state
 		return 0, err
 	}
 	r.syncs.mu.Lock()
 	for slot := range cluster.Slots {
-		if take.has(slot) {
+		if take.Has(slot) {
 			r.syncs.from[slot] = owner
 		}
 	}

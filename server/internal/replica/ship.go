@@ -64,7 +64,7 @@ type shipPeer struct {
 	// a full sync's drop reaches it, they count toward Fresh with the
 	// deadline they had when the table moved them, formerUntil (see
 	// noteFormerLocked).
-	former      slotBits
+	former      SlotBits
 	formerUntil int64 // guarded by r.mu
 }
 
@@ -368,7 +368,7 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 	orphans := r.orphanedFor(node.Name, t)
 	drop := make([]byte, cluster.Slots/8)
 	for s, m := range mine {
-		if m || orphans.has(s) {
+		if m || orphans.Has(s) {
 			drop[s/8] |= 1 << (s % 8)
 		}
 	}

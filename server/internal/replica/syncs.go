@@ -23,7 +23,7 @@ type syncs struct {
 // pendingSync is a full sync's backed slots, until its end.
 type pendingSync struct {
 	gen    uint64
-	backed slotBits
+	backed SlotBits
 }
 
 // notePending records a full sync from owner, number gen here, that ends
@@ -57,7 +57,7 @@ func (r *Replicator) synced(owner string, gen uint64) bool {
 	}
 	delete(r.syncs.pending, owner)
 	for slot := range cluster.Slots {
-		if ps.backed.has(slot) {
+		if ps.backed.Has(slot) {
 			r.syncs.from[slot] = owner
 		}
 	}
@@ -160,7 +160,7 @@ func (r *Replicator) forgetSyncs(in func(slot int) bool) {
 	}
 	for owner, ps := range r.syncs.pending {
 		for slot := range cluster.Slots {
-			if ps.backed.has(slot) && in(slot) {
+			if ps.backed.Has(slot) && in(slot) {
 				ps.backed[slot/64] &^= 1 << (slot % 64)
 			}
 		}
