@@ -295,9 +295,11 @@ func nodeMatches(c *redis.Client, size string, want []*regexp.Regexp) bool {
 		return false
 	}
 	info, err := c.Info(ctx, "cluster").Result()
-	if err != nil {
-		return false
-	}
+	return err == nil && matchesAll(info, want)
+}
+
+// matchesAll reports whether every one of want matches info.
+func matchesAll(info string, want []*regexp.Regexp) bool {
 	for _, re := range want {
 		if !re.MatchString(info) {
 			return false

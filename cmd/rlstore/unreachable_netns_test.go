@@ -252,15 +252,7 @@ func unreachSettled(t *testing.T, ips []string, side map[int]bool) {
 		}
 		require.Eventually(t, func() bool {
 			info, err := c.Info(context.Background(), "cluster").Result()
-			if err != nil {
-				return false
-			}
-			for _, re := range want {
-				if !re.MatchString(info) {
-					return false
-				}
-			}
-			return true
+			return err == nil && matchesAll(info, want)
 		}, deadline, 50*time.Millisecond, "node %d: the cut takes its whole effect", i)
 	}
 }
