@@ -54,18 +54,27 @@ var (
 	simHolder      = os.Getenv("RL_SIM_HOLDER") != "0"      // RELEASED names the node that holds a slot (ASK), and a gained slot imports from it (the server's holder)                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
 	simUnconfirmed = os.Getenv("RL_SIM_UNCONFIRMED") != "0" // a rejoin proved to follow an unconfirmed death serves its own slots from its keys (Lease.OnUnconfirmed)
 	simTCPDrop     = os.Getenv("RL_SIM_TCPDROP") == "1"     // the network drops RL.PEER messages as it drops packets (see send)
-	// simPullCopies (RL_SIM_PULLCOPIES=1) is a candidate fix of cause A
-	// (testdata/sim-admission-seeds.txt), not the server's behaviour: a
-	// backup answers a PULL with DONE only for the slots it holds copies
-	// of, so that a restarted process's import of a slot whose state died
+	// simPullCopies is the fix of cause A (testdata/sim-admission-seeds.txt;
+	// the server's backedUpFor): a backup answers a PULL with DONE only for
+	// the slots it holds the asker's copies of (the replicas' HeldBy), so
+	// that a restarted process's import of a slot whose state died
 	// elsewhere is not ended by an answer that knows nothing of it.
-	simPullCopies = os.Getenv("RL_SIM_PULLCOPIES") == "1"
+	// RL_SIM_PULLCOPIES=0 answers for every slot the backup's table says it
+	// backs up, as the server did before.
+	simPullCopies = os.Getenv("RL_SIM_PULLCOPIES") != "0"
 	simCutHandoff = os.Getenv("RL_SIM_CUTHANDOFF") == "1" // a handoff across a cut counts as done (see unreachable)
 )
 
 // simCounts counts, over a test's schedules, the rejoins and what the
 // proof of an unconfirmed death did (logged at the end).
-var simCounts struct{ rejoins, proofs, waits, lost int }
+var simCounts struct {
+	rejoins, proofs, waits, lost int
+	// undocumented are the schedules in which a node served a key from
+	// less than the last server left, beyond the documented losses, whether
+	// or not the key then admitted more than the bound: a loss the bound's
+	// check misses when few admissions follow it.
+	undocumented []uint64
+}
 
 // simNaive (RL_SIM_UNCONFIRMED=naive) replaces the proof with a naive
 // rule, to show that the simulation finds what the proof guards against:
@@ -204,6 +213,7 @@ type sim struct {
 	forgot   map[string]bool
 	noFormer bool // RL_SIM_NOFORMER=1: neither former backups' drop nor their deadline, nor ForgetHeld
 	noForget bool // RL_SIM_NOFORGET=1: no ForgetHeld at a rejoin
+	undoc    bool // a node served a key from less than the documented losses allow (simCounts.undocumented)
 }
 
 func (n *simNode) local(now time.Duration) int64 { return int64(n.off) + int64(float64(now)*n.rate) }
@@ -528,10 +538,10 @@ func (s *sim) backedUp(i int, from string, slots []int) simMsg {
 		_, moving := n.out[slot]
 		_, importing := n.importing[slot]
 		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from && !moving && !importing {
-			c, ok := n.copies[slot]
-			if !ok && simPullCopies {
-				continue // the candidate fix of cause A: no DONE without copies
+			if simPullCopies && n.copyFrom[slot] != from {
+				continue // cause A's fix: no DONE without the asker's copies (HeldBy)
 			}
+			c, ok := n.copies[slot]
 			if !ok {
 				c = -1 // no copy: the node keeps what it has
 			}
@@ -701,6 +711,10 @@ func (s *sim) serve(seed uint64, i, slot int) {
 			s.allow[slot] += s.want[slot] - c
 		} else {
 			s.logf("%s serves slot %d from %d, where %s left %d: an undocumented loss", n.name, slot, c, s.known[s.last[slot]], s.want[slot])
+			if !s.undoc {
+				s.undoc = true
+				simCounts.undocumented = append(simCounts.undocumented, seed)
+			}
 		}
 	}
 	s.lossOK[slot] = false
@@ -1337,7 +1351,8 @@ func runSim(t *testing.T, seed uint64, steps int, open bool) *sim {
 // not asserted, and any other schedule that breaks it fails the test.
 // RL_SIM_ADMISSIONS=1 asserts it for those too; RL_SIM_SEED=n replays
 // schedule n alone (RL_SIM_STEPS=3000 as the failing seeds run; with
-// RL_SIM_TRACE=1, its whole log). A failing
+// RL_SIM_TRACE=1, its whole log if it fails; RL_SIM_TRACE=all logs it
+// when it holds too). A failing
 // schedule's seed is logged, and appended to the file $RL_SIM_SEEDS_OUT
 // names when set: the test never writes into the checkout.
 func TestSimulationSafety(t *testing.T) {
@@ -1350,7 +1365,9 @@ func TestSimulationSafety(t *testing.T) {
 		if n, err := strconv.Atoi(os.Getenv("RL_SIM_STEPS")); err == nil {
 			steps = n // 3000 for a seed of sim-failing-seeds.txt
 		}
-		runSim(t, one, steps, false)
+		if s := runSim(t, one, steps, false); !s.failed && os.Getenv("RL_SIM_TRACE") == "all" {
+			t.Log(strings.Join(s.log, "\n")) // a schedule that holds, traced all the same (to compare two models)
+		}
 		return
 	}
 	var over []string
@@ -1380,6 +1397,8 @@ func TestSimulationSafety(t *testing.T) {
 	}
 	t.Logf("rejoins %d, proved unconfirmed %d; their waiting slots served from own keys %d, lost ones %d",
 		simCounts.rejoins, simCounts.proofs, simCounts.waits, simCounts.lost)
+	t.Logf("%d schedules served a key from less than the documented losses allow (not asserted): %v",
+		len(simCounts.undocumented), simCounts.undocumented)
 	if len(over) > 0 {
 		t.Logf("%d schedules known to break the admissions bound (testdata/sim-admission-seeds.txt) still do:\n%s", len(over), strings.Join(over, "\n"))
 	}
