@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 
 	"github.com/tidwall/redcon"
 )
@@ -82,14 +83,92 @@ func (p *Parser) Next(b []byte) (int, error) {
 		}
 	}
 	p.bulks(b)
-	for len(p.offs) < 2*p.n {
-		if err := p.bulk(b); err != nil || p.need > 0 {
+	for k := len(p.offs) / 2; k < p.n; k++ {
+		end, stop, err := p.bulk(b, k)
+		if err != nil || p.need > 0 {
 			return 0, err
 		}
+		p.offs = append(p.offs, end, stop)
 	}
 	n := p.pos
 	p.n, p.pos, p.need = 0, 0, 0
 	return n, nil
+}
+
+// NextArgs is Next and then Args into dst, for a request of at most
+// maxArgs arguments: it returns the request's length, and dst with its
+// arguments appended; n is 0 if b does not hold all of it yet, or if it
+// has more arguments than maxArgs, which it leaves unread (Next then
+// reads it from its start). A request that has all arrived and that the
+// parser had not begun, as most of a pipeline's are, is read straight
+// into dst (wholeArgs), rather than into offsets that are sliced after:
+// that cost about 30 instructions an argument.
+func (p *Parser) NextArgs(b []byte, dst [][]byte, maxArgs int) (n int, out [][]byte, err error) {
+	if p.Idle() && len(b) > 0 && b[0] == '*' {
+		if n, out = p.wholeArgs(b, dst, maxArgs); n > 0 {
+			return n, out, nil
+		}
+		p.Restart() // Next reads it again, and finds what stopped wholeArgs
+	}
+	if n, err = p.Next(b); n == 0 || err != nil {
+		return 0, dst, err
+	}
+	if p.NumArgs() > maxArgs {
+		p.Skip()
+		return 0, dst, nil
+	}
+	return n, p.Args(b[:n], dst), nil
+}
+
+// wholeArgs reads the request at the start of b into dst, as Next's
+// header, bulks and bulk read it into the parser, if it has all arrived, is
+// well formed and has at most maxArgs arguments, fewer than 100; else it
+// returns 0, and the parser is to be restarted. A request of more than
+// maxArgs is refused before anything is appended, so that dst never grows
+// for it. Its place is kept in locals: the parser is written only for a
+// bulk string left to bulk, which a request mostly has none of.
+func (p *Parser) wholeArgs(b []byte, dst [][]byte, maxArgs int) (int, [][]byte) {
+	if len(b) < 5 {
+		return 0, dst
+	}
+	n64, pos := shortLenOf(binary.LittleEndian.Uint32(b[1:5]), 1) // the count, as header reads it
+	n := int(n64)
+	if pos == 0 || n > maxArgs || n64*MinBulk > p.Max || p.PreAuth && n > preAuthMaxArgs {
+		return 0, dst
+	}
+	from, k := len(dst), 0
+	if cap(dst)-from < n {
+		dst = slices.Grow(dst, n)
+	}
+	args := dst[from : from+n]
+	short := b // cut as bulks cuts it
+	if lim := p.Max - int64(n-1)*MinBulk; lim < int64(len(b)) {
+		short = b[:max(lim, 0)]
+	}
+	for ; k < len(args) && pos+8 <= len(short); k++ {
+		w := binary.LittleEndian.Uint64(short[pos : pos+8])
+		size, end := shortLenOf(uint32(w>>8), pos+1)
+		stop := end + int(size)
+		if byte(w) != '$' || end == 0 || stop+2 > len(short) || binary.LittleEndian.Uint16(short[stop:stop+2]) != 0x0a0d {
+			break
+		}
+		args[k] = short[end:stop:stop]
+		pos = stop + 2
+	}
+	if k == len(args) {
+		return pos, dst[:from+n]
+	}
+	p.n, p.pos = n, pos
+	for ; k < len(args); k++ {
+		end, stop, err := p.bulk(b, k)
+		if err != nil || p.need > 0 {
+			return 0, dst
+		}
+		args[k] = b[end:stop:stop]
+	}
+	pos = p.pos
+	p.n, p.pos, p.need = 0, 0, 0
+	return pos, dst[:from+n]
 }
 
 // args appends the arguments of the request req, which next has just
@@ -137,16 +216,17 @@ func (p *Parser) header(b []byte) error {
 	return nil
 }
 
-// bulk reads the next bulk string, or as much of it as b holds; p.need is
-// then set to the bytes it waits for.
-func (p *Parser) bulk(b []byte) error {
+// bulk reads bulk string k (those before it read), or as much of it as b
+// holds, and returns where its data starts and ends; p.need is set to the
+// bytes it waits for if b does not hold it all.
+func (p *Parser) bulk(b []byte, k int) (end, stop int, err error) {
 	i := p.pos
 	if i >= len(b) {
 		p.need = i + 1
-		return nil
+		return 0, 0, nil
 	}
 	if b[i] != '$' {
-		return errExpectedDollar(b[i])
+		return 0, 0, errExpectedDollar(b[i])
 	}
 	size, end := shortLen(b, i+1)
 	if end == 0 || size > p.Max {
@@ -154,32 +234,30 @@ func (p *Parser) bulk(b []byte) error {
 		if p.PreAuth {
 			limit, errLimit = min(limit, preAuthMaxBulk), ErrProtoUnauthBulk
 		}
-		var err error
 		if size, end, err = number(b, i+1, limit, ErrProtoBulk, errLimit); err != nil {
-			return err
+			return 0, 0, err
 		}
 		if end == 0 {
 			p.need = len(b) + 1
-			return nil
+			return 0, 0, nil
 		}
 	}
 	// The bytes through the digits, "\r\n", the data, "\r\n", and the bulk
 	// strings still due at their smallest.
-	rest := int64(p.n - len(p.offs)/2 - 1)
+	rest := int64(p.n - k - 1)
 	if int64(end)+size+2+rest*MinBulk > p.Max {
-		return ErrProtoTooBig
+		return 0, 0, ErrProtoTooBig
 	}
-	stop := end + int(size)
+	stop = end + int(size)
 	if len(b) < stop+2 {
 		p.need = stop + 2
-		return nil
+		return 0, 0, nil
 	}
 	if b[stop] != '\r' || b[stop+1] != '\n' {
-		return ErrProtoBulk
+		return 0, 0, ErrProtoBulk
 	}
-	p.offs = append(p.offs, end, stop)
 	p.pos, p.need = stop+2, 0
-	return nil
+	return end, stop, nil
 }
 
 // bulks reads, with its place in locals, the bulk strings b holds whole
@@ -341,17 +419,8 @@ func errExpectedDollar(c byte) ProtocolError {
 func (p *Parser) InArray() bool { return p.n != 0 }
 
 // NumArgs is the number of arguments of the request Next has just
-// delimited, before Args or TakeOffsets takes them.
+// delimited, before Args takes them.
 func (p *Parser) NumArgs() int { return len(p.offs) / 2 }
-
-// TakeOffsets appends to dst the start and end of each argument of the
-// request Next has just delimited, relative to its first byte, and forgets
-// them, as Args does: a caller that parses ahead keeps them for later.
-func (p *Parser) TakeOffsets(dst []int) []int {
-	dst = append(dst, p.offs...)
-	p.offs = p.offs[:0]
-	return dst
-}
 
 // Skip forgets the arguments of the request Next has just delimited, for a
 // caller that wants only where it ends.

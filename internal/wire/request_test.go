@@ -13,6 +13,12 @@ import (
 // parseAll feeds b to a parser step bytes at a time (all at once if step is
 // 0), as reads would bring it in, and returns every request's arguments.
 func parseAll(p *Parser, b string, step int) (cmds [][]string, idle bool, err error) {
+	return parseAllBy(p, b, step, false)
+}
+
+// parseAllBy is parseAll, reading each request with NextArgs if nextArgs
+// is set, else with Next and then Args.
+func parseAllBy(p *Parser, b string, step int, nextArgs bool) (cmds [][]string, idle bool, err error) {
 	if step == 0 {
 		step = max(len(b), 1)
 	}
@@ -21,7 +27,17 @@ func parseAll(p *Parser, b string, step int) (cmds [][]string, idle bool, err er
 		k := min(step, len(b)-fed)
 		buf = append(buf, b[fed:fed+k]...)
 		fed += k
-		n, err := p.Next(buf)
+		var n int
+		var got [][]byte
+		if nextArgs {
+			n, got, err = p.NextArgs(buf, [][]byte{[]byte("before")}, 1<<30)
+			if err == nil && (len(got) == 0 || string(got[0]) != "before") {
+				panic("NextArgs lost what dst held")
+			}
+			got = got[1:]
+		} else {
+			n, err = p.Next(buf)
+		}
 		if err != nil {
 			return cmds, false, err
 		}
@@ -31,8 +47,14 @@ func parseAll(p *Parser, b string, step int) (cmds [][]string, idle bool, err er
 			}
 			continue
 		}
+		if !nextArgs {
+			got = p.Args(buf[:n], nil)
+		}
 		var args []string
-		for _, a := range p.Args(buf[:n], nil) {
+		for _, a := range got {
+			if buf[0] == '*' && cap(a) != len(a) { // redcon makes an inline line's own
+				panic("an argument's capacity reaches past it")
+			}
 			args = append(args, string(a))
 		}
 		if len(args) > 0 {
@@ -67,10 +89,12 @@ func TestParserAcceptsWellFramedRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			require.LessOrEqual(t, len(tt.in), 1000)
 			for _, step := range []int{0, 1, 3} {
-				got, idle, err := parseAll(&Parser{Max: 1000}, tt.in, step)
-				require.NoError(t, err, "step %d", step)
-				assert.Equal(t, tt.want, got, "step %d", step)
-				assert.Equal(t, tt.idle, idle, "idle after it, step %d", step)
+				for _, nextArgs := range []bool{false, true} {
+					got, idle, err := parseAllBy(&Parser{Max: 1000}, tt.in, step, nextArgs)
+					require.NoError(t, err, "step %d, NextArgs %v", step, nextArgs)
+					assert.Equal(t, tt.want, got, "step %d, NextArgs %v", step, nextArgs)
+					assert.Equal(t, tt.idle, idle, "idle after it, step %d, NextArgs %v", step, nextArgs)
+				}
 			}
 		})
 	}
@@ -99,9 +123,11 @@ func TestParserRefusesBadFraming(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, step := range []int{0, 1} {
-				_, _, err := parseAll(&Parser{Max: 1000}, tt.in, step)
-				require.Error(t, err, "step %d", step)
-				assert.Equal(t, "Protocol error: "+tt.err, err.Error(), "step %d", step)
+				for _, nextArgs := range []bool{false, true} {
+					_, _, err := parseAllBy(&Parser{Max: 1000}, tt.in, step, nextArgs)
+					require.Error(t, err, "step %d, NextArgs %v", step, nextArgs)
+					assert.Equal(t, "Protocol error: "+tt.err, err.Error(), "step %d, NextArgs %v", step, nextArgs)
+				}
 			}
 		})
 	}
@@ -147,6 +173,48 @@ func TestParserCapsEveryRequest(t *testing.T) {
 	assert.Len(t, got, 1)
 }
 
+// TestNextArgsLeavesLongRequests checks that NextArgs leaves a request of
+// more than maxArgs arguments unread, whole or not, with dst as it was,
+// and that Next then reads it from its start; and that a request it
+// leaves because it has not all arrived is read on when the rest comes.
+func TestNextArgsLeavesLongRequests(t *testing.T) {
+	long := respCmd("RL.SLIDE", "k", "10", "60") + respCmd("PING")
+	for _, whole := range []bool{true, false} {
+		in := long
+		if !whole {
+			in = long[:len(long)-3]
+		}
+		var p Parser
+		p.Max = 1000
+		dst := [][]byte{[]byte("x")}
+		n, got, err := p.NextArgs([]byte(in), dst, 3)
+		require.NoError(t, err)
+		assert.Zero(t, n, "whole %v", whole)
+		assert.Equal(t, dst, got, "whole %v", whole)
+		if whole {
+			assert.True(t, p.Idle(), "stands before it")
+			n, err = p.Next([]byte(in))
+			require.NoError(t, err)
+			assert.Equal(t, len(respCmd("RL.SLIDE", "k", "10", "60")), n)
+			assert.Equal(t, 4, p.NumArgs())
+			p.Skip()
+		}
+	}
+	var p Parser
+	p.Max = 1000
+	in := []byte(respCmd("ECHO", strings.Repeat("x", 200)))
+	for cut := 1; cut < len(in); cut += 37 {
+		p.Restart()
+		n, _, err := p.NextArgs(in[:cut], nil, 8)
+		require.NoError(t, err)
+		require.Zero(t, n, "cut at %d", cut)
+		n, args, err := p.NextArgs(append([]byte(nil), in...), nil, 8) // the buffer moved
+		require.NoError(t, err)
+		require.Equal(t, len(in), n, "cut at %d", cut)
+		require.Equal(t, []string{"ECHO", strings.Repeat("x", 200)}, []string{string(args[0]), string(args[1])})
+	}
+}
+
 // FuzzFraming checks the parser against redcon's: every request the parser
 // delimits and accepts, fed a byte at a time, redcon parses as the same
 // arguments with nothing left over.
@@ -182,10 +250,12 @@ func checkStepsAgree(t *testing.T, b string) {
 	for _, max := range []int64{40, 1 << 20} {
 		for _, preAuth := range []bool{false, true} {
 			want, _, wantErr := parseAll(&Parser{Max: max, PreAuth: preAuth}, b, 0)
-			for _, step := range []int{1, 3, 7} {
-				got, _, err := parseAll(&Parser{Max: max, PreAuth: preAuth}, b, step)
-				require.Equal(t, want, got, "%q by %d, max %d", b, step, max)
-				require.Equal(t, wantErr, err, "%q by %d, max %d", b, step, max)
+			for _, step := range []int{0, 1, 3, 7} {
+				for _, nextArgs := range []bool{false, true} {
+					got, _, err := parseAllBy(&Parser{Max: max, PreAuth: preAuth}, b, step, nextArgs)
+					require.Equal(t, want, got, "%q by %d, max %d, NextArgs %v", b, step, max, nextArgs)
+					require.Equal(t, wantErr, err, "%q by %d, max %d, NextArgs %v", b, step, max, nextArgs)
+				}
 			}
 		}
 	}

@@ -33,11 +33,13 @@ type Conn struct {
 
 	// Requests parsed ahead of the one being run (ParseAhead), which
 	// command returns without parsing them again: each one's length and
-	// where its arguments' offsets start in aheadOffs. cur is the index in
-	// ahead of the command being run, or -1 if it was parsed on its own.
+	// where its arguments start in aheadArgs. cur is the index in ahead of
+	// the command being run, or -1 if it was parsed on its own; curArgs
+	// are its arguments.
 	ahead     []aheadReq
-	aheadOffs []int
+	aheadArgs [][]byte
 	next, cur int
+	curArgs   [][]byte
 
 	out     []byte // replies of the batch under way
 	limit   int64  // most bytes of replies held for the client; 0: no limit
@@ -76,14 +78,13 @@ func NewConn(g *Guard, maxRequest, outLimit int64, mem *Budget) *Conn {
 
 // MaxAheadArgs is the most arguments of a request ParseAhead takes: a
 // request with more is parsed when it runs, so that a connection that once
-// sent a huge one does not keep a second copy of its offsets.
+// sent a huge one does not keep a second copy of its arguments.
 const MaxAheadArgs = 64
 
-// aheadReq is a request ParseAhead parsed: where it starts in the read
-// buffer, its length, and its arguments' start and end offsets, relative to
-// it, at aheadOffs[offs:offs+2*args].
+// aheadReq is a request ParseAhead parsed: its length, and where its
+// arguments are, aheadArgs[from:from+args].
 type aheadReq struct {
-	at, n, offs, args int
+	n, from, args int
 }
 
 // ParseAhead parses up to max whole requests from the start of the unread
@@ -92,13 +93,19 @@ type aheadReq struct {
 // stops before an inline request and at a partial one, which command then
 // parses as it comes to them, and at a malformed one, which it leaves for
 // command to find again in its turn: the requests before it run first.
+//
+// The arguments of the requests parsed ahead are sliced there and then,
+// into aheadArgs (wire.Parser.NextArgs), and command returns them as they
+// are: the read buffer stays where it is until they have all run (Fill
+// comes after command has returned nil).
 func (rc *Conn) ParseAhead(max int) {
-	rc.ahead, rc.aheadOffs, rc.next = rc.ahead[:0], rc.aheadOffs[:0], 0
+	rc.ahead, rc.aheadArgs, rc.next = rc.ahead[:0], rc.aheadArgs[:0], 0
 	for i := rc.r; i < rc.w && len(rc.ahead) < max; {
 		if !rc.p.InArray() && rc.buf[i] != '*' { // inline, perhaps partly read already
 			return
 		}
-		n, err := rc.p.Next(rc.buf[i:rc.w])
+		from := len(rc.aheadArgs)
+		n, args, err := rc.p.NextArgs(rc.buf[i:rc.w], rc.aheadArgs, MaxAheadArgs) // more: left to command, so that aheadArgs stays small
 		if err != nil {
 			rc.p.Restart()
 			return
@@ -106,12 +113,8 @@ func (rc *Conn) ParseAhead(max int) {
 		if n == 0 {
 			return
 		}
-		if rc.p.NumArgs() > MaxAheadArgs { // left to command, so that aheadOffs stays small
-			rc.p.Restart()
-			return
-		}
-		rc.ahead = append(rc.ahead, aheadReq{at: i, n: n, offs: len(rc.aheadOffs), args: rc.p.NumArgs()})
-		rc.aheadOffs = rc.p.TakeOffsets(rc.aheadOffs)
+		rc.aheadArgs = args
+		rc.ahead = append(rc.ahead, aheadReq{n: n, from: from, args: len(args) - from})
 		i += n
 	}
 }
@@ -119,8 +122,7 @@ func (rc *Conn) ParseAhead(max int) {
 // AheadArg returns argument j of the request ahead[i], which must have it.
 func (rc *Conn) AheadArg(i, j int) []byte {
 	q := rc.ahead[i]
-	o := rc.aheadOffs[q.offs+2*j : q.offs+2*j+2]
-	return rc.buf[q.at+o[0] : q.at+o[1] : q.at+o[1]]
+	return rc.aheadArgs[q.from+j]
 }
 
 // dropAhead forgets the requests parsed ahead, which were consumed otherwise.
@@ -133,19 +135,9 @@ func (rc *Conn) Command() ([][]byte, error) {
 		q := rc.ahead[rc.next]
 		rc.cur = rc.next
 		rc.next++
-		req := rc.buf[rc.r : rc.r+q.n]
 		rc.r += q.n
-		if cap(rc.args) < q.args {
-			rc.args = make([][]byte, 0, max(q.args, 2*cap(rc.args)))
-		}
-		args := rc.args[:q.args] // filled in place: append's checks cost ~25 instructions an argument
-		offs := rc.aheadOffs[q.offs : q.offs+2*len(args)]
-		for j := range args {
-			o := offs[2*j : 2*j+2 : 2*j+2]
-			args[j] = req[o[0]:o[1]:o[1]]
-		}
-		rc.args = args
-		return args, nil
+		rc.curArgs = rc.aheadArgs[q.from : q.from+q.args : q.from+q.args] // capped: an append must not reach the next request's
+		return rc.curArgs, nil
 	}
 	rc.cur = -1
 	for rc.r < rc.w {
@@ -156,6 +148,7 @@ func (rc *Conn) Command() ([][]byte, error) {
 		req := rc.buf[rc.r : rc.r+n]
 		rc.r += n
 		if rc.args = rc.p.Args(req, rc.args[:0]); len(rc.args) > 0 {
+			rc.curArgs = rc.args
 			return rc.args, nil
 		}
 	}
@@ -184,6 +177,9 @@ func (rc *Conn) makeRoom() {
 		rc.r, rc.w = 0, 0
 		if len(rc.buf) > max(readBufMax, rc.keep) {
 			rc.buf = make([]byte, readBufMin)
+			clear(rc.aheadArgs[:cap(rc.aheadArgs)]) // they all point into the buffer dropped
+			clear(rc.args[:cap(rc.args)])
+			rc.curArgs = nil
 		}
 	case len(rc.buf)-rc.w < len(rc.buf)/8:
 		rc.w = copy(rc.buf, rc.buf[rc.r:rc.w])
@@ -422,7 +418,7 @@ func (rc *Conn) AheadArgs(i int) int { return rc.ahead[i].args }
 
 // Current returns the index among those parsed ahead of the request being
 // run, and its arguments; -1 if it was parsed on its own.
-func (rc *Conn) Current() (int, [][]byte) { return rc.cur, rc.args }
+func (rc *Conn) Current() (int, [][]byte) { return rc.cur, rc.curArgs }
 
 // Room makes room in the read buffer, and returns it, for a read; Filled
 // then says how much of it the read filled.
