@@ -63,6 +63,37 @@ var (
 	// backs up, as the server did before.
 	simPullCopies = os.Getenv("RL_SIM_PULLCOPIES") != "0"
 	simCutHandoff = os.Getenv("RL_SIM_CUTHANDOFF") == "1" // a handoff across a cut counts as done (see unreachable)
+	// simDeadPrev closes what simPullCopies leaves of cause A: a node asked
+	// RL.PEER RELEASED for a slot its table gave the asker when the slot's
+	// owner before died (confirmed), and that holds no copies of the
+	// asker's for it, answers "ASK" that dead owner instead of releasing
+	// it: the asker, which never saw that death (a restarted process whose
+	// first table lacks the member), then has the slot lost, as a slot
+	// gained from a dead owner without its copies is, until the owner is
+	// back (the server's deadPrev). RL_SIM_DEADPREV=0 releases it, as before.
+	simDeadPrev = os.Getenv("RL_SIM_DEADPREV") != "0"
+	// simShipImports (RL_SIM_SHIPIMPORTS=1) ships the counters of the slots
+	// a node imports as their copies, as the model did before: a rejoin's
+	// keys from before its death, older than what the node that served the
+	// slot meanwhile left, became the backup's copies (seed 195: n0 came
+	// back, waited for its handback, shipped its old counters to n2, and
+	// crashed; n2 promoted them over the newer keys it kept). The server's
+	// full sync, the only shipment that makes copies held (HeldBy), waits
+	// for the node's imports (replica shipOnce), and a delta ships only
+	// keys that changed, which an importing slot's do not.
+	simShipImports = os.Getenv("RL_SIM_SHIPIMPORTS") == "1"
+	// simShipNoLease (RL_SIM_SHIPNOLEASE=1) makes a node's counters held
+	// copies while it does not hold its lease, as the model and the
+	// server's full sync did before; now, without the lease, they update
+	// only copies a held sync of the node's brought (deltas). Seed 195: n0, cut off alone and declared dead by the
+	// majority, saw n2 again at the heal and, before it learned of its
+	// death, shipped n2 its counters from before the cut; n2, which had
+	// served n0's slots meanwhile and kept their newer keys, took them as
+	// n0's copies (held: its rejoin had forgotten the older ones), and
+	// promoted them over its own keys at n0's next death. A node without
+	// its lease knows nothing newer than its table (as for PULL and
+	// RELEASED): its keys are not known to be its slots' state.
+	simShipNoLease = os.Getenv("RL_SIM_SHIPNOLEASE") == "1"
 )
 
 // simCounts counts, over a test's schedules, the rejoins and what the
@@ -128,6 +159,7 @@ type simMsg struct {
 	gen      int           // simCopy, simCopied: the sending process (a restarted node's connections are new)
 	ask      map[int][]int // simReleased: the holder each other slot was handed to (ASK node slots)
 	drop     []int         // simCopy, simCopied: slots the receiver no longer backs up for the sender, whose copies it drops (the "no longer backup" full sync's drop)
+	held     bool          // simCopy: the sender holds its lease, so its counters may count as held (a full sync's); otherwise they are deltas on an earlier one
 	owner    int           // simSeed: the node the slots were handed to
 }
 
@@ -171,6 +203,7 @@ type simNode struct {
 	lostFrom  map[int]int    // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
 	lostOwn   map[int]bool   // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
 	holder    map[int]int    // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
+	deadPrev  map[int]int    // slot → the dead member whose confirmed death gave it to its owner now, another node (simDeadPrev)
 	cnt       map[int]int    // slot → its key's counter in this node's store
 	copies    map[int]int    // slot → the counter this node holds as the slot's backup
 	nextShip  int64
@@ -251,7 +284,7 @@ func (s *sim) start(i int) {
 	n.lease = NewLease(n.name, simTerm)
 	n.up, n.paused, n.held = true, false, nil
 	n.cnt, n.copies, n.copyFrom, n.forgone, n.kept = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}, map[int]bool{}
-	n.lostFrom, n.holder, n.lostOwn = map[int]int{}, map[int]int{}, map[int]bool{}
+	n.lostFrom, n.holder, n.lostOwn, n.deadPrev = map[int]int{}, map[int]int{}, map[int]bool{}, map[int]int{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died = map[string]bool{}, map[int]simOut{}, map[string]bool{}
 	n.gen++
@@ -340,6 +373,13 @@ func (s *sim) rebuild(i int) {
 			owner, prev := tb.Owner(slot).Name, old.Table.Owner(slot).Name
 			if !old.Table.Has(owner) && owner != n.name && prev != n.name && prev != owner {
 				n.returned[slot] = owner
+			}
+			switch {
+			case owner == prev:
+			case !tb.Has(prev) && owner != n.name:
+				n.deadPrev[slot] = s.index(prev)
+			default:
+				delete(n.deadPrev, slot)
 			}
 			if owner == n.name && prev != n.name && tb.Has(prev) {
 				peer := s.index(prev)
@@ -568,6 +608,7 @@ func (s *sim) promote(i int, old, nv *View) {
 			continue
 		}
 		if c, ok := n.copies[slot]; ok {
+			s.logf("%s promotes slot %d's copy %d from %s over its %d", n.name, slot, c, n.copyFrom[slot], n.cnt[slot])
 			n.cnt[slot] = c
 			if s.last[slot] == s.index(prev) {
 				s.lossOK[slot] = true // what prev decided after its last shipment here
@@ -652,6 +693,7 @@ func (s *sim) seedIn(i int, m simMsg) {
 // that resyncs on failure, so the network drops none (a cut still does).
 func (s *sim) ship(i int) {
 	n := s.nodes[i]
+	serving := n.lease.ServesAt(n.local(s.now))
 	out := map[int]*simMsg{}
 	for _, slot := range s.slots {
 		c, has := n.cnt[slot]
@@ -661,7 +703,10 @@ func (s *sim) ship(i int) {
 		}
 		to := s.index(ru.Name)
 		if out[to] == nil { // sent even with nothing in it: a heartbeat, acknowledged too
-			out[to] = &simMsg{kind: simCopy, from: i, to: to, sent: n.local(s.now), gen: n.gen}
+			out[to] = &simMsg{kind: simCopy, from: i, to: to, sent: n.local(s.now), gen: n.gen, held: serving || simShipNoLease}
+		}
+		if _, importing := n.importing[slot]; importing && !simShipImports {
+			continue // not the slot's state yet: the server's full sync waits for the node's imports (shipOnce)
 		}
 		if has {
 			out[to].slots = append(out[to].slots, slot)
@@ -957,6 +1002,9 @@ func (s *sim) receive(m simMsg) {
 			delete(n.copyFrom, slot)
 		}
 		for k, slot := range m.slots {
+			if !m.held && n.copyFrom[slot] != from {
+				continue // a delta on no full sync of the sender's held here: refused (-RESYNC), and the sync waits for the lease
+			}
 			n.copies[slot] = m.vals[k]
 			n.copyFrom[slot] = from // a shipment names its slots (RL.PEER SYNC's backed bitmap)
 		}
@@ -984,6 +1032,13 @@ func (s *sim) receive(m simMsg) {
 					ask = map[int][]int{}
 				}
 				ask[h] = append(ask[h], slot)
+				continue
+			}
+			if d, ok := n.deadPrev[slot]; simDeadPrev && ok && d != m.from && n.view.Table.Owner(slot).Name == from && n.copyFrom[slot] != from {
+				if ask == nil {
+					ask = map[int][]int{}
+				}
+				ask[d] = append(ask[d], slot) // cause A: the slot's state was the dead owner's, and this node holds none of from's
 				continue
 			}
 			_, kept := n.kept[slot]

@@ -208,7 +208,7 @@ func (n *Node) Leave(id int64, ticket uint32) { n.ho.running.leave(id, ticket) }
 func (n *Node) MayServe(x *core.Session, slot int) bool { return n.mayServe(x, slot) }
 
 // Serving reports whether this node holds its lease now: CLUSTER INFO's
-// cluster_state.
+// cluster_state, and replica.Delegate's (a full sync waits for it).
 func (n *Node) Serving() bool { return n.serving() }
 
 // Down counts a keyed command of x's for slot answered as down, by why

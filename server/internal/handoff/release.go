@@ -167,6 +167,13 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 		if v.Table.Owner(slot).Name != from || n.forgone(slot) {
 			continue // this node would not have from serve it, or lost it (see lost.go)
 		}
+		if dead := n.deadPrevOf(slot, from); dead != "" {
+			if ask == nil {
+				ask = map[string][]int{}
+			}
+			ask[dead] = append(ask[dead], slot) // its state was the dead owner's: see noteDeadPrev
+			continue
+		}
 		if n.keeps(slot) {
 			kept = true // its keys are on their way (kept.go)
 			continue

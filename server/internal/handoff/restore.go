@@ -222,3 +222,64 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 		h.returned[m.Name] = held
 	}
 }
+
+// A restarted process whose first view came from a node that saw a slot's
+// owner D die (confirmed) owns the slot in its first table without having
+// seen that death, so the lost-slot rule (lost.go) never ran for it. If D's
+// backup was this very process before its crash, the slot's state is with
+// D alone (paused, or cut off), and its copies died with the crash. The
+// process imports the slot from its runner-up, which holds none of the
+// process's copies of it and so sends no DONE (backedUpFor); after
+// importWait the import asks RL.PEER RELEASED, and a runner-up that
+// released it would let the process serve it from nothing (the
+// simulation's cause A, seed 32). So each node records, per slot its
+// table gives another node because the slot's owner before died, that
+// dead owner, and answers RELEASED for such a slot, when it holds none of
+// the asker's copies of it, "ASK D": the asker, for which D is out of its
+// table, treats the slot as one gained from a dead holder (askElsewhere),
+// lost unless it holds D's copies, until D comes back (lost.go). Had the
+// asker served the slot since D's death, its full sync made this node
+// hold its copies, and the PULL's DONE ended the import before it asked.
+
+// noteDeadPrev records deadPrev for the change from old to nv: a slot nv
+// gives another node, whose owner in old nv says died, gets that owner;
+// any other change of a slot's owner clears it. The caller holds
+// switchMu.
+func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
+	if old == nil {
+		return
+	}
+	dead := map[string]bool{}
+	for _, m := range nv.Gone {
+		if m.State == cluster.StateDead && !nv.Table.Has(m.Name) {
+			dead[m.Name] = true
+		}
+	}
+	for slot := range cluster.Slots {
+		owner, prev := nv.Table.Owner(slot).Name, old.Table.Owner(slot).Name
+		switch {
+		case owner == prev:
+		case dead[prev] && owner != nv.Self:
+			h.deadPrev[slot] = prev
+		default:
+			h.deadPrev[slot] = ""
+		}
+	}
+}
+
+// deadPrevOf returns the dead owner whose death gave slot to from in this
+// node's table, when this node holds none of from's copies of the slot;
+// "" otherwise, and without replicas (no node holds copies: a dead
+// owner's slot is served from empty state).
+func (n *Node) deadPrevOf(slot int, from string) string {
+	if n.repl == nil {
+		return ""
+	}
+	n.switchMu.Lock()
+	dead := n.ho.deadPrev[slot]
+	n.switchMu.Unlock()
+	if dead == "" || dead == from || n.repl.HeldBy(slot, from) {
+		return ""
+	}
+	return dead
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,4 +125,56 @@ func TestPullAnsweredOnlyWithCopies(t *testing.T) {
 	got := fw.commands()
 	assert.Equal(t, cluster.PeerDone+" "+strconv.Itoa(slot), got[1], "DONE names the held slot alone")
 	assert.Contains(t, got[0], cluster.PeerImport)
+}
+
+// TestReleasedAsksTheDeadOwner: a node asked RL.PEER RELEASED for a slot
+// its table gave the asker because the slot's owner died, holding none of
+// the asker's copies of it, answers "ASK" that dead owner instead of
+// releasing it; once it holds the asker's copies (the asker served the
+// slot and synced it here), it releases it. The simulation's cause A
+// (seed 32): a restarted process whose first table lacked the dead owner
+// imported the slot from its runner-up, which sent no DONE (no copies)
+// and then released it: the process served it from nothing while the
+// dead owner, cut off, held its keys. Before, the runner-up released it.
+func TestReleasedAsksTheDeadOwner(t *testing.T) {
+	v1 := viewOf(t, 1, []string{"x", "r", "d"})
+	v2 := viewOf(t, 2, []string{"x", "r"}, "d")
+	slot := -1
+	for s := range cluster.Slots {
+		if v1.Table.Owner(s).Name == "d" && v2.Table.Owner(s).Name == "r" {
+			slot = s
+			break
+		}
+	}
+	require.GreaterOrEqual(t, slot, 0, "a slot d owned that r owns once d died")
+	store, err := shard.New(shard.Config{})
+	require.NoError(t, err)
+	copies, err := shard.New(shard.Config{})
+	require.NoError(t, err)
+	fw := &recorder{}
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v1)
+	n, err := New(Config{View: cur.Load, Forwarder: fw, Store: store,
+		Replicas: &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
+	require.NoError(t, err)
+	cur.Store(v2)
+	n.View()
+
+	released := func() string {
+		t.Helper()
+		w := &nopWriter{}
+		n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte("r"), []byte(strconv.Itoa(slot))})
+		return w.last
+	}
+	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" d "+strconv.Itoa(slot), released(),
+		"x holds no copies of r's: the slot's state was d's")
+
+	drop, bits := make([]byte, cluster.Slots/8), make([]byte, cluster.Slots/8)
+	bits[slot/8] |= 1 << (slot % 8)
+	w := &nopWriter{}
+	var st replica.Stream
+	n.Replicator().PeerSync(w, &st, "r", [][]byte{drop, bits})
+	require.Equal(t, "+OK", w.last)
+	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "r served the slot since and synced it here: released")
 }

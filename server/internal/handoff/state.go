@@ -112,6 +112,10 @@ type handoff struct {
 	// ownLost are those of them a rejoin waited for keeping its keys: they
 	// come back too when the rejoin proves unconfirmed (unconfirmed.go).
 	ownLost replica.SlotBits
+	// deadPrev is, per slot that this node's table gave another node
+	// because the slot's owner before died, that dead owner, "" for none
+	// (see noteDeadPrev).
+	deadPrev [cluster.Slots]string
 }
 
 // state returns slot's handoff state, nil when it follows the table.

@@ -34,6 +34,7 @@ type clock struct{ mono int64 }
 
 func (c *clock) View() *cluster.View { return nil }
 func (c *clock) Importing() bool     { return false }
+func (c *clock) Serving() bool       { return true }
 func (c *clock) UnixNano() int64     { return time.Now().UnixNano() }
 func (c *clock) Mono() int64         { return c.mono }
 
@@ -162,4 +163,45 @@ func TestFormerBackupHoldsFreshUntilDropped(t *testing.T) {
 	assert.False(t, r.Fresh(slot, c.mono), "b may still hold copies MaxLag behind, and take the slot over from them")
 	b.shipOnce() // the "no longer backup" full sync: b acknowledges the drop
 	assert.True(t, r.Fresh(slot, c.mono), "b acknowledged the drop: d's deadline alone counts")
+}
+
+// leaseless is a clock whose node holds its lease only while serving.
+type leaseless struct {
+	clock
+	serving bool
+}
+
+func (l *leaseless) Serving() bool { return l.serving }
+
+// TestFullSyncWaitsForTheLease: a node that does not hold its lease sends
+// no full sync; it does once it holds the lease again. A full sync's
+// slots count as held on the backup (HeldBy), and a node without its
+// lease knows nothing newer than its table (the simulation's seed 195: a
+// node cut off alone, declared dead by the majority, synced its keys from
+// before the cut to its backup at the heal, which had served the slots
+// since, and whose next takeover promoted them over its own newer keys).
+// Before, a full sync went whatever the lease.
+func TestFullSyncWaitsForTheLease(t *testing.T) {
+	d := &leaseless{clock: clock{mono: int64(time.Hour)}}
+	r := testReplicator(t, d, 0)
+	sb := r.cfg.Ship.(*syncBackup)
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, p := range r.peers {
+			p.close()
+		}
+	})
+	ab, err := cluster.NewTable(1, []cluster.Node{{Name: "a"}, {Name: "b"}})
+	require.NoError(t, err)
+	r.OnTable(nil, &cluster.View{Self: "a", Table: ab})
+	r.mu.Lock()
+	b := r.peers["b"]
+	r.mu.Unlock()
+	require.NotNil(t, b)
+	b.shipOnce()
+	assert.Empty(t, sb.sent, "no lease: no full sync")
+	d.serving = true
+	b.shipOnce()
+	assert.NotEmpty(t, sb.sent, "the lease held: the full sync goes")
 }

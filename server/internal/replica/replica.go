@@ -68,6 +68,9 @@ type Delegate interface {
 	// Importing reports whether this node is importing any slot: a full
 	// sync waits for the imports (see shipOnce).
 	Importing() bool
+	// Serving reports whether this node holds its lease: a full sync
+	// waits for it too (see shipOnce).
+	Serving() bool
 	// UnixNano is the server's clock, in unix nanoseconds.
 	UnixNano() int64
 	// Mono is a monotonic clock, in nanoseconds: the one the server

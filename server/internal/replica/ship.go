@@ -210,10 +210,19 @@ func (p *shipPeer) shipOnce() {
 		return
 	}
 	full, node := p.full, p.node
-	if full && p.r.d.Importing() {
+	if full && (p.r.d.Importing() || !p.r.d.Serving()) {
 		// A full sync drops the backup's copies of every slot this node
 		// owns; one this node still imports may come from those very
-		// copies (server/internal/handoff, restore.go). It waits for the imports. A first
+		// copies (server/internal/handoff, restore.go). It waits for the
+		// imports. It waits for the lease too: its slots' copies count as
+		// held once it ends (HeldBy), and a node without its lease knows
+		// nothing newer than its table; a third node may have served its
+		// slots meanwhile. The simulation's seed 195: a node cut off alone,
+		// whose death the majority confirmed, saw its backup again at the
+		// heal and, before it learned of its death, synced its keys from
+		// before the cut there; the backup, which had served the slots
+		// meanwhile and kept their newer keys, took them as held copies
+		// and promoted them over its own keys at the node's next death. A first
 		// one (a joiner's, a restarted node's) keeps the slots already
 		// taken served meanwhile: the backup holds none of this process's
 		// slots yet, or the very copies they were pulled from.
