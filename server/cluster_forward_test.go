@@ -27,5 +27,5 @@ func TestForwardedBatchesRunInOrder(t *testing.T) {
 		require.True(t, strings.HasPrefix(first, "[1 "), "%s: the first request is admitted, got %s", key, first)
 		require.True(t, strings.HasPrefix(second, "[0 "), "%s: the second is denied, got %s", key, second)
 	}
-	assert.Equal(t, int64(2*len(theirs)), nodes[0].srv.cl.forwarded.Load(), "every request was forwarded")
+	assert.Equal(t, int64(2*len(theirs)), nodes[0].srv.rt.Stats().Forwarded, "every request was forwarded")
 }

@@ -69,7 +69,7 @@ func waitSettled(t testing.TB, nodes []*testNode) {
 	require.Eventually(t, func() bool {
 		for _, n := range nodes {
 			n.srv.ClusterChanged()
-			if in, out := n.srv.cl.ho.Moving(); in+out > 0 || n.srv.cl.ho.Stats().Moves > 0 {
+			if in, out := n.srv.ho.Moving(); in+out > 0 || n.srv.ho.Stats().Moves > 0 {
 				return false
 			}
 		}
@@ -77,7 +77,7 @@ func waitSettled(t testing.TB, nodes []*testNode) {
 	}, deadline, 10*time.Millisecond, "every handoff ends")
 	require.Eventually(t, func() bool {
 		for _, n := range nodes {
-			if cn := n.srv.cl; !cn.ho.Serving() || cn.ho.Takeover().Waiting(cn.ho.Lease().Now()) > 0 {
+			if cn := n.srv; !cn.ho.Serving() || cn.ho.Takeover().Waiting(cn.ho.Lease().Now()) > 0 {
 				return false
 			}
 		}

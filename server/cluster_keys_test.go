@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +73,7 @@ func TestClusterToolSubcommands(t *testing.T) {
 	links, err := c0.ClusterLinks(ctx).Result()
 	require.NoError(t, err)
 	require.Len(t, links, 1, "node0 forwarded to node1")
-	assert.Equal(t, redis.ClusterLink{Direction: "to", Node: nodeID("node1"), CreateTime: links[0].CreateTime, Events: "rw"}, links[0])
+	assert.Equal(t, redis.ClusterLink{Direction: "to", Node: route.NodeID("node1"), CreateTime: links[0].CreateTime, Events: "rw"}, links[0])
 	assert.Positive(t, links[0].CreateTime)
 
 	info, err := c0.ClusterInfo(ctx).Result()

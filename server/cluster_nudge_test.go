@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -13,71 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func nudgeTable(t *testing.T, epoch uint64, names ...string) *cluster.Table {
-	t.Helper()
-	var ns []cluster.Node
-	for _, n := range names {
-		ns = append(ns, cluster.Node{Name: n, Addr: n + ":6379"})
-	}
-	tb, err := cluster.NewTable(epoch, ns)
-	require.NoError(t, err)
-	return tb
-}
-
-// routeFor is how routeOf routes slot on a node called self under tb.
-func routeFor(tb *cluster.Table, self string, slot int) route {
-	if o := tb.Owner(slot); o.Name != self {
-		return route{slot: slot, owner: o, level: hopForward}
-	}
-	return route{local: true, slot: slot}
-}
-
-// TestRoutingJudgesConnections: a connection counts as routing by slot
-// only once it sent keys of 16 slot classes here and almost nothing to
-// forward; a plain client's random keys never make it so.
-func TestRoutingJudgesConnections(t *testing.T) {
-	tb := nudgeTable(t, 1, "a", "b", "c")
-	rng := rand.New(rand.NewPCG(1, 2))
-	for n := 0; n < 1000; n++ { // plain clients: every key, whoever owns it
-		var rt routing
-		for range 1 + n%200 {
-			rt.note(tb, routeFor(tb, "a", rng.IntN(16384)))
-		}
-		require.False(t, rt.routed(), "a plain client of %d keys taken for routed", 1+n%200)
-	}
-	var rt routing // a cluster-aware client: only a's keys
-	sent := 0
-	for !rt.routed() {
-		s := rng.IntN(16384)
-		if tb.Owner(s).Name == "a" {
-			rt.note(tb, routeFor(tb, "a", s))
-			sent++
-		}
-		require.Less(t, sent, 200, "a routed client not taken for one")
-	}
-	t.Logf("routed after %d keys", sent)
-	for range sent / routedRatio { // a few stale keys forwarded during a change
-		rt.note(tb, routeFor(tb, "a", ownedBy(tb, "b")))
-	}
-	assert.True(t, rt.routed(), "a few forwards")
-
-	var alone routing // one node owns every slot: nothing to learn
-	one := nudgeTable(t, 1, "a")
-	for s := range 1000 {
-		alone.note(one, routeFor(one, "a", s))
-	}
-	assert.False(t, alone.routed())
-}
-
-func ownedBy(tb *cluster.Table, name string) int {
-	for s := range cluster.Slots {
-		if tb.Owner(s).Name == name {
-			return s
-		}
-	}
-	return -1
-}
 
 // TestNudgeAfterTableChange: a routed node-redis connection gets -MOVED
 // to the key's owner at its first keyed command after the table changes,

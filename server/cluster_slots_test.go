@@ -2,13 +2,13 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,14 +19,11 @@ import (
 func TestClusterSlotsSmall(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
 	ctx := context.Background()
-	v := nodes[0].srv.cl.view()
-	raw := nodes[0].srv.cl.topologyOf(v).slots[0]
-	assert.LessOrEqual(t, len(raw), 64<<10, "CLUSTER SLOTS' bytes")
-	assert.Same(t, nodes[0].srv.cl.topologyOf(v), nodes[0].srv.cl.topologyOf(v), "encoded once per view")
+	v := nodes[0].srv.ho.View()
 	//lint:ignore SA1019 CLUSTER SLOTS is deprecated in Redis 7 but older cluster-aware clients still send it
 	slots, err := newClient(t, nodes[0].addr, 2).ClusterSlots(ctx).Result()
 	require.NoError(t, err)
-	t.Logf("3 nodes: %d ranges, %d bytes", len(slots), len(raw))
+	t.Logf("3 nodes: %d ranges", len(slots))
 	next := 0
 	for _, s := range slots {
 		require.Equal(t, next, int(s.Start), "ranges in slot order, none missing")
@@ -36,36 +33,6 @@ func TestClusterSlotsSmall(t *testing.T) {
 		next = int(s.End) + 1
 	}
 	assert.Equal(t, cluster.Slots, next)
-}
-
-// BenchmarkClusterSlots is the cost of CLUSTER SLOTS' reply: encoding it
-// (once per table) and taking it from the cache (every other time).
-func BenchmarkClusterSlots(b *testing.B) {
-	for _, n := range []int{3, 10} {
-		var ns []cluster.Node
-		for i := range n {
-			ns = append(ns, cluster.Node{Name: fmt.Sprint("node", i), Addr: fmt.Sprintf("10.0.0.%d:6379", i+1)})
-		}
-		tb, err := cluster.NewTable(1, ns)
-		require.NoError(b, err)
-		v := &cluster.View{Self: "node0", Table: tb}
-		b.Run(fmt.Sprintf("encode/%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			var buf []byte
-			for b.Loop() {
-				buf = appendClusterSlots(buf[:0], tb, 2)
-			}
-			b.ReportMetric(float64(len(buf)), "bytes/reply")
-		})
-		b.Run(fmt.Sprintf("cached/%d", n), func(b *testing.B) {
-			cn := &clusterNode{}
-			cn.topologyOf(v)
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = cn.topologyOf(v)
-			}
-		})
-	}
 }
 
 // TestClusterSlotsRedis7Entries: each node entry has Redis 7's four
@@ -110,7 +77,7 @@ func TestClusterNodesBusPortAndEpochs(t *testing.T) {
 	require.Len(t, after, 3)
 	epochs := map[uint64]bool{}
 	for _, n := range nodes {
-		l, ok := after[nodeID(n.name)]
+		l, ok := after[route.NodeID(n.name)]
 		require.True(t, ok, n.name)
 		_, gport, _ := net.SplitHostPort(n.ml.GossipAddr())
 		assert.Equal(t, n.addr+"@"+gport, l[1], "%s's address and bus port", n.name)
@@ -118,14 +85,14 @@ func TestClusterNodesBusPortAndEpochs(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, epochs[e], "%s's config epoch %d is another's", n.name, e)
 		epochs[e] = true
-		if b, ok := before[nodeID(n.name)]; ok {
+		if b, ok := before[route.NodeID(n.name)]; ok {
 			assert.Equal(t, b[6], l[6], "a join changes %s's config epoch", n.name)
-			assert.Less(t, b[6], after[nodeID("node2")][6])
+			assert.Less(t, b[6], after[route.NodeID("node2")][6])
 		}
 	}
 	info := rdb.ClusterInfo(ctx).Val()
-	assert.Contains(t, info, "cluster_my_epoch:"+after[nodeID("node0")][6]+"\r\n")
-	assert.Contains(t, info, "cluster_current_epoch:"+after[nodeID("node2")][6]+"\r\n")
+	assert.Contains(t, info, "cluster_my_epoch:"+after[route.NodeID("node0")][6]+"\r\n")
+	assert.Contains(t, info, "cluster_current_epoch:"+after[route.NodeID("node2")][6]+"\r\n")
 }
 
 // clusterNodesLines splits CLUSTER NODES' text by node ID.

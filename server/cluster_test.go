@@ -94,7 +94,7 @@ func TestClusterPipelineOrder(t *testing.T) {
 			assert.True(t, checks[i](v), "RESP%d reply %d (%v) = %v", proto, i, c.Args(), v)
 		}
 	}
-	fwd := nodes[0].srv.cl.forwarded.Load()
+	fwd := nodes[0].srv.rt.Stats().Forwarded
 	assert.Positive(t, fwd, "node0 forwarded")
 }
 
@@ -113,7 +113,7 @@ func TestClusterClientRoutesBySlot(t *testing.T) {
 		assert.Equal(t, 5, allowed, key)
 	}
 	for _, n := range nodes {
-		assert.Zero(t, n.srv.cl.forwarded.Load(), "%s forwarded: the client routes by itself", n.name)
+		assert.Zero(t, n.srv.rt.Stats().Forwarded, "%s forwarded: the client routes by itself", n.name)
 	}
 	slot, err := cc.ClusterKeySlot(ctx, "{user1000}.following").Result()
 	require.NoError(t, err)

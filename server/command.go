@@ -3,15 +3,14 @@ package server
 import (
 	"strings"
 
-	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/introspect"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/rlstore/rlstore/server/internal/observe"
-	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/server/internal/resp"
+	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/rlstore/rlstore/window"
 )
 
@@ -41,13 +40,6 @@ type command struct {
 	secret  core.SecretFunc
 }
 
-// cmdDoc is a command's introspect.Doc as the server's declarations write it.
-type cmdDoc struct {
-	since   string
-	summary string
-	args    []string // argument specs, see introspect.Docs
-}
-
 // rlSince is the rlstore version that has every RL command as documented.
 const rlSince = introspect.RLSince
 
@@ -55,8 +47,8 @@ const rlSince = introspect.RLSince
 // cluster's.
 func commandDocs() map[string]introspect.Doc {
 	docs := introspect.Docs()
-	for name, d := range clusterCommandDocs() {
-		docs[name] = introspect.Doc{Since: d.since, Summary: d.summary, Args: d.args}
+	for name, d := range route.Docs(rlSince) {
+		docs[name] = introspect.Doc{Since: d.Since, Summary: d.Summary, Args: d.Args}
 	}
 	return docs
 }
@@ -89,12 +81,7 @@ type client struct {
 
 	dur durable.Batch // the batch as the durability sees it (durable.Writes.Run); only durable reaches its fields
 
-	shake    *cluster.Challenge // the handshake's RL.PEER HELLO, once it came (peerauth.go)
-	hop      int                // the hop level of the forwarded request being run (hopClient if none)
-	ship     replica.Stream     // a primary's shipments on this connection (replica.Replicator.PeerCopy)
-	peerName string             // the node that proved itself with RL.PEER AUTH
-	fwd      []*remoteBatch     // this batch's requests for other nodes, one batch per owner, sent when it ends
-	routing  routing            // whether it routes by slot, and the table it last saw (cluster_nudge.go)
+	rt route.Conn // the router's state (route.Router.Open); only route reaches its fields
 
 	// Client-side caching and MONITOR (package observe; their frames go
 	// out through resp.Conn.Push). Only observe reaches its fields.
@@ -169,7 +156,7 @@ func (d observeDelegate) Lookup(key []byte, now int64) (int64, bool) {
 }
 
 func (d observeDelegate) UnixNano() int64 { return d.s.unixNano() }
-func (d observeDelegate) Clustered() bool { return d.s.cl != nil }
+func (d observeDelegate) Clustered() bool { return d.s.ho != nil }
 
 // writeHelp replies to a HELP subcommand with one line per subcommand.
 func writeHelp(c *client, cm command) {
@@ -188,7 +175,7 @@ func (s *Server) lookup(key []byte, now int64) (window.Kind, int64, bool) {
 // registerKeyspace registers the key commands (package keyspace), once
 // the regions are attached: DEL and FLUSHALL drop their state of a key.
 func (s *Server) registerKeyspace() {
-	cfg := keyspace.Config{Store: s.cfg.Store, Now: s.unixNano, Flush: s.flushAll, Clustered: s.cl != nil,
+	cfg := keyspace.Config{Store: s.cfg.Store, Now: s.unixNano, Flush: s.flushAll, Clustered: s.ho != nil,
 		Hits: &s.info.hits, Misses: &s.info.misses}
 	if s.reg != nil {
 		cfg.Forget, cfg.ForgetAll = s.reg.Forget, s.reg.ForgetAll // server/internal/global
@@ -203,8 +190,8 @@ func (s *Server) flushAll() error {
 	switch {
 	case s.cfg.Durability != nil:
 		return s.cfg.Durability.Flush()
-	case s.cl != nil && s.cl.repl != nil:
-		s.cl.repl.Feed().Flush(s.cfg.Store.Flush) // the backups hear of it in order
+	case s.repl != nil:
+		s.repl.Feed().Flush(s.cfg.Store.Flush) // the backups hear of it in order
 		return nil
 	}
 	s.cfg.Store.Flush()

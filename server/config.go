@@ -37,7 +37,7 @@ func (s *Server) configParams() []configParam {
 		{name: "appendonly", get: getAppendOnly},
 		{name: "appendfsync", get: getAppendFsync},
 		{name: "dir", get: func(s *Server) string { return s.cfg.DataDir }},
-		{name: "cluster-enabled", get: func(s *Server) string { return yesNo(s.cl != nil) }},
+		{name: "cluster-enabled", get: func(s *Server) string { return yesNo(s.ho != nil) }},
 		{name: "hz", get: func(s *Server) string { return strconv.FormatInt(s.hz(), 10) }},
 		{name: "timeout", get: func(*Server) string { return "0" }},
 		// the store's limit, and noeviction, since live limiter state is never evicted

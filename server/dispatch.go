@@ -12,22 +12,21 @@ import (
 // clientOf returns the server's client whose session x is.
 func (s *Server) clientOf(x *core.Session) *client { return s.clientSlot.Get(x) }
 
-// pipeline is the server as the pipeline's delegates core.Runner,
-// core.Router and core.Observer (the Permitter is auth.Users), and as
-// EXEC's multi.Delegate.
+// pipeline is the server as the pipeline's delegates core.Runner and
+// core.Observer (the Permitter is auth.Users, the Router route.Router), as
+// the router's route.Runner, and as EXEC's multi.Delegate.
 type pipeline struct{ s *Server }
 
 func (p pipeline) Run(x *core.Session, cm *core.Command, args [][]byte) {
 	p.s.run(p.s.clientOf(x), cm, args)
 }
 
-func (p pipeline) Route(x *core.Session, cm *core.Command, args [][]byte) bool {
-	return p.s.routeOne(p.s.clientOf(x), cm, args)
+// Call runs cm uncounted (route.Runner): see call.
+func (p pipeline) Call(x *core.Session, cm *core.Command, args [][]byte) {
+	p.s.call(p.s.clientOf(x), cm, args)
 }
 
-func (p pipeline) Elsewhere(x *core.Session, q []core.Queued) bool {
-	return p.s.cl != nil && p.s.execElsewhere(p.s.clientOf(x), q)
-}
+func (p pipeline) Elsewhere(x *core.Session, q []core.Queued) bool { return p.s.rt.Elsewhere(x, q) }
 
 func (p pipeline) InExec(x *core.Session, on bool) { p.s.clientOf(x).ob.SetInExec(on) }
 
@@ -195,10 +194,10 @@ func (f decideFront) RefusedGlobalPolicy(x *core.Session, key, name []byte) bool
 }
 
 func (f decideFront) Owner() string {
-	if f.s.cl == nil {
+	if f.s.ho == nil {
 		return ""
 	}
-	return f.s.cl.view().Self
+	return f.s.ho.View().Self
 }
 
 func (f decideFront) Global(key []byte) bool { return f.s.reg.Global(key) }

@@ -8,6 +8,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/keyspace"
 	"github.com/rlstore/rlstore/server/internal/multi"
+	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -69,16 +70,16 @@ func everyCommand() []callCase {
 		ok("UNSUBSCRIBE"), ok("DEL", "every:slide", "every:token"), ok("FLUSHALL"), ok("FLUSHDB"),
 		ok("SWAPDB", "0", "0"), {[]string{"MOVE", "every:slide", "1"}, errDBIndex},
 		ok("READONLY"), ok("READWRITE"), ok("ASKING"), ok("CLUSTER", "KEYSLOT", "every:slide"), ok("CLUSTER", "HELP"),
-		{[]string{"CLUSTER", "INFO"}, errNoCluster}, {[]string{"CLUSTER", "SLOTS"}, errNoCluster},
-		{[]string{"CLUSTER", "SHARDS"}, errNoCluster}, {[]string{"CLUSTER", "NODES"}, errNoCluster},
-		{[]string{"CLUSTER", "MYID"}, errNoCluster}, ok("RL.CLUSTER", "HELP"),
-		{[]string{"CLUSTER", "COUNTKEYSINSLOT", "0"}, errNoCluster}, {[]string{"CLUSTER", "GETKEYSINSLOT", "0", "1"}, errNoCluster},
-		{[]string{"CLUSTER", "LINKS"}, errNoCluster}, {[]string{"CLUSTER", "REPLICAS", "x"}, errNoCluster},
-		{[]string{"CLUSTER", "SLAVES", "x"}, errNoCluster},
-		{[]string{"RL.CLUSTER", "NODES"}, errNoCluster}, {[]string{"RL.CLUSTER", "OWNER", "every:slide"}, errNoCluster},
-		{[]string{"RL.CLUSTER", "INFO"}, errNoCluster}, {[]string{"RL.CLUSTER", "FORGET", "every"}, errNoCluster},
-		{[]string{"RL.PEER", "HELLO", "every"}, errNoCluster},
-		{[]string{"RL.HOP", "1", "2", "PING"}, errNotPeer},
+		{[]string{"CLUSTER", "INFO"}, route.ErrNoCluster}, {[]string{"CLUSTER", "SLOTS"}, route.ErrNoCluster},
+		{[]string{"CLUSTER", "SHARDS"}, route.ErrNoCluster}, {[]string{"CLUSTER", "NODES"}, route.ErrNoCluster},
+		{[]string{"CLUSTER", "MYID"}, route.ErrNoCluster}, ok("RL.CLUSTER", "HELP"),
+		{[]string{"CLUSTER", "COUNTKEYSINSLOT", "0"}, route.ErrNoCluster}, {[]string{"CLUSTER", "GETKEYSINSLOT", "0", "1"}, route.ErrNoCluster},
+		{[]string{"CLUSTER", "LINKS"}, route.ErrNoCluster}, {[]string{"CLUSTER", "REPLICAS", "x"}, route.ErrNoCluster},
+		{[]string{"CLUSTER", "SLAVES", "x"}, route.ErrNoCluster},
+		{[]string{"RL.CLUSTER", "NODES"}, route.ErrNoCluster}, {[]string{"RL.CLUSTER", "OWNER", "every:slide"}, route.ErrNoCluster},
+		{[]string{"RL.CLUSTER", "INFO"}, route.ErrNoCluster}, {[]string{"RL.CLUSTER", "FORGET", "every"}, route.ErrNoCluster},
+		{[]string{"RL.PEER", "HELLO", "every"}, route.ErrNoCluster},
+		{[]string{"RL.HOP", "1", "2", "PING"}, route.ErrNotPeer},
 	}
 }
 

@@ -58,7 +58,7 @@ func TestFlapKeepsTheOwnersKeys(t *testing.T) {
 			"node1 backs up %s", k)
 	}
 
-	n1.srv.cl.ho.SwitchTo(&cluster.View{Self: "node1", Table: flap})
+	n1.srv.ho.SwitchTo(&cluster.View{Self: "node1", Table: flap})
 	_, ok := n1.store.Lookup([]byte(busy), policy.Route([]byte(busy)))
 	require.True(t, ok, "node1 promoted its copy of %s when node0 left its table", busy)
 	for _, k := range keys {
@@ -69,10 +69,10 @@ func TestFlapKeepsTheOwnersKeys(t *testing.T) {
 	want, ok := n0.store.Lookup([]byte(busy), policy.Route([]byte(busy)))
 	require.True(t, ok)
 
-	n1.srv.cl.ho.SwitchTo(&cluster.View{Self: "node1", Table: full})
+	n1.srv.ho.SwitchTo(&cluster.View{Self: "node1", Table: full})
 	require.Eventually(t, func() bool {
 		_, held := n1.store.Lookup([]byte(busy), policy.Route([]byte(busy)))
-		in, out := n1.srv.cl.ho.Moving()
+		in, out := n1.srv.ho.Moving()
 		return !held && in+out == 0
 	}, deadline, 5*time.Millisecond, "node1 hands node0's slots back")
 	got, ok := n0.store.Lookup([]byte(busy), policy.Route([]byte(busy)))

@@ -22,26 +22,26 @@ func TestDoneOnlyFromTheImportsOldOwner(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	key, slot := keyOwnedBy(t, nodes, b, "done:")
 	from, _ := a.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(time.Hour)}))
-	_, err := b.srv.cl.ho.Probe().TakeSlots(nodes[2].name, []int{slot})
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(time.Hour)}))
+	_, err := b.srv.ho.Probe().TakeSlots(nodes[2].name, []int{slot})
 	assert.Equal(t, "ERR slot "+strconv.Itoa(slot)+" is imported from "+a.name+" here", err)
-	require.NotNil(t, b.srv.cl.ho.State(slot), "the import waits on")
-	assert.Equal(t, handoff.ModeImporting, b.srv.cl.ho.State(slot).Mode())
+	require.NotNil(t, b.srv.ho.State(slot), "the import waits on")
+	assert.Equal(t, handoff.ModeImporting, b.srv.ho.State(slot).Mode())
 
 	// A PULL's answer (copies, then DONE) covers many slots: it skips
 	// this one, and takes the rest.
 	_, other := keyOwnedBy(t, nodes, b, "done-other:")
 	c, _ := b.ml.View().Table.Node(nodes[2].name)
-	b.srv.cl.ho.Probe().Set(other, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: c, Until: time.Now().Add(time.Hour)}))
-	b.srv.cl.ho.Probe().NotePulled(nodes[2].name, []int{slot, other}, true)
-	_, err = b.srv.cl.ho.Probe().TakeSlots(nodes[2].name, []int{slot, other})
+	b.srv.ho.Probe().Set(other, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: c, Until: time.Now().Add(time.Hour)}))
+	b.srv.ho.Probe().NotePulled(nodes[2].name, []int{slot, other}, true)
+	_, err = b.srv.ho.Probe().TakeSlots(nodes[2].name, []int{slot, other})
 	assert.Empty(t, err)
-	require.NotNil(t, b.srv.cl.ho.State(slot), "imported from a: the PULL's answer skips it")
-	assert.Nil(t, b.srv.cl.ho.State(other), "imported from the answering node: taken")
+	require.NotNil(t, b.srv.ho.State(slot), "imported from a: the PULL's answer skips it")
+	assert.Nil(t, b.srv.ho.State(other), "imported from the answering node: taken")
 
-	_, err = b.srv.cl.ho.Probe().TakeSlots(a.name, []int{slot})
+	_, err = b.srv.ho.Probe().TakeSlots(a.name, []int{slot})
 	assert.Empty(t, err, "its old owner ends it")
-	assert.Nil(t, b.srv.cl.ho.State(slot))
+	assert.Nil(t, b.srv.ho.State(slot))
 	assert.Equal(t, int64(1), slide5(t, clients(t, b)[0], key))
 }
 
@@ -52,7 +52,7 @@ func TestNoLeaseHandsNothingOver(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{})
 	a := nodes[0]
 	_, slot := keyOwnedBy(t, nodes, nodes[1], "nolease:")
-	_, backed := a.srv.cl.ho.Probe().BackedUpFor(nodes[1].name, []int{slot})
+	_, backed := a.srv.ho.Probe().BackedUpFor(nodes[1].name, []int{slot})
 	ru, _ := a.ml.View().Table.RunnerUp(slot)
 	if ru.Name == a.name {
 		require.Equal(t, []int{slot}, backed, "with its lease, a backup answers")
@@ -61,11 +61,11 @@ func TestNoLeaseHandsNothingOver(t *testing.T) {
 		n.ml.Kill()
 		_ = n.srv.Close()
 	}
-	require.Eventually(t, func() bool { return !a.srv.cl.ho.Serving() }, deadline, time.Millisecond, "one of three holds no lease")
+	require.Eventually(t, func() bool { return !a.srv.ho.Serving() }, deadline, time.Millisecond, "one of three holds no lease")
 	var all []int
 	for s := range 16384 {
 		all = append(all, s)
 	}
-	_, backed = a.srv.cl.ho.Probe().BackedUpFor(nodes[1].name, all)
+	_, backed = a.srv.ho.Probe().BackedUpFor(nodes[1].name, all)
 	assert.Empty(t, backed)
 }

@@ -59,14 +59,14 @@ func TestJoinerImportFollowsItsBackup(t *testing.T) {
 	view.Store(ab)
 	s.ClusterChanged()
 	for _, slot := range slots {
-		st := s.cl.ho.State(slot)
+		st := s.ho.State(slot)
 		require.NotNil(t, st, "slot %d", slot)
 		require.Equal(t, b.Name, st.Peer().Name, "slot %d: imported from the only other member of the first view", slot)
 	}
 	view.Store(abc)
 	s.ClusterChanged()
 	for _, slot := range slots {
-		st := s.cl.ho.State(slot)
+		st := s.ho.State(slot)
 		require.NotNil(t, st, "slot %d", slot)
 		assert.Equal(t, c.Name, st.Peer().Name, "slot %d: imported from its backup once the view has it", slot)
 	}
@@ -82,7 +82,7 @@ func TestJoinerImportFollowsItsBackup(t *testing.T) {
 	assert.Equal(t, "+OK\r\n", string(reps[0]), "the copies are stored")
 	assert.Equal(t, "+OK\r\n", string(reps[1]), "the backup's DONE ends the import")
 	for _, slot := range slots {
-		assert.Nil(t, s.cl.ho.State(slot), "slot %d: served, importing nothing", slot)
+		assert.Nil(t, s.ho.State(slot), "slot %d: served, importing nothing", slot)
 	}
 }
 
@@ -134,19 +134,19 @@ func TestJoinersGuessIsNoHolder(t *testing.T) {
 	view.Store(ac)
 	s.ClusterChanged()
 	for _, slot := range slots {
-		st := s.cl.ho.State(slot)
+		st := s.ho.State(slot)
 		require.NotNil(t, st, "slot %d", slot)
 		require.Equal(t, a.Name, st.Peer().Name, "slot %d: imported from the first view's guess", slot)
 	}
 	view.Store(abc)
 	s.ClusterChanged()
 	for _, slot := range slots {
-		require.Nil(t, s.cl.ho.State(slot), "slot %d: b's now", slot)
-		assert.Empty(t, s.cl.ho.Probe().HolderOf(slot), "slot %d: the guess is forgotten with its import", slot)
+		require.Nil(t, s.ho.State(slot), "slot %d: b's now", slot)
+		assert.Empty(t, s.ho.Probe().HolderOf(slot), "slot %d: the guess is forgotten with its import", slot)
 	}
 	view.Store(table(4, []cluster.Node{b}, a, self)) // b dies: its slots come back to this node, its backup
 	s.ClusterChanged()
 	for _, slot := range slots {
-		assert.Nil(t, s.cl.ho.State(slot), "slot %d: taken over from b, not imported from a", slot)
+		assert.Nil(t, s.ho.State(slot), "slot %d: taken over from b, not imported from a", slot)
 	}
 }

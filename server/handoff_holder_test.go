@@ -30,21 +30,21 @@ func TestReleasedPointsAtTheHolder(t *testing.T) {
 	// c holds the slot's state (a handed it to c, by a table of its own),
 	// and b imports the slot from a.
 	moveSlotKeys(t, b, c, slot)
-	a.srv.cl.ho.Probe().NoteHolder(c.name, []int{slot})
+	a.srv.ho.Probe().NoteHolder(c.name, []int{slot})
 	an, _ := b.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(-time.Millisecond)}))
-	b.srv.cl.ho.Probe().ExpireImports()
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(-time.Millisecond)}))
+	b.srv.ho.Probe().ExpireImports()
 	require.Eventually(t, func() bool {
-		st := b.srv.cl.ho.State(slot)
+		st := b.srv.ho.State(slot)
 		return st != nil && st.Peer().Name == c.name
 	}, deadline, time.Millisecond, "a names c, which holds the slot: b imports it from c")
-	assert.Zero(t, b.srv.cl.ho.Stats().ImportTimeouts, "not served from what came")
+	assert.Zero(t, b.srv.ho.Stats().ImportTimeouts, "not served from what came")
 
 	// c hands the slot over: b serves c's keys.
 	bn, _ := c.ml.View().Table.Node(b.name)
-	_, _, err := c.srv.cl.ho.Probe().CopyFrom(c.srv.cfg.Store, bn, []int{slot}, true, "reset")
+	_, _, err := c.srv.ho.Probe().CopyFrom(c.srv.cfg.Store, bn, []int{slot}, true, "reset")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return b.srv.cl.ho.State(slot) == nil }, deadline, time.Millisecond)
+	require.Eventually(t, func() bool { return b.srv.ho.State(slot) == nil }, deadline, time.Millisecond)
 	assertAtLimit(t, cs, []string{key}, "served from c's keys, not from nothing")
 }
 
@@ -58,9 +58,9 @@ func TestImportFromDeadHolderIsLost(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	_, slot := keyOwnedBy(t, nodes, b, "deadholder:")
 	an, _ := b.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(time.Hour)}))
-	cn := b.srv.cl
-	nv := *cn.view()
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(time.Hour)}))
+	cn := b.srv
+	nv := *cn.ho.View()
 	nv.Gone = append(nv.Gone, cluster.Member{Node: an, State: cluster.StateDead})
 	cn.ho.Probe().WaitImportsFromDead(&nv)
 	require.False(t, cn.repl.HeldBy(slot, a.name), "b holds no copies of a's for the slot")
@@ -68,48 +68,26 @@ func TestImportFromDeadHolderIsLost(t *testing.T) {
 
 	// a comes back (the table keeps giving the slot to b): b imports the
 	// slot from it again, which hands it over or releases it.
-	b.srv.cl.ho.Probe().Set(slot, nil) // the hook's slotChange ended the import from a
-	cn.ho.Probe().LostComeBack(cn.view())
+	b.srv.ho.Probe().Set(slot, nil) // the hook's slotChange ended the import from a
+	cn.ho.Probe().LostComeBack(cn.ho.View())
 	assert.False(t, cn.ho.Takeover().Lost(slot), "a is back")
-	st := b.srv.cl.ho.State(slot)
+	st := b.srv.ho.State(slot)
 	require.NotNil(t, st)
 	assert.Equal(t, a.name, st.Peer().Name, "imported from a again")
 	assert.False(t, st.Until().After(time.Now()), "asks a at once whether it released the slot, not after importWait")
-	require.Eventually(t, func() bool { return b.srv.cl.ho.State(slot) == nil && cn.ho.Probe().HolderOf(slot) == "" }, deadline, time.Millisecond,
+	require.Eventually(t, func() bool { return b.srv.ho.State(slot) == nil && cn.ho.Probe().HolderOf(slot) == "" }, deadline, time.Millisecond,
 		"a, which never held the slot, released it: served here")
 
 	// Lost again; a's DONE (its handback) ends the loss: the state came.
-	b.srv.cl.ho.Probe().Set(slot, nil)
+	b.srv.ho.Probe().Set(slot, nil)
 	cn.ho.Probe().FromDead([]int{slot}, a.name)
 	require.True(t, cn.ho.Takeover().Lost(slot))
-	_, errReply := b.srv.cl.ho.Probe().TakeSlots(nodes[2].name, []int{slot})
+	_, errReply := b.srv.ho.Probe().TakeSlots(nodes[2].name, []int{slot})
 	require.Empty(t, errReply)
 	assert.True(t, cn.ho.Takeover().Lost(slot), "a third node's DONE (a backup's PULL answer) is not the holder's state")
-	_, errReply = b.srv.cl.ho.Probe().TakeSlots(a.name, []int{slot})
+	_, errReply = b.srv.ho.Probe().TakeSlots(a.name, []int{slot})
 	require.Empty(t, errReply)
 	assert.False(t, cn.ho.Takeover().Lost(slot), "a handed the slot over")
-}
-
-// TestImportServesHopOnlyFromItsOldOwner: a node importing a slot serves
-// a request that comes as hopHandoff only from the node it imports the
-// slot from (its own, sent after its cut); one from another node, which
-// forwards by a table naming this node, is answered HANDEDOFF. Before, it
-// was served here from nothing while the old owner still held the slot
-// (TestRedPausedAtHeal's single admissions above the limit).
-func TestImportServesHopOnlyFromItsOldOwner(t *testing.T) {
-	nodes := startTestCluster(t, 3, clusterOpts{})
-	a, b := nodes[0], nodes[1]
-	_, slot := keyOwnedBy(t, nodes, b, "hop:")
-	an, _ := b.ml.View().Table.Node(a.name)
-	st := handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(time.Hour)})
-	from := &client{peerName: a.name}
-	from.hop = hopHandoff
-	assert.True(t, b.srv.routeMoving(from, slot, st).local, "the old owner's own request, after its cut")
-	other := &client{peerName: nodes[2].name}
-	other.hop = hopHandoff
-	r := b.srv.routeMoving(other, slot, st)
-	assert.False(t, r.local)
-	assert.Equal(t, errHandedOff, r.reply)
 }
 
 // TestTakeoverFromCopiesBeatsAHolder: a node that gains a slot from a dead
@@ -135,15 +113,15 @@ func TestTakeoverFromCopiesBeatsAHolder(t *testing.T) {
 	ca := newClient(t, a.addr, 2)
 	useUp(t, ca, key)
 	require.Eventually(t, func() bool {
-		return sameEntry(b.store, c.copies, key) && c.srv.cl.repl.HeldBy(slot, b.name)
+		return sameEntry(b.store, c.copies, key) && c.srv.repl.HeldBy(slot, b.name)
 	}, deadline, 5*time.Millisecond, "c holds b's copy of the key, from b's full sync")
-	a.srv.cl.ho.Probe().NoteHolder(b.name, []int{slot}) // a handed the slot to b (its join)
-	c.srv.cl.ho.Probe().NoteHolder(a.name, []int{slot}) // c's record of another node holding it (its join's guess, say)
+	a.srv.ho.Probe().NoteHolder(b.name, []int{slot}) // a handed the slot to b (its join)
+	c.srv.ho.Probe().NoteHolder(a.name, []int{slot}) // c's record of another node holding it (its join's guess, say)
 
 	b.ml.Kill()
 	_ = b.srv.Close()
 	waitOwners(t, []*testNode{a, c}, 2)
-	cn := c.srv.cl
+	cn := c.srv
 	if st := cn.ho.State(slot); st != nil {
 		assert.NotEqual(t, handoff.ModeImporting, st.SlotMode(), "taken over from b's copies, not imported from %s", st.Peer().Name)
 	}
@@ -163,20 +141,20 @@ func TestAskChainIsBounded(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{})
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	_, slot := keyOwnedBy(t, nodes, b, "circle:")
-	a.srv.cl.ho.Probe().NoteHolder(c.name, []int{slot})
-	c.srv.cl.ho.Probe().NoteHolder(a.name, []int{slot})
+	a.srv.ho.Probe().NoteHolder(c.name, []int{slot})
+	c.srv.ho.Probe().NoteHolder(a.name, []int{slot})
 	an, _ := b.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(time.Hour)}))
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: an, Until: time.Now().Add(time.Hour)}))
 	for range 10 { // each the answer the old owner gives, as a round of RELEASED would
-		st := b.srv.cl.ho.State(slot)
+		st := b.srv.ho.State(slot)
 		require.NotNil(t, st)
 		next := c.name
 		if st.Peer().Name == c.name {
 			next = a.name
 		}
-		b.srv.cl.ho.Probe().AskElsewhere(st, next, []int{slot})
+		b.srv.ho.Probe().AskElsewhere(st, next, []int{slot})
 	}
-	st := b.srv.cl.ho.State(slot)
+	st := b.srv.ho.State(slot)
 	require.NotNil(t, st, "never served: nobody handed it over")
 	assert.Equal(t, handoff.ModeImporting, st.SlotMode())
 	assert.Equal(t, 3, st.Asks(), "as many ASKs as members, then no more")

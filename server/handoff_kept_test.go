@@ -32,23 +32,23 @@ func TestKeptKeysReachTheOwner(t *testing.T) {
 	// slot from a, which never held it.
 	moveSlotKeys(t, c, b, slot)
 	from, _ := a.ml.View().Table.Node(a.name)
-	c.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(time.Hour)}))
+	c.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(time.Hour)}))
 	// b waits for the slot as after a rejoin; its table gives it to c.
 	ru, _ := b.ml.View().Table.Node(b.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: ru, Until: time.Now().Add(time.Hour), Keep: true}))
-	v := b.srv.cl.view()
-	b.srv.cl.ho.Probe().Hook(v, v)
-	assert.Nil(t, b.srv.cl.ho.State(slot), "c owns the slot now")
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: ru, Until: time.Now().Add(time.Hour), Keep: true}))
+	v := b.srv.ho.View()
+	b.srv.ho.Probe().Hook(v, v)
+	assert.Nil(t, b.srv.ho.State(slot), "c owns the slot now")
 
 	require.Eventually(t, func() bool { return hasKey(c.srv.cfg.Store, key) }, deadline, time.Millisecond,
 		"b sends c the keys it kept")
-	require.NotNil(t, c.srv.cl.ho.State(slot), "c imports the slot from a, not b: b's DONE does not end it")
+	require.NotNil(t, c.srv.ho.State(slot), "c imports the slot from a, not b: b's DONE does not end it")
 	assert.Eventually(t, func() bool { return !hasKey(b.srv.cfg.Store, key) }, deadline, time.Millisecond,
 		"b drops them once c has them")
 
-	c.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
-	c.srv.cl.ho.Probe().ExpireImports()
-	require.Eventually(t, func() bool { return c.srv.cl.ho.State(slot) == nil }, deadline, time.Millisecond,
+	c.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
+	c.srv.ho.Probe().ExpireImports()
+	require.Eventually(t, func() bool { return c.srv.ho.State(slot) == nil }, deadline, time.Millisecond,
 		"a released the slot: c serves it from what came")
 	assertAtLimit(t, cs, []string{key}, "served from b's keys, not from nothing")
 }
@@ -67,16 +67,16 @@ func TestKeptSlotNotReleased(t *testing.T) {
 	}
 	moveSlotKeys(t, c, b, slot)
 	bn, _ := c.ml.View().Table.Node(b.name)
-	c.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: bn, Until: time.Now().Add(time.Hour)}))
-	b.srv.cl.ho.Probe().Pushing(true) // as if a push waited for the lease
-	b.srv.cl.ho.Probe().Keep(slot)
-	rel, _, err := c.srv.cl.ho.Probe().Released(bn, []int{slot})
+	c.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: bn, Until: time.Now().Add(time.Hour)}))
+	b.srv.ho.Probe().Pushing(true) // as if a push waited for the lease
+	b.srv.ho.Probe().Keep(slot)
+	rel, _, err := c.srv.ho.Probe().Released(bn, []int{slot})
 	require.NoError(t, err)
 	assert.Empty(t, rel, "b keeps the slot's keys: not released")
 
-	b.srv.cl.ho.Probe().Pushing(false)
-	b.srv.cl.ho.Probe().PushKept()
-	require.Eventually(t, func() bool { return c.srv.cl.ho.State(slot) == nil }, deadline, time.Millisecond,
+	b.srv.ho.Probe().Pushing(false)
+	b.srv.ho.Probe().PushKept()
+	require.Eventually(t, func() bool { return c.srv.ho.State(slot) == nil }, deadline, time.Millisecond,
 		"c imports the slot from b: b's DONE ends the import")
 	assertAtLimit(t, cs, []string{key}, "served from b's keys")
 }
@@ -96,7 +96,7 @@ func moveSlotKeys(t *testing.T, from, to *testNode, slot int) {
 		e.Route = handoff.RouteOf(e.Key)
 		require.NoError(t, to.srv.cfg.Store.Import(e, now))
 	}
-	from.srv.cl.ho.Probe().DropSlots([]int{slot})
+	from.srv.ho.Probe().DropSlots([]int{slot})
 }
 
 // hasKey reports whether m holds key.

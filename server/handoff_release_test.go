@@ -24,17 +24,17 @@ func TestImportWaitsForAnOwnerThatHolds(t *testing.T) {
 		require.Equal(t, int64(1), slide5(t, cs[0], key))
 	}
 	from, _ := a.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
-	b.srv.cl.ho.Probe().ExpireImports()
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
+	b.srv.ho.Probe().ExpireImports()
 	assertAtLimit(t, cs, []string{key}, "served by a, which holds the slot")
 	require.Eventually(t, func() bool {
-		st := b.srv.cl.ho.State(slot)
+		st := b.srv.ho.State(slot)
 		return st == nil || time.Now().After(st.Until()) // asked once, and waited releaseRetry
 	}, deadline, time.Millisecond)
-	require.NotNil(t, b.srv.cl.ho.State(slot), "a holds the slot: b waits on")
-	assert.Equal(t, handoff.ModeImporting, b.srv.cl.ho.State(slot).Mode())
+	require.NotNil(t, b.srv.ho.State(slot), "a holds the slot: b waits on")
+	assert.Equal(t, handoff.ModeImporting, b.srv.ho.State(slot).Mode())
 	assertAtLimit(t, cs, []string{key}, "still served by a")
-	assert.Zero(t, b.srv.cl.ho.Stats().ImportTimeouts)
+	assert.Zero(t, b.srv.ho.Stats().ImportTimeouts)
 }
 
 // TestImportReleasedServedFromWhatCame: an import whose old owner's table
@@ -46,10 +46,10 @@ func TestImportReleasedServedFromWhatCame(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	key, slot := keyOwnedBy(t, nodes, b, "released:")
 	from, _ := a.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
-	b.srv.cl.ho.Probe().ExpireImports()
-	require.Eventually(t, func() bool { return b.srv.cl.ho.State(slot) == nil }, deadline, time.Millisecond,
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(-time.Millisecond)}))
+	b.srv.ho.Probe().ExpireImports()
+	require.Eventually(t, func() bool { return b.srv.ho.State(slot) == nil }, deadline, time.Millisecond,
 		"a's table names b: released, b serves the slot")
-	assert.Equal(t, int64(1), b.srv.cl.ho.Stats().ImportTimeouts)
+	assert.Equal(t, int64(1), b.srv.ho.Stats().ImportTimeouts)
 	assert.Equal(t, int64(1), slide5(t, clients(t, b)[0], key))
 }

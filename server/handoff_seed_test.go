@@ -83,8 +83,8 @@ func TestOldOwnerSeedsTheNewBackup(t *testing.T) {
 	// As if c had just taken the slots over from a, which is not their
 	// backup, and not yet fully synced b: b holds nothing of c's.
 	cutOff.Store(true)
-	b.srv.cl.repl.ForgetHeld()
-	require.False(t, b.srv.cl.repl.HeldBy(slots[0], c.name))
+	b.srv.repl.ForgetHeld()
+	require.False(t, b.srv.repl.HeldBy(slots[0], c.name))
 	for _, k := range keys {
 		e, ok := c.store.Lookup([]byte(k), policy.Route([]byte(k)))
 		require.True(t, ok)
@@ -92,11 +92,11 @@ func TestOldOwnerSeedsTheNewBackup(t *testing.T) {
 	}
 	// a hands the first slot over to c (its owner already: c keeps its keys).
 	cn, _ := a.ml.View().Table.Node(c.name)
-	a.srv.cl.ho.Probe().Migrate(cn, slots[:1], false)
-	require.Eventually(t, func() bool { return b.srv.cl.repl.HeldBy(slots[0], c.name) }, deadline, 5*time.Millisecond,
+	a.srv.ho.Probe().Migrate(cn, slots[:1], false)
+	require.Eventually(t, func() bool { return b.srv.repl.HeldBy(slots[0], c.name) }, deadline, 5*time.Millisecond,
 		"a's cut seeds b, the slot's backup, with what it handed c")
-	assert.False(t, b.srv.cl.repl.HeldBy(slots[1], c.name), "the other slot was not handed over")
-	assert.NotZero(t, b.srv.cl.repl.Counts().Seeded)
+	assert.False(t, b.srv.repl.HeldBy(slots[1], c.name), "the other slot was not handed over")
+	assert.NotZero(t, b.srv.repl.Counts().Seeded)
 
 	c.ml.Kill()
 	_ = c.srv.Close()
@@ -105,8 +105,8 @@ func TestOldOwnerSeedsTheNewBackup(t *testing.T) {
 		rep, err := ca.Do(context.Background(), "RL.SLIDE", keys[0], 5, 3600).Int64Slice()
 		return err == nil && rep[0] == 0
 	}, deadline, 10*time.Millisecond, "b takes the seeded slot over, its key at its limit")
-	assert.False(t, b.srv.cl.ho.Takeover().Lost(slots[0]))
-	assert.True(t, b.srv.cl.ho.Takeover().Lost(slots[1]), "the slot b holds nothing of is lost")
+	assert.False(t, b.srv.ho.Takeover().Lost(slots[0]))
+	assert.True(t, b.srv.ho.Takeover().Lost(slots[1]), "the slot b holds nothing of is lost")
 	err := ca.Do(context.Background(), "RL.SLIDE", keys[1], 5, 3600).Err()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "CLUSTERDOWN")

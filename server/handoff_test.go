@@ -105,7 +105,7 @@ func keyOwnedBy(t *testing.T, nodes []*testNode, owner *testNode, prefix string)
 func waitCut(t *testing.T, n *testNode, slots int64) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		st := n.srv.cl.ho.Stats()
+		st := n.srv.ho.Stats()
 		return st.SlotsOut == slots && st.Moves == 0
 	}, deadline, time.Millisecond, "%s hands the slots over", n.name)
 }
@@ -136,10 +136,10 @@ func TestHandoffJoinKeepsState(t *testing.T) {
 	}
 	require.Positive(t, moved, "some keys moved to the new node")
 	assertAtLimit(t, clients(t, nodes...), keys, "at its limit after the join")
-	out := nodes[0].srv.cl.ho.Stats().KeysOut + nodes[1].srv.cl.ho.Stats().KeysOut
+	out := nodes[0].srv.ho.Stats().KeysOut + nodes[1].srv.ho.Stats().KeysOut
 	assert.Equal(t, int64(moved), out, "keys handed over")
-	assert.Equal(t, int64(moved), nodes[2].srv.cl.ho.Stats().KeysIn)
-	assert.Zero(t, nodes[2].srv.cl.ho.Stats().ImportTimeouts)
+	assert.Equal(t, int64(moved), nodes[2].srv.ho.Stats().KeysIn)
+	assert.Zero(t, nodes[2].srv.ho.Stats().ImportTimeouts)
 	total := int64(0)
 	for _, n := range nodes {
 		total += n.srv.cfg.Store.Len()
@@ -170,7 +170,7 @@ func TestHandoffLeaveKeepsState(t *testing.T) {
 	require.NoError(t, nodes[1].ml.Leaving(time.Second))
 	waitOwners(t, []*testNode{nodes[0], nodes[2]}, 2)
 	assertAtLimit(t, cs, keys, "at its limit after the leave")
-	assert.Equal(t, int64(len(keys)), nodes[1].srv.cl.ho.Stats().KeysOut)
+	assert.Equal(t, int64(len(keys)), nodes[1].srv.ho.Stats().KeysOut)
 }
 
 // holdForwards holds back forwards at hop level 2 until released, to put a
@@ -209,19 +209,19 @@ func TestHandoffRequestCrossesCut(t *testing.T) {
 	useToLimit(t, ca, []string{key})
 	// b imports the slot from a, as a new owner does.
 	self, _ := a.ml.View().Table.Node("node0")
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: self, Until: time.Now().Add(time.Hour)}))
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: self, Until: time.Now().Add(time.Hour)}))
 	reply := slide5Async(cb, key)
 	<-hold.held // b has sent the request back to a
 	// a hands the slot to b: b takes it, a cuts.
 	to, _ := a.ml.View().Table.Node("node1")
-	before := a.srv.cl.ho.Stats().SlotsOut
-	a.srv.cl.ho.Probe().Migrate(to, []int{slot}, true) // as in a leave, the table names a until the cut
+	before := a.srv.ho.Stats().SlotsOut
+	a.srv.ho.Probe().Migrate(to, []int{slot}, true) // as in a leave, the table names a until the cut
 	waitCut(t, a, before+1)
-	assert.Equal(t, handoff.ModeMoved, a.srv.cl.ho.State(slot).Mode())
-	assert.Equal(t, handoff.ModeAdopted, b.srv.cl.ho.State(slot).Mode())
+	assert.Equal(t, handoff.ModeMoved, a.srv.ho.State(slot).Mode())
+	assert.Equal(t, handoff.ModeAdopted, b.srv.ho.State(slot).Mode())
 	close(hold.release) // the request reaches a after its cut
 	assert.Equal(t, int64(0), slideAnswer(t, reply), "run on b's complete copy: still at its limit")
-	assert.Equal(t, int64(1), b.srv.cl.ho.Stats().CrossedCut, "a answered HANDEDOFF")
+	assert.Equal(t, int64(1), b.srv.ho.Stats().CrossedCut, "a answered HANDEDOFF")
 }
 
 // TestHandoffGatedRequestWaits: a request for a slot whose last copy is
@@ -234,14 +234,14 @@ func TestHandoffGatedRequestWaits(t *testing.T) {
 	useToLimit(t, ca, []string{key})
 	to, _ := a.ml.View().Table.Node(b.name)
 	mg := handoff.NewMigration(to, []int{slot}) // gated
-	a.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeCopying, Peer: to, Mg: mg}))
+	a.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeCopying, Peer: to, Mg: mg}))
 	reply := slide5Async(ca, key)
 	select {
 	case <-reply:
 		t.Fatal("a request for a gated slot ran")
 	case <-time.After(50 * time.Millisecond): // bounded wait to show it does not run; not ordering
 	}
-	_, _, err := a.srv.cl.ho.Probe().CopyFrom(a.srv.cfg.Store, to, []int{slot}, true, "reset")
+	_, _, err := a.srv.ho.Probe().CopyFrom(a.srv.cfg.Store, to, []int{slot}, true, "reset")
 	require.NoError(t, err)
 	mg.Open(handoff.ModeMoved)
 	assert.Equal(t, int64(0), slideAnswer(t, reply), "went to the new owner, with the state")
@@ -267,13 +267,13 @@ func TestHandoffTransaction(t *testing.T) {
 		return must(cmds[0].(*redis.Cmd).Int64Slice())[0]
 	}
 	self, _ := a.ml.View().Table.Node(a.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: self, Until: time.Now().Add(time.Hour)}))
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: self, Until: time.Now().Add(time.Hour)}))
 	assert.Equal(t, int64(1), txn(cb), "sent to the old owner")
 	assert.Equal(t, int64(1), a.srv.cfg.Store.Len())
 	assert.Zero(t, b.srv.cfg.Store.Len())
-	before := a.srv.cl.ho.Stats().SlotsOut
+	before := a.srv.ho.Stats().SlotsOut
 	to, _ := a.ml.View().Table.Node(b.name)
-	a.srv.cl.ho.Probe().Migrate(to, []int{slot}, true)
+	a.srv.ho.Probe().Migrate(to, []int{slot}, true)
 	waitCut(t, a, before+1)
 	assert.Equal(t, int64(1), txn(ca), "the old owner sends it to the new one")
 	assert.Equal(t, int64(1), txn(cb), "the new owner runs it")
@@ -307,12 +307,12 @@ func TestHandoffDoneAnswerLost(t *testing.T) {
 	ca, cb := cs[0], cs[1]
 	useToLimit(t, ca, []string{key})
 	to, _ := a.ml.View().Table.Node(b.name)
-	a.srv.cl.ho.Probe().Migrate(to, []int{slot}, true)
+	a.srv.ho.Probe().Migrate(to, []int{slot}, true)
 	require.Eventually(t, func() bool {
-		st := a.srv.cl.ho.State(slot)
+		st := a.srv.ho.State(slot)
 		return st != nil && st.Mode() == handoff.ModeMoved
 	}, deadline, time.Millisecond, "a sends the slot's requests on, and does not serve it again")
-	assert.Equal(t, handoff.ModeAdopted, b.srv.cl.ho.State(slot).Mode(), "b took the slot")
+	assert.Equal(t, handoff.ModeAdopted, b.srv.ho.State(slot).Mode(), "b took the slot")
 	require.NoError(t, a.srv.cfg.Store.Import(shardTombstone(key), 0)) // a's copy, were it served, would admit
 	assertAtLimit(t, []*redis.Client{ca, cb}, []string{key}, "served by b alone")
 }
@@ -368,12 +368,12 @@ func TestHandoffFromUnseenNodeRefused(t *testing.T) {
 	view.Store(&cluster.View{Self: self.Name, Table: both, Members: []cluster.Member{{Node: old}, {Node: self}}})
 	s.ClusterChanged()
 	for _, slot := range slots {
-		st := s.cl.ho.State(slot)
+		st := s.ho.State(slot)
 		require.NotNil(t, st, "slot %d", slot)
 		assert.Equal(t, handoff.ModeImporting, st.Mode(), "slot %d: node2 waits for node0's copy", slot)
 	}
 	require.Equal(t, "+OK\r\n", hand(), "node0 retries, and node2 now takes the slots")
 	for _, slot := range slots {
-		assert.Nil(t, s.cl.ho.State(slot), "slot %d: served by node2, importing nothing", slot)
+		assert.Nil(t, s.ho.State(slot), "slot %d: served by node2, importing nothing", slot)
 	}
 }

@@ -21,12 +21,12 @@ func TestHandoffWaitsForLateDone(t *testing.T) {
 	cb := clients(t, b)[0]
 	from, _ := a.ml.View().Table.Node(a.name)
 	to, _ := a.ml.View().Table.Node(b.name)
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(time.Hour)}))
-	a.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeMoved, Peer: to})) // a has cut: it answers b HANDEDOFF
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: from, Until: time.Now().Add(time.Hour)}))
+	a.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeMoved, Peer: to})) // a has cut: it answers b HANDEDOFF
 	reply := slide5Async(cb, key)
-	require.Eventually(t, func() bool { return b.srv.cl.ho.Stats().CrossedCut >= 2 },
+	require.Eventually(t, func() bool { return b.srv.ho.Stats().CrossedCut >= 2 },
 		deadline, time.Millisecond, "b sends the request to a again after a second HANDEDOFF")
-	b.srv.cl.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeAdopted, Peer: from})) // DONE arrives
-	b.srv.cl.ho.Probe().Notify()
+	b.srv.ho.Probe().Set(slot, handoff.NewState(handoff.StateOf{Mode: handoff.ModeAdopted, Peer: from})) // DONE arrives
+	b.srv.ho.Probe().Notify()
 	assert.Equal(t, int64(1), slideAnswer(t, reply), "served by b once DONE came")
 }

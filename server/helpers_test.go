@@ -189,6 +189,7 @@ func benchClient(s *Server, rc *resp.Conn) *client {
 	c.Authed, c.Out, c.Proto = true, c.conn, 2
 	s.clientSlot.Set(&c.Session, c)
 	s.dec.Open(&c.Session, &c.dec, rc)
+	s.rt.Open(&c.Session, &c.rt)
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/server/internal/handoff"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -24,7 +25,7 @@ func TestTableHookOrder(t *testing.T) {
 	} {
 		n := startTestNode(t, "hooks", nil, clusterOpts{replicas: tc.replicas})
 		var got []string
-		for _, h := range n.srv.cl.ho.Hooks() {
+		for _, h := range n.srv.ho.Hooks() {
 			got = append(got, hookName(h))
 		}
 		assert.Equal(t, tc.want, got, "replicas: %t", tc.replicas)
@@ -33,7 +34,7 @@ func TestTableHookOrder(t *testing.T) {
 
 // hookName is the name of the method a hook is, without its receiver
 // and package: the order must survive the methods' moving.
-func hookName(h tableHook) string {
+func hookName(h handoff.Hook) string {
 	name := strings.TrimSuffix(runtime.FuncForPC(reflect.ValueOf(h).Pointer()).Name(), "-fm")
 	return name[strings.LastIndex(name, ".")+1:]
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/proc"
+	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -399,10 +400,10 @@ func (s *Server) avgTTL(now int64) int64 {
 // connected_slaves is 0 and the backups are listed as rl_backups and
 // rl_backup0, rl_backup1, ….
 func (s *Server) infoReplication() []core.Pair {
-	if s.cl == nil || s.cl.repl == nil {
+	if s.repl == nil {
 		return []core.Pair{{Key: "role", Val: "master"}, {Key: "connected_slaves", Val: 0}, {Key: "rl_replicas", Val: 0}}
 	}
-	r := s.cl.repl
+	r := s.repl
 	st, n := r.Stats(), r.Counts()
 	ps := []core.Pair{{Key: "role", Val: "master"}, {Key: "connected_slaves", Val: 0}, {Key: "rl_replicas", Val: 1}, {Key: "rl_backups", Val: len(st)},
 		{Key: "rl_replica_interval_ms", Val: r.Interval().Milliseconds()},
@@ -418,7 +419,7 @@ func (s *Server) infoReplication() []core.Pair {
 		if !p.Synced {
 			state = "full_sync_due"
 		}
-		host, port := splitAddr(p.Addr)
+		host, port := route.SplitAddr(p.Addr)
 		ps = append(ps, core.Pair{Key: "rl_backup" + strconv.Itoa(i), Val: "name=" + p.Name + ",ip=" + host + ",port=" + strconv.Itoa(port) +
 			",state=" + state + ",shipped_bytes=" + strconv.FormatInt(p.Bytes, 10) +
 			",shipments=" + strconv.FormatInt(p.Batches, 10) + ",lag_ms=" + strconv.FormatInt(p.Lag.Milliseconds(), 10) +

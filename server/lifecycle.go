@@ -40,9 +40,9 @@ func (s *Server) shutdown(ctx context.Context, mode saveMode) error {
 		return s.waitStopped(ctx)
 	}
 	start := time.Now()
-	if s.cl != nil && s.cl.cfg.Leave != nil {
+	if cc := s.cfg.Cluster; cc != nil && cc.Leave != nil {
 		s.log.Info("shutting down: leaving the cluster")
-		s.cl.cfg.Leave()
+		cc.Leave()
 	}
 	s.log.Info("shutting down: draining clients")
 	err := s.drain(ctx)

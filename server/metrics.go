@@ -15,6 +15,7 @@ import (
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/observe"
+	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
 )
@@ -185,21 +186,21 @@ func fsyncHistogram(w io.Writer, labels string, fs persistence.FsyncStats) {
 }
 
 func (s *Server) writeClusterMetrics(w io.Writer) {
-	gauge(w, "rlstore_cluster_enabled", boolFloat(s.cl != nil))
-	if s.cl == nil {
+	gauge(w, "rlstore_cluster_enabled", boolFloat(s.ho != nil))
+	if s.ho == nil {
 		return
 	}
-	v := s.cl.view()
+	v := s.ho.View()
 	gauge(w, "rlstore_cluster_members", float64(len(v.Members)))
 	gauge(w, "rlstore_cluster_owners", float64(len(v.Table.Nodes())))
-	gauge(w, "rlstore_cluster_slots_owned", float64(len(rangesSlots(v.Table.Ranges(v.Self)))))
-	counter(w, "rlstore_cluster_forwarded_total", s.cl.forwarded.Load())
-	counter(w, "rlstore_cluster_owner_unreachable_total", s.cl.unreachable.Load())
-	s.cl.peers.Range(func(name, v any) bool {
-		ps, l := v.(*peerStats), `peer="`+labelValue(name.(string))+`"`
-		counter(w, "rlstore_cluster_peer_forwarded_total{"+l+"}", ps.forwarded.Load())
-		counter(w, "rlstore_cluster_peer_forward_errors_total{"+l+"}", ps.errors.Load())
-		return true
+	gauge(w, "rlstore_cluster_slots_owned", float64(route.SlotsOwned(v)))
+	st := s.rt.Stats()
+	counter(w, "rlstore_cluster_forwarded_total", st.Forwarded)
+	counter(w, "rlstore_cluster_owner_unreachable_total", st.Unreachable)
+	s.rt.EachPeer(func(name string, forwarded, errors int64) {
+		l := `peer="` + labelValue(name) + `"`
+		counter(w, "rlstore_cluster_peer_forwarded_total{"+l+"}", forwarded)
+		counter(w, "rlstore_cluster_peer_forward_errors_total{"+l+"}", errors)
 	})
 	s.writeHandoffMetrics(w)
 	s.writeReplicaMetrics(w)
@@ -224,8 +225,8 @@ func (s *Server) Ready() error {
 			return fmt.Errorf("persistence failing: %w", err)
 		}
 	}
-	if s.cl != nil {
-		if v := s.cl.view(); v != nil {
+	if s.ho != nil {
+		if v := s.ho.View(); v != nil {
 			if _, ok := v.Member(v.Self); !ok {
 				return errors.New("not a member of the cluster")
 			}
@@ -290,10 +291,10 @@ func boolFloat(b bool) float64 {
 
 // writeReplicaMetrics writes the replica figures to /metrics.
 func (s *Server) writeReplicaMetrics(w io.Writer) {
-	if s.cl == nil || s.cl.repl == nil {
+	if s.repl == nil {
 		return
 	}
-	r := s.cl.repl
+	r := s.repl
 	n := r.Counts()
 	gauge(w, "rlstore_replica_copies", float64(n.Copies))
 	counter(w, "rlstore_replica_copies_refused_total", n.Refused)
@@ -316,7 +317,7 @@ func (s *Server) writeReplicaMetrics(w io.Writer) {
 
 // writeHandoffMetrics writes the handoff's counters (handoff.Stats) to /metrics.
 func (s *Server) writeHandoffMetrics(w io.Writer) {
-	st := s.cl.ho.Stats()
+	st := s.ho.Stats()
 	counter(w, `rlstore_cluster_handoff_slots_total{direction="in"}`, st.SlotsIn)
 	counter(w, `rlstore_cluster_handoff_slots_total{direction="out"}`, st.SlotsOut)
 	counter(w, `rlstore_cluster_handoff_keys_total{direction="in"}`, st.KeysIn)

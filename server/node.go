@@ -6,7 +6,197 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/policy"
+	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/decide"
+	"github.com/rlstore/rlstore/server/internal/route"
 )
+
+// ClusterConfig makes a Server one node of a cluster: cmd/rlstore (NewNode)
+// builds the membership and the peer pools and passes them here; the
+// server routes, forwards and answers the cluster commands
+// (server/internal/route). See route.ClusterConfig for its fields.
+type ClusterConfig = route.ClusterConfig
+
+// Unreachable is what a node does with a request whose owner it cannot reach.
+type Unreachable = route.Unreachable
+
+// The choices of --owner-unreachable (see route.Unreachable).
+const (
+	UnreachableError = route.UnreachableError // reply -CLUSTERDOWN: the client's own fail-open or fail-closed rule applies
+	UnreachableLocal = route.UnreachableLocal // decide here, from this node's state for the key (usually none: a fresh quota)
+	UnreachableAllow = route.UnreachableAllow // admit without deciding (fail open)
+	UnreachableDeny  = route.UnreachableDeny  // deny without deciding (fail closed)
+)
+
+// DefaultOwnerUnreachable is error (see route.DefaultOwnerUnreachable).
+const DefaultOwnerUnreachable = route.DefaultOwnerUnreachable
+
+// ParseUnreachable reads a --owner-unreachable value.
+func ParseUnreachable(s string) (Unreachable, error) { return route.ParseUnreachable(s) }
+
+// attachCluster makes the router, and with a cluster the stack below it
+// (the handoff, the replicator), and registers the node-to-node and
+// cluster commands, which answer without a cluster too.
+func (s *Server) attachCluster() error {
+	f := routeFront{s}
+	rt, err := route.New(route.Config{Cluster: s.cfg.Cluster, Started: s.started, Pipeline: &s.pipe, Table: s.table,
+		Slots: &s.pipe.Slots, Store: s.cfg.Store, Logger: s.log, Clock: s.cfg.Clock, UnixNano: s.unixNano,
+		Runner: pipeline{s}, Conns: f, Gate: f, Keys: f, Regions: f, Policies: f})
+	if err != nil {
+		return err
+	}
+	s.rt = rt
+	s.registerSpecified(rt.Commands())
+	if s.ho = rt.Handoff(); s.ho != nil {
+		s.repl = s.ho.Replicator()
+	}
+	return nil
+}
+
+// mode is HELLO's mode and INFO's redis_mode, as Redis names them.
+func (s *Server) mode() string {
+	if s.ho == nil {
+		return "standalone"
+	}
+	return "cluster"
+}
+
+// ClusterChanged makes the server take the membership's current view now,
+// running the handoff for it; cmd/rlstore calls it from the membership's
+// OnChange. Without it a change is taken by the next request that routes.
+func (s *Server) ClusterChanged() {
+	if s.ho != nil {
+		s.ho.View()
+	}
+}
+
+// HandOff hands every slot this node holds to the node that owns it
+// without this one, for a graceful leave (handoff.Node.HandOff).
+func (s *Server) HandOff(ctx context.Context) error {
+	if s.ho == nil {
+		return nil
+	}
+	return s.ho.HandOff(ctx)
+}
+
+// QuietHops waits until no other node has sent this one a request for
+// quiet, or max has passed (route.Router.QuietHops).
+func (s *Server) QuietHops(quiet, max time.Duration) {
+	if s.ho != nil {
+		s.rt.QuietHops(quiet, max)
+	}
+}
+
+// QuietClients waits until this node has forwarded nothing for quiet, or
+// max has passed (route.Router.QuietClients).
+func (s *Server) QuietClients(quiet, max time.Duration) {
+	if s.ho != nil {
+		s.rt.QuietClients(quiet, max)
+	}
+}
+
+// LocalState is every policy version this node holds, for a push/pull
+// exchange. With Merge it makes the server a cluster.StateSync.
+func (s *Server) LocalState() []byte { return s.rt.LocalState() }
+
+// Merge applies the policy versions in b that are newer than this node's.
+func (s *Server) Merge(b []byte) { s.rt.Merge(b) }
+
+// policyChanged records a change of a policy made on this node and
+// broadcasts it to the cluster's other nodes.
+func (s *Server) policyChanged(name, def string, deleted bool) {
+	if s.rt != nil {
+		s.rt.PolicyChanged(name, def, deleted)
+	}
+}
+
+// infoCluster is INFO's cluster section.
+func (s *Server) infoCluster() []core.Pair { return s.rt.InfoPairs() }
+
+// routeFront is the server as the router's delegates (route.Conns,
+// route.Gate, route.Keys, route.Regions, route.Policies); its Runner is
+// the pipeline's.
+type routeFront struct{ s *Server }
+
+func (f routeFront) Holding(x *core.Session) bool    { return f.s.clientOf(x).dur.Holding() }
+func (f routeFront) CloseAfterReply(x *core.Session) { f.s.closeAfterReply(f.s.clientOf(x)) }
+
+// The handshake counts as a user of its own, auth.PeerUser, at the
+// client's address.
+
+func (f routeFront) Blocked(addr string, now time.Time) string {
+	if wait := f.s.guard.Blocked(addr, auth.PeerUser, now); wait > 0 {
+		return auth.BlockedReply(wait)
+	}
+	return ""
+}
+
+func (f routeFront) Admit(addr string, now time.Time) string {
+	if _, wait := f.s.guard.Admit(addr, auth.PeerUser, now); wait > 0 {
+		return auth.BlockedReply(wait)
+	}
+	return ""
+}
+
+func (f routeFront) Failed(addr string, now time.Time) { f.s.guard.Failed(addr, now) }
+func (f routeFront) Passed(addr string)                { f.s.guard.Passed(addr, auth.PeerUser) }
+func (f routeFront) CountFailure()                     { f.s.users.CountFailure() }
+func (f routeFront) Login(x *core.Session)             { f.s.users.Login(x, nil) }
+
+func (f routeFront) Live(key []byte, now int64) bool {
+	_, _, live := f.s.lookup(key, now)
+	return live
+}
+
+func (f routeFront) Regional() bool { return f.s.reg != nil }
+func (f routeFront) Keys() [][]byte { return f.s.reg.Keys() }
+func (f routeFront) PeerRegion(x *core.Session, payload []byte) {
+	f.s.peerRegion(f.s.clientOf(x), payload) // region.go
+}
+
+// ApplyRemote makes another node's change of a policy here, durable as a
+// local one, while current says it is still the version recorded for it:
+// under the write lock that every change of a policy takes, so the last
+// applied is the newest.
+func (f routeFront) ApplyRemote(name, def string, deleted bool, current func() bool) {
+	s := f.s
+	s.pol.Lock()
+	defer s.pol.Unlock()
+	if !current() {
+		return
+	}
+	old := s.pol.Get([]byte(name))
+	if deleted {
+		if old != nil {
+			s.dropPolicyLocked(name, old)
+		}
+		return
+	}
+	p, err := policy.Decode(name, def)
+	if err != nil {
+		s.log.Error("cluster: a peer's policy does not parse here; ignored", "policy", name, "err", err)
+		return
+	}
+	s.cfg.Store.Charge(decide.PolicyBytes(p) - decide.PolicyBytes(old)) // a peer's policy is kept even past the limits, as a loaded one is
+	if st := s.cfg.Policies; st != nil {
+		if err := st.Save(p); err != nil {
+			s.log.Error("cluster: saving a peer's policy failed", "policy", p.Name, "err", err)
+		}
+	}
+	s.pol.SetLocked(p)
+}
+
+func (s *Server) dropPolicyLocked(name string, old *policy.Policy) {
+	if st := s.cfg.Policies; st != nil {
+		if _, err := st.Delete(name); err != nil {
+			s.log.Error("cluster: deleting a policy a peer deleted failed", "policy", name, "err", err)
+		}
+	}
+	s.pol.DeleteLocked(name)
+	s.cfg.Store.Charge(-decide.PolicyBytes(old))
+}
 
 // NodeConfig is what NewNode builds a cluster node from.
 type NodeConfig struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/auth"
+	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -140,7 +141,7 @@ func TestPeerHandshakeGuard(t *testing.T) {
 		ch, e := peerHello(t, c, "a", cluster.NewNonce())
 		require.Empty(t, e)
 		c.send(t, respCmd("RL.PEER", "AUTH", ch.DialerMAC(wrong)))
-		require.Equal(t, "-"+errPeerAuth, c.line(t))
+		require.Equal(t, "-"+route.ErrPeerAuth, c.line(t))
 	}
 	c := dialRaw(t, n.addr)
 	_, e := peerHello(t, c, "a", cluster.NewNonce())

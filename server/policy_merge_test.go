@@ -22,7 +22,7 @@ func TestPolicyMergeKeepsNewest(t *testing.T) {
 	rdb := newClient(t, nodes[0].addr, 2)
 	ctx := context.Background()
 	msg := func(at int64, limit string) []byte {
-		b, err := json.Marshal([]policyVersion{{Name: "api", At: at, Node: "peer", Def: "SLIDE " + limit + " 60"}})
+		b, err := json.Marshal([]map[string]any{{"n": "api", "v": at, "o": "peer", "d": "SLIDE " + limit + " 60"}}) // route's policyVersion
 		require.NoError(t, err)
 		return b
 	}
@@ -36,12 +36,12 @@ func TestPolicyMergeKeepsNewest(t *testing.T) {
 	// the test lets it go.
 	held := func(at int64) (taken, release chan struct{}) {
 		taken, release = make(chan struct{}), make(chan struct{})
-		s.cl.pols.taken = func(v policyVersion) {
-			if v.At == at {
+		s.rt.OnTaken(func(_ string, v int64) {
+			if v == at {
 				close(taken)
 				<-release
 			}
-		}
+		})
 		return taken, release
 	}
 	merge := func(b []byte) <-chan struct{} {

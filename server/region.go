@@ -78,7 +78,7 @@ func (s *Server) attachRegion() error {
 		return err
 	}
 	gc.Store, gc.Log = s.cfg.Store, s.log
-	if s.cl != nil {
+	if s.ho != nil {
 		gc.Cluster = regionCluster{s}
 	}
 	rn, err := global.New(gc, regionDelegate{s})
@@ -86,9 +86,9 @@ func (s *Server) attachRegion() error {
 		return err
 	}
 	s.reg = rn
-	if s.cl != nil {
-		s.cl.onTableChange(s.regionTable)
-		s.regionTable(nil, s.cl.view())
+	if s.ho != nil {
+		s.ho.OnTableChange(s.regionTable)
+		s.regionTable(nil, s.ho.View())
 	}
 	s.AddMetrics(rn.WriteMetrics)
 	return nil // startRegion starts the exchanges, once it has restored the keys
@@ -101,7 +101,7 @@ func (s *Server) regionTable(_, nv *cluster.View) {
 		return
 	}
 	s.reg.OnTable(func(slot int) bool { return nv.Table.Owner(slot).Name == nv.Self }, func(slot int) bool {
-		st := s.cl.ho.State(slot) // the handoff's hook ran first: a migration out is in its copy phase
+		st := s.ho.State(slot) // the handoff's hook ran first: a migration out is in its copy phase
 		return st != nil && (st.Mode() == handoff.ModeCopying || st.Mode() == handoff.ModeGated)
 	})
 }
@@ -110,7 +110,7 @@ func (s *Server) regionTable(_, nv *cluster.View) {
 type regionCluster struct{ s *Server }
 
 func (c regionCluster) Topology() global.Topology {
-	v := c.s.cl.view()
+	v := c.s.ho.View()
 	t := global.Topology{Self: v.Self}
 	if v.Table != nil {
 		t.View = v.Table.Epoch()
@@ -143,9 +143,9 @@ func (c regionCluster) Topology() global.Topology {
 // and the handoff's state now: the regions' node refuses the other
 // regions' entries of the others (server/internal/global/handoff.go).
 func (c regionCluster) Deciding() func(slot int) bool {
-	v := c.s.cl.view()
+	v := c.s.ho.View()
 	return func(slot int) bool {
-		if st := c.s.cl.ho.State(slot); st != nil {
+		if st := c.s.ho.State(slot); st != nil {
 			m := st.Mode()
 			return m == handoff.ModeCopying || m == handoff.ModeGated || m == handoff.ModeAdopted
 		}
@@ -217,17 +217,6 @@ func (s *Server) startRegion() {
 	if n := s.reg.Start(s.done); n > 0 {
 		s.log.Info("regions: took back this region's units of global keys from the data directory", "keys", n)
 	}
-}
-
-// peerKeys are the keys a peer handshake may prove: the cluster's, or the regions'.
-func (s *Server) peerKeys() [][]byte {
-	if s.cl != nil {
-		return s.cl.keys
-	}
-	if s.reg != nil {
-		return s.reg.Keys()
-	}
-	return nil
 }
 
 // decideGlobal decides a global key. ok is false for a request the regions

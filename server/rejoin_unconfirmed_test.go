@@ -39,14 +39,14 @@ func TestUnconfirmedRejoinServesOwnKeys(t *testing.T) {
 	for _, k := range keys[:2] {
 		useUp(t, cb, k)
 	}
-	cn := b.srv.cl
+	cn := b.srv
 	pr := cn.ho.Probe()
 	importing := func(peer cluster.Node, keep bool) *handoff.SlotState {
 		return handoff.NewState(handoff.StateOf{Mode: handoff.ModeImporting, Peer: peer, Until: time.Now().Add(time.Hour), Keep: keep})
 	}
-	cnode, ok := cn.view().Table.Node(c.name)
+	cnode, ok := cn.ho.View().Table.Node(c.name)
 	require.True(t, ok)
-	anode, _ := cn.view().Table.Node(a.name)
+	anode, _ := cn.ho.View().Table.Node(a.name)
 	pr.Set(slots[0], importing(cnode, true)) // the rejoin's
 	pr.Set(slots[1], importing(cnode, true))
 	handed := importing(anode, false) // b handed it to a: a holds its state
@@ -54,7 +54,7 @@ func TestUnconfirmedRejoinServesOwnKeys(t *testing.T) {
 
 	// c's death is confirmed while slots[0] waits: lost (the hook's
 	// slotChange then ends the import).
-	nv := *cn.view()
+	nv := *cn.ho.View()
 	nv.Gone = append(nv.Gone, cluster.Member{Node: cnode, State: cluster.StateDead})
 	pr.WaitImportsFromDead(&nv)
 	pr.Set(slots[0], nil)

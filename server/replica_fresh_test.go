@@ -90,7 +90,7 @@ func TestReplicaStaleBackupStopsServing(t *testing.T) {
 	}, deadline, 100*time.Millisecond, "the owner stops serving a slot whose backup has not acknowledged its changes for MaxLag")
 	t.Logf("admitted %d of %d by the owner after the cut, before it stopped serving the key", during, limit-before)
 	assert.Less(t, during, limit-before, "the owner stopped before it used the key up")
-	assert.Positive(t, victim.srv.cl.ho.Probe().Downs("backup"), "counted as down_backup")
+	assert.Positive(t, victim.srv.ho.Probe().Downs("backup"), "counted as down_backup")
 	r0 := newClient(t, nodes[0].addr, 2)
 	assert.NoError(t, r0.Do(ctx, "RL.SLIDE", other, limit, 3600).Err(), "a node whose shipments flow serves its slots")
 

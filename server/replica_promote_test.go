@@ -45,7 +45,7 @@ func TestReplicaPromotionOnDeath(t *testing.T) {
 	}
 	var promoted int64
 	for _, n := range nodes[:2] {
-		promoted += n.srv.cl.repl.Counts().Promoted
+		promoted += n.srv.repl.Counts().Promoted
 	}
 	assert.GreaterOrEqual(t, promoted, int64(len(keys)))
 }

@@ -161,7 +161,7 @@ func TestReplicaOldBackupDropsCopies(t *testing.T) {
 			key = fmt.Sprint("flap:", k)
 		}
 	}
-	r := n1.srv.cl.repl
+	r := n1.srv.repl
 	r.OnTable(nil, &cluster.View{Self: "node1", Table: flap})
 	b, _ := flap.RunnerUp(cluster.Slot([]byte(key)))
 	require.Equal(t, "node2", b.Name, "without node0, node2 backs up %s", key)
@@ -225,7 +225,7 @@ func shipsLarge(t *testing.T, o clusterOpts) {
 	}
 	require.Eventually(t, allCopied, deadline, 10*time.Millisecond, "every key's copy arrives")
 
-	r := n0.srv.cl.repl
+	r := n0.srv.repl
 	r.Flushed() // every backup is due a full sync, as after FLUSHALL
 	require.Eventually(t, func() bool {
 		for _, st := range r.Stats() {

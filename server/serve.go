@@ -122,8 +122,8 @@ func (s *Server) handle(c *client, args [][]byte) {
 // replies are held behind an unfinished Later.
 func (s *Server) endBatch(c *client, rc *resp.Conn) error {
 	s.flushPending(c) // before the replies: whoever sees one sees it counted
-	if s.cl != nil {
-		s.flushForwards(c)
+	if s.ho != nil {
+		s.rt.EndBatch(&c.Session)
 	}
 	if s.cfg.Durability != nil {
 		s.dur.Commit(&c.dur)
@@ -160,6 +160,7 @@ func (s *Server) newClient(rc *resp.Conn, g *resp.Guard) *client {
 	s.users.Open(&c.Session, c.Addr)
 	s.obs.Open(&c.ob, &c.Session, rc, c.ID, c.Addr)
 	s.dec.Open(&c.Session, &c.dec, rc)
+	s.rt.Open(&c.Session, &c.rt)
 	s.clientSlot.Set(&c.Session, c)
 	c.SetMeta(func(m *core.Meta) { m.Resp = 2 })
 	c.QLen.Store(-1)

@@ -17,11 +17,13 @@ import (
 	"github.com/rlstore/rlstore/server/internal/decide"
 	"github.com/rlstore/rlstore/server/internal/durable"
 	"github.com/rlstore/rlstore/server/internal/global"
+	"github.com/rlstore/rlstore/server/internal/handoff"
 	"github.com/rlstore/rlstore/server/internal/introspect"
 	"github.com/rlstore/rlstore/server/internal/multi"
 	"github.com/rlstore/rlstore/server/internal/observe"
 	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/server/internal/resp"
+	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/rlstore/rlstore/shard"
 )
 
@@ -200,10 +202,12 @@ type Server struct {
 	clientSlot core.Slot[client]                           // each session's client
 	runs       []func(s *Server, c *client, args [][]byte) // by core.Command.ID: the runs declared in the server's form (see call)
 	started    time.Time
-	pol        *decide.Policies // the named policies (RL.POLICY, RL.CHECK)
-	cl         *clusterNode     // nil without a cluster
-	reg        *global.Node     // nil without regions
-	info       infoExtra        // behind INFO's Redis fields (info.go)
+	pol        *decide.Policies    // the named policies (RL.POLICY, RL.CHECK)
+	rt         *route.Router       // the router: the cluster commands, and with a cluster every keyed command's route
+	ho         *handoff.Node       // nil without a cluster
+	repl       *replica.Replicator // nil without --replicas
+	reg        *global.Node        // nil without regions
+	info       infoExtra           // behind INFO's Redis fields (info.go)
 
 	clock decide.Clock // the commands' time: cfg.Clock, or, when that is time.Now, the batch's clock read (decide.Clock)
 
@@ -414,8 +418,8 @@ func (s *Server) setPipeline() {
 	p := pipeline{s}
 	s.pipe.Table, s.pipe.MaxQueueBytes = s.table, s.cfg.MaxRequestBytes
 	s.pipe.Permit, s.pipe.Run, s.pipe.Observe = s.users, p, p
-	if s.cl != nil {
-		s.pipe.Route = p
+	if s.ho != nil {
+		s.pipe.Route = s.rt
 	}
 }
 
@@ -463,8 +467,8 @@ func (s *Server) attach(ln net.Listener) error {
 	}
 	s.ln = resp.NewListener(ln, &s.maxClients, s.log)
 	s.sweepEnd = s.startSweep()
-	if s.cl != nil {
-		s.sweepEnd = s.cl.ho.StartReplicas(s.sweepEnd) // shipping stops first, then the sweep
+	if s.ho != nil {
+		s.sweepEnd = s.ho.StartReplicas(s.sweepEnd) // shipping stops first, then the sweep
 	}
 	return nil
 }

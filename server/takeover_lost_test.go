@@ -57,7 +57,7 @@ func TestLostSlotsNotServed(t *testing.T) {
 	// Asked past the takeover's wait, it still answers as down.
 	newOwner := ownerOf(live, lost)
 	require.Eventually(t, func() bool {
-		cn := newOwner.srv.cl
+		cn := newOwner.srv
 		return cn.ho.Takeover().Waiting(cn.ho.Lease().Now()) == 0 && cn.ho.Serving()
 	}, deadline, 10*time.Millisecond, "the takeover's wait passes")
 	err := rdb.Do(ctx, "RL.SLIDE", lost, 5, 3600).Err()

@@ -354,7 +354,7 @@ const quickLimit = 30
 
 // restartWait is how long the nodes that stay up retry a forward to an
 // owner whose process is gone before answering CLUSTERDOWN (the server's
-// restartWait, server/cluster_forward.go), less one retry's backoff
+// restartWait, server/internal/route/forward.go), less one retry's backoff
 // (100 ms): a restart that serves within it fails none of their requests.
 const restartWait = 900 * time.Millisecond
 

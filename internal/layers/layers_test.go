@@ -347,6 +347,35 @@ func TestHandoffRowCatchesAViolation(t *testing.T) {
 	}, violations(strings.Join(bad, "\n"), t.Logf))
 }
 
+// TestRouteRowCatchesAViolation: the router's package, the top of the
+// cluster stack, keeps to its row with the dependencies it has (the
+// handoff and the replicator below it, core for the table and the
+// sessions), and the row refuses the server front (its files were methods
+// of *Server; it takes route.Config and small delegates now), a command
+// family (the handshake's guard and login are auth's, through route.Gate),
+// the regions (through route.Regions) and what is above the server.
+func TestRouteRowCatchesAViolation(t *testing.T) {
+	m := module + "/"
+	has := m + "server/internal/route " + m + "cluster " + m + "internal/wire " + m + "persistence " + m + "persistence/vfs " +
+		m + "policy " + m + "server/internal/core " + m + "server/internal/handoff " + m + "server/internal/replica " +
+		m + "server/internal/resp " + m + "shard " + m + "window"
+	assert.Empty(t, violations(has, t.Logf))
+	bad := []string{
+		has + " " + m + "server",
+		m + "server/internal/route " + m + "server/internal/auth",
+		m + "server/internal/route " + m + "server/internal/handoff " + m + "server/internal/decide",
+		m + "server/internal/route " + m + "server/internal/global",
+		m + "server/internal/route " + m + "cmd/rlstore",
+	}
+	assert.Equal(t, []string{
+		"server/internal/route depends on server, which its layer may not import",
+		"server/internal/route depends on server/internal/auth, which its layer may not import",
+		"server/internal/route depends on server/internal/decide, which its layer may not import",
+		"server/internal/route depends on server/internal/global, which its layer may not import",
+		"server/internal/route depends on cmd/rlstore, which its layer may not import",
+	}, violations(strings.Join(bad, "\n"), t.Logf))
+}
+
 // TestDurableRowCatchesAViolation: the write path's package keeps to its
 // row with the dependencies it has, and the row refuses the server front
 // (it reaches its connection through durable.Batch and a call func), the

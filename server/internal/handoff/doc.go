@@ -5,7 +5,8 @@
 // serving lease's checks, and what a node does after it was declared dead.
 // It answers the node-to-node requests of the handoff (RL.PEER IMPORT,
 // DONE, PULL, RELEASED and SEED), and holds the replicator (package
-// replica), whose delegate it is. It knows no router: the front asks it
-// where a slot stands (State, MayServe) and passes it the peers' requests.
+// replica), whose delegate it is. It knows no router: the router (package
+// route) asks it where a slot stands (State, MayServe) and passes it the
+// peers' requests.
 // See docs/cluster.md and docs/internals.md.
 package handoff

@@ -40,8 +40,8 @@ type Config struct {
 
 // Node is a cluster node's handoff: the view routing uses and the hooks
 // that run when it changes, each moving slot's state, the migrations and
-// imports, the lease's checks, and the replicator. The router (the front,
-// for now) asks it where a slot stands and whether this node may serve it.
+// imports, the lease's checks, and the replicator. The router (package
+// route) asks it where a slot stands and whether this node may serve it.
 type Node struct {
 	cfg     Config
 	log     *slog.Logger

@@ -1,4 +1,4 @@
-package server
+package route
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // topology is the replies that describe one view to cluster-aware
@@ -22,8 +23,8 @@ type topology struct {
 
 // topologyOf returns v's replies, from the cache while v is the view they
 // were made for.
-func (cn *clusterNode) topologyOf(v *cluster.View) *topology {
-	if r := cn.topo.Load(); r != nil && r.view == v {
+func (rt *Router) topologyOf(v *cluster.View) *topology {
+	if r := rt.topo.Load(); r != nil && r.view == v {
 		return r
 	}
 	r := &topology{view: v, nodes: appendClusterNodes(nil, v)}
@@ -31,13 +32,13 @@ func (cn *clusterNode) topologyOf(v *cluster.View) *topology {
 		r.slots[resp-2] = appendClusterSlots(nil, v.Table, resp)
 		r.shards[resp-2] = appendClusterShards(nil, v.Table, resp)
 	}
-	cn.topo.Store(r)
+	rt.topo.Store(r)
 	return r
 }
 
 // respIndex is c's index into topology's replies.
-func respIndex(c *client) int {
-	if c.Proto == 3 {
+func respIndex(x *core.Session) int {
+	if x.Proto == 3 {
 		return 1
 	}
 	return 0
@@ -54,10 +55,10 @@ func appendClusterSlots(b []byte, t *cluster.Table, resp int) []byte {
 	var rows []row
 	entries := make([][]byte, len(t.Nodes())) // each node's entry, encoded once
 	for i, n := range t.Nodes() {
-		host, port := splitAddr(n.Addr)
+		host, port := SplitAddr(n.Addr)
 		e := appendHeader(nil, '*', 4)
 		e = appendInt(appendBulk(e, host), port)
-		entries[i] = appendMapHeader(appendBulk(e, nodeID(n.Name)), resp, 0)
+		entries[i] = appendMapHeader(appendBulk(e, NodeID(n.Name)), resp, 0)
 		for _, r := range t.Ranges(n.Name) {
 			rows = append(rows, row{r, i})
 		}
@@ -83,10 +84,10 @@ func appendClusterShards(b []byte, t *cluster.Table, resp int) []byte {
 		for _, r := range rs {
 			b = appendInt(appendInt(b, r.From), r.To)
 		}
-		host, port := splitAddr(n.Addr)
+		host, port := SplitAddr(n.Addr)
 		b = appendHeader(appendBulk(b, "nodes"), '*', 1)
 		b = appendMapHeader(b, resp, 7)
-		b = appendBulk(appendBulk(b, "id"), nodeID(n.Name))
+		b = appendBulk(appendBulk(b, "id"), NodeID(n.Name))
 		b = appendInt(appendBulk(b, "port"), port)
 		b = appendBulk(appendBulk(b, "ip"), host)
 		b = appendBulk(appendBulk(b, "endpoint"), host)
@@ -103,9 +104,9 @@ func appendClusterShards(b []byte, t *cluster.Table, resp int) []byte {
 func appendClusterNodes(b []byte, v *cluster.View) []byte {
 	epochs := configEpochs(v)
 	for i, m := range v.Members {
-		host, port := splitAddr(m.Addr)
-		_, cport := splitAddr(m.Gossip)
-		b = append(append(b, nodeID(m.Name)...), ' ')
+		host, port := SplitAddr(m.Addr)
+		_, cport := SplitAddr(m.Gossip)
+		b = append(append(b, NodeID(m.Name)...), ' ')
 		b = append(b, host...)
 		b = strconv.AppendInt(append(b, ':'), int64(port), 10)
 		b = strconv.AppendInt(append(b, '@'), int64(cport), 10)

@@ -1,4 +1,4 @@
-package server
+package route
 
 import (
 	"math/bits"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/core"
 )
 
 // A cluster-aware client reads the slot map once and then sends each key
@@ -55,8 +56,8 @@ const (
 )
 
 // routed reports whether the connection sends each key to its owner.
-func (rt *routing) routed() bool {
-	return bits.OnesCount64(rt.slots) >= routedSlotBits && uint64(rt.remote)*routedRatio <= uint64(rt.local)
+func (ro *routing) routed() bool {
+	return bits.OnesCount64(ro.slots) >= routedSlotBits && uint64(ro.remote)*routedRatio <= uint64(ro.local)
 }
 
 // nudgedLibs are the CLIENT SETINFO library names (prefixes) whose
@@ -66,47 +67,47 @@ var nudgedLibs = [...]string{"node-redis"}
 // nudge returns the -MOVED that c's keyed command, routed as r, gets
 // instead of running (see routing), or "". tries counts the times
 // routeOne has routed the command already; only its first route counts.
-func (cn *clusterNode) nudge(c *client, r route, tries int) string {
+func (rt *Router) nudge(x *core.Session, c *Conn, r route, tries int) string {
 	if c.hop != hopClient || tries > 0 {
 		return ""
 	}
-	v := cn.ho.Current()
+	v := rt.ho.Current()
 	if v == nil || v.Waiting {
 		return ""
 	}
-	rt := &c.routing
-	if epoch := v.Table.Epoch(); rt.epoch != epoch {
-		seen := rt.epoch
-		rt.epoch = epoch
-		if seen != 0 && rt.routed() && c.takesMoved() {
+	ro := &c.routing
+	if epoch := v.Table.Epoch(); ro.epoch != epoch {
+		seen := ro.epoch
+		ro.epoch = epoch
+		if seen != 0 && ro.routed() && takesMoved(x) {
 			return movedTo(v.Table, r)
 		}
 	}
-	rt.note(v.Table, r)
+	ro.note(v.Table, r)
 	return ""
 }
 
 // note counts one keyed command routed as r under table t.
-func (rt *routing) note(t *cluster.Table, r route) {
+func (ro *routing) note(t *cluster.Table, r route) {
 	if len(t.Nodes()) < 2 {
 		return // a node that owns every slot learns nothing from a key
 	}
 	switch {
 	case r.local:
-		rt.slots |= 1 << (r.slot & 63)
-		rt.local++
+		ro.slots |= 1 << (r.slot & 63)
+		ro.local++
 	case r.owner.Name != "":
-		rt.remote++
+		ro.remote++
 	}
-	if rt.local >= 1<<31 || rt.remote >= 1<<31 {
-		rt.local, rt.remote = rt.local/2, rt.remote/2
+	if ro.local >= 1<<31 || ro.remote >= 1<<31 {
+		ro.local, ro.remote = ro.local/2, ro.remote/2
 	}
 }
 
-// takesMoved reports whether c's library (CLIENT SETINFO LIB-NAME) is one
+// takesMoved reports whether x's library (CLIENT SETINFO LIB-NAME) is one
 // of nudgedLibs.
-func (c *client) takesMoved() bool {
-	lib := strings.ToLower(c.Meta().LibName)
+func takesMoved(x *core.Session) bool {
+	lib := strings.ToLower(x.Meta().LibName)
 	for _, p := range nudgedLibs {
 		if strings.HasPrefix(lib, p) {
 			return true

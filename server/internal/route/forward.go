@@ -1,4 +1,4 @@
-package server
+package route
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // as they go to it, and the places of their replies. It is the batch's
 // cluster.Replier.
 type remoteBatch struct {
-	s      *Server
+	rt     *Router
 	owner  cluster.Node
 	buf    []byte // the requests, each wrapped in RL.HOP
 	items  []fwdItem
@@ -35,23 +35,23 @@ type fwdItem struct {
 const maxPooledBatch = 64 << 10
 
 // forwardLater queues a request for its owner, reserving its reply's place.
-func (s *Server) forwardLater(c *client, cm *core.Command, args [][]byte, slot int, owner cluster.Node) {
+func (rt *Router) forwardLater(x *core.Session, c *Conn, cm *core.Command, args [][]byte, slot int, owner cluster.Node) {
 	b := c.batchFor(owner.Name)
 	if b == nil {
-		b = s.cl.newBatch(s, owner)
+		b = rt.newBatch(owner)
 		c.fwd = append(c.fwd, b)
 	}
 	start := len(b.buf)
-	b.buf = appendHop(b.buf, c.Proto, args) // a copy: args point into the read buffer, which the next read reuses
+	b.buf = appendHop(b.buf, x.Proto, args) // a copy: args point into the read buffer, which the next read reuses
 	b.items = append(b.items, fwdItem{cm: cm, slot: slot, start: start})
-	b.laters = append(b.laters, c.Conn.Later())
+	b.laters = append(b.laters, x.Conn.Later())
 }
 
 // batchFor returns the batch of this read batch's requests for owner, or
 // nil. A batch has a few owners at most, and comparing their names costs
 // less than hashing one: a map here was about 1% of a forwarding node's
 // CPU (pprof, rlload -P 16 through a 3-node cluster).
-func (c *client) batchFor(owner string) *remoteBatch {
+func (c *Conn) batchFor(owner string) *remoteBatch {
 	for _, b := range c.fwd {
 		if b.owner.Name == owner {
 			return b
@@ -72,20 +72,24 @@ func appendHop(b []byte, resp int, args [][]byte) []byte {
 	return b
 }
 
+// EndBatch sends the requests for other nodes that x's read batch queued
+// (flushForwards), as the batch ends.
+func (rt *Router) EndBatch(x *core.Session) { rt.flushForwards(x, rt.slot.Get(x)) }
+
 // flushForwards sends the batch's queued requests, one batch per owner, at
 // the end of the client's read batch. A client's batches for one owner
 // share one node-to-node connection (its lane), so the owner runs them in
 // the order the client sent them.
-func (s *Server) flushForwards(c *client) {
+func (rt *Router) flushForwards(x *core.Session, c *Conn) {
 	if len(c.fwd) == 0 {
 		return
 	}
 	for i, b := range c.fwd {
 		c.fwd[i] = nil
 		n := int64(len(b.items))
-		s.cl.forwarded.Add(n)
-		s.cl.peer(b.owner.Name).forwarded.Add(n)
-		s.cl.cfg.Forwarder.Send(b.owner.Addr, uint64(c.ID), b.buf, len(b.items), b)
+		rt.forwarded.Add(n)
+		rt.peer(b.owner.Name).forwarded.Add(n)
+		rt.cfg.Forwarder.Send(b.owner.Addr, uint64(x.ID), b.buf, len(b.items), b)
 	}
 	c.fwd = c.fwd[:0]
 }
@@ -95,43 +99,43 @@ func (s *Server) flushForwards(c *client) {
 // reader, which must not wait.
 func (b *remoteBatch) Replies(replies [][]byte, err error) {
 	if err != nil {
-		b.s.cl.peer(b.owner.Name).errors.Add(1)
+		b.rt.peer(b.owner.Name).errors.Add(1)
 		go b.retry(err)
 		return
 	}
 	resp.FinishAll(b.laters, replies)
-	b.s.cl.freeBatch(b)
+	b.rt.freeBatch(b)
 }
 
 // retry answers each request of a batch whose owner failed.
 func (b *remoteBatch) retry(err error) {
 	w := &restartWindow{until: time.Now().Add(restartWait)} // one for the batch: its requests are retried in turn
 	for i := range b.items {
-		b.laters[i].Finish(b.s.retryElsewhere(b, i, err, w))
+		b.laters[i].Finish(b.rt.retryElsewhere(b, i, err, w))
 	}
-	b.s.cl.freeBatch(b)
+	b.rt.freeBatch(b)
 }
 
 // newBatch takes a remoteBatch for owner from the pool: a batch per client
 // read batch and owner would otherwise be a few allocations each.
-func (cn *clusterNode) newBatch(s *Server, owner cluster.Node) *remoteBatch {
-	if b, ok := cn.batches.Get().(*remoteBatch); ok {
-		b.s, b.owner = s, owner
+func (rt *Router) newBatch(owner cluster.Node) *remoteBatch {
+	if b, ok := rt.batches.Get().(*remoteBatch); ok {
+		b.rt, b.owner = rt, owner
 		return b
 	}
-	return &remoteBatch{s: s, owner: owner, buf: make([]byte, 0, 512), items: make([]fwdItem, 0, 16), laters: make([]*resp.Later, 0, 16)}
+	return &remoteBatch{rt: rt, owner: owner, buf: make([]byte, 0, 512), items: make([]fwdItem, 0, 16), laters: make([]*resp.Later, 0, 16)}
 }
 
 // freeBatch returns a batch whose replies are all finished to the pool.
 // Its Laters are no longer its own: the connection reuses them once written.
-func (cn *clusterNode) freeBatch(b *remoteBatch) {
+func (rt *Router) freeBatch(b *remoteBatch) {
 	if cap(b.buf) > maxPooledBatch {
 		return
 	}
 	clear(b.items)
 	clear(b.laters)
 	b.buf, b.items, b.laters, b.owner = b.buf[:0], b.items[:0], b.laters[:0], cluster.Node{}
-	cn.batches.Put(b)
+	rt.batches.Put(b)
 }
 
 // retryElsewhere sends one request of a batch whose owner failed to the
@@ -146,9 +150,9 @@ func (cn *clusterNode) freeBatch(b *remoteBatch) {
 // request goes to it again within w (restartWait after the failure: see
 // restartWindow), so that a quick restart fails no request of the other
 // nodes' clients.
-func (s *Server) retryElsewhere(b *remoteBatch, i int, err error, w *restartWindow) []byte {
+func (rt *Router) retryElsewhere(b *remoteBatch, i int, err error, w *restartWindow) []byte {
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		owner := s.cl.view().Table.Owner(b.items[i].slot)
+		owner := rt.ho.View().Table.Owner(b.items[i].slot)
 		same := owner.Name == b.owner.Name
 		if same && !(restarting(err) && time.Now().Add(pause).Before(w.until)) {
 			break
@@ -156,7 +160,7 @@ func (s *Server) retryElsewhere(b *remoteBatch, i int, err error, w *restartWind
 		if same {
 			time.Sleep(pause) // a backoff while the owner's process starts
 		}
-		reps, err2 := s.forwardRaw(owner, b.request(i))
+		reps, err2 := rt.forwardRaw(owner, b.request(i))
 		if err2 == nil {
 			return reps[0]
 		}
@@ -166,7 +170,7 @@ func (s *Server) retryElsewhere(b *remoteBatch, i int, err error, w *restartWind
 		err = err2
 		w.note(err)
 	}
-	return s.unreachableReply(b.items[i].cm, b.owner, err)
+	return rt.unreachableReply(b.items[i].cm, b.owner, err)
 }
 
 // restartWindow is how long a request goes on asking an owner that looks
@@ -214,12 +218,12 @@ func (b *remoteBatch) request(i int) []byte {
 
 // forwardRaw sends one request, encoded, to owner and waits for its
 // reply; Send bounds the wait by the forward's timeout.
-func (s *Server) forwardRaw(owner cluster.Node, req []byte) ([][]byte, error) {
-	s.cl.forwarded.Add(1)
-	ps := s.cl.peer(owner.Name)
+func (rt *Router) forwardRaw(owner cluster.Node, req []byte) ([][]byte, error) {
+	rt.forwarded.Add(1)
+	ps := rt.peer(owner.Name)
 	ps.forwarded.Add(1)
 	w := &replyWait{done: make(chan struct{})}
-	s.cl.cfg.Forwarder.Send(owner.Addr, 0, req, 1, w)
+	rt.cfg.Forwarder.Send(owner.Addr, 0, req, 1, w)
 	<-w.done
 	if w.err != nil {
 		ps.errors.Add(1)

@@ -1,36 +1,16 @@
-package server
+package route
 
 import (
 	"context"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/handoff"
-	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/tidwall/redcon"
 )
-
-// clusterNode is the server's cluster state.
-type clusterNode struct {
-	cfg         ClusterConfig
-	keys        [][]byte     // the peer keys a handshake may prove: Secret's, then OldSecrets'
-	forwarded   atomic.Int64 // commands sent to their owners
-	unreachable atomic.Int64 // commands answered by --owner-unreachable
-	pols        policyVersions
-	peers       sync.Map            // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
-	batches     sync.Pool           // *remoteBatch, for forwardLater
-	repl        *replica.Replicator // nil without --replicas: ho.Replicator(), kept here for the peers' commands
-
-	// ho is the handoff (package handoff): the view routing uses, the
-	// moving slots' states, the lease's checks, the replicator.
-	ho   *handoff.Node
-	hops atomic.Int64             // requests other nodes sent here (RL.HOP), for QuietHops
-	topo atomic.Pointer[topology] // CLUSTER SLOTS', SHARDS' and NODES' replies for the latest view asked about
-}
 
 // peerStats count what this node forwarded to one peer.
 type peerStats struct {
@@ -39,25 +19,14 @@ type peerStats struct {
 }
 
 // peer returns name's counters, creating them the first time.
-func (cn *clusterNode) peer(name string) *peerStats {
-	if ps, ok := cn.peers.Load(name); ok {
+func (r *Router) peer(name string) *peerStats {
+	if ps, ok := r.peers.Load(name); ok {
 		return ps.(*peerStats)
 	}
 	fresh := new(peerStats)
 	fresh.created.Store(unixMilliNow())
-	ps, _ := cn.peers.LoadOrStore(name, fresh)
+	ps, _ := r.peers.LoadOrStore(name, fresh)
 	return ps.(*peerStats)
-}
-
-func newClusterNode(cfg ClusterConfig) (*clusterNode, error) {
-	if err := cfg.withDefaults(); err != nil {
-		return nil, err
-	}
-	keys := [][]byte{cluster.PeerKey(cfg.Secret)}
-	for _, old := range cfg.OldSecrets {
-		keys = append(keys, cluster.PeerKey(old))
-	}
-	return &clusterNode{cfg: cfg, keys: keys}, nil
 }
 
 // route is where a command goes.
@@ -81,8 +50,8 @@ type route struct {
 // hopHandoff, to the owner this node's table names: two nodes whose
 // tables differ for a moment then never pass a request back and forth, and
 // never serve a slot that neither owns.
-func (s *Server) routeOf(c *client, cm *core.Command, args [][]byte) route {
-	if s.cl == nil || cm.FirstKey == 0 {
+func (rt *Router) routeOf(x *core.Session, c *Conn, cm *core.Command, args [][]byte) route {
+	if !rt.on || cm.FirstKey == 0 {
 		return route{local: true}
 	}
 	slot, ok := commandSlot(cm, args)
@@ -92,25 +61,25 @@ func (s *Server) routeOf(c *client, cm *core.Command, args [][]byte) route {
 	case !ok:
 		return route{reply: errCrossSlot}
 	}
-	v := s.cl.view()
+	v := rt.ho.View()
 	if v.Waiting {
-		s.cl.ho.Waiting(slot)
+		rt.ho.Waiting(slot)
 		return route{slot: slot, reply: errClusterDown}
 	}
-	if st := s.cl.ho.State(slot); st != nil {
-		r := s.routeMoving(c, slot, st)
-		r.down = r.local && !s.cl.ho.MayServe(&c.Session, slot)
+	if st := rt.ho.State(slot); st != nil {
+		r := rt.routeMoving(c, slot, st)
+		r.down = r.local && !rt.ho.MayServe(x, slot)
 		return r
 	}
 	owner := v.Table.Owner(slot)
 	switch {
 	case owner.Name == v.Self:
-		return route{local: true, slot: slot, down: !s.cl.ho.MayServe(&c.Session, slot)}
+		return route{local: true, slot: slot, down: !rt.ho.MayServe(x, slot)}
 	case c.hop == hopForward:
 		return route{slot: slot, owner: owner, level: hopHandoff}
 	case c.hop == hopHandoff:
 		return route{slot: slot, reply: errHandedOff}
-	case s.cl.cfg.Redirect:
+	case rt.cfg.Redirect:
 		return route{slot: slot, reply: "MOVED " + strconv.Itoa(slot) + " " + owner.Addr}
 	}
 	return route{slot: slot, owner: owner, level: hopForward}
@@ -136,12 +105,12 @@ func commandSlot(cm *core.Command, args [][]byte) (int, bool) {
 }
 
 // hopArgs wraps a client's command for its owner.
-func hopArgs(c *client, args [][]byte) [][]byte { return hopLevelArgs(c, args, hopForward) }
+func hopArgs(x *core.Session, args [][]byte) [][]byte { return hopLevelArgs(x, args, hopForward) }
 
 // hopLevelArgs wraps a client's command for another node at hop level.
-func hopLevelArgs(c *client, args [][]byte, level int) [][]byte {
+func hopLevelArgs(x *core.Session, args [][]byte, level int) [][]byte {
 	out := make([][]byte, 0, len(args)+3)
-	out = append(out, []byte(cluster.HopCommand), []byte{'0' + byte(max(level, hopForward))}, []byte{'0' + byte(c.Proto)})
+	out = append(out, []byte(cluster.HopCommand), []byte{'0' + byte(max(level, hopForward))}, []byte{'0' + byte(x.Proto)})
 	return append(out, args...)
 }
 
@@ -149,25 +118,36 @@ func hopLevelArgs(c *client, args [][]byte, level int) [][]byte {
 // connection waits for another node. With redcon that blocks only this
 // connection's goroutine. A transport that can complete replies later
 // replaces this one call.
-func (s *Server) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) {
-	s.cl.forwarded.Add(int64(len(cmds)))
-	ps := s.cl.peer(owner.Name)
+func (rt *Router) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error) {
+	rt.forwarded.Add(int64(len(cmds)))
+	ps := rt.peer(owner.Name)
 	ps.forwarded.Add(int64(len(cmds)))
-	reps, err := s.cl.cfg.Forwarder.Forward(context.Background(), owner.Addr, cmds)
+	reps, err := rt.cfg.Forwarder.Forward(context.Background(), owner.Addr, cmds)
 	if err != nil {
 		ps.errors.Add(1)
 	}
 	return reps, err
 }
 
+// Route runs a command where routeOf says (core.Router): see routeOne.
+func (rt *Router) Route(x *core.Session, cm *core.Command, args [][]byte) bool {
+	return rt.routeOne(x, rt.slot.Get(x), cm, args)
+}
+
+// Elsewhere runs EXEC at the owner of the transaction's keys, if that
+// is another node (multi.Delegate; see execElsewhere).
+func (rt *Router) Elsewhere(x *core.Session, q []core.Queued) bool {
+	return rt.on && rt.execElsewhere(x, rt.slot.Get(x), q)
+}
+
 // routeOne runs a keyed command where routeOf says: here, under the
 // handoff's barrier (see barrier), or at another node. It reports whether
 // the command was forwarded.
-func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
+func (rt *Router) routeOne(x *core.Session, c *Conn, cm *core.Command, args [][]byte) bool {
 	switch {
 	case cm.FirstKey == 0 && cm.Flags&core.FlagBarrier != 0:
 		// A transaction's commands run here under the barrier too.
-		s.runEntered(c, cm, args, s.cl.ho.Enter(c.ID))
+		rt.runEntered(x, cm, args, rt.ho.Enter(x.ID))
 		return false
 	case cm.FirstKey == 0 && cm.Wraps > 0:
 		// Not under the barrier: RL.HOP's command enters it itself, and may
@@ -176,125 +156,125 @@ func (s *Server) routeOne(c *client, cm *core.Command, args [][]byte) bool {
 		// command it wraps is. Timing both, and switching the connection's
 		// pending counts between the two at every request, cost the owner
 		// more than the decision.
-		s.call(c, cm, args)
+		rt.run.Call(x, cm, args)
 		return false
 	case cm.FirstKey == 0:
-		s.run(c, cm, args)
+		rt.run.Run(x, cm, args)
 		return false
 	}
 	waits, crossed := 0, 0
 	for {
-		ticket := s.cl.ho.Enter(c.ID)
-		r := s.routeOf(c, cm, args)
-		if moved := s.cl.nudge(c, r, waits+crossed); moved != "" {
-			s.cl.ho.Leave(c.ID, ticket)
-			c.conn.WriteError(moved)
+		ticket := rt.ho.Enter(x.ID)
+		r := rt.routeOf(x, c, cm, args)
+		if moved := rt.nudge(x, c, r, waits+crossed); moved != "" {
+			rt.ho.Leave(x.ID, ticket)
+			x.Out.WriteError(moved)
 			return false
 		}
 		if r.down {
-			s.cl.ho.Leave(c.ID, ticket)
-			s.down(c, cm, args, r.slot)
+			rt.ho.Leave(x.ID, ticket)
+			rt.down(x, cm, args, r.slot)
 			return false
 		}
 		if r.local {
-			s.runEntered(c, cm, args, ticket)
+			rt.runEntered(x, cm, args, ticket)
 			return false
 		}
-		s.cl.ho.Leave(c.ID, ticket)
+		rt.ho.Leave(x.ID, ticket)
 		switch {
 		case r.gate != nil && waits < maxGateWaits && r.gate.WaitOpen(gateWait):
 			waits++
 			continue
 		case r.gate != nil:
-			c.conn.WriteError(errTryAgain)
+			x.Out.WriteError(errTryAgain)
 		case r.reply != "":
-			c.conn.WriteError(r.reply)
+			x.Out.WriteError(r.reply)
 		case r.level == hopHandoff:
-			if !s.forwardHandoff(c, cm, args, r, crossed >= maxGateWaits) {
+			if !rt.forwardHandoff(x, cm, args, r, crossed >= maxGateWaits) {
 				if r.importing != nil { // the node this one imports from has not got the slot: another sends it
-					s.cl.ho.WaitChange(r.slot, r.importing, gateWait)
+					rt.ho.WaitChange(r.slot, r.importing, gateWait)
 				}
 				crossed++
 				continue
 			}
-		case s.canLater(c):
-			s.forwardLater(c, cm, args, r.slot, r.owner)
+		case rt.canLater(x):
+			rt.forwardLater(x, c, cm, args, r.slot, r.owner)
 		default:
-			s.forwardNow(c, cm, args, r)
+			rt.forwardNow(x, c, cm, args, r)
 		}
 		return true
 	}
 }
 
 // runEntered runs a command that entered the handoff's barrier, and leaves it.
-func (s *Server) runEntered(c *client, cm *core.Command, args [][]byte, ticket uint32) {
-	defer s.cl.ho.Leave(c.ID, ticket)
-	s.run(c, cm, args)
+func (rt *Router) runEntered(x *core.Session, cm *core.Command, args [][]byte, ticket uint32) {
+	defer rt.ho.Leave(x.ID, ticket)
+	rt.run.Run(x, cm, args)
 }
 
 // down answers a keyed command this node may not serve now: as
 // --owner-unreachable says, where local decides here all the same (it
 // trades the bound for availability: see docs/cluster.md).
-func (s *Server) down(c *client, cm *core.Command, args [][]byte, slot int) {
-	s.cl.ho.Down(&c.Session, slot)
-	s.answerUnserved(c, cm, args, errClusterDown)
+func (rt *Router) down(x *core.Session, cm *core.Command, args [][]byte, slot int) {
+	rt.ho.Down(x, slot)
+	rt.answerUnserved(x, cm, args, errClusterDown)
 }
 
 // forwardNow forwards one command and waits for its reply.
-func (s *Server) forwardNow(c *client, cm *core.Command, args [][]byte, r route) {
-	reps, err := s.forward(r.owner, [][][]byte{hopArgs(c, args)})
+func (rt *Router) forwardNow(x *core.Session, c *Conn, cm *core.Command, args [][]byte, r route) {
+	reps, err := rt.forward(r.owner, [][][]byte{hopArgs(x, args)})
 	w := restartWindow{until: time.Now().Add(restartWait)} // an owner restarting at once: see retryElsewhere
 	for pause := 5 * time.Millisecond; err != nil && restarting(err) && time.Now().Add(pause).Before(w.until) &&
-		s.cl.view().Table.Owner(r.slot).Name == r.owner.Name; pause = min(2*pause, 100*time.Millisecond) {
+		rt.ho.View().Table.Owner(r.slot).Name == r.owner.Name; pause = min(2*pause, 100*time.Millisecond) {
 		time.Sleep(pause)
-		reps, err = s.forward(r.owner, [][][]byte{hopArgs(c, args)})
+		reps, err = rt.forward(r.owner, [][][]byte{hopArgs(x, args)})
 		w.note(err)
 	}
 	if err != nil {
 		// The owner may have just left: if the slot has another owner now, go there once.
-		r2 := s.routeOf(c, cm, args)
+		r2 := rt.routeOf(x, c, cm, args)
 		switch {
 		case r2.local:
-			s.run(c, cm, args)
+			rt.run.Run(x, cm, args)
 			return
 		case r2.reply == "" && r2.gate == nil && r2.owner.Name != r.owner.Name:
-			reps, err = s.forward(r2.owner, [][][]byte{hopLevelArgs(c, args, r2.level)})
+			reps, err = rt.forward(r2.owner, [][][]byte{hopLevelArgs(x, args, r2.level)})
 		}
 	}
 	if err != nil {
-		s.unreachable(c, cm, args, r.owner, err)
+		rt.unreachable(x, cm, args, r.owner, err)
 		return
 	}
-	c.conn.WriteRaw(reps[0])
+	x.Out.WriteRaw(reps[0])
 }
 
 // unreachable answers a command whose owner could not be reached, as
 // --owner-unreachable says.
-func (s *Server) unreachable(c *client, cm *core.Command, args [][]byte, owner cluster.Node, err error) {
-	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
-	s.cl.unreachable.Add(1)
-	s.answerUnserved(c, cm, args, errOwnerUnreach+owner.Name)
+func (rt *Router) unreachable(x *core.Session, cm *core.Command, args [][]byte, owner cluster.Node, err error) {
+	rt.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
+	rt.unreached.Add(1)
+	rt.answerUnserved(x, cm, args, errOwnerUnreach+owner.Name)
 }
 
 // answerUnserved answers a keyed command no node can decide now, as
 // --owner-unreachable says; errText is the reply of the error mode.
-func (s *Server) answerUnserved(c *client, cm *core.Command, args [][]byte, errText string) {
-	mode := s.cl.cfg.OwnerUnreachable
+func (rt *Router) answerUnserved(x *core.Session, cm *core.Command, args [][]byte, errText string) {
+	mode := rt.cfg.OwnerUnreachable
 	switch {
 	case mode == UnreachableLocal:
-		s.run(c, cm, args)
+		rt.run.Run(x, cm, args)
 	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.Blind != nil:
-		writeBlind(c, cm.Blind(mode == UnreachableAllow))
+		writeBlind(x, cm.Blind(mode == UnreachableAllow))
 	default:
-		c.conn.WriteError(errText)
+		x.Out.WriteError(errText)
 	}
 }
 
 // writeBlind writes a decision made without the key's state (see core.BlindFunc).
-func writeBlind(c *client, f []int64) {
-	c.conn.WriteArray(len(f))
+func writeBlind(x *core.Session, f []int64) {
+	x.Out.WriteArray(len(f))
 	for _, v := range f {
-		c.conn.WriteInt64(v)
+		x.Out.WriteInt64(v)
 	}
 }
 
@@ -302,28 +282,28 @@ func writeBlind(c *client, f []int64) {
 // one owner elsewhere gets the whole transaction; keys of several owners
 // get CROSSSLOT, as in Redis Cluster. It reports false when every key is
 // this node's.
-func (s *Server) execElsewhere(c *client, q []core.Queued) bool {
-	owner, first, done := s.txnRoute(c, q)
+func (rt *Router) execElsewhere(x *core.Session, c *Conn, q []core.Queued) bool {
+	owner, first, done := rt.txnRoute(x, c, q)
 	if done || owner == nil || owner.local {
 		return done
 	}
 	level := max(owner.level, hopForward)
-	open, run := s.table.TxFrame() // MULTI and EXEC, as the table declares them
-	cmds := [][][]byte{hopLevelArgs(c, open, level)}
+	open, run := rt.table.TxFrame() // MULTI and EXEC, as the table declares them
+	cmds := [][][]byte{hopLevelArgs(x, open, level)}
 	for _, e := range q {
-		cmds = append(cmds, hopLevelArgs(c, e.Args, level))
+		cmds = append(cmds, hopLevelArgs(x, e.Args, level))
 	}
-	cmds = append(cmds, hopLevelArgs(c, run, level))
-	reps, err := s.forward(owner.owner, cmds)
+	cmds = append(cmds, hopLevelArgs(x, run, level))
+	reps, err := rt.forward(owner.owner, cmds)
 	switch {
 	case err != nil:
-		c.conn.WriteError(errOwnerUnreach + owner.owner.Name)
-	case isHandedOff(reps[len(reps)-1]) && s.routeOf(c, first.Cmd, first.Args).local:
+		x.Out.WriteError(errOwnerUnreach + owner.owner.Name)
+	case isHandedOff(reps[len(reps)-1]) && rt.routeOf(x, c, first.Cmd, first.Args).local:
 		return false // the old owner cut the slot after this node chose it: it is this node's now
 	case isHandedOff(reps[len(reps)-1]):
-		c.conn.WriteError(errTryAgain)
+		x.Out.WriteError(errTryAgain)
 	default:
-		c.conn.WriteRaw(reps[len(reps)-1])
+		x.Out.WriteRaw(reps[len(reps)-1])
 	}
 	return true
 }
@@ -333,27 +313,27 @@ func (s *Server) execElsewhere(c *client, q []core.Queued) bool {
 // (CROSSSLOT, TRYAGAIN for a gated slot, HANDEDOFF). A transaction another
 // node forwarded runs where it lands, unless this node has handed its slot
 // over (then it answers HANDEDOFF, and the sender runs it).
-func (s *Server) txnRoute(c *client, q []core.Queued) (owner *route, first core.Queued, done bool) {
+func (rt *Router) txnRoute(x *core.Session, c *Conn, q []core.Queued) (owner *route, first core.Queued, done bool) {
 	for _, e := range q {
-		r := s.routeOf(c, e.Cmd, e.Args)
+		r := rt.routeOf(x, c, e.Cmd, e.Args)
 		switch {
 		case r.local && e.Cmd.FirstKey == 0:
 			continue
-		case r.down && s.cl.cfg.OwnerUnreachable != UnreachableLocal:
-			c.conn.WriteError(errClusterDown)
+		case r.down && rt.cfg.OwnerUnreachable != UnreachableLocal:
+			x.Out.WriteError(errClusterDown)
 			return nil, e, true
 		case r.gate != nil:
-			c.conn.WriteError(errTryAgain)
+			x.Out.WriteError(errTryAgain)
 			return nil, e, true
 		case r.reply != "" && !r.local && (c.hop == hopClient || r.reply == errHandedOff):
-			c.conn.WriteError(r.reply)
+			x.Out.WriteError(r.reply)
 			return nil, e, true
 		case c.hop != hopClient:
 			continue
 		case owner == nil:
 			owner, first = &r, e
 		case owner.local != r.local || owner.owner.Name != r.owner.Name:
-			c.conn.WriteError(errCrossSlot)
+			x.Out.WriteError(errCrossSlot)
 			return nil, e, true
 		}
 	}
@@ -364,15 +344,15 @@ func (s *Server) txnRoute(c *client, q []core.Queued) (owner *route, first core.
 // through a Later, while the connection runs the client's next requests.
 // Replies held for a commit (appendfsync always) and --owner-unreachable
 // local, which must run the command on this connection, wait instead.
-func (s *Server) canLater(c *client) bool {
-	return c.Conn != nil && !c.dur.Holding() && s.cl.cfg.OwnerUnreachable != UnreachableLocal
+func (rt *Router) canLater(x *core.Session) bool {
+	return x.Conn != nil && rt.cfg.OwnerUnreachable != UnreachableLocal && !rt.conns.Holding(x)
 }
 
 // unreachableReply is unreachable's reply as bytes, for a Later.
-func (s *Server) unreachableReply(cm *core.Command, owner cluster.Node, err error) []byte {
-	s.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
-	s.cl.unreachable.Add(1)
-	mode := s.cl.cfg.OwnerUnreachable
+func (rt *Router) unreachableReply(cm *core.Command, owner cluster.Node, err error) []byte {
+	rt.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
+	rt.unreached.Add(1)
+	mode := rt.cfg.OwnerUnreachable
 	if (mode == UnreachableAllow || mode == UnreachableDeny) && cm.Blind != nil {
 		f := cm.Blind(mode == UnreachableAllow)
 		b := redcon.AppendArray(nil, len(f))

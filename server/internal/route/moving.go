@@ -1,4 +1,4 @@
-package server
+package route
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ const (
 //     hopHandoff is answered errHandedOff, and its sender, the new owner
 //     that sent it before it took the slot, runs it itself.
 //   - Adopted: handed to this node ahead of its table: served here.
-func (s *Server) routeMoving(c *client, slot int, st *handoff.SlotState) route {
+func (rt *Router) routeMoving(c *Conn, slot int, st *handoff.SlotState) route {
 	switch st.Mode() {
 	case handoff.ModeImporting:
 		switch {
@@ -49,7 +49,7 @@ func (s *Server) routeMoving(c *client, slot int, st *handoff.SlotState) route {
 		switch {
 		case c.hop == hopHandoff:
 			return route{slot: slot, reply: errHandedOff}
-		case c.hop == hopClient && s.cl.cfg.Redirect:
+		case c.hop == hopClient && rt.cfg.Redirect:
 			return route{slot: slot, reply: "MOVED " + strconv.Itoa(slot) + " " + st.Peer().Addr}
 		}
 		return route{slot: slot, owner: st.Peer(), level: hopHandoff}
@@ -68,20 +68,20 @@ func (s *Server) routeMoving(c *client, slot int, st *handoff.SlotState) route {
 // busy host DONE can take longer than one wait, and a plain client does
 // not retry TRYAGAIN. After that the client gets TRYAGAIN or
 // --owner-unreachable's answer.
-func (s *Server) forwardHandoff(c *client, cm *core.Command, args [][]byte, r route, last bool) bool {
-	reps, err := s.forward(r.owner, [][][]byte{hopLevelArgs(c, args, hopHandoff)})
+func (rt *Router) forwardHandoff(x *core.Session, cm *core.Command, args [][]byte, r route, last bool) bool {
+	reps, err := rt.forward(r.owner, [][][]byte{hopLevelArgs(x, args, hopHandoff)})
 	switch {
 	case err == nil && !isHandedOff(reps[0]):
-		c.conn.WriteRaw(reps[0])
+		x.Out.WriteRaw(reps[0])
 	case !last:
 		if err == nil {
-			s.cl.ho.CrossedCut()
+			rt.ho.CrossedCut()
 		}
 		return false
 	case err != nil:
-		s.unreachable(c, cm, args, r.owner, err)
+		rt.unreachable(x, cm, args, r.owner, err)
 	default:
-		c.conn.WriteError(errTryAgain)
+		x.Out.WriteError(errTryAgain)
 	}
 	return true
 }
