@@ -43,9 +43,9 @@ func (r *Request) AppendCommand(dst [][]byte, key []byte) [][]byte {
 	switch r.Op {
 	case OpThrottle:
 		t := r.Throttle
-		return append(dst, []byte("CL.THROTTLE"), key, num(t.MaxBurst), num(t.Count), num(t.Period), num(r.Cost))
+		return append(dst, []byte(nameThrottle), key, num(t.MaxBurst), num(t.Count), num(t.Period), num(r.Cost))
 	case OpCheck:
-		dst = append(dst, []byte("RL.CHECK"), []byte(r.Policy.Name), key)
+		dst = append(dst, []byte(nameCheck), []byte(r.Policy.Name), key)
 	default:
 		p := r.Params
 		dst = append(dst, []byte(NativeName(p.Kind)), key, num(p.Limit))
