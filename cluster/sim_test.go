@@ -55,13 +55,40 @@ var (
 	simUnconfirmed = os.Getenv("RL_SIM_UNCONFIRMED") != "0" // a rejoin proved to follow an unconfirmed death serves its own slots from its keys (Lease.OnUnconfirmed)
 	simTCPDrop     = os.Getenv("RL_SIM_TCPDROP") == "1"     // the network drops RL.PEER messages as it drops packets (see send)
 	// simPullCopies is the fix of cause A (testdata/sim-admission-seeds.txt;
-	// the server's backedUpFor): a backup answers a PULL with DONE only for
-	// the slots it holds the asker's copies of (the replicas' HeldBy), so
-	// that a restarted process's import of a slot whose state died
-	// elsewhere is not ended by an answer that knows nothing of it.
-	// RL_SIM_PULLCOPIES=0 answers for every slot the backup's table says it
-	// backs up, as the server did before.
+	// the server's backedUpFor): a backup answers a PULL with DONE for a
+	// slot it holds none of the asker's copies of (the replicas' HeldBy)
+	// only if it knows of no other state of the slot: its table did not
+	// give it to the asker at its owner's death (deadPrev), and it did not
+	// lose it (forgone). So a restarted process's import of a slot whose
+	// state died elsewhere is not ended by an answer that knows nothing of
+	// it, while a cluster's first formation, where no node holds copies
+	// yet, still is. RL_SIM_PULLCOPIES=0 answers for every slot the
+	// backup's table says it backs up, as the server did before;
+	// RL_SIM_PULLCOPIES=held only with the asker's copies (which the
+	// process tests showed makes every new cluster wait for its imports).
 	simPullCopies = os.Getenv("RL_SIM_PULLCOPIES") != "0"
+	simPullHeld   = os.Getenv("RL_SIM_PULLCOPIES") == "held"
+	// simPullKept (RL_SIM_PULLKEPT=1) answers a PULL for a slot whose keys
+	// the backup keeps for the asker (a rejoin's, on their way: kept.go),
+	// as before. Seed 500: n1, which served n4's slot after n4's death and
+	// kept its keys when n4's new process came back, answered that
+	// process's PULL with a DONE without copies before its kept keys went,
+	// and n4 served the slot from nothing. Now it leaves them to the push
+	// (the server's backedUpFor, as its RELEASED already did).
+	simPullKept = os.Getenv("RL_SIM_PULLKEPT") == "1"
+	// simLostOwnForgot (RL_SIM_LOSTOWNFORGOT=1): a rejoin's own lost slot
+	// imported from its holder when the holder is back waits without its
+	// keys' mark, as before (the server's lostComeBackLocked). Seed 500:
+	// n1, which held the slot's newest keys, then sent them nowhere when
+	// the table gave the slot to n4's new process.
+	simLostOwnForgot = os.Getenv("RL_SIM_LOSTOWNFORGOT") == "1"
+	// simKeptCut (RL_SIM_KEPTCUT=1) sends kept keys across a cut, where the
+	// network drops them, and forgets them, as the model did before; the
+	// server's sendKept keeps them again when the owner does not answer.
+	// Seed 17 of sim-failing-seeds.txt (once a rejoin's own lost slot
+	// kept its keys): n3's kept keys went into a cut, and n2 imported the
+	// slot from n3, which then released it: served from nothing.
+	simKeptCut    = os.Getenv("RL_SIM_KEPTCUT") == "1"
 	simCutHandoff = os.Getenv("RL_SIM_CUTHANDOFF") == "1" // a handoff across a cut counts as done (see unreachable)
 	// simDeadPrev closes what simPullCopies leaves of cause A: a node asked
 	// RL.PEER RELEASED for a slot its table gave the asker when the slot's
@@ -82,6 +109,21 @@ var (
 	// for the node's imports (replica shipOnce), and a delta ships only
 	// keys that changed, which an importing slot's do not.
 	simShipImports = os.Getenv("RL_SIM_SHIPIMPORTS") == "1"
+	// simKeptDied (RL_SIM_KEPTDIED=0 leaves it out): a rejoin's kept keys
+	// of a slot the table gives a member whose death the node saw
+	// confirmed go in mode replace, as a handoff to it would (the server's
+	// slotChange). Seed 885: n2 served n0's slots after n0's confirmed
+	// death, waited for their handback after its own rejoin, and sent them
+	// on in mode pull when n0 came back; n0 kept its older keys.
+	simKeptDied = os.Getenv("RL_SIM_KEPTDIED") != "0"
+	// simAskBackup (RL_SIM_ASKBACKUP=0 leaves it out): a node asked
+	// RELEASED for a slot it neither handed to the asker nor backs up,
+	// whose backup in its table is declared dead and not confirmed there,
+	// answers "ASK" that backup (the server's askTheBackup). Seed 779: n0,
+	// cut off alone, never saw n2 die and n3 serve its slot; n2's new
+	// process joined through n0, whose view had n3 declared dead (paused),
+	// guessed n0 as the backup, and n0 released the slot.
+	simAskBackup = os.Getenv("RL_SIM_ASKBACKUP") != "0"
 	// simShipNoLease (RL_SIM_SHIPNOLEASE=1) makes a node's counters held
 	// copies while it does not hold its lease, as the model and the
 	// server's full sync did before; now, without the lease, they update
@@ -315,6 +357,7 @@ func (s *sim) rebuild(i int) {
 	require.NoError(s.t, err)
 	nv := &View{Self: n.name, Table: tb}
 	old := n.view
+	diedBefore := maps.Clone(n.died)
 	if old != nil {
 		for _, m := range s.known {
 			if old.Table.Has(m) && !tb.Has(m) {
@@ -453,7 +496,7 @@ func (s *sim) rebuild(i int) {
 		case tb.Owner(slot).Name != n.name:
 			delete(n.importing, slot) // another node owns it now
 			if im.keep && simKeptPush {
-				n.kept[slot] = false // its keys are the slot's state, unless a handback would have replaced them
+				n.kept[slot] = simKeptDied && diedBefore[tb.Owner(slot).Name] // its keys are the slot's state, unless a handback would have replaced them
 			}
 		}
 	}
@@ -486,9 +529,9 @@ func (s *sim) rebuild(i int) {
 				keep[slot/64] |= 1 << (slot % 64)
 				continue
 			}
+			n.importing[slot] = simImport{peer: h, until: n.local(s.now) + int64(simImportWait), keep: n.lostOwn[slot] && !simLostOwnForgot}
 			delete(n.lostFrom, slot)
 			delete(n.lostOwn, slot)
-			n.importing[slot] = simImport{peer: h, until: n.local(s.now) + int64(simImportWait)}
 			back = true
 		}
 		if back {
@@ -577,9 +620,10 @@ func (s *sim) backedUp(i int, from string, slots []int) simMsg {
 		ru, ok := n.view.Table.RunnerUp(slot)
 		_, moving := n.out[slot]
 		_, importing := n.importing[slot]
-		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from && !moving && !importing {
-			if simPullCopies && n.copyFrom[slot] != from {
-				continue // cause A's fix: no DONE without the asker's copies (HeldBy)
+		_, kept := n.kept[slot]
+		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from && !moving && !importing && (!kept || simPullKept) {
+			if _, dp := n.deadPrev[slot]; simPullCopies && n.copyFrom[slot] != from && (dp || n.forgone[slot] || simPullHeld) {
+				continue // cause A's fix: no DONE without the asker's copies (HeldBy) for a slot with other state
 			}
 			c, ok := n.copies[slot]
 			if !ok {
@@ -1042,6 +1086,15 @@ func (s *sim) receive(m simMsg) {
 				continue
 			}
 			_, kept := n.kept[slot]
+			if h, ok := n.holder[slot]; simAskBackup && n.view.Table.Owner(slot).Name == from && !n.forgone[slot] && !kept && !(ok && h == m.from) {
+				if ru, ok := n.view.Table.RunnerUp(slot); ok && ru.Name != n.name && ru.Name != from && n.pending[ru.Name] {
+					if ask == nil {
+						ask = map[int][]int{}
+					}
+					ask[s.index(ru.Name)] = append(ask[s.index(ru.Name)], slot) // not its backup, nor handed it: the backup knows
+					continue
+				}
+			}
 			if n.view.Table.Owner(slot).Name == from && !n.forgone[slot] && !kept {
 				released = append(released, slot)
 			}
@@ -1134,8 +1187,8 @@ func (s *sim) tick(i int) {
 		pushes := map[[2]int]*simMsg{}
 		for _, slot := range slices.Sorted(maps.Keys(n.kept)) {
 			to := s.index(n.view.Table.Owner(slot).Name)
-			if to == i {
-				continue
+			if to == i || s.unreachable(i, to) && !simKeptCut {
+				continue // across a cut the server's sendKept fails and keeps them again
 			}
 			k := [2]int{to, 0}
 			if n.kept[slot] {

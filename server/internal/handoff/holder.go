@@ -233,7 +233,15 @@ func (n *Node) lostComeBackLocked(nv *cluster.View) {
 			bits[slot/64] |= 1 << (slot % 64)
 			continue
 		}
-		n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now()})
+		// A rejoin's own slot, lost while it waited keeping its keys
+		// (ownLost), goes on waiting so: its keys are the slot's state
+		// unless the import replaces them, and they are kept for the
+		// slot's next owner if the table moves it on (slotChange). The
+		// simulation's seed 500: n1 served a dead n4's slot, rejoined, lost
+		// it while waiting on n2, imported it from n2 when n2 came back,
+		// and, with n4 back, sent n4 neither its keys nor a handoff; its
+		// DONE without copies let n4 serve the slot from nothing.
+		n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now(), keep: n.ho.ownLost.Has(slot)})
 		n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		n.ho.ownLost[slot/64] &^= 1 << (slot % 64)
 		back++

@@ -222,6 +222,17 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 			h.got[slot/64] &^= 1 << (slot % 64)
 			h.unkeep(slot)
 			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see kept.go
+			if a, ok := h.died[owner]; ok && a.replaces(n.lease) {
+				// This node saw the new owner's death confirmed: its keys
+				// are newer than the owner's, which served nothing after
+				// its lease ran out, and go in mode handback, as a
+				// migration to it would (startMigration). The simulation's
+				// seed 885: n2 served n0's slots after n0's confirmed
+				// death, waited for their handback after its own rejoin,
+				// and sent them on as kept keys in mode pull when n0 came
+				// back: n0 kept its older keys and served from them.
+				h.keptReplace[slot/64] |= 1 << (slot % 64)
+			}
 		}
 	case mode == ModeMoved && nv.Table.Owner(slot).Name != nv.Self:
 		h.set(slot, nil) // the table routes it: see cut

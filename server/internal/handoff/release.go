@@ -157,7 +157,8 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 	var ask map[string][]int
 	kept := false
 	for _, slot := range slots {
-		if holder := n.holderOf(slot); holder != "" && holder != from && holder != v.Self {
+		holder := n.holderOf(slot)
+		if holder != "" && holder != from && holder != v.Self {
 			if ask == nil {
 				ask = map[string][]int{}
 			}
@@ -183,12 +184,44 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 				continue // served here until its cut: DONE follows
 			}
 		}
+		if ru, ok := v.Table.RunnerUp(slot); ok && n.repl != nil && holder != from && ru.Name != v.Self && ru.Name != from && !isMember(v, ru.Name) {
+			if ask == nil {
+				ask = map[string][]int{}
+			}
+			ask[ru.Name] = append(ask[ru.Name], slot) // neither handed it to from nor its backup: see askTheBackup
+			continue
+		}
 		out = append(out, slot)
 	}
 	if kept {
 		n.pushKept()
 	}
 	x.Out.WriteString(releasedAnswer(out, ask))
+}
+
+// askTheBackup: a node asked RL.PEER RELEASED for a slot that it neither
+// handed to the asker (its holder record) nor backs up by its table, whose
+// backup there is a member declared dead and not yet confirmed (in the
+// table, not among the view's members), answers "ASK" that backup rather
+// than releasing the slot. The asker's first table, dealt over the members
+// memberlist's join showed alive, lacks that member, which made this node
+// its guess at the backup; and this node's table may be older than what
+// happened to the slot: the simulation's seed 779, n0, cut off alone while
+// the slot's owner n2 died and its backup n3 served the slot, saw n2 (a
+// new process) again and still named it the owner, with n3 (paused)
+// declared dead there; n2's first table lacked n3, and n0 released the
+// slot: n2 served it from nothing. Asked so, the asker imports from the
+// backup, or, the backup being out of its table, has the slot lost until
+// it is back (askElsewhere). A backup alive here is the asker's too, and
+// answers for its copies itself (backedUpFor, noteDeadPrev); a node
+// without replicas releases the slot as before.
+
+// isMember reports whether v counts name among its alive or leaving
+// members: a table member that is not is declared dead, pending its
+// confirmation.
+func isMember(v *cluster.View, name string) bool {
+	_, ok := v.Member(name)
+	return ok
 }
 
 // waitImportsFromDead makes the slots this node imports from a member nv

@@ -147,23 +147,30 @@ func (h *handoff) noteHanded(from string, slots []int) {
 }
 
 // backedUpFor returns, of slots, those that node from owns and this node
-// backs up and holds from's copies of (from's full sync brought them:
-// replica.HeldBy), with no handoff moving them, and from's node; none
-// while this node does not hold its lease.
+// backs up, with no handoff moving them, and from's node; none while this
+// node does not hold its lease. A slot this node holds none of from's
+// copies of (from's full sync brought them: replica.HeldBy) counts only
+// if this node knows of no other state of it: its table did not give it
+// to from at its owner's death (deadPrev), and this node did not lose it
+// (forgone). On a cluster's first formation no node holds copies, and a
+// DONE without them lets the new owner serve the slot at once. A slot
+// whose keys this node keeps for from (kept.go) is left to their push, as
+// RELEASED leaves it: the simulation's seed 500, a DONE without copies
+// went first, and the process served the slot from nothing.
 //
-// A slot this node backs up by its table but holds no copies of from from
-// is left out (the simulation's cause A: seeds 32, 405, 930): its DONE
-// would end the import of a process that may be the slot's owner only in
-// a first table that lacks the member whose state it is. A restarted
-// process whose first view came from a node that saw the slot's owner
-// die, and whose backup (this process, before its crash) died too, owns
-// the slot there without ever having seen that death, so the lost-slot
-// rule never ran for it; this node's empty DONE let it serve the slot
-// from nothing, while the dead owner, paused or cut off, still held its
-// keys. Unanswered, the import waits for a handoff, or asks RELEASED
-// after importWait, as any import does. Without replicas no node holds
-// copies, and the DONE says only that this node knows of no other state
-// (the restarted process serves its data dir's keys, as before).
+// The simulation's cause A (seeds 32, 405, 930): a DONE without copies
+// ended the import of a process that was the slot's owner only in a first
+// table that lacked the member whose state it was. A restarted process
+// whose first view came from a node that saw the slot's owner die, and
+// whose backup (this process, before its crash) died too, owns the slot
+// there without ever having seen that death, so the lost-slot rule never
+// ran for it; this node's empty DONE let it serve the slot from nothing,
+// while the dead owner, paused or cut off, still held its keys. Left
+// unanswered, the import waits for a handoff, or asks RELEASED after
+// importWait, which names the dead owner (see noteDeadPrev) or, for a
+// slot lost here, leaves it lost. Without replicas no node holds copies,
+// and the DONE says only that this node knows of no other state (the
+// restarted process serves its data dir's keys, as before).
 func (n *Node) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
@@ -178,8 +185,8 @@ func (n *Node) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	var backed []int
 	for _, slot := range slots {
 		ru, ok := v.Table.RunnerUp(slot)
-		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && n.ho.state(slot) == nil && !n.ho.returned[from].Has(slot) &&
-			(n.repl == nil || n.repl.HeldBy(slot, from)) {
+		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && n.ho.state(slot) == nil && !n.ho.returned[from].Has(slot) && !n.ho.kept.Has(slot) &&
+			(n.repl == nil || n.repl.HeldBy(slot, from) || n.ho.deadPrev[slot] == "" && !n.ho.forgone.Has(slot)) {
 			backed = append(backed, slot)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 )
 
 // recorder is a Forwarder that answers every command OK and records the
-// RL.PEER IMPORTs and DONEs sent, each with its last argument.
+// RL.PEER IMPORTs sent, with their mode, and DONEs, with their slots.
 type recorder struct {
 	mu   sync.Mutex
 	sent []string
@@ -32,7 +32,10 @@ func (f *recorder) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]by
 	defer f.mu.Unlock()
 	reps := make([][]byte, len(cmds))
 	for i, args := range cmds {
-		if sub := string(args[1]); sub == cluster.PeerImport || sub == cluster.PeerDone {
+		switch sub := string(args[1]); sub {
+		case cluster.PeerImport:
+			f.sent = append(f.sent, sub+" "+string(args[3])) // its mode
+		case cluster.PeerDone:
 			f.sent = append(f.sent, sub+" "+string(args[len(args)-1]))
 		}
 		reps[i] = []byte("+OK\r\n")
@@ -64,38 +67,35 @@ func (w *nopWriter) WriteRaw([]byte)        {}
 func (w *nopWriter) WriteAny(any)           {}
 
 // TestPullAnsweredOnlyWithCopies: a node answers a restarted process's
-// RL.PEER PULL with DONE only for the slots it holds that process's
-// copies of (its full sync brought them), not for every slot its table
-// says it backs up. The simulation's cause A (seeds 32, 405, 930): a
-// restarted process, whose first view came from a node that saw a slot's
-// owner die, owns the slot in its first table without having seen that
-// death; the slot's state is with the dead owner (paused, or cut off),
-// its copies died with the crashed process, and the runner-up's DONE
-// without copies let the process serve the slot from nothing. Before,
-// that DONE went.
+// RL.PEER PULL with DONE for a slot its table gave that process at the
+// slot's owner's death only if it holds the process's copies of it (its
+// full sync brought them); for a slot it knows nothing else of, it
+// answers as before, copies or not. The simulation's cause A (seeds 32,
+// 405, 930): a restarted process, whose first view came from a node that
+// saw a slot's owner die, owns the slot in its first table without having
+// seen that death; the slot's state is with the dead owner (paused, or
+// cut off), its copies died with the crashed process, and the runner-up's
+// DONE without copies let the process serve the slot from nothing.
+// Before, that DONE went.
 func TestPullAnsweredOnlyWithCopies(t *testing.T) {
-	v := viewOf(t, 1, []string{"x", "r", "d"})
-	slot, other := -1, -1
+	v1 := viewOf(t, 1, []string{"x", "r", "d"})
+	v2 := viewOf(t, 2, []string{"x", "r"}, "d")
+	fromDead, fresh := -1, -1
 	for s := range cluster.Slots {
-		if ru, ok := v.Table.RunnerUp(s); ok && ru.Name == "x" && v.Table.Owner(s).Name == "r" {
-			if slot < 0 {
-				slot = s
-			} else if s > slot+1 {
-				other = s
-				break
-			}
+		switch {
+		case fromDead < 0 && v1.Table.Owner(s).Name == "d" && v2.Table.Owner(s).Name == "r":
+			fromDead = s
+		case fresh < 0 && v1.Table.Owner(s).Name == "r":
+			fresh = s
 		}
 	}
-	require.True(t, slot >= 0 && other >= 0, "x backs up slots r owns")
-	store, err := shard.New(shard.Config{})
-	require.NoError(t, err)
-	copies, err := shard.New(shard.Config{})
-	require.NoError(t, err)
+	require.True(t, fromDead >= 0 && fresh >= 0)
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v1)
 	fw := &recorder{}
-	n, err := New(Config{View: func() *cluster.View { return v }, Forwarder: fw, Store: store,
-		Replicas: &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw},
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
-	require.NoError(t, err)
+	n := testNode(t, &cur, fw)
+	cur.Store(v2)
+	n.View()
 
 	pull := func(slots ...int) {
 		t.Helper()
@@ -103,28 +103,36 @@ func TestPullAnsweredOnlyWithCopies(t *testing.T) {
 		n.peerPull(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerPull), []byte("r"), []byte(formatSlots(slots))})
 		require.Equal(t, "+OK", w.last)
 	}
-	_, backed := n.backedUpFor("r", []int{slot, other})
-	assert.Empty(t, backed, "x holds no copies of r's: it answers for neither slot")
-	pull(slot, other)
+	_, backed := n.backedUpFor("r", []int{fromDead})
+	assert.Empty(t, backed, "x holds no copies of r's for a slot d's death gave r: no DONE")
+	pull(fromDead)
 	time.Sleep(50 * time.Millisecond) // sendCopies runs on a goroutine of its own
 	assert.Empty(t, fw.commands(), "no IMPORT, no DONE: the restarted process's import waits")
+	_, backed = n.backedUpFor("r", []int{fresh})
+	assert.Equal(t, []int{fresh}, backed, "a slot x knows nothing else of: DONE, as on a cluster's first formation")
+	n.switchMu.Lock()
+	n.ho.keep(fresh)
+	n.switchMu.Unlock()
+	_, backed = n.backedUpFor("r", []int{fresh})
+	assert.Empty(t, backed, "keys x keeps for r go by their own push (kept.go), not a DONE without them (seed 500)")
+	n.switchMu.Lock()
+	n.ho.unkeep(fresh)
+	n.switchMu.Unlock()
 
-	// r's full sync names slot as backed here: x holds r's copies of it.
+	// r's full sync names the slot as backed here: x holds r's copies of it.
 	drop, bits := make([]byte, cluster.Slots/8), make([]byte, cluster.Slots/8)
-	bits[slot/8] |= 1 << (slot % 8)
+	bits[fromDead/8] |= 1 << (fromDead % 8)
 	w := &nopWriter{}
 	var st replica.Stream
 	n.Replicator().PeerSync(w, &st, "r", [][]byte{drop, bits})
 	require.Equal(t, "+OK", w.last)
-	require.True(t, n.Replicator().HeldBy(slot, "r"))
-
-	_, backed = n.backedUpFor("r", []int{slot, other})
-	assert.Equal(t, []int{slot}, backed, "x answers for the slot it holds r's copies of, only")
-	pull(slot, other)
+	_, backed = n.backedUpFor("r", []int{fromDead})
+	assert.Equal(t, []int{fromDead}, backed, "x holds r's copies: r served the slot since d's death")
+	pull(fromDead)
 	require.Eventually(t, func() bool { return len(fw.commands()) == 2 }, 5*time.Second, time.Millisecond)
 	got := fw.commands()
-	assert.Equal(t, cluster.PeerDone+" "+strconv.Itoa(slot), got[1], "DONE names the held slot alone")
-	assert.Contains(t, got[0], cluster.PeerImport)
+	assert.Equal(t, cluster.PeerImport+" pull", got[0])
+	assert.Equal(t, cluster.PeerDone+" "+strconv.Itoa(fromDead), got[1])
 }
 
 // TestReleasedAsksTheDeadOwner: a node asked RL.PEER RELEASED for a slot
@@ -177,4 +185,151 @@ func TestReleasedAsksTheDeadOwner(t *testing.T) {
 	n.Replicator().PeerSync(w, &st, "r", [][]byte{drop, bits})
 	require.Equal(t, "+OK", w.last)
 	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "r served the slot since and synced it here: released")
+}
+
+// testNode is a node named by v's Self, with replicas, no lease, and fw as
+// its transport; cur is its membership's view.
+func testNode(t *testing.T, cur *atomic.Pointer[cluster.View], fw cluster.Forwarder) *Node {
+	t.Helper()
+	store, err := shard.New(shard.Config{})
+	require.NoError(t, err)
+	copies, err := shard.New(shard.Config{})
+	require.NoError(t, err)
+	n, err := New(Config{View: cur.Load, Forwarder: fw, Store: store,
+		Replicas: &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
+	require.NoError(t, err)
+	return n
+}
+
+// TestReleasedAsksTheBackup: a node asked RL.PEER RELEASED for a slot
+// that it neither handed to the asker nor backs up, whose backup in its
+// table is declared dead and not confirmed, answers "ASK" that backup; it
+// releases the slot once the backup is alive again, or when it handed the
+// slot to the asker. The simulation's seed 779: n0, whose table was older than
+// what happened to the slot (cut off alone, it never saw the owner n2 die
+// and its backup n3 serve the slot), released it to n2's new process,
+// which had guessed n0 as the backup because its first table lacked n3,
+// and n2 served it from nothing. Before, any node whose table named the
+// asker the owner released the slot.
+func TestReleasedAsksTheBackup(t *testing.T) {
+	v := viewOf(t, 1, []string{"x", "r", "b"})
+	slot := -1
+	for s := range cluster.Slots {
+		if ru, ok := v.Table.RunnerUp(s); ok && ru.Name == "b" && v.Table.Owner(s).Name == "r" {
+			slot = s
+			break
+		}
+	}
+	require.GreaterOrEqual(t, slot, 0, "a slot r owns and b backs up")
+	v.Members = []cluster.Member{{Node: cluster.Node{Name: "r"}}, {Node: cluster.Node{Name: "x"}}} // b declared dead, pending
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	n := testNode(t, &cur, &recorder{})
+	released := func() string {
+		t.Helper()
+		w := &nopWriter{}
+		n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte("r"), []byte(strconv.Itoa(slot))})
+		return w.last
+	}
+	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" b "+strconv.Itoa(slot), released(), "x never held the slot: b holds its copies")
+	alive := *v2epoch(t, v, 2)
+	alive.Members = append([]cluster.Member{{Node: cluster.Node{Name: "b"}}}, v.Members...)
+	cur.Store(&alive)
+	n.View()
+	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "b alive here: the asker's table has it too, and b answers itself")
+	cur.Store(v2epoch(t, v, 3))
+	n.View()
+	n.noteHolder("r", []int{slot})
+	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "x handed the slot to r: released")
+}
+
+// TestKeptKeysOfAConfirmedDeathReplace: a rejoining node that waits for a
+// slot's handback, keeping its keys, sends them in mode handback (they
+// replace the owner's) when the table gives the slot to a member whose
+// death it saw confirmed: it served the slot after that death, and the
+// member served nothing after its lease ran out. The simulation's seed
+// 885: n2 sent them in mode pull when n0 came back, and n0 kept its
+// older keys and served from them. Before, such keys always went in mode
+// pull.
+func TestKeptKeysOfAConfirmedDeathReplace(t *testing.T) {
+	xop := viewOf(t, 1, []string{"x", "o", "p"})
+	xp := viewOf(t, 2, []string{"x", "p"}, "o")
+	back := viewOf(t, 3, []string{"x", "o", "p"})
+	slot := -1
+	for s := range cluster.Slots {
+		if xop.Table.Owner(s).Name == "o" && xp.Table.Owner(s).Name == "x" {
+			slot = s
+			break
+		}
+	}
+	require.GreaterOrEqual(t, slot, 0, "a slot of o's that x takes over at o's death")
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(xop)
+	fw := &recorder{}
+	n := testNode(t, &cur, fw)
+	cur.Store(xp)
+	n.View()
+	p, _ := xp.Table.Node("p")
+	n.switchMu.Lock()
+	n.ho.set(slot, &SlotState{mode: ModeImporting, peer: p, until: time.Now().Add(time.Hour), keep: true}) // a rejoin's wait for the handback
+	n.switchMu.Unlock()
+	cur.Store(back)
+	n.View()
+	require.Eventually(t, func() bool {
+		for _, c := range fw.commands() {
+			if c == cluster.PeerDone+" "+strconv.Itoa(slot) {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond, "the kept keys go to o")
+	assert.Contains(t, fw.commands(), cluster.PeerImport+" handback", "x saw o's death confirmed: its keys replace o's")
+}
+
+// v2epoch is v with its table dealt again at epoch.
+func v2epoch(t *testing.T, v *cluster.View, epoch uint64) *cluster.View {
+	t.Helper()
+	tb, err := cluster.NewTable(epoch, v.Table.Nodes())
+	require.NoError(t, err)
+	nv := *v
+	nv.Table = tb
+	return &nv
+}
+
+// TestLostOwnSlotComesBackKeepingItsKeys: a rejoin's own slot, lost while
+// it waited keeping its keys, imports from its holder when the holder is
+// back still keeping them: its keys go to the slot's next owner if the
+// table moves it on (slotChange keeps them), and the rejoin's proof of an
+// unconfirmed death serves them. The simulation's seed 500: the mark was
+// dropped, n1 sent its newest keys nowhere when the table gave the slot to
+// n4's new process, and its DONE without copies let n4 serve the slot from
+// nothing. Before, the import from the returned holder kept nothing.
+func TestLostOwnSlotComesBackKeepingItsKeys(t *testing.T) {
+	v := viewOf(t, 1, []string{"x", "h"})
+	slot := -1
+	for s := range cluster.Slots {
+		if v.Table.Owner(s).Name == "x" {
+			slot = s
+			break
+		}
+	}
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	n := testNode(t, &cur, &recorder{})
+	var lost [cluster.Slots / 64]uint64
+	lost[slot/64] |= 1 << (slot % 64)
+	n.switchMu.Lock()
+	n.ho.set(slot, nil) // its first view's import ended
+	n.takeover.Store(n.takeover.Load().WithLost(&lost))
+	n.ho.holder[slot] = "h"
+	n.ho.lostFrom[slot/64] |= 1 << (slot % 64)
+	n.ho.ownLost[slot/64] |= 1 << (slot % 64)
+	n.lostComeBackLocked(v)
+	st := n.ho.state(slot)
+	n.switchMu.Unlock()
+	require.NotNil(t, st, "imported from the holder that is back")
+	assert.Equal(t, ModeImporting, st.Mode())
+	assert.True(t, st.keep, "a rejoin's own slot: its keys stay the slot's state")
+	assert.False(t, n.takeover.Load().Lost(slot))
 }
