@@ -11,7 +11,6 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
-	"github.com/tidwall/redcon"
 )
 
 // The lease commands' argument errors (docs/commands.md, Leases).
@@ -165,13 +164,7 @@ func appendAcquire(b []byte, r shard.LeaseResult, id []byte) []byte {
 	} else {
 		wait = WaitMs(r.Wait)
 	}
-	b = redcon.AppendArray(b, 6)
-	b = redcon.AppendInt(b, allowed)
-	b = redcon.AppendBulk(b, id)
-	b = redcon.AppendInt(b, r.Limit)
-	b = redcon.AppendInt(b, r.InFlight)
-	b = redcon.AppendInt(b, wait)
-	return redcon.AppendInt(b, CeilMs(r.Reset))
+	return AppendWithID(b, allowed, id, [4]int64{r.Limit, r.InFlight, wait, CeilMs(r.Reset)})
 }
 
 func (d *Decisions) renew(x *core.Session, args [][]byte) {

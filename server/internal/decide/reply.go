@@ -35,6 +35,52 @@ func AppendDecision(dst []byte, d window.Decision) []byte {
 // then five integers of at most 20 characters, each framed by ':' and "\r\n".
 const MaxReply = 4 + 5*(1+20+2)
 
+// AppendWithID appends a six-element reply of integers with an id second
+// (RL.ACQUIRE's and RL.RESERVE's): first, the id as a bulk string, then
+// rest. It writes as AppendDecision does, into room made for the longest
+// such reply: redcon's appenders, a call for each field and strconv for
+// each number above 9, cost about 150 instructions more a reply.
+func AppendWithID(dst []byte, first int64, id []byte, rest [4]int64) []byte {
+	room := maxIDReply + len(id)
+	dst = slices.Grow(dst, room)
+	b := dst[len(dst) : len(dst)+room]
+	// The fields are mostly 0 to 9: those are written here, without
+	// PutInt's call.
+	b[0], b[1], b[2], b[3] = '*', '6', '\r', '\n'
+	n := 4
+	if uint64(first) < 10 {
+		b[n], b[n+1], b[n+2], b[n+3] = ':', '0'+byte(first), '\r', '\n'
+		n += 4
+	} else {
+		n = PutInt(b, n, first)
+	}
+	if len(id) < 10 {
+		b[n], b[n+1], b[n+2], b[n+3] = '$', '0'+byte(len(id)), '\r', '\n'
+		n += 4
+	} else {
+		at := n
+		n = PutInt(b, n, int64(len(id)))
+		b[at] = '$' // a bulk string's header: PutInt's ':' made '$'
+	}
+	n += copy(b[n:], id)
+	b[n], b[n+1] = '\r', '\n'
+	n += 2
+	for _, v := range rest {
+		if uint64(v) < 10 {
+			b[n], b[n+1], b[n+2], b[n+3] = ':', '0'+byte(v), '\r', '\n'
+			n += 4
+			continue
+		}
+		n = PutInt(b, n, v)
+	}
+	return dst[:len(dst)+n]
+}
+
+// maxIDReply is the longest reply AppendWithID writes but for its id's
+// bytes: "*6\r\n", five integers and a bulk string's length of at most 20
+// characters, each framed by a ':' or '$' and "\r\n", and the id's "\r\n".
+const maxIDReply = 4 + 6*(1+20+2) + 2
+
 // PutInt writes RESP's integer ":v\r\n" at b[n:], which must have room for
 // it, and returns the index after it. The digits are written in place from
 // the last, two at a time.

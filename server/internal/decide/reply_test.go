@@ -48,3 +48,22 @@ func TestPutInt(t *testing.T) {
 	}
 	assert.Equal(t, string(want), string(AppendDecision([]byte("x"), d))[1:])
 }
+
+// AppendWithID writes what redcon's appenders write, for fields of every
+// length and sign and ids short and long, after what dst held.
+func TestAppendWithID(t *testing.T) {
+	vals := []int64{0, 1, 9, 10, 99, 100, 12345, 100000, -1, -10, math.MaxInt64, math.MinInt64}
+	ids := [][]byte{{}, []byte("a"), []byte("123456789"), []byte("0123456789"), make([]byte, 256)}
+	for _, id := range ids {
+		for i, v := range vals {
+			rest := [4]int64{vals[(i+1)%len(vals)], v, vals[(i+5)%len(vals)], vals[(i+7)%len(vals)]}
+			want := redcon.AppendArray([]byte("x"), 6)
+			want = redcon.AppendInt(want, v)
+			want = redcon.AppendBulk(want, id)
+			for _, r := range rest {
+				want = redcon.AppendInt(want, r)
+			}
+			assert.Equal(t, string(want), string(AppendWithID([]byte("x"), v, id, rest)), "%d %q", v, id)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
 	"github.com/rlstore/rlstore/window"
-	"github.com/tidwall/redcon"
 )
 
 // The errors of reservations' arguments (docs/commands.md, Reservations).
@@ -56,14 +55,8 @@ func parseReserveOpts(args [][]byte, r *shard.ReserveRequest) ([]byte, error) {
 // writeReserved writes RL.RESERVE's reply: the decision with the id second.
 func writeReserved(x *core.Session, dec window.Decision, id []byte) {
 	f := Fields(dec)
-	b := redcon.AppendArray(x.Scratch[:0], 6)
-	b = redcon.AppendInt(b, f[0])
-	b = redcon.AppendBulk(b, id)
-	for _, v := range f[1:] {
-		b = redcon.AppendInt(b, v)
-	}
-	x.Scratch = b
-	x.Out.WriteRaw(b)
+	x.Scratch = AppendWithID(x.Scratch[:0], f[0], id, [4]int64{f[1], f[2], f[3], f[4]})
+	x.Out.WriteRaw(x.Scratch)
 }
 
 // reservePolicy returns the policy named name if a reservation can be made
