@@ -115,7 +115,7 @@ func TestReservationsRoundTrip(t *testing.T) {
 	for i := range 20 {
 		key := fmt.Appendf(nil, "budget:%d", i)
 		r := shard.ReserveRequest{Op: shard.ReserveNew, Params: p, ID: window.LeaseID([]byte("r")), TTL: time.Hour, Units: 40}
-		res, err := st.m.Reserve(key, policy.AppendLedgerKey(nil, key), r, c.nano())
+		res, err := st.m.Reserve(key, policy.AppendLedgerKey(nil, key), &r, c.nano())
 		require.NoError(t, err)
 		require.True(t, res.Decision.Allowed)
 	}
@@ -126,7 +126,7 @@ func TestReservationsRoundTrip(t *testing.T) {
 	for i := range 20 {
 		key := fmt.Appendf(nil, "budget:%d", i)
 		r := shard.ReserveRequest{Op: shard.ReserveCommit, ID: window.LeaseID([]byte("r")), Units: 10}
-		res, err := m2.Reserve(key, policy.AppendLedgerKey(nil, key), r, c.nano())
+		res, err := m2.Reserve(key, policy.AppendLedgerKey(nil, key), &r, c.nano())
 		require.NoError(t, err)
 		assert.True(t, res.Done, "%s: the reservation came back", key)
 		info, ok := m2.Get(key, c.nano())

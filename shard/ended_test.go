@@ -65,7 +65,7 @@ func TestReservationsExpiredCounted(t *testing.T) {
 			do := func(key string, op ReserveOp, id string, ttl time.Duration, now int64) ReserveResult {
 				r := reserveOp(op, p, id, 10)
 				r.TTL = ttl
-				res, err := m.Reserve([]byte(key), policy.AppendLedgerKey(nil, []byte(key)), r, now)
+				res, err := m.Reserve([]byte(key), policy.AppendLedgerKey(nil, []byte(key)), &r, now)
 				require.NoError(t, err)
 				return res
 			}

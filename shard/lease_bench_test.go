@@ -42,8 +42,8 @@ func BenchmarkLeaseChurn(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			_, _ = m.Reserve(keys[i%nkeys], ledgers[i%nkeys], res, t0)
-			_, _ = m.Reserve(keys[i%nkeys], ledgers[i%nkeys], com, t0)
+			_, _ = m.Reserve(keys[i%nkeys], ledgers[i%nkeys], &res, t0)
+			_, _ = m.Reserve(keys[i%nkeys], ledgers[i%nkeys], &com, t0)
 			i++
 		}
 	})

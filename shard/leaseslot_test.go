@@ -68,7 +68,7 @@ func TestLedgerSettledKeyStays(t *testing.T) {
 	key := []byte("k")
 	ledger := policy.AppendLedgerKey(nil, key)
 	do := func(op ReserveOp, id string) ReserveResult {
-		res, err := m.Reserve(key, ledger, reserveOp(op, p, id, 10), t0)
+		res, err := m.Reserve(key, ledger, ref(reserveOp(op, p, id, 10)), t0)
 		require.NoError(t, err)
 		return res
 	}

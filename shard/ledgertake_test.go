@@ -23,7 +23,7 @@ func TestReserveMissKeepsLedger(t *testing.T) {
 	do := func(op ReserveOp, id string, ttl time.Duration, now int64) ReserveResult {
 		r := reserveOp(op, p, id, 10)
 		r.TTL = ttl
-		res, err := m.Reserve(key, ledger, r, now)
+		res, err := m.Reserve(key, ledger, &r, now)
 		require.NoError(t, err)
 		return res
 	}

@@ -164,7 +164,7 @@ func TestReserveModel(t *testing.T) {
 					r.Units = 0
 				}
 				ledger := policy.AppendLedgerKey(nil, []byte(key))
-				got, err := m.Reserve([]byte(key), ledger, r, now)
+				got, err := m.Reserve([]byte(key), ledger, &r, now)
 				require.NoError(t, err)
 				want := lm.reserve(key, r, now)
 				require.Equalf(t, want, got, "cancel=%v seed %d step %d: %+v on %s", cancel, seed, step, r, key)

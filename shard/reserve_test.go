@@ -32,7 +32,7 @@ func TestReserveCommitCancel(t *testing.T) {
 				return d.Remaining + 1
 			}
 			do := func(r ReserveRequest) ReserveResult {
-				res, err := m.Reserve(key, ledger, r, t0)
+				res, err := m.Reserve(key, ledger, &r, t0)
 				require.NoError(t, err)
 				return res
 			}
@@ -58,7 +58,7 @@ func TestReserveCommitCancel(t *testing.T) {
 			assert.EqualValues(t, 100, left(), "a refund stops at full")
 			assert.False(t, ledgerLive(m, key, ledger, t0), "a ledger with nothing outstanding is gone")
 
-			_, err := m.Reserve(key, ledger, reserveOp(ReserveNew, window.Params{Kind: window.KindLog, Limit: 5, Period: time.Second}, "x", 1), t0)
+			_, err := m.Reserve(key, ledger, ref(reserveOp(ReserveNew, window.Params{Kind: window.KindLog, Limit: 5, Period: time.Second}, "x", 1)), t0)
 			assert.ErrorIs(t, err, ErrWrongType)
 		})
 	}
@@ -81,10 +81,10 @@ func TestReserveExpiryCommits(t *testing.T) {
 	p := tokenP(100, 1, time.Hour)
 	key := []byte("k")
 	ledger := policy.AppendLedgerKey(nil, key)
-	_, err := m.Reserve(key, ledger, reserveOp(ReserveNew, p, "r", 30), t0)
+	_, err := m.Reserve(key, ledger, ref(reserveOp(ReserveNew, p, "r", 30)), t0)
 	require.NoError(t, err)
 	later := t0 + int64(2*time.Minute)
-	res, err := m.Reserve(key, ledger, reserveOp(ReserveCancel, p, "r", 0), later)
+	res, err := m.Reserve(key, ledger, ref(reserveOp(ReserveCancel, p, "r", 0)), later)
 	require.NoError(t, err)
 	assert.False(t, res.Done)
 	d, _ := m.Decide(key, p, later, 71, true)
@@ -107,19 +107,19 @@ func TestHammerReservations(t *testing.T) {
 		wg.Go(func() {
 			for i := range tries {
 				id := fmt.Sprint(g, "/", i)
-				res, err := m.Reserve(key, ledger, reserveOp(ReserveNew, p, id, 5), t0)
+				res, err := m.Reserve(key, ledger, ref(reserveOp(ReserveNew, p, id, 5)), t0)
 				if !assert.NoError(t, err) || !res.Decision.Allowed {
 					continue
 				}
 				if i%3 == 0 {
-					r, _ := m.Reserve(key, ledger, reserveOp(ReserveCancel, p, id, 0), t0)
+					r, _ := m.Reserve(key, ledger, ref(reserveOp(ReserveCancel, p, id, 0)), t0)
 					assert.True(t, r.Done)
 					continue
 				}
 				actual := int64(i % 6)
-				r, _ := m.Reserve(key, ledger, reserveOp(ReserveCommit, p, id, actual), t0)
+				r, _ := m.Reserve(key, ledger, ref(reserveOp(ReserveCommit, p, id, actual)), t0)
 				assert.True(t, r.Done)
-				r, _ = m.Reserve(key, ledger, reserveOp(ReserveCommit, p, id, actual), t0)
+				r, _ = m.Reserve(key, ledger, ref(reserveOp(ReserveCommit, p, id, actual)), t0)
 				assert.False(t, r.Done, "a duplicate commit")
 				mu.Lock()
 				committed += actual
@@ -151,7 +151,7 @@ func TestReserveExpiryCancels(t *testing.T) {
 	reserve := func(id string, units int64, ttl time.Duration, now int64) ReserveResult {
 		r := reserveOp(ReserveNew, p, id, units)
 		r.TTL = ttl
-		res, err := m.Reserve(key, ledger, r, now)
+		res, err := m.Reserve(key, ledger, &r, now)
 		require.NoError(t, err)
 		return res
 	}
@@ -164,7 +164,7 @@ func TestReserveExpiryCancels(t *testing.T) {
 	assert.EqualValues(t, 80, left(at(2*time.Minute)), "Sweep gave r1's 30 back")
 	m.Sweep(at(2*time.Minute), 1<<20)
 	assert.EqualValues(t, 80, left(at(2*time.Minute)), "once")
-	res, err := m.Reserve(key, ledger, reserveOp(ReserveCancel, p, "r1", 0), at(2*time.Minute))
+	res, err := m.Reserve(key, ledger, ref(reserveOp(ReserveCancel, p, "r1", 0)), at(2*time.Minute))
 	require.NoError(t, err)
 	assert.False(t, res.Done, "an expired reservation is not outstanding")
 	assert.EqualValues(t, 2, m.Len(), "the key and its ledger, with r2")
@@ -188,7 +188,7 @@ func TestReserveExpiryModeFollowsLatest(t *testing.T) {
 	p := tokenP(100, 1, time.Hour)
 	key := []byte("k")
 	ledger := policy.AppendLedgerKey(nil, key)
-	_, err := commit.Reserve(key, ledger, reserveOp(ReserveNew, p, "r1", 30), t0)
+	_, err := commit.Reserve(key, ledger, ref(reserveOp(ReserveNew, p, "r1", 30)), t0)
 	require.NoError(t, err)
 	cancel := newMap(t, Config{CancelExpired: true, Charged: policy.AppendCharged})
 	for _, e := range exportAll(commit) {
@@ -199,7 +199,7 @@ func TestReserveExpiryModeFollowsLatest(t *testing.T) {
 	cancel.Sweep(later, 1<<20)
 	d, _ := cancel.Decide(key, p, later, 71, true)
 	assert.False(t, d.Allowed, "r1 was made under commit: it stays charged")
-	_, err = cancel.Reserve(key, ledger, reserveOp(ReserveNew, p, "r2", 20), later)
+	_, err = cancel.Reserve(key, ledger, ref(reserveOp(ReserveNew, p, "r2", 20)), later)
 	require.NoError(t, err)
 	cancel.Sweep(later+int64(2*time.Minute), 1<<20)
 	d, _ = cancel.Decide(key, p, later+int64(2*time.Minute), 51, true)
@@ -214,7 +214,7 @@ func TestReserveExpiryCancelTravels(t *testing.T) {
 	from := newMap(t, Config{CancelExpired: true, Charged: policy.AppendCharged})
 	p := tokenP(100, 1, time.Hour)
 	key := []byte("k")
-	_, err := from.Reserve(key, policy.AppendLedgerKey(nil, key), reserveOp(ReserveNew, p, "r1", 30), t0)
+	_, err := from.Reserve(key, policy.AppendLedgerKey(nil, key), ref(reserveOp(ReserveNew, p, "r1", 30)), t0)
 	require.NoError(t, err)
 	later := t0 + int64(2*time.Minute) // r1 expired a minute ago, unsettled
 	to := newMap(t, Config{CancelExpired: true, Charged: policy.AppendCharged})
@@ -237,12 +237,12 @@ func TestReserveWidensNarrowLedger(t *testing.T) {
 	p := window.Params{Kind: window.KindFixed, Limit: 1 << 40, Period: time.Hour}
 	key := []byte("up")
 	ledger := policy.AppendLedgerKey(nil, key)
-	_, err := m.Reserve(key, ledger, reserveOp(ReserveNew, p, "old", 700), t0)
+	_, err := m.Reserve(key, ledger, ref(reserveOp(ReserveNew, p, "old", 700)), t0)
 	require.NoError(t, err)
 	narrow := window.Reservations{}.Add(make([]uint64, 0, 2), t0, window.LeaseID([]byte("old")), time.Minute, 700)
 	require.NoError(t, m.Import(Entry{Key: ledger, Route: key, Params: window.Params{Kind: window.KindReserve}, Counters: narrow}, t0))
 
-	res, err := m.Reserve(key, ledger, reserveOp(ReserveNew, p, "big", 5_000_000_000), t0)
+	res, err := m.Reserve(key, ledger, ref(reserveOp(ReserveNew, p, "big", 5_000_000_000)), t0)
 	require.NoError(t, err)
 	require.True(t, res.Decision.Allowed)
 	e, ok := m.Lookup(ledger, key)
@@ -252,7 +252,7 @@ func TestReserveWidensNarrowLedger(t *testing.T) {
 		id     string
 		actual int64
 	}{{"old", 100}, {"big", 4_000_000_000}} {
-		res, err = m.Reserve(key, ledger, reserveOp(ReserveCommit, p, c.id, c.actual), t0)
+		res, err = m.Reserve(key, ledger, ref(reserveOp(ReserveCommit, p, c.id, c.actual)), t0)
 		require.NoError(t, err)
 		assert.True(t, res.Done, c.id)
 	}
@@ -260,3 +260,7 @@ func TestReserveWidensNarrowLedger(t *testing.T) {
 	require.True(t, ok)
 	assert.EqualValues(t, 4_000_000_100, info.Count, "each estimate replaced by its actual cost")
 }
+
+// ref returns a pointer to a copy of v: Reserve takes its request by
+// pointer.
+func ref[T any](v T) *T { return &v }

@@ -155,7 +155,7 @@ func (d *Decisions) reserve(x *core.Session, key []byte, r *shard.ReserveRequest
 	// buffer on the stack for any key but a long one was 320 bytes to zero
 	// at every command.
 	x.Scratch = policy.AppendLedgerKey(x.Scratch[:0], key)
-	res, err := d.store.Reserve(key, x.Scratch, *r, d.front.Now(x))
+	res, err := d.store.Reserve(key, x.Scratch, r, d.front.Now(x))
 	if err != nil {
 		x.Out.WriteError(reserveError(err))
 		return res, false
