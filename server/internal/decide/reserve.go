@@ -29,20 +29,22 @@ func (d *Decisions) ReserveCommands() []core.Command {
 	}
 }
 
-// parseReserve parses RL.RESERVE key rule params… [COST n] TTL t [ID id].
-// pc, if not nil, caches the request and the rule's parameters.
-func parseReserve(args [][]byte, pc *ParamCache) (shard.ReserveRequest, []byte, error) {
-	if pc == nil {
-		return parseReserveArgs(args, nil)
+// parseReserve parses RL.RESERVE key rule params… [COST n] TTL t [ID id]
+// into r. pc, if not nil, caches the request and the rule's parameters.
+// r is filled in place: returned, its nine words were copied twice.
+func parseReserve(args [][]byte, pc *ParamCache, r *shard.ReserveRequest) ([]byte, error) {
+	if pc != nil {
+		if id, ok := pc.reserve.parse(args, r); ok {
+			return id, nil
+		}
 	}
-	if r, id, ok := pc.reserve.parse(args); ok {
-		return r, id, nil
+	var id []byte
+	var err error
+	*r, id, err = parseReserveArgs(args, pc)
+	if err == nil && pc != nil {
+		pc.reserve.keep(args, *r, id)
 	}
-	r, id, err := parseReserveArgs(args, pc)
-	if err == nil {
-		pc.reserve.keep(args, r, id)
-	}
-	return r, id, err
+	return id, err
 }
 
 // parseReserveArgs is parseReserve without its cache of requests.
@@ -77,7 +79,8 @@ func (d *Decisions) reserveCmd(x *core.Session, args [][]byte) {
 	if d.front.RefusedGlobal(x, args[1], "RL.RESERVE") { // a region's global key (decide.Front)
 		return
 	}
-	r, id, err := parseReserve(args, d.params(x))
+	var r shard.ReserveRequest
+	id, err := parseReserve(args, d.params(x), &r)
 	if err != nil {
 		x.Out.WriteError(err.Error())
 		return

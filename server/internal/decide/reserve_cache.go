@@ -57,15 +57,16 @@ func reserveCached(args [][]byte) (rest [][]byte, id []byte) {
 	return args[2:], nil
 }
 
-// parse returns the request args parse into, but for its ID, and the id
-// they name (nil: none), if the cache holds their bytes and the id is
-// valid; ok is false if they must be parsed.
-func (c *reserveCache) parse(args [][]byte) (r shard.ReserveRequest, id []byte, ok bool) {
+// parse sets r to the request args parse into, but for its ID, and
+// returns the id they name (nil: none), if the cache holds their bytes and
+// the id is valid; ok is false, and r unset, if they must be parsed.
+func (c *reserveCache) parse(args [][]byte, r *shard.ReserveRequest) (id []byte, ok bool) {
 	rest, id := reserveCached(args)
 	if !c.hit(rest) || (id != nil && (len(id) < 1 || len(id) > maxLeaseID)) {
-		return r, nil, false
+		return nil, false
 	}
-	return c.req, id, true
+	*r = c.req
+	return id, true
 }
 
 // hit reports whether args are the bytes c holds.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlstore/rlstore/shard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,7 +40,8 @@ func TestReserveCache(t *testing.T) {
 	}
 	for _, st := range steps {
 		args := byteArgs(append([]string{"RL.RESERVE", "k"}, strings.Fields(st.args)...)...)
-		_, _, hit := pc.reserve.parse(args)
+		var r shard.ReserveRequest
+		_, hit := pc.reserve.parse(args, &r)
 		assert.Equal(t, st.hit, hit, "%q", st.args)
 		checkReserveParse(t, &pc, args)
 	}
@@ -71,7 +73,7 @@ func TestReserveCacheRandom(t *testing.T) {
 			continue
 		}
 		b := byteArgs(args...)
-		if _, _, hit := pc.reserve.parse(b); hit {
+		if _, hit := pc.reserve.parse(b, new(shard.ReserveRequest)); hit {
 			hits++
 		}
 		checkReserveParse(t, &pc, b)
@@ -84,7 +86,8 @@ func TestReserveCacheRandom(t *testing.T) {
 func checkReserveParse(t *testing.T, pc *ParamCache, args [][]byte) {
 	t.Helper()
 	want, wantID, wantErr := parseReserveArgs(args, nil)
-	got, id, err := parseReserve(args, pc)
+	var got shard.ReserveRequest
+	id, err := parseReserve(args, pc, &got)
 	require.Equal(t, wantErr, err, "%q", args)
 	if wantErr != nil {
 		return
