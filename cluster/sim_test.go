@@ -88,8 +88,15 @@ var (
 	// Seed 17 of sim-failing-seeds.txt (once a rejoin's own lost slot
 	// kept its keys): n3's kept keys went into a cut, and n2 imported the
 	// slot from n3, which then released it: served from nothing.
-	simKeptCut    = os.Getenv("RL_SIM_KEPTCUT") == "1"
-	simCutHandoff = os.Getenv("RL_SIM_CUTHANDOFF") == "1" // a handoff across a cut counts as done (see unreachable)
+	simKeptCut = os.Getenv("RL_SIM_KEPTCUT") == "1"
+	// simAbandonKeeps (RL_SIM_ABANDONKEEPS=0 leaves it out): a handoff
+	// abandoned after migrateWait keeps its keys for the slot's owner, as a
+	// disowned one does (the server's abandon). Seed 17 of
+	// sim-failing-seeds.txt: n3, without its lease for the 10 s and then
+	// cut off, dropped slot 8738's keys (68 used) and released the slot to
+	// n2, which served it from 0.
+	simAbandonKeeps = os.Getenv("RL_SIM_ABANDONKEEPS") != "0"
+	simCutHandoff   = os.Getenv("RL_SIM_CUTHANDOFF") == "1" // a handoff across a cut counts as done (see unreachable)
 	// simDeadPrev closes what simPullCopies leaves of cause A: a node asked
 	// RL.PEER RELEASED for a slot its table gave the asker when the slot's
 	// owner before died (confirmed), and that holds no copies of the
@@ -1172,6 +1179,11 @@ func (s *sim) tick(i int) {
 			outs[o.to].vals = append(outs[o.to].vals, n.cnt[slot])
 			n.holder[slot] = o.to
 		case now-o.since > int64(simMigrate): // the server's abandon
+			if simAbandonKeeps {
+				delete(n.out, slot)
+				n.kept[slot] = o.replace // its keys go once it holds its lease, and it releases nothing meanwhile
+				continue
+			}
 		default:
 			continue
 		}

@@ -451,14 +451,18 @@ func (n *Node) unmark(slots []int) {
 }
 
 // abandon lets slots go without a cut after migrateWait: they follow the
-// table, and the new owner serves them from what it has. A migration
-// disowned at a rejoin keeps its slots' keys for their owner instead
-// (kept.go).
+// table. A leaving node's new owner serves them from what it has. Any
+// other keeps its slots' keys for their owner (kept.go), as a migration
+// disowned at a rejoin does: it sends them once it holds its lease and
+// reaches the owner, and answers no RELEASED for them meanwhile. Before,
+// it dropped them and released the slots, and the new owner served them
+// from nothing (the simulation's seed 17: an old owner without its lease
+// for the 10 s, then cut off).
 func (n *Node) abandon(mg *Migration, slots []int, err error) {
 	n.switchMu.Lock()
 	v := n.cur.Load()
 	var gone []int
-	kept := mg.disowned.Load()
+	kept := mg.disowned.Load() || !n.ho.leaving.Load()
 	for _, slot := range slots {
 		n.ho.swap(slot, n.ho.state(slot), nil)
 		if v.Table.Owner(slot).Name != v.Self {
@@ -478,6 +482,10 @@ func (n *Node) abandon(mg *Migration, slots []int, err error) {
 		n.pushKept()
 	}
 	n.dropSlots(replica.SlotSet(gone)) // a leaving node keeps, and serves, what it could not hand over
+	if kept {
+		n.log.Error("cluster: could not hand slots over; keeping their keys for their owner, and sending them once it can", "to", mg.to.Name, "slots", len(slots), "err", err)
+		return
+	}
 	n.log.Error("cluster: could not hand slots over; their new owner serves them from what it has", "to", mg.to.Name, "slots", len(slots), "err", err)
 }
 

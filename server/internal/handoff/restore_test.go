@@ -333,3 +333,37 @@ func TestLostOwnSlotComesBackKeepingItsKeys(t *testing.T) {
 	assert.True(t, st.keep, "a rejoin's own slot: its keys stay the slot's state")
 	assert.False(t, n.takeover.Load().Lost(slot))
 }
+
+// TestAbandonKeepsTheKeys: a handoff abandoned after migrateWait keeps its
+// slots' keys for their owner (kept.go), and the node answers no RELEASED
+// for them; a leaving node's drops them as before. The simulation's seed
+// 17: an old owner without its lease for the 10 s, then cut off, dropped
+// the keys and released the slot, and the new owner served it from
+// nothing. Before, every abandoned handoff dropped them.
+func TestAbandonKeepsTheKeys(t *testing.T) {
+	v := viewOf(t, 1, []string{"x", "r"})
+	slot := -1
+	for s := range cluster.Slots {
+		if v.Table.Owner(s).Name == "r" {
+			slot = s
+			break
+		}
+	}
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	n := testNode(t, &cur, &recorder{})
+	r, _ := v.Table.Node("r")
+	n.pushing.Store(true) // as if a push ran: none starts, and the kept marks stay put for the test
+	n.abandon(&Migration{to: r, slots: []int{slot}, first: "reset"}, []int{slot}, cluster.ErrUnreachable)
+	assert.True(t, n.keeps(slot), "its keys are kept for r")
+	w := &nopWriter{}
+	n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte("r"), []byte(strconv.Itoa(slot))})
+	assert.Equal(t, "+"+releaseNone, w.last, "not released: its keys are on their way")
+
+	n.switchMu.Lock()
+	n.ho.unkeep(slot)
+	n.switchMu.Unlock()
+	n.ho.leaving.Store(true)
+	n.abandon(&Migration{to: r, slots: []int{slot}, first: "reset"}, []int{slot}, cluster.ErrUnreachable)
+	assert.False(t, n.keeps(slot), "a leaving node's new owner serves from what it has")
+}
