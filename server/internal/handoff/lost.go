@@ -67,7 +67,9 @@ func (n *Node) noteLost(old, nv *cluster.View) {
 }
 
 // forgetLost serves the lost slots from what this node has: an operator
-// said a member will not come back (RL.CLUSTER FORGET).
+// said a member will not come back (RL.CLUSTER FORGET). It also stops
+// naming dead owners to the nodes their deaths gave slots to (deadPrev):
+// an asker would only have those slots lost again.
 func (n *Node) forgetLost() {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
@@ -76,6 +78,7 @@ func (n *Node) forgetLost() {
 	}
 	n.ho.forgone = replica.SlotBits{}
 	n.ho.lostFrom = replica.SlotBits{}
+	n.ho.deadPrev = [cluster.Slots]string{}
 }
 
 // forgone reports whether slot was lost here and is another node's now.

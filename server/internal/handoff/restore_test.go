@@ -187,6 +187,38 @@ func TestReleasedAsksTheDeadOwner(t *testing.T) {
 	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "r served the slot since and synced it here: released")
 }
 
+// TestForgetStopsAskingTheDeadOwner: after RL.CLUSTER FORGET, a node no
+// longer answers RELEASED with "ASK" the forgotten owner: the asker, whose
+// table lacks it, would have the slot lost again, though the operator
+// said that owner will not come back.
+func TestForgetStopsAskingTheDeadOwner(t *testing.T) {
+	v1 := viewOf(t, 1, []string{"x", "r", "d"})
+	v2 := viewOf(t, 2, []string{"x", "r"}, "d")
+	slot := -1
+	for s := range cluster.Slots {
+		if v1.Table.Owner(s).Name == "d" && v2.Table.Owner(s).Name == "r" {
+			slot = s
+			break
+		}
+	}
+	require.GreaterOrEqual(t, slot, 0, "a slot d owned that r owns once d died")
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v1)
+	n := testNode(t, &cur, &recorder{})
+	cur.Store(v2)
+	n.View()
+
+	released := func() string {
+		t.Helper()
+		w := &nopWriter{}
+		n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte("r"), []byte(strconv.Itoa(slot))})
+		return w.last
+	}
+	require.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" d "+strconv.Itoa(slot), released(), "before the forget: ASK d")
+	n.ForgetLost()
+	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "d is forgotten: released")
+}
+
 // testNode is a node named by v's Self, with replicas, no lease, and fw as
 // its transport; cur is its membership's view.
 func testNode(t *testing.T, cur *atomic.Pointer[cluster.View], fw cluster.Forwarder) *Node {
