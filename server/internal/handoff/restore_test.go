@@ -145,37 +145,8 @@ func TestPullAnsweredOnlyWithCopies(t *testing.T) {
 // and then released it: the process served it from nothing while the
 // dead owner, cut off, held its keys. Before, the runner-up released it.
 func TestReleasedAsksTheDeadOwner(t *testing.T) {
-	v1 := viewOf(t, 1, []string{"x", "r", "d"})
-	v2 := viewOf(t, 2, []string{"x", "r"}, "d")
-	slot := -1
-	for s := range cluster.Slots {
-		if v1.Table.Owner(s).Name == "d" && v2.Table.Owner(s).Name == "r" {
-			slot = s
-			break
-		}
-	}
-	require.GreaterOrEqual(t, slot, 0, "a slot d owned that r owns once d died")
-	store, err := shard.New(shard.Config{})
-	require.NoError(t, err)
-	copies, err := shard.New(shard.Config{})
-	require.NoError(t, err)
-	fw := &recorder{}
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	n, err := New(Config{View: cur.Load, Forwarder: fw, Store: store,
-		Replicas: &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw},
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
-	require.NoError(t, err)
-	cur.Store(v2)
-	n.View()
-
-	released := func() string {
-		t.Helper()
-		w := &nopWriter{}
-		n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte("r"), []byte(strconv.Itoa(slot))})
-		return w.last
-	}
-	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" d "+strconv.Itoa(slot), released(),
+	n, slot := afterDeadOwner(t)
+	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" d "+strconv.Itoa(slot), releasedTo(n, "r", slot),
 		"x holds no copies of r's: the slot's state was d's")
 
 	drop, bits := make([]byte, cluster.Slots/8), make([]byte, cluster.Slots/8)
@@ -184,7 +155,7 @@ func TestReleasedAsksTheDeadOwner(t *testing.T) {
 	var st replica.Stream
 	n.Replicator().PeerSync(w, &st, "r", [][]byte{drop, bits})
 	require.Equal(t, "+OK", w.last)
-	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "r served the slot since and synced it here: released")
+	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "r", slot), "r served the slot since and synced it here: released")
 }
 
 // TestForgetStopsAskingTheDeadOwner: after RL.CLUSTER FORGET, a node no
@@ -192,31 +163,47 @@ func TestReleasedAsksTheDeadOwner(t *testing.T) {
 // table lacks it, would have the slot lost again, though the operator
 // said that owner will not come back.
 func TestForgetStopsAskingTheDeadOwner(t *testing.T) {
+	n, slot := afterDeadOwner(t)
+	require.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" d "+strconv.Itoa(slot), releasedTo(n, "r", slot), "before the forget: ASK d")
+	n.ForgetLost()
+	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "r", slot), "d is forgotten: released")
+}
+
+// afterDeadOwner returns node x, with replicas, once the death of d gave
+// r a slot of d's, and that slot.
+func afterDeadOwner(t *testing.T) (*Node, int) {
+	t.Helper()
 	v1 := viewOf(t, 1, []string{"x", "r", "d"})
 	v2 := viewOf(t, 2, []string{"x", "r"}, "d")
-	slot := -1
-	for s := range cluster.Slots {
-		if v1.Table.Owner(s).Name == "d" && v2.Table.Owner(s).Name == "r" {
-			slot = s
-			break
-		}
-	}
-	require.GreaterOrEqual(t, slot, 0, "a slot d owned that r owns once d died")
+	slot := slotWhere(t, "a slot d owned that r owns once d died", func(slot int) bool {
+		return v1.Table.Owner(slot).Name == "d" && v2.Table.Owner(slot).Name == "r"
+	})
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(v1)
 	n := testNode(t, &cur, &recorder{})
 	cur.Store(v2)
 	n.View()
+	return n, slot
+}
 
-	released := func() string {
-		t.Helper()
-		w := &nopWriter{}
-		n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte("r"), []byte(strconv.Itoa(slot))})
-		return w.last
+// slotWhere returns the first slot for which ok holds; what names the
+// slot the test needs, for its failure.
+func slotWhere(t *testing.T, what string, ok func(slot int) bool) int {
+	t.Helper()
+	for slot := range cluster.Slots {
+		if ok(slot) {
+			return slot
+		}
 	}
-	require.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" d "+strconv.Itoa(slot), released(), "before the forget: ASK d")
-	n.ForgetLost()
-	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "d is forgotten: released")
+	require.Fail(t, "no slot: "+what)
+	return -1
+}
+
+// releasedTo returns n's answer to RL.PEER RELEASED from for slot.
+func releasedTo(n *Node, from string, slot int) string {
+	w := &nopWriter{}
+	n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte(from), []byte(strconv.Itoa(slot))})
+	return w.last
 }
 
 // testNode is a node named by v's Self, with replicas, no lease, and fw as
@@ -246,34 +233,24 @@ func testNode(t *testing.T, cur *atomic.Pointer[cluster.View], fw cluster.Forwar
 // asker the owner released the slot.
 func TestReleasedAsksTheBackup(t *testing.T) {
 	v := viewOf(t, 1, []string{"x", "r", "b"})
-	slot := -1
-	for s := range cluster.Slots {
-		if ru, ok := v.Table.RunnerUp(s); ok && ru.Name == "b" && v.Table.Owner(s).Name == "r" {
-			slot = s
-			break
-		}
-	}
-	require.GreaterOrEqual(t, slot, 0, "a slot r owns and b backs up")
+	slot := slotWhere(t, "a slot r owns and b backs up", func(slot int) bool {
+		ru, ok := v.Table.RunnerUp(slot)
+		return ok && ru.Name == "b" && v.Table.Owner(slot).Name == "r"
+	})
 	v.Members = []cluster.Member{{Node: cluster.Node{Name: "r"}}, {Node: cluster.Node{Name: "x"}}} // b declared dead, pending
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(v)
 	n := testNode(t, &cur, &recorder{})
-	released := func() string {
-		t.Helper()
-		w := &nopWriter{}
-		n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte("r"), []byte(strconv.Itoa(slot))})
-		return w.last
-	}
-	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" b "+strconv.Itoa(slot), released(), "x never held the slot: b holds its copies")
+	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" b "+strconv.Itoa(slot), releasedTo(n, "r", slot), "x never held the slot: b holds its copies")
 	alive := *v2epoch(t, v, 2)
 	alive.Members = append([]cluster.Member{{Node: cluster.Node{Name: "b"}}}, v.Members...)
 	cur.Store(&alive)
 	n.View()
-	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "b alive here: the asker's table has it too, and b answers itself")
+	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "r", slot), "b alive here: the asker's table has it too, and b answers itself")
 	cur.Store(v2epoch(t, v, 3))
 	n.View()
 	n.noteHolder("r", []int{slot})
-	assert.Equal(t, "+"+strconv.Itoa(slot), released(), "x handed the slot to r: released")
+	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "r", slot), "x handed the slot to r: released")
 }
 
 // TestKeptKeysOfAConfirmedDeathReplace: a rejoining node that waits for a
@@ -288,14 +265,7 @@ func TestKeptKeysOfAConfirmedDeathReplace(t *testing.T) {
 	xop := viewOf(t, 1, []string{"x", "o", "p"})
 	xp := viewOf(t, 2, []string{"x", "p"}, "o")
 	back := viewOf(t, 3, []string{"x", "o", "p"})
-	slot := -1
-	for s := range cluster.Slots {
-		if xop.Table.Owner(s).Name == "o" && xp.Table.Owner(s).Name == "x" {
-			slot = s
-			break
-		}
-	}
-	require.GreaterOrEqual(t, slot, 0, "a slot of o's that x takes over at o's death")
+	slot := slotWhere(t, "a slot of o's that x takes over at o's death", func(slot int) bool { return xop.Table.Owner(slot).Name == "o" && xp.Table.Owner(slot).Name == "x" })
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(xop)
 	fw := &recorder{}
@@ -339,13 +309,7 @@ func v2epoch(t *testing.T, v *cluster.View, epoch uint64) *cluster.View {
 // nothing. Before, the import from the returned holder kept nothing.
 func TestLostOwnSlotComesBackKeepingItsKeys(t *testing.T) {
 	v := viewOf(t, 1, []string{"x", "h"})
-	slot := -1
-	for s := range cluster.Slots {
-		if v.Table.Owner(s).Name == "x" {
-			slot = s
-			break
-		}
-	}
+	slot := slotWhere(t, "a slot x owns", func(slot int) bool { return v.Table.Owner(slot).Name == "x" })
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(v)
 	n := testNode(t, &cur, &recorder{})
@@ -374,13 +338,7 @@ func TestLostOwnSlotComesBackKeepingItsKeys(t *testing.T) {
 // nothing. Before, every abandoned handoff dropped them.
 func TestAbandonKeepsTheKeys(t *testing.T) {
 	v := viewOf(t, 1, []string{"x", "r"})
-	slot := -1
-	for s := range cluster.Slots {
-		if v.Table.Owner(s).Name == "r" {
-			slot = s
-			break
-		}
-	}
+	slot := slotWhere(t, "a slot r owns", func(slot int) bool { return v.Table.Owner(slot).Name == "r" })
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(v)
 	n := testNode(t, &cur, &recorder{})
@@ -388,9 +346,7 @@ func TestAbandonKeepsTheKeys(t *testing.T) {
 	n.pushing.Store(true) // as if a push ran: none starts, and the kept marks stay put for the test
 	n.abandon(&Migration{to: r, slots: []int{slot}, first: "reset"}, []int{slot}, cluster.ErrUnreachable)
 	assert.True(t, n.keeps(slot), "its keys are kept for r")
-	w := &nopWriter{}
-	n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte("r"), []byte(strconv.Itoa(slot))})
-	assert.Equal(t, "+"+releaseNone, w.last, "not released: its keys are on their way")
+	assert.Equal(t, "+"+releaseNone, releasedTo(n, "r", slot), "not released: its keys are on their way")
 
 	n.switchMu.Lock()
 	n.ho.unkeep(slot)
