@@ -96,8 +96,10 @@ type aheadReq struct {
 //
 // The arguments of the requests parsed ahead are sliced there and then,
 // into aheadArgs (wire.Parser.NextArgs), and command returns them as they
-// are: the read buffer stays where it is until they have all run (Fill
-// comes after command has returned nil).
+// are. The server reads again only once they have all run (Fill comes
+// after command has returned nil); should a read come first, makeRoom
+// forgets them before it moves the bytes under them, and command parses
+// them again from the buffer.
 func (rc *Conn) ParseAhead(max int) {
 	rc.ahead, rc.aheadArgs, rc.next = rc.ahead[:0], rc.aheadArgs[:0], 0
 	for i := rc.r; i < rc.w && len(rc.ahead) < max; {
@@ -127,6 +129,14 @@ func (rc *Conn) AheadArg(i, j int) []byte {
 
 // dropAhead forgets the requests parsed ahead, which were consumed otherwise.
 func (rc *Conn) dropAhead() { rc.ahead, rc.next = rc.ahead[:0], 0 }
+
+// forgetAhead forgets the requests parsed ahead and not yet run, and the
+// parser's place in the partial request after them, so that command
+// parses them again from rc.r, wherever the buffer then holds them.
+func (rc *Conn) forgetAhead() {
+	rc.dropAhead()
+	rc.p.Restart()
+}
 
 // Command returns the next whole command in the buffer, or nil if there is
 // none. Its arguments point into the buffer and are valid until the next call.
@@ -182,6 +192,9 @@ func (rc *Conn) makeRoom() {
 			rc.curArgs = nil
 		}
 	case len(rc.buf)-rc.w < len(rc.buf)/8:
+		if rc.next < len(rc.ahead) { // their arguments point at bytes about to move
+			rc.forgetAhead()
+		}
 		rc.w = copy(rc.buf, rc.buf[rc.r:rc.w])
 		rc.r = 0
 		if rc.w > len(rc.buf)/2 {

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,4 +46,43 @@ func respCmd(args ...string) string {
 		b += "$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n"
 	}
 	return b
+}
+
+// A read that makes room in the buffer while requests parsed ahead have
+// not all run (the server does not, but nothing else stops it) moves the
+// bytes under their arguments: the connection forgets them and parses them
+// again, so each still runs with its own arguments, whether or not a
+// partial request follows them.
+func TestAheadArgsSurviveACompaction(t *testing.T) {
+	big := respCmd("SET", strings.Repeat("z", 7500), "1")
+	for _, tc := range []struct {
+		name        string
+		first, rest string
+	}{
+		{"whole requests ahead", "", big},
+		{"partial request after them", big[:40], big[40:]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := NewConn(&Guard{}, 1<<20, 0, nil)
+			pad := respCmd("SET", strings.Repeat("p", 7400), "1") // the next requests end near the buffer's end
+			in := pad + respCmd("GET", "aaaa") + respCmd("GET", "bbbb") + tc.first
+			require.Equal(t, len(in), rc.Feed([]byte(in)))
+			args, err := rc.Command()
+			require.NoError(t, err)
+			require.Equal(t, "SET", string(args[0]))
+			rc.ParseAhead(16)
+			require.Equal(t, 2, rc.Ahead())
+			require.Equal(t, len(tc.rest), rc.Feed([]byte(tc.rest))) // Room compacts: the read lands where the GETs were
+			var got []string
+			for {
+				args, err := rc.Command()
+				require.NoError(t, err)
+				if args == nil {
+					break
+				}
+				got = append(got, string(args[0])+" "+string(args[1][:min(len(args[1]), 4)])+" "+strconv.Itoa(len(args[1])))
+			}
+			assert.Equal(t, []string{"GET aaaa 4", "GET bbbb 4", "SET zzzz 7500"}, got)
+		})
+	}
 }
