@@ -34,6 +34,13 @@ const (
 // slots the asker imports: "ASK node slots" (see docs/cluster.md, Safety).
 const ReleasedAsk = "ASK"
 
+// ReleasedKeep, as RL.PEER RELEASED's last argument (from slots KEEP),
+// says the asker waits for the slots keeping its own keys: a rejoin's
+// imports, whose keys are the slots' state unless a handback replaces
+// them. A node that predates it answers PeerRefused, and the asker asks
+// again without it.
+const ReleasedKeep = "KEEP"
+
 // PeerSyncEnds, as RL.PEER SYNC's last argument (drop backed ENDS), says
 // the full sync ends with RL.PEER SYNCED: the backup counts the backed
 // slots' copies as held only then, not at the SYNC, so that a sync cut

@@ -80,10 +80,3 @@ func (n *Node) forgetLost() {
 	n.ho.lostFrom = replica.SlotBits{}
 	n.ho.deadPrev = [cluster.Slots]string{}
 }
-
-// forgone reports whether slot was lost here and is another node's now.
-func (n *Node) forgone(slot int) bool {
-	n.switchMu.Lock()
-	defer n.switchMu.Unlock()
-	return n.ho.forgone.Has(slot)
-}

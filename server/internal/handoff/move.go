@@ -187,7 +187,9 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 	case mine && mode == ModeImporting:
 		if !nv.Table.Has(st.peer.Name) {
 			h.set(slot, nil) // the old owner has gone: serve from what came
-			h.holder[slot] = ""
+			if !n.takeover.Load().Lost(slot) {
+				h.holder[slot] = "" // a lost one keeps it: it comes back with it (lostComeBackLocked)
+			}
 		} else if ru, ok := nv.Table.RunnerUp(slot); ok && st.guess && ru.Name != st.peer.Name && ru.Name != nv.Self {
 			// A joiner whose first view lacked the slot's backup guessed
 			// another node, which sends nothing for it; the backup's DONE

@@ -96,7 +96,7 @@ func (p Probe) ExpireImports() { p.n.expireImports() }
 
 // Released asks node to which of slots it released to this node.
 func (p Probe) Released(to cluster.Node, slots []int) ([]int, map[string][]int, error) {
-	return p.n.released(to, slots)
+	return p.n.released(to, slots, false)
 }
 
 // AskElsewhere acts on an old owner's ASK for slots imported in state st.

@@ -79,7 +79,7 @@ func (n *Node) expireImports() {
 // it has released, and serves those from what came.
 func (n *Node) askReleased(st *SlotState, slots []int) {
 	h := &n.ho
-	released, ask, err := n.released(st.peer, slots)
+	released, ask, err := n.released(st.peer, slots, st.keep)
 	if err != nil {
 		n.log.Debug("cluster: an import's old owner did not say whether it released the slots; waiting on",
 			"from", st.peer.Name, "slots", len(slots), "err", err)
@@ -109,19 +109,26 @@ func (n *Node) askReleased(st *SlotState, slots []int) {
 	}
 }
 
-// released asks to for the slots of slots it has released to this node.
-func (n *Node) released(to cluster.Node, slots []int) ([]int, map[string][]int, error) {
+// released asks to for the slots of slots it has released to this node;
+// keep says this node waits for them keeping its own keys (a rejoin's).
+func (n *Node) released(to cluster.Node, slots []int, keep bool) ([]int, map[string][]int, error) {
 	fw := n.cfg.Mover
 	if fw == nil {
 		fw = n.cfg.Forwarder
 	}
 	self := n.cur.Load().Self
-	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte(self), []byte(formatSlots(slots))}})
+	req := [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte(self), []byte(formatSlots(slots))}
+	if keep {
+		req = append(req, []byte(cluster.ReleasedKeep))
+	}
+	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{req})
 	if err != nil {
 		return nil, nil, err
 	}
 	rep := strings.TrimSpace(string(reps[0]))
 	switch {
+	case keep && strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
+		return n.released(to, slots, false) // a node that predates KEEP: the question without it
 	case strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
 		return slots, nil, nil // a node that predates the question: as before it, served from what came
 	case strings.HasPrefix(rep, "-"):
@@ -144,8 +151,7 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 		x.Out.WriteError(errSyntax)
 		return
 	}
-	from := string(args[2])
-	v := n.View()
+	n.View() // the membership's newer view, if any, with its hooks run
 	if !n.serving() {
 		// Without its lease this node does not know who serves the slots
 		// now (a node cut off, paused, or just back): a third node may
@@ -153,29 +159,45 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 		x.Out.WriteString(releaseNone)
 		return
 	}
-	var out []int
-	var ask map[string][]int
-	kept := false
+	// One table, and the per-slot state its hooks left, decide every
+	// slot: a table switch between the two could pair an old table's
+	// owner with a newer table's holder, deadPrev or kept mark.
+	keep := len(args) > 4 // KEEP: the router checked the word
+	n.switchMu.Lock()
+	out, ask, kept := n.releasedLocked(string(args[2]), slots, keep)
+	n.switchMu.Unlock()
+	if kept {
+		n.pushKept()
+	}
+	x.Out.WriteString(releasedAnswer(out, ask))
+}
+
+// releasedLocked decides peerReleased's slots by the routing view: those
+// released to from, those to ask another node for, and whether any of
+// them is kept here for from (kept.go); keep is the question's KEEP (see
+// lostBack). The caller holds switchMu.
+func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, ask map[string][]int, kept bool) {
+	v := n.cur.Load()
+	askAt := func(node string, slot int) {
+		if ask == nil {
+			ask = map[string][]int{}
+		}
+		ask[node] = append(ask[node], slot)
+	}
 	for _, slot := range slots {
-		holder := n.holderOf(slot)
+		holder := n.ho.holder[slot]
 		if holder != "" && holder != from && holder != v.Self {
-			if ask == nil {
-				ask = map[string][]int{}
-			}
-			ask[holder] = append(ask[holder], slot) // handed on, or never held here: see holder.go
+			askAt(holder, slot) // handed on, or never held here: see holder.go
 			continue
 		}
-		if v.Table.Owner(slot).Name != from || n.forgone(slot) {
-			continue // this node would not have from serve it, or lost it (see lost.go)
+		if v.Table.Owner(slot).Name != from || n.ho.forgone.Has(slot) && !(keep && holder == from) {
+			continue // this node would not have from serve it, or lost it (see lost.go; lostBack)
 		}
-		if dead := n.deadPrevOf(slot, from); dead != "" {
-			if ask == nil {
-				ask = map[string][]int{}
-			}
-			ask[dead] = append(ask[dead], slot) // its state was the dead owner's: see noteDeadPrev
+		if dead := n.deadPrevOfLocked(slot, from); dead != "" {
+			askAt(dead, slot) // its state was the dead owner's: see noteDeadPrev
 			continue
 		}
-		if n.keeps(slot) {
+		if n.ho.kept.Has(slot) {
 			kept = true // its keys are on their way (kept.go)
 			continue
 		}
@@ -185,18 +207,12 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 			}
 		}
 		if ru, ok := v.Table.RunnerUp(slot); ok && n.repl != nil && holder != from && ru.Name != v.Self && ru.Name != from && !isMember(v, ru.Name) {
-			if ask == nil {
-				ask = map[string][]int{}
-			}
-			ask[ru.Name] = append(ask[ru.Name], slot) // neither handed it to from nor its backup: see askTheBackup
+			askAt(ru.Name, slot) // neither handed it to from nor its backup: see askTheBackup
 			continue
 		}
 		out = append(out, slot)
 	}
-	if kept {
-		n.pushKept()
-	}
-	x.Out.WriteString(releasedAnswer(out, ask))
+	return out, ask, kept
 }
 
 // askTheBackup: a node asked RL.PEER RELEASED for a slot that it neither
@@ -215,6 +231,21 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 // it is back (askElsewhere). A backup alive here is the asker's too, and
 // answers for its copies itself (backedUpFor, noteDeadPrev); a node
 // without replicas releases the slot as before.
+
+// lostBack: a node asked RL.PEER RELEASED KEEP for a slot it lost at the
+// asker's confirmed death (it held none of the asker's copies, so it never
+// served the slot: lost.go), and forgone since the asker came back and
+// owns it again, releases it, where it answers any other question for a
+// forgone slot that it still holds it. The slot's holder here is the
+// asker (noteLost), and KEEP says the asker is the process that held the
+// slot's keys, back from a pause or a cut (a rejoin), not a new process
+// whose keys died with the old one, which asks without it; no node served
+// the slot in between, or this node would not have lost it. Without this,
+// the resumed node waited for every such slot until an RL.CLUSTER FORGET
+// (TestRedPausedAtHeal: the runner-ups of n2's slots had forgotten n2's
+// copies at their own rejoins, each lost them at n2's confirmed death,
+// and when n2 resumed each answered its RELEASED that it still held them:
+// 10 of the 30 counting keys -CLUSTERDOWN to the end).
 
 // isMember reports whether v counts name among its alive or leaving
 // members: a table member that is not is declared dead, pending its

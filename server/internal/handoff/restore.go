@@ -274,17 +274,15 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 	}
 }
 
-// deadPrevOf returns the dead owner whose death gave slot to from in this
-// node's table, when this node holds none of from's copies of the slot;
-// "" otherwise, and without replicas (no node holds copies: a dead
-// owner's slot is served from empty state).
-func (n *Node) deadPrevOf(slot int, from string) string {
+// deadPrevOfLocked returns the dead owner whose death gave slot to from
+// in this node's table, when this node holds none of from's copies of the
+// slot; "" otherwise, and without replicas (no node holds copies: a dead
+// owner's slot is served from empty state). The caller holds switchMu.
+func (n *Node) deadPrevOfLocked(slot int, from string) string {
 	if n.repl == nil {
 		return ""
 	}
-	n.switchMu.Lock()
 	dead := n.ho.deadPrev[slot]
-	n.switchMu.Unlock()
 	if dead == "" || dead == from || n.repl.HeldBy(slot, from) {
 		return ""
 	}

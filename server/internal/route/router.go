@@ -309,7 +309,7 @@ func (rt *Router) cmdPeer(x *core.Session, args [][]byte) {
 		rt.ho.PeerDone(x, args)
 	case cluster.IsWord(args[1], cluster.PeerPull) && len(args) == 4:
 		rt.ho.PeerPull(x, args)
-	case cluster.IsWord(args[1], cluster.PeerReleased) && len(args) == 4:
+	case cluster.IsWord(args[1], cluster.PeerReleased) && (len(args) == 4 || len(args) == 5 && cluster.IsWord(args[4], cluster.ReleasedKeep)):
 		rt.ho.PeerReleased(x, args)
 	default:
 		x.Out.WriteError(errPeerAuth)

@@ -1,0 +1,122 @@
+package handoff
+
+import (
+	"io"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/replica"
+	"github.com/rlstore/rlstore/shard"
+)
+
+// TestReleasedToTheRejoinItWasLostFrom: a node that lost a slot at its
+// owner d's confirmed death (it held none of d's copies), and whose table
+// gave the slot back to d when d came back (forgone), releases it to d
+// when d's RL.PEER RELEASED says KEEP (a rejoin: d waits for the slot
+// keeping its own keys, which are its state, since no one served the slot
+// after d stopped: it was lost here). It sends anyone else to d, and releases it
+// to no question without KEEP (a restarted d, whose keys died with its
+// process). TestRedPausedAtHeal: n2, paused, had every slot it owned lost
+// on their runner-ups, whose rejoins at the heal forgot its copies; once
+// resumed it asked each of them every second, and each answered it still
+// held them: 10 of the 30 counting keys down to the end. Before, a
+// forgone slot was never released.
+func TestReleasedToTheRejoinItWasLostFrom(t *testing.T) {
+	v1 := viewOf(t, 1, []string{"x", "d", "r"})
+	v2 := viewOf(t, 2, []string{"x", "r"}, "d")
+	v3 := viewOf(t, 3, []string{"x", "d", "r"})
+	slot := slotWhere(t, "a slot of d's that d's death gives x", func(slot int) bool {
+		return v1.Table.Owner(slot).Name == "d" && v2.Table.Owner(slot).Name == "x" && v3.Table.Owner(slot).Name == "d"
+	})
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v1)
+	n := leaseNode(t, &cur)
+	cur.Store(v2)
+	n.View()
+	require.True(t, n.Takeover().Lost(slot), "x holds none of d's copies: lost")
+	cur.Store(v3)
+	n.View()
+	n.switchMu.Lock()
+	forgone := n.ho.forgone.Has(slot)
+	n.switchMu.Unlock()
+	require.True(t, forgone, "d is back and owns it again: forgone here")
+
+	assert.Equal(t, "+"+releaseNone, releasedTo(n, "d", slot), "without KEEP: d may be a new process, whose keys died")
+	assert.Equal(t, "+"+strconv.Itoa(slot), releasedKeepTo(n, "d", slot), "d's rejoin keeps its keys, the slot's state: released")
+	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" d "+strconv.Itoa(slot), releasedKeepTo(n, "r", slot), "anyone else is sent to d")
+}
+
+// releasedKeepTo returns n's answer to RL.PEER RELEASED from for slot, KEEP.
+func releasedKeepTo(n *Node, from string, slot int) string {
+	w := &nopWriter{}
+	n.peerReleased(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerReleased), []byte(from),
+		[]byte(strconv.Itoa(slot)), []byte(cluster.ReleasedKeep)})
+	return w.last
+}
+
+// leaseNode is testNode with a lease it holds (a node alone in its known
+// set holds it from its first round on): lost slots need one.
+func leaseNode(t *testing.T, cur *atomic.Pointer[cluster.View]) *Node {
+	t.Helper()
+	store, err := shard.New(shard.Config{})
+	require.NoError(t, err)
+	copies, err := shard.New(shard.Config{})
+	require.NoError(t, err)
+	self := cur.Load().Self
+	lease := cluster.NewLease(self, time.Hour)
+	lease.SentAt(lease.Now(), []string{self})
+	require.True(t, lease.ServesAt(lease.Now()), "the lease holds")
+	fw := &recorder{}
+	n, err := New(Config{View: cur.Load, Forwarder: fw, Store: store, Lease: lease,
+		Replicas: &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
+	require.NoError(t, err)
+	return n
+}
+
+// TestLostOwnSlotComesBackWithItsHolder: a rejoining node whose own slot
+// waits for a handback from its runner-up r, keeping its keys, has the
+// slot lost when r's death is confirmed (it holds none of r's copies),
+// and imports it from r, keeping its keys, once r is back: r is the lost
+// slot's holder. TestRedMinorityPausedAtHeal: n4, back from the minority
+// side, waited for its slots from n1, their runner-up, which was paused;
+// n1's death was confirmed, and when n1 resumed n4 answered those slots
+// -CLUSTERDOWN to the end (about 5,000 replies): the hook, ending the
+// import from the dead n1, had also cleared the holder that brings the
+// slot back with n1. Before, it stayed lost until an RL.CLUSTER FORGET.
+func TestLostOwnSlotComesBackWithItsHolder(t *testing.T) {
+	v1 := viewOf(t, 1, []string{"x", "r", "d"})
+	v2 := viewOf(t, 2, []string{"x", "d"}, "r")
+	v3 := viewOf(t, 3, []string{"x", "r", "d"})
+	slot := slotWhere(t, "a slot x owns throughout, r its runner-up", func(slot int) bool {
+		ru, ok := v1.Table.RunnerUp(slot)
+		return ok && ru.Name == "r" && v1.Table.Owner(slot).Name == "x" && v2.Table.Owner(slot).Name == "x"
+	})
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v1)
+	n := leaseNode(t, &cur)
+	n.ho.set(slot, nil) // served here (the first view's import is a joiner's)
+	n.rejoin()
+	st := n.State(slot)
+	require.True(t, st != nil && st.Mode() == ModeImporting && st.keep && st.peer.Name == "r", "the rejoin waits for r, keeping its keys")
+	cur.Store(v2)
+	n.View()
+	require.True(t, n.Takeover().Lost(slot), "r died holding it, and x holds none of r's copies: lost")
+	cur.Store(v3)
+	n.View()
+	st = n.State(slot)
+	require.NotNil(t, st, "r is back: x imports the slot from it")
+	assert.Equal(t, ModeImporting, st.Mode())
+	assert.Equal(t, "r", st.peer.Name)
+	assert.True(t, st.keep, "keeping its keys, as the rejoin did")
+	assert.False(t, n.Takeover().Lost(slot), "no longer lost: the import decides it")
+}
