@@ -106,6 +106,24 @@ var (
 	// gained from a dead owner without its copies is, until the owner is
 	// back (the server's deadPrev). RL_SIM_DEADPREV=0 releases it, as before.
 	simDeadPrev = os.Getenv("RL_SIM_DEADPREV") != "0"
+	// simJoinDeadPrev (RL_SIM_JOINDEADPREV=0 leaves it out): a new
+	// process seeds deadPrev from the members its join shows dead (the
+	// server's seedDeadPrev), and a slot that moves on while this node
+	// imports it keeps its deadPrev. Seed 1508: n4's new process, whose
+	// first table lacked n2 (paused, its death confirmed, holding slot
+	// 8738's state), imported the slot, which then moved to n3's new
+	// process; n4 answered n3's PULL with a DONE without copies, and n3
+	// served the slot from nothing.
+	simJoinDeadPrev = os.Getenv("RL_SIM_JOINDEADPREV") != "0"
+	// simKeptHeld (RL_SIM_KEPTHELD=1) keeps a rejoin's keys as the slot's
+	// state when the slot moves on while the rejoin imports it, whatever
+	// the node's holder record says, as the model did before. The
+	// server's slotChange keeps them only with no holder: a slot lost here
+	// (its holder is the dead old owner) that the rejoin imports has no
+	// keys of its state. Seed 1508, with simJoinDeadPrev: n0 rejoined with
+	// slot 257 lost (n2's, paused), sent its keys (none) to n3 when the slot
+	// moved there, and n3 served it from nothing. A model artifact.
+	simKeptHeld = os.Getenv("RL_SIM_KEPTHELD") == "1"
 	// simShipImports (RL_SIM_SHIPIMPORTS=1) ships the counters of the slots
 	// a node imports as their copies, as the model did before: a rejoin's
 	// keys from before its death, older than what the node that served the
@@ -434,10 +452,14 @@ func (s *sim) rebuild(i int) {
 			if !old.Table.Has(owner) && owner != n.name && prev != n.name && prev != owner {
 				n.returned[slot] = owner
 			}
+			_, importing := n.importing[slot]
+			dp, hasDP := n.deadPrev[slot]
 			switch {
 			case owner == prev:
 			case !tb.Has(prev) && owner != n.name:
 				n.deadPrev[slot] = s.index(prev)
+			case prev == n.name && importing && simJoinDeadPrev && (!hasDP || dp != s.index(owner)):
+				// Never got here: what this node knew of its state stands.
 			default:
 				delete(n.deadPrev, slot)
 			}
@@ -512,7 +534,7 @@ func (s *sim) rebuild(i int) {
 			}
 		case tb.Owner(slot).Name != n.name:
 			delete(n.importing, slot) // another node owns it now
-			if im.keep && simKeptPush {
+			if h, ok := n.holder[slot]; im.keep && simKeptPush && (!ok || h == i || simKeptHeld) {
 				n.kept[slot] = simKeptDied && diedBefore[tb.Owner(slot).Name] // its keys are the slot's state, unless a handback would have replaced them
 			}
 		}
@@ -1459,7 +1481,30 @@ func (s *sim) joinView(i int) {
 		s.logf("%s joins through %s: alive %v", n.name, m.name, n.alive)
 		n.view = nil
 		s.rebuild(i)
+		s.seedDeadPrev(i)
 		return
+	}
+}
+
+// seedDeadPrev is the server's seedDeadPrev: a new process whose join
+// shows members dead records, per slot such a member would own with every
+// known member in the table, that member as the slot's deadPrev, as if it
+// had seen that death.
+func (s *sim) seedDeadPrev(i int) {
+	n := s.nodes[i]
+	if !simJoinDeadPrev {
+		return
+	}
+	var all []Node
+	for _, m := range s.known {
+		all = append(all, Node{Name: m})
+	}
+	full, err := NewTable(0, all)
+	require.NoError(s.t, err)
+	for _, slot := range s.slots {
+		if d := full.Owner(slot).Name; d != n.name && !n.view.Table.Has(d) {
+			n.deadPrev[slot] = s.index(d)
+		}
 	}
 }
 

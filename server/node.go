@@ -204,8 +204,8 @@ type NodeConfig struct {
 	// RESP port; its Cluster holds the options (Secret, OldSecrets,
 	// Redirect, OwnerUnreachable, and Replicas without Ship), and NewNode
 	// fills in the rest from the membership and the pools it makes:
-	// View, Forwarder, Mover, Broadcast, Lease, Forget, Joins, Leave and
-	// Replicas.Ship.
+	// View, Forwarder, Mover, Broadcast, Lease, Forget, Known, Joins, Leave
+	// and Replicas.Ship.
 	Server Config
 	// Gossip is the membership's config; NewNode sets its State and
 	// OnChange to the server.
@@ -277,6 +277,13 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	scfg := cfg.Server
 	cc := *scfg.Cluster
 	cc.View, cc.Broadcast, cc.Lease, cc.Forget = ml.View, ml.Broadcast, ml.Lease(), ml.Forget
+	cc.Known = func() []string {
+		var names []string
+		for _, k := range ml.Known().Members() {
+			names = append(names, k.Name)
+		}
+		return names
+	}
 	cc.Forwarder, cc.Mover = n.wrap(PoolForward, n.Peers), n.wrap(PoolMover, n.Mover)
 	cc.Joins = len(gc.Seeds)+len(gc.Remembered) > 0
 	if cfg.Leaves {

@@ -129,6 +129,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	h.counts = !n.cfg.Joins || h.shared
 	h.noteDeaths(old, nv)
 	h.noteReturns(old, nv)
+	n.seedDeadPrev(nv)
 	h.noteDeadPrev(old, nv)
 	n.noteTakeovers(old, nv)
 	n.waitImportsFromDead(nv)

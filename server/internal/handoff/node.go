@@ -24,6 +24,10 @@ type Config struct {
 	// Joins says the node was started with seeds to join, or members it
 	// remembers (see handoffHook).
 	Joins bool
+	// Known, if set, returns the names of the known member set, dead
+	// members included: a new process records which slots' state the
+	// dead ones may hold (see seedDeadPrev).
+	Known func() []string
 	// Lease, if set, is this node's serving lease (see lease.go). Nil serves always.
 	Lease *cluster.Lease
 	// Replicas, if set, ships this node's changes to each slot's backup

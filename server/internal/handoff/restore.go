@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -268,10 +269,76 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 		case owner == prev:
 		case dead[prev] && owner != nv.Self:
 			h.deadPrev[slot] = prev
+		case prev == nv.Self && h.importing(slot) && h.deadPrev[slot] != owner:
+			// It never came here: what this node knew of its state stands
+			// (a seeded dead owner, see seedDeadPrev), unless its owner is
+			// that member, back.
 		default:
 			h.deadPrev[slot] = ""
 		}
 	}
+}
+
+// importing reports whether this node imports slot.
+func (h *handoff) importing(slot int) bool {
+	st := h.state(slot)
+	return st != nil && st.mode == ModeImporting
+}
+
+// A new process has seen no death: its first table is dealt over the
+// members memberlist shows it alive, and its memory of the cluster starts
+// there. A slot whose owner died before, with its state (paused, or cut
+// off, its backup dead too), is then one this process knows nothing of:
+// as the slot's backup by its table it answered a later owner's PULL with
+// a DONE without copies, and that owner served the slot from nothing (the
+// simulation's seed 1508: n4's new process, whose first table lacked the
+// paused n2, imported n2's slot as its own, and the slot then moved to
+// n3's new process, which pulled it from n4). So each process records, for
+// every member of the known set (which a data dir remembers, and every
+// member sends) that it never had in a table, the slots that member owns
+// in the table of every known member as deadPrev, as if it had seen that
+// member die: it answers no PULL for them without the asker's copies, and
+// answers RELEASED with "ASK" that member (noteDeadPrev). A slot that
+// moves on while this node imports it keeps its mark. The member's
+// return, which moves its slots to it, clears them.
+
+// seedDeadPrev records deadPrev for the known members this process never
+// had in a table, once it shares a table with another member. The caller
+// holds switchMu.
+func (n *Node) seedDeadPrev(nv *cluster.View) {
+	h := &n.ho
+	if n.cfg.Known == nil || n.repl == nil || len(nv.Table.Nodes()) < 2 {
+		return // alone, it knows of no member yet; without replicas no node holds copies
+	}
+	if h.seen == nil {
+		h.seen = map[string]bool{}
+	}
+	for _, m := range nv.Table.Nodes() {
+		h.seen[m.Name] = true
+	}
+	unseen := map[string]bool{}
+	all := slices.Clone(nv.Table.Nodes())
+	for _, name := range n.cfg.Known() {
+		if !h.seen[name] {
+			h.seen[name] = true
+			unseen[name] = true
+			all = append(all, cluster.Node{Name: name})
+		}
+	}
+	if len(unseen) == 0 {
+		return
+	}
+	full, err := cluster.NewTable(0, all)
+	if err != nil {
+		return
+	}
+	for slot := range cluster.Slots {
+		if d := full.Owner(slot).Name; unseen[d] {
+			h.deadPrev[slot] = d
+		}
+	}
+	n.log.Info("cluster: known members this process never saw; their slots' state is theirs until they come back",
+		"members", len(unseen))
 }
 
 // deadPrevOfLocked returns the dead owner whose death gave slot to from

@@ -116,6 +116,9 @@ type handoff struct {
 	// because the slot's owner before died, that dead owner, "" for none
 	// (see noteDeadPrev).
 	deadPrev [cluster.Slots]string
+	// seen are the members this process has had in a table, or recorded
+	// as dead ones it never saw (see seedDeadPrev).
+	seen map[string]bool
 }
 
 // state returns slot's handoff state, nil when it follows the table.

@@ -57,6 +57,9 @@ type ClusterConfig struct {
 	// Forget removes a dead member from the known member set for good
 	// (RL.CLUSTER FORGET); nil refuses the command.
 	Forget func(name string) error
+	// Known returns the names of the known member set (cluster.Known),
+	// dead members included; nil for none (see handoff.Config.Known).
+	Known func() []string
 	// Leave, if set, runs first when the server stops gracefully, by
 	// Shutdown or by the SHUTDOWN command, while it still serves: it hands
 	// this node's slots over and tells the members that it leaves, so
@@ -174,7 +177,7 @@ func New(cfg Config) (*Router, error) {
 		rt.keys = append(rt.keys, cluster.PeerKey(old))
 	}
 	cc := rt.cfg
-	ho, err := handoff.New(handoff.Config{View: cc.View, Forwarder: cc.Forwarder, Mover: cc.Mover, Joins: cc.Joins,
+	ho, err := handoff.New(handoff.Config{View: cc.View, Forwarder: cc.Forwarder, Mover: cc.Mover, Joins: cc.Joins, Known: cc.Known,
 		Lease: cc.Lease, Replicas: cc.Replicas, Store: cfg.Store, Logger: cfg.Logger, Started: cfg.Started, UnixNano: cfg.UnixNano})
 	if err != nil {
 		return nil, err
