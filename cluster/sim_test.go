@@ -124,6 +124,14 @@ var (
 	// slot 257 lost (n2's, paused), sent its keys (none) to n3 when the slot
 	// moved there, and n3 served it from nothing. A model artifact.
 	simKeptHeld = os.Getenv("RL_SIM_KEPTHELD") == "1"
+	// simKeptNoLease (RL_SIM_KEPTNOLEASE=1) lets a node without its lease
+	// take kept keys and PULL answers for slots it serves as its own, as
+	// before: it kept its own keys, and the sender dropped its newer ones
+	// (the server's keepsOwnUnserved refuses them). Seed 1463: n0, resumed
+	// from a pause and not yet aware that a majority declared it dead,
+	// kept 13 of slot 14649 (and 15 of 12336) where n4, which served them
+	// since, pushed 16 (24); n0 served 12336 from 15.
+	simKeptNoLease = os.Getenv("RL_SIM_KEPTNOLEASE") == "1"
 	// simShipImports (RL_SIM_SHIPIMPORTS=1) ships the counters of the slots
 	// a node imports as their copies, as the model did before: a rejoin's
 	// keys from before its death, older than what the node that served the
@@ -217,6 +225,7 @@ const (
 	simCopy     // a replica shipment: the sender's counters of slots the receiver backs up
 	simCopied   // its acknowledgement: the receiver holds the sender's counters as of sent
 	simSeed     // a handoff's old owner's counters of the slots it handed owner, to their backup (RL.PEER SEED)
+	simRefused  // kept keys refused by an owner without its lease (errKeepsOwn): the sender keeps them again
 )
 
 type simMsg struct {
@@ -238,6 +247,7 @@ type simMsg struct {
 	held     bool          // simCopy: the sender holds its lease, so its counters may count as held (a full sync's); otherwise they are deltas on an earlier one
 	owner    int           // simSeed: the node the slots were handed to
 	keep     bool          // simAsk: the asker's rejoin waits for the slots keeping its keys (RL.PEER RELEASED's KEEP)
+	kept     bool          // simDone: kept keys pushed (the server's pushKept), not a PULL's answer
 }
 
 // simCount is a key's counter from a moment (global time) on.
@@ -1064,6 +1074,13 @@ func (s *sim) receive(m simMsg) {
 		n.lease.AnsweredAt(now, from, m.sent, m.granted, m.deaths, s.known)
 		s.confirm(m.to)
 	case simDone:
+		if s.keepsOwnUnserved(m.to, m) {
+			s.logf("%s refuses %v %v from %s: no lease, and it keeps its own keys", n.name, m.slots, m.vals, from)
+			if m.kept {
+				s.send(simMsg{kind: simRefused, from: m.to, to: m.from, slots: m.slots, vals: m.vals, replace: m.replace})
+			}
+			break
+		}
 		s.logf("%s gets done %v %v from %s", n.name, m.slots, m.vals, from)
 		for k, slot := range m.slots {
 			im, importing := n.importing[slot]
@@ -1091,6 +1108,20 @@ func (s *sim) receive(m simMsg) {
 		}
 		if !m.pull && simSeedCopies {
 			s.seedOut(m)
+		}
+	case simRefused: // the server's sendKept: an IMPORT that failed keeps the slots again
+		for k, slot := range m.slots {
+			_, importing := n.importing[slot]
+			if n.view.Table.Owner(slot).Name == n.name || importing {
+				continue // its own again: the table's handoff settles it
+			}
+			n.kept[slot] = m.replace
+			if _, has := n.cnt[slot]; !has && m.vals[k] >= 0 {
+				n.cnt[slot] = m.vals[k]
+			}
+			if h, ok := n.holder[slot]; ok && h == m.from {
+				delete(n.holder, slot)
+			}
 		}
 	case simCopy:
 		for _, slot := range m.drop { // RL.PEER SYNC's drop: whoever's copies they were
@@ -1254,7 +1285,7 @@ func (s *sim) tick(i int) {
 				k[1] = 1
 			}
 			if pushes[k] == nil {
-				pushes[k] = &simMsg{kind: simDone, from: i, to: to, pull: true, replace: n.kept[slot]}
+				pushes[k] = &simMsg{kind: simDone, from: i, to: to, pull: true, replace: n.kept[slot], kept: true}
 			}
 			to2 := k
 			c, ok := n.cnt[slot]
@@ -1497,6 +1528,22 @@ func (s *sim) joinView(i int) {
 		s.seedDeadPrev(i)
 		return
 	}
+}
+
+// keepsOwnUnserved is the server's keepsOwnUnserved: node i, without its
+// lease, refuses a PULL's answer or kept keys (m) of which it would keep
+// its own keys for a slot it serves as its owner, importing nothing.
+func (s *sim) keepsOwnUnserved(i int, m simMsg) bool {
+	n := s.nodes[i]
+	if !m.pull || simKeptNoLease || n.lease.ServesAt(n.local(s.now)) {
+		return false
+	}
+	for _, slot := range m.slots {
+		if _, importing := n.importing[slot]; n.view.Table.Owner(slot).Name == n.name && !importing {
+			return true
+		}
+	}
+	return false
 }
 
 // seedDeadPrev is the server's seedDeadPrev: a new process whose join

@@ -13,8 +13,10 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/replica"
 	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
 )
 
 // TestJoinerSeedsDeadPrevFromKnown: a new process records, for the known
@@ -38,7 +40,9 @@ func TestJoinerSeedsDeadPrevFromKnown(t *testing.T) {
 	})
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(viewOf(t, 2, []string{"x"})) // a new process: alone until it meets the members
-	n := joinerNode(t, &cur, func() []string { return []string{"c", "d", "r", "x"} })
+	n := nodeWith(t, &cur, func(c *Config) {
+		c.Joins, c.Known = true, func() []string { return []string{"c", "d", "r", "x"} }
+	})
 	cur.Store(shared)
 	n.View()
 	require.Equal(t, ModeImporting, n.ho.state(slot).Mode(), "x imports the slot its first shared table gives it")
@@ -56,18 +60,74 @@ func TestJoinerSeedsDeadPrevFromKnown(t *testing.T) {
 	assert.Empty(t, n.ho.deadPrev[slot], "d is back: its slots' marks go")
 }
 
-// joinerNode is testNode for a process started with seeds, whose known
-// member set known returns.
-func joinerNode(t *testing.T, cur *atomic.Pointer[cluster.View], known func() []string) *Node {
+// nodeWith is testNode with set's changes to its Config.
+func nodeWith(t *testing.T, cur *atomic.Pointer[cluster.View], set func(*Config)) *Node {
 	t.Helper()
 	store, err := shard.New(shard.Config{})
 	require.NoError(t, err)
 	copies, err := shard.New(shard.Config{})
 	require.NoError(t, err)
 	fw := &recorder{}
-	n, err := New(Config{View: cur.Load, Forwarder: fw, Store: store, Joins: true, Known: known,
+	cfg := Config{View: cur.Load, Forwarder: fw, Store: store,
 		Replicas: &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw},
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }}
+	set(&cfg)
+	n, err := New(cfg)
 	require.NoError(t, err)
 	return n
+}
+
+// TestKeptKeysWaitForTheOwnersLease: a node that does not hold its lease
+// refuses an IMPORT of kept keys (mode handback or pull) for a slot it
+// serves as its own, which would keep its own keys; once it holds its
+// lease it takes them as before, filling in only the keys it lacks. The
+// simulation's seed 1463: n0, resumed from a pause and not yet aware that
+// a majority had declared it dead, kept its 13 of slot 14649 where n4,
+// which had served the slot since, pushed 16 and dropped them. Before,
+// the IMPORT was answered OK.
+func TestKeptKeysWaitForTheOwnersLease(t *testing.T) {
+	v := viewOf(t, 2, []string{"x", "r"})
+	key := []byte("kept")
+	slot := cluster.Slot(key)
+	if v.Table.Owner(slot).Name != "x" {
+		v = viewOf(t, 2, []string{"x", "q"})
+		require.Equal(t, "x", v.Table.Owner(slot).Name, "the key's slot is x's")
+	}
+	from := v.Table.Nodes()[0].Name
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(viewOf(t, 1, []string{"x"})) // x served alone, then from joined
+	lease := cluster.NewLease("x", time.Minute)
+	n := nodeWith(t, &cur, func(c *Config) { c.Lease = lease })
+	cur.Store(v)
+	n.View()
+	require.Nil(t, n.ho.state(slot), "x serves the slot as its own")
+	now := time.Now()
+	p := window.Params{Kind: window.KindFixed, Limit: 100, Period: time.Hour}
+	entry := func(used uint64) shard.Entry {
+		return shard.Entry{Key: key, Params: p, State: window.State{uint64(now.UnixNano()), used}}
+	}
+	require.NoError(t, n.store.Import(entry(13), now.UnixNano()))
+	imp := func(mode string) string {
+		w := &nopWriter{}
+		n.peerImport(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerImport), []byte(from),
+			[]byte(mode), []byte(strconv.Itoa(slot)), persistence.AppendEntries(nil, []shard.Entry{entry(16)}, now.UnixNano())})
+		return w.last
+	}
+	used := func() int64 {
+		info, ok := n.store.Get(key, now.UnixNano())
+		require.True(t, ok)
+		return info.Count
+	}
+	for _, mode := range []string{"handback", "pull"} {
+		assert.Equal(t, "-"+errKeepsOwn, imp(mode), "mode %s: x has no lease, and would keep its 13", mode)
+		assert.Equal(t, int64(13), used())
+	}
+
+	known := []string{"x", from}
+	l := lease.Now()
+	lease.SentAt(l, known)
+	lease.AnsweredAt(l, from, l, true, 0, known)
+	require.True(t, n.serving())
+	assert.Equal(t, "+OK", imp("handback"), "x holds its lease: its keys are the slot's state")
+	assert.Equal(t, int64(13), used())
 }

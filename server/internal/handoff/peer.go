@@ -36,6 +36,10 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 		x.Out.WriteError(errNotImporting)
 		return
 	}
+	if pull && n.keepsOwnUnserved(slots) {
+		x.Out.WriteError(errKeepsOwn) // see kept.go
+		return
+	}
 	if pull || reset || core.EqualFold(args[3], "replace") {
 		n.notePulled(from, slots, pull)
 	}
