@@ -117,6 +117,12 @@ func TestPullAnsweredOnlyWithCopies(t *testing.T) {
 	assert.Empty(t, backed, "keys x keeps for r go by their own push (kept.go), not a DONE without them (seed 500)")
 	n.switchMu.Lock()
 	n.ho.unkeep(fresh)
+	n.ho.forgone[fresh/64] |= 1 << (fresh % 64)
+	n.switchMu.Unlock()
+	_, backed = n.backedUpFor("r", []int{fresh})
+	assert.Empty(t, backed, "a slot x lost (forgone): its state is elsewhere, no DONE without r's copies")
+	n.switchMu.Lock()
+	n.ho.forgone[fresh/64] &^= 1 << (fresh % 64)
 	n.switchMu.Unlock()
 
 	// r's full sync names the slot as backed here: x holds r's copies of it.
@@ -349,6 +355,12 @@ func TestAbandonKeepsTheKeys(t *testing.T) {
 	assert.Equal(t, "+"+releaseNone, releasedTo(n, "r", slot), "not released: its keys are on their way")
 
 	n.switchMu.Lock()
+	assert.False(t, n.ho.keptReplace.Has(slot), "a handoff in mode reset: its keys go in mode pull")
+	n.ho.unkeep(slot)
+	n.switchMu.Unlock()
+	n.abandon(&Migration{to: r, slots: []int{slot}, first: "replace"}, []int{slot}, cluster.ErrUnreachable)
+	n.switchMu.Lock()
+	assert.True(t, n.ho.keptReplace.Has(slot), "a handback in mode replace: its keys go in mode handback")
 	n.ho.unkeep(slot)
 	n.switchMu.Unlock()
 	n.ho.leaving.Store(true)
