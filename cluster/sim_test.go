@@ -132,6 +132,12 @@ var (
 	// kept 13 of slot 14649 (and 15 of 12336) where n4, which served them
 	// since, pushed 16 (24); n0 served 12336 from 15.
 	simKeptNoLease = os.Getenv("RL_SIM_KEPTNOLEASE") == "1"
+	// simAskForgone (RL_SIM_ASKFORGONE=1) answers RELEASED for a slot that
+	// is both forgone and deadPrev with "ASK" the dead owner, as the model
+	// did before; the server's peerReleased answers nothing for a forgone
+	// slot before it looks at deadPrev (the session's review, N1). Both
+	// release nothing.
+	simAskForgone = os.Getenv("RL_SIM_ASKFORGONE") == "1"
 	// simShipImports (RL_SIM_SHIPIMPORTS=1) ships the counters of the slots
 	// a node imports as their copies, as the model did before: a rejoin's
 	// keys from before its death, older than what the node that served the
@@ -1160,6 +1166,9 @@ func (s *sim) receive(m simMsg) {
 				}
 				ask[h] = append(ask[h], slot)
 				continue
+			}
+			if !simAskForgone && (n.view.Table.Owner(slot).Name != from || n.forgone[slot]) {
+				continue // the server's peerReleased: not from's by its table, or lost here; no answer
 			}
 			if d, ok := n.deadPrev[slot]; simDeadPrev && ok && d != m.from && n.view.Table.Owner(slot).Name == from && n.copyFrom[slot] != from {
 				if ask == nil {
