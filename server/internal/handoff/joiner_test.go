@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"strconv"
@@ -130,4 +131,67 @@ func TestKeptKeysWaitForTheOwnersLease(t *testing.T) {
 	require.True(t, n.serving())
 	assert.Equal(t, "+OK", imp("handback"), "x holds its lease: its keys are the slot's state")
 	assert.Equal(t, int64(13), used())
+}
+
+// refuser is a Forwarder whose RL.PEER IMPORT answers the shard's key
+// limit's error, as a node at --max-keys does; it counts them.
+type refuser struct{ imports atomic.Int32 }
+
+func (f *refuser) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
+	reps := make([][]byte, len(cmds))
+	for i, args := range cmds {
+		reps[i] = []byte("+OK\r\n")
+		if string(args[1]) == cluster.PeerImport {
+			f.imports.Add(1)
+			reps[i] = []byte("-ERR import: shard: key or memory limit reached\r\n")
+		}
+	}
+	return reps, nil
+}
+
+func (f *refuser) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }
+
+// TestKeptKeysBackOffFromARefusingOwner: kept keys that a reachable owner
+// refuses are not sent again at each of its RELEASED questions, but after
+// a back-off that doubles; after keptTries refusals they are dropped, and
+// the slot is released, served from what the owner has. The session's
+// review (R3): an IMPORT answered with the key limit's error was sent
+// again, all of it, at every question, once a second, and the keys were
+// kept for as long as the owner refused them. Before, no back-off nor
+// bound.
+func TestKeptKeysBackOffFromARefusingOwner(t *testing.T) {
+	v := viewOf(t, 1, []string{"x", "r"})
+	slot := slotWhere(t, "a slot r owns", func(slot int) bool { return v.Table.Owner(slot).Name == "r" })
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	fw := &refuser{}
+	n := nodeWith(t, &cur, func(c *Config) { c.Forwarder = fw })
+	n.switchMu.Lock()
+	n.ho.refusals.base, n.ho.refusals.tries = time.Hour, 3
+	n.switchMu.Unlock()
+	r, _ := v.Table.Node("r")
+	n.abandon(&Migration{to: r, slots: []int{slot}, first: "reset"}, []int{slot}, cluster.ErrUnreachable)
+	require.Eventually(t, func() bool { return fw.imports.Load() == 1 && n.keeps(slot) && !n.pushing.Load() },
+		5*time.Second, time.Millisecond, "the first push, refused: the keys are kept")
+	for range 5 {
+		assert.Equal(t, "+"+releaseNone, releasedTo(n, "r", slot), "not released while its keys are kept")
+	}
+	require.Eventually(t, func() bool { return !n.pushing.Load() }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, int32(1), fw.imports.Load(), "no push during the back-off")
+
+	n.switchMu.Lock()
+	n.ho.refusals.base = time.Millisecond
+	c := n.ho.refusals.by["r"]
+	c.next = time.Time{}
+	n.ho.refusals.by["r"] = c
+	n.switchMu.Unlock()
+	require.Eventually(t, func() bool {
+		if !n.pushing.Load() && !n.keeps(slot) {
+			return true // a push ran to its end and kept nothing (a push under way takes them)
+		}
+		n.pushKept()
+		return false
+	}, 5*time.Second, time.Millisecond, "given up after the third refusal")
+	assert.Equal(t, int32(3), fw.imports.Load())
+	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "r", slot), "released: r serves the slot from what it has")
 }

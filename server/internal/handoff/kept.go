@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"errors"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -104,7 +105,7 @@ func (n *Node) pushKept() {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		for k, slots := range n.takeKept() {
+		for k, slots := range n.takeKept(time.Now()) {
 			n.sendKept(k.to, slots, k.mode)
 		}
 	}()
@@ -117,8 +118,9 @@ type keptFor struct {
 }
 
 // takeKept clears the kept slots that another node owns by the table and
-// that no handoff moves, and returns them by owner and mode.
-func (n *Node) takeKept() map[keptFor][]int {
+// that no handoff moves, unless that owner's refusals hold them back at
+// now, and returns them by owner and mode.
+func (n *Node) takeKept(now time.Time) map[keptFor][]int {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
 	v := n.cur.Load()
@@ -128,7 +130,7 @@ func (n *Node) takeKept() map[keptFor][]int {
 			continue
 		}
 		owner := v.Table.Owner(slot)
-		if owner.Name == v.Self || n.ho.state(slot) != nil {
+		if owner.Name == v.Self || n.ho.state(slot) != nil || n.ho.refusals.waits(owner.Name, now) {
 			continue
 		}
 		k := keptFor{to: owner, mode: "pull"}
@@ -142,20 +144,22 @@ func (n *Node) takeKept() map[keptFor][]int {
 }
 
 // sendKept sends to the kept keys of slots as a PULL's answer, then drops
-// them; slots whose owner did not take them are kept again.
+// them; slots whose owner did not take them are kept again, unless the
+// owner refused them too often (see keptRefusals).
 func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 	keys, _, err := n.copyFrom(n.store, to, slots, true, mode)
 	if err != nil && err.Error() == errNotImporting {
 		err = nil // it imports none of them: a handoff brought them
 	}
 	n.switchMu.Lock()
+	wait, give := n.ho.refusals.note(to.Name, err, time.Now())
 	v := n.cur.Load()
 	var gone []int
 	for _, slot := range slots {
 		switch {
 		case v.Table.Owner(slot).Name == v.Self || n.ho.state(slot) != nil:
 			// Its own again, or moving: the table's handoff settles it.
-		case err != nil:
+		case err != nil && !give:
 			n.ho.keep(slot)
 			if mode == "handback" {
 				n.ho.keptReplace[slot/64] |= 1 << (slot % 64)
@@ -165,14 +169,90 @@ func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 		}
 	}
 	n.switchMu.Unlock()
-	if err != nil {
+	switch {
+	case give:
+		n.dropSlots(replica.SlotSet(gone))
+		n.log.Error("cluster: a slot's owner refused the keys this node kept for it too often; dropping them, the owner serves the slots from what it has",
+			"to", to.Name, "slots", len(gone), "refusals", keptTries, "err", err)
+		return
+	case err != nil:
+		if wait > 0 {
+			time.AfterFunc(wait, n.pushKept)
+		}
 		n.log.Warn("cluster: could not send a slot's owner the keys this node kept for it; trying again later",
-			"to", to.Name, "slots", len(slots), "err", err)
+			"to", to.Name, "slots", len(slots), "err", err, "back_off", wait)
 		return
 	}
 	n.dropSlots(replica.SlotSet(gone))
 	n.noteHolder(to.Name, gone)
 	n.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys)
+}
+
+// A reachable owner that refuses kept keys (an error of its own, such as
+// shard.ErrFull once it reaches --max-keys or --maxmemory) was asked again
+// at each of its RELEASED questions, once a second, each time with every
+// key of the slots, and served them as down for as long as it refused. So
+// such refusals back off, keptRetry doubling up to keptTries of them
+// (about half a minute in all); then this node drops the keys, as a
+// handoff abandoned after migrateWait did before it kept them, and the
+// owner's next RELEASED question finds the slots released, served from
+// what the owner has: a loss, logged. A transport error (the owner cut off
+// or restarting) and an owner without its lease (errKeepsOwn) neither
+// count nor back off: the keys wait for it, as ever.
+
+// Bounds of the kept keys' refusals.
+const (
+	keptRetry = time.Second // the back-off after an owner's first refusal, doubled at each next one
+	keptTries = 6           // refusals after which the keys are dropped
+)
+
+// keptRefusals are the refusals of kept keys per owner. Guarded by
+// Node.switchMu.
+type keptRefusals struct {
+	base  time.Duration // keptRetry, unless a test sets it
+	tries int           // keptTries, unless a test sets it
+	by    map[string]keptRefused
+}
+
+// keptRefused is an owner's refusals in a row, and when the next push to
+// it may go.
+type keptRefused struct {
+	n    int
+	next time.Time
+}
+
+// waits reports whether pushes to owner wait at now.
+func (r *keptRefusals) waits(owner string, now time.Time) bool {
+	return now.Before(r.by[owner].next)
+}
+
+// note records err, a push's outcome at now to owner, and returns how long
+// the next push waits, and whether to give the keys up.
+func (r *keptRefusals) note(owner string, err error, now time.Time) (time.Duration, bool) {
+	if err == nil {
+		delete(r.by, owner)
+		return 0, false
+	}
+	if errors.Is(err, cluster.ErrUnreachable) || err.Error() == errKeepsOwn {
+		return 0, false
+	}
+	base, tries := r.base, r.tries
+	if base == 0 {
+		base, tries = keptRetry, keptTries
+	}
+	c := r.by[owner]
+	c.n++
+	if c.n >= tries {
+		delete(r.by, owner)
+		return 0, true
+	}
+	wait := base << (c.n - 1)
+	c.next = now.Add(wait)
+	if r.by == nil {
+		r.by = map[string]keptRefused{}
+	}
+	r.by[owner] = c
+	return wait, false
 }
 
 // keeps reports whether this node keeps slot's keys for its owner.

@@ -119,6 +119,8 @@ type handoff struct {
 	// seen are the members this process has had in a table, or recorded
 	// as dead ones it never saw (see seedDeadPrev).
 	seen map[string]bool
+	// refusals are, per slot owner, its refusals of kept keys (kept.go).
+	refusals keptRefusals
 }
 
 // state returns slot's handoff state, nil when it follows the table.
