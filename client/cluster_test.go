@@ -25,8 +25,9 @@ func startCluster(t *testing.T, n int) []string {
 	return addrs
 }
 
-// startClusterProcs is startCluster that also returns the processes.
-func startClusterProcs(t *testing.T, n int) ([]*rlstoretest.Proc, []string) {
+// startClusterProcs is startCluster that also returns the processes, each
+// started with extra after the flags it sets (a later flag wins).
+func startClusterProcs(t *testing.T, n int, extra ...string) ([]*rlstoretest.Proc, []string) {
 	t.Helper()
 	var procs []*rlstoretest.Proc
 	var addrs []string
@@ -37,7 +38,7 @@ func startClusterProcs(t *testing.T, n int) ([]*rlstoretest.Proc, []string) {
 		if seed != "" {
 			args = append(args, "--join", seed)
 		}
-		p := rlstoretest.Start(t, rlstoreBin, nil, args...)
+		p := rlstoretest.Start(t, rlstoreBin, nil, append(args, extra...)...)
 		procs = append(procs, p)
 		if seed == "" {
 			seed = p.WaitLog(t, gossipAddr)[1]

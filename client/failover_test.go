@@ -89,15 +89,19 @@ func waitSize(t *testing.T, addrs []string, n int) time.Time {
 
 // TestClusterClientAfterKill: with ClusterOptions' settings, a go-redis
 // ClusterClient sends a killed node's slots to their new owners within a
-// second of the survivors' failure detection. Before detection they fail
-// (the client dials the dead address); with go-redis's defaults they
-// failed for a minute after it (issue 27: 4,072 errors in 60 s).
+// second of the survivors' serving them (failure detection, then the
+// takeover's wait). Before then they fail (the client dials the dead
+// address); with go-redis's defaults they failed for a minute after it
+// (issue 27: 4,072 errors in 60 s). The nodes run at the default
+// --cluster-timing, as users run them.
 func TestClusterClientAfterKill(t *testing.T) {
 	clusterClientAfterKill(t, client.ClusterOptions)
 }
 
 func clusterClientAfterKill(t *testing.T, options func(...string) *redis.ClusterOptions) {
-	procs, addrs := startClusterProcs(t, 3)
+	procs, addrs := startClusterProcs(t, 3, "--cluster-timing", "lan")
+	waitSettled(t, addrs)
+	probe := keyOf(t, addrs[0], addrs[1])
 	rdb := redis.NewClusterClient(options(addrs...))
 	t.Cleanup(func() { _ = rdb.Close() })
 	l := startLoad(client.New(rdb))
@@ -105,15 +109,18 @@ func clusterClientAfterKill(t *testing.T, options func(...string) *redis.Cluster
 	procs[1].Kill()
 	killed := time.Now()
 	detected := waitSize(t, []string{addrs[0], addrs[2]}, 2)
+	served := waitServesAll(t, []string{addrs[0], addrs[2]}, probe)
 	l.waitSent(t, 600)
-	require.Eventually(t, func() bool { return time.Since(detected) > 2*time.Second+takeoverWait }, rlstoretest.Deadline, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return time.Since(served) > 2*time.Second }, rlstoretest.Deadline, 10*time.Millisecond)
 	l.waitSent(t, 600)
 	sent, errs, sample := l.end()
-	t.Logf("%d decisions; detection took %v; %d failed %v", sent, detected.Sub(killed).Round(time.Millisecond), len(errs), sample)
+	t.Logf("%d decisions; detection took %v, serving %s's slots %v; %d failed %v", sent, detected.Sub(killed).Round(time.Millisecond),
+		probe, served.Sub(killed).Round(time.Millisecond), len(errs), sample)
 	if len(errs) > 0 {
 		last := errs[len(errs)-1]
-		t.Logf("errors from %v to %v after the kill", errs[0].Sub(killed).Round(time.Millisecond), last.Sub(killed).Round(time.Millisecond))
-		assert.WithinDuration(t, detected, last, time.Second+takeoverWait, "the last error, %v after detection", last.Sub(detected))
+		t.Logf("errors from %v to %v after the kill: the last %v after detection, %v after served", errs[0].Sub(killed).Round(time.Millisecond),
+			last.Sub(killed).Round(time.Millisecond), last.Sub(detected).Round(time.Millisecond), last.Sub(served).Round(time.Millisecond))
+		assert.WithinDuration(t, served, last, time.Second, "the last error, %v after the survivors served", last.Sub(served))
 	}
 }
 
@@ -125,7 +132,7 @@ func TestClusterClientAfterLeave(t *testing.T) {
 }
 
 func clusterClientAfterLeave(t *testing.T, options func(...string) *redis.ClusterOptions) {
-	procs, addrs := startClusterProcs(t, 3)
+	procs, addrs := startClusterProcs(t, 3, "--cluster-timing", "lan")
 	rdb := redis.NewClusterClient(options(addrs...))
 	t.Cleanup(func() { _ = rdb.Close() })
 	l := startLoad(client.New(rdb))
@@ -137,9 +144,3 @@ func clusterClientAfterLeave(t *testing.T, options func(...string) *redis.Cluste
 	t.Logf("%d decisions across the leave; %d failed %v", sent, len(errs), sample)
 	assert.Zero(t, len(errs), "errors while a node left gracefully")
 }
-
-// takeoverWait is how long the survivors wait, after they declare a member
-// dead, before they serve its slots (cluster.Lease.TakeoverWait: 1.25 lease
-// terms of 1 s; docs/cluster.md, Safety). Clients can only find a new owner
-// once it serves, so the error window is detection, this wait and 1 s.
-const takeoverWait = 1250 * time.Millisecond
