@@ -184,7 +184,28 @@ var (
 	// at the first ask. TestRedPausedAtHeal: n2's slots stayed down to the
 	// end, every runner-up answering that it still held them.
 	simLostBack = os.Getenv("RL_SIM_LOSTBACK") != "0"
+	// simLostRefuses (RL_SIM_LOSTREFUSES=0 leaves it out): a node refuses
+	// a PULL's answer or kept keys (IMPORT mode pull or handback, then
+	// DONE) that cover a slot it has lost and does not import, whose
+	// holder is another node (the server's takeSlots): it took the keys
+	// but kept the slot lost, and once the table moved the slot on it
+	// forwent it, pointing the new owner at the dead holder, which
+	// released it; the sender had dropped its keys (TestRedMinorityPausedAtHeal:
+	// n4 pushed its kept keys of chunk 789-809 to n2, which had the chunk
+	// lost with holder n1; n1 released it to n4, which served it from
+	// nothing: 21-23 of 20). Refused, the sender keeps its keys (simRefused).
+	simLostRefuses = os.Getenv("RL_SIM_LOSTREFUSES") != "0"
 )
+
+// lostElsewhere reports whether node i has slot lost, not imported, with
+// another holder than node from: it refuses from's PULL answer or kept
+// keys for it (simLostRefuses).
+func (s *sim) lostElsewhere(i, slot, from int) bool {
+	n := s.nodes[i]
+	_, importing := n.importing[slot]
+	h, ok := n.holder[slot]
+	return simLostRefuses && n.tk.Lost(slot) && !importing && ok && h != from
+}
 
 // simCounts counts, over a test's schedules, the rejoins and what the
 // proof of an unconfirmed death did (logged at the end).
@@ -1080,8 +1101,8 @@ func (s *sim) receive(m simMsg) {
 		n.lease.AnsweredAt(now, from, m.sent, m.granted, m.deaths, s.known)
 		s.confirm(m.to)
 	case simDone:
-		if s.keepsOwnUnserved(m.to, m) {
-			s.logf("%s refuses %v %v from %s: no lease, and it keeps its own keys", n.name, m.slots, m.vals, from)
+		if s.keepsOwnUnserved(m.to, m) || m.pull && slices.ContainsFunc(m.slots, func(slot int) bool { return s.lostElsewhere(m.to, slot, m.from) }) {
+			s.logf("%s refuses %v %v from %s: no lease, and it keeps its own keys; or a slot lost here, held elsewhere", n.name, m.slots, m.vals, from)
 			if m.kept {
 				s.send(simMsg{kind: simRefused, from: m.to, to: m.from, slots: m.slots, vals: m.vals, replace: m.replace})
 			}

@@ -233,7 +233,7 @@ func (r *keptRefusals) note(owner string, err error, now time.Time) (time.Durati
 		delete(r.by, owner)
 		return 0, false
 	}
-	if errors.Is(err, cluster.ErrUnreachable) || err.Error() == errKeepsOwn {
+	if errors.Is(err, cluster.ErrUnreachable) || err.Error() == errKeepsOwn || err.Error() == errLostElsewhere {
 		return 0, false
 	}
 	base, tries := r.base, r.tries

@@ -40,6 +40,10 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 		x.Out.WriteError(errKeepsOwn) // see kept.go
 		return
 	}
+	if pull && n.lostElsewhere(from, slots) {
+		x.Out.WriteError(errLostElsewhere) // see holder.go
+		return
+	}
 	if pull || reset || core.EqualFold(args[3], "replace") {
 		n.notePulled(from, slots, pull)
 	}
@@ -239,6 +243,9 @@ func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
 		// imports (before, one such slot refused the whole answer).
 		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && st.peer.Name != from && !n.ho.pulled[from].Has(slot) {
 			return nil, "ERR slot " + strconv.Itoa(slot) + " is imported from " + st.peer.Name + " here"
+		}
+		if n.ho.pulled[from].Has(slot) && n.lostElsewhereLocked(from, slot) {
+			return nil, errLostElsewhere // see lostElsewhereLocked
 		}
 	}
 	pulled := n.ho.pulled[from]

@@ -120,3 +120,47 @@ func TestLostOwnSlotComesBackWithItsHolder(t *testing.T) {
 	assert.True(t, st.keep, "keeping its keys, as the rejoin did")
 	assert.False(t, n.Takeover().Lost(slot), "no longer lost: the import decides it")
 }
+
+// TestLostSlotRefusesAnotherNodesKeys: a node that has a slot lost, with
+// its dead old owner h as holder, refuses kept keys or a PULL's answer for
+// it from another node k (the DONE that follows IMPORT mode pull), so
+// that k keeps them; from h it takes them, and the loss ends.
+// TestRedMinorityPausedAtHeal: n2 took n4's kept keys of chunk 789-809
+// and kept the chunk lost (holder n1); when the table gave the chunk to n4
+// again n2 forwent it and answered n4 "ASK n1", and n1, which never held
+// it, released it: n4 had dropped its keys and served the chunk from
+// nothing, 21 to 23 of 20. Before, the keys were taken.
+func TestLostSlotRefusesAnotherNodesKeys(t *testing.T) {
+	v1 := alive(viewOf(t, 1, []string{"x", "h", "k"}))
+	v2 := alive(viewOf(t, 2, []string{"x", "k"}, "h"))
+	slot := slotWhere(t, "a slot of h's that h's death gives x", func(slot int) bool {
+		return v1.Table.Owner(slot).Name == "h" && v2.Table.Owner(slot).Name == "x"
+	})
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v1)
+	n := leaseNode(t, &cur)
+	cur.Store(v2)
+	n.View()
+	require.True(t, n.Takeover().Lost(slot), "x holds none of h's copies: lost")
+	require.Equal(t, "h", n.holderOf(slot))
+
+	n.notePulled("k", []int{slot}, true)
+	_, err := n.takeSlots("k", []int{slot})
+	assert.Equal(t, errLostElsewhere, err, "k's keys are refused: k keeps them")
+	assert.True(t, n.lostElsewhere("k", []int{slot}), "an IMPORT pull from k is refused too")
+	assert.True(t, n.Takeover().Lost(slot))
+
+	cur.Store(alive(viewOf(t, 3, []string{"x", "h", "k"})))
+	n.View() // h is back: the table gives it the slot again, forgone here
+	n.notePulled("h", []int{slot}, true)
+	_, err = n.takeSlots("h", []int{slot})
+	assert.Empty(t, err, "the holder's own keys are taken")
+}
+
+// alive makes every member of v's table a member of v (alive).
+func alive(v *cluster.View) *cluster.View {
+	for _, m := range v.Table.Nodes() {
+		v.Members = append(v.Members, cluster.Member{Node: m})
+	}
+	return v
+}
