@@ -195,3 +195,47 @@ func TestKeptKeysBackOffFromARefusingOwner(t *testing.T) {
 	assert.Equal(t, int32(3), fw.imports.Load())
 	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "r", slot), "released: r serves the slot from what it has")
 }
+
+// TestHandbacksReplaceUntilTheMemberIsGone: with a lease, a node that
+// handed a member's slots back in mode replace still hands it slots in
+// mode replace later (a handoff to a third node that the member's return
+// re-aims at it), until the member is gone again. The simulation's seed
+// 4052: n4's handoff of slot 12850 to n1, refused once n0 came back, went
+// to n0 in mode reset, the first handback having forgotten n0's death, and
+// n0, not yet aware of it, kept its older keys. Before, the first handback
+// forgot the death.
+func TestHandbacksReplaceUntilTheMemberIsGone(t *testing.T) {
+	all := viewOf(t, 2, []string{"x", "r", "d"})
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(viewOf(t, 1, []string{"x"}))
+	lease := cluster.NewLease("x", time.Minute)
+	n := nodeWith(t, &cur, func(c *Config) { c.Lease, c.Replicas = lease, nil })
+	known := []string{"d", "r", "x"}
+	l := lease.Now()
+	lease.SentAt(l, known)
+	lease.AnsweredAt(l, "r", l, true, 0, known)
+	require.True(t, n.serving())
+	cur.Store(all)
+	n.View()
+	cur.Store(viewOf(t, 3, []string{"x", "r"}, "d"))
+	n.View()
+	cur.Store(viewOf(t, 4, []string{"x", "r", "d"}))
+	n.View()
+	n.moves.Wait()
+	slot := slotWhere(t, "a slot d owns", func(slot int) bool { return all.Table.Owner(slot).Name == "d" })
+	d, _ := all.Table.Node("d")
+	n.switchMu.Lock()
+	_, died := n.ho.died["d"]
+	n.startMigration(d, []int{slot}) // as settle re-aims a slot at d
+	first := n.ho.state(slot).mg.first
+	n.switchMu.Unlock()
+	n.moves.Wait()
+	assert.True(t, died, "d's death is remembered after its first handback")
+	assert.Equal(t, "replace", first)
+
+	n.switchMu.Lock()
+	n.ho.noteDeaths(all, &cluster.View{Self: "x", Table: all.Table, Gone: []cluster.Member{{Node: d, State: cluster.StateLeft}}})
+	_, died = n.ho.died["d"]
+	n.switchMu.Unlock()
+	assert.False(t, died, "d left: forgotten")
+}

@@ -157,7 +157,9 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	for name, slots := range outs {
 		to, _ := nv.Table.Node(name)
 		n.startMigration(to, slots)
-		delete(h.died, name) // it has its slots back: see resume.go
+		if n.lease == nil {
+			delete(h.died, name) // it has its slots back: see resume.go
+		}
 	}
 	n.pullImports(nv, ins) // see restore.go
 	if h.kept != (replica.SlotBits{}) {
