@@ -21,12 +21,15 @@ const (
 //
 //   - Importing (this node is the new owner): the old owner still serves
 //     the slot, so requests go back to it as hopHandoff, whatever hop they
-//     came with; one that comes as hopHandoff from the old owner is its
-//     own, sent after its cut, and is served here. One that comes as
-//     hopHandoff from another node (which forwards by a table naming this
-//     node, or imports the slot itself) is answered errHandedOff: served
-//     here, it was served from nothing while the old owner still held the
-//     slot (TestRedPausedAtHeal: single admissions above the limit).
+//     came with. One that comes as hopHandoff is answered errHandedOff,
+//     whichever node sent it: served here, it was served from nothing
+//     while another node still held the slot (TestRedPausedAtHeal: single
+//     admissions above the limit). The old owner's own requests after its
+//     cut find the slot taken here already (its DONE ends the import
+//     before it cuts); one from the old owner while this node imports is
+//     a relay by its table, which names this node the owner though it
+//     never held the slot (it had handed it to a third node, since paused:
+//     21 of 20 on chunk 789-809, 1.6 s after the heal).
 //   - Copying (this node is the old owner): served here.
 //   - Gated: wait for the cut, then route again.
 //   - Moved: sent to the new owner as hopHandoff; one that came as
@@ -36,10 +39,7 @@ const (
 func (rt *Router) routeMoving(c *Conn, slot int, st *handoff.SlotState) route {
 	switch st.Mode() {
 	case handoff.ModeImporting:
-		switch {
-		case c.hop == hopHandoff && c.peerName == st.Peer().Name:
-			return route{local: true, slot: slot}
-		case c.hop == hopHandoff:
+		if c.hop == hopHandoff {
 			return route{slot: slot, reply: errHandedOff}
 		}
 		return route{slot: slot, owner: st.Peer(), level: hopHandoff, importing: st}
