@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,5 +85,62 @@ func TestAheadArgsSurviveACompaction(t *testing.T) {
 			}
 			assert.Equal(t, []string{"GET aaaa 4", "GET bbbb 4", "SET zzzz 7500"}, got)
 		})
+	}
+}
+
+// Requests read in random pieces, some large enough to make the buffer
+// compact or grow, and run with ParseAhead and Command interleaved at
+// random (ParseAhead only once those parsed ahead have run, as the server
+// calls it), each run with the arguments it was sent: a read that moves
+// the buffer under requests parsed ahead does not change them.
+func TestAheadArgsRandomReads(t *testing.T) {
+	for seed := range int64(100) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		var stream []byte
+		var want [][]string
+		for range 200 {
+			args := make([]string, 1+rng.IntN(5))
+			if rng.IntN(30) == 0 {
+				args = make([]string, MaxAheadArgs+1+rng.IntN(8)) // parsed when it runs
+			}
+			for i := range args {
+				n := rng.IntN(40)
+				if rng.IntN(8) == 0 {
+					n = rng.IntN(6000)
+				}
+				args[i] = strings.Repeat(string(rune('a'+rng.IntN(26))), n)
+			}
+			want = append(want, args)
+			stream = append(stream, respCmd(args...)...)
+		}
+		rc := NewConn(&Guard{}, 1<<20, 0, nil)
+		var got [][]string
+		run := func(n int) {
+			for range n {
+				args, err := rc.Command()
+				require.NoError(t, err, "seed %d", seed)
+				if args == nil {
+					return
+				}
+				req := make([]string, len(args))
+				for i, a := range args {
+					req[i] = string(a)
+				}
+				got = append(got, req)
+			}
+		}
+		for len(stream) > 0 {
+			n := rc.Feed(stream[:min(len(stream), 1+rng.IntN(9000))])
+			stream = stream[n:]
+			if rc.next == len(rc.ahead) && rng.IntN(2) == 0 {
+				rc.ParseAhead(1 + rng.IntN(16))
+			}
+			run(rng.IntN(6))
+		}
+		run(len(want))
+		require.Equal(t, len(want), len(got), "seed %d: requests run", seed)
+		for i := range want {
+			require.Equal(t, want[i], got[i], "seed %d: request %d", seed, i)
+		}
 	}
 }
