@@ -1139,6 +1139,9 @@ func (s *sim) receive(m simMsg) {
 		}
 		if s.thirdOwner(m.to, m) {
 			s.logf("%s refuses done %v %v from %s: a slot is a third node's here", n.name, m.slots, m.vals, from)
+			if !simThirdDrops {
+				s.importBeforeDone(m.to, m)
+			}
 			switch {
 			case m.kept:
 				s.send(simMsg{kind: simRefused, from: m.to, to: m.from, slots: m.slots, vals: m.vals, replace: m.replace})
@@ -1241,8 +1244,10 @@ func (s *sim) receive(m simMsg) {
 				ask[h] = append(ask[h], slot)
 				continue
 			}
-			if !simAskForgone && (n.view.Table.Owner(slot).Name != from || n.forgone[slot]) {
-				continue // the server's peerReleased: not from's by its table, or lost here; no answer
+			h, hok := n.holder[slot]
+			back := m.keep && hok && h == m.from // lost here when from died, and from's rejoin has its keys
+			if !simAskForgone && (n.view.Table.Owner(slot).Name != from || n.forgone[slot] && !back) {
+				continue // the server's releasedLocked: not from's by its table, or lost here (unless back); no answer
 			}
 			if d, ok := n.deadPrev[slot]; simDeadPrev && ok && d != m.from && n.view.Table.Owner(slot).Name == from && n.copyFrom[slot] != from {
 				if ask == nil {
@@ -1250,6 +1255,9 @@ func (s *sim) receive(m simMsg) {
 				}
 				ask[d] = append(ask[d], slot) // cause A: the slot's state was the dead owner's, and this node holds none of from's
 				continue
+			}
+			if _, moving := n.out[slot]; moving && !simAskMoving {
+				continue // the server's peerReleased: a slot it is handing over is served here until its cut
 			}
 			_, kept := n.kept[slot]
 			if h, ok := n.holder[slot]; simAskBackup && n.view.Table.Owner(slot).Name == from && !n.forgone[slot] && !kept && !(ok && h == m.from) {
@@ -1261,8 +1269,6 @@ func (s *sim) receive(m simMsg) {
 					continue
 				}
 			}
-			h, hok := n.holder[slot]
-			back := m.keep && hok && h == m.from // lost here when from died, and from's rejoin has its keys
 			if n.view.Table.Owner(slot).Name == from && (!n.forgone[slot] || back) && !kept {
 				released = append(released, slot)
 			}
@@ -1635,6 +1641,31 @@ func (s *sim) thirdOwner(i int, m simMsg) bool {
 
 var simDoneThird = os.Getenv("RL_SIM_DONETHIRD") == "1"
 
+// importBeforeDone stores at node i the keys of m, a DONE it refuses
+// (thirdOwner), as the server's IMPORT that came before the DONE did
+// (peerImport): a slot it serves as its own keeps its keys and takes only
+// those it lacks, any other takes the sender's. Seed 3983: n1's last
+// handoff of slot 6425 to n4 was refused, the refusal lost in a cut, and
+// n1, its DONE unanswered, sent the slot's requests to n4 and released it
+// to n4's question; the model's n4 had dropped the keys with the DONE and
+// served its older ones, where the server's had stored the last copy.
+// RL_SIM_THIRDDROPS=1 drops them, as before.
+func (s *sim) importBeforeDone(i int, m simMsg) {
+	n := s.nodes[i]
+	for k, slot := range m.slots {
+		if m.vals[k] < 0 {
+			continue
+		}
+		im, importing := n.importing[slot]
+		_, has := n.cnt[slot]
+		if own := n.view.Table.Owner(slot).Name == n.name && (!importing || im.keep && !m.replace); !own || !has {
+			n.cnt[slot] = m.vals[k]
+		}
+	}
+}
+
+var simThirdDrops = os.Getenv("RL_SIM_THIRDDROPS") == "1"
+
 // simNoMoved (RL_SIM_NOMOVED=1): a node answers a PULL for a slot it has
 // just handed over, as the model did before; the server's cut leaves the
 // slot ModeMoved until the next table change, and backedUpFor answers
@@ -1643,6 +1674,15 @@ var simDoneThird = os.Getenv("RL_SIM_DONETHIRD") == "1"
 // and sent again each tick, and between two sends n1 answered n0's PULL
 // for it with a DONE without copies: n0 served its older keys.
 var simNoMoved = os.Getenv("RL_SIM_NOMOVED") == "1"
+
+// simAskMoving (RL_SIM_ASKMOVING=1): a node answers RELEASED for a slot it
+// is handing over (n.out) as for any other, as the model did before; the
+// server's peerReleased skips a slot copying or gated. Seed 3983 (once a
+// refused DONE kept a handoff waiting): n1's handoff of slots 6425 and
+// 6682 to n4 was refused for 6 s (another of its slots was a third
+// node's at n4), and n1 released them to n4's RELEASED question: n4
+// served them from its older keys.
+var simAskMoving = os.Getenv("RL_SIM_ASKMOVING") == "1"
 
 // simDiedGoes (RL_SIM_DIEDGOES=1) forgets a member's confirmed death as
 // a handoff to it starts, as the server did; now the death is forgotten
