@@ -1744,7 +1744,8 @@ func runSim(t *testing.T, seed uint64, steps int, open bool) *sim {
 
 // TestSimulationSafety runs a thousand random schedules (a hundred with
 // -short, fifty under -race, which only slows this single-goroutine
-// arithmetic down; RL_SIM_SCHEDULES and RL_SIM_FIRST pick others), and
+// arithmetic down; RL_SIM_SCHEDULES and RL_SIM_FIRST pick others: CI runs
+// 2000 without -race, .ci/run), and
 // first every seed that once failed (testdata/sim-failing-seeds.txt), each
 // for 60 s of simulated time. After every step no slot may be served by
 // two nodes, and no key may have admitted more than its limit plus the
