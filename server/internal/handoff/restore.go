@@ -253,6 +253,12 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 // gives another node, whose owner in old nv says died, gets that owner;
 // any other change of a slot's owner clears it. The caller holds
 // switchMu.
+//
+// A death counts only from the Gone of the view in which the member left
+// the table, and the membership hands each Gone to one view only
+// (cluster.Membership.rebuild): this relies on every view reaching the
+// hooks, which holds while OnChange runs SwitchTo on the rebuild loop's
+// goroutine before the next rebuild. noteDeaths (died) relies on the same.
 func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 	if old == nil {
 		return
