@@ -31,32 +31,40 @@ import (
 // 1.25 lease terms: docs/cluster.md, Safety), and the client must then
 // decide every key; a leave may fail nothing.
 
-// failoverScripts are the scripts and how to run them.
+// failoverScripts are the scripts and how to run them. stall is how much
+// later than a second after the survivors serve a client may still err
+// after a kill: node-redis 5.9 now and then leaves a command it wrote to
+// the killed node's connection with no reply and no error (its connection
+// gone, the client still ready), and the commands it routes there after
+// it; its script gives each command a 2 s deadline (docs/clients.md), and
+// in one run of ten the last of four such errors came 4.3 s after the
+// survivors served. The client must still decide every key after.
 var failoverScripts = []struct {
-	name string
-	cmd  func(t *testing.T) string
-	file string
+	name  string
+	cmd   func(t *testing.T) string
+	file  string
+	stall time.Duration
 }{
-	{"redis-py RedisCluster", needRedisPy, "redispy_failover.py"},
-	{"ioredis Cluster", needNodeClients, "ioredis_failover.cjs"},
-	{"node-redis createCluster", needNodeClients, "noderedis_failover.cjs"},
+	{"redis-py RedisCluster", needRedisPy, "redispy_failover.py", 0},
+	{"ioredis Cluster", needNodeClients, "ioredis_failover.cjs", 0},
+	{"node-redis createCluster", needNodeClients, "noderedis_failover.cjs", 10 * time.Second},
 }
 
 var scriptsDir = filepath.Join("..", "server", "testdata")
 
 func TestScriptClusterClientsAfterKill(t *testing.T) {
 	for _, sc := range failoverScripts {
-		t.Run(sc.name, func(t *testing.T) { scriptFailover(t, false, sc.cmd(t), sc.file) })
+		t.Run(sc.name, func(t *testing.T) { scriptFailover(t, false, sc.cmd(t), sc.file, sc.stall) })
 	}
 }
 
 func TestScriptClusterClientsAfterLeave(t *testing.T) {
 	for _, sc := range failoverScripts {
-		t.Run(sc.name, func(t *testing.T) { scriptFailover(t, true, sc.cmd(t), sc.file) })
+		t.Run(sc.name, func(t *testing.T) { scriptFailover(t, true, sc.cmd(t), sc.file, 0) })
 	}
 }
 
-func scriptFailover(t *testing.T, leave bool, name, file string) {
+func scriptFailover(t *testing.T, leave bool, name, file string, stall time.Duration) {
 	procs, addrs := startClusterProcs(t, 3, "--cluster-timing", "lan")
 	waitSettled(t, addrs)
 	probe := keyOf(t, addrs[0], addrs[1])
@@ -71,7 +79,7 @@ func scriptFailover(t *testing.T, leave bool, name, file string) {
 	survivors := []string{addrs[0], addrs[2]}
 	detected := waitSize(t, survivors, 2)
 	served := waitServesAll(t, survivors, probe)
-	fs.waitLine(t, "clean", served.Add(time.Second))
+	fs.waitLine(t, "clean", served.Add(time.Second+stall))
 	sent := fs.stop(t)
 	t.Logf("%d decisions; the survivors saw 2 owners %v after, served %s's slots %v after; %d failed %v",
 		sent, detected.Sub(at).Round(time.Millisecond), probe, served.Sub(at).Round(time.Millisecond), len(fs.errs), fs.sample)
@@ -84,7 +92,7 @@ func scriptFailover(t *testing.T, leave bool, name, file string) {
 		t.Logf("errors from %v to %v after the kill: the last %v after detection, %v after served; the last %q",
 			first.Sub(at).Round(time.Millisecond), last.Sub(at).Round(time.Millisecond),
 			last.Sub(detected).Round(time.Millisecond), last.Sub(served).Round(time.Millisecond), fs.last)
-		assert.WithinDuration(t, served, last, time.Second, "the last error, %v after the survivors served", last.Sub(served))
+		assert.WithinDuration(t, served, last, time.Second+stall, "the last error, %v after the survivors served", last.Sub(served))
 	}
 }
 
@@ -231,7 +239,7 @@ func (sc *script) waitLine(t *testing.T, prefix string, after time.Time) {
 				return
 			}
 		case <-timeout:
-			t.Fatalf("no %q from the script within %v", prefix, rlstoretest.Deadline)
+			t.Fatalf("no %q from the script within %v; %d errors, the last %q", prefix, rlstoretest.Deadline, len(sc.errs), sc.last)
 		}
 	}
 }
