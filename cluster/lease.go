@@ -45,6 +45,7 @@ type Lease struct {
 	fenceAt  map[string]int64    // granter → the send time of the request its latest fences answered
 	heard    map[string]struct{} // members whose answers have come at least once
 	rj       rejoins             // what tells a rejoin after an unconfirmed death: see lease_rejoin.go
+	held     bool                // whether this process has held its lease (see declaredLocked)
 }
 
 // NewLease returns the lease of node self, whose requests a grant keeps
@@ -149,16 +150,22 @@ func (l *Lease) AnsweredAt(now int64, from string, sent int64, granted bool, dea
 // declaredLocked records from's count of this node's deaths. It returns
 // OnDeclaredDead's function, and the counts to acknowledge once it has
 // run, when some member reports a death this node has not acknowledged
-// and this node's lease has run out. A first answer's count is history
-// this process never served through: it is acknowledged at once. A node
-// that holds its lease acknowledges nothing: the member that reported the
-// death goes on refusing it, and no majority can have fenced it (see
-// Grants), or it would not hold its lease.
+// and this node's lease has run out. A first answer's count that comes
+// before this process has held its lease is history it never served
+// through: it is acknowledged at once. One that comes later may be of a
+// death this process served through (it was cut off from that member
+// before it heard it, and a majority confirmed its death meanwhile), and
+// counts as any later answer's: before, it was acknowledged at once, and
+// the process, never rejoining, served its older keys of slots another
+// node had served after it (the simulation's seed 779). A node that holds
+// its lease acknowledges nothing: the member that reported the death goes
+// on refusing it, and no majority can have fenced it (see Grants), or it
+// would not hold its lease.
 func (l *Lease) declaredLocked(now int64, from string, deaths uint32) (func(), map[string]uint32) {
 	_, heard := l.heard[from]
 	l.heard[from] = struct{}{}
 	l.reported[from] = deaths
-	if !heard {
+	if !heard && !l.held {
 		l.ackLocked(now, from, deaths)
 		return nil, nil
 	}
@@ -290,6 +297,9 @@ func (l *Lease) renewLocked(now int64, known []string) {
 		l.from.Store(now + int64(l.TakeoverWait()))
 	}
 	l.deadline.Store(d)
+	if d > now {
+		l.held = true
+	}
 }
 
 // NoteDeath records that member name was declared dead, for Grant's count.

@@ -93,3 +93,32 @@ func TestLeaseStaleFencesExpire(t *testing.T) {
 	l.NoteFencesAt("b", 1000*ms, []string{"x"})
 	assert.True(t, l.ConfirmedAt("x", known, 1100*ms))
 }
+
+// TestLeaseFirstAnswerAfterServing: a member's first answer reports
+// history (deaths of earlier processes) only while this process has not
+// yet held its lease. Once it has, a count in a first answer may be of a
+// death it served through: cut off before it heard that member, it was
+// declared dead and a majority confirmed it, and another node served its
+// slots. Acknowledged at once, it never rejoined and served its older
+// keys (the simulation's seed 779).
+func TestLeaseFirstAnswerAfterServing(t *testing.T) {
+	known := []string{"a", "b", "c", "d", "x"}
+	fresh := NewLease("x", time.Second)
+	rejoined := 0
+	fresh.OnDeclaredDead(func() { rejoined++ })
+	fresh.SentAt(0, known)
+	fresh.AnsweredAt(1*ms, "c", 0, false, 2, known)
+	assert.Zero(t, rejoined, "before its first lease: an earlier process's deaths")
+	assert.Equal(t, uint32(2), fresh.AckFor("c"))
+
+	x := NewLease("x", time.Second)
+	x.OnDeclaredDead(func() { rejoined++ })
+	x.SentAt(0, known)
+	x.AnsweredAt(1*ms, "a", 0, true, 0, known)
+	x.AnsweredAt(1*ms, "b", 0, true, 0, known)
+	require.True(t, x.ValidAt(2*ms), "a, b and x: three of five")
+	x.SentAt(3000*ms, known)
+	x.AnsweredAt(3001*ms, "c", 3000*ms, false, 1, known)
+	assert.Equal(t, 1, rejoined, "its lease ran out and c, first heard now, reports a death: it gives its slots up")
+	assert.Equal(t, uint32(1), x.AckFor("c"))
+}
