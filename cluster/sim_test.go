@@ -521,6 +521,12 @@ func (s *sim) rebuild(i int) {
 			} else if owner == n.name && prev == n.name && !n.tk.Lost(slot) {
 				delete(n.holder, slot)
 			}
+			if im, ok := n.importing[slot]; ok && im.guess && owner == n.name && tb.Has(s.known[im.peer]) && !simNoGuessAim {
+				if ru, ok := tb.RunnerUp(slot); ok && ru.Name != s.known[im.peer] && ru.Name != n.name {
+					im.peer = s.index(ru.Name) // the server's slotChange: a guess follows the slot's backup once the table has it
+					n.importing[slot] = im
+				}
+			}
 		}
 	}
 	now := n.local(s.now)
@@ -969,6 +975,7 @@ type simImport struct {
 	peer  int
 	until int64
 	keep  bool // a rejoin's: a handback that does not replace adds only what the node lacks
+	guess bool // a new process's, from the runner-up of its first table, which may lack the slot's backup (the server's SlotState.guess)
 }
 
 // importOwn marks every slot node i owns as imported from its runner-up,
@@ -1420,7 +1427,7 @@ func (s *sim) tick(i int) {
 				k++
 			}
 			asks[k] = append(asks[k], slot)
-			n.importing[slot] = simImport{peer: im.peer, until: now + int64(simRelease), keep: im.keep && simLostBack}
+			n.importing[slot] = simImport{peer: im.peer, until: now + int64(simRelease), keep: im.keep && simLostBack, guess: im.guess}
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(asks)) {
@@ -1604,7 +1611,13 @@ func (s *sim) fault() {
 			s.start(i)
 			s.logf("%s restarts", nd.name)
 			s.joinView(i)
-			s.pull(i, s.importOwn(i))
+			slots := s.importOwn(i)
+			for _, slot := range slots {
+				im := nd.importing[slot]
+				im.guess = true // the server's importFrom on a first view
+				nd.importing[slot] = im
+			}
+			s.pull(i, slots)
 		}
 	}
 }
@@ -1708,6 +1721,19 @@ var simForgotCounts = os.Getenv("RL_SIM_FORGOTCOUNTS") == "1"
 // handoff to n1 that n0's return refused, in mode reset: n0, not yet
 // aware of its death, kept its older 22 where n4 left 27.
 var simDiedGoes = os.Getenv("RL_SIM_DIEDGOES") == "1"
+
+// simNoGuessAim (RL_SIM_NOGUESSAIM=1): a new process's import from the
+// runner-up of its first table stays with that guess, as the model did
+// before; the server's slotChange aims it at the slot's backup once a
+// later table has one that differs (SlotState.guess). Seed 1028, with a
+// faster takeover (not on main): n1's new process joined while n4, which
+// served 13107, was cut off, and imported it from its guess n0, which
+// released it; n4's kept keys came after the import had ended, to n1
+// without its lease, which refused them (errKeepsOwn) and then served
+// 13107 from 0. The server asks n4, which keeps the slot and never says
+// it released it, and sends its keys as the import's answer. A model
+// artifact.
+var simNoGuessAim = os.Getenv("RL_SIM_NOGUESSAIM") == "1"
 
 // keepsOwnUnserved is the server's keepsOwnUnserved: node i, without its
 // lease, refuses a PULL's answer or kept keys (m) of which it would keep
