@@ -316,6 +316,7 @@ type simNode struct {
 	forgone   map[int]bool   // slots lost here that another node owns now
 	kept      map[int]bool   // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
 	moved     map[int]bool   // slots handed over since the last table change (the server's ModeMoved, see simNoMoved)
+	adopted   map[int]int    // slot → the node that handed it here while this node's table still named that node its owner (the server's ModeAdopted, see simNoAdopt)
 	lostFrom  map[int]int    // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
 	lostOwn   map[int]bool   // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
 	holder    map[int]int    // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
@@ -408,7 +409,7 @@ func (s *sim) start(i int) {
 	n.cnt, n.copies, n.copyFrom, n.forgone, n.kept = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}, map[int]bool{}
 	n.lostFrom, n.holder, n.lostOwn, n.deadPrev = map[int]int{}, map[int]int{}, map[int]bool{}, map[int]int{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
-	n.pending, n.out, n.died, n.moved = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}
+	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.gen++
 	n.fresh, n.former, n.formerUntil = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}
 	for _, m := range s.known {
@@ -453,6 +454,9 @@ func (s *sim) rebuild(i int) {
 			// rejoin's kept slot (its keys are the slot's state unless a
 			// handback replaces them): see the server's slotChange.
 			holds := old.Table.Owner(slot).Name == n.name && (!importing || im.keep && simKeptMoves) && !n.tk.Lost(slot)
+			if a, ok := n.adopted[slot]; ok && !importing && !simNoAdopt {
+				holds = s.known[a] != tb.Owner(slot).Name // the server's slotChange: an adopted slot moves on unless its table names the node that handed it here
+			}
 			if !holds || tb.Owner(slot).Name == n.name {
 				continue
 			}
@@ -510,7 +514,12 @@ func (s *sim) rebuild(i int) {
 			default:
 				delete(n.deadPrev, slot)
 			}
-			if owner == n.name && prev != n.name && tb.Has(prev) {
+			if a, ok := n.adopted[slot]; ok && owner != n.name && owner != s.known[a] {
+				delete(n.adopted, slot) // handed on to its owner now (see the handoffs above)
+			}
+			if _, adopted := n.adopted[slot]; owner == n.name && adopted && !simNoAdopt {
+				delete(n.adopted, slot) // the server's slotChange: the table has caught up with the handoff, served here
+			} else if owner == n.name && prev != n.name && tb.Has(prev) {
 				peer := s.index(prev)
 				if h, ok := n.holder[slot]; simHolder && ok && h != i && tb.Has(s.known[h]) {
 					peer = h // the node it handed the slot to, or imported it from (the server's importFrom)
@@ -1194,6 +1203,9 @@ func (s *sim) receive(m simMsg) {
 			if !n.tk.Lost(slot) {
 				delete(n.holder, slot)
 			}
+			if n.view.Table.Owner(slot).Name != n.name {
+				n.adopted[slot] = m.from // the server's takeSlots: adopted ahead of the table
+			}
 		}
 		if !m.pull && simSeedCopies {
 			s.seedOut(m)
@@ -1734,6 +1746,26 @@ var simDiedGoes = os.Getenv("RL_SIM_DIEDGOES") == "1"
 // it released it, and sends its keys as the import's answer. A model
 // artifact.
 var simNoGuessAim = os.Getenv("RL_SIM_NOGUESSAIM") == "1"
+
+// simNoAdopt (RL_SIM_NOADOPT=1): a DONE that comes before the receiver's
+// table names it the slot's owner leaves nothing behind, as the model did
+// before; the server's takeSlots adopts the slot (ModeAdopted) and its
+// slotChange serves it once the table names this node, or hands it on to
+// the owner a later table names. Seed 1724 (with the takeover from grant
+// ages): n1 handed 12850 to n4 ahead of n4's table, which then imported
+// it from n1 (that had cut it), and when n0 came back, n4 neither handed
+// it over nor held copies for n0's PULL: n0 served it from 0. A model
+// artifact. The model still serves no adopted slot before the table names
+// the node, where the server does: that only serves less. With it, seed
+// 779 reached a gap of the lease's (fixed: a first answer is history only
+// before the process first holds its lease, Lease.declaredLocked): n0's new
+// process (1.2 s) held its lease from n2's and n4's grants and was cut
+// off (1.36 s) before it had heard n1 and n3; they declared it dead and,
+// with n4, confirmed it, and n3 served its slot 4369. At the heal, n1's
+// and n3's first answers reported that death, acknowledged at once as an
+// earlier process's history: n0 never rejoined, got their grants, and
+// served its older keys (13, n3 left 39).
+var simNoAdopt = os.Getenv("RL_SIM_NOADOPT") == "1"
 
 // keepsOwnUnserved is the server's keepsOwnUnserved: node i, without its
 // lease, refuses a PULL's answer or kept keys (m) of which it would keep
