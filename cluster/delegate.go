@@ -25,6 +25,8 @@ const (
 	msgLeaseAck  byte = 5 // its answer
 	msgLeaseReq2 byte = 6 // a request that acknowledges deaths: see lease_msg.go
 	msgLeaseAck2 byte = 7 // its answer, with the members the answering node fences
+	msgLeaseReq3 byte = 8 // the second form's request, answered in the third form
+	msgLeaseAck3 byte = 9 // the second form's answer, with when each fenced member was last granted
 )
 
 // delegate is memberlist's hook into this package. Its methods run on
@@ -62,10 +64,10 @@ func (d delegate) NotifyMsg(b []byte) {
 	switch b[0] {
 	case msgLeaving:
 		d.m.markLeaving(string(b[1:]))
-	case msgLeaseReq, msgLeaseReq2:
-		d.m.answerLease(b[1:], b[0] == msgLeaseReq2)
-	case msgLeaseAck, msgLeaseAck2:
-		d.m.takeAnswer(b[1:], b[0] == msgLeaseAck2)
+	case msgLeaseReq, msgLeaseReq2, msgLeaseReq3:
+		d.m.answerLease(b[1:], leaseForm(b[0]))
+	case msgLeaseAck, msgLeaseAck2, msgLeaseAck3:
+		d.m.takeAnswer(b[1:], leaseForm(b[0]))
 	case msgKnown:
 		if ms, err := ParseKnown(b[1:]); err == nil && d.m.cfg.Known.Merge(ms) {
 			d.m.kickLease()

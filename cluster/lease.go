@@ -34,18 +34,21 @@ type Lease struct {
 	from     atomic.Int64  // and now >= from: TakeoverWait after the lease was renewed from a lapse
 	lapses   atomic.Uint64 // how many times the lease was found expired at a renewal
 
-	mu       sync.Mutex          // guards the fields below
-	granted  map[string]int64    // member → send time of its latest grant
-	reported map[string]uint32   // granter → how many deaths of this node it last reported
-	acked    map[string]uint32   // granter → the count of deaths this node acknowledges to it (see AckFor)
-	onDeath  func()              // see OnDeclaredDead
-	deaths   map[string]uint32   // member → how many times this node saw it declared dead
-	echoed   map[string]uint32   // member → the count of its deaths it last acknowledged here (see Grants)
-	fences   map[string][]string // granter → the members its latest answer said it fences
-	fenceAt  map[string]int64    // granter → the send time of the request its latest fences answered
-	heard    map[string]struct{} // members whose answers have come at least once
-	rj       rejoins             // what tells a rejoin after an unconfirmed death: see lease_rejoin.go
-	held     bool                // whether this process has held its lease (see declaredLocked)
+	mu       sync.Mutex                  // guards the fields below
+	granted  map[string]int64            // member → send time of its latest grant
+	reported map[string]uint32           // granter → how many deaths of this node it last reported
+	acked    map[string]uint32           // granter → the count of deaths this node acknowledges to it (see AckFor)
+	onDeath  func()                      // see OnDeclaredDead
+	deaths   map[string]uint32           // member → how many times this node saw it declared dead
+	echoed   map[string]uint32           // member → the count of its deaths it last acknowledged here (see Grants)
+	fences   map[string][]string         // granter → the members its latest answer said it fences
+	fenceAt  map[string]int64            // granter → the send time of the request its latest fences answered
+	lastBy   map[string]map[string]int64 // granter → fenced member → when, at the latest, granter last granted it (see NoteGrantAgesAt)
+	lastMine map[string]int64            // member → when this node last granted it
+	outAt    map[string]runOut           // member → when its lease has run out for sure, from the death that confirmed it (see ConfirmedAt)
+	heard    map[string]struct{}         // members whose answers have come at least once
+	rj       rejoins                     // what tells a rejoin after an unconfirmed death: see lease_rejoin.go
+	held     bool                        // whether this process has held its lease (see declaredLocked)
 }
 
 // NewLease returns the lease of node self, whose requests a grant keeps
@@ -55,6 +58,7 @@ func NewLease(self string, term time.Duration) *Lease {
 	return &Lease{self: self, term: int64(term), origin: time.Now(),
 		granted: map[string]int64{}, reported: map[string]uint32{}, acked: map[string]uint32{},
 		deaths: map[string]uint32{}, echoed: map[string]uint32{}, fences: map[string][]string{}, fenceAt: map[string]int64{},
+		lastBy: map[string]map[string]int64{}, lastMine: map[string]int64{}, outAt: map[string]runOut{},
 		heard: map[string]struct{}{}, rj: newRejoins()}
 }
 
@@ -207,10 +211,19 @@ func (l *Lease) AckFor(member string) uint32 {
 // the known members fence a member (see Confirmed), the member's lease is
 // renewed no more unless it has first given up serving its slots.
 func (l *Lease) Grants(member string, alive bool, ack uint32) bool {
+	return l.GrantsAt(l.Now(), member, alive, ack)
+}
+
+// GrantsAt is Grants at now, which a grant records (see GrantAges).
+func (l *Lease) GrantsAt(now int64, member string, alive bool, ack uint32) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.echoed[member] = ack
-	return alive && l.deaths[member] == ack
+	ok := alive && l.deaths[member] == ack
+	if ok {
+		l.lastMine[member] = now
+	}
+	return ok
 }
 
 // AppendFenced appends the members this node fences (see Grants), which
@@ -225,6 +238,46 @@ func (l *Lease) AppendFenced(dst []string) []string {
 	}
 	slices.Sort(dst)
 	return dst
+}
+
+// GrantAgesAt returns, for each of fenced (AppendFenced's), how long ago
+// at now this node last granted it: 0 before now, or since this process
+// started when it never did (a member's grants from an earlier process of
+// this node came before this one started). The third form of the lease's
+// answers carries them, so that a node taking a dead member's slots over
+// waits only until that member's lease has run out (see ConfirmedAt).
+func (l *Lease) GrantAgesAt(now int64, fenced []string) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ages := make([]int64, len(fenced))
+	for i, name := range fenced {
+		ages[i] = max(now-l.lastMine[name], 0)
+	}
+	return ages
+}
+
+// NoteGrantAgesAt records, from granter's answer received at recv to the
+// request this node sent at sent, how long ago granter last granted each
+// member it fences (ages, GrantAgesAt's, on granter's clock): the grant
+// came at the latest at recv - age on this node's clock. An answer without
+// ages (ages nil: a build before them) leaves granter's grants unknown.
+// Like NoteFencesAt, an answer to an older request than the latest
+// recorded is ignored; call it before NoteFencesAt.
+func (l *Lease) NoteGrantAgesAt(granter string, sent, recv int64, fenced []string, ages []int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at, ok := l.fenceAt[granter]; ok && sent < at {
+		return
+	}
+	if ages == nil || len(ages) != len(fenced) {
+		delete(l.lastBy, granter)
+		return
+	}
+	last := make(map[string]int64, len(fenced))
+	for i, name := range fenced {
+		last[name] = recv - ages[i]
+	}
+	l.lastBy[granter] = last
 }
 
 // NoteFences records the members granter fences, from its latest answer,
@@ -258,22 +311,47 @@ func (l *Lease) Confirmed(member string, known []string) bool {
 // acknowledges the death, and an answer older than that may say it fences
 // a member that has since acknowledged (see lease_rejoin.go, which relies
 // on stale fences expiring).
+//
+// When it does, it records when member's lease has run out for sure (see
+// NextTakeover): a majority that granted member's lease shares a fencer
+// with any quorum of the fencers, and a fencer grants member nothing more
+// while it fences it, so the lease ran out TakeoverWait after the latest
+// last grant among the quorum of fencers whose last grants came earliest.
+// A fencer whose answers carry no grant ages counts as granting at now.
 func (l *Lease) ConfirmedAt(member string, known []string, now int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
+	var lasts []int64 // each fencer's last grant to member, at the latest, on this node's clock
 	for _, k := range known {
 		switch {
 		case k == member:
 		case k == l.self:
 			if d := l.deaths[member]; d != 0 && d != l.echoed[member] {
-				n++
+				lasts = append(lasts, min(l.lastMine[member], now))
 			}
 		case slices.Contains(l.fences[k], member) && now-l.fenceAt[k] < l.term:
-			n++
+			last, ok := l.lastBy[k][member]
+			if !ok {
+				last = now
+			}
+			lasts = append(lasts, min(last, now))
 		}
 	}
-	return n >= Quorum(len(known))
+	q := Quorum(len(known))
+	if len(lasts) < q {
+		return false
+	}
+	slices.Sort(lasts)
+	l.outAt[member] = runOut{deaths: l.deaths[member], at: lasts[q-1] + int64(l.TakeoverWait())}
+	return true
+}
+
+// runOut is when a member's lease has run out for sure, on this node's
+// clock, as its death's confirmation showed; deaths is the member's death
+// count then, so that a later death does not use it.
+type runOut struct {
+	deaths uint32
+	at     int64
 }
 
 // renewLocked recomputes the deadline: the Quorum(len(known))-th latest
@@ -328,27 +406,39 @@ type Takeover struct {
 }
 
 // NextTakeover returns the takeover after the view change from old to nv
-// at now: the slots nv gives its Self that old gave to a member nv says
-// died wait until now + wait, with those of prev still waiting. It
-// returns prev when nothing died.
-func NextTakeover(prev *Takeover, old, nv *View, now int64, wait time.Duration) *Takeover {
+// at now: the slots nv gives this node that old gave to a member nv says
+// died wait until that member's lease has run out for sure, with those of
+// prev still waiting. That is TakeoverWait after the last grant its
+// confirmation showed (see ConfirmedAt), and at most TakeoverWait after
+// now: a member that moved without a confirmation (an operator forgot it)
+// waits TakeoverWait from now. It returns prev when nothing died.
+func (l *Lease) NextTakeover(prev *Takeover, old, nv *View, now int64) *Takeover {
 	if old == nil {
 		return prev
 	}
 	dead := map[string]bool{}
+	at := int64(0)
+	l.mu.Lock()
 	for _, m := range nv.Gone {
-		if m.State == StateDead {
-			dead[m.Name] = true
+		if m.State != StateDead {
+			continue
 		}
+		dead[m.Name] = true
+		out := now + int64(l.TakeoverWait())
+		if r, ok := l.outAt[m.Name]; ok && r.deaths == l.deaths[m.Name] {
+			out = min(out, r.at)
+		}
+		at = max(at, out)
 	}
+	l.mu.Unlock()
 	if len(dead) == 0 {
 		return prev
 	}
-	tk := &Takeover{at: now + int64(wait)}
+	tk := &Takeover{at: at}
 	if prev != nil {
 		tk.lost = prev.lost
 		if now < prev.at {
-			tk.slots = prev.slots
+			tk.slots, tk.at = prev.slots, max(tk.at, prev.at)
 		}
 	}
 	for slot := range Slots {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/binary"
+	"math"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -28,6 +29,29 @@ import (
 //
 //	request: msgLeaseReq, sent (8 bytes), len(gossip) (1 byte), gossip, name
 //	answer:  msgLeaseAck, sent (8 bytes), granted (1 byte), deaths (4 bytes), name
+//
+// The third forms (msgLeaseReq3, msgLeaseAck3) add to each fenced member
+// how long ago the answering node last granted it, in milliseconds
+// (Lease.GrantAgesAt), so that the slots of a member that died wait only
+// until its lease has run out (Lease.ConfirmedAt), not TakeoverWait from
+// the confirmation. The request is the second form's; so is the answer
+// but for the ages. This build sends the second form too, and the first,
+// to a member it has not yet heard the newer one from.
+//
+//	request: msgLeaseReq3, as msgLeaseReq2
+//	answer:  msgLeaseAck3, sent (8 bytes), granted (1 byte), deaths (4 bytes),
+//	         n (2 bytes), n × (len (1 byte), fenced member, age (4 bytes)), name
+
+// leaseForm is the form (1, 2 or 3) of a lease message of kind k.
+func leaseForm(k byte) int {
+	switch k {
+	case msgLeaseReq2, msgLeaseAck2:
+		return 2
+	case msgLeaseReq3, msgLeaseAck3:
+		return 3
+	}
+	return 1
+}
 
 // leaseLoop asks every known member for a grant, five times a term.
 func (m *Membership) leaseLoop() {
@@ -70,14 +94,18 @@ func (m *Membership) requestLease() {
 			continue
 		}
 		to := memberlist.Address{Addr: k.Gossip, Name: k.Name}
-		msg = append(msg[:0], msgLeaseReq2)
+		msg = append(msg[:0], msgLeaseReq3)
 		msg = binary.BigEndian.AppendUint64(msg, uint64(now))
 		msg = binary.BigEndian.AppendUint32(msg, m.lease.AckFor(k.Name))
 		msg = append(msg, byte(len(self)))
 		msg = append(msg, self...)
 		msg = append(msg, m.cfg.NodeName...)
 		_ = m.ml.SendToAddress(to, msg) // a lost one is sent again next round
-		if !m.speaks2(k.Name) {
+		form := m.speaks(k.Name)
+		if form < 3 {
+			_ = m.ml.SendToAddress(to, append([]byte{msgLeaseReq2}, msg[1:]...))
+		}
+		if form < 2 {
 			old := append([]byte{msgLeaseReq}, msg[1:9]...)
 			old = append(old, msg[13:]...)
 			_ = m.ml.SendToAddress(to, old)
@@ -85,21 +113,21 @@ func (m *Membership) requestLease() {
 	}
 }
 
-// speaks2 reports whether name has answered this node in the second form.
-func (m *Membership) speaks2(name string) bool {
+// speaks is the newest form name has answered this node in: 0 before
+// its first answer.
+func (m *Membership) speaks(name string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.v2[name]
-	return ok
+	return m.forms[name]
 }
 
 // answerLease answers a request: granted when this node counts the
 // requester alive (or suspect, or leaving) and does not fence it (see
-// Lease.Grants). v2 is the request's form, which the answer takes.
-func (m *Membership) answerLease(b []byte, v2 bool) {
+// Lease.Grants). form is the request's, which the answer takes.
+func (m *Membership) answerLease(b []byte, form int) {
 	ml := m.live.Load()
 	var ack uint32
-	if v2 {
+	if form >= 2 {
 		if len(b) < 12 {
 			return
 		}
@@ -116,25 +144,30 @@ func (m *Membership) answerLease(b []byte, v2 bool) {
 	m.mu.Lock()
 	_, alive := m.nodes[name]
 	m.mu.Unlock()
-	kind := msgLeaseAck
-	if v2 {
-		kind = msgLeaseAck2
-	}
+	kind := [...]byte{1: msgLeaseAck, 2: msgLeaseAck2, 3: msgLeaseAck3}[form]
 	msg := make([]byte, 0, 16+len(m.cfg.NodeName))
 	msg = append(msg, kind)
 	msg = append(msg, sent...)
-	if m.lease.Grants(name, alive, ack) {
+	now := m.lease.Now()
+	if m.lease.GrantsAt(now, name, alive, ack) {
 		msg = append(msg, 1)
 	} else {
 		msg = append(msg, 0)
 	}
 	msg = binary.BigEndian.AppendUint32(msg, m.lease.Deaths(name))
-	if v2 {
+	if form >= 2 {
 		fenced := m.lease.AppendFenced(nil)
+		var ages []int64
+		if form == 3 {
+			ages = m.lease.GrantAgesAt(now, fenced)
+		}
 		msg = binary.BigEndian.AppendUint16(msg, uint16(len(fenced)))
-		for _, f := range fenced {
+		for i, f := range fenced {
 			msg = append(msg, byte(len(f)))
 			msg = append(msg, f...)
+			if form == 3 {
+				msg = binary.BigEndian.AppendUint32(msg, uint32(min(ages[i]/int64(time.Millisecond), math.MaxUint32)))
+			}
 		}
 	}
 	msg = append(msg, m.cfg.NodeName...)
@@ -142,8 +175,9 @@ func (m *Membership) answerLease(b []byte, v2 bool) {
 }
 
 // takeAnswer records a member's answer to one of this node's requests, in
-// the form v2 says.
-func (m *Membership) takeAnswer(b []byte, v2 bool) {
+// its form.
+func (m *Membership) takeAnswer(b []byte, form int) {
+	recv := m.lease.Now()
 	if len(b) < 13 {
 		return
 	}
@@ -151,7 +185,8 @@ func (m *Membership) takeAnswer(b []byte, v2 bool) {
 	granted, deaths := b[8] == 1, binary.BigEndian.Uint32(b[9:])
 	rest := b[13:]
 	var fenced []string
-	if v2 {
+	var ages []int64
+	if form >= 2 {
 		if len(rest) < 2 {
 			return
 		}
@@ -163,19 +198,34 @@ func (m *Membership) takeAnswer(b []byte, v2 bool) {
 			}
 			fenced = append(fenced, string(rest[1:1+int(rest[0])]))
 			rest = rest[1+int(rest[0]):]
+			if form == 3 {
+				if len(rest) < 4 {
+					return
+				}
+				ages = append(ages, int64(binary.BigEndian.Uint32(rest))*int64(time.Millisecond))
+				rest = rest[4:]
+			}
+		}
+		if form == 3 && ages == nil {
+			ages = []int64{}
 		}
 	}
 	from := string(rest)
 	if from == "" || !m.cfg.Known.Has(from) {
 		return
 	}
-	if v2 {
-		m.mu.Lock()
-		m.v2[from] = struct{}{}
-		m.mu.Unlock()
+	m.mu.Lock()
+	newer := m.forms[from] > form
+	if !newer {
+		m.forms[from] = form
+	}
+	m.mu.Unlock()
+	if newer {
+		return // an older form's answer to a request the newer one's answer also answers: the newer ones count
+	}
+	if form >= 2 {
+		m.lease.NoteGrantAgesAt(from, sent, recv, fenced, ages)
 		m.lease.NoteFencesAt(from, sent, fenced)
-	} else if m.speaks2(from) {
-		return // the old form's answer to a request sent before the new one's came: the new ones count
 	}
 	known := m.cfg.Known.Members()
 	names := make([]string, len(known))
@@ -183,7 +233,7 @@ func (m *Membership) takeAnswer(b []byte, v2 bool) {
 		names[i] = k.Name
 	}
 	m.lease.AnsweredAt(m.lease.Now(), from, sent, granted, deaths, names)
-	if v2 {
+	if form >= 2 {
 		m.confirmDeaths(names)
 	}
 }

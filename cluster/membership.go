@@ -41,7 +41,7 @@ type Membership struct {
 	// the known members has confirmed yet (see confirmDeaths): the table
 	// still deals them their slots, which no one serves meanwhile.
 	pending map[string]Member
-	v2      map[string]struct{}  // members that answered a lease request in its second form
+	forms   map[string]int       // member → the newest form of the lease's messages it answered in (see lease_msg.go)
 	since   map[string]time.Time // when each alive member was first seen
 	joined  map[string]time.Time // when each member last appeared in nodes (see flap.go)
 	epoch   uint64               // the last view's table epoch
@@ -85,7 +85,7 @@ func Prepare(cfg Config) (*Membership, error) {
 	}
 	m := &Membership{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}),
 		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{},
-		joined: map[string]time.Time{}, pending: map[string]Member{}, v2: map[string]struct{}{}, lease: NewLease(cfg.NodeName, cfg.Timing.Lease), leaseKick: make(chan struct{}, 1)}
+		joined: map[string]time.Time{}, pending: map[string]Member{}, forms: map[string]int{}, lease: NewLease(cfg.NodeName, cfg.Timing.Lease), leaseKick: make(chan struct{}, 1)}
 	m.cfg.State, m.cfg.OnChange = nil, nil
 	m.waiting = !cfg.Bootstrap && len(cfg.Seeds)+len(cfg.Remembered) > 0
 	mc, err := m.memberlistConfig()

@@ -54,6 +54,7 @@ var (
 	simHolder      = os.Getenv("RL_SIM_HOLDER") != "0"      // RELEASED names the node that holds a slot (ASK), and a gained slot imports from it (the server's holder)                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
 	simUnconfirmed = os.Getenv("RL_SIM_UNCONFIRMED") != "0" // a rejoin proved to follow an unconfirmed death serves its own slots from its keys (Lease.OnUnconfirmed)
 	simTCPDrop     = os.Getenv("RL_SIM_TCPDROP") == "1"     // the network drops RL.PEER messages as it drops packets (see send)
+	simGrantAges   = os.Getenv("RL_SIM_GRANTAGES") != "0"   // lease answers carry their fences' grant ages, so a dead member's slots wait only until its lease ran out (the third form); 0: TakeoverWait from the confirmation
 	// simPullCopies is the fix of cause A (testdata/sim-admission-seeds.txt;
 	// the server's backedUpFor): a backup answers a PULL with DONE for a
 	// slot it holds none of the asker's copies of (the replicas' HeldBy)
@@ -265,6 +266,7 @@ type simMsg struct {
 	deaths   uint32
 	ack      uint32   // simReq: the deaths of the sender that the receiver reported and it acknowledges
 	fenced   []string // simAns: the members the sender fences
+	ages     []int64  // simAns: how long ago the sender last granted each fenced member, in whole milliseconds (nil: the second form)
 	slots    []int
 	vals     []int         // simDone, simCopy: each slot's counter
 	replace  bool          // simDone: the sender served the slots (the server's replace mode), or they are a backup's copies
@@ -547,7 +549,7 @@ func (s *sim) rebuild(i int) {
 	if old != nil && !s.noFormer {
 		s.noteFormer(i, old.Table, tb)
 	}
-	n.tk = NextTakeover(n.tk, old, nv, now, n.lease.TakeoverWait())
+	n.tk = n.lease.NextTakeover(n.tk, old, nv, now)
 	tk, unlost, _ := NextLost(n.tk, old, nv, func(slot int, owner string) bool { return n.copyFrom[slot] == owner })
 	heldFrom := maps.Clone(n.copyFrom) // as the hook sees them, before the replicas drop stale copies
 	if old != nil {
@@ -1152,9 +1154,19 @@ func (s *sim) receive(m simMsg) {
 	now := n.local(s.now)
 	switch m.kind {
 	case simReq:
-		s.send(simMsg{kind: simAns, from: m.to, to: m.from, sent: m.sent, granted: n.lease.Grants(from, n.alive[from], m.ack),
-			deaths: n.lease.Deaths(from), fenced: n.lease.AppendFenced(nil)})
+		granted := n.lease.GrantsAt(now, from, n.alive[from], m.ack)
+		fenced := n.lease.AppendFenced(nil)
+		var ages []int64
+		if simGrantAges {
+			ages = n.lease.GrantAgesAt(now, fenced)
+			for i := range ages {
+				ages[i] = ages[i] / int64(time.Millisecond) * int64(time.Millisecond) // the wire's milliseconds
+			}
+		}
+		s.send(simMsg{kind: simAns, from: m.to, to: m.from, sent: m.sent, granted: granted,
+			deaths: n.lease.Deaths(from), fenced: fenced, ages: ages})
 	case simAns:
+		n.lease.NoteGrantAgesAt(from, m.sent, now, m.fenced, m.ages)
 		n.lease.NoteFencesAt(from, m.sent, m.fenced)
 		n.lease.AnsweredAt(now, from, m.sent, m.granted, m.deaths, s.known)
 		s.confirm(m.to)

@@ -54,10 +54,11 @@ func (n *Node) mayServe(x *core.Session, slot int) bool {
 func (n *Node) serving() bool { return n.lease == nil || n.lease.ServesAt(n.lease.Now()) }
 
 // noteTakeovers marks the slots nv gives this node that old gave to a
-// member nv says died: they wait TakeoverWait. The caller holds switchMu.
+// member nv says died: they wait until its lease has run out, at most
+// TakeoverWait (cluster.Lease.NextTakeover). The caller holds switchMu.
 func (n *Node) noteTakeovers(old, nv *cluster.View) {
 	if n.lease != nil {
-		n.takeover.Store(cluster.NextTakeover(n.takeover.Load(), old, nv, n.lease.Now(), n.lease.TakeoverWait()))
+		n.takeover.Store(n.lease.NextTakeover(n.takeover.Load(), old, nv, n.lease.Now()))
 	}
 }
 
