@@ -144,95 +144,55 @@ func (m *Membership) answerLease(b []byte, form int) {
 	m.mu.Lock()
 	_, alive := m.nodes[name]
 	m.mu.Unlock()
-	kind := [...]byte{1: msgLeaseAck, 2: msgLeaseAck2, 3: msgLeaseAck3}[form]
-	msg := make([]byte, 0, 16+len(m.cfg.NodeName))
-	msg = append(msg, kind)
-	msg = append(msg, sent...)
+	a := leaseAnswer{sent: int64(binary.BigEndian.Uint64(sent)), deaths: m.lease.Deaths(name), from: m.cfg.NodeName}
 	now := m.lease.Now()
-	if m.lease.GrantsAt(now, name, alive, ack) {
-		msg = append(msg, 1)
-	} else {
-		msg = append(msg, 0)
-	}
-	msg = binary.BigEndian.AppendUint32(msg, m.lease.Deaths(name))
+	a.granted = m.lease.GrantsAt(now, name, alive, ack)
 	if form >= 2 {
-		fenced := m.lease.AppendFenced(nil)
-		var ages []int64
-		if form == 3 {
-			ages = m.lease.GrantAgesAt(now, fenced)
-		}
-		msg = binary.BigEndian.AppendUint16(msg, uint16(len(fenced)))
-		for i, f := range fenced {
-			msg = append(msg, byte(len(f)))
-			msg = append(msg, f...)
-			if form == 3 {
-				msg = binary.BigEndian.AppendUint32(msg, uint32(min(ages[i]/int64(time.Millisecond), math.MaxUint32)))
-			}
-		}
+		a.fenced = m.lease.AppendFenced(nil)
 	}
-	msg = append(msg, m.cfg.NodeName...)
+	if form == 3 {
+		a.ages = m.lease.GrantAgesAt(now, a.fenced)
+	}
+	msg := appendLeaseAnswer(make([]byte, 0, 16+len(m.cfg.NodeName)), form, a)
 	_ = ml.SendToAddress(memberlist.Address{Addr: gossip, Name: name}, msg)
+}
+
+// heardForm records that from answered in form, and reports whether the
+// answer counts: an older form's answer, once from answered in a newer
+// one, answers a request the newer one's answer also answers, and the
+// newer ones count.
+func (m *Membership) heardForm(from string, form int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.forms[from] > form {
+		return false
+	}
+	m.forms[from] = form
+	return true
 }
 
 // takeAnswer records a member's answer to one of this node's requests, in
 // its form.
 func (m *Membership) takeAnswer(b []byte, form int) {
 	recv := m.lease.Now()
-	if len(b) < 13 {
+	a, ok := parseLeaseAnswer(b, form)
+	if !ok {
 		return
 	}
-	sent := int64(binary.BigEndian.Uint64(b))
-	granted, deaths := b[8] == 1, binary.BigEndian.Uint32(b[9:])
-	rest := b[13:]
-	var fenced []string
-	var ages []int64
-	if form >= 2 {
-		if len(rest) < 2 {
-			return
-		}
-		n := int(binary.BigEndian.Uint16(rest))
-		rest = rest[2:]
-		for range n {
-			if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
-				return
-			}
-			fenced = append(fenced, string(rest[1:1+int(rest[0])]))
-			rest = rest[1+int(rest[0]):]
-			if form == 3 {
-				if len(rest) < 4 {
-					return
-				}
-				ages = append(ages, int64(binary.BigEndian.Uint32(rest))*int64(time.Millisecond))
-				rest = rest[4:]
-			}
-		}
-		if form == 3 && ages == nil {
-			ages = []int64{}
-		}
-	}
-	from := string(rest)
-	if from == "" || !m.cfg.Known.Has(from) {
+	from := a.from
+	if from == "" || !m.cfg.Known.Has(from) || !m.heardForm(from, form) {
 		return
 	}
-	m.mu.Lock()
-	newer := m.forms[from] > form
-	if !newer {
-		m.forms[from] = form
-	}
-	m.mu.Unlock()
-	if newer {
-		return // an older form's answer to a request the newer one's answer also answers: the newer ones count
-	}
 	if form >= 2 {
-		m.lease.NoteGrantAgesAt(from, sent, recv, fenced, ages)
-		m.lease.NoteFencesAt(from, sent, fenced)
+		m.lease.NoteGrantAgesAt(from, a.sent, recv, a.fenced, a.ages)
+		m.lease.NoteFencesAt(from, a.sent, a.fenced)
 	}
 	known := m.cfg.Known.Members()
 	names := make([]string, len(known))
 	for i, k := range known {
 		names[i] = k.Name
 	}
-	m.lease.AnsweredAt(m.lease.Now(), from, sent, granted, deaths, names)
+	m.lease.AnsweredAt(m.lease.Now(), from, a.sent, a.granted, a.deaths, names)
 	if form >= 2 {
 		m.confirmDeaths(names)
 	}
@@ -240,3 +200,75 @@ func (m *Membership) takeAnswer(b []byte, form int) {
 
 // Lease is this node's serving lease.
 func (m *Membership) Lease() *Lease { return m.lease }
+
+// leaseAnswer is an answer to a lease request (see the forms above).
+type leaseAnswer struct {
+	sent    int64 // the request's send time, on the requester's clock
+	granted bool
+	deaths  uint32   // how many times the answering node saw the requester declared dead
+	fenced  []string // the second and third forms: the members the answering node fences
+	ages    []int64  // the third form: how long ago it last granted each of fenced (whole milliseconds on the wire)
+	from    string   // the answering node
+}
+
+// appendLeaseAnswer appends a's message in form (1, 2 or 3) to dst.
+func appendLeaseAnswer(dst []byte, form int, a leaseAnswer) []byte {
+	dst = append(dst, [...]byte{1: msgLeaseAck, 2: msgLeaseAck2, 3: msgLeaseAck3}[form])
+	dst = binary.BigEndian.AppendUint64(dst, uint64(a.sent))
+	if a.granted {
+		dst = append(dst, 1)
+	} else {
+		dst = append(dst, 0)
+	}
+	dst = binary.BigEndian.AppendUint32(dst, a.deaths)
+	if form >= 2 {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(a.fenced)))
+		for i, f := range a.fenced {
+			dst = append(dst, byte(len(f)))
+			dst = append(dst, f...)
+			if form == 3 {
+				dst = binary.BigEndian.AppendUint32(dst, uint32(min(max(a.ages[i], 0)/int64(time.Millisecond), math.MaxUint32)))
+			}
+		}
+	}
+	return append(dst, a.from...)
+}
+
+// parseLeaseAnswer parses an answer's message in form, less its kind
+// byte. A third-form answer's ages are never nil (see
+// Lease.NoteGrantAgesAt).
+func parseLeaseAnswer(b []byte, form int) (leaseAnswer, bool) {
+	var a leaseAnswer
+	if len(b) < 13 {
+		return a, false
+	}
+	a.sent = int64(binary.BigEndian.Uint64(b))
+	a.granted, a.deaths = b[8] == 1, binary.BigEndian.Uint32(b[9:])
+	rest := b[13:]
+	if form >= 2 {
+		if len(rest) < 2 {
+			return a, false
+		}
+		n := int(binary.BigEndian.Uint16(rest))
+		rest = rest[2:]
+		if form == 3 {
+			a.ages = []int64{}
+		}
+		for range n {
+			if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
+				return a, false
+			}
+			a.fenced = append(a.fenced, string(rest[1:1+int(rest[0])]))
+			rest = rest[1+int(rest[0]):]
+			if form == 3 {
+				if len(rest) < 4 {
+					return a, false
+				}
+				a.ages = append(a.ages, int64(binary.BigEndian.Uint32(rest))*int64(time.Millisecond))
+				rest = rest[4:]
+			}
+		}
+	}
+	a.from = string(rest)
+	return a, true
+}
