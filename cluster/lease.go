@@ -418,19 +418,13 @@ func (l *Lease) NextTakeover(prev *Takeover, old, nv *View, now int64) *Takeover
 	}
 	dead := map[string]bool{}
 	at := int64(0)
-	l.mu.Lock()
 	for _, m := range nv.Gone {
 		if m.State != StateDead {
 			continue
 		}
 		dead[m.Name] = true
-		out := now + int64(l.TakeoverWait())
-		if r, ok := l.outAt[m.Name]; ok && r.deaths == l.deaths[m.Name] {
-			out = min(out, r.at)
-		}
-		at = max(at, out)
+		at = max(at, now+int64(l.WaitFor(m.Name, now)))
 	}
-	l.mu.Unlock()
 	if len(dead) == 0 {
 		return prev
 	}
@@ -447,6 +441,21 @@ func (l *Lease) NextTakeover(prev *Takeover, old, nv *View, now int64) *Takeover
 		}
 	}
 	return tk
+}
+
+// WaitFor is how long, from now, a node waits before it serves slots
+// whose state member held when it died: until member's lease has run out
+// for sure, as its death's confirmation showed (see ConfirmedAt), and at
+// most TakeoverWait, which is what a member whose death this node saw no
+// confirmation of waits.
+func (l *Lease) WaitFor(member string, now int64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	wait := int64(l.TakeoverWait())
+	if r, ok := l.outAt[member]; ok && r.deaths == l.deaths[member] {
+		wait = min(wait, max(r.at-now, 0))
+	}
+	return time.Duration(wait)
 }
 
 // With returns the takeover with slots waiting too, until now + wait,

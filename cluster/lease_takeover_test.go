@@ -133,3 +133,25 @@ func TestLeaseGrantAges(t *testing.T) {
 	assert.False(t, tk.Waits(slot, 300*ms+1250*ms), "b's grant at 110ms and a's at 300ms: out at 1.55s")
 	assert.True(t, tk.Waits(slot, 300*ms+1249*ms))
 }
+
+// TestLeaseWaitFor: slots whose state a dead holder held (an import from
+// it, the server's fromDeadLocked) wait as its own slots do: until its
+// lease has run out for sure, at most TakeoverWait, and TakeoverWait for
+// a holder whose death this node saw no confirmation of.
+func TestLeaseWaitFor(t *testing.T) {
+	known := []string{"a", "b", "c", "d", "x"}
+	l := NewLease("a", time.Second)
+	assert.Equal(t, 1250*time.Millisecond, l.WaitFor("x", 5000*ms), "no confirmation")
+	require.True(t, l.GrantsAt(100*ms, "x", true, 0))
+	l.NoteDeath("x")
+	for f, age := range map[string]int64{"b": 1000 * ms, "c": 4800 * ms} {
+		l.NoteGrantAgesAt(f, 4990*ms, 5000*ms, []string{"x"}, []int64{age})
+		l.NoteFencesAt(f, 4990*ms, []string{"x"})
+	}
+	require.True(t, l.ConfirmedAt("x", known, 5000*ms))
+	// a's grant at 100ms, c's at 200ms, b's at 4000ms: the quorum-th earliest is 4000ms, out at 5.25s.
+	assert.Equal(t, 250*time.Millisecond, l.WaitFor("x", 5000*ms))
+	assert.Equal(t, time.Duration(0), l.WaitFor("x", 6000*ms), "run out: no wait")
+	l.NoteDeath("x")
+	assert.Equal(t, 1250*time.Millisecond, l.WaitFor("x", 6000*ms), "the confirmation was of the first death")
+}

@@ -578,6 +578,7 @@ func (s *sim) rebuild(i int) {
 		}
 	}
 	var fromDead []int
+	var deadWait time.Duration // the longest of the dead holders' lease waits (the server's fromDeadLocked)
 	var lost [Slots / 64]uint64
 	nlost := 0
 	for slot, im := range n.importing {
@@ -595,6 +596,7 @@ func (s *sim) rebuild(i int) {
 				}
 			default:
 				fromDead = append(fromDead, slot)
+				deadWait = max(deadWait, s.waitFor(n, s.known[im.peer]))
 			}
 		case tb.Owner(slot).Name != n.name:
 			delete(n.importing, slot) // another node owns it now
@@ -609,7 +611,7 @@ func (s *sim) rebuild(i int) {
 		}
 	}
 	if len(fromDead) > 0 {
-		n.tk = n.tk.With(fromDead, n.local(s.now), n.lease.TakeoverWait())
+		n.tk = n.tk.With(fromDead, n.local(s.now), deadWait)
 	}
 	if nlost > 0 {
 		for slot := range Slots {
@@ -1138,6 +1140,16 @@ func (s *sim) deliver(m simMsg) {
 	s.receive(m)
 }
 
+// waitFor is how long n waits before it serves slots whose state member
+// held when it died (the server's fromDeadLocked): until member's lease
+// has run out (Lease.WaitFor), or TakeoverWait with RL_SIM_GRANTAGES=0.
+func (s *sim) waitFor(n *simNode, member string) time.Duration {
+	if !simGrantAges {
+		return n.lease.TakeoverWait()
+	}
+	return n.lease.WaitFor(member, n.local(s.now))
+}
+
 func (s *sim) receive(m simMsg) {
 	if m.kind == simSeed { // on a handoff's connection, which memberlist does not hear
 		s.seedIn(m.to, m)
@@ -1340,7 +1352,7 @@ func (s *sim) receive(m simMsg) {
 					n.importing[slot] = simImport{peer: h, until: now + int64(simRelease), keep: im.keep}
 				case n.copyFrom[slot] == s.known[h]:
 					delete(n.importing, slot)
-					n.tk = n.tk.With([]int{slot}, now, n.lease.TakeoverWait())
+					n.tk = n.tk.With([]int{slot}, now, s.waitFor(n, s.known[h]))
 				default:
 					delete(n.importing, slot)
 					s.lose(m.to, slot, h)

@@ -143,9 +143,10 @@ func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
 }
 
 // fromDeadLocked makes slots, whose state holder held when its death was
-// confirmed, wait as slots taken from a dead owner do: the takeover's
-// wait, if this node holds holder's copies of them (or keeps no replicas,
-// when a dead owner's slots are served from empty state), and otherwise
+// confirmed, wait as slots taken from a dead owner do: until holder's
+// lease has run out (cluster.Lease.WaitFor), if this node holds holder's
+// copies of them (or keeps no replicas, when a dead owner's slots are
+// served from empty state), and otherwise
 // lost (lost.go). It returns how many are lost. The caller holds
 // switchMu.
 func (n *Node) fromDeadLocked(slots []int, holder string) int {
@@ -163,7 +164,8 @@ func (n *Node) fromDeadLocked(slots []int, holder string) int {
 		}
 	}
 	if len(waits) > 0 {
-		n.takeover.Store(n.takeover.Load().With(waits, n.lease.Now(), n.lease.TakeoverWait()))
+		now := n.lease.Now()
+		n.takeover.Store(n.takeover.Load().With(waits, now, n.lease.WaitFor(holder, now)))
 	}
 	if len(lost) > 0 {
 		tk := n.takeover.Load()
