@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,6 +217,13 @@ func (p *Peers) Forget(addr string) {
 			pc.close(errors.New("peer gone"))
 		}
 	}
+}
+
+// Addrs returns the addresses it holds connections to, sorted.
+func (p *Peers) Addrs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(maps.Keys(p.pool))
 }
 
 // Close closes every connection; Forward fails from then on.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +90,24 @@ func TestPlainClientNotMovedAfterDeath(t *testing.T) {
 	for time.Now().Before(deadlineAt) {
 		send()
 	}
+}
+
+// TestDeadPeersConnectionsClosed: once a member's death is confirmed, the
+// survivors close their connections to it (forward, mover and shipments'
+// pools); before, each held them open (CLOSE-WAIT) for the process's life.
+func TestDeadPeersConnectionsClosed(t *testing.T) {
+	nodes := startTestCluster(t, 3, clusterOpts{replicas: true})
+	a, dead := nodes[0], nodes[1]
+	rdb := redis.NewClient(&redis.Options{Addr: a.addr, PoolSize: 1, DisableIdentity: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	key, _ := keyOwnedBy(t, nodes, dead, "closed:")
+	require.NoError(t, rdb.Do(context.Background(), "RL.SLIDE", key, 10, 3600).Err(), "forwarded to its owner")
+	require.Contains(t, a.peers.Addrs(), dead.addr, "a connection to the owner")
+
+	dead.ml.Kill()
+	_ = dead.srv.Close()
+	waitOwners(t, []*testNode{a, nodes[2]}, 2)
+	require.Eventually(t, func() bool {
+		return !slices.Contains(a.peers.Addrs(), dead.addr) && !slices.Contains(a.ship.Addrs(), dead.addr)
+	}, deadline, 10*time.Millisecond, "a forgets the dead node's connections")
 }

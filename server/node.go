@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
@@ -300,7 +301,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	srv := n.Server
-	if err := ml.Start(asyncState{srv}, func(cluster.View) { srv.ClusterChanged() }); err != nil {
+	if err := ml.Start(asyncState{srv}, func(v cluster.View) { srv.ClusterChanged(); n.forgetGone(v) }); err != nil {
 		_ = srv.Close()
 		_ = n.Close(0)
 		return nil, err
@@ -315,6 +316,34 @@ type asyncState struct{ s *Server }
 
 func (a asyncState) LocalState() []byte { return a.s.LocalState() }
 func (a asyncState) Merge(b []byte)     { go a.s.Merge(b) }
+
+// forgetGone closes the connections to the members v says left or died
+// (their deaths confirmed): nothing is sent to them any more, and a dead
+// peer's sockets would otherwise stay open (CLOSE-WAIT) for the process's
+// life. An address a member of v still has (a restart that reused it) is
+// kept; one dialled again later gets a new connection.
+func (n *Node) forgetGone(v cluster.View) {
+	for _, m := range v.Gone {
+		if m.Addr == "" || addrInView(v, m.Addr) {
+			continue
+		}
+		n.Peers.Forget(m.Addr)
+		n.Mover.Forget(m.Addr)
+		if n.Ship != nil {
+			n.Ship.Forget(m.Addr)
+		}
+	}
+}
+
+// addrInView reports whether a member or a table node of v has addr.
+func addrInView(v cluster.View, addr string) bool {
+	for _, m := range v.Members {
+		if m.Addr == addr {
+			return true
+		}
+	}
+	return v.Table != nil && slices.ContainsFunc(v.Table.Nodes(), func(nd cluster.Node) bool { return nd.Addr == addr })
+}
 
 // makePools makes the pools of peer connections.
 func (n *Node) makePools() {
