@@ -76,15 +76,44 @@ func (rt *Router) nudge(x *core.Session, c *Conn, r route, tries int) string {
 		return ""
 	}
 	ro := &c.routing
-	if epoch := v.Table.Epoch(); ro.epoch != epoch {
-		seen := ro.epoch
-		ro.epoch = epoch
-		if seen != 0 && ro.routed() && takesMoved(x) {
-			return movedTo(v.Table, r)
-		}
+	if ro.changedTo(v) && takesMoved(x) {
+		return movedTo(v.Table, r)
 	}
 	ro.note(v.Table, r)
 	return ""
+}
+
+// changedTo records v's table epoch as the connection's latest, and
+// reports whether the table changed since its last keyed command and the
+// connection routes by slot: its command then gets a nudge. A table that
+// still names a member declared dead (namesTheDead) is not recorded, so
+// the nudge waits for the next.
+func (ro *routing) changedTo(v *cluster.View) bool {
+	epoch := v.Table.Epoch()
+	if ro.epoch == epoch || namesTheDead(v) {
+		return false
+	}
+	seen := ro.epoch
+	ro.epoch = epoch
+	return seen != 0 && ro.routed()
+}
+
+// namesTheDead reports whether v's table still deals slots to a member
+// declared dead whose death no majority has confirmed yet (a table node
+// that is not a member), which CLUSTER SLOTS then names. A nudge waits
+// until the table no longer does: node-redis's reload connects to every
+// node the map names and, its reconnect strategy retrying for good, waits
+// on a dead one forever, and every command that gets a -MOVED or -ASK
+// after waits on that reload too (node-redis 5.9: a kill -9 test's client
+// that never recovered). The confirmation's table drops the member, and
+// the connection's next keyed command gets its nudge then.
+func namesTheDead(v *cluster.View) bool {
+	for _, n := range v.Table.Nodes() {
+		if _, ok := v.Member(n.Name); !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // note counts one keyed command routed as r under table t.

@@ -73,3 +73,32 @@ func ownedBy(tb *cluster.Table, name string) int {
 	}
 	return -1
 }
+
+// TestNudgeWaitsForTheConfirmation: a routed connection's nudge waits
+// while the table still names a member declared dead and not confirmed
+// (CLUSTER SLOTS would name it, and node-redis's reload waits on a dead
+// node for good), and comes with the table that drops it.
+func TestNudgeWaitsForTheConfirmation(t *testing.T) {
+	members := func(names ...string) []cluster.Member {
+		var ms []cluster.Member
+		for _, n := range names {
+			ms = append(ms, cluster.Member{Node: cluster.Node{Name: n, Addr: n + ":6379"}})
+		}
+		return ms
+	}
+	all := &cluster.View{Self: "a", Table: nudgeTable(t, 1, "a", "b", "c"), Members: members("a", "b", "c")}
+	var ro routing
+	assert.False(t, ro.changedTo(all), "a connection's first table")
+	for s := 0; !ro.routed(); s++ {
+		if all.Table.Owner(s).Name == "a" {
+			ro.note(all.Table, routeFor(all.Table, "a", s))
+		}
+	}
+	pending := &cluster.View{Self: "a", Table: nudgeTable(t, 2, "a", "b", "c"), Members: members("a", "b")}
+	assert.False(t, ro.changedTo(pending), "c declared dead, not confirmed: the table still names it")
+	assert.False(t, ro.changedTo(pending))
+	confirmed := &cluster.View{Self: "a", Table: nudgeTable(t, 3, "a", "b"), Members: members("a", "b")}
+	assert.True(t, ro.changedTo(confirmed), "the table without c: nudged")
+	assert.False(t, ro.changedTo(confirmed), "once")
+	assert.True(t, ro.changedTo(&cluster.View{Self: "a", Table: nudgeTable(t, 4, "a", "b"), Members: members("a", "b")}), "and again at the next change")
+}
