@@ -3,6 +3,7 @@ package cluster
 import (
 	"maps"
 	"math/bits"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 // NewLease. Its methods are safe for concurrent use.
 type Lease struct {
 	self   string
+	inc    uint64 // this process's incarnation: see Incarnation
 	term   int64
 	origin time.Time
 
@@ -55,12 +57,17 @@ type Lease struct {
 // valid for term. It starts expired, but a node alone in its known set
 // holds it from its first request on.
 func NewLease(self string, term time.Duration) *Lease {
-	return &Lease{self: self, term: int64(term), origin: time.Now(),
+	return &Lease{self: self, inc: rand.Uint64() | 1, term: int64(term), origin: time.Now(),
 		granted: map[string]int64{}, reported: map[string]uint32{}, acked: map[string]uint32{},
 		deaths: map[string]uint32{}, echoed: map[string]uint32{}, fences: map[string][]string{}, fenceAt: map[string]int64{},
 		lastBy: map[string]map[string]int64{}, lastMine: map[string]int64{}, outAt: map[string]runOut{},
 		heard: map[string]struct{}{}, rj: newRejoins()}
 }
+
+// Incarnation is this process's own random number, never 0, which the
+// lease's answers carry: a member that sees it change knows the process
+// restarted, and forgot its fences and death counts (see lease_rejoin.go).
+func (l *Lease) Incarnation() uint64 { return l.inc }
 
 // Origin is the time the lease's clock counts from.
 func (l *Lease) Origin() time.Time { return l.origin }

@@ -35,12 +35,17 @@ import (
 // (Lease.GrantAgesAt), so that the slots of a member that died wait only
 // until its lease has run out (Lease.ConfirmedAt), not TakeoverWait from
 // the confirmation. The request is the second form's; so is the answer
-// but for the ages. This build sends the second form too, and the first,
+// but for the ages and the incarnation. This build sends the second form too, and the first,
 // to a member it has not yet heard the newer one from.
 //
 //	request: msgLeaseReq3, as msgLeaseReq2
 //	answer:  msgLeaseAck3, sent (8 bytes), granted (1 byte), deaths (4 bytes),
-//	         n (2 bytes), n × (len (1 byte), fenced member, age (4 bytes)), name
+//	         incarnation (8 bytes), n (2 bytes),
+//	         n × (len (1 byte), fenced member, age (4 bytes)), name
+//
+// The third form's incarnation is the answering process's own random
+// number (Lease.Incarnation): a rejoin's proof counts no member that
+// restarted since this node last held its lease (lease_rejoin.go).
 
 // leaseForm is the form (1, 2 or 3) of a lease message of kind k.
 func leaseForm(k byte) int {
@@ -151,7 +156,7 @@ func (m *Membership) answerLease(b []byte, form int) {
 		a.fenced = m.lease.AppendFenced(nil)
 	}
 	if form == 3 {
-		a.ages = m.lease.GrantAgesAt(now, a.fenced)
+		a.ages, a.inc = m.lease.GrantAgesAt(now, a.fenced), m.lease.Incarnation()
 	}
 	msg := appendLeaseAnswer(make([]byte, 0, 16+len(m.cfg.NodeName)), form, a)
 	_ = ml.SendToAddress(memberlist.Address{Addr: gossip, Name: name}, msg)
@@ -192,6 +197,7 @@ func (m *Membership) takeAnswer(b []byte, form int) {
 	for i, k := range known {
 		names[i] = k.Name
 	}
+	m.lease.NoteIncarnationAt(recv, from, a.sent, a.inc)
 	m.lease.AnsweredAt(m.lease.Now(), from, a.sent, a.granted, a.deaths, names)
 	if form >= 2 {
 		m.confirmDeaths(names)
@@ -206,6 +212,7 @@ type leaseAnswer struct {
 	sent    int64 // the request's send time, on the requester's clock
 	granted bool
 	deaths  uint32   // how many times the answering node saw the requester declared dead
+	inc     uint64   // the third form: the answering process's incarnation (0: not told)
 	fenced  []string // the second and third forms: the members the answering node fences
 	ages    []int64  // the third form: how long ago it last granted each of fenced (whole milliseconds on the wire)
 	from    string   // the answering node
@@ -221,6 +228,9 @@ func appendLeaseAnswer(dst []byte, form int, a leaseAnswer) []byte {
 		dst = append(dst, 0)
 	}
 	dst = binary.BigEndian.AppendUint32(dst, a.deaths)
+	if form == 3 {
+		dst = binary.BigEndian.AppendUint64(dst, a.inc)
+	}
 	if form >= 2 {
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(a.fenced)))
 		for i, f := range a.fenced {
@@ -245,6 +255,12 @@ func parseLeaseAnswer(b []byte, form int) (leaseAnswer, bool) {
 	a.sent = int64(binary.BigEndian.Uint64(b))
 	a.granted, a.deaths = b[8] == 1, binary.BigEndian.Uint32(b[9:])
 	rest := b[13:]
+	if form == 3 {
+		if len(rest) < 8 {
+			return a, false
+		}
+		a.inc, rest = binary.BigEndian.Uint64(rest), rest[8:]
+	}
 	if form >= 2 {
 		if len(rest) < 2 {
 			return a, false

@@ -9,10 +9,10 @@ import (
 )
 
 // TestLeaseAnswerForms: each form of a lease answer parses back to what
-// was encoded, the third with its grant ages in whole milliseconds, and a
+// was encoded, the third with its incarnation and its grant ages in whole milliseconds, and a
 // truncated one is refused.
 func TestLeaseAnswerForms(t *testing.T) {
-	a := leaseAnswer{sent: 123456789 * int64(time.Microsecond), granted: true, deaths: 3,
+	a := leaseAnswer{sent: 123456789 * int64(time.Microsecond), granted: true, deaths: 3, inc: 0xfeedface12345678,
 		fenced: []string{"n1", "node-two"}, ages: []int64{1500*ms + 999*int64(time.Microsecond), 0}, from: "n0"}
 	tests := []struct {
 		form int
@@ -20,7 +20,7 @@ func TestLeaseAnswerForms(t *testing.T) {
 	}{
 		{1, leaseAnswer{sent: a.sent, granted: true, deaths: 3, from: "n0"}},
 		{2, leaseAnswer{sent: a.sent, granted: true, deaths: 3, fenced: a.fenced, from: "n0"}},
-		{3, leaseAnswer{sent: a.sent, granted: true, deaths: 3, fenced: a.fenced, ages: []int64{1500 * ms, 0}, from: "n0"}},
+		{3, leaseAnswer{sent: a.sent, granted: true, deaths: 3, inc: a.inc, fenced: a.fenced, ages: []int64{1500 * ms, 0}, from: "n0"}},
 	}
 	for _, tt := range tests {
 		msg := appendLeaseAnswer(nil, tt.form, a)

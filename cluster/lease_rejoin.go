@@ -61,13 +61,15 @@ type rejoins struct {
 	cleanAt     map[string]int64    // member → when its first clean answer to a request sent at or after ackedAt came
 	latestSent  map[string]int64    // member → the send time of the request its latest answer answered
 	latestClean map[string]bool     // member → whether that answer was clean
+	inc         map[string]uint64   // member → the incarnation its latest answer told (0: an older form)
+	vouch       map[string]uint64   // member → the incarnation it told while this node held its lease, latest
 	onProof     func()
 	proofs      uint64
 }
 
 func newRejoins() rejoins {
 	return rejoins{since: map[string]struct{}{}, ackedAt: map[string]int64{}, cleanAt: map[string]int64{},
-		latestSent: map[string]int64{}, latestClean: map[string]bool{}}
+		latestSent: map[string]int64{}, latestClean: map[string]bool{}, inc: map[string]uint64{}, vouch: map[string]uint64{}}
 }
 
 // OnUnconfirmed makes f be called when this node proves, after a rejoin,
@@ -102,6 +104,25 @@ func (l *Lease) ackLocked(now int64, member string, n uint32) {
 	l.rj.since[member] = struct{}{}
 	l.rj.ackedAt[member] = now
 	delete(l.rj.cleanAt, member)
+}
+
+// NoteIncarnationAt records the incarnation (0: not told) from's answer,
+// at now, to the request sent at sent, tells; call it before AnsweredAt.
+// An answer that comes while this node holds its lease and no rejoin
+// waits vouches for that incarnation: a rejoin's proof counts from as
+// cleared only while it answers from the same process (see decideLocked),
+// as a process that started since may have forgotten its fences and death
+// counts of this node.
+func (l *Lease) NoteIncarnationAt(now int64, from string, sent int64, inc uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at, ok := l.rj.latestSent[from]; ok && sent < at {
+		return
+	}
+	l.rj.inc[from] = inc
+	if l.ValidAt(now) && !l.rj.pending {
+		l.rj.vouch[from] = inc
+	}
 }
 
 // noteCleanLocked records from's answer, at now, to the request sent at
@@ -141,7 +162,9 @@ func (l *Lease) decideLocked(known []string) func() {
 		}
 		_, inD := l.rj.since[m]
 		sent, answered := l.rj.latestSent[m]
-		if inD || !answered || !l.rj.latestClean[m] || sent < settle {
+		inc := l.rj.inc[m]
+		restarted := inc != 0 && inc != l.rj.vouch[m] // it may have forgotten a fence of this node
+		if inD || !answered || !l.rj.latestClean[m] || sent < settle || restarted {
 			maybe++
 		}
 	}

@@ -122,3 +122,47 @@ func TestLeaseFirstAnswerAfterServing(t *testing.T) {
 	assert.Equal(t, 1, rejoined, "its lease ran out and c, first heard now, reports a death: it gives its slots up")
 	assert.Equal(t, uint32(1), x.AckFor("c"))
 }
+
+// TestLeaseRejoinRestartedMemberCannotClear: TestLeaseRejoinUnconfirmed's
+// shape, but e answers from a process that started while a's lease had
+// run out: it may have forgotten fencing a (the simulation's seeds 2563
+// and 388: a restarted confirmer's clean answers proved a confirmed death
+// unconfirmed, and the rejoin served its older keys over the new
+// owner's). It counts as maybe fencing a, so the rejoin stays unproved;
+// e's old process would have cleared it.
+func TestLeaseRejoinRestartedMemberCannotClear(t *testing.T) {
+	for _, restarted := range []bool{false, true} {
+		known := []string{"a", "b", "c", "d", "e"}
+		l := NewLease("a", time.Second)
+		proofs := 0
+		l.OnUnconfirmed(func() { proofs++ })
+		incs := map[string]uint64{"b": 11, "c": 12, "d": 13, "e": 14}
+		answer := func(now int64, from string, sent int64, deaths uint32) {
+			l.NoteIncarnationAt(now, from, sent, incs[from])
+			l.AnsweredAt(now, from, sent, true, deaths, known)
+		}
+		l.SentAt(0, known)
+		for _, m := range known[1:] {
+			answer(5*ms, m, 0, 0)
+		}
+		l.SentAt(2000*ms, known) // the lease has lapsed
+		answer(2010*ms, "b", 2000*ms, 1)
+		answer(2011*ms, "c", 2000*ms, 1)
+		require.True(t, l.RejoinPending())
+		if restarted {
+			incs["e"] = 15 // e's new process: its count of a's deaths starts at 0
+		}
+		for at := 2200 * ms; at < 6400*ms; at += 200 * ms {
+			l.SentAt(at, known)
+			for _, m := range []string{"b", "c", "d", "e"} {
+				answer(at+5*ms, m, at, l.AckFor(m))
+			}
+		}
+		if restarted {
+			assert.Zero(t, proofs, "e restarted since a held its lease: it cannot tell whether it fenced a")
+			assert.True(t, l.RejoinPending())
+		} else {
+			assert.Equal(t, 1, proofs, "e's process answered while a held its lease, and fences it for nothing")
+		}
+	}
+}

@@ -54,6 +54,7 @@ var (
 	simHolder      = os.Getenv("RL_SIM_HOLDER") != "0"      // RELEASED names the node that holds a slot (ASK), and a gained slot imports from it (the server's holder)                              // an import from a dead holder without its copies is lost (the server's fromDeadLocked)
 	simUnconfirmed = os.Getenv("RL_SIM_UNCONFIRMED") != "0" // a rejoin proved to follow an unconfirmed death serves its own slots from its keys (Lease.OnUnconfirmed)
 	simTCPDrop     = os.Getenv("RL_SIM_TCPDROP") == "1"     // the network drops RL.PEER messages as it drops packets (see send)
+	simIncarnation = os.Getenv("RL_SIM_INCARNATION") != "0" // lease answers carry the process's incarnation, and a rejoin's proof counts no member restarted since it held its lease; 0: they do not
 	simGrantAges   = os.Getenv("RL_SIM_GRANTAGES") != "0"   // lease answers carry their fences' grant ages, so a dead member's slots wait only until its lease ran out (the third form); 0: TakeoverWait from the confirmation
 	// simPullCopies is the fix of cause A (testdata/sim-admission-seeds.txt;
 	// the server's backedUpFor): a backup answers a PULL with DONE for a
@@ -267,6 +268,7 @@ type simMsg struct {
 	ack      uint32   // simReq: the deaths of the sender that the receiver reported and it acknowledges
 	fenced   []string // simAns: the members the sender fences
 	ages     []int64  // simAns: how long ago the sender last granted each fenced member, in whole milliseconds (nil: the second form)
+	inc      uint64   // simAns: the sender process's incarnation (0: not told)
 	slots    []int
 	vals     []int         // simDone, simCopy: each slot's counter
 	replace  bool          // simDone: the sender served the slots (the server's replace mode), or they are a backup's copies
@@ -1175,11 +1177,16 @@ func (s *sim) receive(m simMsg) {
 				ages[i] = ages[i] / int64(time.Millisecond) * int64(time.Millisecond) // the wire's milliseconds
 			}
 		}
+		var inc uint64
+		if simIncarnation {
+			inc = n.lease.Incarnation()
+		}
 		s.send(simMsg{kind: simAns, from: m.to, to: m.from, sent: m.sent, granted: granted,
-			deaths: n.lease.Deaths(from), fenced: fenced, ages: ages})
+			deaths: n.lease.Deaths(from), fenced: fenced, ages: ages, inc: inc})
 	case simAns:
 		n.lease.NoteGrantAgesAt(from, m.sent, now, m.fenced, m.ages)
 		n.lease.NoteFencesAt(from, m.sent, m.fenced)
+		n.lease.NoteIncarnationAt(now, from, m.sent, m.inc)
 		n.lease.AnsweredAt(now, from, m.sent, m.granted, m.deaths, s.known)
 		s.confirm(m.to)
 	case simDone:
