@@ -35,8 +35,8 @@ import (
 // (Lease.GrantAgesAt), so that the slots of a member that died wait only
 // until its lease has run out (Lease.ConfirmedAt), not TakeoverWait from
 // the confirmation. The request is the second form's; so is the answer
-// but for the ages and the incarnation. This build sends the second form too, and the first,
-// to a member it has not yet heard the newer one from.
+// but for the ages and the incarnation. This build sends the second form
+// too, and the first, to a member it has not yet heard the newer one from.
 //
 //	request: msgLeaseReq3, as msgLeaseReq2
 //	answer:  msgLeaseAck3, sent (8 bytes), granted (1 byte), deaths (4 bytes),
