@@ -26,9 +26,9 @@ import (
 // default --cluster-timing, as users run them. server/cluster_failover_test.go
 // runs the same scripts against in-process nodes; these kill a process.
 //
-// After a kill, no error may come later than a second after both survivors
-// serve the dead node's slots (they see the death, then wait the takeover's
-// 1.25 lease terms: docs/cluster.md, Safety), and the client must then
+// After a kill, no error may come later than errorWindow after both
+// survivors serve the dead node's slots (they see the death, then wait until
+// its lease has run out: docs/cluster.md, Safety), and the client must then
 // decide every key; a leave may fail nothing.
 
 // failoverScripts are the scripts and how to run them. stall is how much
@@ -79,7 +79,7 @@ func scriptFailover(t *testing.T, leave bool, name, file string, stall time.Dura
 	survivors := []string{addrs[0], addrs[2]}
 	detected := waitSize(t, survivors, 2)
 	served := waitServesAll(t, survivors, probe)
-	fs.waitLine(t, "clean", served.Add(time.Second+stall))
+	fs.waitLine(t, "clean", served.Add(errorWindow+stall))
 	sent := fs.stop(t)
 	t.Logf("%d decisions; the survivors saw 2 owners %v after, served %s's slots %v after; %d failed %v",
 		sent, detected.Sub(at).Round(time.Millisecond), probe, served.Sub(at).Round(time.Millisecond), len(fs.errs), fs.sample)
@@ -92,7 +92,7 @@ func scriptFailover(t *testing.T, leave bool, name, file string, stall time.Dura
 		t.Logf("errors from %v to %v after the kill: the last %v after detection, %v after served; the last %q",
 			first.Sub(at).Round(time.Millisecond), last.Sub(at).Round(time.Millisecond),
 			last.Sub(detected).Round(time.Millisecond), last.Sub(served).Round(time.Millisecond), fs.last)
-		assert.WithinDuration(t, served, last, time.Second+stall, "the last error, %v after the survivors served", last.Sub(served))
+		assert.WithinDuration(t, served, last, errorWindow+stall, "the last error, %v after the survivors served", last.Sub(served))
 	}
 }
 
