@@ -1,8 +1,6 @@
 package handoff
 
 import (
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlstore/rlstore/cluster"
-	"github.com/rlstore/rlstore/shard"
 )
 
 // TestFromDeadWaitsForTheHoldersLease: a slot whose state a dead holder
@@ -24,11 +21,7 @@ func TestFromDeadWaitsForTheHoldersLease(t *testing.T) {
 	v := viewOf(t, 1, []string{"x", "r", "b"})
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(v)
-	store, err := shard.New(shard.Config{})
-	require.NoError(t, err)
-	n, err := New(Config{View: cur.Load, Forwarder: &recorder{}, Store: store, Lease: l,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
-	require.NoError(t, err)
+	n := buildNode(t, &cur, &recorder{}, l, false)
 
 	now := l.Now()
 	longAgo := now + int64(10*time.Second) // the age of the last grants: 10 s before this lease's clock began

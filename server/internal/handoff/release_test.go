@@ -1,8 +1,6 @@
 package handoff
 
 import (
-	"io"
-	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -12,10 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlstore/rlstore/cluster"
-	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/core"
-	"github.com/rlstore/rlstore/server/internal/replica"
-	"github.com/rlstore/rlstore/shard"
 )
 
 // TestReleasedToTheRejoinItWasLostFrom: a node that lost a slot at its
@@ -67,20 +62,11 @@ func releasedKeepTo(n *Node, from string, slot int) string {
 // set holds it from its first round on): lost slots need one.
 func leaseNode(t *testing.T, cur *atomic.Pointer[cluster.View]) *Node {
 	t.Helper()
-	store, err := shard.New(shard.Config{})
-	require.NoError(t, err)
-	copies, err := shard.New(shard.Config{})
-	require.NoError(t, err)
 	self := cur.Load().Self
 	lease := cluster.NewLease(self, time.Hour)
 	lease.SentAt(lease.Now(), []string{self})
 	require.True(t, lease.ServesAt(lease.Now()), "the lease holds")
-	fw := &recorder{}
-	n, err := New(Config{View: cur.Load, Forwarder: fw, Store: store, Lease: lease,
-		Replicas: &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw},
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
-	require.NoError(t, err)
-	return n
+	return buildNode(t, cur, &recorder{}, lease, true)
 }
 
 // TestLostOwnSlotComesBackWithItsHolder: a rejoining node whose own slot

@@ -216,13 +216,23 @@ func releasedTo(n *Node, from string, slot int) string {
 // its transport; cur is its membership's view.
 func testNode(t *testing.T, cur *atomic.Pointer[cluster.View], fw cluster.Forwarder) *Node {
 	t.Helper()
+	return buildNode(t, cur, fw, nil, true)
+}
+
+// buildNode is a node named by cur's Self, with fw as its transport, lease
+// (nil: none), and replicas if asked.
+func buildNode(t *testing.T, cur *atomic.Pointer[cluster.View], fw cluster.Forwarder, lease *cluster.Lease, replicas bool) *Node {
+	t.Helper()
 	store, err := shard.New(shard.Config{})
 	require.NoError(t, err)
-	copies, err := shard.New(shard.Config{})
-	require.NoError(t, err)
-	n, err := New(Config{View: cur.Load, Forwarder: fw, Store: store,
-		Replicas: &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw},
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }})
+	cfg := Config{View: cur.Load, Forwarder: fw, Store: store, Lease: lease,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }}
+	if replicas {
+		copies, err := shard.New(shard.Config{})
+		require.NoError(t, err)
+		cfg.Replicas = &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw}
+	}
+	n, err := New(cfg)
 	require.NoError(t, err)
 	return n
 }
