@@ -42,7 +42,12 @@
 # BEFORE (another rlstore binary: a second cluster of it adds the rows
 # "forwarded before" and "aware before", to compare two builds in one run),
 # ROWS (systems to run, e.g. "aware" or "single,aware": with BEFORE, each
-# row then runs next to its "before" row, so a busy host moves both alike).
+# row then runs next to its "before" row, so a busy host moves both alike),
+# ALONE (1, with BEFORE: the two builds' clusters never run at once; each
+# round starts one build's cluster, runs its rlload rows, stops it, then
+# does the same for the other build, in alternating order, so neither
+# cluster's idle work or memory shares the cores with the other's load; on a
+# host of two shared cores this tells builds apart better than side by side).
 import json, os, re, resource, shutil, signal, socket, subprocess, sys, time
 
 RLSTORE = os.environ.get("RLSTORE", "rlstore")
@@ -271,10 +276,48 @@ def run_rb(port, depth, mode):
     return float(rates[-1]), n, 0, "", client
 
 
+def load_row(res, rnd, row, depth, procs, r):
+    """Records one run of row at depth (r is run_load's answer) and prints it."""
+    if not r or not r[1]:
+        return
+    c0, c1 = procs
+    rate, n, errors, first, client = r
+    us = (sum(c1) - sum(c0)) * 1e6 / n
+    per_node = " + ".join(f"{(b - a) * 1e6 / n:.2f}" for a, b in zip(c0, c1))
+    res.setdefault((row, depth), []).append((rate, us, errors, client * 1e6 / n))
+    first = f" (first: {first})" if errors else ""
+    print(f"r{rnd} -P {depth} {row[0]} {row[1]}: {rate / 1e3:.1f}k/s, server CPU {us:.2f} µs/req"
+          f" ({per_node} by node), {errors} errors{first}", file=sys.stderr, flush=True)
+
+
+def throughput_alone(rounds, dur, depths):
+    """ALONE=1: this build's cluster and BEFORE's, one at a time (above)."""
+    modes = {"forwarded": "plain", "aware": "aware", "aware, split": "split"}
+    keep = os.environ.get("ROWS", "aware").split(",")
+    builds = [("", RLSTORE), (" before", os.environ["BEFORE"])]
+    rows = [(RLLOAD_ROWS, name + suffix) for name in modes if name in keep for suffix, _ in builds]
+    res = {}
+    for rnd in range(rounds):
+        for suffix, binary in (builds if rnd % 2 == 0 else builds[::-1]):
+            nodes = start_cluster(3, binary=binary)
+            procs = [p for p, _ in nodes]
+            try:
+                for depth in depths:
+                    for name in (m for m in modes if m in keep):
+                        c0 = [cpu(p.pid) for p in procs]
+                        r = run_load(nodes[0][1], depth, dur, modes[name])
+                        load_row(res, rnd, (RLLOAD_ROWS, name + suffix), depth, (c0, [cpu(p.pid) for p in procs]), r)
+            finally:
+                stop(procs)
+    return depths, rows, res
+
+
 def throughput():
     rounds = int(os.environ.get("ROUNDS", "2"))
     dur = os.environ.get("DUR", "3s")
     depths = [int(d) for d in os.environ.get("DEPTHS", "1,16").split(",")]
+    if os.environ.get("BEFORE") and os.environ.get("ALONE") == "1":
+        return throughput_alone(rounds, dur, depths)
     nodes = start_cluster(3, pprof=os.environ.get("PPROF", ""))
     sport = free_port()
     single = start(["--port", str(sport)])
@@ -318,24 +361,13 @@ def throughput():
                 for row in order:
                     procs, port, mode = systems[row]
                     each0 = [cpu(p.pid) for p in procs]
-                    c0 = sum(each0)
                     if row[0] == RB_ROWS:
                         r = run_rb(port, depth, mode)
                     elif mode == "bynode":
                         r = run_bynode(port, tags, depth, dur)
                     else:
                         r = run_load(port, depth, dur, mode)
-                    each1 = [cpu(p.pid) for p in procs]
-                    c1 = sum(each1)
-                    if not r or not r[1]:
-                        continue
-                    rate, n, errors, first, client = r
-                    us = (c1 - c0) * 1e6 / n
-                    per_node = " + ".join(f"{(b - a) * 1e6 / n:.2f}" for a, b in zip(each0, each1))
-                    res.setdefault((row, depth), []).append((rate, us, errors, client * 1e6 / n))
-                    first = f" (first: {first})" if errors else ""
-                    print(f"r{rnd} -P {depth} {row[0]} {row[1]}: {rate / 1e3:.1f}k/s, server CPU {us:.2f} µs/req"
-                          f" ({per_node} by node), {errors} errors{first}", file=sys.stderr, flush=True)
+                    load_row(res, rnd, row, depth, (each0, [cpu(p.pid) for p in procs]), r)
     finally:
         stop(everyone)
     return depths, list(systems), res
@@ -422,6 +454,8 @@ def main():
                 print(f"| {depth} | {row[0]} | {row[1]} | {fmt_rate(thr)} ({rates}) | {ratio} | {us:.2f} µs | {cus:.2f} µs"
                       f" | {sum(r[2] for r in runs)} |")
         print()
+        if os.environ.get("BEFORE"):
+            print_before(depths, rows, res)
     kills = int(os.environ.get("DETECT", "3"))
     if kills > 0:
         print("Failure detection and takeover: 3 nodes, one killed with SIGKILL; seconds until both survivors'")
@@ -439,6 +473,27 @@ def main():
                 cols.append(f"{max(got):.2f}" if got else "-")
             print(f"| {timing} | " + " | ".join(cols) + " |")
         print()
+
+
+def print_before(depths, rows, res):
+    """Each row against its "before" row: the ratio of the medians, and the
+    median of the rounds' own ratios (round i of one against round i of the
+    other, which ran next to it)."""
+    print("Against BEFORE: this build's median over the before build's, and in brackets the median of the")
+    print("rounds' own ratios:\n")
+    print("| -P | client | system | decisions/s, × before | server CPU per request, × before |")
+    print("|---|---|---|---|---|")
+    for depth in depths:
+        for row in rows:
+            runs, old = res.get((row, depth), []), res.get(((row[0], row[1] + " before"), depth), [])
+            if not runs or not old:
+                continue
+            cols = []
+            for i in (0, 1):
+                pairs = [a[i] / b[i] for a, b in zip(runs, old) if b[i]]
+                cols.append(f"{med([r[i] for r in runs]) / med([r[i] for r in old]):.3f}× ({med(pairs):.3f}×)")
+            print(f"| {depth} | {row[0]} | {row[1]} | {cols[0]} | {cols[1]} |")
+    print()
 
 
 def med(xs):
