@@ -54,12 +54,7 @@ func netnsCleanup(n int) {
 // setupDNSNet makes the switch and n node namespaces, node i at .i+1.
 func setupDNSNet(t *testing.T, n int) []*dnsNode {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespace tests need root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("network namespace tests need iproute2's ip")
-	}
+	needNetns(t, "ip")
 	netnsCleanup(n) // what a killed earlier run left
 	t.Cleanup(func() { netnsCleanup(n) })
 	netnsRun(t, "ip", "netns", "add", dnsSwitch)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -47,14 +46,7 @@ func regionNetCleanup() {
 // and whether tc netem delays them (if not, the caller relays).
 func setupRegionNet(t *testing.T) ([]string, bool) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespace tests need root")
-	}
-	for _, tool := range []string{"ip", "iptables", "tc"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("network namespace tests need %s", tool)
-		}
-	}
+	needNetns(t, "ip", "iptables", "tc")
 	regionNetCleanup()
 	t.Cleanup(regionNetCleanup)
 	netnsRun(t, "ip", "link", "add", regionBridge, "type", "bridge")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -44,14 +43,7 @@ func splitCleanup(n int) {
 // setupSplitNet makes the bridge and n namespaces.
 func setupSplitNet(t *testing.T, n int) []string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespace tests need root")
-	}
-	for _, tool := range []string{"ip", "iptables"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("network namespace tests need %s", tool)
-		}
-	}
+	needNetns(t, "ip", "iptables")
 	splitCleanup(8) // what a killed earlier run left
 	t.Cleanup(func() { splitCleanup(n) })
 	netnsRun(t, "ip", "link", "add", splitBridge, "type", "bridge")

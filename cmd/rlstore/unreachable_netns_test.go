@@ -50,14 +50,7 @@ func unreachCleanup(n int) {
 // nodes' addresses.
 func setupUnreachNet(t *testing.T, n int) []string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespace tests need root")
-	}
-	for _, tool := range []string{"ip", "iptables"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("network namespace tests need %s", tool)
-		}
-	}
+	needNetns(t, "ip", "iptables")
 	unreachCleanup(8) // what a killed earlier run left
 	t.Cleanup(func() { unreachCleanup(n) })
 	netnsRun(t, "ip", "link", "add", unreachBridge, "type", "bridge")
@@ -343,9 +336,7 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 // nothing), run only with RL_UNREACH_FULL=1; allow through the 1/3 cut
 // runs always, so that the mode's path runs under -race.
 func TestOwnerUnreachableFactors(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("network namespace tests need root")
-	}
+	needNetns(t, "ip", "iptables")
 	cuts := []struct {
 		name  string
 		nodes int
