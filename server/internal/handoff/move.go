@@ -551,6 +551,12 @@ func (n *Node) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, f
 		return 0, 0, err
 	}
 	if done {
+		// The last copy may have taken longer than the lease: DONE hands
+		// the slots over only while this node still serves them, since a
+		// majority may have taken them over once its lease ran out.
+		if !n.serving() {
+			return 0, 0, errNotServing
+		}
 		if err := n.peerCall(to, cluster.PeerDone, "", spec, nil); err != nil {
 			if errors.Is(err, cluster.ErrUnreachable) {
 				err = &doneUnknown{err}
