@@ -3,8 +3,10 @@ package cluster
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -161,14 +163,36 @@ func TestWrongKeyCannotJoin(t *testing.T) {
 // TestRejoinsMissingSeed: a node whose seed was not there at its start
 // joins it once it appears, with no help.
 func TestRejoinsMissingSeed(t *testing.T) {
-	ln, err := net.ListenPacket("udp", "127.0.0.1:0") // a free port for the seed-to-be
-	require.NoError(t, err)
-	addr := ln.LocalAddr().String()
-	require.NoError(t, ln.Close())
+	addr := "127.0.0.1:" + unusedPort(t)
 	b := startNode(t, "b", []string{addr})
 	assert.Len(t, b.View().Table.Nodes(), 1)
 	a := startNodeAt(t, "a", addr, nil)
 	waitMembers(t, []*testNode{a, b}, 2)
+}
+
+// unusedPort returns a port free a moment ago for TCP and UDP, below the
+// ephemeral range (32768 and up on Linux). A port the kernel handed out
+// once, as 127.0.0.1:0 does, it may hand out again as the local port of
+// any outgoing connection on the host, b's own dials to the seed-to-be
+// included, and the seed's listen then fails with "address already in use".
+func unusedPort(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		port := strconv.Itoa(20000 + rand.IntN(10000))
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", "127.0.0.1:"+port)
+		_ = ln.Close()
+		if err != nil {
+			continue
+		}
+		_ = pc.Close()
+		return port
+	}
+	t.Fatal("no free port between 20000 and 30000")
+	return ""
 }
 
 func TestStateReachesEveryNode(t *testing.T) {
@@ -214,7 +238,8 @@ func (s *lwwState) Merge(b []byte) {
 // process it replaced), moves nothing.
 func TestStaleDepartureOfANewMemberIsIgnored(t *testing.T) {
 	ns := startCluster(t, 2)
-	n1 := memberlistNode(t, ns[0], "n1")
+	n1 := ownNode(ns[1])
+	justJoined(ns[0], "n1")
 	n1.State = memberlist.StateDead
 	ns[0].departed(n1)
 	require.Eventually(t, func() bool { return ns[0].refuted.Load() == 1 }, 5*time.Second, 5*time.Millisecond,
@@ -228,26 +253,34 @@ func TestStaleDepartureOfANewMemberIsIgnored(t *testing.T) {
 // detection reports its death in its own time.
 func TestDepartureOfANewMemberStillCounts(t *testing.T) {
 	ns := startCluster(t, 3) // two survivors: a majority confirms the death
-	n1 := memberlistNode(t, ns[0], "n1")
+	n1 := ownNode(ns[1])
+	justJoined(ns[0], "n1")
 	ns[1].Kill()
 	n1.State = memberlist.StateDead
 	ns[0].departed(n1)
 	waitMembers(t, []*testNode{ns[0], ns[2]}, 2)
-	require.NotEmpty(t, ns[0].gone())
+	// The view is stored before OnChange records it: wait for the record.
+	require.Eventually(t, func() bool { return len(ns[0].gone()) > 0 }, 5*time.Second, 10*time.Millisecond,
+		"a view with n1 gone reached OnChange")
 	assert.Equal(t, StateDead, ns[0].gone()[0].State)
 }
 
-// memberlistNode returns a copy of memberlist's record of name, as n has it.
-func memberlistNode(t *testing.T, n *testNode, name string) *memberlist.Node {
-	t.Helper()
-	for _, m := range n.ml.Members() {
-		if m.Name == name {
-			c := *m
-			return &c
-		}
-	}
-	t.Fatalf("%s does not know %s", n.cfg.NodeName, name)
-	return nil
+// ownNode returns a copy of n's memberlist record of itself: the record
+// another member holds of it, which a loaded host's failure detector may
+// have dropped for a moment (a false suspicion, refuted a round later).
+func ownNode(n *testNode) *memberlist.Node {
+	c := *n.ml.LocalNode()
+	return &c
+}
+
+// justJoined makes n count name as (re)joined now, as the report these
+// tests send assumes: startCluster on a loaded host can take longer than
+// flapGrace after the member joined, and the report would then not be held
+// back at all.
+func justJoined(n *testNode, name string) {
+	n.Membership.mu.Lock()
+	n.joined[name] = time.Now()
+	n.Membership.mu.Unlock()
 }
 
 // TestMembershipDeathNeedsMajority: a member only one node declares dead
