@@ -414,7 +414,8 @@ func quickRestartUnderLoad(t *testing.T, victim int) {
 
 // TestRollingRestartReadme stops each of the README's three nodes in turn
 // with SIGTERM and starts it again with its command line, under the load
-// of TestQuickRestartUnderLoad: no key admits above its limit.
+// of TestQuickRestartUnderLoad: no key admits above its limit, and the
+// ClusterClient sees no error (each leave is graceful).
 func TestRollingRestartReadme(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3-node rolling restart under load: not in -short")
@@ -431,6 +432,11 @@ func TestRollingRestartReadme(t *testing.T) {
 	})
 	n, _, _ := st.over(2 * quickLimit)
 	assert.Zero(t, n, "admissions above the limit across the rolling restart")
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	t.Logf("%d requests; errors: cluster client %v, plain (each on its own node, which restarts) %v",
+		st.sent, errSummary(st.errs["cluster client"]), errSummary(st.errs["plain"]))
+	assert.Empty(t, errSummary(st.errs["cluster client"]), "a graceful leave costs ClusterClient no error")
 }
 
 // startReadme starts the README's three nodes, each joining the others,
