@@ -16,7 +16,8 @@ import (
 
 // TestNudgeAfterTableChange: a routed node-redis connection gets -MOVED
 // to the key's owner at its first keyed command after the table changes,
-// once; a plain one, or one of another library, never does.
+// once; of routed go-redis connections, only the first from the client's
+// host does; a plain one, or one of another library, never does.
 func TestNudgeAfterTableChange(t *testing.T) {
 	nodes := startTestCluster(t, 3, clusterOpts{secret: []byte("k")})
 	n0 := nodes[0]
@@ -29,7 +30,8 @@ func TestNudgeAfterTableChange(t *testing.T) {
 		}
 		return c
 	}
-	routed, pyRouted, goRouted, plain := dial("node-redis"), dial("redis-py"), dial("go-redis(,go1.26)"), dial("node-redis")
+	routed, pyRouted, plain := dial("node-redis"), dial("redis-py"), dial("node-redis")
+	goRouted, goSameHost := dial("go-redis(,go1.26)"), dial("go-redis(,go1.26)")
 	var own []string // keys node 0 owns, over many slots
 	for i := 0; len(own) < 64; i++ {
 		if k := fmt.Sprint("nudge:", i); ownerOf(nodes, k) == n0 {
@@ -40,6 +42,7 @@ func TestNudgeAfterTableChange(t *testing.T) {
 		require.NoError(t, routed.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
 		require.NoError(t, pyRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
 		require.NoError(t, goRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
+		require.NoError(t, goSameHost.Do(ctx, "RL.SLIDE", k, 100, 60).Err())
 		require.NoError(t, plain.Do(ctx, "RL.SLIDE", fmt.Sprint("plain:", i), 100, 60).Err())
 	}
 
@@ -52,6 +55,9 @@ func TestNudgeAfterTableChange(t *testing.T) {
 	slot := cluster.Slot([]byte(own[0]))
 	owner := n0.ml.View().Table.Owner(slot)
 	assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, owner.Addr), err.Error())
+	err = goRouted.Do(ctx, "RL.SLIDE", own[0], 100, 60).Err()
+	require.Error(t, err, "go-redis's first connection from the host, after the join")
+	assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, owner.Addr), err.Error())
 	for _, k := range own {
 		err := routed.Do(ctx, "RL.SLIDE", k, 100, 60).Err()
 		if err != nil {
@@ -60,7 +66,8 @@ func TestNudgeAfterTableChange(t *testing.T) {
 	}
 	for i, k := range own {
 		assert.NoError(t, pyRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err(), "redis-py's connection")
-		assert.NoError(t, goRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err(), "go-redis's connection")
+		assert.NoError(t, goSameHost.Do(ctx, "RL.SLIDE", k, 100, 60).Err(), "go-redis's second connection from the host")
+		assert.NoError(t, goRouted.Do(ctx, "RL.SLIDE", k, 100, 60).Err(), "go-redis's connection, once nudged")
 		assert.NoError(t, plain.Do(ctx, "RL.SLIDE", fmt.Sprint("plain:", i), 100, 60).Err(), "a plain client")
 	}
 }

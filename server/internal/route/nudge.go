@@ -2,8 +2,10 @@ package route
 
 import (
 	"math/bits"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
@@ -22,14 +24,21 @@ import (
 // table no longer names it.
 //
 // Redis never answers MOVED to the node that owns the slot, and not every
-// client takes one well, so only node-redis gets it (nudgedLibs, as CLIENT
-// SETINFO names it), which has one connection per node for commands:
-//   - redis-py (4.3 to 5) marks the node it asked a replica of itself, and
-//     once every node is so marked its next reload fails with an IndexError;
+// client takes one well, so only the libraries of nudgedLibs get it (as
+// CLIENT SETINFO names them):
+//   - node-redis has one connection per node for commands: each gets one.
 //   - go-redis retries a MOVED at once on any connection of its pool, which
 //     may be one that gets a MOVED of its own: with 48 goroutines, 3 of
-//     60,000 requests failed after four (go-redis reloads every
-//     ClusterStateReloadInterval instead, docs/clients.md).
+//     60,000 requests failed after four. One reload serves the whole
+//     ClusterClient, so only the first connection from each client host
+//     gets it at each table (hostNudges): the retry then lands on one that
+//     gets none. Without it go-redis found the new owners only at its next
+//     ClusterStateReloadInterval (500 ms, docs/clients.md), under -race on
+//     a loaded host 1.1 s after the survivors served. A second ClusterClient
+//     on the same host reloads on that interval, as before.
+//   - redis-py (4.3 to 5) marks the node it asked a replica of itself, and
+//     once every node is so marked its next reload fails with an IndexError:
+//     it gets none.
 //
 // And only to connections that route by slot: a plain client of the same
 // library must never see -MOVED, as it does not follow it. A node cannot
@@ -44,10 +53,10 @@ import (
 // routing is what one client connection's keyed commands said about it;
 // only its goroutine touches it.
 type routing struct {
-	slots  uint64 // bit slot%64 of the local keys it sent
-	local  uint32 // keyed commands run here
-	remote uint32 // keyed commands forwarded
-	epoch  uint64 // the table epoch of its last keyed command; 0: none yet
+	slots  uint64         // bit slot%64 of the local keys it sent
+	local  uint32         // keyed commands run here
+	remote uint32         // keyed commands forwarded
+	table  *cluster.Table // the table of its last keyed command; nil: none yet
 }
 
 const (
@@ -61,8 +70,13 @@ func (ro *routing) routed() bool {
 }
 
 // nudgedLibs are the CLIENT SETINFO library names (prefixes) whose
-// cluster clients get a -MOVED after a table change; see routing.
-var nudgedLibs = [...]string{"node-redis"}
+// cluster clients get a -MOVED after a table change, and whether one
+// connection from each client host gets it (perHost) rather than each
+// connection; see routing.
+var nudgedLibs = [...]struct {
+	prefix  string
+	perHost bool
+}{{"node-redis", false}, {"go-redis", true}}
 
 // nudge returns the -MOVED that c's keyed command, routed as r, gets
 // instead of running (see routing), or "". tries counts the times
@@ -76,26 +90,73 @@ func (rt *Router) nudge(x *core.Session, c *Conn, r route, tries int) string {
 		return ""
 	}
 	ro := &c.routing
-	if ro.changedTo(v) && takesMoved(x) {
-		return movedTo(v.Table, r)
+	if ro.changedTo(v, r.slot) {
+		if lib := nudgedLib(x); lib >= 0 {
+			moved := movedTo(v.Table, r)
+			if moved != "" && (!nudgedLibs[lib].perHost || rt.hosts.first(hostOf(x.Addr), v.Table.Epoch())) {
+				return moved
+			}
+		}
 	}
 	ro.note(v.Table, r)
 	return ""
 }
 
-// changedTo records v's table epoch as the connection's latest, and
-// reports whether the table changed since its last keyed command and the
-// connection routes by slot: its command then gets a nudge. A table that
-// still names a member declared dead (namesTheDead) is not recorded, so
-// the nudge waits for the next.
-func (ro *routing) changedTo(v *cluster.View) bool {
-	epoch := v.Table.Epoch()
-	if ro.epoch == epoch || namesTheDead(v) {
+// hostNudges are the client hosts whose first routed connection got its
+// nudge at the latest table epoch, for the libraries nudged per host.
+type hostNudges struct {
+	mu    sync.Mutex          // guards the fields below
+	epoch uint64              // the table epoch hosts are of
+	hosts map[string]struct{} // only this epoch's, so at most one entry per client host
+}
+
+// first reports whether host has had no nudge at epoch yet, and records
+// that it has now. A connection that still holds an older table than
+// another's nudge gets none.
+func (h *hostNudges) first(host string, epoch uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case epoch < h.epoch:
+		return false
+	case epoch > h.epoch || h.hosts == nil:
+		h.epoch, h.hosts = epoch, make(map[string]struct{})
+	}
+	if _, ok := h.hosts[host]; ok {
 		return false
 	}
-	seen := ro.epoch
-	ro.epoch = epoch
-	return seen != 0 && ro.routed()
+	h.hosts[host] = struct{}{}
+	return true
+}
+
+// hostOf is the host of a client's address host:port.
+func hostOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+// changedTo records v's table as the connection's latest, and reports
+// whether the table changed since its last keyed command and the
+// connection routes by slot: its command, on slot, then gets a nudge. A
+// table that still names a member declared dead (namesTheDead) is not
+// recorded, so the nudge waits for the next.
+//
+// A command on a slot the change gave this node gets none: the client
+// has the new map already, as its old one named another owner. go-redis
+// sends a dead node's key there only once a reload found the new owner,
+// and perhaps on its last try after the dead address refused three: a
+// MOVED then would be the error the application sees.
+func (ro *routing) changedTo(v *cluster.View, slot int) bool {
+	t := v.Table
+	if ro.table != nil && ro.table.Epoch() == t.Epoch() || namesTheDead(v) {
+		return false
+	}
+	seen := ro.table
+	ro.table = t
+	gained := seen != nil && seen.Owner(slot).Name != v.Self && t.Owner(slot).Name == v.Self
+	return seen != nil && !gained && ro.routed()
 }
 
 // namesTheDead reports whether v's table still deals slots to a member
@@ -133,16 +194,16 @@ func (ro *routing) note(t *cluster.Table, r route) {
 	}
 }
 
-// takesMoved reports whether x's library (CLIENT SETINFO LIB-NAME) is one
-// of nudgedLibs.
-func takesMoved(x *core.Session) bool {
+// nudgedLib returns the index in nudgedLibs of x's library (CLIENT
+// SETINFO LIB-NAME), or -1.
+func nudgedLib(x *core.Session) int {
 	lib := strings.ToLower(x.Meta().LibName)
-	for _, p := range nudgedLibs {
-		if strings.HasPrefix(lib, p) {
-			return true
+	for i, l := range nudgedLibs {
+		if strings.HasPrefix(lib, l.prefix) {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // movedTo is the -MOVED for r's slot to its owner in t, or "" for a

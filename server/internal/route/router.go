@@ -156,6 +156,7 @@ type Router struct {
 	peers     sync.Map                 // node name → *peerStats, for /metrics; as many as nodes ever forwarded to
 	batches   sync.Pool                // *remoteBatch, for forwardLater
 	topo      atomic.Pointer[topology] // CLUSTER SLOTS', SHARDS' and NODES' replies for the latest view asked about
+	hosts     hostNudges               // the client hosts nudged at the latest table, for the libraries nudged per host
 }
 
 // New returns the router of cfg. With a cluster it checks the cluster's
