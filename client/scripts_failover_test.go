@@ -26,35 +26,40 @@ import (
 // default --cluster-timing, as users run them. server/cluster_failover_test.go
 // runs the same scripts against in-process nodes; these kill a process.
 //
-// After a kill, no error may come later than errorWindow after both
-// survivors serve the dead node's slots (they see the death, then wait until
-// its lease has run out: docs/cluster.md, Safety), and the client must then
-// decide every key; a leave may fail nothing.
+// After a kill, no error may come later than errorWindow after failure
+// detection (both survivors' tables without the dead node; they serve its
+// slots once its lease has run out: docs/cluster.md, Safety), and the
+// client must then decide every key; a leave may fail nothing.
 
-// failoverScripts are the scripts and how to run them. stall is how much
-// later than a second after the survivors serve a client may still err
-// after a kill: node-redis 5.9 now and then leaves a command it wrote to
-// the killed node's connection with no reply and no error (its connection
-// gone, the client still ready), and the commands it routes there after
-// it; its script gives each command a 2 s deadline (docs/clients.md), and
-// in one run of ten the last of four such errors came 4.3 s after the
-// survivors served. The client must still decide every key after.
+// failoverScripts are the scripts and how to run them. redisPyRetry is how
+// much later than errorWindow redis-py may still err after a kill: its
+// own retry, not the cluster's. redis-py 4.3.4 tries a node that refuses
+// 5 times, 0.25 s apart (constants in its cluster.py), from the slot map
+// it read last, then reads the map again and raises: a map read just
+// before the survivors' tables changed ends in an error a second after
+// that read, plus its dials and its two reads of the map (CLUSTER SLOTS,
+// about 0.1 s each from -race builds on a loaded host). Its one error came
+// 3.08–3.11 s after the kill in every run that had one, 0.29–1.00 s after
+// detection, and 3.36 s after the kill, 1.25 s after detection, with
+// -race.
 var failoverScripts = []struct {
 	name  string
 	cmd   func(t *testing.T) string
 	file  string
-	stall time.Duration
+	extra time.Duration
 }{
-	{"redis-py RedisCluster", needRedisPy, "redispy_failover.py", 0},
+	{"redis-py RedisCluster", needRedisPy, "redispy_failover.py", redisPyRetry},
 	{"ioredis Cluster", needNodeClients, "ioredis_failover.cjs", 0},
-	{"node-redis createCluster", needNodeClients, "noderedis_failover.cjs", 10 * time.Second},
+	{"node-redis createCluster", needNodeClients, "noderedis_failover.cjs", 0},
 }
+
+const redisPyRetry = 500 * time.Millisecond
 
 var scriptsDir = filepath.Join("..", "server", "testdata")
 
 func TestScriptClusterClientsAfterKill(t *testing.T) {
 	for _, sc := range failoverScripts {
-		t.Run(sc.name, func(t *testing.T) { scriptFailover(t, false, sc.cmd(t), sc.file, sc.stall) })
+		t.Run(sc.name, func(t *testing.T) { scriptFailover(t, false, sc.cmd(t), sc.file, sc.extra) })
 	}
 }
 
@@ -64,7 +69,7 @@ func TestScriptClusterClientsAfterLeave(t *testing.T) {
 	}
 }
 
-func scriptFailover(t *testing.T, leave bool, name, file string, stall time.Duration) {
+func scriptFailover(t *testing.T, leave bool, name, file string, extra time.Duration) {
 	procs, addrs := startClusterProcs(t, 3, "--cluster-timing", "lan")
 	waitSettled(t, addrs)
 	probe := keyOf(t, addrs[0], addrs[1])
@@ -79,7 +84,7 @@ func scriptFailover(t *testing.T, leave bool, name, file string, stall time.Dura
 	survivors := []string{addrs[0], addrs[2]}
 	detected := waitSize(t, survivors, 2)
 	served := waitServesAll(t, survivors, probe)
-	fs.waitLine(t, "clean", served.Add(errorWindow+stall))
+	fs.waitLine(t, "clean", detected.Add(errorWindow+extra))
 	sent := fs.stop(t)
 	t.Logf("%d decisions; the survivors saw 2 owners %v after, served %s's slots %v after; %d failed %v",
 		sent, detected.Sub(at).Round(time.Millisecond), probe, served.Sub(at).Round(time.Millisecond), len(fs.errs), fs.sample)
@@ -92,7 +97,7 @@ func scriptFailover(t *testing.T, leave bool, name, file string, stall time.Dura
 		t.Logf("errors from %v to %v after the kill: the last %v after detection, %v after served; the last %q",
 			first.Sub(at).Round(time.Millisecond), last.Sub(at).Round(time.Millisecond),
 			last.Sub(detected).Round(time.Millisecond), last.Sub(served).Round(time.Millisecond), fs.last)
-		assert.WithinDuration(t, served, last, errorWindow+stall, "the last error, %v after the survivors served", last.Sub(served))
+		assert.LessOrEqual(t, last.Sub(detected), errorWindow+extra, "the last error, %v after detection", last.Sub(detected))
 	}
 }
 
@@ -302,4 +307,30 @@ func runtimeMissing(t *testing.T, why string) {
 		t.Fatalf("%s (CI=true: not skipping)", why)
 	}
 	t.Skip(why)
+}
+
+// TestNodeRedisResetInReconnect: node-redis 5 whose reconnect reaches a
+// dying node (the connection made, reset once its handshake is written)
+// takes that connection as ready when no command of its handshake fails
+// it: with RESP 2 and no name it sends only CLIENT SETINFO, whose errors
+// it ignores, and every command it writes there after waits for good
+// (noderedis_reset.cjs). With the name docs/clients.md gives, CLIENT
+// SETNAME's error fails the reconnect, which it tries again. One kill
+// -9 in about ten did this to the failover script without a name: four
+// commands in a row missed their 2 s deadline, the last 5.5 s after
+// detection.
+func TestNodeRedisResetInReconnect(t *testing.T) {
+	node := needNodeClients(t)
+	run := func(opts string) string {
+		cmd := exec.Command(node, "noderedis_reset.cjs", opts)
+		cmd.Dir = filepath.Join(scriptsDir, "cluster-clients")
+		modules, err := filepath.Abs(filepath.Join(scriptsDir, "clients", "node_modules"))
+		require.NoError(t, err)
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return strings.TrimSpace(string(out))
+	}
+	t.Logf("without a name: %s", run(`{}`))
+	assert.Equal(t, "ready false", run(`{"name":"failover"}`), "with a name, the reset connection is not ready")
 }

@@ -4,8 +4,9 @@
 // once it has sent 300, "err <unix ms> <error>" for each that fails,
 // "clean <unix ms>" each time 300 in a row (every key once) succeeded, and
 // "done <sent>" once a line "stop" arrives on stdin. The cluster has the
-// settings docs/clients.md gives node-redis, and each command a deadline
-// of its own (withDeadline), as docs/clients.md tells applications to set.
+// settings docs/clients.md gives node-redis (disableOfflineQueue, a name
+// and a command timeout), and each command a deadline of its own
+// (withDeadline), as docs/clients.md tells applications to set.
 'use strict';
 const { createCluster } = require('redis5');
 
@@ -26,6 +27,13 @@ async function main() {
   const cluster = createCluster({
     rootNodes: process.argv.slice(2).map((a) => ({ url: `redis://${a}` })),
     commandOptions: { timeout: 1000 },
+    // disableOfflineQueue: a command for a node whose connection is down
+    // fails at once rather than wait in the offline queue for the timeout:
+    // the script goes on to other nodes' keys, and one of them brings the
+    // MOVED that reloads the slot map as soon as the survivors' table
+    // changes. name: a reconnect's handshake then needs a reply
+    // (noderedis_reset.cjs).
+    defaults: { disableOfflineQueue: true, name: 'failover' },
   });
   cluster.on('error', () => {}); // each failed command reports its own
   await cluster.connect();
