@@ -26,7 +26,7 @@ type Unreachable = route.Unreachable
 // The choices of --owner-unreachable (see route.Unreachable).
 const (
 	UnreachableError = route.UnreachableError // reply -CLUSTERDOWN: the client's own fail-open or fail-closed rule applies
-	UnreachableLocal = route.UnreachableLocal // decide here, from this node's state for the key (usually none: a fresh quota)
+	UnreachableLocal = route.UnreachableLocal // decide at the slot's substitute, one node per partition side
 	UnreachableAllow = route.UnreachableAllow // admit without deciding (fail open)
 	UnreachableDeny  = route.UnreachableDeny  // deny without deciding (fail closed)
 )

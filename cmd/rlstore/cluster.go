@@ -44,7 +44,7 @@ func (f *clusterFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.Join, "join", "", "comma-separated gossip `host:port`s of members to join; they are retried while any is missing")
 	fs.StringVar(&f.Key, "cluster-key", "", "base64 `key` of 16, 24 or 32 bytes (openssl rand -base64 32) that encrypts gossip and that nodes prove to each other; every node needs the same")
 	fs.StringVar(&f.Keyring, "cluster-keyring", "", "`file` of base64 cluster keys, one per line, the first encrypting; for rotating keys (instead of --cluster-key)")
-	fs.Var(newOneOf(&f.Unreachable, server.DefaultOwnerUnreachable.String(), "error", "local", "allow", "deny"), "owner-unreachable", "`error|local|allow|deny`: the reply when a key's owner does not answer within --cluster-timeout: an error (-CLUSTERDOWN), a decision from this node's own state, admit, or deny")
+	fs.Var(newOneOf(&f.Unreachable, server.DefaultOwnerUnreachable.String(), "error", "local", "allow", "deny"), "owner-unreachable", "`error|local|allow|deny`: the reply when a key's owner does not answer within --cluster-timeout: an error (-CLUSTERDOWN), a decision at one node per partition side (the slot's substitute), admit (fail open, no bound), or deny")
 	fs.Var(newYesNo(&f.Redirect, false), "cluster-redirect", "`yes|no`: with yes, answer -MOVED slot host:port for a key owned elsewhere instead of forwarding it")
 	fs.Var(newSeconds(&f.Timeout, cluster.DefaultPeerTimeout), "cluster-timeout", "`duration` a forwarded request may take before --owner-unreachable applies (1s, 500ms)")
 	fs.Var(newOneOf(&f.Timing, "lan", "lan", "fast"), "cluster-timing", "`lan|fast`: failure detection pace. lan: a crashed node is declared dead in about 1.5-2.5 s; fast: about 0.5-1 s, for tests on one machine")

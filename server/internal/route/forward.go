@@ -225,9 +225,7 @@ func (rt *Router) forwardRaw(owner cluster.Node, req []byte) ([][]byte, error) {
 	w := &replyWait{done: make(chan struct{})}
 	rt.cfg.Forwarder.Send(owner.Addr, 0, req, 1, w)
 	<-w.done
-	if w.err != nil {
-		ps.errors.Add(1)
-	}
+	ps.note(w.err)
 	return w.replies, w.err
 }
 

@@ -16,6 +16,18 @@ import (
 type peerStats struct {
 	forwarded, errors atomic.Int64
 	created           atomic.Int64 // unix ms of the first forward: CLUSTER LINKS' create-time
+	failed            atomic.Int64 // unix ms of the last forward that failed, 0 once one succeeds: see suspect
+}
+
+// note records a forward's outcome for suspect.
+func (ps *peerStats) note(err error) {
+	switch {
+	case err != nil:
+		ps.errors.Add(1)
+		ps.failed.Store(unixMilliNow())
+	case ps.failed.Load() != 0:
+		ps.failed.Store(0)
+	}
 }
 
 // peer returns name's counters, creating them the first time.
@@ -60,6 +72,8 @@ func (rt *Router) routeOf(x *core.Session, c *Conn, cm *core.Command, args [][]b
 		return route{local: true} // the forwarding node checked it
 	case !ok:
 		return route{reply: errCrossSlot}
+	case c.hop == hopSubstitute:
+		return route{local: true, slot: slot} // the sender picked this node to decide: see substitute
 	}
 	v := rt.ho.View()
 	if v.Waiting {
@@ -123,9 +137,7 @@ func (rt *Router) forward(owner cluster.Node, cmds [][][]byte) ([][]byte, error)
 	ps := rt.peer(owner.Name)
 	ps.forwarded.Add(int64(len(cmds)))
 	reps, err := rt.cfg.Forwarder.Forward(context.Background(), owner.Addr, cmds)
-	if err != nil {
-		ps.errors.Add(1)
-	}
+	ps.note(err)
 	return reps, err
 }
 
@@ -173,8 +185,7 @@ func (rt *Router) routeOne(x *core.Session, c *Conn, cm *core.Command, args [][]
 		}
 		if r.down {
 			rt.ho.Leave(x.ID, ticket)
-			rt.down(x, cm, args, r.slot)
-			return false
+			return rt.down(x, cm, args, r.slot)
 		}
 		if r.local {
 			rt.runEntered(x, cm, args, ticket)
@@ -182,6 +193,13 @@ func (rt *Router) routeOne(x *core.Session, c *Conn, cm *core.Command, args [][]
 		}
 		rt.ho.Leave(x.ID, ticket)
 		switch {
+		case r.level == hopForward && rt.cfg.OwnerUnreachable == UnreachableLocal && r.gate == nil && r.reply == "" &&
+			!rt.ho.Serving() && !rt.reachable(rt.ho.View(), r.owner.Name):
+			// An owner declared dead, or one a forward failed to reach
+			// just now, from a side without a majority: not another wait
+			// of --cluster-timeout for each request.
+			rt.unreached.Add(1)
+			return rt.substitute(x, cm, args, r.slot, r.owner.Name, errOwnerUnreach+r.owner.Name)
 		case r.gate != nil && waits < maxGateWaits && r.gate.WaitOpen(gateWait):
 			waits++
 			continue
@@ -213,11 +231,16 @@ func (rt *Router) runEntered(x *core.Session, cm *core.Command, args [][]byte, t
 }
 
 // down answers a keyed command this node may not serve now: as
-// --owner-unreachable says, where local decides here all the same (it
-// trades the bound for availability: see docs/cluster.md).
-func (rt *Router) down(x *core.Session, cm *core.Command, args [][]byte, slot int) {
+// --owner-unreachable says, where local decides at the slot's substitute
+// (it trades the bound for availability: see substitute.go). It reports
+// whether the command went to another node.
+func (rt *Router) down(x *core.Session, cm *core.Command, args [][]byte, slot int) bool {
 	rt.ho.Down(x, slot)
+	if rt.cfg.OwnerUnreachable == UnreachableLocal {
+		return rt.substitute(x, cm, args, slot, "", errClusterDown)
+	}
 	rt.answerUnserved(x, cm, args, errClusterDown)
+	return false
 }
 
 // forwardNow forwards one command and waits for its reply.
@@ -253,16 +276,25 @@ func (rt *Router) forwardNow(x *core.Session, c *Conn, cm *core.Command, args []
 func (rt *Router) unreachable(x *core.Session, cm *core.Command, args [][]byte, owner cluster.Node, err error) {
 	rt.log.Debug("owner unreachable", "owner", owner.Name, "err", err)
 	rt.unreached.Add(1)
+	if rt.cfg.OwnerUnreachable == UnreachableLocal && !rt.ho.Serving() {
+		rt.substitute(x, cm, args, rt.slotOf(cm, args), owner.Name, errOwnerUnreach+owner.Name)
+		return
+	}
 	rt.answerUnserved(x, cm, args, errOwnerUnreach+owner.Name)
 }
 
+// slotOf is the slot of cm's keys in args, which routeOf found to share one.
+func (rt *Router) slotOf(cm *core.Command, args [][]byte) int {
+	slot, _ := commandSlot(cm, args)
+	return slot
+}
+
 // answerUnserved answers a keyed command no node can decide now, as
-// --owner-unreachable says; errText is the reply of the error mode.
+// --owner-unreachable says, local aside (see substitute); errText is the
+// reply of the error mode.
 func (rt *Router) answerUnserved(x *core.Session, cm *core.Command, args [][]byte, errText string) {
 	mode := rt.cfg.OwnerUnreachable
 	switch {
-	case mode == UnreachableLocal:
-		rt.run.Run(x, cm, args)
 	case (mode == UnreachableAllow || mode == UnreachableDeny) && cm.Blind != nil:
 		writeBlind(x, cm.Blind(mode == UnreachableAllow))
 	default:
@@ -319,7 +351,8 @@ func (rt *Router) txnRoute(x *core.Session, c *Conn, q []core.Queued) (owner *ro
 		switch {
 		case r.local && e.Cmd.FirstKey == 0:
 			continue
-		case r.down && rt.cfg.OwnerUnreachable != UnreachableLocal:
+		case r.down && (rt.cfg.OwnerUnreachable != UnreachableLocal || !rt.substituteIsSelf(r.slot)):
+			// local runs a transaction only at its substitute, which is this node
 			x.Out.WriteError(errClusterDown)
 			return nil, e, true
 		case r.gate != nil:

@@ -74,8 +74,8 @@ type Unreachable int
 // The choices of --owner-unreachable.
 const (
 	UnreachableError Unreachable = iota + 1 // reply -CLUSTERDOWN: the client's own fail-open or fail-closed rule applies
-	UnreachableLocal                        // decide here, from this node's state for the key (usually none: a fresh quota)
-	UnreachableAllow                        // admit without deciding (fail open)
+	UnreachableLocal                        // decide at the slot's substitute, one node per partition side (see substitute.go)
+	UnreachableAllow                        // admit without deciding (fail open, no bound)
 	UnreachableDeny                         // deny without deciding (fail closed)
 )
 
@@ -221,6 +221,12 @@ const (
 	// handed the slot over: then it answers errHandedOff, and the sender
 	// runs it itself or answers TRYAGAIN. It is never sent on again.
 	hopHandoff = 2
+	// hopSubstitute is a request sent, under --owner-unreachable local, to
+	// the node its sender picked to decide the slot's keys for their side
+	// of a partition (substitute.go): it is decided where it lands, whether
+	// or not that node may serve the slot. A node of a build before it
+	// answers a syntax error, which the sender passes on.
+	hopSubstitute = 3
 )
 
 // Replies of the cluster commands, in Redis Cluster's words where it has them.
@@ -328,7 +334,7 @@ func (rt *Router) cmdHop(x *core.Session, args [][]byte) {
 	case !x.Peer:
 		x.Out.WriteError(errNotPeer)
 		return
-	case !ok1 || !ok2 || level < hopForward || level > hopHandoff || (resp != 2 && resp != 3):
+	case !ok1 || !ok2 || level < hopForward || level > hopSubstitute || (resp != 2 && resp != 3):
 		x.Out.WriteError(errSyntax)
 		return
 	}
