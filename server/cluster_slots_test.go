@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/route"
@@ -64,7 +65,8 @@ func TestClusterSlotsRedis7Entries(t *testing.T) {
 // TestClusterNodesBusPortAndEpochs: CLUSTER NODES names each member as
 // ip:port@cport with its gossip port as the bus port (not its RESP port,
 // and no node name where Redis puts a hostname), each with a config epoch
-// of its own; a join gives the new member a higher one and changes no
+// of its own, derived from the known member set so that every node gives
+// the same; a join gives the new member a higher one and changes no
 // other's.
 func TestClusterNodesBusPortAndEpochs(t *testing.T) {
 	nodes := startTestCluster(t, 2, clusterOpts{secret: []byte("k")})
@@ -89,6 +91,19 @@ func TestClusterNodesBusPortAndEpochs(t *testing.T) {
 			assert.Equal(t, b[6], l[6], "a join changes %s's config epoch", n.name)
 			assert.Less(t, b[6], after[route.NodeID("node2")][6])
 		}
+	}
+	epochsOf := func(lines map[string][]string) map[string]string {
+		out := map[string]string{}
+		for id, l := range lines {
+			out[id] = l[6]
+		}
+		return out
+	}
+	for _, n := range nodes[1:] {
+		c := newClient(t, n.addr, 2)
+		assert.Eventually(t, func() bool {
+			return assert.ObjectsAreEqual(epochsOf(after), epochsOf(clusterNodesLines(t, c.ClusterNodes(ctx).Val())))
+		}, deadline, 10*time.Millisecond, "%s gives the config epochs node0 gives", n.name)
 	}
 	info := rdb.ClusterInfo(ctx).Val()
 	assert.Contains(t, info, "cluster_my_epoch:"+after[route.NodeID("node0")][6]+"\r\n")

@@ -285,6 +285,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		}
 		return names
 	}
+	cc.KnownSet = ml.Known().All
 	cc.Forwarder, cc.Mover = n.wrap(PoolForward, n.Peers), n.wrap(PoolMover, n.Mover)
 	cc.Joins = len(gc.Seeds)+len(gc.Remembered) > 0
 	if cfg.Leaves {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,9 @@ func TestLostSlotsNotServed(t *testing.T) {
 	info := clusterInfo(t, newOwner)
 	assert.NotEqual(t, "0", info["lost_slots"], "RL.CLUSTER INFO lost_slots")
 	assert.NotEqual(t, "0", info["down_lost"], "RL.CLUSTER INFO down_lost")
+	lostSlots, _ := strconv.Atoi(info["lost_slots"])
+	fail, _ := strconv.Atoi(redisClusterInfo(t, newClient(t, newOwner.addr, 2))["cluster_slots_fail"])
+	assert.GreaterOrEqual(t, fail, lostSlots, "CLUSTER INFO cluster_slots_fail counts the lost slots")
 
 	for _, n := range live {
 		c := newClient(t, n.addr, 1)

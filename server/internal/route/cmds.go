@@ -82,7 +82,7 @@ func (rt *Router) cmdClusterShards(x *core.Session, args [][]byte) {
 // cmdClusterNodes is CLUSTER NODES, in Redis Cluster's line format.
 func (rt *Router) cmdClusterNodes(x *core.Session, args [][]byte) {
 	if v := rt.clusterView(x); v != nil {
-		x.Out.WriteBulk(rt.topologyOf(v).nodes)
+		x.Out.WriteBulk(rt.nodesOf(v).text)
 	}
 }
 
@@ -103,30 +103,10 @@ func (rt *Router) cmdClusterInfo(x *core.Session, args [][]byte) {
 		return
 	}
 	var b strings.Builder
-	for _, p := range append(clusterInfoPairs(v, rt.ho.Serving()), rt.clusterMessages()...) {
+	for _, p := range append(rt.clusterInfoPairs(v), rt.clusterMessages()...) {
 		fmt.Fprintf(&b, "%s:%v\r\n", p.Key, p.Val)
 	}
 	x.Out.WriteBulkString(b.String())
-}
-
-func clusterInfoPairs(v *cluster.View, serving bool) []core.Pair {
-	n := len(v.Table.Nodes())
-	var current, mine uint64
-	for i, e := range configEpochs(v) {
-		current = max(current, e)
-		if v.Members[i].Name == v.Self {
-			mine = e
-		}
-	}
-	state := "ok"
-	if v.Waiting || !serving {
-		state = "fail" // it serves no key until it meets a member, nor without a quorum (see server/internal/handoff, lease.go)
-	}
-	return []core.Pair{
-		{Key: "cluster_state", Val: state}, {Key: "cluster_slots_assigned", Val: cluster.Slots}, {Key: "cluster_slots_ok", Val: cluster.Slots},
-		{Key: "cluster_slots_pfail", Val: 0}, {Key: "cluster_slots_fail", Val: 0}, {Key: "cluster_known_nodes", Val: len(v.Members)},
-		{Key: "cluster_size", Val: n}, {Key: "cluster_current_epoch", Val: current}, {Key: "cluster_my_epoch", Val: mine},
-	}
 }
 
 func (rt *Router) cmdClusterHelp(x *core.Session, args [][]byte) {

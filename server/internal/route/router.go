@@ -60,6 +60,10 @@ type ClusterConfig struct {
 	// Known returns the names of the known member set (cluster.Known),
 	// dead members included; nil for none (see handoff.Config.Known).
 	Known func() []string
+	// KnownSet returns the known member set's entries, tombstones
+	// included (cluster.Known.All): CLUSTER NODES lists its dead members
+	// and derives the config epochs from it. Nil: the view's members.
+	KnownSet func() []cluster.KnownMember
 	// Leave, if set, runs first when the server stops gracefully, by
 	// Shutdown or by the SHUTDOWN command, while it still serves: it hands
 	// this node's slots over and tells the members that it leaves, so

@@ -1,10 +1,9 @@
 package route
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
-	"strings"
+	"sync/atomic"
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
@@ -16,18 +15,24 @@ import (
 // shards are indexed by RESP version less 2.
 type topology struct {
 	view   *cluster.View
-	slots  [2][]byte // CLUSTER SLOTS
-	shards [2][]byte // CLUSTER SHARDS
-	nodes  []byte    // CLUSTER NODES' text
+	slots  [2][]byte                 // CLUSTER SLOTS
+	shards [2][]byte                 // CLUSTER SHARDS
+	addrs  map[string]string         // the RESP address of each node ever seen, by name
+	nodes  atomic.Pointer[nodesText] // CLUSTER NODES' text, for the latest known set asked about
 }
 
 // topologyOf returns v's replies, from the cache while v is the view they
 // were made for.
 func (rt *Router) topologyOf(v *cluster.View) *topology {
-	if r := rt.topo.Load(); r != nil && r.view == v {
-		return r
+	prev := rt.topo.Load()
+	if prev != nil && prev.view == v {
+		return prev
 	}
-	r := &topology{view: v, nodes: appendClusterNodes(nil, v)}
+	var seen map[string]string
+	if prev != nil {
+		seen = prev.addrs
+	}
+	r := &topology{view: v, addrs: rememberAddrs(seen, v)}
 	for resp := 2; resp <= 3; resp++ {
 		r.slots[resp-2] = appendClusterSlots(nil, v.Table, resp)
 		r.shards[resp-2] = appendClusterShards(nil, v.Table, resp)
@@ -96,62 +101,6 @@ func appendClusterShards(b []byte, t *cluster.Table, resp int) []byte {
 		b = appendBulk(appendBulk(b, "health"), "online")
 	}
 	return b
-}
-
-// appendClusterNodes appends CLUSTER NODES' text for v, a line per member:
-// id ip:port@cport flags master ping-sent pong-recv config-epoch link-state
-// slots. The bus port (cport) is the member's gossip port.
-func appendClusterNodes(b []byte, v *cluster.View) []byte {
-	epochs := configEpochs(v)
-	for i, m := range v.Members {
-		host, port := SplitAddr(m.Addr)
-		_, cport := SplitAddr(m.Gossip)
-		b = append(append(b, NodeID(m.Name)...), ' ')
-		b = append(b, host...)
-		b = strconv.AppendInt(append(b, ':'), int64(port), 10)
-		b = strconv.AppendInt(append(b, '@'), int64(cport), 10)
-		b = append(b, ' ')
-		if m.Name == v.Self {
-			b = append(b, "myself,"...)
-		}
-		b = append(b, "master - 0 0 "...)
-		b = strconv.AppendUint(b, epochs[i], 10)
-		b = append(b, " connected"...)
-		for _, r := range v.Table.Ranges(m.Name) {
-			b = strconv.AppendInt(append(b, ' '), int64(r.From), 10)
-			if r.To != r.From {
-				b = strconv.AppendInt(append(b, '-'), int64(r.To), 10)
-			}
-		}
-		b = append(b, '\n')
-	}
-	return b
-}
-
-// configEpochs returns each member's config epoch, indexed as v.Members:
-// when this node saw it reach its state, in nanoseconds since 1970, so
-// that every member has its own and a member's never goes backwards (a
-// member that restarts or leaves is seen anew, later). Two members seen in
-// the same nanosecond, by a coarse clock, are told apart by name.
-func configEpochs(v *cluster.View) []uint64 {
-	order := make([]int, len(v.Members))
-	for i := range order {
-		order[i] = i
-	}
-	at := func(i int) uint64 { return uint64(max(v.Members[i].Since.UnixNano(), 1)) }
-	slices.SortStableFunc(order, func(a, b int) int {
-		if at(a) != at(b) {
-			return cmp.Compare(at(a), at(b))
-		}
-		return strings.Compare(v.Members[a].Name, v.Members[b].Name)
-	})
-	out := make([]uint64, len(v.Members))
-	var last uint64
-	for _, i := range order {
-		last = max(at(i), last+1)
-		out[i] = last
-	}
-	return out
 }
 
 func appendHeader(b []byte, kind byte, n int) []byte {
