@@ -332,6 +332,13 @@ func splitRun(t *testing.T, nodes int, side map[int]bool, hold time.Duration) (i
 	cut(t, ips, side, true)
 	split := time.Since(l.start)
 	time.Sleep(hold) // the split lasts this long, under load: its length is the subject
+	// No side of these splits holds a majority: it must say so by now.
+	for i := range side {
+		info, err := cs[i].ClusterInfo(context.Background()).Result()
+		if assert.NoError(t, err) {
+			assert.Contains(t, info, "cluster_state:fail\r\n", "node %d, cut off from a majority, says so", i)
+		}
+	}
 	cut(t, ips, side, false)
 	healed := time.Since(l.start)
 	// The heal: the nodes find each other again and hand slots back, for
