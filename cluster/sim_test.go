@@ -354,6 +354,11 @@ type simNode struct {
 	// they moved (the replicas' noteFormerLocked).
 	former      map[int]map[int]bool
 	formerUntil map[int]int64
+	// ended are the members whose death this node saw (gone from its
+	// table, dead): their shipments on a connection from before it are
+	// refused until a full sync (a held one) comes (the replicas'
+	// endStreams, simOldStreams).
+	ended map[int]bool
 }
 
 type sim struct {
@@ -389,10 +394,11 @@ type sim struct {
 	// assumptions leave outside the proof (seed 152: two restarts and the
 	// paused member's grants made a majority that never fenced it).
 	forgot   map[string]bool
-	noFormer bool // RL_SIM_NOFORMER=1: neither former backups' drop nor their deadline, nor ForgetHeld
-	noForget bool // RL_SIM_NOFORGET=1: no ForgetHeld at a rejoin
-	undoc    bool // a node served a key from less than the documented losses allow (simCounts.undocumented)
-	lossOpen bool // the schedule is known to (testdata/sim-loss-seeds.txt): logged, not asserted
+	noFormer bool   // RL_SIM_NOFORMER=1: neither former backups' drop nor their deadline, nor ForgetHeld
+	noForget bool   // RL_SIM_NOFORGET=1: no ForgetHeld at a rejoin
+	undoc    bool   // a node served a key from less than the documented losses allow (simCounts.undocumented)
+	lossOpen bool   // the schedule is known to (testdata/sim-loss-seeds.txt): logged, not asserted
+	watched  string // simWatch's last line
 }
 
 func (n *simNode) local(now time.Duration) int64 { return int64(n.off) + int64(float64(now)*n.rate) }
@@ -434,7 +440,7 @@ func (s *sim) start(i int) {
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.gen++
-	n.fresh, n.former, n.formerUntil = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}
+	n.fresh, n.former, n.formerUntil, n.ended = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}, map[int]bool{}
 	for _, m := range s.known {
 		n.alive[m] = true
 		n.heard[m] = s.now
@@ -468,6 +474,7 @@ func (s *sim) rebuild(i int) {
 			if old.Table.Has(m) && !tb.Has(m) {
 				nv.Gone = append(nv.Gone, Member{Node: Node{Name: m}, State: StateDead})
 				n.died[m] = true
+				n.ended[s.index(m)] = !simOldStreams
 			}
 		}
 		out := map[int]*simMsg{}
@@ -1345,6 +1352,14 @@ func (s *sim) receive(m simMsg) {
 			}
 		}
 	case simCopy:
+		if !m.held && n.ended[m.from] {
+			s.logf("%s refuses %s's shipment %v %v: its stream is from before its death (-RESYNC)", n.name, from, m.slots, m.vals)
+			s.r.IntN(30) // the acknowledgement's draw, as if it went: the schedule's randomness is unchanged
+			break
+		}
+		if m.held {
+			delete(n.ended, m.from) // a full sync: a new stream
+		}
 		for _, slot := range m.drop { // RL.PEER SYNC's drop: whoever's copies they were
 			delete(n.copies, slot)
 			delete(n.copyFrom, slot)
@@ -1663,7 +1678,70 @@ func (s *sim) step(seed uint64) {
 		s.tick(i)
 	}
 	s.check(seed)
+	s.watch()
 	s.load(seed)
+}
+
+// simWatch (RL_SIM_WATCH=slot) logs, whenever it changes, each node's
+// state of one slot: its table's owner, handoff state, holder, deadPrev,
+// counter and copy, to trace a schedule.
+var simWatch, simWatching = func() (int, bool) {
+	n, err := strconv.Atoi(os.Getenv("RL_SIM_WATCH"))
+	return n, err == nil
+}()
+
+// watch logs simWatch's slot on every node, when it changed.
+func (s *sim) watch() {
+	if !simWatching {
+		return
+	}
+	slot := simWatch
+	var b strings.Builder
+	for _, n := range s.nodes {
+		if !n.up || n.view == nil {
+			fmt.Fprintf(&b, " %s:down", n.name)
+			continue
+		}
+		fmt.Fprintf(&b, " %s:{own %s", n.name, n.view.Table.Owner(slot).Name)
+		if ru, ok := n.view.Table.RunnerUp(slot); ok {
+			fmt.Fprintf(&b, " bk %s", ru.Name)
+		}
+		if im, ok := n.importing[slot]; ok {
+			fmt.Fprintf(&b, " imp %s keep %v guess %v", s.known[im.peer], im.keep, im.guess)
+		}
+		if o, ok := n.out[slot]; ok {
+			fmt.Fprintf(&b, " out %s", s.known[o.to])
+		}
+		if h, ok := n.holder[slot]; ok {
+			fmt.Fprintf(&b, " h %s", s.known[h])
+		}
+		if d, ok := n.deadPrev[slot]; ok {
+			fmt.Fprintf(&b, " dp %s", s.known[d])
+		}
+		if k, ok := n.kept[slot]; ok {
+			fmt.Fprintf(&b, " kept %v", k)
+		}
+		if n.tk != nil && n.tk.Lost(slot) {
+			fmt.Fprint(&b, " lost")
+		}
+		if n.forgone[slot] {
+			fmt.Fprint(&b, " forgone")
+		}
+		if c, ok := n.cnt[slot]; ok {
+			fmt.Fprintf(&b, " cnt %d", c)
+		}
+		if c, ok := n.copies[slot]; ok {
+			fmt.Fprintf(&b, " cp %d of %s", c, n.copyFrom[slot])
+		}
+		if n.paused {
+			fmt.Fprint(&b, " paused")
+		}
+		b.WriteString("}")
+	}
+	if w := b.String(); w != s.watched {
+		s.watched = w
+		s.logf("slot %d:%s", slot, w)
+	}
 }
 
 // fault makes one scripted fault now and then: a partition (1/N, or an
@@ -1872,6 +1950,16 @@ var simNoGuessAim = os.Getenv("RL_SIM_NOGUESSAIM") == "1"
 // earlier process's history: n0 never rejoined, got their grants, and
 // served its older keys (13, n3 left 39).
 var simNoAdopt = os.Getenv("RL_SIM_NOADOPT") == "1"
+
+// simOldStreams (RL_SIM_OLDSTREAMS=1): a backup takes a dead member's
+// shipments on the connection it shipped on before its death, as the
+// model and the server did before; now the death ends that stream (the
+// replicas' endStreams: -RESYNC until a full sync, which waits for the
+// member's lease). Seed 3138: n2, back from a pause without its lease,
+// shipped its pre-pause 10 of slot 1028 while n0's handback of 47 was on
+// its way; n0 kept the 47 as n2's copy (KeepHanded), took the late
+// shipment over it, and promoted 10 at n2's next death.
+var simOldStreams = os.Getenv("RL_SIM_OLDSTREAMS") == "1"
 
 // keepsOwnUnserved is the server's keepsOwnUnserved: node i, without its
 // lease, refuses a PULL's answer or kept keys (m) of which it would keep

@@ -300,6 +300,7 @@ func (r *Replicator) OnTable(_, v *cluster.View) {
 	nt := v.Table
 	if old != nil {
 		r.promote(old, v)
+		r.endStreams(old, v)
 	}
 	r.dropStale(nt)
 	r.mu.Lock()

@@ -125,3 +125,45 @@ func TestHeldOnlyOnceTheSyncEnds(t *testing.T) {
 	r.PeerSynced(w, &old)
 	assert.Equal(t, "-"+ErrResync, w.last, "no end without ENDS")
 }
+
+// TestDeathEndsTheStreams: a member that a new table drops as dead gets
+// -RESYNC on the connections it shipped on before, until a full sync
+// (which waits for its lease): what it ships there once it runs again
+// (a pause, a cut) is from before its death, and would land on newer
+// copies, such as those this node kept of what it handed back to it (the
+// simulation's seed 3138). Another primary's stream goes on, and so does
+// one that left.
+func TestDeathEndsTheStreams(t *testing.T) {
+	r := testReplicator(t, &clock{}, 0)
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, p := range r.peers {
+			p.close()
+		}
+	})
+	abcd, err := cluster.NewTable(1, []cluster.Node{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}})
+	require.NoError(t, err)
+	r.OnTable(nil, &cluster.View{Self: "a", Table: abcd})
+	w := &replyWriter{}
+	streams := map[string]*Stream{}
+	for _, p := range []string{"b", "c", "d"} {
+		streams[p] = &Stream{}
+		r.PeerSync(w, streams[p], p, [][]byte{make([]byte, cluster.Slots/8)})
+		require.Equal(t, "+OK", w.last)
+	}
+	ac, err := cluster.NewTable(2, []cluster.Node{{Name: "a"}, {Name: "c"}})
+	require.NoError(t, err)
+	r.OnTable(nil, &cluster.View{Self: "a", Table: ac, Gone: []cluster.Member{
+		{Node: cluster.Node{Name: "b"}, State: cluster.StateDead}, {Node: cluster.Node{Name: "d"}, State: cluster.StateLeft}}})
+	r.PeerCopy(w, streams["b"], nil)
+	assert.Equal(t, "-"+ErrResync, w.last, "the dead member's stream from before its death")
+	r.PeerCopy(w, streams["c"], nil)
+	assert.Equal(t, "+OK", w.last, "a live member's stream")
+	r.PeerCopy(w, streams["d"], nil)
+	assert.Equal(t, "+OK", w.last, "a member that left")
+	var again Stream
+	r.PeerSync(w, &again, "b", [][]byte{make([]byte, cluster.Slots/8)})
+	r.PeerCopy(w, &again, nil)
+	assert.Equal(t, "+OK", w.last, "a full sync starts a new stream")
+}
