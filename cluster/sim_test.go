@@ -1997,7 +1997,23 @@ func (s *sim) seedDeadPrev(i int) {
 			n.deadPrev[slot] = s.index(d)
 		}
 	}
+	for _, m := range s.known {
+		if m != n.name && !n.view.Table.Has(m) && !simUnseenReset {
+			n.died[m] = true // as if it had seen that death: what it serves of the member's slots is newer than the member's keys
+		}
+	}
 }
+
+// simUnseenReset (RL_SIM_UNSEENRESET=1): a new process hands slots to a
+// known member it never had in a table in mode reset, and its kept keys
+// go in mode pull, as before; now it counts that member's death as one it
+// saw confirmed (the server's seedDeadPrev records it in died), so they go
+// in mode replace and handback. Seed 2222 (on a model that drew less):
+// n2's new process, whose join showed n4 dead, got n4's slot 11051 handed
+// back by n0 (62) and served it to 83; when the paused n4 resumed, n2's
+// kept keys went in mode pull, and n4, waiting for its handback keeping
+// its keys, kept its 50.
+var simUnseenReset = os.Getenv("RL_SIM_UNSEENRESET") == "1"
 
 func runSim(t *testing.T, seed uint64, steps int, open, lossOpen bool) *sim {
 	s := newSim(t, seed, 3+int(seed%3))

@@ -308,6 +308,17 @@ func (h *handoff) importing(slot int) bool {
 // answers RELEASED with "ASK" that member (noteDeadPrev). A slot that
 // moves on while this node imports it keeps its mark. The member's
 // return, which moves its slots to it, clears them.
+//
+// Such a member counts as one whose death this process saw confirmed
+// (died, resume.go): a slot of its that this process serves came here by
+// a handoff or a handback of a node that did see it, so what this
+// process hands it back, or keeps for it, replaces its older keys (mode
+// replace, handback). Before, it went in mode reset or pull, and the
+// member, back from a pause and waiting for its handback keeping its
+// keys, kept them (the simulation's seed 2222, on a model that drew less
+// randomness: n2's new process, whose join showed n4 dead, got n4's slot
+// handed back by n0 at 62 and served it to 83; when the paused n4
+// resumed, n2 sent it its kept keys in mode pull, and n4 kept its 50).
 
 // seedDeadPrev records deadPrev for the known members this process never
 // had in a table, once it shares a table with another member. The caller
@@ -343,6 +354,12 @@ func (n *Node) seedDeadPrev(nv *cluster.View) {
 		if d := full.Owner(slot).Name; unseen[d] {
 			h.deadPrev[slot] = d
 		}
+	}
+	if h.died == nil {
+		h.died = map[string]absence{}
+	}
+	for name := range unseen {
+		h.died[name] = absence{before: len(all), least: len(nv.Table.Nodes())}
 	}
 	n.log.Info("cluster: known members this process never saw; their slots' state is theirs until they come back",
 		"members", len(unseen))
