@@ -272,6 +272,7 @@ const (
 	simCopied   // its acknowledgement: the receiver holds the sender's counters as of sent
 	simSeed     // a handoff's old owner's counters of the slots it handed owner, to their backup (RL.PEER SEED)
 	simRefused  // kept keys refused by an owner without its lease (errKeepsOwn): the sender keeps them again
+	simKeptOK   // kept keys taken: the sender drops them
 	simHandBack // a handoff's DONE refused, a slot being a third node's in the receiver's table: the sender hands it on by its own
 )
 
@@ -316,38 +317,39 @@ const simStale = simMaxLag*11/10 + simShip + 3*simStep
 const simMaxLag = 3 * simTerm
 
 type simNode struct {
-	name      string
-	rate      float64       // clock rate
-	off       time.Duration // clock offset
-	lease     *Lease
-	up        bool
-	paused    bool
-	alive     map[string]bool
-	pending   map[string]bool          // declared dead, not yet confirmed by a majority's fences: still in the table
-	heard     map[string]time.Duration // global time of the last message from each
-	view      *View
-	tk        *Takeover
-	importing map[int]simImport // slot → the import waiting for it
-	out       map[int]simOut    // slot → a handoff waiting for this node's lease (the server's waitLease)
-	died      map[string]bool   // members whose death a majority confirmed, not since handed slots (the server's handoff.died)
-	nextReq   int64
-	returned  map[int]string // slot → the member it was given back to while a third node held it (see the server's noteReturns)
-	held      []simMsg       // arrived while paused
-	epoch     uint64
-	copyFrom  map[int]string // slot → the owner whose shipment brought its copy (the server's syncs)
-	forgone   map[int]bool   // slots lost here that another node owns now
-	kept      map[int]bool   // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
-	moved     map[int]bool   // slots handed over since the last table change (the server's ModeMoved, see simNoMoved)
-	adopted   map[int]int    // slot → the node that handed it here while this node's table still named that node its owner (the server's ModeAdopted, see simNoAdopt)
-	lostFrom  map[int]int    // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
-	lostOwn   map[int]bool   // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
-	holder    map[int]int    // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
-	deadPrev  map[int]int    // slot → the dead member whose confirmed death gave it to its owner now, another node (simDeadPrev)
-	cnt       map[int]int    // slot → its key's counter in this node's store
-	copies    map[int]int    // slot → the counter this node holds as the slot's backup
-	nextShip  int64
-	gen       int           // counts the node's processes
-	fresh     map[int]int64 // backup → until when (this node's clock) its acknowledgements let it serve the slots it backs up (the replicas' Fresh)
+	name       string
+	rate       float64       // clock rate
+	off        time.Duration // clock offset
+	lease      *Lease
+	up         bool
+	paused     bool
+	alive      map[string]bool
+	pending    map[string]bool          // declared dead, not yet confirmed by a majority's fences: still in the table
+	heard      map[string]time.Duration // global time of the last message from each
+	view       *View
+	tk         *Takeover
+	importing  map[int]simImport // slot → the import waiting for it
+	out        map[int]simOut    // slot → a handoff waiting for this node's lease (the server's waitLease)
+	died       map[string]bool   // members whose death a majority confirmed, not since handed slots (the server's handoff.died)
+	nextReq    int64
+	returned   map[int]string // slot → the member it was given back to while a third node held it (see the server's noteReturns)
+	held       []simMsg       // arrived while paused
+	epoch      uint64
+	copyFrom   map[int]string        // slot → the owner whose shipment brought its copy (the server's syncs)
+	forgone    map[int]bool          // slots lost here that another node owns now
+	kept       map[int]bool          // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
+	moved      map[int]bool          // slots handed over since the last table change (the server's ModeMoved, see simNoMoved)
+	keptFlight map[int]time.Duration // kept slots whose push awaits its answer, since (global time)
+	adopted    map[int]int           // slot → the node that handed it here while this node's table still named that node its owner (the server's ModeAdopted, see simNoAdopt)
+	lostFrom   map[int]int           // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
+	lostOwn    map[int]bool          // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
+	holder     map[int]int           // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
+	deadPrev   map[int]int           // slot → the dead member whose confirmed death gave it to its owner now, another node (simDeadPrev)
+	cnt        map[int]int           // slot → its key's counter in this node's store
+	copies     map[int]int           // slot → the counter this node holds as the slot's backup
+	nextShip   int64
+	gen        int           // counts the node's processes
+	fresh      map[int]int64 // backup → until when (this node's clock) its acknowledgements let it serve the slots it backs up (the replicas' Fresh)
 	// former are, per node that backed them up in an earlier table and
 	// still is a member, the slots it may hold copies of until it
 	// acknowledges their drop; formerUntil is that node's deadline when
@@ -439,6 +441,7 @@ func (s *sim) start(i int) {
 	n.lostFrom, n.holder, n.lostOwn, n.deadPrev = map[int]int{}, map[int]int{}, map[int]bool{}, map[int]int{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
+	n.keptFlight = map[int]time.Duration{}
 	n.gen++
 	n.fresh, n.former, n.formerUntil, n.ended = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}, map[int]bool{}
 	for _, m := range s.known {
@@ -1323,6 +1326,9 @@ func (s *sim) receive(m simMsg) {
 		if !m.pull && simSeedCopies {
 			s.seedOut(m)
 		}
+		if m.kept && !simKeptClears { // the IMPORT's answer, after a fixed delay: it draws nothing from the schedule's randomness
+			s.msgs = append(s.msgs, simMsg{kind: simKeptOK, from: m.to, to: m.from, slots: m.slots, at: s.now + simStep})
+		}
 	case simHandBack: // the server's migration: a refused last copy serves on, and settle hands it by the table
 		for k, slot := range m.slots {
 			delete(n.moved, slot)
@@ -1337,8 +1343,23 @@ func (s *sim) receive(m simMsg) {
 				n.out[slot] = simOut{to: s.index(owner), since: now, replace: n.died[owner] && !importing}
 			}
 		}
+	case simKeptOK: // the server's sendKept: taken, the keys go
+		for _, slot := range m.slots {
+			if _, ok := n.keptFlight[slot]; !ok {
+				continue
+			}
+			delete(n.keptFlight, slot)
+			if _, importing := n.importing[slot]; n.view.Table.Owner(slot).Name == n.name || importing {
+				delete(n.kept, slot) // its own again, or moving: the table's handoff settles it
+				continue
+			}
+			delete(n.kept, slot)
+			delete(n.cnt, slot)
+			n.holder[slot] = m.from
+		}
 	case simRefused: // the server's sendKept: an IMPORT that failed keeps the slots again
 		for k, slot := range m.slots {
+			delete(n.keptFlight, slot)
 			_, importing := n.importing[slot]
 			if n.view.Table.Owner(slot).Name == n.name || importing {
 				continue // its own again: the table's handoff settles it
@@ -1523,6 +1544,12 @@ func (s *sim) tick(i int) {
 			if to == i || s.unreachable(i, to) && !simKeptCut {
 				continue // across a cut the server's sendKept fails and keeps them again
 			}
+			if at, ok := n.keptFlight[slot]; ok {
+				if s.now-at < simKeptRTT {
+					continue // one push at a time (the server's pushing): its answer comes first
+				}
+				delete(n.keptFlight, slot) // no answer (a cut): sendKept's error keeps them
+			}
 			k := [2]int{to, 0}
 			if n.kept[slot] {
 				k[1] = 1
@@ -1537,6 +1564,10 @@ func (s *sim) tick(i int) {
 			}
 			pushes[to2].slots = append(pushes[to2].slots, slot)
 			pushes[to2].vals = append(pushes[to2].vals, c)
+			if !simKeptClears {
+				n.keptFlight[slot] = s.now // still kept until the owner's answer (the server's sendKept)
+				continue
+			}
 			n.holder[slot] = to
 			delete(n.kept, slot)
 			delete(n.cnt, slot)
@@ -1905,6 +1936,18 @@ var simNoMoved = os.Getenv("RL_SIM_NOMOVED") == "1"
 // node's at n4), and n1 released them to n4's RELEASED question: n4
 // served them from its older keys.
 var simAskMoving = os.Getenv("RL_SIM_ASKMOVING") == "1"
+
+// simKeptClears (RL_SIM_KEPTCLEARS=1) clears a kept slot's mark and keys
+// as its push is sent, as the model did before; the server's sendKept now
+// keeps them until the push's answer (takeKept no longer clears the
+// marks), so a RELEASED question meanwhile releases nothing. Seed 7721:
+// n1 refused n2's pushes of slot 2313's keys (43) each tick, a RELEASED
+// question in between found no kept mark and released the slot, and n1
+// served it from 16. simKeptRTT bounds the wait for an answer lost in a
+// cut (sendKept's transport error).
+var simKeptClears = os.Getenv("RL_SIM_KEPTCLEARS") == "1"
+
+const simKeptRTT = 500 * time.Millisecond
 
 // simForgotCounts: see serve.
 var simForgotCounts = os.Getenv("RL_SIM_FORGOTCOUNTS") == "1"

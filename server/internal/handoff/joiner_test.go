@@ -279,3 +279,45 @@ func TestJoinerHandsUnseenMembersBackInReplace(t *testing.T) {
 	n.switchMu.Unlock()
 	assert.False(t, died, "r, seen, does not")
 }
+
+// midPush is a Forwarder that runs during before it answers an RL.PEER
+// IMPORT, which it refuses as an owner without its lease does.
+type midPush struct{ during func() }
+
+func (f *midPush) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
+	reps := make([][]byte, len(cmds))
+	for i, args := range cmds {
+		reps[i] = []byte("+OK\r\n")
+		if string(args[1]) == cluster.PeerImport {
+			f.during()
+			reps[i] = []byte("-" + errKeepsOwn + "\r\n")
+		}
+	}
+	return reps, nil
+}
+
+func (f *midPush) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }
+
+// TestKeptSlotNotReleasedWhilePushed: a RELEASED question the owner asks
+// while this node pushes it kept keys finds the slot still kept and
+// releases nothing, and a refused push leaves the keys kept. The
+// simulation's seed 7721: n1 refused n2's push of slot 2313's keys (43),
+// a RELEASED question of n1's in between released the slot, and n1 served
+// it from 16. Before, takeKept cleared the marks before the push.
+func TestKeptSlotNotReleasedWhilePushed(t *testing.T) {
+	v := viewOf(t, 1, []string{"x", "r"})
+	slot := slotWhere(t, "a slot r owns", func(slot int) bool { return v.Table.Owner(slot).Name == "r" })
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	var mid atomic.Value
+	var n *Node
+	fw := &midPush{during: func() { mid.Store(releasedTo(n, "r", slot)) }}
+	n = nodeWith(t, &cur, func(c *Config) { c.Forwarder = fw })
+	n.switchMu.Lock()
+	n.ho.keep(slot)
+	n.switchMu.Unlock()
+	n.pushKept()
+	require.Eventually(t, func() bool { return mid.Load() != nil && !n.pushing.Load() }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, "+"+releaseNone, mid.Load(), "asked during the push: still kept, not released")
+	assert.True(t, n.keeps(slot), "refused: still kept")
+}

@@ -117,9 +117,13 @@ type keptFor struct {
 	mode string // pull, or handback: replacing the keys of a slot the owner waits to have handed back
 }
 
-// takeKept clears the kept slots that another node owns by the table and
-// that no handoff moves, unless that owner's refusals hold them back at
-// now, and returns them by owner and mode.
+// takeKept returns, by owner and mode, the kept slots that another node
+// owns by the table and that no handoff moves, unless that owner's
+// refusals hold them back at now. They stay kept while their push runs
+// (one at a time: pushing): a RELEASED question the owner asks meanwhile
+// finds them kept and releases nothing. Before, their marks were cleared
+// first, and such a question, one round trip wide, released a slot whose
+// push the owner then refused (the simulation's seed 7721).
 func (n *Node) takeKept(now time.Time) map[keptFor][]int {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
@@ -137,8 +141,7 @@ func (n *Node) takeKept(now time.Time) map[keptFor][]int {
 		if n.ho.keptReplace.Has(slot) {
 			k.mode = "handback"
 		}
-		n.ho.unkeep(slot)
-		out[k] = append(out[k], slot)
+		out[k] = append(out[k], slot) // still kept until sendKept's push ends: see sendKept
 	}
 	return out
 }
@@ -158,13 +161,11 @@ func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 	for _, slot := range slots {
 		switch {
 		case v.Table.Owner(slot).Name == v.Self || n.ho.state(slot) != nil:
-			// Its own again, or moving: the table's handoff settles it.
+			n.ho.unkeep(slot) // its own again, or moving: the table's handoff settles it
 		case err != nil && !give:
-			n.ho.keep(slot)
-			if mode == "handback" {
-				n.ho.keptReplace[slot/64] |= 1 << (slot % 64)
-			}
+			// Still kept (takeKept left the marks): sent again later.
 		default:
+			n.ho.unkeep(slot)
 			gone = append(gone, slot)
 		}
 	}
