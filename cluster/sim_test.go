@@ -2086,7 +2086,8 @@ func runSim(t *testing.T, seed uint64, steps int, open, lossOpen bool) *sim {
 // (a count that decreases at a heal: "heal merges, never resets"), whether
 // or not admissions above the bound follow; the schedules in
 // testdata/sim-loss-seeds.txt are known to, and RL_SIM_LOSSES=1 asserts it
-// for them too. RL_SIM_SEED=n replays
+// for them too. RL_SIM_STEPS=3000 runs each random schedule for 60 s
+// too. RL_SIM_SEED=n replays
 // schedule n alone (RL_SIM_STEPS=3000 as the failing seeds run; with
 // RL_SIM_TRACE=1, its whole log if it fails; RL_SIM_TRACE=all logs it
 // when it holds too). A failing
@@ -2133,8 +2134,12 @@ func TestSimulationSafety(t *testing.T) {
 	if n, err := strconv.ParseUint(os.Getenv("RL_SIM_FIRST"), 10, 64); err == nil {
 		first = n
 	}
+	steps := 1000 // 20 s of simulated time each
+	if n, err := strconv.Atoi(os.Getenv("RL_SIM_STEPS")); err == nil {
+		steps = n // a longer search: 3000 as the failing seeds run
+	}
 	for seed := first; seed < first+uint64(schedules); seed++ {
-		run(seed, 1000) // 20 s of simulated time each
+		run(seed, steps)
 	}
 	t.Logf("rejoins %d, proved unconfirmed %d; their waiting slots served from own keys %d, lost ones %d",
 		simCounts.rejoins, simCounts.proofs, simCounts.waits, simCounts.lost)
