@@ -12,15 +12,7 @@ import (
 // partition test that skipped there would pass without having run.
 func needNetns(t *testing.T, tools ...string) {
 	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "network namespace tests need root"
-	}
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil && why == "" {
-			why = "network namespace tests need " + tool + " (apt-get install iproute2 iptables)"
-		}
-	}
+	why := netnsMissing(tools...)
 	if why == "" {
 		return
 	}
@@ -28,4 +20,18 @@ func needNetns(t *testing.T, tools ...string) {
 		t.Fatalf("%s (CI=true: not skipping)", why)
 	}
 	t.Skip(why)
+}
+
+// netnsMissing says why network namespace tests cannot run here, or
+// returns "" when they can.
+func netnsMissing(tools ...string) string {
+	if os.Geteuid() != 0 {
+		return "network namespace tests need root"
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "network namespace tests need " + tool + " (apt-get install iproute2 iptables)"
+		}
+	}
+	return ""
 }

@@ -21,11 +21,14 @@ import (
 // by both others), and a handback to p1 then waited over 30 s on a member
 // p1 no longer saw: a false death's cost, not these tests' subject. A
 // pause past lan's detection is a pause past detection all the same.
+//
+// As root each node runs in a network namespace of its own, on an address
+// of its own (testHosts); elsewhere on loopback.
 func TestPausedOwnerResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3-node SIGSTOP past detection: not in -short")
 	}
-	ps := startClusterProcs(t, 3, "--cluster-timing", "lan", "--replica-interval", replicaIv.String())
+	ps := startClusterProcsOn(t, testHosts(t, 3), "--cluster-timing", "lan", "--replica-interval", replicaIv.String())
 	ctx := context.Background()
 	c0 := newClient(t, ps[0].addr)
 	q := newQuotaLoad(keysOwnedBy(t, c0, "p1", "paused:", 30))
@@ -70,7 +73,7 @@ func TestPausedOwnerAnswersNothingStale(t *testing.T) {
 }
 
 func pausedAnswersNothingStale(t *testing.T, pause time.Duration) {
-	ps := startClusterProcs(t, 3, "--cluster-timing", "lan", "--replica-interval", replicaIv.String())
+	ps := startClusterProcsOn(t, testHosts(t, 3), "--cluster-timing", "lan", "--replica-interval", replicaIv.String())
 	ctx := context.Background()
 	c0, c1 := newClient(t, ps[0].addr), newClient(t, ps[1].addr)
 	q := newQuotaLoad(keysOwnedBy(t, c0, "p1", "stale:", 30))

@@ -18,30 +18,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// node is a cluster process started from a fixed command line, as an
-// operator or a supervisor starts it, so that it can be started again with
-// exactly the same one.
+// node is a cluster process started on its host from a fixed command
+// line, as an operator or a supervisor starts it, so that it can be
+// started again with exactly the same one on the same host.
 type node struct {
 	*clusterProc
+	host nodeHost
 	args []string
 }
 
-// fixedNodes returns the command lines of three nodes a, b and c on fixed
-// loopback ports, as the README starts them: each joins the other two.
+// fixedNodes returns the command lines of three nodes a, b and c on hs, at
+// fixed addresses, as the README starts them: each joins the other two.
 // seeds(i) says whether node i gets --join; each gets extra(i).
-func fixedNodes(t *testing.T, seeds func(i int) bool, extra func(i int) []string) [][]string {
+func fixedNodes(t *testing.T, hs []nodeHost, seeds func(i int) bool, extra func(i int) []string) [][]string {
 	t.Helper()
 	gossip := make([]string, 3)
 	for i := range gossip {
-		gossip[i] = "127.0.0.1:" + stablePort(t)
+		gossip[i] = hs[i].fixedAddr(t, 7946)
 	}
 	args := make([][]string, 3)
 	for i := range args {
 		// The default failure detection (lan): a busy test host makes
 		// fast's 100 ms probes flap, and a flap loses what a member
 		// decided meanwhile for its own clients, a loss of its own.
-		args[i] = []string{"--port", stablePort(t), "--node-name", string(rune('a' + i)),
-			"--cluster-addr", gossip[i]}
+		args[i] = append(hs[i].flags(), "--port", hs[i].fixedPort(t, 6379), "--node-name", string(rune('a'+i)),
+			"--cluster-addr", gossip[i])
 		if seeds(i) {
 			args[i] = append(args[i], "--join", gossip[(i+1)%3]+","+gossip[(i+2)%3])
 		}
@@ -50,13 +51,23 @@ func fixedNodes(t *testing.T, seeds func(i int) bool, extra func(i int) []string
 	return args
 }
 
-// startNode starts a node from its command line.
-func startNode(t *testing.T, args []string) *node {
+// startNode starts a node from its command line on h.
+func startNode(t *testing.T, h nodeHost, args []string) *node {
 	t.Helper()
-	p := startProc(t, nil, args...)
+	p := h.start(t, args...)
 	gossip := p.WaitLog(t, gossipLine)[1]
 	name := args[slicesIndex(args, "--node-name")+1]
-	return &node{clusterProc: &clusterProc{proc: p, name: name, addr: p.Addr(t), gossip: gossip}, args: args}
+	return &node{clusterProc: &clusterProc{proc: p, name: name, addr: p.Addr(t), gossip: gossip}, host: h, args: args}
+}
+
+// startNodes starts a node from each command line, node i on hs[i].
+func startNodes(t *testing.T, hs []nodeHost, args [][]string) []*node {
+	t.Helper()
+	ns := make([]*node, len(args))
+	for i := range args {
+		ns[i] = startNode(t, hs[i], args[i])
+	}
+	return ns
 }
 
 func slicesIndex(s []string, v string) int {
@@ -68,10 +79,10 @@ func slicesIndex(s []string, v string) int {
 	return -1
 }
 
-// restart starts n again with its command line.
+// restart starts n again with its command line on its host.
 func (n *node) restart(t *testing.T) *node {
 	t.Helper()
-	return startNode(t, n.args)
+	return startNode(t, n.host, n.args)
 }
 
 func procsOf(ns []*node) []*clusterProc {
@@ -109,23 +120,26 @@ func TestRestartFirstNodeRejoins(t *testing.T) {
 		t.Skip("3-node restarts: not in -short")
 	}
 	t.Run("README seeds", func(t *testing.T) {
-		restartFirst(t, fixedNodes(t, func(int) bool { return true }, func(int) []string { return nil }), syscall.SIGTERM)
+		restartFirst(t, func(int) bool { return true }, func(int) []string { return nil }, syscall.SIGTERM)
 	})
 	t.Run("README seeds, kill -9", func(t *testing.T) {
-		restartFirst(t, fixedNodes(t, func(int) bool { return true }, func(int) []string { return nil }), syscall.SIGKILL)
+		restartFirst(t, func(int) bool { return true }, func(int) []string { return nil }, syscall.SIGKILL)
 	})
 	t.Run("data dir, no join", func(t *testing.T) {
-		restartFirst(t, fixedNodes(t, func(i int) bool { return i > 0 },
-			func(int) []string { return []string{"--data-dir", t.TempDir()} }), syscall.SIGTERM)
+		restartFirst(t, func(i int) bool { return i > 0 },
+			func(int) []string { return []string{"--data-dir", t.TempDir()} }, syscall.SIGTERM)
 	})
 	t.Run("data dir, no join, kill -9", func(t *testing.T) {
-		restartFirst(t, fixedNodes(t, func(i int) bool { return i > 0 },
-			func(int) []string { return []string{"--data-dir", t.TempDir()} }), syscall.SIGKILL)
+		restartFirst(t, func(i int) bool { return i > 0 },
+			func(int) []string { return []string{"--data-dir", t.TempDir()} }, syscall.SIGKILL)
 	})
 }
 
-func restartFirst(t *testing.T, args [][]string, sig syscall.Signal) {
-	ns := []*node{startNode(t, args[0]), startNode(t, args[1]), startNode(t, args[2])}
+// restartFirst starts fixedNodes(seeds, extra), each on a host of its own,
+// and stops a with sig and starts it again.
+func restartFirst(t *testing.T, seeds func(i int) bool, extra func(i int) []string, sig syscall.Signal) {
+	hs := testHosts(t, 3)
+	ns := startNodes(t, hs, fixedNodes(t, hs, seeds, extra))
 	settleProcs(t, procsOf(ns)...)
 	var keys []string
 	for i := range 60 {
@@ -171,8 +185,9 @@ func restartFirst(t *testing.T, args [][]string, sig syscall.Signal) {
 // alone (-CLUSTERDOWN, CLUSTER INFO cluster_state:fail) until one answers;
 // then the two form the cluster. --cluster-bootstrap yes serves at once.
 func TestJoinWaitsForSeeds(t *testing.T) {
-	args := fixedNodes(t, func(int) bool { return true }, func(int) []string { return nil })
-	a := startNode(t, args[0])
+	hs := loopbackHosts(3)
+	args := fixedNodes(t, hs, func(int) bool { return true }, func(int) []string { return nil })
+	a := startNode(t, hs[0], args[0])
 	ca := newClient(t, a.addr)
 	_, err := ca.Do(context.Background(), "RL.SLIDE", "k", 3, 60).Result()
 	require.Error(t, err)
@@ -182,11 +197,11 @@ func TestJoinWaitsForSeeds(t *testing.T) {
 	assert.Contains(t, info, "cluster_state:fail\r\n")
 	assert.NoError(t, ca.Ping(context.Background()).Err(), "keyless commands are served")
 
-	b := startNode(t, args[1])
+	b := startNode(t, hs[1], args[1])
 	settleProcs(t, a.clusterProc, b.clusterProc)
 	assert.Equal(t, []int64{1, 3, 2}, slide(t, ca, "k")[:3], "served once a has met b")
 
-	boot := startNode(t, append(fixedNodes(t, func(int) bool { return true }, func(int) []string { return nil })[0],
+	boot := startNode(t, hs[0], append(fixedNodes(t, hs, func(int) bool { return true }, func(int) []string { return nil })[0],
 		"--cluster-bootstrap", "yes"))
 	assert.Equal(t, []int64{1, 3, 2}, slide(t, newClient(t, boot.addr), "k")[:3], "--cluster-bootstrap yes serves alone")
 }
@@ -439,15 +454,17 @@ func TestRollingRestartReadme(t *testing.T) {
 	assert.Empty(t, errSummary(st.errs["cluster client"]), "a graceful leave costs ClusterClient no error")
 }
 
-// startReadme starts the README's three nodes, each joining the others,
-// each with a data dir and replicas, and waits until they settle.
+// startReadme starts the README's three nodes, each on a host of its own,
+// each joining the others, each with a data dir and replicas, and waits
+// until they settle.
 func startReadme(t *testing.T) []*node {
 	t.Helper()
-	args := fixedNodes(t, func(int) bool { return true },
+	hs := testHosts(t, 3)
+	args := fixedNodes(t, hs, func(int) bool { return true },
 		func(int) []string {
 			return []string{"--data-dir", t.TempDir(), "--replica-interval", replicaIv.String()}
 		})
-	ns := []*node{startNode(t, args[0]), startNode(t, args[1]), startNode(t, args[2])}
+	ns := startNodes(t, hs, args)
 	settleProcs(t, procsOf(ns)...)
 	return ns
 }

@@ -41,13 +41,14 @@ func rollingRestart(t *testing.T, withDirs bool) {
 			dirs[i] = append(dirs[i], "--data-dir", t.TempDir())
 		}
 	}
+	hs := testHosts(t, 3)
 	ps := make([]*clusterProc, 3)
 	for i := range ps {
 		seed := ""
 		if i > 0 {
 			seed = ps[0].gossip
 		}
-		ps[i] = startClusterProc(t, fmt.Sprint("p", i), seed, dirs[i]...)
+		ps[i] = startClusterProcOn(t, hs[i], fmt.Sprint("p", i), seed, dirs[i]...)
 	}
 	settleProcs(t, ps...)
 	ctx := context.Background()
@@ -61,7 +62,7 @@ func rollingRestart(t *testing.T, withDirs bool) {
 	}
 	for i := range ps {
 		via := ps[(i+1)%3]
-		ps[i] = restartUnderLoad(t, q, ps[i], via, dirs[i])
+		ps[i] = restartUnderLoad(t, q, hs[i], ps[i], via, dirs[i])
 		settleProcs(t, ps...)
 		q.round(ctx, newClient(t, ps[i].addr)) // through the restarted node too
 		require.Zero(t, q.over(), "after restarting %s", ps[i].name)
@@ -78,9 +79,9 @@ func rollingRestart(t *testing.T, withDirs bool) {
 }
 
 // restartUnderLoad stops p with SIGTERM while q's load runs through via,
-// starts it again with flags under its name, joining through via, and
+// starts it again on h with flags under its name, joining through via, and
 // returns the new process once the load has seen it join.
-func restartUnderLoad(t *testing.T, q *quotaLoad, p, via *clusterProc, flags []string) *clusterProc {
+func restartUnderLoad(t *testing.T, q *quotaLoad, h nodeHost, p, via *clusterProc, flags []string) *clusterProc {
 	t.Helper()
 	stop := make(chan struct{})
 	wg := q.run(context.Background(), stop, newClient(t, via.addr))
@@ -89,7 +90,7 @@ func restartUnderLoad(t *testing.T, q *quotaLoad, p, via *clusterProc, flags []s
 	p.Signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.ExitCode(t), "%s stops cleanly", p.name)
 	waitClusterSize(t, via, 2)
-	np := startClusterProc(t, p.name, via.gossip, flags...)
+	np := startClusterProcOn(t, h, p.name, via.gossip, flags...)
 	waitClusterSize(t, np, 3)
 	waitHandedOver(t, np)
 	return np
@@ -106,12 +107,13 @@ func TestCrashRestartKeepsLimits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3-node kill -9 and restart: not in -short")
 	}
+	hs := testHosts(t, 3)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	start := func(name, seed, dir string) *clusterProc {
-		return startClusterProc(t, name, seed, "--data-dir", dir, "--replica-interval", replicaIv.String())
+	start := func(i int, seed string) *clusterProc { // p<i> on hs[i] from dirs[i]
+		return startClusterProcOn(t, hs[i], fmt.Sprint("p", i), seed, "--data-dir", dirs[i], "--replica-interval", replicaIv.String())
 	}
-	ps := []*clusterProc{start("p0", "", dirs[0])}
-	ps = append(ps, start("p1", ps[0].gossip, dirs[1]), start("p2", ps[0].gossip, dirs[2]))
+	ps := []*clusterProc{start(0, "")}
+	ps = append(ps, start(1, ps[0].gossip), start(2, ps[0].gossip))
 	settleProcs(t, ps...)
 	q := usedUp(t, "crash:", ps[0])
 
@@ -119,7 +121,7 @@ func TestCrashRestartKeepsLimits(t *testing.T) {
 	ps[1].Kill()
 	settleProcs(t, ps[0], ps[2])
 	q.roundsThrough(t, ps[0], ps[2])
-	ps[1] = start("p1", ps[0].gossip, dirs[1])
+	ps[1] = start(1, ps[0].gossip)
 	settleProcs(t, ps...)
 	q.roundsThrough(t, ps...)
 
@@ -151,15 +153,16 @@ func TestQuickRestartKeepsLimits(t *testing.T) {
 }
 
 func quickRestart(t *testing.T, extra ...string) {
-	fixed := append([]string{"--port", stablePort(t), "--cluster-addr", "127.0.0.1:" + stablePort(t)}, extra...)
-	ps := []*clusterProc{startClusterProc(t, "p0", "")}
-	ps = append(ps, startClusterProc(t, "p1", ps[0].gossip, fixed...), startClusterProc(t, "p2", ps[0].gossip))
+	hs := testHosts(t, 3)
+	fixed := append([]string{"--port", hs[1].fixedPort(t, 6379), "--cluster-addr", hs[1].fixedAddr(t, 7946)}, extra...)
+	ps := []*clusterProc{startClusterProcOn(t, hs[0], "p0", "")}
+	ps = append(ps, startClusterProcOn(t, hs[1], "p1", ps[0].gossip, fixed...), startClusterProcOn(t, hs[2], "p2", ps[0].gossip))
 	settleProcs(t, ps...)
 	q := usedUp(t, "quick:", ps[0])
 	waitShipped(t, len(q.keys), ps...)
 
 	ps[1].Kill()
-	ps[1] = startClusterProc(t, "p1", ps[0].gossip, fixed...)
+	ps[1] = startClusterProcOn(t, hs[1], "p1", ps[0].gossip, fixed...)
 	settleProcs(t, ps...)
 	q.roundsThrough(t, ps...)
 	require.Zero(t, q.over(), "admissions above the limit after the quick restart: p1's keys started afresh")
