@@ -46,6 +46,11 @@ type Config struct {
 	// starts an empty one. The membership adds every member it sees alive
 	// and removes those that leave gracefully: see Known.
 	Known *Known
+	// Deaths keeps the lease's death counts, and so its fences, across a
+	// restart (see Lease.KeepDeaths): a node with a data dir gives its
+	// DeathFile. nil keeps them in memory, and a restart forgets whom this
+	// node fenced, which docs/cluster.md's proof leaves outside.
+	Deaths *DeathFile
 
 	perSlotOnly bool // advertise what builds before chunks do, for tests of a rolling upgrade
 }

@@ -36,21 +36,24 @@ type Lease struct {
 	from     atomic.Int64  // and now >= from: TakeoverWait after the lease was renewed from a lapse
 	lapses   atomic.Uint64 // how many times the lease was found expired at a renewal
 
-	mu       sync.Mutex                  // guards the fields below
-	granted  map[string]int64            // member → send time of its latest grant
-	reported map[string]uint32           // granter → how many deaths of this node it last reported
-	acked    map[string]uint32           // granter → the count of deaths this node acknowledges to it (see AckFor)
-	onDeath  func()                      // see OnDeclaredDead
-	deaths   map[string]uint32           // member → how many times this node saw it declared dead
-	echoed   map[string]uint32           // member → the count of its deaths it last acknowledged here (see Grants)
-	fences   map[string][]string         // granter → the members its latest answer said it fences
-	fenceAt  map[string]int64            // granter → the send time of the request its latest fences answered
-	lastBy   map[string]map[string]int64 // granter → fenced member → when, at the latest, granter last granted it (see NoteGrantAgesAt)
-	lastMine map[string]int64            // member → when this node last granted it
-	outAt    map[string]runOut           // member → when its lease has run out for sure, from the death that confirmed it (see ConfirmedAt)
-	heard    map[string]struct{}         // members whose answers have come at least once
-	rj       rejoins                     // what tells a rejoin after an unconfirmed death: see lease_rejoin.go
-	held     bool                        // whether this process has held its lease (see declaredLocked)
+	saveMu sync.Mutex // held across NoteDeath's save, so that saves go in the order of the counts
+
+	mu       sync.Mutex                    // guards the fields below
+	granted  map[string]int64              // member → send time of its latest grant
+	reported map[string]uint32             // granter → how many deaths of this node it last reported
+	acked    map[string]uint32             // granter → the count of deaths this node acknowledges to it (see AckFor)
+	onDeath  func()                        // see OnDeclaredDead
+	deaths   map[string]uint32             // member → how many times this node saw it declared dead
+	echoed   map[string]uint32             // member → the count of its deaths it last acknowledged here (see Grants)
+	fences   map[string][]string           // granter → the members its latest answer said it fences
+	fenceAt  map[string]int64              // granter → the send time of the request its latest fences answered
+	lastBy   map[string]map[string]int64   // granter → fenced member → when, at the latest, granter last granted it (see NoteGrantAgesAt)
+	lastMine map[string]int64              // member → when this node last granted it
+	outAt    map[string]runOut             // member → when its lease has run out for sure, from the death that confirmed it (see ConfirmedAt)
+	heard    map[string]struct{}           // members whose answers have come at least once
+	rj       rejoins                       // what tells a rejoin after an unconfirmed death: see lease_rejoin.go
+	held     bool                          // whether this process has held its lease (see declaredLocked)
+	save     func(map[string]uint32) error // see KeepDeaths; nil keeps the counts in memory only
 }
 
 // NewLease returns the lease of node self, whose requests a grant keeps
@@ -387,11 +390,52 @@ func (l *Lease) renewLocked(now int64, known []string) {
 	}
 }
 
-// NoteDeath records that member name was declared dead, for Grant's count.
-func (l *Lease) NoteDeath(name string) {
+// NoteDeath records that member name was declared dead, for Grant's
+// count: from then this node fences name (see Grants). With KeepDeaths,
+// the new counts are saved first, and on an error the death is not
+// counted at all: this node then neither fences name nor counts toward
+// confirming its death, which is safe, where a fence a restart could
+// forget is not (docs/cluster.md, "Fences survive a restart").
+func (l *Lease) NoteDeath(name string) error {
+	l.saveMu.Lock()
+	defer l.saveMu.Unlock()
 	l.mu.Lock()
-	l.deaths[name]++
+	next := maps.Clone(l.deaths)
+	next[name]++
+	save := l.save
 	l.mu.Unlock()
+	if save != nil {
+		if err := save(next); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	l.deaths[name] = next[name]
+	l.mu.Unlock()
+	return nil
+}
+
+// KeepDeaths makes this node's fences survive a restart: the lease starts
+// from saved, the death counts an earlier process of this node saved, and
+// NoteDeath saves the new counts with save, which must make them durable
+// before it returns, before a death fences anyone or counts toward its
+// confirmation. Call it before the lease answers any request. A saved
+// death counts as acknowledged until the member's next request says
+// otherwise: this node refuses the member until it acknowledges the
+// count, as before the restart, but says it fences the member only once a
+// request shows the fence still holds, so that a fence the member ended
+// before the restart never counts toward a confirmation while this node
+// grants it.
+func (l *Lease) KeepDeaths(saved map[string]uint32, save func(map[string]uint32) error) {
+	l.saveMu.Lock()
+	defer l.saveMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, n := range saved {
+		l.deaths[name] = max(l.deaths[name], n)
+		l.echoed[name] = l.deaths[name]
+	}
+	l.save = save
 }
 
 // Deaths is how many times this node saw name declared dead.

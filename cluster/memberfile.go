@@ -154,7 +154,12 @@ func readMembers(path string) ([]KnownMember, error) {
 // writeMembers replaces path with m, crash-safe: after a crash the file
 // holds either the old members or the new ones, whole.
 func writeMembers(path string, ms []KnownMember) error {
-	b := AppendKnown(nil, ms)
+	return writeFileSync(path, AppendKnown(nil, ms))
+}
+
+// writeFileSync replaces path with b, crash-safe: a temp file, fsync,
+// rename, fsync of the folder.
+func writeFileSync(path string, b []byte) error {
 	tmp := path + ".tmp"
 	file, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {

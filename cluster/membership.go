@@ -87,6 +87,9 @@ func Prepare(cfg Config) (*Membership, error) {
 		nodes: map[string]memberlist.Node{}, leaving: map[string]time.Time{}, since: map[string]time.Time{},
 		joined: map[string]time.Time{}, pending: map[string]Member{}, forms: map[string]int{}, lease: NewLease(cfg.NodeName, cfg.Timing.Lease), leaseKick: make(chan struct{}, 1)}
 	m.cfg.State, m.cfg.OnChange = nil, nil
+	if cfg.Deaths != nil {
+		m.lease.KeepDeaths(cfg.Deaths.Saved(), cfg.Deaths.Save)
+	}
 	m.waiting = !cfg.Bootstrap && len(cfg.Seeds)+len(cfg.Remembered) > 0
 	mc, err := m.memberlistConfig()
 	if err != nil {
@@ -403,7 +406,9 @@ func (m *Membership) departedNow(n *memberlist.Node) {
 	delete(m.since, n.Name)
 	m.mu.Unlock()
 	if st == StateDead {
-		m.lease.NoteDeath(n.Name)
+		if err := m.lease.NoteDeath(n.Name); err != nil {
+			m.log.Error("cluster: could not save a death in the data dir; this node does not fence the member, nor count toward confirming its death", "node", n.Name, "err", err)
+		}
 		m.log.Warn("cluster: member declared dead", "node", n.Name)
 		m.confirmDeaths(nil)
 	} else {

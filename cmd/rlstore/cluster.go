@@ -148,6 +148,14 @@ func prepareCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (
 		_ = ln.Close()
 		return nil, err
 	}
+	deaths, err := rememberDeaths(c)
+	if err != nil {
+		_ = ln.Close()
+		if mf != nil {
+			mf.Close()
+		}
+		return nil, err
+	}
 	secret, old := c.clusterSecrets(keys, log)
 	pc := cluster.PeersConfig{Name: name, Secret: secret, Timeout: c.Cluster.Timeout}
 	if c.Cluster.TLS {
@@ -157,7 +165,7 @@ func prepareCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (
 	return &clusterSetup{ln: ln, mf: mf, cfg: c.Cluster, log: log, node: server.NodeConfig{
 		Gossip: cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
 			RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Remembered: remembered, Bootstrap: c.Cluster.Bootstrap,
-			Keys: keys, Timing: timing, Logger: log, Known: mf.Known()},
+			Keys: keys, Timing: timing, Logger: log, Known: mf.Known(), Deaths: deaths},
 		Peers:        pc,
 		Leaves:       true,
 		LeaveTimeout: c.Cluster.LeaveTimeout,
@@ -206,6 +214,20 @@ func rememberMembers(c config, name string, log *slog.Logger) (*cluster.MemberFi
 		log.Warn("cluster: --cluster-bootstrap: this node starts a new cluster, forgetting the members its data dir remembered")
 	}
 	return mf, mf.Remembered(), nil
+}
+
+// rememberDeaths opens the death file of --data-dir, if given: the lease's
+// fences, which a restart must not forget (cluster.Lease.KeepDeaths).
+// --cluster-bootstrap forgets them with the members.
+func rememberDeaths(c config) (*cluster.DeathFile, error) {
+	if c.DataDir == "" {
+		return nil, nil
+	}
+	f, err := cluster.OpenDeathFile(c.DataDir, c.Cluster.Bootstrap)
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir %s: %w", c.DataDir, err)
+	}
+	return f, nil
 }
 
 // respAddr is the RESP address peers and clients are told: the listener's,
