@@ -542,9 +542,6 @@ func (s *sim) rebuild(i int) {
 			case owner == prev:
 			case !tb.Has(prev) && owner != n.name:
 				n.deadPrev[slot] = s.index(prev)
-				if h, ok := n.holder[slot]; ok && h == s.index(prev) && !n.forgone[slot] && !simDiedHolderStays {
-					delete(n.holder, slot) // the server's forgetDiedHolder
-				}
 			case prev == n.name && importing && simJoinDeadPrev && (!hasDP || dp != s.index(owner)):
 				// Never got here: what this node knew of its state stands.
 			default:
@@ -1165,13 +1162,6 @@ var simLostInFlight = os.Getenv("RL_SIM_LOSTINFLIGHT") == "1"
 // one DONE of mode reset: n3 kept its older keys (43 of 514, where n0
 // left 71).
 var simSettleReset = os.Getenv("RL_SIM_SETTLERESET") == "1"
-
-// simDiedHolderStays (RL_SIM_DIEDHOLDERSTAYS=1): a holder record outlives
-// the confirmed death of the node it names, as the server's did; its
-// forgetDiedHolder drops it when the death gives the slot to a third node.
-// Seed 1985: n1 released 11822 to n3's new process, which served it from
-// 0 where n2, paused, had left 87.
-var simDiedHolderStays = os.Getenv("RL_SIM_DIEDHOLDERSTAYS") == "1"
 
 // send sends m. Lease requests and answers go over gossip's packets, and
 // the network drops simDropPct of them; the other messages are the

@@ -36,32 +36,6 @@ func (h *handoff) setHolder(node string, slots []int) {
 	}
 }
 
-// A holder record names the node this one handed the slot to, and it
-// answers RL.PEER RELEASED for the slot to that node: the slot's state is
-// there. Once that node's death is confirmed and the table gives the slot
-// to a third node (which takes it over from its copies, or has it lost),
-// the record is stale: the state is not with the node it names, and the
-// node that comes back under that name (a new process, or the old one
-// back from a pause or a cut, which a majority fenced) holds nothing newer
-// than its last shipment. So the record goes with the death, as it would
-// had this node never handed the slot over; it then answers that node as
-// any other: "ASK" the slot's backup when that is declared dead
-// (askTheBackup), or by its own table. The simulation's seed 1985: n1
-// handed 11822 to n3, n3 crashed, n2 took the slot over from its copies
-// and served it from 61 to 87 and was paused; n3's new process got the
-// slot back by its table, and n1, still naming n3 the holder, released it:
-// n3 served it from 0. A slot lost here and forgone keeps its record
-// (lost.go): its holder is the node it waits for.
-
-// forgetDiedHolder drops slot's holder record when it names prev, the
-// slot's owner before a view in which prev's death is confirmed and
-// another node owns the slot. The caller holds switchMu.
-func (h *handoff) forgetDiedHolder(slot int, prev string) {
-	if h.holder[slot] == prev && !h.forgone.Has(slot) {
-		h.holder[slot] = ""
-	}
-}
-
 // holderOf returns the node this one last knew to hold slot's state, ""
 // when that is itself or none.
 func (n *Node) holderOf(slot int) string {

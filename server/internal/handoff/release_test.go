@@ -150,36 +150,3 @@ func alive(v *cluster.View) *cluster.View {
 	}
 	return v
 }
-
-// TestReleasedNotToAHolderThatDied: a node that handed a slot to d, and
-// then saw d's death confirmed and the slot go to c (which takes it over
-// from its copies), does not release the slot to d when d asks RL.PEER
-// RELEASED after coming back, with c declared dead and not confirmed
-// (paused, holding the slot's state): it sends d to c. The simulation's
-// seed 1985: n1 handed 11822 to n3, n3 crashed, n2 served the slot from
-// its copies and was paused; n3's new process got the slot back, and n1,
-// whose holder record still named n3, released it: served from 0 where
-// n2 had left 87. Before, the record outlived the death.
-func TestReleasedNotToAHolderThatDied(t *testing.T) {
-	v1 := alive(viewOf(t, 1, []string{"x", "d", "c"}))
-	v2 := alive(viewOf(t, 2, []string{"x", "c"}, "d"))
-	v3 := viewOf(t, 3, []string{"x", "d", "c"})
-	v3.Members = []cluster.Member{{Node: cluster.Node{Name: "x"}}, {Node: cluster.Node{Name: "d"}}} // c declared dead, not confirmed
-	slot := slotWhere(t, "a slot of d's, c its runner-up", func(slot int) bool {
-		ru, ok := v1.Table.RunnerUp(slot)
-		return ok && ru.Name == "c" && v1.Table.Owner(slot).Name == "d" && v2.Table.Owner(slot).Name == "c" && v3.Table.Owner(slot).Name == "d"
-	})
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	n := leaseNode(t, &cur)
-	n.noteHolder("d", []int{slot}) // handed to d (a cut)
-	require.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "d", slot), "d holds it: released to d")
-
-	cur.Store(v2)
-	n.View() // d's death confirmed: c takes the slot over
-	assert.Empty(t, n.holderOf(slot), "d's death ends the record")
-	cur.Store(v3)
-	n.View() // d is back, c declared dead
-	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" c "+strconv.Itoa(slot), releasedTo(n, "d", slot),
-		"c served the slot after d: d is sent to c")
-}

@@ -275,7 +275,6 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 		case owner == prev:
 		case dead[prev] && owner != nv.Self:
 			h.deadPrev[slot] = prev
-			h.forgetDiedHolder(slot, prev) // see holder.go
 		case prev == nv.Self && h.importing(slot) && h.deadPrev[slot] != owner:
 			// It never came here: what this node knew of its state stands
 			// (a seeded dead owner, see seedDeadPrev), unless its owner is
