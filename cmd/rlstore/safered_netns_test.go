@@ -372,6 +372,7 @@ func pausedAtHealRun(t *testing.T, paused int, side map[int]bool, keys func(all 
 	r := startRedRun(t, 5, keys)
 	cutPairs(t, r.ips, sidePairs(5, side), true)
 	r.logf("split %v from the rest", side)
+	splitAt := time.Since(r.l.start)
 	time.Sleep(split - lead)
 	if pause > 0 { // RL_RED_PAUSE=0: the split alone, for comparison
 		require.NoError(t, r.ns[paused].p.Cmd.Process.Signal(syscall.SIGSTOP))
@@ -380,12 +381,16 @@ func pausedAtHealRun(t *testing.T, paused int, side map[int]bool, keys func(all 
 	time.Sleep(lead)
 	cutPairs(t, r.ips, sidePairs(5, side), false)
 	r.logf("healed")
+	healedAt := time.Since(r.l.start)
 	time.Sleep(max(pause-lead, 0))
 	require.NoError(t, r.ns[paused].p.Cmd.Process.Signal(syscall.SIGCONT))
 	r.logf("n%d resumed", paused)
 	time.Sleep(6 * time.Second) // the paused node is back: slots go home
 	most, _ := r.finish(fmt.Sprintf("split %v, n%d paused at the heal", side, paused))
 	require.LessOrEqual(t, most, splitLimit, "a key admitted above its limit: a node served its slot from nothing")
+	// The paused node's own loss is what it decided after its last
+	// shipment (a stop's), within countsKept's redShipmentLoss.
+	countsKept(t, r.cl, r.ns[0].c, r.ck, side, splitAt, healedAt)
 }
 
 // redLogs writes every node's log to the folder RL_RED_LOGDIR names,

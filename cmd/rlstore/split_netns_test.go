@@ -326,8 +326,14 @@ func splitRun(t *testing.T, nodes int, side map[int]bool, hold time.Duration) (i
 		keys = append(keys, fmt.Sprint("split:", i))
 	}
 	l := &splitLoad{admitted: map[string]int{}, replies: map[string]int{}, start: time.Now(), when: map[string][]string{}}
+	cl := newCountLoad(l.start)
+	var ck []string // counting keys: counted through the whole run (see countsKept)
+	for _, k := range keys {
+		ck = append(ck, "count:"+k)
+	}
 	stop := make(chan struct{})
 	wg := l.run(context.Background(), cs, keys, stop)
+	cwg := cl.run(context.Background(), cs, ck, stop)
 	l.waitUsedUp(t, keys)
 	cut(t, ips, side, true)
 	split := time.Since(l.start)
@@ -349,6 +355,9 @@ func splitRun(t *testing.T, nodes int, side map[int]bool, hold time.Duration) (i
 	l.waitRounds(t, 3)
 	close(stop)
 	wg.Wait()
+	cwg.Wait()
+	cl.report(t, cs[0], ck)
+	countsKept(t, cl, cs[0], ck, side, split, healed)
 	most := 0
 	for _, k := range keys {
 		most = max(most, l.admitted[k])
@@ -390,4 +399,44 @@ func TestSplitTwoOfFour(t *testing.T) {
 func TestSplitTwoOfFive(t *testing.T) {
 	most, _ := splitRun(t, 5, map[int]bool{3: true, 4: true}, 6*time.Second)
 	assert.LessOrEqual(t, most, splitLimit, "a key admitted above its limit through the split and its heal")
+}
+
+// countsKept asserts "heal merges, never resets" (docs/cluster.md,
+// Safety) on the counting keys: each key's final count, read through c,
+// lacks at most the documented losses, which are those of a takeover
+// from copies (a crash or a stop: what the owner decided after the last
+// shipment its backup holds). A split makes two such losses: a node of
+// side (cut off) serves what it owns until its lease runs out, and the
+// majority then takes those slots over from copies that lack what it
+// decided after the cut; and what any node decided in the shipment
+// before the cut (redShipmentLoss). So a key may lack its admissions by
+// clients of side between the split and the heal, and redShipmentLoss;
+// anything more is a count that decreased at the heal. Before, no split
+// test had counting keys (issue 27's 7.8% of acknowledged counting units
+// lost at the heal was asserted nowhere).
+func countsKept(t *testing.T, l *countLoad, c *redis.Client, keys []string, side map[int]bool, split, healed time.Duration) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		rep, err := c.Do(context.Background(), "RL.SLIDE", k, countLimit, 3600, "PEEK").Int64Slice()
+		if err != nil {
+			t.Logf("counting key %s: no final count (%v): a slot still down is no count decreased", k, err)
+			continue
+		}
+		final := countLimit - int(rep[2]) - 1 // a peek's remaining is what would remain after it
+		cutOff := 0                           // admitted by side's clients while it was cut off
+		for _, by := range l.seen[k] {
+			for _, w := range by {
+				var node int
+				var at float64
+				if _, err := fmt.Sscanf(w, "%d@%g", &node, &at); err == nil && side[node] && at >= split.Seconds() && at <= healed.Seconds() {
+					cutOff++
+				}
+			}
+		}
+		assert.LessOrEqual(t, l.admits[k]-final, cutOff+redShipmentLoss,
+			"counting key %s: %d admitted, final count %d: it lost more than the cut-off side decided (%d) and a shipment's decisions (%d)",
+			k, l.admits[k], final, cutOff, redShipmentLoss)
+	}
 }
