@@ -66,6 +66,18 @@ func (q *quotaLoad) over() int {
 	return n
 }
 
+// allAt reports whether every key has admitted limit.
+func (q *quotaLoad) allAt(limit int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, k := range q.keys {
+		if q.admitted[k] < limit {
+			return false
+		}
+	}
+	return true
+}
+
 // run sends rounds through each client until stop is closed, at most
 // maxRounds each.
 func (q *quotaLoad) run(ctx context.Context, stop <-chan struct{}, cs ...*redis.Client) *sync.WaitGroup {
