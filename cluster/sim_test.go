@@ -542,8 +542,10 @@ func (s *sim) rebuild(i int) {
 			case owner == prev:
 			case !tb.Has(prev) && owner != n.name:
 				n.deadPrev[slot] = s.index(prev)
-			case prev == n.name && importing && simJoinDeadPrev && (!hasDP || dp != s.index(owner)):
+			case prev == n.name && importing && simJoinDeadPrev && (hasDP || simLivePrevForgot) && (!hasDP || dp != s.index(owner)):
 				// Never got here: what this node knew of its state stands.
+			case prev == n.name && importing && n.importing[slot].peer != s.index(owner) && !simLivePrevForgot:
+				n.deadPrev[slot] = n.importing[slot].peer // never got here: its state is with the node it was imported from
 			default:
 				delete(n.deadPrev, slot)
 			}
@@ -1962,6 +1964,17 @@ var simNoGuessAim = os.Getenv("RL_SIM_NOGUESSAIM") == "1"
 // earlier process's history: n0 never rejoined, got their grants, and
 // served its older keys (13, n3 left 39).
 var simNoAdopt = os.Getenv("RL_SIM_NOADOPT") == "1"
+
+// simLivePrevForgot (RL_SIM_LIVEPREVFORGOT=1): a node whose own import of
+// a slot had not ended when its table moved the slot on to another node
+// records nothing of it, as before; now it records the import's peer as
+// the slot's deadPrev (the server's noteDeadPrev), and answers the new
+// owner's PULL without the owner's copies with no DONE and its RELEASED
+// with "ASK" that peer. Seed 4934: n4's new process, importing slot 8224
+// from n1 (a guess), lost it to n3; n1 kept the keys for n3, n4 answered
+// n3's rejoin PULL with a DONE without copies, and n3 served its 8 where
+// n1 left 86.
+var simLivePrevForgot = os.Getenv("RL_SIM_LIVEPREVFORGOT") == "1"
 
 // simOldStreams (RL_SIM_OLDSTREAMS=1): a backup takes a dead member's
 // shipments on the connection it shipped on before its death, as the

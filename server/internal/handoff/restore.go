@@ -249,10 +249,26 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 // asker served the slot since D's death, its full sync made this node
 // hold its copies, and the PULL's DONE ended the import before it asked.
 
+// livePrev: a node whose own import of a slot (from a peer) had not ended
+// when its table moved the slot on to another node does not learn
+// whether that peer handed the slot over. So it records the peer as the
+// slot's deadPrev too: it answers the new owner's PULL, unless it holds
+// the new owner's copies, with no DONE, and its RELEASED with "ASK" the
+// peer, which hands the slot over or, should it have died since, leaves
+// the slot lost at the asker until it is back. Before, it answered the
+// PULL with a DONE without copies, or released the slot: the
+// simulation's seed 4934 of 2000..4999, n4's new process was importing
+// slot 8224 from n1 (a guess) when the table moved it on to n3; n1 kept
+// the keys for n3, n4, now the slot's backup, answered n3's rejoin PULL
+// with a DONE without copies, and n3 served its 8 where n1 left 86. The
+// same for a slot the table moves between two other nodes (the old owner
+// alive at the change) closed more schedules but moved others onto open
+// gaps (seeds 407, and 4052 at 3000 steps): not done.
+
 // noteDeadPrev records deadPrev for the change from old to nv: a slot nv
 // gives another node, whose owner in old nv says died, gets that owner;
-// any other change of a slot's owner clears it. The caller holds
-// switchMu.
+// so does one this node was importing and lost, the node it imported it
+// from (livePrev); any other change of a slot's owner clears it. The caller holds switchMu.
 //
 // A death counts only from the Gone of the view in which the member left
 // the table, and the membership hands each Gone to one view only
@@ -275,10 +291,12 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 		case owner == prev:
 		case dead[prev] && owner != nv.Self:
 			h.deadPrev[slot] = prev
-		case prev == nv.Self && h.importing(slot) && h.deadPrev[slot] != owner:
+		case prev == nv.Self && h.importing(slot) && h.deadPrev[slot] != "" && h.deadPrev[slot] != owner:
 			// It never came here: what this node knew of its state stands
 			// (a seeded dead owner, see seedDeadPrev), unless its owner is
 			// that member, back.
+		case prev == nv.Self && h.importing(slot) && h.state(slot).peer.Name != owner:
+			h.deadPrev[slot] = h.state(slot).peer.Name // it never came here: see livePrev
 		default:
 			h.deadPrev[slot] = ""
 		}

@@ -377,3 +377,35 @@ func TestAbandonKeepsTheKeys(t *testing.T) {
 	n.abandon(&Migration{to: r, slots: []int{slot}, first: "reset"}, []int{slot}, cluster.ErrUnreachable)
 	assert.False(t, n.keeps(slot), "a leaving node's new owner serves from what it has")
 }
+
+// TestReleasedAsksALivePreviousOwner: a node that was importing a slot
+// from p when its table moved the slot on to o answers o's RELEASED with
+// "ASK p" and, as its backup, o's PULL with no DONE, unless it holds o's
+// copies: it never learned whether p handed the slot over. The
+// simulation's seed 4934: such a node answered the PULL with a DONE
+// without copies, and o served its older keys while p kept the newer
+// ones for it. Before, it released the slot and answered the PULL.
+func TestReleasedAsksALivePreviousOwner(t *testing.T) {
+	xpo := viewOf(t, 1, []string{"x", "p", "o"})
+	xp := viewOf(t, 2, []string{"x", "p"})
+	lost := slotWhere(t, "a slot x owns without o and o with it", func(slot int) bool {
+		return xp.Table.Owner(slot).Name == "x" && xpo.Table.Owner(slot).Name == "o"
+	})
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(xp)
+	n := testNode(t, &cur, &recorder{})
+	p, _ := xp.Table.Node("p")
+	n.switchMu.Lock()
+	n.ho.set(lost, &SlotState{mode: ModeImporting, peer: p, until: time.Now().Add(time.Hour)}) // imported from p, not ended
+	n.switchMu.Unlock()
+	nv := v2epoch(t, xpo, 3)
+	for _, m := range nv.Table.Nodes() { // every member alive: no backup declared dead (askTheBackup)
+		nv.Members = append(nv.Members, cluster.Member{Node: m, State: cluster.StateAlive})
+	}
+	cur.Store(nv)
+	n.View()
+	want := "+" + releaseNone + " " + cluster.ReleasedAsk + " p " + strconv.Itoa(lost)
+	assert.Equal(t, want, releasedTo(n, "o", lost), "its import from p never ended: ask p")
+	_, backed := n.backedUpFor("o", []int{lost})
+	assert.Empty(t, backed, "x backs it up for o now: no DONE without o's copies")
+}
