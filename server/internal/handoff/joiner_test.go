@@ -321,3 +321,55 @@ func TestKeptSlotNotReleasedWhilePushed(t *testing.T) {
 	assert.Equal(t, "+"+releaseNone, mid.Load(), "asked during the push: still kept, not released")
 	assert.True(t, n.keeps(slot), "refused: still kept")
 }
+
+// TestJoinerKeepsRestoredKeysOfAMovedImport: a new process whose first
+// shared table gives it a slot of a member it never saw imports the slot,
+// its data dir's keys of it in its store; when the member comes back and
+// the table gives it the slot before the import ends, the process keeps
+// those keys and sends them to the member in mode handback, and answers
+// the member's PULL with no DONE without them. fences11's process test: a,
+// killed and restarted while c was paused past its confirmed death,
+// answered c's PULL for the 2650 slots its old process had served with
+// its copies (none) and a DONE, and c served its 15 keys of before the
+// pause again (135 above the limit). Before, the import was dropped and
+// its keys stayed in the store, unsent.
+func TestJoinerKeepsRestoredKeysOfAMovedImport(t *testing.T) {
+	shared := viewOf(t, 2, []string{"x", "r"})
+	back := viewOf(t, 3, []string{"x", "r", "c"})
+	var key []byte
+	for i := 0; key == nil; i++ {
+		k := []byte("restored:" + strconv.Itoa(i))
+		s := cluster.Slot(k)
+		if ru, ok := back.Table.RunnerUp(s); ok && ru.Name == "x" && back.Table.Owner(s).Name == "c" && shared.Table.Owner(s).Name == "x" {
+			key = k
+		}
+	}
+	slot := cluster.Slot(key)
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(viewOf(t, 1, []string{"x"})) // a new process: alone until it meets the members
+	var fw *recorder
+	n := nodeWith(t, &cur, func(c *Config) {
+		c.Joins, c.Known = true, func() []string { return []string{"c", "r", "x"} }
+		fw = c.Forwarder.(*recorder)
+	})
+	now := time.Now()
+	p := window.Params{Kind: window.KindFixed, Limit: 100, Period: time.Hour}
+	require.NoError(t, n.store.Import(shard.Entry{Key: key, Params: p, State: window.State{uint64(now.UnixNano()), 100}}, now.UnixNano())) // its data dir's
+	cur.Store(shared)
+	n.View()
+	require.Equal(t, ModeImporting, n.ho.state(slot).Mode(), "x imports the slot its first shared table gives it")
+	cur.Store(back)
+	n.View()
+
+	_, backed := n.backedUpFor("c", []int{slot})
+	assert.Empty(t, backed, "x's store holds the slot's keys: no DONE without them")
+	require.Eventually(t, func() bool {
+		for _, c := range fw.commands() {
+			if c == cluster.PeerDone+" "+strconv.Itoa(slot) {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond, "the kept keys go to c")
+	assert.Contains(t, fw.commands(), cluster.PeerImport+" handback", "c counts as dead here: x's keys replace its own")
+}

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/policy"
 	"github.com/rlstore/rlstore/server/internal/replica"
+	"github.com/rlstore/rlstore/shard"
 )
 
 // A node can hold a slot's state that it may not hand over as the live
@@ -33,6 +35,59 @@ import (
 // at the old owner releases the slot serves it from these keys rather
 // than from nothing. Then this node drops them. See docs/cluster.md,
 // "Safety".
+
+// A new process imports every slot its first table gives it from the
+// slot's owner without it (a guess: see restore.go), keeping the keys its
+// data dir restored, which no copy replaces; once the import ends, it
+// serves the slot from them. A table that moves such a slot on before the
+// import ends (the slot's owner, paused past its confirmed death, is
+// back) dropped the import and, with it, what the store held: the keys
+// stayed in the store, unsent, and the process answered the owner's PULL
+// as the slot's backup, with its copies (none: its store is not its
+// copies) and a DONE. The owner, waiting for its slots to be handed back,
+// served them from its keys of before its pause, though this node's old
+// process had served them since (fences11's process test: 135 above the
+// limit in 1 run of 3, 15 keys with 9 more each). So a slot whose keys the
+// store holds when the table moves such an import on is kept (see above):
+// those keys are what this node last served of it, and go to the owner
+// once this node holds its lease, in mode handback when it counts the
+// owner dead (its unseen members too: see seedDeadPrev), in mode pull
+// otherwise; a kept slot gets no DONE without them (backedUpFor). A store
+// with none of the slot's keys (no data dir, or one that never served the
+// slot) keeps nothing, as before.
+
+// keepRestored keeps the slots of guessed (imports of a new process that
+// nv moves on) whose keys the store holds. The caller holds switchMu.
+func (n *Node) keepRestored(nv *cluster.View, guessed *replica.SlotBits) {
+	if *guessed == (replica.SlotBits{}) {
+		return
+	}
+	h := &n.ho
+	held := slotsHeld(n.store, guessed)
+	for slot := range cluster.Slots {
+		if !held.Has(slot) {
+			continue
+		}
+		h.keep(slot)
+		if a, ok := h.died[nv.Table.Owner(slot).Name]; ok && a.replaces(n.lease) {
+			h.keptReplace[slot/64] |= 1 << (slot % 64)
+		}
+	}
+}
+
+// slotsHeld returns the slots of in of which m holds a key.
+func slotsHeld(m *shard.Map, in *replica.SlotBits) *replica.SlotBits {
+	var held replica.SlotBits
+	var es []shard.Entry
+	for i := range shardsOf(m) {
+		es = m.ExportShardFunc(i, in.KeyIn, es[:0])
+		for _, e := range es {
+			slot := cluster.Slot(policy.Route(e.Key))
+			held[slot/64] |= 1 << (slot % 64)
+		}
+	}
+	return &held
+}
 
 // keep marks slots' keys as kept for their owner by the table (see above).
 // The caller holds switchMu.

@@ -137,7 +137,11 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	outs, ins := map[string][]int{}, []int(nil)
 	until := time.Now().Add(importWait)
 	n.lostComeBackLocked(nv)
+	var guessed replica.SlotBits // a new process's imports the table moves on: see keepRestored
 	for slot := range cluster.Slots {
+		if st := h.state(slot); st != nil && st.mode == ModeImporting && st.guess && h.heir(nv, slot).Name != nv.Self {
+			guessed[slot/64] |= 1 << (slot % 64)
+		}
 		had := oldCounts && old.Table.Owner(slot).Name == nv.Self
 		if to, ok := n.slotChange(old, nv, slot, had, oldCounts, until); ok {
 			outs[to] = append(outs[to], slot)
@@ -162,6 +166,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 		}
 	}
 	n.pullImports(nv, ins) // see restore.go
+	n.keepRestored(nv, &guessed)
 	if h.kept != (replica.SlotBits{}) {
 		n.pushKept()
 	}

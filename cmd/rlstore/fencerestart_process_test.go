@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRestartedFencerRemembers: c, the owner of the test's keys, is paused
+// (SIGSTOP) past detection; a and b declare it dead, fence it, confirm the
+// death and take its slots over, and the keys are used up through b. Then
+// a is killed and started again with its command line before c resumes.
+// Its data dir's death file keeps its fence on c, and its store the keys
+// of c's slots its old process served: the new a hands them back to c
+// (kept keys, mode handback) rather than answer c's PULL with its copies
+// (none) and a DONE, so c never serves its state of before the pause, and
+// no key admits above its limit. Before, the new a's import of those slots
+// was dropped when c came back, and c served its 15 keys of a's slots with
+// 9 more each (135 above the limit in 1 run of 3).
+//
+// As root each node runs in a network namespace of its own (testHosts).
+func TestRestartedFencerRemembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3-node SIGSTOP past detection and a restart: not in -short")
+	}
+	hs := testHosts(t, 3)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	args := fixedNodes(t, hs, func(int) bool { return true }, func(i int) []string {
+		// appendfsync always: a kill -9 keeps every decision a made, so
+		// that its restart loses none (a crash loses its last second with
+		// everysec, a documented loss, not this test's subject).
+		return []string{"--data-dir", dirs[i], "--replica-interval", replicaIv.String(), "--appendfsync", "always"}
+	})
+	ns := startNodes(t, hs, args)
+	settleProcs(t, procsOf(ns)...)
+	ctx := context.Background()
+	cb := newClient(t, ns[1].addr)
+	q := newQuotaLoad(keysOwnedBy(t, cb, "c", "fenced:", 30))
+	for range handoffLimit / 2 {
+		q.round(ctx, cb)
+	}
+	waitShipped(t, len(q.keys), procsOf(ns)...)
+	ns[2].Signal(t, syscall.SIGSTOP)
+	t.Cleanup(func() { _ = ns[2].Cmd.Process.Signal(syscall.SIGCONT) })
+	waitClusterSize(t, ns[0].clusterProc, 2)
+	waitClusterSize(t, ns[1].clusterProc, 2)
+	require.Eventually(t, func() bool { // the rest of each limit, on b and a once their takeover wait ends
+		q.round(ctx, cb)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		for _, k := range q.keys {
+			if q.admitted[k] < handoffLimit {
+				return false
+			}
+		}
+		return true
+	}, deadline, 50*time.Millisecond, "the new owners serve the rest of each limit")
+	require.Zero(t, q.over())
+	waitShipped(t, len(q.keys), ns[0].clusterProc, ns[1].clusterProc)
+
+	ns[0].Kill()
+	saved, err := os.ReadFile(filepath.Join(dirs[0], "cluster-deaths"))
+	require.NoError(t, err)
+	assert.Contains(t, string(saved), "\nc 1\n", "a's death file keeps its fence on c")
+	ns[0] = ns[0].restart(t)
+	ns[2].Signal(t, syscall.SIGCONT)
+	for _, n := range ns {
+		waitClusterSize(t, n.clusterProc, 3)
+		waitHandedOver(t, n.clusterProc)
+	}
+	for range 3 {
+		for _, n := range ns {
+			q.round(ctx, newClient(t, n.addr))
+		}
+	}
+	t.Logf("%d requests; %d admitted above the limit; %d errors", q.sent, q.over(), len(q.errs))
+	assert.Zero(t, q.over(), "admissions above the limit: c served its state of before the pause")
+}
