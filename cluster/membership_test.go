@@ -3,15 +3,13 @@ package cluster
 import (
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -163,36 +161,11 @@ func TestWrongKeyCannotJoin(t *testing.T) {
 // TestRejoinsMissingSeed: a node whose seed was not there at its start
 // joins it once it appears, with no help.
 func TestRejoinsMissingSeed(t *testing.T) {
-	addr := "127.0.0.1:" + unusedPort(t)
+	addr := "127.0.0.1:" + testport.Stable(t) // b dials it before a listens there
 	b := startNode(t, "b", []string{addr})
 	assert.Len(t, b.View().Table.Nodes(), 1)
 	a := startNodeAt(t, "a", addr, nil)
 	waitMembers(t, []*testNode{a, b}, 2)
-}
-
-// unusedPort returns a port free a moment ago for TCP and UDP, below the
-// ephemeral range (32768 and up on Linux). A port the kernel handed out
-// once, as 127.0.0.1:0 does, it may hand out again as the local port of
-// any outgoing connection on the host, b's own dials to the seed-to-be
-// included, and the seed's listen then fails with "address already in use".
-func unusedPort(t *testing.T) string {
-	t.Helper()
-	for range 100 {
-		port := strconv.Itoa(20000 + rand.IntN(10000))
-		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
-		if err != nil {
-			continue
-		}
-		pc, err := net.ListenPacket("udp", "127.0.0.1:"+port)
-		_ = ln.Close()
-		if err != nil {
-			continue
-		}
-		_ = pc.Close()
-		return port
-	}
-	t.Fatal("no free port between 20000 and 30000")
-	return ""
 }
 
 func TestStateReachesEveryNode(t *testing.T) {

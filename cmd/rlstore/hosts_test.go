@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlstore/rlstore/internal/rlstoretest"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -102,7 +103,7 @@ func (h nodeHost) flags() []string {
 func (h nodeHost) fixedPort(t *testing.T, port int) string {
 	t.Helper()
 	if h.ns == "" {
-		return stablePort(t)
+		return testport.Stable(t)
 	}
 	return strconv.Itoa(port)
 }

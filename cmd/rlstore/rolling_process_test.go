@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -260,29 +258,6 @@ func (q *quotaLoad) roundsThrough(t *testing.T, ps ...*clusterProc) {
 			q.round(context.Background(), c)
 		}
 	}
-}
-
-// stablePort returns a port, free a moment ago for TCP and UDP, below the
-// ephemeral range (32768 and up), so that no connection's local port takes
-// it while its process restarts.
-func stablePort(t *testing.T) string {
-	t.Helper()
-	for range 100 {
-		port := strconv.Itoa(20000 + rand.IntN(10000))
-		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
-		if err != nil {
-			continue
-		}
-		pc, err := net.ListenPacket("udp", "127.0.0.1:"+port)
-		_ = ln.Close()
-		if err != nil {
-			continue
-		}
-		_ = pc.Close()
-		return port
-	}
-	t.Fatal("no free port between 20000 and 30000")
-	return ""
 }
 
 // waitShipped waits until the nodes hold n copies between them, one of

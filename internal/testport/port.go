@@ -1,0 +1,37 @@
+// Package testport picks loopback ports for tests whose processes restart
+// on the same port, which the cluster's and cmd/rlstore's process tests
+// share.
+package testport
+
+import (
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"testing"
+)
+
+// Stable returns a port, free a moment ago for TCP and UDP on 127.0.0.1,
+// below the ephemeral range (32768 and up). A port the kernel hands out
+// once, as 127.0.0.1:0 does, it may hand out again as the local port of
+// any outgoing connection on the host, so a process restarting on it
+// could find it taken ("address already in use"); a port below the range
+// is never so taken.
+func Stable(t testing.TB) string {
+	t.Helper()
+	for range 100 {
+		port := strconv.Itoa(20000 + rand.IntN(10000))
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", "127.0.0.1:"+port)
+		_ = ln.Close()
+		if err != nil {
+			continue
+		}
+		_ = pc.Close()
+		return port
+	}
+	t.Fatal("no free port between 20000 and 30000")
+	return ""
+}
