@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -166,7 +167,10 @@ func (d *delayLink) pipe(from, to net.Conn) {
 // links[i][j] carries i's batches to j (and j's acknowledgements back).
 func startDelayedRegions(t *testing.T, oneWay time.Duration, extra ...string) ([][]*delayLink, []*proc, []*redis.Client) {
 	t.Helper()
-	ports := []string{freePort(t), freePort(t), freePort(t)}
+	// Below the ephemeral range: each node's delay links dial out before
+	// the others listen, and a dial's local port once took a port picked
+	// from 127.0.0.1:0 ("address already in use", one CI run).
+	ports := []string{testport.Stable(t), testport.Stable(t), testport.Stable(t)}
 	links := make([][]*delayLink, 3)
 	for i := range links {
 		links[i] = make([]*delayLink, 3)
