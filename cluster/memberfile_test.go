@@ -2,12 +2,12 @@ package cluster
 
 import (
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,14 +54,13 @@ func TestMemberFileRefusesAnotherFormat(t *testing.T) {
 	assert.ErrorIs(t, err, ErrKnownFormat)
 }
 
-// freeAddr returns a loopback address that nothing listened on a moment ago.
+// freeAddr returns a loopback address that nothing listened on a moment
+// ago, below the ephemeral range: a node dials it (its seed) before
+// another binds it, and a port from 127.0.0.1:0 may meanwhile become the
+// local port of any dial on the host (testport.Stable).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	return "127.0.0.1:" + testport.Stable(t)
 }
 
 // TestWaitingUntilMet: a node given a seed that is not up yet waits,

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ import (
 // tlsNodeArgs returns the flags of a --tls-cluster node that requires
 // peers' certificates, on a free TLS port.
 func tlsNodeArgs(t *testing.T, ca *testCA, serial int64) []string {
-	return append(tlsFlags(t, ca, serial, freePort(t)), "--cluster-timeout", "500ms")
+	return append(tlsFlags(t, ca, serial, testport.Stable(t)), "--cluster-timeout", "500ms")
 }
 
 // tlsFlags writes a node certificate (server and client use) signed by ca

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/internal/rlstoretest"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,7 +47,7 @@ func TestAlertRulesValid(t *testing.T) {
 func startObserved(t *testing.T) (addr, metrics string) {
 	t.Helper()
 	p := startProc(t, nil, "--port", "0", "--metrics-addr", "127.0.0.1:0", "--data-dir", t.TempDir(),
-		"--cluster-addr", "127.0.0.1:"+freePort(t), "--node-name", "observed", "--maxmemory", "100mb")
+		"--cluster-addr", "127.0.0.1:"+testport.Stable(t), "--node-name", "observed", "--maxmemory", "100mb")
 	addr = p.Addr(t)
 	metrics = p.WaitLog(t, regexp.MustCompile(`metrics endpoint listening.*addr=(\S+)`))[1]
 	return addr, metrics
@@ -94,7 +95,7 @@ func TestRealPrometheusScrapes(t *testing.T) {
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 200ms\n  evaluation_interval: 1s\nscrape_configs:\n"+
 		"  - job_name: rlstore\n    static_configs:\n      - targets: [%q]\n", metrics)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600))
-	web := "127.0.0.1:" + freePort(t)
+	web := "127.0.0.1:" + testport.Stable(t)
 	cmd := exec.Command(prom, "--config.file", filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path", filepath.Join(dir, "data"),
 		"--web.listen-address", web)
 	var logs rlstoretest.SyncBuffer

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -224,7 +225,7 @@ func TestDockerfileHealthCheckRuns(t *testing.T) {
 	require.NoError(t, err)
 	// Free ports instead of the image's fixed ones, on a shared machine,
 	// and the password protected mode asks for on 0.0.0.0.
-	env[envName("metrics-addr")] = net.JoinHostPort(host, freePort(t))
+	env[envName("metrics-addr")] = net.JoinHostPort(host, testport.Stable(t))
 	env[envName("port")] = "0"
 	env[envName("requirepass")] = "image-test"
 	var kv []string

@@ -13,6 +13,7 @@ import (
 
 	pbstruct "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -118,7 +119,7 @@ func TestProcessGatewayTLS(t *testing.T) {
 		args []string
 		auth string
 	}{
-		{"mutual TLS beside --tls-port", []string{"--tls-port", freePort(t)}, "yes"},
+		{"mutual TLS beside --tls-port", []string{"--tls-port", testport.Stable(t)}, "yes"},
 		{"TLS without --tls-port", nil, "no"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

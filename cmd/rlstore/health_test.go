@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -97,7 +98,7 @@ func TestHealthPingTLS(t *testing.T) {
 	writeAtomically(t, certFile, c)
 	writeAtomically(t, keyFile, k)
 	writeAtomically(t, caFile, ca.pem)
-	tlsPort := freePort(t)
+	tlsPort := testport.Stable(t)
 	args := []string{"--tls-port", tlsPort, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
 		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "yes"}
 	p := startProc(t, nil, append([]string{"--port", "0"}, args...)...)
@@ -139,9 +140,9 @@ func TestDialable(t *testing.T) {
 // /readyz, and with it a Kubernetes readiness probe and rlstore health,
 // says it is not ready; once a member joins it, it is.
 func TestHealthNotReadyBeforeMeetingPeers(t *testing.T) {
-	gossip := "127.0.0.1:" + freePort(t)
+	gossip := "127.0.0.1:" + testport.Stable(t)
 	p := startProc(t, nil, "--port", "0", "--metrics-addr", "127.0.0.1:0", "--node-name", "lonely",
-		"--cluster-addr", gossip, "--join", "127.0.0.1:"+freePort(t), "--cluster-timing", "fast")
+		"--cluster-addr", gossip, "--join", "127.0.0.1:"+testport.Stable(t), "--cluster-timing", "fast")
 	p.Addr(t)
 	metrics := p.WaitLog(t, regexp.MustCompile(`metrics endpoint listening.*addr=(\S+)`))[1]
 	code, _, errOut := runHealth(t, nil, "--metrics-addr", metrics)

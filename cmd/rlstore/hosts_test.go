@@ -99,7 +99,7 @@ func (h nodeHost) flags() []string {
 
 // fixedPort returns a port on h that stays h's while a node restarts:
 // port itself in a namespace, which only the node uses, and on loopback
-// one free a moment ago (stablePort).
+// one free a moment ago below the ephemeral range (testport.Stable).
 func (h nodeHost) fixedPort(t *testing.T, port int) string {
 	t.Helper()
 	if h.ns == "" {

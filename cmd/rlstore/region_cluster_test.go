@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +28,7 @@ import (
 // regions use the whole limit (before, with each node a decider of its
 // own, each key stopped at about 86, L less the idle node's reserve).
 func TestRegionProcessCluster(t *testing.T) {
-	ports := map[string]string{"p0": freePort(t), "p1": freePort(t), "us": freePort(t)}
+	ports := map[string]string{"p0": testport.Stable(t), "p1": testport.Stable(t), "us": testport.Stable(t)}
 	common := []string{"--cluster-secret", "region cluster test", "--region-sync", "50ms"}
 	euArgs := func(name string) []string {
 		return append([]string{"--port", ports[name], "--region", "eu", "--region-peers", "us=127.0.0.1:" + ports["us"]}, common...)
@@ -114,7 +115,7 @@ func TestRegionNodeNameRefused(t *testing.T) {
 // with one change of owner, L + e + max(e, φ) = 130 of L = 100, and,
 // with no state of p0's but what us had received, close to L is used.
 func TestRegionProcessClusterGatewayDies(t *testing.T) {
-	ports := map[string]string{"p0": freePort(t), "p1": freePort(t), "p2": freePort(t), "us": freePort(t)}
+	ports := map[string]string{"p0": testport.Stable(t), "p1": testport.Stable(t), "p2": testport.Stable(t), "us": testport.Stable(t)}
 	common := []string{"--cluster-secret", "region cluster test", "--region-sync", "50ms"}
 	euArgs := func(name string) []string {
 		return append([]string{"--port", ports[name], "--region", "eu", "--region-peers", "us=127.0.0.1:" + ports["us"]}, common...)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 // keys no other region decides. us holds 5 of them, refuses the rest and
 // says so, and eu counts the refused units unacknowledged.
 func TestRegionProcessMaxKeys(t *testing.T) {
-	ports := []string{freePort(t), freePort(t), freePort(t)}
+	ports := []string{testport.Stable(t), testport.Stable(t), testport.Stable(t)}
 	procs := []*proc{startRegionProc(t, 0, ports), startRegionProc(t, 1, ports, "--region-max-keys", "5"), startRegionProc(t, 2, ports)}
 	for _, p := range procs {
 		p.WaitLog(t, regexp.MustCompile(`region sync up.*region=`))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -80,7 +81,7 @@ func unturnedWindow() string {
 // startRegionProcs starts eu, us and ap on loopback.
 func startRegionProcs(t *testing.T) ([]string, []*proc, []*redis.Client) {
 	t.Helper()
-	ports := []string{freePort(t), freePort(t), freePort(t)}
+	ports := []string{testport.Stable(t), testport.Stable(t), testport.Stable(t)}
 	procs := make([]*proc, 3)
 	clients := make([]*redis.Client, 3)
 	for i := range regionNames {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +21,7 @@ import (
 // nothing more, us and ap their reserves, and the key is in eu's keyspace.
 // Without --data-dir eu would start the window over and take 68 again.
 func TestRegionProcessRestartAll(t *testing.T) {
-	ports := []string{freePort(t), freePort(t), freePort(t)}
+	ports := []string{testport.Stable(t), testport.Stable(t), testport.Stable(t)}
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	start := func() ([]*proc, []*redis.Client) {
 		procs, clients := make([]*proc, 3), make([]*redis.Client, 3)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,7 @@ func regionTLSArgs(t *testing.T, ca *testCA, serial int64, tlsPort string) []str
 // secret) is refused, and so is one whose certificate comes from another CA.
 func TestRegionProcessTLS(t *testing.T) {
 	ca, other := newTestCA(t), newTestCA(t)
-	ports, tlsPorts := []string{freePort(t), freePort(t)}, []string{freePort(t), freePort(t)}
+	ports, tlsPorts := []string{testport.Stable(t), testport.Stable(t)}, []string{testport.Stable(t), testport.Stable(t)}
 	region := func(name, peer string, extra ...string) *proc {
 		args := []string{"--port", ports[0], "--region", name, "--region-peers", peer, "--cluster-secret", "region tls test", "--region-sync", "50ms"}
 		if name == "us" {

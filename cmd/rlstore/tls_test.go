@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlstore/rlstore/internal/testport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -90,16 +91,6 @@ func writeAtomically(t *testing.T, path string, b []byte) {
 	require.NoError(t, os.Rename(path+".tmp", path))
 }
 
-// freePort returns a port that was free a moment ago (--tls-port 0 means no TLS).
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	_, p, _ := net.SplitHostPort(ln.Addr().String())
-	return p
-}
-
 func tlsClient(t *testing.T, addr string, ca *testCA, cert *tls.Certificate) *redis.Client {
 	t.Helper()
 	pool := x509.NewCertPool()
@@ -116,7 +107,7 @@ func tlsClient(t *testing.T, addr string, ca *testCA, cert *tls.Certificate) *re
 func startTLSProc(t *testing.T, dir string, ca *testCA, auth string) (plain, tlsAddr string, p *proc) {
 	t.Helper()
 	certFile, keyFile, caFile := tlsFiles(t, dir, ca, 2)
-	p = startProc(t, nil, "--port", "0", "--tls-port", freePort(t), "--tls-cert-file", certFile,
+	p = startProc(t, nil, "--port", "0", "--tls-port", testport.Stable(t), "--tls-cert-file", certFile,
 		"--tls-key-file", keyFile, "--tls-ca-cert-file", caFile, "--tls-auth-clients", auth)
 	plain = p.Addr(t)
 	tlsAddr = p.WaitLog(t, regexp.MustCompile(`msg="TLS listening" addr=(\S+)`))[1]

@@ -1,6 +1,7 @@
-// Package testport picks loopback ports for tests whose processes restart
-// on the same port, which the cluster's and cmd/rlstore's process tests
-// share.
+// Package testport picks the loopback ports that the cluster's and
+// cmd/rlstore's tests choose before a process binds them: a node's port
+// that others dial before it listens, or that it binds again when it
+// restarts.
 package testport
 
 import (
