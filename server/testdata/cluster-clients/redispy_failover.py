@@ -18,7 +18,8 @@ def main():
     for a in sys.argv[1:]:
         host, port = a.rsplit(":", 1)
         nodes.append(ClusterNode(host, int(port)))
-    rc = RedisCluster(startup_nodes=nodes, socket_connect_timeout=1, socket_timeout=1)
+    rc = RedisCluster(startup_nodes=nodes, socket_connect_timeout=1, socket_timeout=1,
+                      cluster_error_retry_attempts=5)
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
     sent = 0
