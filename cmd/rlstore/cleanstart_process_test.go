@@ -11,20 +11,19 @@ import (
 )
 
 // startupWarnings are the WARN lines every node of the README's cluster
-// logs by design: it runs without --data-dir and without a cluster secret.
+// logs by design: it runs without a cluster secret (loopback only).
 var startupWarnings = []string{
 	`msg="cluster: no secret set; any local process can act as a node of this loopback-only cluster.`,
-	`msg="policies are in memory only: no --data-dir, so RL.POLICY SET does not survive a restart"`,
-	`msg="persistence is off: no --data-dir, so all state is in memory and a restart resets every limit"`,
 }
 
 // TestProcessREADMEClusterLogsCleanly starts the README's 3-node cluster
-// (on ports the kernel picks, with its default timing) and waits until the
-// joins are done: nothing restarted and nothing failed, so no node may log
-// a warning, an error, or a line about a restarted node.
+// (each with a data dir, on ports the kernel picks, with its default
+// timing) and waits until the joins are done: nothing restarted and
+// nothing failed, so no node may log a warning, an error, or a line about
+// a restarted node.
 func TestProcessREADMEClusterLogsCleanly(t *testing.T) {
 	start := func(name, seed string) *clusterProc {
-		args := []string{"--port", "0", "--node-name", name, "--cluster-addr", "127.0.0.1:0"}
+		args := []string{"--port", "0", "--node-name", name, "--cluster-addr", "127.0.0.1:0", "--data-dir", t.TempDir()}
 		if seed != "" {
 			args = append(args, "--join", seed)
 		}

@@ -148,7 +148,7 @@ func prepareCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (
 		_ = ln.Close()
 		return nil, err
 	}
-	deaths, err := rememberDeaths(c)
+	deaths, err := rememberDeaths(c, log)
 	if err != nil {
 		_ = ln.Close()
 		if mf != nil {
@@ -218,9 +218,13 @@ func rememberMembers(c config, name string, log *slog.Logger) (*cluster.MemberFi
 
 // rememberDeaths opens the death file of --data-dir, if given: the lease's
 // fences, which a restart must not forget (cluster.Lease.KeepDeaths).
-// --cluster-bootstrap forgets them with the members.
-func rememberDeaths(c config) (*cluster.DeathFile, error) {
+// --cluster-bootstrap forgets them with the members. Without a data dir
+// it warns: the cluster's safety assumes every node remembers its fences
+// (docs/cluster.md, Assumptions).
+func rememberDeaths(c config, log *slog.Logger) (*cluster.DeathFile, error) {
 	if c.DataDir == "" {
+		log.Warn("cluster: no --data-dir, so a restart forgets which members this node declared dead; " +
+			"a majority's fences keep one owner per slot only while they are remembered (docs/cluster.md, Assumptions)")
 		return nil, nil
 	}
 	f, err := cluster.OpenDeathFile(c.DataDir, c.Cluster.Bootstrap)
