@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -223,13 +224,48 @@ func quickRestart(t *testing.T, extra ...string) {
 	ps[1].WaitLog(t, regexp.MustCompile(`took slots over`))
 }
 
-// settleProcs waits until each of ps sees len(ps) owners and no slot moving.
+// settleProcs waits until each of ps sees len(ps) owners and no slot
+// moving, and its backups among ps hold its state (backupsServe).
 func settleProcs(t *testing.T, ps ...*clusterProc) {
 	t.Helper()
 	for _, p := range ps {
 		waitClusterSize(t, p, len(ps))
 		waitHandedOver(t, p)
 	}
+	for _, p := range ps {
+		c := newClient(t, p.addr)
+		require.Eventually(t, func() bool { return backupsServe(t, c, ps) }, deadline, 10*time.Millisecond,
+			"%s's backups hold its state", p.name)
+	}
+}
+
+// backupsServe reports whether each backup among ps of the node behind c
+// has its state (no full sync due) and has acknowledged it recently enough
+// that the node serves the slots it backs up (serving_ms; see
+// replica.Fresh). A node whose slots' handoffs have ended may not serve
+// them yet: in one CI run (TestRestartFirstNodeRejoins) c answered a
+// slot's requests CLUSTERDOWN (reason backup) for a while after the
+// first formation's imports ended.
+func backupsServe(t *testing.T, c *redis.Client, ps []*clusterProc) bool {
+	f, err := infoSection(context.Background(), c, "replication")
+	if err != nil { // a read timeout on a loaded host: poll again
+		t.Logf("polling INFO replication: %v", err)
+		return false
+	}
+	if f["rl_replicas"] == "0" {
+		return true
+	}
+	for i := range atoi(t, f["rl_backups"]) {
+		b := f[fmt.Sprint("rl_backup", i)]
+		name, _, _ := strings.Cut(strings.TrimPrefix(b, "name="), ",")
+		if !slices.ContainsFunc(ps, func(p *clusterProc) bool { return p.name == name }) {
+			continue
+		}
+		if !strings.Contains(b, ",state=online,") || strings.HasSuffix(b, ",serving_ms=0") {
+			return false
+		}
+	}
+	return true
 }
 
 // usedUp returns a quotaLoad of 90 keys named prefix and a number, each
