@@ -128,11 +128,16 @@ type unreachLoad struct {
 	phase    int        // 0 before the cut, 1 during it, 2 after the heal
 	admitted [3]map[string]int
 	replies  [3]map[string]int
-	rounds   []int // rounds each client ended
+	// full holds the keys denied before the cut: at their limit by their
+	// owner's count, though the load may have counted fewer admissions (a
+	// reply lost to an error after the owner admitted, as a forward's
+	// timeout on a starved host).
+	full   map[string]bool
+	rounds []int // rounds each client ended
 }
 
 func newUnreachLoad() *unreachLoad {
-	l := &unreachLoad{}
+	l := &unreachLoad{full: map[string]bool{}}
 	for i := range l.admitted {
 		l.admitted[i], l.replies[i] = map[string]int{}, map[string]int{}
 	}
@@ -192,6 +197,9 @@ func (l *unreachLoad) count(keys []string, cmds []redis.Cmder) {
 			l.replies[l.phase]["admitted"]++
 		default:
 			l.replies[l.phase]["denied"]++
+			if l.phase == 0 {
+				l.full[keys[i]] = true
+			}
 		}
 	}
 }
@@ -251,14 +259,42 @@ func unreachSettled(t *testing.T, ips []string, side map[int]bool) {
 	}
 }
 
+// usedUp reports whether every key is at its limit before the cut: it
+// admitted the limit, or its owner denied it.
+func (l *unreachLoad) usedUp(keys []string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !slices.ContainsFunc(keys, func(k string) bool { return l.admitted[0][k] < unreachLimit && !l.full[k] })
+}
+
+// deniedShort counts the keys denied before the cut with fewer admissions
+// counted than the limit.
+func (l *unreachLoad) deniedShort(keys []string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, k := range keys {
+		if l.full[k] && l.admitted[0][k] < unreachLimit {
+			n++
+		}
+	}
+	return n
+}
+
 // factors are the most admissions of one key divided by the limit, up to
-// the heal and over the whole run.
+// the heal and over the whole run. A key denied before the cut counts its
+// whole limit before it, however many admissions the load counted: every
+// admission after is above the limit.
 func (l *unreachLoad) factors(keys []string) (cut, all float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mostCut, mostAll := 0, 0
 	for _, k := range keys {
-		upToHeal := l.admitted[0][k] + l.admitted[1][k]
+		before := l.admitted[0][k]
+		if l.full[k] {
+			before = max(before, unreachLimit)
+		}
+		upToHeal := before + l.admitted[1][k]
 		mostCut = max(mostCut, upToHeal)
 		mostAll = max(mostAll, upToHeal+l.admitted[2][k])
 	}
@@ -287,12 +323,19 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 	l := newUnreachLoad()
 	stop := make(chan struct{})
 	wg := l.run(cs, keys, stop)
-	used := func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return !slices.ContainsFunc(keys, func(k string) bool { return l.admitted[0][k] < unreachLimit })
+	// Used up by the owners' counts, not the load's alone: in one CI run
+	// (2of4/error) some key's counted admissions stayed below the limit
+	// for the last 23 s of the 30, while no node logged a down reply: an
+	// owner that admitted a request whose reply the load lost (an error
+	// after the decision) denies the key from then on.
+	if !assert.Eventually(t, func() bool { return l.usedUp(keys) }, 30*time.Second, 50*time.Millisecond, "every key used up before the cut") {
+		close(stop)
+		wg.Wait()
+		t.Fatalf("replies before the cut: %v", l.replies[0])
 	}
-	require.Eventually(t, used, 30*time.Second, 50*time.Millisecond, "every key used up before the cut")
+	if n := l.deniedShort(keys); n > 0 {
+		t.Logf("%d keys denied before the load counted their limit; replies before the cut: %v", n, l.replies[0])
+	}
 	// Let the owners ship the last admissions to their backups (every
 	// --replica-interval, 100 ms) before the cut: what an owner decided
 	// after its last shipment is the replicas' documented loss, not the
