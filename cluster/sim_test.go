@@ -214,6 +214,22 @@ var (
 	// a heal, and, the slot moved to n1 at n0's confirmed death, released
 	// it to n1 where the server answers "ASK n0".
 	simImportDropsHolder = os.Getenv("RL_SIM_IMPORTDROPSHOLDER") == "1"
+	// simDeadHolder (RL_SIM_DEADHOLDER=0 leaves it out, as the model was):
+	// a node that gains a slot whose holder here died in the same change
+	// imports it from that dead holder, as the server's importFrom does
+	// (fromDeadLocked: the takeover's wait with its copies, lost
+	// without), though the table's old owner is alive. The model imported
+	// it from the old owner.
+	simDeadHolder = os.Getenv("RL_SIM_DEADHOLDER") != "0"
+	// simHandoffUnloses (RL_SIM_HANDOFFUNLOSES=0 leaves it out, as the
+	// server did before): a live handoff's DONE (not a PULL's answer, nor
+	// kept keys) ends the loss of a slot whatever its holder here, and its
+	// keys replace this node's: the sender held its lease and served the
+	// slot (the server's takeSlots and servedSlots). Before, only the
+	// holder's DONE ended it: CI's TestRedPausedAtHeal at 98873dd, n2 kept
+	// chunk 789-809 lost with a stale holder n1 after n4 handed it over,
+	// and pointed n4 at n1, which released it: 22 of 20.
+	simHandoffUnloses = os.Getenv("RL_SIM_HANDOFFUNLOSES") != "0"
 )
 
 // lostElsewhere reports whether node i has slot lost, not imported, with
@@ -556,8 +572,8 @@ func (s *sim) rebuild(i int) {
 				delete(n.adopted, slot) // the server's slotChange: the table has caught up with the handoff, served here
 			} else if owner == n.name && prev != n.name && tb.Has(prev) {
 				peer := s.index(prev)
-				if h, ok := n.holder[slot]; simHolder && ok && h != i && tb.Has(s.known[h]) {
-					peer = h // the node it handed the slot to, or imported it from (the server's importFrom)
+				if h, ok := n.holder[slot]; simHolder && ok && h != i && (tb.Has(s.known[h]) || simDeadHolder && old.Table.Has(s.known[h])) {
+					peer = h // the node it handed the slot to, or imported it from (the server's importFrom); one that died now: see the imports from the dead below
 				}
 				s.logf("%s imports %d from %s", n.name, slot, s.known[peer])
 				n.importing[slot] = simImport{peer: peer, until: n.local(s.now) + int64(simImportWait)} // a live owner hands it over (importFrom)
@@ -1285,12 +1301,13 @@ func (s *sim) receive(m simMsg) {
 				im.peer = m.from // a handoff's reset IMPORT came first: the server's importingFrom
 			}
 			_, has := n.cnt[slot]
-			replace := m.replace && (!m.pull || importing)                    // a PULL's answer in mode handback replaces only what the node waits for
-			if m.vals[k] >= 0 && (importing && !im.keep || replace || !has) { // see peerImport: reset, replace, or a key it lacks
+			handed := !m.pull && simHandoffUnloses && n.tk.Lost(slot)                   // a live handoff of a slot lost here: its keys are the state (the server's servedSlots)
+			replace := m.replace && (!m.pull || importing)                              // a PULL's answer in mode handback replaces only what the node waits for
+			if m.vals[k] >= 0 && (importing && !im.keep || replace || !has || handed) { // see peerImport: reset, replace, or a key it lacks
 				n.cnt[slot] = m.vals[k]
 			}
 			delete(n.importing, slot)
-			if h, ok := n.holder[slot]; simHolder && n.tk.Lost(slot) && ok && h == m.from { // the server's unloseLocked: the holder's state came
+			if h, ok := n.holder[slot]; simHolder && n.tk.Lost(slot) && (ok && h == m.from || handed) { // the server's unloseLocked: the holder's state came, or a live handoff's
 				s.unlose(m.to, slot)
 			}
 			if !n.tk.Lost(slot) {
@@ -1995,7 +2012,7 @@ func (s *sim) keepsOwnUnserved(i int, m simMsg) bool {
 		return false
 	}
 	for _, slot := range m.slots {
-		if _, importing := n.importing[slot]; n.view.Table.Owner(slot).Name == n.name && !importing {
+		if _, importing := n.importing[slot]; n.view.Table.Owner(slot).Name == n.name && !importing && !(simHandoffUnloses && n.tk.Lost(slot)) { // a lost slot is not served: see simHandoffUnloses
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
 )
 
 // A node's table says who owns a slot, not who holds its state: tables
@@ -255,13 +256,30 @@ func (n *Node) lostComeBackLocked(nv *cluster.View) {
 	}
 }
 
-// unloseLocked ends the loss of slots whose holder, from, handed them to
-// this node (its DONE): the node that held them came back and handed them
-// over, though the table never stopped giving them to this node (a
-// rejoin's own slots, whose owner died and came back). Another node's
-// DONE (a backup's PULL answer) ends no loss: its copies are not from the
-// holder. The caller holds switchMu, before takeSlots clears the holder.
-func (n *Node) unloseLocked(from string, slots []int) {
+// unloseLocked ends the loss of slots that from handed to this node (its
+// DONE): from is their holder here, which came back and handed them over
+// though the table never stopped giving them to this node (a rejoin's own
+// slots, whose owner died and came back); or the DONE ends a live handoff
+// (not one of pulled, the slots a PULL's answer or kept keys brought):
+// from held its lease and served the slots (see migrate), so its keys are
+// their state, whatever node this one last knew to hold them. Another
+// node's PULL answer (a backup's copies) or kept keys end no loss: they
+// are not from the holder (lostElsewhereLocked refuses them).
+//
+// The holder of a lost slot can be a stale record: CI's TestRedPausedAtHeal
+// at 98873dd, n2 had handed chunk 789-809 to n1 as the cluster formed, and
+// n1 to n4 when n4 joined; at n1's confirmed death n2 gained the chunk
+// with n1 as its holder and lost it (it held none of n1's copies); n4
+// handed it over, its 20 used of 20, and n2 took the keys but kept the
+// chunk lost. At n2's resume the table gave the chunk to n4 again: n2,
+// having lost it, handed nothing over, and answered n4's RL.PEER RELEASED
+// "ASK n1"; n1, which had handed it to n4, released it to n4, and n4
+// served it from nothing while n2 held its keys: 22 of 20
+// (TestHandoffEndsALossWhateverItsHolder). Before, only the holder's DONE
+// ended a loss.
+//
+// The caller holds switchMu, before takeSlots clears the holder.
+func (n *Node) unloseLocked(from string, slots []int, pulled *replica.SlotBits) {
 	tk := n.takeover.Load()
 	if tk.LostSlots() == 0 {
 		return
@@ -274,7 +292,7 @@ func (n *Node) unloseLocked(from string, slots []int) {
 	}
 	back := 0
 	for _, slot := range slots {
-		if bits[slot/64]&(1<<(slot%64)) != 0 && n.ho.holder[slot] == from {
+		if bits[slot/64]&(1<<(slot%64)) != 0 && (n.ho.holder[slot] == from || !pulled.Has(slot)) {
 			bits[slot/64] &^= 1 << (slot % 64)
 			n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 			n.ho.ownLost[slot/64] &^= 1 << (slot % 64)

@@ -78,16 +78,17 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 
 // servedSlots splits slots into those this node serves as their owner, and
 // has served as such since it first counted what it served: its table
-// names it, no handoff is moving them, and it is not a joiner that has yet
-// to see the cluster; and the others.
+// names it, no handoff is moving them, it has not lost them (lost.go), and
+// it is not a joiner that has yet to see the cluster; and the others.
 func (n *Node) servedSlots(slots []int) (*replica.SlotBits, []int) {
 	n.switchMu.Lock() // counts is the hook's
 	defer n.switchMu.Unlock()
 	v := n.cur.Load()
 	var own replica.SlotBits
 	var others []int
+	tk := n.takeover.Load()
 	for _, slot := range slots {
-		if st := n.ho.state(slot); n.ho.counts && v.Table.Owner(slot).Name == v.Self && (st == nil || st.keep) {
+		if st := n.ho.state(slot); n.ho.counts && v.Table.Owner(slot).Name == v.Self && (st == nil || st.keep) && !tk.Lost(slot) {
 			own[slot/64] |= 1 << (slot % 64)
 		} else {
 			others = append(others, slot)
@@ -264,7 +265,7 @@ func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
 		slots = taken
 	}
 	n.ho.noteHanded(from, slots)
-	n.unloseLocked(from, slots)
+	n.unloseLocked(from, slots, pulled)
 	for _, slot := range slots {
 		if !n.takeover.Load().Lost(slot) {
 			n.ho.holder[slot] = "" // served here: a lost one waits for its holder
