@@ -41,14 +41,27 @@ func startClusterProcs(t *testing.T, n int, extra ...string) []*clusterProc {
 	ps := []*clusterProc{startClusterProc(t, "p0", "", extra...)}
 	for i := 1; i < n; i++ {
 		ps = append(ps, startClusterProc(t, fmt.Sprint("p", i), ps[0].gossip, extra...))
+		waitFormed(t, ps...)
 	}
+	waitFormed(t, ps...)
+	return ps
+}
+
+// waitFormed waits until each of ps sees len(ps) owners (and holds its
+// lease) and moves no slot. The helpers that start a cluster start each
+// node once the ones before have formed: a node that joined while an
+// earlier joiner still imported its slots chained imports, and one of them
+// waited the handoff's whole import wait (5 s, "an import's old owner
+// released slots without handing them over ... waited=5s") for a handoff
+// that never came; in CI both failed runs' first formations did.
+func waitFormed(t *testing.T, ps ...*clusterProc) {
+	t.Helper()
 	for _, p := range ps {
-		waitClusterSize(t, p, n)
+		waitClusterSize(t, p, len(ps))
 	}
 	for _, p := range ps {
 		waitHandedOver(t, p)
 	}
-	return ps
 }
 
 func waitClusterSize(t *testing.T, p *clusterProc, n int) {

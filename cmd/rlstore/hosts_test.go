@@ -166,12 +166,8 @@ func startClusterProcsOn(t *testing.T, hs []nodeHost, extra ...string) []*cluste
 	ps := []*clusterProc{startClusterProcOn(t, hs[0], "p0", "", extra...)}
 	for i := 1; i < len(hs); i++ {
 		ps = append(ps, startClusterProcOn(t, hs[i], fmt.Sprint("p", i), ps[0].gossip, extra...))
+		waitFormed(t, ps...)
 	}
-	for _, p := range ps {
-		waitClusterSize(t, p, len(ps))
-	}
-	for _, p := range ps {
-		waitHandedOver(t, p)
-	}
+	waitFormed(t, ps...)
 	return ps
 }

@@ -61,12 +61,17 @@ func startNode(t *testing.T, h nodeHost, args []string) *node {
 	return &node{clusterProc: &clusterProc{proc: p, name: name, addr: p.Addr(t), gossip: gossip}, host: h, args: args}
 }
 
-// startNodes starts a node from each command line, node i on hs[i].
+// startNodes starts a node from each command line, node i on hs[i], each
+// from the second on once the ones before have formed (waitFormed); the
+// first may wait for its seeds, alone.
 func startNodes(t *testing.T, hs []nodeHost, args [][]string) []*node {
 	t.Helper()
 	ns := make([]*node, len(args))
 	for i := range args {
 		ns[i] = startNode(t, hs[i], args[i])
+		if i > 0 {
+			waitFormed(t, procsOf(ns[:i+1])...)
+		}
 	}
 	return ns
 }
