@@ -106,8 +106,17 @@ func Prepare(cfg Config) (*Membership, error) {
 // seeds. Call it once, on a prepared membership.
 func (m *Membership) Start(state StateSync, onChange func(View)) error {
 	m.cfg.State, m.cfg.OnChange = state, onChange // before memberlist and the loops, which read them
+	tr, err := newPacketTransport(m.mc.BindAddr, m.mc.BindPort, m.mc.Logger)
+	if err != nil {
+		return fmt.Errorf("cluster: gossip on %s: %w", m.cfg.BindAddr, err)
+	}
+	m.mc.Transport = tr
+	if m.mc.BindPort == 0 { // as memberlist does with its own transport
+		m.mc.BindPort, m.mc.AdvertisePort = tr.Port(), tr.Port()
+	}
 	ml, err := memberlist.Create(m.mc)
 	if err != nil {
+		_ = tr.Shutdown()
 		return fmt.Errorf("cluster: gossip on %s: %w", m.cfg.BindAddr, err)
 	}
 	m.ml = ml
