@@ -83,6 +83,11 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 func (n *Node) servedSlots(slots []int) (*replica.SlotBits, []int) {
 	n.switchMu.Lock() // counts is the hook's
 	defer n.switchMu.Unlock()
+	return n.servedSlotsLocked(slots)
+}
+
+// servedSlotsLocked is servedSlots for a caller that holds switchMu.
+func (n *Node) servedSlotsLocked(slots []int) (*replica.SlotBits, []int) {
 	v := n.cur.Load()
 	var own replica.SlotBits
 	var others []int
@@ -218,9 +223,13 @@ func (n *Node) peerDone(x *core.Session, args [][]byte) {
 // takeSlots makes this node serve slots, which from hands over, and
 // returns those it served already (see servedSlots), or the error reply.
 func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
-	own, _ := n.servedSlots(slots)
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
+	// Which slots this node served already is read by the table it takes
+	// them by: read before switchMu, a table switch in between could leave
+	// a slot the new table gives from counted as served here, with no
+	// adopted state to hand it on when the table moves again.
+	own, _ := n.servedSlotsLocked(slots)
 	v := n.cur.Load()
 	if _, ok := v.Member(from); !ok {
 		// A joiner whose view does not have from yet counts nothing it
