@@ -78,13 +78,18 @@ func TestImportFromDeadHolderIsLost(t *testing.T) {
 	require.Eventually(t, func() bool { return b.srv.ho.State(slot) == nil && cn.ho.Probe().HolderOf(slot) == "" }, deadline, time.Millisecond,
 		"a, which never held the slot, released it: served here")
 
-	// Lost again; a's DONE (its handback) ends the loss: the state came.
+	// Lost again. A third node's PULL answer (a backup's copies) is not the
+	// holder's state: refused, the slot stays lost. (A live handoff's DONE
+	// from a third node, which served the slot, ends the loss:
+	// TestHandoffEndsALossWhateverItsHolder.) a's DONE (its handback) ends
+	// the loss: the state came.
 	b.srv.ho.Probe().Set(slot, nil)
 	cn.ho.Probe().FromDead([]int{slot}, a.name)
 	require.True(t, cn.ho.Takeover().Lost(slot))
+	b.srv.ho.Probe().NotePulled(nodes[2].name, []int{slot}, true)
 	_, errReply := b.srv.ho.Probe().TakeSlots(nodes[2].name, []int{slot})
-	require.Empty(t, errReply)
-	assert.True(t, cn.ho.Takeover().Lost(slot), "a third node's DONE (a backup's PULL answer) is not the holder's state")
+	assert.Contains(t, errReply, "TRYAGAIN", "a third node's PULL answer is refused")
+	assert.True(t, cn.ho.Takeover().Lost(slot), "a third node's PULL answer is not the holder's state")
 	_, errReply = b.srv.ho.Probe().TakeSlots(a.name, []int{slot})
 	require.Empty(t, errReply)
 	assert.False(t, cn.ho.Takeover().Lost(slot), "a handed the slot over")
