@@ -196,16 +196,26 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 // of load.)
 func (l *splitLoad) waitUsedUp(t *testing.T, keys []string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
+	short := func() []string {
+		var out []string
 		for _, k := range keys {
 			if l.admitted[k] < splitLimit {
-				return false
+				out = append(out, fmt.Sprintf("%s:%d", k, l.admitted[k]))
 			}
 		}
-		return true
-	}, deadline, 10*time.Millisecond, "every key used up")
+		return out
+	}
+	if !assert.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(short()) == 0
+	}, deadline, 10*time.Millisecond, "every key used up") {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s := short()
+		t.Fatalf("%d keys short of their limit %d after %v (the first: %v); replies %v; rounds ended per client %v",
+			len(s), splitLimit, time.Since(l.start).Round(time.Millisecond), s[:min(len(s), 8)], l.replies, l.rounds)
+	}
 	time.Sleep(5 * server.DefaultReplicaInterval) // the product's ship period, not an ordering
 }
 
