@@ -290,6 +290,7 @@ const (
 	simRefused  // kept keys refused by an owner without its lease (errKeepsOwn): the sender keeps them again
 	simKeptOK   // kept keys taken: the sender drops them
 	simHandBack // a handoff's DONE refused, a slot being a third node's in the receiver's table: the sender hands it on by its own
+	simDoneOK   // a handoff's DONE taken: the sender's cut unmarks the slots the table gives another (the server's unmark)
 )
 
 type simMsg struct {
@@ -539,9 +540,11 @@ func (s *sim) rebuild(i int) {
 			s.logf("%s hands %v %v to %s (replace %v)", n.name, m.slots, m.vals, s.nodes[m.to].name, m.replace)
 			s.send(*m)
 		}
+		settled := map[int]bool{}    // slots handed over, back here: served on (the server's settle)
 		for slot, o := range n.out { // the server's settle
 			if owner := tb.Owner(slot).Name; owner == n.name {
 				delete(n.out, slot)
+				settled[slot] = !simSettleImports
 			} else {
 				to := s.index(owner) // the server's settle: a third owner gets a migration of its own, in replace mode if its death was confirmed here
 				n.out[slot] = simOut{to: to, since: o.since, replace: o.replace && to == o.to || to != o.to && n.died[owner] && !simSettleReset}
@@ -562,6 +565,8 @@ func (s *sim) rebuild(i int) {
 				// Never got here: what this node knew of its state stands.
 			case prev == n.name && importing && n.importing[slot].peer != s.index(owner) && !simLivePrevForgot:
 				n.deadPrev[slot] = n.importing[slot].peer // never got here: its state is with the node it was imported from
+			case prev != n.name && owner != n.name && !simThirdPrevForgot:
+				n.deadPrev[slot] = s.index(prev) // a live third node held it, and may not have handed it over (the server's noteDeadPrev)
 			default:
 				delete(n.deadPrev, slot)
 			}
@@ -570,7 +575,7 @@ func (s *sim) rebuild(i int) {
 			}
 			if _, adopted := n.adopted[slot]; owner == n.name && adopted && !simNoAdopt {
 				delete(n.adopted, slot) // the server's slotChange: the table has caught up with the handoff, served here
-			} else if owner == n.name && prev != n.name && tb.Has(prev) {
+			} else if owner == n.name && prev != n.name && tb.Has(prev) && !settled[slot] {
 				peer := s.index(prev)
 				if h, ok := n.holder[slot]; simHolder && ok && h != i && (tb.Has(s.known[h]) || simDeadHolder && old.Table.Has(s.known[h])) {
 					peer = h // the node it handed the slot to, or imported it from (the server's importFrom); one that died now: see the imports from the dead below
@@ -775,7 +780,9 @@ func (s *sim) backedUp(i int, from string, slots []int) simMsg {
 		moving = moving || n.moved[slot]
 		_, importing := n.importing[slot]
 		_, kept := n.kept[slot]
-		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from && !moving && !importing && (!kept || simPullKept) {
+		_, adopted := n.adopted[slot]
+		adopted = adopted && !simPullAdopted
+		if ok && ru.Name == n.name && n.view.Table.Owner(slot).Name == from && n.returned[slot] != from && !moving && !importing && !adopted && (!kept || simPullKept) {
 			if _, dp := n.deadPrev[slot]; simPullCopies && n.copyFrom[slot] != from && (dp || n.forgone[slot] || simPullHeld) {
 				continue // cause A's fix: no DONE without the asker's copies (HeldBy) for a slot with other state
 			}
@@ -1301,9 +1308,10 @@ func (s *sim) receive(m simMsg) {
 				im.peer = m.from // a handoff's reset IMPORT came first: the server's importingFrom
 			}
 			_, has := n.cnt[slot]
-			handed := !m.pull && simHandoffUnloses && n.tk.Lost(slot)                   // a live handoff of a slot lost here: its keys are the state (the server's servedSlots)
-			replace := m.replace && (!m.pull || importing)                              // a PULL's answer in mode handback replaces only what the node waits for
-			if m.vals[k] >= 0 && (importing && !im.keep || replace || !has || handed) { // see peerImport: reset, replace, or a key it lacks
+			handed := !m.pull && simHandoffUnloses && n.tk.Lost(slot) // a live handoff of a slot lost here: its keys are the state (the server's servedSlots)
+			replace := m.replace && (!m.pull || importing)            // a PULL's answer in mode handback replaces only what the node waits for
+			notOwn := n.view.Table.Owner(slot).Name != n.name && !simNotOwnKeeps
+			if m.vals[k] >= 0 && (importing && !im.keep || replace || !has || handed || notOwn) { // see peerImport: reset, replace, a key it lacks, a lost slot's handoff, or a slot it does not own (importHanded)
 				n.cnt[slot] = m.vals[k]
 			}
 			delete(n.importing, slot)
@@ -1323,6 +1331,9 @@ func (s *sim) receive(m simMsg) {
 		if m.kept && !simKeptClears { // the IMPORT's answer, after a fixed delay: it draws nothing from the schedule's randomness
 			s.msgs = append(s.msgs, simMsg{kind: simKeptOK, from: m.to, to: m.from, slots: m.slots, at: s.now + simStep})
 		}
+		if !m.kept && !m.pull && !simMovedStays { // the DONE's answer, the same way
+			s.msgs = append(s.msgs, simMsg{kind: simDoneOK, from: m.to, to: m.from, slots: m.slots, at: s.now + simStep, local: true}) // on the handoff's connection: memberlist hears nothing
+		}
 	case simHandBack: // the server's migration: a refused last copy serves on, and settle hands it by the table
 		for k, slot := range m.slots {
 			delete(n.moved, slot)
@@ -1335,6 +1346,12 @@ func (s *sim) receive(m simMsg) {
 			if owner := n.view.Table.Owner(slot).Name; owner != n.name {
 				_, importing := n.importing[slot]
 				n.out[slot] = simOut{to: s.index(owner), since: now, replace: n.died[owner] && !importing}
+			}
+		}
+	case simDoneOK: // the server's cut: a moved slot keeps its mark only while the table names this node
+		for _, slot := range m.slots {
+			if n.view.Table.Owner(slot).Name != n.name {
+				delete(n.moved, slot)
 			}
 		}
 	case simKeptOK: // the server's sendKept: taken, the keys go
@@ -1911,6 +1928,37 @@ var simThirdDrops = os.Getenv("RL_SIM_THIRDDROPS") == "1"
 // for it with a DONE without copies: n0 served its older keys.
 var simNoMoved = os.Getenv("RL_SIM_NOMOVED") == "1"
 
+// simMovedStays (RL_SIM_MOVEDSTAYS=1): a slot handed over stays marked
+// moved until the next table change, as the model had it; the server's
+// cut unmarks it once the new owner took the DONE (unmark: the table
+// gives it the new owner), and its backedUpFor answers a PULL for it
+// again. Seed 299: n3 handed 3598 to n4's new process and kept its keys
+// as n4's copy (KeepHanded); n4 crashed, and its next process's PULL got
+// no DONE from n3 in the model (still marked moved), which then released
+// the slot: n4 served it from 0 where n3 left 10. A model artifact.
+var simMovedStays = os.Getenv("RL_SIM_MOVEDSTAYS") == "1"
+
+// simPullAdopted (RL_SIM_PULLADOPTED=1): a node answers a PULL for a slot
+// it adopted (handed here ahead of its table, which still names the
+// sender) with its copy, as the model did; the server's backedUpFor
+// answers only for a slot with no handoff state, and ModeAdopted is one.
+// Seed 1061 (once simMovedStays was fixed): n1 handed 11822 (76) to n3,
+// whose table still named n1, then took it back by its own table and
+// crashed; its new process's PULL got n3's older copy (40) in the model,
+// and when n3's table gave n3 the slot, n3 served its adopted 76 while n1
+// served on: the slot on two nodes. A model artifact.
+var simPullAdopted = os.Getenv("RL_SIM_PULLADOPTED") == "1"
+
+// simNotOwnKeeps (RL_SIM_NOTOWNKEEPS=1): a DONE in mode pull (a PULL's
+// answer, or kept keys) for a slot the receiver's table gives another
+// node keeps the receiver's keys, as the model had it; the server's
+// importHanded replaces every key but in a slot the receiver serves as
+// its own. Seed 890 (once simMovedStays was fixed): n3 held 11822's 155
+// from a refused handoff's IMPORT, and n1's kept keys (170), pushed while
+// n3's table still named n1, left the model's n3 with 155, which it
+// served once its table gave it the slot. A model artifact.
+var simNotOwnKeeps = os.Getenv("RL_SIM_NOTOWNKEEPS") == "1"
+
 // simAskMoving (RL_SIM_ASKMOVING=1): a node answers RELEASED for a slot it
 // is handing over (n.out) as for any other, as the model did before; the
 // server's peerReleased skips a slot copying or gated. Seed 3983 (once a
@@ -1993,6 +2041,27 @@ var simNoAdopt = os.Getenv("RL_SIM_NOADOPT") == "1"
 // n1 left 86.
 var simLivePrevForgot = os.Getenv("RL_SIM_LIVEPREVFORGOT") == "1"
 
+// simThirdPrevForgot (RL_SIM_THIRDPREVFORGOT=1): a node whose table moves
+// a slot between two other nodes, the old owner alive, records nothing of
+// it, as before; now it records the old owner as the slot's deadPrev (the
+// server's noteDeadPrev): it answers the new owner's RELEASED with "ASK"
+// that node, and its PULL without the owner's copies with no DONE. Seed
+// 1304: n0's table moved slot 14392 from n3 (importing it from n4, alive
+// and paused with its keys) to n1's new process, which guessed n0 for its
+// import; n0 released the slot, and n1 served it from 0 where n4 left 61.
+var simThirdPrevForgot = os.Getenv("RL_SIM_THIRDPREVFORGOT") == "1"
+
+// simSettleImports (RL_SIM_SETTLEIMPORTS=1): a slot whose handover had
+// not started (no lease, or the new owner cut off) and that the next
+// table gives back to this node is imported from the node it was being
+// handed to, as the model did before; the server's slotChange leaves a
+// slot being copied alone and its migration's settle serves it here on,
+// from its keys. Seed 3335: n4, handing 14392 to n1 (crashed), got it
+// back when n2 came back, imported it from n1 in the model, and later
+// released it to n1's new process, which served it from 0 where n4 left
+// 80: a model artifact.
+var simSettleImports = os.Getenv("RL_SIM_SETTLEIMPORTS") == "1"
+
 // simOldStreams (RL_SIM_OLDSTREAMS=1): a backup takes a dead member's
 // shipments on the connection it shipped on before its death, as the
 // model and the server did before; now the death ends that stream (the
@@ -2022,7 +2091,8 @@ func (s *sim) keepsOwnUnserved(i int, m simMsg) bool {
 // seedDeadPrev is the server's seedDeadPrev: a new process whose join
 // shows members dead records, per slot such a member would own with every
 // known member in the table, that member as the slot's deadPrev, as if it
-// had seen that death.
+// had seen that death; and per slot a member it sees would own so, and
+// its table gives another, that member (livePrev).
 func (s *sim) seedDeadPrev(i int) {
 	n := s.nodes[i]
 	if !simJoinDeadPrev {
@@ -2035,8 +2105,12 @@ func (s *sim) seedDeadPrev(i int) {
 	full, err := NewTable(0, all)
 	require.NoError(s.t, err)
 	for _, slot := range s.slots {
-		if d := full.Owner(slot).Name; d != n.name && !n.view.Table.Has(d) {
+		switch d := full.Owner(slot).Name; {
+		case d == n.name:
+		case !n.view.Table.Has(d):
 			n.deadPrev[slot] = s.index(d)
+		case d != n.view.Table.Owner(slot).Name && !simSeedLiveForgot:
+			n.deadPrev[slot] = s.index(d) // a member it sees, whose slot its table gives another: it may hold it (the server's seedDeadPrev)
 		}
 	}
 	for _, m := range s.known {
@@ -2045,6 +2119,17 @@ func (s *sim) seedDeadPrev(i int) {
 		}
 	}
 }
+
+// simSeedLiveForgot (RL_SIM_SEEDLIVEFORGOT=1): a new process records, of
+// the slots each known member would own with every known member in the
+// table, only those of members its join shows dead, as before; now also
+// those of a member it sees whose slot its table gives another node (the
+// server's seedDeadPrev, livePrev). Seed 3092: n0's new process, whose
+// first table lacked n1, n2 and n3, guessed n4 (paused, cut off, serving
+// 14392 to 33) for its import, which its next table aimed at n1's new
+// process as the slot's backup; n1, which never held the slot, released
+// it, and n0 served it from 0.
+var simSeedLiveForgot = os.Getenv("RL_SIM_SEEDLIVEFORGOT") == "1"
 
 // simUnseenReset (RL_SIM_UNSEENRESET=1): a new process hands slots to a
 // known member it never had in a table in mode reset, and its kept keys

@@ -58,7 +58,7 @@ func TestJoinerSeedsDeadPrevFromKnown(t *testing.T) {
 	n.View()
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
-	assert.Empty(t, n.ho.deadPrev[slot], "d is back: its slots' marks go")
+	assert.Equal(t, "c", n.ho.deadPrev[slot], "d is back: its mark goes; c, the owner before d here, stands (livePrev)")
 }
 
 // nodeWith is testNode with set's changes to its Config.
@@ -372,4 +372,35 @@ func TestJoinerKeepsRestoredKeysOfAMovedImport(t *testing.T) {
 		return false
 	}, 5*time.Second, time.Millisecond, "the kept keys go to c")
 	assert.Contains(t, fw.commands(), cluster.PeerImport+" handback", "c counts as dead here: x's keys replace its own")
+}
+
+// TestJoinerSeedsDeadPrevFromSeenMembers: a new process (n1) whose first
+// shared table lacks known members n2 and n3 records, for a slot that p, a
+// member it sees, would own with them in the table and that its table
+// gives o, p as the slot's deadPrev: it answers o's RELEASED with "ASK p".
+// The simulation's seed 3092: such a process (n1) released the slot to
+// o's import (a guess, aimed at n1 as the slot's backup), and o served it
+// from 0 while p (paused) held its keys. Before, only n2's and n3's
+// slots were recorded.
+func TestJoinerSeedsDeadPrevFromSeenMembers(t *testing.T) {
+	all := viewOf(t, 1, []string{"n1", "n0", "n2", "n3", "n4"})
+	shared := viewOf(t, 3, []string{"n1", "n0", "n4"})
+	slot := slotWhere(t, "a slot one member owns with n2 and n3 in the table, and another without", func(slot int) bool {
+		p, o := all.Table.Owner(slot).Name, shared.Table.Owner(slot).Name
+		return p != o && p != "n1" && o != "n1" && shared.Table.Has(p)
+	})
+	p, o := all.Table.Owner(slot).Name, shared.Table.Owner(slot).Name
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(viewOf(t, 2, []string{"n1"})) // a new process: alone until it meets the members
+	n := nodeWith(t, &cur, func(c *Config) {
+		c.Joins, c.Known = true, func() []string { return []string{"n0", "n1", "n2", "n3", "n4"} }
+	})
+	for _, m := range shared.Table.Nodes() { // every member alive: no backup declared dead (askTheBackup)
+		shared.Members = append(shared.Members, cluster.Member{Node: m, State: cluster.StateAlive})
+	}
+	cur.Store(shared)
+	n.View()
+
+	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" "+p+" "+strconv.Itoa(slot), releasedTo(n, o, slot),
+		"n1 never saw the slot's owner with every known member hand it over: ask it")
 }

@@ -129,8 +129,8 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	h.counts = !n.cfg.Joins || h.shared
 	h.noteDeaths(old, nv)
 	h.noteReturns(old, nv)
-	n.seedDeadPrev(nv)
 	h.noteDeadPrev(old, nv)
+	n.seedDeadPrev(nv) // after noteDeadPrev, whose move from a new process's lone table would clear its marks
 	n.noteTakeovers(old, nv)
 	n.waitImportsFromDead(nv)
 	n.noteLost(old, nv)

@@ -260,15 +260,26 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 // simulation's seed 4934 of 2000..4999, n4's new process was importing
 // slot 8224 from n1 (a guess) when the table moved it on to n3; n1 kept
 // the keys for n3, n4, now the slot's backup, answered n3's rejoin PULL
-// with a DONE without copies, and n3 served its 8 where n1 left 86. The
-// same for a slot the table moves between two other nodes (the old owner
-// alive at the change) closed more schedules but moved others onto open
-// gaps (seeds 407, and 4052 at 3000 steps): not done.
+// with a DONE without copies, and n3 served its 8 where n1 left 86.
+//
+// The same holds for a slot the table moves between two other nodes, the
+// old owner alive at the change: this node never learns whether that
+// owner handed the slot over, so it records the old owner too. Before, it
+// released the slot to the new owner's RELEASED: the simulation's seed
+// 1304, n0's table moved slot 14392 from n3 (itself importing it from n4,
+// which was paused with the slot's keys) to n1's new process, whose
+// import guessed n0; n0 released it, and n1 served it from 0 where n4
+// left 61. And 1985: n1, whose holder record named n3 (it had handed n3
+// the slot), released it to n3's new process after n2 had taken it over
+// from its copies and served it to 87; now n1's table's move from n2 to
+// n3 names n2.
 
 // noteDeadPrev records deadPrev for the change from old to nv: a slot nv
 // gives another node, whose owner in old nv says died, gets that owner;
-// so does one this node was importing and lost, the node it imported it
-// from (livePrev); any other change of a slot's owner clears it. The caller holds switchMu.
+// so do one this node was importing and lost, the node it imported it
+// from, and one moved between two other nodes, its old owner (livePrev);
+// any other change of a slot's owner clears it. The caller holds
+// switchMu.
 //
 // A death counts only from the Gone of the view in which the member left
 // the table, and the membership hands each Gone to one view only
@@ -297,6 +308,8 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 			// that member, back.
 		case prev == nv.Self && h.importing(slot) && h.state(slot).peer.Name != owner:
 			h.deadPrev[slot] = h.state(slot).peer.Name // it never came here: see livePrev
+		case prev != nv.Self && owner != nv.Self:
+			h.deadPrev[slot] = prev // a live third node held it: see livePrev
 		default:
 			h.deadPrev[slot] = ""
 		}
@@ -337,9 +350,19 @@ func (h *handoff) importing(slot int) bool {
 // handed back by n0 at 62 and served it to 83; when the paused n4
 // resumed, n2 sent it its kept keys in mode pull, and n4 kept its 50).
 
+// The same goes for a member this process sees: a slot that member would
+// own with every known member in the table, and that the process's table
+// gives another node, may be with that member, which the process never
+// saw hand it over (livePrev). Before, the process released it: the
+// simulation's seed 3092, n0's new process, whose first table lacked n1,
+// n2 and n3, imported slot 14392 from its guess n4 (paused, serving it to
+// 33), which its next table aimed at n1's new process, the slot's backup
+// there; n1 released the slot, and n0 served it from 0.
+
 // seedDeadPrev records deadPrev for the known members this process never
-// had in a table, once it shares a table with another member. The caller
-// holds switchMu.
+// had in a table, once it shares a table with another member, and for the
+// slots such a table moves away from a member it sees. The caller holds
+// switchMu.
 func (n *Node) seedDeadPrev(nv *cluster.View) {
 	h := &n.ho
 	if n.cfg.Known == nil || n.repl == nil || len(nv.Table.Nodes()) < 2 {
@@ -368,8 +391,11 @@ func (n *Node) seedDeadPrev(nv *cluster.View) {
 		return
 	}
 	for slot := range cluster.Slots {
-		if d := full.Owner(slot).Name; unseen[d] {
+		switch d := full.Owner(slot).Name; {
+		case unseen[d]:
 			h.deadPrev[slot] = d
+		case d != nv.Self && d != nv.Table.Owner(slot).Name:
+			h.deadPrev[slot] = d // a member it sees may hold it: see livePrev
 		}
 	}
 	if h.died == nil {
