@@ -662,6 +662,13 @@ func (s *sim) rebuild(i int) {
 	for slot := range n.kept {
 		if tb.Owner(slot).Name == n.name {
 			delete(n.kept, slot) // its own again: an import, whose end serves what it keeps
+			if im, ok := n.importing[slot]; ok && !simKeptBackReset {
+				im.keep = true // its keys are the slot's state: what comes only fills keys it lacks (the server's handoffHook)
+				n.importing[slot] = im
+				if !simKeptBackHolder {
+					delete(n.holder, slot) // held here, not by the import's peer: kept again if the table moves it on
+				}
+			}
 		}
 	}
 	if len(fromDead) > 0 {
@@ -1958,6 +1965,27 @@ var simPullAdopted = os.Getenv("RL_SIM_PULLADOPTED") == "1"
 // n3's table still named n1, left the model's n3 with 155, which it
 // served once its table gave it the slot. A model artifact.
 var simNotOwnKeeps = os.Getenv("RL_SIM_NOTOWNKEEPS") == "1"
+
+// simKeptBackReset (RL_SIM_KEPTBACKRESET=1): a slot whose keys a node
+// kept for another owner, and that the next table gives back to it, is
+// imported from its old owner as any gained slot, and what comes replaces
+// its keys, as before; now the import keeps them (the server's
+// handoffHook: SlotState.keep), so a PULL's answer or kept keys in mode
+// pull only fill keys it lacks, and only a handback replaces them. Seed
+// 2456: n3 took slot 11822 over at n1's confirmed death and served it to
+// 30; at the heal its handback to n1 was disowned by n3's rejoin (kept),
+// and the next table gave n3 the slot again: n1's kept keys (16, from
+// before its cut) replaced n3's 30.
+var simKeptBackReset = os.Getenv("RL_SIM_KEPTBACKRESET") == "1"
+
+// simKeptBackHolder (RL_SIM_KEPTBACKHOLDER=1): such an import records its
+// old owner as the slot's holder, as any gained slot's does, so when the
+// table moves the slot on before the import ends the node keeps nothing
+// for the new owner (the holder, not it, has the state) and releases the
+// slot; now the node is the holder (the server's keepImport). Seed 2360:
+// n4's kept keys of 14392 (48) came back with a table, went on with the
+// next one, and n4 released the slot to n1, which served it from 0.
+var simKeptBackHolder = os.Getenv("RL_SIM_KEPTBACKHOLDER") == "1"
 
 // simAskMoving (RL_SIM_ASKMOVING=1): a node answers RELEASED for a slot it
 // is handing over (n.out) as for any other, as the model did before; the

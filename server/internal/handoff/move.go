@@ -155,7 +155,8 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 			ins = append(ins, slot)
 		}
 		if h.kept.Has(slot) && nv.Table.Owner(slot).Name == nv.Self {
-			h.unkeep(slot) // its own again: its import ends with what it keeps, or what comes
+			h.unkeep(slot)     // its own again: its import ends with what it keeps, or what comes
+			h.keepImport(slot) // keeping its keys: see keptBack
 		}
 	}
 	for name, slots := range outs {

@@ -416,3 +416,42 @@ func TestReleasedAsksALivePreviousOwner(t *testing.T) {
 	_, backed := n.backedUpFor("o", []int{lost})
 	assert.Empty(t, backed, "x backs it up for o now: no DONE without o's copies")
 }
+
+// TestKeptSlotBackKeepsItsKeys: a slot whose keys a node (n0) kept for
+// its owner r (n1), and that the next table gives back to the node, is
+// imported from r keeping the node's keys: an IMPORT in mode pull (r's
+// kept keys, or a backup's copies) only fills keys it lacks. The
+// simulation's seed 2456: such a node's 30 were replaced by the old
+// owner's 16, kept from before it was cut off. Before, the import
+// replaced them. And should the table move the slot on before the import
+// ends, the node keeps its keys for the new owner again (seed 2360: it
+// released the slot, which was served from 0).
+func TestKeptSlotBackKeepsItsKeys(t *testing.T) {
+	xr := viewOf(t, 1, []string{"n0", "n1"})
+	xro := viewOf(t, 2, []string{"n0", "n1", "n3"})
+	slot := slotWhere(t, "a slot n1 owns with n3 in the table, and n0 without", func(slot int) bool {
+		return xro.Table.Owner(slot).Name == "n1" && xr.Table.Owner(slot).Name == "n0"
+	})
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(xro)
+	n := testNode(t, &cur, &recorder{})
+	n.View()
+	r, _ := xro.Table.Node("n1")
+	n.pushing.Store(true) // as if a push ran: none starts, and the kept marks stay put for the test
+	n.abandon(&Migration{to: r, slots: []int{slot}, first: "reset"}, []int{slot}, cluster.ErrUnreachable)
+	require.True(t, n.keeps(slot), "its keys are kept for n1")
+
+	cur.Store(v2epoch(t, xr, 3))
+	n.View()
+	st := n.ho.state(slot)
+	require.NotNil(t, st, "n0 imports the slot from n1")
+	assert.Equal(t, ModeImporting, st.Mode())
+	assert.True(t, st.keep, "keeping its keys: they are the slot's state")
+	own, _ := n.servedSlots([]int{slot})
+	assert.True(t, own.Has(slot), "an IMPORT in mode pull only fills keys n0 lacks")
+
+	cur.Store(v2epoch(t, xro, 4)) // the slot moves on before the import ended
+	n.View()
+	assert.True(t, n.keeps(slot), "n0's keys are the slot's state: kept for n1 again")
+	assert.Equal(t, "+"+releaseNone, releasedTo(n, "n1", slot), "not released: its keys are on their way")
+}

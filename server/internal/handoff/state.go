@@ -51,6 +51,32 @@ type SlotState struct {
 	asks int
 }
 
+// keptBack: a slot whose keys this node kept for another owner (kept.go)
+// and that its table gives back to it is imported from its old owner as
+// any slot it gains, but keeping its keys, as a rejoin's own slot is
+// (keep): they are the slot's state, so a PULL's answer or kept keys in
+// mode pull only fill the keys it lacks, and only a handback in mode
+// replace replaces them. Before, what came replaced them: the
+// simulation's seed 2456, n3 took slot 11822 over at n1's confirmed death
+// and served it to 30, kept its keys for n1 when its rejoin disowned the
+// handback, got the slot back with the next table, and n1's kept keys
+// from before its cut (16, in mode pull) replaced n3's 30.
+
+// keepImport marks slot's import, if any, as one that keeps this node's
+// keys (keptBack), and this node as the slot's holder: should the table
+// move the slot on before the import ends, it keeps the keys for the new
+// owner again (slotChange) rather than naming the import's peer, which
+// never had them. Before, it named the peer and released the slot: the
+// simulation's seed 2360, n4's kept keys of 14392 (48) came back with one
+// table and went on with the next, and n1 served the slot from 0. The
+// caller holds switchMu.
+func (h *handoff) keepImport(slot int) {
+	if st := h.state(slot); st != nil && st.mode == ModeImporting && !st.keep {
+		h.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: st.until, keep: true, guess: st.guess, asks: st.asks})
+		h.holder[slot] = ""
+	}
+}
+
 // Mode returns the slot's mode at this moment.
 func (st *SlotState) Mode() Mode {
 	if st.mg != nil {
