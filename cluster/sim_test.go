@@ -488,6 +488,7 @@ func (s *sim) rebuild(i int) {
 	nv := &View{Self: n.name, Table: tb}
 	old := n.view
 	diedBefore := maps.Clone(n.died)
+	relost := map[int]int{} // forgone slots back here while their holder is away
 	if old != nil {
 		for _, m := range s.known {
 			if old.Table.Has(m) && !tb.Has(m) {
@@ -575,6 +576,8 @@ func (s *sim) rebuild(i int) {
 			}
 			if _, adopted := n.adopted[slot]; owner == n.name && adopted && !simNoAdopt {
 				delete(n.adopted, slot) // the server's slotChange: the table has caught up with the handoff, served here
+			} else if h, ok := n.holder[slot]; owner == n.name && prev != n.name && n.forgone[slot] && ok && h != i && !tb.Has(s.known[h]) && n.copyFrom[slot] != s.known[h] && !simForgoneBack {
+				relost[slot] = h // the server's noteLost: still the holder's state, lost again below
 			} else if owner == n.name && prev != n.name && tb.Has(prev) && !settled[slot] {
 				peer := s.index(prev)
 				if h, ok := n.holder[slot]; simHolder && ok && h != i && (tb.Has(s.known[h]) || simDeadHolder && old.Table.Has(s.known[h])) {
@@ -621,6 +624,9 @@ func (s *sim) rebuild(i int) {
 		case tb.Owner(slot).Name == n.name && !tk.Lost(slot):
 			delete(n.forgone, slot)
 		}
+	}
+	for _, slot := range slices.Sorted(maps.Keys(relost)) {
+		s.lose(i, slot, relost[slot])
 	}
 	if old != nil {
 		s.promote(i, old, nv)
@@ -1451,6 +1457,9 @@ func (s *sim) receive(m simMsg) {
 			if _, moving := n.out[slot]; moving && !simAskMoving {
 				continue // the server's peerReleased: a slot it is handing over is served here until its cut
 			}
+			if _, adopted := n.adopted[slot]; adopted && !simAskAdopted {
+				continue // the server's releasedLocked: an adopted slot is held here (ModeAdopted)
+			}
 			_, kept := n.kept[slot]
 			if h, ok := n.holder[slot]; simAskBackup && n.view.Table.Owner(slot).Name == from && !n.forgone[slot] && !kept && !(ok && h == m.from) {
 				if ru, ok := n.view.Table.RunnerUp(slot); ok && ru.Name != n.name && ru.Name != from && n.pending[ru.Name] {
@@ -1831,7 +1840,13 @@ func (s *sim) fault() {
 		}
 	case 4: // crash
 		if s.nodes[i].up {
+			held := s.nodes[i].held
 			s.nodes[i].up, s.nodes[i].paused, s.nodes[i].held = false, false, nil // a paused process killed never resumes
+			for _, m := range held {
+				if !simHeldLost {
+					s.unsent(m) // never answered: a handoff's sender serves on and retries (the server's migration)
+				}
+			}
 			for _, slot := range s.slots {
 				if s.last[slot] == i {
 					s.lossOK[slot] = true // a crash loses what it decided after its last shipment, and all of it if its backups are gone too
@@ -1986,6 +2001,33 @@ var simKeptBackReset = os.Getenv("RL_SIM_KEPTBACKRESET") == "1"
 // n4's kept keys of 14392 (48) came back with a table, went on with the
 // next one, and n4 released the slot to n1, which served it from 0.
 var simKeptBackHolder = os.Getenv("RL_SIM_KEPTBACKHOLDER") == "1"
+
+// simHeldLost (RL_SIM_HELDLOST=1): the messages a paused node holds are
+// lost with it when it is killed, a handoff's DONE among them, whose
+// sender had dropped its keys, as the model had it; the server's
+// migration gets no answer to its IMPORT from a paused process, serves
+// the slots on and retries (or keeps their keys for the owner: abandon),
+// so such a DONE now comes back to its sender as one that was never sent
+// (unsent). Seed 2672: n1 handed 11822 (43) to n3, paused; n3 was killed
+// and its new process served the slot from 0. A model artifact.
+var simHeldLost = os.Getenv("RL_SIM_HELDLOST") == "1"
+
+// simAskAdopted (RL_SIM_ASKADOPTED=1): a node releases a slot it adopted
+// (handed here while its table named the sender) to the sender's
+// RELEASED, as the model had it; the server's releasedLocked answers no
+// slot in ModeAdopted. Seed 2732: n1 handed 11822 (51) to n3 as its
+// table gave the slot back to n1, imported it from n3, and n3, which had
+// adopted it, released it: n1 served it from 0. A model artifact.
+var simAskAdopted = os.Getenv("RL_SIM_ASKADOPTED") == "1"
+
+// simForgoneBack (RL_SIM_FORGONEBACK=1): a slot lost here at its holder's
+// death, forgone when the table gave it to another live node, and given
+// back while the holder is still away, is imported from the table's old
+// owner as any gained slot, as before; now it is lost again (the
+// server's noteLost). Seed 3665: n4 had 12850 lost from n0 (paused,
+// holding 19), forgone to n1 and back; n1 released it, and n4 served it
+// from 0.
+var simForgoneBack = os.Getenv("RL_SIM_FORGONEBACK") == "1"
 
 // simAskMoving (RL_SIM_ASKMOVING=1): a node answers RELEASED for a slot it
 // is handing over (n.out) as for any other, as the model did before; the
