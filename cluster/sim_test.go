@@ -566,8 +566,8 @@ func (s *sim) rebuild(i int) {
 				// Never got here: what this node knew of its state stands.
 			case prev == n.name && importing && n.importing[slot].peer != s.index(owner) && !simLivePrevForgot:
 				n.deadPrev[slot] = n.importing[slot].peer // never got here: its state is with the node it was imported from
-			case prev != n.name && owner != n.name && !simThirdPrevForgot:
-				n.deadPrev[slot] = s.index(prev) // a live third node held it, and may not have handed it over (the server's noteDeadPrev)
+			case prev != n.name && owner != n.name && simThirdPrev:
+				n.deadPrev[slot] = s.index(prev) // a live third node held it, and may not have handed it over (not the server's: see simThirdPrev)
 			default:
 				delete(n.deadPrev, slot)
 			}
@@ -576,8 +576,8 @@ func (s *sim) rebuild(i int) {
 			}
 			if _, adopted := n.adopted[slot]; owner == n.name && adopted && !simNoAdopt {
 				delete(n.adopted, slot) // the server's slotChange: the table has caught up with the handoff, served here
-			} else if h, ok := n.holder[slot]; owner == n.name && prev != n.name && n.forgone[slot] && ok && h != i && !tb.Has(s.known[h]) && n.copyFrom[slot] != s.known[h] && !simForgoneBack {
-				relost[slot] = h // the server's noteLost: still the holder's state, lost again below
+			} else if h, ok := n.holder[slot]; owner == n.name && prev != n.name && n.forgone[slot] && ok && h != i && !tb.Has(s.known[h]) && n.copyFrom[slot] != s.known[h] && simForgoneLost {
+				relost[slot] = h // still the holder's state, lost again below (not the server's: see simForgoneLost)
 			} else if owner == n.name && prev != n.name && tb.Has(prev) && !settled[slot] {
 				peer := s.index(prev)
 				if h, ok := n.holder[slot]; simHolder && ok && h != i && (tb.Has(s.known[h]) || simDeadHolder && old.Table.Has(s.known[h])) {
@@ -2020,14 +2020,18 @@ var simHeldLost = os.Getenv("RL_SIM_HELDLOST") == "1"
 // adopted it, released it: n1 served it from 0. A model artifact.
 var simAskAdopted = os.Getenv("RL_SIM_ASKADOPTED") == "1"
 
-// simForgoneBack (RL_SIM_FORGONEBACK=1): a slot lost here at its holder's
-// death, forgone when the table gave it to another live node, and given
-// back while the holder is still away, is imported from the table's old
-// owner as any gained slot, as before; now it is lost again (the
-// server's noteLost). Seed 3665: n4 had 12850 lost from n0 (paused,
-// holding 19), forgone to n1 and back; n1 released it, and n4 served it
-// from 0.
-var simForgoneBack = os.Getenv("RL_SIM_FORGONEBACK") == "1"
+// simForgoneLost (RL_SIM_FORGONELOST=1): a slot lost here at its
+// holder's death, forgone when the table gave it to another live node,
+// and given back while the holder is still away, is lost again; the
+// server (and the model without it) imports it from the table's old
+// owner as any gained slot. It closes seed 3665 of 2000..4999 (n4 had
+// 12850 lost from n0, paused with 19, forgone to n1 and back; n1
+// released it, and n4 served it from 0), but it moves seed 1463 of
+// sim-failing-seeds.txt onto an open gap that breaks the admissions
+// bound (lostBack's assumption: a rejoin that served a slot since its
+// owner's death had it lost from that owner, and released it to the
+// owner's RELEASED KEEP), so it is not the server's rule yet.
+var simForgoneLost = os.Getenv("RL_SIM_FORGONELOST") == "1"
 
 // simAskMoving (RL_SIM_ASKMOVING=1): a node answers RELEASED for a slot it
 // is handing over (n.out) as for any other, as the model did before; the
@@ -2111,15 +2115,17 @@ var simNoAdopt = os.Getenv("RL_SIM_NOADOPT") == "1"
 // n1 left 86.
 var simLivePrevForgot = os.Getenv("RL_SIM_LIVEPREVFORGOT") == "1"
 
-// simThirdPrevForgot (RL_SIM_THIRDPREVFORGOT=1): a node whose table moves
-// a slot between two other nodes, the old owner alive, records nothing of
-// it, as before; now it records the old owner as the slot's deadPrev (the
-// server's noteDeadPrev): it answers the new owner's RELEASED with "ASK"
-// that node, and its PULL without the owner's copies with no DONE. Seed
-// 1304: n0's table moved slot 14392 from n3 (importing it from n4, alive
-// and paused with its keys) to n1's new process, which guessed n0 for its
-// import; n0 released the slot, and n1 served it from 0 where n4 left 61.
-var simThirdPrevForgot = os.Getenv("RL_SIM_THIRDPREVFORGOT") == "1"
+// simThirdPrev (RL_SIM_THIRDPREV=1): a node whose table moves a slot
+// between two other nodes, the old owner alive, records the old owner as
+// the slot's deadPrev: it answers the new owner's RELEASED with "ASK"
+// that node, and its PULL without the owner's copies with no DONE. Not the
+// server's: it closes seeds 1304 and 1985 (n0's table moved 14392 from n3
+// to n1's new process, whose import guessed n0; n0 released it, and n1
+// served it from 0 where n4, paused, had left 61), but in the server's
+// TestRestartedFencerRemembers it named a restarted process to the paused
+// member's imports while that process named its import's peer back, and
+// the imports waited on the circle to the end.
+var simThirdPrev = os.Getenv("RL_SIM_THIRDPREV") == "1"
 
 // simSettleImports (RL_SIM_SETTLEIMPORTS=1): a slot whose handover had
 // not started (no lease, or the new owner cut off) and that the next

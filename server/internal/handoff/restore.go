@@ -262,24 +262,21 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 // the keys for n3, n4, now the slot's backup, answered n3's rejoin PULL
 // with a DONE without copies, and n3 served its 8 where n1 left 86.
 //
-// The same holds for a slot the table moves between two other nodes, the
-// old owner alive at the change: this node never learns whether that
-// owner handed the slot over, so it records the old owner too. Before, it
-// released the slot to the new owner's RELEASED: the simulation's seed
-// 1304, n0's table moved slot 14392 from n3 (itself importing it from n4,
-// which was paused with the slot's keys) to n1's new process, whose
-// import guessed n0; n0 released it, and n1 served it from 0 where n4
-// left 61. And 1985: n1, whose holder record named n3 (it had handed n3
-// the slot), released it to n3's new process after n2 had taken it over
-// from its copies and served it to 87; now n1's table's move from n2 to
-// n3 names n2.
+// The same for a slot the table moves between two other nodes, the old
+// owner alive at the change, closes the simulation's seeds 1304 and 1985
+// (the third node released the slot, which was served from nothing), but
+// is not done: in TestRestartedFencerRemembers the paused member's
+// slots, which a restarted process kept from its data dir while its
+// import from its guess b had not ended, were named back and forth (b:
+// "ASK" the restarted process, the old owner in its table; the restarted
+// process: "ASK" b, its import's peer), and the member's imports waited
+// on the circle to the end.
 
 // noteDeadPrev records deadPrev for the change from old to nv: a slot nv
 // gives another node, whose owner in old nv says died, gets that owner;
-// so do one this node was importing and lost, the node it imported it
-// from, and one moved between two other nodes, its old owner (livePrev);
-// any other change of a slot's owner clears it. The caller holds
-// switchMu.
+// so does one this node was importing and lost, the node it imported it
+// from (livePrev); any other change of a slot's owner clears it. The
+// caller holds switchMu.
 //
 // A death counts only from the Gone of the view in which the member left
 // the table, and the membership hands each Gone to one view only
@@ -308,8 +305,6 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 			// that member, back.
 		case prev == nv.Self && h.importing(slot) && h.state(slot).peer.Name != owner:
 			h.deadPrev[slot] = h.state(slot).peer.Name // it never came here: see livePrev
-		case prev != nv.Self && owner != nv.Self:
-			h.deadPrev[slot] = prev // a live third node held it: see livePrev
 		default:
 			h.deadPrev[slot] = ""
 		}
