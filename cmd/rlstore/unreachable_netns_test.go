@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -269,7 +270,9 @@ func (l *unreachLoad) usedUp(keys []string) bool {
 
 // deniedShort counts the keys denied before the cut with fewer admissions
 // counted than the limit.
-func (l *unreachLoad) deniedShort(keys []string) int {
+// It returns them with a copy of the replies before the cut: the load
+// runs on and writes them.
+func (l *unreachLoad) deniedShort(keys []string) (int, map[string]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -278,7 +281,7 @@ func (l *unreachLoad) deniedShort(keys []string) int {
 			n++
 		}
 	}
-	return n
+	return n, maps.Clone(l.replies[0])
 }
 
 // factors are the most admissions of one key divided by the limit, up to
@@ -333,8 +336,8 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 		wg.Wait()
 		t.Fatalf("replies before the cut: %v", l.replies[0])
 	}
-	if n := l.deniedShort(keys); n > 0 {
-		t.Logf("%d keys denied before the load counted their limit; replies before the cut: %v", n, l.replies[0])
+	if n, replies := l.deniedShort(keys); n > 0 {
+		t.Logf("%d keys denied before the load counted their limit; replies before the cut: %v", n, replies)
 	}
 	// Let the owners ship the last admissions to their backups (every
 	// --replica-interval, 100 ms) before the cut: what an owner decided
