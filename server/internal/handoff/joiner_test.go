@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -363,14 +364,8 @@ func TestJoinerKeepsRestoredKeysOfAMovedImport(t *testing.T) {
 
 	_, backed := n.backedUpFor("c", []int{slot})
 	assert.Empty(t, backed, "x's store holds the slot's keys: no DONE without them")
-	require.Eventually(t, func() bool {
-		for _, c := range fw.commands() {
-			if c == cluster.PeerDone+" "+strconv.Itoa(slot) {
-				return true
-			}
-		}
-		return false
-	}, 5*time.Second, time.Millisecond, "the kept keys go to c")
+	require.Eventually(t, func() bool { return slices.Contains(fw.commands(), cluster.PeerDone+" "+strconv.Itoa(slot)) },
+		5*time.Second, time.Millisecond, "the kept keys go to c")
 	assert.Contains(t, fw.commands(), cluster.PeerImport+" handback", "c counts as dead here: x's keys replace its own")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -294,14 +295,8 @@ func TestKeptKeysOfAConfirmedDeathReplace(t *testing.T) {
 	n.switchMu.Unlock()
 	cur.Store(back)
 	n.View()
-	require.Eventually(t, func() bool {
-		for _, c := range fw.commands() {
-			if c == cluster.PeerDone+" "+strconv.Itoa(slot) {
-				return true
-			}
-		}
-		return false
-	}, 5*time.Second, time.Millisecond, "the kept keys go to o")
+	require.Eventually(t, func() bool { return slices.Contains(fw.commands(), cluster.PeerDone+" "+strconv.Itoa(slot)) },
+		5*time.Second, time.Millisecond, "the kept keys go to o")
 	assert.Contains(t, fw.commands(), cluster.PeerImport+" handback", "x saw o's death confirmed: its keys replace o's")
 }
 
