@@ -230,6 +230,12 @@ var (
 	// chunk 789-809 lost with a stale holder n1 after n4 handed it over,
 	// and pointed n4 at n1, which released it: 22 of 20.
 	simHandoffUnloses = os.Getenv("RL_SIM_HANDOFFUNLOSES") != "0"
+	// simKeptOnce (RL_SIM_KEPTONCE=0 leaves it out, as the server did
+	// before): kept keys whose answer a cut lost (the server's doneUnknown:
+	// the owner stored them, and may serve the slot) go on in mode pull
+	// (the server's sendKept). Seed 4181: n4's second push of 12336 in mode
+	// handback replaced the 60 n0 had served since the first with 49.
+	simKeptOnce = os.Getenv("RL_SIM_KEPTONCE") != "0"
 )
 
 // lostElsewhere reports whether node i has slot lost, not imported, with
@@ -1175,6 +1181,14 @@ func (s *sim) unreachable(i, to int) bool {
 // RL_SIM_LOSTINFLIGHT=1 drops them, as before.
 func (s *sim) unsent(m simMsg) {
 	from := s.nodes[m.from]
+	if m.kind == simKeptOK && simKeptOnce && s.nodes[m.to].up { // the pusher's doneUnknown
+		for _, slot := range m.slots {
+			_, flying := s.nodes[m.to].keptFlight[slot]
+			if _, ok := s.nodes[m.to].kept[slot]; ok && flying {
+				s.nodes[m.to].kept[slot] = false
+			}
+		}
+	}
 	if m.kind != simDone || m.pull && !m.kept || simLostInFlight || !from.up {
 		return
 	}

@@ -209,6 +209,8 @@ func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 	if err != nil && err.Error() == errNotImporting {
 		err = nil // it imports none of them: a handoff brought them
 	}
+	var unknown *doneUnknown
+	taken := errors.As(err, &unknown) // the owner stored them, and may have served them since
 	n.switchMu.Lock()
 	wait, give := n.ho.refusals.note(to.Name, err, time.Now())
 	v := n.cur.Load()
@@ -218,7 +220,11 @@ func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 		case v.Table.Owner(slot).Name == v.Self || n.ho.state(slot) != nil:
 			n.ho.unkeep(slot) // its own again, or moving: the table's handoff settles it
 		case err != nil && !give:
-			// Still kept (takeKept left the marks): sent again later.
+			// Still kept (takeKept left the marks): sent again later, in
+			// mode pull once the owner has them (see sentOnce).
+			if taken {
+				n.ho.keptReplace[slot/64] &^= 1 << (slot % 64)
+			}
 		default:
 			n.ho.unkeep(slot)
 			gone = append(gone, slot)
@@ -243,6 +249,17 @@ func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 	n.noteHolder(to.Name, gone)
 	n.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys)
 }
+
+// sentOnce: kept keys whose IMPORTs the owner answered OK, and whose DONE
+// got no answer (doneUnknown: a cut, or the owner's crash), are stored
+// there; the owner may have taken the slots and served them since. They
+// were sent again as they were, and in mode handback they replaced the
+// owner's newer keys at its next rejoin: the simulation's seed 4181, n4
+// pushed slot 12336's 49 to n0, whose answer a cut lost; n0 served the
+// slot to 60, was declared dead again (unconfirmed), and n4's second push
+// brought it back to 49. So they go on in mode pull: an owner that still
+// waits for them holds them already and takes only the keys it lacks, and
+// one that serves the slot answers that it imports none of them.
 
 // A reachable owner that refuses kept keys (an error of its own, such as
 // shard.ErrFull once it reaches --max-keys or --maxmemory) was asked again
