@@ -316,6 +316,7 @@ type simMsg struct {
 	pull     bool          // simDone: a PULL's answer (IMPORT mode pull), not a handoff (whose reset IMPORT switches the import to its sender)
 	gen      int           // simCopy, simCopied: the sending process (a restarted node's connections are new)
 	ask      map[int][]int // simReleased: the holder each other slot was handed to (ASK node slots)
+	lost     map[int]int   // simCopy: slots the sender has lost, with their holders, -1 for none (RL.PEER SYNC's LOST)
 	drop     []int         // simCopy, simCopied: slots the receiver no longer backs up for the sender, whose copies it drops (the "no longer backup" full sync's drop)
 	held     bool          // simCopy: the sender holds its lease, so its counters may count as held (a full sync's); otherwise they are deltas on an earlier one
 	owner    int           // simSeed: the node the slots were handed to
@@ -360,6 +361,7 @@ type simNode struct {
 	held       []simMsg       // arrived while paused
 	epoch      uint64
 	copyFrom   map[int]string        // slot → the owner whose shipment brought its copy (the server's syncs)
+	lostAt     map[int][2]int        // slot → the owner whose full sync named it lost there, and its holder (the server's LostAt)
 	forgone    map[int]bool          // slots lost here that another node owns now
 	kept       map[int]bool          // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
 	moved      map[int]bool          // slots handed over since the last table change (the server's ModeMoved, see simNoMoved)
@@ -463,7 +465,7 @@ func (s *sim) start(i int) {
 	n.lostFrom, n.holder, n.lostOwn, n.deadPrev = map[int]int{}, map[int]int{}, map[int]bool{}, map[int]int{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
-	n.keptFlight = map[int]time.Duration{}
+	n.keptFlight, n.lostAt = map[int]time.Duration{}, map[int][2]int{}
 	n.gen++
 	n.fresh, n.former, n.formerUntil, n.ended = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}, map[int]bool{}
 	for _, m := range s.known {
@@ -641,6 +643,7 @@ func (s *sim) rebuild(i int) {
 		if ru, ok := tb.RunnerUp(slot); !ok || ru.Name != n.name || tb.Owner(slot).Name == n.name {
 			delete(n.copies, slot)
 			delete(n.copyFrom, slot)
+			delete(n.lostAt, slot)
 		}
 	}
 	var fromDead []int
@@ -805,6 +808,9 @@ func (s *sim) backedUp(i int, from string, slots []int) simMsg {
 			if _, dp := n.deadPrev[slot]; simPullCopies && n.copyFrom[slot] != from && (dp || n.forgone[slot] || simPullHeld) {
 				continue // cause A's fix: no DONE without the asker's copies (HeldBy) for a slot with other state
 			}
+			if la, ok := n.lostAt[slot]; ok && s.nodes[la[0]].name == from {
+				continue // the asker's full sync named it lost there (the server's lostAtOwner)
+			}
 			c, ok := n.copies[slot]
 			if !ok {
 				c = -1 // no copy: the node keeps what it has
@@ -955,6 +961,22 @@ func (s *sim) ship(i int) {
 		if _, importing := n.importing[slot]; importing && !simShipImports {
 			continue // not the slot's state yet: the server's full sync waits for the node's imports (shipOnce)
 		}
+		if n.tk.Lost(slot) && !simShipLost {
+			if out[to].held {
+				out[to].drop = append(out[to].drop, slot) // the server's fullSync: the backup drops its copies, and holds none
+				if simSyncLost {
+					if out[to].lost == nil {
+						out[to].lost = map[int]int{}
+					}
+					h, ok := n.holder[slot]
+					if !ok {
+						h = -1
+					}
+					out[to].lost[slot] = h // SYNC's LOST, with its holder here
+				}
+			}
+			continue
+		}
 		if has {
 			out[to].slots = append(out[to].slots, slot)
 			out[to].vals = append(out[to].vals, c)
@@ -967,7 +989,7 @@ func (s *sim) ship(i int) {
 		if out[to] == nil {
 			out[to] = &simMsg{kind: simCopy, from: i, to: to, sent: n.local(s.now), gen: n.gen}
 		}
-		out[to].drop = slices.Sorted(maps.Keys(slots))
+		out[to].drop = append(out[to].drop, slices.Sorted(maps.Keys(slots))...)
 	}
 	for _, to := range slices.Sorted(maps.Keys(out)) {
 		m := out[to]
@@ -1422,6 +1444,10 @@ func (s *sim) receive(m simMsg) {
 		for _, slot := range m.drop { // RL.PEER SYNC's drop: whoever's copies they were
 			delete(n.copies, slot)
 			delete(n.copyFrom, slot)
+			delete(n.lostAt, slot)
+		}
+		for slot, h := range m.lost {
+			n.lostAt[slot] = [2]int{m.from, h}
 		}
 		for k, slot := range m.slots {
 			if !m.held && n.copyFrom[slot] != from {
@@ -1466,6 +1492,15 @@ func (s *sim) receive(m simMsg) {
 					ask = map[int][]int{}
 				}
 				ask[d] = append(ask[d], slot) // cause A: the slot's state was the dead owner's, and this node holds none of from's
+				continue
+			}
+			if la, ok := n.lostAt[slot]; ok && la[0] == m.from && la[1] != m.to && la[1] != m.from {
+				if la[1] >= 0 {
+					if ask == nil {
+						ask = map[int][]int{}
+					}
+					ask[la[1]] = append(ask[la[1]], slot) // the asker lost it from that holder (the server's lostHolder)
+				}
 				continue
 			}
 			if _, moving := n.out[slot]; moving && !simAskMoving {
@@ -2046,6 +2081,22 @@ var simAskAdopted = os.Getenv("RL_SIM_ASKADOPTED") == "1"
 // owner's death had it lost from that owner, and released it to the
 // owner's RELEASED KEEP), so it is not the server's rule yet.
 var simForgoneLost = os.Getenv("RL_SIM_FORGONELOST") == "1"
+
+// simShipLost (RL_SIM_SHIPLOST=1): a node ships the keys of a slot it has
+// lost to the slot's backup, which holds them as its copies, as before;
+// now its full sync drops the backup's copies of such a slot and ships
+// none (the replicas' fullSync). Seed 2363: n4's rejoin had 5911 lost
+// from n3 (cut off, serving it to 36) and shipped its 23 to n2, which
+// promoted them at n4's death and served from 23.
+var simShipLost = os.Getenv("RL_SIM_SHIPLOST") == "1"
+
+// simSyncLost (RL_SIM_SYNCLOST=0 leaves it out): the full sync that
+// leaves a lost slot out names it lost, with its holder (RL.PEER SYNC's
+// LOST), and the backup answers the owner's PULL for it with no DONE and
+// its RELEASED with "ASK" the holder (the server's LostAt). Without it a
+// restarted owner's PULL got a DONE without copies from the backup,
+// which knew nothing of the slot.
+var simSyncLost = os.Getenv("RL_SIM_SYNCLOST") != "0"
 
 // simAskMoving (RL_SIM_ASKMOVING=1): a node answers RELEASED for a slot it
 // is handing over (n.out) as for any other, as the model did before; the

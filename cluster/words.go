@@ -48,6 +48,15 @@ const ReleasedKeep = "KEEP"
 // than served from part of their keys.
 const PeerSyncEnds = "ENDS"
 
+// PeerSyncLost, after PeerSyncEnds (drop backed ENDS LOST holder bitmap
+// ...), names the slots of the sender's that it has lost, none of them
+// in backed, each pair a holder (the node the slot was lost from, "" for
+// none known) and the bitmap of its slots: the backup answers the
+// sender's PULL for them with no DONE, and its RELEASED with "ASK" the
+// holder. A node that predates it answers PeerRefused, and the sender
+// syncs without it, shipping those slots' keys as backed, as before.
+const PeerSyncLost = "LOST"
+
 // PeerRefused is the error a node answers a peer whose credentials fail
 // with, and, on a peer's connection, an RL.PEER subcommand or form it does
 // not know: a sender recognises by it a node that predates what it sent

@@ -172,6 +172,17 @@ func (n *Node) Mono() int64 {
 	return int64(time.Since(n.started))
 }
 
+// Lost reports whether this node has slot lost (replica.Delegate): see
+// lost.go.
+func (n *Node) Lost(slot int) (string, bool) {
+	if !n.takeover.Load().Lost(slot) {
+		return "", false
+	}
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	return n.ho.holder[slot], true
+}
+
 // Importing reports whether this node imports any slot (replica.Delegate).
 func (n *Node) Importing() bool {
 	in, _ := n.ho.moving()

@@ -197,6 +197,12 @@ func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, a
 			askAt(dead, slot) // its state was the dead owner's: see noteDeadPrev
 			continue
 		}
+		if lh, lost := n.lostHolder(slot, from); lost && lh != v.Self && lh != from {
+			if lh != "" {
+				askAt(lh, slot) // from lost it from lh: see replica.LostAt
+			}
+			continue
+		}
 		if n.ho.kept.Has(slot) {
 			kept = true // its keys are on their way (kept.go)
 			continue
@@ -246,6 +252,18 @@ func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, a
 // copies at their own rejoins, each lost them at n2's confirmed death,
 // and when n2 resumed each answered its RELEASED that it still held them:
 // 10 of the 30 counting keys -CLUSTERDOWN to the end).
+
+// lostHolder returns the holder of slot that owner's last full sync here
+// named, and whether it named slot lost at owner (replica.LostAt): asked
+// RELEASED by owner, a new process whose keys of the slot are older than
+// its state, this node answers "ASK" that holder, and releases nothing
+// when there is none.
+func (n *Node) lostHolder(slot int, owner string) (string, bool) {
+	if n.repl == nil {
+		return "", false
+	}
+	return n.repl.LostAt(slot, owner)
+}
 
 // isMember reports whether v counts name among its alive or leaving
 // members: a table member that is not is declared dead, pending its

@@ -187,11 +187,20 @@ func (n *Node) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	for _, slot := range slots {
 		ru, ok := v.Table.RunnerUp(slot)
 		if ok && ru.Name == v.Self && v.Table.Owner(slot).Name == from && n.ho.state(slot) == nil && !n.ho.returned[from].Has(slot) && !n.ho.kept.Has(slot) &&
-			(n.repl == nil || n.repl.HeldBy(slot, from) || n.ho.deadPrev[slot] == "" && !n.ho.forgone.Has(slot)) {
+			(n.repl == nil || n.repl.HeldBy(slot, from) || n.ho.deadPrev[slot] == "" && !n.ho.forgone.Has(slot) && !n.lostAtOwner(slot, from)) {
 			backed = append(backed, slot)
 		}
 	}
 	return to, backed
+}
+
+// lostAtOwner reports whether owner's last full sync here named slot
+// lost there (replica.LostAt): its state is with the node it was lost
+// from, not here, and a DONE without copies would let owner (a new
+// process, say) serve it from nothing.
+func (n *Node) lostAtOwner(slot int, owner string) bool {
+	_, lost := n.lostHolder(slot, owner)
+	return lost
 }
 
 // shardsOf is m.Shards(), and 0 for no map.

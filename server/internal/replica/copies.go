@@ -103,26 +103,33 @@ func (r *Replicator) importCopies(payload []byte, deltas bool) ([][]byte, error)
 	return missed, err
 }
 
-// PeerSync is RL.PEER SYNC drop [backed [ENDS]], from the node peer: drop every copy of the slots
+// PeerSync is RL.PEER SYNC drop [backed [ENDS [LOST holder bitmap ...]]], from the node peer: drop every copy of the slots
 // set in the drop bitmap, before a full sync's keys arrive; those of the
 // backed bitmap follow (see noteSync), and count as held from the SYNC
 // on, or with ENDS only once RL.PEER SYNCED ends the sync (PeerSynced).
 // A node that predates backed sends drop alone, and one that predates
-// ENDS no end.
+// ENDS no end. LOST names the slots peer has lost (see LostAt).
 func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps [][]byte) {
 	bitmap := bitmaps[0]
 	var backed []byte
 	if len(bitmaps) >= 2 {
 		backed = bitmaps[1]
 	}
-	ends := len(bitmaps) == 3
+	ends := len(bitmaps) >= 3
+	var lost [][]byte
+	if len(bitmaps) > 3 {
+		lost = bitmaps[3:]
+	}
 	if len(bitmap) != cluster.Slots/8 || backed != nil && len(backed) != cluster.Slots/8 ||
-		ends && !cluster.IsWord(bitmaps[2], cluster.PeerSyncEnds) {
+		ends && !cluster.IsWord(bitmaps[2], cluster.PeerSyncEnds) || !lostForm(lost) {
 		w.WriteError(errSyntax)
 		return
 	}
 	r.seedMu.Lock() // a seed's import never runs between the drop and the note: see Seed
 	r.dropCopies(func(slot int) bool { return bitmap[slot/8]&(1<<(slot%8)) != 0 })
+	if lost != nil {
+		r.noteLost(peer, lost[1:])
+	}
 	st.synced, st.peer, st.gen = true, peer, r.syncGens.next(peer)
 	if ends {
 		r.notePending(peer, st.gen, bitmap, backed)
@@ -131,6 +138,23 @@ func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps []
 	}
 	r.seedMu.Unlock()
 	w.WriteString("OK")
+}
+
+// lostForm reports whether args, SYNC's arguments after ENDS, are none,
+// or LOST and holder and bitmap pairs.
+func lostForm(args [][]byte) bool {
+	if len(args) == 0 {
+		return true
+	}
+	if len(args) < 3 || len(args)%2 == 0 || !cluster.IsWord(args[0], cluster.PeerSyncLost) {
+		return false
+	}
+	for i := 2; i < len(args); i += 2 {
+		if len(args[i]) != cluster.Slots/8 {
+			return false
+		}
+	}
+	return true
 }
 
 // PeerSynced is RL.PEER SYNCED bytes: the full sync on this connection

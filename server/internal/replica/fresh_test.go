@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -32,11 +33,12 @@ func (w *replyWriter) WriteAny(any)           {}
 // clock is a Delegate whose Mono a test moves.
 type clock struct{ mono int64 }
 
-func (c *clock) View() *cluster.View { return nil }
-func (c *clock) Importing() bool     { return false }
-func (c *clock) Serving() bool       { return true }
-func (c *clock) UnixNano() int64     { return time.Now().UnixNano() }
-func (c *clock) Mono() int64         { return c.mono }
+func (c *clock) View() *cluster.View     { return nil }
+func (c *clock) Importing() bool         { return false }
+func (c *clock) Serving() bool           { return true }
+func (c *clock) UnixNano() int64         { return time.Now().UnixNano() }
+func (c *clock) Mono() int64             { return c.mono }
+func (c *clock) Lost(int) (string, bool) { return "", false }
 
 func testReplicator(t *testing.T, d Delegate, maxLag time.Duration) *Replicator {
 	t.Helper()
@@ -204,4 +206,100 @@ func TestFullSyncWaitsForTheLease(t *testing.T) {
 	d.serving = true
 	b.shipOnce()
 	assert.NotEmpty(t, sb.sent, "the lease held: the full sync goes")
+}
+
+// TestFullSyncNamesLostSlots: a full sync drops the backup's copies of a
+// slot this node has lost, and neither ships its keys nor names it among
+// the slots whose copies follow (held once it ends): it names it LOST,
+// with its holder here (see LostAt). The simulation's seed 2363: a
+// rejoin's full sync gave its backup the keys of a slot it had lost (23,
+// where the node that served it after the rejoin's death left 36), and
+// the backup promoted and served them at the rejoin's next death. Before,
+// they went as held copies. A backup that predates LOST gets them so
+// still: the form without LOST names the slot backed.
+func TestFullSyncNamesLostSlots(t *testing.T) {
+	ab, err := cluster.NewTable(1, []cluster.Node{{Name: "a"}, {Name: "b"}})
+	require.NoError(t, err)
+	lost := -1
+	for slot := range cluster.Slots {
+		if ru, ok := ab.RunnerUp(slot); ok && ab.Owner(slot).Name == "a" && ru.Name == "b" {
+			lost = slot
+			break
+		}
+	}
+	require.GreaterOrEqual(t, lost, 0)
+	bit := byte(1) << (lost % 8)
+	for _, old := range []bool{false, true} {
+		d := &losing{clock: clock{mono: int64(time.Hour)}, lost: lost}
+		store, err := shard.New(shard.Config{})
+		require.NoError(t, err)
+		copies, err := shard.New(shard.Config{})
+		require.NoError(t, err)
+		sb := &syncRecorder{old: old}
+		r, err := New(Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: sb}, "a", store,
+			slog.New(slog.NewTextHandler(io.Discard, nil)), d)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, p := range r.peers {
+				p.close()
+			}
+		})
+		r.OnTable(nil, &cluster.View{Self: "a", Table: ab})
+		r.mu.Lock()
+		b := r.peers["b"]
+		r.mu.Unlock()
+		require.NotNil(t, b)
+		b.shipOnce()
+		var sync [][]byte
+		for _, args := range sb.cmds {
+			if len(args) > 3 && string(args[1]) == cluster.PeerSync && (!old || len(args) == 5) {
+				sync = args
+				break
+			}
+		}
+		require.NotNil(t, sync, "a full sync went (old backup %v)", old)
+		assert.NotZero(t, sync[2][lost/8]&bit, "the backup drops its copies of the lost slot")
+		if old {
+			assert.NotZero(t, sync[3][lost/8]&bit, "a backup that predates LOST holds its keys, as before")
+			continue
+		}
+		assert.Zero(t, sync[3][lost/8]&bit, "and counts none of it held")
+		require.Len(t, sync, 8, "SYNC drop backed ENDS LOST holder bitmap")
+		assert.Equal(t, cluster.PeerSyncLost, string(sync[5]))
+		assert.Equal(t, "h", string(sync[6]), "the holder by this node's record")
+		assert.NotZero(t, sync[7][lost/8]&bit, "the lost slot, named")
+	}
+}
+
+// losing is a Delegate that has one slot lost, held by "h".
+type losing struct {
+	clock
+	lost int
+}
+
+func (l *losing) Lost(slot int) (string, bool) { return "h", slot == l.lost }
+
+// syncRecorder is a backup that answers OK and records what it is sent;
+// old, one that predates LOST, refuses SYNC's form with it.
+type syncRecorder struct {
+	cmds [][][]byte
+	old  bool
+}
+
+func (b *syncRecorder) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
+	reps := make([][]byte, len(cmds))
+	for i, args := range cmds {
+		b.cmds = append(b.cmds, args)
+		reps[i] = []byte("+OK\r\n")
+		if b.old && string(args[1]) == cluster.PeerSync && len(args) > 5 {
+			reps[i] = []byte("-" + cluster.PeerRefused + "\r\n")
+		}
+	}
+	return reps, nil
+}
+
+func (b *syncRecorder) Send(string, uint64, []byte, int, cluster.Replier) {
+	panic("not used by a full sync")
 }

@@ -71,6 +71,11 @@ type Delegate interface {
 	// Serving reports whether this node holds its lease: a full sync
 	// waits for it too (see shipOnce).
 	Serving() bool
+	// Lost reports whether this node has slot lost (server/internal/handoff,
+	// lost.go), and the slot's holder by its record: its keys here are not
+	// the slot's state, so a full sync ships none of them and names the
+	// slot lost, with its holder (see LostAt).
+	Lost(slot int) (holder string, lost bool)
 	// UnixNano is the server's clock, in unix nanoseconds.
 	UnixNano() int64
 	// Mono is a monotonic clock, in nanoseconds: the one the server

@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -361,19 +363,37 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 	t := r.table
 	r.mu.Unlock()
 	slots := make([]byte, cluster.Slots/8)
+	lostBy := map[string][]byte{}
 	var mine [cluster.Slots]bool
 	for s := range cluster.Slots {
 		if t.Owner(s).Name != r.self {
 			continue
 		}
 		mine[s] = true
-		if b, ok := t.RunnerUp(s); ok && b.Name == node.Name {
-			slots[s/8] |= 1 << (s % 8)
+		b, ok := t.RunnerUp(s)
+		if !ok || b.Name != node.Name {
+			continue
 		}
+		if holder, lost := r.d.Lost(s); lost {
+			bm := lostBy[holder]
+			if bm == nil {
+				bm = make([]byte, cluster.Slots/8)
+				lostBy[holder] = bm
+			}
+			bm[s/8] |= 1 << (s % 8)
+			continue
+		}
+		slots[s/8] |= 1 << (s % 8)
+	}
+	var lost [][]byte // SYNC's LOST pairs (see LostAt)
+	for _, holder := range slices.Sorted(maps.Keys(lostBy)) {
+		lost = append(lost, []byte(holder), lostBy[holder])
 	}
 	// The backup drops its copies of every slot this node owns (its own
 	// backups included, should the table have moved), and of those it
-	// should no longer hold for this node, then takes these.
+	// should no longer hold for this node, then takes these: not those of
+	// a slot lost here, whose keys are older than its state, held by the
+	// node it was lost from; SYNC names them lost (see LostAt).
 	orphans := r.orphanedFor(node.Name, t)
 	drop := make([]byte, cluster.Slots/8)
 	for s, m := range mine {
@@ -384,7 +404,7 @@ func (p *shipPeer) fullSync(node cluster.Node) error {
 	r.mu.Lock()
 	former := p.former // the drop below reaches these
 	r.mu.Unlock()
-	ends, err := p.sendSync(node, drop, slots)
+	ends, err := p.sendSync(node, drop, slots, lost)
 	if err != nil {
 		return err
 	}

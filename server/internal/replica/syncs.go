@@ -18,6 +18,55 @@ type syncs struct {
 	// number gen here) will bring, held once it ends (see PeerSynced);
 	// guarded by mu.
 	pending map[string]pendingSync
+	// lost are, per slot, the owner whose full sync said it has the slot
+	// lost, and the slot's holder there (see LostAt); guarded by mu.
+	lost [cluster.Slots]lostMark
+}
+
+// lostMark is a slot its owner's full sync named lost there (SYNC's
+// LOST), with the node that holds its state by the owner's record, ""
+// for none it knows.
+type lostMark struct{ owner, holder string }
+
+// A slot its owner has lost (server/internal/handoff, lost.go) holds no
+// state there: the node it was lost from does. A full sync that shipped
+// its keys made them held copies on the backup, which promoted them at
+// the owner's death: the simulation's seed 2363, n4's rejoin had slot
+// 5911 lost from n3, which served it to 36, synced n4's 23 to n2, and n2
+// served 23 once n4 crashed. Leaving the slot out alone made the backup
+// answer a restarted owner's PULL with a DONE without copies (no record
+// reads as "held by nobody", see handoff's backedUpFor), and the new
+// process served the slot from nothing. So a full sync names such slots,
+// with their holders (RL.PEER SYNC drop backed ENDS LOST holder bitmap
+// ...), ships none of their keys, and the backup records them (LostAt):
+// it answers the owner's PULL for them with no DONE and its RELEASED with
+// "ASK" the holder, as for a slot lost here. A backup that predates LOST
+// refuses that form (cluster.PeerRefused), and gets the slots' keys as
+// held copies, as before: a mixed-version cluster keeps the older
+// behaviour until every node runs this one.
+
+// LostAt returns the holder of slot by owner's last full sync here, and
+// whether that sync named the slot lost at owner.
+func (r *Replicator) LostAt(slot int, owner string) (string, bool) {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	m := r.syncs.lost[slot]
+	return m.holder, m.owner != "" && m.owner == owner
+}
+
+// noteLost records owner's lost slots: holders pairs a holder with the
+// bitmap of the slots it holds.
+func (r *Replicator) noteLost(owner string, holders [][]byte) {
+	r.syncs.mu.Lock()
+	defer r.syncs.mu.Unlock()
+	for i := 0; i+1 < len(holders); i += 2 {
+		bm := holders[i+1]
+		for slot := range cluster.Slots {
+			if bm[slot/8]&(1<<(slot%8)) != 0 {
+				r.syncs.lost[slot] = lostMark{owner: owner, holder: string(holders[i])}
+			}
+		}
+	}
 }
 
 // pendingSync is a full sync's backed slots, until its end.
@@ -95,24 +144,39 @@ func (r *Replicator) noteKept(t *cluster.Table, slots []int) {
 	}
 }
 
-// sendSync sends RL.PEER SYNC drop backed ENDS, or to a node that
-// predates ENDS drop backed, or to one that predates backed drop alone:
-// each answers a longer form than it knows cluster.PeerRefused, its
-// refusal of any form it does not know, and only that. Any other refusal,
-// another NOPERM or cluster.PeerNoReplicas say, is the node's answer to
-// SYNC itself, which a shorter form would get too. It reports whether the
-// sync must end with RL.PEER SYNCED (see endSync).
-func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte) (ends bool, err error) {
+// sendSync sends RL.PEER SYNC drop backed ENDS, with LOST and lost's
+// holder and bitmap pairs when there are any (see LostAt), or to a node
+// that predates LOST drop backed ENDS, or to one that predates ENDS drop
+// backed, or to one that predates backed drop alone: each answers a
+// longer form than it knows cluster.PeerRefused, its refusal of any form
+// it does not know, and only that. Any other refusal, another NOPERM or
+// cluster.PeerNoReplicas say, is the node's answer to SYNC itself, which
+// a shorter form would get too. A form without LOST adds the lost slots
+// to backed: their keys go as before. It reports whether the sync must
+// end with RL.PEER SYNCED (see endSync).
+func (p *shipPeer) sendSync(node cluster.Node, drop, backed []byte, lost [][]byte) (ends bool, err error) {
+	sync := []byte(cluster.PeerSync)
 	forms := [][][]byte{
-		{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop, backed, []byte(cluster.PeerSyncEnds)},
-		{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop, backed},
-		{[]byte(cluster.PeerCommand), []byte(cluster.PeerSync), drop},
+		{[]byte(cluster.PeerCommand), sync, drop, backed, []byte(cluster.PeerSyncEnds)},
+		{[]byte(cluster.PeerCommand), sync, drop, backed},
+		{[]byte(cluster.PeerCommand), sync, drop},
+	}
+	if len(lost) > 0 {
+		withLost := append([][]byte{[]byte(cluster.PeerCommand), sync, drop, backed, []byte(cluster.PeerSyncEnds), []byte(cluster.PeerSyncLost)}, lost...)
+		forms = append([][][]byte{withLost}, forms...)
 	}
 	for i, form := range forms {
+		if len(lost) > 0 && i == 1 {
+			for j := 1; j < len(lost); j += 2 {
+				for k := range backed {
+					backed[k] |= lost[j][k] // a backup that predates LOST: their keys go, as before
+				}
+			}
+		}
 		err = p.send(node, [][][]byte{form})
 		var pe *peerError
 		if i == len(forms)-1 || !errors.As(err, &pe) || pe.msg != errPeerAuth {
-			return i == 0 && err == nil, err
+			return len(form) > 4 && err == nil, err
 		}
 	}
 	return false, err
@@ -154,8 +218,9 @@ func (r *Replicator) forgetSyncs(in func(slot int) bool) {
 	r.syncs.mu.Lock()
 	defer r.syncs.mu.Unlock()
 	for slot := range cluster.Slots {
-		if r.syncs.from[slot] != "" && in(slot) {
+		if (r.syncs.from[slot] != "" || r.syncs.lost[slot].owner != "") && in(slot) {
 			r.syncs.from[slot] = ""
+			r.syncs.lost[slot] = lostMark{}
 		}
 	}
 	for owner, ps := range r.syncs.pending {

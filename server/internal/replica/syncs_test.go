@@ -48,7 +48,7 @@ func TestSendSyncRetriesOnlyAnOldNode(t *testing.T) {
 	} {
 		b := &syncBackup{reply: tc.reply}
 		p := &shipPeer{r: &Replicator{cfg: Config{Ship: b}}}
-		ends, err := p.sendSync(cluster.Node{Name: "b", Addr: "127.0.0.1:1"}, drop, backed)
+		ends, err := p.sendSync(cluster.Node{Name: "b", Addr: "127.0.0.1:1"}, drop, backed, nil)
 		assert.Equal(t, tc.reply == "+OK\r\n", ends, "the sync ends with SYNCED on %q", tc.reply)
 		assert.Equal(t, tc.want, b.sent, "SYNCs sent on %q", tc.reply)
 		if tc.reply[0] == '-' {
@@ -166,4 +166,34 @@ func TestDeathEndsTheStreams(t *testing.T) {
 	r.PeerSync(w, &again, "b", [][]byte{make([]byte, cluster.Slots/8)})
 	r.PeerCopy(w, &again, nil)
 	assert.Equal(t, "+OK", w.last, "a full sync starts a new stream")
+}
+
+// TestSyncNamesLostSlots: a full sync's LOST pairs mark the slots the
+// owner has lost, with their holders (LostAt), until the owner's next
+// full sync drops them: the backup answers the owner's PULL for them with
+// no DONE, and its RELEASED with "ASK" the holder (package handoff). A
+// malformed LOST is refused. Before, the backup knew nothing of them, and
+// answered a restarted owner's PULL with a DONE without copies.
+func TestSyncNamesLostSlots(t *testing.T) {
+	r := testReplicator(t, &clock{}, 0)
+	drop, lost := make([]byte, cluster.Slots/8), make([]byte, cluster.Slots/8)
+	drop[0], lost[0] = 1|2, 2 // the owner's slots 0 and 1; 1 lost, held by h
+	w := &replyWriter{}
+	var st Stream
+	r.PeerSync(w, &st, "p", [][]byte{drop, make([]byte, cluster.Slots/8), []byte("ENDS"), []byte("LOST"), []byte("h"), lost})
+	require.Equal(t, "+OK", w.last)
+	holder, ok := r.LostAt(1, "p")
+	assert.True(t, ok, "slot 1 is lost at p")
+	assert.Equal(t, "h", holder)
+	_, ok = r.LostAt(1, "q")
+	assert.False(t, ok, "not at another owner")
+	_, ok = r.LostAt(0, "p")
+	assert.False(t, ok)
+
+	r.PeerSync(w, &st, "p", [][]byte{drop, make([]byte, cluster.Slots/8), []byte("ENDS")})
+	_, ok = r.LostAt(1, "p")
+	assert.False(t, ok, "the owner's next full sync names it lost no more")
+
+	r.PeerSync(w, &st, "p", [][]byte{drop, make([]byte, cluster.Slots/8), []byte("ENDS"), []byte("LOST"), []byte("h")})
+	assert.Equal(t, "-"+errSyntax, w.last, "LOST without a bitmap")
 }

@@ -308,7 +308,7 @@ func (rt *Router) cmdPeer(x *core.Session, args [][]byte) {
 		rt.repl.PeerCopy(x.Out, &c.ship, args[2])
 	case rt.repl != nil && cluster.IsWord(args[1], cluster.PeerDelta) && len(args) == 3:
 		rt.repl.PeerDelta(x.Out, &c.ship, args[2])
-	case rt.repl != nil && cluster.IsWord(args[1], cluster.PeerSync) && len(args) >= 3 && len(args) <= 5:
+	case rt.repl != nil && cluster.IsWord(args[1], cluster.PeerSync) && (len(args) >= 3 && len(args) <= 5 || len(args) >= 8 && len(args)%2 == 0):
 		rt.repl.PeerSync(x.Out, &c.ship, c.peerName, args[2:])
 	case rt.repl != nil && cluster.IsWord(args[1], cluster.PeerSynced) && len(args) == 3:
 		rt.repl.PeerSynced(x.Out, &c.ship)
