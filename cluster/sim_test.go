@@ -33,19 +33,24 @@ import (
 // but for the takeover's wait).
 
 const (
-	simStep       = 20 * time.Millisecond
-	simTerm       = time.Second
-	simDetect     = 2500 * time.Millisecond
-	simImportWait = 5 * time.Second
-	simRelease    = time.Second            // the server's releaseRetry
-	simMigrate    = 10 * time.Second       // the server's migrateWait
-	simShip       = 100 * time.Millisecond // --replica-interval
-	simSlots      = 64                     // slots checked: spread over the 16384, enough for every owner order of 5 nodes
-	simDropPct    = 2
+	simStep    = 20 * time.Millisecond
+	simTerm    = time.Second
+	simDetect  = 2500 * time.Millisecond
+	simRelease = time.Second            // the server's releaseRetry
+	simMigrate = 10 * time.Second       // the server's migrateWait
+	simShip    = 100 * time.Millisecond // --replica-interval
+	simSlots   = 64                     // slots checked: spread over the 16384, enough for every owner order of 5 nodes
+	simDropPct = 2
 )
 
 // Switches of the model, to measure a rule against the model without it.
 var (
+	// simImportWait is the server's importWait (5 s): how long an import
+	// waits for the old owner's DONE before it asks RL.PEER RELEASED. An
+	// import ends only on an answer, never on the wait alone, so a
+	// shorter wait must stay safe: RL_SIM_IMPORTWAIT=1s (a Go duration)
+	// asks sooner, as a slow network or a long cut does at 5 s.
+	simImportWait  = simDuration("RL_SIM_IMPORTWAIT", 5*time.Second)
 	simKeptMoves   = os.Getenv("RL_SIM_KEPT") == "reset"                                  // a rejoin's kept slot that moves on goes as a handoff (reset)
 	simKeptPush    = os.Getenv("RL_SIM_KEPT") == "" || os.Getenv("RL_SIM_KEPT") == "pull" // ... or is kept, and pushed as a PULL's answer (the server's)
 	simKeptReplace = os.Getenv("RL_SIM_KEPT") == ""                                       // a disowned handoff's kept keys replace a rejoin's in mode replace
@@ -2373,6 +2378,20 @@ func TestSimulationSafety(t *testing.T) {
 	if len(over) > 0 {
 		t.Logf("%d schedules known to break the admissions bound (testdata/sim-admission-seeds.txt) still do:\n%s", len(over), strings.Join(over, "\n"))
 	}
+}
+
+// simDuration reads the duration the environment variable name sets,
+// or def when it is unset; a malformed one panics (a test's mistake).
+func simDuration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		panic(fmt.Sprintf("%s=%q: want a positive Go duration", name, v))
+	}
+	return d
 }
 
 // readSeeds reads a testdata file of seeds, one or more a line, each
