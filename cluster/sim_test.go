@@ -331,6 +331,7 @@ type simMsg struct {
 	owner    int           // simSeed: the node the slots were handed to
 	keep     bool          // simAsk: the asker's rejoin waits for the slots keeping its keys (RL.PEER RELEASED's KEEP)
 	kept     bool          // simDone: kept keys pushed (the server's pushKept), not a PULL's answer
+	behind   map[int]int   // simDone (kept): slots whose keys go without a DONE, and the node that took them over after the sender's death (simKeptBehind)
 	local    bool          // simHandBack, simRefused: the sender's own failed call (unsent), not a message from m.from
 }
 
@@ -375,6 +376,8 @@ type simNode struct {
 	kept       map[int]bool          // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
 	moved      map[int]bool          // slots handed over since the last table change (the server's ModeMoved, see simNoMoved)
 	keptFlight map[int]time.Duration // kept slots whose push awaits its answer, since (global time)
+	keptBehind map[int]int           // kept slots of a rejoin's import from the node that took them over at its death, that node (simKeptBehind)
+	gotFrom    map[int]int           // imported slots whose keys kept keys without a DONE brought, from whom (simKeptBehind)
 	adopted    map[int]int           // slot → the node that handed it here while this node's table still named that node its owner (the server's ModeAdopted, see simNoAdopt)
 	lostFrom   map[int]int           // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
 	lostOwn    map[int]bool          // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
@@ -474,7 +477,7 @@ func (s *sim) start(i int) {
 	n.lostFrom, n.holder, n.lostOwn, n.deadPrev = map[int]int{}, map[int]int{}, map[int]bool{}, map[int]int{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
-	n.keptFlight, n.lostAt = map[int]time.Duration{}, map[int][2]int{}
+	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
 	n.gen++
 	n.fresh, n.former, n.formerUntil, n.ended = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}, map[int]bool{}
 	for _, m := range s.known {
@@ -680,6 +683,9 @@ func (s *sim) rebuild(i int) {
 			delete(n.importing, slot) // another node owns it now
 			if h, ok := n.holder[slot]; im.keep && simKeptPush && (!ok || h == i || simKeptHeld) {
 				n.kept[slot] = simKeptDied && diedBefore[tb.Owner(slot).Name] // its keys are the slot's state, unless a handback would have replaced them
+				if simKeptBehind && im.peer != i && tb.Has(s.known[im.peer]) && tb.Owner(slot).Name != s.known[im.peer] {
+					n.keptBehind[slot] = im.peer
+				}
 			}
 		}
 	}
@@ -1356,6 +1362,13 @@ func (s *sim) receive(m simMsg) {
 		s.logf("%s gets done %v %v from %s", n.name, m.slots, m.vals, from)
 		for k, slot := range m.slots {
 			im, importing := n.importing[slot]
+			if _, ok := m.behind[slot]; ok && importing {
+				if m.vals[k] >= 0 && (!im.keep || m.replace) {
+					n.cnt[slot] = m.vals[k] // stored, the import goes on: its holder may hold newer keys
+				}
+				n.gotFrom[slot] = m.from
+				continue
+			}
 			if importing && im.peer != m.from {
 				if m.pull {
 					if m.vals[k] >= 0 && (!im.keep || m.replace) && simKeptPush {
@@ -1373,6 +1386,7 @@ func (s *sim) receive(m simMsg) {
 				n.cnt[slot] = m.vals[k]
 			}
 			delete(n.importing, slot)
+			delete(n.gotFrom, slot)
 			if h, ok := n.holder[slot]; simHolder && n.tk.Lost(slot) && (ok && h == m.from || handed) { // the server's unloseLocked: the holder's state came, or a live handoff's
 				s.unlose(m.to, slot)
 			}
@@ -1423,8 +1437,14 @@ func (s *sim) receive(m simMsg) {
 				continue
 			}
 			delete(n.kept, slot)
-			delete(n.cnt, slot)
 			n.holder[slot] = m.from
+			if p, ok := n.keptBehind[slot]; ok {
+				n.holder[slot] = p // RELEASED: ASK the node that took it over; its keys stay here (the server's sendKept)
+			}
+			if _, ok := n.keptBehind[slot]; !ok || simBehindDrops {
+				delete(n.cnt, slot)
+			}
+			delete(n.keptBehind, slot)
 		}
 	case simRefused: // the server's sendKept: an IMPORT that failed keeps the slots again
 		for k, slot := range m.slots {
@@ -1549,6 +1569,12 @@ func (s *sim) receive(m simMsg) {
 				if !ok || im.peer != m.from || h == m.to || n.view.Table.Owner(slot).Name != n.name {
 					continue
 				}
+				if g, ok := n.gotFrom[slot]; ok && g == h {
+					delete(n.importing, slot) // the holder never had it: the keys that came are the state
+					delete(n.gotFrom, slot)
+					delete(n.holder, slot)
+					continue
+				}
 				n.holder[slot] = h
 				switch {
 				case n.view.Table.Has(s.known[h]):
@@ -1641,6 +1667,12 @@ func (s *sim) tick(i int) {
 			}
 			if pushes[k] == nil {
 				pushes[k] = &simMsg{kind: simDone, from: i, to: to, pull: true, replace: n.kept[slot], kept: true}
+			}
+			if p, ok := n.keptBehind[slot]; ok {
+				if pushes[k].behind == nil {
+					pushes[k].behind = map[int]int{}
+				}
+				pushes[k].behind[slot] = p
 			}
 			to2 := k
 			c, ok := n.cnt[slot]
@@ -2106,6 +2138,23 @@ var simShipLost = os.Getenv("RL_SIM_SHIPLOST") == "1"
 // restarted owner's PULL got a DONE without copies from the backup,
 // which knew nothing of the slot.
 var simSyncLost = os.Getenv("RL_SIM_SYNCLOST") != "0"
+
+// simKeptBehind (RL_SIM_KEPTBEHIND=0 leaves it out, as the server did
+// before): a rejoin's kept keys of a slot whose import was from the node
+// that took it over at its death (alive, not the new owner) go to the new
+// owner without a DONE; the rejoin then names that node (RELEASED: ASK),
+// and the new owner serves the keys that came only when that node points
+// back at the rejoin (the server's keptBehind and askElsewhere). Seed
+// 4229: n2's kept 42 of 11565 ended n0's import while n4, paused, held 48.
+var simKeptBehind = os.Getenv("RL_SIM_KEPTBEHIND") != "0"
+
+// simBehindDrops (RL_SIM_BEHINDDROPS=1): keys sent without a DONE
+// (simKeptBehind) are dropped by their sender, as other kept keys are;
+// the server's sendKept keeps them. Seed 3986: n4's 66 of 14392 sat in
+// n0's import, n0 lost the slot at its holder's death, the table gave it
+// back to n4, which imported it from that holder, was released, and
+// served from 0.
+var simBehindDrops = os.Getenv("RL_SIM_BEHINDDROPS") == "1"
 
 // simAskMoving (RL_SIM_ASKMOVING=1): a node answers RELEASED for a slot it
 // is handing over (n.out) as for any other, as the model did before; the

@@ -114,11 +114,18 @@ func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
 		n.log.Warn("cluster: an import was sent on by as many ASKs as there are members; it waits on the last one named, following no more",
 			"from", st.peer.Name, "holder", holder, "slots", len(slots))
 	}
-	var moved, gone []int
+	var moved, gone, came []int
 	node, inTable := v.Table.Node(holder)
 	for _, slot := range slots {
 		cur := n.ho.state(slot)
 		if cur != st || holder == v.Self || v.Table.Owner(slot).Name != v.Self {
+			continue
+		}
+		if n.ho.got.Has(slot) && n.ho.gotFrom[slot] == holder {
+			n.ho.set(slot, nil) // the holder's keys came already: see keptBehind
+			n.ho.holder[slot] = ""
+			n.ho.got[slot/64] &^= 1 << (slot % 64)
+			came = append(came, slot)
 			continue
 		}
 		n.ho.holder[slot] = holder
@@ -132,6 +139,11 @@ func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
 	}
 	lost := n.fromDeadLocked(gone, holder)
 	n.switchMu.Unlock()
+	if len(came) > 0 {
+		n.ho.notify()
+		n.log.Info("cluster: an import's old owner named the node whose kept keys came; serving the slots from them",
+			"from", st.peer.Name, "holder", holder, "slots", len(came))
+	}
 	if len(moved)+len(gone) == 0 {
 		return
 	}
@@ -197,12 +209,13 @@ func diedIn(v *cluster.View, node string) bool {
 // notePushed marks, of slots, those this node imports: a PULL's answer or
 // kept keys brought their keys, which are the slot's state if the table
 // moves the slot on before the import ends (see slotChange).
-func (n *Node) notePushed(slots []int) {
+func (n *Node) notePushed(from string, slots []int) {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
 	for _, slot := range slots {
 		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting {
 			n.ho.got[slot/64] |= 1 << (slot % 64)
+			n.ho.gotFrom[slot] = from
 		}
 	}
 }

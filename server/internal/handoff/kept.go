@@ -97,6 +97,42 @@ func (h *handoff) keep(slot int) { h.kept[slot/64] |= 1 << (slot % 64) }
 func (h *handoff) unkeep(slot int) {
 	h.kept[slot/64] &^= 1 << (slot % 64)
 	h.keptReplace[slot/64] &^= 1 << (slot % 64)
+	delete(h.keptBehind, slot)
+}
+
+// keptBehind: a rejoin's import of a slot from the node that took it over
+// at this node's confirmed death (st.peer), moved on by the table to a
+// third node before that node handed it back, keeps this node's keys
+// (above), which may be older than that node's: it served the slot since,
+// unless it had it lost (no copies of this node's), when this node's
+// keys are the state. Sent with a DONE, they ended the new owner's
+// import, and it served them while that node, paused, held newer keys:
+// the simulation's seed 4229, n2 waited for n4's handback of 11565 (n4
+// took it over at n2's death and served it to 48, then paused); the table
+// gave the slot to n0's new process, and n2's kept 42 served there. So
+// such keys go without a DONE (IMPORT only: the new owner stores them and
+// goes on importing), and this node then names that node the slot's
+// holder: RELEASED answers "ASK" it. The new owner imports from it: it
+// hands the slot over if it served it, and otherwise names this node
+// (its holder of a slot it lost), whose keys came already, so the new
+// owner serves them (askElsewhere). This node keeps its keys in its
+// store: the new owner holds them only as an import's, neither served
+// nor shipped to a backup, and a table that gives the slot back here
+// before it ends would otherwise have this node import it from that node
+// and serve nothing (the simulation's seed 3986, with the keys dropped:
+// served from 0 where 66 were used).
+
+// keepBehind marks slot, kept from st, a rejoin's import, as keptBehind
+// when st's peer is another node, in nv's table, that does not own the
+// slot there. The caller holds switchMu.
+func (h *handoff) keepBehind(slot int, st *SlotState, nv *cluster.View) {
+	if !st.keep || st.peer.Name == nv.Self || st.peer.Name == nv.Table.Owner(slot).Name || !nv.Table.Has(st.peer.Name) {
+		return
+	}
+	if h.keptBehind == nil {
+		h.keptBehind = map[int]string{}
+	}
+	h.keptBehind[slot] = st.peer.Name
 }
 
 // servedNow returns the slots of own (see servedSlots) that this node
@@ -161,15 +197,16 @@ func (n *Node) pushKept() {
 			time.Sleep(50 * time.Millisecond)
 		}
 		for k, slots := range n.takeKept(time.Now()) {
-			n.sendKept(k.to, slots, k.mode)
+			n.sendKept(k, slots)
 		}
 	}()
 }
 
 // keptFor is where kept keys go, and in which IMPORT mode.
 type keptFor struct {
-	to   cluster.Node
-	mode string // pull, or handback: replacing the keys of a slot the owner waits to have handed back
+	to     cluster.Node
+	mode   string // pull, or handback: replacing the keys of a slot the owner waits to have handed back
+	behind string // keptBehind's node: no DONE, and it is named the holder; "" for none
 }
 
 // takeKept returns, by owner and mode, the kept slots that another node
@@ -192,7 +229,7 @@ func (n *Node) takeKept(now time.Time) map[keptFor][]int {
 		if owner.Name == v.Self || n.ho.state(slot) != nil || n.ho.refusals.waits(owner.Name, now) {
 			continue
 		}
-		k := keptFor{to: owner, mode: "pull"}
+		k := keptFor{to: owner, mode: "pull", behind: n.ho.keptBehind[slot]}
 		if n.ho.keptReplace.Has(slot) {
 			k.mode = "handback"
 		}
@@ -204,8 +241,9 @@ func (n *Node) takeKept(now time.Time) map[keptFor][]int {
 // sendKept sends to the kept keys of slots as a PULL's answer, then drops
 // them; slots whose owner did not take them are kept again, unless the
 // owner refused them too often (see keptRefusals).
-func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
-	keys, _, err := n.copyFrom(n.store, to, slots, true, mode)
+func (n *Node) sendKept(k keptFor, slots []int) {
+	to := k.to
+	keys, _, err := n.copyFrom(n.store, to, slots, k.behind == "", k.mode)
 	if err != nil && err.Error() == errNotImporting {
 		err = nil // it imports none of them: a handoff brought them
 	}
@@ -245,9 +283,13 @@ func (n *Node) sendKept(to cluster.Node, slots []int, mode string) {
 			"to", to.Name, "slots", len(slots), "err", err, "back_off", wait)
 		return
 	}
-	n.dropSlots(replica.SlotSet(gone))
-	n.noteHolder(to.Name, gone)
-	n.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys)
+	if k.behind != "" {
+		n.noteHolder(k.behind, gone) // see keptBehind: the keys stay here
+	} else {
+		n.dropSlots(replica.SlotSet(gone))
+		n.noteHolder(to.Name, gone)
+	}
+	n.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys, "holder", k.behind)
 }
 
 // sentOnce: kept keys whose IMPORTs the owner answered OK, and whose DONE

@@ -13,6 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
 )
 
 // loser is a Forwarder that answers every RL.PEER IMPORT OK and loses the
@@ -76,4 +80,74 @@ func TestKeptKeysSentOnceGoOnInPull(t *testing.T) {
 		5*time.Second, time.Millisecond, "the second push is taken")
 	assert.Equal(t, cluster.PeerImport+" pull", fw.commands()[2], "r has them: they fill only the keys it lacks")
 	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "r", slot))
+}
+
+// TestKeptBehindGoesWithoutDone: a rejoin's import of a slot from the node
+// that took it over at its death (p), moved on by the table to a third
+// node (o) before p handed it back, keeps its keys and sends them to o
+// without a DONE, then names p the slot's holder: o's RELEASED is
+// answered "ASK p" (keptBehind). The simulation's seed 4229: the DONE
+// ended o's import, and o served the rejoin's older keys while p, paused,
+// held newer ones. Before, the DONE went, and the slot was released to o.
+func TestKeptBehindGoesWithoutDone(t *testing.T) {
+	xop := viewOf(t, 1, []string{"x", "o", "p"})
+	xp := viewOf(t, 2, []string{"x", "p"}, "o")
+	back := viewOf(t, 3, []string{"x", "o", "p"})
+	var key []byte
+	for i := 0; key == nil; i++ {
+		k := []byte("behind" + strconv.Itoa(i))
+		if s := cluster.Slot(k); xop.Table.Owner(s).Name == "o" && xp.Table.Owner(s).Name == "x" {
+			key = k
+		}
+	}
+	slot := cluster.Slot(key)
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(xop)
+	fw := &recorder{}
+	n := testNode(t, &cur, fw)
+	cur.Store(xp)
+	n.View()
+	now := time.Now()
+	p, _ := xp.Table.Node("p")
+	require.NoError(t, n.store.Import(shard.Entry{Key: key, Params: window.Params{Kind: window.KindFixed, Limit: 100, Period: time.Hour},
+		State: window.State{uint64(now.UnixNano()), 42}}, now.UnixNano()))
+	n.switchMu.Lock()
+	n.ho.set(slot, &SlotState{mode: ModeImporting, peer: p, until: time.Now().Add(time.Hour), keep: true}) // a rejoin's wait for p's handback
+	n.switchMu.Unlock()
+	cur.Store(back)
+	n.View()
+	require.Eventually(t, func() bool { return !n.keeps(slot) && !n.pushing.Load() }, 5*time.Second, time.Millisecond, "the kept keys go to o")
+	assert.Contains(t, fw.commands(), cluster.PeerImport+" handback")
+	assert.NotContains(t, fw.commands(), cluster.PeerDone+" "+strconv.Itoa(slot), "no DONE: p may hold newer keys")
+	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" p "+strconv.Itoa(slot), releasedTo(n, "o", slot), "ASK p")
+	_, ok := n.store.Get(key, now.UnixNano())
+	assert.True(t, ok, "x keeps its keys: o holds them only as an import's (seed 3986)")
+}
+
+// TestAskedBackToTheKeptKeysServes: an import whose keys a node's push
+// brought without a DONE (keptBehind), sent on by ASK to another node
+// that names that node back (it never served the slot: it had it lost,
+// with that node its holder), serves the keys that came. Before, the
+// import went round the ASK circle and waited.
+func TestAskedBackToTheKeptKeysServes(t *testing.T) {
+	v := viewOf(t, 1, []string{"o", "r", "p"})
+	slot := slotWhere(t, "a slot o owns", func(slot int) bool { return v.Table.Owner(slot).Name == "o" })
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	n := testNode(t, &cur, &recorder{})
+	r, _ := v.Table.Node("r")
+	st := &SlotState{mode: ModeImporting, peer: r, until: time.Now().Add(time.Hour)}
+	n.switchMu.Lock()
+	n.ho.set(slot, st)
+	n.switchMu.Unlock()
+	w := &nopWriter{}
+	n.peerImport(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerImport), []byte("r"),
+		[]byte("pull"), []byte(strconv.Itoa(slot)), persistence.AppendEntries(nil, nil, time.Now().UnixNano())})
+	require.Equal(t, "+OK", w.last)
+	n.askElsewhere(st, "p", []int{slot})
+	atP := n.ho.state(slot)
+	require.NotNil(t, atP)
+	require.Equal(t, "p", atP.peer.Name, "r named p: o imports from p")
+	n.askElsewhere(atP, "r", []int{slot})
+	assert.Nil(t, n.ho.state(slot), "p named r, whose keys came: o serves them")
 }

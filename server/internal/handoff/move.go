@@ -233,6 +233,7 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 			h.got[slot/64] &^= 1 << (slot % 64)
 			h.unkeep(slot)
 			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see kept.go
+			h.keepBehind(slot, st, nv)
 			if a, ok := h.died[owner]; ok && a.replaces(n.lease) {
 				// This node saw the new owner's death confirmed: its keys
 				// are newer than the owner's, which served nothing after

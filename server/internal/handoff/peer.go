@@ -64,7 +64,7 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 		}
 	}
 	if pull {
-		n.notePushed(slots)
+		n.notePushed(from, slots)
 	}
 	keys, err := n.importHanded(args[5], own)
 	n.ho.copied(from, reset, keys, len(args[5]))

@@ -126,12 +126,18 @@ type handoff struct {
 	// the table, and sends it once it holds its lease (kept.go);
 	// keptReplace, those of them it was handing back in mode replace.
 	kept, keptReplace replica.SlotBits
+	// keptBehind are, of the kept slots, those whose import (a rejoin's)
+	// was from the node that took them over at this node's death, which
+	// may hold newer keys: that node, by slot (kept.go, keptBehind).
+	keptBehind map[int]string
 	// holder is, per slot, the node this one last knew to hold its state
 	// when not itself: the node it handed the slot to, or imports it from
 	// (see holder.go); got, the slots whose keys a PULL's answer or
 	// kept keys brought while this node imported them.
 	holder [cluster.Slots]string
 	got    replica.SlotBits
+	// gotFrom is, per slot of got, the node whose push brought its keys.
+	gotFrom [cluster.Slots]string
 	// lostFrom are the lost slots whose holder died while this node
 	// imported them, which come back with it (see lostComeBackLocked).
 	lostFrom replica.SlotBits
