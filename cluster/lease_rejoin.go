@@ -125,6 +125,14 @@ func (l *Lease) NoteIncarnationAt(now int64, from string, sent int64, inc uint64
 	}
 }
 
+// IncarnationOf returns the incarnation member's latest answer told (see
+// NoteIncarnationAt), 0 when none did.
+func (l *Lease) IncarnationOf(member string) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rj.inc[member]
+}
+
 // noteCleanLocked records from's answer, at now, to the request sent at
 // sent, reporting deaths.
 func (l *Lease) noteCleanLocked(now int64, from string, sent int64, deaths uint32) {

@@ -59,7 +59,7 @@ func TestJoinerSeedsDeadPrevFromKnown(t *testing.T) {
 	n.View()
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
-	assert.Empty(t, n.ho.deadPrev[slot], "d is back: its slots' marks go")
+	assert.Empty(t, n.ho.deadPrev[slot], "d is back: its slots' marks go (x holds none of c's copies: no thirdPrev)")
 }
 
 // nodeWith is testNode with set's changes to its Config.
@@ -333,7 +333,10 @@ func TestKeptSlotNotReleasedWhilePushed(t *testing.T) {
 // answered c's PULL for the 2650 slots its old process had served with
 // its copies (none) and a DONE, and c served its 15 keys of before the
 // pause again (135 above the limit). Before, the import was dropped and
-// its keys stayed in the store, unsent.
+// its keys stayed in the store, unsent. Nor does the process name its
+// guess r to c's RELEASED (livePrev; see thirdPrev): r, whose table moved
+// the slot from x to c, names x, and c's imports went round that circle
+// to the end of TestRestartedFencerRemembers.
 func TestJoinerKeepsRestoredKeysOfAMovedImport(t *testing.T) {
 	shared := viewOf(t, 2, []string{"x", "r"})
 	back := viewOf(t, 3, []string{"x", "r", "c"})
@@ -359,11 +362,18 @@ func TestJoinerKeepsRestoredKeysOfAMovedImport(t *testing.T) {
 	cur.Store(shared)
 	n.View()
 	require.Equal(t, ModeImporting, n.ho.state(slot).Mode(), "x imports the slot its first shared table gives it")
+	n.pushing.Store(true) // as if a push ran: none starts until the checks below
 	cur.Store(back)
 	n.View()
 
 	_, backed := n.backedUpFor("c", []int{slot})
 	assert.Empty(t, backed, "x's store holds the slot's keys: no DONE without them")
+	n.switchMu.Lock()
+	assert.Empty(t, n.ho.deadPrev[slot], "x holds the keys it served last: it names no guess as their holder")
+	n.switchMu.Unlock()
+	assert.Equal(t, "+"+releaseNone, releasedTo(n, "c", slot), "kept here: neither released nor asked of the guess r")
+	n.pushing.Store(false)
+	n.pushKept()
 	require.Eventually(t, func() bool { return slices.Contains(fw.commands(), cluster.PeerDone+" "+strconv.Itoa(slot)) },
 		5*time.Second, time.Millisecond, "the kept keys go to c")
 	assert.Contains(t, fw.commands(), cluster.PeerImport+" handback", "c counts as dead here: x's keys replace its own")

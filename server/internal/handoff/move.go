@@ -129,7 +129,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	h.counts = !n.cfg.Joins || h.shared
 	h.noteDeaths(old, nv)
 	h.noteReturns(old, nv)
-	h.noteDeadPrev(old, nv)
+	h.noteDeadPrev(old, nv, n.incarnationOf, n.heldBy)
 	n.seedDeadPrev(nv) // after noteDeadPrev, whose move from a new process's lone table would clear its marks
 	n.noteTakeovers(old, nv)
 	n.waitImportsFromDead(nv)
@@ -138,9 +138,14 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	until := time.Now().Add(importWait)
 	n.lostComeBackLocked(nv)
 	var guessed replica.SlotBits // a new process's imports the table moves on: see keepRestored
+	var guesses map[int]string   // ... and the guess each was from
 	for slot := range cluster.Slots {
 		if st := h.state(slot); st != nil && st.mode == ModeImporting && st.guess && h.heir(nv, slot).Name != nv.Self {
 			guessed[slot/64] |= 1 << (slot % 64)
+			if guesses == nil {
+				guesses = map[int]string{}
+			}
+			guesses[slot] = st.peer.Name
 		}
 		had := oldCounts && old.Table.Owner(slot).Name == nv.Self
 		if to, ok := n.slotChange(old, nv, slot, had, oldCounts, until); ok {
@@ -168,6 +173,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	}
 	n.pullImports(nv, ins) // see restore.go
 	n.keepRestored(nv, &guessed)
+	h.unnameGuesses(guesses) // after keepRestored: see thirdPrev
 	if h.kept != (replica.SlotBits{}) {
 		n.pushKept()
 	}

@@ -150,3 +150,36 @@ func alive(v *cluster.View) *cluster.View {
 	}
 	return v
 }
+
+// TestReleasedAsksTheOldOwnerUnlessItRestarted: a node whose table moves
+// a slot from p, alive, to o answers o's RELEASED with "ASK p" (thirdPrev),
+// until p answers the lease from another process than the one the table
+// gave the slot to: then it answers as if it named no one. Such a process
+// keeps what its data dir restored of the slot for o and answers for it
+// itself (keepRestored), or has nothing of it; it names its own import's
+// guess, this node, back. TestRestartedFencerRemembers: with "ASK p"
+// alone, c's imports of the 2635 slots a restarted a had served (and held
+// no keys of) went round a and b to the end of the test.
+func TestReleasedAsksTheOldOwnerUnlessItRestarted(t *testing.T) {
+	xp := alive(viewOf(t, 1, []string{"x", "p"}))
+	xpo := alive(viewOf(t, 2, []string{"x", "p", "o"}))
+	slot := slotWhere(t, "a slot p owns without o and o with it", func(slot int) bool {
+		return xp.Table.Owner(slot).Name == "p" && xpo.Table.Owner(slot).Name == "o"
+	})
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(xp)
+	lease := cluster.NewLease("x", time.Hour)
+	lease.SentAt(lease.Now(), []string{"x"})
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7) // the process the table gives the slot to
+	n := buildNode(t, &cur, &recorder{}, lease, true)
+	cur.Store(xpo)
+	n.View()
+	n.switchMu.Lock()
+	n.ho.deadPrev[slot], n.ho.deadPrevInc[slot] = "p", 7 // as thirdPrev records it where x holds p's copies
+	n.switchMu.Unlock()
+
+	assert.Equal(t, "+"+releaseNone+" "+cluster.ReleasedAsk+" p "+strconv.Itoa(slot), releasedTo(n, "o", slot),
+		"moved from p, alive, to o: ask p")
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p restarted
+	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "o", slot), "p's process that held the slot is gone: no one to ask")
+}

@@ -271,29 +271,50 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 // the keys for n3, n4, now the slot's backup, answered n3's rejoin PULL
 // with a DONE without copies, and n3 served its 8 where n1 left 86.
 //
-// The same for a slot the table moves between two other nodes, the old
-// owner alive at the change, closes the simulation's seeds 1304 and 1985
-// (the third node released the slot, which was served from nothing), but
-// is not done: in TestRestartedFencerRemembers the paused member's
-// slots, which a restarted process kept from its data dir while its
-// import from its guess b had not ended, were named back and forth (b:
-// "ASK" the restarted process, the old owner in its table; the restarted
-// process: "ASK" b, its import's peer), and the member's imports waited
-// on the circle to the end.
+// thirdPrev: the same holds for a slot the table moves between two other
+// nodes, the old owner still in the table: this node never learns whether
+// that owner handed the slot over, so it records the old owner too,
+// unless it holds the slot's state itself (it hands the slot over, has
+// adopted it, or keeps its keys: see holds), when it answers for it as
+// ever. Before, it released the slot to the new owner's RELEASED: the
+// simulation's seed 1304, n0's table moved slot 14392 from n3 (itself
+// importing it from n4, which was paused with the slot's keys) to n1's
+// new process, whose import guessed n0; n0 released it, and n1 served it
+// from 0 where n4 left 61. And 1985: n1, whose holder record named n3 (it
+// had handed n3 the slot), released it to n3's new process after n2 had
+// taken it over from its copies and served it to 87; now n1's table's
+// move from n2 to n3 names n2. Nor does it name an old owner that answers
+// the lease from a new process since (restartedSince).
+//
+// A restarted process's import of a slot from its guess (restore.go),
+// moved on while its store holds the slot's keys from its data dir, names
+// no one: those keys are what it served last, and it keeps them for the
+// new owner (keepRestored). Naming the guess, which in
+// TestRestartedFencerRemembers never held the slot and named the
+// process back (its table moved the slot from the process to the paused
+// member c), sent c's imports round an ASK circle to the end of the test.
 
 // noteDeadPrev records deadPrev for the change from old to nv: a slot nv
 // gives another node, whose owner in old nv says died, gets that owner;
 // so does one this node was importing and lost, the node it imported it
-// from (livePrev); any other change of a slot's owner clears it. The
-// caller holds switchMu.
+// from (livePrev), and one moved between two other nodes, its old owner
+// (thirdPrev); any other change of a slot's owner clears it. The caller
+// holds switchMu.
 //
 // A death counts only from the Gone of the view in which the member left
 // the table, and the membership hands each Gone to one view only
 // (cluster.Membership.rebuild): this relies on every view reaching the
 // hooks, which holds while OnChange runs SwitchTo on the rebuild loop's
 // goroutine before the next rebuild. noteDeaths (died) relies on the same.
-func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
+func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64, held func(int, string) bool) {
 	if old == nil {
+		incs := map[string]uint64{}
+		for _, m := range nv.Table.Nodes() {
+			incs[m.Name] = incOf(m.Name)
+		}
+		for slot := range cluster.Slots {
+			h.ownerInc[slot] = incs[nv.Table.Owner(slot).Name]
+		}
 		return
 	}
 	dead := map[string]bool{}
@@ -302,10 +323,18 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 			dead[m.Name] = true
 		}
 	}
+	incs := map[string]uint64{}
 	for slot := range cluster.Slots {
 		owner, prev := nv.Table.Owner(slot).Name, old.Table.Owner(slot).Name
+		if owner == prev {
+			continue
+		}
+		if _, ok := incs[owner]; !ok {
+			incs[owner] = incOf(owner)
+		}
+		inc := h.ownerInc[slot]
+		h.ownerInc[slot], h.deadPrevInc[slot] = incs[owner], 0
 		switch {
-		case owner == prev:
 		case dead[prev] && owner != nv.Self:
 			h.deadPrev[slot] = prev
 		case prev == nv.Self && h.importing(slot) && h.deadPrev[slot] != "" && h.deadPrev[slot] != owner:
@@ -314,10 +343,39 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View) {
 			// that member, back.
 		case prev == nv.Self && h.importing(slot) && h.state(slot).peer.Name != owner:
 			h.deadPrev[slot] = h.state(slot).peer.Name // it never came here: see livePrev
+		case prev != nv.Self && owner != nv.Self && nv.Table.Has(prev) && !h.holds(slot) && held(slot, prev):
+			h.deadPrev[slot], h.deadPrevInc[slot] = prev, inc // a live third node held it: see thirdPrev
 		default:
 			h.deadPrev[slot] = ""
 		}
 	}
+}
+
+// unnameGuesses clears the deadPrev mark that livePrev gave each slot of
+// guesses (a new process's imports the table moved on, each from its
+// guess) whose keys this node keeps (keepRestored): see thirdPrev. The
+// caller holds switchMu.
+func (h *handoff) unnameGuesses(guesses map[int]string) {
+	for slot, g := range guesses {
+		if h.kept.Has(slot) && h.deadPrev[slot] == g {
+			h.deadPrev[slot] = "" // it holds the keys it served last
+		}
+	}
+}
+
+// holds reports whether this node holds slot's state by a handoff of its
+// own: it hands the slot over (copying or gated), has adopted it, or
+// keeps its keys for the slot's owner (kept.go).
+func (h *handoff) holds(slot int) bool {
+	if h.kept.Has(slot) {
+		return true
+	}
+	st := h.state(slot)
+	if st == nil {
+		return false
+	}
+	m := st.Mode()
+	return m == ModeCopying || m == ModeGated || m == ModeAdopted
 }
 
 // importing reports whether this node imports slot.
@@ -397,9 +455,9 @@ func (n *Node) seedDeadPrev(nv *cluster.View) {
 	for slot := range cluster.Slots {
 		switch d := full.Owner(slot).Name; {
 		case unseen[d]:
-			h.deadPrev[slot] = d
+			h.deadPrev[slot], h.deadPrevInc[slot] = d, 0
 		case d != nv.Self && d != nv.Table.Owner(slot).Name:
-			h.deadPrev[slot] = d // a member it sees may hold it: see livePrev
+			h.deadPrev[slot], h.deadPrevInc[slot] = d, 0 // a member it sees may hold it: see livePrev
 		}
 	}
 	if h.died == nil {
@@ -421,8 +479,39 @@ func (n *Node) deadPrevOfLocked(slot int, from string) string {
 		return ""
 	}
 	dead := n.ho.deadPrev[slot]
-	if dead == "" || dead == from || n.repl.HeldBy(slot, from) {
+	if dead == "" || dead == from || n.repl.HeldBy(slot, from) || n.restartedSince(slot, dead) {
 		return ""
 	}
 	return dead
+}
+
+// restartedSince reports whether node, the live third node slot's deadPrev
+// names (thirdPrev), answers the lease from another process than the one
+// this node's table gave the slot to: that process's state of it is in
+// the new one's data dir, which keeps it for the slot's owner and answers
+// for it itself (keepRestored), or gone with it. Named, such a process
+// names its import's guess, which may be this node (livePrev): in
+// TestRestartedFencerRemembers, c's imports of the slots a restarted a had
+// served went round a and b to the end of the test. The caller holds
+// switchMu.
+func (n *Node) restartedSince(slot int, node string) bool {
+	was := n.ho.deadPrevInc[slot]
+	now := n.incarnationOf(node)
+	return was != 0 && now != 0 && now != was
+}
+
+// heldBy reports whether this node holds owner's copies of slot
+// (replica.Replicator.HeldBy): owner's full sync, which waits for its
+// lease, named the slot. False without replicas.
+func (n *Node) heldBy(slot int, owner string) bool {
+	return n.repl != nil && n.repl.HeldBy(slot, owner)
+}
+
+// incarnationOf is node's process incarnation by the lease's answers (see
+// cluster.Lease.IncarnationOf); 0 when unknown, and without a lease.
+func (n *Node) incarnationOf(node string) uint64 {
+	if n.lease == nil {
+		return 0
+	}
+	return n.lease.IncarnationOf(node)
 }

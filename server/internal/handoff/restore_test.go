@@ -404,6 +404,42 @@ func TestReleasedAsksALivePreviousOwner(t *testing.T) {
 	assert.Empty(t, backed, "x backs it up for o now: no DONE without o's copies")
 }
 
+// TestThirdPrevNamesAnOldOwnerThatServed: a node whose table moves a
+// slot from p, alive, to o records p as the slot's deadPrev (thirdPrev)
+// when it holds p's copies of the slot (p's full sync, which waits for
+// p's lease, named it: p served it), unless it holds the slot itself (it
+// hands the slot over, or keeps its keys). The simulation's seed 1985: n1
+// released 11822 to n3's new process while n2, paused, held 87. Without
+// p's copies it records nothing: on a cold start, tables of a moment gave
+// slots to nodes that never served them, and two such nodes named each
+// other to the new owner forever (CI's TestSplitTwoOfFour at f036ac8).
+func TestThirdPrevNamesAnOldOwnerThatServed(t *testing.T) {
+	xp := viewOf(t, 1, []string{"x", "p"})
+	xpo := viewOf(t, 2, []string{"x", "p", "o"})
+	var pToO []int
+	for slot := range cluster.Slots {
+		if xp.Table.Owner(slot).Name == "p" && xpo.Table.Owner(slot).Name == "o" {
+			pToO = append(pToO, slot)
+		}
+	}
+	require.GreaterOrEqual(t, len(pToO), 4, "slots p owns without o and o with it")
+	served, unserved, kept, handing := pToO[0], pToO[1], pToO[2], pToO[3]
+	noInc := func(string) uint64 { return 0 }
+	held := func(slot int, owner string) bool { return owner == "p" && slot != unserved }
+	var h handoff
+	h.noteDeadPrev(nil, xp, noInc, held)
+	h.keep(kept)
+	p, _ := xp.Table.Node("p")
+	mg := &Migration{to: p, slots: []int{handing}, started: time.Now()}
+	mg.phase.Store(int32(ModeCopying))
+	h.set(handing, &SlotState{mode: ModeCopying, peer: p, mg: mg})
+	h.noteDeadPrev(xp, xpo, noInc, held)
+	assert.Equal(t, "p", h.deadPrev[served], "moved from p, which served it, to o: p")
+	assert.Empty(t, h.deadPrev[unserved], "no copies of p's: nothing known of p's tenure")
+	assert.Empty(t, h.deadPrev[kept], "its keys are kept here: it answers for them")
+	assert.Empty(t, h.deadPrev[handing], "handed over from here: it answers for it")
+}
+
 // TestKeptSlotBackKeepsItsKeys: a slot whose keys a node (n0) kept for
 // its owner r (n1), and that the next table gives back to the node, is
 // imported from r keeping the node's keys: an IMPORT in mode pull (r's

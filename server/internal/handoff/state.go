@@ -148,6 +148,11 @@ type handoff struct {
 	// because the slot's owner before died, that dead owner, "" for none
 	// (see noteDeadPrev).
 	deadPrev [cluster.Slots]string
+	// deadPrevInc is, per slot whose deadPrev names a live third node
+	// (thirdPrev), that node's incarnation when this node's table gave it
+	// the slot, 0 for none; ownerInc, per slot, its owner's incarnation
+	// when this node's table gave it the slot (see restartedSince).
+	deadPrevInc, ownerInc [cluster.Slots]uint64
 	// seen are the members this process has had in a table, or recorded
 	// as dead ones it never saw (see seedDeadPrev).
 	seen map[string]bool
