@@ -271,6 +271,8 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 func (n *Node) importFrom(old, nv *cluster.View, slot int, oldCounts bool, until time.Time) *SlotState {
 	var src cluster.Node
 	switch ru, ok := nv.Table.RunnerUp(slot); {
+	case n.takeover.Load().Lost(slot):
+		return nil // it waits for its holder (lost.go)
 	case oldCounts && n.takesOverFromCopies(old, nv, slot):
 		return nil // see takesOverFromCopies
 	case n.ho.holder[slot] != "" && n.ho.holder[slot] != nv.Self:

@@ -183,3 +183,35 @@ func TestReleasedAsksTheOldOwnerUnlessItRestarted(t *testing.T) {
 	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p restarted
 	assert.Equal(t, "+"+strconv.Itoa(slot), releasedTo(n, "o", slot), "p's process that held the slot is gone: no one to ask")
 }
+
+// TestForgoneSlotBackIsLostAgain: a slot lost at its owner d's confirmed
+// death (x holds none of d's copies), forgone when the table gave it to
+// another live node, and given back to x while d is still away, is lost
+// again: d has its state. The simulation's seed 3665: n4 imported such a
+// slot from the table's old owner, n1, which had it only forgone from n4
+// and released it: n4 served it from 0 where n0, paused, had left 19.
+// Before, it was imported as any slot x gains.
+func TestForgoneSlotBackIsLostAgain(t *testing.T) {
+	v1 := viewOf(t, 1, []string{"n4", "n0", "n1", "n3"})
+	v2 := viewOf(t, 2, []string{"n4", "n1", "n3"}, "n0")
+	v3 := viewOf(t, 3, []string{"n4", "n1", "n3", "n2"})
+	v4 := viewOf(t, 4, []string{"n4", "n1", "n3"}, "n2")
+	slot := slotWhere(t, "a slot of n0's that n0's death gives n4, n2's join a live node, and n2's death n4 again", func(slot int) bool {
+		o3 := v3.Table.Owner(slot).Name
+		return v1.Table.Owner(slot).Name == "n0" && v2.Table.Owner(slot).Name == "n4" && o3 != "n4" && o3 != "n2" &&
+			v4.Table.Owner(slot).Name == "n4"
+	})
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v1)
+	n := leaseNode(t, &cur)
+	cur.Store(v2)
+	n.View()
+	require.True(t, n.Takeover().Lost(slot), "n4 holds none of n0's copies: lost")
+	cur.Store(v3)
+	n.View()
+	require.False(t, n.Takeover().Lost(slot), "another node owns it: forgone here")
+	cur.Store(v4)
+	n.View()
+	assert.True(t, n.Takeover().Lost(slot), "back here while n0 is away: lost again, n0 has its state")
+	assert.Nil(t, n.ho.state(slot), "no import from the table's old owner, which never had its state")
+}
