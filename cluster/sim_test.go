@@ -375,6 +375,7 @@ type simNode struct {
 	forgone    map[int]bool          // slots lost here that another node owns now
 	kept       map[int]bool          // slots whose state this node keeps for another owner (the server's handoff.kept), true: sent in mode replace
 	moved      map[int]bool          // slots handed over since the last table change (the server's ModeMoved, see simNoMoved)
+	gated      map[int]bool          // slots whose handoff's DONE awaits its answer (the server's ModeGated, see simAskGated)
 	keptFlight map[int]time.Duration // kept slots whose push awaits its answer, since (global time)
 	keptBehind map[int]int           // kept slots of a rejoin's import from the node that took them over at its death, that node (simKeptBehind)
 	gotFrom    map[int]int           // imported slots whose keys kept keys without a DONE brought, from whom (simKeptBehind)
@@ -484,6 +485,7 @@ func (s *sim) start(i int) {
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
 	n.deadPrevInc, n.ownerInc = map[int]uint64{}, map[int]uint64{}
+	n.gated = map[int]bool{}
 	n.gen++
 	n.fresh, n.former, n.formerUntil, n.ended = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}, map[int]bool{}
 	for _, m := range s.known {
@@ -1425,6 +1427,7 @@ func (s *sim) receive(m simMsg) {
 	case simHandBack: // the server's migration: a refused last copy serves on, and settle hands it by the table
 		for k, slot := range m.slots {
 			delete(n.moved, slot)
+			delete(n.gated, slot)
 			if _, has := n.cnt[slot]; !has && m.vals[k] >= 0 {
 				n.cnt[slot] = m.vals[k]
 			}
@@ -1438,6 +1441,7 @@ func (s *sim) receive(m simMsg) {
 		}
 	case simDoneOK: // the server's cut: a moved slot keeps its mark only while the table names this node
 		for _, slot := range m.slots {
+			delete(n.gated, slot)
 			if n.view.Table.Owner(slot).Name != n.name {
 				delete(n.moved, slot)
 			}
@@ -1551,6 +1555,9 @@ func (s *sim) receive(m simMsg) {
 			if _, moving := n.out[slot]; moving && !simAskMoving {
 				continue // the server's peerReleased: a slot it is handing over is served here until its cut
 			}
+			if n.gated[slot] && !simAskGated {
+				continue // the server's releasedLocked: its DONE is on its way (ModeGated), or refused, and it serves on
+			}
 			if _, adopted := n.adopted[slot]; adopted && !simAskAdopted {
 				continue // the server's releasedLocked: an adopted slot is held here (ModeAdopted)
 			}
@@ -1647,6 +1654,7 @@ func (s *sim) tick(i int) {
 			outs[o.to].vals = append(outs[o.to].vals, n.cnt[slot])
 			n.holder[slot] = o.to
 			n.moved[slot] = !simNoMoved
+			n.gated[slot] = true
 		case now-o.since > int64(simMigrate): // the server's abandon
 			if simAbandonKeeps {
 				delete(n.out, slot)
@@ -2384,6 +2392,16 @@ func (s *sim) seedDeadPrev(i int) {
 // process as the slot's backup; n1, which never held the slot, released
 // it, and n0 served it from 0.
 var simSeedLiveForgot = os.Getenv("RL_SIM_SEEDLIVEFORGOT") == "1"
+
+// simAskGated (RL_SIM_ASKGATED=1, as the model did before) answers
+// RELEASED for a slot whose handoff's DONE is in flight: the model drops
+// its handoff when it sends the DONE, where the server's migration holds
+// the slot gated until the DONE's answer, and a refused one serves on
+// (releasedLocked skips ModeGated). Seed 1985 at RL_SIM_IMPORTWAIT=1s:
+// n1's DONE of slot 11308 (115) to n0, refused each step, and n1 released
+// the slot to n0's RELEASED between a send and its refusal; n0 served it
+// from its older keys, and the slot admitted 141 of 138 plus 2.
+var simAskGated = os.Getenv("RL_SIM_ASKGATED") == "1"
 
 // simUnseenReset (RL_SIM_UNSEENRESET=1): a new process hands slots to a
 // known member it never had in a table in mode reset, and its kept keys
