@@ -51,9 +51,9 @@ var (
 	// shorter wait must stay safe: RL_SIM_IMPORTWAIT=1s (a Go duration)
 	// asks sooner, as a slow network or a long cut does at 5 s. At 1s,
 	// 0-1999 (with the failing seeds) serve a key from less than the last
-	// server left in 12 schedules (26, 203, 293, 362, 527, 953, 1276, 1472,
-	// 1628, 1928, 1985, 3648) and 1985 breaks the admissions bound; they
-	// are not in testdata (its runner sets no wait), but in docs/cluster.md.
+	// server left in 12 schedules (26, 203, 254, 293, 362, 527, 953, 1276,
+	// 1472, 1628, 1928, 3648; 1985 too before simAskGated); they are not in
+	// testdata (its runner sets no wait), but in docs/cluster.md.
 	simImportWait  = simDuration("RL_SIM_IMPORTWAIT", 5*time.Second)
 	simKeptMoves   = os.Getenv("RL_SIM_KEPT") == "reset"                                  // a rejoin's kept slot that moves on goes as a handoff (reset)
 	simKeptPush    = os.Getenv("RL_SIM_KEPT") == "" || os.Getenv("RL_SIM_KEPT") == "pull" // ... or is kept, and pushed as a PULL's answer (the server's)
