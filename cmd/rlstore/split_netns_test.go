@@ -148,6 +148,10 @@ type splitLoad struct {
 	// at their limit by their owner's count, however many admissions the
 	// load counted.
 	full map[string]bool
+	// unknown counts, per key, the requests that got an error: the owner
+	// may have admitted them (a lost reply, or a forward that timed out
+	// after the owner decided, answered -CLUSTERDOWN).
+	unknown map[string]int
 }
 
 func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, stop <-chan struct{}) *sync.WaitGroup {
@@ -176,6 +180,10 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 					switch {
 					case err != nil:
 						l.replies[firstWord(err.Error())]++
+						if l.unknown == nil {
+							l.unknown = map[string]int{}
+						}
+						l.unknown[k]++
 					case rep[0] == 1:
 						l.admitted[k]++
 						l.when[k] = append(l.when[k], fmt.Sprintf("%d@%.2f", i, time.Since(l.start).Seconds()))
@@ -204,8 +212,8 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 // of load.)
 //
 // A key its owner denies is used up too, and the admissions the load did
-// not count (replies lost to an error after the owner admitted) count as
-// admitted from then on, so that every admission after is above the
+// not count (replies lost to an error after the owner admitted; at most
+// the key's requests that got an error) count as admitted from then on, so that every admission after is above the
 // limit, as for the others: in CI's run of 69eaadb
 // TestRedPauseNearDetection/2.5s waited out its deadline on "every key used
 // up" (the owner-unreachable tests did once too).
@@ -235,19 +243,29 @@ func (l *splitLoad) waitUsedUp(t *testing.T, keys []string) {
 			len(s), splitLimit, time.Since(l.start).Round(time.Millisecond), s[:min(len(s), 8)], l.replies, l.rounds)
 	}
 	l.mu.Lock()
-	denied := 0
+	denied, below := 0, 0
 	for _, k := range keys {
 		if l.full[k] && l.admitted[k] < splitLimit {
+			// At most the requests of k that got an error are admissions
+			// the load did not see. A key denied short of its limit by
+			// more than those was denied below it (or a request counted
+			// twice): counted at its limit, the admissions the owner still
+			// owed it read as above the limit (CI's run of 7ae9e6a: 19
+			// seen, no lost reply, denied, then admitted once: "21 of 20").
+			n := min(splitLimit-l.admitted[k], l.unknown[k])
+			if n < splitLimit-l.admitted[k] {
+				below++
+			}
 			denied++
-			l.when[k] = append(l.when[k], fmt.Sprintf("%d denied short@%.2f", splitLimit-l.admitted[k], time.Since(l.start).Seconds()))
-			l.admitted[k] = splitLimit
+			l.when[k] = append(l.when[k], fmt.Sprintf("denied at %d, +%d unanswered@%.2f", l.admitted[k], n, time.Since(l.start).Seconds()))
+			l.admitted[k] += n
 		}
 	}
 	l.full = nil
 	replies := maps.Clone(l.replies)
 	l.mu.Unlock()
 	if denied > 0 {
-		t.Logf("%d keys denied before the load counted their limit, counted at it; replies: %v", denied, replies)
+		t.Logf("%d keys denied before the load counted their limit, counted with their unanswered requests; %d of them denied below it; replies: %v", denied, below, replies)
 	}
 	time.Sleep(5 * server.DefaultReplicaInterval) // the product's ship period, not an ordering
 }
