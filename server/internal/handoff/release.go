@@ -178,6 +178,7 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 // lostBack). The caller holds switchMu.
 func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, ask map[string][]int, kept bool) {
 	v := n.cur.Load()
+	unsure := n.neverSawLocked()
 	askAt := func(node string, slot int) {
 		if ask == nil {
 			ask = map[string][]int{}
@@ -215,6 +216,9 @@ func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, a
 		if ru, ok := v.Table.RunnerUp(slot); ok && n.repl != nil && holder != from && ru.Name != v.Self && ru.Name != from && !isMember(v, ru.Name) {
 			askAt(ru.Name, slot) // neither handed it to from nor its backup: see askTheBackup
 			continue
+		}
+		if unsure && holder != from {
+			continue // a member this process never saw may hold it: see neverSawLocked
 		}
 		out = append(out, slot)
 	}

@@ -156,6 +156,9 @@ type handoff struct {
 	// seen are the members this process has had in a table, or recorded
 	// as dead ones it never saw (see seedDeadPrev).
 	seen map[string]bool
+	// had are the members this process has had in a table shared with
+	// another (see neverSawLocked).
+	had map[string]bool
 	// refusals are, per slot owner, its refusals of kept keys (kept.go).
 	refusals keptRefusals
 }
