@@ -152,12 +152,24 @@ type splitLoad struct {
 	// may have admitted them (a lost reply, or a forward that timed out
 	// after the owner decided, answered -CLUSTERDOWN).
 	unknown map[string]int
+	// busy is, per client, the key of its request in flight ("" for
+	// none), and answered the requests it has had a reply or an error
+	// for: waitUsedUp waits for the replies in flight when it counts.
+	busy     []string
+	answered []int
+	// awaiting is, while waitUsedUp waits for the replies in flight, the
+	// clients it waits for (nil otherwise).
+	awaiting map[int]int
+	// early counts, per key, the denials that came while waitUsedUp
+	// waited and the load had seen fewer admissions than the limit.
+	early map[string]int
 }
 
 func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	l.mu.Lock()
 	l.rounds = make([]int, len(cs))
+	l.busy, l.answered = make([]string, len(cs)), make([]int, len(cs))
 	l.mu.Unlock()
 	for i, c := range cs {
 		wg.Add(1)
@@ -175,8 +187,13 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 					if closed(stop) { // a round through a node that waits out read timeouts takes a minute
 						return
 					}
+					l.mu.Lock()
+					l.busy[i] = k
+					l.mu.Unlock()
 					rep, err := c.Do(ctx, "RL.SLIDE", k, splitLimit, 3600).Int64Slice()
 					l.mu.Lock()
+					l.busy[i] = ""
+					l.answered[i]++
 					switch {
 					case err != nil:
 						l.replies[firstWord(err.Error())]++
@@ -186,12 +203,16 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 						l.unknown[k]++
 					case rep[0] == 1:
 						l.admitted[k]++
-						l.when[k] = append(l.when[k], fmt.Sprintf("%d@%.2f", i, time.Since(l.start).Seconds()))
+						// remaining after it: the owner's count of the key (rep[2])
+						l.when[k] = append(l.when[k], fmt.Sprintf("%d@%.2f/%d", i, time.Since(l.start).Seconds(), rep[2]))
 						l.replies["admitted"]++
 					default:
 						l.replies["denied"]++
 						if l.full != nil {
 							l.full[k] = true
+							if l.admitted[k] < splitLimit {
+								l.early[k]++
+							}
 						}
 					}
 					l.mu.Unlock()
@@ -211,16 +232,23 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 // documented loss, not what these tests measure. (It replaces a fixed 2 s
 // of load.)
 //
-// A key its owner denies is used up too, and the admissions the load did
-// not count (replies lost to an error after the owner admitted; at most
-// the key's requests that got an error) count as admitted from then on, so that every admission after is above the
-// limit, as for the others: in CI's run of 69eaadb
+// A key its owner denies is used up too: in CI's run of 69eaadb
 // TestRedPauseNearDetection/2.5s waited out its deadline on "every key used
-// up" (the owner-unreachable tests did once too).
+// up" (the owner-unreachable tests did once too). Such a key counts, from
+// then on, the admissions the load has not seen, so that every admission
+// after is above the limit, as for the others. It first waits for the
+// replies in flight: a client's request the owner admitted before another
+// client's was denied may bring its reply after that denial's. Counted
+// before it came, it read as an admission above the limit (CI's run of
+// 7ae9e6a: "21 of 20", the 20th admission's reply 10 ms after the
+// denial's). Then the admissions not seen are at most the key's requests
+// that got an error (a lost reply, or a forward that timed out after the
+// owner decided); a key denied short by more was denied below its limit
+// by its owner's count (or a request counted twice), which the log says.
 func (l *splitLoad) waitUsedUp(t *testing.T, keys []string) {
 	t.Helper()
 	l.mu.Lock()
-	l.full = map[string]bool{}
+	l.full, l.early = map[string]bool{}, map[string]int{}
 	l.mu.Unlock()
 	short := func() []string { // the caller holds l.mu
 		var out []string
@@ -242,16 +270,14 @@ func (l *splitLoad) waitUsedUp(t *testing.T, keys []string) {
 		t.Fatalf("%d keys short of their limit %d after %v (the first: %v); replies %v; rounds ended per client %v",
 			len(s), splitLimit, time.Since(l.start).Round(time.Millisecond), s[:min(len(s), 8)], l.replies, l.rounds)
 	}
+	inFlight := l.waitInFlight(t, keys)
 	l.mu.Lock()
-	denied, below := 0, 0
+	denied, below, overtaken := 0, 0, 0
 	for _, k := range keys {
+		if l.early[k] > 0 && l.admitted[k] == splitLimit {
+			overtaken++ // a denial's reply came before that of an admission its owner decided first
+		}
 		if l.full[k] && l.admitted[k] < splitLimit {
-			// At most the requests of k that got an error are admissions
-			// the load did not see. A key denied short of its limit by
-			// more than those was denied below it (or a request counted
-			// twice): counted at its limit, the admissions the owner still
-			// owed it read as above the limit (CI's run of 7ae9e6a: 19
-			// seen, no lost reply, denied, then admitted once: "21 of 20").
 			n := min(splitLimit-l.admitted[k], l.unknown[k])
 			if n < splitLimit-l.admitted[k] {
 				below++
@@ -264,10 +290,47 @@ func (l *splitLoad) waitUsedUp(t *testing.T, keys []string) {
 	l.full = nil
 	replies := maps.Clone(l.replies)
 	l.mu.Unlock()
-	if denied > 0 {
-		t.Logf("%d keys denied before the load counted their limit, counted with their unanswered requests; %d of them denied below it; replies: %v", denied, below, replies)
+	if denied > 0 || overtaken > 0 {
+		t.Logf("%d keys had a denial before the reply of their last admission (%d of them in flight when every key was used up); "+
+			"%d keys denied short of their limit, counted with their unanswered requests; %d of them denied below it; replies: %v",
+			overtaken, inFlight, denied, below, replies)
 	}
 	time.Sleep(5 * server.DefaultReplicaInterval) // the product's ship period, not an ordering
+}
+
+// waitInFlight waits until every client has had the reply, or an error,
+// for the request it had in flight, and returns how many of keys were
+// denied short of their limit while one of theirs was.
+func (l *splitLoad) waitInFlight(t *testing.T, keys []string) int {
+	t.Helper()
+	l.mu.Lock()
+	l.awaiting = map[int]int{}
+	for i, k := range l.busy {
+		if k != "" {
+			l.awaiting[i] = l.answered[i]
+		}
+	}
+	n := 0
+	for _, k := range keys {
+		if l.full[k] && l.admitted[k] < splitLimit && slices.Contains(l.busy, k) {
+			n++
+		}
+	}
+	l.mu.Unlock()
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for i, was := range l.awaiting {
+			if l.answered[i] == was {
+				return false
+			}
+		}
+		return true
+	}, deadline, 5*time.Millisecond, "the replies in flight")
+	l.mu.Lock()
+	l.awaiting = nil
+	l.mu.Unlock()
+	return n
 }
 
 // waitRounds waits until each client of the load (by its index in run's
