@@ -133,12 +133,15 @@ type unreachLoad struct {
 	// owner's count, though the load may have counted fewer admissions (a
 	// reply lost to an error after the owner admitted, as a forward's
 	// timeout on a starved host).
-	full   map[string]bool
-	rounds []int // rounds each client ended
+	full map[string]bool
+	// unknown counts, per key, the requests sent before the cut that got
+	// an error: the owner may have admitted them.
+	unknown map[string]int
+	rounds  []int // rounds each client ended
 }
 
 func newUnreachLoad() *unreachLoad {
-	l := &unreachLoad{full: map[string]bool{}}
+	l := &unreachLoad{full: map[string]bool{}, unknown: map[string]int{}}
 	for i := range l.admitted {
 		l.admitted[i], l.replies[i] = map[string]int{}, map[string]int{}
 	}
@@ -203,6 +206,9 @@ func (l *unreachLoad) count(phase int, keys []string, cmds []redis.Cmder) {
 		switch {
 		case err != nil:
 			l.replies[phase][firstWord(err.Error())]++
+			if phase == 0 {
+				l.unknown[keys[i]]++
+			}
 		case rep[0] == 1:
 			l.admitted[phase][keys[i]]++
 			l.replies[phase]["admitted"]++
@@ -278,34 +284,51 @@ func (l *unreachLoad) usedUp(keys []string) bool {
 	return !slices.ContainsFunc(keys, func(k string) bool { return l.admitted[0][k] < unreachLimit && !l.full[k] })
 }
 
-// deniedShort counts the keys denied before the cut with fewer admissions
-// counted than the limit.
-// It returns them with a copy of the replies before the cut: the load
-// runs on and writes them.
-func (l *unreachLoad) deniedShort(keys []string) (int, map[string]int) {
+// deniedShort counts, once the load has stopped, the keys denied before
+// the cut with fewer admissions counted before it than the limit, and of
+// those the ones denied below it: short by more than their requests
+// before the cut that got an error. It returns them with the replies
+// before the cut.
+func (l *unreachLoad) deniedShort(keys []string) (denied, below int, replies map[string]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
 	for _, k := range keys {
-		if l.full[k] && l.admitted[0][k] < unreachLimit {
-			n++
+		if seen := l.admitted[0][k]; l.full[k] && seen < unreachLimit {
+			denied++
+			if seen+l.unknown[k] < unreachLimit {
+				below++
+			}
 		}
 	}
-	return n, maps.Clone(l.replies[0])
+	return denied, below, maps.Clone(l.replies[0])
+}
+
+// logShort logs deniedShort's counts, if any key was denied short.
+func (l *unreachLoad) logShort(t *testing.T, keys []string) {
+	t.Helper()
+	if denied, below, replies := l.deniedShort(keys); denied > 0 {
+		t.Logf("%d keys denied before the cut short of their limit, counted with their unanswered requests before it; %d of them denied below it; replies before the cut: %v",
+			denied, below, replies)
+	}
 }
 
 // factors are the most admissions of one key divided by the limit, up to
-// the heal and over the whole run. A key denied before the cut counts its
-// whole limit before it, however many admissions the load counted: every
-// admission after is above the limit.
+// the heal and over the whole run. A key denied before the cut counts, of
+// the admissions before it the load did not see, at most its requests
+// before the cut that got an error, up to its limit: every admission the
+// owner still owed it is within the limit, and every one after that is
+// above it. (It counted its whole limit before, as TestRedPauseNearDetection's
+// load did until 108e751: a key its owner denied below the limit would
+// read its later admissions as above it.) The load has stopped: every
+// reply before the cut has come.
 func (l *unreachLoad) factors(keys []string) (cut, all float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mostCut, mostAll := 0, 0
 	for _, k := range keys {
 		before := l.admitted[0][k]
-		if l.full[k] {
-			before = max(before, unreachLimit)
+		if l.full[k] && before < unreachLimit {
+			before += min(unreachLimit-before, l.unknown[k])
 		}
 		upToHeal := before + l.admitted[1][k]
 		mostCut = max(mostCut, upToHeal)
@@ -346,9 +369,6 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 		wg.Wait()
 		t.Fatalf("replies before the cut: %v", l.replies[0])
 	}
-	if n, replies := l.deniedShort(keys); n > 0 {
-		t.Logf("%d keys denied before the load counted their limit; replies before the cut: %v", n, replies)
-	}
 	// Let the owners ship the last admissions to their backups (every
 	// --replica-interval, 100 ms) before the cut: what an owner decided
 	// after its last shipment is the replicas' documented loss, not the
@@ -364,6 +384,7 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 		l.waitRounds(t, unreachAfter, 2)
 		close(stop)
 		wg.Wait()
+		l.logShort(t, keys)
 		cut, all = l.factors(keys)
 		t.Logf("--owner-unreachable %s, %d nodes, %v cut off (in effect after %v) for %v: factor %.2f (RL_UNREACH_FULL=1 cuts for %v, heals and runs on); replies during the cut %v",
 			mode, nodes, side, settled.Round(time.Millisecond), time.Since(cutAt).Round(time.Millisecond), cut, unreachHold, l.replies[1])
@@ -376,6 +397,7 @@ func unreachRun(t *testing.T, nodes int, side map[int]bool, mode string) (cut, a
 	require.Eventually(t, func() bool { return time.Since(healAt) >= 6*time.Second }, 12*time.Second, 50*time.Millisecond)
 	close(stop)
 	wg.Wait()
+	l.logShort(t, keys)
 	cut, all = l.factors(keys)
 	t.Logf("--owner-unreachable %s, %d nodes, %v cut off for %v: factor %.2f up to the heal, %.2f with 6 s after it; replies during the cut %v, after %v",
 		mode, nodes, side, unreachHold, cut, all, l.replies[1], l.replies[2])
