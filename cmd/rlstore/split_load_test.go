@@ -113,3 +113,25 @@ func writeInts(conn redcon.Conn, vs ...int64) {
 		conn.WriteInt64(v)
 	}
 }
+
+// TestSplitLoadOwnerCounts checks the set-up's reading of the owners'
+// counts: a count skipped with no error on the key is a request counted
+// twice; with an error it is that request's; a count twice, two deciders.
+func TestSplitLoadOwnerCounts(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		counts            []int64
+		errs              int
+		wantHidden, twice int
+	}{
+		{"every count seen, out of order", []int64{2, 1, 4, 3}, 0, 0, 0},
+		{"a count skipped, no error", []int64{1, 2, 4}, 0, 1, 0},
+		{"a count skipped, an error", []int64{1, 2, 4}, 1, 0, 0},
+		{"a count twice", []int64{1, 2, 2, 3}, 0, 0, 1},
+	} {
+		l := &splitLoad{counts: map[string][]int64{"k": c.counts}, unknown: map[string]int{"k": c.errs}}
+		hidden, twice := l.ownerCountsLocked([]string{"k"})
+		assert.Equal(t, c.wantHidden, hidden, "%s: hidden", c.name)
+		assert.Equal(t, c.twice, twice, "%s: twice", c.name)
+	}
+}

@@ -163,6 +163,9 @@ type splitLoad struct {
 	// early counts, per key, the denials that came while waitUsedUp
 	// waited and the load had seen fewer admissions than the limit.
 	early map[string]int
+	// counts holds, per key, the owner's count after each admission
+	// (the limit less its remaining), from run until waitUsedUp ends.
+	counts map[string][]int64
 }
 
 func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, stop <-chan struct{}) *sync.WaitGroup {
@@ -170,6 +173,7 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 	l.mu.Lock()
 	l.rounds = make([]int, len(cs))
 	l.busy, l.answered = make([]string, len(cs)), make([]int, len(cs))
+	l.counts = map[string][]int64{}
 	l.mu.Unlock()
 	for i, c := range cs {
 		wg.Add(1)
@@ -205,6 +209,9 @@ func (l *splitLoad) run(ctx context.Context, cs []*redis.Client, keys []string, 
 						l.admitted[k]++
 						// remaining after it: the owner's count of the key (rep[2])
 						l.when[k] = append(l.when[k], fmt.Sprintf("%d@%.2f/%d", i, time.Since(l.start).Seconds(), rep[2]))
+						if l.counts != nil {
+							l.counts[k] = append(l.counts[k], splitLimit-rep[2])
+						}
 						l.replies["admitted"]++
 					default:
 						l.replies["denied"]++
@@ -287,15 +294,36 @@ func (l *splitLoad) waitUsedUp(t *testing.T, keys []string) {
 			l.admitted[k] += n
 		}
 	}
-	l.full = nil
+	hidden, twice := l.ownerCountsLocked(keys)
+	l.full, l.counts = nil, nil
 	replies := maps.Clone(l.replies)
 	l.mu.Unlock()
+	t.Logf("set-up, by the owners' counts: %d keys counted an admission that no reply or error of the load accounts for (a request counted twice); "+
+		"%d keys had two admissions of the same count (two nodes deciding from one state)", hidden, twice)
 	if denied > 0 || overtaken > 0 {
 		t.Logf("%d keys had a denial before the reply of their last admission (%d of them in flight when every key was used up); "+
 			"%d keys denied short of their limit, counted with their unanswered requests; %d of them denied below it; replies: %v",
 			overtaken, inFlight, denied, below, replies)
 	}
 	time.Sleep(5 * server.DefaultReplicaInterval) // the product's ship period, not an ordering
+}
+
+// ownerCountsLocked checks each key's admissions against its owner's
+// counts: hidden is the keys whose counts skip one though no request of
+// theirs got an error, twice those with two admissions of the same count
+// (two nodes decided from one state). The caller holds l.mu.
+func (l *splitLoad) ownerCountsLocked(keys []string) (hidden, twice int) {
+	for _, k := range keys {
+		cs := slices.Clone(l.counts[k])
+		slices.Sort(cs)
+		if len(slices.Compact(slices.Clone(cs))) < len(cs) {
+			twice++
+		}
+		if len(cs) > 0 && cs[len(cs)-1] > int64(len(slices.Compact(cs))) && l.unknown[k] == 0 {
+			hidden++
+		}
+	}
+	return hidden, twice
 }
 
 // waitInFlight waits until every client has had the reply, or an error,
