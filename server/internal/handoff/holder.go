@@ -138,6 +138,13 @@ func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
 		}
 	}
 	lost := n.fromDeadLocked(gone, holder)
+	if st.keep {
+		for _, slot := range gone {
+			if n.ho.lostFrom.Has(slot) {
+				n.ho.ownLost[slot/64] |= 1 << (slot % 64) // its keys may be the state: see backKeeps
+			}
+		}
+	}
 	n.switchMu.Unlock()
 	if len(came) > 0 {
 		n.ho.notify()

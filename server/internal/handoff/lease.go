@@ -74,6 +74,10 @@ func (n *Node) rejoin() {
 	v := n.cur.Load()
 	until := time.Now().Add(importWait)
 	var slots, pulls []int
+	for name, a := range n.ho.died {
+		a.rejoined = true // what this node served of the member's slots is older than this death: see backKeeps
+		n.ho.died[name] = a
+	}
 	for slot := range cluster.Slots {
 		if st := n.ho.state(slot); st != nil && st.mg != nil {
 			// Moving out: another node may have served it since, so this

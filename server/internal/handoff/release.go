@@ -194,6 +194,11 @@ func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, a
 		if v.Table.Owner(slot).Name != from || n.ho.forgone.Has(slot) && !(keep && holder == from) {
 			continue // this node would not have from serve it, or lost it (see lost.go; lostBack)
 		}
+		if a, ok := n.ho.died[from]; ok && a.rejoined && n.ho.forgone.Has(slot) && n.ho.ownLost.Has(slot) {
+			n.backKeepLocked(slot, a)
+			kept = true // its keys go to from: see backKeeps
+			continue
+		}
 		if dead := n.deadPrevOfLocked(slot, from); dead != "" {
 			askAt(dead, slot) // its state was the dead owner's: see noteDeadPrev
 			continue
@@ -250,12 +255,40 @@ func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, a
 // asker (noteLost), and KEEP says the asker is the process that held the
 // slot's keys, back from a pause or a cut (a rejoin), not a new process
 // whose keys died with the old one, which asks without it; no node served
-// the slot in between, or this node would not have lost it. Without this,
+// the slot in between, or this node would not have lost it (unless this
+// node served it itself before its own rejoin: see backKeeps). Without this,
 // the resumed node waited for every such slot until an RL.CLUSTER FORGET
 // (TestRedPausedAtHeal: the runner-ups of n2's slots had forgotten n2's
 // copies at their own rejoins, each lost them at n2's confirmed death,
 // and when n2 resumed each answered its RELEASED that it still held them:
 // 10 of the 30 counting keys -CLUSTERDOWN to the end).
+
+// backKeeps: lostBack assumes that this node lost the slot at the asker's
+// death, never having served it. A rejoin's own slot lost while it waited
+// keeping its keys (ownLost: its import's peer died, or an ASK named a
+// dead holder), where this node saw the asker's death confirmed before
+// its own rejoin (absence.rejoined), was served here: this node took it
+// over at the asker's death, then was declared dead itself, and a third
+// node, whose own rejoin had forgotten this node's copies, named the asker
+// its dead old owner. Its keys are newer than the asker's, which stopped
+// before that death. So it is not released to the asker's RELEASED KEEP:
+// its keys are kept for the asker (kept.go), in mode handback, and the
+// asker's import ends on their DONE. A death seen after the rejoin is the
+// other order (the asker took this node's slot over at its death and
+// served it, then died while this node waited for it): the asker's keys
+// are newer, and the slot is released as before. The simulation's seeds
+// 293, 953, 1928 and 3648 at an import wait of 1 s: n4 took n1's slot
+// 13107 over at n1's death and served it to 50; rejoining, it was told to
+// ASK n1, dead: lost; n1 resumed, the table gave it the slot back, and n4
+// released it to n1's RELEASED KEEP: n1 served its 32. The caller holds
+// switchMu.
+func (n *Node) backKeepLocked(slot int, a absence) {
+	n.ho.keep(slot)
+	if a.replaces(n.lease) {
+		n.ho.keptReplace[slot/64] |= 1 << (slot % 64)
+	}
+	n.ho.ownLost[slot/64] &^= 1 << (slot % 64)
+}
 
 // lostHolder returns the holder of slot that owner's last full sync here
 // named, and whether it named slot lost at owner (replica.LostAt): asked

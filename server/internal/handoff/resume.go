@@ -58,6 +58,9 @@ import (
 type absence struct {
 	before int // the members of the view before the first death still counted
 	least  int // the fewest members of a view since
+	// rejoined: this node was declared dead itself after it saw the
+	// member's death (see rejoin and backKeeps).
+	rejoined bool
 }
 
 // replaces reports whether slots handed back to the member go in mode

@@ -142,7 +142,8 @@ type handoff struct {
 	// imported them, which come back with it (see lostComeBackLocked).
 	lostFrom replica.SlotBits
 	// ownLost are those of them a rejoin waited for keeping its keys: they
-	// come back too when the rejoin proves unconfirmed (unconfirmed.go).
+	// come back too when the rejoin proves unconfirmed (unconfirmed.go),
+	// and, forgone to their holder, are not released to it (backKeeps).
 	ownLost replica.SlotBits
 	// deadPrev is, per slot that this node's table gave another node
 	// because the slot's owner before died, that dead owner, "" for none

@@ -1,9 +1,6 @@
 package handoff
 
-import (
-	"github.com/rlstore/rlstore/cluster"
-	"github.com/rlstore/rlstore/server/internal/replica"
-)
+import "github.com/rlstore/rlstore/cluster"
 
 // rejoinUnconfirmed runs when the lease proves that no majority confirmed
 // any death of this node's it acknowledged at its rejoins
@@ -47,7 +44,9 @@ func (n *Node) rejoinUnconfirmed() {
 	if back > 0 {
 		n.takeover.Store(tk.WithLost(&bits))
 	}
-	n.ho.ownLost = replica.SlotBits{}
+	for i := range n.ho.ownLost {
+		n.ho.ownLost[i] &= n.ho.forgone[i] // a forgone slot's mark stays: see backKeeps
+	}
 	n.ho.setHolder("", served)
 	n.switchMu.Unlock()
 	if len(served) > 0 {
