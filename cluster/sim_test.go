@@ -51,10 +51,11 @@ var (
 	// shorter wait must stay safe: RL_SIM_IMPORTWAIT=1s (a Go duration)
 	// asks sooner, as a slow network or a long cut does at 5 s. At 1s,
 	// 0-1999 (with the failing seeds) serve a key from less than the last
-	// server left in 5 schedules (203, 254, 527, 1628, 2363; 1985 too
-	// before simAskGated, 26, 362, 1276 and 1472 before simVouch, 293, 953,
-	// 1697, 1928 and 3648 before simBackKeeps and simTakeoverHolder); they
-	// are not in testdata (its runner sets no wait), but in docs/cluster.md.
+	// server left in 4 schedules (203, 254, 1628, 2363; 1985 too before
+	// simAskGated, 26, 362, 1276 and 1472 before simVouch, 293, 953, 1697,
+	// 1928 and 3648 before simBackKeeps and simTakeoverHolder, 527 before
+	// simUncutPromotes); they are not in testdata (its runner sets no
+	// wait), but in docs/cluster.md.
 	simImportWait  = simDuration("RL_SIM_IMPORTWAIT", 5*time.Second)
 	simKeptMoves   = os.Getenv("RL_SIM_KEPT") == "reset"                                  // a rejoin's kept slot that moves on goes as a handoff (reset)
 	simKeptPush    = os.Getenv("RL_SIM_KEPT") == "" || os.Getenv("RL_SIM_KEPT") == "pull" // ... or is kept, and pushed as a PULL's answer (the server's)
@@ -531,6 +532,7 @@ func (s *sim) rebuild(i int) {
 	old := n.view
 	diedBefore := maps.Clone(n.died)
 	relost := map[int]int{} // forgone slots back here while their holder is away
+	uncut := map[int]bool{} // slots whose handoff away never sent its DONE, back here (the server's ModeCopying)
 	if old != nil {
 		for _, m := range s.known {
 			if old.Table.Has(m) && !tb.Has(m) {
@@ -589,6 +591,7 @@ func (s *sim) rebuild(i int) {
 			if owner := tb.Owner(slot).Name; owner == n.name {
 				delete(n.out, slot)
 				settled[slot] = !simSettleImports
+				uncut[slot] = !simUncutPromotes
 			} else {
 				to := s.index(owner) // the server's settle: a third owner gets a migration of its own, in replace mode if its death was confirmed here
 				n.out[slot] = simOut{to: to, since: o.since, replace: o.replace && to == o.to || to != o.to && n.died[owner] && !simSettleReset}
@@ -691,7 +694,7 @@ func (s *sim) rebuild(i int) {
 		}
 	}
 	if old != nil {
-		s.promote(i, old, nv)
+		s.promote(i, old, nv, uncut)
 	}
 	for slot := range n.copies { // the replicas' dropStale: copies of slots it no longer backs up go
 		if ru, ok := tb.RunnerUp(slot); !ok || ru.Name != n.name || tb.Owner(slot).Name == n.name {
@@ -895,7 +898,7 @@ func (s *sim) backedUp(i int, from string, slots []int) simMsg {
 // declared dead, and may serve (not lost), take its copies, replacing
 // what it had. What the dead owner decided after its last shipment is
 // lost, as documented: the slot's next serve may start lower.
-func (s *sim) promote(i int, old, nv *View) {
+func (s *sim) promote(i int, old, nv *View, uncut map[int]bool) {
 	n := s.nodes[i]
 	dead := map[string]bool{}
 	for _, m := range nv.Gone {
@@ -903,8 +906,8 @@ func (s *sim) promote(i int, old, nv *View) {
 	}
 	for _, slot := range s.slots {
 		prev := old.Table.Owner(slot).Name
-		if !dead[prev] || nv.Table.Owner(slot).Name != n.name || n.tk.Lost(slot) {
-			continue
+		if !dead[prev] || nv.Table.Owner(slot).Name != n.name || n.tk.Lost(slot) || uncut[slot] {
+			continue // uncut: this node never handed it over, and its keys are the state (see simUncutPromotes)
 		}
 		if c, ok := n.copies[slot]; ok {
 			s.logf("%s promotes slot %d's copy %d from %s over its %d", n.name, slot, c, n.copyFrom[slot], n.cnt[slot])
@@ -2479,6 +2482,16 @@ var simAskGated = os.Getenv("RL_SIM_ASKGATED") == "1"
 // moved on to n3 by the table, kept nothing (the stale holder n3 said n0
 // had handed it on), and n3 served its 65.
 var simTakeoverHolder = os.Getenv("RL_SIM_TAKEOVERHOLDER") == "1"
+
+// simUncutPromotes (RL_SIM_UNCUTPROMOTES=1, as before): a node whose
+// handoff of a slot to a member never sent its DONE (it waited for its
+// lease, or the member was cut off), and whose table gives the slot back
+// at that member's death, promotes its copies of the slot over its own
+// keys, which no node served after; now it keeps its keys. Seed 527 at
+// RL_SIM_IMPORTWAIT=1s: n3 imported 11822 from n1 by a live handoff,
+// taking n1's shipments as copies meanwhile (87), served it to 103, and
+// promoted the 87 when n1's death gave it back.
+var simUncutPromotes = os.Getenv("RL_SIM_UNCUTPROMOTES") == "1"
 
 // simBackKeeps (RL_SIM_BACKKEEPS=0 leaves it out): a rejoin's own slot,
 // lost while it waited keeping its keys (an ASK named a dead holder, or

@@ -183,6 +183,15 @@ func (n *Node) Lost(slot int) (string, bool) {
 	return n.ho.holder[slot], true
 }
 
+// Handing reports whether this node hands slot over and has sent no DONE
+// for it (replica.Delegate): a migration's copy phase, the migration not
+// disowned by a rejoin. It is read in the table-change hooks, before the
+// migration settles a slot the table gives back (see settle).
+func (n *Node) Handing(slot int) bool {
+	st := n.ho.state(slot)
+	return st != nil && st.mg != nil && st.Mode() == ModeCopying && !st.mg.disowned.Load()
+}
+
 // Importing reports whether this node imports any slot (replica.Delegate).
 func (n *Node) Importing() bool {
 	in, _ := n.ho.moving()

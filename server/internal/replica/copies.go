@@ -213,14 +213,20 @@ func (r *Replicator) dropCopies(in func(slot int) bool) int {
 // what this node may have decided meanwhile for a dead owner's key (a
 // fresh quota under --owner-unreachable local); for an owner that left,
 // whose handoff may have brought newer state, it only fills keys that
-// are missing.
+// are missing. A slot this node was handing to the owner that has gone,
+// with no DONE sent, is not taken over but kept (Delegate.Handing): its
+// copies are older than its keys here, which no node served after (the
+// simulation's seed 527 at an import wait of 1 s: n3 had imported slot
+// 11822 from n1, taking n1's shipments of it as copies meanwhile, and
+// served it to 103; the table gave it to n1, cut off, and n1's death gave
+// it back before n3's handoff went: n3 promoted the copies, 87).
 func (r *Replicator) promote(old *cluster.Table, v *cluster.View) {
 	nt := v.Table
 	takes := make([]int8, cluster.Slots) // 0: not taken over; 1: fill missing keys; 2: replace
 	any := false
 	for s := range cluster.Slots {
 		was := old.Owner(s).Name
-		if nt.Owner(s).Name != r.self || was == r.self || nt.Has(was) {
+		if nt.Owner(s).Name != r.self || was == r.self || nt.Has(was) || r.d.Handing(s) {
 			continue
 		}
 		takes[s] = 1

@@ -39,6 +39,7 @@ func (c *clock) Serving() bool           { return true }
 func (c *clock) UnixNano() int64         { return time.Now().UnixNano() }
 func (c *clock) Mono() int64             { return c.mono }
 func (c *clock) Lost(int) (string, bool) { return "", false }
+func (c *clock) Handing(int) bool        { return false }
 
 func testReplicator(t *testing.T, d Delegate, maxLag time.Duration) *Replicator {
 	t.Helper()

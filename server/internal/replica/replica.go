@@ -76,6 +76,11 @@ type Delegate interface {
 	// the slot's state, so a full sync ships none of them and names the
 	// slot lost, with its holder (see LostAt).
 	Lost(slot int) (holder string, lost bool)
+	// Handing reports whether this node is handing slot over and has sent
+	// no DONE for it (server/internal/handoff's copy phase): no other node
+	// served the slot since, so its keys here are its state, and promote
+	// leaves them.
+	Handing(slot int) bool
 	// UnixNano is the server's clock, in unix nanoseconds.
 	UnixNano() int64
 	// Mono is a monotonic clock, in nanoseconds: the one the server
