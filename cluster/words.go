@@ -41,6 +41,15 @@ const ReleasedAsk = "ASK"
 // again without it.
 const ReleasedKeep = "KEEP"
 
+// ReleasedPast, after RL.PEER RELEASED's slots and KEEP if any (from
+// slots [KEEP] PAST node ...), names the nodes whose "ASK" sent the
+// asker's import on, in order, none for an import not sent on: the
+// answering node names none of them back (an ASK circle ends), and names
+// an old owner it holds no copies of only to an asker that sends it (and
+// not KEEP). A node that predates it answers PeerRefused, and the asker
+// asks again without it.
+const ReleasedPast = "PAST"
+
 // PeerSyncEnds, as RL.PEER SYNC's last argument (drop backed ENDS), says
 // the full sync ends with RL.PEER SYNCED: the backup counts the backed
 // slots' copies as held only then, not at the SYNC, so that a sync cut

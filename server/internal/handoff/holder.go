@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -101,7 +102,7 @@ func parseReleased(rep string) (released []int, ask map[string][]int, ok bool) {
 func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
 	n.switchMu.Lock()
 	v := n.cur.Load()
-	if st.asks >= len(v.Table.Nodes()) {
+	if len(st.past) >= len(v.Table.Nodes()) {
 		n.switchMu.Unlock()
 		// As many ASKs as members, and still no holder: the nodes' records
 		// point round in a circle. The import waits on its old owner, as
@@ -110,7 +111,7 @@ func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
 		// releaseRetry but follows no further ASK.
 		return
 	}
-	if st.asks+1 == len(v.Table.Nodes()) {
+	if len(st.past)+1 == len(v.Table.Nodes()) {
 		n.log.Warn("cluster: an import was sent on by as many ASKs as there are members; it waits on the last one named, following no more",
 			"from", st.peer.Name, "holder", holder, "slots", len(slots))
 	}
@@ -130,7 +131,7 @@ func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
 		}
 		n.ho.holder[slot] = holder
 		if inTable {
-			n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now().Add(releaseRetry), keep: st.keep, asks: st.asks + 1})
+			n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now().Add(releaseRetry), keep: st.keep, past: append(slices.Clip(st.past), st.peer.Name)})
 			moved = append(moved, slot)
 		} else {
 			n.ho.set(slot, nil)

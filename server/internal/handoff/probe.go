@@ -35,7 +35,10 @@ func NewState(s StateOf) *SlotState {
 func (st *SlotState) Until() time.Time { return st.until }
 
 // Asks counts the ASKs that re-pointed an import.
-func (st *SlotState) Asks() int { return st.asks }
+func (st *SlotState) Asks() int { return len(st.past) }
+
+// Past names the nodes whose ASKs re-pointed an import, in order.
+func (st *SlotState) Past() []string { return st.past }
 
 // SlotMode is the mode the state was made with (Mode: its mode now).
 func (st *SlotState) SlotMode() Mode { return st.mode }
@@ -96,7 +99,7 @@ func (p Probe) ExpireImports() { p.n.expireImports() }
 
 // Released asks node to which of slots it released to this node.
 func (p Probe) Released(to cluster.Node, slots []int) ([]int, map[string][]int, error) {
-	return p.n.released(to, slots, false)
+	return p.n.released(to, slots, false, nil, true)
 }
 
 // AskElsewhere acts on an old owner's ASK for slots imported in state st.

@@ -49,7 +49,7 @@ func (n *Node) expireImports() {
 	type kind struct {
 		peer        string
 		keep, guess bool
-		asks        int
+		past        string
 	}
 	ext := map[kind]*SlotState{}
 	for slot := range h.slots {
@@ -57,10 +57,10 @@ func (n *Node) expireImports() {
 		if st == nil || st.mode != ModeImporting || !now.After(st.until) {
 			continue
 		}
-		k := kind{st.peer.Name, st.keep, st.guess, st.asks}
+		k := kind{st.peer.Name, st.keep, st.guess, strings.Join(st.past, " ")}
 		next := ext[k]
 		if next == nil {
-			next = &SlotState{mode: ModeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess, asks: st.asks}
+			next = &SlotState{mode: ModeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess, past: st.past}
 			ext[k] = next
 		}
 		if h.swap(slot, st, next) { // the next ask waits releaseRetry, whatever this one hears
@@ -79,7 +79,7 @@ func (n *Node) expireImports() {
 // it has released, and serves those from what came.
 func (n *Node) askReleased(st *SlotState, slots []int) {
 	h := &n.ho
-	released, ask, err := n.released(st.peer, slots, st.keep)
+	released, ask, err := n.released(st.peer, slots, st.keep, st.past, true)
 	if err != nil {
 		n.log.Debug("cluster: an import's old owner did not say whether it released the slots; waiting on",
 			"from", st.peer.Name, "slots", len(slots), "err", err)
@@ -110,8 +110,10 @@ func (n *Node) askReleased(st *SlotState, slots []int) {
 }
 
 // released asks to for the slots of slots it has released to this node;
-// keep says this node waits for them keeping its own keys (a rejoin's).
-func (n *Node) released(to cluster.Node, slots []int, keep bool) ([]int, map[string][]int, error) {
+// keep says this node waits for them keeping its own keys (a rejoin's),
+// and chain that it asks in the form with PAST, naming past, the nodes
+// whose ASKs sent the import on (see askChain).
+func (n *Node) released(to cluster.Node, slots []int, keep bool, past []string, chain bool) ([]int, map[string][]int, error) {
 	fw := n.cfg.Mover
 	if fw == nil {
 		fw = n.cfg.Forwarder
@@ -121,14 +123,22 @@ func (n *Node) released(to cluster.Node, slots []int, keep bool) ([]int, map[str
 	if keep {
 		req = append(req, []byte(cluster.ReleasedKeep))
 	}
+	if chain {
+		req = append(req, []byte(cluster.ReleasedPast))
+		for _, p := range past {
+			req = append(req, []byte(p))
+		}
+	}
 	reps, err := fw.Forward(context.Background(), to.Addr, [][][]byte{req})
 	if err != nil {
 		return nil, nil, err
 	}
 	rep := strings.TrimSpace(string(reps[0]))
 	switch {
+	case chain && strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
+		return n.released(to, slots, keep, nil, false) // a node that predates PAST: the question without it
 	case keep && strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
-		return n.released(to, slots, false) // a node that predates KEEP: the question without it
+		return n.released(to, slots, false, nil, false) // a node that predates KEEP: the question without it
 	case strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
 		return slots, nil, nil // a node that predates the question: as before it, served from what came
 	case strings.HasPrefix(rep, "-"):
@@ -162,9 +172,9 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 	// One table, and the per-slot state its hooks left, decide every
 	// slot: a table switch between the two could pair an old table's
 	// owner with a newer table's holder, deadPrev or kept mark.
-	keep := len(args) > 4 // KEEP: the router checked the word
+	q := askedBy(args[4:])
 	n.switchMu.Lock()
-	out, ask, kept := n.releasedLocked(string(args[2]), slots, keep)
+	out, ask, kept := n.releasedLocked(string(args[2]), slots, q)
 	n.switchMu.Unlock()
 	if kept {
 		n.pushKept()
@@ -172,11 +182,35 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 	x.Out.WriteString(releasedAnswer(out, ask))
 }
 
+// releasedQ is the form of an RL.PEER RELEASED question, past its slots.
+type releasedQ struct {
+	keep  bool     // KEEP: see lostBack
+	chain bool     // PAST: the asker follows chains (see askChain)
+	past  []string // the nodes PAST names
+}
+
+// askedBy reads RL.PEER RELEASED's arguments after its slots: KEEP, then
+// PAST and the nodes it names, each optional (the router checked the
+// words).
+func askedBy(rest [][]byte) releasedQ {
+	var q releasedQ
+	if len(rest) > 0 && cluster.IsWord(rest[0], cluster.ReleasedKeep) {
+		q.keep, rest = true, rest[1:]
+	}
+	if len(rest) > 0 {
+		q.chain = true
+		for _, p := range rest[1:] {
+			q.past = append(q.past, string(p))
+		}
+	}
+	return q
+}
+
 // releasedLocked decides peerReleased's slots by the routing view: those
 // released to from, those to ask another node for, and whether any of
-// them is kept here for from (kept.go); keep is the question's KEEP (see
-// lostBack). The caller holds switchMu.
-func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, ask map[string][]int, kept bool) {
+// them is kept here for from (kept.go); q is the question's form. The
+// caller holds switchMu.
+func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int, ask map[string][]int, kept bool) {
 	v := n.cur.Load()
 	unsure := n.neverSawLocked()
 	askAt := func(node string, slot int) {
@@ -191,7 +225,7 @@ func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, a
 			askAt(holder, slot) // handed on, or never held here: see holder.go
 			continue
 		}
-		if v.Table.Owner(slot).Name != from || n.ho.forgone.Has(slot) && !(keep && holder == from) {
+		if v.Table.Owner(slot).Name != from || n.ho.forgone.Has(slot) && !(q.keep && holder == from) {
 			continue // this node would not have from serve it, or lost it (see lost.go; lostBack)
 		}
 		if a, ok := n.ho.died[from]; ok && a.rejoined && n.ho.forgone.Has(slot) && n.ho.ownLost.Has(slot) {
@@ -199,7 +233,7 @@ func (n *Node) releasedLocked(from string, slots []int, keep bool) (out []int, a
 			kept = true // its keys go to from: see backKeeps
 			continue
 		}
-		if dead := n.deadPrevOfLocked(slot, from); dead != "" {
+		if dead := n.deadPrevOfLocked(slot, from); dead != "" && !n.ho.unnamed(slot, dead, q) {
 			askAt(dead, slot) // its state was the dead owner's: see noteDeadPrev
 			continue
 		}

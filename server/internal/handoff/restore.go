@@ -277,13 +277,11 @@ func (h *handoff) noteReturns(old, nv *cluster.View) {
 // unless it holds the slot's state itself (it hands the slot over, has
 // adopted it, or keeps its keys: see holds), when it answers for it as
 // ever. Before, it released the slot to the new owner's RELEASED: the
-// simulation's seed 1304, n0's table moved slot 14392 from n3 (itself
-// importing it from n4, which was paused with the slot's keys) to n1's
-// new process, whose import guessed n0; n0 released it, and n1 served it
-// from 0 where n4 left 61. And 1985: n1, whose holder record named n3 (it
-// had handed n3 the slot), released it to n3's new process after n2 had
-// taken it over from its copies and served it to 87; now n1's table's
-// move from n2 to n3 names n2. Nor does it name an old owner that answers
+// simulation's seed 1985, n1, whose holder record named n3 (it had handed
+// n3 the slot), released it to n3's new process after n2 had taken it
+// over from its copies and served it to 87; now n1's table's move from n2
+// to n3 names n2. An old owner whose copies this node does not hold is
+// named only as askChain says. Nor does it name an old owner that answers
 // the lease from a new process since (restartedSince).
 //
 // A restarted process's import of a slot from its guess (restore.go),
@@ -334,6 +332,7 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 		}
 		inc := h.ownerInc[slot]
 		h.ownerInc[slot], h.deadPrevInc[slot] = incs[owner], 0
+		h.guessPrev[slot/64] &^= 1 << (slot % 64)
 		switch {
 		case dead[prev] && owner != nv.Self:
 			h.deadPrev[slot] = prev
@@ -343,8 +342,11 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 			// that member, back.
 		case prev == nv.Self && h.importing(slot) && h.state(slot).peer.Name != owner:
 			h.deadPrev[slot] = h.state(slot).peer.Name // it never came here: see livePrev
-		case prev != nv.Self && owner != nv.Self && nv.Table.Has(prev) && !h.holds(slot) && held(slot, prev):
+		case prev != nv.Self && owner != nv.Self && nv.Table.Has(prev) && !h.holds(slot):
 			h.deadPrev[slot], h.deadPrevInc[slot] = prev, inc // a live third node held it: see thirdPrev
+			if !held(slot, prev) {
+				h.guessPrev[slot/64] |= 1 << (slot % 64) // or may have: see askChain
+			}
 		default:
 			h.deadPrev[slot] = ""
 		}
@@ -361,6 +363,44 @@ func (h *handoff) unnameGuesses(guesses map[int]string) {
 			h.deadPrev[slot] = "" // it holds the keys it served last
 		}
 	}
+}
+
+// askChain: an old owner whose copies this node holds served the slot.
+// One whose copies it does not hold may still have held the slot's
+// state: the simulation's seed 1304, n0's table moved slot 14392 from n3,
+// itself importing it from n4 (paused with the slot's keys, 61), to n1's
+// new process, whose import guessed n0; n0 released it, and n1 served it
+// from 0. So such an owner is named too (guessPrev), and n3, asked, points
+// on to n4 or has the slot lost from it. But the old owner of a table of
+// a moment may never have held the slot: on a cold start (nodes started
+// at once) a and b each hold a two-node table with c for a moment, each
+// names the other as the old owner of the slots that move to c, and
+// naming them so unconditionally (f036ac8, reverted) sent c's imports a ->
+// b -> a to the end (CI's TestSplitTwoOfFour; TestColdStartAtOnce). So
+// the question names the nodes whose ASKs sent the import on (RL.PEER
+// RELEASED's PAST), and this node names no such owner among them: it
+// answers as if it named no one, as before this rule, and releases the
+// slot where nothing else holds it here. Each node of the circle said it
+// does not hold the slot; a node that held it answers for it itself
+// (holds) or names the node it handed it to (its holder record), which
+// PAST does not change. An asker that predates PAST asks without it, and
+// is named no such owner: a cluster of mixed versions keeps 1304's gap
+// until every node runs this one. Nor is a rejoin's question (KEEP): its
+// keys are the slot's state unless a handback replaces them, and the node
+// that took the slot over at its death hands it back by itself (a
+// migration, or kept keys). Named to rejoins too, the guesses changed
+// the simulation's seed 1463 (3000 steps) into a schedule that reaches a
+// gap this rule does not close: a new process released to a rejoin a
+// slot whose state it never saw, while the node that had taken it over
+// at the rejoin's death and served it (129) kept it for the rejoin, cut
+// off; the rejoin served its own 86.
+
+// unnamed reports whether dead, slot's deadPrev, is an old owner this
+// node holds no copies of (guessPrev) that it names not to q's asker:
+// one that predates PAST, a rejoin (KEEP), or one whose import dead sent
+// on already (askChain).
+func (h *handoff) unnamed(slot int, dead string, q releasedQ) bool {
+	return h.guessPrev.Has(slot) && (!q.chain || q.keep || slices.Contains(q.past, dead))
 }
 
 // holds reports whether this node holds slot's state by a handoff of its
@@ -456,8 +496,10 @@ func (n *Node) seedDeadPrev(nv *cluster.View) {
 		switch d := full.Owner(slot).Name; {
 		case unseen[d]:
 			h.deadPrev[slot], h.deadPrevInc[slot] = d, 0
+			h.guessPrev[slot/64] &^= 1 << (slot % 64)
 		case d != nv.Self && d != nv.Table.Owner(slot).Name:
 			h.deadPrev[slot], h.deadPrevInc[slot] = d, 0 // a member it sees may hold it: see livePrev
+			h.guessPrev[slot/64] &^= 1 << (slot % 64)
 		}
 	}
 	if h.died == nil {

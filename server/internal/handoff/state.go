@@ -45,10 +45,12 @@ type SlotState struct {
 	// (importFrom): its guess of the slot's backup, by a first view that
 	// may lack members. A later view re-points it (see slotChange).
 	guess bool
-	// asks counts the old owners' ASKs that re-pointed this import (see
-	// askElsewhere): a chain of them longer than the table has members
-	// goes round in a circle, and is not followed further.
-	asks int
+	// past are the old owners whose ASKs re-pointed this import, in
+	// order (see askElsewhere): its RL.PEER RELEASED names them (PAST), so
+	// that no node names one of them back (askChain); a chain of them
+	// longer than the table has members goes round in a circle, and is
+	// not followed further.
+	past []string
 }
 
 // keptBack: a slot whose keys this node kept for another owner (kept.go)
@@ -72,7 +74,7 @@ type SlotState struct {
 // caller holds switchMu.
 func (h *handoff) keepImport(slot int) {
 	if st := h.state(slot); st != nil && st.mode == ModeImporting && !st.keep {
-		h.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: st.until, keep: true, guess: st.guess, asks: st.asks})
+		h.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: st.until, keep: true, guess: st.guess, past: st.past})
 		h.holder[slot] = ""
 	}
 }
@@ -154,6 +156,11 @@ type handoff struct {
 	// the slot, 0 for none; ownerInc, per slot, its owner's incarnation
 	// when this node's table gave it the slot (see restartedSince).
 	deadPrevInc, ownerInc [cluster.Slots]uint64
+	// guessPrev are the slots whose deadPrev names a live old owner that
+	// this node holds no copies of (thirdPrev without them): it names that
+	// owner only to an asker that follows chains, not a rejoin's question
+	// (see askChain).
+	guessPrev replica.SlotBits
 	// seen are the members this process has had in a table, or recorded
 	// as dead ones it never saw (see seedDeadPrev).
 	seen map[string]bool

@@ -323,11 +323,21 @@ func (rt *Router) cmdPeer(x *core.Session, args [][]byte) {
 		rt.ho.PeerDone(x, args)
 	case cluster.IsWord(args[1], cluster.PeerPull) && len(args) == 4:
 		rt.ho.PeerPull(x, args)
-	case cluster.IsWord(args[1], cluster.PeerReleased) && (len(args) == 4 || len(args) == 5 && cluster.IsWord(args[4], cluster.ReleasedKeep)):
+	case cluster.IsWord(args[1], cluster.PeerReleased) && len(args) >= 4 && releasedForm(args[4:]):
 		rt.ho.PeerReleased(x, args)
 	default:
 		x.Out.WriteError(errPeerAuth)
 	}
+}
+
+// releasedForm reports whether rest, RL.PEER RELEASED's arguments after
+// its slots, is a form this node knows: KEEP, then PAST and the nodes it
+// names, each optional.
+func releasedForm(rest [][]byte) bool {
+	if len(rest) > 0 && cluster.IsWord(rest[0], cluster.ReleasedKeep) {
+		rest = rest[1:]
+	}
+	return len(rest) == 0 || cluster.IsWord(rest[0], cluster.ReleasedPast)
 }
 
 // cmdHop runs a forwarded request as its hop level and protocol ask.

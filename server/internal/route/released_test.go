@@ -1,0 +1,35 @@
+package route
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestReleasedForms: RL.PEER RELEASED takes, after its slots, KEEP, then
+// PAST and the nodes it names, each optional; any other form is refused
+// (NOPERM), which is how an asker recognises a node that predates a word.
+func TestReleasedForms(t *testing.T) {
+	for _, tc := range []struct {
+		rest string
+		want bool
+	}{
+		{"", true},
+		{"KEEP", true},
+		{"keep", true},
+		{"PAST", true},
+		{"PAST a b", true},
+		{"KEEP PAST a", true},
+		{"PAST KEEP", true}, // a node named KEEP
+		{"KEEP KEEP", false},
+		{"a", false},
+		{"KEEP a", false},
+	} {
+		var rest [][]byte
+		for _, f := range strings.Fields(tc.rest) {
+			rest = append(rest, []byte(f))
+		}
+		assert.Equal(t, tc.want, releasedForm(rest), "releasedForm(%q)", tc.rest)
+	}
+}
