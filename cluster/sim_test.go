@@ -2381,10 +2381,13 @@ var simAskChain = os.Getenv("RL_SIM_ASKCHAIN") != "0"
 
 // simAskChainKeep (RL_SIM_ASKCHAINKEEP=1): simAskChain's guesses are
 // named to a rejoin's question (KEEP) too, which the server does not do:
-// it changes seed 1463's schedule (3000 steps) into one where n0's new
-// process releases 1799 to n3's rejoin while n2, which took it over at
-// n3's death and served it to 129, keeps it for n3, cut off: n3 serves
-// 86 (a gap of new processes' answers this rule does not close).
+// with RL_SIM_IMPORTWAIT=1s it breaks 113, 1868 and 1895 (a rejoin's
+// import sent on by a guess drops its keep when the table gives the slot
+// to the node named, which is released it and serves from 0). On
+// 2956a8a's model it also changed 1463's schedule (3000 steps) into one
+// where n0's new process released 1799 to n3's rejoin while n2, which
+// took it over at n3's death and served it to 129, kept it for n3, cut
+// off (the vouch rule, simVouch, closes that since).
 var simAskChainKeep = os.Getenv("RL_SIM_ASKCHAINKEEP") == "1"
 
 // restartedSince is the server's: the live third node d that node i's

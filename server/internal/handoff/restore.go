@@ -388,12 +388,11 @@ func (h *handoff) unnameGuesses(guesses map[int]string) {
 // until every node runs this one. Nor is a rejoin's question (KEEP): its
 // keys are the slot's state unless a handback replaces them, and the node
 // that took the slot over at its death hands it back by itself (a
-// migration, or kept keys). Named to rejoins too, the guesses changed
-// the simulation's seed 1463 (3000 steps) into a schedule that reaches a
-// gap this rule does not close: a new process released to a rejoin a
-// slot whose state it never saw, while the node that had taken it over
-// at the rejoin's death and served it (129) kept it for the rejoin, cut
-// off; the rejoin served its own 86.
+// migration, or kept keys). Named to rejoins too, a rejoin's import sent
+// on by a guess dropped its keep when the table gave the slot to the
+// node named, which imported it from the rejoin and was released it: the
+// simulation's seeds 113, 1868 and 1895 at a 1 s import wait (n4 served
+// 14392 from 0 where n1 had left 55, in 113).
 
 // unnamed reports whether dead, slot's deadPrev, is an old owner this
 // node holds no copies of (guessPrev) that it names not to q's asker:
