@@ -390,6 +390,7 @@ type simNode struct {
 	gated      map[int]bool          // slots whose handoff's DONE awaits its answer (the server's ModeGated, see simAskGated)
 	keptFlight map[int]time.Duration // kept slots whose push awaits its answer, since (global time)
 	keptBehind map[int]int           // kept slots of a rejoin's import from the node that took them over at its death, that node (simKeptBehind)
+	sentBehind map[int]int           // slots whose kept keys went without a DONE and stay here, the holder named (simBehindBack)
 	gotFrom    map[int]int           // imported slots whose keys kept keys without a DONE brought, from whom (simKeptBehind)
 	adopted    map[int]int           // slot → the node that handed it here while this node's table still named that node its owner (the server's ModeAdopted, see simNoAdopt)
 	lostFrom   map[int]int           // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
@@ -502,6 +503,7 @@ func (s *sim) start(i int) {
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
+	n.sentBehind = map[int]int{}
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.gen++
@@ -738,7 +740,19 @@ func (s *sim) rebuild(i int) {
 				if simKeptBehind && im.peer != i && tb.Has(s.known[im.peer]) && tb.Owner(slot).Name != s.known[im.peer] {
 					n.keptBehind[slot] = im.peer
 				}
+			} else if p, ok := n.sentBehind[slot]; ok && simBehindBack && im.peer == p && s.known[p] == tb.Owner(slot).Name {
+				n.kept[slot] = simKeptDied && diedBefore[tb.Owner(slot).Name] // its keys went behind, to a node that never served them (the server's backBehind)
 			}
+		}
+	}
+	for slot, p := range n.sentBehind { // the server's backBehind
+		owner := tb.Owner(slot).Name
+		im, importing := n.importing[slot]
+		switch {
+		case owner == n.name && (!importing || im.peer != p):
+			delete(n.sentBehind, slot) // served here, or imported from another node
+		case owner != n.name && old != nil && owner != old.Table.Owner(slot).Name:
+			delete(n.sentBehind, slot) // moved on: kept above, or another owner's import holds the slot
 		}
 	}
 	for slot := range n.kept {
@@ -1511,6 +1525,8 @@ func (s *sim) receive(m simMsg) {
 			}
 			if _, ok := n.keptBehind[slot]; !ok || simBehindDrops {
 				delete(n.cnt, slot)
+			} else if simBehindBack {
+				n.sentBehind[slot] = n.keptBehind[slot]
 			}
 			delete(n.keptBehind, slot)
 		}
@@ -2261,6 +2277,19 @@ var simKeptBehind = os.Getenv("RL_SIM_KEPTBEHIND") != "0"
 // back to n4, which imported it from that holder, was released, and
 // served from 0.
 var simBehindDrops = os.Getenv("RL_SIM_BEHINDDROPS") == "1"
+
+// simBehindBack (RL_SIM_BEHINDBACK=0 leaves it out): a slot whose kept
+// keys went without a DONE (simKeptBehind), that the table gives back to
+// this node while the owner they went to still owned it, and whose import
+// from the holder it named the table moves on to that very holder, keeps
+// its keys for it (the server's backBehind). Seed 254 at
+// RL_SIM_IMPORTWAIT=1s: n4 sent 73 of slot 14392 behind to n0 (holder
+// n1), n0 crashed, n4 got the slot back, imported it from n1 (a new
+// process), kept nothing when the table moved it on to n1, and released
+// it to n1, which served it from 0. A first form, which made the import
+// one that keeps (as a kept slot back), broke seed 341: n0 had served the
+// keys sent to it, and its handoff back (mode reset) only filled n4's.
+var simBehindBack = os.Getenv("RL_SIM_BEHINDBACK") != "0"
 
 // simAskMoving (RL_SIM_ASKMOVING=1): a node answers RELEASED for a slot it
 // is handing over (n.out) as for any other, as the model did before; the

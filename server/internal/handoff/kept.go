@@ -135,6 +135,63 @@ func (h *handoff) keepBehind(slot int, st *SlotState, nv *cluster.View) {
 	h.keptBehind[slot] = st.peer.Name
 }
 
+// backBehind: a slot whose keptBehind keys went (sentBehind), that the
+// table gives back to this node while the owner they went to still owned
+// it, and whose import from the holder it named the table then moves on
+// to that very holder, keeps its keys for it (kept, pushed with a DONE):
+// the holder is importing the slot, so it did not serve it since, and
+// the owner they went to never ended its import (the table took the slot
+// from it). Before, the import kept nothing, and the node released the
+// slot to the holder's RELEASED (holder == asker): the simulation's seed
+// 254 at a 1 s import wait, n4 sent 73 of slot 14392 behind to n0 (holder
+// n1), n0 crashed, n4 got the slot back and imported it from n1 (a new
+// process since), the table moved it on to n1 at n0's confirmed death,
+// and n1 served it from 0. Only such slots: an import moved on to its own
+// old owner keeps nothing otherwise (that would push a live handoff's
+// first copy back to its sender at every flap). And the import does not
+// keep its keys while it runs (as a kept slot back does): the owner they
+// went to may have served them since and handed the slot back in mode
+// reset, which must replace them (seed 341, with that form: n0 served 129
+// to 132, and n4 kept its 129). The mark goes once the slot is served here
+// or imported from another node, or moves to another owner.
+
+// noteSentBehind marks slots as sent behind, naming holder. The caller
+// holds switchMu.
+func (h *handoff) noteSentBehind(holder string, slots []int) {
+	if h.sentBehind == nil {
+		h.sentBehind = map[int]string{}
+	}
+	for _, slot := range slots {
+		h.sentBehind[slot] = holder
+	}
+}
+
+// behindTo reports whether slot's import st, which the table moves on to
+// owner, was from the holder its sent-behind keys named, and owner is that
+// holder (backBehind). The caller holds switchMu.
+func (h *handoff) behindTo(slot int, st *SlotState, owner string) bool {
+	p, ok := h.sentBehind[slot]
+	return ok && p == owner && st.peer.Name == owner
+}
+
+// backBehind keeps slot's sent-behind mark, after slotChange, only while
+// the slot is still with the owner its keys went to, or imported here from
+// the holder they named. The caller holds switchMu.
+func (h *handoff) backBehind(old, nv *cluster.View, slot int) {
+	p, ok := h.sentBehind[slot]
+	if !ok {
+		return
+	}
+	owner := nv.Table.Owner(slot).Name
+	st := h.state(slot)
+	switch {
+	case owner == nv.Self && (st == nil || st.mode != ModeImporting || st.peer.Name != p):
+		delete(h.sentBehind, slot) // served here, or imported from another node
+	case owner != nv.Self && old != nil && owner != old.Table.Owner(slot).Name:
+		delete(h.sentBehind, slot) // moved on: kept (behindTo), or another owner's import holds it
+	}
+}
+
 // servedNow returns the slots of own (see servedSlots) that this node
 // serves now, leaving out those it waits to have handed back after a
 // rejoin: an IMPORT in mode handback replaces its keys for those.
@@ -284,7 +341,10 @@ func (n *Node) sendKept(k keptFor, slots []int) {
 		return
 	}
 	if k.behind != "" {
-		n.noteHolder(k.behind, gone) // see keptBehind: the keys stay here
+		n.switchMu.Lock()
+		n.ho.setHolder(k.behind, gone) // see keptBehind: the keys stay here
+		n.ho.noteSentBehind(k.behind, gone)
+		n.switchMu.Unlock()
 	} else {
 		n.dropSlots(replica.SlotSet(gone))
 		n.noteHolder(to.Name, gone)

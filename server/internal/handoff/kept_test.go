@@ -151,3 +151,56 @@ func TestAskedBackToTheKeptKeysServes(t *testing.T) {
 	n.askElsewhere(atP, "r", []int{slot})
 	assert.Nil(t, n.ho.state(slot), "p named r, whose keys came: o serves them")
 }
+
+// TestBehindBackKeepsItsKeys: a slot whose kept keys went without a DONE
+// (keptBehind: to o, naming p the holder), and that the table then gives
+// back to this node, is imported from p; when the table moves it on to p
+// before the import ends, the keys are kept for p and pushed with a DONE
+// (backBehind). The simulation's seed 254 at a 1 s
+// import wait: n4's import of slot 14392 from n1 kept nothing, and n4
+// released the slot to n1's new process, which served it from 0 where n4
+// held 73. Before, nothing was kept or pushed, and the slot was released.
+func TestBehindBackKeepsItsKeys(t *testing.T) {
+	xop := viewOf(t, 1, []string{"x", "o", "p"})
+	xp := viewOf(t, 2, []string{"x", "p"}, "o")
+	on := viewOf(t, 5, []string{"x", "o", "p", "q", "s"}) // o back, and two more: the slot goes to p
+	slot := slotWhere(t, "a slot o owns with o, x without o, and p with q and s", func(s int) bool {
+		return xop.Table.Owner(s).Name == "o" && xp.Table.Owner(s).Name == "x" && on.Table.Owner(s).Name == "p"
+	})
+	var key []byte
+	for i := 0; key == nil; i++ {
+		if k := []byte("behind" + strconv.Itoa(i)); cluster.Slot(k) == slot {
+			key = k
+		}
+	}
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(xop)
+	fw := &recorder{}
+	n := testNode(t, &cur, fw)
+	cur.Store(xp)
+	n.View()
+	now := time.Now()
+	p, _ := xp.Table.Node("p")
+	require.NoError(t, n.store.Import(shard.Entry{Key: key, Params: window.Params{Kind: window.KindFixed, Limit: 100, Period: time.Hour},
+		State: window.State{uint64(now.UnixNano()), 73}}, now.UnixNano()))
+	n.switchMu.Lock()
+	n.ho.set(slot, &SlotState{mode: ModeImporting, peer: p, until: time.Now().Add(time.Hour), keep: true}) // a rejoin's wait for p's handback
+	n.switchMu.Unlock()
+	cur.Store(viewOf(t, 3, []string{"x", "o", "p"}))
+	n.View()
+	require.Eventually(t, func() bool { return !n.keeps(slot) && !n.pushing.Load() }, 5*time.Second, time.Millisecond, "the kept keys go to o")
+	require.NotContains(t, fw.commands(), cluster.PeerDone+" "+strconv.Itoa(slot), "no DONE: keptBehind")
+
+	cur.Store(viewOf(t, 4, []string{"x", "p"}, "o")) // o crashed with them: the slot is x's again
+	n.View()
+	st := n.State(slot)
+	require.True(t, st != nil && st.Mode() == ModeImporting && st.peer.Name == "p", "x imports the slot from p, its holder")
+	assert.False(t, st.keep, "not an import that keeps: o may have served the keys and hand the slot back in mode reset (seed 341)")
+
+	cur.Store(on) // the table moves it on to p before the import ends
+	n.View()
+	require.Eventually(t, func() bool { return slices.Contains(fw.commands(), cluster.PeerDone+" "+strconv.Itoa(slot)) },
+		5*time.Second, time.Millisecond, "x's keys go to p, with a DONE")
+	_, ok := n.store.Get(key, now.UnixNano())
+	assert.False(t, ok && !n.keeps(slot) && n.holderOf(slot) == "", "x released nothing it held")
+}

@@ -163,6 +163,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 			h.unkeep(slot)     // its own again: its import ends with what it keeps, or what comes
 			h.keepImport(slot) // keeping its keys: see keptBack
 		}
+		h.backBehind(old, nv, slot)
 	}
 	for name, slots := range outs {
 		to, _ := nv.Table.Node(name)
@@ -235,7 +236,7 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 		h.set(slot, nil) // another node owns it now
 		// Keys a push brought (got) are the slot's state, as a rejoin's
 		// are, unless it handed the slot on (holder): then they are not.
-		if st.keep && h.holder[slot] == "" || h.got.Has(slot) {
+		if st.keep && h.holder[slot] == "" || h.got.Has(slot) || h.behindTo(slot, st, owner) {
 			h.got[slot/64] &^= 1 << (slot % 64)
 			h.unkeep(slot)
 			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see kept.go

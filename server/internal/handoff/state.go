@@ -132,6 +132,10 @@ type handoff struct {
 	// was from the node that took them over at this node's death, which
 	// may hold newer keys: that node, by slot (kept.go, keptBehind).
 	keptBehind map[int]string
+	// sentBehind are the slots whose keptBehind keys went (no DONE) and
+	// stay in this node's store, with the node they named holder; the
+	// mark lasts until the table moves the slot on or back (backBehind).
+	sentBehind map[int]string
 	// holder is, per slot, the node this one last knew to hold its state
 	// when not itself: the node it handed the slot to, or imports it from
 	// (see holder.go); got, the slots whose keys a PULL's answer or
