@@ -672,7 +672,7 @@ func (s *sim) rebuild(i int) {
 		s.noteFormer(i, old.Table, tb)
 	}
 	n.tk = n.lease.NextTakeover(n.tk, old, nv, now)
-	tk, unlost, _ := NextLost(n.tk, old, nv, func(slot int, owner string) bool { return n.copyFrom[slot] == owner })
+	tk, unlost, _ := NextLost(n.tk, old, nv, func(slot int, owner string) bool { return n.copyFrom[slot] == owner || uncut[slot] && simUncutHeld })
 	heldFrom := maps.Clone(n.copyFrom) // as the hook sees them, before the replicas drop stale copies
 	if old != nil {
 		for _, slot := range s.slots { // the server's noteLost: a lost slot's holder is its dead old owner
@@ -2570,6 +2570,13 @@ var simTakeoverHolder = os.Getenv("RL_SIM_TAKEOVERHOLDER") == "1"
 // taking n1's shipments as copies meanwhile (87), served it to 103, and
 // promoted the 87 when n1's death gave it back.
 var simUncutPromotes = os.Getenv("RL_SIM_UNCUTPROMOTES") == "1"
+
+// simUncutHeld (RL_SIM_UNCUTHELD=0 leaves it out): such a slot is not lost
+// either, though the node holds none of the dead member's copies (the
+// server's uncutHeld). The model counts any shipment held, so none of its
+// seeds needs it; with it, seed 2804 of 2000–4999 takes another path to
+// 2363's shape (listed in sim-loss-seeds.txt).
+var simUncutHeld = os.Getenv("RL_SIM_UNCUTHELD") != "0"
 
 // simBackKeeps (RL_SIM_BACKKEEPS=0 leaves it out): a rejoin's own slot,
 // lost while it waited keeping its keys (an ASK named a dead holder, or

@@ -45,6 +45,18 @@ import (
 // it moved seed 1463 onto lostBack's open gap, below; on the simulation's
 // model since thirdPrev, restore.go, 1463 holds with it.)
 
+// uncutHeld: a slot this node was handing to a member whose death is now
+// confirmed, with no DONE sent (Handing: the member never took it), was
+// served here all along, so it is not lost however few of the member's
+// copies this node holds; the replicas leave its keys (promote). Before,
+// it was lost whenever the node held none of the member's synced copies
+// (the table change that first gave it the slot dropped them, and the
+// member's shipments since were deltas): answered as down, and released
+// to the member's rejoin (RELEASED … KEEP from the holder, lostBack),
+// which served its older keys (TestNeverCutSlotBackKeepsItsKeys; the
+// simulation's seed 527 at a 1 s import wait, whose model counts any
+// shipment held, reaches only the promote).
+
 // noteLost recomputes the lost slots for the view change from old to nv
 // (see cluster.NextLost), and loses again the forgone slots nv gives back
 // to this node while their holder is away. It runs after noteTakeovers;
@@ -55,7 +67,7 @@ func (n *Node) noteLost(old, nv *cluster.View) {
 	}
 	var held func(int, string) bool
 	if n.repl != nil {
-		held = n.repl.HeldBy
+		held = func(slot int, owner string) bool { return n.repl.HeldBy(slot, owner) || n.Handing(slot) } // see uncutHeld
 	}
 	prev := n.takeover.Load()
 	tk, unlost, fresh := cluster.NextLost(prev, old, nv, held)
