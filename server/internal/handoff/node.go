@@ -144,6 +144,9 @@ func (n *Node) SwitchTo(v *cluster.View) *cluster.View {
 	if old != nil && v.Table.Epoch() < old.Table.Epoch() {
 		return old // a connection that read the membership before a newer switch
 	}
+	if n.repl != nil {
+		defer n.repl.HoldDrops()() // between noteLost and promote, no copy goes: see HoldDrops
+	}
 	for _, h := range n.hooks {
 		h(old, v)
 	}

@@ -140,6 +140,21 @@ func (r *Replicator) PeerSync(w resp.Writer, st *Stream, peer string, bitmaps []
 	w.WriteString("OK")
 }
 
+// HoldDrops holds off full syncs' drops (and seeds) until the returned
+// release is called: a table change's hooks run between. They decide
+// which slots gained from a dead owner are lost by whether this node holds
+// their copies (HeldBy), and then promote those copies; a drop between
+// the two left a slot not lost with its copies gone, taken over from
+// nothing, and handed back in mode replace over the owner's newer keys
+// (CI's TestSplitTwoOfFive: an owner full synced its backups at a heal
+// just as they confirmed its death; both promoted no key). A drop before
+// the switch makes the slots lost; one after it drops copies already
+// promoted.
+func (r *Replicator) HoldDrops() (release func()) {
+	r.seedMu.Lock()
+	return r.seedMu.Unlock
+}
+
 // lostForm reports whether args, SYNC's arguments after ENDS, are none,
 // or LOST and holder and bitmap pairs.
 func lostForm(args [][]byte) bool {
