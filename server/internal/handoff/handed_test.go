@@ -36,14 +36,9 @@ func TestHandoffEndsALossWhateverItsHolder(t *testing.T) {
 	all := []string{"n2", "n0", "n1", "n3", "n4"}
 	xho := alive(viewOf(t, 1, all))
 	xo := alive(viewOf(t, 2, []string{"n2", "n0", "n3", "n4"}, "n1"))
-	var key []byte
-	for i := 0; key == nil && i < 100000; i++ {
-		k := []byte("handed" + strconv.Itoa(i))
-		if s := cluster.Slot(k); xho.Table.Owner(s).Name == "n4" && xo.Table.Owner(s).Name == "n2" {
-			key = k
-		}
-	}
-	require.NotNil(t, key, "a key of a slot n4 owns with n1, and n2 without")
+	key := keyWhere(t, "handed", "a key of a slot n4 owns with n1, and n2 without", func(s int) bool {
+		return xho.Table.Owner(s).Name == "n4" && xo.Table.Owner(s).Name == "n2"
+	})
 	slot := cluster.Slot(key)
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(xho)

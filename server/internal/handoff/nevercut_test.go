@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,14 +26,9 @@ import (
 func TestNeverCutSlotBackKeepsItsKeys(t *testing.T) {
 	with := viewOf(t, 2, []string{"x", "b", "o"})
 	without := viewOf(t, 3, []string{"x", "b"}, "o")
-	var key []byte
-	for i := 0; key == nil && i < 100000; i++ {
-		k := []byte("nevercut" + strconv.Itoa(i))
-		if s := cluster.Slot(k); with.Table.Owner(s).Name == "o" && without.Table.Owner(s).Name == "x" {
-			key = k
-		}
-	}
-	require.NotNil(t, key, "a key of a slot o owns with o, and x without")
+	key := keyWhere(t, "nevercut", "a key of a slot o owns with o, and x without", func(s int) bool {
+		return with.Table.Owner(s).Name == "o" && without.Table.Owner(s).Name == "x"
+	})
 	slot := cluster.Slot(key)
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(viewOf(t, 1, []string{"x", "b"}))

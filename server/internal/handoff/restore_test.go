@@ -205,6 +205,18 @@ func slotWhere(t *testing.T, what string, ok func(slot int) bool) int {
 	return -1
 }
 
+// keyWhere returns a key, prefix and a number, whose slot ok accepts.
+func keyWhere(t *testing.T, prefix, what string, ok func(slot int) bool) []byte {
+	t.Helper()
+	for i := range 100000 {
+		if k := []byte(prefix + strconv.Itoa(i)); ok(cluster.Slot(k)) {
+			return k
+		}
+	}
+	require.Fail(t, "no key: "+what)
+	return nil
+}
+
 // releasedTo returns n's answer to RL.PEER RELEASED from for slot, asked
 // as this version asks an import not sent on (PAST naming no one).
 func releasedTo(n *Node, from string, slot int) string {

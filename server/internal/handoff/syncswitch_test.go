@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,14 +29,10 @@ import (
 func TestFullSyncWaitsForTheSwitch(t *testing.T) {
 	v1 := viewOf(t, 1, []string{"x", "o", "p"})
 	v2 := viewOf(t, 2, []string{"x", "p"}, "o")
-	var key string
-	for i := 0; key == ""; i++ {
-		k := fmt.Sprint("heal:", i)
-		s := cluster.Slot(policy.Route([]byte(k)))
-		if ru, ok := v1.Table.RunnerUp(s); ok && v1.Table.Owner(s).Name == "o" && ru.Name == "x" && v2.Table.Owner(s).Name == "x" {
-			key = k
-		}
-	}
+	key := string(keyWhere(t, "heal:", "a slot o owns with x its backup, and x without o", func(s int) bool {
+		ru, ok := v1.Table.RunnerUp(s)
+		return ok && v1.Table.Owner(s).Name == "o" && ru.Name == "x" && v2.Table.Owner(s).Name == "x"
+	}))
 	slot := cluster.Slot(policy.Route([]byte(key)))
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(v1)
