@@ -268,6 +268,10 @@ var simCounts struct {
 	// answered with NONE by simVouch, and waiting those whose import still
 	// waited when the schedule ended (the rule's cost in liveness).
 	withheld, waiting int
+	// handed and handedWaiting are simHandedInc's: importer slots a node
+	// released not to a new process of the member it handed them to, and
+	// those still waiting at the schedule's end.
+	handed, handedWaiting int
 	// importing counts the slots every node up imported at its schedule's
 	// end, for any reason: what the waiting ones compare with.
 	importing int
@@ -397,6 +401,7 @@ type simNode struct {
 	unseen     map[string]bool       // known members this process has not had in a table since its join (the server's handoff.seen; see simVouch)
 	lostOwn    map[int]bool          // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
 	holder     map[int]int           // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
+	handedInc  map[int]simHanded     // slot → the node this one handed it to, and that node's process then (the server's handoff.handedTo; see simHandedInc)
 	deadPrev   map[int]int           // slot → the dead member whose confirmed death gave it to its owner now, another node (simDeadPrev)
 	guessPrev  map[int]int           // slot → the old owner its deadPrev names, when this node holds none of its copies (simAskChain)
 	// deadPrevInc is, per slot whose deadPrev names a live third node
@@ -459,6 +464,8 @@ type sim struct {
 	// withheld are the importer and slot pairs whose RELEASED simVouch
 	// answered with NONE (simCounts.withheld).
 	withheld map[[2]int]bool
+	// handedNone are simHandedInc's importer and slot pairs.
+	handedNone map[[2]int]bool
 }
 
 func (n *simNode) local(now time.Duration) int64 { return int64(n.off) + int64(float64(now)*n.rate) }
@@ -503,7 +510,7 @@ func (s *sim) start(i int) {
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
-	n.sentBehind = map[int]int{}
+	n.sentBehind, n.handedInc = map[int]int{}, map[int]simHanded{}
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.gen++
@@ -574,6 +581,7 @@ func (s *sim) rebuild(i int) {
 			out[to].replace = out[to].replace && served
 			delete(n.cnt, slot) // the cut drops this node's copy
 			n.holder[slot] = to
+			s.noteHandedInc(i, slot, to)
 			n.moved[slot] = !simNoMoved
 		}
 		for _, name := range s.known { // the server deletes it as it starts a handoff to the member
@@ -1520,6 +1528,7 @@ func (s *sim) receive(m simMsg) {
 			}
 			delete(n.kept, slot)
 			n.holder[slot] = m.from
+			s.noteHandedInc(m.to, slot, m.from)
 			if p, ok := n.keptBehind[slot]; ok {
 				n.holder[slot] = p // RELEASED: ASK the node that took it over; its keys stay here (the server's sendKept)
 			}
@@ -1585,7 +1594,7 @@ func (s *sim) receive(m simMsg) {
 		if !n.lease.ServesAt(now) {
 			break // the server's peerReleased: a node that may not serve knows nothing newer
 		}
-		var released []int
+		var released, newProc []int
 		var ask map[int][]int
 		for _, slot := range m.slots {
 			if h, ok := n.holder[slot]; simHolder && ok && h != m.from && h != m.to {
@@ -1596,6 +1605,16 @@ func (s *sim) receive(m simMsg) {
 				continue
 			}
 			h, hok := n.holder[slot]
+			if hok && h == m.from && s.handedNewProcess(m.to, slot, m.from) {
+				if s.handedNone == nil {
+					s.handedNone = map[[2]int]bool{}
+				}
+				s.handedNone[[2]int{m.from, slot}] = true
+				if n.copyFrom[slot] == from {
+					newProc = append(newProc, slot) // the old process's copies, held here: see simHandedPull
+				}
+				continue // handed to from's old process, which died with it: see simHandedInc
+			}
 			back := m.keep && hok && h == m.from // lost here when from died, and from's rejoin has its keys
 			if !simAskForgone && (n.view.Table.Owner(slot).Name != from || n.forgone[slot] && !back) {
 				continue // the server's releasedLocked: not from's by its table, or lost here (unless back); no answer
@@ -1656,6 +1675,9 @@ func (s *sim) receive(m simMsg) {
 		}
 		if len(released) > 0 || len(ask) > 0 {
 			s.send(simMsg{kind: simReleased, from: m.to, to: m.from, slots: released, ask: ask})
+		}
+		if done := s.backedUp(m.to, from, newProc); simHandedPull && done.vals != nil {
+			s.send(done) // the server's handedPull: as the new process's PULL is answered
 		}
 	case simReleased:
 		s.logf("%s: %s released %v, ask %v", n.name, from, m.slots, m.ask)
@@ -1735,6 +1757,7 @@ func (s *sim) tick(i int) {
 			outs[o.to].slots = append(outs[o.to].slots, slot)
 			outs[o.to].vals = append(outs[o.to].vals, n.cnt[slot])
 			n.holder[slot] = o.to
+			s.noteHandedInc(i, slot, o.to)
 			n.moved[slot] = !simNoMoved
 			n.gated[slot] = true
 		case now-o.since > int64(simMigrate): // the server's abandon
@@ -1792,6 +1815,7 @@ func (s *sim) tick(i int) {
 				continue
 			}
 			n.holder[slot] = to
+			s.noteHandedInc(i, slot, to)
 			delete(n.kept, slot)
 			delete(n.cnt, slot)
 		}
@@ -2578,6 +2602,51 @@ var simUncutPromotes = os.Getenv("RL_SIM_UNCUTPROMOTES") == "1"
 // 2363's shape (listed in sim-loss-seeds.txt).
 var simUncutHeld = os.Getenv("RL_SIM_UNCUTHELD") != "0"
 
+// simHandedInc (RL_SIM_HANDEDINC=0 leaves it out): a node that handed a
+// slot to a member's process releases it to no later process of that
+// member: the slot's state went with the old process (its store, and the
+// copies its backups hold), and the new one lost it. Seeds 2363 at
+// RL_SIM_IMPORTWAIT=1s and 2804: n1 took slot 6939 over at n2's death,
+// handed 65 to n2 and kept them as n2's copy, learned it was declared
+// dead (ForgetHeld), and released the slot to n2's new process (n2 had
+// crashed with the 65), which served it from 0. The import waits for a
+// backup's PULL answer instead (the server's handedTo).
+var simHandedInc = os.Getenv("RL_SIM_HANDEDINC") != "0"
+
+// simHandedPull (RL_SIM_HANDEDPULL=0 leaves it out): such a RELEASED is
+// answered, for the slots whose copies this node holds from the old
+// process (copyFrom, the server's HeldBy) and backs up for from, as the
+// new process's PULL is (backedUp: the copies and a DONE), which no later
+// table change may bring: an import the PULL's answer skipped (it was from
+// another node then) and that an ASK sent here would wait to its end.
+// Copies not held (forgotten at this node's rejoin) go nowhere: the old
+// process may have served the slot since and shipped it to another
+// backup. Seed 3983 with a DONE sent without held copies: n4's new process
+// served slot 6682 from 0 where n1 left 35.
+var simHandedPull = os.Getenv("RL_SIM_HANDEDPULL") != "0"
+
+// simHanded is a slot's handoff: the node it went to, and that node's
+// process by this node's lease (0: unknown).
+type simHanded struct {
+	to  int
+	inc uint64
+}
+
+// noteHandedInc records that node i handed slot to node to's process of now.
+func (s *sim) noteHandedInc(i, slot, to int) {
+	n := s.nodes[i]
+	n.handedInc[slot] = simHanded{to: to, inc: n.lease.IncarnationOf(s.known[to])}
+}
+
+// handedNewProcess reports whether node i handed slot to another process
+// of from than the one now asking (see simHandedInc).
+func (s *sim) handedNewProcess(i, slot, from int) bool {
+	n := s.nodes[i]
+	h, ok := n.handedInc[slot]
+	now := n.lease.IncarnationOf(s.known[from])
+	return simHandedInc && ok && h.to == from && h.inc != 0 && now != 0 && now != h.inc
+}
+
 // simBackKeeps (RL_SIM_BACKKEEPS=0 leaves it out): a rejoin's own slot,
 // lost while it waited keeping its keys (an ASK named a dead holder, or
 // its import's peer died: the server's ownLost), and forgone since the
@@ -2667,6 +2736,12 @@ func TestSimulationSafety(t *testing.T) {
 				simCounts.importing += len(n.importing)
 			}
 		}
+		for w := range s.handedNone {
+			simCounts.handed++
+			if _, ok := s.nodes[w[0]].importing[w[1]]; ok && s.nodes[w[0]].up {
+				simCounts.handedWaiting++
+			}
+		}
 		for w := range s.withheld {
 			simCounts.withheld++
 			if _, ok := s.nodes[w[0]].importing[w[1]]; ok && s.nodes[w[0]].up {
@@ -2701,6 +2776,8 @@ func TestSimulationSafety(t *testing.T) {
 		simCounts.rejoins, simCounts.proofs, simCounts.waits, simCounts.lost)
 	t.Logf("a new process answered RELEASED with NONE, not having seen every known member (simVouch), for %d importer slots; %d still waited at their schedule's end, of %d slots imported then",
 		simCounts.withheld, simCounts.waiting, simCounts.importing)
+	t.Logf("not released to a new process of the member they were handed to (simHandedInc): %d importer slots, %d of them still waiting at the end",
+		simCounts.handed, simCounts.handedWaiting)
 	t.Logf("%d schedules served a key from less than the documented losses allow (those of testdata/sim-loss-seeds.txt; any other fails): %v",
 		len(simCounts.undocumented), simCounts.undocumented)
 	if len(over) > 0 {
