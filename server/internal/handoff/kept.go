@@ -347,7 +347,7 @@ func (n *Node) sendKept(k keptFor, slots []int) {
 		n.switchMu.Unlock()
 	} else {
 		n.dropSlots(replica.SlotSet(gone))
-		n.noteHolder(to.Name, gone)
+		n.noteHandedTo(to.Name, gone)
 	}
 	n.log.Info("cluster: sent a slot's owner the keys this node kept for it", "to", to.Name, "slots", len(slots), "keys", keys, "holder", k.behind)
 }

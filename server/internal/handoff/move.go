@@ -439,7 +439,7 @@ func (n *Node) settle(mg *Migration) []int {
 func (n *Node) cut(mg *Migration, slots []int, keys, bytes int, gated time.Duration) {
 	mg.open(ModeMoved)
 	n.unmark(slots)
-	n.noteHolder(mg.to.Name, slots)
+	n.noteHandedTo(mg.to.Name, slots)
 	st := &n.ho.stats
 	st.slotsOut.Add(int64(len(slots)))
 	st.keysOut.Add(int64(keys))

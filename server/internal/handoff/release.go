@@ -174,10 +174,13 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 	// owner with a newer table's holder, deadPrev or kept mark.
 	q := askedBy(args[4:])
 	n.switchMu.Lock()
-	out, ask, kept := n.releasedLocked(string(args[2]), slots, q)
+	out, ask, kept, old := n.releasedLocked(string(args[2]), slots, q)
 	n.switchMu.Unlock()
 	if kept {
 		n.pushKept()
+	}
+	if len(old) > 0 {
+		n.handedPull(string(args[2]), old)
 	}
 	x.Out.WriteString(releasedAnswer(out, ask))
 }
@@ -208,9 +211,10 @@ func askedBy(rest [][]byte) releasedQ {
 
 // releasedLocked decides peerReleased's slots by the routing view: those
 // released to from, those to ask another node for, and whether any of
-// them is kept here for from (kept.go); q is the question's form. The
-// caller holds switchMu.
-func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int, ask map[string][]int, kept bool) {
+// them is kept here for from (kept.go), and those handed to an older
+// process of from (handed.go); q is the question's form. The caller holds
+// switchMu.
+func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int, ask map[string][]int, kept bool, old []int) {
 	v := n.cur.Load()
 	unsure := n.neverSawLocked()
 	askAt := func(node string, slot int) {
@@ -223,6 +227,10 @@ func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int,
 		holder := n.ho.holder[slot]
 		if holder != "" && holder != from && holder != v.Self {
 			askAt(holder, slot) // handed on, or never held here: see holder.go
+			continue
+		}
+		if holder == from && n.handedOldLocked(slot, from) {
+			old = append(old, slot) // not the process it went to: see handed.go
 			continue
 		}
 		if v.Table.Owner(slot).Name != from || n.ho.forgone.Has(slot) && !(q.keep && holder == from) {
@@ -261,7 +269,7 @@ func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int,
 		}
 		out = append(out, slot)
 	}
-	return out, ask, kept
+	return out, ask, kept, old
 }
 
 // askTheBackup: a node asked RL.PEER RELEASED for a slot that it neither

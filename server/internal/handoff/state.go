@@ -141,7 +141,10 @@ type handoff struct {
 	// (see holder.go); got, the slots whose keys a PULL's answer or
 	// kept keys brought while this node imported them.
 	holder [cluster.Slots]string
-	got    replica.SlotBits
+	// handedTo is, per slot, the node and process this node last handed
+	// it to (handed.go).
+	handedTo [cluster.Slots]handedMark
+	got      replica.SlotBits
 	// gotFrom is, per slot of got, the node whose push brought its keys.
 	gotFrom [cluster.Slots]string
 	// lostFrom are the lost slots whose holder died while this node
