@@ -2599,7 +2599,7 @@ var simUncutPromotes = os.Getenv("RL_SIM_UNCUTPROMOTES") == "1"
 // either, though the node holds none of the dead member's copies (the
 // server's uncutHeld). The model counts any shipment held, so none of its
 // seeds needs it; with it, seed 2804 of 2000–4999 takes another path to
-// 2363's shape (listed in sim-loss-seeds.txt).
+// 2363's shape (closed since by simHandedInc).
 var simUncutHeld = os.Getenv("RL_SIM_UNCUTHELD") != "0"
 
 // simHandedInc (RL_SIM_HANDEDINC=0 leaves it out): a node that handed a
