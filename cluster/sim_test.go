@@ -654,6 +654,7 @@ func (s *sim) rebuild(i int) {
 				s.logf("%s imports %d from %s", n.name, slot, s.known[peer])
 				n.importing[slot] = simImport{peer: peer, until: n.local(s.now) + int64(simImportWait)} // a live owner hands it over (importFrom)
 				n.holder[slot] = peer
+				delete(n.handedInc, slot) // not a handoff's record (the server's holdBy)
 			} else if owner == n.name && prev == n.name && !n.tk.Lost(slot) && (!importing || simImportDropsHolder) {
 				delete(n.holder, slot)
 			}
@@ -686,6 +687,7 @@ func (s *sim) rebuild(i int) {
 		for _, slot := range s.slots { // the server's noteLost: a lost slot's holder is its dead old owner
 			if prev := old.Table.Owner(slot).Name; tk.Lost(slot) && !n.tk.Lost(slot) && prev != n.name {
 				n.holder[slot] = s.index(prev)
+				delete(n.handedInc, slot)
 			}
 		}
 	}
@@ -1700,6 +1702,7 @@ func (s *sim) receive(m simMsg) {
 					continue
 				}
 				n.holder[slot] = h
+				delete(n.handedInc, slot)
 				switch {
 				case n.view.Table.Has(s.known[h]):
 					n.importing[slot] = simImport{peer: h, until: now + int64(simRelease), keep: im.keep, past: append(slices.Clip(im.past), m.from)}

@@ -39,6 +39,17 @@ type handedMark struct {
 	inc  uint64
 }
 
+// holdBy records node as slot's holder ("" for this node or none), by
+// any record but a handoff's: the process a handoff went to (handedTo)
+// names the holder only until the record changes, so a rejoin that asks
+// RELEASED KEEP for a slot lost here at its death is not taken for
+// another process by an older handoff's mark (lostBack). The caller
+// holds switchMu.
+func (h *handoff) holdBy(slot int, node string) {
+	h.holder[slot] = node
+	h.handedTo[slot] = handedMark{}
+}
+
 // noteHandedTo records that slots went to node: it is their holder, and
 // its process now the one they went to.
 func (n *Node) noteHandedTo(node string, slots []int) {

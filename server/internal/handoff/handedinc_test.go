@@ -49,4 +49,7 @@ func TestHandedSlotNotReleasedToANewProcess(t *testing.T) {
 		c := fw.commands()
 		return len(c) == 2 && c[0] == cluster.PeerImport+" pull" && c[1] == cluster.PeerDone+" "+formatSlots([]int{held})
 	}, 5*time.Second, 10*time.Millisecond, "held's copies go to p's new process as a PULL's answer, and forgot's do not")
+
+	n.noteHolder("p", []int{forgot}) // a record of another kind since (an import's, a loss's): no process named
+	assert.Equal(t, "+"+strconv.Itoa(forgot), releasedTo(n, "p", forgot), "holder p by a record that names no process: released, as before")
 }

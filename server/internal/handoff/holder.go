@@ -34,7 +34,7 @@ import (
 // caller holds switchMu.
 func (h *handoff) setHolder(node string, slots []int) {
 	for _, slot := range slots {
-		h.holder[slot] = node
+		h.holdBy(slot, node)
 	}
 }
 
@@ -124,12 +124,12 @@ func (n *Node) askElsewhere(st *SlotState, holder string, slots []int) {
 		}
 		if n.ho.got.Has(slot) && n.ho.gotFrom[slot] == holder {
 			n.ho.set(slot, nil) // the holder's keys came already: see keptBehind
-			n.ho.holder[slot] = ""
+			n.ho.holdBy(slot, "")
 			n.ho.got[slot/64] &^= 1 << (slot % 64)
 			came = append(came, slot)
 			continue
 		}
-		n.ho.holder[slot] = holder
+		n.ho.holdBy(slot, holder)
 		if inTable {
 			n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now().Add(releaseRetry), keep: st.keep, past: append(slices.Clip(st.past), st.peer.Name)})
 			moved = append(moved, slot)
@@ -176,7 +176,7 @@ func (n *Node) fromDeadLocked(slots []int, holder string) int {
 	}
 	var waits, lost []int
 	for _, slot := range slots {
-		n.ho.holder[slot] = holder // lost until it comes back: see lostComeBack
+		n.ho.holdBy(slot, holder) // lost until it comes back: see lostComeBack
 		if n.repl == nil || n.repl.HeldBy(slot, holder) {
 			waits = append(waits, slot)
 		} else {

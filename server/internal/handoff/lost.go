@@ -85,7 +85,7 @@ func (n *Node) noteLost(old, nv *cluster.View) {
 			}
 			n.ho.forgone[slot/64] &^= 1 << (slot % 64)
 		case tk.Lost(slot) && !prev.Lost(slot) && old != nil && old.Table.Owner(slot).Name != nv.Self:
-			n.ho.holder[slot] = old.Table.Owner(slot).Name // its DONE, once back, ends the loss (unloseLocked)
+			n.ho.holdBy(slot, old.Table.Owner(slot).Name) // its DONE, once back, ends the loss (unloseLocked)
 		}
 	}
 	for h, slots := range relost {

@@ -204,7 +204,7 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 		if !nv.Table.Has(st.peer.Name) {
 			h.set(slot, nil) // the old owner has gone: serve from what came
 			if !n.takeover.Load().Lost(slot) {
-				h.holder[slot] = "" // a lost one keeps it: it comes back with it (lostComeBackLocked)
+				h.holdBy(slot, "") // a lost one keeps it: it comes back with it (lostComeBackLocked)
 			}
 		} else if ru, ok := nv.Table.RunnerUp(slot); ok && st.guess && ru.Name != st.peer.Name && ru.Name != nv.Self {
 			// A joiner whose first view lacked the slot's backup guessed
@@ -214,7 +214,7 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 		}
 	case mine && had:
 		if !n.takeover.Load().Lost(slot) {
-			h.holder[slot] = "" // a lost one keeps its holder: see unloseLocked
+			h.holdBy(slot, "") // a lost one keeps its holder: see unloseLocked
 		}
 	case mine:
 		st := n.importFrom(old, nv, slot, oldCounts, until)
@@ -228,9 +228,9 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 			// the slot from the guess at that member's death rather than
 			// take it over from its copies (TestPausedOwnerAnswersNothingStale).
 		case st != nil:
-			h.holder[slot] = st.peer.Name
+			h.holdBy(slot, st.peer.Name)
 		case !n.takeover.Load().Lost(slot):
-			h.holder[slot] = "" // served here from now on (its old owner died or left)
+			h.holdBy(slot, "") // served here from now on (its old owner died or left)
 		}
 	case mode == ModeImporting:
 		h.set(slot, nil) // another node owns it now

@@ -161,7 +161,7 @@ func (n *Node) importingFrom(from string, slots []int) {
 	for _, slot := range slots {
 		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && st.peer.Name != from {
 			n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: st.until, keep: st.keep})
-			n.ho.holder[slot] = from
+			n.ho.holdBy(slot, from)
 		}
 	}
 	n.ho.notify()
@@ -277,7 +277,7 @@ func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
 	n.unloseLocked(from, slots, pulled)
 	for _, slot := range slots {
 		if !n.takeover.Load().Lost(slot) {
-			n.ho.holder[slot] = "" // served here: a lost one waits for its holder
+			n.ho.holdBy(slot, "") // served here: a lost one waits for its holder
 		}
 	}
 	for _, slot := range slots {

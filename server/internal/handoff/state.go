@@ -75,7 +75,7 @@ type SlotState struct {
 func (h *handoff) keepImport(slot int) {
 	if st := h.state(slot); st != nil && st.mode == ModeImporting && !st.keep {
 		h.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: st.until, keep: true, guess: st.guess, past: st.past})
-		h.holder[slot] = ""
+		h.holdBy(slot, "")
 	}
 }
 
