@@ -78,6 +78,7 @@ func everyCommand() []callCase {
 		{[]string{"CLUSTER", "SLAVES", "x"}, route.ErrNoCluster},
 		{[]string{"RL.CLUSTER", "NODES"}, route.ErrNoCluster}, {[]string{"RL.CLUSTER", "OWNER", "every:slide"}, route.ErrNoCluster},
 		{[]string{"RL.CLUSTER", "INFO"}, route.ErrNoCluster}, {[]string{"RL.CLUSTER", "FORGET", "every"}, route.ErrNoCluster},
+		{[]string{"RL.CLUSTER", "SETSLOT", "0", "STABLE"}, route.ErrNoCluster},
 		{[]string{"RL.PEER", "HELLO", "every"}, route.ErrNoCluster},
 		{[]string{"RL.HOP", "1", "2", "PING"}, route.ErrNotPeer},
 	}

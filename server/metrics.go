@@ -330,4 +330,7 @@ func (s *Server) writeHandoffMetrics(w io.Writer) {
 	gauge(w, "rlstore_cluster_handoff_last_move_seconds", st.LastMove.Seconds())
 	counter(w, "rlstore_cluster_handoff_import_timeouts_total", st.ImportTimeouts)
 	counter(w, "rlstore_cluster_handoff_crossed_cut_total", st.CrossedCut)
+	gauge(w, "rlstore_cluster_handoff_import_slots_stuck", float64(st.ImportsStuck))
+	gauge(w, "rlstore_cluster_handoff_import_longest_wait_seconds", st.LongestImport.Seconds())
+	counter(w, "rlstore_cluster_handoff_imports_ended_by_operator_total", st.ImportsEnded)
 }

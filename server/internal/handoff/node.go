@@ -73,6 +73,7 @@ type Node struct {
 // membership's view before it returns.
 func New(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger, store: cfg.Store, started: cfg.Started}
+	n.ho.waits.origin = time.Now()
 	if n.lease = cfg.Lease; n.lease != nil {
 		n.leaseOff = int64(cfg.Started.Sub(n.lease.Origin()))
 		n.lease.OnDeclaredDead(n.rejoin)

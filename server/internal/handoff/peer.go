@@ -180,6 +180,7 @@ func (h *handoff) copied(from string, reset bool, keys, bytes int) {
 		c = [2]int{}
 	}
 	h.in[from] = [2]int{c[0] + keys, c[1] + bytes}
+	h.waits.copied(from) // a copy is under way: see stable.go
 }
 
 // took counts the slots, keys and bytes that node from handed over.

@@ -72,6 +72,7 @@ func (n *Node) expireImports() {
 	}
 	if len(asks) > 0 {
 		time.AfterFunc(releaseRetry+time.Millisecond, n.expireImports)
+		n.logStuck()
 	}
 }
 

@@ -176,6 +176,9 @@ type handoff struct {
 	had map[string]bool
 	// refusals are, per slot owner, its refusals of kept keys (kept.go).
 	refusals keptRefusals
+	// waits are when each slot's import began, for the stuck imports'
+	// count and their operator's end (stable.go).
+	waits waits
 }
 
 // state returns slot's handoff state, nil when it follows the table.
@@ -197,9 +200,11 @@ func (h *handoff) set(slot int, st *SlotState) {
 	if st != nil {
 		h.active.Add(1)
 	}
-	if old := h.slots[slot].Swap(st); old != nil {
+	old := h.slots[slot].Swap(st)
+	if old != nil {
 		h.active.Add(-1)
 	}
+	h.waits.note(slot, old, st)
 }
 
 // swap sets slot's state to st if it is old, and reports whether it did.
@@ -213,6 +218,9 @@ func (h *handoff) swap(slot int, old, st *SlotState) bool {
 		h.active.Add(-1)
 	case ok && old != nil:
 		h.active.Add(-1)
+	}
+	if ok {
+		h.waits.note(slot, old, st)
 	}
 	return ok
 }

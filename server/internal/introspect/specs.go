@@ -75,8 +75,9 @@ func Specs() map[string]core.Spec {
 		"rl.cluster": {ACL: catRL}, "rl.cluster|nodes": {Flags: flagStale, ACL: catRL},
 		"rl.cluster|owner": {Flags: flagStale, ACL: catRL}, "rl.cluster|info": {Flags: flagStale, ACL: catRL},
 		"rl.cluster|help": {Flags: ls, ACL: catRL}, "rl.cluster|forget": {Flags: flagAdmin, ACL: catRL},
-		"rl.peer": {Flags: nls, ACL: conn | catRL},
-		"rl.hop":  {Flags: ls, ACL: catRL},
+		"rl.cluster|setslot": {Flags: flagAdmin, ACL: catRL},
+		"rl.peer":            {Flags: nls, ACL: conn | catRL},
+		"rl.hop":             {Flags: ls, ACL: catRL},
 
 		"ping": {Flags: flagFast, ACL: conn}, "echo": {Flags: ls | flagFast, ACL: conn},
 		"quit":   {Flags: nls | flagFast | flagAllowBusy, ACL: conn},

@@ -34,6 +34,7 @@ func (rt *Router) clusterCommands() []core.Command {
 			{Name: "owner", Arity: 3, Run: rt.cmdRLClusterOwner, Summary: "Names a key's slot, owner and runner-up"},
 			{Name: "info", Arity: 2, Run: rt.cmdRLClusterInfo, Summary: "Shows this node's view of the cluster"},
 			{Name: "forget", Arity: 3, Run: rt.cmdRLClusterForget, Summary: "Removes a dead member from the known member set for good"},
+			rt.setSlotCommand(),
 			{Name: "help", Arity: 2, Run: rt.cmdRLClusterHelp, Summary: "Lists RL.CLUSTER's subcommands"},
 		}},
 	}
@@ -236,8 +237,9 @@ func Docs(rlSince string) map[string]Doc {
 		"rl.cluster": {Since: rlSince, Summary: "rlstore's view of its cluster"}, "rl.cluster|nodes": {Since: rlSince},
 		"rl.cluster|owner": {Since: rlSince, Args: []string{"key"}}, "rl.cluster|info": {Since: rlSince},
 		"rl.cluster|help": {Since: rlSince}, "rl.cluster|forget": {Since: rlSince, Args: []string{"node"}},
-		"rl.peer": {Since: rlSince, Args: []string{"HELLO|AUTH", "*arg"}},
-		"rl.hop":  {Since: rlSince, Args: []string{"level:integer", "resp:integer", "command", "*arg"}},
+		"rl.cluster|setslot": {Since: rlSince, Args: []string{"slot", "STABLE"}},
+		"rl.peer":            {Since: rlSince, Args: []string{"HELLO|AUTH", "*arg"}},
+		"rl.hop":             {Since: rlSince, Args: []string{"level:integer", "resp:integer", "command", "*arg"}},
 	}
 }
 

@@ -1,0 +1,291 @@
+package handoff
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/persistence"
+	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/shard"
+	"github.com/rlstore/rlstore/window"
+)
+
+// TestOperatorEndsAnImportThatWaitsForever: an import whose old owner
+// answers every RL.PEER RELEASED with NONE waits on, asked every second,
+// with every member alive (a slot handed to a member's old process, say).
+// RL.CLUSTER INFO counts it once it has waited longer than the import
+// wait, and a log line names it, whom it waits on and the remedy. The
+// operator's RL.CLUSTER SETSLOT slot STABLE (EndImport) ends it: the slot
+// is served from the keys this node holds, and counted. It refuses while
+// the wait may end by itself (younger than the import wait, or a copy
+// from the old owner under way), on a slot this node does not own, and
+// without the lease. A handoff from the old owner that comes later only
+// adds the keys this node lacks.
+func TestOperatorEndsAnImportThatWaitsForever(t *testing.T) {
+	v := alive(viewOf(t, 1, []string{"x", "p"}))
+	key := keyWhere(t, "stuck:", "a key of x's", func(slot int) bool { return v.Table.Owner(slot).Name == "x" })
+	slot := cluster.Slot(key)
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	fw := &noneOwner{asked: make(chan string, 1024)}
+	n := buildNode(t, &cur, fw, servingLease("x"), false)
+	logs := captureLog(n)
+	st := n.State(slot)
+	require.True(t, st != nil && st.Mode() == ModeImporting && st.Peer().Name == "p", "x imports its slot from p (its first view's guess)")
+
+	now := time.Now()
+	p := window.Params{Kind: window.KindFixed, Limit: 100, Period: time.Hour}
+	entry := func(k []byte, used uint64) shard.Entry {
+		return shard.Entry{Key: k, Params: p, State: window.State{uint64(now.UnixNano()), used}}
+	}
+	require.NoError(t, n.store.Import(entry(key, 7), now.UnixNano())) // what x holds (a data dir's)
+
+	_, err := n.EndImport(slot)
+	var we *WaitError
+	require.ErrorAs(t, err, &we, "younger than StableAfter: p's handoff may be under way")
+	assert.False(t, we.Copying)
+	assert.Equal(t, "p", we.Peer)
+
+	// The import has waited past the import wait, and p answers NONE.
+	n.ho.waits.since[slot].Add(-int64(importWait + 2*releaseRetry))
+	n.ho.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: time.Now(), guess: st.guess})
+	for range 2 {
+		n.expireImports()
+		require.Equal(t, strconv.Itoa(slot), <-fw.asked, "x asks p whether it released the slot")
+		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "old owner still holds slots") }, time.Minute, time.Millisecond)
+		n.ho.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: time.Now(), guess: st.guess}) // ask again now
+	}
+	require.Equal(t, ModeImporting, n.State(slot).Mode(), "NONE: the import waits on")
+	info := pairsOf(n.HandoffPairs())
+	assert.Equal(t, "1", info["handoff_import_slots_stuck"], "only this slot has waited longer than the import wait")
+	assert.GreaterOrEqual(t, atoi(t, info["handoff_import_longest_wait_ms"]), int((importWait+2*releaseRetry)/time.Millisecond))
+	assert.Equal(t, "0", info["handoff_imports_ended_by_operator"])
+	assert.Equal(t, 1, n.Stats().ImportsStuck)
+	out := logs.String()
+	assert.Equal(t, 1, strings.Count(out, "longer than the import wait"), "logged once in %s: %s", stuckLogEvery, out)
+	assert.Contains(t, out, "RL.CLUSTER SETSLOT <slot> STABLE on this node")
+	assert.Contains(t, out, fmt.Sprintf("slots=1 first=[%d] waiting_on=[p]", slot))
+
+	_, err = n.EndImport(slot)
+	require.ErrorAs(t, err, &we, "stuck, but younger than StableAfter: a failing handoff from p is still retried")
+	assert.False(t, we.Copying)
+	n.ho.waits.since[slot].Add(-int64(StableAfter))
+
+	n.ho.waits.copied("p")
+	_, err = n.EndImport(slot)
+	require.ErrorAs(t, err, &we, "p sends the slot's keys now: its DONE ends the wait")
+	assert.True(t, we.Copying)
+	n.ho.waits.copyMu.Lock()
+	n.ho.waits.copyAt["p"] -= int64(2 * importWait) // that copy stopped long ago
+	n.ho.waits.copyMu.Unlock()
+
+	pSlot := slotWhere(t, "a slot of p's", func(s int) bool { return v.Table.Owner(s).Name == "p" })
+	_, err = n.EndImport(pSlot)
+	assert.ErrorIs(t, err, ErrNotOwner)
+	lapsed := buildNode(t, &cur, fw, cluster.NewLease("x", time.Hour), false) // it never reached a majority
+	_, err = lapsed.EndImport(slot)
+	assert.ErrorIs(t, err, ErrNoLease)
+	require.Equal(t, ModeImporting, n.State(slot).Mode(), "no refusal ended it")
+
+	ended, err := n.EndImport(slot)
+	require.NoError(t, err)
+	assert.True(t, ended)
+	assert.Nil(t, n.State(slot), "the slot follows the table: served here")
+	assert.True(t, n.MayServe(&core.Session{}, slot))
+	assert.Empty(t, n.holderOf(slot), "held here")
+	assert.Equal(t, int64(7), used(t, n, key, now), "served from the keys x holds")
+	info = pairsOf(n.HandoffPairs())
+	assert.Equal(t, "0", info["handoff_import_slots_stuck"])
+	assert.Equal(t, "1", info["handoff_imports_ended_by_operator"])
+	assert.Contains(t, logs.String(), fmt.Sprintf("an operator ended a slot's import wait (RL.CLUSTER SETSLOT STABLE); serving it from the keys this node holds, which may lack what its old owner decided\" slot=%d waited_on=p", slot))
+
+	ended, err = n.EndImport(slot)
+	require.NoError(t, err, "a slot that does not wait: +OK, as Redis's STABLE")
+	assert.False(t, ended)
+	assert.Equal(t, "1", pairsOf(n.HandoffPairs())["handoff_imports_ended_by_operator"])
+
+	// p hands the slot over after all: x keeps its 7 (newer: it served
+	// them), and takes the key it lacks.
+	other := keyWhere(t, "stuck:", "another key of the slot", func(s int) bool { return s == slot })
+	if bytes.Equal(other, key) {
+		other = keyWhere(t, "stuck-other:", "another key of the slot", func(s int) bool { return s == slot })
+	}
+	w := &nopWriter{}
+	n.peerImport(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerImport), []byte("p"),
+		[]byte("reset"), []byte(strconv.Itoa(slot)), persistence.AppendEntries(nil, []shard.Entry{entry(key, 3), entry(other, 5)}, now.UnixNano())})
+	require.Equal(t, "+OK", w.last)
+	n.peerDone(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerDone), []byte("p"), []byte(strconv.Itoa(slot))})
+	require.Equal(t, "+OK", w.last)
+	assert.Nil(t, n.State(slot))
+	assert.Equal(t, int64(7), used(t, n, key, now), "a late handoff does not replace what x served")
+	assert.Equal(t, int64(5), used(t, n, other, now), "it adds the key x lacked")
+}
+
+// TestOperatorEndsEveryStuckImport: RL.CLUSTER SETSLOT ALL STABLE
+// (EndStuckImports) ends the imports that have waited longer than the
+// import wait, and leaves the younger ones waiting; without the lease it
+// ends none.
+func TestOperatorEndsEveryStuckImport(t *testing.T) {
+	v := alive(viewOf(t, 1, []string{"x", "p"}))
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	fw := &noneOwner{asked: make(chan string, 1024)}
+	n := buildNode(t, &cur, fw, servingLease("x"), false)
+	logs := captureLog(n)
+	var mine []int
+	for s := range cluster.Slots {
+		if v.Table.Owner(s).Name == "x" {
+			mine = append(mine, s)
+		}
+	}
+	require.Greater(t, len(mine), 3)
+	stuck := mine[:2]
+	for _, s := range stuck {
+		n.ho.waits.since[s].Add(-int64(2 * StableAfter))
+	}
+	lapsed := buildNode(t, &cur, fw, cluster.NewLease("x", time.Hour), false)
+	_, err := lapsed.EndStuckImports()
+	assert.ErrorIs(t, err, ErrNoLease)
+
+	ended, err := n.EndStuckImports()
+	require.NoError(t, err)
+	assert.Equal(t, len(stuck), ended)
+	for _, s := range stuck {
+		assert.Nil(t, n.State(s), "slot %d waited longer than the import wait: ended", s)
+	}
+	assert.Equal(t, ModeImporting, n.State(mine[2]).Mode(), "a younger import waits on")
+	assert.Equal(t, strconv.Itoa(len(stuck)), pairsOf(n.HandoffPairs())["handoff_imports_ended_by_operator"])
+	assert.Contains(t, logs.String(), fmt.Sprintf("slots=%d first=\"[%d %d]\" waited_on=[p]", len(stuck), stuck[0], stuck[1]))
+	ended, err = n.EndStuckImports()
+	require.NoError(t, err)
+	assert.Zero(t, ended, "none left")
+}
+
+// TestStuckImportsLoggedAfterAnAnswer: an import counts as stuck in INFO
+// once it has waited longer than the import wait, but is logged only once
+// its old owner had time to answer the first RL.PEER RELEASED: the imports
+// of nodes started at once are often released right at the import wait.
+func TestStuckImportsLoggedAfterAnAnswer(t *testing.T) {
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(alive(viewOf(t, 1, []string{"x", "p"})))
+	n := buildNode(t, &cur, &noneOwner{asked: make(chan string, 1024)}, servingLease("x"), false)
+	logs := captureLog(n)
+	slot := slotWhere(t, "a slot of x's", func(s int) bool { return cur.Load().Table.Owner(s).Name == "x" })
+	require.Equal(t, ModeImporting, n.State(slot).Mode())
+	n.ho.waits.since[slot].Add(-int64(importWait + releaseRetry/2))
+	n.logStuck()
+	assert.Equal(t, "1", pairsOf(n.HandoffPairs())["handoff_import_slots_stuck"])
+	assert.NotContains(t, logs.String(), "longer than the import wait", "asked, not yet answered")
+	n.ho.waits.since[slot].Add(-int64(releaseRetry))
+	n.logStuck()
+	assert.Contains(t, logs.String(), "longer than the import wait")
+}
+
+// TestImportWaitSurvivesItsAsks: an import's wait is counted from its
+// start, not from its last question to the old owner (each RL.PEER
+// RELEASED replaces its state) nor its re-pointing by an ASK; it starts
+// anew when the slot imports again after it stopped.
+func TestImportWaitSurvivesItsAsks(t *testing.T) {
+	var h handoff
+	h.waits.origin = time.Now()
+	first := &SlotState{mode: ModeImporting, peer: cluster.Node{Name: "p"}}
+	h.set(1, first)
+	require.Positive(t, h.waits.since[1].Load(), "the wait starts")
+	const start = -5 // a start no clock reading gives
+	h.waits.since[1].Store(start)
+	next := &SlotState{mode: ModeImporting, peer: cluster.Node{Name: "p"}}
+	require.True(t, h.swap(1, first, next))
+	h.set(1, &SlotState{mode: ModeImporting, peer: cluster.Node{Name: "q"}, past: []string{"p"}})
+	assert.EqualValues(t, start, h.waits.since[1].Load(), "the same wait")
+	h.set(1, nil)
+	h.set(1, first)
+	assert.Positive(t, h.waits.since[1].Load(), "a new wait")
+}
+
+// noneOwner answers RL.PEER RELEASED with NONE, and everything else OK:
+// an old owner that never releases the slot, nor hands it over. Each
+// RELEASED's slots go to asked.
+type noneOwner struct{ asked chan string }
+
+func (f *noneOwner) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
+	reps := make([][]byte, len(cmds))
+	for i, args := range cmds {
+		reps[i] = []byte("+OK\r\n")
+		if string(args[1]) == cluster.PeerReleased {
+			reps[i] = []byte("+" + releaseNone + "\r\n")
+			f.asked <- string(args[3])
+		}
+	}
+	return reps, nil
+}
+
+func (f *noneOwner) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }
+
+// servingLease is a lease self holds: alone in its known set, it holds it
+// from its first round on.
+func servingLease(self string) *cluster.Lease {
+	l := cluster.NewLease(self, time.Hour)
+	l.SentAt(l.Now(), []string{self})
+	return l
+}
+
+// logBuffer is a log's text, written from any goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// captureLog makes n log into the returned buffer.
+func captureLog(n *Node) *logBuffer {
+	b := &logBuffer{}
+	n.log = slog.New(slog.NewTextHandler(b, nil))
+	return b
+}
+
+// pairsOf is ps as strings by key.
+func pairsOf(ps []core.Pair) map[string]string {
+	out := map[string]string{}
+	for _, p := range ps {
+		out[p.Key] = fmt.Sprint(p.Val)
+	}
+	return out
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
+
+// used is key's count in n's store at now.
+func used(t *testing.T, n *Node, key []byte, now time.Time) int64 {
+	t.Helper()
+	info, ok := n.store.Get(key, now.UnixNano())
+	require.True(t, ok, "%s is in the store", key)
+	return info.Count
+}
