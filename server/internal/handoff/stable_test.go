@@ -64,7 +64,7 @@ func TestOperatorEndsAnImportThatWaitsForever(t *testing.T) {
 	for range 2 {
 		n.expireImports()
 		require.Equal(t, strconv.Itoa(slot), <-fw.asked, "x asks p whether it released the slot")
-		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "old owner still holds slots") }, time.Minute, time.Millisecond)
+		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "old owner still holds slots") }, 10*time.Second, time.Millisecond)
 		n.ho.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: time.Now(), guess: st.guess}) // ask again now
 	}
 	require.Equal(t, ModeImporting, n.State(slot).Mode(), "NONE: the import waits on")
@@ -132,6 +132,73 @@ func TestOperatorEndsAnImportThatWaitsForever(t *testing.T) {
 	assert.Equal(t, int64(7), used(t, n, key, now), "a late handoff does not replace what x served")
 	assert.Equal(t, int64(5), used(t, n, other, now), "it adds the key x lacked")
 }
+
+// TestOperatorEndsTheWaitOfANewProcess: the wait the handed-process rule
+// makes (TestHandedSlotNotReleasedToANewProcess), between two nodes. x
+// handed a slot to p's old process and no longer holds its copies; p's
+// new process imports the slot from x, and x answers its RL.PEER RELEASED
+// with NONE for as long as both live. RL.CLUSTER SETSLOT slot STABLE on p
+// ends the wait: p serves the slot from what it holds (nothing: the loss
+// of the crash, which the operator accepts).
+func TestOperatorEndsTheWaitOfANewProcess(t *testing.T) {
+	vx := alive(viewOf(t, 1, []string{"x", "p"}))
+	slot := slotWhere(t, "a slot p owns and x backs up", func(s int) bool {
+		ru, ok := vx.Table.RunnerUp(s)
+		return ok && ru.Name == "x" && vx.Table.Owner(s).Name == "p"
+	})
+	var curX atomic.Pointer[cluster.View]
+	curX.Store(vx)
+	lease := servingLease("x")
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7) // p's process that x hands the slot to
+	x := buildNode(t, &curX, &recorder{}, lease, true)
+	x.noteHandedTo("p", []int{slot})
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p crashed and restarted
+
+	var curP atomic.Pointer[cluster.View]
+	curP.Store(alive(viewOf(t, 1, []string{"p", "x"})))
+	asked := make(chan string, 1024)
+	p := buildNode(t, &curP, &askNode{to: x, asked: asked}, servingLease("p"), false)
+	logs := captureLog(p)
+	st := p.State(slot)
+	require.True(t, st != nil && st.Mode() == ModeImporting && st.Peer().Name == "x", "p's new process imports the slot from x")
+	p.ho.waits.since[slot].Add(-int64(2 * StableAfter))
+	p.ho.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: time.Now(), guess: st.guess})
+	p.expireImports()
+	require.Equal(t, strconv.Itoa(slot), <-asked)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "old owner still holds slots") }, 10*time.Second, time.Millisecond,
+		"x answers NONE: handed to p's old process")
+	require.Equal(t, ModeImporting, p.State(slot).Mode())
+	assert.NotEqual(t, "0", pairsOf(p.HandoffPairs())["handoff_import_slots_stuck"])
+
+	ended, err := p.EndImport(slot)
+	require.NoError(t, err)
+	assert.True(t, ended)
+	assert.Nil(t, p.State(slot), "served by p")
+	assert.Equal(t, "+"+releaseNone, releasedTo(x, "p", slot), "x still released nothing: it serves nothing of the slot either")
+}
+
+// askNode answers RL.PEER RELEASED as node to does, and everything else
+// OK; each RELEASED's slots go to asked.
+type askNode struct {
+	to    *Node
+	asked chan string
+}
+
+func (f *askNode) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
+	reps := make([][]byte, len(cmds))
+	for i, args := range cmds {
+		reps[i] = []byte("+OK\r\n")
+		if string(args[1]) == cluster.PeerReleased {
+			w := &nopWriter{}
+			f.to.peerReleased(&core.Session{Out: w}, args)
+			reps[i] = []byte(w.last + "\r\n")
+			f.asked <- string(args[3])
+		}
+	}
+	return reps, nil
+}
+
+func (f *askNode) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }
 
 // TestOperatorEndsEveryStuckImport: RL.CLUSTER SETSLOT ALL STABLE
 // (EndStuckImports) ends the imports that have waited longer than the
