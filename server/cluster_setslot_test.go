@@ -1,12 +1,17 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/handoff"
 	"github.com/rlstore/rlstore/server/internal/route"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,6 +112,88 @@ func TestSetSlotIsAnAdminCommand(t *testing.T) {
 	assert.Equal(t, subs["rl.cluster|forget"][2], subs["rl.cluster|setslot"][2], "the same flags")
 	assert.Equal(t, subs["rl.cluster|forget"][6], subs["rl.cluster|setslot"][6], "the same ACL categories")
 	assert.EqualError(t, c.Do(ctx, "RL.CLUSTER", "SETSLOT", "0", "STABLE").Err(), route.ErrNoCluster)
+}
+
+// TestSetSlotEndsAStuckImport: a joiner whose old owners' handoffs never
+// reach it (their RL.PEER IMPORTs fail) waits for its slots: the old
+// owners serve them while they retry, then keep their keys for it and
+// answer its RL.PEER RELEASED that they hold them, as long as the keys
+// cannot go. RL.CLUSTER INFO counts the stuck slots; RL.CLUSTER SETSLOT
+// refuses while a handoff may still be retried (10 s), then ends the
+// wait, and the slot is served from what the joiner holds: a key used up
+// on its old owner starts again, the loss the operator chose.
+func TestSetSlotEndsAStuckImport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a failing handoff's retries (10 s)")
+	}
+	var allowed atomic.Pointer[map[string]bool]
+	o := clusterOpts{secret: []byte("k"), wrapMover: func(f cluster.Forwarder) cluster.Forwarder { return &blockImports{next: f, allowed: &allowed} }}
+	nodes := startTestCluster(t, 2, o)
+	ctx := ctxT(t)
+	three, err := cluster.NewTable(1, []cluster.Node{{Name: "node0"}, {Name: "node1"}, {Name: "node2"}})
+	require.NoError(t, err)
+	var key string
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprint("stuck:", i); three.Owner(cluster.Slot([]byte(k))).Name == "node2" {
+			key = k
+		}
+	}
+	slot := cluster.Slot([]byte(key))
+	rdb := newClient(t, nodes[0].addr, 2)
+	for i := range 5 {
+		rep, err := rdb.Do(ctx, "RL.SLIDE", key, 5, 3600).Int64Slice()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), rep[0], "admission %d", i+1)
+	}
+	allowed.Store(&map[string]bool{nodes[0].addr: true, nodes[1].addr: true})
+	joiner := startTestNode(t, "node2", []string{nodes[0].ml.GossipAddr()}, o)
+	waitOwners(t, append(nodes, joiner), 3)
+	c := newClient(t, joiner.addr, 2)
+
+	require.Eventually(t, func() bool { return clusterInfo(t, joiner)["handoff_import_slots_stuck"] != "0" },
+		deadline, 50*time.Millisecond, "the joiner's imports wait longer than the import wait")
+	err = c.Do(ctx, "RL.CLUSTER", "SETSLOT", slot, "STABLE").Err()
+	require.Error(t, err, "refused: the old owner may still retry its handoff")
+	assert.Regexp(t, `^ERR slot \d+ has waited \d+ ms for node[01]: its handoff may be under way until it has waited 10000 ms$`, err.Error())
+	require.Equal(t, handoff.ModeImporting, joiner.srv.ho.State(slot).Mode())
+
+	require.Eventually(t, func() bool {
+		_, out0 := nodes[0].srv.ho.Moving()
+		_, out1 := nodes[1].srv.ho.Moving()
+		return out0+out1 == 0
+	}, deadline, 50*time.Millisecond, "the old owners give their handoffs up, keeping the keys for the joiner")
+	require.Eventually(t, func() bool { return c.Do(ctx, "RL.CLUSTER", "SETSLOT", slot, "STABLE").Err() == nil },
+		deadline, 100*time.Millisecond, "ended once it has waited 10 s")
+	assert.Nil(t, joiner.srv.ho.State(slot), "served by the joiner")
+	assert.Equal(t, "1", clusterInfo(t, joiner)["handoff_imports_ended_by_operator"])
+	rep, err := rdb.Do(ctx, "RL.SLIDE", key, 5, 3600).Int64Slice()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rep[0], "served from what the joiner holds (nothing): the loss the operator chose")
+
+	n, err := c.Do(ctx, "RL.CLUSTER", "SETSLOT", "ALL", "STABLE").Int64()
+	require.NoError(t, err)
+	assert.Positive(t, n, "the joiner's other stuck slots")
+	info := clusterInfo(t, joiner)
+	assert.Equal(t, "0", info["handoff_import_slots_stuck"])
+	assert.Equal(t, strconv.FormatInt(n+1, 10), info["handoff_imports_ended_by_operator"])
+}
+
+// blockImports fails every RL.PEER IMPORT its node sends to an address
+// outside allowed, once allowed is set: a handoff that never arrives.
+type blockImports struct {
+	next    cluster.Forwarder
+	allowed *atomic.Pointer[map[string]bool]
+}
+
+func (b *blockImports) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
+	if ok := b.allowed.Load(); ok != nil && !(*ok)[addr] && len(cmds[0]) > 1 && string(cmds[0][1]) == cluster.PeerImport {
+		return nil, errors.New("test: the handoff does not arrive")
+	}
+	return b.next.Forward(ctx, addr, cmds)
+}
+
+func (b *blockImports) Send(addr string, lane uint64, payload []byte, n int, r cluster.Replier) {
+	b.next.Send(addr, lane, payload, n, r)
 }
 
 // redisCLIIfInstalled is redisCLI's output, or "" where redis-cli is not
