@@ -39,7 +39,12 @@ import (
 // and only adds the keys this node lacks (servedSlots), as after a
 // membership flap; a handback in mode replace, from a node that saw this
 // node's death confirmed and served the slot since, replaces them, as it
-// would have ended the wait.
+// would have ended the wait. Not guarded: an old owner whose own table
+// still names itself the slot's owner, 10 s on, while both hold their
+// leases. It would serve the slot too; tables that both nodes' leases
+// keep in reach of a majority converge by gossip within seconds, and
+// knowing for sure would take a question no node answers yet ("do you
+// serve this slot?").
 
 // Bounds of the stuck imports' log line.
 const (
@@ -75,8 +80,8 @@ func (e *WaitError) Error() string {
 }
 
 // waits is when each slot's import began, and the operator's ends of
-// imports. Its zero value works, with a clock that counts from the
-// first read (New sets origin).
+// imports. New sets origin; with none (a bare handoff in a test) every
+// reading is the same, so no import counts as waiting.
 type waits struct {
 	origin time.Time                   // the monotonic clock's origin; set by New
 	since  [cluster.Slots]atomic.Int64 // per slot: when its import began, ns since origin; read only while it imports
@@ -266,6 +271,6 @@ func (n *Node) EndStuckImports() (int, error) {
 // (askReleased). The caller holds switchMu.
 func (n *Node) endImportLocked(slot int) {
 	n.ho.set(slot, nil)
-	n.ho.setHolder("", []int{slot}) // served here from now on
+	n.ho.holdBy(slot, "") // served here from now on
 	n.ho.waits.ended.Add(1)
 }
