@@ -51,6 +51,11 @@ type Config struct {
 	// DeathFile. nil keeps them in memory, and a restart forgets whom this
 	// node fenced, which docs/cluster.md's proof leaves outside.
 	Deaths *DeathFile
+	// Processes, if set, is the data dir's list of the processes whose
+	// store it holds: the membership adds its lease's incarnation to it
+	// before it starts, and tells the lease the earlier ones (see
+	// Lease.Restored). nil: this process restored no one's store.
+	Processes *ProcessFile
 
 	perSlotOnly bool // advertise what builds before chunks do, for tests of a rolling upgrade
 }

@@ -27,10 +27,11 @@ import (
 // for the request path. The zero value is not usable: make one with
 // NewLease. Its methods are safe for concurrent use.
 type Lease struct {
-	self   string
-	inc    uint64 // this process's incarnation: see Incarnation
-	term   int64
-	origin time.Time
+	self     string
+	inc      uint64   // this process's incarnation: see Incarnation
+	restored []uint64 // the earlier processes whose store this one restored, set before use: see Restored
+	term     int64
+	origin   time.Time
 
 	deadline atomic.Int64  // serving holds while now < deadline
 	from     atomic.Int64  // and now >= from: TakeoverWait after the lease was renewed from a lapse
@@ -71,6 +72,12 @@ func NewLease(self string, term time.Duration) *Lease {
 // lease's answers carry: a member that sees it change knows the process
 // restarted, and forgot its fences and death counts (see lease_rejoin.go).
 func (l *Lease) Incarnation() uint64 { return l.inc }
+
+// Restored returns the incarnations of the earlier processes of this
+// node that ran on its data dir, newest last (Config.Processes): its store
+// holds what they left there, up to the dir's fsync policy. None without
+// a data dir.
+func (l *Lease) Restored() []uint64 { return l.restored }
 
 // Origin is the time the lease's clock counts from.
 func (l *Lease) Origin() time.Time { return l.origin }

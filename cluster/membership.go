@@ -90,6 +90,12 @@ func Prepare(cfg Config) (*Membership, error) {
 	if cfg.Deaths != nil {
 		m.lease.KeepDeaths(cfg.Deaths.Saved(), cfg.Deaths.Save)
 	}
+	if cfg.Processes != nil {
+		if err := cfg.Processes.Add(m.lease.inc); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		m.lease.restored = cfg.Processes.Before()
+	}
 	m.waiting = !cfg.Bootstrap && len(cfg.Seeds)+len(cfg.Remembered) > 0
 	mc, err := m.memberlistConfig()
 	if err != nil {

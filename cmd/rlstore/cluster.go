@@ -156,6 +156,14 @@ func prepareCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (
 		}
 		return nil, err
 	}
+	procs, err := rememberProcesses(c)
+	if err != nil {
+		_ = ln.Close()
+		if mf != nil {
+			mf.Close()
+		}
+		return nil, err
+	}
 	secret, old := c.clusterSecrets(keys, log)
 	pc := cluster.PeersConfig{Name: name, Secret: secret, Timeout: c.Cluster.Timeout}
 	if c.Cluster.TLS {
@@ -165,7 +173,7 @@ func prepareCluster(c config, log *slog.Logger, tlsLn net.Listener, cs *certs) (
 	return &clusterSetup{ln: ln, mf: mf, cfg: c.Cluster, log: log, node: server.NodeConfig{
 		Gossip: cluster.Config{NodeName: name, BindAddr: bind, AdvertiseAddr: c.Cluster.Advertise,
 			RESPAddr: resp, TLSAddr: tlsAddr, Seeds: c.Cluster.seeds(), Remembered: remembered, Bootstrap: c.Cluster.Bootstrap,
-			Keys: keys, Timing: timing, Logger: log, Known: mf.Known(), Deaths: deaths},
+			Keys: keys, Timing: timing, Logger: log, Known: mf.Known(), Deaths: deaths, Processes: procs},
 		Peers:        pc,
 		Leaves:       true,
 		LeaveTimeout: c.Cluster.LeaveTimeout,
@@ -228,6 +236,20 @@ func rememberDeaths(c config, log *slog.Logger) (*cluster.DeathFile, error) {
 		return nil, nil
 	}
 	f, err := cluster.OpenDeathFile(c.DataDir, c.Cluster.Bootstrap)
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir %s: %w", c.DataDir, err)
+	}
+	return f, nil
+}
+
+// rememberProcesses opens the process file of --data-dir, if given: the
+// processes whose store a restart restores (cluster.Lease.Restored), so
+// that a node that handed a slot to one of them releases it to this one.
+func rememberProcesses(c config) (*cluster.ProcessFile, error) {
+	if c.DataDir == "" {
+		return nil, nil
+	}
+	f, err := cluster.OpenProcessFile(c.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %s: %w", c.DataDir, err)
 	}
