@@ -345,6 +345,7 @@ type simMsg struct {
 	owner    int           // simSeed: the node the slots were handed to
 	keep     bool          // simAsk: the asker's rejoin waits for the slots keeping its keys (RL.PEER RELEASED's KEEP)
 	past     []int         // simAsk: the nodes whose "ASK" sent the import on (RL.PEER RELEASED's PAST)
+	handed   []int         // simAsk: the slots whose DONE from the asked node the asker took (RL.PEER RELEASED's HANDED)
 	kept     bool          // simDone: kept keys pushed (the server's pushKept), not a PULL's answer
 	behind   map[int]int   // simDone (kept): slots whose keys go without a DONE, and the node that took them over after the sender's death (simKeptBehind)
 	local    bool          // simHandBack, simRefused: the sender's own failed call (unsent), not a message from m.from
@@ -402,6 +403,7 @@ type simNode struct {
 	lostOwn    map[int]bool          // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
 	holder     map[int]int           // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
 	handedInc  map[int]simHanded     // slot → the node this one handed it to, and that node's process then (the server's handoff.handedTo; see simHandedInc)
+	took       map[[2]int]bool       // (node, slot) pairs whose DONE from that node this process took (the server's handoff.handed; see simHandedClaim)
 	deadPrev   map[int]int           // slot → the dead member whose confirmed death gave it to its owner now, another node (simDeadPrev)
 	guessPrev  map[int]int           // slot → the old owner its deadPrev names, when this node holds none of its copies (simAskChain)
 	// deadPrevInc is, per slot whose deadPrev names a live third node
@@ -510,7 +512,7 @@ func (s *sim) start(i int) {
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
-	n.sentBehind, n.handedInc = map[int]int{}, map[int]simHanded{}
+	n.sentBehind, n.handedInc, n.took = map[int]int{}, map[int]simHanded{}, map[[2]int]bool{}
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.gen++
@@ -1477,6 +1479,8 @@ func (s *sim) receive(m simMsg) {
 			}
 			delete(n.importing, slot)
 			delete(n.gotFrom, slot)
+			// the server's noteHanded
+			n.took[[2]int{m.from, slot}] = true
 			if h, ok := n.holder[slot]; simHolder && n.tk.Lost(slot) && (ok && h == m.from || handed) { // the server's unloseLocked: the holder's state came, or a live handoff's
 				s.unlose(m.to, slot)
 			}
@@ -1607,7 +1611,7 @@ func (s *sim) receive(m simMsg) {
 				continue
 			}
 			h, hok := n.holder[slot]
-			if hok && h == m.from && s.handedNewProcess(m.to, slot, m.from) {
+			if hok && h == m.from && s.handedNewProcess(m.to, slot, m.from) && !(simHandedClaim && slices.Contains(m.handed, slot)) {
 				if s.handedNone == nil {
 					s.handedNone = map[[2]int]bool{}
 				}
@@ -1857,7 +1861,13 @@ func (s *sim) tick(i int) {
 		} else {
 			s.logf("%s asks %s whether it released %v (keep %v)", n.name, s.known[k.k/2], slots, k.k%2 == 1)
 		}
-		s.send(simMsg{kind: simAsk, from: i, to: k.k / 2, slots: slots, keep: k.k%2 == 1, past: pasts[k]})
+		var handed []int
+		for _, slot := range slots {
+			if n.took[[2]int{k.k / 2, slot}] {
+				handed = append(handed, slot)
+			}
+		}
+		s.send(simMsg{kind: simAsk, from: i, to: k.k / 2, slots: slots, keep: k.k%2 == 1, past: pasts[k], handed: handed})
 	}
 	for j, m := range s.known {
 		if j != i && n.alive[m] && s.now-n.heard[m] > simDetect {
@@ -2627,6 +2637,15 @@ var simHandedInc = os.Getenv("RL_SIM_HANDEDINC") != "0"
 // backup. Seed 3983 with a DONE sent without held copies: n4's new process
 // served slot 6682 from 0 where n1 left 35.
 var simHandedPull = os.Getenv("RL_SIM_HANDEDPULL") != "0"
+
+// simHandedClaim (RL_SIM_HANDEDCLAIM=0 leaves it out): the asker names
+// the slots whose DONE from the asked node this process took (the
+// server's HANDED), and such a slot is released though its mark names an
+// older process: the mark is the lease's latest word at the cut, which
+// can be the process before a restart the lease has not heard from yet.
+// The model's data dirs keep no keys, so the server's RESTORED has no
+// mirror.
+var simHandedClaim = os.Getenv("RL_SIM_HANDEDCLAIM") != "0"
 
 // simHanded is a slot's handoff: the node it went to, and that node's
 // process by this node's lease (0: unknown).

@@ -41,6 +41,20 @@ const ReleasedAsk = "ASK"
 // again without it.
 const ReleasedKeep = "KEEP"
 
+// ReleasedHanded, after RL.PEER RELEASED's slots and KEEP if any (from
+// slots [KEEP] [HANDED slots] [RESTORED inc,...] [PAST node ...]), names
+// the slots of the question that the answering node handed to the asking
+// process (its DONE ended their import there), and ReleasedRestored the
+// earlier processes of the asker whose store its data dir restored
+// (Lease.Restored): a node that handed a slot to a process of the asker
+// releases it to a later one only on either word (docs/cluster.md, "A
+// quick restart"). A node that predates them answers PeerRefused, and the
+// asker asks again without them.
+const (
+	ReleasedHanded   = "HANDED"
+	ReleasedRestored = "RESTORED"
+)
+
 // ReleasedPast, after RL.PEER RELEASED's slots and KEEP if any (from
 // slots [KEEP] PAST node ...), names the nodes whose "ASK" sent the
 // asker's import on, in order, none for an import not sent on: the

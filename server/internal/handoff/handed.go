@@ -1,13 +1,21 @@
 package handoff
 
-import "github.com/rlstore/rlstore/shard"
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/server/internal/replica"
+	"github.com/rlstore/rlstore/shard"
+)
 
 // A node that hands a slot over names the node it went to the slot's
 // holder, and releases the slot to that node's RL.PEER RELEASED: "I handed
 // it to you". The answer was given to the member, though, not to the
-// process it went to. A new process of that member (a crash and a restart,
-// with no data dir, or one behind the old process's store) has lost what
-// the old one got and served; released, it serves the slot from what it
+// process it went to. A new process of that member (a crash and a restart
+// without a data dir: see RESTORED below) has lost what the old one got
+// and served; released, it serves the slot from what it
 // has. The simulation's seed 2804: n1 took slot 6939 over at n2's death,
 // handed its 65 back to n2 and kept them as n2's copy (KeepHanded), learned
 // it was declared dead (its copies as old as its death: ForgetHeld), n2
@@ -29,8 +37,9 @@ import "github.com/rlstore/rlstore/shard"
 // process may have served the slot after this node's death and shipped it
 // to another backup, whose copies are newer; a DONE with them, or without
 // any, let the simulation's seed 3983 serve slot 6682 from 0 where 35 were
-// used. Such an import waits for a backup's PULL answer or a handoff; the
-// member gone for good, an operator's RL.CLUSTER FORGET ends it.
+// used. Such an import waits for a backup's PULL answer or a handoff, or
+// for an operator: RL.CLUSTER SETSLOT slot STABLE (RL.CLUSTER FORGET is
+// for a member gone for good, and this one is alive).
 
 // handedMark is a slot's handoff: the node it went to, and that node's
 // process by the lease's answers then (0: not known).
@@ -95,4 +104,94 @@ func (n *Node) handedPull(from string, slots []int) {
 		copies = n.repl.Copies()
 	}
 	go n.sendCopies(copies, to, backed)
+}
+
+// The process mark would make a slot wait where releasing it is sound, so
+// the asker may say which slots it is, for the answering node, the
+// process they went to:
+//
+//   - HANDED names the slots of the question whose handoff (or PULL
+//     answer) from the answering node this very process took: its DONE
+//     ended their import here (noteHanded). The mark, read from the lease
+//     at the cut, can name an older process: a member that restarted
+//     after its death, handed the slot before this node's lease heard
+//     from the new process, was marked with the old one, and its own
+//     later question (a rejoin's, say) was answered nothing.
+//   - RESTORED names the earlier processes of the asker whose store its
+//     data dir restored (cluster.Lease.Restored: the process file, which
+//     each process on the data dir adds itself to before it starts). Such
+//     a process holds what the one the slot went to left in its store,
+//     up to the data dir's fsync policy, which is a crash's documented
+//     loss (README, "Replicas and durability"): released to it, the slot
+//     is served as it would have been by that process.
+//
+// A slot so claimed is released as before the mark. A node that predates
+// the words refuses the question (NOPERM), and the asker asks again
+// without them (released).
+
+// claims returns the words HANDED and RESTORED, with theirs, for a
+// question to node to about slots; nil when there is nothing to claim.
+func (n *Node) claims(to string, slots []int) [][]byte {
+	n.switchMu.Lock()
+	got := n.ho.handed[to]
+	var mine []int
+	for _, slot := range slots {
+		if got.Has(slot) {
+			mine = append(mine, slot)
+		}
+	}
+	n.switchMu.Unlock()
+	var out [][]byte
+	if len(mine) > 0 {
+		out = append(out, []byte(cluster.ReleasedHanded), []byte(formatSlots(mine)))
+	}
+	if n.lease != nil && len(n.lease.Restored()) > 0 {
+		out = append(out, []byte(cluster.ReleasedRestored), formatIncs(n.lease.Restored()))
+	}
+	return out
+}
+
+// sameProcess reports whether q's asker claims to be, for slot, the
+// process inc (the slot's mark) names: slot was handed to it, or inc's
+// store is its own.
+func (q releasedQ) sameProcess(slot int, inc uint64) bool {
+	return q.handed.Has(slot) || slices.Contains(q.restored, inc)
+}
+
+// handedSlots reads HANDED's slots; nil if they do not parse.
+func handedSlots(spec string) *replica.SlotBits {
+	slots, ok := parseSlots(spec)
+	if !ok {
+		return nil
+	}
+	var b replica.SlotBits
+	for _, slot := range slots {
+		b[slot/64] |= 1 << (slot % 64)
+	}
+	return &b
+}
+
+// formatIncs writes incarnations as RESTORED carries them: "12,34".
+func formatIncs(incs []uint64) []byte {
+	var b []byte
+	for i, inc := range incs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, inc, 10)
+	}
+	return b
+}
+
+// parseIncs reads formatIncs's text; nil if it does not parse.
+func parseIncs(s string) []uint64 {
+	var incs []uint64
+	for _, part := range strings.Split(s, ",") {
+		inc, err := strconv.ParseUint(part, 10, 64)
+		if err != nil {
+			return nil
+		}
+		incs = append(incs, inc)
+	}
+	return incs
 }

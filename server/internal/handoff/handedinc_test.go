@@ -1,6 +1,8 @@
 package handoff
 
 import (
+	"context"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -53,3 +55,106 @@ func TestHandedSlotNotReleasedToANewProcess(t *testing.T) {
 	n.noteHolder("p", []int{forgot}) // a record of another kind since (an import's, a loss's): no process named
 	assert.Equal(t, "+"+strconv.Itoa(forgot), releasedTo(n, "p", forgot), "holder p by a record that names no process: released, as before")
 }
+
+// TestHandedSlotReleasedToAProcessThatRestoredIt: a later process of p
+// whose data dir restored the store of the process a slot went to says so
+// (RESTORED, the processes before it on that data dir), and is released
+// the slot: it serves what that process left, up to the fsync policy's
+// documented loss. One whose data dir names other processes is not.
+func TestHandedSlotReleasedToAProcessThatRestoredIt(t *testing.T) {
+	v := alive(viewOf(t, 1, []string{"x", "p"}))
+	slot := slotWhere(t, "a slot p owns", func(s int) bool { return v.Table.Owner(s).Name == "p" })
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	lease := heldLease(t, "x")
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7)
+	n := buildNode(t, &cur, &recorder{}, lease, true)
+	n.View()
+	n.noteHandedTo("p", []int{slot})
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p restarted
+
+	restored := func(incs string) string {
+		return releasedAs(n, "p", slot, cluster.ReleasedRestored, incs, cluster.ReleasedPast)
+	}
+	assert.Equal(t, "+"+releaseNone, releasedTo(n, "p", slot), "no word: not released")
+	assert.Equal(t, "+"+releaseNone, restored("3,5"), "a data dir of other processes: not released")
+	assert.Equal(t, "+"+strconv.Itoa(slot), restored("3,7"), "a data dir the slot's process ran on: released")
+	assert.Equal(t, "+"+strconv.Itoa(slot), releasedAs(n, "p", slot, cluster.ReleasedKeep, cluster.ReleasedRestored, "7", cluster.ReleasedPast),
+		"after KEEP too")
+}
+
+// TestHandedSlotReleasedToTheProcessThatTookIt: the mark is the lease's
+// latest word from p at the cut, which can be p's process of before a
+// restart that the lease has not heard from yet, though the slot went to
+// the new one. That process says the slot's DONE from x came to it
+// (HANDED), and is released the slot; without the word it is not, as
+// before, and the word for another slot releases this one nothing.
+func TestHandedSlotReleasedToTheProcessThatTookIt(t *testing.T) {
+	v := alive(viewOf(t, 1, []string{"x", "p"}))
+	slot := slotWhere(t, "a slot p owns", func(s int) bool { return v.Table.Owner(s).Name == "p" })
+	other := slotWhere(t, "another", func(s int) bool { return s > slot && v.Table.Owner(s).Name == "p" })
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	lease := heldLease(t, "x")
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7) // p's old process: the lease has not heard from 9 yet
+	n := buildNode(t, &cur, &recorder{}, lease, true)
+	n.View()
+	n.noteHandedTo("p", []int{slot}) // to process 9, marked 7
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9)
+
+	handed := func(spec string) string {
+		return releasedAs(n, "p", slot, cluster.ReleasedKeep, cluster.ReleasedHanded, spec, cluster.ReleasedPast)
+	}
+	assert.Equal(t, "+"+releaseNone, releasedAs(n, "p", slot, cluster.ReleasedKeep, cluster.ReleasedPast), "no word: not released")
+	assert.Equal(t, "+"+releaseNone, handed(strconv.Itoa(other)), "another slot's word: not released")
+	assert.Equal(t, "+"+strconv.Itoa(slot), handed(formatSlots([]int{slot, other})), "the process it went to: released")
+}
+
+// TestReleasedSaysHandedAndFallsBack: a process asks RELEASED naming the
+// question's slots the asked node handed to it (HANDED), and asks again
+// without the word when the node predates it (NOPERM), PAST kept.
+func TestReleasedSaysHandedAndFallsBack(t *testing.T) {
+	v := alive(addrView(t, 1, "c", "a", "c"))
+	slot := slotWhere(t, "a slot c owns", func(s int) bool { return v.Table.Owner(s).Name == "c" })
+	other := slotWhere(t, "another", func(s int) bool { return s > slot && v.Table.Owner(s).Name == "c" })
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(v)
+	old := &refusing{word: cluster.ReleasedHanded, slot: slot}
+	c := buildNode(t, &cur, old, heldLease(t, "c"), true)
+	c.switchMu.Lock()
+	c.ho.noteHanded("a", []int{slot})
+	c.switchMu.Unlock()
+	a, _ := v.Table.Node("a")
+	released, _, err := c.released(a, []int{slot, other}, false, nil, true)
+	require.NoError(t, err)
+	assert.Equal(t, []int{slot}, released, "the older form's answer")
+	assert.Equal(t, [][]string{{cluster.ReleasedHanded, strconv.Itoa(slot), cluster.ReleasedPast}, {cluster.ReleasedPast}}, old.forms,
+		"HANDED refused, then PAST alone")
+}
+
+// refusing is a Forwarder that answers RL.PEER RELEASED as a node that
+// predates word: NOPERM for a form with it, and slot released to any
+// other. It records each question's arguments after the slots, and
+// answers any other command OK.
+type refusing struct {
+	word  string
+	slot  int
+	forms [][]string
+}
+
+func (o *refusing) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
+	if string(cmds[0][1]) != cluster.PeerReleased {
+		return [][]byte{[]byte("+OK")}, nil
+	}
+	var form []string
+	for _, a := range cmds[0][4:] {
+		form = append(form, string(a))
+	}
+	o.forms = append(o.forms, form)
+	if slices.Contains(form, o.word) {
+		return [][]byte{[]byte("-" + cluster.PeerRefused)}, nil
+	}
+	return [][]byte{[]byte("+" + strconv.Itoa(o.slot))}, nil
+}
+
+func (o *refusing) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }

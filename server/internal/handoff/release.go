@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/server/internal/core"
+	"github.com/rlstore/rlstore/server/internal/replica"
 )
 
 // An import ends when its old owner says DONE, when the old owner leaves
@@ -113,8 +114,16 @@ func (n *Node) askReleased(st *SlotState, slots []int) {
 // released asks to for the slots of slots it has released to this node;
 // keep says this node waits for them keeping its own keys (a rejoin's),
 // and chain that it asks in the form with PAST, naming past, the nodes
-// whose ASKs sent the import on (see askChain).
+// whose ASKs sent the import on (see askChain). It says, too, which
+// slots to handed this process and whose store this process restored
+// (HANDED, RESTORED: see handed.go).
 func (n *Node) released(to cluster.Node, slots []int, keep bool, past []string, chain bool) ([]int, map[string][]int, error) {
+	return n.releasedSaying(to, slots, keep, past, chain, n.claims(to.Name, slots))
+}
+
+// releasedSaying is released with claims, the words HANDED and RESTORED
+// with theirs (see handed.go), after KEEP.
+func (n *Node) releasedSaying(to cluster.Node, slots []int, keep bool, past []string, chain bool, claims [][]byte) ([]int, map[string][]int, error) {
 	fw := n.cfg.Mover
 	if fw == nil {
 		fw = n.cfg.Forwarder
@@ -124,6 +133,7 @@ func (n *Node) released(to cluster.Node, slots []int, keep bool, past []string, 
 	if keep {
 		req = append(req, []byte(cluster.ReleasedKeep))
 	}
+	req = append(req, claims...)
 	if chain {
 		req = append(req, []byte(cluster.ReleasedPast))
 		for _, p := range past {
@@ -136,10 +146,12 @@ func (n *Node) released(to cluster.Node, slots []int, keep bool, past []string, 
 	}
 	rep := strings.TrimSpace(string(reps[0]))
 	switch {
+	case claims != nil && strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
+		return n.releasedSaying(to, slots, keep, past, chain, nil) // a node that predates HANDED and RESTORED: the question without them
 	case chain && strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
-		return n.released(to, slots, keep, nil, false) // a node that predates PAST: the question without it
+		return n.releasedSaying(to, slots, keep, nil, false, nil) // a node that predates PAST: the question without it
 	case keep && strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
-		return n.released(to, slots, false, nil, false) // a node that predates KEEP: the question without it
+		return n.releasedSaying(to, slots, false, nil, false, nil) // a node that predates KEEP: the question without it
 	case strings.HasPrefix(rep, "-"+errPeerAuth[:6]):
 		return slots, nil, nil // a node that predates the question: as before it, served from what came
 	case strings.HasPrefix(rep, "-"):
@@ -188,18 +200,27 @@ func (n *Node) peerReleased(x *core.Session, args [][]byte) {
 
 // releasedQ is the form of an RL.PEER RELEASED question, past its slots.
 type releasedQ struct {
-	keep  bool     // KEEP: see lostBack
-	chain bool     // PAST: the asker follows chains (see askChain)
-	past  []string // the nodes PAST names
+	keep     bool              // KEEP: see lostBack
+	handed   *replica.SlotBits // HANDED's slots: see handed.go
+	restored []uint64          // RESTORED's processes: see handed.go
+	chain    bool              // PAST: the asker follows chains (see askChain)
+	past     []string          // the nodes PAST names
 }
 
-// askedBy reads RL.PEER RELEASED's arguments after its slots: KEEP, then
-// PAST and the nodes it names, each optional (the router checked the
-// words).
+// askedBy reads RL.PEER RELEASED's arguments after its slots: KEEP,
+// HANDED and its slots, RESTORED and its processes, then PAST and the
+// nodes it names, each optional (the router checked the words). A claim
+// that does not parse claims nothing.
 func askedBy(rest [][]byte) releasedQ {
 	var q releasedQ
 	if len(rest) > 0 && cluster.IsWord(rest[0], cluster.ReleasedKeep) {
 		q.keep, rest = true, rest[1:]
+	}
+	if len(rest) > 1 && cluster.IsWord(rest[0], cluster.ReleasedHanded) {
+		q.handed, rest = handedSlots(string(rest[1])), rest[2:]
+	}
+	if len(rest) > 1 && cluster.IsWord(rest[0], cluster.ReleasedRestored) {
+		q.restored, rest = parseIncs(string(rest[1])), rest[2:]
 	}
 	if len(rest) > 0 {
 		q.chain = true
@@ -230,7 +251,7 @@ func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int,
 			askAt(holder, slot) // handed on, or never held here: see holder.go
 			continue
 		}
-		if holder == from && n.handedOldLocked(slot, from) {
+		if holder == from && n.handedOldLocked(slot, from) && !q.sameProcess(slot, n.ho.handedTo[slot].inc) {
 			old = append(old, slot) // not the process it went to: see handed.go
 			continue
 		}

@@ -331,11 +331,17 @@ func (rt *Router) cmdPeer(x *core.Session, args [][]byte) {
 }
 
 // releasedForm reports whether rest, RL.PEER RELEASED's arguments after
-// its slots, is a form this node knows: KEEP, then PAST and the nodes it
+// its slots, is a form this node knows: KEEP, HANDED and its slots,
+// RESTORED and its processes (numbers both), then PAST and the nodes it
 // names, each optional.
 func releasedForm(rest [][]byte) bool {
 	if len(rest) > 0 && cluster.IsWord(rest[0], cluster.ReleasedKeep) {
 		rest = rest[1:]
+	}
+	for _, w := range []string{cluster.ReleasedHanded, cluster.ReleasedRestored} {
+		if len(rest) > 1 && cluster.IsWord(rest[0], w) && len(rest[1]) > 0 && rest[1][0] >= '0' && rest[1][0] <= '9' {
+			rest = rest[2:]
+		}
 	}
 	return len(rest) == 0 || cluster.IsWord(rest[0], cluster.ReleasedPast)
 }
