@@ -15,8 +15,8 @@ import (
 // it to you". The answer was given to the member, though, not to the
 // process it went to. A new process of that member (a crash and a restart
 // without a data dir: see RESTORED below) has lost what the old one got
-// and served; released, it serves the slot from what it
-// has. The simulation's seed 2804: n1 took slot 6939 over at n2's death,
+// and served; released, it serves the slot from what it has. The
+// simulation's seed 2804: n1 took slot 6939 over at n2's death,
 // handed its 65 back to n2 and kept them as n2's copy (KeepHanded), learned
 // it was declared dead (its copies as old as its death: ForgetHeld), n2
 // crashed with the 65, and n1 released the slot to n2's new process, which
