@@ -2,6 +2,9 @@ package handoff
 
 import (
 	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -158,3 +161,42 @@ func (o *refusing) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]by
 }
 
 func (o *refusing) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }
+
+// TestRestoredProcessTakesTheSlotBetweenTwoNodes: the wait of
+// TestOperatorEndsTheWaitOfANewProcess does not come for a new process
+// whose data dir restored the store of the process the slot went to: its
+// lease names that process (cluster-processes), its RL.PEER RELEASED says
+// RESTORED, and x releases the slot, which p serves from what it
+// restored, with no operator.
+func TestRestoredProcessTakesTheSlotBetweenTwoNodes(t *testing.T) {
+	vx := alive(viewOf(t, 1, []string{"x", "p"}))
+	slot := slotWhere(t, "a slot p owns", func(s int) bool { return vx.Table.Owner(s).Name == "p" })
+	var curX atomic.Pointer[cluster.View]
+	curX.Store(vx)
+	lease := servingLease("x")
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7) // p's process that x hands the slot to
+	x := buildNode(t, &curX, &recorder{}, lease, true)
+	x.noteHandedTo("p", []int{slot})
+	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p crashed and restarted on its data dir
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, cluster.ProcessFileName), []byte("rlstore-processes 1\n7\n"), 0o600))
+	procs, err := cluster.OpenProcessFile(dir)
+	require.NoError(t, err)
+	m, err := cluster.Prepare(cluster.Config{NodeName: "p", BindAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:1", Timing: cluster.TestTiming(),
+		Logger: slog.New(slog.DiscardHandler), Processes: procs})
+	require.NoError(t, err)
+	t.Cleanup(m.Kill)
+	require.Equal(t, []uint64{7}, m.Lease().Restored())
+
+	var curP atomic.Pointer[cluster.View]
+	curP.Store(alive(viewOf(t, 1, []string{"p", "x"})))
+	asked := make(chan string, 1024)
+	p := buildNode(t, &curP, &askNode{to: x, asked: asked}, m.Lease(), false)
+	st := p.State(slot)
+	require.True(t, st != nil && st.Mode() == ModeImporting && st.Peer().Name == "x", "p's new process imports the slot from x")
+	p.ho.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: time.Now(), guess: st.guess})
+	p.expireImports()
+	require.Equal(t, strconv.Itoa(slot), <-asked)
+	assert.Eventually(t, func() bool { return p.State(slot) == nil }, 10*time.Second, time.Millisecond, "released: p serves the slot")
+}
