@@ -43,12 +43,18 @@ func (c *clock) Handing(int) bool        { return false }
 
 func testReplicator(t *testing.T, d Delegate, maxLag time.Duration) *Replicator {
 	t.Helper()
+	return testReplicatorAs(t, "a", d, maxLag)
+}
+
+// testReplicatorAs is testReplicator for the node named self.
+func testReplicatorAs(t *testing.T, self string, d Delegate, maxLag time.Duration) *Replicator {
+	t.Helper()
 	store, err := shard.New(shard.Config{})
 	require.NoError(t, err)
 	copies, err := shard.New(shard.Config{})
 	require.NoError(t, err)
 	r, err := New(Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: &syncBackup{reply: "+OK\r\n"}, MaxLag: maxLag},
-		"a", store, slog.New(slog.NewTextHandler(io.Discard, nil)), d)
+		self, store, slog.New(slog.NewTextHandler(io.Discard, nil)), d)
 	require.NoError(t, err)
 	return r
 }

@@ -313,6 +313,9 @@ func (r *Replicator) OnTable(_, v *cluster.View) {
 		r.endStreams(old, v)
 	}
 	r.dropStale(nt)
+	if old != nil {
+		r.forgetMoved(old, nt)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.noteFormerLocked(old, nt)

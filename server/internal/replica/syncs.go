@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -230,6 +231,56 @@ func (r *Replicator) forgetSyncs(in func(slot int) bool) {
 			}
 		}
 		r.syncs.pending[owner] = ps
+	}
+}
+
+// A record outlived its owner's ownership unless something dropped the
+// copies. Tables deal slots out with bounded loads, so a member's death
+// or join can move some of a live owner X's slots to a third node Y with
+// this node their backup in both tables: X's copies stay (this node backs
+// the slot up still), and so did the record "from X". Once the table gave
+// the slot back to X, the record read as X's full sync of its new
+// ownership: Y's seed of what it handed back (Seed) was left out, and X's
+// death before its first full sync here took the slot over from X's
+// copies from before Y served it (the simulation's seed 26 at an import
+// wait of 1 s showed the skip, there through a cut: n3 kept n1's copies
+// of slot 11822 as "from n1" while n2 served it to 135, and left n2's
+// seed out once n2 handed it back to n1).
+
+// forgetMoved forgets, for a table change from old to nt, which owner's
+// full sync brought the copies of the slots nt moves off that owner: the
+// copies stay, not held, until the new owner's full sync or seed replaces
+// them. X's stream goes on: the slots X still owns by its own table are
+// held as before, and one that X owns again is held from its next full
+// sync. A full sync of X's under way that names such a slot is ended
+// instead: X's connections from before are refused (-RESYNC), so that
+// neither its SYNCED nor its chunks, landing after a seed, bring X's
+// older keys back as held.
+func (r *Replicator) forgetMoved(old, nt *cluster.Table) {
+	var ended []string
+	r.syncs.mu.Lock()
+	for slot := range cluster.Slots {
+		was := old.Owner(slot).Name
+		if nt.Owner(slot).Name == was {
+			continue
+		}
+		if r.syncs.from[slot] == was {
+			r.syncs.from[slot] = ""
+		}
+		if ps, ok := r.syncs.pending[was]; ok && ps.backed.Has(slot) && !slices.Contains(ended, was) {
+			ended = append(ended, was)
+		}
+	}
+	for _, name := range ended {
+		delete(r.syncs.pending, name)
+	}
+	r.syncs.mu.Unlock()
+	r.syncGens.mu.Lock()
+	defer r.syncGens.mu.Unlock()
+	for _, name := range ended {
+		if _, ok := r.syncGens.gen[name]; ok {
+			r.syncGens.gen[name]++
+		}
 	}
 }
 
