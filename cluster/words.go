@@ -28,6 +28,7 @@ const (
 	PeerPull     = "PULL"     // a restarted node asks for its slots back
 	PeerReleased = "RELEASED" // a node let go of slots
 	PeerSeed     = "SEED"     // an old owner's handed-over keys, to the new owner's backup
+	PeerServes   = "SERVES"   // which of some slots a node serves, or would by its table
 )
 
 // ReleasedAsk, in RL.PEER RELEASED's answer, names the node that holds

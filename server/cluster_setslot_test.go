@@ -127,7 +127,10 @@ func TestSetSlotEndsAStuckImport(t *testing.T) {
 		t.Skip("waits out a failing handoff's retries (10 s)")
 	}
 	var allowed atomic.Pointer[map[string]bool]
-	o := clusterOpts{secret: []byte("k"), wrapMover: func(f cluster.Forwarder) cluster.Forwarder { return &blockImports{next: f, allowed: &allowed} }}
+	var serves atomic.Pointer[string] // the last answer to an RL.PEER SERVES
+	o := clusterOpts{secret: []byte("k"), wrapMover: func(f cluster.Forwarder) cluster.Forwarder {
+		return &blockImports{next: f, allowed: &allowed, serves: &serves}
+	}}
 	nodes := startTestCluster(t, 2, o)
 	ctx := ctxT(t)
 	three, err := cluster.NewTable(1, []cluster.Node{{Name: "node0"}, {Name: "node1"}, {Name: "node2"}})
@@ -165,6 +168,8 @@ func TestSetSlotEndsAStuckImport(t *testing.T) {
 	require.Eventually(t, func() bool { return c.Do(ctx, "RL.CLUSTER", "SETSLOT", slot, "STABLE").Err() == nil },
 		deadline, 100*time.Millisecond, "ended once it has waited 10 s")
 	assert.Nil(t, joiner.srv.ho.State(slot), "served by the joiner")
+	require.NotNil(t, serves.Load())
+	assert.Equal(t, "+NONE", strings.TrimSpace(*serves.Load()), "the old owner, asked, serves the slot no more (its table names the joiner)")
 	assert.Equal(t, "1", clusterInfo(t, joiner)["handoff_imports_ended_by_operator"])
 	rep, err := rdb.Do(ctx, "RL.SLIDE", key, 5, 3600).Int64Slice()
 	require.NoError(t, err)
@@ -179,17 +184,28 @@ func TestSetSlotEndsAStuckImport(t *testing.T) {
 }
 
 // blockImports fails every RL.PEER IMPORT its node sends to an address
-// outside allowed, once allowed is set: a handoff that never arrives.
+// outside allowed, once allowed is set: a handoff that never arrives. It
+// keeps the last answer to an RL.PEER SERVES in serves.
 type blockImports struct {
 	next    cluster.Forwarder
 	allowed *atomic.Pointer[map[string]bool]
+	serves  *atomic.Pointer[string]
 }
 
 func (b *blockImports) Forward(ctx context.Context, addr string, cmds [][][]byte) ([][]byte, error) {
-	if ok := b.allowed.Load(); ok != nil && !(*ok)[addr] && len(cmds[0]) > 1 && string(cmds[0][1]) == cluster.PeerImport {
+	sub := ""
+	if len(cmds[0]) > 1 {
+		sub = string(cmds[0][1])
+	}
+	if ok := b.allowed.Load(); ok != nil && !(*ok)[addr] && sub == cluster.PeerImport {
 		return nil, errors.New("test: the handoff does not arrive")
 	}
-	return b.next.Forward(ctx, addr, cmds)
+	reps, err := b.next.Forward(ctx, addr, cmds)
+	if err == nil && sub == cluster.PeerServes {
+		rep := string(reps[0])
+		b.serves.Store(&rep)
+	}
+	return reps, err
 }
 
 func (b *blockImports) Send(addr string, lane uint64, payload []byte, n int, r cluster.Replier) {

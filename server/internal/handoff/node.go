@@ -279,6 +279,9 @@ func (n *Node) PeerPull(x *core.Session, args [][]byte) { n.peerPull(x, args) }
 // PeerReleased is RL.PEER RELEASED (see peerReleased).
 func (n *Node) PeerReleased(x *core.Session, args [][]byte) { n.peerReleased(x, args) }
 
+// PeerServes is RL.PEER SERVES (see peerServes).
+func (n *Node) PeerServes(x *core.Session, args [][]byte) { n.peerServes(x, args) }
+
 // PeerSeed is RL.PEER SEED (see peerSeed); only with replicas.
 func (n *Node) PeerSeed(x *core.Session, args [][]byte) { n.peerSeed(x, args) }
 

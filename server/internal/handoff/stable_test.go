@@ -55,7 +55,7 @@ func TestOperatorEndsAnImportThatWaitsForever(t *testing.T) {
 	_, err := n.EndImport(slot)
 	var we *WaitError
 	require.ErrorAs(t, err, &we, "younger than StableAfter: p's handoff may be under way")
-	assert.False(t, we.Copying)
+	assert.Equal(t, WaitYoung, we.Why)
 	assert.Equal(t, "p", we.Peer)
 
 	// The import has waited past the import wait, and p answers NONE.
@@ -80,16 +80,26 @@ func TestOperatorEndsAnImportThatWaitsForever(t *testing.T) {
 
 	_, err = n.EndImport(slot)
 	require.ErrorAs(t, err, &we, "stuck, but younger than StableAfter: a failing handoff from p is still retried")
-	assert.False(t, we.Copying)
+	assert.Equal(t, WaitYoung, we.Why)
 	n.ho.waits.since[slot].Add(-int64(StableAfter))
 
 	n.ho.waits.copied("p")
 	_, err = n.EndImport(slot)
 	require.ErrorAs(t, err, &we, "p sends the slot's keys now: its DONE ends the wait")
-	assert.True(t, we.Copying)
+	assert.Equal(t, WaitCopying, we.Why)
 	n.ho.waits.copyMu.Lock()
 	n.ho.waits.copyAt["p"] -= int64(2 * importWait) // that copy stopped long ago
 	n.ho.waits.copyMu.Unlock()
+
+	fw.servesReply(t, "+"+strconv.Itoa(slot))
+	_, err = n.EndImport(slot)
+	require.ErrorAs(t, err, &we, "p's table still names it the owner")
+	assert.Equal(t, WaitServed, we.Why)
+	fw.servesReply(t, "") // p does not answer
+	_, err = n.EndImport(slot)
+	require.ErrorAs(t, err, &we, "p may serve the slot")
+	assert.Equal(t, WaitNoAnswer, we.Why)
+	fw.servesReply(t, "+"+releaseNone)
 
 	pSlot := slotWhere(t, "a slot of p's", func(s int) bool { return v.Table.Owner(s).Name == "p" })
 	_, err = n.EndImport(pSlot)
@@ -177,8 +187,52 @@ func TestOperatorEndsTheWaitOfANewProcess(t *testing.T) {
 	assert.Equal(t, "+"+releaseNone, releasedTo(x, "p", slot), "x still released nothing: it serves nothing of the slot either")
 }
 
-// askNode answers RL.PEER RELEASED as node to does, and everything else
-// OK; each RELEASED's slots go to asked.
+// TestOperatorEndsNoWaitOfASlotItsOldOwnerServes: p imports a slot from
+// x, whose own table (older: it has not seen p yet) still names x the
+// owner, so x serves it. RL.CLUSTER SETSLOT slot STABLE on p asks x first
+// (RL.PEER SERVES) and leaves the wait as it is: ended, it would have
+// made p a second server of the slot. Once x's table gives p the slot and
+// x has handed it over, x serves it no more, and the wait may end.
+func TestOperatorEndsNoWaitOfASlotItsOldOwnerServes(t *testing.T) {
+	vp := alive(viewOf(t, 1, []string{"p", "x"}))
+	slot := slotWhere(t, "a slot of p's", func(s int) bool { return vp.Table.Owner(s).Name == "p" })
+	var curX, curP atomic.Pointer[cluster.View]
+	curX.Store(viewOf(t, 1, []string{"x"})) // x alone: it owns every slot
+	x := buildNode(t, &curX, &recorder{}, servingLease("x"), false)
+	curP.Store(vp)
+	p := buildNode(t, &curP, &askNode{to: x, asked: make(chan string, 1024)}, servingLease("p"), false)
+	st := p.State(slot)
+	require.True(t, st != nil && st.Mode() == ModeImporting && st.Peer().Name == "x")
+	p.ho.waits.since[slot].Add(-int64(2 * StableAfter))
+
+	assert.Equal(t, "+"+strconv.Itoa(slot), servesTo(x, "p", slot), "x's table names x the owner")
+	_, err := p.EndImport(slot)
+	var we *WaitError
+	require.ErrorAs(t, err, &we, "x serves the slot")
+	assert.Equal(t, WaitServed, we.Why)
+	n, err := p.EndStuckImports()
+	require.NoError(t, err)
+	assert.Zero(t, n, "ALL leaves the slots x serves waiting too")
+	require.Equal(t, ModeImporting, p.State(slot).Mode())
+
+	curX.Store(alive(viewOf(t, 2, []string{"x", "p"})))
+	x.View() // x hands p's slots over (the recorder takes the copies and the DONE)
+	require.Eventually(t, func() bool { return servesTo(x, "p", slot) == "+"+releaseNone }, 10*time.Second, time.Millisecond,
+		"handed over: x serves the slot no more")
+	ended, err := p.EndImport(slot)
+	require.NoError(t, err)
+	assert.True(t, ended)
+}
+
+// servesTo returns n's answer to RL.PEER SERVES from for slot.
+func servesTo(n *Node, from string, slot int) string {
+	w := &nopWriter{}
+	n.peerServes(&core.Session{Out: w}, [][]byte{[]byte(cluster.PeerCommand), []byte(cluster.PeerServes), []byte(from), []byte(strconv.Itoa(slot))})
+	return w.last
+}
+
+// askNode answers RL.PEER RELEASED and SERVES as node to does, and
+// everything else OK; each RELEASED's slots go to asked.
 type askNode struct {
 	to    *Node
 	asked chan string
@@ -188,11 +242,16 @@ func (f *askNode) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byt
 	reps := make([][]byte, len(cmds))
 	for i, args := range cmds {
 		reps[i] = []byte("+OK\r\n")
-		if string(args[1]) == cluster.PeerReleased {
+		switch string(args[1]) {
+		case cluster.PeerReleased:
 			w := &nopWriter{}
 			f.to.peerReleased(&core.Session{Out: w}, args)
 			reps[i] = []byte(w.last + "\r\n")
 			f.asked <- string(args[3])
+		case cluster.PeerServes:
+			w := &nopWriter{}
+			f.to.peerServes(&core.Session{Out: w}, args)
+			reps[i] = []byte(w.last + "\r\n")
 		}
 	}
 	return reps, nil
@@ -201,9 +260,10 @@ func (f *askNode) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byt
 func (f *askNode) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }
 
 // TestOperatorEndsEveryStuckImport: RL.CLUSTER SETSLOT ALL STABLE
-// (EndStuckImports) ends the imports that have waited longer than the
-// import wait, and leaves the younger ones waiting; without the lease it
-// ends none.
+// (EndStuckImports) ends the imports that have waited StableAfter, but
+// for those their old owner serves; it leaves the younger ones waiting,
+// takes an old owner that predates RL.PEER SERVES at its RELEASED's
+// word, and without the lease ends none.
 func TestOperatorEndsEveryStuckImport(t *testing.T) {
 	v := alive(viewOf(t, 1, []string{"x", "p"}))
 	var cur atomic.Pointer[cluster.View]
@@ -226,15 +286,22 @@ func TestOperatorEndsEveryStuckImport(t *testing.T) {
 	_, err := lapsed.EndStuckImports()
 	assert.ErrorIs(t, err, ErrNoLease)
 
+	fw.servesReply(t, "+"+strconv.Itoa(stuck[0]))
 	ended, err := n.EndStuckImports()
 	require.NoError(t, err)
-	assert.Equal(t, len(stuck), ended)
+	assert.Equal(t, 1, ended, "p serves the first: left waiting")
+	assert.Equal(t, ModeImporting, n.State(stuck[0]).Mode())
+	assert.Contains(t, logs.String(), "left slots waiting")
+	fw.servesReply(t, "-"+errPeerAuth) // p predates RL.PEER SERVES: its RELEASED's NONE is all there is
+	ended, err = n.EndStuckImports()
+	require.NoError(t, err)
+	assert.Equal(t, 1, ended)
 	for _, s := range stuck {
-		assert.Nil(t, n.State(s), "slot %d waited longer than the import wait: ended", s)
+		assert.Nil(t, n.State(s), "slot %d waited StableAfter: ended", s)
 	}
 	assert.Equal(t, ModeImporting, n.State(mine[2]).Mode(), "a younger import waits on")
 	assert.Equal(t, strconv.Itoa(len(stuck)), pairsOf(n.HandoffPairs())["handoff_imports_ended_by_operator"])
-	assert.Contains(t, logs.String(), fmt.Sprintf("slots=%d first=\"[%d %d]\" waited_on=[p]", len(stuck), stuck[0], stuck[1]))
+	assert.Contains(t, logs.String(), fmt.Sprintf("slots=1 first=[%d] waited_on=[p]", stuck[1]))
 	ended, err = n.EndStuckImports()
 	require.NoError(t, err)
 	assert.Zero(t, ended, "none left")
@@ -281,18 +348,38 @@ func TestImportWaitSurvivesItsAsks(t *testing.T) {
 	assert.Positive(t, h.waits.since[1].Load(), "a new wait")
 }
 
-// noneOwner answers RL.PEER RELEASED with NONE, and everything else OK:
-// an old owner that never releases the slot, nor hands it over. Each
-// RELEASED's slots go to asked.
-type noneOwner struct{ asked chan string }
+// noneOwner answers RL.PEER RELEASED with NONE, RL.PEER SERVES as
+// servesReply set it (NONE at first; "" fails the call), and everything
+// else OK: an old owner that never releases the slot, nor hands it over.
+// Each RELEASED's slots go to asked.
+type noneOwner struct {
+	asked  chan string
+	serves atomic.Pointer[string]
+}
+
+// servesReply sets the answer to RL.PEER SERVES.
+func (f *noneOwner) servesReply(t *testing.T, rep string) {
+	t.Helper()
+	f.serves.Store(&rep)
+}
 
 func (f *noneOwner) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
 	reps := make([][]byte, len(cmds))
 	for i, args := range cmds {
 		reps[i] = []byte("+OK\r\n")
-		if string(args[1]) == cluster.PeerReleased {
+		switch string(args[1]) {
+		case cluster.PeerReleased:
 			reps[i] = []byte("+" + releaseNone + "\r\n")
 			f.asked <- string(args[3])
+		case cluster.PeerServes:
+			rep := "+" + releaseNone
+			if p := f.serves.Load(); p != nil {
+				rep = *p
+			}
+			if rep == "" {
+				return nil, cluster.ErrUnreachable
+			}
+			reps[i] = []byte(rep + "\r\n")
 		}
 	}
 	return reps, nil

@@ -283,8 +283,9 @@ func (rt *Router) Commands() []core.Command {
 // cmdPeer is the handshake, RL.PEER HELLO and AUTH (peerauth.go), and,
 // on a peer's connection only, the replicas' COPY, DELTA and SYNC
 // (server/internal/replica, copies.go), an old owner's SEED
-// and the handoff's IMPORT, DONE, PULL and RELEASED (package handoff:
-// seed.go, peer.go, restore.go, release.go), and the regions' REGION. On a
+// and the handoff's IMPORT, DONE, PULL, RELEASED and SERVES (package
+// handoff: seed.go, peer.go, restore.go, release.go, stable.go), and the
+// regions' REGION. On a
 // client's connection every other subcommand is refused before any of its
 // arguments is read. On a peer's, one this node does not know gets NOPERM
 // bad cluster credentials: what a node that predates a subcommand answers,
@@ -325,6 +326,8 @@ func (rt *Router) cmdPeer(x *core.Session, args [][]byte) {
 		rt.ho.PeerPull(x, args)
 	case cluster.IsWord(args[1], cluster.PeerReleased) && len(args) >= 4 && releasedForm(args[4:]):
 		rt.ho.PeerReleased(x, args)
+	case cluster.IsWord(args[1], cluster.PeerServes) && len(args) == 4:
+		rt.ho.PeerServes(x, args) // server/internal/handoff, stable.go
 	default:
 		x.Out.WriteError(errPeerAuth)
 	}

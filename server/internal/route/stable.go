@@ -70,12 +70,26 @@ func setSlotError(err error, slot int) string {
 		return "ERR I'm not the owner of hash slot " + strconv.Itoa(slot) // Redis's words
 	case errors.Is(err, handoff.ErrNoLease):
 		return errClusterDown
-	case errors.As(err, &we) && we.Copying:
-		return "ERR slot " + strconv.Itoa(we.Slot) + " is being handed over by " + we.Peer + " now: its DONE ends the wait"
 	case errors.As(err, &we):
-		return "ERR slot " + strconv.Itoa(we.Slot) + " has waited " + strconv.FormatInt(we.Waited.Milliseconds(), 10) +
-			" ms for " + we.Peer + ": its handoff may be under way until it has waited " +
-			strconv.FormatInt(handoff.StableAfter.Milliseconds(), 10) + " ms"
+		return waitReply(we)
 	}
 	return "ERR " + err.Error()
+}
+
+// waitReply words a wait that EndImport leaves as it is.
+func waitReply(we *handoff.WaitError) string {
+	slot := strconv.Itoa(we.Slot)
+	switch we.Why {
+	case handoff.WaitCopying:
+		return "ERR slot " + slot + " is being handed over by " + we.Peer + " now: its DONE ends the wait"
+	case handoff.WaitServed:
+		return "ERR slot " + slot + " is still served by " + we.Peer + ", whose table names it the owner: its handoff ends the wait"
+	case handoff.WaitNoAnswer:
+		return "ERR slot " + slot + " waits on " + we.Peer + ", which does not answer: it may still serve the slot"
+	case handoff.WaitMoved:
+		return "ERR slot " + slot + " moved on to another old owner while " + we.Peer + " was asked: try again"
+	}
+	return "ERR slot " + slot + " has waited " + strconv.FormatInt(we.Waited.Milliseconds(), 10) +
+		" ms for " + we.Peer + ": its handoff may be under way until it has waited " +
+		strconv.FormatInt(handoff.StableAfter.Milliseconds(), 10) + " ms"
 }
