@@ -61,7 +61,7 @@ func (n *Node) expireImports() {
 		k := kind{st.peer.Name, st.keep, st.guess, strings.Join(st.past, " ")}
 		next := ext[k]
 		if next == nil {
-			next = &SlotState{mode: ModeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess, past: st.past}
+			next = &SlotState{mode: ModeImporting, peer: st.peer, until: now.Add(releaseRetry), keep: st.keep, guess: st.guess, past: st.past, waited: true}
 			ext[k] = next
 		}
 		if h.swap(slot, st, next) { // the next ask waits releaseRetry, whatever this one hears

@@ -31,7 +31,7 @@ func (m Mode) String() string {
 }
 
 // SlotState is one moving slot's state. It is immutable but for mg's
-// phase, which all the slots of one migration share.
+// phase, which all the slots of one migration share, and refused.
 type SlotState struct {
 	mode  Mode         // ModeImporting, ModeAdopted, or ModeCopying for a migration (then see mg)
 	peer  cluster.Node // the old owner when importing; the new owner when migrating
@@ -51,6 +51,13 @@ type SlotState struct {
 	// longer than the table has members goes round in a circle, and is
 	// not followed further.
 	past []string
+	// waited marks an import that has waited importWait and asks its old
+	// owner RL.PEER RELEASED (expireImports): see ImportDown.
+	waited bool
+	// refused is set once the import's old owner answered a request for
+	// one of its slots HANDEDOFF: it does not serve them either (see
+	// ImportDown).
+	refused atomic.Bool
 }
 
 // keptBack: a slot whose keys this node kept for another owner (kept.go)

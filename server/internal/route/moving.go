@@ -70,6 +70,9 @@ func (rt *Router) routeMoving(c *Conn, slot int, st *handoff.SlotState) route {
 // --owner-unreachable's answer.
 func (rt *Router) forwardHandoff(x *core.Session, cm *core.Command, args [][]byte, r route, last bool) bool {
 	reps, err := rt.forward(r.owner, [][][]byte{hopLevelArgs(x, args, hopHandoff)})
+	if err == nil && isHandedOff(reps[0]) {
+		rt.ho.ImportRefused(r.importing) // it does not serve the slot either: see handoff.ImportDown
+	}
 	switch {
 	case err == nil && !isHandedOff(reps[0]):
 		x.Out.WriteRaw(reps[0])

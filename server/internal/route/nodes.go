@@ -163,7 +163,8 @@ func appendNodeAddr(b []byte, addr, gossip string, flags *string) []byte {
 
 // slotStates counts the slots v gives this node and it can serve (ok),
 // those it cannot (fail: it holds no lease, or the slot is lost or waits
-// out a dead owner's lease, see handoff), and those of another node this
+// out a dead owner's lease, or it imports the slot and no node serves
+// its requests, see handoff.ImportDown), and those of another node this
 // node declared dead while no majority confirmed it (pfail), as CLUSTER
 // INFO's cluster_slots_ok, _fail and _pfail. A node that waits to meet a
 // member serves none.
@@ -194,7 +195,7 @@ func (rt *Router) slotStates(v *cluster.View) (ok, pfail, fail int) {
 				fail += size
 			default:
 				for slot := r.From; slot <= r.To; slot++ {
-					if tk.Waits(slot, now) {
+					if tk.Waits(slot, now) || rt.ho != nil && rt.ho.ImportDown(slot) {
 						fail++
 					} else {
 						ok++
