@@ -1,5 +1,46 @@
 package handoff
 
+import (
+	"context"
+	"log/slog"
+
+	"github.com/rlstore/rlstore/cluster"
+)
+
+// logChange logs, at debug, what a table change left: the table's
+// members, whether this node counts its previous table, and the slots it
+// imports by old owner (a guess or not) and migrates by new owner. The
+// caller holds switchMu.
+func (n *Node) logChange(nv *cluster.View, outs map[string][]int) {
+	if !n.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	h := &n.ho
+	var members []string
+	for _, m := range nv.Table.Nodes() {
+		members = append(members, m.Name)
+	}
+	in := map[string]int{}
+	for slot := range cluster.Slots {
+		if st := h.state(slot); st != nil && st.mode == ModeImporting {
+			k := st.peer.Name
+			if st.guess {
+				k += "(guess)"
+			}
+			if st.keep {
+				k += "(keep)"
+			}
+			in[k]++
+		}
+	}
+	out := map[string]int{}
+	for to, slots := range outs {
+		out[to] = len(slots)
+	}
+	n.log.Debug("cluster: table change", "epoch", nv.Table.Epoch(), "members", members, "counts", h.counts,
+		"importing", in, "migrating", out)
+}
+
 // An import's slots are served by its old owner until its DONE, which
 // serves them while it copies them out (a live handoff). Some imports
 // have no such owner: a joiner's guess at a slot's backup, a restart's

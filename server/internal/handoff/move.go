@@ -182,6 +182,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	if in, _ := h.moving(); in > 0 {
 		time.AfterFunc(time.Until(until)+time.Millisecond, n.expireImports)
 	}
+	n.logChange(nv, outs) // see formation.go
 }
 
 // slotChange sets slot's state for the new view nv and returns the node
