@@ -248,6 +248,20 @@ var (
 	// (the server's sendKept). Seed 4181: n4's second push of 12336 in mode
 	// handback replaced the 60 n0 had served since the first with 49.
 	simKeptOnce = os.Getenv("RL_SIM_KEPTONCE") != "0"
+	// simRelay (RL_SIM_RELAY=0 leaves it out): a node whose table moves
+	// on a slot it imported from a guess, naming the guess (livePrev),
+	// asks the guess on the new owner's behalf the RELEASED question the
+	// owner would ask after its ASK, at once and every 100 ms while
+	// unanswered (15 tries), and, told released, drops the mark and
+	// answers for the slot as the owner's backup (the server's
+	// relayGuess: a staggered cold start's 5 s wait), only while it has seen
+	// no death, no rejoin of its own, and every known member.
+	// The model starts no cluster cold: each restart comes amid deaths,
+	// pauses or unseen members, so the rule never asks in it.
+	// RL_SIM_RELAY=any asks without that condition: the 5 s gates hold
+	// (0-4999), but at a 1 s import wait it breaks 4934 and 1682 too.
+	simRelay    = os.Getenv("RL_SIM_RELAY") != "0"
+	simRelayAny = os.Getenv("RL_SIM_RELAY") == "any"
 )
 
 // lostElsewhere reports whether node i has slot lost, not imported, with
@@ -272,6 +286,10 @@ var simCounts struct {
 	// released not to a new process of the member it handed them to, and
 	// those still waiting at the schedule's end.
 	handed, handedWaiting int
+	// relayed counts the slots a relayed question's answer cleared the
+	// livePrev mark of (simRelay), and relayDone those the owner's import
+	// then ended on the node's DONE.
+	relayed, relayDone int
 	// importing counts the slots every node up imported at its schedule's
 	// end, for any reason: what the waiting ones compare with.
 	importing int
@@ -320,6 +338,7 @@ const (
 	simKeptOK   // kept keys taken: the sender drops them
 	simHandBack // a handoff's DONE refused, a slot being a third node's in the receiver's table: the sender hands it on by its own
 	simDoneOK   // a handoff's DONE taken: the sender's cut unmarks the slots the table gives another (the server's unmark)
+	simRelayed  // a relayed simAsk's answer: the slots released to its asker (simRelay)
 )
 
 type simMsg struct {
@@ -346,6 +365,9 @@ type simMsg struct {
 	keep     bool          // simAsk: the asker's rejoin waits for the slots keeping its keys (RL.PEER RELEASED's KEEP)
 	past     []int         // simAsk: the nodes whose "ASK" sent the import on (RL.PEER RELEASED's PAST)
 	handed   []int         // simAsk: the slots whose DONE from the asked node the asker took (RL.PEER RELEASED's HANDED)
+	relay    bool          // simAsk: asked on asker's behalf by sender, which gets the answer as simRelayed (simRelay)
+	asker    int           // simAsk with relay, simRelayed: the node the question is for
+	sender   int           // simAsk with relay: the node that asks (from is the asker's, as it answers)
 	kept     bool          // simDone: kept keys pushed (the server's pushKept), not a PULL's answer
 	behind   map[int]int   // simDone (kept): slots whose keys go without a DONE, and the node that took them over after the sender's death (simKeptBehind)
 	local    bool          // simHandBack, simRefused: the sender's own failed call (unsent), not a message from m.from
@@ -367,6 +389,9 @@ const simStale = simMaxLag*11/10 + simShip + 3*simStep
 const simMaxLag = 3 * simTerm
 
 type simNode struct {
+	relayed    map[int]bool  // slots whose deadPrev a moved import from a guess set (simRelay)
+	rejoined   bool          // this process learned it was declared dead (the server's rejoins)
+	relays     []simRelayAsk // the relayed questions still unanswered (simRelay)
 	name       string
 	rate       float64       // clock rate
 	off        time.Duration // clock offset
@@ -513,6 +538,7 @@ func (s *sim) start(i int) {
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
 	n.sentBehind, n.handedInc, n.took = map[int]int{}, map[int]simHanded{}, map[[2]int]bool{}
+	n.relayed, n.relays, n.rejoined = map[int]bool{}, nil, false
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.gen++
@@ -612,6 +638,7 @@ func (s *sim) rebuild(i int) {
 				n.out[slot] = simOut{to: to, since: o.since, replace: o.replace && to == o.to || to != o.to && n.died[owner] && !simSettleReset}
 			}
 		}
+		relay := map[[2]int][]int{} // guess and new owner → slots (simRelay)
 		for _, slot := range s.slots {
 			owner, prev := tb.Owner(slot).Name, old.Table.Owner(slot).Name
 			if !old.Table.Has(owner) && owner != n.name && prev != n.name && prev != owner {
@@ -624,6 +651,7 @@ func (s *sim) rebuild(i int) {
 				n.ownerInc[slot] = n.lease.IncarnationOf(owner)
 				delete(n.deadPrevInc, slot)
 				delete(n.guessPrev, slot)
+				delete(n.relayed, slot)
 			}
 			switch {
 			case owner == prev:
@@ -633,6 +661,10 @@ func (s *sim) rebuild(i int) {
 				// Never got here: what this node knew of its state stands.
 			case prev == n.name && importing && n.importing[slot].peer != s.index(owner) && !simLivePrevForgot:
 				n.deadPrev[slot] = n.importing[slot].peer // never got here: its state is with the node it was imported from
+				if simRelay && n.importing[slot].guess {
+					n.relayed[slot] = true // a guess may never have held it: ask it (the server's relayGuess)
+					relay[[2]int{n.importing[slot].peer, s.index(owner)}] = append(relay[[2]int{n.importing[slot].peer, s.index(owner)}], slot)
+				}
 			case prev != n.name && owner != n.name && !simThirdPrevForgot && !s.holds(i, slot) && n.copyFrom[slot] == prev:
 				n.deadPrev[slot], n.deadPrevInc[slot] = s.index(prev), inc // a live third node held it, and may not have handed it over (the server's thirdPrev)
 			case prev != n.name && owner != n.name && !simThirdPrevForgot && !s.holds(i, slot) && simAskChain:
@@ -667,6 +699,13 @@ func (s *sim) rebuild(i int) {
 				}
 			}
 		}
+		for _, k := range slices.SortedFunc(maps.Keys(relay), func(a, b [2]int) int { return cmp.Compare(a[0]*len(s.nodes)+a[1], b[0]*len(s.nodes)+b[1]) }) {
+			if !simRelayAny && (len(n.died) > 0 || n.rejoined || len(n.unseen) > 0) {
+				break // the server's relayGuesses: only a process that saw no death, no rejoin of its own, and every known member
+			}
+			n.relays = append(n.relays, simRelayAsk{guess: k[0], owner: k[1], slots: relay[k]})
+		}
+		s.relayAsks(i)
 	}
 	if old == nil {
 		for _, slot := range s.slots {
@@ -843,6 +882,7 @@ func (s *sim) rejoin(i int) {
 	n := s.nodes[i]
 	s.logf("%s learns it was declared dead", n.name)
 	simCounts.rejoins++
+	n.rejoined = true
 	for m := range n.died {
 		n.seenDied[m] = true // the server's rejoin: what it served of m's slots is older than this death
 	}
@@ -1607,6 +1647,9 @@ func (s *sim) receive(m simMsg) {
 		if !n.lease.ServesAt(now) {
 			break // the server's peerReleased: a node that may not serve knows nothing newer
 		}
+		if m.relay { // asked on m.asker's behalf (simRelay): answered as m.asker would be
+			m.from, from = m.asker, s.nodes[m.asker].name
+		}
 		var released, newProc []int
 		var ask map[int][]int
 		for _, slot := range m.slots {
@@ -1686,12 +1729,18 @@ func (s *sim) receive(m simMsg) {
 				released = append(released, slot)
 			}
 		}
-		if len(released) > 0 || len(ask) > 0 {
+		switch {
+		case m.relay && len(released) > 0:
+			s.sendFixed(simMsg{kind: simRelayed, from: m.to, to: m.sender, slots: released, asker: m.asker})
+		case m.relay:
+		case len(released) > 0 || len(ask) > 0:
 			s.send(simMsg{kind: simReleased, from: m.to, to: m.from, slots: released, ask: ask})
 		}
 		if done := s.backedUp(m.to, from, newProc); simHandedPull && done.vals != nil {
 			s.send(done) // the server's handedPull: as the new process's PULL is answered
 		}
+	case simRelayed:
+		s.relayed(m.to, m)
 	case simReleased:
 		s.logf("%s: %s released %v, ask %v", n.name, from, m.slots, m.ask)
 		for _, slot := range m.slots {
@@ -1759,6 +1808,7 @@ func (s *sim) tick(i int) {
 		}
 		n.nextReq = now + int64(simTerm/5)
 	}
+	s.relayAsks(i)
 	outs := map[int]*simMsg{}
 	for _, slot := range slices.Sorted(maps.Keys(n.out)) {
 		o := n.out[slot]
@@ -2566,12 +2616,14 @@ func (s *sim) seedDeadPrev(i int) {
 		case d == n.name:
 		case !n.view.Table.Has(d):
 			n.deadPrev[slot] = s.index(d)
+			delete(n.relayed, slot)
 			delete(n.deadPrevInc, slot)
 			delete(n.guessPrev, slot)
 		case d != n.view.Table.Owner(slot).Name && !simSeedLiveForgot:
 			delete(n.deadPrevInc, slot)
 			delete(n.guessPrev, slot)
 			n.deadPrev[slot] = s.index(d) // a member it sees, whose slot its table gives another: it may hold it (the server's seedDeadPrev)
+			delete(n.relayed, slot)
 		}
 	}
 	for _, m := range s.known {
@@ -2820,6 +2872,7 @@ func TestSimulationSafety(t *testing.T) {
 	}
 	t.Logf("rejoins %d, proved unconfirmed %d; their waiting slots served from own keys %d, lost ones %d",
 		simCounts.rejoins, simCounts.proofs, simCounts.waits, simCounts.lost)
+	t.Logf("relayed questions (simRelay) cleared %d livePrev marks, and sent %d slots' DONE to their owners", simCounts.relayed, simCounts.relayDone)
 	t.Logf("a new process answered RELEASED with NONE, not having seen every known member (simVouch), for %d importer slots; %d still waited at their schedule's end, of %d slots imported then",
 		simCounts.withheld, simCounts.waiting, simCounts.importing)
 	t.Logf("not released to a new process of the member they were handed to (simHandedInc): %d importer slots, %d of them still waiting at the end",
@@ -2892,4 +2945,72 @@ func (s *sim) unlose(i, slot int) {
 	n.tk = n.tk.WithLost(&lost)
 	delete(n.lostFrom, slot)
 	delete(n.lostOwn, slot)
+}
+
+// simRelayAsk is a relayed question still unanswered (simRelay): which
+// of slots the guess released to owner, on owner's behalf.
+type simRelayAsk struct {
+	guess, owner int
+	slots        []int
+	tries        int
+	next         int64 // when to ask again, on the node's clock
+}
+
+// relayAsks sends node i's relayed questions that are due (the server's
+// relayGuess): at once, then every 100 ms, 15 times at most, for the
+// slots whose mark stands.
+func (s *sim) relayAsks(i int) {
+	n := s.nodes[i]
+	now := n.local(s.now)
+	keep := n.relays[:0]
+	for _, r := range n.relays {
+		r.slots = slices.DeleteFunc(r.slots, func(slot int) bool { return !n.relayed[slot] || n.deadPrev[slot] != r.guess })
+		if len(r.slots) == 0 || r.tries >= 15 {
+			continue
+		}
+		if now >= r.next {
+			s.sendFixed(simMsg{kind: simAsk, from: i, to: r.guess, slots: slices.Clone(r.slots), past: []int{i}, relay: true, asker: r.owner, sender: i})
+			r.tries++
+			r.next = now + int64(100*time.Millisecond)
+		}
+		keep = append(keep, r)
+	}
+	n.relays = keep
+}
+
+// relayed is node i's end of a relayed question (the server's
+// relayGuess): the guess released m's slots to their owner, so it held
+// none of them; i drops its marks and answers for them as the owner's
+// backup, as a PULL's answer.
+func (s *sim) relayed(i int, m simMsg) {
+	n := s.nodes[i]
+	var answered []int
+	for _, slot := range m.slots {
+		if n.relayed[slot] && n.deadPrev[slot] == m.from && n.view.Table.Owner(slot).Name == s.known[m.asker] {
+			delete(n.deadPrev, slot)
+			delete(n.relayed, slot)
+			answered = append(answered, slot)
+		}
+	}
+	s.logf("%s: %s released %v to %s (relayed)", n.name, s.known[m.from], answered, s.known[m.asker])
+	simCounts.relayed += len(answered)
+	if len(answered) == 0 || !n.lease.ServesAt(n.local(s.now)) {
+		return
+	}
+	if done := s.backedUp(i, s.known[m.asker], answered); done.vals != nil {
+		simCounts.relayDone += len(done.slots)
+		s.send(done)
+	}
+}
+
+// sendFixed sends m as send does, but it arrives in 15 ms and draws
+// nothing from the schedule's randomness: a relayed question and its
+// answer (simRelay) leave every other draw of the schedule as it was, so
+// a schedule changes only through what they change.
+func (s *sim) sendFixed(m simMsg) { s.sendAfter(m, 15*time.Millisecond) }
+
+// sendAfter is sendFixed with a delay of d.
+func (s *sim) sendAfter(m simMsg, d time.Duration) {
+	m.at = s.now + d
+	s.msgs = append(s.msgs, m)
 }

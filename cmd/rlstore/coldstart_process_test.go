@@ -63,19 +63,23 @@ func TestColdStartAtOnce(t *testing.T) {
 }
 
 // TestColdStartStaggered starts the README's three nodes 50 to 100 ms
-// apart, as a shell's three commands or a supervisor start them, five
-// times, and counts what a client sees until every slot is served: the
-// error replies of passes over 512 keys sent to every node, and how long
-// until every node imports nothing and a pass has no error. About one
-// start in five (on a loaded two-core host) forms through a table of a
-// moment (docs/cluster.md, "Three nodes on one machine"): a node's import
-// from its first table's guess had no answer yet when the next table
-// moved the slots on, so it names that guess, and the new owner waits
-// the 5 s import wait and one ask of RL.PEER RELEASED. Meanwhile the new
-// owner answers TRYAGAIN and the nodes that forward to it -CLUSTERDOWN
-// (80 to 400 replies). The test bounds formation by that wait, and
-// requires the new owner's CLUSTER INFO to count the slots it cannot
-// serve (cluster_slots_fail) while they wait: before, every node said 0.
+// apart, as a shell runs the three commands or a supervisor starts them,
+// five times, and counts what a client sees until every slot is served:
+// the error replies of passes over 512 keys sent to every node, and how
+// long until every node imports nothing and a pass has no error. Such
+// starts form through tables of a moment (docs/cluster.md, "A quick
+// restart"): b imports its slots from its first table's guess a, whose
+// PULL answer needs a's lease, and c's join moves some of them on before
+// a answers. Before b asked a on c's behalf (relayGuess), about one start
+// in five (2 of 5 in the first run) had c wait the 5 s import wait and an
+// ASK round: served 6.3-6.8 s after the first start, with 84-171
+// -CLUSTERDOWN replies through a and b and TRYAGAIN from c, while every
+// node said cluster_slots_fail:0. Now such a start serves every slot
+// within coldStartFormed. One wait of the import wait's length is left,
+// rarer: a PULL that reaches its guess before the guess holds its lease,
+// with no table change after it to send another (at most one round in
+// five may take it, within coldStartBound). A round that waits must
+// count the slots in the waiting node's cluster_slots_fail.
 func TestColdStartStaggered(t *testing.T) {
 	ms := time.Millisecond
 	gaps := [][2]time.Duration{{50 * ms, 100 * ms}, {75 * ms, 75 * ms}, {100 * ms, 50 * ms}, {60 * ms, 90 * ms}, {90 * ms, 60 * ms}}
@@ -86,7 +90,7 @@ func TestColdStartStaggered(t *testing.T) {
 			t.Logf("gaps %v: every slot served %.2f s after the first start; errors %v; most cluster_slots_fail seen %v",
 				gap, r.formed.Seconds(), r.errs, r.mostFail)
 			assert.LessOrEqual(t, r.formed, coldStartBound, "formation takes at most the import wait and one ask")
-			if r.formed > 2*time.Second {
+			if r.formed > coldStartFormed {
 				slow++
 				most := 0
 				for _, f := range r.mostFail {
@@ -100,12 +104,17 @@ func TestColdStartStaggered(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d starts waited for an import", slow, len(gaps))
+	assert.LessOrEqual(t, slow, 1, "starts that waited for an import (more than %v)", coldStartFormed)
 }
 
-// coldStartBound bounds a staggered cold start: the handoff's import wait
-// (5 s), one RL.PEER RELEASED ask a second later, and a loaded host's
-// slack.
-const coldStartBound = 10 * time.Second
+// coldStartFormed bounds a staggered cold start that waits for no import
+// wait: a handoff's milliseconds and the lease's first term (1 s), with a
+// loaded host's slack. coldStartBound bounds one that does: the import
+// wait (5 s), one RL.PEER RELEASED ask a second later, and slack.
+const (
+	coldStartFormed = 3 * time.Second
+	coldStartBound  = 10 * time.Second
+)
 
 // coldStart is what one staggered start showed.
 type coldStart struct {

@@ -333,6 +333,7 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 		inc := h.ownerInc[slot]
 		h.ownerInc[slot], h.deadPrevInc[slot] = incs[owner], 0
 		h.guessPrev[slot/64] &^= 1 << (slot % 64)
+		h.relay.marked[slot/64] &^= 1 << (slot % 64)
 		switch {
 		case dead[prev] && owner != nv.Self:
 			h.deadPrev[slot] = prev
@@ -342,6 +343,9 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 			// that member, back.
 		case prev == nv.Self && h.importing(slot) && h.state(slot).peer.Name != owner:
 			h.deadPrev[slot] = h.state(slot).peer.Name // it never came here: see livePrev
+			if h.state(slot).guess {
+				h.relay.note(slot, h.deadPrev[slot], owner) // a guess may never have held it: see relayGuess
+			}
 		case prev != nv.Self && owner != nv.Self && nv.Table.Has(prev) && !h.holds(slot):
 			h.deadPrev[slot], h.deadPrevInc[slot] = prev, inc // a live third node held it: see thirdPrev
 			if !held(slot, prev) {
@@ -496,9 +500,11 @@ func (n *Node) seedDeadPrev(nv *cluster.View) {
 		case unseen[d]:
 			h.deadPrev[slot], h.deadPrevInc[slot] = d, 0
 			h.guessPrev[slot/64] &^= 1 << (slot % 64)
+			h.relay.marked[slot/64] &^= 1 << (slot % 64)
 		case d != nv.Self && d != nv.Table.Owner(slot).Name:
 			h.deadPrev[slot], h.deadPrevInc[slot] = d, 0 // a member it sees may hold it: see livePrev
 			h.guessPrev[slot/64] &^= 1 << (slot % 64)
+			h.relay.marked[slot/64] &^= 1 << (slot % 64)
 		}
 	}
 	if h.died == nil {

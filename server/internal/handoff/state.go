@@ -175,6 +175,9 @@ type handoff struct {
 	// owner only to an asker that follows chains, not a rejoin's question
 	// (see askChain).
 	guessPrev replica.SlotBits
+	// relay are the livePrev marks of guesses this node asks about for
+	// the slots' new owners (see relayGuess).
+	relay relays
 	// seen are the members this process has had in a table, or recorded
 	// as dead ones it never saw (see seedDeadPrev).
 	seen map[string]bool
