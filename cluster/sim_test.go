@@ -252,7 +252,7 @@ var (
 	// on a slot it imported from a guess, naming the guess (livePrev),
 	// asks the guess on the new owner's behalf the RELEASED question the
 	// owner would ask after its ASK, at once and every 100 ms while
-	// unanswered (15 tries), and, told released, drops the mark and
+	// unanswered (30 tries), and, told released, drops the mark and
 	// answers for the slot as the owner's backup (the server's
 	// relayGuess: a staggered cold start's 5 s wait), only while it has seen
 	// no death, no rejoin of its own, and every known member.
@@ -262,6 +262,13 @@ var (
 	// (0-4999), but at a 1 s import wait it breaks 4934 and 1682 too.
 	simRelay    = os.Getenv("RL_SIM_RELAY") != "0"
 	simRelayAny = os.Getenv("RL_SIM_RELAY") == "any"
+	// simRepull (RL_SIM_REPULL=0 leaves it out): a restarted process that
+	// has seen no death, no rejoin of its own, and every known member
+	// sends its PULL again every 100 ms, 30 times at most, to the guess
+	// each slot it still imports as a guess is imported from (the server's
+	// repull, which sends it after each table change; the model sends
+	// PULLs at a restart only).
+	simRepull = os.Getenv("RL_SIM_REPULL") != "0"
 )
 
 // lostElsewhere reports whether node i has slot lost, not imported, with
@@ -290,6 +297,8 @@ var simCounts struct {
 	// livePrev mark of (simRelay), and relayDone those the owner's import
 	// then ended on the node's DONE.
 	relayed, relayDone int
+	// repulls counts the PULLs sent again (simRepull).
+	repulls int
 	// importing counts the slots every node up imported at its schedule's
 	// end, for any reason: what the waiting ones compare with.
 	importing int
@@ -389,8 +398,10 @@ const simStale = simMaxLag*11/10 + simShip + 3*simStep
 const simMaxLag = 3 * simTerm
 
 type simNode struct {
-	relayed    map[int]bool  // slots whose deadPrev a moved import from a guess set (simRelay)
-	rejoined   bool          // this process learned it was declared dead (the server's rejoins)
+	relayed    map[int]bool // slots whose deadPrev a moved import from a guess set (simRelay)
+	rejoined   bool         // this process learned it was declared dead (the server's rejoins)
+	repulls    int          // PULLs still to send again (simRepull), the next at repullAt on its clock
+	repullAt   int64
 	relays     []simRelayAsk // the relayed questions still unanswered (simRelay)
 	name       string
 	rate       float64       // clock rate
@@ -538,7 +549,7 @@ func (s *sim) start(i int) {
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
 	n.sentBehind, n.handedInc, n.took = map[int]int{}, map[int]simHanded{}, map[[2]int]bool{}
-	n.relayed, n.relays, n.rejoined = map[int]bool{}, nil, false
+	n.relayed, n.relays, n.rejoined, n.repulls = map[int]bool{}, nil, false, 0
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.gen++
@@ -1809,6 +1820,7 @@ func (s *sim) tick(i int) {
 		n.nextReq = now + int64(simTerm/5)
 	}
 	s.relayAsks(i)
+	s.repull(i)
 	outs := map[int]*simMsg{}
 	for _, slot := range slices.Sorted(maps.Keys(n.out)) {
 		o := n.out[slot]
@@ -2166,6 +2178,9 @@ func (s *sim) fault() {
 				nd.importing[slot] = im
 			}
 			s.pull(i, slots)
+			if simRepull && len(nd.died) == 0 && !nd.rejoined && len(nd.unseen) == 0 {
+				nd.repulls, nd.repullAt = 30, nd.local(s.now)+int64(100*time.Millisecond)
+			}
 		}
 	}
 }
@@ -2872,7 +2887,7 @@ func TestSimulationSafety(t *testing.T) {
 	}
 	t.Logf("rejoins %d, proved unconfirmed %d; their waiting slots served from own keys %d, lost ones %d",
 		simCounts.rejoins, simCounts.proofs, simCounts.waits, simCounts.lost)
-	t.Logf("relayed questions (simRelay) cleared %d livePrev marks, and sent %d slots' DONE to their owners", simCounts.relayed, simCounts.relayDone)
+	t.Logf("relayed questions (simRelay) cleared %d livePrev marks, and sent %d slots' DONE to their owners; PULLs sent again (simRepull): %d", simCounts.relayed, simCounts.relayDone, simCounts.repulls)
 	t.Logf("a new process answered RELEASED with NONE, not having seen every known member (simVouch), for %d importer slots; %d still waited at their schedule's end, of %d slots imported then",
 		simCounts.withheld, simCounts.waiting, simCounts.importing)
 	t.Logf("not released to a new process of the member they were handed to (simHandedInc): %d importer slots, %d of them still waiting at the end",
@@ -2957,7 +2972,7 @@ type simRelayAsk struct {
 }
 
 // relayAsks sends node i's relayed questions that are due (the server's
-// relayGuess): at once, then every 100 ms, 15 times at most, for the
+// relayGuess): at once, then every 100 ms, 30 times at most, for the
 // slots whose mark stands.
 func (s *sim) relayAsks(i int) {
 	n := s.nodes[i]
@@ -2965,7 +2980,7 @@ func (s *sim) relayAsks(i int) {
 	keep := n.relays[:0]
 	for _, r := range n.relays {
 		r.slots = slices.DeleteFunc(r.slots, func(slot int) bool { return !n.relayed[slot] || n.deadPrev[slot] != r.guess })
-		if len(r.slots) == 0 || r.tries >= 15 {
+		if len(r.slots) == 0 || r.tries >= 30 {
 			continue
 		}
 		if now >= r.next {
@@ -3013,4 +3028,30 @@ func (s *sim) sendFixed(m simMsg) { s.sendAfter(m, 15*time.Millisecond) }
 func (s *sim) sendAfter(m simMsg, d time.Duration) {
 	m.at = s.now + d
 	s.msgs = append(s.msgs, m)
+}
+
+// repull sends node i's PULL again to the guesses it still imports slots
+// from, when due (simRepull).
+func (s *sim) repull(i int) {
+	n := s.nodes[i]
+	now := n.local(s.now)
+	if n.repulls == 0 || now < n.repullAt {
+		return
+	}
+	by := map[int][]int{}
+	for _, slot := range s.slots {
+		if im, ok := n.importing[slot]; ok && im.guess {
+			by[im.peer] = append(by[im.peer], slot)
+		}
+	}
+	if len(by) == 0 {
+		n.repulls = 0
+		return
+	}
+	for _, to := range slices.Sorted(maps.Keys(by)) {
+		s.sendFixed(simMsg{kind: simPull, from: i, to: to, slots: by[to]})
+	}
+	n.repulls--
+	n.repullAt = now + int64(100*time.Millisecond)
+	simCounts.repulls++
 }

@@ -122,14 +122,28 @@ func (r *relays) note(slot int, guess, owner string) {
 	r.pending[k] = append(r.pending[k], slot)
 }
 
-// relayGuesses starts asking, for the slots the table change to nv moved
-// on from an import from a guess, that guess (see relayGuess). The caller
-// holds switchMu.
-func (n *Node) relayGuesses(nv *cluster.View) {
+// askGuesses starts, after the table change to nv, the questions a cold
+// start's joiner asks its guesses: about the slots nv moved on from an
+// import from a guess (relayGuess), and again for ins, the slots it
+// imports and PULLed (repull). Only a process that has seen no member's
+// death, was never declared dead, and has had every known member in a
+// table asks. The caller holds switchMu.
+func (n *Node) askGuesses(nv *cluster.View, ins []int) {
 	pending := n.ho.relay.pending
 	n.ho.relay.pending = nil
 	if len(n.ho.died) > 0 || n.rejoins.Load() > 0 || n.neverSawLocked() {
 		return // not a cold start: see relayGuess
+	}
+	guesses := map[string][]int{}
+	for _, slot := range ins {
+		if st := n.ho.state(slot); st != nil && st.guess {
+			guesses[st.peer.Name] = append(guesses[st.peer.Name], slot)
+		}
+	}
+	for name, slots := range guesses {
+		if to, ok := nv.Table.Node(name); ok {
+			go n.repull(nv.Self, to, slots)
+		}
 	}
 	for k, slots := range pending {
 		guess, ok := nv.Table.Node(k[0])
@@ -141,10 +155,10 @@ func (n *Node) relayGuesses(nv *cluster.View) {
 }
 
 // relayTries and relayRetry bound relayGuess's questions: the guess
-// answers nothing until it holds its lease, within a term of its first
-// table with another member.
+// answers nothing until it holds its lease, within a term (1 s) of its
+// first table with another member; 3 s leave a loaded host slack.
 const (
-	relayTries = 15
+	relayTries = 30
 	relayRetry = 100 * time.Millisecond
 )
 
@@ -214,3 +228,37 @@ func (n *Node) releasedTo(to cluster.Node, owner string, slots []int, self strin
 	}
 	return out, nil
 }
+
+// repull: a joiner sends its PULLs at its table changes, and its guess
+// answers one only with its lease and a table that names the joiner the
+// slots' owner. At a cold start the last PULL can come before both: a's
+// first table is {a, c} when c's {a, b, c} PULLs it, and a's lease comes
+// later; no table change of c's follows to send another, and c waited
+// the whole import wait (5 s) and a RELEASED round (1 start of 4 of the
+// three nodes started at once, after relayGuess). So the joiner sends the
+// PULL again every relayRetry, repullTries times at most, for the
+// slots it still imports from that guess: what a table change would
+// send, sooner.
+
+// repull sends to, the guess slots are imported from, their PULL again
+// while any of them still is (see repull above).
+func (n *Node) repull(self string, to cluster.Node, slots []int) {
+	for range repullTries {
+		time.Sleep(relayRetry)
+		n.switchMu.Lock()
+		still := slices.DeleteFunc(slices.Clone(slots), func(slot int) bool {
+			st := n.ho.state(slot)
+			return st == nil || st.mode != ModeImporting || !st.guess || st.peer.Name != to.Name
+		})
+		n.switchMu.Unlock()
+		if len(still) == 0 {
+			return
+		}
+		if err := n.peerCallAs(self, to, cluster.PeerPull, "", []byte(formatSlots(still)), nil); err != nil {
+			n.log.Debug("cluster: asking again for imported slots failed", "from", to.Name, "err", err)
+		}
+	}
+}
+
+// repullTries bounds repull, as relayTries bounds relayGuess.
+const repullTries = relayTries
