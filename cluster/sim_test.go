@@ -398,9 +398,10 @@ const simStale = simMaxLag*11/10 + simShip + 3*simStep
 const simMaxLag = 3 * simTerm
 
 type simNode struct {
-	relayed    map[int]bool // slots whose deadPrev a moved import from a guess set (simRelay)
-	rejoined   bool         // this process learned it was declared dead (the server's rejoins)
-	repulls    int          // PULLs still to send again (simRepull), the next at repullAt on its clock
+	relayed    map[int]bool    // slots whose deadPrev a moved import from a guess set (simRelay)
+	rejoined   bool            // this process learned it was declared dead (the server's rejoins)
+	seededDied map[string]bool // died members recorded only because this process never saw them (the server's absence.seeded)
+	repulls    int             // PULLs still to send again (simRepull), the next at repullAt on its clock
 	repullAt   int64
 	relays     []simRelayAsk // the relayed questions still unanswered (simRelay)
 	name       string
@@ -549,7 +550,7 @@ func (s *sim) start(i int) {
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
 	n.sentBehind, n.handedInc, n.took = map[int]int{}, map[int]simHanded{}, map[[2]int]bool{}
-	n.relayed, n.relays, n.rejoined, n.repulls = map[int]bool{}, nil, false, 0
+	n.relayed, n.relays, n.rejoined, n.repulls, n.seededDied = map[int]bool{}, nil, false, 0, map[string]bool{}
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.gen++
@@ -589,6 +590,7 @@ func (s *sim) rebuild(i int) {
 			if old.Table.Has(m) && !tb.Has(m) {
 				nv.Gone = append(nv.Gone, Member{Node: Node{Name: m}, State: StateDead})
 				n.died[m] = true
+				delete(n.seededDied, m)
 				delete(n.seenDied, m)
 				n.ended[s.index(m)] = !simOldStreams
 			}
@@ -711,7 +713,7 @@ func (s *sim) rebuild(i int) {
 			}
 		}
 		for _, k := range slices.SortedFunc(maps.Keys(relay), func(a, b [2]int) int { return cmp.Compare(a[0]*len(s.nodes)+a[1], b[0]*len(s.nodes)+b[1]) }) {
-			if !simRelayAny && (len(n.died) > 0 || n.rejoined || len(n.unseen) > 0) {
+			if !simRelayAny && (n.sawDeath() || n.rejoined || len(n.unseen) > 0) {
 				break // the server's relayGuesses: only a process that saw no death, no rejoin of its own, and every known member
 			}
 			n.relays = append(n.relays, simRelayAsk{guess: k[0], owner: k[1], slots: relay[k]})
@@ -2178,7 +2180,7 @@ func (s *sim) fault() {
 				nd.importing[slot] = im
 			}
 			s.pull(i, slots)
-			if simRepull && len(nd.died) == 0 && !nd.rejoined && len(nd.unseen) == 0 {
+			if simRepull && !nd.sawDeath() && !nd.rejoined && len(nd.unseen) == 0 {
 				nd.repulls, nd.repullAt = 30, nd.local(s.now)+int64(100*time.Millisecond)
 			}
 		}
@@ -2644,6 +2646,7 @@ func (s *sim) seedDeadPrev(i int) {
 	for _, m := range s.known {
 		if m != n.name && !n.view.Table.Has(m) && !simUnseenReset {
 			n.died[m] = true // as if it had seen that death: what it serves of the member's slots is newer than the member's keys
+			n.seededDied[m] = true
 		}
 	}
 }
@@ -3054,4 +3057,15 @@ func (s *sim) repull(i int) {
 	n.repulls--
 	n.repullAt = now + int64(100*time.Millisecond)
 	simCounts.repulls++
+}
+
+// sawDeath is the server's sawDeathLocked: a died member this process saw
+// die, not one recorded because it never saw it.
+func (n *simNode) sawDeath() bool {
+	for m := range n.died {
+		if !n.seededDied[m] {
+			return true
+		}
+	}
+	return false
 }

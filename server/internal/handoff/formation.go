@@ -131,7 +131,7 @@ func (r *relays) note(slot int, guess, owner string) {
 func (n *Node) askGuesses(nv *cluster.View, ins []int) {
 	pending := n.ho.relay.pending
 	n.ho.relay.pending = nil
-	if len(n.ho.died) > 0 || n.rejoins.Load() > 0 || n.neverSawLocked() {
+	if n.sawDeathLocked() || n.rejoins.Load() > 0 || n.neverSawLocked() {
 		return // not a cold start: see relayGuess
 	}
 	guesses := map[string][]int{}
@@ -262,3 +262,21 @@ func (n *Node) repull(self string, to cluster.Node, slots []int) {
 
 // repullTries bounds repull, as relayTries bounds relayGuess.
 const repullTries = relayTries
+
+// sawDeathLocked reports whether this process saw a member's death: a
+// member it records as absent (died) for a death a view showed, not one
+// recorded only because it had never had the member in a table
+// (seedDeadPrev). At a cold start a node's first table can lack a member
+// the gossip already knows (c's {a, c}, b known), which seeds b as absent;
+// counted as a death, it kept c from asking its guesses when b came, and
+// b's import from c waited the import wait (1 start in about 30 of three
+// at once, after repull). Such a member, once in a table, is seen
+// (neverSawLocked). The caller holds switchMu.
+func (n *Node) sawDeathLocked() bool {
+	for _, a := range n.ho.died {
+		if !a.seeded {
+			return true
+		}
+	}
+	return false
+}
