@@ -252,7 +252,7 @@ var (
 	// on a slot it imported from a guess, naming the guess (livePrev),
 	// asks the guess on the new owner's behalf the RELEASED question the
 	// owner would ask after its ASK, at once and every 100 ms while
-	// unanswered (30 tries), and, told released, drops the mark and
+	// unanswered (15 tries), and, told released, drops the mark and
 	// answers for the slot as the owner's backup (the server's
 	// relayGuess: a staggered cold start's 5 s wait), only while it has seen
 	// no death, no rejoin of its own, and every known member.
@@ -262,13 +262,6 @@ var (
 	// (0-4999), but at a 1 s import wait it breaks 4934 and 1682 too.
 	simRelay    = os.Getenv("RL_SIM_RELAY") != "0"
 	simRelayAny = os.Getenv("RL_SIM_RELAY") == "any"
-	// simRepull (RL_SIM_REPULL=0 leaves it out): a restarted process that
-	// has seen no death, no rejoin of its own, and every known member
-	// sends its PULL again every 100 ms, 30 times at most, to the guess
-	// each slot it still imports as a guess is imported from (the server's
-	// repull, which sends it after each table change; the model sends
-	// PULLs at a restart only).
-	simRepull = os.Getenv("RL_SIM_REPULL") != "0"
 )
 
 // lostElsewhere reports whether node i has slot lost, not imported, with
@@ -297,8 +290,6 @@ var simCounts struct {
 	// livePrev mark of (simRelay), and relayDone those the owner's import
 	// then ended on the node's DONE.
 	relayed, relayDone int
-	// repulls counts the PULLs sent again (simRepull).
-	repulls int
 	// importing counts the slots every node up imported at its schedule's
 	// end, for any reason: what the waiting ones compare with.
 	importing int
@@ -398,11 +389,8 @@ const simStale = simMaxLag*11/10 + simShip + 3*simStep
 const simMaxLag = 3 * simTerm
 
 type simNode struct {
-	relayed    map[int]bool    // slots whose deadPrev a moved import from a guess set (simRelay)
-	rejoined   bool            // this process learned it was declared dead (the server's rejoins)
-	seededDied map[string]bool // died members recorded only because this process never saw them (the server's absence.seeded)
-	repulls    int             // PULLs still to send again (simRepull), the next at repullAt on its clock
-	repullAt   int64
+	relayed    map[int]bool  // slots whose deadPrev a moved import from a guess set (simRelay)
+	rejoined   bool          // this process learned it was declared dead (the server's rejoins)
 	relays     []simRelayAsk // the relayed questions still unanswered (simRelay)
 	name       string
 	rate       float64       // clock rate
@@ -550,7 +538,7 @@ func (s *sim) start(i int) {
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
 	n.sentBehind, n.handedInc, n.took = map[int]int{}, map[int]simHanded{}, map[[2]int]bool{}
-	n.relayed, n.relays, n.rejoined, n.repulls, n.seededDied = map[int]bool{}, nil, false, 0, map[string]bool{}
+	n.relayed, n.relays, n.rejoined = map[int]bool{}, nil, false
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.gen++
@@ -590,7 +578,6 @@ func (s *sim) rebuild(i int) {
 			if old.Table.Has(m) && !tb.Has(m) {
 				nv.Gone = append(nv.Gone, Member{Node: Node{Name: m}, State: StateDead})
 				n.died[m] = true
-				delete(n.seededDied, m)
 				delete(n.seenDied, m)
 				n.ended[s.index(m)] = !simOldStreams
 			}
@@ -713,7 +700,7 @@ func (s *sim) rebuild(i int) {
 			}
 		}
 		for _, k := range slices.SortedFunc(maps.Keys(relay), func(a, b [2]int) int { return cmp.Compare(a[0]*len(s.nodes)+a[1], b[0]*len(s.nodes)+b[1]) }) {
-			if !simRelayAny && (n.sawDeath() || n.rejoined || len(n.unseen) > 0) {
+			if !simRelayAny && (len(n.died) > 0 || n.rejoined || len(n.unseen) > 0) {
 				break // the server's relayGuesses: only a process that saw no death, no rejoin of its own, and every known member
 			}
 			n.relays = append(n.relays, simRelayAsk{guess: k[0], owner: k[1], slots: relay[k]})
@@ -1822,7 +1809,6 @@ func (s *sim) tick(i int) {
 		n.nextReq = now + int64(simTerm/5)
 	}
 	s.relayAsks(i)
-	s.repull(i)
 	outs := map[int]*simMsg{}
 	for _, slot := range slices.Sorted(maps.Keys(n.out)) {
 		o := n.out[slot]
@@ -2180,9 +2166,6 @@ func (s *sim) fault() {
 				nd.importing[slot] = im
 			}
 			s.pull(i, slots)
-			if simRepull && !nd.sawDeath() && !nd.rejoined && len(nd.unseen) == 0 {
-				nd.repulls, nd.repullAt = 30, nd.local(s.now)+int64(100*time.Millisecond)
-			}
 		}
 	}
 }
@@ -2646,7 +2629,6 @@ func (s *sim) seedDeadPrev(i int) {
 	for _, m := range s.known {
 		if m != n.name && !n.view.Table.Has(m) && !simUnseenReset {
 			n.died[m] = true // as if it had seen that death: what it serves of the member's slots is newer than the member's keys
-			n.seededDied[m] = true
 		}
 	}
 }
@@ -2890,7 +2872,7 @@ func TestSimulationSafety(t *testing.T) {
 	}
 	t.Logf("rejoins %d, proved unconfirmed %d; their waiting slots served from own keys %d, lost ones %d",
 		simCounts.rejoins, simCounts.proofs, simCounts.waits, simCounts.lost)
-	t.Logf("relayed questions (simRelay) cleared %d livePrev marks, and sent %d slots' DONE to their owners; PULLs sent again (simRepull): %d", simCounts.relayed, simCounts.relayDone, simCounts.repulls)
+	t.Logf("relayed questions (simRelay) cleared %d livePrev marks, and sent %d slots' DONE to their owners", simCounts.relayed, simCounts.relayDone)
 	t.Logf("a new process answered RELEASED with NONE, not having seen every known member (simVouch), for %d importer slots; %d still waited at their schedule's end, of %d slots imported then",
 		simCounts.withheld, simCounts.waiting, simCounts.importing)
 	t.Logf("not released to a new process of the member they were handed to (simHandedInc): %d importer slots, %d of them still waiting at the end",
@@ -2975,7 +2957,7 @@ type simRelayAsk struct {
 }
 
 // relayAsks sends node i's relayed questions that are due (the server's
-// relayGuess): at once, then every 100 ms, 30 times at most, for the
+// relayGuess): at once, then every 100 ms, 15 times at most, for the
 // slots whose mark stands.
 func (s *sim) relayAsks(i int) {
 	n := s.nodes[i]
@@ -2983,7 +2965,7 @@ func (s *sim) relayAsks(i int) {
 	keep := n.relays[:0]
 	for _, r := range n.relays {
 		r.slots = slices.DeleteFunc(r.slots, func(slot int) bool { return !n.relayed[slot] || n.deadPrev[slot] != r.guess })
-		if len(r.slots) == 0 || r.tries >= 30 {
+		if len(r.slots) == 0 || r.tries >= 15 {
 			continue
 		}
 		if now >= r.next {
@@ -3031,41 +3013,4 @@ func (s *sim) sendFixed(m simMsg) { s.sendAfter(m, 15*time.Millisecond) }
 func (s *sim) sendAfter(m simMsg, d time.Duration) {
 	m.at = s.now + d
 	s.msgs = append(s.msgs, m)
-}
-
-// repull sends node i's PULL again to the guesses it still imports slots
-// from, when due (simRepull).
-func (s *sim) repull(i int) {
-	n := s.nodes[i]
-	now := n.local(s.now)
-	if n.repulls == 0 || now < n.repullAt {
-		return
-	}
-	by := map[int][]int{}
-	for _, slot := range s.slots {
-		if im, ok := n.importing[slot]; ok && im.guess {
-			by[im.peer] = append(by[im.peer], slot)
-		}
-	}
-	if len(by) == 0 {
-		n.repulls = 0
-		return
-	}
-	for _, to := range slices.Sorted(maps.Keys(by)) {
-		s.sendFixed(simMsg{kind: simPull, from: i, to: to, slots: by[to]})
-	}
-	n.repulls--
-	n.repullAt = now + int64(100*time.Millisecond)
-	simCounts.repulls++
-}
-
-// sawDeath is the server's sawDeathLocked: a died member this process saw
-// die, not one recorded because it never saw it.
-func (n *simNode) sawDeath() bool {
-	for m := range n.died {
-		if !n.seededDied[m] {
-			return true
-		}
-	}
-	return false
 }

@@ -23,7 +23,41 @@ import (
 // c's behalf; a released them to c, so b answers for them as c's backup,
 // and c serves them within a second.
 func TestRelayGuess(t *testing.T) {
-	srvs, views, table := guessNodes(t)
+	secret := []byte("k")
+	names := []string{"a", "b", "c"}
+	nodes := make([]cluster.Node, 3)
+	lns := make([]net.Listener, 3)
+	for i := range lns {
+		var err error
+		lns[i], err = net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		nodes[i] = cluster.Node{Name: names[i], Addr: lns[i].Addr().String()}
+	}
+	table := func(self int, epoch uint64, members ...int) *cluster.View {
+		var ns []cluster.Node
+		for _, m := range members {
+			ns = append(ns, nodes[m])
+		}
+		tb, err := cluster.NewTable(epoch, ns)
+		require.NoError(t, err)
+		v := &cluster.View{Self: names[self], Table: tb}
+		for _, n := range ns {
+			v.Members = append(v.Members, cluster.Member{Node: n})
+		}
+		return v
+	}
+	views := make([]atomic.Pointer[cluster.View], 3)
+	srvs := make([]*Server, 3)
+	for i := range srvs {
+		views[i].Store(table(i, 1, i))
+		peers := cluster.NewPeers(cluster.PeersConfig{Name: names[i], Secret: secret, Timeout: 2 * time.Second})
+		t.Cleanup(peers.Close)
+		store, copies := mustStore(t), mustStore(t)
+		srvs[i] = newTestServer(t, Config{Listener: lns[i], Store: store, Cluster: &ClusterConfig{View: views[i].Load, Forwarder: peers,
+			Joins: true, Secret: secret, Replicas: &ReplicaConfig{Feed: persistence.NewFeed(store), Copies: copies, Ship: peers, Interval: 10 * time.Millisecond}}})
+		serveTest(t, srvs[i])
+		srvs[i].ClusterChanged()
+	}
 	a, b, c := srvs[0], srvs[1], srvs[2]
 	ab, abc := table(1, 2, 0, 1), table(1, 3, 0, 1, 2)
 	var slots []int // b's in {a, b}, c's in {a, b, c} with b its backup
@@ -56,83 +90,4 @@ func TestRelayGuess(t *testing.T) {
 	}, 4*time.Second, 10*time.Millisecond, "c serves the slots before its 5 s import wait: b asked a on its behalf")
 	t.Logf("c served %d slots %v after b's table moved them", len(slots), time.Since(start).Round(time.Millisecond))
 	assert.Less(t, time.Since(start), 4*time.Second)
-}
-
-// guessNodes starts three servers a, b and c, each a joiner with replicas
-// whose view the test sets (views[i], then ClusterChanged), alone at
-// first; table(i, epoch, members...) is node i's view of a table.
-func guessNodes(t *testing.T) (srvs []*Server, views []atomic.Pointer[cluster.View], table func(self int, epoch uint64, members ...int) *cluster.View) {
-	t.Helper()
-	secret := []byte("k")
-	names := []string{"a", "b", "c"}
-	nodes := make([]cluster.Node, 3)
-	lns := make([]net.Listener, 3)
-	for i := range lns {
-		var err error
-		lns[i], err = net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		nodes[i] = cluster.Node{Name: names[i], Addr: lns[i].Addr().String()}
-	}
-	table = func(self int, epoch uint64, members ...int) *cluster.View {
-		var ns []cluster.Node
-		for _, m := range members {
-			ns = append(ns, nodes[m])
-		}
-		tb, err := cluster.NewTable(epoch, ns)
-		require.NoError(t, err)
-		v := &cluster.View{Self: names[self], Table: tb}
-		for _, n := range ns {
-			v.Members = append(v.Members, cluster.Member{Node: n})
-		}
-		return v
-	}
-	views = make([]atomic.Pointer[cluster.View], 3)
-	srvs = make([]*Server, 3)
-	for i := range srvs {
-		views[i].Store(table(i, 1, i))
-		peers := cluster.NewPeers(cluster.PeersConfig{Name: names[i], Secret: secret, Timeout: 2 * time.Second})
-		t.Cleanup(peers.Close)
-		store, copies := mustStore(t), mustStore(t)
-		srvs[i] = newTestServer(t, Config{Listener: lns[i], Store: store, Cluster: &ClusterConfig{View: views[i].Load, Forwarder: peers,
-			Joins: true, Secret: secret, Replicas: &ReplicaConfig{Feed: persistence.NewFeed(store), Copies: copies, Ship: peers, Interval: 10 * time.Millisecond}}})
-		serveTest(t, srvs[i])
-		srvs[i].ClusterChanged()
-	}
-	return srvs, views, table
-}
-
-// TestRepullGuess: a joiner's PULL can reach its guess before the guess
-// can answer it (no lease yet, or a table that does not name the joiner
-// the owner), and no table change of the joiner's follows to send
-// another: at a cold start c's {a, b, c} PULLed a while a's table was
-// still {a, c}, and c waited the 5 s import wait (1 of 4 starts of three
-// nodes at once, with relayGuess). The joiner sends it again every
-// 100 ms while it still imports the slots from that guess, and the
-// guess's DONE ends the import within a second.
-func TestRepullGuess(t *testing.T) {
-	srvs, views, table := guessNodes(t)
-	a, b := srvs[0], srvs[1]
-	ab := table(1, 2, 0, 1)
-	var slots []int // b's in {a, b}, a its backup
-	for slot := range cluster.Slots {
-		if ab.Table.Owner(slot).Name == "b" {
-			slots = append(slots, slot)
-		}
-	}
-	start := time.Now()
-	views[1].Store(ab) // b meets a, and PULLs it; a has not met b: it answers nothing
-	b.ClusterChanged()
-	require.NotNil(t, b.ho.State(slots[0]), "b imports from its guess a")
-	time.Sleep(150 * time.Millisecond)
-	views[0].Store(table(0, 2, 0, 1)) // a meets b: its table names b the owner
-	a.ClusterChanged()
-	require.Eventually(t, func() bool {
-		for _, slot := range slots {
-			if b.ho.State(slot) != nil {
-				return false
-			}
-		}
-		return true
-	}, 3*time.Second, 10*time.Millisecond, "b serves its slots before its 5 s import wait: it PULLed a again")
-	t.Logf("b served %d slots %v after its first table with a", len(slots), time.Since(start).Round(time.Millisecond))
 }

@@ -122,28 +122,14 @@ func (r *relays) note(slot int, guess, owner string) {
 	r.pending[k] = append(r.pending[k], slot)
 }
 
-// askGuesses starts, after the table change to nv, the questions a cold
-// start's joiner asks its guesses: about the slots nv moved on from an
-// import from a guess (relayGuess), and again for ins, the slots it
-// imports and PULLed (repull). Only a process that has seen no member's
-// death, was never declared dead, and has had every known member in a
-// table asks. The caller holds switchMu.
-func (n *Node) askGuesses(nv *cluster.View, ins []int) {
+// relayGuesses starts asking, for the slots the table change to nv moved
+// on from an import from a guess, that guess (see relayGuess). The caller
+// holds switchMu.
+func (n *Node) relayGuesses(nv *cluster.View) {
 	pending := n.ho.relay.pending
 	n.ho.relay.pending = nil
-	if n.sawDeathLocked() || n.rejoins.Load() > 0 || n.neverSawLocked() {
+	if len(n.ho.died) > 0 || n.rejoins.Load() > 0 || n.neverSawLocked() {
 		return // not a cold start: see relayGuess
-	}
-	guesses := map[string][]int{}
-	for _, slot := range ins {
-		if st := n.ho.state(slot); st != nil && st.guess {
-			guesses[st.peer.Name] = append(guesses[st.peer.Name], slot)
-		}
-	}
-	for name, slots := range guesses {
-		if to, ok := nv.Table.Node(name); ok {
-			go n.repull(nv.Self, to, slots)
-		}
 	}
 	for k, slots := range pending {
 		guess, ok := nv.Table.Node(k[0])
@@ -155,10 +141,10 @@ func (n *Node) askGuesses(nv *cluster.View, ins []int) {
 }
 
 // relayTries and relayRetry bound relayGuess's questions: the guess
-// answers nothing until it holds its lease, within a term (1 s) of its
-// first table with another member; 3 s leave a loaded host slack.
+// answers nothing until it holds its lease, within a term of its first
+// table with another member.
 const (
-	relayTries = 30
+	relayTries = 15
 	relayRetry = 100 * time.Millisecond
 )
 
@@ -227,56 +213,4 @@ func (n *Node) releasedTo(to cluster.Node, owner string, slots []int, self strin
 		return nil, errors.New("bad RL.PEER RELEASED answer: " + rep)
 	}
 	return out, nil
-}
-
-// repull: a joiner sends its PULLs at its table changes, and its guess
-// answers one only with its lease and a table that names the joiner the
-// slots' owner. At a cold start the last PULL can come before both: a's
-// first table is {a, c} when c's {a, b, c} PULLs it, and a's lease comes
-// later; no table change of c's follows to send another, and c waited
-// the whole import wait (5 s) and a RELEASED round (1 start of 4 of the
-// three nodes started at once, after relayGuess). So the joiner sends the
-// PULL again every relayRetry, repullTries times at most, for the
-// slots it still imports from that guess: what a table change would
-// send, sooner.
-
-// repull sends to, the guess slots are imported from, their PULL again
-// while any of them still is (see repull above).
-func (n *Node) repull(self string, to cluster.Node, slots []int) {
-	for range repullTries {
-		time.Sleep(relayRetry)
-		n.switchMu.Lock()
-		still := slices.DeleteFunc(slices.Clone(slots), func(slot int) bool {
-			st := n.ho.state(slot)
-			return st == nil || st.mode != ModeImporting || !st.guess || st.peer.Name != to.Name
-		})
-		n.switchMu.Unlock()
-		if len(still) == 0 {
-			return
-		}
-		if err := n.peerCallAs(self, to, cluster.PeerPull, "", []byte(formatSlots(still)), nil); err != nil {
-			n.log.Debug("cluster: asking again for imported slots failed", "from", to.Name, "err", err)
-		}
-	}
-}
-
-// repullTries bounds repull, as relayTries bounds relayGuess.
-const repullTries = relayTries
-
-// sawDeathLocked reports whether this process saw a member's death: a
-// member it records as absent (died) for a death a view showed, not one
-// recorded only because it had never had the member in a table
-// (seedDeadPrev). At a cold start a node's first table can lack a member
-// the gossip already knows (c's {a, c}, b known), which seeds b as absent;
-// counted as a death, it kept c from asking its guesses when b came, and
-// b's import from c waited the import wait (1 start in about 30 of three
-// at once, after repull). Such a member, once in a table, is seen
-// (neverSawLocked). The caller holds switchMu.
-func (n *Node) sawDeathLocked() bool {
-	for _, a := range n.ho.died {
-		if !a.seeded {
-			return true
-		}
-	}
-	return false
 }

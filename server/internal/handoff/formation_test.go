@@ -38,15 +38,3 @@ func TestImportDown(t *testing.T) {
 	assert.Equal(t, map[int]bool{1: false, 2: true, 3: true, 4: true, 5: false}, got)
 	assert.False(t, n.ImportDown(6), "a slot that follows the table")
 }
-
-// TestSawDeath: a member recorded as absent only because this process
-// never had it in a table (seedDeadPrev) is no death it saw: at a cold
-// start such a record kept a node from asking its guesses (askGuesses).
-func TestSawDeath(t *testing.T) {
-	n := &Node{}
-	assert.False(t, n.sawDeathLocked(), "none")
-	n.ho.died = map[string]absence{"b": {before: 3, least: 2, seeded: true}}
-	assert.False(t, n.sawDeathLocked(), "a member it never saw")
-	n.ho.died["c"] = absence{before: 3, least: 2}
-	assert.True(t, n.sawDeathLocked(), "a death a view showed")
-}

@@ -173,7 +173,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 		}
 	}
 	n.pullImports(nv, ins) // see restore.go
-	n.askGuesses(nv, ins)  // see formation.go
+	n.relayGuesses(nv)     // see formation.go
 	n.keepRestored(nv, &guessed)
 	h.unnameGuesses(guesses) // after keepRestored: see thirdPrev
 	if h.kept != (replica.SlotBits{}) {

@@ -511,7 +511,7 @@ func (n *Node) seedDeadPrev(nv *cluster.View) {
 		h.died = map[string]absence{}
 	}
 	for name := range unseen {
-		h.died[name] = absence{before: len(all), least: len(nv.Table.Nodes()), seeded: true}
+		h.died[name] = absence{before: len(all), least: len(nv.Table.Nodes())}
 	}
 	n.log.Info("cluster: known members this process never saw; their slots' state is theirs until they come back",
 		"members", len(unseen))

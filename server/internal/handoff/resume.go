@@ -61,9 +61,6 @@ type absence struct {
 	// rejoined: this node was declared dead itself after it saw the
 	// member's death (see rejoin and backKeeps).
 	rejoined bool
-	// seeded: recorded for a known member this process never had in a
-	// table (seedDeadPrev), not a death it saw.
-	seeded bool
 }
 
 // replaces reports whether slots handed back to the member go in mode
