@@ -8,8 +8,19 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 )
+
+// given holds the ports Stable returned in this process: a test that
+// picks several before any is bound (a node's RESP port, another's
+// gossip port) must not get one twice, which a random pick among 10,000
+// did now and then (CI: node b's gossip port was node a's RESP port,
+// "address already in use").
+var given struct {
+	mu    sync.Mutex
+	ports map[string]bool
+}
 
 // Stable returns a port, free a moment ago for TCP and UDP on 127.0.0.1,
 // below the ephemeral range (32768 and up). A port the kernel hands out
@@ -21,6 +32,9 @@ func Stable(t testing.TB) string {
 	t.Helper()
 	for range 100 {
 		port := strconv.Itoa(20000 + rand.IntN(10000))
+		if !take(port) {
+			continue
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
 		if err != nil {
 			continue
@@ -35,4 +49,18 @@ func Stable(t testing.TB) string {
 	}
 	t.Fatal("no free port between 20000 and 30000")
 	return ""
+}
+
+// take records port as given, and reports false if it was given before.
+func take(port string) bool {
+	given.mu.Lock()
+	defer given.mu.Unlock()
+	if given.ports[port] {
+		return false
+	}
+	if given.ports == nil {
+		given.ports = map[string]bool{}
+	}
+	given.ports[port] = true
+	return true
 }
