@@ -94,7 +94,7 @@ func TestReleasedFallsBackWithoutPast(t *testing.T) {
 	slot := slotWhere(t, "a slot c owns", func(slot int) bool { return v.Table.Owner(slot).Name == "c" })
 	var cur atomic.Pointer[cluster.View]
 	cur.Store(v)
-	old := &olderPeer{slot: slot}
+	old := &refusing{word: cluster.ReleasedPast, slot: slot} // a node before PAST
 	c := buildNode(t, &cur, old, heldLease(t, "c"), true)
 	a, _ := v.Table.Node("a")
 	released, _, err := c.released(a, []int{slot}, true, []string{"b"}, true)
@@ -170,29 +170,3 @@ func joinArgs(args [][]byte) []byte {
 	}
 	return b
 }
-
-// olderPeer is a Forwarder that answers RL.PEER RELEASED as a node
-// before PAST does: NOPERM for a form with PAST, and slot released to
-// any other. It records each question's arguments after the slots, and
-// answers any other command OK.
-type olderPeer struct {
-	slot  int
-	forms [][]string
-}
-
-func (o *olderPeer) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
-	if string(cmds[0][1]) != cluster.PeerReleased {
-		return [][]byte{[]byte("+OK")}, nil // the hooks' other commands (a PULL, say)
-	}
-	var form []string
-	for _, a := range cmds[0][4:] {
-		form = append(form, string(a))
-	}
-	o.forms = append(o.forms, form)
-	if slices.Contains(form, cluster.ReleasedPast) {
-		return [][]byte{[]byte("-" + cluster.PeerRefused)}, nil
-	}
-	return [][]byte{[]byte("+" + strconv.Itoa(o.slot))}, nil
-}
-
-func (o *olderPeer) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }
