@@ -140,6 +140,8 @@ func checkFrames(t *testing.T, b []byte) {
 
 // TestLeanConnSeed checks FuzzLeanConn's seed does what it says: its
 // call is answered, within the peer's window of 7 bytes and then 107.
+// The health check on stream 3 is reset by the peer after its request, so
+// it may be answered or not, depending on which the loop sees first.
 func TestLeanConnSeed(t *testing.T) {
 	cfg, err := rlsconfig.Load([]rlsconfig.Source{{Name: "d.yaml", Data: []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n")}})
 	require.NoError(t, err)
@@ -154,7 +156,7 @@ func TestLeanConnSeed(t *testing.T) {
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	got := map[uint32]string{}
 	var data []byte
-	for len(got) < 1 {
+	for got[1] == "" {
 		require.NoError(t, pw.SetReadDeadline(time.Now().Add(20*time.Second)))
 		f, err := fr.ReadFrame()
 		require.NoError(t, err)
@@ -169,10 +171,15 @@ func TestLeanConnSeed(t *testing.T) {
 			}
 		case *http2.DataFrame:
 			require.LessOrEqual(t, len(f.Data()), 107, "the peer's window")
-			data = append(data, f.Data()...)
+			if f.StreamID == 1 {
+				data = append(data, f.Data()...)
+			}
 		}
 	}
-	require.Equal(t, map[uint32]string{1: "0"}, got, "ShouldRateLimit OK (the health check is reset before its answer)")
+	require.Equal(t, "0", got[1], "ShouldRateLimit OK")
+	if s, ok := got[3]; ok {
+		require.Equal(t, "0", s, "a health check answered before its reset was seen")
+	}
 	var resp pb.RateLimitResponse
 	require.NoError(t, proto.Unmarshal(data[5:], &resp))
 	require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
