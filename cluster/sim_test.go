@@ -339,6 +339,8 @@ const (
 	simHandBack // a handoff's DONE refused, a slot being a third node's in the receiver's table: the sender hands it on by its own
 	simDoneOK   // a handoff's DONE taken: the sender's cut unmarks the slots the table gives another (the server's unmark)
 	simRelayed  // a relayed simAsk's answer: the slots released to its asker (simRelay)
+	simJoin     // memberlist's join of a cold start (a push-pull): the receiver learns the sender and its members (simCold)
+	simJoined   // the join's answer: the sender learns the receiver's members
 )
 
 type simMsg struct {
@@ -371,6 +373,7 @@ type simMsg struct {
 	kept     bool          // simDone: kept keys pushed (the server's pushKept), not a PULL's answer
 	behind   map[int]int   // simDone (kept): slots whose keys go without a DONE, and the node that took them over after the sender's death (simKeptBehind)
 	local    bool          // simHandBack, simRefused: the sender's own failed call (unsent), not a message from m.from
+	members  []int         // simJoin, simJoined, and simReq in a cold schedule: the members the sender has alive (memberlist's push-pull and gossip; simCold)
 }
 
 // simCount is a key's counter from a moment (global time) on.
@@ -389,9 +392,14 @@ const simStale = simMaxLag*11/10 + simShip + 3*simStep
 const simMaxLag = 3 * simTerm
 
 type simNode struct {
-	relayed    map[int]bool  // slots whose deadPrev a moved import from a guess set (simRelay)
-	rejoined   bool          // this process learned it was declared dead (the server's rejoins)
-	relays     []simRelayAsk // the relayed questions still unanswered (simRelay)
+	relayed    map[int]bool    // slots whose deadPrev a moved import from a guess set (simRelay)
+	rejoined   bool            // this process learned it was declared dead (the server's rejoins)
+	relays     []simRelayAsk   // the relayed questions still unanswered (simRelay)
+	started    bool            // a process has run (a cold schedule starts each node at its startAt)
+	lone       bool            // a cold start's process that has had no table with another member (the server's handoff.shared false, with Joins)
+	unmet      map[string]bool // members a cold start's process has not met yet (nil in any other process)
+	leased     bool            // a cold schedule's log: whether it held its lease at its last tick
+	nextJoin   int64           // when it joins its unmet members again, on its clock (memberlist's rejoin of missing seeds, every second)
 	name       string
 	rate       float64       // clock rate
 	off        time.Duration // clock offset
@@ -493,20 +501,34 @@ type sim struct {
 	withheld map[[2]int]bool
 	// handedNone are simHandedInc's importer and slot pairs.
 	handedNone map[[2]int]bool
+
+	// cold is a cold start's schedule (simCold): no node runs at first,
+	// each starts at its startAt with no member met, and faults wait
+	// until calm; formed is when every slot was first served after the
+	// last start (-1: not yet).
+	cold          bool
+	startAt       []time.Duration
+	calm, formed  time.Duration
+	faultedBefore bool // a fault came before formed
 }
 
 func (n *simNode) local(now time.Duration) int64 { return int64(n.off) + int64(float64(now)*n.rate) }
 
-func newSim(t *testing.T, seed uint64, nodes int) *sim {
+func newSim(t *testing.T, seed uint64, nodes int, cold bool) *sim {
 	s := &sim{t: t, r: rand.New(rand.NewPCG(seed, seed^0x5eed)), noFresh: os.Getenv("RL_SIM_NOFRESH") == "1",
-		noFormer: os.Getenv("RL_SIM_NOFORMER") == "1", noForget: os.Getenv("RL_SIM_NOFORGET") == "1"}
+		noFormer: os.Getenv("RL_SIM_NOFORMER") == "1", noForget: os.Getenv("RL_SIM_NOFORGET") == "1", cold: cold, formed: -1}
+	if cold {
+		s.r = rand.New(rand.NewPCG(seed, seed^0xc01d5eed)) // another schedule than the settled one of the same seed
+	}
 	for i := range nodes {
 		s.known = append(s.known, fmt.Sprint("n", i))
 	}
 	for i := range nodes {
 		n := &simNode{name: s.known[i], rate: 0.95 + 0.1*s.r.Float64(), off: time.Duration(s.r.IntN(1000)) * time.Millisecond}
 		s.nodes = append(s.nodes, n)
-		s.start(i)
+		if !cold {
+			s.start(i)
+		}
 		s.cut = append(s.cut, make([]bool, nodes))
 	}
 	s.limit, s.total, s.want, s.last, s.allow, s.lossOK = map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}, map[int]bool{}
@@ -515,6 +537,10 @@ func newSim(t *testing.T, seed uint64, nodes int) *sim {
 		slot := i*Slots/simSlots + i
 		s.slots = append(s.slots, slot)
 		s.limit[slot], s.last[slot] = 10+(i*37)%300, -1 // some used up early, some still admitting at the end
+	}
+	if cold {
+		s.coldSchedule()
+		return s
 	}
 	for _, n := range s.nodes { // a settled cluster: everyone granted everyone at time 0
 		for _, m := range s.known {
@@ -543,7 +569,16 @@ func (s *sim) start(i int) {
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.gen++
 	n.fresh, n.former, n.formerUntil, n.ended = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}, map[int]bool{}
+	cold := s.cold && !n.started // a cold start's first process: it has met no member (see simCold)
+	n.started, n.lone, n.unmet = true, cold, nil
+	if cold {
+		n.unmet = map[string]bool{}
+	}
 	for _, m := range s.known {
+		if cold && m != n.name {
+			n.unmet[m] = true
+			continue
+		}
 		n.alive[m] = true
 		n.heard[m] = s.now
 	}
@@ -563,6 +598,11 @@ func (s *sim) rebuild(i int) {
 		if n.alive[m] || n.pending[m] {
 			nodes = append(nodes, Node{Name: m})
 		}
+	}
+	first := n.lone && len(nodes) > 1
+	if first {
+		n.lone = false
+		n.view = nil // the server's handoffHook: a joiner counts nothing it held alone, and imports its slots from their guess (below)
 	}
 	n.epoch++
 	tb, err := NewTable(n.epoch, nodes)
@@ -870,6 +910,7 @@ func (s *sim) rebuild(i int) {
 	for _, m := range nv.Table.Nodes() {
 		delete(n.unseen, m.Name)
 	}
+	s.tablePull(i, first, old != nil)
 }
 
 func (s *sim) index(name string) int {
@@ -1181,7 +1222,10 @@ func (s *sim) serve(seed uint64, i, slot int) {
 			s.allow[slot] += s.want[slot] - c
 		} else {
 			s.logf("%s serves slot %d from %d, where %s left %d: an undocumented loss", n.name, slot, c, s.known[s.last[slot]], s.want[slot])
-			if !s.undoc {
+			if !s.undoc && s.cold {
+				s.undoc = true
+				simColdCounts.undocumented = append(simColdCounts.undocumented, seed)
+			} else if !s.undoc {
 				s.undoc = true
 				simCounts.undocumented = append(simCounts.undocumented, seed)
 			}
@@ -1447,10 +1491,18 @@ func (s *sim) receive(m simMsg) {
 	if !m.local {
 		n.heard[from] = s.now
 	}
+	met := s.meet(m.to, m.members)
 	if !n.alive[from] && !m.local {
 		n.alive[from] = true // it refutes its death
 		delete(n.pending, from)
+		if n.unmet[from] {
+			delete(n.unmet, from)
+			n.nextReq = n.local(s.now) // the server's kickLease: the known set grew
+		}
 		s.logf("%s sees %s alive again", n.name, from)
+		met = true
+	}
+	if met {
 		s.rebuild(m.to)
 	}
 	now := n.local(s.now)
@@ -1741,6 +1793,8 @@ func (s *sim) receive(m simMsg) {
 		}
 	case simRelayed:
 		s.relayed(m.to, m)
+	case simJoin: // memberlist's push-pull: the joiner learns this node's members too
+		s.send(simMsg{kind: simJoined, from: m.to, to: m.from, members: s.gossip(m.to)})
 	case simReleased:
 		s.logf("%s: %s released %v, ask %v", n.name, from, m.slots, m.ask)
 		for _, slot := range m.slots {
@@ -1780,6 +1834,9 @@ func (s *sim) receive(m simMsg) {
 		}
 	case simPull:
 		if !n.lease.ServesAt(now) {
+			if s.cold {
+				s.logf("%s: no lease for %s's PULL", n.name, from)
+			}
 			break // the server's backedUpFor: a node that may not serve knows nothing newer
 		}
 		if done := s.backedUp(m.to, from, m.slots); done.vals != nil {
@@ -1799,15 +1856,20 @@ func (s *sim) tick(i int) {
 	if simNaive {
 		s.naive(i)
 	}
+	if sv := n.lease.ServesAt(now); s.cold && sv != n.leased {
+		n.leased = sv
+		s.logf("%s holds its lease: %v", n.name, sv)
+	}
 	if now >= n.nextReq {
 		n.lease.SentAt(now, s.known)
 		for j := range s.nodes {
-			if j != i {
-				s.send(simMsg{kind: simReq, from: i, to: j, sent: now, ack: n.lease.AckFor(s.known[j])})
+			if j != i && !n.unmet[s.known[j]] { // the server asks the members it knows (Known)
+				s.send(simMsg{kind: simReq, from: i, to: j, sent: now, ack: n.lease.AckFor(s.known[j]), members: s.gossip(i)})
 			}
 		}
 		n.nextReq = now + int64(simTerm/5)
 	}
+	s.joins(i)
 	s.relayAsks(i)
 	outs := map[int]*simMsg{}
 	for _, slot := range slices.Sorted(maps.Keys(n.out)) {
@@ -2007,14 +2069,21 @@ func (s *sim) fail(seed uint64, what string) {
 	if os.Getenv("RL_SIM_ALL") == "1" { // a search: report every failing schedule, one line each
 		report, tail = s.t.Errorf, nil
 	}
-	report("seed %d: %s (keep it: add the line %q to testdata/sim-failing-seeds.txt)\n%s",
-		seed, what, strings.TrimSpace(line), strings.Join(tail, "\n"))
+	kind, file := "seed", "sim-failing-seeds.txt"
+	if s.cold {
+		kind, file = "cold seed", "sim-cold-failing-seeds.txt" // replayed with RL_SIM_COLD=only
+	}
+	report("%s %d: %s (keep it: add the line %q to testdata/%s)\n%s",
+		kind, seed, what, strings.TrimSpace(line), file, strings.Join(tail, "\n"))
 }
 
 // step advances the clock by simStep: faults, deliveries, timers, check.
 func (s *sim) step(seed uint64) {
 	s.now += simStep
-	s.fault()
+	s.coldStarts()
+	if !s.cold || s.now >= s.calm {
+		s.fault()
+	}
 	var later []simMsg
 	due := s.msgs
 	s.msgs = nil
@@ -2030,6 +2099,7 @@ func (s *sim) step(seed uint64) {
 		s.tick(i)
 	}
 	s.check(seed)
+	s.noteFormed()
 	s.watch()
 	s.load(seed)
 }
@@ -2155,7 +2225,7 @@ func (s *sim) fault() {
 		}
 	case 5: // restart: a joiner imports every slot it owns
 		nd := s.nodes[i]
-		if !nd.up {
+		if !nd.up && nd.started {
 			s.start(i)
 			s.logf("%s restarts", nd.name)
 			s.joinView(i)
@@ -2769,8 +2839,8 @@ var simBackKeeps = os.Getenv("RL_SIM_BACKKEEPS") != "0"
 // its keys, kept its 50.
 var simUnseenReset = os.Getenv("RL_SIM_UNSEENRESET") == "1"
 
-func runSim(t *testing.T, seed uint64, steps int, open, lossOpen bool) *sim {
-	s := newSim(t, seed, 3+int(seed%3))
+func runSim(t *testing.T, seed uint64, steps int, open, lossOpen, cold bool) *sim {
+	s := newSim(t, seed, 3+int(seed%3), cold)
 	s.open, s.lossOpen = open, lossOpen
 	for range steps {
 		if s.step(seed); s.failed {
@@ -2799,7 +2869,8 @@ func runSim(t *testing.T, seed uint64, steps int, open, lossOpen bool) *sim {
 // testdata/sim-loss-seeds.txt are known to, and RL_SIM_LOSSES=1 asserts it
 // for them too. RL_SIM_STEPS=3000 runs each random schedule for 60 s
 // too. RL_SIM_SEED=n replays
-// schedule n alone (RL_SIM_STEPS=3000 as the failing seeds run; with
+// schedule n alone (RL_SIM_COLD=only replays cold schedule n:
+// sim_cold_test.go; RL_SIM_STEPS=3000 as the failing seeds run; with
 // RL_SIM_TRACE=1, its whole log if it fails; RL_SIM_TRACE=all logs it
 // when it holds too). A failing
 // schedule's seed is logged, and appended to the file $RL_SIM_SEEDS_OUT
@@ -2818,14 +2889,24 @@ func TestSimulationSafety(t *testing.T) {
 		if n, err := strconv.Atoi(os.Getenv("RL_SIM_STEPS")); err == nil {
 			steps = n // 3000 for a seed of sim-failing-seeds.txt
 		}
-		if s := runSim(t, one, steps, false, false); !s.failed && os.Getenv("RL_SIM_TRACE") == "all" {
+		if s := runSim(t, one, steps, false, false, simCold == "only"); !s.failed && os.Getenv("RL_SIM_TRACE") == "all" {
 			t.Log(strings.Join(s.log, "\n")) // a schedule that holds, traced all the same (to compare two models)
 		}
 		return
 	}
 	var over []string
-	run := func(seed uint64, steps int) {
-		s := runSim(t, seed, steps, open[seed], losses[seed])
+	coldLosses := readSeeds(t, "sim-cold-loss-seeds.txt")
+	if os.Getenv("RL_SIM_LOSSES") == "1" {
+		coldLosses = nil
+	}
+	run := func(seed uint64, steps int, cold bool) {
+		if cold {
+			// A listed cold seed's loss lets its key admit more than the
+			// bound after it: logged too, unless RL_SIM_ADMISSIONS=1.
+			noteCold(runSim(t, seed, steps, coldLosses[seed] && open != nil, coldLosses[seed], true))
+			return
+		}
+		s := runSim(t, seed, steps, open[seed], losses[seed], false)
 		if s.over != "" {
 			over = append(over, fmt.Sprintf("seed %d: %s", seed, s.over))
 		}
@@ -2847,8 +2928,16 @@ func TestSimulationSafety(t *testing.T) {
 			}
 		}
 	}
+	settled, cold := simCold != "only", simCold == "1" || simCold == "only"
 	for _, seed := range slices.Sorted(maps.Keys(readSeeds(t, "sim-failing-seeds.txt"))) {
-		run(seed, 3000)
+		if settled {
+			run(seed, 3000, false)
+		}
+	}
+	for _, seed := range slices.Sorted(maps.Keys(readSeeds(t, "sim-cold-failing-seeds.txt"))) {
+		if cold {
+			run(seed, 3000, true)
+		}
 	}
 	schedules, first := 1000, uint64(0)
 	switch {
@@ -2868,7 +2957,12 @@ func TestSimulationSafety(t *testing.T) {
 		steps = n // a longer search: 3000 as the failing seeds run
 	}
 	for seed := first; seed < first+uint64(schedules); seed++ {
-		run(seed, steps)
+		if settled {
+			run(seed, steps, false)
+		}
+		if cold {
+			run(seed, steps, true)
+		}
 	}
 	t.Logf("rejoins %d, proved unconfirmed %d; their waiting slots served from own keys %d, lost ones %d",
 		simCounts.rejoins, simCounts.proofs, simCounts.waits, simCounts.lost)
@@ -2879,6 +2973,10 @@ func TestSimulationSafety(t *testing.T) {
 		simCounts.handed, simCounts.handedWaiting)
 	t.Logf("%d schedules served a key from less than the documented losses allow (those of testdata/sim-loss-seeds.txt; any other fails): %v",
 		len(simCounts.undocumented), simCounts.undocumented)
+	if c := simColdCounts; cold {
+		t.Logf("cold starts (simCold): %d schedules; of the %d calm for %v, every slot served after the last start within 1 s in %d, 1-3 s in %d, 3 s-the import wait in %d, later in %d, not before the faults in %d; %d served a key from less than the documented losses allow: %v",
+			c.schedules, c.calm, simColdCalm, c.under1s, c.under3s, c.underWait, c.overWait, c.never, len(c.undocumented), c.undocumented)
+	}
 	if len(over) > 0 {
 		t.Logf("%d schedules known to break the admissions bound (testdata/sim-admission-seeds.txt) still do:\n%s", len(over), strings.Join(over, "\n"))
 	}
