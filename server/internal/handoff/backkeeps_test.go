@@ -68,9 +68,7 @@ func TestDeathAfterTheRejoinStillReleases(t *testing.T) {
 	slot := slotWhere(t, "a slot x owns until d is back with c", func(slot int) bool {
 		return v1.Table.Owner(slot).Name == "x" && v2.Table.Owner(slot).Name == "x" && v3.Table.Owner(slot).Name == "d"
 	})
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	n := leaseNode(t, &cur)
+	n, cur := leasedNode(t, v1, &recorder{}, true)
 	n.ho.set(slot, nil) // served here
 	n.rejoin()
 	st := n.State(slot)

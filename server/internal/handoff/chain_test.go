@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,9 +30,7 @@ func TestReleasedNamesAGuessOffThePast(t *testing.T) {
 	slot := slotWhere(t, "a slot p owns without o and o with it", func(slot int) bool {
 		return xp.Table.Owner(slot).Name == "p" && xpo.Table.Owner(slot).Name == "o"
 	})
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(xp)
-	n := leaseNode(t, &cur)
+	n, cur := leasedNode(t, xp, &recorder{}, true)
 	cur.Store(xpo)
 	n.View()
 
@@ -59,9 +56,7 @@ func TestAskCircleEnds(t *testing.T) {
 	slot := slotWhere(t, "a slot c owns", func(slot int) bool { return all("c").Table.Owner(slot).Name == "c" })
 	route := &peerRoute{nodes: map[string]*Node{}}
 	for self, other := range map[string]string{"a": "b", "b": "a"} {
-		var cur atomic.Pointer[cluster.View]
-		cur.Store(all(self))
-		n := leaseNode(t, &cur)
+		n, _ := leasedNode(t, all(self), &recorder{}, true)
 		n.View()
 		n.switchMu.Lock()
 		n.ho.deadPrev[slot] = other
@@ -69,9 +64,7 @@ func TestAskCircleEnds(t *testing.T) {
 		n.switchMu.Unlock()
 		route.nodes[self] = n
 	}
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(all("c"))
-	c := buildNode(t, &cur, route, heldLease(t, "c"), true)
+	c, cur := leasedNode(t, all("c"), route, true)
 	a, _ := cur.Load().Table.Node("a")
 	st := &SlotState{mode: ModeImporting, peer: a, until: time.Now()}
 	c.ho.set(slot, st)
@@ -92,10 +85,8 @@ func TestAskCircleEnds(t *testing.T) {
 func TestReleasedFallsBackWithoutPast(t *testing.T) {
 	v := alive(addrView(t, 1, "c", "a", "c"))
 	slot := slotWhere(t, "a slot c owns", func(slot int) bool { return v.Table.Owner(slot).Name == "c" })
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v)
 	old := &refusing{word: cluster.ReleasedPast, slot: slot} // a node before PAST
-	c := buildNode(t, &cur, old, heldLease(t, "c"), true)
+	c, _ := leasedNode(t, v, old, true)
 	a, _ := v.Table.Node("a")
 	released, _, err := c.released(a, []int{slot}, true, []string{"b"}, true)
 	require.NoError(t, err)
@@ -114,15 +105,6 @@ func addrView(t *testing.T, epoch uint64, self string, members ...string) *clust
 	tb, err := cluster.NewTable(epoch, nodes)
 	require.NoError(t, err)
 	return &cluster.View{Self: self, Table: tb}
-}
-
-// heldLease is a lease of self's that holds (alone in its known set).
-func heldLease(t *testing.T, self string) *cluster.Lease {
-	t.Helper()
-	lease := cluster.NewLease(self, time.Hour)
-	lease.SentAt(lease.Now(), []string{self})
-	require.True(t, lease.ServesAt(lease.Now()), "the lease holds")
-	return lease
 }
 
 // peerRoute is a Forwarder that hands each RL.PEER RELEASED to the node

@@ -34,20 +34,15 @@ func TestHandedSlotNotReleasedToANewProcess(t *testing.T) {
 	}
 	held := slotWhere(t, "a slot p owns and x backs up", backed)
 	forgot := slotWhere(t, "another such slot", func(s int) bool { return s > held && backed(s) })
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v)
-	lease := cluster.NewLease("x", time.Hour)
-	lease.SentAt(lease.Now(), []string{"x"})
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7) // p's process that x hands the slots to
 	fw := &recorder{}
-	n := buildNode(t, &cur, fw, lease, true)
+	n, _ := leasedNode(t, v, fw, true, process{"p", 7}) // p's process that x hands the slots to
 	n.View()
 	n.noteHandedTo("p", []int{held, forgot})
 	n.repl.KeepHanded(v, []int{held}) // x holds held's keys as p's copy; forgot's it forgot
 	require.True(t, n.heldBy(held, "p"))
 
 	assert.Equal(t, "+"+strconv.Itoa(held), releasedTo(n, "p", held), "handed to this very process: released")
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p restarted
+	heard(n.lease, process{"p", 9}) // p restarted
 	assert.Equal(t, "+"+releaseNone, releasedTo(n, "p", forgot), "handed to p's old process, no copies held: nothing")
 	assert.Equal(t, "+"+releaseNone, releasedTo(n, "p", held), "handed to p's old process: not released")
 	assert.Eventually(t, func() bool {
@@ -67,14 +62,7 @@ func TestHandedSlotNotReleasedToANewProcess(t *testing.T) {
 func TestHandedSlotReleasedToAProcessThatRestoredIt(t *testing.T) {
 	v := alive(viewOf(t, 1, []string{"x", "p"}))
 	slot := slotWhere(t, "a slot p owns", func(s int) bool { return v.Table.Owner(s).Name == "p" })
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v)
-	lease := heldLease(t, "x")
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7)
-	n := buildNode(t, &cur, &recorder{}, lease, true)
-	n.View()
-	n.noteHandedTo("p", []int{slot})
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p restarted
+	n := handedToOldProcess(t, v, slot) // p restarted since
 
 	restored := func(incs string) string {
 		return releasedAs(n, "p", slot, cluster.ReleasedRestored, incs, cluster.ReleasedPast)
@@ -96,14 +84,7 @@ func TestHandedSlotReleasedToTheProcessThatTookIt(t *testing.T) {
 	v := alive(viewOf(t, 1, []string{"x", "p"}))
 	slot := slotWhere(t, "a slot p owns", func(s int) bool { return v.Table.Owner(s).Name == "p" })
 	other := slotWhere(t, "another", func(s int) bool { return s > slot && v.Table.Owner(s).Name == "p" })
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v)
-	lease := heldLease(t, "x")
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7) // p's old process: the lease has not heard from 9 yet
-	n := buildNode(t, &cur, &recorder{}, lease, true)
-	n.View()
-	n.noteHandedTo("p", []int{slot}) // to process 9, marked 7
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9)
+	n := handedToOldProcess(t, v, slot) // to process 9, marked 7: the lease had not heard from 9 yet
 
 	handed := func(spec string) string {
 		return releasedAs(n, "p", slot, cluster.ReleasedKeep, cluster.ReleasedHanded, spec, cluster.ReleasedPast)
@@ -120,10 +101,8 @@ func TestReleasedSaysHandedAndFallsBack(t *testing.T) {
 	v := alive(addrView(t, 1, "c", "a", "c"))
 	slot := slotWhere(t, "a slot c owns", func(s int) bool { return v.Table.Owner(s).Name == "c" })
 	other := slotWhere(t, "another", func(s int) bool { return s > slot && v.Table.Owner(s).Name == "c" })
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v)
 	old := &refusing{word: cluster.ReleasedHanded, slot: slot}
-	c := buildNode(t, &cur, old, heldLease(t, "c"), true)
+	c, _ := leasedNode(t, v, old, true)
 	c.switchMu.Lock()
 	c.ho.noteHanded("a", []int{slot})
 	c.switchMu.Unlock()
@@ -171,13 +150,7 @@ func (o *refusing) Send(string, uint64, []byte, int, cluster.Replier) { panic("n
 func TestRestoredProcessTakesTheSlotBetweenTwoNodes(t *testing.T) {
 	vx := alive(viewOf(t, 1, []string{"x", "p"}))
 	slot := slotWhere(t, "a slot p owns", func(s int) bool { return vx.Table.Owner(s).Name == "p" })
-	var curX atomic.Pointer[cluster.View]
-	curX.Store(vx)
-	lease := servingLease("x")
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7) // p's process that x hands the slot to
-	x := buildNode(t, &curX, &recorder{}, lease, true)
-	x.noteHandedTo("p", []int{slot})
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p crashed and restarted on its data dir
+	x := handedToOldProcess(t, vx, slot) // p crashed and restarted on its data dir
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, cluster.ProcessFileName), []byte("rlstore-processes 1\n7\n"), 0o600))
@@ -189,14 +162,43 @@ func TestRestoredProcessTakesTheSlotBetweenTwoNodes(t *testing.T) {
 	t.Cleanup(m.Kill)
 	require.Equal(t, []uint64{7}, m.Lease().Restored())
 
-	var curP atomic.Pointer[cluster.View]
-	curP.Store(alive(viewOf(t, 1, []string{"p", "x"})))
+	p, asked := importerFrom(t, x, m.Lease(), slot)
+	askNow(t, p, slot, asked)
+	assert.Eventually(t, func() bool { return p.State(slot) == nil }, 10*time.Second, time.Millisecond, "released: p serves the slot")
+}
+
+// handedToOldProcess returns x, at view v of x and p with a lease it
+// holds and replicas, which handed slots to p's process 7 (the lease's
+// word at the cut) and has heard from p's process 9 since.
+func handedToOldProcess(t *testing.T, v *cluster.View, slots ...int) *Node {
+	t.Helper()
+	x, _ := leasedNode(t, v, &recorder{}, true, process{"p", 7})
+	x.noteHandedTo("p", slots)
+	heard(x.lease, process{"p", 9})
+	return x
+}
+
+// importerFrom returns p, at a view of p and x with lease, whose first
+// view makes it import slot from x (a guess). It asks x's RL.PEER
+// RELEASED and SERVES as x answers them (askNode), and the slots of each
+// RELEASED go to the channel it returns.
+func importerFrom(t *testing.T, x *Node, lease *cluster.Lease, slot int) (*Node, chan string) {
+	t.Helper()
+	var cur atomic.Pointer[cluster.View]
+	cur.Store(alive(viewOf(t, 1, []string{"p", "x"})))
 	asked := make(chan string, 1024)
-	p := buildNode(t, &curP, &askNode{to: x, asked: asked}, m.Lease(), false)
+	p := buildNode(t, &cur, &askNode{to: x, asked: asked}, lease, false)
 	st := p.State(slot)
 	require.True(t, st != nil && st.Mode() == ModeImporting && st.Peer().Name == "x", "p's new process imports the slot from x")
-	p.ho.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: time.Now(), guess: st.guess})
-	p.expireImports()
+	return p, asked
+}
+
+// askNow makes n's import of slot ask its old owner RL.PEER RELEASED now,
+// and waits for the question on asked.
+func askNow(t *testing.T, n *Node, slot int, asked <-chan string) {
+	t.Helper()
+	st := n.State(slot)
+	n.ho.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: time.Now(), guess: st.guess})
+	n.expireImports()
 	require.Equal(t, strconv.Itoa(slot), <-asked)
-	assert.Eventually(t, func() bool { return p.State(slot) == nil }, 10*time.Second, time.Millisecond, "released: p serves the slot")
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/rlstore/rlstore/cluster"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/core"
-	"github.com/rlstore/rlstore/shard"
-	"github.com/rlstore/rlstore/window"
 )
 
 // loser is a Forwarder that answers every RL.PEER IMPORT OK and loses the
@@ -101,19 +99,11 @@ func TestKeptBehindGoesWithoutDone(t *testing.T) {
 		}
 	}
 	slot := cluster.Slot(key)
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(xop)
-	fw := &recorder{}
-	n := testNode(t, &cur, fw)
-	cur.Store(xp)
-	n.View()
+	n, fw, cur := movedNode(t, xop, xp)
 	now := time.Now()
 	p, _ := xp.Table.Node("p")
-	require.NoError(t, n.store.Import(shard.Entry{Key: key, Params: window.Params{Kind: window.KindFixed, Limit: 100, Period: time.Hour},
-		State: window.State{uint64(now.UnixNano()), 42}}, now.UnixNano()))
-	n.switchMu.Lock()
-	n.ho.set(slot, &SlotState{mode: ModeImporting, peer: p, until: time.Now().Add(time.Hour), keep: true}) // a rejoin's wait for p's handback
-	n.switchMu.Unlock()
+	holdKey(t, n, key, 42, now)
+	awaitHandback(n, slot, p) // a rejoin's wait for p's handback
 	cur.Store(back)
 	n.View()
 	require.Eventually(t, func() bool { return !n.keeps(slot) && !n.pushing.Load() }, 5*time.Second, time.Millisecond, "the kept keys go to o")
@@ -173,19 +163,11 @@ func TestBehindBackKeepsItsKeys(t *testing.T) {
 			key = k
 		}
 	}
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(xop)
-	fw := &recorder{}
-	n := testNode(t, &cur, fw)
-	cur.Store(xp)
-	n.View()
+	n, fw, cur := movedNode(t, xop, xp)
 	now := time.Now()
 	p, _ := xp.Table.Node("p")
-	require.NoError(t, n.store.Import(shard.Entry{Key: key, Params: window.Params{Kind: window.KindFixed, Limit: 100, Period: time.Hour},
-		State: window.State{uint64(now.UnixNano()), 73}}, now.UnixNano()))
-	n.switchMu.Lock()
-	n.ho.set(slot, &SlotState{mode: ModeImporting, peer: p, until: time.Now().Add(time.Hour), keep: true}) // a rejoin's wait for p's handback
-	n.switchMu.Unlock()
+	holdKey(t, n, key, 73, now)
+	awaitHandback(n, slot, p) // a rejoin's wait for p's handback
 	cur.Store(viewOf(t, 3, []string{"x", "o", "p"}))
 	n.View()
 	require.Eventually(t, func() bool { return !n.keeps(slot) && !n.pushing.Load() }, 5*time.Second, time.Millisecond, "the kept keys go to o")

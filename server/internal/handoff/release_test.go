@@ -32,9 +32,7 @@ func TestReleasedToTheRejoinItWasLostFrom(t *testing.T) {
 	slot := slotWhere(t, "a slot of d's that d's death gives x", func(slot int) bool {
 		return v1.Table.Owner(slot).Name == "d" && v2.Table.Owner(slot).Name == "x" && v3.Table.Owner(slot).Name == "d"
 	})
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	n := leaseNode(t, &cur)
+	n, cur := leasedNode(t, v1, &recorder{}, true)
 	cur.Store(v2)
 	n.View()
 	require.True(t, n.Takeover().Lost(slot), "x holds none of d's copies: lost")
@@ -58,17 +56,6 @@ func releasedKeepTo(n *Node, from string, slot int) string {
 	return w.last
 }
 
-// leaseNode is testNode with a lease it holds (a node alone in its known
-// set holds it from its first round on): lost slots need one.
-func leaseNode(t *testing.T, cur *atomic.Pointer[cluster.View]) *Node {
-	t.Helper()
-	self := cur.Load().Self
-	lease := cluster.NewLease(self, time.Hour)
-	lease.SentAt(lease.Now(), []string{self})
-	require.True(t, lease.ServesAt(lease.Now()), "the lease holds")
-	return buildNode(t, cur, &recorder{}, lease, true)
-}
-
 // TestLostOwnSlotComesBackWithItsHolder: a rejoining node whose own slot
 // waits for a handback from its runner-up r, keeping its keys, has the
 // slot lost when r's death is confirmed (it holds none of r's copies),
@@ -87,9 +74,7 @@ func TestLostOwnSlotComesBackWithItsHolder(t *testing.T) {
 		ru, ok := v1.Table.RunnerUp(slot)
 		return ok && ru.Name == "r" && v1.Table.Owner(slot).Name == "x" && v2.Table.Owner(slot).Name == "x"
 	})
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	n := leaseNode(t, &cur)
+	n, cur := leasedNode(t, v1, &recorder{}, true)
 	n.ho.set(slot, nil) // served here (the first view's import is a joiner's)
 	n.rejoin()
 	st := n.State(slot)
@@ -122,9 +107,7 @@ func TestLostSlotRefusesAnotherNodesKeys(t *testing.T) {
 	slot := slotWhere(t, "a slot of h's that h's death gives x", func(slot int) bool {
 		return v1.Table.Owner(slot).Name == "h" && v2.Table.Owner(slot).Name == "x"
 	})
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	n := leaseNode(t, &cur)
+	n, cur := leasedNode(t, v1, &recorder{}, true)
 	cur.Store(v2)
 	n.View()
 	require.True(t, n.Takeover().Lost(slot), "x holds none of h's copies: lost")
@@ -201,9 +184,7 @@ func TestForgoneSlotBackIsLostAgain(t *testing.T) {
 		return v1.Table.Owner(slot).Name == "n0" && v2.Table.Owner(slot).Name == "n4" && o3 != "n4" && o3 != "n2" &&
 			v4.Table.Owner(slot).Name == "n4"
 	})
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	n := leaseNode(t, &cur)
+	n, cur := leasedNode(t, v1, &recorder{}, true)
 	cur.Store(v2)
 	n.View()
 	require.True(t, n.Takeover().Lost(slot), "n4 holds none of n0's copies: lost")

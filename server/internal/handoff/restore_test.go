@@ -2,8 +2,6 @@ package handoff
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,10 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlstore/rlstore/cluster"
-	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/server/internal/replica"
-	"github.com/rlstore/rlstore/shard"
 )
 
 // recorder is a Forwarder that answers every command OK and records the
@@ -90,12 +86,7 @@ func TestPullAnsweredOnlyWithCopies(t *testing.T) {
 		}
 	}
 	require.True(t, fromDead >= 0 && fresh >= 0)
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	fw := &recorder{}
-	n := testNode(t, &cur, fw)
-	cur.Store(v2)
-	n.View()
+	n, fw, _ := movedNode(t, v1, v2)
 
 	pull := func(slots ...int) {
 		t.Helper()
@@ -184,11 +175,7 @@ func afterDeadOwner(t *testing.T) (*Node, int) {
 	slot := slotWhere(t, "a slot d owned that r owns once d died", func(slot int) bool {
 		return v1.Table.Owner(slot).Name == "d" && v2.Table.Owner(slot).Name == "r"
 	})
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v1)
-	n := testNode(t, &cur, &recorder{})
-	cur.Store(v2)
-	n.View()
+	n, _, _ := movedNode(t, v1, v2)
 	return n, slot
 }
 
@@ -233,31 +220,6 @@ func releasedAs(n *Node, from string, slot int, rest ...string) string {
 	}
 	n.peerReleased(&core.Session{Out: w}, args)
 	return w.last
-}
-
-// testNode is a node named by v's Self, with replicas, no lease, and fw as
-// its transport; cur is its membership's view.
-func testNode(t *testing.T, cur *atomic.Pointer[cluster.View], fw cluster.Forwarder) *Node {
-	t.Helper()
-	return buildNode(t, cur, fw, nil, true)
-}
-
-// buildNode is a node named by cur's Self, with fw as its transport, lease
-// (nil: none), and replicas if asked.
-func buildNode(t *testing.T, cur *atomic.Pointer[cluster.View], fw cluster.Forwarder, lease *cluster.Lease, replicas bool) *Node {
-	t.Helper()
-	store, err := shard.New(shard.Config{})
-	require.NoError(t, err)
-	cfg := Config{View: cur.Load, Forwarder: fw, Store: store, Lease: lease,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Started: time.Now(), UnixNano: func() int64 { return time.Now().UnixNano() }}
-	if replicas {
-		copies, err := shard.New(shard.Config{})
-		require.NoError(t, err)
-		cfg.Replicas = &replica.Config{Feed: persistence.NewFeed(store), Copies: copies, Ship: fw}
-	}
-	n, err := New(cfg)
-	require.NoError(t, err)
-	return n
 }
 
 // TestReleasedAsksTheBackup: a node asked RL.PEER RELEASED for a slot
@@ -305,16 +267,9 @@ func TestKeptKeysOfAConfirmedDeathReplace(t *testing.T) {
 	xp := viewOf(t, 2, []string{"x", "p"}, "o")
 	back := viewOf(t, 3, []string{"x", "o", "p"})
 	slot := slotWhere(t, "a slot of o's that x takes over at o's death", func(slot int) bool { return xop.Table.Owner(slot).Name == "o" && xp.Table.Owner(slot).Name == "x" })
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(xop)
-	fw := &recorder{}
-	n := testNode(t, &cur, fw)
-	cur.Store(xp)
-	n.View()
+	n, fw, cur := movedNode(t, xop, xp)
 	p, _ := xp.Table.Node("p")
-	n.switchMu.Lock()
-	n.ho.set(slot, &SlotState{mode: ModeImporting, peer: p, until: time.Now().Add(time.Hour), keep: true}) // a rejoin's wait for the handback
-	n.switchMu.Unlock()
+	awaitHandback(n, slot, p) // a rejoin's wait for the handback
 	cur.Store(back)
 	n.View()
 	require.Eventually(t, func() bool { return !n.keeps(slot) && !n.pushing.Load() },

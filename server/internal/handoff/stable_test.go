@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlstore/rlstore/cluster"
+	"github.com/rlstore/rlstore/internal/rlstoretest"
 	"github.com/rlstore/rlstore/persistence"
 	"github.com/rlstore/rlstore/server/internal/core"
 	"github.com/rlstore/rlstore/shard"
@@ -37,10 +37,8 @@ func TestOperatorEndsAnImportThatWaitsForever(t *testing.T) {
 	v := alive(viewOf(t, 1, []string{"x", "p"}))
 	key := keyWhere(t, "stuck:", "a key of x's", func(slot int) bool { return v.Table.Owner(slot).Name == "x" })
 	slot := cluster.Slot(key)
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v)
 	fw := &noneOwner{asked: make(chan string, 1024)}
-	n := buildNode(t, &cur, fw, servingLease("x"), false)
+	n, cur := leasedNode(t, v, fw, false)
 	logs := captureLog(n)
 	st := n.State(slot)
 	require.True(t, st != nil && st.Mode() == ModeImporting && st.Peer().Name == "p", "x imports its slot from p (its first view's guess)")
@@ -104,7 +102,7 @@ func TestOperatorEndsAnImportThatWaitsForever(t *testing.T) {
 	pSlot := slotWhere(t, "a slot of p's", func(s int) bool { return v.Table.Owner(s).Name == "p" })
 	_, err = n.EndImport(pSlot)
 	assert.ErrorIs(t, err, ErrNotOwner)
-	lapsed := buildNode(t, &cur, fw, cluster.NewLease("x", time.Hour), false) // it never reached a majority
+	lapsed := buildNode(t, cur, fw, cluster.NewLease("x", time.Hour), false) // it never reached a majority
 	_, err = lapsed.EndImport(slot)
 	assert.ErrorIs(t, err, ErrNoLease)
 	require.Equal(t, ModeImporting, n.State(slot).Mode(), "no refusal ended it")
@@ -156,25 +154,12 @@ func TestOperatorEndsTheWaitOfANewProcess(t *testing.T) {
 		ru, ok := vx.Table.RunnerUp(s)
 		return ok && ru.Name == "x" && vx.Table.Owner(s).Name == "p"
 	})
-	var curX atomic.Pointer[cluster.View]
-	curX.Store(vx)
-	lease := servingLease("x")
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 7) // p's process that x hands the slot to
-	x := buildNode(t, &curX, &recorder{}, lease, true)
-	x.noteHandedTo("p", []int{slot})
-	lease.NoteIncarnationAt(lease.Now(), "p", lease.Now(), 9) // p crashed and restarted
+	x := handedToOldProcess(t, vx, slot) // p crashed and restarted
 
-	var curP atomic.Pointer[cluster.View]
-	curP.Store(alive(viewOf(t, 1, []string{"p", "x"})))
-	asked := make(chan string, 1024)
-	p := buildNode(t, &curP, &askNode{to: x, asked: asked}, servingLease("p"), false)
+	p, asked := importerFrom(t, x, heldLease(t, "p"), slot)
 	logs := captureLog(p)
-	st := p.State(slot)
-	require.True(t, st != nil && st.Mode() == ModeImporting && st.Peer().Name == "x", "p's new process imports the slot from x")
 	p.ho.waits.since[slot].Add(-int64(2 * StableAfter))
-	p.ho.set(slot, &SlotState{mode: ModeImporting, peer: st.peer, until: time.Now(), guess: st.guess})
-	p.expireImports()
-	require.Equal(t, strconv.Itoa(slot), <-asked)
+	askNow(t, p, slot, asked)
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "old owner still holds slots") }, 10*time.Second, time.Millisecond,
 		"x answers NONE: handed to p's old process")
 	require.Equal(t, ModeImporting, p.State(slot).Mode())
@@ -196,11 +181,8 @@ func TestOperatorEndsTheWaitOfANewProcess(t *testing.T) {
 func TestOperatorEndsNoWaitOfASlotItsOldOwnerServes(t *testing.T) {
 	vp := alive(viewOf(t, 1, []string{"p", "x"}))
 	slot := slotWhere(t, "a slot of p's", func(s int) bool { return vp.Table.Owner(s).Name == "p" })
-	var curX, curP atomic.Pointer[cluster.View]
-	curX.Store(viewOf(t, 1, []string{"x"})) // x alone: it owns every slot
-	x := buildNode(t, &curX, &recorder{}, servingLease("x"), false)
-	curP.Store(vp)
-	p := buildNode(t, &curP, &askNode{to: x, asked: make(chan string, 1024)}, servingLease("p"), false)
+	x, curX := leasedNode(t, viewOf(t, 1, []string{"x"}), &recorder{}, false) // x alone: it owns every slot
+	p, _ := leasedNode(t, vp, &askNode{to: x, asked: make(chan string, 1024)}, false)
 	st := p.State(slot)
 	require.True(t, st != nil && st.Mode() == ModeImporting && st.Peer().Name == "x")
 	p.ho.waits.since[slot].Add(-int64(2 * StableAfter))
@@ -266,10 +248,8 @@ func (f *askNode) Send(string, uint64, []byte, int, cluster.Replier) { panic("no
 // word, and without the lease ends none.
 func TestOperatorEndsEveryStuckImport(t *testing.T) {
 	v := alive(viewOf(t, 1, []string{"x", "p"}))
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(v)
 	fw := &noneOwner{asked: make(chan string, 1024)}
-	n := buildNode(t, &cur, fw, servingLease("x"), false)
+	n, cur := leasedNode(t, v, fw, false)
 	logs := captureLog(n)
 	var mine []int
 	for s := range cluster.Slots {
@@ -282,7 +262,7 @@ func TestOperatorEndsEveryStuckImport(t *testing.T) {
 	for _, s := range stuck {
 		n.ho.waits.since[s].Add(-int64(2 * StableAfter))
 	}
-	lapsed := buildNode(t, &cur, fw, cluster.NewLease("x", time.Hour), false)
+	lapsed := buildNode(t, cur, fw, cluster.NewLease("x", time.Hour), false)
 	_, err := lapsed.EndStuckImports()
 	assert.ErrorIs(t, err, ErrNoLease)
 
@@ -312,9 +292,7 @@ func TestOperatorEndsEveryStuckImport(t *testing.T) {
 // its old owner had time to answer the first RL.PEER RELEASED: the imports
 // of nodes started at once are often released right at the import wait.
 func TestStuckImportsLoggedAfterAnAnswer(t *testing.T) {
-	var cur atomic.Pointer[cluster.View]
-	cur.Store(alive(viewOf(t, 1, []string{"x", "p"})))
-	n := buildNode(t, &cur, &noneOwner{asked: make(chan string, 1024)}, servingLease("x"), false)
+	n, cur := leasedNode(t, alive(viewOf(t, 1, []string{"x", "p"})), &noneOwner{asked: make(chan string, 1024)}, false)
 	logs := captureLog(n)
 	slot := slotWhere(t, "a slot of x's", func(s int) bool { return cur.Load().Table.Owner(s).Name == "x" })
 	require.Equal(t, ModeImporting, n.State(slot).Mode())
@@ -387,35 +365,9 @@ func (f *noneOwner) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]b
 
 func (f *noneOwner) Send(string, uint64, []byte, int, cluster.Replier) { panic("not used") }
 
-// servingLease is a lease self holds: alone in its known set, it holds it
-// from its first round on.
-func servingLease(self string) *cluster.Lease {
-	l := cluster.NewLease(self, time.Hour)
-	l.SentAt(l.Now(), []string{self})
-	return l
-}
-
-// logBuffer is a log's text, written from any goroutine.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // captureLog makes n log into the returned buffer.
-func captureLog(n *Node) *logBuffer {
-	b := &logBuffer{}
+func captureLog(n *Node) *rlstoretest.SyncBuffer {
+	b := &rlstoretest.SyncBuffer{}
 	n.log = slog.New(slog.NewTextHandler(b, nil))
 	return b
 }
