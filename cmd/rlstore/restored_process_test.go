@@ -79,6 +79,7 @@ func TestRestoredProcessGetsItsHandedSlots(t *testing.T) {
 	require.Empty(t, q.errs, "c serves its keys")
 
 	holdRESPOf(t, hs, true)
+	killed := time.Now()
 	ns[2].Kill()
 	ns[2] = ns[2].restart(t)
 	restarted := time.Now()
@@ -104,8 +105,9 @@ func TestRestoredProcessGetsItsHandedSlots(t *testing.T) {
 	for _, n := range ns[:2] {
 		q.round(ctx, newClient(t, n.addr))
 	}
-	t.Logf("served %v after c could reach a and b again, %v after its restart; %d requests; %d admitted above the limit; %d errors after: %v",
-		served.Sub(lifted).Round(time.Millisecond), served.Sub(restarted).Round(time.Millisecond), q.sent, q.over(), len(q.errs)-errs, errSummary(q.errs))
+	t.Logf("c ready again %v after its kill; served %v after c could reach a and b again, %v after its restart; %d requests; %d admitted above the limit; %d errors after: %v",
+		restarted.Sub(killed).Round(time.Millisecond), served.Sub(lifted).Round(time.Millisecond), served.Sub(restarted).Round(time.Millisecond),
+		q.sent, q.over(), len(q.errs)-errs, errSummary(q.errs))
 	assert.Zero(t, q.over(), "admissions above the limit: c's new process served its slots from nothing")
 	assert.True(t, q.allAt(handoffLimit), "every key admitted its whole limit: none lost a decision")
 }
