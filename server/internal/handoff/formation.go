@@ -57,14 +57,27 @@ func (n *Node) logChange(nv *cluster.View, outs map[string][]int) {
 // TRYAGAIN, while the nodes that forward to it time out and answer
 // -CLUSTERDOWN. CLUSTER INFO's cluster_slots_fail counts such slots
 // (ImportDown), as it counts the slots it may not serve itself.
+//
+// An import from a guess is such an import from its start: the guess is
+// the slot's runner-up, whose table names this node the owner (a
+// restart's, or a joiner's first table with others), so it serves none of
+// the slot, and its PULL answer ends the import, or the import waits. The
+// rarer cold-start wait (a PULL that reached its guess before the guess
+// held its lease) sent no request the guess refused, so until its import
+// wait ended every node said cluster_slots_fail:0 (CI at 844c1a4) while
+// clients got TRYAGAIN and -CLUSTERDOWN. A guess whose own table of a
+// moment still names itself the owner can serve the slot for that moment:
+// counted down all the same, until the table that made the import
+// changes.
 
 // ImportDown reports whether slot is one this node imports whose
-// requests no node serves, as far as it knows: its old owner answered a
-// request for the import's slots HANDEDOFF, or the import has waited its
-// import wait and asks RL.PEER RELEASED, or an ASK sent it on.
+// requests no node serves, as far as it knows: an import from a guess,
+// or one whose old owner answered a request for the import's slots
+// HANDEDOFF, or that has waited its import wait and asks RL.PEER
+// RELEASED, or that an ASK sent on.
 func (n *Node) ImportDown(slot int) bool {
 	st := n.ho.state(slot)
-	return st != nil && st.mode == ModeImporting && (st.waited || len(st.past) > 0 || st.refused.Load())
+	return st != nil && st.mode == ModeImporting && (st.guess || st.waited || len(st.past) > 0 || st.refused.Load())
 }
 
 // ImportRefused notes that st's old owner answered HANDEDOFF to a request

@@ -23,12 +23,13 @@ type StateOf struct {
 	Peer  cluster.Node
 	Until time.Time
 	Keep  bool
+	Guess bool
 	Mg    *Migration
 }
 
 // NewState returns the state s describes.
 func NewState(s StateOf) *SlotState {
-	return &SlotState{mode: s.Mode, peer: s.Peer, until: s.Until, keep: s.Keep, mg: s.Mg}
+	return &SlotState{mode: s.Mode, peer: s.Peer, until: s.Until, keep: s.Keep, guess: s.Guess, mg: s.Mg}
 }
 
 // Until is when an import stops waiting.
