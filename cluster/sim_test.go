@@ -686,6 +686,9 @@ func (s *sim) rebuild(i int) {
 			}
 			_, importing := n.importing[slot]
 			dp, hasDP := n.deadPrev[slot]
+			_, dpInc := n.deadPrevInc[slot]
+			_, dpGuess := n.guessPrev[slot]
+			served := hasDP && dpInc && !dpGuess // thirdPrev: a live third node whose copies this node held served it (see simImportServer)
 			inc := n.ownerInc[slot]
 			if owner != prev {
 				n.ownerInc[slot] = n.lease.IncarnationOf(owner)
@@ -724,6 +727,8 @@ func (s *sim) rebuild(i int) {
 				peer := s.index(prev)
 				if h, ok := n.holder[slot]; simHolder && ok && h != i && (tb.Has(s.known[h]) || simDeadHolder && old.Table.Has(s.known[h])) {
 					peer = h // the node it handed the slot to, or imported it from (the server's importFrom); one that died now: see the imports from the dead below
+				} else if served && simImportServer && dp != i && dp != peer && tb.Has(s.known[dp]) {
+					peer = dp // see simImportServer
 				}
 				s.logf("%s imports %d from %s", n.name, slot, s.known[peer])
 				n.importing[slot] = simImport{peer: peer, until: n.local(s.now) + int64(simImportWait)} // a live owner hands it over (importFrom)
@@ -1425,6 +1430,28 @@ func (s *sim) unsent(m simMsg) {
 
 var simLostInFlight = os.Getenv("RL_SIM_LOSTINFLIGHT") == "1"
 
+// simHandBackServes (RL_SIM_HANDBACKSERVES=0 leaves it out): a node whose
+// handoff's DONE was refused (or never arrived), and whose table gave the
+// slot back meanwhile, serves it on from its keys (the server's settle:
+// the migration, still gated at the table change, settles by the table at
+// its cut). The model sends a table change's DONE at once, so the slot's
+// return made it import the slot from the very node it had handed it to
+// (its holder), which had refused it. Cold seed 1331 at a 1 s import wait:
+// n1, which had served 11822 to 7, imported it so from n2, was sent on by
+// n2's askChain to n3 (which never held it), kept n3 as the slot's holder,
+// and released the slot to n3's next process, which served it from 0.
+var simHandBackServes = os.Getenv("RL_SIM_HANDBACKSERVES") != "0"
+
+// simImportServer (RL_SIM_IMPORTSERVER=0 leaves it out): a node whose
+// table gives it a slot it had named a live third node for (thirdPrev: it
+// held that node's copies, so that node served the slot) imports the slot
+// from that node, not from its table's old owner. Cold seed 2426: n1, n2's
+// backup with its copies (7), named n2 when a heal's table moved the slot
+// to n3; the next table gave it to n1, which imported it from n3 (a table
+// of a moment's owner that never held it) and served it from 0 while n2,
+// paused, held 7.
+var simImportServer = os.Getenv("RL_SIM_IMPORTSERVER") != "0"
+
 // simSettleReset (RL_SIM_SETTLERESET=1): a handoff re-aimed at another
 // owner goes in mode reset, as the model did before; the server's settle
 // starts a migration to it, in mode replace when this node saw its death
@@ -1612,6 +1639,9 @@ func (s *sim) receive(m simMsg) {
 			if owner := n.view.Table.Owner(slot).Name; owner != n.name {
 				_, importing := n.importing[slot]
 				n.out[slot] = simOut{to: s.index(owner), since: now, replace: n.died[owner] && !importing}
+			} else if im, ok := n.importing[slot]; ok && im.peer == m.from && !im.keep && simHandBackServes {
+				delete(n.importing, slot) // see simHandBackServes
+				s.logf("%s serves %d on: %s refused its DONE", n.name, slot, from)
 			}
 		}
 	case simDoneOK: // the server's cut: a moved slot keeps its mark only while the table names this node

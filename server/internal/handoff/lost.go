@@ -110,4 +110,5 @@ func (n *Node) forgetLost() {
 	n.ho.forgone = replica.SlotBits{}
 	n.ho.lostFrom = replica.SlotBits{}
 	n.ho.deadPrev = [cluster.Slots]string{}
+	n.ho.servedPrev = replica.SlotBits{}
 }

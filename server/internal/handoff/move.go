@@ -129,6 +129,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	h.counts = !n.cfg.Joins || h.shared
 	h.noteDeaths(old, nv)
 	h.noteReturns(old, nv)
+	h.served = h.servedBy() // before noteDeadPrev clears them: see importServer
 	h.noteDeadPrev(old, nv, n.incarnationOf, n.heldBy)
 	n.seedDeadPrev(nv) // after noteDeadPrev, whose move from a new process's lone table would clear its marks
 	n.noteTakeovers(old, nv)
@@ -296,6 +297,8 @@ func (n *Node) importFrom(old, nv *cluster.View, slot int, oldCounts bool, until
 		} else {
 			return nil
 		}
+	case oldCounts && n.ho.importServer(nv, old.Table.Owner(slot).Name, slot) != "":
+		src, _ = nv.Table.Node(n.ho.importServer(nv, old.Table.Owner(slot).Name, slot)) // see importServer
 	case oldCounts:
 		src = old.Table.Owner(slot)
 	case ok:

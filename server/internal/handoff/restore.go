@@ -333,6 +333,7 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 		inc := h.ownerInc[slot]
 		h.ownerInc[slot], h.deadPrevInc[slot] = incs[owner], 0
 		h.guessPrev[slot/64] &^= 1 << (slot % 64)
+		h.servedPrev[slot/64] &^= 1 << (slot % 64)
 		h.relay.marked[slot/64] &^= 1 << (slot % 64)
 		switch {
 		case dead[prev] && owner != nv.Self:
@@ -350,6 +351,8 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 			h.deadPrev[slot], h.deadPrevInc[slot] = prev, inc // a live third node held it: see thirdPrev
 			if !held(slot, prev) {
 				h.guessPrev[slot/64] |= 1 << (slot % 64) // or may have: see askChain
+			} else {
+				h.servedPrev[slot/64] |= 1 << (slot % 64) // it served it: see importServer
 			}
 		default:
 			h.deadPrev[slot] = ""
@@ -500,10 +503,12 @@ func (n *Node) seedDeadPrev(nv *cluster.View) {
 		case unseen[d]:
 			h.deadPrev[slot], h.deadPrevInc[slot] = d, 0
 			h.guessPrev[slot/64] &^= 1 << (slot % 64)
+			h.servedPrev[slot/64] &^= 1 << (slot % 64)
 			h.relay.marked[slot/64] &^= 1 << (slot % 64)
 		case d != nv.Self && d != nv.Table.Owner(slot).Name:
 			h.deadPrev[slot], h.deadPrevInc[slot] = d, 0 // a member it sees may hold it: see livePrev
 			h.guessPrev[slot/64] &^= 1 << (slot % 64)
+			h.servedPrev[slot/64] &^= 1 << (slot % 64)
 			h.relay.marked[slot/64] &^= 1 << (slot % 64)
 		}
 	}
@@ -595,4 +600,44 @@ func (n *Node) incarnationOf(node string) uint64 {
 		return 0
 	}
 	return n.lease.IncarnationOf(node)
+}
+
+// importServer: a node that held a live third node's copies of a slot,
+// when its table moved the slot between two other nodes, names that node
+// (thirdPrev: it served the slot). When a later table gives this node the
+// slot, the table's old owner may be a table of a moment's, which never
+// held it; the node that served it holds its state. The simulation's
+// cold seed 2426: n1, n2's backup with its copies (7), named n2 when a
+// heal's table moved the slot to n3; the next table gave the slot to n1,
+// which imported it from n3. n3 had only imported it from a guess, and
+// its DONE ended n1's import: n1 served the slot from 0 while n2, paused,
+// held 7. So such an import is from the node that served the slot, while
+// the table has it and the old owner is alive (a dead old owner's slot is
+// taken over as before); it hands the slot over, or its death makes the
+// slot lost here. The simulation's simImportServer mirrors it.
+
+// servedBy returns, per slot of servedPrev, the node its deadPrev names.
+// The caller holds switchMu.
+func (h *handoff) servedBy() map[int]string {
+	var served map[int]string
+	for slot := range cluster.Slots {
+		if h.servedPrev.Has(slot) && h.deadPrev[slot] != "" {
+			if served == nil {
+				served = map[int]string{}
+			}
+			served[slot] = h.deadPrev[slot]
+		}
+	}
+	return served
+}
+
+// importServer is the node this node imports slot from, instead of its
+// table's old owner prev, at the table change to nv (see importServer
+// above); "" for none. The caller holds switchMu.
+func (h *handoff) importServer(nv *cluster.View, prev string, slot int) string {
+	s := h.served[slot]
+	if s == "" || s == nv.Self || s == prev || !nv.Table.Has(s) || !nv.Table.Has(prev) {
+		return ""
+	}
+	return s
 }

@@ -175,6 +175,12 @@ type handoff struct {
 	// owner only to an asker that follows chains, not a rejoin's question
 	// (see askChain).
 	guessPrev replica.SlotBits
+	// servedPrev are the slots whose deadPrev names a live third node
+	// whose copies this node held (thirdPrev with them: that node served
+	// the slot), and served those of them at the start of a table change
+	// (see importServer).
+	servedPrev replica.SlotBits
+	served     map[int]string
 	// relay are the livePrev marks of guesses this node asks about for
 	// the slots' new owners (see relayGuess).
 	relay relays
