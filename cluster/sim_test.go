@@ -429,6 +429,7 @@ type simNode struct {
 	keptFlight map[int]time.Duration // kept slots whose push awaits its answer, since (global time)
 	keptBehind map[int]int           // kept slots of a rejoin's import from the node that took them over at its death, that node (simKeptBehind)
 	sentBehind map[int]int           // slots whose kept keys went without a DONE and stay here, the holder named (simBehindBack)
+	behindDead map[int][2]int        // slots whose kept keys went without a DONE naming a node dead here: the owner they went to, and that node (simBehindDead)
 	gotFrom    map[int]int           // imported slots whose keys kept keys without a DONE brought, from whom (simKeptBehind)
 	adopted    map[int]int           // slot → the node that handed it here while this node's table still named that node its owner (the server's ModeAdopted, see simNoAdopt)
 	lostFrom   map[int]int           // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
@@ -563,6 +564,7 @@ func (s *sim) start(i int) {
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
+	n.behindDead = map[int][2]int{}
 	n.sentBehind, n.handedInc, n.took = map[int]int{}, map[int]simHanded{}, map[[2]int]bool{}
 	n.relayed, n.relays, n.rejoined = map[int]bool{}, nil, false
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
@@ -610,6 +612,14 @@ func (s *sim) rebuild(i int) {
 	clear(n.moved) // the server's slotChange: a moved slot follows the table again
 	nv := &View{Self: n.name, Table: tb}
 	old := n.view
+	for slot, bd := range n.behindDead { // the server's forgetBehindDead
+		if tb.Owner(slot).Name != s.known[bd[0]] {
+			if h, ok := n.holder[slot]; ok && h == bd[1] {
+				n.holder[slot] = bd[0] // the owner the keys went to: it holds what it made of them
+			}
+			delete(n.behindDead, slot)
+		}
+	}
 	diedBefore := maps.Clone(n.died)
 	relost := map[int]int{} // forgone slots back here while their holder is away
 	uncut := map[int]bool{} // slots whose handoff away never sent its DONE, back here (the server's ModeCopying)
@@ -840,7 +850,7 @@ func (s *sim) rebuild(i int) {
 			delete(n.importing, slot) // another node owns it now
 			if h, ok := n.holder[slot]; im.keep && simKeptPush && (!ok || h == i || simKeptHeld) {
 				n.kept[slot] = simKeptDied && diedBefore[tb.Owner(slot).Name] // its keys are the slot's state, unless a handback would have replaced them
-				if simKeptBehind && im.peer != i && tb.Has(s.known[im.peer]) && tb.Owner(slot).Name != s.known[im.peer] {
+				if simKeptBehind && im.peer != i && (tb.Has(s.known[im.peer]) || simBehindDead) && tb.Owner(slot).Name != s.known[im.peer] {
 					n.keptBehind[slot] = im.peer
 				}
 			} else if p, ok := n.sentBehind[slot]; ok && simBehindBack && im.peer == p && s.known[p] == tb.Owner(slot).Name {
@@ -1666,6 +1676,9 @@ func (s *sim) receive(m simMsg) {
 			s.noteHandedInc(m.to, slot, m.from)
 			if p, ok := n.keptBehind[slot]; ok {
 				n.holder[slot] = p // RELEASED: ASK the node that took it over; its keys stay here (the server's sendKept)
+				if !n.view.Table.Has(s.known[p]) && simBehindDead {
+					n.behindDead[slot] = [2]int{m.from, p} // named only while the owner they went to holds the slot (the server's forgetBehindDead)
+				}
 			}
 			if _, ok := n.keptBehind[slot]; !ok || simBehindDrops {
 				delete(n.cnt, slot)
@@ -2463,6 +2476,22 @@ var simSyncLost = os.Getenv("RL_SIM_SYNCLOST") != "0"
 // back at the rejoin (the server's keptBehind and askElsewhere). Seed
 // 4229: n2's kept 42 of 11565 ended n0's import while n4, paused, held 48.
 var simKeptBehind = os.Getenv("RL_SIM_KEPTBEHIND") != "0"
+
+// simBehindDead (RL_SIM_BEHINDDEAD=0 leaves it out, as the server did
+// before): simKeptBehind also when the node the rejoin's import was from
+// died in the very table change that moves the slot on (confirmed, so out
+// of the table): its keys go without a DONE, and the rejoin names that
+// dead node, so the new owner has the slot lost until it is back. Cold
+// seed 863: n1's rejoin waited for slot 11822 from n3, which had taken it
+// over at n1's death and served it to 53, then paused; n3's confirmed
+// death moved the slot to n2, whose import n1's kept 41 ended with a DONE.
+// The dead node stays the holder only while the owner the keys went to
+// holds the slot: once the table moves it off that owner, the holder is
+// that owner, as after a DONE. Seed 407 with the dead node kept: n2 took
+// 11822 over from its dead old owner n3 (which never served it) and
+// served the keys that came to 96; the table gave the slot back to n1,
+// which imported it from n3, its holder, and handed it its 66.
+var simBehindDead = os.Getenv("RL_SIM_BEHINDDEAD") != "0"
 
 // simBehindDrops (RL_SIM_BEHINDDROPS=1): keys sent without a DONE
 // (simKeptBehind) are dropped by their sender, as other kept keys are;

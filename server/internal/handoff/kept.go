@@ -122,11 +122,59 @@ func (h *handoff) unkeep(slot int) {
 // and serve nothing (the simulation's seed 3986, with the keys dropped:
 // served from 0 where 66 were used).
 
+// A peer that nv says died (confirmed, so out of nv's table) is no
+// reason to send the keys with a DONE: it served the slot after this
+// node's death unless it had it lost, and it held newer keys when it
+// died. So its keys go behind too, naming the dead node: the new owner
+// has the slot lost (askElsewhere) until that node is back, or an
+// operator forgets it, as for any slot whose state died with its holder.
+// Before, they went with a DONE, as when the peer leaves: the
+// simulation's cold seed 863, n1's rejoin waited for slot 11822 from n3,
+// which had taken it over at n1's death and served it to 53, then
+// paused; n3's confirmed death moved the slot to n2, and n1's kept 41
+// ended n2's import.
+
+// The dead node stays the slot's holder here only while the owner the
+// keys went to holds the slot: that owner may serve them without asking
+// this node (it took the slot over from its own table's dead old owner),
+// and once the table moves the slot off it, the holder is that owner, as
+// after a DONE. Before, the dead node stayed the holder: the simulation's
+// seed 407, n2 took slot 11822 over from its dead old owner n3 (which had
+// never served it: n1's death was never confirmed) and served n1's keys
+// to 96; the table gave the slot back to n1, which imported it from n3,
+// its holder, then handed n3 its 66 as the table moved the slot on.
+
+// noteBehindDead records that slots' kept keys went to owner naming dead,
+// a node out of this node's table. The caller holds switchMu.
+func (h *handoff) noteBehindDead(owner, dead string, slots []int) {
+	if h.behindDead == nil {
+		h.behindDead = map[int][2]string{}
+	}
+	for _, slot := range slots {
+		h.behindDead[slot] = [2]string{owner, dead}
+	}
+}
+
+// forgetBehindDead makes the owner the kept keys went to the holder of
+// each slot of behindDead that nv moves off it, unless the holder changed
+// since. The caller holds switchMu, before the hook reads any holder.
+func (h *handoff) forgetBehindDead(nv *cluster.View) {
+	for slot, bd := range h.behindDead {
+		if nv.Table.Owner(slot).Name == bd[0] {
+			continue
+		}
+		if h.holder[slot] == bd[1] {
+			h.holdBy(slot, bd[0])
+		}
+		delete(h.behindDead, slot)
+	}
+}
+
 // keepBehind marks slot, kept from st, a rejoin's import, as keptBehind
-// when st's peer is another node, in nv's table, that does not own the
-// slot there. The caller holds switchMu.
+// when st's peer is another node, in nv's table or dead there, that does
+// not own the slot there. The caller holds switchMu.
 func (h *handoff) keepBehind(slot int, st *SlotState, nv *cluster.View) {
-	if !st.keep || st.peer.Name == nv.Self || st.peer.Name == nv.Table.Owner(slot).Name || !nv.Table.Has(st.peer.Name) {
+	if !st.keep || st.peer.Name == nv.Self || st.peer.Name == nv.Table.Owner(slot).Name || !nv.Table.Has(st.peer.Name) && !diedIn(nv, st.peer.Name) {
 		return
 	}
 	if h.keptBehind == nil {
@@ -344,6 +392,9 @@ func (n *Node) sendKept(k keptFor, slots []int) {
 		n.switchMu.Lock()
 		n.ho.setHolder(k.behind, gone) // see keptBehind: the keys stay here
 		n.ho.noteSentBehind(k.behind, gone)
+		if !n.cur.Load().Table.Has(k.behind) {
+			n.ho.noteBehindDead(to.Name, k.behind, gone)
+		}
 		n.switchMu.Unlock()
 	} else {
 		n.dropSlots(replica.SlotSet(gone))

@@ -128,6 +128,7 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 	}
 	h.counts = !n.cfg.Joins || h.shared
 	h.noteDeaths(old, nv)
+	h.forgetBehindDead(nv) // before any holder is read: see kept.go
 	h.noteReturns(old, nv)
 	h.served = h.servedBy() // before noteDeadPrev clears them: see importServer
 	h.noteDeadPrev(old, nv, n.incarnationOf, n.heldBy)

@@ -143,6 +143,10 @@ type handoff struct {
 	// stay in this node's store, with the node they named holder; the
 	// mark lasts until the table moves the slot on or back (backBehind).
 	sentBehind map[int]string
+	// behindDead are the slots whose keptBehind keys went naming a node
+	// dead here: the owner they went to, and that node (kept.go,
+	// forgetBehindDead).
+	behindDead map[int][2]string
 	// holder is, per slot, the node this one last knew to hold its state
 	// when not itself: the node it handed the slot to, or imports it from
 	// (see holder.go); got, the slots whose keys a PULL's answer or
