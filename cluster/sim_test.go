@@ -1592,7 +1592,7 @@ func (s *sim) receive(m simMsg) {
 			im, importing := n.importing[slot]
 			if _, ok := m.behind[slot]; ok && importing {
 				if m.vals[k] >= 0 && (!im.keep || m.replace) {
-					n.cnt[slot] = m.vals[k] // stored, the import goes on: its holder may hold newer keys
+					n.takeKept(slot, m.vals[k]) // stored, the import goes on: its holder may hold newer keys
 				}
 				n.gotFrom[slot] = m.from
 				continue
@@ -1600,7 +1600,11 @@ func (s *sim) receive(m simMsg) {
 			if importing && im.peer != m.from {
 				if m.pull {
 					if m.vals[k] >= 0 && (!im.keep || m.replace) && simKeptPush {
-						n.cnt[slot] = m.vals[k] // the IMPORT came first, and stored its keys (peerImport)
+						if m.kept {
+							n.takeKept(slot, m.vals[k])
+						} else {
+							n.cnt[slot] = m.vals[k] // the IMPORT came first, and stored its keys (peerImport)
+						}
 					}
 					continue // the server's takeSlots: only the old owner it imports from ends an import
 				}
@@ -1610,7 +1614,9 @@ func (s *sim) receive(m simMsg) {
 			handed := !m.pull && simHandoffUnloses && n.tk.Lost(slot) // a live handoff of a slot lost here: its keys are the state (the server's servedSlots)
 			replace := m.replace && (!m.pull || importing)            // a PULL's answer in mode handback replaces only what the node waits for
 			notOwn := n.view.Table.Owner(slot).Name != n.name && !simNotOwnKeeps
-			if m.vals[k] >= 0 && (importing && !im.keep || replace || !has || handed || notOwn) { // see peerImport: reset, replace, a key it lacks, a lost slot's handoff, or a slot it does not own (importHanded)
+			if m.vals[k] >= 0 && m.kept && simKeepMax {
+				n.takeKept(slot, m.vals[k]) // the more consumed, imported or served
+			} else if m.vals[k] >= 0 && (importing && !im.keep || replace || !has || handed || notOwn) { // see peerImport: reset, replace, a key it lacks, a lost slot's handoff, or a slot it does not own (importHanded)
 				n.cnt[slot] = m.vals[k]
 			}
 			delete(n.importing, slot)
@@ -2492,6 +2498,22 @@ var simKeptBehind = os.Getenv("RL_SIM_KEPTBEHIND") != "0"
 // served the keys that came to 96; the table gave the slot back to n1,
 // which imported it from n3, its holder, and handed it its 66.
 var simBehindDead = os.Getenv("RL_SIM_BEHINDDEAD") != "0"
+
+// simKeepMax (RL_SIM_KEEPMAX=1, an experiment: not the server's): kept
+// keys pushed to a node keep, per key, the more consumed of its state and
+// the pushed one (the larger count), whether it imports the slot or
+// serves it; 1418's kind (833, 1274, 1535), where two pushes in mode
+// handback replaced each other in the order they came.
+var simKeepMax = os.Getenv("RL_SIM_KEEPMAX") == "1"
+
+// takeKept stores v, kept keys pushed for slot, as the node's count
+// (simKeepMax: unless its own is larger).
+func (n *simNode) takeKept(slot, v int) {
+	if c, ok := n.cnt[slot]; ok && simKeepMax && c > v {
+		return
+	}
+	n.cnt[slot] = v
+}
 
 // simBehindDrops (RL_SIM_BEHINDDROPS=1): keys sent without a DONE
 // (simKeptBehind) are dropped by their sender, as other kept keys are;
