@@ -259,6 +259,9 @@ func TestOperatorEndsEveryStuckImport(t *testing.T) {
 	}
 	require.Greater(t, len(mine), 3)
 	stuck := mine[:2]
+	for _, s := range mine[2:] { // young from now, however long a loaded host took to get here
+		n.ho.waits.since[s].Store(n.ho.waits.now())
+	}
 	for _, s := range stuck {
 		n.ho.waits.since[s].Add(-int64(2 * StableAfter))
 	}
