@@ -2893,8 +2893,23 @@ func (s *sim) handedNewProcess(i, slot, from int) bool {
 	n := s.nodes[i]
 	h, ok := n.handedInc[slot]
 	now := n.lease.IncarnationOf(s.known[from])
+	if simHandedUnknown && simHandedInc && ok && h.to == from && h.inc == 0 {
+		return true // not known to be the asker's process: only its claim releases it (see simHandedUnknown)
+	}
 	return simHandedInc && ok && h.to == from && h.inc != 0 && now != 0 && now != h.inc
 }
+
+// simHandedUnknown (RL_SIM_HANDEDUNKNOWN=0 leaves it out): a slot handed
+// to a member before this node's lease knew the member's process (its
+// mark's incarnation unknown) is released only to a process that claims
+// it took the handoff (HANDED), as one handed to an older process is: the
+// member may have crashed since, and its new process lost the slot's
+// state (the server's handedOldLocked). Cold seed 1733 at
+// RL_SIM_IMPORTWAIT=1s: n2 handed slot 11051 (7) to n4 20 ms after n4's
+// cold start, before its lease heard from n4; n4 crashed, n2 forgot its
+// copies at its rejoin (ForgetHeld), and released the slot to n4's next
+// process, which served it from 0.
+var simHandedUnknown = os.Getenv("RL_SIM_HANDEDUNKNOWN") != "0"
 
 // simBackKeeps (RL_SIM_BACKKEEPS=0 leaves it out): a rejoin's own slot,
 // lost while it waited keeping its keys (an ASK named a dead holder, or
