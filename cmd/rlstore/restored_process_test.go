@@ -26,9 +26,9 @@ import (
 // lease, goes on):
 //   - at c's join, until a's and b's leases have heard from c's process, so
 //     that each handoff's mark names it: a cut before the lease's first
-//     answer from c would mark no process, and a later process would be
-//     released the slot, RESTORED or not (the answer usually comes first,
-//     but nothing else orders the two);
+//     answer from c would mark no process, and no later process would be
+//     released the slot, RESTORED or not: only HANDED releases such a slot
+//     (the answer usually comes first, but nothing else orders the two);
 //   - at c's restart, until its imports have waited past the import wait,
 //     so that its RL.PEER PULL fails and RELEASED alone can end them (a
 //     PULL's DONE, which a backup sends without copies when it holds none,
