@@ -435,6 +435,7 @@ type simNode struct {
 	lostFrom   map[int]int           // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
 	unseen     map[string]bool       // known members this process has not had in a table since its join (the server's handoff.seen; see simVouch)
 	lostOwn    map[int]bool          // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
+	keptLost   map[int]bool          // those of lostOwn kept here in mode replace before the table gave them back (simKeptLost)
 	holder     map[int]int           // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
 	handedInc  map[int]simHanded     // slot → the node this one handed it to, and that node's process then (the server's handoff.handedTo; see simHandedInc)
 	took       map[[2]int]bool       // (node, slot) pairs whose DONE from that node this process took (the server's handoff.handed; see simHandedClaim)
@@ -561,6 +562,7 @@ func (s *sim) start(i int) {
 	n.up, n.paused, n.held = true, false, nil
 	n.cnt, n.copies, n.copyFrom, n.forgone, n.kept = map[int]int{}, map[int]int{}, map[int]string{}, map[int]bool{}, map[int]bool{}
 	n.lostFrom, n.holder, n.lostOwn, n.deadPrev = map[int]int{}, map[int]int{}, map[int]bool{}, map[int]int{}
+	n.keptLost = map[int]bool{}
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
@@ -868,8 +870,12 @@ func (s *sim) rebuild(i int) {
 			delete(n.sentBehind, slot) // moved on: kept above, or another owner's import holds the slot
 		}
 	}
-	for slot := range n.kept {
+	for slot, replace := range n.kept {
 		if tb.Owner(slot).Name == n.name {
+			if replace && n.tk.Lost(slot) && simKeptLost {
+				n.lostOwn[slot] = true // its keys, newer than the dead owner's, may be the state (the server's keptLost)
+				n.keptLost[slot] = true
+			}
 			delete(n.kept, slot) // its own again: an import, whose end serves what it keeps
 			if im, ok := n.importing[slot]; ok && !simKeptBackReset {
 				im.keep = true // its keys are the slot's state: what comes only fills keys it lacks (the server's handoffHook)
@@ -907,6 +913,7 @@ func (s *sim) rebuild(i int) {
 			n.importing[slot] = simImport{peer: h, until: n.local(s.now) + int64(simImportWait), keep: n.lostOwn[slot] && !simLostOwnForgot}
 			delete(n.lostFrom, slot)
 			delete(n.lostOwn, slot)
+			delete(n.keptLost, slot)
 			back = true
 		}
 		if back {
@@ -917,6 +924,7 @@ func (s *sim) rebuild(i int) {
 				delete(n.lostFrom, slot)
 				if !n.forgone[slot] || !simBackKeeps { // the server's noteLost forgoes a slot and keeps its ownLost mark
 					delete(n.lostOwn, slot)
+					delete(n.keptLost, slot)
 				}
 			}
 		}
@@ -994,6 +1002,7 @@ func (s *sim) unconfirmed(i int) {
 	for slot := range n.lostOwn {
 		if !n.forgone[slot] || !simBackKeeps { // the server's rejoinUnconfirmed keeps a forgone slot's ownLost mark (simBackKeeps)
 			delete(n.lostOwn, slot)
+			delete(n.keptLost, slot)
 		}
 	}
 }
@@ -1776,9 +1785,10 @@ func (s *sim) receive(m simMsg) {
 			if !simAskForgone && (n.view.Table.Owner(slot).Name != from || n.forgone[slot] && !back) {
 				continue // the server's releasedLocked: not from's by its table, or lost here (unless back); no answer
 			}
-			if back && n.forgone[slot] && n.lostOwn[slot] && n.died[from] && n.seenDied[from] && simBackKeeps {
+			if back && n.forgone[slot] && n.lostOwn[slot] && n.died[from] && (n.seenDied[from] || n.keptLost[slot]) && simBackKeeps {
 				n.kept[slot] = simKeptDied // the server's backKeeps: its keys, served since from's death, go to from
 				delete(n.lostOwn, slot)
+				delete(n.keptLost, slot)
 				continue
 			}
 			if g, ok := n.guessPrev[slot]; ok && g == n.deadPrev[slot] && (m.keep && !simAskChainKeep || slices.Contains(m.past, g)) {
@@ -2499,6 +2509,19 @@ var simKeptBehind = os.Getenv("RL_SIM_KEPTBEHIND") != "0"
 // which imported it from n3, its holder, and handed it its 66.
 var simBehindDead = os.Getenv("RL_SIM_BEHINDDEAD") != "0"
 
+// simKeptLost (RL_SIM_KEPTLOST=0 leaves it out, as the server did before):
+// a slot whose keys this node kept for its owner in mode replace (it saw
+// the owner's death confirmed and served the slot since), which the table
+// gives back to it at the owner's next death and which is lost here (no
+// copies of the owner's), is marked as its own slot lost keeping its keys
+// (the server's ownLost), so that backKeeps sends its keys to the owner's
+// rejoin rather than releasing the slot to it (lostBack). Cold seed 47 at a
+// 1 s import wait: n4 served 5654 to 78 after n0's confirmed death, its
+// handoff to n0 at the heal was disowned by its rejoin (kept, replace),
+// n0's next death gave the slot back to n4, lost (holder n0), and n0's
+// rejoin then had it released (RELEASED KEEP) and served its 51.
+var simKeptLost = os.Getenv("RL_SIM_KEPTLOST") != "0"
+
 // simKeepMax (RL_SIM_KEEPMAX=1, an experiment: not the server's): kept
 // keys pushed to a node keep, per key, the more consumed of its state and
 // the pushed one (the larger count), whether it imports the slot or
@@ -3139,6 +3162,7 @@ func (s *sim) unlose(i, slot int) {
 	n.tk = n.tk.WithLost(&lost)
 	delete(n.lostFrom, slot)
 	delete(n.lostOwn, slot)
+	delete(n.keptLost, slot)
 }
 
 // simRelayAsk is a relayed question still unanswered (simRelay): which

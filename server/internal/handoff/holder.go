@@ -268,6 +268,7 @@ func (n *Node) lostComeBackLocked(nv *cluster.View) {
 		n.ho.set(slot, &SlotState{mode: ModeImporting, peer: node, until: time.Now(), keep: n.ho.ownLost.Has(slot)})
 		n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 		n.ho.ownLost[slot/64] &^= 1 << (slot % 64)
+		n.ho.keptLost[slot/64] &^= 1 << (slot % 64)
 		back++
 	}
 	if back > 0 {
@@ -317,6 +318,7 @@ func (n *Node) unloseLocked(from string, slots []int, pulled *replica.SlotBits) 
 			bits[slot/64] &^= 1 << (slot % 64)
 			n.ho.lostFrom[slot/64] &^= 1 << (slot % 64)
 			n.ho.ownLost[slot/64] &^= 1 << (slot % 64)
+			n.ho.keptLost[slot/64] &^= 1 << (slot % 64)
 			back++
 		}
 	}

@@ -162,6 +162,10 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 			ins = append(ins, slot)
 		}
 		if h.kept.Has(slot) && nv.Table.Owner(slot).Name == nv.Self {
+			if h.keptReplace.Has(slot) && n.takeover.Load().Lost(slot) {
+				h.ownLost[slot/64] |= 1 << (slot % 64) // its keys are newer than the dead owner's: see keptLost
+				h.keptLost[slot/64] |= 1 << (slot % 64)
+			}
 			h.unkeep(slot)     // its own again: its import ends with what it keeps, or what comes
 			h.keepImport(slot) // keeping its keys: see keptBack
 		}

@@ -258,7 +258,7 @@ func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int,
 		if v.Table.Owner(slot).Name != from || n.ho.forgone.Has(slot) && !(q.keep && holder == from) {
 			continue // this node would not have from serve it, or lost it (see lost.go; lostBack)
 		}
-		if a, ok := n.ho.died[from]; ok && a.rejoined && n.ho.forgone.Has(slot) && n.ho.ownLost.Has(slot) {
+		if a, ok := n.ho.died[from]; ok && (a.rejoined || n.ho.keptLost.Has(slot)) && n.ho.forgone.Has(slot) && n.ho.ownLost.Has(slot) {
 			n.backKeepLocked(slot, a)
 			kept = true // its keys go to from: see backKeeps
 			continue
@@ -352,7 +352,24 @@ func (n *Node) backKeepLocked(slot int, a absence) {
 		n.ho.keptReplace[slot/64] |= 1 << (slot % 64)
 	}
 	n.ho.ownLost[slot/64] &^= 1 << (slot % 64)
+	n.ho.keptLost[slot/64] &^= 1 << (slot % 64)
 }
+
+// keptLost: a slot whose keys this node kept for its owner in mode
+// handback (its rejoin disowned the handoff to the owner, whose death it
+// had seen confirmed and whose slot it had served since: kept.go), which
+// the table gives back to it at the owner's next death and which is lost
+// here (it holds none of the owner's copies: lost.go), is marked as a
+// rejoin's own slot lost keeping its keys (ownLost), and backKeeps holds
+// for it whether or not this node's last rejoin came after the owner's
+// last death: its keys were never handed to the owner (a push that went
+// clears the mark: sendKept), so they are newer than the owner's whichever
+// death came last. Before, the mark was dropped with the kept one, and
+// lostBack released the slot to the owner's RELEASED KEEP: the
+// simulation's cold seed 47 at a 1 s import wait, n4 served 5654 to 78
+// after n0's confirmed death, rejoined while handing it back to n0 at a
+// heal, had it back (lost, holder n0) at n0's next death, and released it
+// to n0's rejoin, which served its 51.
 
 // lostHolder returns the holder of slot that owner's last full sync here
 // named, and whether it named slot lost at owner (replica.LostAt): asked

@@ -165,6 +165,9 @@ type handoff struct {
 	// come back too when the rejoin proves unconfirmed (unconfirmed.go),
 	// and, forgone to their holder, are not released to it (backKeeps).
 	ownLost replica.SlotBits
+	// keptLost are those of ownLost whose keys this node kept for their
+	// owner in mode handback before the table gave them back (keptLost).
+	keptLost replica.SlotBits
 	// deadPrev is, per slot that this node's table gave another node
 	// because the slot's owner before died, that dead owner, "" for none
 	// (see noteDeadPrev).

@@ -46,6 +46,7 @@ func (n *Node) rejoinUnconfirmed() {
 	}
 	for i := range n.ho.ownLost {
 		n.ho.ownLost[i] &= n.ho.forgone[i] // a forgone slot's mark stays: see backKeeps
+		n.ho.keptLost[i] &= n.ho.ownLost[i]
 	}
 	n.ho.setHolder("", served)
 	n.switchMu.Unlock()
