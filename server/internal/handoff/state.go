@@ -187,7 +187,10 @@ type handoff struct {
 	// the slot), and served those of them at the start of a table change
 	// (see importServer).
 	servedPrev replica.SlotBits
-	served     map[int]string
+	// served is servedPrev's slots with the node deadPrev named, taken
+	// at the start of a table change before noteDeadPrev clears them
+	// (servedBy; read by importServer).
+	served map[int]string
 	// relay are the livePrev marks of guesses this node asks about for
 	// the slots' new owners (see relayGuess).
 	relay relays
