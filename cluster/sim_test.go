@@ -1600,7 +1600,7 @@ func (s *sim) receive(m simMsg) {
 		for k, slot := range m.slots {
 			im, importing := n.importing[slot]
 			if _, ok := m.behind[slot]; ok && importing {
-				if m.vals[k] >= 0 && (!im.keep || m.replace) {
+				if m.vals[k] >= 0 && (!im.keep || m.replace || simJoinKept) {
 					n.takeKept(slot, m.vals[k]) // stored, the import goes on: its holder may hold newer keys
 				}
 				n.gotFrom[slot] = m.from
@@ -1608,8 +1608,8 @@ func (s *sim) receive(m simMsg) {
 			}
 			if importing && im.peer != m.from {
 				if m.pull {
-					if m.vals[k] >= 0 && (!im.keep || m.replace) && simKeptPush {
-						if m.kept {
+					if m.vals[k] >= 0 && ((!im.keep || m.replace) && simKeptPush || simJoinKept) {
+						if m.kept || simJoinKept {
 							n.takeKept(slot, m.vals[k])
 						} else {
 							n.cnt[slot] = m.vals[k] // the IMPORT came first, and stored its keys (peerImport)
@@ -1623,8 +1623,8 @@ func (s *sim) receive(m simMsg) {
 			handed := !m.pull && simHandoffUnloses && n.tk.Lost(slot) // a live handoff of a slot lost here: its keys are the state (the server's servedSlots)
 			replace := m.replace && (!m.pull || importing)            // a PULL's answer in mode handback replaces only what the node waits for
 			notOwn := n.view.Table.Owner(slot).Name != n.name && !simNotOwnKeeps
-			if m.vals[k] >= 0 && m.kept && simKeepMax {
-				n.takeKept(slot, m.vals[k]) // the more consumed, imported or served
+			if m.vals[k] >= 0 && m.pull && simJoinKept {
+				n.takeKept(slot, m.vals[k]) // joined, imported or served
 			} else if m.vals[k] >= 0 && (importing && !im.keep || replace || !has || handed || notOwn) { // see peerImport: reset, replace, a key it lacks, a lost slot's handoff, or a slot it does not own (importHanded)
 				n.cnt[slot] = m.vals[k]
 			}
@@ -2522,17 +2522,22 @@ var simBehindDead = os.Getenv("RL_SIM_BEHINDDEAD") != "0"
 // rejoin then had it released (RELEASED KEEP) and served its 51.
 var simKeptLost = os.Getenv("RL_SIM_KEPTLOST") != "0"
 
-// simKeepMax (RL_SIM_KEEPMAX=1, an experiment: not the server's): kept
-// keys pushed to a node keep, per key, the more consumed of its state and
-// the pushed one (the larger count), whether it imports the slot or
-// serves it; 1418's kind (833, 1274, 1535), where two pushes in mode
-// handback replaced each other in the order they came.
-var simKeepMax = os.Getenv("RL_SIM_KEEPMAX") == "1"
+// simJoinKept (RL_SIM_JOIN=0 leaves it out, as the server did before): the
+// keys of a PULL's answer or kept keys (IMPORT mode pull or handback) are
+// joined with the node's, the larger count, whether it imports the slot or
+// serves it (the server's peerImport, shard.Map.ImportJoin). Before, a
+// handback replaced what the node had and a PULL's answer filled only the
+// keys it lacked, so two handbacks of one slot replaced each other in the
+// order they came: cold seed 1418, n2's rejoin waited for slot 15420 from
+// n0; n4, which had served it after n0's death, pushed 130 first, then
+// n0's 121 replaced them and its DONE ended the import, and the key
+// admitted 157 against a bound of 156 (and 833 and 1274, the same kind).
+var simJoinKept = os.Getenv("RL_SIM_JOIN") != "0"
 
-// takeKept stores v, kept keys pushed for slot, as the node's count
-// (simKeepMax: unless its own is larger).
+// takeKept stores v, keys pushed for slot, as the node's count (simJoinKept:
+// unless its own is larger).
 func (n *simNode) takeKept(slot, v int) {
-	if c, ok := n.cnt[slot]; ok && simKeepMax && c > v {
+	if c, ok := n.cnt[slot]; ok && simJoinKept && c > v {
 		return
 	}
 	n.cnt[slot] = v

@@ -83,7 +83,7 @@ func nodeWith(t *testing.T, cur *atomic.Pointer[cluster.View], set func(*Config)
 // TestKeptKeysWaitForTheOwnersLease: a node that does not hold its lease
 // refuses an IMPORT of kept keys (mode handback or pull) for a slot it
 // serves as its own, which would keep its own keys; once it holds its
-// lease it takes them as before, filling in only the keys it lacks. The
+// lease it takes them, joined with its own (peerImport). The
 // simulation's seed 1463: n0, resumed from a pause and not yet aware that
 // a majority had declared it dead, kept its 13 of slot 14649 where n4,
 // which had served the slot since, pushed 16 and dropped them. Before,
@@ -131,8 +131,8 @@ func TestKeptKeysWaitForTheOwnersLease(t *testing.T) {
 	lease.SentAt(l, known)
 	lease.AnsweredAt(l, from, l, true, 0, known)
 	require.True(t, n.serving())
-	assert.Equal(t, "+OK", imp("handback"), "x holds its lease: its keys are the slot's state")
-	assert.Equal(t, int64(13), used())
+	assert.Equal(t, "+OK", imp("handback"), "x holds its lease and takes the kept keys")
+	assert.Equal(t, int64(16), used(), "joined with its own: the larger count (see peerImport)")
 }
 
 // refuser is a Forwarder whose RL.PEER IMPORT answers the shard's key

@@ -242,7 +242,7 @@ func (h *handoff) backBehind(old, nv *cluster.View, slot int) {
 
 // servedNow returns the slots of own (see servedSlots) that this node
 // serves now, leaving out those it waits to have handed back after a
-// rejoin: an IMPORT in mode handback replaces its keys for those.
+// rejoin, which take kept keys whether or not it holds its lease.
 func (n *Node) servedNow(own *replica.SlotBits) *replica.SlotBits {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
@@ -310,7 +310,7 @@ func (n *Node) pushKept() {
 // keptFor is where kept keys go, and in which IMPORT mode.
 type keptFor struct {
 	to     cluster.Node
-	mode   string // pull, or handback: replacing the keys of a slot the owner waits to have handed back
+	mode   string // pull, or handback: the owner counted dead (both are joined with the owner's keys since peerImport's join; an older owner replaces its waiting slots' keys with a handback's)
 	behind string // keptBehind's node: no DONE, and it is named the holder; "" for none
 }
 
@@ -411,8 +411,8 @@ func (n *Node) sendKept(k keptFor, slots []int) {
 // pushed slot 12336's 49 to n0, whose answer a cut lost; n0 served the
 // slot to 60, was declared dead again (unconfirmed), and n4's second push
 // brought it back to 49. So they go on in mode pull: an owner that still
-// waits for them holds them already and takes only the keys it lacks, and
-// one that serves the slot answers that it imports none of them.
+// waits for them holds them already (the join changes nothing), and one
+// that serves the slot answers that it imports none of them.
 
 // A reachable owner that refuses kept keys (an error of its own, such as
 // shard.ErrFull once it reaches --max-keys or --maxmemory) was asked again

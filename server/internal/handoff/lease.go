@@ -67,8 +67,9 @@ func (n *Node) noteTakeovers(old, nv *cluster.View) {
 // majority): the others may have served its slots since. Each slot it
 // owns then waits, as an import, for the node that served it to hand it
 // back (replace, if that node served it: see resume.go), and is
-// asked for with RL.PEER PULL; this node keeps its keys unless a handback
-// replaces them, and serves from them if none comes within importWait.
+// asked for with RL.PEER PULL; this node keeps its keys, joined with what
+// a handback brings (see peerImport), and serves from them if none comes
+// within importWait.
 func (n *Node) rejoin() {
 	n.switchMu.Lock()
 	v := n.cur.Load()

@@ -247,7 +247,7 @@ func (n *Node) slotChange(old, nv *cluster.View, slot int, had, oldCounts bool, 
 		if st.keep && h.holder[slot] == "" || h.got.Has(slot) || h.behindTo(slot, st, owner) {
 			h.got[slot/64] &^= 1 << (slot % 64)
 			h.unkeep(slot)
-			h.keep(slot) // this node's keys are the slot's state, unless a handback would have replaced them: see kept.go
+			h.keep(slot) // this node's keys are the slot's state, joined with a handback's: see kept.go
 			h.keepBehind(slot, st, nv)
 			if a, ok := h.died[owner]; ok && a.replaces(n.lease) {
 				// This node saw the new owner's death confirmed: its keys
@@ -543,10 +543,9 @@ func routeOf(key []byte) []byte {
 // copyFrom sends the keys m holds of slots to node to, in chunks of
 // RL.PEER IMPORT; the first has mode first (reset: to drops what it had
 // for them; replace: the same for the slots to thinks it serves; add:
-// nothing is dropped; pull: add, refused if to imports none of them;
-// handback: pull, replacing the keys of slots to waits to have handed
-// back, see kept.go), the others add (pull and handback: the
-// same). With done, RL.PEER DONE follows.
+// nothing is dropped; pull: add, refused if to imports none of them, and
+// joined with to's keys; handback: pull, sent by a node that counts to
+// dead, see kept.go), the others add (pull and handback: the same). With done, RL.PEER DONE follows.
 // It returns the keys and bytes sent.
 func (n *Node) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, first string) (int, int, error) {
 	b := replica.SlotSet(slots)

@@ -22,6 +22,16 @@ import (
 // took it only while it did not see this node for a moment (a membership
 // flap), and hands it back from its copies, older than this node's keys or
 // missing some. This node keeps every key it has and takes only the ones it lacks.
+//
+// The keys of a PULL's answer or a handback (modes pull and handback: a
+// backup's copies, or keys a node kept for this one, see kept.go) are
+// joined with this node's, key by key (shard.Map.ImportJoin), whether it
+// serves their slots or imports them. Such keys may be older or newer
+// than this node's: after a heal, two nodes that each took a slot over
+// while the other was cut off may both push it back, in either order, and
+// the older push replaced the newer (the simulation's cold seed 1418: n4
+// pushed slot 15420 at 130, then n0 at 121, and the key admitted 157
+// against a bound of 156). A join never lowers a count.
 func (n *Node) peerImport(x *core.Session, args [][]byte) {
 	slots, ok := parseSlots(string(args[4]))
 	if len(args) != 6 || !ok {
@@ -29,9 +39,8 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 		return
 	}
 	from, reset := string(args[2]), core.EqualFold(args[3], "reset")
-	handback := core.EqualFold(args[3], "handback") // see kept.go
-	pull := handback || core.EqualFold(args[3], "pull")
-	n.View() // take the membership's newest view first: a joiner marks what it imports
+	pull := core.EqualFold(args[3], "pull") || core.EqualFold(args[3], "handback") // see kept.go
+	n.View()                                                                       // take the membership's newest view first: a joiner marks what it imports
 	if pull && n.pullNotNeeded(from, slots) {
 		x.Out.WriteError(errNotImporting)
 		return
@@ -48,9 +57,6 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 		n.notePulled(from, slots, pull)
 	}
 	own, others := n.servedSlots(slots)
-	if handback {
-		own = n.servedNow(own)
-	}
 	if core.EqualFold(args[3], "replace") { // see resume.go
 		others = append(others, n.importAgain(from, own)...)
 		own, reset = &replica.SlotBits{}, true
@@ -66,7 +72,7 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 	if pull {
 		n.notePushed(from, slots)
 	}
-	keys, err := n.importHanded(args[5], own)
+	keys, err := n.importHanded(args[5], own, pull)
 	n.ho.copied(from, reset, keys, len(args[5]))
 	if err != nil {
 		n.log.Warn("cluster: a handed-over key could not be stored", "from", from, "err", err)
@@ -103,11 +109,16 @@ func (n *Node) servedSlotsLocked(slots []int) (*replica.SlotBits, []int) {
 }
 
 // importHanded stores a handoff's entries: each replaces its key's state,
-// but in a slot of own, where it only fills a key this node lacks.
-func (n *Node) importHanded(payload []byte, own *replica.SlotBits) (int, error) {
+// but in a slot of own, where it only fills a key this node lacks; with
+// join, each is joined with its key's state (see peerImport).
+func (n *Node) importHanded(payload []byte, own *replica.SlotBits, join bool) (int, error) {
 	m, now := n.store, time.Now().UnixNano()
 	return persistence.DecodeEntries(payload, func(e *shard.Entry) error {
-		if own.KeyIn(e.Key) {
+		switch {
+		case join:
+			_, err := m.ImportJoin(*e, now)
+			return err
+		case own.KeyIn(e.Key):
 			_, err := m.ImportMissing(*e, now)
 			return err
 		}

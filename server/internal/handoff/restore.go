@@ -393,7 +393,7 @@ func (h *handoff) unnameGuesses(guesses map[int]string) {
 // PAST does not change. An asker that predates PAST asks without it, and
 // is named no such owner: a cluster of mixed versions keeps 1304's gap
 // until every node runs this one. Nor is a rejoin's question (KEEP): its
-// keys are the slot's state unless a handback replaces them, and the node
+// keys are the slot's state, joined with a handback's, and the node
 // that took the slot over at its death hands it back by itself (a
 // migration, or kept keys). Named to rejoins too, a rejoin's import sent
 // on by a guess dropped its keep when the table gave the slot to the

@@ -38,8 +38,8 @@ type SlotState struct {
 	mg    *Migration   // the batch of slots moving out with this one; nil unless migrating
 	until time.Time    // importing: when this node stops waiting and serves from what it has
 	// keep marks an import of a slot this node owned all along, after it
-	// learned it had been declared dead (see rejoin): a handback adds the
-	// keys it lacks, and replaces its keys only in mode replace.
+	// learned it had been declared dead (see rejoin): a handback is joined
+	// with its keys (peerImport), and only mode replace replaces them.
 	keep bool
 	// guess marks a joiner's import from the owner the slot has without it
 	// (importFrom): its guess of the slot's backup, by a first view that
@@ -63,9 +63,9 @@ type SlotState struct {
 // keptBack: a slot whose keys this node kept for another owner (kept.go)
 // and that its table gives back to it is imported from its old owner as
 // any slot it gains, but keeping its keys, as a rejoin's own slot is
-// (keep): they are the slot's state, so a PULL's answer or kept keys in
-// mode pull only fill the keys it lacks, and only a handback in mode
-// replace replaces them. Before, what came replaced them: the
+// (keep): they are the slot's state, so a PULL's answer or kept keys are
+// joined with them (peerImport), and only a handoff in mode replace
+// replaces them. Before, what came replaced them: the
 // simulation's seed 2456, n3 took slot 11822 over at n1's confirmed death
 // and served it to 30, kept its keys for n1 when its rejoin disowned the
 // handback, got the slot back with the next table, and n1's kept keys
