@@ -39,8 +39,9 @@ func (n *Node) peerImport(x *core.Session, args [][]byte) {
 		return
 	}
 	from, reset := string(args[2]), core.EqualFold(args[3], "reset")
-	pull := core.EqualFold(args[3], "pull") || core.EqualFold(args[3], "handback") // see kept.go
-	n.View()                                                                       // take the membership's newest view first: a joiner marks what it imports
+	// pull and handback are taken alike (see kept.go for who sends which)
+	pull := core.EqualFold(args[3], "pull") || core.EqualFold(args[3], "handback")
+	n.View() // take the membership's newest view first: a joiner marks what it imports
 	if pull && n.pullNotNeeded(from, slots) {
 		x.Out.WriteError(errNotImporting)
 		return
