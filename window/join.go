@@ -92,8 +92,9 @@ func (p Log) join(a, b []uint64, now int64) []uint64 {
 }
 
 // joinLeases is Join for Lease: the leases live at now of a and b, by id
-// ending at the later of the two ends, with the larger cost; at most MaxLeases of them, those that end
-// last.
+// ending at the later of the two ends, with the larger cost; at most
+// MaxLeases of them, those that end last (the others end first, and until
+// then the key holds MaxLeases leases, which admits no acquire anyway).
 func joinLeases(a, b []uint64, now int64) []uint64 {
 	now = max(now, 0)
 	out := make([]uint64, 0, len(a)+len(b))
