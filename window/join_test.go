@@ -120,3 +120,20 @@ func TestJoinLogKeepsWhatDenies(t *testing.T) {
 	_, j := p.Join(State{}, a, State{}, c, 1004*int64(time.Millisecond))
 	require.Equal(t, []uint64{ms(1002, 2), ms(1003, 1), ms(1004, 1)}, j)
 }
+
+// TestJoinLeasesKeepsTheLastEnding: two sides' leases over MaxLeases join
+// to the MaxLeases that end last, ascending by end.
+func TestJoinLeasesKeepsTheLastEnding(t *testing.T) {
+	p := Params{Kind: KindLease, Limit: MaxLeaseCost}
+	now := int64(1_700_000_000) * int64(time.Second)
+	var a, c []uint64
+	for i := range MaxLeases {
+		a = append(a, leaseWord(now/int64(time.Millisecond)+int64(2*i+1), 1), uint64(4*i+1))
+		c = append(c, leaseWord(now/int64(time.Millisecond)+int64(2*i+2), 1), uint64(4*i+3))
+	}
+	_, j := p.Join(State{}, a, State{}, c, now)
+	require.NoError(t, p.CheckState(State{}, j))
+	require.Len(t, j, 2*MaxLeases)
+	require.Equal(t, c[len(c)-2:], j[len(j)-2:], "the last to end")
+	require.Equal(t, now+int64(MaxLeases+1)*int64(time.Millisecond), leaseEndNs(j[0]), "the first half ended first")
+}
