@@ -302,10 +302,11 @@ func (n *Node) importFrom(old, nv *cluster.View, slot int, oldCounts bool, until
 		} else {
 			return nil
 		}
-	case oldCounts && n.ho.importServer(nv, old.Table.Owner(slot).Name, slot) != "":
-		src, _ = nv.Table.Node(n.ho.importServer(nv, old.Table.Owner(slot).Name, slot)) // see importServer
 	case oldCounts:
 		src = old.Table.Owner(slot)
+		if server := n.ho.importServer(nv, src.Name, slot); server != "" {
+			src, _ = nv.Table.Node(server) // see importServer
+		}
 	case ok:
 		src = ru // the owner the slot had before this node joined
 	default:
