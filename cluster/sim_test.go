@@ -1791,6 +1791,12 @@ func (s *sim) receive(m simMsg) {
 				delete(n.keptLost, slot)
 				continue
 			}
+			if _, moving := n.out[slot]; simHeldFirst && (moving && !simAskMoving || n.gated[slot] && !simAskGated) {
+				continue // the server's heldFirst: served here until its cut, named to nobody else
+			}
+			if _, adopted := n.adopted[slot]; simHeldFirst && adopted && !simAskAdopted {
+				continue // the server's heldFirst: adopted here, named to nobody else
+			}
 			if g, ok := n.guessPrev[slot]; ok && g == n.deadPrev[slot] && (m.keep && !simAskChainKeep || slices.Contains(m.past, g)) {
 				// It sent this import here already: named back, the import
 				// goes round (the server's askChain). As if it named no one.
@@ -2508,6 +2514,17 @@ var simKeptBehind = os.Getenv("RL_SIM_KEPTBEHIND") != "0"
 // served the keys that came to 96; the table gave the slot back to n1,
 // which imported it from n3, its holder, and handed it its 66.
 var simBehindDead = os.Getenv("RL_SIM_BEHINDDEAD") != "0"
+
+// simHeldFirst (RL_SIM_HELDFIRST=0 leaves it out, as the server did
+// before): a node asked RELEASED for a slot it hands over or adopted
+// answers nothing for it before any rule that names another node
+// (deadPrev, lostAt) is read: the slot's keys are here (the server's
+// heldFirst). Cold seed 1181 at a 1 s import wait, on a model that also
+// mirrored the server's got (not this one): n1, resumed from a pause with
+// a stale table, adopted n4's handoff of 14392 (140); n4 imported the slot
+// back from n1, which answered "ASK n2" (its deadPrev), n2 released it,
+// and n4 served it from 0.
+var simHeldFirst = os.Getenv("RL_SIM_HELDFIRST") != "0"
 
 // simKeptLost (RL_SIM_KEPTLOST=0 leaves it out, as the server did before):
 // a slot whose keys this node kept for its owner in mode replace (it saw

@@ -263,6 +263,9 @@ func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int,
 			kept = true // its keys go to from: see backKeeps
 			continue
 		}
+		if n.servesHereLocked(slot) {
+			continue // served here until its cut, or adopted: see heldFirst
+		}
 		if dead := n.deadPrevOfLocked(slot, from); dead != "" && !n.ho.unnamed(slot, dead, q) {
 			askAt(dead, slot) // its state was the dead owner's: see noteDeadPrev
 			continue
@@ -277,11 +280,6 @@ func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int,
 			kept = true // its keys are on their way (kept.go)
 			continue
 		}
-		if st := n.ho.state(slot); st != nil {
-			if m := st.Mode(); m == ModeCopying || m == ModeGated || m == ModeAdopted {
-				continue // served here until its cut: DONE follows
-			}
-		}
 		if ru, ok := v.Table.RunnerUp(slot); ok && n.repl != nil && holder != from && ru.Name != v.Self && ru.Name != from && !isMember(v, ru.Name) {
 			askAt(ru.Name, slot) // neither handed it to from nor its backup: see askTheBackup
 			continue
@@ -292,6 +290,31 @@ func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int,
 		out = append(out, slot)
 	}
 	return out, ask, kept, old
+}
+
+// heldFirst: a slot whose keys this node holds and serves, as it hands it
+// over (migrating, gated) or because a node handed it here ahead of this
+// node's table (adopted), is not released, and the asker is named no other
+// node for it: its state is here, and a DONE follows (or the table moves
+// the slot on from here). Before, the names came first: a node whose table
+// gave the slot to the asker because its old owner died named that dead
+// owner (deadPrev), and the asker imported the slot from it, which
+// released it: the simulation's cold seed 1181 at a 1 s import wait (on a
+// model that also mirrored the server's got, which shifted the schedule),
+// n1, resumed from a pause with a stale table, took n4's handoff of slot
+// 14392 (140) as adopted; n4's table gave the slot back to n4, which
+// imported it from n1; n1 answered "ASK n2", n2 released it, and n4
+// served it from 0.
+
+// servesHereLocked reports whether this node holds slot's keys as a slot
+// it hands over or adopted (heldFirst). The caller holds switchMu.
+func (n *Node) servesHereLocked(slot int) bool {
+	st := n.ho.state(slot)
+	if st == nil {
+		return false
+	}
+	m := st.Mode()
+	return m == ModeCopying || m == ModeGated || m == ModeAdopted
 }
 
 // askTheBackup: a node asked RL.PEER RELEASED for a slot that it neither
