@@ -310,7 +310,7 @@ func (n *Node) pushKept() {
 // keptFor is where kept keys go, and in which IMPORT mode.
 type keptFor struct {
 	to     cluster.Node
-	mode   string // pull, or handback: the owner counted dead (both are joined with the owner's keys since peerImport's join; an older owner replaces its waiting slots' keys with a handback's)
+	mode   string // pull, or handback when the owner is counted dead: both joined (peerImport); an older owner replaces with a handback
 	behind string // keptBehind's node: no DONE, and it is named the holder; "" for none
 }
 

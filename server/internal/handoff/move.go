@@ -546,8 +546,8 @@ func routeOf(key []byte) []byte {
 // for them; replace: the same for the slots to thinks it serves; add:
 // nothing is dropped; pull: add, refused if to imports none of them, and
 // joined with to's keys; handback: pull, sent by a node that counts to
-// dead, see kept.go), the others add (pull and handback: the same). With done, RL.PEER DONE follows.
-// It returns the keys and bytes sent.
+// dead, see kept.go), the others add (pull and handback: the same). With
+// done, RL.PEER DONE follows. It returns the keys and bytes sent.
 func (n *Node) copyFrom(m *shard.Map, to cluster.Node, slots []int, done bool, first string) (int, int, error) {
 	b := replica.SlotSet(slots)
 	spec := []byte(formatSlots(slots))
