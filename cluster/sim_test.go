@@ -1619,6 +1619,15 @@ func (s *sim) receive(m simMsg) {
 				}
 				im.peer = m.from // a handoff's reset IMPORT came first: the server's importingFrom
 			}
+			_, out := n.out[slot]
+			if _, ad := n.adopted[slot]; m.pull && simHandedNotAdopted && !importing && !out && !n.gated[slot] && !ad {
+				if h, ok := n.holder[slot]; ok && h == m.from && n.view.Table.Owner(slot).Name == s.nodes[m.from].name {
+					if m.vals[k] >= 0 && simJoinKept {
+						n.takeKept(slot, m.vals[k]) // the IMPORT stored its keys (peerImport)
+					}
+					continue // the server's takeSlots: handed to m.from, which serves it (handedNotAdopted)
+				}
+			}
 			_, has := n.cnt[slot]
 			handed := !m.pull && simHandoffUnloses && n.tk.Lost(slot) // a live handoff of a slot lost here: its keys are the state (the server's servedSlots)
 			replace := m.replace && (!m.pull || importing)            // a PULL's answer in mode handback replaces only what the node waits for
@@ -2550,6 +2559,18 @@ var simKeptLost = os.Getenv("RL_SIM_KEPTLOST") != "0"
 // n0's 121 replaced them and its DONE ended the import, and the key
 // admitted 157 against a bound of 156 (and 833 and 1274, the same kind).
 var simJoinKept = os.Getenv("RL_SIM_JOIN") != "0"
+
+// simHandedNotAdopted (RL_SIM_HANDEDNOTADOPTED=0 leaves it out, as the
+// server did before): a DONE that ends a PULL's answer (or kept keys)
+// adopts no slot that this node handed to the sender, neither imports nor
+// holds in a handoff, and whose owner by its table is the sender: the
+// sender serves it (the server's handedNotAdopted). Cold seed 3704 at a 1 s
+// import wait: n1 pulled twice; n4's first answer's DONE ended n1's guess
+// import of slot 14392, n1's table then gave the slot to n4 and n1 handed
+// it over, and n4's second answer's DONE, sent before n4 took that
+// handoff, made n1 adopt it; 6.4 s later n2's death gave the slot to n1,
+// which served it at once while n4 did too.
+var simHandedNotAdopted = os.Getenv("RL_SIM_HANDEDNOTADOPTED") != "0"
 
 // takeKept stores v, keys pushed for slot, as the node's count (simJoinKept:
 // unless its own is larger).

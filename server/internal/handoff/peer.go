@@ -276,12 +276,16 @@ func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
 	if pulled != nil {
 		taken := slots[:0:0]
 		for _, slot := range slots {
-			if st := n.ho.state(slot); st == nil || st.mode != ModeImporting || st.peer.Name == from {
+			st := n.ho.state(slot)
+			if st == nil && v.Table.Owner(slot).Name == from && n.ho.holder[slot] == from {
+				continue // handed to from, which serves it: see handedNotAdopted
+			}
+			if st == nil || st.mode != ModeImporting || st.peer.Name == from {
 				taken = append(taken, slot)
 			}
 		}
 		if skipped := len(slots) - len(taken); skipped > 0 {
-			n.log.Info("cluster: a PULL's answer skipped slots this node imports from another node; their imports wait for it",
+			n.log.Info("cluster: a PULL's answer skipped slots this node imports from another node, or handed to the sender; their imports wait for it",
 				"from", from, "slots", skipped)
 		}
 		slots = taken
@@ -314,6 +318,20 @@ func (n *Node) takeSlots(from string, slots []int) ([]int, string) {
 	n.ho.notify()
 	return served, ""
 }
+
+// handedNotAdopted: a DONE that ends a PULL's answer (or kept keys)
+// adopted every slot it named that this node neither imported nor owned
+// by its table, as a handoff's DONE does. A PULL's answer can be older
+// than a handoff the other way: the simulation's cold seed 3704 at a 1 s
+// import wait, n1 pulled twice; n4's first answer's DONE ended n1's guess
+// import of slot 14392, n1's table then gave the slot to n4 and n1 handed
+// it over, and n4's second answer's DONE, sent before n4 took that
+// handoff, made n1 adopt the slot n4 served. 6.4 s later n2's death gave
+// the slot to n1 by its table, and n1 served it at once while n4 did too.
+// So such a DONE leaves alone a slot that this node handed to the sender
+// (its holder record), holds in no handoff state, and whose owner by its
+// table is the sender: the sender serves it. The keys the IMPORT brought
+// stay joined in the store, as any kept keys' are.
 
 // HandOff hands every slot this node holds to the node that owns it
 // without this one, for a graceful leave: it copies each batch's keys,
