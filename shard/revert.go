@@ -85,29 +85,5 @@ func sameEntry(cur Entry, ok bool, want *Entry) bool {
 // a handoff brings that it lacks, and keeps the ones it has been deciding.
 // A tombstone, or an entry expired at now, changes nothing.
 func (m *Map) ImportMissing(e Entry, now int64) (bool, error) {
-	if e.Deleted() {
-		return false, nil
-	}
-	if err := e.check(); err != nil {
-		return false, err
-	}
-	if e.Expiry() <= now {
-		return false, nil
-	}
-	h, s := m.locate(e.Key, e.Route)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur, ok := s.lookupLocked(e.Key, h); ok && cur.Expiry() > now {
-		return false, nil
-	}
-	i, found := s.findLocked(e.Key, h)
-	if !found {
-		if i, found = m.insertLocked(s, e.Key, h); !found {
-			return false, ErrFull
-		}
-	}
-	s.setEntryLocked(s.slots.at(i), &e)
-	s.markDirtyLocked(i)
-	m.accountLocked(s)
-	return true, nil
+	return m.importOver(e, now, func(Entry, *Entry) bool { return false })
 }
