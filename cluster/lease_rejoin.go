@@ -95,6 +95,27 @@ func (l *Lease) RejoinPending() bool {
 	return l.rj.pending
 }
 
+// MayBeConfirmed reports whether a rejoin waits for the proof above and
+// the members in D are a quorum of known: a majority may then have
+// confirmed a death this node acknowledged, and a member taken its slots
+// over and served them since. Fewer, and no quorum fenced it for such a
+// death with every fencer's report acknowledged here; the proof settles
+// the rest.
+func (l *Lease) MayBeConfirmed(known []string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.rj.pending {
+		return false
+	}
+	d := 0
+	for _, m := range known {
+		if _, ok := l.rj.since[m]; ok && m != l.self {
+			d++
+		}
+	}
+	return d >= Quorum(len(known))
+}
+
 // ackLocked acknowledges n of member's reports of this node's deaths.
 func (l *Lease) ackLocked(now int64, member string, n uint32) {
 	if l.acked[member] == n {

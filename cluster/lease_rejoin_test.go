@@ -166,3 +166,20 @@ func TestLeaseRejoinRestartedMemberCannotClear(t *testing.T) {
 		}
 	}
 }
+
+// MayBeConfirmed: a rejoin waits for its proof, and the members whose
+// reported deaths it acknowledged are a quorum of the known ones.
+func TestLeaseMayBeConfirmed(t *testing.T) {
+	known := []string{"a", "b", "c"}
+	l := NewLease("a", time.Second)
+	l.SentAt(0, known)
+	l.AnsweredAt(5*ms, "b", 0, true, 0, known)
+	l.AnsweredAt(5*ms, "c", 0, true, 0, known)
+	assert.False(t, l.MayBeConfirmed(known), "no rejoin")
+	l.SentAt(2000*ms, known)
+	l.AnsweredAt(2010*ms, "b", 2000*ms, false, 1, known) // b declared it dead: a rejoin
+	require.True(t, l.RejoinPending())
+	assert.False(t, l.MayBeConfirmed(known), "b alone, one of three, fences no slot away")
+	l.AnsweredAt(2011*ms, "c", 2000*ms, false, 1, known)
+	assert.True(t, l.MayBeConfirmed(known), "b and c, two of three, may have confirmed it")
+}

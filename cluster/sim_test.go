@@ -427,6 +427,7 @@ type simNode struct {
 	moved      map[int]bool          // slots handed over since the last table change (the server's ModeMoved, see simNoMoved)
 	gated      map[int]bool          // slots whose handoff's DONE awaits its answer (the server's ModeGated, see simAskGated)
 	keptFlight map[int]time.Duration // kept slots whose push awaits its answer, since (global time)
+	disownBy   map[int]int           // kept slots of a handoff its rejoin disowned, the slot's backup in the table it held them by (simDisownBehind)
 	keptBehind map[int]int           // kept slots of a rejoin's import from the node that took them over at its death, that node (simKeptBehind)
 	sentBehind map[int]int           // slots whose kept keys went without a DONE and stay here, the holder named (simBehindBack)
 	behindDead map[int][2]int        // slots whose kept keys went without a DONE naming a node dead here: the owner they went to, and that node (simBehindDead)
@@ -566,7 +567,7 @@ func (s *sim) start(i int) {
 	n.alive, n.heard, n.importing, n.returned = map[string]bool{}, map[string]time.Duration{}, map[int]simImport{}, map[int]string{}
 	n.pending, n.out, n.died, n.moved, n.adopted = map[string]bool{}, map[int]simOut{}, map[string]bool{}, map[int]bool{}, map[int]int{}
 	n.keptFlight, n.lostAt, n.keptBehind, n.gotFrom = map[int]time.Duration{}, map[int][2]int{}, map[int]int{}, map[int]int{}
-	n.behindDead = map[int][2]int{}
+	n.behindDead, n.disownBy = map[int][2]int{}, map[int]int{}
 	n.sentBehind, n.handedInc, n.took = map[int]int{}, map[int]simHanded{}, map[[2]int]bool{}
 	n.relayed, n.relays, n.rejoined = map[int]bool{}, nil, false
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
@@ -650,7 +651,11 @@ func (s *sim) rebuild(i int) {
 			to := s.index(tb.Owner(slot).Name)
 			served := n.died[s.known[to]] && !importing // the server's replace mode: it saw the member's death confirmed
 			if !n.lease.ServesAt(n.local(s.now)) || s.unreachable(i, to) {
-				n.out[slot] = simOut{to: to, since: n.local(s.now), replace: served} // only a node that holds its lease hands over
+				by := ""
+				if ru, ok := old.Table.RunnerUp(slot); ok && old.Table.Owner(slot).Name == n.name && !importing {
+					by = ru.Name // the server's Migration.held
+				}
+				n.out[slot] = simOut{to: to, since: n.local(s.now), replace: served, by: by} // only a node that holds its lease hands over
 				continue
 			}
 			if out[to] == nil {
@@ -687,7 +692,7 @@ func (s *sim) rebuild(i int) {
 				uncut[slot] = !simUncutPromotes
 			} else {
 				to := s.index(owner) // the server's settle: a third owner gets a migration of its own, in replace mode if its death was confirmed here
-				n.out[slot] = simOut{to: to, since: o.since, replace: o.replace && to == o.to || to != o.to && n.died[owner] && !simSettleReset}
+				n.out[slot] = simOut{to: to, since: o.since, replace: o.replace && to == o.to || to != o.to && n.died[owner] && !simSettleReset, by: o.by}
 			}
 		}
 		relay := map[[2]int][]int{} // guess and new owner → slots (simRelay)
@@ -877,6 +882,7 @@ func (s *sim) rebuild(i int) {
 				n.keptLost[slot] = true
 			}
 			delete(n.kept, slot) // its own again: an import, whose end serves what it keeps
+			delete(n.disownBy, slot)
 			if im, ok := n.importing[slot]; ok && !simKeptBackReset {
 				im.keep = true // its keys are the slot's state: what comes only fills keys it lacks (the server's handoffHook)
 				n.importing[slot] = im
@@ -959,6 +965,9 @@ func (s *sim) rejoin(i int) {
 		delete(n.out, slot)
 		if simKeptPush {
 			n.kept[slot] = o.replace && simKeptReplace // the mode the handoff would have had
+			if o.by != "" && o.by != n.name && simDisownBehind {
+				n.disownBy[slot] = s.index(o.by)
+			}
 		} else {
 			delete(n.cnt, slot)
 		}
@@ -1288,6 +1297,7 @@ type simOut struct {
 	to      int
 	since   int64
 	replace bool
+	by      string // the slot's backup in the table this node held it by, "" when unknown (simDisownBehind)
 }
 
 // simImport is a slot a node waits for: from peer, asking it at until
@@ -1693,9 +1703,11 @@ func (s *sim) receive(m simMsg) {
 			delete(n.keptFlight, slot)
 			if _, importing := n.importing[slot]; n.view.Table.Owner(slot).Name == n.name || importing {
 				delete(n.kept, slot) // its own again, or moving: the table's handoff settles it
+				delete(n.disownBy, slot)
 				continue
 			}
 			delete(n.kept, slot)
+			delete(n.disownBy, slot)
 			n.holder[slot] = m.from
 			s.noteHandedInc(m.to, slot, m.from)
 			if p, ok := n.keptBehind[slot]; ok {
@@ -1997,6 +2009,12 @@ func (s *sim) tick(i int) {
 			if pushes[k] == nil {
 				pushes[k] = &simMsg{kind: simDone, from: i, to: to, pull: true, replace: n.kept[slot], kept: true}
 			}
+			if p, ok := n.disownBy[slot]; ok {
+				delete(n.disownBy, slot)
+				if s.known[p] != n.view.Table.Owner(slot).Name && n.view.Table.Has(s.known[p]) && n.lease.MayBeConfirmed(s.known) {
+					n.keptBehind[slot] = p // see simDisownBehind
+				}
+			}
 			if p, ok := n.keptBehind[slot]; ok {
 				if pushes[k].behind == nil {
 					pushes[k].behind = map[int]int{}
@@ -2017,6 +2035,7 @@ func (s *sim) tick(i int) {
 			n.holder[slot] = to
 			s.noteHandedInc(i, slot, to)
 			delete(n.kept, slot)
+			delete(n.disownBy, slot)
 			delete(n.cnt, slot)
 		}
 		keys := slices.SortedFunc(maps.Keys(pushes), func(a, b [2]int) int { return a[0]*2 + a[1] - b[0]*2 - b[1] })
@@ -2571,6 +2590,20 @@ var simJoinKept = os.Getenv("RL_SIM_JOIN") != "0"
 // handoff, made n1 adopt it; 6.4 s later n2's death gave the slot to n1,
 // which served it at once while n4 did too.
 var simHandedNotAdopted = os.Getenv("RL_SIM_HANDEDNOTADOPTED") != "0"
+
+// simDisownBehind (RL_SIM_DISOWNBEHIND=0 leaves it out, as the server did
+// before): the kept keys of a handoff a rejoin disowned go without a DONE
+// (simKeptBehind), naming the slot's backup in the table the node held it
+// by, when the members whose reported deaths the rejoin acknowledged are a
+// quorum of the known ones (Lease.MayBeConfirmed, read as the push goes):
+// that backup may have taken the slot over at the node's confirmed death
+// and served it since (the server's disownedBy). Cold seed 1535 at a 1 s
+// import wait: n4 took 5654 over at n0's confirmed death and served it to
+// 97; cut off, its death was confirmed and n1 took the slot over from its
+// copy and served it to 102; at the heal n4's rejoin disowned its handoff
+// to n0, and its kept 97 ended n0's import (from n4) with their DONE while
+// n1 still kept 102.
+var simDisownBehind = os.Getenv("RL_SIM_DISOWNBEHIND") != "0"
 
 // takeKept stores v, keys pushed for slot, as the node's count (simJoinKept:
 // unless its own is larger).

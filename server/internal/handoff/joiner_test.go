@@ -228,7 +228,7 @@ func TestHandbacksReplaceUntilTheMemberIsGone(t *testing.T) {
 	d, _ := all.Table.Node("d")
 	n.switchMu.Lock()
 	_, died := n.ho.died["d"]
-	n.startMigration(d, []int{slot}) // as settle re-aims a slot at d
+	n.startMigration(d, []int{slot}, nil) // as settle re-aims a slot at d
 	first := n.ho.state(slot).mg.first
 	n.switchMu.Unlock()
 	n.moves.Wait()
@@ -270,7 +270,7 @@ func TestJoinerHandsUnseenMembersBackInReplace(t *testing.T) {
 	d, _ := all.Table.Node("d")
 	n.switchMu.Lock()
 	_, died := n.ho.died["d"]
-	n.startMigration(d, []int{slot}) // as a table that has d again would
+	n.startMigration(d, []int{slot}, nil) // as a table that has d again would
 	first := n.ho.state(slot).mg.first
 	n.switchMu.Unlock()
 	n.moves.Wait()

@@ -98,6 +98,7 @@ func (h *handoff) unkeep(slot int) {
 	h.kept[slot/64] &^= 1 << (slot % 64)
 	h.keptReplace[slot/64] &^= 1 << (slot % 64)
 	delete(h.keptBehind, slot)
+	delete(h.disownBy, slot)
 }
 
 // keptBehind: a rejoin's import of a slot from the node that took it over
@@ -334,6 +335,7 @@ func (n *Node) takeKept(now time.Time) map[keptFor][]int {
 		if owner.Name == v.Self || n.ho.state(slot) != nil || n.ho.refusals.waits(owner.Name, now) {
 			continue
 		}
+		n.disownedBehind(v, slot)
 		k := keptFor{to: owner, mode: "pull", behind: n.ho.keptBehind[slot]}
 		if n.ho.keptReplace.Has(slot) {
 			k.mode = "handback"

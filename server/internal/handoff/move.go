@@ -62,8 +62,9 @@ type Migration struct {
 	to      cluster.Node
 	slots   []int
 	started time.Time
-	first   string       // the mode of each copy's first IMPORT: reset, or replace (see resume.go)
-	phase   atomic.Int32 // Mode: copying, gated, moved
+	first   string         // the mode of each copy's first IMPORT: reset, or replace (see resume.go)
+	held    *cluster.Table // the table this node held the slots by, nil when unknown (see disownedBy)
+	phase   atomic.Int32   // Mode: copying, gated, moved
 	// disowned is set when this node learns it was declared dead (see
 	// rejoin): another node may have served the slots since, so this one
 	// hands nothing over.
@@ -171,9 +172,13 @@ func (n *Node) handoffHook(old, nv *cluster.View) {
 		}
 		h.backBehind(old, nv, slot)
 	}
+	var held *cluster.Table
+	if old != nil {
+		held = old.Table
+	}
 	for name, slots := range outs {
 		to, _ := nv.Table.Node(name)
-		n.startMigration(to, slots)
+		n.startMigration(to, slots, held)
 		if n.lease == nil {
 			delete(h.died, name) // it has its slots back: see resume.go
 		}
@@ -330,9 +335,10 @@ func (h *handoff) heir(v *cluster.View, slot int) cluster.Node {
 	return owner
 }
 
-// startMigration starts moving slots to node to. The caller holds switchMu.
-func (n *Node) startMigration(to cluster.Node, slots []int) {
-	mg := &Migration{to: to, slots: slots, started: time.Now(), first: "reset"}
+// startMigration starts moving slots, which this node held by table held
+// (nil: unknown), to node to. The caller holds switchMu.
+func (n *Node) startMigration(to cluster.Node, slots []int, held *cluster.Table) {
+	mg := &Migration{to: to, slots: slots, started: time.Now(), first: "reset", held: held}
 	if a, ok := n.ho.died[to.Name]; ok && a.replaces(n.lease) {
 		mg.first = "replace"
 	}
@@ -439,7 +445,7 @@ func (n *Node) settle(mg *Migration) []int {
 	}
 	for name, slots := range others {
 		to, _ := v.Table.Node(name)
-		n.startMigration(to, slots)
+		n.startMigration(to, slots, mg.held)
 	}
 	mg.slots = keep
 	return keep
@@ -502,6 +508,9 @@ func (n *Node) abandon(mg *Migration, slots []int, err error) {
 				n.ho.keep(slot)
 				if mg.first == "replace" {
 					n.ho.keptReplace[slot/64] |= 1 << (slot % 64)
+				}
+				if mg.disowned.Load() {
+					n.ho.noteDisowned(slot, mg.held, v.Self)
 				}
 			} else {
 				gone = append(gone, slot)

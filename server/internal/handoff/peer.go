@@ -353,7 +353,7 @@ func (n *Node) HandOff(ctx context.Context) error {
 	}
 	for name, slots := range outs {
 		to, _ := v.Table.Node(name)
-		n.startMigration(to, slots)
+		n.startMigration(to, slots, v.Table)
 	}
 	n.switchMu.Unlock()
 	done := make(chan struct{})

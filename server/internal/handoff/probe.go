@@ -75,7 +75,7 @@ func (p Probe) Migrate(to cluster.Node, slots []int, leaving bool) {
 	if leaving {
 		p.n.ho.leaving.Store(true)
 	}
-	p.n.startMigration(to, slots)
+	p.n.startMigration(to, slots, nil)
 }
 
 // TakeSlots is RL.PEER DONE's taking of slots from node from.

@@ -139,6 +139,11 @@ type handoff struct {
 	// was from the node that took them over at this node's death, which
 	// may hold newer keys: that node, by slot (kept.go, keptBehind).
 	keptBehind map[int]string
+	// disownBy are, of the kept slots, those of a handoff a rejoin
+	// disowned, with the slot's backup in the table this node held them
+	// by: the node that took them over if this node's death was confirmed
+	// (kept.go, disownedBy).
+	disownBy map[int]string
 	// sentBehind are the slots whose keptBehind keys went (no DONE) and
 	// stay in this node's store, with the node they named holder; the
 	// mark lasts until the table moves the slot on or back (backBehind).
