@@ -41,6 +41,10 @@ import (
 // two either way; with four or five the model needs a majority of all
 // to serve, so two nodes that meet first serve only once a third has met
 // them.
+//
+// What a process vouches for (simColdVouch) counts the server's known
+// set, though: the members it met and those in the sets the members it
+// hears from send (the server's msgKnown), dead ones included.
 
 // simCold is RL_SIM_COLD: "1" runs each seed's settled schedule and
 // then a cold one, "only" runs every schedule cold, and anything else
@@ -105,7 +109,7 @@ func (s *sim) joins(i int) {
 	}
 	for j, m := range s.known {
 		if n.unmet[m] {
-			s.send(simMsg{kind: simJoin, from: i, to: j, members: s.gossip(i)})
+			s.send(simMsg{kind: simJoin, from: i, to: j, members: s.gossip(i), known: s.knownOf(i)})
 		}
 	}
 	n.nextJoin = now + int64(time.Second)
@@ -134,7 +138,7 @@ func (s *sim) meet(i int, members []int) bool {
 	for _, j := range members {
 		if m := s.known[j]; n.unmet[m] {
 			delete(n.unmet, m)
-			n.alive[m], n.heard[m] = true, s.now
+			n.alive[m], n.heard[m], n.knows[m] = true, s.now, true
 			n.nextReq = n.local(s.now) // the server's kickLease: the known set grew
 			s.logf("%s meets %s", n.name, m)
 			met = true

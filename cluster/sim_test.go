@@ -374,6 +374,7 @@ type simMsg struct {
 	behind   map[int]int   // simDone (kept): slots whose keys go without a DONE, and the node that took them over after the sender's death (simKeptBehind)
 	local    bool          // simHandBack, simRefused: the sender's own failed call (unsent), not a message from m.from
 	members  []int         // simJoin, simJoined, and simReq in a cold schedule: the members the sender has alive (memberlist's push-pull and gossip; simCold)
+	known    []int         // simJoin, simJoined, and simReq in a cold schedule: the sender's known set (the server's msgKnown; simColdVouch)
 }
 
 // simCount is a key's counter from a moment (global time) on.
@@ -435,6 +436,8 @@ type simNode struct {
 	adopted    map[int]int           // slot → the node that handed it here while this node's table still named that node its owner (the server's ModeAdopted, see simNoAdopt)
 	lostFrom   map[int]int           // slot → the node it was imported from, lost here when that node died (the server's lostFrom)
 	unseen     map[string]bool       // known members this process has not had in a table since its join (the server's handoff.seen; see simVouch)
+	knows      map[string]bool       // a cold start's first process: the server's Known, the members it met and those the members it heard from know (nil in any other process, whose data dir remembers every member; see simColdVouch)
+	had        map[string]bool       // members this process has had in a table shared with another (the server's handoff.had; see simColdVouch)
 	lostOwn    map[int]bool          // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
 	keptLost   map[int]bool          // those of lostOwn kept here in mode replace before the table gave them back (simKeptLost)
 	holder     map[int]int           // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
@@ -572,12 +575,13 @@ func (s *sim) start(i int) {
 	n.relayed, n.relays, n.rejoined = map[int]bool{}, nil, false
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
+	n.knows, n.had = nil, map[string]bool{}
 	n.gen++
 	n.fresh, n.former, n.formerUntil, n.ended = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}, map[int]bool{}
 	cold := s.cold && !n.started // a cold start's first process: it has met no member (see simCold)
 	n.started, n.lone, n.unmet = true, cold, nil
 	if cold {
-		n.unmet = map[string]bool{}
+		n.unmet, n.knows = map[string]bool{}, map[string]bool{n.name: true}
 	}
 	for _, m := range s.known {
 		if cold && m != n.name {
@@ -612,6 +616,11 @@ func (s *sim) rebuild(i int) {
 	n.epoch++
 	tb, err := NewTable(n.epoch, nodes)
 	require.NoError(s.t, err)
+	if len(nodes) > 1 { // the server's seedDeadPrev, early in the table change: relayGuesses reads it
+		for _, m := range nodes {
+			n.had[m.Name] = true
+		}
+	}
 	clear(n.moved) // the server's slotChange: a moved slot follows the table again
 	nv := &View{Self: n.name, Table: tb}
 	old := n.view
@@ -762,7 +771,7 @@ func (s *sim) rebuild(i int) {
 			}
 		}
 		for _, k := range slices.SortedFunc(maps.Keys(relay), func(a, b [2]int) int { return cmp.Compare(a[0]*len(s.nodes)+a[1], b[0]*len(s.nodes)+b[1]) }) {
-			if !simRelayAny && (len(n.died) > 0 || n.rejoined || len(n.unseen) > 0) {
+			if !simRelayAny && (len(n.died) > 0 || n.rejoined || s.neverSaw(i)) {
 				break // the server's relayGuesses: only a process that saw no death, no rejoin of its own, and every known member
 			}
 			n.relays = append(n.relays, simRelayAsk{guess: k[0], owner: k[1], slots: relay[k]})
@@ -1548,11 +1557,13 @@ func (s *sim) receive(m simMsg) {
 		n.heard[from] = s.now
 	}
 	met := s.meet(m.to, m.members)
+	s.mergeKnown(m.to, m.known)
 	if !n.alive[from] && !m.local {
 		n.alive[from] = true // it refutes its death
 		delete(n.pending, from)
 		if n.unmet[from] {
 			delete(n.unmet, from)
+			n.knows[from] = true
 			n.nextReq = n.local(s.now) // the server's kickLease: the known set grew
 		}
 		s.logf("%s sees %s alive again", n.name, from)
@@ -1856,7 +1867,7 @@ func (s *sim) receive(m simMsg) {
 					continue
 				}
 			}
-			if simVouch && len(n.unseen) > 0 && !(hok && h == m.from) {
+			if simVouch && s.neverSaw(m.to) && !(hok && h == m.from) {
 				if s.withheld == nil {
 					s.withheld = map[[2]int]bool{}
 				}
@@ -1880,7 +1891,7 @@ func (s *sim) receive(m simMsg) {
 	case simRelayed:
 		s.relayed(m.to, m)
 	case simJoin: // memberlist's push-pull: the joiner learns this node's members too
-		s.send(simMsg{kind: simJoined, from: m.to, to: m.from, members: s.gossip(m.to)})
+		s.send(simMsg{kind: simJoined, from: m.to, to: m.from, members: s.gossip(m.to), known: s.knownOf(m.to)})
 	case simReleased:
 		s.logf("%s: %s released %v, ask %v", n.name, from, m.slots, m.ask)
 		for _, slot := range m.slots {
@@ -1950,7 +1961,7 @@ func (s *sim) tick(i int) {
 		n.lease.SentAt(now, s.known)
 		for j := range s.nodes {
 			if j != i && !n.unmet[s.known[j]] { // the server asks the members it knows (Known)
-				s.send(simMsg{kind: simReq, from: i, to: j, sent: now, ack: n.lease.AckFor(s.known[j]), members: s.gossip(i)})
+				s.send(simMsg{kind: simReq, from: i, to: j, sent: now, ack: n.lease.AckFor(s.known[j]), members: s.gossip(i), known: s.knownOf(i)})
 			}
 		}
 		n.nextReq = now + int64(simTerm/5)
@@ -2903,6 +2914,69 @@ var simSeedLiveForgot = os.Getenv("RL_SIM_SEEDLIVEFORGOT") == "1"
 // owner's death and served (n4 released 10023, n0's 82; n1 released 771,
 // n2's 60).
 var simVouch = os.Getenv("RL_SIM_VOUCH") != "0"
+
+// simColdVouch (RL_SIM_COLDVOUCH=0 leaves it out, as the model was): a
+// cold start's first process vouches as a new process does (simVouch),
+// over the server's known set, which grows as members meet and merge
+// their sets (Known, msgKnown): while a member of it has not been in a
+// table it shared with another (the server's handoff.had), it answers
+// RELEASED with no slot but those it handed the asker, and relays no
+// guess's question (the server's neverSawLocked, which every process
+// runs). The model applied the rule only to a restarted process, whose
+// data dir remembers every member. Cold seed 3548 at a 1 s import wait:
+// {n0, n1} were cut off from {n2, n3, n4} before they first met; n2
+// served 6168 to 11 and n4 14392 to 16, then n3 crashed; at the heal n0,
+// which never had n3 in a table (dead at n2's and n4's), released 6168
+// to n1 and n1 released 14392 to n0, which each served from 0, and n4,
+// whose table kept the unconfirmed n3, served 14392 too once its lease
+// came back.
+var simColdVouch = os.Getenv("RL_SIM_COLDVOUCH") != "0"
+
+// neverSaw is the server's neverSawLocked for node i: a known member has
+// not been in any of its process's tables shared with another.
+func (s *sim) neverSaw(i int) bool {
+	n := s.nodes[i]
+	if len(n.unseen) > 0 {
+		return true
+	}
+	if !simColdVouch {
+		return false
+	}
+	for m := range n.knows {
+		if !n.had[m] {
+			return true
+		}
+	}
+	return false
+}
+
+// knownOf is the known set node i sends in a cold schedule: its
+// process's Known, or every member for a process whose data dir
+// remembers them (nil in a settled schedule).
+func (s *sim) knownOf(i int) []int {
+	if !s.cold {
+		return nil
+	}
+	var known []int
+	for j, m := range s.known {
+		if n := s.nodes[i]; n.knows == nil || n.knows[m] {
+			known = append(known, j)
+		}
+	}
+	return known
+}
+
+// mergeKnown merges the known set a message brought into node i's (the
+// server's Known.Merge of a msgKnown).
+func (s *sim) mergeKnown(i int, known []int) {
+	n := s.nodes[i]
+	if n.knows == nil {
+		return
+	}
+	for _, j := range known {
+		n.knows[s.known[j]] = true
+	}
+}
 
 // simAskGated (RL_SIM_ASKGATED=1, as the model did before) answers
 // RELEASED for a slot whose handoff's DONE is in flight: the model drops
