@@ -438,6 +438,7 @@ type simNode struct {
 	unseen     map[string]bool       // known members this process has not had in a table since its join (the server's handoff.seen; see simVouch)
 	knows      map[string]bool       // a cold start's first process: the server's Known, the members it met and those the members it heard from know (nil in any other process, whose data dir remembers every member; see simColdVouch)
 	had        map[string]bool       // members this process has had in a table shared with another (the server's handoff.had; see simColdVouch)
+	seen       map[string]bool       // a cold start's process: the members it had in a shared table or recorded as never seen (the server's handoff.seen; see simColdSeed)
 	lostOwn    map[int]bool          // slots lost while a rejoin waited for their handback, keeping their keys (the server's rejoinLost)
 	keptLost   map[int]bool          // those of lostOwn kept here in mode replace before the table gave them back (simKeptLost)
 	holder     map[int]int           // slot → the node this one last knew to hold it, when not itself (the server's handoff.holder)
@@ -575,7 +576,7 @@ func (s *sim) start(i int) {
 	n.relayed, n.relays, n.rejoined = map[int]bool{}, nil, false
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
-	n.knows, n.had = nil, map[string]bool{}
+	n.knows, n.had, n.seen = nil, map[string]bool{}, map[string]bool{}
 	n.gen++
 	n.fresh, n.former, n.formerUntil, n.ended = map[int]int64{}, map[int]map[int]bool{}, map[int]int64{}, map[int]bool{}
 	cold := s.cold && !n.started // a cold start's first process: it has met no member (see simCold)
@@ -770,6 +771,7 @@ func (s *sim) rebuild(i int) {
 				}
 			}
 		}
+		s.coldSeed(i, tb) // after the deadPrev bookkeeping, before relayGuesses, as the server's handoffHook
 		for _, k := range slices.SortedFunc(maps.Keys(relay), func(a, b [2]int) int { return cmp.Compare(a[0]*len(s.nodes)+a[1], b[0]*len(s.nodes)+b[1]) }) {
 			if !simRelayAny && (len(n.died) > 0 || n.rejoined || s.neverSaw(i)) {
 				break // the server's relayGuesses: only a process that saw no death, no rejoin of its own, and every known member
@@ -782,6 +784,7 @@ func (s *sim) rebuild(i int) {
 		for _, slot := range s.slots {
 			n.ownerInc[slot] = n.lease.IncarnationOf(tb.Owner(slot).Name)
 		}
+		s.coldSeed(i, tb) // a cold process's first shared table
 	}
 	now := n.local(s.now)
 	for _, m := range tb.Nodes() { // the replicas' newShipPeer: a member new to the table starts with MaxLag
@@ -1789,6 +1792,7 @@ func (s *sim) receive(m simMsg) {
 		if !n.lease.ServesAt(now) {
 			break // the server's peerReleased: a node that may not serve knows nothing newer
 		}
+		s.knownLate(m.to)
 		if m.relay { // asked on m.asker's behalf (simRelay): answered as m.asker would be
 			m.from, from = m.asker, s.nodes[m.asker].name
 		}
@@ -1930,6 +1934,7 @@ func (s *sim) receive(m simMsg) {
 			}
 		}
 	case simPull:
+		s.knownLate(m.to)
 		if !n.lease.ServesAt(now) {
 			if s.cold {
 				s.logf("%s: no lease for %s's PULL", n.name, from)
@@ -2948,6 +2953,71 @@ func (s *sim) neverSaw(i int) bool {
 		}
 	}
 	return false
+}
+
+// simColdSeed (RL_SIM_COLDSEED=0 leaves it out, as the model was): a
+// cold start's process records, at each table change, deadPrev for the
+// slots its known members never seen in a table would own with them, and
+// for those a member it sees would own so that its table gives another,
+// as a restarted process does at its join (seedDeadPrev): the server's
+// seedDeadPrev runs in every process, at every table change, over its
+// known set.
+var simColdSeed = os.Getenv("RL_SIM_COLDSEED") != "0"
+
+// simKnownLate (RL_SIM_KNOWNLATE=0 leaves it out, as the server was): a
+// member that joins a cold process's known set with no table change
+// (another member's set names it) gets its marks before the process
+// answers a PULL or a RELEASED, as if the table change had come after
+// the merge (the server's seedKnownLocked). Before, they waited for the
+// next table change: the shape of cold seed 3548, where n1, had n3
+// reached its known set just after its heal's table, would have answered
+// n0's PULL for 14392 with a DONE without copies while n4 served it.
+var simKnownLate = os.Getenv("RL_SIM_KNOWNLATE") != "0"
+
+// coldSeed is the server's seedDeadPrev in a cold start's process i, for
+// its table tb: the members its known set gained since its last call
+// (simColdSeed).
+func (s *sim) coldSeed(i int, tb *Table) {
+	n := s.nodes[i]
+	if !simColdSeed || n.knows == nil || len(tb.Nodes()) < 2 {
+		return
+	}
+	all := slices.Clone(tb.Nodes())
+	for _, m := range all {
+		n.seen[m.Name] = true
+	}
+	unseen := map[string]bool{}
+	for _, m := range s.known {
+		if n.knows[m] && !n.seen[m] {
+			n.seen[m], unseen[m] = true, true
+			all = append(all, Node{Name: m})
+		}
+	}
+	if len(unseen) == 0 {
+		return
+	}
+	full, err := NewTable(0, all)
+	require.NoError(s.t, err)
+	for _, slot := range s.slots {
+		if d := full.Owner(slot).Name; unseen[d] || d != n.name && d != tb.Owner(slot).Name {
+			n.deadPrev[slot] = s.index(d)
+			delete(n.deadPrevInc, slot)
+			delete(n.guessPrev, slot)
+			delete(n.relayed, slot)
+		}
+	}
+	for name := range unseen {
+		n.died[name] = true // as if it had seen that death (the server's seedDeadPrev)
+	}
+	s.logf("%s never saw %v: their slots' state is theirs", n.name, slices.Sorted(maps.Keys(unseen)))
+}
+
+// knownLate is the server's seedKnownLocked in node i, before it answers
+// a PULL or a RELEASED (simKnownLate).
+func (s *sim) knownLate(i int) {
+	if n := s.nodes[i]; simKnownLate && n.view != nil {
+		s.coldSeed(i, n.view.Table)
+	}
 }
 
 // knownOf is the known set node i sends in a cold schedule: its

@@ -238,6 +238,7 @@ func askedBy(rest [][]byte) releasedQ {
 // switchMu.
 func (n *Node) releasedLocked(from string, slots []int, q releasedQ) (out []int, ask map[string][]int, kept bool, old []int) {
 	v := n.cur.Load()
+	n.seedKnownLocked(v)
 	unsure := n.neverSawLocked()
 	askAt := func(node string, slot int) {
 		if ask == nil {

@@ -176,6 +176,7 @@ func (n *Node) backedUpFor(from string, slots []int) (cluster.Node, []int) {
 	n.switchMu.Lock()
 	defer n.switchMu.Unlock()
 	v := n.cur.Load()
+	n.seedKnownLocked(v)
 	to, ok := v.Table.Node(from)
 	if !ok || !n.serving() {
 		// A node that may not serve (cut off, paused, or just back) knows
@@ -520,6 +521,27 @@ func (n *Node) seedDeadPrev(nv *cluster.View) {
 	}
 	n.log.Info("cluster: known members this process never saw; their slots' state is theirs until they come back",
 		"members", len(unseen))
+}
+
+// A member can join the known set with no table change: another member's
+// set names it (msgKnown) after the table change that the meeting made,
+// a member dead there that this process never had in a table. Its marks
+// are then due as if the table change had come after the merge, before
+// this node answers for a slot: the simulation's cold seed 3548 (at a 1 s
+// import wait, on the model that counted only the members met) had n1's
+// table {n0, n1, n2, n4} give slot 14392 to n0 with n1 its backup, while
+// n4, whose table kept the crashed n3 (declared dead, never confirmed),
+// owned and served it; had n3 reached n1's known set just after that
+// table, n1 would have answered n0's PULL with a DONE without copies, and
+// n0 served the slot from 0 beside n4.
+
+// seedKnownLocked records seedDeadPrev's marks for the known members that
+// joined the set since the last table change, over v, the current view.
+// The caller holds switchMu.
+func (n *Node) seedKnownLocked(v *cluster.View) {
+	if v != nil {
+		n.seedDeadPrev(v)
+	}
 }
 
 // A new process vouches only for what it saw. Its seeded marks name the
