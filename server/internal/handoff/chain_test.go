@@ -91,7 +91,7 @@ func TestReleasedFallsBackWithoutPast(t *testing.T) {
 	released, _, err := c.released(a, []int{slot}, true, []string{"b"}, true)
 	require.NoError(t, err)
 	assert.Equal(t, []int{slot}, released, "the older form's answer")
-	assert.Equal(t, [][]string{{cluster.ReleasedKeep, cluster.ReleasedPast, "b"}, {cluster.ReleasedKeep}}, old.forms,
+	assert.Equal(t, [][]string{{cluster.ReleasedKeep, cluster.ReleasedPast, "b"}, {cluster.ReleasedKeep}}, old.seen(),
 		"PAST refused, then KEEP alone")
 }
 

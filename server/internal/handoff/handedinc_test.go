@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func TestReleasedSaysHandedAndFallsBack(t *testing.T) {
 	released, _, err := c.released(a, []int{slot, other}, false, nil, true)
 	require.NoError(t, err)
 	assert.Equal(t, []int{slot}, released, "the older form's answer")
-	assert.Equal(t, [][]string{{cluster.ReleasedHanded, strconv.Itoa(slot), cluster.ReleasedPast}, {cluster.ReleasedPast}}, old.forms,
+	assert.Equal(t, [][]string{{cluster.ReleasedHanded, strconv.Itoa(slot), cluster.ReleasedPast}, {cluster.ReleasedPast}}, old.seen(),
 		"HANDED refused, then PAST alone")
 }
 
@@ -121,7 +122,15 @@ func TestReleasedSaysHandedAndFallsBack(t *testing.T) {
 type refusing struct {
 	word  string
 	slot  int
+	mu    sync.Mutex // guards forms: the node's own imports ask too, from their timers
 	forms [][]string
+}
+
+// seen returns the forms asked so far.
+func (o *refusing) seen() [][]string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.forms)
 }
 
 func (o *refusing) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]byte, error) {
@@ -132,7 +141,9 @@ func (o *refusing) Forward(_ context.Context, _ string, cmds [][][]byte) ([][]by
 	for _, a := range cmds[0][4:] {
 		form = append(form, string(a))
 	}
+	o.mu.Lock()
 	o.forms = append(o.forms, form)
+	o.mu.Unlock()
 	if slices.Contains(form, o.word) {
 		return [][]byte{[]byte("-" + cluster.PeerRefused)}, nil
 	}
