@@ -438,10 +438,11 @@ func (n *Node) waitImportsFromDead(nv *cluster.View) {
 		return
 	}
 	from := map[string][]int{}
+	tk := n.takeover.Load()
 	for slot := range cluster.Slots {
 		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && dead[st.peer.Name] && nv.Table.Owner(slot).Name == nv.Self {
 			from[st.peer.Name] = append(from[st.peer.Name], slot)
-			if st.keep {
+			if st.keep && !tk.Lost(slot) { // one lost already: see rejoinLost
 				n.ho.ownLost[slot/64] |= 1 << (slot % 64) // its keys may be the state: see rejoinUnconfirmed
 			}
 		}

@@ -17,16 +17,16 @@ import "github.com/rlstore/rlstore/cluster"
 func (n *Node) rejoinUnconfirmed() {
 	n.switchMu.Lock()
 	v := n.cur.Load()
+	tk := n.takeover.Load()
 	var served []int
 	for slot := range cluster.Slots {
-		if v.Table.Owner(slot).Name != v.Self {
-			continue
+		if v.Table.Owner(slot).Name != v.Self || tk.Lost(slot) {
+			continue // a lost one waits for its holder: see rejoinLost
 		}
 		if st := n.ho.state(slot); st != nil && st.mode == ModeImporting && st.keep && n.ho.swap(slot, st, nil) {
 			served = append(served, slot)
 		}
 	}
-	tk := n.takeover.Load()
 	var bits [cluster.Slots / 64]uint64
 	back := 0
 	for slot := range cluster.Slots {
