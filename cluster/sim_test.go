@@ -740,6 +740,8 @@ func (s *sim) rebuild(i int) {
 			case prev != n.name && owner != n.name && !simThirdPrevForgot && !s.holds(i, slot) && simAskChain:
 				n.deadPrev[slot], n.deadPrevInc[slot] = s.index(prev), inc // it may have held it: named to an asker it did not send here (the server's askChain)
 				n.guessPrev[slot] = s.index(prev)
+			case owner == n.name && tb.Has(prev) && hasDP && !dpInc && !dpGuess && !tb.Has(s.known[dp]) && n.copyFrom[slot] != prev && simTakenPrev:
+				// prev got it at the dead owner's death, and may never have held its state (see simTakenPrev)
 			default:
 				delete(n.deadPrev, slot)
 			}
@@ -1003,6 +1005,19 @@ func (s *sim) rejoin(i int) {
 // to ASK n3, lost it again as its own, and when n1 resumed and n2's lease
 // proved its death unconfirmed, served it from its keys: 0.
 var simRejoinLost = os.Getenv("RL_SIM_REJOINLOST") != "0"
+
+// simTakenPrev (RL_SIM_TAKENPREV=0 leaves it out): a slot the table moves
+// to this node from a live node that got it at its owner's death
+// (deadPrev: that owner, still out of the table), whose copies this node
+// does not hold, keeps the dead owner as deadPrev while it is imported,
+// so that a RELEASED from that node, should the next table give it the
+// slot back, is answered "ASK" the dead owner (the server's takenPrev).
+// Seed 2108 at a 1 s import wait: n0's table moved 15677 from n1 (paused
+// with 45) to n4 and then to n0; n4's, which saw n1's and n3's deaths at
+// once, moved it from n1 to n0 (n4 dropped n1's copies, 42); the next
+// table gave it to n4, which imported it from n0, and n0 released it: n4
+// served it from 0.
+var simTakenPrev = os.Getenv("RL_SIM_TAKENPREV") != "0"
 
 // unconfirmed is the server's end of a rejoin whose death no majority
 // confirmed (Lease.OnUnconfirmed): the slots it waits to have handed back

@@ -332,6 +332,7 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 			incs[owner] = incOf(owner)
 		}
 		inc := h.ownerInc[slot]
+		dp, dpThird := h.deadPrev[slot], h.guessPrev.Has(slot) || h.servedPrev.Has(slot) // a thirdPrev mark
 		h.ownerInc[slot], h.deadPrevInc[slot] = incs[owner], 0
 		h.guessPrev[slot/64] &^= 1 << (slot % 64)
 		h.servedPrev[slot/64] &^= 1 << (slot % 64)
@@ -355,11 +356,31 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 			} else {
 				h.servedPrev[slot/64] |= 1 << (slot % 64) // it served it: see importServer
 			}
+		case owner == nv.Self && nv.Table.Has(prev) && dp != "" && !dpThird && !nv.Table.Has(dp) && !held(slot, prev):
+			// prev got it at dp's death, and may never have held its
+			// state: see takenPrev
 		default:
 			h.deadPrev[slot] = ""
 		}
 	}
 }
+
+// takenPrev: a slot this node's table moves to it from a live node that
+// got it at its old owner's death (deadPrev: that owner, still out of the
+// table), whose copies of it this node does not hold, keeps the dead
+// owner as its deadPrev while this node imports it. This node does not
+// know that the live node took the slot over: its own table may have
+// given the slot elsewhere at the death, its copies dropped. Should the
+// next table give the slot back to that node before the import ends (it
+// never came: livePrev keeps the mark), this node answers its RELEASED
+// with "ASK" the dead owner, and the asker has the slot lost until the
+// owner is back, rather than serving it from nothing. Before, the mark
+// was cleared, and this node released it: the simulation's seed 2108 at
+// a 1 s import wait, n0's table moved 15677 from n1 (paused with 45) to
+// n4 and then to n0, while n4's, which saw n1's and n3's deaths at once,
+// moved it from n1 to n0 (n4 dropped n1's copies, 42, no longer its
+// backup); the next table gave it to n4, which imported it from n0, and
+// n0 released it: n4 served it from 0.
 
 // unnameGuesses clears the deadPrev mark that livePrev gave each slot of
 // guesses (a new process's imports the table moved on, each from its
