@@ -451,8 +451,9 @@ type simNode struct {
 	// the slot; ownerInc, per slot, its owner's then (the server's
 	// restartedSince).
 	deadPrevInc, ownerInc map[int]uint64
-	cnt                   map[int]int // slot → its key's counter in this node's store
-	copies                map[int]int // slot → the counter this node holds as the slot's backup
+	deadOwnerInc          map[int]uint64 // slot → its dead deadPrev's incarnation when this node's table gave it the slot (simDeadRestart)
+	cnt                   map[int]int    // slot → its key's counter in this node's store
+	copies                map[int]int    // slot → the counter this node holds as the slot's backup
 	nextShip              int64
 	gen                   int           // counts the node's processes
 	fresh                 map[int]int64 // backup → until when (this node's clock) its acknowledgements let it serve the slots it backs up (the replicas' Fresh)
@@ -575,6 +576,7 @@ func (s *sim) start(i int) {
 	n.sentBehind, n.handedInc, n.took = map[int]int{}, map[int]simHanded{}, map[[2]int]bool{}
 	n.relayed, n.relays, n.rejoined = map[int]bool{}, nil, false
 	n.deadPrevInc, n.ownerInc, n.guessPrev = map[int]uint64{}, map[int]uint64{}, map[int]int{}
+	n.deadOwnerInc = map[int]uint64{}
 	n.gated, n.unseen, n.seenDied = map[int]bool{}, nil, map[string]bool{}
 	n.knows, n.had, n.seen = nil, map[string]bool{}, map[string]bool{}
 	n.gen++
@@ -720,6 +722,7 @@ func (s *sim) rebuild(i int) {
 			if owner != prev {
 				n.ownerInc[slot] = n.lease.IncarnationOf(owner)
 				delete(n.deadPrevInc, slot)
+				delete(n.deadOwnerInc, slot)
 				delete(n.guessPrev, slot)
 				delete(n.relayed, slot)
 			}
@@ -727,6 +730,9 @@ func (s *sim) rebuild(i int) {
 			case owner == prev:
 			case !tb.Has(prev) && owner != n.name:
 				n.deadPrev[slot] = s.index(prev)
+				if simDeadRestart {
+					n.deadOwnerInc[slot] = n.lease.IncarnationOf(prev) // its last process: see simDeadRestart
+				}
 			case prev == n.name && importing && simJoinDeadPrev && (hasDP || simLivePrevForgot) && (!hasDP || dp != s.index(owner)):
 				// Never got here: what this node knew of its state stands.
 			case prev == n.name && importing && n.importing[slot].peer != s.index(owner) && !simLivePrevForgot:
@@ -1018,6 +1024,16 @@ var simRejoinLost = os.Getenv("RL_SIM_REJOINLOST") != "0"
 // table gave it to n4, which imported it from n0, and n0 released it: n4
 // served it from 0.
 var simTakenPrev = os.Getenv("RL_SIM_TAKENPREV") != "0"
+
+// simDeadRestart (RL_SIM_DEADRESTART=0 leaves it out): a dead owner that
+// deadPrev names is not named once it answers the lease from another
+// process than the one this node's lease last heard from before its
+// death (the server's deadRestart, by restartedSince). Seed 2681 at a 1 s
+// import wait: n3 took 11822 over at n1's death (a crash) and served it
+// to 94; n0 answered n3's rejoin "ASK n1", n1's new process by then; the
+// next table gave n1 the slot, n3 (its holder n1) kept nothing for it and
+// released it, and n1 served it from 0.
+var simDeadRestart = os.Getenv("RL_SIM_DEADRESTART") != "0"
 
 // unconfirmed is the server's end of a rejoin whose death no majority
 // confirmed (Lease.OnUnconfirmed): the slots it waits to have handed back
@@ -2835,6 +2851,9 @@ var simAskChainKeep = os.Getenv("RL_SIM_ASKCHAINKEEP") == "1"
 func (s *sim) restartedSince(i, slot, d int) bool {
 	n := s.nodes[i]
 	was, now := n.deadPrevInc[slot], n.lease.IncarnationOf(s.known[d])
+	if was == 0 {
+		was = n.deadOwnerInc[slot] // a dead owner's: see simDeadRestart
+	}
 	return was != 0 && now != 0 && now != was && !simThirdRestartForgot
 }
 
@@ -2911,9 +2930,11 @@ func (s *sim) seedDeadPrev(i int) {
 			n.deadPrev[slot] = s.index(d)
 			delete(n.relayed, slot)
 			delete(n.deadPrevInc, slot)
+			delete(n.deadOwnerInc, slot)
 			delete(n.guessPrev, slot)
 		case d != n.view.Table.Owner(slot).Name && !simSeedLiveForgot:
 			delete(n.deadPrevInc, slot)
+			delete(n.deadOwnerInc, slot)
 			delete(n.guessPrev, slot)
 			n.deadPrev[slot] = s.index(d) // a member it sees, whose slot its table gives another: it may hold it (the server's seedDeadPrev)
 			delete(n.relayed, slot)

@@ -339,7 +339,7 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 		h.relay.marked[slot/64] &^= 1 << (slot % 64)
 		switch {
 		case dead[prev] && owner != nv.Self:
-			h.deadPrev[slot] = prev
+			h.deadPrev[slot], h.deadPrevInc[slot] = prev, incOf(prev) // its last process: see deadRestart
 		case prev == nv.Self && h.importing(slot) && h.deadPrev[slot] != "" && h.deadPrev[slot] != owner:
 			// It never came here: what this node knew of its state stands
 			// (a seeded dead owner, see seedDeadPrev), unless its owner is
@@ -364,6 +364,17 @@ func (h *handoff) noteDeadPrev(old, nv *cluster.View, incOf func(string) uint64,
 		}
 	}
 }
+
+// deadRestart: a dead owner that deadPrev names is not named once it
+// answers the lease from another process than the one this node's lease
+// last heard from before its death (restartedSince): the process that
+// held the slot's state is gone, its state in the new one's data dir
+// (keepRestored) or gone with it. Named, it took the import of the node
+// its death gave the slot to: the simulation's seed 2681 at a 1 s import
+// wait, n3 took 11822 over at n1's death (a crash) and served it to 94;
+// n3's rejoin asked n0, which answered "ASK n1", n1's new process by
+// then; the next table gave n1 the slot, n3, whose holder record named
+// n1, kept nothing for it and released it, and n1 served it from 0.
 
 // takenPrev: a slot this node's table moves to it from a live node that
 // got it at its old owner's death (deadPrev: that owner, still out of the
@@ -621,8 +632,9 @@ func (n *Node) deadPrevOfLocked(slot int, from string) string {
 // for it itself (keepRestored), or gone with it. Named, such a process
 // names its import's guess, which may be this node (livePrev): in
 // TestRestartedFencerRemembers, c's imports of the slots a restarted a had
-// served went round a and b to the end of the test. The caller holds
-// switchMu.
+// served went round a and b to the end of the test. So does a dead owner
+// deadPrev names, from the process this node's lease last heard before
+// the death (deadRestart). The caller holds switchMu.
 func (n *Node) restartedSince(slot int, node string) bool {
 	was := n.ho.deadPrevInc[slot]
 	now := n.incarnationOf(node)

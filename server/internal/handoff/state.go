@@ -179,7 +179,9 @@ type handoff struct {
 	deadPrev [cluster.Slots]string
 	// deadPrevInc is, per slot whose deadPrev names a live third node
 	// (thirdPrev), that node's incarnation when this node's table gave it
-	// the slot, 0 for none; ownerInc, per slot, its owner's incarnation
+	// the slot, and per slot whose deadPrev names a dead owner, the
+	// owner's last one this node heard before the death (deadRestart), 0
+	// for none; ownerInc, per slot, its owner's incarnation
 	// when this node's table gave it the slot (see restartedSince).
 	deadPrevInc, ownerInc [cluster.Slots]uint64
 	// guessPrev are the slots whose deadPrev names a live old owner that
