@@ -1757,7 +1757,7 @@ func (s *sim) receive(m simMsg) {
 				continue
 			}
 			delete(n.keptFlight, slot)
-			if _, importing := n.importing[slot]; n.view.Table.Owner(slot).Name == n.name || importing {
+			if _, importing := n.importing[slot]; n.view.Table.Owner(slot).Name == n.name || importing || s.hasState(m.to, slot) && simKeptStateless {
 				delete(n.kept, slot) // its own again, or moving: the table's handoff settles it
 				delete(n.disownBy, slot)
 				continue
@@ -1874,6 +1874,9 @@ func (s *sim) receive(m simMsg) {
 			}
 			if _, adopted := n.adopted[slot]; simHeldFirst && adopted && !simAskAdopted {
 				continue // the server's heldFirst: adopted here, named to nobody else
+			}
+			if _, kept := n.kept[slot]; kept && simKeptFirst {
+				continue // the server's keptFirst: its keys are on their way, and it names nobody else
 			}
 			if g, ok := n.guessPrev[slot]; ok && g == n.deadPrev[slot] && (m.keep && !simAskChainKeep || slices.Contains(m.past, g)) {
 				// It sent this import here already: named back, the import
@@ -2054,6 +2057,9 @@ func (s *sim) tick(i int) {
 			to := s.index(n.view.Table.Owner(slot).Name)
 			if to == i || s.unreachable(i, to) && !simKeptCut {
 				continue // across a cut the server's sendKept fails and keeps them again
+			}
+			if s.hasState(i, slot) && simKeptStateless {
+				continue // the server's takeKept: a slot with a handoff state is not pushed (an adopted one is served here)
 			}
 			if at, ok := n.keptFlight[slot]; ok {
 				if s.now-at < simKeptRTT {
@@ -2638,6 +2644,27 @@ var simKeptLost = os.Getenv("RL_SIM_KEPTLOST") != "0"
 // admitted 157 against a bound of 156 (and 833 and 1274, the same kind).
 var simJoinKept = os.Getenv("RL_SIM_JOIN") != "0"
 
+// simKeptStateless (RL_SIM_KEPTSTATELESS=0 leaves it out, as the model did
+// before): kept keys of a slot that has a handoff state here (adopted,
+// imported, moving) are not pushed, and a push's answer finding one drops
+// the kept mark, as the server's takeKept and sendKept do. Settled seed
+// 5147 at a 1 s import wait: n1 kept 77 of slot 11822, adopted n3's kept
+// 76 for it (their tables disagreed), and pushed its 77 to n3 anyway; n3
+// forwent them, n1's adopted mark outlived the push, and n3's death made
+// n1 hand n2 the slot with no keys, which ended n2's loss: n2 served it
+// from 0.
+var simKeptStateless = os.Getenv("RL_SIM_KEPTSTATELESS") != "0"
+
+// simKeptFirst (RL_SIM_KEPTFIRST=0 leaves it out, as the server did
+// before): a node asked RELEASED for a slot whose keys it keeps for the
+// asker names no other node (its deadPrev, or the asker's lost holder):
+// its keys are the slot's newest state, on their way (the server's
+// keptFirst). Settled seed 5765 at a 1 s import wait: n2 kept 62 of slot
+// 4626 for n3, which refused them while it had no lease; n2 answered n3's
+// question "ASK n0", its deadPrev, which had never held the keys since
+// and released the slot: n3 served it from 0.
+var simKeptFirst = os.Getenv("RL_SIM_KEPTFIRST") != "0"
+
 // simHandedNotAdopted (RL_SIM_HANDEDNOTADOPTED=0 leaves it out, as the
 // server did before): a DONE that ends a PULL's answer (or kept keys)
 // adopts no slot that this node handed to the sender, neither imports nor
@@ -2862,6 +2889,17 @@ var simThirdRestartForgot = os.Getenv("RL_SIM_THIRDRESTART") == "0"
 // holds reports whether node i holds slot's state by a handoff of its own:
 // it hands it over (out), has adopted it, or keeps its keys (the server's
 // handoff.holds).
+// hasState reports whether slot has a handoff state on node i, as the
+// server's handoff.state(slot) != nil: imported, adopted, moving, cut
+// and gated, or moved.
+func (s *sim) hasState(i, slot int) bool {
+	n := s.nodes[i]
+	_, importing := n.importing[slot]
+	_, out := n.out[slot]
+	_, adopted := n.adopted[slot]
+	return importing || out || adopted || n.gated[slot] || n.moved[slot]
+}
+
 func (s *sim) holds(i, slot int) bool {
 	n := s.nodes[i]
 	_, out := n.out[slot]
