@@ -2889,6 +2889,14 @@ var simThirdRestartForgot = os.Getenv("RL_SIM_THIRDRESTART") == "0"
 // holds reports whether node i holds slot's state by a handoff of its own:
 // it hands it over (out), has adopted it, or keeps its keys (the server's
 // handoff.holds).
+func (s *sim) holds(i, slot int) bool {
+	n := s.nodes[i]
+	_, out := n.out[slot]
+	_, adopted := n.adopted[slot]
+	_, kept := n.kept[slot]
+	return out || adopted || kept
+}
+
 // hasState reports whether slot has a handoff state on node i, as the
 // server's handoff.state(slot) != nil: imported, adopted, moving, cut
 // and gated, or moved.
@@ -2898,14 +2906,6 @@ func (s *sim) hasState(i, slot int) bool {
 	_, out := n.out[slot]
 	_, adopted := n.adopted[slot]
 	return importing || out || adopted || n.gated[slot] || n.moved[slot]
-}
-
-func (s *sim) holds(i, slot int) bool {
-	n := s.nodes[i]
-	_, out := n.out[slot]
-	_, adopted := n.adopted[slot]
-	_, kept := n.kept[slot]
-	return out || adopted || kept
 }
 
 // simSettleImports (RL_SIM_SETTLEIMPORTS=1): a slot whose handover had
