@@ -20,11 +20,7 @@ import (
 // taken the slot over at n1's death, and n1 served it from 0 where n3 had
 // left 94. Before, the dead owner was named whatever process answered.
 func TestReleasedNamesNoRestartedDeadOwner(t *testing.T) {
-	v1 := viewOf(t, 1, []string{"x", "r", "d"})
-	v2 := viewOf(t, 2, []string{"x", "r"}, "d")
-	slot := slotWhere(t, "a slot d owned that r owns once d died", func(slot int) bool {
-		return v1.Table.Owner(slot).Name == "d" && v2.Table.Owner(slot).Name == "r"
-	})
+	v1, v2, slot := deadOwnerViews(t)
 	n, cur := leasedNode(t, v1, &recorder{}, true, process{node: "d", inc: 7})
 	cur.Store(v2)
 	n.View()

@@ -170,13 +170,21 @@ func TestForgetStopsAskingTheDeadOwner(t *testing.T) {
 // r a slot of d's, and that slot.
 func afterDeadOwner(t *testing.T) (*Node, int) {
 	t.Helper()
+	v1, v2, slot := deadOwnerViews(t)
+	n, _, _ := movedNode(t, v1, v2)
+	return n, slot
+}
+
+// deadOwnerViews returns x's views before and after d's death, {x, r, d}
+// and {x, r} with d dead, and a slot d owned that r owns once d died.
+func deadOwnerViews(t *testing.T) (*cluster.View, *cluster.View, int) {
+	t.Helper()
 	v1 := viewOf(t, 1, []string{"x", "r", "d"})
 	v2 := viewOf(t, 2, []string{"x", "r"}, "d")
 	slot := slotWhere(t, "a slot d owned that r owns once d died", func(slot int) bool {
 		return v1.Table.Owner(slot).Name == "d" && v2.Table.Owner(slot).Name == "r"
 	})
-	n, _, _ := movedNode(t, v1, v2)
-	return n, slot
+	return v1, v2, slot
 }
 
 // slotWhere returns the first slot for which ok holds; what names the
